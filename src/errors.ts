@@ -1,0 +1,112 @@
+/**
+ * The package's errors. Every failure that comes from IndexedDB, WebCrypto or
+ * the serializer is one of these, with the original error as `cause`, so an
+ * app can tell them apart with `instanceof` and still see what the browser said.
+ */
+
+/** Base class of every error this package throws on purpose. */
+export class IndexedDBCheckpointError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Opening or upgrading the database waited longer than `blockedTimeoutMs`
+ * because another tab (or connection) holds an older version open and did not
+ * close it on `versionchange`.
+ */
+export class DatabaseBlockedError extends IndexedDBCheckpointError {}
+
+/**
+ * The connection was closed (by `close()`, by the browser, or by another
+ * tab's upgrade) while an operation needed it, and could not be reopened.
+ */
+export class DatabaseClosedError extends IndexedDBCheckpointError {}
+
+/**
+ * A stored value could not be decrypted: wrong key or passphrase, a flipped
+ * bit, a value copied from another row, or a plaintext row read by a
+ * serializer that refuses plaintext.
+ */
+export class DecryptionError extends IndexedDBCheckpointError {}
+
+/** A value could not be serialized or a stored row could not be decoded. */
+export class SerializationError extends IndexedDBCheckpointError {}
+
+/**
+ * A write did not fit in the origin's storage quota. Browsers report this as a
+ * `QuotaExceededError`, or as an `AbortError` whose transaction error is one;
+ * both arrive as this class, with the browser's error as `cause`.
+ */
+export class QuotaExceededError extends IndexedDBCheckpointError {}
+
+/**
+ * IndexedDB is missing or refuses to open (some private modes, sandboxed
+ * iframes, `file:` pages, or a Node process without a polyfill).
+ */
+export class IndexedDBUnavailableError extends IndexedDBCheckpointError {}
+
+/** Names a DOMException (or look-alike) carries, without trusting its class. */
+function errorName(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "name" in error) {
+    const { name } = error as { name: unknown };
+    return typeof name === "string" ? name : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * True when `error`, or anything in its `cause` chain (or the transaction error
+ * an `AbortError` wraps), is a quota failure. Chromium and Firefox report a
+ * full disk as `QuotaExceededError` directly; Safari and some Chromium paths
+ * only abort the transaction, with the quota error on `transaction.error`.
+ */
+export function isQuotaError(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (current !== undefined && current !== null && !seen.has(current)) {
+    seen.add(current);
+    if (current instanceof QuotaExceededError) return true;
+    const name = errorName(current);
+    if (name === "QuotaExceededError" || name === "NS_ERROR_DOM_QUOTA_REACHED") {
+      return true;
+    }
+    const message = (current as { message?: unknown }).message;
+    if (typeof message === "string" && /quota/i.test(message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Wraps whatever IndexedDB threw in the package's error classes, keeping it as
+ * `cause`. Errors that already belong to the package pass through unchanged.
+ *
+ * @param error What the request, transaction or open rejected with.
+ * @param action What we were doing, for the message ("put checkpoint").
+ * @internal
+ */
+export function toPackageError(error: unknown, action: string): Error {
+  if (error instanceof IndexedDBCheckpointError) return error;
+  const name = errorName(error) ?? "Error";
+  const detail = error instanceof Error || (typeof error === "object" && error !== null && "message" in error)
+    ? String((error as { message: unknown }).message)
+    : String(error);
+  if (isQuotaError(error)) {
+    return new QuotaExceededError(
+      `IndexedDB ran out of storage quota while trying to ${action}. Free space (deleteThread, prune) or ask for persistent storage with navigator.storage.persist(). (${name}: ${detail})`,
+      { cause: error },
+    );
+  }
+  if (name === "InvalidStateError" && /clos/i.test(detail)) {
+    return new DatabaseClosedError(
+      `The IndexedDB connection closed while trying to ${action}. (${name}: ${detail})`,
+      { cause: error },
+    );
+  }
+  return new IndexedDBCheckpointError(`IndexedDB failed to ${action}: ${name}: ${detail}`, {
+    cause: error,
+  });
+}

@@ -1,0 +1,104 @@
+/**
+ * Change notifications: listeners in this page, and other tabs of the same
+ * origin over a BroadcastChannel. The channel name carries a protocol version
+ * (as Dexie's `x-storagemutated-1`), so tabs running an older build of the
+ * package ignore messages they would not understand instead of misreading them.
+ */
+
+/** What happened to a thread. */
+export type ChangeKind = "put" | "delete" | "copy" | "prune" | "delete-runs";
+
+/** One change, as listeners receive it. */
+export interface CheckpointChange {
+  /** The thread that changed. */
+  threadId: string;
+  /** The namespace of the checkpoint, when one checkpoint is concerned. */
+  checkpointNs?: string;
+  /** The checkpoint written, when one checkpoint is concerned. */
+  checkpointId?: string;
+  kind: ChangeKind;
+  /** True when the change was made in another tab (or another saver instance there). */
+  remote: boolean;
+}
+
+/** A listener of {@link CheckpointChange}s. */
+export type ChangeListener = (change: CheckpointChange) => void;
+
+/** Version of the messages on the channel. */
+const PROTOCOL = 1;
+
+/** The wire message: the change without `remote`, plus who sent it. */
+interface WireMessage {
+  v: typeof PROTOCOL;
+  sender: string;
+  change: Omit<CheckpointChange, "remote">;
+}
+
+/**
+ * Fans changes out to local listeners and, through a BroadcastChannel, to
+ * other tabs. The channel opens on first use and closes with `close()`.
+ * @internal
+ */
+export class ChangeFeed {
+  readonly #channelName: string;
+  readonly #listeners = new Set<ChangeListener>();
+  readonly #sender = Math.random().toString(36).slice(2);
+  #channel: BroadcastChannel | undefined;
+
+  constructor(dbName: string) {
+    this.#channelName = `langgraph-checkpoint-indexeddb:v${PROTOCOL}:${dbName}`;
+  }
+
+  /** Adds a listener; returns the function that removes it. */
+  subscribe(listener: ChangeListener): () => void {
+    this.#listeners.add(listener);
+    this.#ensureChannel();
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** Tells local listeners and other tabs about a committed change. */
+  emit(change: Omit<CheckpointChange, "remote">): void {
+    this.#deliver({ ...change, remote: false });
+    const message: WireMessage = { v: PROTOCOL, sender: this.#sender, change };
+    try {
+      this.#ensureChannel()?.postMessage(message);
+    } catch {
+      // A closed or unsupported channel: local listeners were told already.
+    }
+  }
+
+  /** Closes the channel; a later emit or subscribe reopens it. */
+  close(): void {
+    this.#channel?.close();
+    this.#channel = undefined;
+  }
+
+  #ensureChannel(): BroadcastChannel | undefined {
+    if (this.#channel || typeof BroadcastChannel === "undefined") return this.#channel;
+    const channel = new BroadcastChannel(this.#channelName);
+    // Node keeps the process alive while a channel is open.
+    (channel as unknown as { unref?: () => void }).unref?.();
+    channel.onmessage = (event: MessageEvent<unknown>) => {
+      const message = event.data as Partial<WireMessage> | null;
+      if (!message || message.v !== PROTOCOL || message.sender === this.#sender || !message.change) return;
+      this.#deliver({ ...message.change, remote: true });
+    };
+    this.#channel = channel;
+    return channel;
+  }
+
+  #deliver(change: CheckpointChange): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change);
+      } catch (error) {
+        // One failing listener must not stop the others or the write.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Validation of the ids that become IndexedDB keys, and reading them out of a
+ * `RunnableConfig`. Ids are strings; the prototype-pollution names are refused
+ * here, as MemorySaver refuses them, so every saver of an app accepts the same ids.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+
+/** Names that reach `Object.prototype` when used as a property key. */
+const RESERVED_IDS = new Set(["__proto__", "constructor", "prototype"]);
+
+/** Options of {@link assertId}. */
+interface AssertIdOptions {
+  /** Accept `""` (the root checkpoint namespace). */
+  allowEmpty?: boolean;
+}
+
+/** A readable name for what a caller passed instead of a string. */
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+/**
+ * Throws a clear error unless `value` is a usable id: a string, non-empty
+ * (unless allowed) and not one of `__proto__`, `constructor`, `prototype`.
+ *
+ * @param field The config field the id came from, for the message.
+ */
+export function assertId(field: string, value: unknown, options: AssertIdOptions = {}): asserts value is string {
+  if (typeof value !== "string") {
+    throw new Error(`Invalid "${field}": expected a string id, got ${describe(value)}.`);
+  }
+  if (value === "" && !options.allowEmpty) {
+    throw new Error(`Invalid "${field}": the empty string is not a valid id.`);
+  }
+  if (RESERVED_IDS.has(value)) {
+    throw new Error(
+      `Invalid "${field}": "${value}" is reserved (it would reach Object.prototype in other savers); choose another id.`,
+    );
+  }
+}
+
+/** The message LangGraph's own savers give for a config without `thread_id`. */
+export function missingThreadIdMessage(action: string): string {
+  return `Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property. When using a checkpointer, you must pass a "thread_id" so the checkpointer knows which conversation thread to persist state for. Example: graph.stream(input, { configurable: { thread_id: "my-thread-id" } })`;
+}
+
+/** The ids a config points at: thread, namespace and (maybe) checkpoint. */
+export interface ConfigIds {
+  threadId: string;
+  checkpointNs: string;
+  /** Undefined when the config means "the latest". */
+  checkpointId: string | undefined;
+}
+
+/**
+ * Reads and validates the ids of a config that must name a thread.
+ *
+ * @param action What the caller does, for the missing-thread message.
+ */
+export function configIds(config: RunnableConfig, action: string): ConfigIds {
+  const configurable = config.configurable ?? {};
+  const threadId: unknown = configurable.thread_id;
+  if (threadId === undefined || threadId === null) throw new Error(missingThreadIdMessage(action));
+  assertId("thread_id", threadId);
+  const checkpointNs: unknown = configurable.checkpoint_ns ?? "";
+  assertId("checkpoint_ns", checkpointNs, { allowEmpty: true });
+  // `thread_ts` is the pre-1.0 name of checkpoint_id, still honoured by getCheckpointId.
+  const rawId: unknown = configurable.checkpoint_id || configurable.thread_ts || undefined;
+  if (rawId !== undefined) assertId("checkpoint_id", rawId);
+  return { threadId, checkpointNs, checkpointId: rawId };
+}

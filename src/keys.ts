@@ -1,0 +1,71 @@
+/**
+ * Pure builders of the saver's IndexedDB keys and key-range bounds.
+ *
+ * IndexedDB orders keys Number < Date < String < Binary < Array, arrays
+ * element by element, strings by UTF-16 code unit: exactly JavaScript's `<`
+ * on strings (never `localeCompare`). So `[thread, ns, id]` keys list a
+ * namespace's checkpoints in id order, and `[]` is an upper bound above every
+ * string: `[...prefix]` to `[...prefix, []]` spans every key under a prefix.
+ */
+
+/** A compound IndexedDB key. */
+export type Key = (string | number)[];
+
+/** Lower and upper bound of every key that starts with `prefix`. */
+export interface PrefixBounds {
+  lower: IDBValidKey;
+  upper: IDBValidKey;
+}
+
+/** Above every string, number and date in IndexedDB's key order. */
+const ABOVE_STRINGS: IDBValidKey = [];
+
+/** Bounds that span every key starting with `prefix` (the prefix itself included). */
+export function prefixBounds(...prefix: (string | number)[]): PrefixBounds {
+  return { lower: prefix, upper: [...prefix, ABOVE_STRINGS] };
+}
+
+/** Key of a checkpoint row. */
+export function checkpointKey(threadId: string, checkpointNs: string, checkpointId: string): Key {
+  return [threadId, checkpointNs, checkpointId];
+}
+
+/** Key of a channel value (blob) row. */
+export function blobKey(threadId: string, checkpointNs: string, channel: string, version: string | number): Key {
+  return [threadId, checkpointNs, channel, version];
+}
+
+/** Key of a pending write row. */
+export function writeKey(threadId: string, checkpointNs: string, checkpointId: string, taskId: string, idx: number): Key {
+  return [threadId, checkpointNs, checkpointId, taskId, idx];
+}
+
+/**
+ * Bounds of one namespace's checkpoints strictly below `before` (when given):
+ * `list({ before })` and "latest" are reverse cursors over this range.
+ */
+export function checkpointRangeBounds(
+  threadId: string,
+  checkpointNs: string,
+  before?: string,
+): PrefixBounds & { upperOpen: boolean } {
+  if (before === undefined) return { ...prefixBounds(threadId, checkpointNs), upperOpen: false };
+  return { lower: [threadId, checkpointNs], upper: [threadId, checkpointNs, before], upperOpen: true };
+}
+
+/**
+ * Bounds of the writes index `[thread, ns, channel, checkpoint_id]` for one
+ * channel, between two checkpoint ids (both included).
+ */
+export function channelWritesBounds(
+  threadId: string,
+  checkpointNs: string,
+  channel: string,
+  fromCheckpointId: string,
+  toCheckpointId: string,
+): PrefixBounds {
+  return {
+    lower: [threadId, checkpointNs, channel, fromCheckpointId],
+    upper: [threadId, checkpointNs, channel, toCheckpointId],
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The saver's database: its object stores, row shapes and numbered upgrades.
+ *
+ * Rows keep ids, parent links, run ids and channel versions as plain fields
+ * (they are keys or index keys, and the history walk reads them inside one
+ * transaction); every value LangGraph gives us (checkpoint, metadata, channel
+ * values, pending writes) is stored as `[type, bytes]` from the serializer,
+ * so an encrypting serializer covers all of them.
+ */
+import type { DBSchema } from "idb";
+import type { Upgrade } from "./db.js";
+
+/** A serialized value: the serializer's type tag and its bytes. */
+export type TypedBytes = [type: string, data: Uint8Array];
+
+/** A channel version as LangGraph hands it over. */
+export type Version = string | number;
+
+/** One checkpoint, without its channel values (those live in `blobs`). */
+export interface CheckpointRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  /** The checkpoint it was put on top of (`config.configurable.checkpoint_id`). */
+  parent_checkpoint_id?: string;
+  /** The checkpoint with `channel_values` removed. */
+  checkpoint: TypedBytes;
+  metadata: TypedBytes;
+  /**
+   * Versions of the channels that have a stored value at this checkpoint, a
+   * plain copy so one read transaction can fetch the blobs (the authoritative
+   * copy is inside `checkpoint`).
+   */
+  channel_versions: Record<string, Version>;
+  /** `metadata.run_id`, indexed for `deleteForRuns`. */
+  run_id?: string;
+}
+
+/** One channel's value at one version. Versions without a value have no row. */
+export interface BlobRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  channel: string;
+  version: Version;
+  value: TypedBytes;
+}
+
+/** One pending write of a task against a checkpoint. */
+export interface WriteRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  task_id: string;
+  /** Position in the task's write list, or the negative slot of a special channel. */
+  idx: number;
+  channel: string;
+  value: TypedBytes;
+  /** The task's path, for `writesSortKey` order ("" when not given). */
+  task_path: string;
+}
+
+/** Marks a deleted thread so late writes of a run still in flight stay dropped. */
+export interface Tombstone {
+  /** Checkpoint ids up to this one (string order) belonged to the deleted thread. */
+  max_deleted_id: string;
+  /** Checkpoints a late `put` tried to add after the delete; their writes are dropped too. */
+  dropped: string[];
+  deleted_at: number;
+}
+
+/** Per-thread summary, kept up to date by every write, for `listThreads`. */
+export interface ThreadRow {
+  thread_id: string;
+  created_at: number;
+  /** Absent while the thread has no checkpoints, which hides it from the index. */
+  updated_at?: number;
+  checkpoint_count: number;
+  /** The newest root checkpoint put: its id and serialized metadata. */
+  latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
+  tombstone?: Tombstone;
+}
+
+/** A small named record: format version, the serializer's key record. */
+export interface MetaRow {
+  name: string;
+  value: unknown;
+}
+
+/** The saver's IndexedDB schema, for idb's typed wrappers. */
+export interface SaverSchema extends DBSchema {
+  checkpoints: {
+    key: [string, string, string];
+    value: CheckpointRow;
+    indexes: { by_run: string; by_parent: [string, string, string] };
+  };
+  blobs: {
+    key: [string, string, string, Version];
+    value: BlobRow;
+  };
+  writes: {
+    key: [string, string, string, string, number];
+    value: WriteRow;
+    indexes: { by_channel: [string, string, string, string] };
+  };
+  threads: {
+    key: string;
+    value: ThreadRow;
+    indexes: { by_updated: number };
+  };
+  meta: {
+    key: string;
+    value: MetaRow;
+  };
+}
+
+/** Object store names of the saver's database. */
+export type SaverStoreName = "checkpoints" | "blobs" | "writes" | "threads" | "meta";
+
+/**
+ * The schema steps; the database version is their count. Never edit a
+ * released step: append a new one.
+ */
+export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
+  // 1: the initial layout.
+  (db, tx) => {
+    const checkpoints = db.createObjectStore("checkpoints", {
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
+    });
+    checkpoints.createIndex("by_run", "run_id");
+    // Children of a checkpoint: which of them still use a blob it introduced.
+    checkpoints.createIndex("by_parent", ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]);
+    db.createObjectStore("blobs", { keyPath: ["thread_id", "checkpoint_ns", "channel", "version"] });
+    const writes = db.createObjectStore("writes", {
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+    });
+    // The writes index: one channel's writes across checkpoints, for the delta-history walk.
+    writes.createIndex("by_channel", ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"]);
+    const threads = db.createObjectStore("threads", { keyPath: "thread_id" });
+    threads.createIndex("by_updated", "updated_at");
+    db.createObjectStore("meta", { keyPath: "name" });
+    void tx.objectStore("meta").put({ name: "format", value: SAVER_FORMAT });
+  },
+];
+
+/** Version of the row format inside the stores, kept in `meta` as "format". */
+export const SAVER_FORMAT = 1;

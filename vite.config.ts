@@ -1,0 +1,69 @@
+import { defineConfig } from "vitest/config";
+import { playwright } from "@vitest/browser-playwright";
+import { chromiumArgs, chromiumPath } from "./test/chromium.js";
+
+const chromium = playwright({
+  launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
+});
+
+/**
+ * One config for the library build and every Vitest project:
+ * - `node`: unit and conformance tests on fake-indexeddb;
+ * - `chromium`: the same tests (bar `*.node.test.ts`) plus `*.browser.test.ts`
+ *   in real Chromium through Vitest browser mode;
+ * - `bench`: `npm run bench`, in Chromium, never part of `npm test`.
+ */
+export default defineConfig({
+  build: {
+    lib: { entry: "src/index.ts", formats: ["es"], fileName: "index" },
+    rollupOptions: {
+      external: [/^@langchain\//, "idb", "msgpackr", "ulid"],
+    },
+  },
+  test: {
+    globals: true,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["src/**/*.test.ts"],
+          exclude: ["src/**/*.browser.test.ts"],
+          setupFiles: ["test/setup-node.ts"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "chromium",
+          include: ["src/**/*.test.ts"],
+          exclude: ["src/**/*.node.test.ts"],
+          testTimeout: 60_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            provider: chromium,
+            instances: [{ browser: "chromium" }],
+            screenshotFailures: false,
+          },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "bench",
+          include: [],
+          benchmark: { include: ["bench/**/*.bench.ts"] },
+          browser: {
+            enabled: true,
+            headless: true,
+            provider: chromium,
+            instances: [{ browser: "chromium" }],
+          },
+        },
+      },
+    ],
+  },
+});
