@@ -12,7 +12,16 @@
  * - a write resolves when its transaction completes, never when a request
  *   succeeds, so a resolved promise means the data is committed.
  */
-import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
+import {
+  unwrap,
+  wrap,
+  type DBSchema,
+  type IDBPDatabase,
+  type IDBPObjectStore,
+  type IDBPTransaction,
+  type StoreNames,
+  type StoreValue,
+} from "idb";
 import {
   DatabaseBlockedError,
   DatabaseClosedError,
@@ -303,6 +312,28 @@ export class Database<Schema extends DBSchema> {
     const factory = this.#factory ?? defaultFactory();
     await (wrap(factory.deleteDatabase(this.name)) as unknown as Promise<unknown>);
   }
+}
+
+/**
+ * Adds `value` unless its key is taken, resolving whether it was added: the
+ * insert-if-absent of "the first write wins". A failed `add` would abort the
+ * whole transaction; preventing its error event's default keeps the
+ * transaction going, so no read round trip has to come first.
+ */
+export function addIfAbsent<Schema extends DBSchema, Name extends StoreNames<Schema>>(
+  store: IDBPObjectStore<Schema, StoreNames<Schema>[], Name, "readwrite">,
+  value: StoreValue<Schema, Name>,
+): Promise<boolean> {
+  const request = (unwrap(store) as IDBObjectStore).add(value);
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(true);
+    request.onerror = (event) => {
+      if (request.error?.name !== "ConstraintError") return reject(request.error);
+      event.preventDefault();
+      event.stopPropagation();
+      resolve(false);
+    };
+  });
 }
 
 /** True for DOMExceptions and their look-alikes from fake-indexeddb. */

@@ -25,10 +25,10 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { bindSerializer, isRowBound, type KeyRecord } from "./binding.js";
-import { Database, type Durability, type Tx } from "./db.js";
+import { Database, addIfAbsent, type Durability, type Tx } from "./db.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
-import { checkpointKey, checkpointRangeBounds, prefixBounds, writeKey } from "./keys.js";
+import { checkpointKey, checkpointRangeBounds, prefixBounds } from "./keys.js";
 import { MsgpackSerializer } from "./msgpack.js";
 import { latestRow, readDetails, threadRows, walkAncestors, type BlobReads } from "./reads.js";
 import {
@@ -46,11 +46,13 @@ import {
 } from "./rows.js";
 import {
   SAVER_UPGRADES,
+  tombstoneName,
   type BlobRow,
   type CheckpointRow,
   type SaverSchema,
   type SaverStoreName,
   type ThreadRow,
+  type Tombstone,
   type Version,
   type WriteRow,
 } from "./schema.js";
@@ -77,7 +79,7 @@ const LIST_PAGE = 64;
 const TOMBSTONE_DROPPED_LIMIT = 1000;
 
 /** Stores that a delete of a whole thread touches. */
-const THREAD_STORES: SaverStoreName[] = ["checkpoints", "blobs", "writes", "threads"];
+const THREAD_STORES: SaverStoreName[] = ["checkpoints", "blobs", "writes", "threads", "meta"];
 
 /** A read-write transaction over the saver's stores. */
 type WriteTx = Tx<SaverSchema, "readwrite">;
@@ -155,11 +157,25 @@ export interface ThreadInfo {
   metadata?: CheckpointMetadata;
 }
 
-/** True when a tombstoned thread must ignore writes aimed at `checkpointId`. */
-function isDeadCheckpoint(thread: ThreadRow | undefined, checkpointId: string, exists: boolean): boolean {
-  const tombstone = thread?.tombstone;
+/** True when a deleted thread must ignore writes aimed at `checkpointId`. */
+function isDeadCheckpoint(tombstone: Tombstone | undefined, checkpointId: string, exists: boolean): boolean {
   if (!tombstone || exists) return false;
   return checkpointId <= tombstone.max_deleted_id || tombstone.dropped.includes(checkpointId);
+}
+
+/**
+ * Thrown inside a write transaction to abort it: the write belongs to a run
+ * still in flight on a thread deleted meanwhile.
+ */
+class LateWrite extends Error {
+  constructor(readonly tombstone: Tombstone) {
+    super("late write to a deleted thread");
+  }
+}
+
+/** Reads a thread's tombstone in `tx` (undefined when the thread was never deleted). */
+async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string): Promise<Tombstone | undefined> {
+  return (await tx.objectStore("meta").get(tombstoneName(threadId)))?.value as Tombstone | undefined;
 }
 
 /**
@@ -477,48 +493,55 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       checkpoint: checkpointBytes,
       metadata: metadataBytes,
       channel_versions: { ...checkpoint.channel_versions },
+      created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
 
-    const stored = await this.#db.write(
-      ["checkpoints", "blobs", "threads"],
-      async (tx) => {
-        const checkpoints = tx.objectStore("checkpoints");
-        const threads = tx.objectStore("threads");
-        const [thread, existing] = await Promise.all([
-          threads.get(threadId),
-          checkpoints.getKey([threadId, checkpointNs, checkpointId]),
-        ]);
-        if (thread?.tombstone && parentId !== undefined) {
-          const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
-          if (isDeadCheckpoint(thread, parentId, parentExists)) {
-            // A run still in flight on a deleted thread: drop its checkpoint,
-            // and remember the id so its writes are dropped too.
-            const dropped = [...thread.tombstone.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT);
-            await threads.put({ ...thread, tombstone: { ...thread.tombstone, dropped } });
-            return false;
+    const now = this.#now();
+    row.created_at = now;
+    let stored = true;
+    try {
+      await this.#db.write(
+        ["checkpoints", "blobs", "threads", "meta"],
+        async (tx) => {
+          // Every request goes out in this tick, the tombstone read first: in
+          // the common case (no tombstone) the put costs one round trip.
+          const tombstoneRead = readTombstone(tx, threadId);
+          const blobStore = tx.objectStore("blobs");
+          for (const blob of blobs) void blobStore.put(blob);
+          const checkpoints = tx.objectStore("checkpoints");
+          void checkpoints.put(row);
+          if (checkpointNs === "") {
+            void tx.objectStore("threads").put({
+              thread_id: threadId,
+              updated_at: now,
+              latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
+            });
           }
-        }
-        const blobStore = tx.objectStore("blobs");
-        for (const blob of blobs) void blobStore.put(blob);
-        void checkpoints.put(row);
-        const now = this.#now();
-        const next: ThreadRow = {
-          ...thread,
-          thread_id: threadId,
-          created_at: thread?.updated_at === undefined ? now : thread.created_at,
-          updated_at: now,
-          checkpoint_count: (thread?.checkpoint_count ?? 0) + (existing === undefined ? 1 : 0),
-        };
-        if (checkpointNs === "" || next.latest === undefined) {
-          next.latest = { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes };
-        }
-        await threads.put(next);
-        return true;
-      },
-      "put checkpoint",
-    );
+          const tombstone = await tombstoneRead;
+          if (tombstone && parentId !== undefined) {
+            const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
+            if (isDeadCheckpoint(tombstone, parentId, parentExists)) throw new LateWrite(tombstone);
+          }
+        },
+        "put checkpoint",
+      );
+    } catch (error) {
+      if (!(error instanceof LateWrite)) throw error;
+      // A run still in flight on a deleted thread: its checkpoint was rolled
+      // back; remember the id so its writes and children are dropped too.
+      stored = false;
+      await this.#db.write(
+        ["meta"],
+        async (tx) => {
+          const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
+          const dropped = [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT);
+          await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: { ...current, dropped } });
+        },
+        "record a late write",
+      );
+    }
     if (stored) this.#feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
     return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
   }
@@ -558,27 +581,29 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     );
     if (rows.length === 0) return;
 
-    await this.#db.write(
-      ["writes", "threads", "checkpoints"],
-      async (tx) => {
-        const thread = await tx.objectStore("threads").get(threadId);
-        if (thread?.tombstone) {
-          const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
-          if (isDeadCheckpoint(thread, checkpointId, exists)) return;
-        }
-        const store = tx.objectStore("writes");
-        // Per write, not per batch: special channels (negative idx) replace,
-        // regular writes keep the first value stored under (task_id, idx).
-        await Promise.all(
-          rows.map(async (write) => {
-            if (write.idx < 0) return void (await store.put(write));
-            const key = writeKey(threadId, checkpointNs, checkpointId, taskId, write.idx) as [string, string, string, string, number];
-            if ((await store.getKey(key)) === undefined) await store.put(write);
-          }),
-        );
-      },
-      "put writes",
-    );
+    try {
+      await this.#db.write(
+        ["writes", "meta", "checkpoints"],
+        async (tx) => {
+          // All requests in this tick: one round trip unless the thread was deleted.
+          const tombstoneRead = readTombstone(tx, threadId);
+          const store = tx.objectStore("writes");
+          // Per write, not per batch: special channels (negative idx) replace,
+          // regular writes keep the first value stored under (task_id, idx).
+          const stored = rows.map((write) => (write.idx < 0 ? store.put(write) : addIfAbsent(store, write)));
+          const tombstone = await tombstoneRead;
+          if (tombstone) {
+            const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+            if (isDeadCheckpoint(tombstone, checkpointId, exists)) throw new LateWrite(tombstone);
+          }
+          await Promise.all(stored);
+        },
+        "put writes",
+      );
+    } catch (error) {
+      // Writes of a run still in flight on a deleted thread are dropped.
+      if (!(error instanceof LateWrite)) throw error;
+    }
   }
 
   override async deleteThread(threadId: string): Promise<void> {
@@ -588,32 +613,27 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       async (tx) => {
         const bounds = prefixBounds(threadId);
         const range = this.#db.ranges.bound(bounds.lower, bounds.upper);
-        const [thread, checkpointKeys, writeKeys] = await Promise.all([
-          tx.objectStore("threads").get(threadId),
+        const [previous, checkpointKeys, writeKeys] = await Promise.all([
+          readTombstone(tx, threadId),
           tx.objectStore("checkpoints").getAllKeys(range),
           tx.objectStore("writes").getAllKeys(range),
         ]);
-        if (!thread && checkpointKeys.length === 0 && writeKeys.length === 0) return false;
-        let maxId = thread?.tombstone?.max_deleted_id ?? "";
+        if (checkpointKeys.length === 0 && writeKeys.length === 0) return false;
+        let maxId = previous?.max_deleted_id ?? "";
         for (const key of checkpointKeys) if (key[2] > maxId) maxId = key[2];
         for (const key of writeKeys) if (key[2] > maxId) maxId = key[2];
         void tx.objectStore("checkpoints").delete(range);
         void tx.objectStore("blobs").delete(range);
         void tx.objectStore("writes").delete(range);
-        // The tombstone: no updated_at, so listThreads' index does not see it.
-        await tx.objectStore("threads").put({
-          thread_id: threadId,
-          created_at: thread?.created_at ?? Date.now(),
-          checkpoint_count: 0,
-          tombstone: { max_deleted_id: maxId, dropped: thread?.tombstone?.dropped ?? [], deleted_at: Date.now() },
-        });
+        void tx.objectStore("threads").delete(threadId);
+        const tombstone: Tombstone = { max_deleted_id: maxId, dropped: previous?.dropped ?? [], deleted_at: Date.now() };
+        await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: tombstone });
         return true;
       },
       "delete thread",
     );
     if (deleted) this.#feed.emit({ threadId, kind: "delete" });
   }
-
   // ---------------------------------------------------------------- thread lifecycle
 
   /**
@@ -693,19 +713,16 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         if (existing > 0) {
           throw new Error(`copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`);
         }
-        const thread = await tx.objectStore("threads").get(t);
         for (const row of moved.checkpoints) void tx.objectStore("checkpoints").put(row);
         for (const blob of moved.blobs) void tx.objectStore("blobs").put(blob);
         for (const write of moved.writes) void tx.objectStore("writes").put(write);
-        const now = this.#now();
-        await tx.objectStore("threads").put({
-          ...thread,
-          thread_id: t,
-          created_at: now,
-          updated_at: now,
-          checkpoint_count: moved.checkpoints.length,
-          latest: latest && { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
-        });
+        if (latest) {
+          await tx.objectStore("threads").put({
+            thread_id: t,
+            updated_at: this.#now(),
+            latest: { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
+          });
+        }
       },
       "copy thread",
     );
@@ -898,25 +915,42 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     const filterEntries = Object.entries(filter ?? {});
     const serde = await this.#serde();
     let last: { updatedAt: number; threadId: string } | undefined;
+    // Without a filter the rows needed are known: read no more than that.
+    const pageSize =
+      filterEntries.length === 0 && remaining !== undefined ? Math.min(LIST_PAGE, remaining + skip) : LIST_PAGE;
+    const ranges = this.#db.ranges;
     for (;;) {
       const page = await this.#db.read(
-        ["threads"],
+        ["threads", "checkpoints"],
         async (tx) => {
           const upper = last?.updatedAt ?? before ?? Number.MAX_VALUE;
-          const range = this.#db.ranges.bound(-Number.MAX_VALUE, upper, false, last === undefined && before !== undefined);
+          const range = ranges.bound(-Number.MAX_VALUE, upper, false, last === undefined && before !== undefined);
           const rows: ThreadRow[] = [];
           let cursor = await tx.objectStore("threads").index("by_updated").openCursor(range, "prev");
-          while (cursor && rows.length < LIST_PAGE) {
+          while (cursor && rows.length < pageSize) {
             const row = cursor.value;
             // Rows tied on updated_at come in descending thread id: skip those seen.
             if (!(last && row.updated_at === last.updatedAt && row.thread_id >= last.threadId)) rows.push(row);
-            if (rows.length < LIST_PAGE) cursor = await cursor.continue();
+            if (rows.length < pageSize) cursor = await cursor.continue();
           }
-          return rows;
+          // What puts do not keep (they write the summary blind): the count
+          // and the creation time, from the thread's own rows.
+          const checkpoints = tx.objectStore("checkpoints");
+          return Promise.all(
+            rows.map(async (row) => {
+              const all = prefixBounds(row.thread_id);
+              const root = prefixBounds(row.thread_id, "");
+              const [count, first] = await Promise.all([
+                checkpoints.count(ranges.bound(all.lower, all.upper)),
+                checkpoints.openCursor(ranges.bound(root.lower, root.upper), "next"),
+              ]);
+              return { row, count, createdAt: first?.value.created_at ?? row.updated_at };
+            }),
+          );
         },
         "list threads",
       );
-      for (const row of page) {
+      for (const { row, count, createdAt } of page) {
         const metadata = row.latest
           ? ((await decode(serde, "read thread metadata", row.latest.metadata, rowRef.metadata(row.thread_id, row.latest.checkpoint_ns, row.latest.checkpoint_id))) as CheckpointMetadata)
           : undefined;
@@ -927,17 +961,17 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         }
         yield {
           threadId: row.thread_id,
-          createdAt: row.created_at,
-          updatedAt: row.updated_at!,
-          checkpointCount: row.checkpoint_count,
+          createdAt,
+          updatedAt: row.updated_at,
+          checkpointCount: count,
           latestCheckpointId: row.latest?.checkpoint_id,
           metadata,
         };
         if (remaining !== undefined && --remaining <= 0) return;
       }
-      if (page.length < LIST_PAGE) return;
-      const tail = page[page.length - 1]!;
-      last = { updatedAt: tail.updated_at!, threadId: tail.thread_id };
+      if (page.length < pageSize) return;
+      const tail = page[page.length - 1]!.row;
+      last = { updatedAt: tail.updated_at, threadId: tail.thread_id };
     }
   }
 
@@ -950,17 +984,14 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   /** Rewrites a thread's summary after checkpoints were removed. */
   async #refreshThread(tx: WriteTx, threadId: string, remaining: CheckpointRow[]): Promise<void> {
-    const thread = await tx.objectStore("threads").get(threadId);
-    if (!thread) return;
     const latest = latestOf(remaining);
-    const next: ThreadRow = { ...thread, checkpoint_count: remaining.length };
-    if (latest) next.latest = { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata };
-    else {
-      // No checkpoints left: hide it from listThreads (no updated_at).
-      delete next.latest;
-      delete next.updated_at;
-    }
-    await tx.objectStore("threads").put(next);
+    // No checkpoints left: no summary, so listThreads does not show it.
+    if (!latest) return void (await tx.objectStore("threads").delete(threadId));
+    await tx.objectStore("threads").put({
+      thread_id: threadId,
+      updated_at: this.#now(),
+      latest: { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
+    });
   }
 
   // ---------------------------------------------------------------- delta history

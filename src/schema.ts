@@ -34,6 +34,8 @@ export interface CheckpointRow {
   channel_versions: Record<string, Version>;
   /** `metadata.run_id`, indexed for `deleteForRuns`. */
   run_id?: string;
+  /** When this row was first written (ms since the epoch). */
+  created_at: number;
 }
 
 /** One channel's value at one version. Versions without a value have no row. */
@@ -68,19 +70,24 @@ export interface Tombstone {
   deleted_at: number;
 }
 
-/** Per-thread summary, kept up to date by every write, for `listThreads`. */
+/**
+ * Per-thread summary for `listThreads`, written blind (no read first) by
+ * every root-namespace put, so a put costs one round trip. What would need a
+ * read-modify-write (creation time, checkpoint count) is derived when listing.
+ */
 export interface ThreadRow {
   thread_id: string;
-  created_at: number;
-  /** Absent while the thread has no checkpoints, which hides it from the index. */
-  updated_at?: number;
-  checkpoint_count: number;
-  /** The newest root checkpoint put: its id and serialized metadata. */
+  updated_at: number;
+  /** The root checkpoint put last: its id and serialized metadata. */
   latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
-  tombstone?: Tombstone;
 }
 
-/** A small named record: format version, the serializer's key record. */
+/** The `meta` record name of a thread's tombstone. */
+export function tombstoneName(threadId: string): string {
+  return `tombstone\u0000${threadId}`;
+}
+
+/** A small named record: format version, the serializer's key record, tombstones. */
 export interface MetaRow {
   name: string;
   value: unknown;

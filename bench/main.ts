@@ -1,0 +1,34 @@
+/**
+ * The bench page: runs the suites named in `?only=` (all by default), one
+ * after another, and leaves the rows on `window.__benchResult` for run.mjs.
+ */
+import type { BenchRow, Suite } from "./harness.js";
+import { saverSuite } from "./suites/saver.js";
+
+declare global {
+  interface Window {
+    __benchResult?: { rows: BenchRow[]; environment: string; error?: string };
+  }
+}
+
+const suites: Suite[] = [saverSuite];
+
+async function main(): Promise<void> {
+  const only = new URLSearchParams(location.search).get("only")?.split(",");
+  const rows: BenchRow[] = [];
+  const environment = `${navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? navigator.userAgent}, ${navigator.hardwareConcurrency} cores`;
+  try {
+    for (const suite of suites) {
+      if (only && !only.includes(suite.name)) continue;
+      console.log(`bench: ${suite.name}…`);
+      const suiteRows = await suite.run();
+      for (const r of suiteRows) console.log(`bench:   ${r.name}: ${r.ours} vs ${r.baseline} (${r.baselineName}) = ${r.ratio}`);
+      rows.push(...suiteRows);
+    }
+    window.__benchResult = { rows, environment };
+  } catch (error) {
+    window.__benchResult = { rows, environment, error: String((error as Error)?.stack ?? error) };
+  }
+}
+
+void main();

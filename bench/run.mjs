@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// `npm run bench`: serves bench/ with Vite, runs every suite in headless
+// Chromium (Debian's, or CHROMIUM_PATH) and prints one table: each figure
+// beside its baseline (MemorySaver, raw IndexedDB, ...) measured in the same
+// run, as a ratio. `npm run bench -- saver` runs only the suites named.
+import { build, preview } from "vite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { chromium } from "playwright";
+import { fileURLToPath } from "node:url";
+import { dirname, resolve } from "node:path";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const only = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));
+const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const args = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-dev-shm-usage",
+];
+
+// A production build served statically: what users ship, and no dev-server
+// dependency discovery reloading the page in the middle of a run.
+const outDir = mkdtempSync(resolve(tmpdir(), "lg-idb-bench-"));
+await build({ root: here, configFile: false, logLevel: "error", build: { outDir, emptyOutDir: true, minify: true } });
+const server = await preview({
+  root: here,
+  configFile: false,
+  logLevel: "error",
+  build: { outDir },
+  preview: { host: "127.0.0.1", port: 0 },
+});
+const address = server.httpServer.address();
+const url = `http://127.0.0.1:${address.port}/index.html${only.length ? `?only=${only.join(",")}` : ""}`;
+const browser = await chromium.launch({ executablePath, args, headless: true });
+let failed = false;
+try {
+  const page = await browser.newPage();
+  page.on("console", (message) => {
+    if (message.type() === "error") console.error(`[page] ${message.text()}`);
+    else if (message.text().startsWith("bench:")) console.log(message.text());
+  });
+  page.on("pageerror", (error) => {
+    failed = true;
+    console.error(`[page error] ${error.message}`);
+  });
+  await page.goto(url);
+  const rows = await page.waitForFunction(() => window.__benchResult, undefined, { timeout: 30 * 60_000, polling: 500 });
+  const result = await rows.jsonValue();
+  if (result.error) {
+    failed = true;
+    console.error(result.error);
+  }
+  printTable(result.rows ?? []);
+  console.log(`\n${result.environment}`);
+} finally {
+  await browser.close();
+  await server.close();
+  rmSync(outDir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
+
+function printTable(rows) {
+  const header = ["suite", "figure", "ours", "baseline", "ratio", "goal", "ok"];
+  const body = rows.map((row) => [
+    row.suite,
+    row.name,
+    row.ours,
+    `${row.baseline} (${row.baselineName})`,
+    row.ratio,
+    row.goal ?? "",
+    row.ok === undefined ? "" : row.ok ? "yes" : "NO",
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join("  ");
+  console.log(`\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}`);
+  for (const row of body) console.log(line(row));
+}

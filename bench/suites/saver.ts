@@ -1,0 +1,253 @@
+/**
+ * IndexedDBSaver figures, each against a baseline measured in the same run:
+ * the graph loop vs MemorySaver, one put vs a raw IndexedDB put of the same
+ * bytes, reads at 2,000 vs 20 checkpoints, our delta walk vs the default
+ * walk, bytes for a long chat, and msgpack vs JSON.
+ */
+import { HumanMessage, AIMessage, ToolMessage } from "@langchain/core/messages";
+import {
+  BaseCheckpointSaver,
+  JsonPlusSerializer,
+  MemorySaver,
+  emptyCheckpoint,
+  uuid6,
+  type Checkpoint,
+  type CheckpointMetadata,
+} from "@langchain/langgraph-checkpoint";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { IndexedDBSaver, MsgpackSerializer } from "../../src/index.js";
+import { chat } from "../../test/chat-graph.js";
+import { bytes, deleteDatabase, ms, msPerCall, row, storedBytes, type BenchRow, type Suite } from "../harness.js";
+
+const SUITE = "saver";
+const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
+
+/** A saver on a fresh database; `done()` closes and deletes it. */
+function tempSaver(label: string) {
+  const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const saver = new IndexedDBSaver({ dbName });
+  return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
+}
+
+/** A two-node graph that counts: the "graph loop" of the issue. */
+function loopGraph(saver: BaseCheckpointSaver) {
+  const State = Annotation.Root({
+    count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+    note: Annotation<string>(),
+  });
+  return new StateGraph(State)
+    .addNode("first", (s) => ({ count: 1, note: `first ${s.count}` }))
+    .addNode("second", (s) => ({ count: 1, note: `second ${s.count}` }))
+    .addEdge(START, "first")
+    .addEdge("first", "second")
+    .addEdge("second", END)
+    .compile({ checkpointer: saver });
+}
+
+async function graphLoop(): Promise<BenchRow> {
+  const time = async (saver: BaseCheckpointSaver) => {
+    const graph = loopGraph(saver);
+    const config = { configurable: { thread_id: "loop" } };
+    return msPerCall(() => graph.invoke({ count: 0, note: "go" }, config), { perRound: 40, rounds: 5 });
+  };
+  const temp = tempSaver("loop");
+  // Interleave to share any drift of the machine between both.
+  const memory = await time(new MemorySaver());
+  const ours = await time(temp.saver);
+  await temp.done();
+  return row(SUITE, "2-node graph loop, per invoke", ours, memory, "MemorySaver", ms, { max: 1.5 });
+}
+
+/** A checkpoint whose serialized form is about 2 KB. */
+function twoKbCheckpoint(id: string): { checkpoint: Checkpoint; versions: Record<string, number> } {
+  const values = {
+    messages: [
+      { role: "user", content: "x".repeat(600) },
+      { role: "assistant", content: "y".repeat(600) },
+    ],
+    notes: "z".repeat(600),
+    step: 3,
+  };
+  const versions = { messages: 1, notes: 1, step: 1 };
+  return { checkpoint: { ...emptyCheckpoint(), id, channel_values: values, channel_versions: versions }, versions };
+}
+
+/** Opens a one-store database for the raw baseline. */
+function openRaw(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(name, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore("rows");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+async function singlePut(): Promise<BenchRow[]> {
+  const temp = tempSaver("put");
+  const serde = new MsgpackSerializer();
+  const sample = twoKbCheckpoint("sample");
+  const [, payload] = await serde.dumpsTyped(sample.checkpoint);
+  let config: RunnableConfig = { configurable: { thread_id: "put", checkpoint_ns: "" } };
+  const ours = await msPerCall(async () => {
+    const { checkpoint, versions } = twoKbCheckpoint(uuid6(0));
+    config = await temp.saver.put(config, checkpoint, meta(1), versions);
+  });
+  await temp.done();
+
+  const rawName = `bench-raw-${Date.now()}`;
+  const raw = await openRaw(rawName);
+  let key = 0;
+  const rawPut = await msPerCall(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const tx = raw.transaction("rows", "readwrite");
+        tx.objectStore("rows").put(payload, key++);
+        tx.oncomplete = () => resolve();
+        tx.onerror = () => reject(tx.error);
+      }),
+  );
+  raw.close();
+  await deleteDatabase(rawName);
+  return [
+    row(SUITE, `put of a ${bytes(payload.byteLength)} checkpoint`, ours, rawPut, "raw IDB put, same bytes", ms, { max: 1.5 }),
+  ];
+}
+
+async function fill(saver: BaseCheckpointSaver, threadId: string, count: number): Promise<void> {
+  let config: RunnableConfig = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+  for (let step = 0; step < count; step++) {
+    const { checkpoint, versions } = twoKbCheckpoint(uuid6(step));
+    config = await saver.put(config, checkpoint, meta(step), step % 10 === 0 ? versions : {});
+    if (step % 3 === 0) await saver.putWrites(config, [["notes", `w${step}`]], `task-${step}`);
+  }
+}
+
+async function readsAtDepth(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const temp = tempSaver("depth");
+  const memory = new MemorySaver();
+  for (const saver of [temp.saver, memory]) {
+    await fill(saver, "small", 20);
+    await fill(saver, "large", 2000);
+  }
+  const latest = (saver: BaseCheckpointSaver, thread: string) =>
+    msPerCall(() => saver.getTuple({ configurable: { thread_id: thread, checkpoint_ns: "" } }), { perRound: 40 });
+  const list10 = (saver: BaseCheckpointSaver, thread: string) =>
+    msPerCall(
+      async () => {
+        for await (const _ of saver.list({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { limit: 10 })) void _;
+      },
+      { perRound: 20 },
+    );
+  const oursLatest = [await latest(temp.saver, "large"), await latest(temp.saver, "small")];
+  const memLatest = [await latest(memory, "large"), await latest(memory, "small")];
+  const oursList = [await list10(temp.saver, "large"), await list10(temp.saver, "small")];
+  const memList = [await list10(memory, "large"), await list10(memory, "small")];
+  await temp.done();
+  rows.push(row(SUITE, "getTuple latest, 2,000 vs 20 checkpoints", oursLatest[0]!, oursLatest[1]!, "ours at 20", ms, { max: 1.5 }));
+  rows.push(row(SUITE, "  MemorySaver getTuple, 2,000 vs 20", memLatest[0]!, memLatest[1]!, "MemorySaver at 20", ms));
+  rows.push(row(SUITE, "getTuple latest at 2,000, ours vs MemorySaver", oursLatest[0]!, memLatest[0]!, "MemorySaver", ms));
+  rows.push(row(SUITE, "list limit 10, 2,000 vs 20 checkpoints", oursList[0]!, oursList[1]!, "ours at 20", ms, { max: 1.5 }));
+  rows.push(row(SUITE, "  MemorySaver list limit 10, 2,000 vs 20", memList[0]!, memList[1]!, "MemorySaver at 20", ms));
+  rows.push(row(SUITE, "list limit 10 at 2,000, ours vs MemorySaver", oursList[0]!, memList[0]!, "MemorySaver", ms));
+  return rows;
+}
+
+async function deltaWalk(): Promise<BenchRow> {
+  const temp = tempSaver("delta");
+  let config: RunnableConfig = { configurable: { thread_id: "delta", checkpoint_ns: "" } };
+  for (let step = 0; step < 301; step++) {
+    const versions = { messages: temp.saver.getNextVersion(step) };
+    const values = step === 0 ? { messages: [] } : {};
+    const checkpoint = { ...emptyCheckpoint(), id: uuid6(step), channel_values: values, channel_versions: versions };
+    config = await temp.saver.put(config, checkpoint, meta(step), versions);
+    await temp.saver.putWrites(config, [["messages", [{ role: "user", content: `turn ${step}` }]]], `task-${step}`);
+  }
+  const options = { config, channels: ["messages"] };
+  const ours = await msPerCall(() => temp.saver.getDeltaChannelHistory(options), { perRound: 5, rounds: 5, warmup: 2 });
+  const base = await msPerCall(() => BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(temp.saver, options), {
+    perRound: 2,
+    rounds: 3,
+    warmup: 1,
+  });
+  await temp.done();
+  // A speed-up: report default / ours.
+  return row(SUITE, "delta walk over 300 ancestors (speed-up)", base, ours, "ours", ms, { min: 5 });
+}
+
+async function chatBytes(): Promise<BenchRow[]> {
+  const turns = Array.from({ length: 200 }, (_, i) => `user message number ${i}: ${"lorem ipsum ".repeat(8)}`);
+  const measure = async (delta: boolean) => {
+    const temp = tempSaver(delta ? "delta-bytes" : "plain-bytes");
+    await chat(temp.saver, "chat", turns, delta);
+    await temp.saver.close();
+    const size = await storedBytes(temp.dbName);
+    await temp.done();
+    return size;
+  };
+  const plainBytes = await measure(false);
+  const deltaBytes = await measure(true);
+  const memory = new MemorySaver();
+  await chat(memory, "chat", turns, false);
+  let memoryBytes = 0;
+  const visit = (value: unknown): void => {
+    if (value instanceof Uint8Array) memoryBytes += value.byteLength;
+    else if (Array.isArray(value)) value.forEach(visit);
+    else if (value && typeof value === "object") Object.values(value).forEach(visit);
+  };
+  visit(memory.storage);
+  visit(memory.writes);
+  return [
+    row(SUITE, "bytes, 200-turn chat on MessagesDeltaValue", deltaBytes, plainBytes, "plain messages reducer", bytes),
+    row(SUITE, "bytes, 200-turn chat, plain reducer", plainBytes, memoryBytes, "MemorySaver, plain (JSON)", bytes),
+  ];
+}
+
+async function serializers(): Promise<BenchRow[]> {
+  const messages = Array.from({ length: 200 }, (_, i) =>
+    i % 3 === 0
+      ? new HumanMessage({ content: `question ${i} ${"words ".repeat(20)}`, id: `h${i}` })
+      : i % 3 === 1
+        ? new AIMessage({
+            content: `answer ${i} ${"more words ".repeat(25)}`,
+            id: `a${i}`,
+            tool_calls: [{ name: "search", args: { query: `q${i}` }, id: `call${i}`, type: "tool_call" }],
+          })
+        : new ToolMessage({ content: `result ${i}`, tool_call_id: `call${i - 1}`, id: `t${i}` }),
+  );
+  const state = { messages, step: 200, flags: { done: false } };
+  const msgpack = new MsgpackSerializer();
+  const json = new JsonPlusSerializer();
+  const cycle = (serde: { dumpsTyped(v: unknown): Promise<[string, Uint8Array]>; loadsTyped(t: string, d: Uint8Array): Promise<unknown> }) =>
+    msPerCall(
+      async () => {
+        const [type, data] = await serde.dumpsTyped(state);
+        await serde.loadsTyped(type, data);
+      },
+      { perRound: 10, rounds: 5, warmup: 3 },
+    );
+  const msgpackTime = await cycle(msgpack);
+  const jsonTime = await cycle(json);
+  const msgpackSize = (await msgpack.dumpsTyped(state))[1].byteLength;
+  const jsonSize = (await json.dumpsTyped(state))[1].byteLength;
+  return [
+    row(SUITE, "200-message state, encode+decode", msgpackTime, jsonTime, "JsonPlusSerializer", ms),
+    row(SUITE, "200-message state, bytes", msgpackSize, jsonSize, "JsonPlusSerializer", bytes),
+  ];
+}
+
+/** The saver suite. */
+export const saverSuite: Suite = {
+  name: SUITE,
+  async run() {
+    const rows: BenchRow[] = [];
+    rows.push(await graphLoop());
+    rows.push(...(await singlePut()));
+    rows.push(...(await readsAtDepth()));
+    rows.push(await deltaWalk());
+    rows.push(...(await chatBytes()));
+    rows.push(...(await serializers()));
+    return rows;
+  },
+};
