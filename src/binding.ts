@@ -14,6 +14,7 @@
  * `dumpsTyped`/`loadsTyped`.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { DecryptionError } from "./errors.js";
 
 /**
  * Names the row a value lives in, most significant part first, for example
@@ -99,7 +100,17 @@ export async function bindSerializer(
   addRecord: (record: KeyRecord) => Promise<boolean>,
   putRecord: (record: KeyRecord) => Promise<void>,
 ): Promise<SerializerProtocol> {
-  if (!isDatabaseKeyed(serde)) return serde;
+  if (!isDatabaseKeyed(serde)) {
+    // Fail closed: an encrypted database must not take plaintext rows from
+    // a saver that was opened without its key.
+    const stored = await readRecord();
+    if (stored !== undefined) {
+      throw new DecryptionError(
+        `This database is encrypted (${stored.kind}); open it with an EncryptedSerializer and its passphrase or key.`,
+      );
+    }
+    return serde;
+  }
   for (let attempt = 0; attempt < 3; attempt++) {
     const stored = await readRecord();
     const binding = await serde.forDatabase(stored);
@@ -184,17 +195,27 @@ export function isRekeyable(serde: SerializerProtocol): serde is RekeyableSerial
 
 /**
  * Deep equality of two structured-clone values as IndexedDB returns them
- * (key records, rows): primitives, byte arrays (compared bytewise), arrays
- * and plain objects; any other object (a `CryptoKey`) only equals itself.
+ * (key records, rows): primitives, `Date`s, byte arrays and typed arrays
+ * (compared bytewise), `ArrayBuffer`s, `Map`s, `Set`s, arrays and plain
+ * objects; any other object (a `CryptoKey`) only equals itself.
  */
 export function sameClone(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (ArrayBuffer.isView(a) || ArrayBuffer.isView(b)) {
-    if (!ArrayBuffer.isView(a) || !ArrayBuffer.isView(b) || a.byteLength !== b.byteLength) return false;
-    const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    return x.every((byte, i) => byte === y[i]);
+  const tag = Object.prototype.toString.call(a);
+  if (tag !== Object.prototype.toString.call(b)) return false;
+  if (ArrayBuffer.isView(a) || a instanceof ArrayBuffer) {
+    const bytes = (x: ArrayBufferView | ArrayBuffer) =>
+      ArrayBuffer.isView(x) ? new Uint8Array(x.buffer, x.byteOffset, x.byteLength) : new Uint8Array(x);
+    const x = bytes(a as ArrayBufferView | ArrayBuffer);
+    const y = bytes(b as ArrayBufferView | ArrayBuffer);
+    return x.length === y.length && x.every((byte, i) => byte === y[i]);
+  }
+  if (tag === "[object Date]") return Object.is((a as Date).getTime(), (b as Date).getTime());
+  if (tag === "[object Map]" || tag === "[object Set]") {
+    const x = [...(a as Map<unknown, unknown> | Set<unknown>).entries()];
+    const y = [...(b as Map<unknown, unknown> | Set<unknown>).entries()];
+    return sameClone(x, y);
   }
   const plain = (value: object) => Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null;
   if (!plain(a) || !plain(b) || Array.isArray(a) !== Array.isArray(b)) return false;

@@ -24,7 +24,16 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { bindSerializer, isRowBound, type KeyRecord } from "./binding.js";
+import {
+  bindSerializer,
+  changeDatabaseKey,
+  isRowBound,
+  rekeyDatabase,
+  sameClone,
+  type KeyRecord,
+  type KeyRecordAccess,
+  type ValueRewriter,
+} from "./binding.js";
 import { Database, addIfAbsent, type Durability, type Tx } from "./db.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
@@ -77,6 +86,9 @@ const LIST_PAGE = 64;
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
 const TOMBSTONE_DROPPED_LIMIT = 1000;
+
+/** Rows per transaction when `rekey` re-encrypts a store. */
+const REKEY_PAGE = 256;
 
 /** Stores that a delete of a whole thread touches. */
 const THREAD_STORES: SaverStoreName[] = ["checkpoints", "blobs", "writes", "threads", "meta"];
@@ -248,6 +260,111 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }
 
   /**
+   * Opens the database and checks the serializer against it now, instead of
+   * on first use: with an EncryptedSerializer, a wrong passphrase or key
+   * rejects here with `DecryptionError` ("Wrong passphrase or key"), before
+   * any row is read. For unlock screens.
+   */
+  async unlock(): Promise<void> {
+    await this.#serde();
+  }
+
+  /**
+   * Changes the passphrase or key of an encrypted database: `next` (an
+   * EncryptedSerializer with the new passphrase or key) takes over. Only the
+   * data key is re-wrapped, no row is re-encrypted, so it takes the same
+   * time whatever the database's size; afterwards the old passphrase no
+   * longer opens it, and this saver uses `next`. Other tabs must reopen with
+   * the new passphrase.
+   *
+   * @example
+   * await saver.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
+   */
+  async changeKey(next: SerializerProtocol): Promise<void> {
+    await this.#serde(); // the current key must open the database first
+    await changeDatabaseKey(this.serde, next, this.#keyRecords());
+    this.serde = next;
+    this.#bound = undefined;
+  }
+
+  /**
+   * Re-encrypts every stored value under a fresh random data key (the key
+   * rows are sealed with; the passphrase is unchanged). With
+   * `allowPlaintext: true`, it also encrypts values stored before encryption
+   * was turned on, finishing a migration. Safe to interrupt: every value
+   * stays readable, and a second call finishes the job. Run it with the app
+   * open in one tab only.
+   */
+  async rekey(): Promise<void> {
+    await this.#serde();
+    await rekeyDatabase(this.serde, this.#keyRecords(), async (rewrite) => {
+      let changed = 0;
+      changed += await this.#rewriteStore("checkpoints", rewrite);
+      changed += await this.#rewriteStore("blobs", rewrite);
+      changed += await this.#rewriteStore("writes", rewrite);
+      changed += await this.#rewriteStore("threads", rewrite);
+      return changed;
+    });
+  }
+
+  /** Compare-and-swap access to the key record; a swap drops the bound serializer. */
+  #keyRecords(): KeyRecordAccess {
+    return {
+      read: () =>
+        this.#db.read(["meta"], async (tx) => (await tx.objectStore("meta").get("key"))?.value as KeyRecord | undefined, "read the key record"),
+      replace: async (expected, next) => {
+        const swapped = await this.#db.write(
+          ["meta"],
+          async (tx) => {
+            const meta = tx.objectStore("meta");
+            if (!sameClone((await meta.get("key"))?.value, expected)) return false;
+            await meta.put({ name: "key", value: next });
+            return true;
+          },
+          "store the key record",
+        );
+        if (swapped) this.#bound = undefined;
+        return swapped;
+      },
+    };
+  }
+
+  /**
+   * One pass of `rewrite` over a store, a page at a time: read a page, re-encode
+   * outside any transaction, then put back each row that has not changed
+   * meanwhile. Returns how many rows needed re-encoding (written or skipped
+   * because they changed: the next pass looks at those again).
+   */
+  async #rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "threads">(store: S, rewrite: ValueRewriter): Promise<number> {
+    const keys = await this.#db.read([store], (tx) => tx.objectStore(store).getAllKeys(), "list rows to re-encrypt");
+    let changed = 0;
+    for (let start = 0; start < keys.length; start += REKEY_PAGE) {
+      const page = keys.slice(start, start + REKEY_PAGE);
+      const rows = await this.#db.read([store], (tx) => Promise.all(page.map((key) => tx.objectStore(store).get(key))), "read rows to re-encrypt");
+      const updates: { key: (typeof keys)[number]; before: unknown; after: unknown }[] = [];
+      for (const [i, row] of rows.entries()) {
+        if (row === undefined) continue;
+        const after = await rewriteRow(store, row as SaverSchema[S]["value"], rewrite);
+        if (after !== undefined) updates.push({ key: page[i]!, before: row, after });
+      }
+      if (updates.length === 0) continue;
+      changed += updates.length;
+      await this.#db.write(
+        [store],
+        async (tx) => {
+          const objects = tx.objectStore(store);
+          const current = await Promise.all(updates.map(({ key }) => objects.get(key)));
+          await Promise.all(
+            updates.map(({ before, after }, i) => (sameClone(current[i], before) ? objects.put(after as SaverSchema[S]["value"]) : undefined)),
+          );
+        },
+        "store re-encrypted rows",
+      );
+    }
+    return changed;
+  }
+
+  /**
    * Channel versions unique across forks: the integer part counts, a random
    * fraction tells branches apart (see versions.ts).
    */
@@ -261,6 +378,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     // As every LangGraph saver: no thread, no checkpoint (not an error).
     if (config.configurable?.thread_id === undefined) return undefined;
     const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
+    // Bind first: a wrong passphrase fails before any row is read.
+    const serde = await this.#serde();
     const raw = await this.#db.read(
       ["checkpoints", "blobs", "writes"],
       async (tx) => {
@@ -272,7 +391,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       "get checkpoint",
     );
     if (!raw) return undefined;
-    return this.#decodeTuple(await this.#serde(), raw);
+    return this.#decodeTuple(serde, raw);
   }
 
   override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
@@ -1129,3 +1248,40 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }
 }
 
+/**
+ * A stored row with every serialized value passed through `rewrite` (with the
+ * row it is bound to), or `undefined` when none changed.
+ */
+async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "threads">(
+  store: S,
+  row: SaverSchema[S]["value"],
+  rewrite: ValueRewriter,
+): Promise<SaverSchema[S]["value"] | undefined> {
+  switch (store) {
+    case "checkpoints": {
+      const r = row as CheckpointRow;
+      const [checkpoint, metadata] = await Promise.all([
+        rewrite(r.checkpoint, rowRef.checkpoint(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+        rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+      ]);
+      if (!checkpoint && !metadata) return undefined;
+      return { ...r, checkpoint: checkpoint ?? r.checkpoint, metadata: metadata ?? r.metadata } as SaverSchema[S]["value"];
+    }
+    case "blobs": {
+      const r = row as BlobRow;
+      const value = await rewrite(r.value, rowRef.blob(r.thread_id, r.checkpoint_ns, r.channel, r.version));
+      return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
+    }
+    case "writes": {
+      const r = row as WriteRow;
+      const value = await rewrite(r.value, rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx));
+      return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
+    }
+    default: {
+      const r = row as ThreadRow;
+      if (!r.latest) return undefined;
+      const metadata = await rewrite(r.latest.metadata, rowRef.metadata(r.thread_id, r.latest.checkpoint_ns, r.latest.checkpoint_id));
+      return metadata ? ({ ...r, latest: { ...r.latest, metadata } } as SaverSchema[S]["value"]) : undefined;
+    }
+  }
+}
