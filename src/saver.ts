@@ -34,6 +34,7 @@ import {
   type KeyRecordAccess,
   type ValueRewriter,
 } from "./binding.js";
+import type { IDBPObjectStore } from "idb";
 import { Database, addIfAbsent, type Durability, type Tx } from "./db.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
@@ -55,7 +56,11 @@ import {
 } from "./rows.js";
 import {
   SAVER_UPGRADES,
+  TOMBSTONE_NS,
+  isTombstoneWrite,
   tombstoneName,
+  tombstoneWrite,
+  tombstoneWriteKey,
   type BlobRow,
   type CheckpointRow,
   type SaverSchema,
@@ -652,11 +657,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       // back; remember the id so its writes and children are dropped too.
       stored = false;
       await this.#db.write(
-        ["meta"],
+        ["meta", "writes"],
         async (tx) => {
           const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
-          const dropped = [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT);
-          await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: { ...current, dropped } });
+          const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
+          void tx.objectStore("writes").put(tombstoneWrite(threadId, next));
+          await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
         },
         "record a late write",
       );
@@ -701,28 +707,44 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     if (rows.length === 0) return;
 
     try {
+      // Fast path: the writes store alone, so this never waits for a put.
       await this.#db.write(
-        ["writes", "meta", "checkpoints"],
+        ["writes"],
         async (tx) => {
-          // All requests in this tick: one round trip unless the thread was deleted.
-          const tombstoneRead = readTombstone(tx, threadId);
           const store = tx.objectStore("writes");
-          // Per write, not per batch: special channels (negative idx) replace,
-          // regular writes keep the first value stored under (task_id, idx).
-          const stored = rows.map((write) => (write.idx < 0 ? store.put(write) : addIfAbsent(store, write)));
-          const tombstone = await tombstoneRead;
-          if (tombstone) {
-            const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
-            if (isDeadCheckpoint(tombstone, checkpointId, exists)) throw new LateWrite(tombstone);
-          }
-          await Promise.all(stored);
+          const tombstoneRead = store.get(tombstoneWriteKey(threadId));
+          const stored = this.#storeWrites(store, rows);
+          const tombstone = (await tombstoneRead)?.tombstone;
+          // A deleted thread: roll back and take the careful path.
+          if (tombstone) throw new LateWrite(tombstone);
+          await stored;
         },
         "put writes",
       );
     } catch (error) {
-      // Writes of a run still in flight on a deleted thread are dropped.
       if (!(error instanceof LateWrite)) throw error;
+      await this.#db.write(
+        ["writes", "checkpoints"],
+        async (tx) => {
+          const store = tx.objectStore("writes");
+          const tombstone = (await store.get(tombstoneWriteKey(threadId)))?.tombstone;
+          const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+          // Writes of a run still in flight on a deleted thread are dropped.
+          if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
+          await this.#storeWrites(store, rows);
+        },
+        "put writes",
+      );
     }
+  }
+
+  /**
+   * Issues the requests that store `rows`, decided per write, not per batch:
+   * special channels (negative idx) replace, regular writes keep the first
+   * value stored under (task_id, idx).
+   */
+  #storeWrites(store: IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">, rows: WriteRow[]): Promise<unknown> {
+    return Promise.all(rows.map((write) => (write.idx < 0 ? store.put(write) : addIfAbsent(store, write))));
   }
 
   override async deleteThread(threadId: string): Promise<void> {
@@ -732,11 +754,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       async (tx) => {
         const bounds = prefixBounds(threadId);
         const range = this.#db.ranges.bound(bounds.lower, bounds.upper);
-        const [previous, checkpointKeys, writeKeys] = await Promise.all([
+        const [previous, checkpointKeys, allWriteKeys] = await Promise.all([
           readTombstone(tx, threadId),
           tx.objectStore("checkpoints").getAllKeys(range),
           tx.objectStore("writes").getAllKeys(range),
         ]);
+        const writeKeys = allWriteKeys.filter((key) => key[1] !== TOMBSTONE_NS);
         if (checkpointKeys.length === 0 && writeKeys.length === 0) return false;
         let maxId = previous?.max_deleted_id ?? "";
         for (const key of checkpointKeys) if (key[2] > maxId) maxId = key[2];
@@ -746,6 +769,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         void tx.objectStore("writes").delete(range);
         void tx.objectStore("threads").delete(threadId);
         const tombstone: Tombstone = { max_deleted_id: maxId, dropped: previous?.dropped ?? [], deleted_at: Date.now() };
+        void tx.objectStore("writes").put(tombstoneWrite(threadId, tombstone));
         await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: tombstone });
         return true;
       },
@@ -774,7 +798,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         const [checkpoints, blobs, writes, thread] = await Promise.all([
           threadRows(tx, ranges, "checkpoints", sourceThreadId),
           threadRows(tx, ranges, "blobs", sourceThreadId),
-          threadRows(tx, ranges, "writes", sourceThreadId),
+          threadRows(tx, ranges, "writes", sourceThreadId).then((rows) => rows.filter((row) => !isTombstoneWrite(row))),
           tx.objectStore("threads").get(sourceThreadId),
         ]);
         return { checkpoints, blobs, writes, thread };
@@ -1274,6 +1298,7 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
     }
     case "writes": {
       const r = row as WriteRow;
+      if (isTombstoneWrite(r)) return undefined;
       const value = await rewrite(r.value, rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx));
       return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
     }

@@ -59,6 +59,8 @@ export interface WriteRow {
   value: TypedBytes;
   /** The task's path, for `writesSortKey` order ("" when not given). */
   task_path: string;
+  /** Only on a thread's tombstone copy (see {@link tombstoneWrite}). */
+  tombstone?: Tombstone;
 }
 
 /** Marks a deleted thread so late writes of a run still in flight stay dropped. */
@@ -82,9 +84,45 @@ export interface ThreadRow {
   latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
 }
 
-/** The `meta` record name of a thread's tombstone. */
+/** The `meta` record name of a thread's tombstone (the copy `put` reads). */
 export function tombstoneName(threadId: string): string {
   return `tombstone\u0000${threadId}`;
+}
+
+/**
+ * The namespace of a thread's tombstone copy in the `writes` store. No real
+ * namespace starts with U+0000, and it sorts before them all but the root's.
+ */
+export const TOMBSTONE_NS = "\u0000tombstone";
+
+/**
+ * The tombstone copy `putWrites` reads. A second copy in `writes` keeps
+ * `putWrites` transactions to the `writes` store alone, so they never wait
+ * for a `put` of the same run (IndexedDB runs read-write transactions with
+ * disjoint stores side by side).
+ */
+export function tombstoneWrite(threadId: string, tombstone: Tombstone): WriteRow {
+  return {
+    thread_id: threadId,
+    checkpoint_ns: TOMBSTONE_NS,
+    checkpoint_id: "",
+    task_id: "",
+    idx: 0,
+    channel: TOMBSTONE_NS,
+    task_path: "",
+    value: ["tombstone", new Uint8Array(0)],
+    tombstone,
+  };
+}
+
+/** The key of a thread's tombstone copy in `writes`. */
+export function tombstoneWriteKey(threadId: string): [string, string, string, string, number] {
+  return [threadId, TOMBSTONE_NS, "", "", 0];
+}
+
+/** True for a tombstone copy, which thread-wide reads of `writes` skip. */
+export function isTombstoneWrite(row: WriteRow): boolean {
+  return row.checkpoint_ns === TOMBSTONE_NS;
 }
 
 /** A small named record: format version, the serializer's key record, tombstones. */
