@@ -11,6 +11,7 @@ export {
   type DeltaChannelLike,
 } from "./saver.js";
 export type { CheckpointChange, ChangeKind, ChangeListener } from "./events.js";
+export { IndexedDBStore, DEFAULT_STORE_DB_NAME, type IndexedDBStoreParams } from "./store.js";
 export { MsgpackSerializer } from "./msgpack.js";
 export {
   EncryptedSerializer,
