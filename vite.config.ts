@@ -31,6 +31,8 @@ export default defineConfig({
           include: ["src/**/*.test.ts"],
           exclude: ["src/**/*.browser.test.ts"],
           setupFiles: ["test/setup-node.ts"],
+          // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
+          globalSetup: ["test/postgres-global-setup.ts"],
           testTimeout: 30_000,
         },
       },

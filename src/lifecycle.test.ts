@@ -9,6 +9,7 @@ import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/lang
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./saver.js";
+import { importThread } from "./portable.js";
 import type { CheckpointChange } from "./events.js";
 import { deleteDatabase, freshDbName } from "../test/databases.js";
 import { chatGraph, plain } from "../test/chat-graph.js";
@@ -153,6 +154,20 @@ describe("prune (Python suite)", () => {
       expect(plain((await graph.getState(config)).values.messages)).toHaveLength(18);
     });
   }
+});
+
+describe("export and restore", () => {
+  it("restores a pruned thread after deleteThread (importThread lifts the tombstone)", async () => {
+    const saver = newSaver();
+    const { ids: all } = await chain(saver, "t", 4);
+    await saver.prune(["t"], { keepLast: 2 });
+    const file = await saver.exportThread("t", { as: "bytes" });
+    await saver.deleteThread("t");
+    expect(await ids(saver, "t")).toEqual([]);
+    await importThread(saver, file);
+    expect(await ids(saver, "t")).toEqual(all.slice(-2).reverse());
+    expect((await saver.getTuple(cfg("t")))?.checkpoint.channel_values).toEqual({ step: 3 });
+  });
 });
 
 describe("deleteForRuns (Python suite)", () => {

@@ -71,6 +71,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { nextChannelVersion } from "./versions.js";
+import { exportThread as exportPortable, type ExportThreadOptions } from "./portable.js";
 
 /** Options of {@link IndexedDBSaver}. */
 export interface IndexedDBSaverParams {
@@ -778,6 +779,37 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     if (deleted) this.#feed.emit({ threadId, kind: "delete" });
   }
   // ---------------------------------------------------------------- thread lifecycle
+
+  /**
+   * The thread as a versioned, self-describing file (every namespace,
+   * checkpoint, channel value and pending write), for `importThread` into
+   * this or any other `BaseCheckpointSaver`. See docs/export-format.md.
+   */
+  exportThread(threadId: string, options: ExportThreadOptions & { as: "bytes" }): Promise<Uint8Array>;
+  exportThread(threadId: string, options?: ExportThreadOptions & { as?: "blob" }): Promise<Blob>;
+  exportThread(threadId: string, options: ExportThreadOptions & { as?: "blob" | "bytes" } = {}): Promise<Blob | Uint8Array> {
+    return options.as === "bytes"
+      ? exportPortable(this, threadId, { ...options, as: "bytes" })
+      : exportPortable(this, threadId, { ...options, as: "blob" });
+  }
+
+  /**
+   * Forgets that `threadId` was deleted: writes whose parents predate the
+   * delete are accepted again. `importThread` calls it to restore a thread
+   * (a pruned thread's oldest checkpoint points to a parent that is gone).
+   * Only call it when no run of the deleted thread is still going.
+   */
+  async clearTombstone(threadId: string): Promise<void> {
+    assertId("thread_id", threadId);
+    await this.#db.write(
+      ["meta", "writes"],
+      (tx) => {
+        void tx.objectStore("meta").delete(tombstoneName(threadId));
+        void tx.objectStore("writes").delete(tombstoneWriteKey(threadId));
+      },
+      "clear a tombstone",
+    );
+  }
 
   /**
    * Copies a whole thread (every namespace, checkpoint, channel value and

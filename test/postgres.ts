@@ -1,0 +1,194 @@
+/**
+ * A real, throwaway PostgreSQL server for the tests that move threads to the
+ * official Postgres saver.
+ *
+ * - `POSTGRES_URL` set: that server is used as is (CI service, `npm run postgres`).
+ * - Otherwise a cluster is created in a temporary directory with Debian's
+ *   server binaries (`/usr/lib/postgresql/<version>/bin`, or `POSTGRES_BIN`),
+ *   listening on 127.0.0.1 at a free port, with durability off (fsync,
+ *   synchronous commit) since it is deleted afterwards. PostgreSQL refuses to
+ *   run as root, so as root it runs as the `postgres` user via `runuser`.
+ *
+ * The vitest globalSetup (`postgres-global-setup.ts`) starts it in the
+ * background once per run and hands the URL to the tests (`provide`); tests
+ * call {@link acquirePostgres}, which waits until it is ready, or starts a
+ * cluster of its own when no globalSetup is configured.
+ */
+import { execFileSync, execFile } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** What the globalSetup hands to tests. */
+export interface ProvidedPostgres {
+  /** The connection URL (the server may still be starting: see `statusFile`). */
+  url?: string;
+  /** A file that reads `ready` once the server accepts connections, or `error: …`. */
+  statusFile?: string;
+  /** Why no server could be started. */
+  error?: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    postgres: ProvidedPostgres;
+  }
+}
+
+/** A running cluster. */
+export interface RunningPostgres {
+  url: string;
+  /** Stops the server and deletes its directory. */
+  stop(): Promise<void>;
+}
+
+/** The directory holding `initdb`, `pg_ctl` and `postgres`, or a message saying what to do. */
+export function findPostgresBin(): string {
+  const candidates: string[] = [];
+  if (process.env.POSTGRES_BIN) candidates.push(process.env.POSTGRES_BIN);
+  const debian = "/usr/lib/postgresql";
+  if (existsSync(debian)) {
+    const versions = readdirSync(debian)
+      .filter((name) => /^\d+$/.test(name))
+      .sort((a, b) => Number(b) - Number(a));
+    for (const version of versions) candidates.push(join(debian, version, "bin"));
+  }
+  for (const dir of (process.env.PATH ?? "").split(":")) if (dir) candidates.push(dir);
+  const found = candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+  if (!found) {
+    throw new Error(
+      "No PostgreSQL server binaries found (looked for initdb and pg_ctl in $POSTGRES_BIN, /usr/lib/postgresql/*/bin and $PATH). " +
+        "Install Debian's server (apt-get install postgresql), point POSTGRES_BIN at its bin directory, " +
+        "or set POSTGRES_URL to a running server (for example: npm run postgres).",
+    );
+  }
+  return found;
+}
+
+/** A TCP port nobody listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** Runs a PostgreSQL binary, as the `postgres` user when we are root. */
+function run(bin: string, args: string[]): Promise<string> {
+  const asRoot = process.getuid?.() === 0;
+  const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
+  return new Promise((resolve, reject) => {
+    execFile(file, argv, { timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${bin.split("/").pop()} failed: ${(stderr || stdout || error.message).trim()}`, { cause: error }));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** Creates and starts a throwaway cluster. */
+export async function startPostgres(): Promise<RunningPostgres> {
+  const bin = findPostgresBin();
+  const asRoot = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), "lgidb-postgres-"));
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    if (asRoot) {
+      let uid: number;
+      let gid: number;
+      try {
+        uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+        gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+      } catch (error) {
+        throw new Error("Running as root, but there is no 'postgres' user to run the server as (PostgreSQL refuses root). Install Debian's postgresql package, which creates it.", { cause: error });
+      }
+      chownSync(dir, uid, gid);
+    }
+    const data = join(dir, "data");
+    await run(join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"]);
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = await freePort();
+      const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`;
+      try {
+        await run(join(bin, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "-t", "30", "start"]);
+      } catch (error) {
+        lastError = error;
+        continue; // the port was taken in between: try another
+      }
+      let stopped: Promise<void> | undefined;
+      return {
+        url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+        stop: () =>
+          (stopped ??= run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])
+            .then(() => undefined)
+            .catch(() => undefined)
+            .finally(cleanup)),
+      };
+    }
+    const log = existsSync(join(dir, "server.log")) ? readFileSync(join(dir, "server.log"), "utf8").slice(-2000) : "";
+    throw new Error(`PostgreSQL did not start: ${String((lastError as Error)?.message ?? lastError)}\n${log}`);
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}
+
+/**
+ * Starts a cluster without waiting for it (for the globalSetup): the URL is
+ * known only once it runs, so tests read it from `statusFile`.
+ */
+export function startPostgresInBackground(): { provided: ProvidedPostgres; stop(): Promise<void> } {
+  const statusDir = mkdtempSync(join(tmpdir(), "lgidb-postgres-status-"));
+  const statusFile = join(statusDir, "status");
+  writeFileSync(statusFile, "starting");
+  const starting = startPostgres().then(
+    (server) => {
+      writeFileSync(statusFile, `ready ${server.url}`);
+      return server;
+    },
+    (error: unknown) => {
+      writeFileSync(statusFile, `error: ${(error as Error)?.message ?? String(error)}`);
+      return undefined;
+    },
+  );
+  return {
+    provided: { statusFile },
+    async stop() {
+      await (await starting)?.stop();
+      rmSync(statusDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Waits for a status file to say `ready <url>`. */
+async function waitForStatus(statusFile: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8") : "missing";
+    if (status.startsWith("ready ")) return status.slice("ready ".length).trim();
+    if (status.startsWith("error: ")) throw new Error(status.slice("error: ".length));
+    if (Date.now() > deadline) throw new Error(`PostgreSQL did not start within ${timeoutMs / 1000} s (status: ${status}).`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * The server for a test file: `POSTGRES_URL`, the globalSetup's, or one of
+ * its own (then `release()` stops it). Throws a message saying what to install.
+ */
+export async function acquirePostgres(): Promise<{ url: string; release(): Promise<void> }> {
+  if (process.env.POSTGRES_URL) return { url: process.env.POSTGRES_URL, release: async () => {} };
+  const { inject } = await import("vitest");
+  const provided = inject("postgres") as ProvidedPostgres | undefined;
+  if (provided?.error) throw new Error(provided.error);
+  if (provided?.url) return { url: provided.url, release: async () => {} };
+  if (provided?.statusFile) return { url: await waitForStatus(provided.statusFile, 60_000), release: async () => {} };
+  const server = await startPostgres();
+  return { url: server.url, release: () => server.stop() };
+}
