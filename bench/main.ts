@@ -3,7 +3,10 @@
  * after another, and leaves the rows on `window.__benchResult` for run.mjs.
  */
 import type { BenchRow, Suite } from "./harness.js";
+import { encryptionSuite } from "./suites/encryption.js";
 import { saverSuite } from "./suites/saver.js";
+import { storeSuite } from "./suites/store.js";
+import { threadsSuite } from "./suites/threads.js";
 
 declare global {
   interface Window {
@@ -11,7 +14,7 @@ declare global {
   }
 }
 
-const suites: Suite[] = [saverSuite];
+const suites: Suite[] = [saverSuite, encryptionSuite, storeSuite, threadsSuite];
 
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");

@@ -1,0 +1,67 @@
+/**
+ * Thread lifecycle figures, each at a large and a small database in the same
+ * run: listThreads({limit: 20}) with 2,000 threads vs 20, and deleteForRuns
+ * of one run among 10,000 checkpoints vs 100.
+ */
+import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { IndexedDBSaver } from "../../src/index.js";
+import { deleteDatabase, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
+
+const SUITE = "threads";
+
+/** `threads` threads of `perThread` checkpoints; every checkpoint its own run id. */
+async function filled(label: string, threads: number, perThread: number) {
+  const dbName = `bench-${label}-${Date.now()}`;
+  const saver = new IndexedDBSaver({ dbName });
+  for (let t = 0; t < threads; t++) {
+    let config: RunnableConfig = { configurable: { thread_id: `thread-${t}`, checkpoint_ns: "" } };
+    for (let c = 0; c < perThread; c++) {
+      const versions = { value: saver.getNextVersion(c) };
+      config = await saver.put(
+        { ...config, metadata: { run_id: `run-${t}-${c}` } },
+        { ...emptyCheckpoint(), id: uuid6(c), channel_values: { value: c }, channel_versions: versions },
+        { source: "loop", step: c, parents: {} } as CheckpointMetadata,
+        versions,
+      );
+    }
+  }
+  return { saver, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
+}
+
+async function listing(threads: number) {
+  const { saver, done } = await filled(`list-${threads}`, threads, 1);
+  const time = await msPerCall(async () => {
+    for await (const _ of saver.listThreads({ limit: 20 })) void _;
+  });
+  await done();
+  return time;
+}
+
+async function deletingRuns(threads: number, perThread: number) {
+  const { saver, done } = await filled(`runs-${threads}`, threads, perThread);
+  let next = 0;
+  // Each call deletes a different single-checkpoint run, newest threads first.
+  const time = await msPerCall(() => saver.deleteForRuns([`run-${threads - 1 - (next % threads)}-${Math.floor(next++ / threads) % perThread}`]), {
+    perRound: 10,
+    rounds: 3,
+    warmup: 2,
+  });
+  await done();
+  return time;
+}
+
+/** The threads suite. */
+export const threadsSuite: Suite = {
+  name: SUITE,
+  async run(): Promise<BenchRow[]> {
+    const large = await listing(2000);
+    const small = await listing(20);
+    const runsLarge = await deletingRuns(2000, 5);
+    const runsSmall = await deletingRuns(20, 5);
+    return [
+      row(SUITE, "listThreads limit 20, 2,000 vs 20 threads", large, small, "ours at 20 threads", ms, { max: 1.5 }),
+      row(SUITE, "deleteForRuns, 10,000 vs 100 checkpoints", runsLarge, runsSmall, "ours at 100", ms, { max: 1.5 }),
+    ];
+  },
+};
