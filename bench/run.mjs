@@ -7,21 +7,12 @@ import { build, preview } from "vite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { chromium } from "playwright";
+import { chromiumArgs as args, chromiumPath as executablePath } from "../test/chromium.mjs";
 import { fileURLToPath } from "node:url";
 import { dirname, resolve } from "node:path";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));
-const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const args = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-dev-shm-usage",
-];
 
 // A production build served statically: what users ship, and no dev-server
 // dependency discovery reloading the page in the middle of a run.

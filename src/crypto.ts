@@ -60,6 +60,11 @@ export function asBytes(bytes: Uint8Array): Bytes {
 
 /** The concatenation of `parts`. */
 export function concatBytes(...parts: readonly Uint8Array[]): Bytes {
+  return joinBytes(parts);
+}
+
+/** The concatenation of a list of byte arrays (no argument-count limit). */
+export function joinBytes(parts: readonly Uint8Array[]): Bytes {
   let length = 0;
   for (const part of parts) length += part.length;
   const out = new Uint8Array(length);

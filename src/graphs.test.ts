@@ -5,25 +5,17 @@
  */
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { Annotation, END, MemorySaver, START, Send, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph/web";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "./saver.js";
-import { deleteDatabase, freshDbName } from "../test/databases.js";
+import { freshDbName, trackSavers } from "../test/databases.js";
 import { chat, chatGraph, plain } from "../test/chat-graph.js";
 
-const opened: IndexedDBSaver[] = [];
+const track = trackSavers<IndexedDBSaver>();
 
 /** A saver on a fresh database, closed and deleted after the test. */
 function idbSaver(dbName = freshDbName("graphs")): IndexedDBSaver {
-  const saver = new IndexedDBSaver({ dbName });
-  opened.push(saver);
-  return saver;
+  return track(new IndexedDBSaver({ dbName }));
 }
-
-afterEach(async () => {
-  const names = new Set(opened.map((saver) => saver.dbName));
-  await Promise.all(opened.splice(0).map((saver) => saver.close()));
-  await Promise.all([...names].map((name) => deleteDatabase(name)));
-});
 
 describe("graphs on IndexedDBSaver behave as on MemorySaver", () => {
   it("keeps conversation memory across a second saver instance (a reload)", async () => {

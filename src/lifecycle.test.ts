@@ -7,26 +7,18 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./saver.js";
 import { importThread } from "./portable.js";
 import type { CheckpointChange } from "./events.js";
-import { deleteDatabase, freshDbName } from "../test/databases.js";
+import { freshDbName, trackSavers } from "../test/databases.js";
 import { chatGraph, plain } from "../test/chat-graph.js";
 
-const savers: IndexedDBSaver[] = [];
+const track = trackSavers<IndexedDBSaver>();
 
 function newSaver(dbName = freshDbName("lifecycle")): IndexedDBSaver {
-  const saver = new IndexedDBSaver({ dbName });
-  savers.push(saver);
-  return saver;
+  return track(new IndexedDBSaver({ dbName }));
 }
-
-afterEach(async () => {
-  const names = new Set(savers.map((saver) => saver.dbName));
-  await Promise.all(savers.splice(0).map((saver) => saver.close()));
-  await Promise.all([...names].map((name) => deleteDatabase(name)));
-});
 
 const cfg = (thread_id: string, checkpoint_ns = ""): RunnableConfig => ({ configurable: { thread_id, checkpoint_ns } });
 

@@ -71,6 +71,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
+import { joinBytes, utf8 } from "./crypto.js";
 import { IndexedDBCheckpointError } from "./errors.js";
 import { MsgpackSerializer } from "./msgpack.js";
 
@@ -349,7 +350,7 @@ export async function exportThread(
 ): Promise<ThreadExport> {
   const chunks: Uint8Array<ArrayBuffer>[] = [];
   for await (const chunk of exportChunks(saver, threadId, options)) chunks.push(chunk);
-  if (options.as === "bytes") return concat(chunks);
+  if (options.as === "bytes") return joinBytes(chunks);
   return new Blob(chunks, { type: THREAD_EXPORT_MEDIA_TYPE });
 }
 
@@ -413,7 +414,7 @@ async function* exportChunks(
   };
   let crc = 0;
   const emit = (parts: Uint8Array[]): Uint8Array<ArrayBuffer> => {
-    const chunk = concat(parts);
+    const chunk = joinBytes(parts);
     crc = crc32(crc, chunk);
     return chunk;
   };
@@ -1103,24 +1104,6 @@ function frame(kind: number, payload: Uint8Array): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** Byte arrays joined. */
-function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
-/** UTF-8 bytes of a string. */
-function utf8(text: string): Uint8Array {
-  return new TextEncoder().encode(text);
-}
-
 /** JSON from UTF-8 bytes, or a `ThreadFileError`. */
 function parseJson(payload: Uint8Array, what: string): unknown {
   try {
@@ -1144,7 +1127,7 @@ async function readAll(file: ThreadExportInput): Promise<Uint8Array> {
       if (done) break;
       chunks.push(value);
     }
-    return concat(chunks);
+    return joinBytes(chunks);
   }
   throw new TypeError("importThread: the file must be a Blob, an ArrayBuffer, a Uint8Array or a ReadableStream of bytes.");
 }

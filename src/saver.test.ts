@@ -15,23 +15,15 @@ import {
   type CheckpointMetadata,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "./saver.js";
-import { deleteDatabase, freshDbName } from "../test/databases.js";
+import { freshDbName, trackSavers } from "../test/databases.js";
 
-const savers: IndexedDBSaver[] = [];
+const track = trackSavers<IndexedDBSaver>();
 
 function newSaver(dbName = freshDbName("saver")): IndexedDBSaver {
-  const saver = new IndexedDBSaver({ dbName });
-  savers.push(saver);
-  return saver;
+  return track(new IndexedDBSaver({ dbName }));
 }
-
-afterEach(async () => {
-  const names = new Set(savers.map((saver) => saver.dbName));
-  await Promise.all(savers.splice(0).map((saver) => saver.close()));
-  await Promise.all([...names].map((name) => deleteDatabase(name)));
-});
 
 const meta = (step: number, extra: Record<string, unknown> = {}): CheckpointMetadata =>
   ({ source: "loop", step, parents: {}, ...extra }) as CheckpointMetadata;

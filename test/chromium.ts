@@ -1,16 +1,2 @@
-/**
- * How every browser test here launches Chromium: Debian's build (Playwright
- * cannot download its own on these machines), overridable with CHROMIUM_PATH.
- */
-export const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-
-/** Flags that keep headless Chromium quiet on a machine with no network. */
-export const chromiumArgs = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-dev-shm-usage",
-];
+/** The Chromium launch settings for TypeScript importers; defined in chromium.mjs. */
+export { chromiumArgs, chromiumPath } from "./chromium.mjs";
