@@ -315,6 +315,16 @@ export class Database<Schema extends DBSchema> {
 }
 
 /**
+ * Sends a request without waiting for it. Its own failure is the
+ * transaction's failure (the transaction aborts and `read`/`write` reject
+ * with the cause), so the request's promise is quietened here: an abort
+ * must not also surface as one unhandled rejection per pending request.
+ */
+export function issue(request: Promise<unknown>): void {
+  request.catch(() => undefined);
+}
+
+/**
  * Adds `value` unless its key is taken, resolving whether it was added: the
  * insert-if-absent of "the first write wins". A failed `add` would abort the
  * whole transaction; preventing its error event's default keeps the

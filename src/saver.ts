@@ -35,7 +35,7 @@ import {
   type ValueRewriter,
 } from "./binding.js";
 import type { IDBPObjectStore } from "idb";
-import { Database, addIfAbsent, type Durability, type Tx } from "./db.js";
+import { Database, addIfAbsent, issue, type Durability, type Tx } from "./db.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { checkpointKey, checkpointRangeBounds, prefixBounds } from "./keys.js";
@@ -634,15 +634,15 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           // the common case (no tombstone) the put costs one round trip.
           const tombstoneRead = readTombstone(tx, threadId);
           const blobStore = tx.objectStore("blobs");
-          for (const blob of blobs) void blobStore.put(blob);
+          for (const blob of blobs) issue(blobStore.put(blob));
           const checkpoints = tx.objectStore("checkpoints");
-          void checkpoints.put(row);
+          issue(checkpoints.put(row));
           if (checkpointNs === "") {
-            void tx.objectStore("threads").put({
+            issue(tx.objectStore("threads").put({
               thread_id: threadId,
               updated_at: now,
               latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
-            });
+            }));
           }
           const tombstone = await tombstoneRead;
           if (tombstone && parentId !== undefined) {
@@ -662,7 +662,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         async (tx) => {
           const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
           const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
-          void tx.objectStore("writes").put(tombstoneWrite(threadId, next));
+          issue(tx.objectStore("writes").put(tombstoneWrite(threadId, next)));
           await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
         },
         "record a late write",
@@ -715,6 +715,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           const store = tx.objectStore("writes");
           const tombstoneRead = store.get(tombstoneWriteKey(threadId));
           const stored = this.#storeWrites(store, rows);
+          issue(stored); // awaited below, unless the tombstone aborts first
           const tombstone = (await tombstoneRead)?.tombstone;
           // A deleted thread: roll back and take the careful path.
           if (tombstone) throw new LateWrite(tombstone);
@@ -765,12 +766,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         let maxId = previous?.max_deleted_id ?? "";
         for (const key of checkpointKeys) if (key[2] > maxId) maxId = key[2];
         for (const key of writeKeys) if (key[2] > maxId) maxId = key[2];
-        void tx.objectStore("checkpoints").delete(range);
-        void tx.objectStore("blobs").delete(range);
-        void tx.objectStore("writes").delete(range);
-        void tx.objectStore("threads").delete(threadId);
+        issue(tx.objectStore("checkpoints").delete(range));
+        issue(tx.objectStore("blobs").delete(range));
+        issue(tx.objectStore("writes").delete(range));
+        issue(tx.objectStore("threads").delete(threadId));
         const tombstone: Tombstone = { max_deleted_id: maxId, dropped: previous?.dropped ?? [], deleted_at: Date.now() };
-        void tx.objectStore("writes").put(tombstoneWrite(threadId, tombstone));
+        issue(tx.objectStore("writes").put(tombstoneWrite(threadId, tombstone)));
         await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: tombstone });
         return true;
       },
@@ -804,8 +805,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     await this.#db.write(
       ["meta", "writes"],
       (tx) => {
-        void tx.objectStore("meta").delete(tombstoneName(threadId));
-        void tx.objectStore("writes").delete(tombstoneWriteKey(threadId));
+        issue(tx.objectStore("meta").delete(tombstoneName(threadId)));
+        issue(tx.objectStore("writes").delete(tombstoneWriteKey(threadId)));
       },
       "clear a tombstone",
     );
@@ -888,9 +889,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         if (existing > 0) {
           throw new Error(`copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`);
         }
-        for (const row of moved.checkpoints) void tx.objectStore("checkpoints").put(row);
-        for (const blob of moved.blobs) void tx.objectStore("blobs").put(blob);
-        for (const write of moved.writes) void tx.objectStore("writes").put(write);
+        for (const row of moved.checkpoints) issue(tx.objectStore("checkpoints").put(row));
+        for (const blob of moved.blobs) issue(tx.objectStore("blobs").put(blob));
+        for (const write of moved.writes) issue(tx.objectStore("writes").put(write));
         if (latest) {
           await tx.objectStore("threads").put({
             thread_id: t,
@@ -996,7 +997,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       THREAD_STORES,
       async (tx) => {
         for (const row of doomed) this.#deleteCheckpointRows(tx, row);
-        for (const blob of snapshots) void tx.objectStore("blobs").put(blob);
+        for (const blob of snapshots) issue(tx.objectStore("blobs").put(blob));
         // Blobs no remaining checkpoint uses (rows put meanwhile included).
         const [remaining, blobKeys] = await Promise.all([
           threadRows(tx, ranges, "checkpoints", threadId),
@@ -1006,7 +1007,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         for (const row of remaining) {
           for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobId(row.checkpoint_ns, channel, version));
         }
-        for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) void tx.objectStore("blobs").delete(key);
+        for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) issue(tx.objectStore("blobs").delete(key));
         await this.#refreshThread(tx, threadId, remaining);
       },
       "prune thread",
@@ -1056,7 +1057,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           this.#deleteCheckpointRows(tx, row);
           for (const [channel, version] of Object.entries(row.channel_versions)) {
             if (!used.has(`${row.thread_id}\u0000${blobId(row.checkpoint_ns, channel, version)}`)) {
-              void tx.objectStore("blobs").delete([row.thread_id, row.checkpoint_ns, channel, version]);
+              issue(tx.objectStore("blobs").delete([row.thread_id, row.checkpoint_ns, channel, version]));
             }
           }
         }
@@ -1152,9 +1153,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   /** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
   #deleteCheckpointRows(tx: WriteTx, row: CheckpointRow): void {
-    void tx.objectStore("checkpoints").delete([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
+    issue(tx.objectStore("checkpoints").delete([row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
     const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-    void tx.objectStore("writes").delete(this.#db.ranges.bound(bounds.lower, bounds.upper));
+    issue(tx.objectStore("writes").delete(this.#db.ranges.bound(bounds.lower, bounds.upper)));
   }
 
   /** Rewrites a thread's summary after checkpoints were removed. */

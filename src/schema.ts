@@ -8,7 +8,7 @@
  * so an encrypting serializer covers all of them.
  */
 import type { DBSchema } from "idb";
-import type { Upgrade } from "./db.js";
+import { issue, type Upgrade } from "./db.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];
@@ -183,7 +183,7 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
     const threads = db.createObjectStore("threads", { keyPath: "thread_id" });
     threads.createIndex("by_updated", "updated_at");
     db.createObjectStore("meta", { keyPath: "name" });
-    void tx.objectStore("meta").put({ name: "format", value: SAVER_FORMAT });
+    issue(tx.objectStore("meta").put({ name: "format", value: SAVER_FORMAT }));
   },
 ];
 
