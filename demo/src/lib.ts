@@ -1,0 +1,14 @@
+/**
+ * The one place the demo imports the package from: the library's public
+ * entry, from source, as an app would import "langgraph-checkpoint-indexeddb".
+ */
+export {
+  IndexedDBSaver,
+  IndexedDBStore,
+  EncryptedSerializer,
+  DecryptionError,
+  exportThread,
+  importThread,
+  copyThreads,
+  THREAD_EXPORT_EXTENSION,
+} from "../../src/index.js";

@@ -1,0 +1,369 @@
+/**
+ * The demo's entry: opens the vault (asking for the passphrase when the app
+ * is locked), then wires the session to the UI and keeps every open tab live:
+ * the sidebar from Dexie's `liveQuery`, the open thread from the saver's
+ * change feed (which carries other tabs' writes over a BroadcastChannel).
+ */
+import type { BaseMessage } from "@langchain/core/messages";
+import type { StateSnapshot } from "@langchain/langgraph/web";
+import { ulid } from "ulid";
+import { APPROVAL_NODE, pendingApproval } from "./agent.js";
+import { Session, deleteDatabase, type RunEvent } from "./session.js";
+import { DATABASES, plainVault, unlock } from "./settings.js";
+import { DemoDB, type ThreadRow } from "./threads-db.js";
+import { createChat } from "./ui/chat.js";
+import { h } from "./ui/dom.js";
+import { icon } from "./ui/icons.js";
+import { createHistory } from "./ui/history.js";
+import { createLockScreen } from "./ui/lock.js";
+import { createSettings } from "./ui/settings.js";
+import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
+
+const db = new DemoDB();
+const root = document.getElementById("app")!;
+
+/** Identifies a lock by its salt, to notice another tab locking or erasing. */
+function lockIdentity(salt: Uint8Array | undefined): string {
+  return salt ? Array.from(salt, (b) => b.toString(16).padStart(2, "0")).join("") : "";
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function threadFromHash(): string | undefined {
+  const match = /^#\/thread\/([0-9A-Za-z]+)$/.exec(location.hash);
+  return match?.[1];
+}
+
+class App {
+  session: Session;
+  currentId: string;
+  viewing: { id: string; step: number; messageCount: number } | undefined;
+  historyOpen = false;
+  threads: SidebarThread[] = [];
+  snapshots: StateSnapshot[] = [];
+  locking = false;
+  knownLock: string;
+  readonly #titles = new Map<string, { sealed: unknown; title: string }>();
+  #unsubscribe: () => void = () => undefined;
+  #refreshSeq = 0;
+  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
+
+  readonly heading = h("h1", { class: "thread-heading" }, "New thread");
+  readonly lockBadge = h("span", { class: "lock-badge", title: "Encrypted at rest", hidden: true }, icon("lock", "Locked: encrypted at rest"));
+  readonly menuButton = h("button", { class: "icon menu", type: "button", "aria-label": "Show threads", "aria-controls": "sidebar", "aria-expanded": "false" }, "☰");
+  readonly historyButton = h("button", { type: "button", testid: "show-history", "aria-controls": "history", "aria-expanded": "false" }, "History");
+  readonly sidebar = createSidebar({
+    onNew: () => this.newThread(),
+    onOpen: (id) => this.openThread(id),
+    onRename: (id, title) => void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
+    onDelete: (id) => void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
+  });
+  readonly chat = createChat({
+    onSend: (text) => this.send(text),
+    onApprove: () => this.decide("approve"),
+    onReject: () => this.decide("reject"),
+    onFork: () => void this.fork(),
+    onBackToLatest: () => this.view(undefined),
+  });
+  readonly history = createHistory({ onView: (id) => this.view(id), onClose: () => this.toggleHistory(false) });
+  readonly settings = createSettings({
+    session: () => this.session,
+    threads: () => this.threads,
+    lock: (passphrase) => this.lock(passphrase),
+    lockNow: () => location.reload(),
+    openThread: (id) => this.openThread(id),
+  });
+
+  constructor(session: Session, lastThreadId: string | undefined) {
+    this.session = session;
+    this.knownLock = lockIdentity(session.vault.salt);
+    this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
+    this.menuButton.addEventListener("click", () => this.toggleSidebar());
+    this.historyButton.addEventListener("click", () => this.toggleHistory(!this.historyOpen));
+    const settingsButton = h("button", { type: "button", testid: "settings", "aria-haspopup": "dialog", onclick: () => this.settings.open() }, "Settings");
+    root.replaceChildren(
+      h(
+        "div",
+        { class: "app" },
+        h("header", { class: "topbar" }, this.menuButton, this.heading, this.lockBadge, h("div", { class: "spacer" }), this.historyButton, settingsButton),
+        h(
+          "div",
+          { class: "body" },
+          this.sidebar.el,
+          h("div", { class: "scrim", onclick: () => this.toggleSidebar(false) }),
+          h("main", { class: "main" }, this.chat.el),
+          this.history.el,
+        ),
+        this.settings.el,
+      ),
+    );
+    window.addEventListener("hashchange", () => {
+      const id = threadFromHash();
+      if (id && id !== this.currentId) this.openThread(id);
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open) this.toggleHistory(false);
+    });
+    db.liveThreads().subscribe({ next: (rows) => void this.showThreads(rows), error: (e: unknown) => console.warn("threads query", e) });
+    db.liveLock().subscribe({
+      next: (row) => {
+        // Another tab locked the app, or erased it: start over from the lock screen.
+        if (!this.locking && lockIdentity(row?.salt) !== this.knownLock) location.reload();
+      },
+      error: (e: unknown) => console.warn("lock query", e),
+    });
+    this.attach(session);
+    this.openThread(this.currentId);
+    this.chat.focus();
+  }
+
+  /** Listens to the session's saver: other tabs' writes refresh the open thread. */
+  attach(session: Session): void {
+    this.#unsubscribe();
+    this.session = session;
+    this.lockBadge.hidden = !session.vault.locked;
+    this.#titles.clear();
+    this.#unsubscribe = session.saver.subscribe((change) => {
+      if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
+      if (change.remote && change.threadId === this.currentId) this.scheduleRefresh();
+    });
+  }
+
+  // ------------------------------------------------------------ threads
+
+  async showThreads(rows: ThreadRow[]): Promise<void> {
+    const threads = await Promise.all(
+      rows.map(async (row): Promise<SidebarThread> => {
+        const cached = this.#titles.get(row.id);
+        let title: string;
+        if (cached && sameSealed(cached.sealed, row.title)) title = cached.title;
+        else {
+          title = await this.session.vault.open(row.title).catch(() => "(encrypted)");
+          this.#titles.set(row.id, { sealed: row.title, title });
+        }
+        return { id: row.id, title, updatedAt: row.updatedAt };
+      }),
+    );
+    this.threads = threads;
+    this.sidebar.update(threads, this.currentId);
+    this.updateHeading();
+  }
+
+  updateHeading(): void {
+    this.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+  }
+
+  openThread(id: string): void {
+    this.currentId = id;
+    this.viewing = undefined;
+    if (threadFromHash() !== id) history.replaceState(null, "", `#/thread/${id}`);
+    this.sidebar.setCurrent(id);
+    this.updateHeading();
+    this.chat.showError(undefined);
+    this.toggleSidebar(false);
+    void this.refresh();
+  }
+
+  newThread(): void {
+    this.openThread(ulid());
+    this.chat.focus();
+  }
+
+  async rename(id: string, title: string): Promise<void> {
+    await db.threads.update(id, { title: await this.session.vault.seal(title) });
+  }
+
+  async deleteThread(id: string): Promise<void> {
+    clearTimeout(this.#touchTimers.get(id));
+    this.#touchTimers.delete(id);
+    await this.session.deleteThread(id);
+    if (id === this.currentId) {
+      const next = this.threads.find((t) => t.id !== id);
+      if (next) this.openThread(next.id);
+      else this.newThread();
+    }
+  }
+
+  /** The sidebar's "last updated": touched by the tab that writes, seen by all through liveQuery. */
+  scheduleTouch(threadId: string): void {
+    clearTimeout(this.#touchTimers.get(threadId));
+    this.#touchTimers.set(
+      threadId,
+      setTimeout(() => {
+        this.#touchTimers.delete(threadId);
+        void db.touch(threadId).catch((e: unknown) => console.warn("touch", e));
+      }, 100),
+    );
+  }
+
+  // ------------------------------------------------------------ the open thread
+
+  scheduleRefresh(): void {
+    clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = setTimeout(() => {
+      if (!this.session.isRunning(this.currentId)) void this.refresh();
+    }, 50);
+  }
+
+  async refresh(): Promise<void> {
+    const seq = ++this.#refreshSeq;
+    const id = this.currentId;
+    try {
+      const snapshot = await this.session.state(id, this.viewing?.id);
+      if (seq !== this.#refreshSeq) return;
+      const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
+      this.chat.showMessages(messages);
+      const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
+      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, this.session.isRunning(id));
+      this.chat.showViewing(this.viewing && { step: this.viewing.step, messageCount: this.viewing.messageCount });
+      this.chat.setDisabled(
+        this.viewing ? "Viewing an older checkpoint (read-only)" : paused ? "Approve or reject the memory first" : undefined,
+      );
+      if (this.historyOpen) await this.refreshHistory();
+    } catch (error) {
+      if (seq === this.#refreshSeq) this.chat.showError(`Could not read the thread: ${messageOf(error)}`);
+    }
+  }
+
+  eventsFor(threadId: string): (event: RunEvent) => void {
+    return (event) => {
+      if (threadId !== this.currentId || this.viewing) return;
+      if (event.kind === "token") this.chat.appendToken(event.text);
+      // The step's checkpoint may still be in flight: drafts until the run ends and refresh() reads the saver.
+      else this.chat.showMessages(event.messages, true);
+    };
+  }
+
+  afterRun(threadId: string, run: Promise<void>): void {
+    run
+      .catch((error: unknown) => {
+        if (threadId === this.currentId) this.chat.showError(`The run failed: ${messageOf(error)}`);
+      })
+      .finally(() => {
+        if (threadId === this.currentId) void this.refresh();
+      });
+  }
+
+  send(text: string): void {
+    if (this.viewing) return;
+    const id = this.currentId;
+    this.chat.showError(undefined);
+    this.chat.showApproval(undefined);
+    this.chat.addPendingUser(text);
+    this.afterRun(id, this.session.send(id, text, this.eventsFor(id)));
+  }
+
+  decide(decision: "approve" | "reject"): void {
+    const id = this.currentId;
+    this.chat.showApproval(undefined);
+    this.afterRun(id, decision === "approve" ? this.session.approve(id, this.eventsFor(id)) : this.session.reject(id, this.eventsFor(id)));
+  }
+
+  // ------------------------------------------------------------ time travel
+
+  toggleHistory(open: boolean): void {
+    this.historyOpen = open;
+    this.history.el.hidden = !open;
+    this.historyButton.setAttribute("aria-expanded", String(open));
+    this.historyButton.classList.toggle("active", open);
+    if (open) void this.refreshHistory();
+    else if (this.viewing) this.view(undefined);
+  }
+
+  async refreshHistory(): Promise<void> {
+    const id = this.currentId;
+    const snapshots = await this.session.history(id);
+    if (id !== this.currentId) return;
+    this.snapshots = snapshots;
+    this.history.render(snapshots, this.viewing?.id);
+  }
+
+  /** Shows the state at a checkpoint (undefined: back to the latest). */
+  view(checkpointId: string | undefined): void {
+    const snapshot = this.snapshots.find((s) => s.config.configurable?.checkpoint_id === checkpointId);
+    const latest = this.snapshots[0]?.config.configurable?.checkpoint_id;
+    this.viewing =
+      snapshot && checkpointId !== latest
+        ? {
+            id: checkpointId!,
+            step: snapshot.metadata?.step ?? 0,
+            messageCount: ((snapshot.values as { messages?: unknown[] }).messages ?? []).length,
+          }
+        : undefined;
+    void this.refresh();
+  }
+
+  async fork(): Promise<void> {
+    if (!this.viewing) return;
+    try {
+      await this.session.fork(this.currentId, this.viewing.id);
+      this.viewing = undefined;
+      await this.refresh();
+      this.chat.focus();
+    } catch (error) {
+      this.chat.showError(`Could not fork: ${messageOf(error)}`);
+    }
+  }
+
+  // ------------------------------------------------------------ layout, lock
+
+  toggleSidebar(open = !document.body.classList.contains("sidebar-open")): void {
+    document.body.classList.toggle("sidebar-open", open);
+    this.menuButton.setAttribute("aria-expanded", String(open));
+  }
+
+  async lock(passphrase: string): Promise<void> {
+    this.locking = true;
+    try {
+      const next = await this.session.lock(passphrase);
+      this.knownLock = lockIdentity(next.vault.salt);
+      this.attach(next);
+      await this.showThreads(await db.threads.orderBy("updatedAt").reverse().toArray());
+      await this.refresh();
+    } finally {
+      this.locking = false;
+    }
+  }
+}
+
+/** Two stored titles are the same value (sealed ones compare by bytes). */
+function sameSealed(a: unknown, b: unknown): boolean {
+  if (typeof a === "string" || typeof b === "string") return a === b;
+  const x = (a as { data: Uint8Array }).data;
+  const y = (b as { data: Uint8Array }).data;
+  return x.length === y.length && x.every((byte, i) => byte === y[i]);
+}
+
+async function start(session: Session): Promise<void> {
+  const last = await db.threads.orderBy("updatedAt").last();
+  new App(session, last?.id);
+}
+
+async function eraseEverything(): Promise<void> {
+  await Promise.all(Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]));
+  await db.delete();
+}
+
+async function boot(): Promise<void> {
+  const lock = await db.lock();
+  if (!lock) return start(await Session.open(db, plainVault));
+  root.replaceChildren(
+    createLockScreen({
+      unlock: async (passphrase) => {
+        const vault = await unlock(lock, passphrase);
+        await start(await Session.open(db, vault));
+      },
+      erase: async () => {
+        await eraseEverything();
+        location.reload();
+      },
+    }),
+  );
+}
+
+boot().catch((error: unknown) => {
+  root.replaceChildren(h("div", { class: "fatal", role: "alert" }, h("h1", {}, "The app could not start"), h("p", {}, messageOf(error))));
+});

@@ -1,0 +1,237 @@
+/**
+ * The models the agent can call: an embedded deterministic assistant (the
+ * default: no key, no network) and any OpenAI-compatible chat endpoint,
+ * streamed over server-sent events with plain `fetch`.
+ */
+import { AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import type { ModelSettings } from "./settings.js";
+
+/** A chat model as the agent node uses it. */
+export interface ChatModel {
+  /** Answers the conversation; `onToken` receives the text as it arrives. */
+  respond(messages: BaseMessage[], options: { onToken?: (text: string) => void; signal?: AbortSignal }): Promise<AIMessage>;
+}
+
+/** The tools the agent offers, in OpenAI's function format. */
+export const TOOL_SPECS = [
+  {
+    type: "function",
+    function: {
+      name: "save_memory",
+      description: "Save a fact about the user to long-term memory (the user approves it first).",
+      parameters: {
+        type: "object",
+        properties: { memory: { type: "string", description: "The fact, as the user said it." } },
+        required: ["memory"],
+      },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "recall_memories",
+      description: "List what is saved in long-term memory about the user.",
+      parameters: { type: "object", properties: { query: { type: "string" } } },
+    },
+  },
+] as const;
+
+export const SYSTEM_PROMPT =
+  "You are a helpful assistant running entirely in the user's browser. " +
+  "When the user asks you to remember something, call save_memory (they approve it). " +
+  "When they ask what you remember, call recall_memories and answer from its result.";
+
+/** My → your, so a memory reads naturally when the assistant says it back. */
+export function secondPerson(text: string): string {
+  const swaps: Record<string, string> = {
+    i: "you", "i'm": "you're", "i’m": "you’re", me: "you", my: "your", mine: "yours", myself: "yourself", am: "are",
+  };
+  return text.replace(/[\p{L}’']+/gu, (word) => {
+    const swap = swaps[word.toLowerCase()];
+    return swap ?? word;
+  });
+}
+
+/** The trailing tool results and the call that asked for each. */
+function trailingToolResults(messages: BaseMessage[]) {
+  const results: ToolMessage[] = [];
+  let i = messages.length - 1;
+  for (; i >= 0 && messages[i]!.getType() === "tool"; i--) results.unshift(messages[i] as ToolMessage);
+  const calls = (messages[i] as AIMessage | undefined)?.tool_calls ?? [];
+  return results.map((result) => {
+    const call = calls.find((c) => c.id === result.tool_call_id);
+    return { name: call?.name ?? "", args: call?.args ?? {}, result };
+  });
+}
+
+let callCounter = 0;
+function toolCallId(): string {
+  callCounter += 1;
+  return `call_${Date.now().toString(36)}_${callCounter}`;
+}
+
+/** The local assistant's reply to the conversation so far: same input, same answer. */
+export function localReply(messages: BaseMessage[]): AIMessage {
+  const last = messages[messages.length - 1];
+  if (last?.getType() === "tool") {
+    const lines = trailingToolResults(messages).map(({ name, args, result }) => {
+      const text = String(result.content);
+      if (name === "save_memory") {
+        return result.status === "error" || /^rejected/i.test(text)
+          ? "Okay, I won't remember that."
+          : `Got it. I'll remember that ${secondPerson(text.replace(/^Saved:\s*/, ""))}.`;
+      }
+      if (name === "recall_memories") {
+        const memories = JSON.parse(text) as string[];
+        const query = String(args.query ?? "").trim();
+        const about = query ? secondPerson(query) : "you";
+        if (memories.length === 0) {
+          return query
+            ? `I don't remember anything about ${about}.`
+            : "I don't remember anything about you yet. Say “remember that …” and I'll ask before saving it.";
+        }
+        return [`Here's what I remember about ${about}:`, ...memories.map((m) => `• ${secondPerson(m)}`)].join("\n");
+      }
+      return `The tool said: ${text}`;
+    });
+    return new AIMessage(lines.join("\n"));
+  }
+  const text = String(last?.content ?? "").trim();
+  const remember = /^(?:please\s+)?remember(?:\s+that)?\s+(.+)$/is.exec(text);
+  if (remember) {
+    const memory = remember[1]!.trim().replace(/[.!\s]+$/, "");
+    return new AIMessage({ content: "", tool_calls: [{ id: toolCallId(), name: "save_memory", args: { memory }, type: "tool_call" }] });
+  }
+  const recall = /\b(?:what do you (?:remember|know)|do you remember|what have you remembered)\b(?:\s+about\s+(.+?))?\??$/i.exec(text);
+  if (recall) {
+    const query = recall[1]?.replace(/\b(me|myself)\b/gi, "").trim() ?? "";
+    return new AIMessage({ content: "", tool_calls: [{ id: toolCallId(), name: "recall_memories", args: { query }, type: "tool_call" }] });
+  }
+  const turn = messages.filter((m) => m.getType() === "human").length;
+  if (/^(hi|hello|hey|good (morning|afternoon|evening))\b/i.test(text)) {
+    return new AIMessage("Hello! I'm the built-in assistant: I run in this page, offline. Ask me to “remember that …”, or ask “what do you remember about me?”.");
+  }
+  if (/\b(help|what can you do)\b/i.test(text)) {
+    return new AIMessage(
+      "I keep this conversation in IndexedDB, so it survives reloads. I can remember facts about you (after you approve each one) and recall them in any thread. Open the history to travel back in time or fork.",
+    );
+  }
+  const words = text.split(/\s+/).filter(Boolean).length;
+  return new AIMessage(`You said: “${text}” (${words} ${words === 1 ? "word" : "words"}, message ${turn} of this thread).`);
+}
+
+/** The embedded assistant; "streams" its answer word by word. */
+export const localModel: ChatModel = {
+  async respond(messages, { onToken }) {
+    const reply = localReply(messages);
+    const text = String(reply.content);
+    if (onToken) for (const piece of text.match(/\S+\s*/g) ?? []) onToken(piece);
+    return reply;
+  },
+};
+
+/** A LangChain message as an OpenAI chat message. */
+function toOpenAI(message: BaseMessage): Record<string, unknown> {
+  const content = typeof message.content === "string" ? message.content : JSON.stringify(message.content);
+  switch (message.getType()) {
+    case "human":
+      return { role: "user", content };
+    case "system":
+      return { role: "system", content };
+    case "tool":
+      return { role: "tool", tool_call_id: (message as ToolMessage).tool_call_id, content };
+    default: {
+      const calls = (message as AIMessage).tool_calls ?? [];
+      return calls.length
+        ? {
+            role: "assistant",
+            content: content || null,
+            tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } })),
+          }
+        : { role: "assistant", content };
+    }
+  }
+}
+
+/** Server-sent events: yields the `data` of each event of a response body. */
+export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    buffer += decoder.decode(value, { stream: !done });
+    const events = buffer.split(/\r?\n\r?\n/);
+    buffer = done ? "" : events.pop()!;
+    for (const event of events) {
+      const data = event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (data) yield data;
+    }
+    if (done) return;
+  }
+}
+
+interface ChunkChoice {
+  delta?: {
+    content?: string | null;
+    tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+  };
+}
+
+/** Any OpenAI-compatible `/chat/completions` endpoint, streamed. */
+export function openAIModel(settings: ModelSettings): ChatModel {
+  return {
+    async respond(messages, { onToken, signal }) {
+      const url = `${settings.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+      const response = await fetch(url, {
+        method: "POST",
+        signal,
+        headers: {
+          "content-type": "application/json",
+          ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}),
+        },
+        body: JSON.stringify({
+          model: settings.model,
+          stream: true,
+          tools: TOOL_SPECS,
+          messages: [{ role: "system", content: SYSTEM_PROMPT }, ...messages.map(toOpenAI)],
+        }),
+      });
+      if (!response.ok || !response.body) {
+        const detail = (await response.text().catch(() => "")).slice(0, 300);
+        throw new Error(`The model endpoint answered ${response.status} ${response.statusText}${detail ? `: ${detail}` : ""}`);
+      }
+      let content = "";
+      const calls: { id: string; name: string; args: string }[] = [];
+      for await (const data of sseData(response.body)) {
+        if (data === "[DONE]") break;
+        const delta = (JSON.parse(data) as { choices?: ChunkChoice[] }).choices?.[0]?.delta;
+        if (delta?.content) {
+          content += delta.content;
+          onToken?.(delta.content);
+        }
+        for (const call of delta?.tool_calls ?? []) {
+          const slot = (calls[call.index] ??= { id: "", name: "", args: "" });
+          if (call.id) slot.id = call.id;
+          if (call.function?.name) slot.name += call.function.name;
+          if (call.function?.arguments) slot.args += call.function.arguments;
+        }
+      }
+      const toolCalls = calls.filter(Boolean).map((call) => ({
+        id: call.id || toolCallId(),
+        name: call.name,
+        args: call.args ? (JSON.parse(call.args) as Record<string, unknown>) : {},
+        type: "tool_call" as const,
+      }));
+      return new AIMessage({ content, tool_calls: toolCalls });
+    },
+  };
+}
+
+export function modelFor(settings: ModelSettings): ChatModel {
+  return settings.provider === "openai" ? openAIModel(settings) : localModel;
+}

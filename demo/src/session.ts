@@ -1,0 +1,257 @@
+/**
+ * A session: the saver, the store and the agent opened for one vault (plain
+ * or locked), plus the operations the UI calls. No DOM here.
+ */
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { StateSnapshot } from "@langchain/langgraph/web";
+import { ulid } from "ulid";
+import {
+  buildAgent,
+  listMemories,
+  memoryNamespace,
+  rejectionMessages,
+  APPROVAL_NODE,
+  type Agent,
+  type AgentConfigurable,
+  type TokenChunk,
+} from "./agent.js";
+import { DIMS, HashEmbeddings } from "./embeddings.js";
+import { IndexedDBSaver, IndexedDBStore, copyThreads, exportThread, importThread } from "./lib.js";
+import { modelFor } from "./model.js";
+import {
+  DATABASES,
+  createLock,
+  databasesOf,
+  loadModelSettings,
+  plainVault,
+  saveModelSettings,
+  type ModelSettings,
+  type Vault,
+} from "./settings.js";
+import type { DemoDB } from "./threads-db.js";
+
+/** What a run tells the page as it goes. */
+export type RunEvent =
+  | { kind: "token"; text: string }
+  | { kind: "values"; messages: BaseMessage[] };
+
+/** A thread's title from its first message. */
+export function titleFrom(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 48 ? `${line.slice(0, 47)}…` : line || "New thread";
+}
+
+/** Deletes a database, without waiting forever on a tab that keeps it open. */
+export function deleteDatabase(name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(name);
+    request.onsuccess = () => resolve();
+    request.onerror = () => reject(request.error);
+    request.onblocked = () => setTimeout(resolve, 2000);
+  });
+}
+
+export class Session {
+  readonly saver: IndexedDBSaver;
+  readonly store: IndexedDBStore;
+  readonly agent: Agent;
+  #model: ModelSettings;
+  /** One run at a time per thread: sends queue behind the running one. */
+  readonly #queues = new Map<string, Promise<void>>();
+  readonly #running = new Set<string>();
+
+  private constructor(
+    readonly db: DemoDB,
+    readonly vault: Vault,
+    readonly userId: string,
+    model: ModelSettings,
+  ) {
+    const names = databasesOf(vault);
+    this.saver = new IndexedDBSaver({ dbName: names.saver, serde: vault.serde });
+    this.store = new IndexedDBStore({
+      dbName: names.store,
+      serde: vault.serde,
+      index: { dims: DIMS, embeddings: new HashEmbeddings(), fields: ["text"] },
+    });
+    this.#model = model;
+    this.agent = buildAgent({ checkpointer: this.saver, store: this.store, model: () => modelFor(this.#model) });
+  }
+
+  /** Opens the vault's databases (a wrong key fails here) and the settings. */
+  static async open(db: DemoDB, vault: Vault): Promise<Session> {
+    const userId = await db.userId(ulid);
+    const session = new Session(db, vault, userId, await loadModelSettings(db, vault));
+    // The first read binds the serializer to the databases' key records.
+    await session.saver.listThreads({ limit: 1 }).next();
+    await session.store.search(memoryNamespace(userId), { limit: 1 });
+    await session.#adoptUnlistedThreads();
+    return session;
+  }
+
+  get model(): ModelSettings {
+    return this.#model;
+  }
+
+  async setModel(settings: ModelSettings): Promise<void> {
+    await saveModelSettings(this.db, this.vault, settings);
+    this.#model = settings;
+  }
+
+  config(threadId: string, checkpointId?: string) {
+    const configurable: AgentConfigurable & { checkpoint_id?: string } = { thread_id: threadId, user_id: this.userId };
+    if (checkpointId) configurable.checkpoint_id = checkpointId;
+    return { configurable };
+  }
+
+  isRunning(threadId: string): boolean {
+    return this.#running.has(threadId);
+  }
+
+  /** The thread's state: the latest, or at one checkpoint. */
+  state(threadId: string, checkpointId?: string): Promise<StateSnapshot> {
+    return this.agent.getState(this.config(threadId, checkpointId));
+  }
+
+  /** Every checkpoint of the thread, every branch, newest first. */
+  async history(threadId: string): Promise<StateSnapshot[]> {
+    const snapshots: StateSnapshot[] = [];
+    for await (const snapshot of this.agent.getStateHistory(this.config(threadId))) snapshots.push(snapshot);
+    return snapshots;
+  }
+
+  /** Sends a user message (queued behind a run in progress on the thread). */
+  send(threadId: string, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      await this.db.touch(threadId, () => this.vault.seal(titleFrom(text)));
+      await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent);
+    });
+  }
+
+  /** Approves the paused save_memory call: the `tools` node runs. */
+  approve(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      if (!(await this.state(threadId)).next.includes(APPROVAL_NODE)) return;
+      await this.#run(threadId, null, onEvent);
+    });
+  }
+
+  /** Rejects it: a ToolMessage as if `tools` had run, then the agent answers. */
+  reject(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      const state = await this.state(threadId);
+      if (!state.next.includes(APPROVAL_NODE)) return;
+      const messages = state.values.messages as BaseMessage[];
+      await this.agent.updateState(this.config(threadId), { messages: rejectionMessages(messages) }, APPROVAL_NODE);
+      await this.#run(threadId, null, onEvent);
+    });
+  }
+
+  /**
+   * Forks: a new checkpoint whose parent is `checkpointId`, with that
+   * checkpoint's state. It becomes the thread's latest, so the conversation
+   * continues there; the old branch stays in the history.
+   */
+  fork(threadId: string, checkpointId: string): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      await this.agent.updateState(this.config(threadId, checkpointId), { messages: [] });
+    });
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    await this.saver.deleteThread(threadId);
+    await this.db.threads.delete(threadId);
+  }
+
+  async exportThread(threadId: string): Promise<Blob> {
+    return exportThread(this.saver, threadId);
+  }
+
+  /** Imports a thread file under a new id; returns the id. */
+  async importThread(file: Blob, fileName: string): Promise<string> {
+    const threadId = ulid();
+    await importThread(this.saver, file, { targetThreadId: threadId });
+    const messages = ((await this.state(threadId)).values.messages ?? []) as BaseMessage[];
+    const first = messages.find((m) => m.getType() === "human");
+    const title = first ? titleFrom(String(first.content)) : fileName.replace(/\.[^.]+$/, "");
+    await this.db.touch(threadId, () => this.vault.seal(`${title} (imported)`));
+    return threadId;
+  }
+
+  /** The user's memories, oldest first. */
+  memories(): Promise<{ key: string; text: string }[]> {
+    return listMemories(this.store, this.userId);
+  }
+
+  async forget(key: string): Promise<void> {
+    await this.store.delete(memoryNamespace(this.userId), key);
+  }
+
+  /**
+   * Locks the app with a passphrase: every thread and memory is copied into
+   * new encrypted databases, the thread titles and model settings in the
+   * demo's database are sealed, the lock record is written, and the plain
+   * databases are deleted. Returns the session on the encrypted databases.
+   */
+  async lock(passphrase: string): Promise<Session> {
+    if (this.vault.locked) throw new Error("Already locked.");
+    await Promise.all([...this.#queues.values()]);
+    const { vault, row } = await createLock(passphrase);
+    await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
+    const next = new Session(this.db, vault, this.userId, this.#model);
+    await copyThreads(this.saver, next.saver, { ifExists: "replace" });
+    const namespace = memoryNamespace(this.userId);
+    for (const item of await this.store.search(namespace, { limit: 100_000 })) await next.store.put(namespace, item.key, item.value);
+
+    const threads = await this.db.threads.toArray();
+    const sealed = await Promise.all(threads.map(async (t) => ({ ...t, title: await vault.seal(await plainVault.open(t.title)) })));
+    const model = await vault.seal(JSON.stringify(this.#model));
+    await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
+      await this.db.threads.bulkPut(sealed);
+      await this.db.settings.put({ key: "model", value: model });
+      await this.db.settings.put(row);
+    });
+    await this.close();
+    await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
+    await next.saver.listThreads({ limit: 1 }).next();
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.saver.close(), this.store.close()]);
+  }
+
+  /** Threads in the saver without a sidebar row (imported elsewhere, or a row lost): list them. */
+  async #adoptUnlistedThreads(): Promise<void> {
+    const known = new Set(await this.db.threads.toCollection().primaryKeys());
+    for await (const thread of this.saver.listThreads()) {
+      if (known.has(thread.threadId)) continue;
+      const messages = ((await this.state(thread.threadId)).values.messages ?? []) as BaseMessage[];
+      const first = messages.find((m) => m.getType() === "human");
+      await this.db.touch(thread.threadId, () => this.vault.seal(first ? titleFrom(String(first.content)) : "Untitled"), thread.updatedAt);
+    }
+  }
+
+  #enqueue(threadId: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.#queues.get(threadId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const tail = next.catch(() => undefined);
+    this.#queues.set(threadId, tail);
+    void tail.then(() => {
+      if (this.#queues.get(threadId) === tail) this.#queues.delete(threadId);
+    });
+    return next;
+  }
+
+  async #run(threadId: string, input: { messages: BaseMessage[] } | null, onEvent: (event: RunEvent) => void): Promise<void> {
+    this.#running.add(threadId);
+    try {
+      const stream = await this.agent.stream(input, { ...this.config(threadId), streamMode: ["custom", "values"] });
+      for await (const [mode, chunk] of stream) {
+        if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
+        else onEvent({ kind: "values", messages: ((chunk as { messages?: BaseMessage[] }).messages ?? []) });
+      }
+    } finally {
+      this.#running.delete(threadId);
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/** A tiny DOM builder: `h("button", { testid: "send", onclick }, "Send")`. */
+
+export type Child = Node | string | number | false | null | undefined;
+
+export interface Props {
+  class?: string;
+  /** Becomes `data-testid`: the contract with the end-to-end tests. */
+  testid?: string;
+  dataset?: Record<string, string | number>;
+  [key: string]: unknown;
+}
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = String(value);
+    else if (key === "testid") el.dataset.testid = String(value);
+    else if (key === "dataset") for (const [k, v] of Object.entries(value as Record<string, unknown>)) el.dataset[k] = String(v);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value as EventListener);
+    else if (key in el && !key.includes("-")) (el as unknown as Record<string, unknown>)[key] = value;
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(parent: Element, children: Child[]): void {
+  for (const child of children) {
+    if (child === undefined || child === null || child === false) continue;
+    parent.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replaces an element's children. */
+export function replace(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren();
+  append(parent, children);
+}
+
+/** "just now", "5 min ago", "14:02", "3 Mar". */
+export function relativeTime(ms: number, now = Date.now()): string {
+  const seconds = Math.round((now - ms) / 1000);
+  if (seconds < 45) return "just now";
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  const date = new Date(ms);
+  if (new Date(now).toDateString() === date.toDateString()) return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleDateString([], { day: "numeric", month: "short" });
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}

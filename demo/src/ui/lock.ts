@@ -1,0 +1,65 @@
+/** The lock screen: asks for the passphrase before anything is decrypted. */
+import { h } from "./dom.js";
+import { icon } from "./icons.js";
+
+export interface LockScreenActions {
+  /** Rejects when the passphrase is wrong (the message is shown). */
+  unlock(passphrase: string): Promise<void>;
+  /** Deletes every database of the app and starts afresh. */
+  erase(): Promise<void>;
+}
+
+export function createLockScreen(actions: LockScreenActions): HTMLElement {
+  const input = h("input", {
+    id: "unlock-passphrase",
+    type: "password",
+    testid: "unlock-passphrase",
+    autocomplete: "current-password",
+    required: true,
+  });
+  const button = h("button", { class: "primary", type: "submit", testid: "unlock" }, "Unlock");
+  const errorSlot = h("div", { class: "error-slot" });
+  const form = h(
+    "form",
+    { class: "lock-card" },
+    h("h1", {}, icon("lock"), " Locked"),
+    h("p", {}, "Your threads and memories are encrypted in this browser. Enter your passphrase to open them."),
+    h("label", { class: "field", for: "unlock-passphrase" }, h("span", {}, "Passphrase")),
+    input,
+    button,
+    errorSlot,
+    h(
+      "details",
+      { class: "forgot" },
+      h("summary", {}, "Forgot your passphrase?"),
+      h("p", {}, "The data cannot be recovered without it. You can erase it and start again."),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "danger",
+          onclick: () => {
+            button.disabled = true;
+            void actions.erase();
+          },
+        },
+        "Erase all data",
+      ),
+    ),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    button.textContent = "Unlocking…";
+    errorSlot.replaceChildren();
+    actions.unlock(input.value).catch((error: unknown) => {
+      button.disabled = false;
+      button.textContent = "Unlock";
+      errorSlot.replaceChildren(h("p", { class: "error", role: "alert", testid: "unlock-error" }, (error as Error).message));
+      input.select();
+      input.focus();
+    });
+  });
+  queueMicrotask(() => input.focus());
+  return h("main", { class: "lock-screen" }, form);
+}

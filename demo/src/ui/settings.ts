@@ -1,0 +1,274 @@
+/**
+ * The settings dialog: model, passphrase lock, storage (bytes per thread,
+ * persistence), export/import of a thread, and the saved memories.
+ */
+import { THREAD_EXPORT_EXTENSION } from "../lib.js";
+import type { Session } from "../session.js";
+import { databasesOf, type ModelSettings } from "../settings.js";
+import { databaseBytes, originUsage, saverBytes } from "../storage.js";
+import { formatBytes, h, replace } from "./dom.js";
+import { icon } from "./icons.js";
+import type { SidebarThread } from "./sidebar.js";
+
+export interface SettingsContext {
+  session(): Session;
+  threads(): SidebarThread[];
+  /** Locks (migrating the data); resolves when the new session is in place. */
+  lock(passphrase: string): Promise<void>;
+  /** Forgets the key in this tab: back to the lock screen. */
+  lockNow(): void;
+  openThread(threadId: string): void;
+}
+
+function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLLabelElement {
+  return h("label", { class: "field" }, h("span", {}, label), input, hint ? h("small", { class: "muted" }, hint) : null);
+}
+
+function download(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function safeName(title: string): string {
+  return title.replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "thread";
+}
+
+export function createSettings(context: SettingsContext) {
+  const content = h("div", { class: "settings-body" });
+  const dialog = h(
+    "dialog",
+    { class: "settings", "aria-labelledby": "settings-title" },
+    h(
+      "header",
+      {},
+      h("h2", { id: "settings-title" }, "Settings"),
+      h("button", { class: "icon", type: "button", "aria-label": "Close settings", onclick: () => dialog.close() }, "✕"),
+    ),
+    content,
+  );
+  dialog.addEventListener("click", (event) => {
+    // A click on the backdrop closes.
+    if (event.target === dialog) dialog.close();
+  });
+
+  function modelSection(): HTMLElement {
+    const session = context.session();
+    const current = session.model;
+    const provider = h(
+      "select",
+      { name: "provider" },
+      h("option", { value: "local", selected: current.provider === "local" }, "Built-in local assistant (offline)"),
+      h("option", { value: "openai", selected: current.provider === "openai" }, "OpenAI-compatible endpoint"),
+    );
+    const baseUrl = h("input", { type: "url", value: current.baseUrl, placeholder: "https://api.openai.com/v1" });
+    const model = h("input", { value: current.model, placeholder: "gpt-4o-mini" });
+    const apiKey = h("input", { type: "password", value: current.apiKey, autocomplete: "off", placeholder: "sk-…" });
+    const remote = h("div", { class: "remote-fields" }, field("Base URL", baseUrl), field("Model", model), field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."));
+    const status = h("p", { class: "status", role: "status" });
+    const sync = () => (remote.hidden = provider.value !== "openai");
+    provider.addEventListener("change", sync);
+    sync();
+    const form = h(
+      "form",
+      {},
+      field("Provider", provider),
+      remote,
+      h("button", { class: "primary", type: "submit" }, "Save model"),
+      status,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const next: ModelSettings = {
+        provider: provider.value === "openai" ? "openai" : "local",
+        baseUrl: baseUrl.value.trim() || current.baseUrl,
+        model: model.value.trim() || current.model,
+        apiKey: apiKey.value,
+      };
+      session.setModel(next).then(
+        () => (status.textContent = "Saved."),
+        (error: unknown) => (status.textContent = `Could not save: ${(error as Error).message}`),
+      );
+    });
+    return h("section", { "aria-labelledby": "model-h" }, h("h3", { id: "model-h" }, "Model"), form);
+  }
+
+  function lockSection(): HTMLElement {
+    const session = context.session();
+    if (session.vault.locked) {
+      return h(
+        "section",
+        { "aria-labelledby": "lock-h" },
+        h("h3", { id: "lock-h" }, "Passphrase lock"),
+        h("p", {}, icon("lock"), " Locked: threads, memories, titles and settings are encrypted at rest (AES-GCM, key derived from your passphrase)."),
+        h("button", { type: "button", onclick: () => context.lockNow() }, "Lock now"),
+      );
+    }
+    const passphrase = h("input", { type: "password", id: "passphrase", testid: "passphrase", autocomplete: "new-password", minLength: 4, required: true });
+    const status = h("p", { class: "status", role: "status" });
+    const button = h("button", { class: "primary", type: "submit", testid: "lock" }, "Lock with passphrase");
+    const form = h(
+      "form",
+      {},
+      h(
+        "p",
+        {},
+        "Encrypt everything at rest. Your threads and memories are copied into encrypted databases and the unencrypted ones are deleted. On the next load, the passphrase is asked for. There is no recovery if you forget it.",
+      ),
+      field("Passphrase", passphrase),
+      button,
+      status,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      button.disabled = true;
+      status.textContent = "Encrypting…";
+      context.lock(passphrase.value).then(
+        () => {
+          passphrase.value = "";
+          render();
+        },
+        (error: unknown) => {
+          button.disabled = false;
+          status.textContent = `Could not lock: ${(error as Error).message}`;
+        },
+      );
+    });
+    return h("section", { "aria-labelledby": "lock-h" }, h("h3", { id: "lock-h" }, "Passphrase lock"), form);
+  }
+
+  function storageSection(): HTMLElement {
+    const session = context.session();
+    const table = h("tbody", {}, h("tr", {}, h("td", { colSpan: 3, class: "muted" }, "Measuring…")));
+    const totals = h("p", { class: "muted" });
+    const persist = h("p", {});
+    const importInput = h("input", { type: "file", accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`, id: "import-file" });
+    const importStatus = h("p", { class: "status", role: "status" });
+    importInput.addEventListener("change", () => {
+      const file = importInput.files?.[0];
+      if (!file) return;
+      importStatus.textContent = "Importing…";
+      session.importThread(file, file.name).then(
+        (threadId) => {
+          importStatus.textContent = "Imported.";
+          importInput.value = "";
+          context.openThread(threadId);
+          void measure().catch(() => undefined);
+        },
+        (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
+      );
+    });
+
+    async function measure(): Promise<void> {
+      const names = databasesOf(session.vault);
+      const [saver, memory, origin] = await Promise.all([saverBytes(names.saver), databaseBytes(names.store), originUsage()]);
+      const rows = context.threads().map((thread) =>
+        h(
+          "tr",
+          {},
+          h("th", { scope: "row" }, thread.title),
+          h("td", { class: "num", testid: "thread-bytes" }, formatBytes(saver.perThread.get(thread.id) ?? 0)),
+          h(
+            "td",
+            {},
+            h(
+              "button",
+              {
+                type: "button",
+                "aria-label": `Export “${thread.title}”`,
+                onclick: () =>
+                  session.exportThread(thread.id).then(
+                    (file) => download(file, `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`),
+                    (error: unknown) => (importStatus.textContent = `Could not export: ${(error as Error).message}`),
+                  ),
+              },
+              "Export",
+            ),
+          ),
+        ),
+      );
+      rows.push(h("tr", { class: "memory-row" }, h("th", { scope: "row" }, "Memories (store)"), h("td", { class: "num" }, formatBytes(memory)), h("td")));
+      replace(table, ...rows);
+      replace(
+        totals,
+        `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory)}`,
+        origin.usage !== undefined ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)` : "",
+      );
+      renderPersist(origin.persisted);
+    }
+
+    function renderPersist(persisted: boolean | undefined): void {
+      if (persisted) {
+        replace(persist, "✓ Storage is persistent: the browser will not evict it under pressure.");
+        return;
+      }
+      replace(
+        persist,
+        "Storage is best-effort: the browser may evict it when space runs low. ",
+        h(
+          "button",
+          {
+            type: "button",
+            onclick: () => {
+              // Never awaited on a critical path: some browsers prompt and wait for the user.
+              void navigator.storage
+                ?.persist?.()
+                .then((granted) => (granted ? renderPersist(true) : replace(persist, "The browser declined to make storage persistent (it may grant it later, e.g. once the site is bookmarked or installed).")))
+                .catch(() => undefined);
+            },
+          },
+          "Request persistent storage",
+        ),
+      );
+    }
+
+    measure().catch((error: unknown) => replace(totals, `Could not measure: ${(error as Error).message}`));
+    return h(
+      "section",
+      { "aria-labelledby": "storage-h" },
+      h("h3", { id: "storage-h" }, "Storage"),
+      h("table", { class: "storage" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Thread"), h("th", { scope: "col", class: "num" }, "Bytes"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Export")))), table),
+      totals,
+      persist,
+      field("Import a thread file", importInput),
+      importStatus,
+    );
+  }
+
+  function memorySection(): HTMLElement {
+    const session = context.session();
+    const list = h("ul", { class: "memories" }, h("li", { class: "muted" }, "Loading…"));
+    const load = async () => {
+      const memories = await session.memories();
+      if (memories.length === 0) return replace(list, h("li", { class: "muted" }, "Nothing saved yet."));
+      replace(
+        list,
+        ...memories.map((memory) =>
+          h(
+            "li",
+            {},
+            h("span", {}, memory.text),
+            h("button", { type: "button", class: "icon danger", "aria-label": `Forget “${memory.text}”`, onclick: () => void session.forget(memory.key).then(load, () => undefined) }, icon("trash")),
+          ),
+        ),
+      );
+    };
+    load().catch(() => replace(list, h("li", { class: "muted" }, "Could not read the memories.")));
+    return h("section", { "aria-labelledby": "memory-h" }, h("h3", { id: "memory-h" }, "Memories"), list);
+  }
+
+  function render(): void {
+    replace(content, lockSection(), modelSection(), storageSection(), memorySection());
+  }
+
+  return {
+    el: dialog,
+    open(): void {
+      render();
+      dialog.showModal();
+    },
+  };
+}

@@ -1,0 +1,146 @@
+/** The sidebar: new thread, and the threads (title, last updated), each renamable and deletable. */
+import { h, relativeTime, replace } from "./dom.js";
+import { icon } from "./icons.js";
+
+export interface SidebarThread {
+  id: string;
+  title: string;
+  updatedAt: number;
+}
+
+export interface SidebarActions {
+  onNew(): void;
+  onOpen(id: string): void;
+  onRename(id: string, title: string): void;
+  onDelete(id: string): void;
+}
+
+export function createSidebar(actions: SidebarActions) {
+  const list = h("ul", { class: "thread-list", "aria-label": "Threads" });
+  const empty = h("p", { class: "muted empty-threads" }, "No threads yet. Send a message to start one.");
+  const el = h(
+    "nav",
+    { class: "sidebar", id: "sidebar", "aria-label": "Threads" },
+    h("button", { class: "primary new-thread", testid: "new-thread", type: "button", onclick: () => actions.onNew() }, "+ New thread"),
+    list,
+    empty,
+  );
+  let threads: SidebarThread[] = [];
+  let currentId = "";
+  let editing: string | undefined;
+  /** A delete asks once more: the first click arms it for a few seconds. */
+  let confirming: string | undefined;
+  let confirmTimer: ReturnType<typeof setTimeout> | undefined;
+
+  function item(thread: SidebarThread): HTMLLIElement {
+    if (editing === thread.id) {
+      const input = h("input", { value: thread.title, "aria-label": "Thread title", class: "rename-input" });
+      const finish = (save: boolean) => {
+        if (editing !== thread.id) return;
+        editing = undefined;
+        const title = input.value.trim();
+        if (save && title && title !== thread.title) actions.onRename(thread.id, title);
+        render();
+      };
+      input.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") finish(true);
+        if (event.key === "Escape") finish(false);
+      });
+      input.addEventListener("blur", () => finish(true));
+      queueMicrotask(() => {
+        input.focus();
+        input.select();
+      });
+      return h("li", { class: "thread-item editing" }, input);
+    }
+    const current = thread.id === currentId;
+    return h(
+      "li",
+      { class: `thread-item${current ? " current" : ""}` },
+      h(
+        "button",
+        {
+          class: "thread-open",
+          type: "button",
+          testid: "thread",
+          dataset: { threadId: thread.id },
+          "aria-current": current ? "page" : undefined,
+          onclick: () => actions.onOpen(thread.id),
+        },
+        h("span", { class: "thread-title" }, thread.title),
+        h("time", { class: "thread-time", dateTime: new Date(thread.updatedAt).toISOString() }, relativeTime(thread.updatedAt)),
+      ),
+      h(
+        "button",
+        {
+          class: "icon",
+          type: "button",
+          title: "Rename",
+          "aria-label": `Rename “${thread.title}”`,
+          onclick: () => {
+            editing = thread.id;
+            render();
+          },
+        },
+        icon("pencil"),
+      ),
+      confirming === thread.id
+        ? h(
+            "button",
+            {
+              class: "danger confirm-delete",
+              type: "button",
+              "aria-label": `Confirm: delete “${thread.title}”`,
+              onclick: () => {
+                confirming = undefined;
+                actions.onDelete(thread.id);
+              },
+            },
+            "Delete?",
+          )
+        : h(
+            "button",
+            {
+              class: "icon danger",
+              type: "button",
+              title: "Delete",
+              "aria-label": `Delete “${thread.title}”`,
+              onclick: () => {
+                confirming = thread.id;
+                clearTimeout(confirmTimer);
+                confirmTimer = setTimeout(() => {
+                  confirming = undefined;
+                  render();
+                }, 4000);
+                render();
+                list.querySelector<HTMLButtonElement>(".confirm-delete")?.focus();
+              },
+            },
+            icon("trash"),
+          ),
+    );
+  }
+
+  function render(): void {
+    replace(list, ...threads.map(item));
+    empty.hidden = threads.length > 0;
+  }
+
+  // Keep "5 min ago" true.
+  setInterval(() => {
+    if (!editing) render();
+  }, 30_000);
+
+  return {
+    el,
+    update(next: SidebarThread[], current: string): void {
+      threads = next;
+      currentId = current;
+      render();
+    },
+    setCurrent(id: string): void {
+      currentId = id;
+      render();
+    },
+  };
+}

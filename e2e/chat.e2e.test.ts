@@ -1,0 +1,91 @@
+/**
+ * Chatting: the conversation survives a reload, threads stay apart, and time
+ * travel forks from an earlier checkpoint while keeping the original branch.
+ */
+import { expect, test } from "vitest";
+import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+test("a conversation is still there after a reload", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "Hello there");
+  await send(page, "Tell me about IndexedDB");
+  const before = await transcript(page);
+  expect(before).toHaveLength(4);
+  expect(before[0]).toBe("user: Hello there");
+  expect(before[3]).toContain("Tell me about IndexedDB");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+  await screenshot(page, "chat");
+
+  await page.reload();
+  await ready(page);
+  await page.locator('[data-testid="message"]').nth(3).waitFor();
+  expect(await transcript(page)).toEqual(before);
+  await expect.poll(() => page.getByTestId("thread").first().textContent()).toContain("Hello there");
+});
+
+test("two threads stay apart", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "alpha one");
+  await send(page, "alpha two");
+  await page.getByTestId("new-thread").click();
+  await expect.poll(() => transcript(page)).toEqual([]);
+  await send(page, "beta one");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+
+  await page.getByTestId("thread").filter({ hasText: "alpha one" }).click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  const alpha = await transcript(page);
+  expect(alpha.filter((line) => line.startsWith("user:"))).toEqual(["user: alpha one", "user: alpha two"]);
+  expect(alpha.join("\n")).not.toContain("beta");
+
+  await page.getByTestId("thread").filter({ hasText: "beta one" }).click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  const beta = await transcript(page);
+  expect(beta[0]).toBe("user: beta one");
+  expect(beta.join("\n")).not.toContain("alpha");
+});
+
+test("fork from an earlier checkpoint: later turns leave the view, the old branch stays", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "turn one");
+  await send(page, "turn two");
+  await send(page, "turn three");
+  expect(await transcript(page)).toHaveLength(6);
+
+  await page.getByTestId("show-history").click();
+  const twoMessages = page.locator('[data-testid="checkpoint"][data-message-count="2"]');
+  await twoMessages.first().waitFor();
+  await expect.poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count()).toBeGreaterThan(0);
+  await twoMessages.first().click();
+  // The view shows the state at that checkpoint.
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  await screenshot(page, "history");
+
+  await page.getByTestId("fork").click();
+  await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
+  const forked = await transcript(page);
+  expect(forked).toHaveLength(2);
+  expect(forked[0]).toBe("user: turn one");
+  expect(forked.join("\n")).not.toContain("turn two");
+
+  // The original branch is still in the history, as a branch of its own.
+  await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
+  expect(await page.locator('[data-testid="checkpoint"][data-message-count="6"]').count()).toBeGreaterThan(0);
+
+  // The conversation continues on the new branch.
+  await send(page, "a different turn two");
+  const branch = await transcript(page);
+  expect(branch).toHaveLength(4);
+  expect(branch[2]).toBe("user: a different turn two");
+  await screenshot(page, "history-forked");
+
+  // And a reload keeps the branch.
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toEqual(branch);
+});

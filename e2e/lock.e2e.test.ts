@@ -1,0 +1,123 @@
+/**
+ * The passphrase lock: once locked, nothing the user types is stored in
+ * plaintext in any IndexedDB database of the page (threads written before
+ * the lock included); the next load asks for the passphrase, rejects a
+ * wrong one and opens everything with the right one.
+ */
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+/**
+ * Where `marker` occurs in plaintext in the page's IndexedDB: every database,
+ * every object store, every key and value (strings, and bytes read as UTF-8
+ * and as UTF-16).
+ */
+function plaintextHits(page: Page, marker: string): Promise<string[]> {
+  return page.evaluate(async (marker) => {
+    const hits: string[] = [];
+    const utf8 = new TextEncoder().encode(marker);
+    const utf16 = new Uint8Array(marker.length * 2);
+    for (let i = 0; i < marker.length; i++) utf16[i * 2] = marker.charCodeAt(i);
+    const contains = (bytes: Uint8Array, needle: Uint8Array) => {
+      outer: for (let i = 0; i + needle.length <= bytes.length; i++) {
+        for (let j = 0; j < needle.length; j++) if (bytes[i + j] !== needle[j]) continue outer;
+        return true;
+      }
+      return false;
+    };
+    const seen = new Set<unknown>();
+    const scan = (value: unknown, where: string): void => {
+      if (typeof value === "string") {
+        if (value.includes(marker)) hits.push(where);
+        return;
+      }
+      if (typeof value !== "object" || value === null || seen.has(value)) return;
+      seen.add(value);
+      if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+        const bytes = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+        if (contains(bytes, utf8) || contains(bytes, utf16)) hits.push(where);
+        return;
+      }
+      for (const [key, item] of value instanceof Map ? value.entries() : Object.entries(value)) {
+        scan(key, where);
+        scan(item, where);
+      }
+    };
+    const request = <T,>(r: IDBRequest<T>) =>
+      new Promise<T>((resolve, reject) => {
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+    for (const info of await indexedDB.databases()) {
+      const db = await request(indexedDB.open(info.name!));
+      for (const name of Array.from(db.objectStoreNames)) {
+        const store = db.transaction(name, "readonly").objectStore(name);
+        const [keys, values] = await Promise.all([request(store.getAllKeys()), request(store.getAll())]);
+        scan(keys, `${info.name}/${name} (key)`);
+        scan(values, `${info.name}/${name}`);
+      }
+      db.close();
+    }
+    return [...new Set(hits)];
+  }, marker);
+}
+
+test("lock: no plaintext at rest, wrong passphrase refused, right one opens", async () => {
+  const before = `early-${Math.random().toString(36).slice(2, 10)}`;
+  const after = `secret-${Math.random().toString(36).slice(2, 10)}`;
+  const passphrase = "correct horse battery staple";
+  const page = await harness().page();
+  await ready(page);
+
+  // Unlocked, the saver keeps plaintext: the scan sees it (so it can see).
+  await send(page, `my note ${before}`);
+  expect((await plaintextHits(page, before)).length).toBeGreaterThan(0);
+
+  // A deleted thread must not trip the migration.
+  await page.getByTestId("new-thread").click();
+  await send(page, "short-lived thread");
+  const doomed = page.locator(".thread-item", { hasText: "short-lived thread" });
+  await doomed.getByRole("button", { name: /^Delete/ }).click();
+  await doomed.getByRole("button", { name: /^Confirm: delete/ }).click();
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill(passphrase);
+  await page.getByTestId("lock").click();
+  await expect.poll(() => page.getByTestId("lock").count(), { timeout: 30_000 }).toBe(0);
+  await page.keyboard.press("Escape");
+
+  // A new thread, written after the lock.
+  await page.getByTestId("new-thread").click();
+  await send(page, `the marker is ${after}`);
+  expect(await plaintextHits(page, after)).toEqual([]);
+  // The thread from before the lock was re-encrypted, its plaintext deleted.
+  expect(await plaintextHits(page, before)).toEqual([]);
+
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").waitFor();
+  expect(await page.getByTestId("composer").count()).toBe(0);
+  await screenshot(page, "lock");
+  await page.getByTestId("unlock-passphrase").fill("wrong passphrase");
+  await page.getByTestId("unlock").click();
+  await page.getByTestId("unlock-error").waitFor();
+  await screenshot(page, "lock-error");
+  expect(await page.getByTestId("composer").count()).toBe(0);
+
+  await page.getByTestId("unlock-passphrase").fill(passphrase);
+  await page.getByTestId("unlock-passphrase").press("Enter");
+  await ready(page);
+  await expect.poll(() => transcript(page)).toContain(`user: the marker is ${after}`);
+  expect(await page.getByTestId("unlock-error").count()).toBe(0);
+
+  // The older thread came along, the deleted one did not.
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+  await page.getByTestId("thread").filter({ hasText: before }).click();
+  await expect.poll(() => transcript(page)).toContain(`user: my note ${before}`);
+  // And the session keeps working, still encrypted.
+  await send(page, `more ${after}`);
+  expect(await plaintextHits(page, after)).toEqual([]);
+});

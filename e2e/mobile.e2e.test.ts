@@ -1,0 +1,63 @@
+/**
+ * A phone-sized viewport: the chat fits the width, the sidebar opens from the
+ * menu, and every control has an accessible name.
+ */
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness({ viewport: { width: 390, height: 844 } });
+
+/** Controls without an accessible name (a cheap check, not a full audit). */
+function unnamedControls(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll<HTMLElement>("button, input, textarea, select, [role=button]"))
+      .filter((el) => el.getClientRects().length > 0)
+      .filter((el) => {
+        const labelled = el.getAttribute("aria-label") || el.getAttribute("aria-labelledby") || el.getAttribute("title");
+        const labels = (el as HTMLInputElement).labels;
+        const text = el.tagName === "BUTTON" ? el.textContent?.trim() : "";
+        return !labelled && !(labels && labels.length > 0) && !text;
+      })
+      .map((el) => el.outerHTML.slice(0, 120)),
+  );
+}
+
+async function fitsWidth(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+}
+
+test("readable and usable on a phone", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "Hello from a phone, with a rather long message that has to wrap onto several lines");
+  await send(page, "remember that my favourite colour is teal", { expectReply: false });
+  await page.getByTestId("approval").waitFor();
+  expect(await fitsWidth(page)).toBe(true);
+  expect(await unnamedControls(page)).toEqual([]);
+  await screenshot(page, "mobile-chat");
+
+  // The sidebar slides in from the menu button.
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await page.getByTestId("new-thread").click();
+  await expect.poll(() => transcript(page)).toEqual([]);
+  await send(page, "second thread on the phone");
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await page.getByTestId("thread").first().waitFor();
+  await screenshot(page, "mobile-sidebar");
+  await page.getByTestId("thread").filter({ hasText: "Hello from a phone" }).click();
+  await page.getByTestId("approval").waitFor();
+
+  // History covers the screen and closes with Escape.
+  await page.getByTestId("show-history").click();
+  await page.getByTestId("checkpoint").first().waitFor();
+  expect(await fitsWidth(page)).toBe(true);
+  expect(await unnamedControls(page)).toEqual([]);
+  await screenshot(page, "mobile-history");
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#history").isVisible()).toBe(false);
+
+  await page.getByTestId("settings").click();
+  expect(await unnamedControls(page)).toEqual([]);
+  await screenshot(page, "mobile-settings");
+});

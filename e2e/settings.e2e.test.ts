@@ -1,0 +1,113 @@
+/**
+ * Settings: the storage view (bytes per thread), export of a thread to a
+ * file and import back, deleting a thread, and an OpenAI-compatible endpoint
+ * streamed over SSE (served here by a route, same origin, no network).
+ */
+import { readFile } from "node:fs/promises";
+import type { Page, Route } from "playwright";
+import { expect, inject, test } from "vitest";
+import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+test("storage view, export, delete and import a thread", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "keep this one");
+  await send(page, "second turn of the kept thread");
+  const kept = await transcript(page);
+  await page.getByTestId("new-thread").click();
+  await send(page, "a short one");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+
+  await page.getByTestId("settings").click();
+  const rows = page.locator("table.storage tbody tr");
+  await expect.poll(() => page.getByTestId("thread-bytes").count()).toBe(2);
+  const sizes = await page.getByTestId("thread-bytes").allTextContents();
+  for (const size of sizes) expect(size).toMatch(/^[\d.]+ (B|KB|MB)$/);
+  // Asking for persistent storage answers in place (never blocking anything).
+  await page.getByRole("button", { name: "Request persistent storage" }).click();
+  await page.getByText(/Storage is persistent|declined/).waitFor();
+  expect(sizes.some((size) => size !== "0 B")).toBe(true);
+  await screenshot(page, "settings");
+
+  const download = page.waitForEvent("download");
+  await rows.filter({ hasText: "keep this one" }).getByRole("button", { name: /^Export/ }).click();
+  const file = await (await download).path();
+  expect((await readFile(file)).subarray(1, 4).toString()).toBe("LGT");
+  await page.keyboard.press("Escape");
+
+  // Delete the thread, then bring it back from the file.
+  const item = page.locator(".thread-item", { hasText: "keep this one" });
+  await item.getByRole("button", { name: /^Delete/ }).click();
+  // Deleting asks once more.
+  expect(await page.getByTestId("thread").count()).toBe(2);
+  await item.getByRole("button", { name: /^Confirm: delete/ }).click();
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+  await page.getByTestId("settings").click();
+  await page.locator("#import-file").setInputFiles(file);
+  await page.getByTestId("thread").filter({ hasText: "(imported)" }).waitFor();
+  await page.keyboard.press("Escape");
+  await expect.poll(() => transcript(page)).toEqual(kept);
+  // The imported thread goes on.
+  await send(page, "after import");
+  expect(await transcript(page)).toHaveLength(kept.length + 2);
+});
+
+/** Answers like an OpenAI-compatible endpoint, one scripted reply per request. */
+function sse(events: unknown[]): string {
+  return [...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].join("");
+}
+
+async function useEndpoint(page: Page, baseURL: string): Promise<void> {
+  await page.getByTestId("settings").click();
+  await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
+  await page.getByRole("textbox", { name: "Base URL" }).fill(`${baseURL}mock-llm/v1`);
+  await page.getByRole("textbox", { name: "Model" }).fill("test-model");
+  await page.getByLabel("API key").fill("sk-test");
+  await page.getByRole("button", { name: "Save model" }).click();
+  await page.getByText("Saved.").waitFor();
+  await page.keyboard.press("Escape");
+}
+
+test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
+  const baseURL = inject("baseURL");
+  const requests: { auth?: string; body: { model: string; stream: boolean; messages: { role: string }[]; tools: unknown[] } }[] = [];
+  const replies = [
+    sse([
+      { choices: [{ delta: { role: "assistant", content: "Hello " } }] },
+      { choices: [{ delta: { content: "from the " } }] },
+      { choices: [{ delta: { content: "endpoint." } }] },
+    ]),
+    sse([
+      { choices: [{ delta: { role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "save_memory", arguments: "" } }] } }] },
+      { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '{"memory":"I like ' } }] } }] },
+      { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'jazz"}' } }] } }] },
+    ]),
+    sse([{ choices: [{ delta: { content: "Saved that you like jazz." } }] }]),
+  ];
+  const page = await harness().page();
+  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+    const request = route.request();
+    requests.push({ auth: request.headers().authorization, body: request.postDataJSON() });
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: replies[requests.length - 1] ?? sse([]) });
+  });
+  await ready(page);
+  await useEndpoint(page, baseURL);
+
+  await send(page, "hi endpoint");
+  await expect.poll(() => transcript(page)).toEqual(["user: hi endpoint", "assistant: Hello from the endpoint."]);
+  expect(requests[0]!.auth).toBe("Bearer sk-test");
+  expect(requests[0]!.body.model).toBe("test-model");
+  expect(requests[0]!.body.stream).toBe(true);
+  expect(requests[0]!.body.tools.length).toBe(2);
+  expect(requests[0]!.body.messages.map((m) => m.role)).toEqual(["system", "user"]);
+
+  await send(page, "remember I like jazz", { expectReply: false });
+  await page.getByTestId("approval").waitFor();
+  expect(await page.getByTestId("approval").textContent()).toContain("you like jazz");
+  await page.getByTestId("approve").click();
+  await expect.poll(() => transcript(page)).toContain("assistant: Saved that you like jazz.");
+  // The third request carried the tool call and its result.
+  expect(requests[2]!.body.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "user", "assistant", "tool"]);
+});

@@ -1,0 +1,97 @@
+/**
+ * What every end-to-end test shares: launching Debian's Chromium, a fresh
+ * context per test that records console errors, and the chat gestures.
+ */
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright";
+import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
+import { chromiumArgs, chromiumPath } from "../test/chromium.js";
+
+export const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+}
+
+/** A fresh context (fresh storage) whose pages record console errors and uncaught exceptions. */
+export class Harness {
+  readonly errors: string[] = [];
+  context!: BrowserContext;
+
+  constructor(
+    readonly browser: Browser,
+    readonly baseURL: string,
+  ) {}
+
+  async open(options: { viewport?: { width: number; height: number } } = {}): Promise<this> {
+    this.context = await this.browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 }, acceptDownloads: true });
+    return this;
+  }
+
+  /** A new tab on the demo, ready to type in. */
+  async page(path = ""): Promise<Page> {
+    const page = await this.context.newPage();
+    page.on("console", (message) => {
+      if (message.type() === "error") this.errors.push(`console: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => this.errors.push(`pageerror: ${error.message}`));
+    await page.goto(new URL(path, this.baseURL).href);
+    return page;
+  }
+
+  async close(): Promise<void> {
+    await this.context?.close();
+  }
+}
+
+/**
+ * Registers the hooks of a test file: one Chromium for the file, a fresh
+ * context per test, and no console error allowed. Returns the current harness.
+ */
+export function useHarness(options: { viewport?: { width: number; height: number } } = {}): () => Harness {
+  let browser: Browser;
+  let harness: Harness;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    harness = await new Harness(browser, inject("baseURL")).open(options);
+  });
+  afterEach(async () => {
+    await harness.close();
+    expect(harness.errors).toEqual([]);
+  });
+  return () => harness;
+}
+
+/** Waits until the chat is ready for input. */
+export async function ready(page: Page): Promise<void> {
+  await page.getByTestId("composer").waitFor();
+}
+
+/** Types a message, sends it with Enter, and waits for the assistant's reply to it. */
+export async function send(page: Page, text: string, options: { expectReply?: boolean } = {}): Promise<void> {
+  const assistants = page.locator('[data-testid="message"][data-role="assistant"]');
+  const before = await assistants.count();
+  const composer = page.getByTestId("composer");
+  await composer.fill(text);
+  await composer.press("Enter");
+  await page.locator('[data-testid="message"][data-role="user"]', { hasText: text }).last().waitFor();
+  if (options.expectReply ?? true) await assistants.nth(before).waitFor();
+}
+
+/** The visible messages as `role: text`. */
+export async function transcript(page: Page): Promise<string[]> {
+  return page.locator('[data-testid="message"]').evaluateAll((nodes) =>
+    nodes.map((node) => `${(node as HTMLElement).dataset.role}: ${node.textContent ?? ""}`),
+  );
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(screenshotDir, { recursive: true });
+  await page.screenshot({ path: `${screenshotDir}${name}.png`, fullPage: false, animations: "disabled" });
+}

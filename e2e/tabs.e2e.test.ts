@@ -1,0 +1,40 @@
+/**
+ * Two tabs on one origin: what one tab writes shows up in the other's
+ * sidebar (Dexie liveQuery) and open thread (the saver's change feed over a
+ * BroadcastChannel), without a reload.
+ */
+import { expect, test } from "vitest";
+import { ready, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+test("a message sent in one tab appears live in the other", async () => {
+  const a = await harness().page();
+  const b = await harness().page();
+  await Promise.all([ready(a), ready(b)]);
+  expect(await b.getByTestId("thread").count()).toBe(0);
+
+  await send(a, "hello from tab A");
+  // B's sidebar lists the new thread.
+  const inB = b.getByTestId("thread").filter({ hasText: "hello from tab A" });
+  await inB.waitFor();
+  await inB.click();
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  expect((await transcript(b))[0]).toBe("user: hello from tab A");
+
+  // With the thread open in B, A's next turn streams into B's view.
+  await send(a, "second message from A");
+  await expect.poll(() => transcript(b)).toHaveLength(4);
+  expect((await transcript(b))[2]).toBe("user: second message from A");
+
+  // And the other way round.
+  await send(b, "reply from tab B");
+  await expect.poll(() => transcript(a)).toHaveLength(6);
+  expect((await transcript(a))[4]).toBe("user: reply from tab B");
+
+  // A rename in A shows in B's sidebar.
+  await a.locator(".thread-item.current").getByRole("button", { name: /^Rename/ }).click();
+  await a.getByRole("textbox", { name: "Thread title" }).fill("Renamed in A");
+  await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
+  await b.getByTestId("thread").filter({ hasText: "Renamed in A" }).waitFor();
+});

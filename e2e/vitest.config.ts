@@ -1,0 +1,20 @@
+/**
+ * End-to-end tests of the demo: Playwright's library API driven from Vitest
+ * in Node, against the Vite dev server that `global-setup.ts` starts on a
+ * free port. Run with `npx vitest run -c e2e/vitest.config.ts`.
+ */
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    root: import.meta.dirname,
+    include: ["**/*.e2e.test.ts"],
+    globalSetup: ["./global-setup.ts"],
+    environment: "node",
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Each file drives its own Chromium; two at a time suit a 2-core machine.
+    maxWorkers: 2,
+    fileParallelism: true,
+  },
+});
