@@ -36,6 +36,7 @@ import {
 } from "./binding.js";
 import type { IDBPObjectStore } from "idb";
 import { Database, addIfAbsent, issue, type Durability, type Tx } from "./db.js";
+import { WriteBatcher } from "./batch.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { checkpointKey, checkpointRangeBounds, prefixBounds } from "./keys.js";
@@ -219,6 +220,8 @@ async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string)
 export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   readonly #db: Database<SaverSchema>;
   readonly #feed: ChangeFeed;
+  /** Group commit of writes (see batch.ts). */
+  readonly #writes: WriteBatcher<SaverSchema>;
   /** Last timestamp handed out, so `updatedAt` strictly increases within this instance. */
   #lastTime = 0;
   /** The serializer bound to this database (keyed serializers read `meta` first). */
@@ -234,6 +237,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       blockedTimeoutMs: params.blockedTimeoutMs,
     });
     this.#feed = new ChangeFeed(this.#db.name);
+    this.#writes = new WriteBatcher(this.#db);
   }
 
   /** The IndexedDB database name. */
@@ -627,7 +631,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     row.created_at = now;
     let stored = true;
     try {
-      await this.#db.write(
+      await this.#writes.write(
         ["checkpoints", "blobs", "threads", "meta"],
         async (tx) => {
           // Every request goes out in this tick, the tombstone read first: in
@@ -657,7 +661,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       // A run still in flight on a deleted thread: its checkpoint was rolled
       // back; remember the id so its writes and children are dropped too.
       stored = false;
-      await this.#db.write(
+      await this.#writes.write(
         ["meta", "writes"],
         async (tx) => {
           const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
@@ -666,6 +670,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
         },
         "record a late write",
+        false,
       );
     }
     if (stored) this.#feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
@@ -709,7 +714,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
     try {
       // Fast path: the writes store alone, so this never waits for a put.
-      await this.#db.write(
+      await this.#writes.write(
         ["writes"],
         async (tx) => {
           const store = tx.objectStore("writes");
@@ -725,7 +730,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       );
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
-      await this.#db.write(
+      await this.#writes.write(
         ["writes", "checkpoints"],
         async (tx) => {
           const store = tx.objectStore("writes");
@@ -736,6 +741,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           await this.#storeWrites(store, rows);
         },
         "put writes",
+        false,
       );
     }
   }
@@ -751,7 +757,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   override async deleteThread(threadId: string): Promise<void> {
     assertId("thread_id", threadId);
-    const deleted = await this.#db.write(
+    const deleted = await this.#writes.write(
       THREAD_STORES,
       async (tx) => {
         const bounds = prefixBounds(threadId);
@@ -776,6 +782,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         return true;
       },
       "delete thread",
+      false,
     );
     if (deleted) this.#feed.emit({ threadId, kind: "delete" });
   }
@@ -802,13 +809,14 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    */
   async clearTombstone(threadId: string): Promise<void> {
     assertId("thread_id", threadId);
-    await this.#db.write(
+    await this.#writes.write(
       ["meta", "writes"],
       (tx) => {
         issue(tx.objectStore("meta").delete(tombstoneName(threadId)));
         issue(tx.objectStore("writes").delete(tombstoneWriteKey(threadId)));
       },
       "clear a tombstone",
+      false,
     );
   }
 
@@ -881,7 +889,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       ),
     };
     const latest = latestOf(moved.checkpoints);
-    await this.#db.write(
+    await this.#writes.write(
       THREAD_STORES,
       async (tx) => {
         const bounds = prefixBounds(t);
@@ -901,6 +909,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         }
       },
       "copy thread",
+      false,
     );
     this.#feed.emit({ threadId: t, kind: "copy" });
   }
@@ -993,7 +1002,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
     const doomed = rows.filter((row) => !keep.has(rowId(row)));
     if (doomed.length === 0 && snapshots.length === 0) return;
-    await this.#db.write(
+    await this.#writes.write(
       THREAD_STORES,
       async (tx) => {
         for (const row of doomed) this.#deleteCheckpointRows(tx, row);
@@ -1011,6 +1020,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         await this.#refreshThread(tx, threadId, remaining);
       },
       "prune thread",
+      false,
     );
     this.#feed.emit({ threadId, kind: "prune" });
   }
@@ -1025,7 +1035,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     for (const runId of runIds) assertId("run_id", runId);
     if (runIds.length === 0) return;
     const ranges = this.#db.ranges;
-    const touched = await this.#db.write(
+    const touched = await this.#writes.write(
       THREAD_STORES,
       async (tx) => {
         const checkpoints = tx.objectStore("checkpoints");
@@ -1068,6 +1078,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         return threads;
       },
       "delete checkpoints of runs",
+      false,
     );
     for (const threadId of touched) this.#feed.emit({ threadId, kind: "delete-runs" });
   }
