@@ -1,11 +1,14 @@
 /**
  * A read cache of whole namespaces for `IndexedDBStore` searches.
  *
- * Reading rows is what a search costs in IndexedDB: in Chromium about 15-20
- * µs per row whatever the value encoding, so a filter that has to look at
- * 10,000 items costs ~200 ms, against ~5 ms for `InMemoryStore`. The cache
- * keeps the rows of the namespaces a search read in full, in creation order,
- * with their decoded values (and vectors once a ranked search needed them).
+ * Reading rows is what a search costs in IndexedDB: in Chromium about 10-20
+ * µs per row whatever the value encoding (keys alone cost about half), so a
+ * filter that has to look at 10,000 items costs ~150 ms, against ~3 ms for
+ * `InMemoryStore`. The cache keeps, in creation order and with their decoded
+ * values, the rows a search read of each namespace: the whole namespace when
+ * it read it in full (with its vectors once a ranked search needed them), or
+ * its first items when a page stopped early. A later page is served from
+ * that head, and a search that needs more reads only the rows after it.
  *
  * It is never trusted blindly: every namespace row carries the generation of
  * the last write transaction that touched it, and a search reads those rows
@@ -18,14 +21,19 @@
 import type { ItemVectors } from "./store-query.js";
 import type { ItemRow, NamespaceRow } from "./store-schema.js";
 
-/** One namespace, as of `generation`. */
+/** One namespace, as of `generation`: all of it, or its first items. */
 export interface CachedNamespace {
   generation: number;
-  /** Every item of the namespace, in creation order. */
+  /** The namespace's first items in creation order: all of them when `complete`. */
   rows: ItemRow[];
+  /**
+   * True when `rows` is the whole namespace; false for the head a page read
+   * (the items created after the last of `rows` were not read).
+   */
+  complete: boolean;
   /** Decoded values, parallel to `rows` (the rows' own values without a serializer). */
   values: unknown[];
-  /** Vectors by item key, once loaded (a missing key: the item has none). */
+  /** Vectors by item key, once loaded (a missing key: the item has none); complete entries only. */
   vectors?: Map<string, ItemVectors>;
 }
 
@@ -36,8 +44,8 @@ export const DEFAULT_CACHE_ITEMS = 20_000;
 const PREFIX_LISTS = 64;
 
 /**
- * Whole namespaces by id, least recently used first, within a budget of
- * items (an entry larger than the budget is not kept).
+ * Namespaces (whole, or their heads) by id, least recently used first,
+ * within a budget of items (an entry larger than the budget is not kept).
  */
 export class NamespaceCache {
   readonly #entries = new Map<string, CachedNamespace>();
@@ -94,12 +102,17 @@ export class NamespaceCache {
   /**
    * Keeps `entry` for namespace `id`, evicting the least recently used
    * entries as needed. Returns false (and keeps nothing) when the entry
-   * alone exceeds the budget or a newer one is already there.
+   * alone exceeds the budget, or a newer one, or one of the same generation
+   * holding at least as much, is already there.
    */
   set(id: string, entry: CachedNamespace): boolean {
-    if (entry.rows.length > this.maxItems) return false;
+    if (!this.enabled || entry.rows.length > this.maxItems) return false;
     const current = this.#entries.get(id);
-    if (current && current.generation > entry.generation) return false;
+    if (current && current !== entry) {
+      if (current.generation > entry.generation) return false;
+      const holdsAsMuch = current.complete || (!entry.complete && current.rows.length >= entry.rows.length);
+      if (current.generation === entry.generation && holdsAsMuch) return false;
+    }
     this.delete(id);
     this.#entries.set(id, entry);
     this.#items += entry.rows.length;

@@ -1,8 +1,9 @@
 /**
  * `IndexedDBStore` searches. Inside the transaction: the namespaces under
  * the prefix, then each one, in order of first use, from the cache or from
- * IndexedDB (whole, or until a page is full). After it: decode, cache whole
- * namespaces, filter, rank, cut the page.
+ * IndexedDB (whole, or until a page is full), a cached head followed by the
+ * rows after it. After it: decode, cache what was read (whole namespaces and
+ * the heads pages read), filter, rank, cut the page.
  */
 import type { Item, SearchItem, SearchOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { KeyRanges, Tx } from "./db.js";
@@ -56,14 +57,15 @@ export interface SearchPlan {
 
 /**
  * What a search found for one namespace inside the transaction: a current
- * cache entry, or rows read now (in creation order), or both (a cached
- * namespace whose vectors were read now).
+ * cache entry (the whole namespace or its head), rows read now (in creation
+ * order, after the cached ones), or both; and vectors read now.
  */
 interface Segment {
   namespace: NamespaceRow;
   cached?: CachedNamespace;
+  /** Rows read now, in creation order: those after `cached`'s rows, or from the first. */
   rows?: ItemRow[];
-  /** True when `rows` holds the whole namespace, so it can be cached. */
+  /** True when `cached`'s rows and `rows` together are the whole namespace. */
   complete?: boolean;
   vectors?: VectorRow[];
 }
@@ -106,9 +108,26 @@ export function planSearch(op: SearchOperation, serialized: boolean): SearchPlan
   return { op, filter, offset, limit, need: early ? offset + limit : undefined };
 }
 
-/** Chunk size of an early-stopping scan with a filter: starts small, doubles. */
+/**
+ * Chunk sizes of an early-stopping scan with a filter: the first chunk, then
+ * as many rows as the matches still needed take at the rate seen so far
+ * (with a margin), or twice what was scanned while nothing matched.
+ */
 const FIRST_CHUNK = 64;
 const MAX_CHUNK = 4096;
+const CHUNK_MARGIN = 1.25;
+
+/**
+ * How many rows the next read of a page scan asks for: `remaining` matches
+ * are still needed and `hits` of the namespace's `scanned` rows matched.
+ * Rows cost ~10 µs each and a request about as much as 50 rows, so it aims
+ * at one more request, without reading much past the page.
+ */
+function nextChunk(filtered: boolean, remaining: number, scanned: number, hits: number): number {
+  if (!filtered) return remaining;
+  const estimate = hits > 0 ? Math.ceil(((remaining * scanned) / hits) * CHUNK_MARGIN) : scanned;
+  return Math.max(Math.min(Math.max(estimate, FIRST_CHUNK), MAX_CHUNK), remaining);
+}
 
 /**
  * Past this many namespaces to read, one range read of the whole prefix
@@ -120,8 +139,8 @@ const MANY_NAMESPACES = 16;
  * A search's reads. Namespaces under the prefix come from one range read of
  * `namespaces` (with their generations; skipped when the cache shows no
  * write since); then each namespace, in order of first use, is served by a
- * current cache entry or read from the `order` index, which lists it in
- * creation order.
+ * current cache entry, or read from the `order` index (which lists it in
+ * creation order), or both: a cached head, then the rows after it.
  */
 export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan: SearchPlan): Promise<SearchRead> {
   const prefix = plan.op.namespacePrefix;
@@ -132,28 +151,29 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
   // A filtered page over many namespaces not in memory would cost a round
   // trip per namespace: read the whole prefix at once instead (and cache it).
   if (need !== undefined && plan.filter && namespaceRows.length > MANY_NAMESPACES) {
-    const missing = namespaceRows.filter((row) => !cache.get(namespaceId(row.namespace), row.generation)).length;
+    const missing = namespaceRows.filter((row) => !cache.get(namespaceId(row.namespace), row.generation)?.complete).length;
     if (missing > MANY_NAMESPACES) need = undefined;
   }
   if (need === undefined) {
     const cached = namespaceRows.map((row) => cache.get(namespaceId(row.namespace), row.generation));
-    const missingRows = cached.filter((entry) => !entry).length;
+    const missingRows = cached.filter((entry) => !entry?.complete).length;
     const missingVectors = ranked ? cached.filter((entry) => !entry?.vectors).length : 0;
     if (Math.max(missingRows, missingVectors) > MANY_NAMESPACES) {
       return { segments: await readPrefixWhole(tx, ranges, prefix, namespaceRows, ranked) };
     }
-    // What the cache lacks is read whole, all namespaces at once. Only a
-    // ranked search's transaction covers `vectors`.
+    // What the cache lacks is read, all namespaces at once: a namespace not
+    // cached whole, or the rows after its cached head. Only a ranked
+    // search's transaction covers `vectors`.
     const vectorStore = ranked ? tx.objectStore("vectors") : undefined;
     const segments = await Promise.all(
       namespaceRows.map(async (namespace, i): Promise<Segment> => {
         const entry = cached[i];
         const range = namespaceRange(ranges, namespace.namespace);
         const [rows, vectors] = await Promise.all([
-          entry ? undefined : order.getAll(range),
+          entry?.complete ? undefined : order.getAll(rowsAfter(ranges, namespace, entry)),
           vectorStore && !entry?.vectors ? vectorStore.getAll(range) : undefined,
         ]);
-        return { namespace, cached: entry, rows, complete: rows !== undefined, vectors };
+        return { namespace, cached: entry, rows, complete: true, vectors };
       }),
     );
     return { segments };
@@ -166,32 +186,51 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
   for (const namespace of namespaceRows) {
     if (matched >= need) break;
     const cached = cache.get(namespaceId(namespace.namespace), namespace.generation);
+    let scanned = 0;
+    let hits = 0;
     if (cached) {
-      segments.push({ namespace, cached });
-      for (const value of cached.values) if (matchesFilter(value, filter) && ++matched >= need) break;
-      continue;
+      for (const value of cached.values) {
+        scanned += 1;
+        if (matchesFilter(value, filter)) {
+          hits += 1;
+          if (++matched >= need) break;
+        }
+      }
+      if (matched >= need || cached.complete) {
+        segments.push({ namespace, cached });
+        continue;
+      }
     }
+    // Not cached, or only its head, short of the page: read on from there.
     const rows: ItemRow[] = [];
-    let chunk = FIRST_CHUNK;
     let complete = false;
     while (matched < need) {
-      const wanted = filter ? Math.max(chunk, need - matched) : need - matched;
-      const range =
-        rows.length === 0 ? namespaceRange(ranges, namespace.namespace) : orderRangeAfter(ranges, namespace.namespace, rows[rows.length - 1]!.seq);
+      const wanted = nextChunk(filter !== undefined, need - matched, scanned, hits);
+      const last = rows.length ? rows[rows.length - 1] : cached?.rows[cached.rows.length - 1];
+      const range = last ? orderRangeAfter(ranges, namespace.namespace, last.seq) : namespaceRange(ranges, namespace.namespace);
       const batch = await order.getAll(range, wanted);
       for (const row of batch) {
         rows.push(row);
-        if (matchesFilter(row.value, filter)) matched += 1;
+        scanned += 1;
+        if (matchesFilter(row.value, filter)) {
+          hits += 1;
+          matched += 1;
+        }
       }
       if (batch.length < wanted) {
         complete = true;
         break;
       }
-      if (filter) chunk = Math.min(chunk * 2, MAX_CHUNK);
     }
-    segments.push({ namespace, rows, complete });
+    segments.push({ namespace, cached, rows, complete });
   }
   return { segments };
+}
+
+/** The `order` range of a namespace's rows after a cached head (all its rows without one). */
+function rowsAfter(ranges: KeyRanges, namespace: NamespaceRow, head: CachedNamespace | undefined): IDBKeyRange {
+  const last = head?.rows[head.rows.length - 1];
+  return last ? orderRangeAfter(ranges, namespace.namespace, last.seq) : namespaceRange(ranges, namespace.namespace);
 }
 
 /** The namespace rows under `prefix`, in first-use order: from the cache when no write happened since, else read. */
@@ -270,7 +309,10 @@ function sameLabels(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
-/** Decodes what a search read, keeps whole namespaces in the cache, and cuts the page. */
+/**
+ * Decodes what a search read, keeps it in the cache (whole namespaces, and
+ * the heads that pages read), and cuts the page.
+ */
 export async function finishSearch(
   plan: SearchPlan,
   read: SearchRead,
@@ -278,37 +320,49 @@ export async function finishSearch(
   cache: NamespaceCache,
 ): Promise<SearchItem[]> {
   const candidates: Candidate[] = [];
+  // An unranked page needs only its first `need` matches, in store order.
+  const enough = plan.queryVector ? undefined : plan.need;
   for (const segment of read.segments) {
-    let entry = segment.cached;
-    let rows = entry?.rows ?? [];
-    let values: unknown[] = entry?.values ?? [];
+    const cached = segment.cached;
+    // The entry now in the cache for these rows, and how many of them it holds.
+    let entry = cached;
+    let rows = cached?.rows ?? [];
+    let values: unknown[] = cached?.values ?? [];
+    let shared = rows.length;
     if (segment.rows) {
-      rows = segment.rows;
-      values = await Promise.all(rows.map((row) => decodeValue(row, serde)));
-      if (segment.complete) {
-        const candidate: CachedNamespace = { generation: segment.namespace.generation, rows, values };
-        if (cache.set(namespaceId(segment.namespace.namespace), candidate)) entry = candidate;
+      const tailValues = await Promise.all(segment.rows.map((row) => decodeValue(row, serde)));
+      rows = cached ? cached.rows.concat(segment.rows) : segment.rows;
+      values = cached ? cached.values.concat(tailValues) : tailValues;
+      const complete = segment.complete === true;
+      if (rows.length > 0 || complete) {
+        // Read in the transaction that validated `cached`: the same generation.
+        const candidate: CachedNamespace = { generation: segment.namespace.generation, rows, values, complete };
+        if (cache.set(namespaceId(segment.namespace.namespace), candidate)) {
+          entry = candidate;
+          shared = rows.length;
+        }
       }
     }
-    let vectors = entry?.vectors;
+    let vectors = entry?.complete ? entry.vectors : undefined;
     if (segment.vectors) {
       const decoded = await Promise.all(segment.vectors.map((row) => toVectors(row, serde)));
       vectors = new Map(segment.vectors.map((row, i) => [row.key, decoded[i]!]));
       // Read in the same transaction as the entry was validated: same generation.
-      if (entry) entry.vectors = vectors;
+      if (entry?.complete) entry.vectors = vectors;
     }
-    const shared = entry !== undefined;
-    rows.forEach((row, i) => {
-      if (!matchesFilter(values[i], plan.filter)) return;
+    for (let i = 0; i < rows.length; i++) {
+      if (enough !== undefined && candidates.length >= enough) break;
+      if (!matchesFilter(values[i], plan.filter)) continue;
+      const row = rows[i]!;
       candidates.push({
         row,
         value: values[i],
-        shared,
+        shared: i < shared,
         vectors: vectors?.get(row.key),
         key: row.key,
         namespace: row.namespace,
       });
-    });
+    }
   }
   const { offset, limit } = plan;
   if (!plan.queryVector) {

@@ -321,6 +321,66 @@ describe("search cache", () => {
     expect(third[0]!.namespace).toEqual(["ns"]);
   });
 
+  it("keeps the head a page read, serves later pages from it and reads on only after it", async () => {
+    const serde = new CountingSerializer();
+    const store = freshStore({ serde });
+    await store.batch(Array.from({ length: 40 }, (_, i) => ({ namespace: ["ns"], key: `k${i}`, value: { i } })));
+    const keys = (items: { key: string }[]) => items.map((item) => item.key);
+    serde.loads = 0;
+    expect(keys(await store.search(["ns"], { offset: 10, limit: 5 }))).toEqual(["k10", "k11", "k12", "k13", "k14"]);
+    expect(serde.loads).toBe(15 + 5); // the first 15 rows read, then fresh copies of the page
+    serde.loads = 0;
+    expect(keys(await store.search(["ns"], { offset: 5, limit: 5 }))).toEqual(["k5", "k6", "k7", "k8", "k9"]);
+    expect(serde.loads).toBe(5); // within the cached head: the page only
+    serde.loads = 0;
+    expect(keys(await store.search(["ns"], { offset: 20, limit: 5 }))).toEqual(["k20", "k21", "k22", "k23", "k24"]);
+    expect(serde.loads).toBe(10 + 5); // only the 10 rows after the head
+    serde.loads = 0;
+    expect(await store.search(["ns"], { filter: { i: { $gte: 38 } } })).toHaveLength(2);
+    expect(serde.loads).toBe(15 + 2); // the rest of the namespace, once
+    serde.loads = 0;
+    expect(await store.search(["ns"], { filter: { i: { $lt: 3 } } })).toHaveLength(3);
+    expect(serde.loads).toBe(3); // whole now
+    // Another instance's write makes the head stale.
+    await reopen(store, { serde }).put(["ns"], "k0", { i: -1 });
+    serde.loads = 0;
+    expect((await store.search(["ns"], { limit: 2 })).map((item) => item.value)).toEqual([{ i: -1 }, { i: 1 }]);
+    expect(serde.loads).toBe(2 + 2);
+  });
+
+  it("answers filtered pages alike from cached heads, as they grow and after writes", async () => {
+    const memory = new InMemoryStore();
+    const a = freshStore({ cacheSize: 500 });
+    const b = reopen(a);
+    const ops: Operation[] = [];
+    for (let i = 0; i < 600; i++) {
+      ops.push({ namespace: ["big", i % 4 ? "x" : "y"], key: `k${(i * 7919) % 600}`, value: { i, rare: i % 37 === 5, tier: i % 3 } });
+    }
+    for (const s of [memory, a] as BaseStore[]) await s.batch(ops);
+    const searches: [string[], Record<string, unknown>][] = [
+      [["big", "x"], { filter: { rare: true }, limit: 2 }],
+      [["big", "x"], { filter: { rare: true }, limit: 4 }],
+      [["big", "x"], { filter: { rare: true }, limit: 3, offset: 1 }],
+      [["big"], { filter: { rare: true }, limit: 12 }],
+      [["big"], { filter: { tier: 2 }, limit: 5, offset: 150 }],
+      [["big"], { limit: 3, offset: 420 }],
+      [["big", "y"], { filter: { rare: true } }],
+      [["big"], { filter: { tier: 1, rare: true }, limit: 100 }],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [prefix, options] of searches) {
+        const expected = comparable(await memory.search(prefix, options));
+        expect(comparable(await a.search(prefix, options)), JSON.stringify([round, prefix, options])).toEqual(expected);
+      }
+      // Between rounds, another instance writes inside and after the heads.
+      for (const s of [memory, b] as BaseStore[]) {
+        await s.put(["big", "x"], `k${round * 5 + 1}`, { i: -round, rare: true, tier: 1 });
+        await s.delete(["big", "x"], `k${round * 11 + 7}`);
+        await s.put(["big", "y"], `new${round}`, { i: 1000 + round, rare: true, tier: 2 });
+      }
+    }
+  });
+
   it("sees at once what another instance (another tab) wrote", async () => {
     const a = freshStore();
     const b = reopen(a);

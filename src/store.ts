@@ -97,11 +97,12 @@ export interface IndexedDBStoreParams {
   /** Durability hint of write transactions. */
   durability?: Durability;
   /**
-   * How many items searches may keep in memory, as whole namespaces (least
-   * recently used dropped first); 0 turns the cache off. Default 20,000. A
-   * cached namespace is checked against the database in every search, so
-   * writes from other instances and tabs are always seen. Each cached vector
-   * costs `8 × dims` bytes.
+   * How many items searches may keep in memory, per namespace: the whole
+   * namespace, or the first items of it that a page read (least recently
+   * used dropped first); 0 turns the cache off. Default 20,000. A cached
+   * namespace is checked against the database in every search, so writes
+   * from other instances and tabs are always seen. Each cached vector costs
+   * `8 × dims` bytes.
    */
   cacheSize?: number;
 }
@@ -154,8 +155,9 @@ const STORE_NAMES = ["items", "vectors", "namespaces", "meta"] as const;
  * items in order of creation), same filter operators, same scores.
  *
  * The database opens on first use; `close()` releases it and a later call
- * reopens it. Searches keep the namespaces they read whole in a bounded
- * memory cache (`cacheSize`), checked against the database on every use.
+ * reopens it. Searches keep what they read of each namespace (all of it,
+ * or the first items a page needed) in a bounded memory cache
+ * (`cacheSize`), checked against the database on every use.
  *
  * Where it differs from `InMemoryStore`, on purpose:
  * - a put replaces the item's vectors and a delete removes them, where
