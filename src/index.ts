@@ -55,6 +55,14 @@ export {
   type EnvelopeInfo,
 } from "./encrypted.js";
 export type { Durability } from "./db.js";
+export {
+  DatabaseWipedError,
+  MemoryJournalBackend,
+  type JournalOption,
+  type JournalBackend,
+  type RecoveryReport,
+  type WipeMarker,
+} from "./journal.js";
 export type {
   RowRef,
   RowBoundSerializer,

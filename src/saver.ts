@@ -35,7 +35,8 @@ import {
   type ValueRewriter,
 } from "./binding.js";
 import type { IDBPObjectStore } from "idb";
-import { Database, addIfAbsent, issue, type Durability, type Tx } from "./db.js";
+import { addIfAbsent, issue, type Durability, type Tx } from "./db.js";
+import { JournaledDatabase, type JournalOption, type RecoveryReport } from "./journal.js";
 import { WriteBatcher } from "./batch.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
@@ -86,6 +87,16 @@ export interface IndexedDBSaverParams {
   durability?: Durability;
   /** How long an open blocked by another tab waits before `DatabaseBlockedError`. Default 10 s. */
   blockedTimeoutMs?: number;
+  /**
+   * A crash journal outside IndexedDB: `"opfs"` appends every committed write
+   * to the Origin Private File System and restores a wiped or lagging
+   * database from it before the first read (see docs/journal.md). Default `"off"`.
+   */
+  journal?: JournalOption;
+  /** Told once, on open, what was recovered (or that the database was wiped). */
+  onRecovery?: (report: RecoveryReport) => void;
+  /** `"throw"`: operations reject with `DatabaseWipedError` when a wiped database could not be restored. Default `"report"`. */
+  onWipe?: "report" | "throw";
 }
 
 /** Rows per read transaction when `list` pages through a namespace. */
@@ -218,7 +229,7 @@ async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string)
  * ```
  */
 export class IndexedDBSaver extends BaseCheckpointSaver<number> {
-  readonly #db: Database<SaverSchema>;
+  readonly #db: JournaledDatabase;
   readonly #feed: ChangeFeed;
   /** Group commit of writes (see batch.ts). */
   readonly #writes: WriteBatcher<SaverSchema>;
@@ -229,12 +240,15 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   constructor(params: IndexedDBSaverParams = {}) {
     super(params.serde ?? new MsgpackSerializer());
-    this.#db = new Database<SaverSchema>({
+    this.#db = new JournaledDatabase({
       name: params.dbName ?? "langgraph",
       upgrades: SAVER_UPGRADES,
       indexedDB: params.indexedDB,
       durability: params.durability,
       blockedTimeoutMs: params.blockedTimeoutMs,
+      journal: params.journal,
+      onRecovery: params.onRecovery,
+      onWipe: params.onWipe,
     });
     this.#feed = new ChangeFeed(this.#db.name);
     this.#writes = new WriteBatcher(this.#db);
@@ -243,6 +257,20 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** The IndexedDB database name. */
   get dbName(): string {
     return this.#db.name;
+  }
+
+  /**
+   * Opens the database (restoring it from the journal if it lost writes) and
+   * tells what was found: `"restored"`, `"wiped"` (emptied, nothing to
+   * restore from), `"ok"`, or `"journal-unavailable"`.
+   */
+  recovery(): Promise<RecoveryReport> {
+    return this.#db.recovery();
+  }
+
+  /** Rewrites the journal as one snapshot of the database (it also compacts itself as it grows). */
+  compactJournal(): Promise<void> {
+    return this.#db.compact();
   }
 
   /** The serializer for this database, resolved once (a wrong passphrase fails here). */
