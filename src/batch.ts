@@ -4,9 +4,10 @@
  * A graph run calls `put` and `putWrites` in quick succession (LangGraph
  * chains its puts and fires each task's writes as it finishes), and each
  * IndexedDB transaction costs a commit. Writes queued while a transaction is
- * in flight, or issued in the same task, go out together in the next one:
- * fewer commits, and each promise still resolves only once its own data is
- * committed.
+ * in flight go out together in the next one: fewer commits, and each promise
+ * still resolves only once its own data is committed. An idle batcher starts
+ * at once (after the current microtasks), so a lone write waits for nothing:
+ * measured in Chromium, waiting a whole task instead doubled a lone put.
  *
  * Writes run in call order. If a shared transaction fails (one write's error,
  * or a deliberate abort such as a late write to a deleted thread), it rolled
@@ -25,23 +26,6 @@ interface Job<Schema extends DBSchema> {
   mergeable: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
-}
-
-/** Runs `callback` in a later task, after the microtasks of this one. */
-function nextTask(callback: () => void): void {
-  // setImmediate in Node; elsewhere a MessageChannel message, which (unlike
-  // setTimeout) browsers do not clamp to 4 ms when nested.
-  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-  if (immediate) {
-    immediate(callback);
-    return;
-  }
-  const channel = new MessageChannel();
-  channel.port1.onmessage = () => {
-    channel.port1.close();
-    callback();
-  };
-  channel.port2.postMessage(undefined);
 }
 
 /**
@@ -85,9 +69,9 @@ export class WriteBatcher<Schema extends DBSchema> {
   #schedule(): void {
     if (this.#busy) return;
     this.#busy = true;
-    // Wait a task: writes issued by the microtasks of this one (the next
-    // put of a chain, a task's writes) join the same transaction.
-    nextTask(() => void this.#drain());
+    // Idle: go after this task's microtasks, so writes issued together (a
+    // Promise.all of them) share a transaction, without a task's delay.
+    queueMicrotask(() => void this.#drain());
   }
 
   async #drain(): Promise<void> {
