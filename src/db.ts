@@ -25,6 +25,7 @@ import {
 import {
   DatabaseBlockedError,
   DatabaseClosedError,
+  IndexedDBCheckpointError,
   IndexedDBUnavailableError,
   toPackageError,
 } from "./errors.js";
@@ -178,22 +179,24 @@ export class Database<Schema extends DBSchema> {
     });
     const opened = wrap(request) as unknown as Promise<IDBPDatabase<Schema>>;
     return new Promise<IDBPDatabase<Schema>>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let gaveUp = false;
-      request.addEventListener("blocked", () => {
-        timer ??= setTimeout(() => {
-          gaveUp = true;
-          this.#connection = undefined;
-          reject(
-            new DatabaseBlockedError(
-              `Opening IndexedDB "${this.name}" (version ${this.version}) was blocked for ${this.#blockedTimeoutMs} ms by another tab or connection that keeps an older version open. Close the other tabs of this app, or reload them.`,
-            ),
-          );
-        }, this.#blockedTimeoutMs);
-      });
+      // Armed now, not on `blocked`: an open queued behind another pending
+      // open or delete (say our own earlier attempt, still blocked) never gets
+      // a `blocked` event of its own, and would wait forever. An upgrade that
+      // starts, a success or an error disarms it.
+      const timer = setTimeout(() => {
+        gaveUp = true;
+        this.#connection = undefined;
+        reject(
+          new DatabaseBlockedError(
+            `Opening IndexedDB "${this.name}" (version ${this.version}) was blocked for ${this.#blockedTimeoutMs} ms by another tab or connection that keeps an older version open. Close the other tabs of this app, or reload them.`,
+          ),
+        );
+      }, this.#blockedTimeoutMs);
+      request.addEventListener("upgradeneeded", () => clearTimeout(timer));
       opened.then(
         (db) => {
-          if (timer) clearTimeout(timer);
+          clearTimeout(timer);
           if (gaveUp) {
             // We already told the caller it failed; don't leak the connection.
             db.close();
@@ -208,7 +211,7 @@ export class Database<Schema extends DBSchema> {
           resolve(db);
         },
         (error: unknown) => {
-          if (timer) clearTimeout(timer);
+          clearTimeout(timer);
           this.#connection = undefined;
           if (gaveUp) return;
           const name = (error as { name?: string } | null)?.name;
@@ -258,12 +261,22 @@ export class Database<Schema extends DBSchema> {
     // One retry: a connection that another tab just closed for its upgrade
     // fails synchronously in transaction(); a fresh one serves the call.
     for (let attempt = 0; ; attempt++) {
-      const db = await this.connection();
+      const pending = this.connection();
+      const db = await pending;
       let tx: Tx<Schema, Mode>;
       try {
         tx = db.transaction(stores, mode, { durability: this.#durability }) as unknown as Tx<Schema, Mode>;
       } catch (error) {
+        // Forget it now, not a microtask later (#drop), or the retry gets it back.
+        if (this.#connection === pending) this.#connection = undefined;
         this.#drop(db);
+        if ((error as { name?: unknown } | null)?.name === "NotFoundError") {
+          const missing = stores.filter((store) => !db.objectStoreNames.contains(store));
+          throw new IndexedDBCheckpointError(
+            `IndexedDB database "${this.name}" (version ${db.version}) has no object store ${missing.map((store) => `"${String(store)}"`).join(", ")}: it was created by other code under the same name (for example indexedDB.open("${this.name}") without a version). Delete it, or choose another dbName; could not ${action}.`,
+            { cause: error },
+          );
+        }
         if (attempt === 0) continue;
         throw new DatabaseClosedError(`The IndexedDB connection to "${this.name}" is closed; could not ${action}.`, {
           cause: error,

@@ -3,6 +3,7 @@
  * transaction (opened by db.ts), returning rows still serialized.
  */
 import type { KeyRanges, Tx } from "./db.js";
+import { SerializationError } from "./errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "./rows.js";
 import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
@@ -36,6 +37,11 @@ export async function readDetails(
   row: CheckpointRow,
   blobReads: BlobReads = new Map(),
 ): Promise<RawTuple> {
+  if (typeof row.channel_versions !== "object" || row.channel_versions === null) {
+    throw new SerializationError(
+      `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" has no channel versions: the row was altered outside the saver.`,
+    );
+  }
   const blobStore = tx.objectStore("blobs");
   const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id } = row;
   const bounds = prefixBounds(t, ns, id);

@@ -47,7 +47,14 @@ export function encode(serde: SerializerProtocol, what: string, value: unknown, 
 }
 
 /** Decodes a value stored in the row `row`. */
-export function decode(serde: SerializerProtocol, what: string, [type, data]: TypedBytes, row: RowRef): Promise<unknown> {
+export function decode(serde: SerializerProtocol, what: string, stored: TypedBytes, row: RowRef): Promise<unknown> {
+  // A row altered outside the saver may hold anything here, even null.
+  if (!Array.isArray(stored) || typeof stored[0] !== "string") {
+    return Promise.reject(
+      new SerializationError(`Could not ${what}: the stored value of row ${JSON.stringify(row)} is not a [type, bytes] pair; the row was altered outside the saver.`),
+    );
+  }
+  const [type, data] = stored;
   return serializing(what, () => loadForRow(serde, type, data, row));
 }
 

@@ -39,6 +39,7 @@ import { addIfAbsent, issue, type Durability, type Tx } from "./db.js";
 import { JournaledDatabase, type JournalOption, type RecoveryReport } from "./journal.js";
 import { WriteBatcher } from "./batch.js";
 import { ChangeFeed, type ChangeListener } from "./events.js";
+import { SerializationError } from "./errors.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { checkpointKey, checkpointRangeBounds, prefixBounds } from "./keys.js";
 import { MsgpackSerializer } from "./msgpack.js";
@@ -203,9 +204,24 @@ class LateWrite extends Error {
   }
 }
 
+/**
+ * A stored tombstone, checked: one altered outside the saver gives a
+ * SerializationError naming the thread, not a TypeError from deep inside.
+ */
+function asTombstone(value: unknown, threadId: string): Tombstone | undefined {
+  if (value === undefined) return undefined;
+  const tombstone = value as Partial<Tombstone> | null;
+  if (typeof tombstone?.max_deleted_id !== "string" || !Array.isArray(tombstone.dropped)) {
+    throw new SerializationError(
+      `The tombstone of deleted thread "${threadId}" is malformed: it was altered outside the saver. clearTombstone("${threadId}") removes it.`,
+    );
+  }
+  return tombstone as Tombstone;
+}
+
 /** Reads a thread's tombstone in `tx` (undefined when the thread was never deleted). */
 async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string): Promise<Tombstone | undefined> {
-  return (await tx.objectStore("meta").get(tombstoneName(threadId)))?.value as Tombstone | undefined;
+  return asTombstone((await tx.objectStore("meta").get(tombstoneName(threadId)))?.value, threadId);
 }
 
 /**
@@ -694,6 +710,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         async (tx) => {
           const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
           const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
+          // Its writes may have come first (putWrites before put): drop them too.
+          const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
+          issue(tx.objectStore("writes").delete(this.#db.ranges.bound(bounds.lower, bounds.upper)));
           issue(tx.objectStore("writes").put(tombstoneWrite(threadId, next)));
           await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
         },
@@ -749,7 +768,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           const tombstoneRead = store.get(tombstoneWriteKey(threadId));
           const stored = this.#storeWrites(store, rows);
           issue(stored); // awaited below, unless the tombstone aborts first
-          const tombstone = (await tombstoneRead)?.tombstone;
+          const tombstone = asTombstone((await tombstoneRead)?.tombstone, threadId);
           // A deleted thread: roll back and take the careful path.
           if (tombstone) throw new LateWrite(tombstone);
           await stored;
@@ -762,7 +781,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
         ["writes", "checkpoints"],
         async (tx) => {
           const store = tx.objectStore("writes");
-          const tombstone = (await store.get(tombstoneWriteKey(threadId)))?.tombstone;
+          const tombstone = asTombstone((await store.get(tombstoneWriteKey(threadId)))?.tombstone, threadId);
           const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
           // Writes of a run still in flight on a deleted thread are dropped.
           if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
@@ -1155,19 +1174,26 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
             rows.map(async (row) => {
               const all = prefixBounds(row.thread_id);
               const root = prefixBounds(row.thread_id, "");
-              const [count, first] = await Promise.all([
+              const [count, first, newest] = await Promise.all([
                 checkpoints.count(ranges.bound(all.lower, all.upper)),
                 checkpoints.openCursor(ranges.bound(root.lower, root.upper), "next"),
+                checkpoints.openCursor(ranges.bound(root.lower, root.upper), "prev"),
               ]);
-              return { row, count, createdAt: first?.value.created_at ?? row.updated_at };
+              // The newest root checkpoint by id, not the one put last: puts
+              // of one thread can commit out of id order (two tabs, two runs,
+              // a put whose writes came first).
+              const latest = newest
+                ? { checkpoint_ns: newest.value.checkpoint_ns, checkpoint_id: newest.value.checkpoint_id, metadata: newest.value.metadata }
+                : row.latest;
+              return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest };
             }),
           );
         },
         "list threads",
       );
-      for (const { row, count, createdAt } of page) {
-        const metadata = row.latest
-          ? ((await decode(serde, "read thread metadata", row.latest.metadata, rowRef.metadata(row.thread_id, row.latest.checkpoint_ns, row.latest.checkpoint_id))) as CheckpointMetadata)
+      for (const { row, count, createdAt, latest } of page) {
+        const metadata = latest
+          ? ((await decode(serde, "read thread metadata", latest.metadata, rowRef.metadata(row.thread_id, latest.checkpoint_ns, latest.checkpoint_id))) as CheckpointMetadata)
           : undefined;
         if (filterEntries.length > 0 && !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value)) continue;
         if (skip > 0) {
@@ -1179,7 +1205,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
           createdAt,
           updatedAt: row.updated_at,
           checkpointCount: count,
-          latestCheckpointId: row.latest?.checkpoint_id,
+          latestCheckpointId: latest?.checkpoint_id,
           metadata,
         };
         if (remaining !== undefined && --remaining <= 0) return;
