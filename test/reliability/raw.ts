@@ -15,13 +15,14 @@ export function openRaw(
   version?: number,
   onUpgrade?: (db: IDBDatabase, tx: IDBTransaction, oldVersion: number) => void,
   factory: IDBFactory = indexedDB,
+  onBlocked?: () => void,
 ): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
     const request = version === undefined ? factory.open(name) : factory.open(name, version);
     request.onupgradeneeded = (event) => onUpgrade?.(request.result, request.transaction!, event.oldVersion);
     request.onsuccess = () => resolve(request.result);
     request.onerror = () => reject(request.error);
-    request.onblocked = () => undefined;
+    request.onblocked = () => onBlocked?.();
   });
 }
 

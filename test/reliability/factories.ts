@@ -1,0 +1,104 @@
+/**
+ * IDBFactory stand-ins for the reliability tests: one that opens every
+ * database one version higher (the saver of a newer release, whose schema
+ * has one more step), one whose connections can be "lost" without a close
+ * event (WebKit's "Connection to Indexed Database server lost"), and ones
+ * that refuse to open (private modes, sandboxed frames).
+ */
+
+/** A factory that opens `version + bump`: a newer build of the app in another tab. */
+export function newerSchemaFactory(base: IDBFactory = indexedDB, bump = 1): IDBFactory {
+  return {
+    open: (name: string, version?: number) => base.open(name, (version ?? 1) + bump),
+    deleteDatabase: (name: string) => base.deleteDatabase(name),
+    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
+    databases: () => base.databases(),
+  } as IDBFactory;
+}
+
+/**
+ * A factory whose connections can be broken on demand: after `breakAll()`,
+ * `transaction()` on every connection opened so far throws the
+ * InvalidStateError a closed connection throws, and no `close` event fires.
+ */
+export function losableFactory(base: IDBFactory = indexedDB) {
+  const opened: IDBDatabase[] = [];
+  const broken = new WeakSet<IDBDatabase>();
+  const factory = {
+    open(name: string, version?: number) {
+      const request = version === undefined ? base.open(name) : base.open(name, version);
+      request.addEventListener("success", () => {
+        const db = request.result;
+        const transaction = db.transaction;
+        db.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
+          if (broken.has(db)) throw new DOMException("The database connection is closing.", "InvalidStateError");
+          return transaction.apply(db, args);
+        } as IDBDatabase["transaction"];
+        opened.push(db);
+      });
+      return request;
+    },
+    deleteDatabase: (name: string) => base.deleteDatabase(name),
+    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
+    databases: () => base.databases(),
+  } as IDBFactory;
+  return {
+    factory,
+    /** How many connections were opened through it. */
+    get opens() {
+      return opened.length;
+    },
+    /** Breaks every connection opened so far. */
+    breakAll() {
+      for (const db of opened) broken.add(db);
+    },
+  };
+}
+
+/** A factory whose `open` throws synchronously (Firefox private mode before 115 did, as InvalidStateError). */
+export function throwingFactory(error: unknown = new DOMException("A mutation operation was attempted on a database that did not allow mutations.", "InvalidStateError")): IDBFactory {
+  return {
+    open: () => {
+      throw error;
+    },
+    deleteDatabase: () => {
+      throw error;
+    },
+    cmp: () => 0,
+    databases: async () => [],
+  } as unknown as IDBFactory;
+}
+
+/**
+ * A factory whose open request fails asynchronously with a DOMException
+ * called `name` (its `error` event), as Firefox's private mode did before
+ * version 115. The request passes for an IDBOpenDBRequest (its prototype),
+ * with its events on a private EventTarget.
+ */
+export function failingFactory(name = "InvalidStateError", message = "A mutation operation was attempted on a database that did not allow mutations."): IDBFactory {
+  return {
+    open: () => {
+      const events = new EventTarget();
+      const request = Object.create(IDBOpenDBRequest.prototype) as IDBOpenDBRequest;
+      const define = (key: string, value: unknown) => Object.defineProperty(request, key, { value, configurable: true, writable: true });
+      define("addEventListener", events.addEventListener.bind(events));
+      define("removeEventListener", events.removeEventListener.bind(events));
+      define("dispatchEvent", events.dispatchEvent.bind(events));
+      for (const [key, value] of Object.entries({ error: null, result: undefined, readyState: "pending", transaction: null, source: null })) define(key, value);
+      for (const handler of ["onerror", "onsuccess", "onblocked", "onupgradeneeded"]) define(handler, null);
+      setTimeout(() => {
+        define("error", new DOMException(message, name));
+        define("readyState", "done");
+        const event = new Event("error", { cancelable: true });
+        events.dispatchEvent(event);
+        (request as unknown as { onerror: ((e: Event) => void) | null }).onerror?.(event);
+      }, 0);
+      return request;
+    },
+    deleteDatabase: () => {
+      throw new DOMException(message, name);
+    },
+    cmp: () => 0,
+    databases: async () => [],
+  } as unknown as IDBFactory;
+}
