@@ -30,6 +30,7 @@ import { IndexedDBSaver } from "./saver.js";
 import type { CheckpointRow, ThreadRow, TypedBytes } from "./schema.js";
 import { IndexedDBStore } from "./store.js";
 import { deleteDatabase, freshDbName } from "../test/databases.js";
+import { containsText } from "../test/plaintext.js";
 
 const MARKER = "MARKER-c0ffee-do-not-store-in-clear";
 const SALT = "encrypted-saver.test";
@@ -91,33 +92,6 @@ async function putRows(name: string, store: string, rows: unknown[]): Promise<vo
   });
 }
 
-/** Every Uint8Array and string inside `value`. */
-function* leaves(value: unknown, seen = new Set<unknown>()): Generator<Uint8Array | string> {
-  if (typeof value === "string") yield value;
-  if (typeof value !== "object" || value === null || seen.has(value)) return;
-  seen.add(value);
-  if (value instanceof Uint8Array) {
-    yield value;
-    return;
-  }
-  for (const child of Object.values(value)) yield* leaves(child, seen);
-}
-
-/** True when `needle` appears (UTF-8 bytes, or inside a string) anywhere in `value`. */
-function containsText(value: unknown, needle: string): boolean {
-  const bytes = new TextEncoder().encode(needle);
-  for (const leaf of leaves(value)) {
-    if (typeof leaf === "string") {
-      if (leaf.includes(needle)) return true;
-      continue;
-    }
-    outer: for (let i = 0; i + bytes.length <= leaf.length; i++) {
-      for (let j = 0; j < bytes.length; j++) if (leaf[i + j] !== bytes[j]) continue outer;
-      return true;
-    }
-  }
-  return false;
-}
 
 function isTyped(value: unknown): value is TypedBytes {
   return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && value[1] instanceof Uint8Array;

@@ -9,6 +9,7 @@
  * of the whole database, written by compaction).
  */
 import { Packr } from "msgpackr";
+import { crc32 } from "./crc32.js";
 
 /** Bytes before each payload. */
 export const FRAME_HEADER = 8;
@@ -18,22 +19,6 @@ export const MAX_RECORD = 512 * 1024 * 1024;
 
 const packr = new Packr({ useRecords: false, moreTypes: false, structuredClone: false, mapsAsObjects: true, variableMapSize: true });
 
-let crcTable: Uint32Array | undefined;
-
-/** CRC-32 (IEEE) of `bytes`. */
-export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let crc = 0xffffffff;
-  for (let i = start; i < end; i++) crc = crcTable[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8);
-  return (crc ^ 0xffffffff) >>> 0;
-}
 
 /** Frames one payload value. */
 export function frameRecord(value: unknown): Uint8Array {
@@ -41,7 +26,7 @@ export function frameRecord(value: unknown): Uint8Array {
   const out = new Uint8Array(FRAME_HEADER + payload.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, payload.length, true);
-  view.setUint32(4, crc32(payload), true);
+  view.setUint32(4, crc32(0, payload), true);
   out.set(payload, FRAME_HEADER);
   return out;
 }
@@ -76,7 +61,7 @@ export function parseJournal(bytes: Uint8Array): ParsedJournal {
     const crc = view.getUint32(offset + 4, true);
     const start = offset + FRAME_HEADER;
     if (length > MAX_RECORD || start + length > bytes.length) break;
-    if (crc32(bytes, start, start + length) !== crc) break;
+    if (crc32(0, bytes.subarray(start, start + length)) !== crc) break;
     let value: unknown;
     try {
       value = normalize(packr.unpack(bytes.subarray(start, start + length)));

@@ -22,7 +22,6 @@ import {
   ThreadFileError,
   ThreadImportError,
   copyThreads,
-  crc32,
   exportThread,
   exportThreadStream,
   importThread,
@@ -34,6 +33,7 @@ import { IndexedDBSaver } from "./saver.js";
 import { chat, chatGraph, plain as plainMessages } from "../test/chat-graph.js";
 import { deleteDatabase, freshDbName } from "../test/databases.js";
 import { Scenario, fanOutGraph, rawThread, stateView } from "../test/portable-scenario.js";
+import { crc32 } from "./crc32.js";
 
 const opened: IndexedDBSaver[] = [];
 
