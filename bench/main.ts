@@ -4,6 +4,7 @@
  */
 import type { BenchRow, Suite } from "./harness.js";
 import { encryptionSuite } from "./suites/encryption.js";
+import { loadSuite } from "./suites/load.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
 import { threadsSuite } from "./suites/threads.js";
@@ -14,7 +15,7 @@ declare global {
   }
 }
 
-const suites: Suite[] = [saverSuite, encryptionSuite, storeSuite, threadsSuite];
+const suites: Suite[] = [saverSuite, encryptionSuite, storeSuite, threadsSuite, loadSuite];
 
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");

@@ -27,7 +27,8 @@ const server = await preview({
 });
 const address = server.httpServer.address();
 const url = `http://127.0.0.1:${address.port}/index.html${only.length ? `?only=${only.join(",")}` : ""}`;
-const browser = await chromium.launch({ executablePath, args, headless: true });
+// --expose-gc: the load suite measures the heap after a full collection.
+const browser = await chromium.launch({ executablePath, args: [...args, "--js-flags=--expose-gc"], headless: true });
 let failed = false;
 try {
   const page = await browser.newPage();
