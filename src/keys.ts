@@ -30,16 +30,6 @@ export function checkpointKey(threadId: string, checkpointNs: string, checkpoint
   return [threadId, checkpointNs, checkpointId];
 }
 
-/** Key of a channel value (blob) row. */
-export function blobKey(threadId: string, checkpointNs: string, channel: string, version: string | number): Key {
-  return [threadId, checkpointNs, channel, version];
-}
-
-/** Key of a pending write row. */
-export function writeKey(threadId: string, checkpointNs: string, checkpointId: string, taskId: string, idx: number): Key {
-  return [threadId, checkpointNs, checkpointId, taskId, idx];
-}
-
 /**
  * Bounds of one namespace's checkpoints strictly below `before` (when given):
  * `list({ before })` and "latest" are reverse cursors over this range.
@@ -51,21 +41,4 @@ export function checkpointRangeBounds(
 ): PrefixBounds & { upperOpen: boolean } {
   if (before === undefined) return { ...prefixBounds(threadId, checkpointNs), upperOpen: false };
   return { lower: [threadId, checkpointNs], upper: [threadId, checkpointNs, before], upperOpen: true };
-}
-
-/**
- * Bounds of the writes index `[thread, ns, channel, checkpoint_id]` for one
- * channel, between two checkpoint ids (both included).
- */
-export function channelWritesBounds(
-  threadId: string,
-  checkpointNs: string,
-  channel: string,
-  fromCheckpointId: string,
-  toCheckpointId: string,
-): PrefixBounds {
-  return {
-    lower: [threadId, checkpointNs, channel, fromCheckpointId],
-    upper: [threadId, checkpointNs, channel, toCheckpointId],
-  };
 }
