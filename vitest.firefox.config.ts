@@ -1,0 +1,21 @@
+import { defineConfig } from "vitest/config";
+import { preview } from "@vitest/browser-preview";
+
+/**
+ * Firefox (Debian's firefox-esr) runs the official conformance suite and the
+ * graph scenarios: `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
+ * needs a real origin, which the fixed API host and port give.
+ */
+export default defineConfig({
+  test: {
+    globals: true,
+    include: ["src/conformance.test.ts", "src/graphs.test.ts"],
+    testTimeout: 60_000,
+    browser: {
+      enabled: true,
+      provider: preview(),
+      instances: [{ browser: "firefox" }],
+      api: { host: "127.0.0.1", port: Number(process.env.FIREFOX_TEST_PORT ?? 63390), strictPort: true },
+    },
+  },
+});
