@@ -14,6 +14,9 @@ export default defineConfig({
     browser: {
       enabled: true,
       provider: preview(),
+      // The preview provider opens a page and cannot run headless itself
+      // (Vitest turns headless on under CI=true); open.js starts Firefox headless.
+      headless: false,
       instances: [{ browser: "firefox" }],
       api: { host: "127.0.0.1", port: Number(process.env.FIREFOX_TEST_PORT ?? 63390), strictPort: true },
     },
