@@ -319,12 +319,6 @@ export class Database<Schema extends DBSchema> {
     }
   }
 
-  /** Closes the connection and deletes the whole database. */
-  async destroy(): Promise<void> {
-    await this.close();
-    const factory = this.#factory ?? defaultFactory();
-    await (wrap(factory.deleteDatabase(this.name)) as unknown as Promise<unknown>);
-  }
 }
 
 /**
