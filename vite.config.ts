@@ -28,7 +28,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["src/**/*.test.ts"],
+          include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
           exclude: ["src/**/*.browser.test.ts"],
           setupFiles: ["test/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
@@ -40,7 +40,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "chromium",
-          include: ["src/**/*.test.ts"],
+          include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
           exclude: ["src/**/*.node.test.ts"],
           testTimeout: 60_000,
           browser: {

@@ -1,0 +1,11 @@
+/** Runs test/golden/generate.ts once, in Node on fake-indexeddb: `npx vitest run -c test/golden/generate.config.ts`. */
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/golden/generate.ts"],
+    environment: "node",
+    setupFiles: ["test/setup-node.ts"],
+    testTimeout: 120_000,
+  },
+});
