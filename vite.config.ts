@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { playwright } from "@vitest/browser-playwright";
-import { chromiumArgs, chromiumPath } from "./test/chromium.js";
+import { chromiumArgs, chromiumPath } from "./test/support/chromium.js";
 
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
@@ -29,10 +29,10 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["src/**/*.browser.test.ts"],
-          setupFiles: ["test/setup-node.ts"],
+          exclude: ["**/*.browser.test.ts"],
+          setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
-          globalSetup: ["test/postgres-global-setup.ts"],
+          globalSetup: ["test/support/postgres-global-setup.ts"],
           testTimeout: 30_000,
         },
       },
@@ -41,7 +41,7 @@ export default defineConfig({
         test: {
           name: "chromium",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["src/**/*.node.test.ts"],
+          exclude: ["**/*.node.test.ts"],
           testTimeout: 60_000,
           browser: {
             enabled: true,

@@ -9,7 +9,7 @@ import { preview } from "@vitest/browser-preview";
 export default defineConfig({
   test: {
     globals: true,
-    include: ["src/conformance.test.ts", "src/graphs.test.ts"],
+    include: ["test/suites/conformance.test.ts", "test/suites/graphs.test.ts"],
     testTimeout: 60_000,
     browser: {
       enabled: true,

@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
-import { chromiumArgs, chromiumPath } from "../test/chromium.js";
+import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
 
 export const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
 

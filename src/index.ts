@@ -9,10 +9,10 @@ export {
   type ListThreadsOptions,
   type ThreadInfo,
   type DeltaChannelLike,
-} from "./saver.js";
-export type { CheckpointChange, ChangeKind, ChangeListener } from "./events.js";
-export { IndexedDBStore, DEFAULT_STORE_DB_NAME, type IndexedDBStoreParams } from "./store.js";
-export { MsgpackSerializer } from "./msgpack.js";
+} from "./saver/index.js";
+export type { CheckpointChange, ChangeKind, ChangeListener } from "./saver/events.js";
+export { IndexedDBStore, DEFAULT_STORE_DB_NAME, type IndexedDBStoreParams } from "./store/index.js";
+export { MsgpackSerializer } from "./serde/msgpack/index.js";
 export {
   exportThread,
   exportThreadStream,
@@ -42,7 +42,7 @@ export {
   type CopyThreadsResult,
   type BlobRecord,
   type CheckpointRecord,
-} from "./portable.js";
+} from "./portable/index.js";
 export {
   EncryptedSerializer,
   inspectEnvelope,
@@ -53,8 +53,8 @@ export {
   type AesGcmKeyRecord,
   type WrappedDataKey,
   type EnvelopeInfo,
-} from "./encrypted.js";
-export type { Durability } from "./db.js";
+} from "./serde/encrypted/index.js";
+export type { Durability } from "./idb/database.js";
 export {
   DatabaseWipedError,
   MemoryJournalBackend,
@@ -62,7 +62,7 @@ export {
   type JournalBackend,
   type RecoveryReport,
   type WipeMarker,
-} from "./journal.js";
+} from "./journal/index.js";
 export type {
   RowRef,
   RowBoundSerializer,
@@ -75,7 +75,7 @@ export type {
   DataKeyRotation,
   StoredValue,
   ValueRewriter,
-} from "./binding.js";
+} from "./serde/protocol.js";
 export {
   IndexedDBCheckpointError,
   DatabaseBlockedError,
@@ -85,4 +85,4 @@ export {
   QuotaExceededError,
   IndexedDBUnavailableError,
   isQuotaError,
-} from "./errors.js";
+} from "./core/errors.js";

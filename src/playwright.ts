@@ -30,10 +30,10 @@
  * @module
  */
 import type { Page } from "playwright";
-import type { PageApi, PageThreadState, SeededThread } from "./playwright-page.js";
-import type { IfThreadExists } from "./portable.js";
+import type { PageApi, PageThreadState, SeededThread } from "./playwright/page.js";
+import type { IfThreadExists } from "./portable/index.js";
 
-export type { PageThreadState, SeededThread } from "./playwright-page.js";
+export type { PageThreadState, SeededThread } from "./playwright/page.js";
 
 /** The global the injected script defines (see `playwright-page.ts`). */
 const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v1";
@@ -212,10 +212,10 @@ export async function buildPageBundle(): Promise<string> {
     );
   }
   const fs = (await import("node:fs/promises" as string)) as { access(path: URL): Promise<void> };
-  const sourceUrl = new URL("./playwright-page.ts", import.meta.url);
+  const sourceUrl = new URL("./playwright/page.ts", import.meta.url);
   const page = await fs.access(sourceUrl).then(
     () => sourceUrl,
-    () => new URL("./playwright-page.js", import.meta.url),
+    () => new URL("./playwright/page.js", import.meta.url),
   );
   const pagePath = decodeURIComponent(page.pathname);
   // A virtual entry that installs the API; lib mode hands it over as a path under the root.

@@ -17,7 +17,7 @@ import {
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { IndexedDBSaver, MsgpackSerializer } from "../../src/index.js";
-import { chat } from "../../test/chat-graph.js";
+import { chat } from "../../test/support/chat-graph.js";
 import { bytes, deleteDatabase, ms, msPerCall, row, storedBytes, type BenchRow, type Suite } from "../harness.js";
 
 const SUITE = "saver";

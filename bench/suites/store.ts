@@ -5,7 +5,7 @@
  */
 import { InMemoryStore, type Operation } from "@langchain/langgraph-checkpoint";
 import { IndexedDBStore } from "../../src/index.js";
-import { HashEmbeddings } from "../../src/test-support/store-fixtures.js";
+import { HashEmbeddings } from "../../test/support/store-fixtures.js";
 import { deleteDatabase, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
 
 const SUITE = "store";

@@ -25,8 +25,8 @@ import {
   importThread,
   inspectEnvelope,
 } from "../../src/index.js";
-import { parseJournal } from "../../src/journal-format.js";
-import { chatGraph } from "../chat-graph.js";
+import { parseJournal } from "../../src/journal/format.js";
+import { chatGraph } from "../support/chat-graph.js";
 import {
   APP_TYPES,
   FROZEN_EXT,

@@ -84,7 +84,9 @@ async function main(): Promise<void> {
   const started = state.count > 0 || state.checkpoints > 0;
   const final = (await graph.invoke(started ? null : { count: 0 }, config)) as typeof State.State;
   const after = await check(saver, config);
-  say("done", { count: final.count, logLength: final.log.length, ...after });
+  // The stored count (from `after`) is what the test checks; the returned state must agree.
+  if (final.count !== after.count) after.problems.push(`invoke returned count ${final.count}, stored ${after.count}`);
+  say("done", { logLength: final.log.length, ...after });
 }
 
 main().catch((error: unknown) => say("error", String((error as Error)?.stack ?? error)));

@@ -37,8 +37,8 @@ import {
   readThreadExportHeader,
   type RecoveryReport,
 } from "../../src/index.js";
-import { concatBytes, frameRecord, parseJournal } from "../../src/journal-format.js";
-import { replayFile } from "../../src/journal.js";
+import { concatBytes, frameRecord, parseJournal } from "../../src/journal/format.js";
+import { replayFile } from "../../src/journal/index.js";
 import exportGolden from "../golden/export.json";
 import journalGolden from "../golden/journal.json";
 import msgpackGolden from "../golden/msgpack.json";

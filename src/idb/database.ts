@@ -1,0 +1,369 @@
+/**
+ * The IndexedDB layer: the only module that opens connections, creates
+ * transactions and sees raw IndexedDB errors. Everything above it hands in
+ * already-serialized rows and a synchronous plan of requests.
+ *
+ * Policy, learned from idb-keyval and Dexie:
+ * - the connection opens lazily on first use and the open promise is cached;
+ * - on `versionchange` (another tab upgrades) and on an abnormal close we drop
+ *   the connection, and the next call reopens it transparently;
+ * - an open blocked by another tab fails with `DatabaseBlockedError` after a
+ *   timeout instead of hanging forever;
+ * - a write resolves when its transaction completes, never when a request
+ *   succeeds, so a resolved promise means the data is committed.
+ */
+import {
+  unwrap,
+  wrap,
+  type DBSchema,
+  type IDBPDatabase,
+  type IDBPObjectStore,
+  type IDBPTransaction,
+  type StoreNames,
+  type StoreValue,
+} from "idb";
+import {
+  DatabaseBlockedError,
+  DatabaseClosedError,
+  IndexedDBCheckpointError,
+  IndexedDBUnavailableError,
+  toPackageError,
+} from "../core/errors.js";
+
+/** IndexedDB's durability hint for readwrite transactions. */
+export type Durability = "default" | "relaxed" | "strict";
+
+/**
+ * One schema step. Steps run in order inside the `versionchange` transaction;
+ * the database version is the number of steps, so a step, once released, is
+ * never edited, only followed by a new one.
+ */
+export type Upgrade<Schema extends DBSchema> = (
+  db: IDBPDatabase<Schema>,
+  tx: IDBPTransaction<Schema, StoreNames<Schema>[], "versionchange">,
+) => void;
+
+/** Options of {@link Database}. */
+export interface DatabaseOptions<Schema extends DBSchema> {
+  /** The IndexedDB database name. */
+  name: string;
+  /** The schema steps; `upgrades.length` is the database version. */
+  upgrades: readonly Upgrade<Schema>[];
+  /** An `IDBFactory`; defaults to `globalThis.indexedDB`. */
+  indexedDB?: IDBFactory;
+  /** Durability hint of readwrite transactions. */
+  durability?: Durability;
+  /** How long an open may stay blocked by another tab before it fails. */
+  blockedTimeoutMs?: number;
+}
+
+/** A read-only or read-write transaction over some stores of `Schema`. */
+export type Tx<Schema extends DBSchema, Mode extends IDBTransactionMode> = IDBPTransaction<
+  Schema,
+  StoreNames<Schema>[],
+  Mode
+>;
+
+/**
+ * Work to do inside one transaction. It must only issue requests on `tx`
+ * (awaiting them is fine) and never await anything else: a WebCrypto call, a
+ * timer or a fetch lets the transaction auto-commit half-way.
+ */
+export type TxWork<Schema extends DBSchema, Mode extends IDBTransactionMode, R> = (
+  tx: Tx<Schema, Mode>,
+) => Promise<R> | R;
+
+/** Builds key ranges from plain bounds (the factory's realm, not the page's). */
+export interface KeyRanges {
+  /** All keys between `lower` and `upper`, each end open or closed. */
+  bound(lower: IDBValidKey, upper: IDBValidKey, lowerOpen?: boolean, upperOpen?: boolean): IDBKeyRange;
+  /** The single key `key`. */
+  only(key: IDBValidKey): IDBKeyRange;
+}
+
+const DEFAULT_BLOCKED_TIMEOUT_MS = 10_000;
+
+/** Default IndexedDB factory, with a clear error where there is none. */
+function defaultFactory(): IDBFactory {
+  const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  if (!factory) {
+    throw new IndexedDBUnavailableError(
+      'IndexedDB is not available in this environment. In a browser this happens in some private modes and sandboxed frames; in Node, pass an IDBFactory (for tests: import "fake-indexeddb/auto") as the `indexedDB` option.',
+    );
+  }
+  return factory;
+}
+
+/**
+ * A lazily opened, self-healing IndexedDB connection with a transaction runner.
+ *
+ * @example
+ * const db = new Database<MySchema>({ name: "app", upgrades: [createStores] });
+ * await db.write(["items"], (tx) => { tx.objectStore("items").put(row); });
+ */
+export class Database<Schema extends DBSchema> {
+  readonly name: string;
+  readonly #upgrades: readonly Upgrade<Schema>[];
+  readonly #factory: IDBFactory | undefined;
+  readonly #durability: Durability;
+  readonly #blockedTimeoutMs: number;
+  #connection: Promise<IDBPDatabase<Schema>> | undefined;
+  /** Listeners told when another tab asks us to close for its upgrade. */
+  readonly #versionChangeListeners = new Set<() => void>();
+
+  constructor(options: DatabaseOptions<Schema>) {
+    if (typeof options.name !== "string" || options.name === "") {
+      throw new Error(`dbName must be a non-empty string (got ${JSON.stringify(options.name)}).`);
+    }
+    this.name = options.name;
+    this.#upgrades = options.upgrades;
+    this.#factory = options.indexedDB;
+    this.#durability = options.durability ?? "default";
+    this.#blockedTimeoutMs = options.blockedTimeoutMs ?? DEFAULT_BLOCKED_TIMEOUT_MS;
+  }
+
+  /** The schema version this code writes: the number of upgrade steps. */
+  get version(): number {
+    return this.#upgrades.length;
+  }
+
+  /** Key range builder for this database's factory. */
+  get ranges(): KeyRanges {
+    const KeyRange = (globalThis as { IDBKeyRange?: typeof IDBKeyRange }).IDBKeyRange;
+    if (!KeyRange) {
+      throw new IndexedDBUnavailableError(
+        'IDBKeyRange is not defined. In Node, import "fake-indexeddb/auto" before using the saver.',
+      );
+    }
+    return {
+      bound: (lower, upper, lowerOpen = false, upperOpen = false) =>
+        KeyRange.bound(lower, upper, lowerOpen, upperOpen),
+      only: (key) => KeyRange.only(key),
+    };
+  }
+
+  /** Call `listener` when this connection closes for another tab's upgrade. */
+  onVersionChange(listener: () => void): () => void {
+    this.#versionChangeListeners.add(listener);
+    return () => this.#versionChangeListeners.delete(listener);
+  }
+
+  /** The open connection, opening (or reopening) it if needed. */
+  connection(): Promise<IDBPDatabase<Schema>> {
+    this.#connection ??= this.#open();
+    return this.#connection;
+  }
+
+  #open(): Promise<IDBPDatabase<Schema>> {
+    let factory: IDBFactory;
+    try {
+      factory = this.#factory ?? defaultFactory();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    let request: IDBOpenDBRequest;
+    try {
+      request = factory.open(this.name, this.version);
+    } catch (error) {
+      return Promise.reject(
+        new IndexedDBUnavailableError(`IndexedDB refused to open "${this.name}": ${String(error)}`, {
+          cause: error,
+        }),
+      );
+    }
+    const upgrades = this.#upgrades;
+    request.addEventListener("upgradeneeded", (event) => {
+      const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
+      const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
+      for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
+    });
+    const opened = wrap(request) as unknown as Promise<IDBPDatabase<Schema>>;
+    return new Promise<IDBPDatabase<Schema>>((resolve, reject) => {
+      let gaveUp = false;
+      // Armed now, not on `blocked`: an open queued behind another pending
+      // open or delete (say our own earlier attempt, still blocked) never gets
+      // a `blocked` event of its own, and would wait forever. An upgrade that
+      // starts, a success or an error disarms it.
+      const timer = setTimeout(() => {
+        gaveUp = true;
+        this.#connection = undefined;
+        reject(
+          new DatabaseBlockedError(
+            `Opening IndexedDB "${this.name}" (version ${this.version}) was blocked for ${this.#blockedTimeoutMs} ms by another tab or connection that keeps an older version open. Close the other tabs of this app, or reload them.`,
+          ),
+        );
+      }, this.#blockedTimeoutMs);
+      request.addEventListener("upgradeneeded", () => clearTimeout(timer));
+      opened.then(
+        (db) => {
+          clearTimeout(timer);
+          if (gaveUp) {
+            // We already told the caller it failed; don't leak the connection.
+            db.close();
+            return;
+          }
+          db.addEventListener("versionchange", () => {
+            // Another tab wants to upgrade: step aside, reopen on next use.
+            this.#drop(db);
+            for (const listener of this.#versionChangeListeners) listener();
+          });
+          db.addEventListener("close", () => this.#drop(db));
+          resolve(db);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          this.#connection = undefined;
+          if (gaveUp) return;
+          const name = (error as { name?: string } | null)?.name;
+          reject(
+            name === "VersionError"
+              ? toPackageError(error, `open "${this.name}": it was written by a newer version of this package`)
+              : new IndexedDBUnavailableError(
+                  `IndexedDB could not open "${this.name}": ${name ?? "Error"}: ${(error as Error | null)?.message ?? String(error)}`,
+                  { cause: error },
+                ),
+          );
+        },
+      );
+    });
+  }
+
+  /** Forget `db` if it is the cached connection, and close it. */
+  #drop(db: IDBPDatabase<Schema>): void {
+    const cached = this.#connection;
+    if (cached) {
+      void cached.then(
+        (current) => {
+          if (current === db) this.#connection = undefined;
+        },
+        () => undefined,
+      );
+    }
+    db.close();
+  }
+
+  /** Runs `work` in a read-only transaction over `stores`. */
+  read<R>(stores: StoreNames<Schema>[], work: TxWork<Schema, "readonly", R>, action: string): Promise<R> {
+    return this.#run(stores, "readonly", work, action);
+  }
+
+  /** Runs `work` in a read-write transaction and resolves once it commits. */
+  write<R>(stores: StoreNames<Schema>[], work: TxWork<Schema, "readwrite", R>, action: string): Promise<R> {
+    return this.#run(stores, "readwrite", work, action);
+  }
+
+  async #run<Mode extends IDBTransactionMode, R>(
+    stores: StoreNames<Schema>[],
+    mode: Mode,
+    work: TxWork<Schema, Mode, R>,
+    action: string,
+  ): Promise<R> {
+    // One retry: a connection that another tab just closed for its upgrade
+    // fails synchronously in transaction(); a fresh one serves the call.
+    for (let attempt = 0; ; attempt++) {
+      const pending = this.connection();
+      const db = await pending;
+      let tx: Tx<Schema, Mode>;
+      try {
+        tx = db.transaction(stores, mode, { durability: this.#durability }) as unknown as Tx<Schema, Mode>;
+      } catch (error) {
+        // Forget it now, not a microtask later (#drop), or the retry gets it back.
+        if (this.#connection === pending) this.#connection = undefined;
+        this.#drop(db);
+        if ((error as { name?: unknown } | null)?.name === "NotFoundError") {
+          const missing = stores.filter((store) => !db.objectStoreNames.contains(store));
+          throw new IndexedDBCheckpointError(
+            `IndexedDB database "${this.name}" (version ${db.version}) has no object store ${missing.map((store) => `"${String(store)}"`).join(", ")}: it was created by other code under the same name (for example indexedDB.open("${this.name}") without a version). Delete it, or choose another dbName; could not ${action}.`,
+            { cause: error },
+          );
+        }
+        if (attempt === 0) continue;
+        throw new DatabaseClosedError(`The IndexedDB connection to "${this.name}" is closed; could not ${action}.`, {
+          cause: error,
+        });
+      }
+      let result: R;
+      let workError: { error: unknown } | undefined;
+      // Called synchronously, so its first requests go out while `tx` is active.
+      const resultPromise = (async () => work(tx))().catch((error: unknown) => {
+        workError = { error };
+        try {
+          tx.abort();
+        } catch {
+          // Already finished or aborted: nothing to undo.
+        }
+        throw error;
+      });
+      try {
+        // The transaction's outcome decides: a request error aborts it, and
+        // its `error` (say a QuotaExceededError) is the one worth reporting.
+        [result] = await Promise.all([resultPromise, tx.done]);
+      } catch (error) {
+        // A bug or a deliberate error in `work` (not from IndexedDB) keeps its identity.
+        if (workError && !isDomError(workError.error)) throw workError.error;
+        throw toPackageError(transactionError(tx) ?? error, action);
+      }
+      return result;
+    }
+  }
+
+  /** Closes the connection; a later call opens a new one. */
+  async close(): Promise<void> {
+    const cached = this.#connection;
+    this.#connection = undefined;
+    if (!cached) return;
+    try {
+      (await cached).close();
+    } catch {
+      // It never opened: nothing to close.
+    }
+  }
+
+}
+
+/**
+ * Sends a request without waiting for it. Its own failure is the
+ * transaction's failure (the transaction aborts and `read`/`write` reject
+ * with the cause), so the request's promise is quietened here: an abort
+ * must not also surface as one unhandled rejection per pending request.
+ */
+export function issue(request: Promise<unknown>): void {
+  request.catch(() => undefined);
+}
+
+/**
+ * Adds `value` unless its key is taken, resolving whether it was added: the
+ * insert-if-absent of "the first write wins". A failed `add` would abort the
+ * whole transaction; preventing its error event's default keeps the
+ * transaction going, so no read round trip has to come first.
+ */
+export function addIfAbsent<Schema extends DBSchema, Name extends StoreNames<Schema>>(
+  store: IDBPObjectStore<Schema, StoreNames<Schema>[], Name, "readwrite">,
+  value: StoreValue<Schema, Name>,
+): Promise<boolean> {
+  const request = (unwrap(store) as IDBObjectStore).add(value);
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(true);
+    request.onerror = (event) => {
+      if (request.error?.name !== "ConstraintError") return reject(request.error);
+      event.preventDefault();
+      event.stopPropagation();
+      resolve(false);
+    };
+  });
+}
+
+/** True for DOMExceptions and their look-alikes from fake-indexeddb. */
+function isDomError(error: unknown): boolean {
+  if (typeof DOMException !== "undefined" && error instanceof DOMException) return true;
+  return (error as { constructor?: { name?: string } } | null)?.constructor?.name === "DOMException";
+}
+
+/** The transaction's own error, which carries the real cause of an abort. */
+function transactionError(tx: { error?: DOMException | null }): DOMException | undefined {
+  try {
+    return tx.error ?? undefined;
+  } catch {
+    return undefined;
+  }
+}

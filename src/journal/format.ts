@@ -1,0 +1,97 @@
+/**
+ * The journal's on-disk format: a file of framed records, each
+ * `[length u32 LE][crc32 u32 LE][payload]`, the payload a msgpack value.
+ * A record torn by a crash (short, or failing its CRC) ends the file: it and
+ * everything after it are ignored, and the next writer truncates them away.
+ *
+ * Payloads (see journal.ts): a header `{ h: generation }` first, then
+ * `{ o: ops }` (one committed transaction) or `{ snap: rows }` (a snapshot
+ * of the whole database, written by compaction).
+ */
+import { Packr } from "msgpackr";
+import { crc32 } from "../core/crc32.js";
+
+/** Bytes before each payload. */
+export const FRAME_HEADER = 8;
+
+/** Largest payload accepted when reading (a corrupt length must not allocate gigabytes). */
+export const MAX_RECORD = 512 * 1024 * 1024;
+
+const packr = new Packr({ useRecords: false, moreTypes: false, structuredClone: false, mapsAsObjects: true, variableMapSize: true });
+
+
+/** Frames one payload value. */
+export function frameRecord(value: unknown): Uint8Array {
+  const payload = packr.pack(value) as Uint8Array;
+  const out = new Uint8Array(FRAME_HEADER + payload.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, payload.length, true);
+  view.setUint32(4, crc32(0, payload), true);
+  out.set(payload, FRAME_HEADER);
+  return out;
+}
+
+/** Concatenates framed records. */
+export function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+/** The intact records of a journal file, and where the intact part ends. */
+export interface ParsedJournal {
+  records: unknown[];
+  /** Bytes of intact records: a torn tail starts here. */
+  validLength: number;
+  /** True when bytes after `validLength` were ignored (a torn or corrupt record). */
+  torn: boolean;
+}
+
+/** Parses a journal file, stopping at the first torn or corrupt record. */
+export function parseJournal(bytes: Uint8Array): ParsedJournal {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const records: unknown[] = [];
+  let offset = 0;
+  while (offset + FRAME_HEADER <= bytes.length) {
+    const length = view.getUint32(offset, true);
+    const crc = view.getUint32(offset + 4, true);
+    const start = offset + FRAME_HEADER;
+    if (length > MAX_RECORD || start + length > bytes.length) break;
+    if (crc32(0, bytes.subarray(start, start + length)) !== crc) break;
+    let value: unknown;
+    try {
+      value = normalize(packr.unpack(bytes.subarray(start, start + length)));
+    } catch {
+      break;
+    }
+    records.push(value);
+    offset = start + length;
+  }
+  return { records, validLength: offset, torn: offset < bytes.length };
+}
+
+/**
+ * Node's msgpackr hands back Buffers; IndexedDB rows must hold plain
+ * Uint8Arrays (what the saver wrote), so copy them into their own buffers.
+ */
+function normalize(value: unknown): unknown {
+  if (value instanceof Uint8Array) {
+    return value.constructor === Uint8Array && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength
+      ? value
+      : new Uint8Array(value);
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = normalize(value[i]);
+    return value;
+  }
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) record[key] = normalize(record[key]);
+    return record;
+  }
+  return value;
+}

@@ -1,0 +1,290 @@
+/**
+ * The crash journal (journal.ts): record framing, and the saver restoring a
+ * wiped or lagging database from a journal (the memory backend, so it runs
+ * the same in Node and Chromium; the OPFS backend has its own browser test).
+ * Saver-level tests need src/saver.ts wired to the journal (the
+ * `journal` option); they are skipped on a saver without it.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import { afterEach, describe, expect, it } from "vitest";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import { concatBytes, frameRecord, parseJournal } from "./format.js";
+import { DatabaseWipedError, MemoryJournalBackend, replayFile, resetMemoryJournals, sameValue, type JournalOption, type RecoveryReport } from "./index.js";
+import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
+
+/** The saver's options and methods once src/saver.ts is wired to the journal (/tmp/journal-saver.patch). */
+type JournalParams = IndexedDBSaverParams & { journal?: JournalOption; onRecovery?: (report: RecoveryReport) => void; onWipe?: "report" | "throw" };
+type JournaledSaver = IndexedDBSaver & { recovery(): Promise<RecoveryReport>; compactJournal(): Promise<void> };
+
+const wired = "recovery" in IndexedDBSaver.prototype;
+const STORES = ["checkpoints", "blobs", "writes", "threads", "meta"] as const;
+let counter = 0;
+const names: string[] = [];
+function dbName(): string {
+  const name = `journal-test-${Date.now()}-${counter++}`;
+  names.push(name);
+  return name;
+}
+
+function open(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(name);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+function deleteDb(name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(name);
+    request.onsuccess = () => resolve();
+    request.onerror = () => reject(request.error);
+  });
+}
+async function scan(name: string): Promise<Record<string, unknown[]>> {
+  const db = await open(name);
+  try {
+    const tx = db.transaction([...STORES], "readonly");
+    const rows = await Promise.all(
+      STORES.map((store) => new Promise<unknown[]>((resolve, reject) => {
+        const request = tx.objectStore(store).getAll();
+        request.onsuccess = () => resolve(request.result);
+        request.onerror = () => reject(request.error);
+      })),
+    );
+    return Object.fromEntries(STORES.map((store, i) => [store, rows[i]!]));
+  } finally {
+    db.close();
+  }
+}
+
+const State = Annotation.Root({
+  count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+  log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+});
+
+/** A graph that ticks `steps` supersteps, logging each step once. */
+function tickGraph(saver: IndexedDBSaver, steps: number) {
+  return new StateGraph(State)
+    .addNode("tick", (state: typeof State.State) => ({ count: 1, log: [`step-${state.count + 1}`] }))
+    .addEdge(START, "tick")
+    .addConditionalEdges("tick", (state: typeof State.State) => (state.count < steps ? "tick" : END))
+    .compile({ checkpointer: saver });
+}
+
+const config = (threadId: string): RunnableConfig => ({ configurable: { thread_id: threadId }, recursionLimit: 1000 });
+
+function saver(name: string, params: JournalParams = {}, reports: RecoveryReport[] = []): JournaledSaver {
+  const options: JournalParams = { dbName: name, journal: "memory", onRecovery: (report) => reports.push(report), ...params };
+  return new IndexedDBSaver(options) as JournaledSaver;
+}
+
+afterEach(async () => {
+  for (const name of names.splice(0)) await deleteDb(name).catch(() => undefined);
+  resetMemoryJournals();
+});
+
+describe("journal framing", () => {
+  it("reads back framed records and stops at a torn or corrupt tail", () => {
+    const records = [{ h: 1 }, { o: [["blobs", 0, { value: ["json", new Uint8Array([1, 2, 3])] }]] }, { o: [] }];
+    const bytes = concatBytes(records.map((record) => frameRecord(record)));
+    const whole = parseJournal(bytes);
+    expect(whole.torn).toBe(false);
+    expect(whole.records).toHaveLength(3);
+    expect(sameValue(whole.records[1], records[1])).toBe(true);
+    const value = ((whole.records[1] as { o: [string, number, { value: [string, Uint8Array] }][] }).o[0]![2].value[1]);
+    expect(value.constructor).toBe(Uint8Array);
+
+    const torn = parseJournal(bytes.subarray(0, bytes.length - 3));
+    expect(torn.records).toHaveLength(2);
+    expect(torn.torn).toBe(true);
+
+    const flipped = bytes.slice();
+    flipped[bytes.length - 2]! ^= 0xff;
+    expect(parseJournal(flipped).records).toHaveLength(2);
+  });
+});
+
+describe.skipIf(!wired)("saver with a journal", () => {
+  it("restores a wiped database from the journal before the first read", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 6).invoke({ count: 0 }, config("t1"));
+    await tickGraph(first, 3).invoke({ count: 0 }, config("t2"));
+    const before = await scan(name);
+    const latest = await first.getTuple(config("t1"));
+    await first.close();
+
+    await deleteDb(name); // Chromium deleting a corrupted database
+    const reports: RecoveryReport[] = [];
+    const second = saver(name, {}, reports);
+    const restored = await second.getTuple(config("t1"));
+    expect(restored?.checkpoint.id).toBe(latest?.checkpoint.id);
+    expect(restored?.checkpoint.channel_values).toEqual(latest?.checkpoint.channel_values);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
+    expect(reports[0]!.recoveredWrites).toBeGreaterThan(10);
+    expect(sameValue(await scan(name), before)).toBe(true);
+    const threads: string[] = [];
+    for await (const thread of second.listThreads()) threads.push(thread.threadId);
+    expect(threads.sort()).toEqual(["t1", "t2"]);
+    await second.close();
+  });
+
+  it("re-applies the last transactions a database lost, and nothing else changes", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 8).invoke({ count: 0 }, config("t"));
+    await first.close();
+    const full = MemoryJournalBackend.file(name)!;
+    const expected = await scan(name);
+
+    // A database that lost its last 3 transactions: the journal's prefix, replayed.
+    const records = parseJournal(full).records;
+    const lagging = dbName();
+    const seed = saver(lagging, { journal: "off" });
+    await seed.recovery();
+    await seed.close();
+    const db = await open(lagging);
+    await replayFile(db, concatBytes(records.slice(0, records.length - 3).map((record) => frameRecord(record))));
+    db.close();
+    expect(sameValue(await scan(lagging), expected)).toBe(false);
+
+    MemoryJournalBackend.setFile(lagging, full);
+    const reports: RecoveryReport[] = [];
+    const second = saver(lagging, {}, reports);
+    expect((await second.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 8 });
+    expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: false, recoveredWrites: 3 });
+    expect(sameValue(await scan(lagging), expected)).toBe(true);
+    await second.close();
+
+    // Up to date: a reopen re-applies nothing new and reports ok.
+    const again: RecoveryReport[] = [];
+    const third = saver(lagging, {}, again);
+    await third.recovery();
+    expect(again[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect(sameValue(await scan(lagging), expected)).toBe(true);
+    await third.close();
+  });
+
+  it("journals again what committed but whose append a crash cut off", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 6).invoke({ count: 0 }, config("t"));
+    const latest = await first.getTuple(config("t"));
+    await first.close();
+    // The last two appends never reached the file; the database has them.
+    const records = parseJournal(MemoryJournalBackend.file(name)!).records;
+    MemoryJournalBackend.setFile(name, concatBytes(records.slice(0, -2).map((record) => frameRecord(record))));
+    const second = saver(name);
+    await second.recovery();
+    await second.close();
+    await deleteDb(name); // and then the database is wiped
+    const third = saver(name);
+    const restored = await third.getTuple(config("t"));
+    expect(restored?.checkpoint.id).toBe(latest?.checkpoint.id);
+    expect(restored?.checkpoint.channel_values).toEqual(latest?.checkpoint.channel_values);
+    const ids: string[] = [];
+    for await (const tuple of third.list(config("t"))) ids.push(tuple.parentConfig?.configurable?.checkpoint_id ?? "", tuple.checkpoint.id);
+    // Linked history: each checkpoint's parent is the next one listed.
+    for (let i = 2; i < ids.length; i += 2) expect(ids[i - 2]).toBe(ids[i + 1]);
+    await third.close();
+  });
+
+  it("skips a torn last record and resumes the run with every step once", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 5).invoke({ count: 0 }, config("t"));
+    await first.close();
+    const full = MemoryJournalBackend.file(name)!;
+    MemoryJournalBackend.setFile(name, full.subarray(0, full.length - 5));
+    await deleteDb(name);
+
+    const reports: RecoveryReport[] = [];
+    const second = saver(name, {}, reports);
+    const tuple = await second.getTuple(config("t"));
+    expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true, tornRecord: true });
+    expect(tuple).toBeDefined();
+    // Resume: a new input on the same thread continues from the restored state.
+    const state = (await tickGraph(second, 7).invoke(null, config("t"))) as typeof State.State;
+    expect(state.log).toEqual(Array.from({ length: state.count }, (_, i) => `step-${i + 1}`));
+    await second.close();
+  });
+
+  it("compacts the journal as it grows: pruned checkpoints leave it", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 10).invoke({ count: 0 }, config("t"));
+    await first.prune(["t"]);
+    await first.compactJournal();
+    const compacted = parseJournal(MemoryJournalBackend.file(name)!).records;
+    expect(compacted).toHaveLength(2); // header + snapshot
+    const expected = await scan(name);
+    expect(expected.checkpoints).toHaveLength(1);
+    await first.close();
+
+    await deleteDb(name);
+    const second = saver(name);
+    expect((await second.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 10 });
+    expect(sameValue(await scan(name), expected)).toBe(true);
+    await second.close();
+  });
+
+  it("journals deletes: a deleted thread stays deleted after a restore", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 3).invoke({ count: 0 }, config("gone"));
+    await tickGraph(first, 3).invoke({ count: 0 }, config("kept"));
+    await first.deleteThread("gone");
+    await first.copyThread("kept", "copy");
+    const expected = await scan(name);
+    await first.close();
+    await deleteDb(name);
+    const second = saver(name);
+    expect(await second.getTuple(config("gone"))).toBeUndefined();
+    expect((await second.getTuple(config("copy")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect(sameValue(await scan(name), expected)).toBe(true);
+    await second.close();
+  });
+
+  it("restores an encrypted database: the key record is journaled too", async () => {
+    const name = dbName();
+    const serde = () => EncryptedSerializer.fromPassphrase("correct horse", { salt: "journal-test-salt", iterations: 1000 });
+    const first = saver(name, { serde: await serde() });
+    await tickGraph(first, 3).invoke({ count: 0 }, config("t"));
+    await first.close();
+    await deleteDb(name);
+    const second = saver(name, { serde: await serde() });
+    expect((await second.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await second.close();
+  });
+
+  it("without a journal, reports a wipe instead of starting from empty silently", async () => {
+    const name = dbName();
+    const first = saver(name, { journal: "off" });
+    await tickGraph(first, 2).invoke({ count: 0 }, config("t"));
+    expect((await first.recovery()).kind).toBe("ok");
+    await first.close();
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the marker is written in the background
+    await deleteDb(name);
+
+    const reports: RecoveryReport[] = [];
+    const second = saver(name, { journal: "off" }, reports);
+    expect(await second.getTuple(config("t"))).toBeUndefined();
+    expect(reports[0]).toMatchObject({ kind: "wiped", fromEmpty: true });
+    await second.close();
+
+    await deleteDb(name);
+    const strict = saver(name, { journal: "off", onWipe: "throw" });
+    await expect(strict.getTuple(config("t"))).rejects.toBeInstanceOf(DatabaseWipedError);
+    await strict.close();
+  });
+
+  it("a new database is not a wipe", async () => {
+    const reports: RecoveryReport[] = [];
+    const fresh = saver(dbName(), { journal: "off" }, reports);
+    await fresh.recovery();
+    expect(reports[0]).toMatchObject({ kind: "ok", fromEmpty: false });
+    await fresh.close();
+  });
+});

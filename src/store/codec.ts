@@ -1,0 +1,95 @@
+/**
+ * How `IndexedDBStore` rows turn back into values: row ids, the row
+ * references a serializer binds values to (part of the stored format), and
+ * decoding, after the transaction, of item values and vector sets.
+ */
+import type { Item, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { loadForRow, type RowRef } from "../serde/protocol.js";
+import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import type { ItemVectors } from "./query.js";
+import { unpackVectors, type ItemRow, type TypedBytes, type VectorRow } from "./schema.js";
+
+/** A collision-free string id of an item. */
+export function itemId(namespace: readonly string[], key: string): string {
+  return JSON.stringify([namespace, key]);
+}
+
+/** A collision-free string id of a namespace (labels are non-empty and hold no NUL). */
+export function namespaceId(namespace: readonly string[]): string {
+  return namespace.join("\0");
+}
+
+/**
+ * The row reference a serializer binds an item's value to. Part of the
+ * stored format: an encrypting serializer authenticates it with each value,
+ * so changing it would make every encrypted value unreadable.
+ */
+export function valueRow(namespace: readonly string[], key: string): RowRef {
+  return ["store", "item", ...namespace, key];
+}
+
+/** The row reference a serializer binds an item's vectors to (stored format too). */
+export function vectorRow(namespace: readonly string[], key: string): RowRef {
+  return ["store", "vectors", ...namespace, key];
+}
+
+/** The `Item` of a row, around an already decoded value. */
+export function itemOf(row: ItemRow, value: unknown): Item {
+  return {
+    value: value as Record<string, unknown>,
+    key: row.key,
+    namespace: row.namespace,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** An item row as the `Item` callers get (decoded when a serializer wrote it). */
+export async function toItem(row: ItemRow, serde: SerializerProtocol | undefined): Promise<Item> {
+  return itemOf(row, await decodeValue(row, serde));
+}
+
+/** An item row's value: decoded when a serializer wrote it, the row's own otherwise. */
+export function decodeValue(row: ItemRow, serde: SerializerProtocol | undefined): unknown {
+  return row.typed ? decode(serde, row.typed, valueRow(row.namespace, row.key), row) : row.value;
+}
+
+/** A vector row as scoring needs it (decoded when a serializer wrote it). */
+export async function toVectors(row: VectorRow, serde: SerializerProtocol | undefined): Promise<ItemVectors> {
+  if (!row.typed) return { vectors: row.vectors!, norms: row.norms!, dims: row.dims };
+  const bytes = await decode(serde, row.typed, vectorRow(row.namespace, row.key), row);
+  // Any byte view will do (a serializer may hand back a Node Buffer).
+  if (!ArrayBuffer.isView(bytes)) {
+    throw new SerializationError(`The stored vectors of item "${row.key}" did not decode to bytes.`);
+  }
+  try {
+    return unpackVectors(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  } catch (error) {
+    throw new SerializationError(`The stored vectors of item "${row.key}" are malformed.`, { cause: error });
+  }
+}
+
+/**
+ * Deserializes a value read from `rowRef`, checking its binding when the
+ * serializer can; failures other than the package's own become
+ * `SerializationError`.
+ */
+async function decode(
+  serde: SerializerProtocol | undefined,
+  [type, data]: TypedBytes,
+  rowRef: RowRef,
+  row: { namespace: string[]; key: string },
+): Promise<unknown> {
+  if (!serde) {
+    throw new SerializationError(`Store item "${row.key}" was written by a serializer, but this store has none.`);
+  }
+  try {
+    return await loadForRow(serde, type, data, rowRef);
+  } catch (error) {
+    if (error instanceof IndexedDBCheckpointError) throw error;
+    throw new SerializationError(
+      `Could not decode store item "${row.key}" in namespace [${row.namespace.join(", ")}] (type "${type}"): ${(error as Error)?.message ?? String(error)}`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * Crash test of the journal: a page runs a slow graph on IndexedDBSaver,
+ * acknowledging each superstep once its checkpoint is committed; Chromium's
+ * whole process group is killed (SIGKILL) at a random moment of a superstep,
+ * then restarted on the same profile, 20 times with `journal: "opfs"` and 20
+ * times without. After each restart the page checks the thread (never empty,
+ * newest checkpoint consistent, history linked) and resumes the run; at the
+ * end every step ran exactly once. Two of the kills also delete the origin's
+ * IndexedDB directory before the restart (a forced wipe, as Chromium does to
+ * a database it finds corrupted), besides the wipes Chromium makes itself
+ * (counted from its log, `--enable-logging=stderr`).
+ *
+ * Figures go to the console and, with JOURNAL_CRASH_REPORT=path, to a JSON file.
+ * Needs src/saver.ts wired to the journal; skipped otherwise.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser } from "playwright";
+import { build, preview, type PreviewServer } from "vite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumArgs, chromiumPath } from "../support/chromium.mjs";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+
+const wired = "recovery" in IndexedDBSaver.prototype;
+const here = dirname(fileURLToPath(import.meta.url));
+const pages = resolve(here, "../pages");
+const KILLS = Number(process.env.JOURNAL_CRASH_KILLS ?? 20);
+const STEPS = 1500;
+const DELAY = 10;
+/** Kills after which the origin's IndexedDB directory is also deleted. */
+const FORCED_WIPES = new Set([Math.floor(KILLS / 3), Math.floor((2 * KILLS) / 3)]);
+
+interface PageState {
+  report: { kind: string; fromEmpty: boolean; recoveredWrites: number; tornRecord: boolean; elapsedMs: number; error?: string };
+  count: number;
+  problems: string[];
+  checkpoints: number;
+  pendingWrites: number;
+}
+
+interface KillFigure {
+  kill: number;
+  ackedBefore: number;
+  countAfter: number;
+  lost: number;
+  forcedWipe: boolean;
+  chromiumWipe: boolean;
+  reportKind: string;
+  fromEmpty: boolean;
+  recoveredWrites: number;
+  problems: string[];
+}
+
+let server: PreviewServer;
+let origin: string;
+let outDir: string;
+
+beforeAll(async () => {
+  if (!wired) return;
+  outDir = mkdtempSync(join(tmpdir(), "journal-crash-build-"));
+  await build({
+    root: pages,
+    configFile: false,
+    logLevel: "error",
+    build: { outDir, emptyOutDir: true, minify: false, rollupOptions: { input: join(pages, "journal-crash.html") } },
+  });
+  server = await preview({ root: pages, configFile: false, logLevel: "error", build: { outDir }, preview: { host: "127.0.0.1", port: 0 } });
+  const address = server.httpServer.address() as { port: number };
+  origin = `http://127.0.0.1:${address.port}`;
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+  if (outDir) rmSync(outDir, { recursive: true, force: true });
+});
+
+/** A Chromium of its own process group, with its log, reachable over CDP. */
+async function launch(profile: string): Promise<{ child: ChildProcess; browser: Browser; log: () => string }> {
+  const child = spawn(
+    chromiumPath,
+    [...chromiumArgs, "--headless=new", `--user-data-dir=${profile}`, "--remote-debugging-port=0", "--enable-logging=stderr", "--v=0", "about:blank"],
+    { detached: true, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let log = "";
+  const endpoint = await new Promise<string>((resolveEndpoint, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Chromium did not start:\n${log}`)), 30_000);
+    child.stderr!.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+      const match = /DevTools listening on (ws:\/\/\S+)/.exec(log);
+      if (match) {
+        clearTimeout(timer);
+        resolveEndpoint(match[1]!);
+      }
+    });
+    child.on("exit", () => reject(new Error(`Chromium exited:\n${log}`)));
+  });
+  const browser = await chromium.connectOverCDP(endpoint);
+  return { child, browser, log: () => log };
+}
+
+function killGroup(child: ChildProcess): Promise<void> {
+  return new Promise((resolveKill) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolveKill();
+    child.once("exit", () => resolveKill());
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      resolveKill();
+    }
+  });
+}
+
+/** Deletes the origin's IndexedDB data in `profile` (what Chromium does to a corrupted database). */
+function wipeIndexedDB(profile: string): number {
+  const dir = join(profile, "Default", "IndexedDB");
+  let removed = 0;
+  for (const entry of (() => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  })()) {
+    if (entry.includes("127.0.0.1")) {
+      rmSync(join(dir, entry), { recursive: true, force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/** Chromium's own wipe of a corrupted IndexedDB, as its log tells it. */
+function sawChromiumWipe(log: string): boolean {
+  return /IndexedDB[^\n]*(corrupt|recover)|corrupt[^\n]*IndexedDB|checksum mismatch/i.test(log);
+}
+
+interface Session {
+  child: ChildProcess;
+  log: () => string;
+  state: Promise<PageState>;
+  done: Promise<PageState & { logLength: number }>;
+  acks: number[];
+  firstAck: Promise<void>;
+}
+
+async function openPage(profile: string, journal: "opfs" | "off", db: string): Promise<Session> {
+  const { child, browser, log } = await launch(profile);
+  const context = browser.contexts()[0]!;
+  const page = context.pages()[0] ?? (await context.newPage());
+  const acks: number[] = [];
+  let stateResolve!: (s: PageState) => void;
+  let doneResolve!: (s: PageState & { logLength: number }) => void;
+  let firstAckResolve!: () => void;
+  let fail!: (error: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => undefined);
+  const state = Promise.race([new Promise<PageState>((r) => (stateResolve = r)), failed]);
+  const done = Promise.race([new Promise<PageState & { logLength: number }>((r) => (doneResolve = r)), failed]);
+  const firstAck = Promise.race([new Promise<void>((r) => (firstAckResolve = r)), failed]);
+  state.catch(() => undefined);
+  done.catch(() => undefined);
+  firstAck.catch(() => undefined);
+  page.on("console", (message) => {
+    const text = message.text();
+    const match = /^crash:(\w+) (.*)$/s.exec(text);
+    if (!match) return;
+    const value = JSON.parse(match[2]!);
+    if (match[1] === "state") stateResolve(value);
+    else if (match[1] === "ack") {
+      acks.push(value);
+      if (acks.length === 1) firstAckResolve();
+    } else if (match[1] === "done") doneResolve(value);
+    else if (match[1] === "error") fail(new Error(`page error: ${value}`));
+  });
+  page.on("pageerror", (error) => fail(error));
+  await page.goto(`${origin}/journal-crash.html?db=${db}&journal=${journal}&steps=${STEPS}&delay=${DELAY}`);
+  return { child, log, state, done, acks, firstAck };
+}
+
+async function scenario(journal: "opfs" | "off"): Promise<{ figures: KillFigure[]; final: PageState & { logLength: number } }> {
+  const profile = mkdtempSync(join(tmpdir(), `journal-crash-${journal}-`));
+  const db = `crash-${journal}`;
+  const figures: KillFigure[] = [];
+  try {
+    let session = await openPage(profile, journal, db);
+    await session.state;
+    for (let kill = 1; kill <= KILLS; kill++) {
+      // A run long enough that it never ends before the last kill.
+      await Promise.race([session.firstAck, session.done.then(() => Promise.reject(new Error(`the run ended before kill ${kill}`)))]);
+      // A random moment of a random superstep, 0.05 to 0.6 s into the run.
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 550));
+      const ackedBefore = Math.max(0, ...session.acks);
+      await killGroup(session.child);
+      const forcedWipe = FORCED_WIPES.has(kill) && wipeIndexedDB(profile) > 0;
+      session = await openPage(profile, journal, db);
+      const state = await session.state;
+      figures.push({
+        kill,
+        ackedBefore,
+        countAfter: state.count,
+        lost: Math.max(0, ackedBefore - state.count),
+        forcedWipe,
+        chromiumWipe: sawChromiumWipe(session.log()),
+        reportKind: state.report.kind,
+        fromEmpty: state.report.fromEmpty,
+        recoveredWrites: state.report.recoveredWrites,
+        problems: state.problems,
+      });
+    }
+    const final = await session.done;
+    await killGroup(session.child);
+    return { figures, final };
+  } finally {
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+function summary(journal: string, figures: KillFigure[]) {
+  const wipes = figures.filter((f) => f.forcedWipe || f.chromiumWipe);
+  return {
+    journal,
+    kills: figures.length,
+    chromiumWipesInLog: figures.filter((f) => f.chromiumWipe).length,
+    forcedWipes: figures.filter((f) => f.forcedWipe).length,
+    wipesRecovered: wipes.filter((f) => f.countAfter > 0).length,
+    wipesReported: wipes.filter((f) => f.reportKind === "wiped" || f.fromEmpty).length,
+    silentEmpty: figures.filter((f) => f.countAfter === 0 && f.reportKind !== "wiped").length,
+    lostMax: Math.max(0, ...figures.map((f) => f.lost)),
+    lostTotal: figures.reduce((sum, f) => sum + f.lost, 0),
+    killsWithLoss: figures.filter((f) => f.lost > 0).length,
+    restoredFromJournal: figures.filter((f) => f.reportKind === "restored").length,
+    inconsistent: figures.filter((f) => f.problems.length > 0).length,
+  };
+}
+
+describe.skipIf(!wired)("journal crash test (SIGKILL of Chromium mid-run)", () => {
+  const results: Record<string, unknown> = {};
+
+  afterAll(() => {
+    console.log(`[journal-crash] ${JSON.stringify(results, null, 2)}`);
+    if (process.env.JOURNAL_CRASH_REPORT) writeFileSync(process.env.JOURNAL_CRASH_REPORT, JSON.stringify(results, null, 2));
+  });
+
+  it('with journal: "opfs", the thread survives every kill and wipe, losing at most 3 acknowledged supersteps', async () => {
+    const { figures, final } = await scenario("opfs");
+    results.opfs = { summary: summary("opfs", figures), figures, final };
+    for (const figure of figures) {
+      expect(figure.problems, `kill ${figure.kill}`).toEqual([]);
+      expect(figure.countAfter, `kill ${figure.kill}: thread empty after restart`).toBeGreaterThan(0);
+      expect(figure.lost, `kill ${figure.kill}: lost supersteps`).toBeLessThanOrEqual(3);
+    }
+    expect(final.problems).toEqual([]);
+    expect(final.count).toBe(STEPS);
+    expect(final.logLength).toBe(STEPS);
+  }, 240_000);
+
+  it("without a journal, a wipe is reported, never silent; the newest checkpoint stays consistent", async () => {
+    const { figures, final } = await scenario("off");
+    results.off = { summary: summary("off", figures), figures, final };
+    for (const figure of figures) {
+      expect(figure.problems, `kill ${figure.kill}`).toEqual([]);
+      if (figure.countAfter === 0) expect(figure.reportKind, `kill ${figure.kill}: empty but not reported`).toBe("wiped");
+    }
+    expect(final.problems).toEqual([]);
+    expect(final.count).toBe(STEPS);
+  }, 240_000);
+});

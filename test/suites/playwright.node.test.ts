@@ -1,0 +1,115 @@
+/**
+ * The `./playwright` helpers, end to end: a thread made in Node (on
+ * fake-indexeddb) is exported, seeded into a real Chromium page served from
+ * localhost (with a strict Content-Security-Policy), read back, and cleared.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clearThreads, readThreadState, seedThread } from "../../src/playwright.js";
+import { exportThread } from "../../src/portable/index.js";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+import { chromiumArgs, chromiumPath } from "../support/chromium.js";
+import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { Scenario, config } from "../support/portable-scenario.js";
+
+let server: Server;
+let origin: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    response.writeHead(request.url === "/" ? 200 : 404, {
+      "content-type": "text/html; charset=utf-8",
+      // As strict as an app can be: no inline or eval'd script.
+      "content-security-policy": "default-src 'self'; script-src 'self'",
+    });
+    response.end("<!doctype html><title>app under test</title><p>nothing here</p>");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+/** The databases the page's origin has. */
+function databases(page: Page): Promise<string[]> {
+  return page.evaluate(async () => (await indexedDB.databases()).map((db) => db.name ?? ""));
+}
+
+describe("seedThread, readThreadState and clearThreads", () => {
+  it("seeds a page's database from an exported thread, reads the state back and clears it", async () => {
+    // A thread paused inside a subgraph, with a delta channel and pending writes.
+    const scenario = new Scenario();
+    const local = new IndexedDBSaver({ dbName: freshDbName("playwright") });
+    await scenario.untilInterrupted(local, "t");
+    const expected = await scenario.graph(local).getState(config("t"));
+    const latest = await local.getTuple({ configurable: { thread_id: "t", checkpoint_ns: "" } });
+    const file = await exportThread(local, "t", { as: "bytes" });
+    await local.close();
+    await deleteDatabase(local.dbName);
+
+    const page = await browser.newPage();
+    try {
+      await page.goto(origin);
+      const seeded = await seedThread(page, file, { dbName: "app", threadId: "seeded" });
+      expect(seeded).toMatchObject({ threadId: "seeded", source: "IndexedDBSaver" });
+      expect(seeded.checkpoints).toBeGreaterThan(5);
+
+      const state = await readThreadState(page, "seeded", { dbName: "app" });
+      expect(state).toMatchObject({ threadId: "seeded", checkpointNs: "", checkpointId: latest!.checkpoint.id, createdAt: latest!.checkpoint.ts });
+      const messages = state!.values.messages as { type: string; content: string; id: string }[];
+      expect(messages.map((m) => [m.type, m.content, m.id])).toEqual(
+        expected.values.messages.map((m: { getType(): string; content: unknown; id?: string }) => [m.getType(), m.content, m.id]),
+      );
+      // The checkpoint's own values: `side`'s finished result is still a pending write (getState would apply it).
+      expect(state!.values.notes).toEqual(latest!.checkpoint.channel_values.notes);
+      expect(state!.values.notes).toEqual(["side 2"]);
+      expect(Object.keys(state!.values).sort()).toEqual(["log", "messages", "notes", "report"]);
+      // The second delta channel, rebuilt from its last DeltaSnapshot and later writes.
+      const pendingLog = latest!.pendingWrites!.filter(([, channel]) => channel === "log").flatMap(([, , value]) => value as string[]);
+      expect([...(state!.values.log as string[]), ...pendingLog]).toEqual(expected.values.log);
+      const channels = state!.pendingWrites.map(([, channel]) => channel);
+      expect(channels).toContain("__interrupt__");
+      expect(state!.pendingWrites).toContainEqual([expect.any(String), "notes", ["side 5"]]);
+      expect(JSON.parse(JSON.stringify(state))).toEqual(state);
+
+      // It is in the page's real IndexedDB: still there after a reload (the script is injected again).
+      await page.reload();
+      expect(await readThreadState(page, "seeded", { dbName: "app" })).toEqual(state);
+      expect(await readThreadState(page, "seeded", { dbName: "app", checkpointNs: "nowhere" })).toBeUndefined();
+
+      // A second seed of the same id is refused unless asked; a file path works too.
+      await expect(seedThread(page, file, { dbName: "app", threadId: "seeded" })).rejects.toThrow(/already has checkpoints/);
+      const dir = await mkdtemp(join(tmpdir(), "lgidb-playwright-"));
+      try {
+        const path = join(dir, "thread.lgthread");
+        await writeFile(path, file);
+        await seedThread(page, path, { dbName: "app" });
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+      expect((await readThreadState(page, "t", { dbName: "app" }))?.values).toEqual(state!.values);
+
+      // Clearing: one thread, then all, then the database itself.
+      expect(await clearThreads(page, { dbName: "app", threadIds: ["t"] })).toEqual(["t"]);
+      expect(await readThreadState(page, "t", { dbName: "app" })).toBeUndefined();
+      await seedThread(page, file, { dbName: "app", threadId: "again" });
+      expect((await clearThreads(page, { dbName: "app" })).sort()).toEqual(["again", "seeded"]);
+      expect(await readThreadState(page, "seeded", { dbName: "app" })).toBeUndefined();
+      expect(await databases(page)).toContain("app");
+      await clearThreads(page, { dbName: "app", deleteDatabase: true });
+      expect(await databases(page)).not.toContain("app");
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+});

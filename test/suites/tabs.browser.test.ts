@@ -1,0 +1,205 @@
+/**
+ * Two pages on one database (reliability issue, part 2), in Chromium: two
+ * same-origin iframes, each its own document, JS realm, copy of the package
+ * and IndexedDB connections (what two tabs of an app have), sharing the
+ * origin's databases with this test page.
+ *
+ * - Both pages run real graphs of 200 supersteps each at the same time, on
+ *   different threads and on the same thread, while this page keeps listing:
+ *   no checkpoint or write lost, no exception, every `list` answer consistent.
+ * - Page B opens a newer schema version: page A's saver steps aside at once
+ *   (B is not blocked); A's next call names the newer version; once that
+ *   database is deleted, or when B's upgrade is aborted, A reopens
+ *   transparently on its next call.
+ * - A newer release of the saver in page B, blocked by page A's old
+ *   connection that ignores `versionchange`: `DatabaseBlockedError` after
+ *   `blockedTimeoutMs`, also on a retry, and it works once A lets go.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { checkEverything, checkListAnswer, type Recorded } from "../support/reliability/supersteps.js";
+import type { TabApi } from "../support/reliability/tab-page.js";
+
+const STEPS = 200;
+const PAGE_MODULE = new URL("../support/reliability/tab-page.ts", import.meta.url).href;
+
+interface Tab {
+  frame: HTMLIFrameElement;
+  api: TabApi;
+}
+
+type Result<T> = { ok: true; value: T; ms: number } | { ok: false; error: { name?: string; message?: string; cause?: string }; ms: number };
+const parse = <T>(json: string) => JSON.parse(json) as Result<T>;
+
+/** A same-origin iframe that loads the tab module. */
+async function openTab(): Promise<Tab> {
+  const frame = document.createElement("iframe");
+  frame.srcdoc = `<!doctype html><title>tab</title><script type="module" src="${PAGE_MODULE}"></script>`;
+  document.body.append(frame);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const api = (frame.contentWindow as (Window & { reliabilityTab?: TabApi }) | null)?.reliabilityTab;
+    if (api) return { frame, api };
+    if (Date.now() > deadline) throw new Error("the tab page did not load");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+let tabs: Tab[] = [];
+const dbNames = new Set<string>();
+const savers: IndexedDBSaver[] = [];
+
+beforeAll(async () => {
+  // Load the module graph once, so the timed parts below measure IndexedDB, not Vite.
+  const warm = await openTab();
+  warm.frame.remove();
+}, 60_000);
+
+afterEach(async () => {
+  for (const tab of tabs) {
+    tab.api.releaseRaw();
+    await tab.api.close();
+    tab.frame.remove();
+  }
+  tabs = [];
+  await Promise.all(savers.splice(0).map((saver) => saver.close()));
+  await Promise.all([...dbNames].map((name) => deleteDatabase(name)));
+  dbNames.clear();
+});
+
+async function twoTabs(): Promise<[Tab, Tab]> {
+  tabs = [await openTab(), await openTab()];
+  return tabs as [Tab, Tab];
+}
+
+function dbName(prefix: string): string {
+  const name = freshDbName(prefix);
+  dbNames.add(name);
+  return name;
+}
+
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+describe("two pages writing at once", () => {
+  for (const shared of [false, true]) {
+    it(`${STEPS} supersteps each on ${shared ? "the same thread" : "different threads"}, listed from a third page meanwhile`, async () => {
+      const name = dbName("tabs");
+      const [a, b] = await twoTabs();
+      a.api.open(name);
+      b.api.open(name);
+      const threads = shared ? ["shared", "shared"] : ["left", "right"];
+      const started = performance.now();
+      a.api.startSupersteps("run", threads[0]!, "page-a", STEPS);
+      b.api.startSupersteps("run", threads[1]!, "page-b", STEPS);
+      const recorded = (): Recorded[] => [JSON.parse(a.api.recorded("run")) as Recorded, JSON.parse(b.api.recorded("run")) as Recorded];
+
+      const reader = new IndexedDBSaver({ dbName: name });
+      savers.push(reader);
+      const finished = Promise.all([a.api.finished("run"), b.api.finished("run")]);
+      let done = false;
+      void finished.then(() => (done = true));
+      let lists = 0;
+      let problem: string | undefined;
+      while (!done && !problem) {
+        for (const thread of new Set(threads)) {
+          const complete = lists % 5 === 0;
+          const tuples = await collect(reader.list({ configurable: { thread_id: thread } }, complete ? {} : { limit: 20 }));
+          // Records are taken after the list: whatever it shows was recorded before its put.
+          problem = checkListAnswer(tuples, recorded(), complete);
+          lists += 1;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const results = (await finished).map((json) => parse<undefined>(json));
+      const elapsed = performance.now() - started;
+
+      expect(problem).toBeUndefined();
+      expect(results.map((r) => (r.ok ? "ok" : `${r.error.name}: ${r.error.message}`))).toEqual(["ok", "ok"]);
+      const all = recorded();
+      for (const r of all) expect(r.puts.length).toBe(STEPS + 2);
+      expect(await checkEverything(reader, all)).toBeUndefined();
+      console.info(`[tabs] 2 pages x ${STEPS} supersteps on ${shared ? "one thread" : "two threads"}: ${elapsed.toFixed(0)} ms, ${lists} concurrent lists checked`);
+    }, 60_000);
+  }
+});
+
+describe("page B opens a newer schema version", () => {
+  it("page A's connection closes at once, its next call names the newer version, and it reopens once that database is gone", async () => {
+    const name = dbName("tabs-versionchange");
+    const [a, b] = await twoTabs();
+    a.api.open(name);
+    expect(parse<string>(await a.api.put("t", "from A")).ok).toBe(true);
+
+    const upgraded = parse<{ version: number; blocked: boolean }>(await b.api.upgrade(name, 2));
+    expect(upgraded).toMatchObject({ ok: true, value: { version: 2, blocked: false } });
+    expect(upgraded.ms).toBeLessThan(2_000);
+
+    const next = parse<unknown>(await a.api.get("t"));
+    expect(next.ok).toBe(false);
+    if (!next.ok) {
+      expect(next.error.message).toMatch(/newer version/);
+      expect(next.error.cause).toBe("VersionError");
+    }
+    expect(next.ms).toBeLessThan(2_000);
+
+    expect(parse<{ blocked: boolean }>(await b.api.deleteDatabase(name))).toMatchObject({ ok: true, value: { blocked: false } });
+    expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: null });
+    expect(parse(await a.api.put("t", "again"))).toMatchObject({ ok: true });
+    expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "again" } });
+    console.info(`[tabs] page B upgraded past page A's open saver in ${upgraded.ms.toFixed(1)} ms`);
+  });
+
+  it("page A reopens transparently, data intact, when page B's upgrade is aborted", async () => {
+    const name = dbName("tabs-aborted");
+    const [a, b] = await twoTabs();
+    a.api.open(name);
+    expect(parse(await a.api.put("t", "kept"))).toMatchObject({ ok: true });
+    expect(parse(await b.api.upgrade(name, 2, true))).toMatchObject({ ok: false, error: { name: "AbortError" } });
+    expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "kept" } });
+    expect(parse(await a.api.put("t", "after"))).toMatchObject({ ok: true });
+    expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "after" } });
+  });
+
+  it("a newer saver in page B takes over from page A's saver without waiting", async () => {
+    const name = dbName("tabs-takeover");
+    const [a, b] = await twoTabs();
+    a.api.open(name);
+    expect(parse(await a.api.put("t", "from A"))).toMatchObject({ ok: true });
+    b.api.open(name, { newer: true, blockedTimeoutMs: 2_000 });
+    const read = parse<unknown>(await b.api.get("t"));
+    expect(read).toMatchObject({ ok: true, value: { v: "from A" } });
+    expect(read.ms).toBeLessThan(1_500);
+    expect(parse(await a.api.get("t"))).toMatchObject({ ok: false, error: { cause: "VersionError" } });
+  });
+});
+
+describe("a blocked upgrade across pages", () => {
+  it("gives DatabaseBlockedError after blockedTimeoutMs, not a hang, also on retry, and works once page A lets go", async () => {
+    const name = dbName("tabs-blocked");
+    const [a, b] = await twoTabs();
+    a.api.open(name);
+    expect(parse(await a.api.put("t", "v1 data"))).toMatchObject({ ok: true });
+    await a.api.close();
+    expect(parse(await a.api.holdRaw(name))).toMatchObject({ ok: true, value: 1 });
+
+    b.api.open(name, { newer: true, blockedTimeoutMs: 300 });
+    const race = <T>(p: Promise<T>) =>
+      Promise.race([p, new Promise<string>((resolve) => setTimeout(() => resolve(JSON.stringify({ ok: false, error: { name: "Hang" }, ms: 5_000 })), 5_000))]);
+    const first = parse<unknown>(await race(b.api.get("t")));
+    expect(first).toMatchObject({ ok: false, error: { name: "DatabaseBlockedError" } });
+    expect(first.ms).toBeGreaterThanOrEqual(280);
+    expect(first.ms).toBeLessThan(2_300);
+    const retry = parse<unknown>(await race(b.api.get("t")));
+    expect(retry).toMatchObject({ ok: false, error: { name: "DatabaseBlockedError" } });
+    expect(retry.ms).toBeLessThan(2_300);
+
+    a.api.releaseRaw();
+    expect(parse(await race(b.api.get("t")))).toMatchObject({ ok: true, value: { v: "v1 data" } });
+    console.info(`[tabs] blocked upgrade: DatabaseBlockedError after ${first.ms.toFixed(0)} ms, retry after ${retry.ms.toFixed(0)} ms`);
+  });
+});
