@@ -6,33 +6,33 @@
  */
 import { MemorySaver } from "@langchain/langgraph/web";
 import {
-  emptyCheckpoint,
-  type BaseCheckpointSaver,
-  type Checkpoint,
-  type CheckpointMetadata,
-  type ChannelVersions,
+emptyCheckpoint,
+type BaseCheckpointSaver,
+type Checkpoint,
+type CheckpointMetadata,
+type ChannelVersions,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach,describe,expect,it } from "vitest";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import {
-  FORMAT_INTERNALS,
-  THREAD_EXPORT_MEDIA_TYPE,
-  ThreadExportError,
-  ThreadFileError,
-  ThreadImportError,
-  copyThreads,
-  exportThread,
-  exportThreadStream,
-  importThread,
-  readThreadExportHeader,
-  validateThreadExport,
-  type ThreadTransferProgress,
+FORMAT_INTERNALS,
+THREAD_EXPORT_MEDIA_TYPE,
+ThreadExportError,
+ThreadFileError,
+ThreadImportError,
+copyThreads,
+exportThread,
+exportThreadStream,
+importThread,
+readThreadExportHeader,
+validateThreadExport,
+type ThreadTransferProgress,
 } from "./index.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { chat, chatGraph, plain as plainMessages } from "../../test/support/chat-graph.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
-import { Scenario, fanOutGraph, rawThread, stateView } from "../../test/support/portable-scenario.js";
+import { chat,chatGraph,plain as plainMessages } from "../../test/support/chat-graph.js";
+import { deleteDatabase,freshDbName } from "../../test/support/databases.js";
+import { Scenario,fanOutGraph,rawThread,stateView } from "../../test/support/portable-scenario.js";
 import { crc32 } from "../core/crc32.js";
 
 const opened: IndexedDBSaver[] = [];

@@ -2,11 +2,11 @@
  * The saver's read plans: sequences of requests issued inside one read
  * transaction (opened by db.ts), returning rows still serialized.
  */
-import type { KeyRanges, Tx } from "../idb/database.js";
+import type { KeyRanges,Tx } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "./rows.js";
-import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
+import type { BlobRow,CheckpointRow,SaverSchema,Version,WriteRow } from "./schema.js";
 
 /** A transaction that can at least read the saver's stores. */
 type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;

@@ -4,16 +4,16 @@
  * and decrypting are async and must never happen inside one.
  */
 import {
-  compareWritesSortKeys,
-  writesSortKey,
-  type Checkpoint,
-  type CheckpointMetadata,
-  type CheckpointPendingWrite,
-  type SerializerProtocol,
+compareWritesSortKeys,
+writesSortKey,
+type Checkpoint,
+type CheckpointMetadata,
+type CheckpointPendingWrite,
+type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { dumpForRow, loadForRow, type RowRef } from "../serde/protocol.js";
-import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
-import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./schema.js";
+import { dumpForRow,loadForRow,type RowRef } from "../serde/protocol.js";
+import { IndexedDBCheckpointError,SerializationError } from "../core/errors.js";
+import type { BlobRow,CheckpointRow,TypedBytes,Version,WriteRow } from "./schema.js";
 
 /** Rows one read transaction gathered for one checkpoint, still serialized. */
 export interface RawTuple {

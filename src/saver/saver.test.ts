@@ -5,19 +5,19 @@
  * the JS suite lacks. Runs in Node (fake-indexeddb) and Chromium.
  */
 import {
-  BaseCheckpointSaver,
-  DeltaSnapshot,
-  ERROR,
-  INTERRUPT,
-  emptyCheckpoint,
-  uuid6,
-  type Checkpoint,
-  type CheckpointMetadata,
+BaseCheckpointSaver,
+DeltaSnapshot,
+ERROR,
+INTERRUPT,
+emptyCheckpoint,
+uuid6,
+type Checkpoint,
+type CheckpointMetadata,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { describe, expect, it } from "vitest";
+import { describe,expect,it } from "vitest";
 import { IndexedDBSaver } from "./index.js";
-import { freshDbName, trackSavers } from "../../test/support/databases.js";
+import { freshDbName,trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();
 

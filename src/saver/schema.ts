@@ -8,7 +8,7 @@
  * so an encrypting serializer covers all of them.
  */
 import type { DBSchema } from "idb";
-import { issue, type Upgrade } from "../idb/database.js";
+import { issue,type Upgrade } from "../idb/database.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];

@@ -1,0 +1,269 @@
+/**
+ * Portable threads: move a whole thread between any two LangGraph.js
+ * checkpoint savers, or through a file.
+ *
+ * - {@link exportThread} / {@link exportThreadStream}: one thread (every
+ *   namespace, every checkpoint with its channel values, metadata, parent
+ *   link and pending writes) as a versioned, self-describing file.
+ * - {@link importThread}: such a file into any `BaseCheckpointSaver`,
+ *   optionally under another thread id. The whole file is validated before
+ *   the first write; a failed import removes what it wrote.
+ * - {@link copyThreads}: threads from one saver to another (for example
+ *   from the browser's `IndexedDBSaver` to the official Postgres saver on a
+ *   server, and back).
+ *
+ * Only the public saver API is used: `list` (an undefined `checkpoint_ns`
+ * lists every namespace) and `getTuple` to read; `put` and `putWrites` to
+ * write. Checkpoint ids, namespaces, parent links, metadata and channel
+ * versions are kept verbatim, so a graph continues on the target exactly
+ * where it stopped on the source.
+ *
+ * ## File layout (format `"langgraph-thread"`, version 1)
+ *
+ * All integers are unsigned big-endian. The file is:
+ *
+ * ```text
+ * offset 0, 8 bytes   signature 89 4C 47 54 0D 0A 1A 0A  ("\x89LGT\r\n\x1A\n")
+ * offset 8            frames, back to back, until the end of the file
+ *
+ * frame:  1 byte      kind (an ASCII letter)
+ *         4 bytes     payload length n (uint32, big-endian)
+ *         n bytes     payload
+ * ```
+ *
+ * Frame kinds (an upper-case kind is critical: a reader that does not know
+ * it must refuse the file; a lower-case kind is ancillary and may be skipped):
+ *
+ * | kind | count | payload |
+ * |---|---|---|
+ * | `H` 0x48 | first frame, once | UTF-8 JSON {@link ThreadExportHeader} |
+ * | `B` 0x42 | one per distinct `(namespace, channel, version)` value | serializer bytes of {@link BlobRecord} |
+ * | `C` 0x43 | one per checkpoint | serializer bytes of {@link CheckpointRecord} |
+ * | `E` 0x45 | last frame, once | UTF-8 JSON {@link ThreadExportTrailer} |
+ *
+ * - "Serializer bytes" are what `serde.dumpsTyped(record)` returned; every
+ *   record of a file has the same type tag, named by `header.serde`
+ *   (`"msgpack"`: {@link MsgpackSerializer}, which round-trips LangChain
+ *   messages, `Send`, `Command`, interrupts, `DeltaSnapshot`, `Map`, `Set`,
+ *   `Date`, `Uint8Array`, `undefined`...).
+ * - Checkpoint frames come parent first within each namespace (ascending
+ *   checkpoint id otherwise), so a reader can `put` them in file order.
+ * - A `B` frame precedes the first `C` frame that references it; a `C`
+ *   frame lists in `blobs` the channels whose value is the blob of its
+ *   `(namespace, channel, channel_versions[channel])`, and carries other
+ *   values inline in `values`. Channels in `channel_versions` that are in
+ *   neither had no value (delta channels between snapshots): absent stays absent.
+ * - The trailer's `crc32` (IEEE 802.3, as zlib's) covers every byte before
+ *   the trailer frame (signature included); its counts repeat the header's.
+ *
+ * @module
+ */
+import {
+type BaseCheckpointSaver,type Checkpoint,
+type CheckpointMetadata,
+type CheckpointPendingWrite
+} from "@langchain/langgraph-checkpoint";
+import { joinBytes } from "../serde/encrypted/webcrypto.js";
+import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import { type ThreadExportInput } from "./options.js";
+import { ThreadExportError,ThreadFileError } from "./errors.js";
+import { exportThread,exportThreadStream } from "./export.js";
+import { importThread } from "./import.js";
+import { copyThreads } from "./copy.js";
+
+// ------------------------------------------------------------------ format
+
+/** The `format` every header names. */
+export const THREAD_EXPORT_FORMAT = "langgraph-thread";
+
+/** The format version this module writes, and the newest it reads. */
+export const THREAD_EXPORT_VERSION = 1;
+
+/** The media type given to exported Blobs. */
+export const THREAD_EXPORT_MEDIA_TYPE = "application/vnd.langgraph-thread";
+
+/** The customary file name extension. */
+export const THREAD_EXPORT_EXTENSION = ".lgthread";
+
+/** The first 8 bytes of every file (PNG-style: binary, catches newline and 7-bit mangling). */
+export const SIGNATURE = Uint8Array.of(0x89, 0x4c, 0x47, 0x54, 0x0d, 0x0a, 0x1a, 0x0a);
+
+/** Frame kinds. */
+export const KIND = { HEADER: 0x48, BLOB: 0x42, CHECKPOINT: 0x43, END: 0x45 } as const;
+
+/** Bytes before a frame's payload: kind and length. */
+export const FRAME_HEAD = 5;
+
+/** Largest payload a frame can carry. */
+export const MAX_PAYLOAD = 0xffff_ffff;
+
+/** Name written as `generator` in headers. */
+export const GENERATOR = "langgraph-checkpoint-indexeddb";
+
+/** The JSON header, first frame of every file. */
+export interface ThreadExportHeader {
+  /** Always {@link THREAD_EXPORT_FORMAT}. */
+  format: typeof THREAD_EXPORT_FORMAT;
+  /** The format version, {@link THREAD_EXPORT_VERSION} for files written by this version. */
+  version: number;
+  /** The exported thread's id. */
+  threadId: string;
+  /** The saver it came from (its class name unless given), e.g. `"IndexedDBSaver"`. */
+  source: string;
+  /** The type tag of every record payload, e.g. `"msgpack"`. */
+  serde: string;
+  /** What the file holds. */
+  counts: ThreadExportCounts;
+  /** The checkpoint namespaces present (`""` is the root graph), sorted. */
+  namespaces: string[];
+  /** When the export started (ISO 8601). */
+  exportedAt: string;
+  /** The software that wrote the file. */
+  generator: string;
+}
+
+/** How many records of each kind a file holds. */
+export interface ThreadExportCounts {
+  /** Checkpoint (`C`) frames. */
+  checkpoints: number;
+  /** Blob (`B`) frames: distinct channel values. */
+  blobs: number;
+  /** Pending writes, over all checkpoints. */
+  writes: number;
+}
+
+/** The JSON trailer, last frame of every file. */
+export interface ThreadExportTrailer extends ThreadExportCounts {
+  /** CRC-32 of every byte before the trailer frame, 8 lower-case hex digits. */
+  crc32: string;
+}
+
+/** Payload of a `B` frame: one channel value, shared by every checkpoint of its version. */
+export interface BlobRecord {
+  /** Checkpoint namespace. */
+  ns: string;
+  /** Channel name. */
+  channel: string;
+  /** The channel version this value belongs to (its type is kept). */
+  version: string | number;
+  /** The channel value. */
+  value: unknown;
+}
+
+/** Payload of a `C` frame: one checkpoint. */
+export interface CheckpointRecord {
+  /** Checkpoint namespace (`""` is the root graph). */
+  ns: string;
+  /** Checkpoint id (equal to `checkpoint.id`). */
+  id: string;
+  /** Parent checkpoint id in the same namespace, `null` for none. */
+  parent: string | null;
+  /** The checkpoint without `channel_values`. */
+  checkpoint: Omit<Checkpoint, "channel_values">;
+  /** The checkpoint metadata, verbatim. */
+  metadata: CheckpointMetadata;
+  /** Channels whose value is the `B` record of `(ns, channel, checkpoint.channel_versions[channel])`. */
+  blobs: string[];
+  /** Channel values carried inline (no version, or not equal to the shared blob of their version). */
+  values: Record<string, unknown>;
+  /** Pending writes as the saver returned them: `[taskId, channel, value]`, in its order. */
+  writes: CheckpointPendingWrite[];
+}
+
+// ------------------------------------------------------------------ helpers
+
+/** The name of a saver, for headers. */
+export function saverName(saver: BaseCheckpointSaver): string {
+  const name: unknown = (saver as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "" ? name : "BaseCheckpointSaver";
+}
+
+/** Throws unless `threadId` is a non-empty string. */
+export function assertThreadId(threadId: unknown, caller: string): asserts threadId is string {
+  if (typeof threadId !== "string" || threadId === "") {
+    throw new TypeError(`${caller}: the thread id must be a non-empty string, got ${JSON.stringify(threadId)}.`);
+  }
+}
+
+/** An own property, never one inherited from `Object.prototype`. */
+export function ownValue(object: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+}
+
+/** A checkpoint's identity inside its thread. */
+export function rowKey(ns: string, id: string): string {
+  return `${ns}\u0000${id}`;
+}
+
+/** A channel value's identity inside its thread (a number and a string version differ). */
+export function blobKey(ns: string, channel: string, version: string | number): string {
+  return `${ns}\u0000${channel}\u0000${typeof version}:${String(version)}`;
+}
+
+/** One frame: kind, big-endian length, payload. */
+export function frame(kind: number, payload: Uint8Array): Uint8Array<ArrayBuffer> {
+  if (payload.length > MAX_PAYLOAD) {
+    throw new ThreadExportError(`exportThread: a record of ${payload.length} bytes exceeds the format's 4 GiB limit.`);
+  }
+  const out = new Uint8Array(FRAME_HEAD + payload.length);
+  out[0] = kind;
+  new DataView(out.buffer).setUint32(1, payload.length);
+  out.set(payload, FRAME_HEAD);
+  return out;
+}
+
+/** JSON from UTF-8 bytes, or a `ThreadFileError`. */
+export function parseJson(payload: Uint8Array, what: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(payload));
+  } catch (error) {
+    throw new ThreadFileError(`The langgraph-thread ${what} is not valid UTF-8 JSON.`, { cause: error });
+  }
+}
+
+/** The whole input as bytes. */
+export async function readAll(file: ThreadExportInput): Promise<Uint8Array> {
+  if (file instanceof Uint8Array) return file;
+  if (file instanceof ArrayBuffer) return new Uint8Array(file);
+  if (ArrayBuffer.isView(file)) return new Uint8Array(file.buffer, file.byteOffset, file.byteLength);
+  if (typeof Blob !== "undefined" && file instanceof Blob) return new Uint8Array(await file.arrayBuffer());
+  if (typeof ReadableStream !== "undefined" && file instanceof ReadableStream) {
+    const chunks: Uint8Array[] = [];
+    const reader = (file as ReadableStream<Uint8Array>).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+    }
+    return joinBytes(chunks);
+  }
+  throw new TypeError("importThread: the file must be a Blob, an ArrayBuffer, a Uint8Array or a ReadableStream of bytes.");
+}
+
+/** How an encoded value is remembered: a SHA-256 (hex) when WebCrypto is there, else the bytes. */
+export type Fingerprint = string | Uint8Array;
+
+/** The fingerprint of encoded bytes. */
+export async function fingerprint(bytes: Uint8Array): Promise<Fingerprint> {
+  const subtle = (globalThis as { crypto?: Crypto }).crypto?.subtle;
+  if (!subtle) return bytes;
+  const digest = new Uint8Array(await subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+  let hex = `${bytes.length}:`;
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/** True when two fingerprints are of equal bytes. */
+export function samePrint(a: Fingerprint, b: Fingerprint): boolean {
+  if (typeof a === "string" || typeof b === "string") return a === b;
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
+
+
+/** 8 lower-case hex digits. */
+export function hex32(n: number): string {
+  return n.toString(16).padStart(8, "0");
+}
+
+/** The signature, frame kinds and frame head size, for tests and tools that inspect files. @internal */
+export const FORMAT_INTERNALS = { SIGNATURE, KIND, FRAME_HEAD } as const;

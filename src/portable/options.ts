@@ -1,0 +1,101 @@
+/** Option and result types of thread export, import and copy. */
+import {
+type SerializerProtocol
+} from "@langchain/langgraph-checkpoint";
+import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import { type ThreadExportCounts,type ThreadExportHeader } from "./format.js";
+import { exportThread,exportThreadStream } from "./export.js";
+import { importThread,validateThreadExport } from "./import.js";
+import { copyThreads } from "./copy.js";
+
+// ------------------------------------------------------------------ public types
+
+/** An exported thread: a Blob (the default) or bytes (`as: "bytes"`). */
+export type ThreadExport = Blob | Uint8Array;
+
+/** Anything {@link importThread} reads a file from. */
+export type ThreadExportInput = Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array>;
+
+/** Progress of an export or import. */
+export interface ThreadTransferProgress {
+  /** Checkpoints done so far. */
+  checkpoints: number;
+  /** Checkpoints in the thread. */
+  total: number;
+}
+
+/** Options of {@link exportThread} and {@link exportThreadStream}. */
+export interface ExportThreadOptions {
+  /** Encodes the records. Default {@link MsgpackSerializer}; pass one with your `types` if the state holds app classes. */
+  serde?: SerializerProtocol;
+  /** Called after each checkpoint written, and once with 0 before the first. */
+  onProgress?: (progress: ThreadTransferProgress) => void;
+  /** The `source` named in the header. Default: the saver's class name. */
+  source?: string;
+  /** Stops the export; the stream errors with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** What to do when the target thread already has checkpoints. */
+export type IfThreadExists = "error" | "replace" | "merge";
+
+/** Options of {@link importThread}. */
+export interface ImportThreadOptions {
+  /** Import under this thread id instead of the file's. */
+  targetThreadId?: string;
+  /** Decodes the records. Default {@link MsgpackSerializer} (also reads `"json"` records). */
+  serde?: SerializerProtocol;
+  /**
+   * When the target thread already has checkpoints: `"error"` (default, nothing
+   * is written), `"replace"` (delete it first) or `"merge"` (add to it; a
+   * checkpoint with the same id is overwritten).
+   */
+  ifExists?: IfThreadExists;
+  /** Called after each checkpoint written (with its writes), and once with 0 before the first. */
+  onProgress?: (progress: ThreadTransferProgress) => void;
+  /** Stops the import between two checkpoints; what was written is removed as for any failure. */
+  signal?: AbortSignal;
+}
+
+/** What {@link importThread} and {@link validateThreadExport} report. */
+export interface ImportThreadResult extends ThreadExportCounts {
+  /** The thread written (or that would be written). */
+  threadId: string;
+  /** The file's header. */
+  header: ThreadExportHeader;
+}
+
+/** Options of {@link copyThreads}. */
+export interface CopyThreadsOptions {
+  /**
+   * Threads to copy. Default: every thread of the source, from its
+   * `listThreads()` when it has one (as `IndexedDBSaver`), else from `list({})`.
+   */
+  threadIds?: string[];
+  /** The target thread id of each source thread. Default: the same id. */
+  mapThreadId?: (sourceThreadId: string) => string;
+  /** As {@link ImportThreadOptions.ifExists}; default `"error"`. */
+  ifExists?: IfThreadExists;
+  /** Serializer of the intermediate file; see {@link ExportThreadOptions.serde}. */
+  serde?: SerializerProtocol;
+  /** Called as each thread is written, and when it is done. */
+  onProgress?: (progress: CopyThreadsProgress) => void;
+  /** Stops between two checkpoints; the thread being copied is removed from the target. */
+  signal?: AbortSignal;
+}
+
+/** Progress of {@link copyThreads}. */
+export interface CopyThreadsProgress extends ThreadTransferProgress {
+  /** The thread being copied (source id). */
+  threadId: string;
+  /** Threads completely copied so far. */
+  threads: number;
+  /** Threads to copy. */
+  totalThreads: number;
+}
+
+/** What {@link copyThreads} did. */
+export interface CopyThreadsResult {
+  /** Each copied thread: source id, target id and counts, in copy order. */
+  threads: (ThreadExportCounts & { sourceThreadId: string; threadId: string })[];
+}

@@ -1,0 +1,104 @@
+/**
+ * `copyThread`: a whole thread under another id, in one transaction, values
+ * re-bound to their new rows first when the serializer binds rows.
+ */
+import { issue } from "../idb/database.js";
+import { isRowBound } from "../serde/protocol.js";
+import type { SaverContext } from "./context.js";
+import { assertId } from "./ids.js";
+import { prefixBounds } from "./keys.js";
+import { threadRows } from "./reads.js";
+import { decodeBlob,decodeCheckpoint,decodeMetadata,decodeWrite,encode,rowRef } from "./rows.js";
+import { isTombstoneWrite,type BlobRow,type CheckpointRow,type WriteRow } from "./schema.js";
+import { latestOf,threadSummary } from "./threads.js";
+import { THREAD_STORES } from "./tombstones.js";
+
+/**
+ * Copies a whole thread (every namespace, checkpoint, channel value and
+ * pending write) to `targetThreadId`, keeping checkpoint ids, parent links
+ * and metadata. The source is untouched; an unknown source copies nothing.
+ * The target must not have checkpoints yet. Values bound to their row (an
+ * encrypting serializer) are re-encrypted for the target's rows first; the
+ * copy itself is one transaction.
+ */
+export async function copyThread(ctx: SaverContext, sourceThreadId: string, targetThreadId: string): Promise<void> {
+  assertId("sourceThreadId", sourceThreadId);
+  assertId("targetThreadId", targetThreadId);
+  if (sourceThreadId === targetThreadId) throw new Error("copyThread: the source and target thread ids are the same.");
+  const ranges = ctx.db.ranges;
+  const source = await ctx.db.read(
+    ["checkpoints", "blobs", "writes", "threads"],
+    async (tx) => {
+      const [checkpoints, blobs, writes, thread] = await Promise.all([
+        threadRows(tx, ranges, "checkpoints", sourceThreadId),
+        threadRows(tx, ranges, "blobs", sourceThreadId),
+        threadRows(tx, ranges, "writes", sourceThreadId).then((rows) => rows.filter((row) => !isTombstoneWrite(row))),
+        tx.objectStore("threads").get(sourceThreadId),
+      ]);
+      return { checkpoints, blobs, writes, thread };
+    },
+    "read the thread to copy",
+  );
+  if (source.checkpoints.length === 0 && source.writes.length === 0) return;
+  const serde = await ctx.serde();
+  const t = targetThreadId;
+  // Re-bind each value to its new row when the serializer binds rows;
+  // otherwise the bytes are valid anywhere and are copied as they are.
+  const rebind = isRowBound(serde);
+  const moved = {
+    checkpoints: await Promise.all(
+      source.checkpoints.map(async (row): Promise<CheckpointRow> => {
+        if (!rebind) return { ...row, thread_id: t };
+        const [checkpoint, metadata] = await Promise.all([decodeCheckpoint(serde, row), decodeMetadata(serde, row)]);
+        return {
+          ...row,
+          thread_id: t,
+          checkpoint: await encode(serde, "re-encrypt a checkpoint", checkpoint, rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id)),
+          metadata: await encode(serde, "re-encrypt metadata", metadata, rowRef.metadata(t, row.checkpoint_ns, row.checkpoint_id)),
+        };
+      }),
+    ),
+    blobs: await Promise.all(
+      source.blobs.map(async (blob): Promise<BlobRow> => {
+        if (!rebind) return { ...blob, thread_id: t };
+        const value = await decodeBlob(serde, blob);
+        return {
+          ...blob,
+          thread_id: t,
+          value: await encode(serde, "re-encrypt a channel value", value, rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version)),
+        };
+      }),
+    ),
+    writes: await Promise.all(
+      source.writes.map(async (write): Promise<WriteRow> => {
+        if (!rebind) return { ...write, thread_id: t };
+        const [, , value] = await decodeWrite(serde, write);
+        return {
+          ...write,
+          thread_id: t,
+          value: await encode(serde, "re-encrypt a write", value, rowRef.write(t, write.checkpoint_ns, write.checkpoint_id, write.task_id, write.idx)),
+        };
+      }),
+    ),
+  };
+  const latest = latestOf(moved.checkpoints);
+  await ctx.writes.write(
+    THREAD_STORES,
+    async (tx) => {
+      const bounds = prefixBounds(t);
+      const existing = await tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper));
+      if (existing > 0) {
+        throw new Error(`copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`);
+      }
+      for (const row of moved.checkpoints) issue(tx.objectStore("checkpoints").put(row));
+      for (const blob of moved.blobs) issue(tx.objectStore("blobs").put(blob));
+      for (const write of moved.writes) issue(tx.objectStore("writes").put(write));
+      if (latest) {
+        await tx.objectStore("threads").put(threadSummary(t, ctx.now(), latest));
+      }
+    },
+    "copy thread",
+    false,
+  );
+  ctx.feed.emit({ threadId: t, kind: "copy" });
+}

@@ -1,0 +1,102 @@
+/**
+ * Reading one checkpoint: `getTuple`, and the decoding of a stored row with
+ * its channel values and pending writes into a `CheckpointTuple`.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+TASKS,
+maxChannelVersion,
+type Checkpoint,
+type CheckpointMetadata,
+type CheckpointTuple,
+type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import type { SaverContext } from "./context.js";
+import { configIds } from "./ids.js";
+import { checkpointKey,prefixBounds } from "./keys.js";
+import { latestRow,readDetails } from "./reads.js";
+import { assertVersionsMatch,decodeBlob,decodeCheckpoint,decodeMetadata,decodeWrite,sortWrites,type RawTuple } from "./rows.js";
+import type { CheckpointRow } from "./schema.js";
+import { nextChannelVersion } from "./versions.js";
+
+/** The checkpoint `config` names (or the namespace's latest), with its values and pending writes. */
+export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+  // As every LangGraph saver: no thread, no checkpoint (not an error).
+  if (config.configurable?.thread_id === undefined) return undefined;
+  const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
+  // Bind first: a wrong passphrase fails before any row is read.
+  const serde = await ctx.serde();
+  const raw = await ctx.db.read(
+    ["checkpoints", "blobs", "writes"],
+    async (tx) => {
+      const row = checkpointId
+        ? await tx.objectStore("checkpoints").get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string])
+        : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
+      return row ? readDetails(tx, ctx.db.ranges, row) : undefined;
+    },
+    "get checkpoint",
+  );
+  if (!raw) return undefined;
+  return decodeTuple(ctx, serde, raw);
+}
+
+/** A stored checkpoint row, its blobs and writes, decoded into a tuple. */
+export async function decodeTuple(
+  ctx: SaverContext,
+  serde: SerializerProtocol,
+  raw: RawTuple,
+  knownMetadata?: CheckpointMetadata,
+): Promise<CheckpointTuple> {
+  const { row } = raw;
+  const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } = row;
+  const [stored, metadata, blobValues, pendingWrites] = await Promise.all([
+    decodeCheckpoint(serde, row),
+    knownMetadata ?? decodeMetadata(serde, row),
+    Promise.all(raw.blobs.map((blob) => (blob ? decodeBlob(serde, blob) : undefined))),
+    Promise.all(sortWrites(raw.writes).map((write) => decodeWrite(serde, write))),
+  ]);
+  const channelValues: Record<string, unknown> = {};
+  const channels = Object.keys(row.channel_versions);
+  channels.forEach((channel, i) => {
+    if (raw.blobs[i]) channelValues[channel] = blobValues[i];
+  });
+  const checkpoint: Checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
+  assertVersionsMatch(row, checkpoint);
+  if (checkpoint.v < 4 && row.parent_checkpoint_id !== undefined) {
+    await migratePendingSends(ctx, serde, checkpoint, row);
+  }
+  const tuple: CheckpointTuple = {
+    config: { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } },
+    checkpoint,
+    metadata,
+    pendingWrites,
+  };
+  if (row.parent_checkpoint_id !== undefined) {
+    tuple.parentConfig = {
+      configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: row.parent_checkpoint_id },
+    };
+  }
+  return tuple;
+}
+
+/**
+ * Checkpoints before format v4 kept pending `Send`s as writes to TASKS on
+ * the parent; v4 keeps them as a channel value. Rebuild that value on read.
+ */
+async function migratePendingSends(ctx: SaverContext, serde: SerializerProtocol, checkpoint: Checkpoint, row: CheckpointRow): Promise<void> {
+  const parentId = row.parent_checkpoint_id!;
+  const parentWrites = await ctx.db.read(
+    ["writes"],
+    (tx) => {
+      const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, parentId);
+      return tx.objectStore("writes").getAll(ctx.db.ranges.bound(bounds.lower, bounds.upper));
+    },
+    "read pending sends",
+  );
+  const sends = sortWrites(parentWrites.filter((write) => write.channel === TASKS));
+  const values = await Promise.all(sends.map(async (write) => (await decodeWrite(serde, write))[2]));
+  checkpoint.channel_values[TASKS] = values;
+  const versions = Object.values(checkpoint.channel_versions);
+  checkpoint.channel_versions[TASKS] =
+    versions.length > 0 ? maxChannelVersion(...versions) : nextChannelVersion(undefined);
+}

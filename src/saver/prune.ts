@@ -1,0 +1,129 @@
+/**
+ * `prune`: keep the newest checkpoints of every namespace (snapshotting or
+ * keeping delta-channel history), or delete whole threads.
+ */
+import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
+import { issue } from "../idb/database.js";
+import type { SaverContext } from "./context.js";
+import { getDeltaChannelHistory } from "./delta-history.js";
+import { getTuple } from "./get.js";
+import { assertId } from "./ids.js";
+import { blobId,prefixBounds,rowId } from "./keys.js";
+import { threadRows,walkAncestors } from "./reads.js";
+import { decodeMetadata,encode,rowRef } from "./rows.js";
+import { deleteCheckpointRows } from "./runs.js";
+import type { BlobRow,CheckpointRow } from "./schema.js";
+import { refreshThread } from "./threads.js";
+import { THREAD_STORES,deleteThread } from "./tombstones.js";
+import { isDeltaChannelLike,type DeltaChannelLike,type PruneOptions } from "./types.js";
+
+/**
+ * Shrinks threads. `"keep_latest"` (the default) keeps the newest
+ * checkpoint of every namespace (or the newest `keepLast`), with its
+ * pending writes and the channel values it uses, and deletes the rest;
+ * `"delete"` deletes the threads (`deleteThread`).
+ *
+ * Delta channels (`MessagesDeltaValue`) are never emptied: their value
+ * lives in ancestors' writes. Pass the graph's channels (`{ channels:
+ * graph.channels }`) and the kept checkpoint gets a `DeltaSnapshot` of the
+ * rebuilt value, so its ancestors can go; without them the ancestors back
+ * to the nearest snapshot are kept.
+ */
+export async function prune(ctx: SaverContext, threadIds: string[], options: PruneOptions = {}): Promise<void> {
+  const strategy = options.strategy ?? "keep_latest";
+  if (strategy !== "keep_latest" && strategy !== "delete") {
+    throw new Error(`prune: unknown strategy "${String(strategy)}"; use "keep_latest" or "delete".`);
+  }
+  const keepLast = options.keepLast ?? 1;
+  if (!Number.isInteger(keepLast) || keepLast < 1) {
+    throw new Error(`prune: keepLast must be a positive integer (got ${String(keepLast)}).`);
+  }
+  if (!Array.isArray(threadIds)) throw new Error("prune: threadIds must be an array of thread ids.");
+  for (const threadId of threadIds) assertId("thread_id", threadId);
+  for (const threadId of new Set(threadIds)) {
+    if (strategy === "delete") await deleteThread(ctx, threadId);
+    else await pruneThread(ctx, threadId, keepLast, options.channels);
+  }
+}
+
+async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number, channels: PruneOptions["channels"]): Promise<void> {
+  const ranges = ctx.db.ranges;
+  const rows = await ctx.db.read(["checkpoints"], (tx) => threadRows(tx, ranges, "checkpoints", threadId), "read the thread to prune");
+  if (rows.length === 0) return;
+  const serde = await ctx.serde();
+  const byNs = new Map<string, CheckpointRow[]>();
+  for (const row of rows) byNs.set(row.checkpoint_ns, [...(byNs.get(row.checkpoint_ns) ?? []), row]);
+  const keep = new Set<string>();
+  const kept: CheckpointRow[] = [];
+  for (const nsRows of byNs.values()) {
+    nsRows.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : a.checkpoint_id > b.checkpoint_id ? -1 : 0));
+    for (const row of nsRows.slice(0, keepLast)) {
+      keep.add(rowId(row));
+      kept.push(row);
+    }
+  }
+  if (kept.length === rows.length) return;
+
+  // Delta channels the kept checkpoints rebuild from ancestors' writes.
+  const snapshots: BlobRow[] = [];
+  for (const row of kept) {
+    const metadata = await decodeMetadata(serde, row);
+    const counters = (metadata as { counters_since_delta_snapshot?: Record<string, unknown> }).counters_since_delta_snapshot ?? {};
+    const deltas = Object.keys(counters).filter((channel) => row.channel_versions[channel] !== undefined);
+    if (deltas.length === 0) continue;
+    const config = { configurable: { thread_id: threadId, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } };
+    const tuple = await getTuple(ctx, config);
+    const missing = deltas.filter((channel) => !(channel in (tuple?.checkpoint.channel_values ?? {})));
+    const materialize = missing.filter((channel) => isDeltaChannelLike(channels?.[channel]));
+    const chained = missing.filter((channel) => !materialize.includes(channel));
+    if (materialize.length > 0) {
+      const history = await getDeltaChannelHistory(ctx, { config, channels: materialize });
+      for (const channel of materialize) {
+        const rebuilt = (channels![channel] as DeltaChannelLike).fromCheckpoint(history[channel]!.seed);
+        rebuilt.replayWrites(history[channel]!.writes);
+        const version = row.channel_versions[channel]!;
+        snapshots.push({
+          thread_id: threadId,
+          checkpoint_ns: row.checkpoint_ns,
+          channel,
+          version,
+          value: await encode(
+            serde,
+            `snapshot channel "${channel}"`,
+            new DeltaSnapshot(rebuilt.get()),
+            rowRef.blob(threadId, row.checkpoint_ns, channel, version),
+          ),
+        });
+      }
+    }
+    if (chained.length > 0) {
+      const walk = await ctx.db.read(["checkpoints", "blobs", "writes"], (tx) => walkAncestors(tx, ranges, row, chained), "walk delta history");
+      const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
+      for (const id of walk.path.slice(0, depth + 1)) keep.add(`${row.checkpoint_ns}\u0000${id}`);
+    }
+  }
+
+  const doomed = rows.filter((row) => !keep.has(rowId(row)));
+  if (doomed.length === 0 && snapshots.length === 0) return;
+  await ctx.writes.write(
+    THREAD_STORES,
+    async (tx) => {
+      for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
+      for (const blob of snapshots) issue(tx.objectStore("blobs").put(blob));
+      // Blobs no remaining checkpoint uses (rows put meanwhile included).
+      const [remaining, blobKeys] = await Promise.all([
+        threadRows(tx, ranges, "checkpoints", threadId),
+        tx.objectStore("blobs").getAllKeys(ranges.bound(...(Object.values(prefixBounds(threadId)) as [IDBValidKey, IDBValidKey]))),
+      ]);
+      const used = new Set<string>();
+      for (const row of remaining) {
+        for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobId(row.checkpoint_ns, channel, version));
+      }
+      for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) issue(tx.objectStore("blobs").delete(key));
+      await refreshThread(ctx, tx, threadId, remaining);
+    },
+    "prune thread",
+    false,
+  );
+  ctx.feed.emit({ threadId, kind: "prune" });
+}

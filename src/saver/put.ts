@@ -1,0 +1,236 @@
+/**
+ * Writes of a running graph: `put` (a checkpoint with the channel values it
+ * changed) and `putWrites` (a task's pending writes). Everything is
+ * serialized before the transaction opens; the transaction only issues
+ * requests, the tombstone read first, so a put costs one round trip.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+WRITES_IDX_MAP,
+copyCheckpoint,
+type ChannelVersions,
+type Checkpoint,
+type CheckpointMetadata,
+type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
+import type { IDBPObjectStore } from "idb";
+import { addIfAbsent,issue } from "../idb/database.js";
+import type { SaverContext } from "./context.js";
+import { assertId,configIds,missingThreadIdMessage } from "./ids.js";
+import { prefixBounds } from "./keys.js";
+import { encode,rowRef } from "./rows.js";
+import {
+tombstoneName,
+tombstoneWrite,
+tombstoneWriteKey,
+type BlobRow,
+type CheckpointRow,
+type SaverSchema,
+type SaverStoreName,
+type Tombstone,
+type WriteRow,
+} from "./schema.js";
+import { LateWrite,TOMBSTONE_DROPPED_LIMIT,asTombstone,isDeadCheckpoint,readTombstone } from "./tombstones.js";
+
+/** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
+export async function put(
+  ctx: SaverContext,
+  config: RunnableConfig,
+  checkpoint: Checkpoint,
+  metadata: CheckpointMetadata,
+  newVersions: ChannelVersions,
+): Promise<RunnableConfig> {
+  if (config.configurable === undefined) {
+    throw new Error(`Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`);
+  }
+  const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
+  assertId("checkpoint.id", checkpoint.id);
+  const checkpointId = checkpoint.id;
+  // Copy synchronously: the caller may reuse these objects once we await.
+  const { channel_values: values, ...withoutValues } = {
+    ...checkpoint,
+    ...copyCheckpoint(checkpoint),
+  };
+  const versions = { ...newVersions };
+  const storedMetadata: Record<string, unknown> = { ...metadata };
+  const configRunId: unknown = config.metadata?.run_id;
+  if (storedMetadata.run_id === undefined && configRunId !== undefined) storedMetadata.run_id = configRunId;
+  const serde = await ctx.serde();
+
+  // Serialize everything before the transaction opens.
+  const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
+    encode(serde, "serialize the checkpoint", withoutValues, rowRef.checkpoint(threadId, checkpointNs, checkpointId)),
+    encode(serde, "serialize the checkpoint metadata", storedMetadata, rowRef.metadata(threadId, checkpointNs, checkpointId)),
+    Promise.all(
+      Object.entries(versions)
+        .filter(([channel]) => Object.prototype.hasOwnProperty.call(values, channel))
+        .map(async ([channel, version]): Promise<BlobRow> => {
+          assertId("channel", channel);
+          return {
+            thread_id: threadId,
+            checkpoint_ns: checkpointNs,
+            channel,
+            version,
+            value: await encode(
+              serde,
+              `serialize channel "${channel}"`,
+              values[channel],
+              rowRef.blob(threadId, checkpointNs, channel, version),
+            ),
+          };
+        }),
+    ),
+  ]);
+
+  const row: CheckpointRow = {
+    thread_id: threadId,
+    checkpoint_ns: checkpointNs,
+    checkpoint_id: checkpointId,
+    checkpoint: checkpointBytes,
+    metadata: metadataBytes,
+    channel_versions: { ...checkpoint.channel_versions },
+    created_at: 0,
+  };
+  if (parentId !== undefined) row.parent_checkpoint_id = parentId;
+  if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
+
+  const now = ctx.now();
+  row.created_at = now;
+  let stored = true;
+  try {
+    await ctx.writes.write(
+      ["checkpoints", "blobs", "threads", "meta"],
+      async (tx) => {
+        // Every request goes out in this tick, the tombstone read first: in
+        // the common case (no tombstone) the put costs one round trip.
+        const tombstoneRead = readTombstone(tx, threadId);
+        const blobStore = tx.objectStore("blobs");
+        for (const blob of blobs) issue(blobStore.put(blob));
+        const checkpoints = tx.objectStore("checkpoints");
+        issue(checkpoints.put(row));
+        if (checkpointNs === "") {
+          issue(tx.objectStore("threads").put({
+            thread_id: threadId,
+            updated_at: now,
+            latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
+          }));
+        }
+        const tombstone = await tombstoneRead;
+        if (tombstone && parentId !== undefined) {
+          const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
+          if (isDeadCheckpoint(tombstone, parentId, parentExists)) throw new LateWrite(tombstone);
+        }
+      },
+      "put checkpoint",
+    );
+  } catch (error) {
+    if (!(error instanceof LateWrite)) throw error;
+    // A run still in flight on a deleted thread: its checkpoint was rolled
+    // back; remember the id so its writes and children are dropped too.
+    stored = false;
+    await ctx.writes.write(
+      ["meta", "writes"],
+      async (tx) => {
+        const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
+        const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
+        // Its writes may have come first (putWrites before put): drop them too.
+        const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
+        issue(tx.objectStore("writes").delete(ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+        issue(tx.objectStore("writes").put(tombstoneWrite(threadId, next)));
+        await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
+      },
+      "record a late write",
+      false,
+    );
+  }
+  if (stored) ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
+  return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
+}
+
+/** Stores a task's pending writes (first wins, special channels replace); resolves once committed. */
+export async function putWrites(
+  ctx: SaverContext,
+  config: RunnableConfig,
+  writes: PendingWrite[],
+  taskId: string,
+  taskPath = "",
+): Promise<void> {
+  const configurable = config.configurable ?? {};
+  if (configurable.thread_id === undefined) throw new Error(missingThreadIdMessage("put writes"));
+  if (configurable.checkpoint_id === undefined) {
+    throw new Error(`Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`);
+  }
+  const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
+  if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
+  assertId("task_id", taskId);
+  if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
+  const serde = await ctx.serde();
+
+  const rows = await Promise.all(
+    writes.map(async ([channel, value], position): Promise<WriteRow> => {
+      assertId("channel", channel);
+      const idx = WRITES_IDX_MAP[channel] ?? position;
+      return {
+        thread_id: threadId,
+        checkpoint_ns: checkpointNs,
+        checkpoint_id: checkpointId,
+        task_id: taskId,
+        idx,
+        channel,
+        task_path: taskPath,
+        value: await encode(
+          serde,
+          `serialize a write to "${channel}"`,
+          value,
+          rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx),
+        ),
+      };
+    }),
+  );
+  if (rows.length === 0) return;
+
+  try {
+    // Fast path: the writes store alone, so this never waits for a put.
+    await ctx.writes.write(
+      ["writes"],
+      async (tx) => {
+        const store = tx.objectStore("writes");
+        const tombstoneRead = store.get(tombstoneWriteKey(threadId));
+        const stored = storeWrites(store, rows);
+        issue(stored); // awaited below, unless the tombstone aborts first
+        const tombstone = asTombstone((await tombstoneRead)?.tombstone, threadId);
+        // A deleted thread: roll back and take the careful path.
+        if (tombstone) throw new LateWrite(tombstone);
+        await stored;
+      },
+      "put writes",
+    );
+  } catch (error) {
+    if (!(error instanceof LateWrite)) throw error;
+    await ctx.writes.write(
+      ["writes", "checkpoints"],
+      async (tx) => {
+        const store = tx.objectStore("writes");
+        const tombstone = asTombstone((await store.get(tombstoneWriteKey(threadId)))?.tombstone, threadId);
+        const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+        // Writes of a run still in flight on a deleted thread are dropped.
+        if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
+        await storeWrites(store, rows);
+      },
+      "put writes",
+      false,
+    );
+  }
+}
+
+/**
+ * Issues the requests that store `rows`, decided per write, not per batch:
+ * special channels (negative idx) replace, regular writes keep the first
+ * value stored under (task_id, idx).
+ */
+function storeWrites(
+  store: IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">,
+  rows: WriteRow[],
+): Promise<unknown> {
+  return Promise.all(rows.map((write) => (write.idx < 0 ? store.put(write) : addIfAbsent(store, write))));
+}

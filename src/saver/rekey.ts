@@ -1,0 +1,111 @@
+/**
+ * Key changes of an encrypted database: `changeKey` re-wraps the data key,
+ * `rekey` re-encrypts every stored value under a fresh one, a page at a time.
+ */
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { changeDatabaseKey,rekeyDatabase,sameClone,type ValueRewriter } from "../serde/protocol.js";
+import type { SaverContext } from "./context.js";
+import { rowRef } from "./rows.js";
+import { isTombstoneWrite,type BlobRow,type CheckpointRow,type SaverSchema,type ThreadRow,type WriteRow } from "./schema.js";
+
+/** Rows per transaction when `rekey` re-encrypts a store. */
+const REKEY_PAGE = 256;
+
+/** Hands the database to `next`, re-wrapping its data key (see `IndexedDBSaver.changeKey`). */
+export async function changeKey(ctx: SaverContext, next: SerializerProtocol): Promise<void> {
+  await ctx.serde(); // the current key must open the database first
+  await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
+  ctx.slot.set(next);
+  ctx.unbind();
+}
+
+/** Re-encrypts every stored value under a fresh data key (see `IndexedDBSaver.rekey`). */
+export async function rekey(ctx: SaverContext): Promise<void> {
+  await ctx.serde();
+  await rekeyDatabase(ctx.slot.get(), ctx.keyRecords(), async (rewrite) => {
+    let changed = 0;
+    changed += await rewriteStore(ctx, "checkpoints", rewrite);
+    changed += await rewriteStore(ctx, "blobs", rewrite);
+    changed += await rewriteStore(ctx, "writes", rewrite);
+    changed += await rewriteStore(ctx, "threads", rewrite);
+    return changed;
+  });
+}
+
+/**
+ * One pass of `rewrite` over a store, a page at a time: read a page, re-encode
+ * outside any transaction, then put back each row that has not changed
+ * meanwhile. Returns how many rows needed re-encoding (written or skipped
+ * because they changed: the next pass looks at those again).
+ */
+async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "threads">(
+  ctx: SaverContext,
+  store: S,
+  rewrite: ValueRewriter,
+): Promise<number> {
+  const keys = await ctx.db.read([store], (tx) => tx.objectStore(store).getAllKeys(), "list rows to re-encrypt");
+  let changed = 0;
+  for (let start = 0; start < keys.length; start += REKEY_PAGE) {
+    const page = keys.slice(start, start + REKEY_PAGE);
+    const rows = await ctx.db.read([store], (tx) => Promise.all(page.map((key) => tx.objectStore(store).get(key))), "read rows to re-encrypt");
+    const updates: { key: (typeof keys)[number]; before: unknown; after: unknown }[] = [];
+    for (const [i, row] of rows.entries()) {
+      if (row === undefined) continue;
+      const after = await rewriteRow(store, row as SaverSchema[S]["value"], rewrite);
+      if (after !== undefined) updates.push({ key: page[i]!, before: row, after });
+    }
+    if (updates.length === 0) continue;
+    changed += updates.length;
+    await ctx.db.write(
+      [store],
+      async (tx) => {
+        const objects = tx.objectStore(store);
+        const current = await Promise.all(updates.map(({ key }) => objects.get(key)));
+        await Promise.all(
+          updates.map(({ before, after }, i) => (sameClone(current[i], before) ? objects.put(after as SaverSchema[S]["value"]) : undefined)),
+        );
+      },
+      "store re-encrypted rows",
+    );
+  }
+  return changed;
+}
+
+/**
+ * A stored row with every serialized value passed through `rewrite` (with the
+ * row it is bound to), or `undefined` when none changed.
+ */
+async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "threads">(
+  store: S,
+  row: SaverSchema[S]["value"],
+  rewrite: ValueRewriter,
+): Promise<SaverSchema[S]["value"] | undefined> {
+  switch (store) {
+    case "checkpoints": {
+      const r = row as CheckpointRow;
+      const [checkpoint, metadata] = await Promise.all([
+        rewrite(r.checkpoint, rowRef.checkpoint(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+        rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+      ]);
+      if (!checkpoint && !metadata) return undefined;
+      return { ...r, checkpoint: checkpoint ?? r.checkpoint, metadata: metadata ?? r.metadata } as SaverSchema[S]["value"];
+    }
+    case "blobs": {
+      const r = row as BlobRow;
+      const value = await rewrite(r.value, rowRef.blob(r.thread_id, r.checkpoint_ns, r.channel, r.version));
+      return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
+    }
+    case "writes": {
+      const r = row as WriteRow;
+      if (isTombstoneWrite(r)) return undefined;
+      const value = await rewrite(r.value, rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx));
+      return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
+    }
+    default: {
+      const r = row as ThreadRow;
+      if (!r.latest) return undefined;
+      const metadata = await rewrite(r.latest.metadata, rowRef.metadata(r.thread_id, r.latest.checkpoint_ns, r.latest.checkpoint_id));
+      return metadata ? ({ ...r, latest: { ...r.latest, metadata } } as SaverSchema[S]["value"]) : undefined;
+    }
+  }
+}

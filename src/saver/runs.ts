@@ -1,0 +1,77 @@
+/**
+ * Removing checkpoints by run: `deleteForRuns` (through the run index), and
+ * the removal of one checkpoint row with its writes, shared with prune.
+ */
+import { issue } from "../idb/database.js";
+import type { SaverContext } from "./context.js";
+import { assertId } from "./ids.js";
+import { blobId,prefixBounds,rowId } from "./keys.js";
+import { threadRows } from "./reads.js";
+import type { CheckpointRow } from "./schema.js";
+import { refreshThread } from "./threads.js";
+import { THREAD_STORES,type WriteTx } from "./tombstones.js";
+
+/**
+ * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
+ * every thread and namespace, with their pending writes and the channel
+ * values only they use. Finds them through the run index (no scan).
+ */
+export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promise<void> {
+  if (!Array.isArray(runIds)) throw new Error("deleteForRuns: runIds must be an array of run ids.");
+  for (const runId of runIds) assertId("run_id", runId);
+  if (runIds.length === 0) return;
+  const ranges = ctx.db.ranges;
+  const touched = await ctx.writes.write(
+    THREAD_STORES,
+    async (tx) => {
+      const checkpoints = tx.objectStore("checkpoints");
+      const keyLists = await Promise.all([...new Set(runIds)].map((runId) => checkpoints.index("by_run").getAllKeys(runId)));
+      const keys = keyLists.flat();
+      if (keys.length === 0) return [];
+      const doomed = (await Promise.all(keys.map((key) => checkpoints.get(key)))).filter((row): row is CheckpointRow => !!row);
+      const doomedIds = new Set(doomed.map((row) => `${row.thread_id}\u0000${rowId(row)}`));
+      // With versions unique per branch, the checkpoints that use a blob are
+      // connected: a surviving user of a doomed row's blob is its parent or
+      // a child. Look only there.
+      const neighbours = await Promise.all(
+        doomed.map(async (row) => {
+          const children = await checkpoints.index("by_parent").getAll([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
+          const parent = row.parent_checkpoint_id
+            ? await checkpoints.get([row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id])
+            : undefined;
+          return [...children, ...(parent ? [parent] : [])];
+        }),
+      );
+      const used = new Set<string>();
+      for (const row of neighbours.flat()) {
+        if (doomedIds.has(`${row.thread_id}\u0000${rowId(row)}`)) continue;
+        for (const [channel, version] of Object.entries(row.channel_versions)) {
+          used.add(`${row.thread_id}\u0000${blobId(row.checkpoint_ns, channel, version)}`);
+        }
+      }
+      for (const row of doomed) {
+        deleteCheckpointRows(ctx, tx, row);
+        for (const [channel, version] of Object.entries(row.channel_versions)) {
+          if (!used.has(`${row.thread_id}\u0000${blobId(row.checkpoint_ns, channel, version)}`)) {
+            issue(tx.objectStore("blobs").delete([row.thread_id, row.checkpoint_ns, channel, version]));
+          }
+        }
+      }
+      const threads = [...new Set(doomed.map((row) => row.thread_id))];
+      for (const threadId of threads) {
+        await refreshThread(ctx, tx, threadId, await threadRows(tx, ranges, "checkpoints", threadId));
+      }
+      return threads;
+    },
+    "delete checkpoints of runs",
+    false,
+  );
+  for (const threadId of touched) ctx.feed.emit({ threadId, kind: "delete-runs" });
+}
+
+/** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
+export function deleteCheckpointRows(ctx: SaverContext, tx: WriteTx, row: CheckpointRow): void {
+  issue(tx.objectStore("checkpoints").delete([row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
+  const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+  issue(tx.objectStore("writes").delete(ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+}

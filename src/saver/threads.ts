@@ -1,0 +1,118 @@
+/**
+ * Thread summaries: `listThreads` (the `threads` store by its updated-time
+ * index, so the cost is the page, not the database) and the summary rows
+ * that puts, copies and removals keep.
+ */
+import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { SaverContext } from "./context.js";
+import { prefixBounds } from "./keys.js";
+import { LIST_PAGE } from "./list.js";
+import { decode,rowRef } from "./rows.js";
+import type { CheckpointRow,ThreadRow } from "./schema.js";
+import type { WriteTx } from "./tombstones.js";
+import type { ListThreadsOptions,ThreadInfo } from "./types.js";
+
+/** The checkpoint `listThreads` shows a thread by: the newest root one, else the newest. */
+export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
+  let best: CheckpointRow | undefined;
+  for (const row of rows) {
+    const rootFirst = (row.checkpoint_ns === "" ? 1 : 0) - (best?.checkpoint_ns === "" ? 1 : 0);
+    if (!best || rootFirst > 0 || (rootFirst === 0 && row.checkpoint_id > best.checkpoint_id)) best = row;
+  }
+  return best;
+}
+
+/** The summary row of a thread whose newest checkpoint is `latest`. */
+export function threadSummary(threadId: string, updatedAt: number, latest: Pick<CheckpointRow, "checkpoint_ns" | "checkpoint_id" | "metadata">): ThreadRow {
+  return {
+    thread_id: threadId,
+    updated_at: updatedAt,
+    latest: { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
+  };
+}
+
+/** The threads of this database, most recently updated first (see `IndexedDBSaver.listThreads`). */
+export async function* listThreads(ctx: SaverContext, options: ListThreadsOptions = {}): AsyncGenerator<ThreadInfo> {
+  const { limit, before, filter } = options;
+  let skip = options.offset ?? 0;
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) throw new Error(`listThreads: limit must be a non-negative integer.`);
+  if (!Number.isInteger(skip) || skip < 0) throw new Error(`listThreads: offset must be a non-negative integer.`);
+  let remaining = limit;
+  if (remaining === 0) return;
+  const filterEntries = Object.entries(filter ?? {});
+  const serde = await ctx.serde();
+  let last: { updatedAt: number; threadId: string } | undefined;
+  // Without a filter the rows needed are known: read no more than that.
+  const pageSize =
+    filterEntries.length === 0 && remaining !== undefined ? Math.min(LIST_PAGE, remaining + skip) : LIST_PAGE;
+  const ranges = ctx.db.ranges;
+  for (;;) {
+    const page = await ctx.db.read(
+      ["threads", "checkpoints"],
+      async (tx) => {
+        const upper = last?.updatedAt ?? before ?? Number.MAX_VALUE;
+        const range = ranges.bound(-Number.MAX_VALUE, upper, false, last === undefined && before !== undefined);
+        const rows: ThreadRow[] = [];
+        let cursor = await tx.objectStore("threads").index("by_updated").openCursor(range, "prev");
+        while (cursor && rows.length < pageSize) {
+          const row = cursor.value;
+          // Rows tied on updated_at come in descending thread id: skip those seen.
+          if (!(last && row.updated_at === last.updatedAt && row.thread_id >= last.threadId)) rows.push(row);
+          if (rows.length < pageSize) cursor = await cursor.continue();
+        }
+        // What puts do not keep (they write the summary blind): the count
+        // and the creation time, from the thread's own rows.
+        const checkpoints = tx.objectStore("checkpoints");
+        return Promise.all(
+          rows.map(async (row) => {
+            const all = prefixBounds(row.thread_id);
+            const root = prefixBounds(row.thread_id, "");
+            const [count, first, newest] = await Promise.all([
+              checkpoints.count(ranges.bound(all.lower, all.upper)),
+              checkpoints.openCursor(ranges.bound(root.lower, root.upper), "next"),
+              checkpoints.openCursor(ranges.bound(root.lower, root.upper), "prev"),
+            ]);
+            // The newest root checkpoint by id, not the one put last: puts
+            // of one thread can commit out of id order (two tabs, two runs,
+            // a put whose writes came first).
+            const latest = newest
+              ? { checkpoint_ns: newest.value.checkpoint_ns, checkpoint_id: newest.value.checkpoint_id, metadata: newest.value.metadata }
+              : row.latest;
+            return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest };
+          }),
+        );
+      },
+      "list threads",
+    );
+    for (const { row, count, createdAt, latest } of page) {
+      const metadata = latest
+        ? ((await decode(serde, "read thread metadata", latest.metadata, rowRef.metadata(row.thread_id, latest.checkpoint_ns, latest.checkpoint_id))) as CheckpointMetadata)
+        : undefined;
+      if (filterEntries.length > 0 && !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value)) continue;
+      if (skip > 0) {
+        skip -= 1;
+        continue;
+      }
+      yield {
+        threadId: row.thread_id,
+        createdAt,
+        updatedAt: row.updated_at,
+        checkpointCount: count,
+        latestCheckpointId: latest?.checkpoint_id,
+        metadata,
+      };
+      if (remaining !== undefined && --remaining <= 0) return;
+    }
+    if (page.length < pageSize) return;
+    const tail = page[page.length - 1]!.row;
+    last = { updatedAt: tail.updated_at, threadId: tail.thread_id };
+  }
+}
+
+/** Rewrites a thread's summary after checkpoints were removed. */
+export async function refreshThread(ctx: SaverContext, tx: WriteTx, threadId: string, remaining: CheckpointRow[]): Promise<void> {
+  const latest = latestOf(remaining);
+  // No checkpoints left: no summary, so listThreads does not show it.
+  if (!latest) return void (await tx.objectStore("threads").delete(threadId));
+  await tx.objectStore("threads").put(threadSummary(threadId, ctx.now(), latest));
+}

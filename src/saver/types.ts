@@ -1,0 +1,82 @@
+/**
+ * The saver's public option and result types.
+ */
+import type { CheckpointMetadata,CheckpointPendingWrite,SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { Durability } from "../idb/database.js";
+import type { JournalOption,RecoveryReport } from "../journal/index.js";
+
+export interface IndexedDBSaverParams {
+  /** IndexedDB database name. Default `"langgraph"`. */
+  dbName?: string;
+  /** Serializer for every stored value. Default {@link MsgpackSerializer}. */
+  serde?: SerializerProtocol;
+  /** The `IDBFactory` to use. Default `globalThis.indexedDB`. */
+  indexedDB?: IDBFactory;
+  /** IndexedDB durability hint for write transactions. Default `"default"`. */
+  durability?: Durability;
+  /** How long an open blocked by another tab waits before `DatabaseBlockedError`. Default 10 s. */
+  blockedTimeoutMs?: number;
+  /**
+   * A crash journal outside IndexedDB: `"opfs"` appends every committed write
+   * to the Origin Private File System and restores a wiped or lagging
+   * database from it before the first read (see docs/journal.md). Default `"off"`.
+   */
+  journal?: JournalOption;
+  /** Told once, on open, what was recovered (or that the database was wiped). */
+  onRecovery?: (report: RecoveryReport) => void;
+  /** `"throw"`: operations reject with `DatabaseWipedError` when a wiped database could not be restored. Default `"report"`. */
+  onWipe?: "report" | "throw";
+}
+
+/**
+ * A channel that can rebuild a delta channel's value from its history:
+ * LangGraph's `DeltaChannel` (pass `graph.channels`).
+ */
+export interface DeltaChannelLike {
+  fromCheckpoint(checkpoint: unknown): { replayWrites(writes: CheckpointPendingWrite[]): void; get(): unknown };
+}
+
+/** True for a channel object that can replay delta writes. @internal */
+export function isDeltaChannelLike(channel: unknown): channel is DeltaChannelLike {
+  const candidate = channel as Partial<DeltaChannelLike> & { replayWrites?: unknown } | null;
+  return typeof candidate?.fromCheckpoint === "function" && typeof candidate.replayWrites === "function";
+}
+
+/** Options of {@link IndexedDBSaver.prune}. */
+export interface PruneOptions {
+  /** `"keep_latest"` (default) or `"delete"`. */
+  strategy?: "keep_latest" | "delete";
+  /** How many newest checkpoints per namespace `"keep_latest"` keeps. Default 1. */
+  keepLast?: number;
+  /**
+   * The graph's channels (`graph.channels`), to snapshot delta channels
+   * instead of keeping their history. Channels that are not delta channels
+   * are ignored.
+   */
+  channels?: Record<string, unknown>;
+}
+
+/** Options of {@link IndexedDBSaver.listThreads}. */
+export interface ListThreadsOptions {
+  limit?: number;
+  offset?: number;
+  /** Only threads updated strictly before this time (ms since the epoch). */
+  before?: number;
+  /** Strict equality on the metadata of each thread's latest checkpoint. */
+  filter?: Record<string, unknown>;
+}
+
+/** One thread, as {@link IndexedDBSaver.listThreads} lists it. */
+export interface ThreadInfo {
+  threadId: string;
+  /** When its first checkpoint was put (ms since the epoch). */
+  createdAt: number;
+  /** When a checkpoint was last put, copied or removed (ms since the epoch). */
+  updatedAt: number;
+  /** Checkpoints in all namespaces. */
+  checkpointCount: number;
+  /** The newest root checkpoint's id. */
+  latestCheckpointId?: string;
+  /** That checkpoint's metadata. */
+  metadata?: CheckpointMetadata;
+}
