@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     include: ["test/golden/generate.ts"],
     environment: "node",
-    setupFiles: ["test/setup-node.ts"],
+    setupFiles: ["test/support/setup-node.ts"],
     testTimeout: 120_000,
   },
 });
