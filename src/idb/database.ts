@@ -10,25 +10,29 @@
  * - an open blocked by another tab fails with `DatabaseBlockedError` after a
  *   timeout instead of hanging forever;
  * - a write resolves when its transaction completes, never when a request
- *   succeeds, so a resolved promise means the data is committed.
+ *   succeeds, so a resolved promise means the data is committed;
+ * - a declared {@link DatabaseSeam} lets a layer above (the crash journal)
+ *   run before the first transaction and observe read-write transactions,
+ *   without subclassing or patching IndexedDB's objects.
+ *
+ * What lives in idb/: this runner, the request helpers (requests.ts) and the
+ * group-commit batcher (batch.ts). It imports only core/.
  */
 import {
-  unwrap,
-  wrap,
-  type DBSchema,
-  type IDBPDatabase,
-  type IDBPObjectStore,
-  type IDBPTransaction,
-  type StoreNames,
-  type StoreValue,
+unwrap,
+wrap,
+type DBSchema,
+type IDBPDatabase,type IDBPTransaction,
+type StoreNames
 } from "idb";
 import {
-  DatabaseBlockedError,
-  DatabaseClosedError,
-  IndexedDBCheckpointError,
-  IndexedDBUnavailableError,
-  toPackageError,
+DatabaseBlockedError,
+DatabaseClosedError,
+IndexedDBCheckpointError,
+IndexedDBUnavailableError,
+toPackageError,
 } from "../core/errors.js";
+import { isDomError,observeTransaction,transactionError,type WriteObserver } from "./requests.js";
 
 /** IndexedDB's durability hint for readwrite transactions. */
 export type Durability = "default" | "relaxed" | "strict";
@@ -43,6 +47,26 @@ export type Upgrade<Schema extends DBSchema> = (
   tx: IDBPTransaction<Schema, StoreNames<Schema>[], "versionchange">,
 ) => void;
 
+/**
+ * A declared extension point around the connection and read-write
+ * transactions. The crash journal is one: it restores the database before
+ * its first use and appends every committed write.
+ */
+export interface DatabaseSeam {
+  /** This open created the database (it had no version before). */
+  created?(): void;
+  /**
+   * Awaited once per opened connection before it serves any transaction,
+   * with the raw connection (recovery runs here). A rejection fails the
+   * call, and the next call tries again.
+   */
+  beforeUse?(db: IDBDatabase): Promise<void>;
+  /** A read-write transaction starts: the observer of its writes, or nothing to observe. */
+  observeWrites?(): WriteObserver | undefined;
+  /** The database is closing: release what the seam holds. */
+  close?(): Promise<void>;
+}
+
 /** Options of {@link Database}. */
 export interface DatabaseOptions<Schema extends DBSchema> {
   /** The IndexedDB database name. */
@@ -55,6 +79,8 @@ export interface DatabaseOptions<Schema extends DBSchema> {
   durability?: Durability;
   /** How long an open may stay blocked by another tab before it fails. */
   blockedTimeoutMs?: number;
+  /** Hooks around the connection and read-write transactions (see {@link DatabaseSeam}). */
+  seam?: DatabaseSeam;
 }
 
 /** A read-only or read-write transaction over some stores of `Schema`. */
@@ -107,7 +133,10 @@ export class Database<Schema extends DBSchema> {
   readonly #factory: IDBFactory | undefined;
   readonly #durability: Durability;
   readonly #blockedTimeoutMs: number;
+  readonly #seam: DatabaseSeam | undefined;
   #connection: Promise<IDBPDatabase<Schema>> | undefined;
+  /** The connection whose `beforeUse` has completed (so later calls skip it). */
+  #seamPassed: Promise<IDBPDatabase<Schema>> | undefined;
   /** Listeners told when another tab asks us to close for its upgrade. */
   readonly #versionChangeListeners = new Set<() => void>();
 
@@ -120,6 +149,7 @@ export class Database<Schema extends DBSchema> {
     this.#factory = options.indexedDB;
     this.#durability = options.durability ?? "default";
     this.#blockedTimeoutMs = options.blockedTimeoutMs ?? DEFAULT_BLOCKED_TIMEOUT_MS;
+    this.#seam = options.seam;
   }
 
   /** The schema version this code writes: the number of upgrade steps. */
@@ -148,10 +178,22 @@ export class Database<Schema extends DBSchema> {
     return () => this.#versionChangeListeners.delete(listener);
   }
 
-  /** The open connection, opening (or reopening) it if needed. */
-  connection(): Promise<IDBPDatabase<Schema>> {
+  /** The raw connection, opened if needed, without waiting for the seam (the seam's own recovery uses it). @internal */
+  rawConnection(): Promise<IDBDatabase> {
     this.#connection ??= this.#open();
-    return this.#connection;
+    return this.#connection.then((db) => unwrap(db) as IDBDatabase);
+  }
+
+  /** The open connection, opening (or reopening) it if needed, past the seam's `beforeUse`. */
+  connection(): Promise<IDBPDatabase<Schema>> {
+    const opened = (this.#connection ??= this.#open());
+    const beforeUse = this.#seam?.beforeUse;
+    if (!beforeUse || this.#seamPassed === opened) return opened;
+    return opened.then(async (db) => {
+      await beforeUse.call(this.#seam, unwrap(db) as IDBDatabase);
+      this.#seamPassed = opened;
+      return db;
+    });
   }
 
   #open(): Promise<IDBPDatabase<Schema>> {
@@ -172,7 +214,9 @@ export class Database<Schema extends DBSchema> {
       );
     }
     const upgrades = this.#upgrades;
+    const seam = this.#seam;
     request.addEventListener("upgradeneeded", (event) => {
+      if (event.oldVersion === 0) seam?.created?.();
       const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
       const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
       for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
@@ -282,6 +326,8 @@ export class Database<Schema extends DBSchema> {
           cause: error,
         });
       }
+      const observer = mode === "readwrite" ? this.#seam?.observeWrites?.() : undefined;
+      if (observer) observeTransaction(unwrap(tx) as IDBTransaction, observer);
       let result: R;
       let workError: { error: unknown } | undefined;
       // Called synchronously, so its first requests go out while `tx` is active.
@@ -303,12 +349,14 @@ export class Database<Schema extends DBSchema> {
         if (workError && !isDomError(workError.error)) throw workError.error;
         throw toPackageError(transactionError(tx) ?? error, action);
       }
+      if (observer) await observer.committed();
       return result;
     }
   }
 
-  /** Closes the connection; a later call opens a new one. */
+  /** Closes the connection (and releases the seam); a later call opens a new one. */
   async close(): Promise<void> {
+    await this.#seam?.close?.();
     const cached = this.#connection;
     this.#connection = undefined;
     if (!cached) return;
@@ -319,51 +367,4 @@ export class Database<Schema extends DBSchema> {
     }
   }
 
-}
-
-/**
- * Sends a request without waiting for it. Its own failure is the
- * transaction's failure (the transaction aborts and `read`/`write` reject
- * with the cause), so the request's promise is quietened here: an abort
- * must not also surface as one unhandled rejection per pending request.
- */
-export function issue(request: Promise<unknown>): void {
-  request.catch(() => undefined);
-}
-
-/**
- * Adds `value` unless its key is taken, resolving whether it was added: the
- * insert-if-absent of "the first write wins". A failed `add` would abort the
- * whole transaction; preventing its error event's default keeps the
- * transaction going, so no read round trip has to come first.
- */
-export function addIfAbsent<Schema extends DBSchema, Name extends StoreNames<Schema>>(
-  store: IDBPObjectStore<Schema, StoreNames<Schema>[], Name, "readwrite">,
-  value: StoreValue<Schema, Name>,
-): Promise<boolean> {
-  const request = (unwrap(store) as IDBObjectStore).add(value);
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(true);
-    request.onerror = (event) => {
-      if (request.error?.name !== "ConstraintError") return reject(request.error);
-      event.preventDefault();
-      event.stopPropagation();
-      resolve(false);
-    };
-  });
-}
-
-/** True for DOMExceptions and their look-alikes from fake-indexeddb. */
-function isDomError(error: unknown): boolean {
-  if (typeof DOMException !== "undefined" && error instanceof DOMException) return true;
-  return (error as { constructor?: { name?: string } } | null)?.constructor?.name === "DOMException";
-}
-
-/** The transaction's own error, which carries the real cause of an abort. */
-function transactionError(tx: { error?: DOMException | null }): DOMException | undefined {
-  try {
-    return tx.error ?? undefined;
-  } catch {
-    return undefined;
-  }
 }

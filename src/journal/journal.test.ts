@@ -10,7 +10,9 @@ import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { concatBytes, frameRecord, parseJournal } from "./format.js";
-import { DatabaseWipedError, MemoryJournalBackend, replayFile, resetMemoryJournals, sameValue, type JournalOption, type RecoveryReport } from "./index.js";
+import { sameValue } from "../core/equality.js";
+import { DatabaseWipedError, MemoryJournalBackend, resetMemoryJournals, type JournalOption, type RecoveryReport } from "./index.js";
+import { replayFile } from "./raw.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
 
 /** The saver's options and methods once src/saver.ts is wired to the journal (/tmp/journal-saver.patch). */

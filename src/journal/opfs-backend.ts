@@ -9,7 +9,7 @@
  * open the journal, and its saver runs without one (reported as
  * `"journal-unavailable"`).
  */
-import type { JournalBackend } from "./index.js";
+import type { JournalBackend } from "./types.js";
 import { journalWorkerMain } from "./opfs-worker.js";
 
 /** The OPFS folder holding every journal of this package. */

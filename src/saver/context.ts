@@ -9,9 +9,11 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
-import { bindSerializer,sameClone,type KeyRecord,type KeyRecordAccess } from "../serde/protocol.js";
+import { sameClone } from "../core/equality.js";
+import { bindSerializer, type KeyRecord, type KeyRecordAccess } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
 import type { SaverSchema } from "./schema.js";
+import { storePut } from "../idb/requests.js";
 
 /** Where the facade keeps its serializer (`BaseCheckpointSaver#serde`), which `changeKey` replaces. */
 export interface SerdeSlot {
@@ -61,7 +63,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
             async (tx) => {
               const meta = tx.objectStore("meta");
               if (await meta.getKey("key")) return false;
-              await meta.put({ name: "key", value: record });
+              await storePut(meta, { name: "key", value: record });
               return true;
             },
             "store the key record",
@@ -69,7 +71,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
         (record) =>
           db.write(
             ["meta"],
-            async (tx) => void (await tx.objectStore("meta").put({ name: "key", value: record })),
+            async (tx) => void (await storePut(tx.objectStore("meta"), { name: "key", value: record })),
             "store the key record",
           ),
       ).catch((error: unknown) => {
@@ -90,7 +92,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
             async (tx) => {
               const meta = tx.objectStore("meta");
               if (!sameClone((await meta.get("key"))?.value, expected)) return false;
-              await meta.put({ name: "key", value: next });
+              await storePut(meta, { name: "key", value: next });
               return true;
             },
             "store the key record",

@@ -2,7 +2,7 @@
  * `copyThread`: a whole thread under another id, in one transaction, values
  * re-bound to their new rows first when the serializer binds rows.
  */
-import { issue } from "../idb/database.js";
+import { issue, storePut } from "../idb/requests.js";
 import { isRowBound } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
@@ -90,11 +90,11 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       if (existing > 0) {
         throw new Error(`copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`);
       }
-      for (const row of moved.checkpoints) issue(tx.objectStore("checkpoints").put(row));
-      for (const blob of moved.blobs) issue(tx.objectStore("blobs").put(blob));
-      for (const write of moved.writes) issue(tx.objectStore("writes").put(write));
+      for (const row of moved.checkpoints) issue(storePut(tx.objectStore("checkpoints"), row));
+      for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
+      for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), write));
       if (latest) {
-        await tx.objectStore("threads").put(threadSummary(t, ctx.now(), latest));
+        await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
       }
     },
     "copy thread",

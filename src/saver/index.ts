@@ -21,16 +21,16 @@ type DeltaChannelHistory,
 type PendingWrite,
 type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { JournaledDatabase,type RecoveryReport } from "../journal/index.js";
+import type { JournalSeam, RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import { createSaverDatabase } from "./database.js";
 import { createSaverContext,type SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { list } from "./list.js";
 import { put,putWrites } from "./put.js";
-import { SAVER_UPGRADES } from "./schema.js";
 import { clearTombstone,deleteThread } from "./tombstones.js";
 import type { IndexedDBSaverParams,ListThreadsOptions,PruneOptions,ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
@@ -58,27 +58,19 @@ export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsO
  * ```
  */
 export class IndexedDBSaver extends BaseCheckpointSaver<number> {
-  readonly #db: JournaledDatabase;
+  readonly #journal: JournalSeam;
   readonly #ctx: SaverContext;
 
   constructor(params: IndexedDBSaverParams = {}) {
     super(params.serde ?? new MsgpackSerializer());
-    this.#db = new JournaledDatabase({
-      name: params.dbName ?? "langgraph",
-      upgrades: SAVER_UPGRADES,
-      indexedDB: params.indexedDB,
-      durability: params.durability,
-      blockedTimeoutMs: params.blockedTimeoutMs,
-      journal: params.journal,
-      onRecovery: params.onRecovery,
-      onWipe: params.onWipe,
-    });
-    this.#ctx = createSaverContext(this.#db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
+    const { db, journal } = createSaverDatabase(params);
+    this.#journal = journal;
+    this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
   }
 
   /** The IndexedDB database name. */
   get dbName(): string {
-    return this.#db.name;
+    return this.#ctx.db.name;
   }
 
   /**
@@ -87,12 +79,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * restore from), `"ok"`, or `"journal-unavailable"`.
    */
   recovery(): Promise<RecoveryReport> {
-    return this.#db.recovery();
+    return this.#journal.recovery();
   }
 
   /** Rewrites the journal as one snapshot of the database (it also compacts itself as it grows). */
   compactJournal(): Promise<void> {
-    return this.#db.compact();
+    return this.#journal.compact();
   }
 
   /**
@@ -261,7 +253,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** Closes the database connection; the next call reopens it. */
   async close(): Promise<void> {
     this.#ctx.feed.close();
-    await this.#db.close();
+    await this.#ctx.db.close();
   }
 
   /**

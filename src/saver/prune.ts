@@ -3,7 +3,7 @@
  * keeping delta-channel history), or delete whole threads.
  */
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { issue } from "../idb/database.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
@@ -109,7 +109,7 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
     THREAD_STORES,
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
-      for (const blob of snapshots) issue(tx.objectStore("blobs").put(blob));
+      for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
       // Blobs no remaining checkpoint uses (rows put meanwhile included).
       const [remaining, blobKeys] = await Promise.all([
         threadRows(tx, ranges, "checkpoints", threadId),
@@ -119,7 +119,7 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
       for (const row of remaining) {
         for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobId(row.checkpoint_ns, channel, version));
       }
-      for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) issue(tx.objectStore("blobs").delete(key));
+      for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

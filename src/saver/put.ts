@@ -14,7 +14,7 @@ type CheckpointMetadata,
 type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
-import { addIfAbsent,issue } from "../idb/database.js";
+import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId,configIds,missingThreadIdMessage } from "./ids.js";
 import { prefixBounds } from "./keys.js";
@@ -105,11 +105,11 @@ export async function put(
         // the common case (no tombstone) the put costs one round trip.
         const tombstoneRead = readTombstone(tx, threadId);
         const blobStore = tx.objectStore("blobs");
-        for (const blob of blobs) issue(blobStore.put(blob));
+        for (const blob of blobs) issue(storePut(blobStore, blob));
         const checkpoints = tx.objectStore("checkpoints");
-        issue(checkpoints.put(row));
+        issue(storePut(checkpoints, row));
         if (checkpointNs === "") {
-          issue(tx.objectStore("threads").put({
+          issue(storePut(tx.objectStore("threads"), {
             thread_id: threadId,
             updated_at: now,
             latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
@@ -135,9 +135,9 @@ export async function put(
         const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
         // Its writes may have come first (putWrites before put): drop them too.
         const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
-        issue(tx.objectStore("writes").delete(ctx.db.ranges.bound(bounds.lower, bounds.upper)));
-        issue(tx.objectStore("writes").put(tombstoneWrite(threadId, next)));
-        await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: next });
+        issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+        issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, next)));
+        await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: next });
       },
       "record a late write",
       false,
@@ -232,5 +232,5 @@ function storeWrites(
   store: IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">,
   rows: WriteRow[],
 ): Promise<unknown> {
-  return Promise.all(rows.map((write) => (write.idx < 0 ? store.put(write) : addIfAbsent(store, write))));
+  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

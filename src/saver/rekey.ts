@@ -3,10 +3,12 @@
  * `rekey` re-encrypts every stored value under a fresh one, a page at a time.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { changeDatabaseKey,rekeyDatabase,sameClone,type ValueRewriter } from "../serde/protocol.js";
+import { sameClone } from "../core/equality.js";
+import { changeDatabaseKey, rekeyDatabase, type ValueRewriter } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { rowRef } from "./rows.js";
 import { isTombstoneWrite,type BlobRow,type CheckpointRow,type SaverSchema,type ThreadRow,type WriteRow } from "./schema.js";
+import { storePut } from "../idb/requests.js";
 
 /** Rows per transaction when `rekey` re-encrypts a store. */
 const REKEY_PAGE = 256;
@@ -62,7 +64,7 @@ async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "thre
         const objects = tx.objectStore(store);
         const current = await Promise.all(updates.map(({ key }) => objects.get(key)));
         await Promise.all(
-          updates.map(({ before, after }, i) => (sameClone(current[i], before) ? objects.put(after as SaverSchema[S]["value"]) : undefined)),
+          updates.map(({ before, after }, i) => (sameClone(current[i], before) ? storePut(objects, after as SaverSchema[S]["value"]) : undefined)),
         );
       },
       "store re-encrypted rows",

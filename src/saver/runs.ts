@@ -2,7 +2,7 @@
  * Removing checkpoints by run: `deleteForRuns` (through the run index), and
  * the removal of one checkpoint row with its writes, shared with prune.
  */
-import { issue } from "../idb/database.js";
+import { issue, storeDelete } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { blobId,prefixBounds,rowId } from "./keys.js";
@@ -53,7 +53,7 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
         deleteCheckpointRows(ctx, tx, row);
         for (const [channel, version] of Object.entries(row.channel_versions)) {
           if (!used.has(`${row.thread_id}\u0000${blobId(row.checkpoint_ns, channel, version)}`)) {
-            issue(tx.objectStore("blobs").delete([row.thread_id, row.checkpoint_ns, channel, version]));
+            issue(storeDelete(tx.objectStore("blobs"), [row.thread_id, row.checkpoint_ns, channel, version]));
           }
         }
       }
@@ -71,7 +71,7 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
 
 /** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
 export function deleteCheckpointRows(ctx: SaverContext, tx: WriteTx, row: CheckpointRow): void {
-  issue(tx.objectStore("checkpoints").delete([row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
+  issue(storeDelete(tx.objectStore("checkpoints"), [row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
   const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-  issue(tx.objectStore("writes").delete(ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+  issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
 }

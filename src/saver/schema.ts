@@ -8,7 +8,8 @@
  * so an encrypting serializer covers all of them.
  */
 import type { DBSchema } from "idb";
-import { issue,type Upgrade } from "../idb/database.js";
+import { type Upgrade } from "../idb/database.js";
+import { issue } from "../idb/requests.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];

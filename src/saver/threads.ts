@@ -11,6 +11,7 @@ import { decode,rowRef } from "./rows.js";
 import type { CheckpointRow,ThreadRow } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
 import type { ListThreadsOptions,ThreadInfo } from "./types.js";
+import { storeDelete, storePut } from "../idb/requests.js";
 
 /** The checkpoint `listThreads` shows a thread by: the newest root one, else the newest. */
 export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
@@ -113,6 +114,6 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
 export async function refreshThread(ctx: SaverContext, tx: WriteTx, threadId: string, remaining: CheckpointRow[]): Promise<void> {
   const latest = latestOf(remaining);
   // No checkpoints left: no summary, so listThreads does not show it.
-  if (!latest) return void (await tx.objectStore("threads").delete(threadId));
-  await tx.objectStore("threads").put(threadSummary(threadId, ctx.now(), latest));
+  if (!latest) return void (await storeDelete(tx.objectStore("threads"), threadId));
+  await storePut(tx.objectStore("threads"), threadSummary(threadId, ctx.now(), latest));
 }

@@ -5,7 +5,8 @@
  * dropped instead of resurrecting it.
  */
 import { SerializationError } from "../core/errors.js";
-import { issue,type Tx } from "../idb/database.js";
+import { type Tx } from "../idb/database.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
@@ -82,13 +83,13 @@ export async function deleteThread(ctx: SaverContext, threadId: string): Promise
       let maxId = previous?.max_deleted_id ?? "";
       for (const key of checkpointKeys) if (key[2] > maxId) maxId = key[2];
       for (const key of writeKeys) if (key[2] > maxId) maxId = key[2];
-      issue(tx.objectStore("checkpoints").delete(range));
-      issue(tx.objectStore("blobs").delete(range));
-      issue(tx.objectStore("writes").delete(range));
-      issue(tx.objectStore("threads").delete(threadId));
+      issue(storeDelete(tx.objectStore("checkpoints"), range));
+      issue(storeDelete(tx.objectStore("blobs"), range));
+      issue(storeDelete(tx.objectStore("writes"), range));
+      issue(storeDelete(tx.objectStore("threads"), threadId));
       const tombstone: Tombstone = { max_deleted_id: maxId, dropped: previous?.dropped ?? [], deleted_at: Date.now() };
-      issue(tx.objectStore("writes").put(tombstoneWrite(threadId, tombstone)));
-      await tx.objectStore("meta").put({ name: tombstoneName(threadId), value: tombstone });
+      issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)));
+      await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone });
       return true;
     },
     "delete thread",
@@ -108,8 +109,8 @@ export async function clearTombstone(ctx: SaverContext, threadId: string): Promi
   await ctx.writes.write(
     ["meta", "writes"],
     (tx) => {
-      issue(tx.objectStore("meta").delete(tombstoneName(threadId)));
-      issue(tx.objectStore("writes").delete(tombstoneWriteKey(threadId)));
+      issue(storeDelete(tx.objectStore("meta"), tombstoneName(threadId)));
+      issue(storeDelete(tx.objectStore("writes"), tombstoneWriteKey(threadId)));
     },
     "clear a tombstone",
     false,

@@ -14,6 +14,7 @@
  * `dumpsTyped`/`loadsTyped`.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { sameClone } from "../core/equality.js";
 import { DecryptionError } from "../core/errors.js";
 
 /**
@@ -193,39 +194,6 @@ export function isRekeyable(serde: SerializerProtocol): serde is RekeyableSerial
   return isDatabaseKeyed(serde) && typeof candidate.beginRekey === "function" && typeof candidate.endRekey === "function";
 }
 
-/**
- * Deep equality of two structured-clone values as IndexedDB returns them
- * (key records, rows): primitives, `Date`s, byte arrays and typed arrays
- * (compared bytewise), `ArrayBuffer`s, `Map`s, `Set`s, arrays and plain
- * objects; any other object (a `CryptoKey`) only equals itself.
- */
-export function sameClone(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  const tag = Object.prototype.toString.call(a);
-  if (tag !== Object.prototype.toString.call(b)) return false;
-  if (ArrayBuffer.isView(a) || a instanceof ArrayBuffer) {
-    const bytes = (x: ArrayBufferView | ArrayBuffer) =>
-      ArrayBuffer.isView(x) ? new Uint8Array(x.buffer, x.byteOffset, x.byteLength) : new Uint8Array(x);
-    const x = bytes(a as ArrayBufferView | ArrayBuffer);
-    const y = bytes(b as ArrayBufferView | ArrayBuffer);
-    return x.length === y.length && x.every((byte, i) => byte === y[i]);
-  }
-  if (tag === "[object Date]") return Object.is((a as Date).getTime(), (b as Date).getTime());
-  if (tag === "[object Map]" || tag === "[object Set]") {
-    const x = [...(a as Map<unknown, unknown> | Set<unknown>).entries()];
-    const y = [...(b as Map<unknown, unknown> | Set<unknown>).entries()];
-    return sameClone(x, y);
-  }
-  const plain = (value: object) => Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null;
-  if (!plain(a) || !plain(b) || Array.isArray(a) !== Array.isArray(b)) return false;
-  const keysA = Object.keys(a);
-  const keysB = Object.keys(b);
-  if (keysA.length !== keysB.length) return false;
-  return keysA.every(
-    (key) => Object.prototype.hasOwnProperty.call(b, key) && sameClone((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]),
-  );
-}
 
 /** How often a key change retries when another tab changed the record meanwhile. */
 const RECORD_ATTEMPTS = 3;

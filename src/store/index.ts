@@ -35,11 +35,11 @@ import {
   changeDatabaseKey,
   dumpForRow,
   rekeyDatabase,
-  sameClone,
   type KeyRecord,
   type KeyRecordAccess,
   type ValueRewriter,
 } from "../serde/protocol.js";
+import { sameClone } from "../core/equality.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";

@@ -21,7 +21,8 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
-import { changeDatabaseKey, rekeyDatabase, sameClone, type KeyRecord, type KeyRecordAccess, type ValueRewriter } from "../../src/serde/protocol.js";
+import { sameClone } from "../../src/core/equality.js";
+import { changeDatabaseKey, rekeyDatabase, type KeyRecord, type KeyRecordAccess, type ValueRewriter } from "../../src/serde/protocol.js";
 import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";

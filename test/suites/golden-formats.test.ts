@@ -38,7 +38,7 @@ import {
   type RecoveryReport,
 } from "../../src/index.js";
 import { concatBytes, frameRecord, parseJournal } from "../../src/journal/format.js";
-import { replayFile } from "../../src/journal/index.js";
+import { replayFile } from "../../src/journal/raw.js";
 import exportGolden from "../golden/export.json";
 import journalGolden from "../golden/journal.json";
 import msgpackGolden from "../golden/msgpack.json";

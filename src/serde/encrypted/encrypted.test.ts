@@ -11,7 +11,6 @@ import { describe, expect, it } from "vitest";
 import {
   changeDatabaseKey,
   rekeyDatabase,
-  sameClone,
   type KeyRecord,
   type DatabaseBinding,
   type KeyRecordAccess,
@@ -30,6 +29,7 @@ import {
 import { DecryptionError } from "../../core/errors.js";
 import { deleteDatabase, freshDbName } from "../../../test/support/databases.js";
 import { containsText } from "../../../test/support/plaintext.js";
+import { sameClone } from "../../core/equality.js";
 
 /** Fast PBKDF2 for tests; one test below runs the real default. */
 const FAST = 1_000;

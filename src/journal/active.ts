@@ -1,0 +1,199 @@
+/**
+ * The active journal: recovery of the database from its records, the
+ * append queue (one record per committed transaction, in commit order), and
+ * compaction into one snapshot. Loaded with `import()` only when a journal
+ * is enabled.
+ */
+import type { WriteOp } from "../idb/requests.js";
+import { concatBytes, frameRecord, parseJournal } from "./format.js";
+import { isEmpty, newestReflected, rangeSpec, isKeyRange, replay, snapshot, type Op, type Payload } from "./raw.js";
+import type { Resync } from "./seam.js";
+import type { JournalBackend, RecoveryReport } from "./types.js";
+
+/** Options of {@link ActiveJournal}. */
+export interface ActiveJournalOptions {
+  name: string;
+  stores: readonly string[];
+  backend: JournalBackend;
+  /** The database's current raw connection (it may have been reopened since recovery). */
+  connection(): Promise<IDBDatabase>;
+  /** Compact when the journal grows past this many bytes (and twice its last snapshot). */
+  compactBytes: number;
+  /** Told when an append or a compaction fails: the journal stops, the saver goes on. */
+  onFail(error: unknown): void;
+}
+
+/** What recovery needs from the seam. */
+export interface RecoverOptions {
+  /** This open created the database. */
+  created: boolean;
+  replayMargin: number;
+  resync: Resync;
+  /** Whether the wipe marker says the database had held data (only asked when it was created). */
+  wiped(): Promise<boolean>;
+}
+
+/** One journal file in use. */
+export class ActiveJournal {
+  readonly #options: ActiveJournalOptions;
+  /** Journal writes run one after another, in commit order. */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** The journal is usable (opened, not failed). */
+  #usable = false;
+  #size = 0;
+  #snapshotSize = 0;
+
+  constructor(options: ActiveJournalOptions) {
+    this.#options = options;
+  }
+
+  /** False once an append or a compaction failed. */
+  get usable(): boolean {
+    return this.#usable;
+  }
+
+  /** A write request as a journal operation. */
+  toOp(op: WriteOp): Op {
+    switch (op.kind) {
+      case "put":
+        return [op.store, 0, op.value];
+      case "add":
+        return [op.store, 1, op.value];
+      case "delete":
+        return isKeyRange(op.query) ? [op.store, 3, rangeSpec(op.query)] : [op.store, 2, op.query];
+      case "clear":
+        return [op.store, 4];
+    }
+  }
+
+  /** Appends one committed transaction's operations (queued, in commit order). */
+  append(ops: Op[]): Promise<void> {
+    const bytes = frameRecord({ o: ops } satisfies Payload);
+    return this.#enqueue(async () => {
+      if (!this.#usable) return;
+      try {
+        await this.#options.backend.append(bytes);
+        this.#size += bytes.length;
+      } catch (error) {
+        this.#fail(error);
+        return;
+      }
+      if (this.#size > this.#options.compactBytes && this.#size > 2 * this.#snapshotSize) await this.#compactNow();
+    });
+  }
+
+  /** Rewrites the journal as one snapshot of the database (after the queued appends). */
+  compact(): Promise<void> {
+    return this.#enqueue(() => this.#compactNow());
+  }
+
+  /** Waits for queued appends and releases the file. */
+  async close(): Promise<void> {
+    await this.#queue;
+    this.#usable = false;
+    await this.#options.backend.close().catch(() => undefined);
+  }
+
+  async #compactNow(): Promise<void> {
+    if (!this.#usable) return;
+    try {
+      const db = await this.#options.connection();
+      const snap = await snapshot(db, this.#options.stores);
+      const header = frameRecord({ h: Date.now(), db: this.#options.name } satisfies Payload);
+      const body = frameRecord({ snap } satisfies Payload);
+      await this.#options.backend.replace(concatBytes([header, body]));
+      this.#size = header.length + body.length;
+      this.#snapshotSize = this.#size;
+    } catch (error) {
+      this.#fail(error);
+    }
+  }
+
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    const next = this.#queue.then(task, task);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  #fail(error: unknown): void {
+    this.#usable = false;
+    this.#options.onFail(error);
+  }
+
+  /**
+   * Opens the journal and brings `db` up to date with it; starts a journal
+   * where there is none. The report's `elapsedMs` is the caller's to fill.
+   */
+  async recover(db: IDBDatabase, options: RecoverOptions): Promise<Omit<RecoveryReport, "elapsedMs">> {
+    const { backend, stores, name } = this.#options;
+    const base = { recoveredWrites: 0, journalRecords: 0, tornRecord: false, fromEmpty: false };
+    let bytes: Uint8Array;
+    try {
+      bytes = await backend.open();
+    } catch (error) {
+      const wiped = await options.wiped();
+      return { ...base, kind: wiped ? "wiped" : "journal-unavailable", fromEmpty: wiped, error };
+    }
+    const parsed = parseJournal(bytes);
+    let records = parsed.records as Payload[];
+    if (records.length > 0 && !("h" in records[0]!)) records = []; // not a journal of ours
+    try {
+      if (parsed.torn || (records.length === 0 && bytes.length > 0)) await backend.truncate(records.length === 0 ? 0 : parsed.validLength);
+    } catch (error) {
+      return { ...base, kind: "journal-unavailable", error };
+    }
+    const body = records.slice(1);
+    let size = records.length === 0 ? 0 : parsed.validLength;
+    this.#snapshotSize = body[0] && "snap" in body[0] ? size : 0;
+
+    // Where replay starts: after the newest record the database reflects, less a margin.
+    const empty = options.created || (await isEmpty(db, stores));
+    const anchor = empty ? -1 : await newestReflected(db, stores, body);
+    const lost = body.length - 1 - anchor;
+    const from = Math.max(0, anchor + 1 - options.replayMargin);
+    if (body.length > from) await replay(db, stores, body.slice(from));
+    // The other way round: transactions that committed but whose append the
+    // crash cut off. They can only be the newest rows the journal's last
+    // records wrote: the saver's resync journals those rows again, as they are now.
+    let resync: Uint8Array | undefined;
+    if (!empty && records.length > 0) {
+      const ops = await options.resync(db, body.slice(-options.replayMargin));
+      if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);
+    }
+
+    // An empty journal: start it (with a snapshot when the database already holds data).
+    if (records.length === 0) {
+      const header = frameRecord({ h: Date.now(), db: name } satisfies Payload);
+      const parts = [header];
+      if (!empty) parts.push(frameRecord({ snap: await snapshot(db, stores) } satisfies Payload));
+      const fresh = concatBytes(parts);
+      try {
+        await backend.replace(fresh);
+      } catch (error) {
+        return { ...base, kind: "journal-unavailable", error };
+      }
+      size = fresh.length;
+      this.#snapshotSize = size;
+    }
+    if (resync) {
+      try {
+        await backend.append(resync);
+      } catch (error) {
+        return { ...base, kind: "journal-unavailable", error };
+      }
+      size += resync.length;
+    }
+    this.#size = size;
+    this.#usable = true;
+    const fromEmpty = empty && body.length > 0;
+    // A database that had data, with neither it nor the journal holding any now.
+    const wiped = options.created && body.length === 0 && (await options.wiped());
+    return {
+      kind: wiped ? "wiped" : lost > 0 ? "restored" : "ok",
+      fromEmpty: fromEmpty || wiped,
+      recoveredWrites: lost,
+      journalRecords: body.length,
+      tornRecord: parsed.torn,
+    };
+  }
+}

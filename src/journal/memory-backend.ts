@@ -1,0 +1,52 @@
+/**
+ * The journal and wipe marker kept in this process's memory: for tests, and
+ * where OPFS is missing. They outlive saver instances, as files would.
+ */
+import { concatBytes } from "./format.js";
+import type { JournalBackend, WipeMarker } from "./types.js";
+
+/** Journals of the memory backend, by name: they outlive saver instances, as files would. */
+const memoryFiles = new Map<string, Uint8Array>();
+const memoryMarkers = new Set<string>();
+
+/** A journal kept in this process's memory: for tests, and where OPFS is missing. */
+export class MemoryJournalBackend implements JournalBackend {
+  constructor(readonly name: string) {}
+  async open(): Promise<Uint8Array> {
+    return memoryFiles.get(this.name) ?? new Uint8Array(0);
+  }
+  async truncate(length: number): Promise<void> {
+    memoryFiles.set(this.name, (memoryFiles.get(this.name) ?? new Uint8Array(0)).slice(0, length));
+  }
+  async append(bytes: Uint8Array): Promise<void> {
+    memoryFiles.set(this.name, concatBytes([memoryFiles.get(this.name) ?? new Uint8Array(0), bytes]));
+  }
+  async replace(bytes: Uint8Array): Promise<void> {
+    memoryFiles.set(this.name, bytes.slice());
+  }
+  async close(): Promise<void> {}
+  /** The bytes of a memory journal (tests). */
+  static file(name: string): Uint8Array | undefined {
+    return memoryFiles.get(name);
+  }
+  /** Overwrites a memory journal (tests: tear its tail). */
+  static setFile(name: string, bytes: Uint8Array | undefined): void {
+    if (bytes) memoryFiles.set(name, bytes);
+    else memoryFiles.delete(name);
+  }
+}
+
+/** Markers kept in this process's memory (Node, tests). */
+export function memoryMarker(name: string): WipeMarker {
+  return {
+    has: async () => memoryMarkers.has(name),
+    set: async () => void memoryMarkers.add(name),
+  };
+}
+
+/** Forgets memory journals and markers (tests). */
+export function resetMemoryJournals(): void {
+  memoryFiles.clear();
+  memoryMarkers.clear();
+}
+

@@ -1,0 +1,182 @@
+/**
+ * The journal's records and its raw IndexedDB work: reading the database
+ * before the saver's first transaction (emptiness, the newest record it
+ * reflects, snapshots) and replaying records. It runs on the raw connection
+ * the database seam hands over, before any other transaction, and works on
+ * whatever stores the journal was told about (it knows no schema).
+ */
+import { sameValue } from "../core/equality.js";
+import { parseJournal } from "./format.js";
+
+/** The saver's stores, the default of {@link replayFile} (tests, tools). */
+const SAVER_STORES = ["checkpoints", "blobs", "writes", "threads", "meta"] as const;
+
+/** One request of a committed transaction. */
+export type Op =
+  | [store: string, code: 0 | 1, value: unknown] // 0 put, 1 add (insert if absent)
+  | [store: string, code: 2, key: unknown] // delete one key
+  | [store: string, code: 3, range: RangeSpec] // delete a key range
+  | [store: string, code: 4]; // clear
+
+/** An IDBKeyRange as plain data. */
+export interface RangeSpec {
+  l?: unknown;
+  u?: unknown;
+  lo: boolean;
+  uo: boolean;
+}
+
+/** A journal record's payload. */
+export type Payload = { h: number; db: string } | { o: Op[] } | { snap: Record<string, unknown[]> };
+
+export function isKeyRange(value: unknown): value is IDBKeyRange {
+  return value !== null && typeof value === "object" && "lowerOpen" in value && "upperOpen" in value && "includes" in value;
+}
+
+export function rangeSpec(range: IDBKeyRange): RangeSpec {
+  const spec: RangeSpec = { lo: range.lowerOpen, uo: range.upperOpen };
+  if (range.lower !== undefined) spec.l = range.lower;
+  if (range.upper !== undefined) spec.u = range.upper;
+  return spec;
+}
+
+function toRange(spec: RangeSpec): IDBKeyRange {
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  if (spec.l !== undefined && spec.u !== undefined) return KeyRange.bound(spec.l, spec.u, spec.lo, spec.uo);
+  if (spec.l !== undefined) return KeyRange.lowerBound(spec.l, spec.lo);
+  return KeyRange.upperBound(spec.u, spec.uo);
+}
+
+export function request<T>(req: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function completion(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error("journal replay aborted"));
+  });
+}
+
+/** The journaled stores this database has. */
+export function presentStores(db: IDBDatabase, stores: readonly string[]): string[] {
+  return stores.filter((store) => db.objectStoreNames.contains(store));
+}
+
+/** True when no store holds saver rows (meta's "format" record does not count). */
+export async function isEmpty(db: IDBDatabase, journaled: readonly string[]): Promise<boolean> {
+  const stores = presentStores(db, journaled).filter((store) => store !== "meta");
+  if (stores.length === 0) return true;
+  const tx = db.transaction(stores, "readonly");
+  const counts = await Promise.all(stores.map((store) => request(tx.objectStore(store).count())));
+  return counts.every((count) => count === 0);
+}
+
+/** Every row of every store, in one transaction. */
+export async function snapshot(db: IDBDatabase, journaled: readonly string[]): Promise<Record<string, unknown[]>> {
+  const stores = presentStores(db, journaled);
+  const tx = db.transaction(stores, "readonly");
+  const rows = await Promise.all(stores.map((store) => request(tx.objectStore(store).getAll())));
+  return Object.fromEntries(stores.map((store, i) => [store, rows[i]!]));
+}
+
+export function keyOf(store: IDBObjectStore, value: unknown): IDBValidKey {
+  const path = store.keyPath;
+  const row = value as Record<string, IDBValidKey>;
+  return (Array.isArray(path) ? path.map((part) => row[part]!) : row[path as string]!) as IDBValidKey;
+}
+
+/**
+ * Index of the newest record whose rows the database still holds exactly
+ * (its last put or insert of each key it writes), or -1. Records that only
+ * delete prove nothing and are skipped.
+ */
+export async function newestReflected(db: IDBDatabase, journaled: readonly string[], records: Payload[]): Promise<number> {
+  const stores = presentStores(db, journaled);
+  for (let i = records.length - 1; i >= 0; i--) {
+    const record = records[i]!;
+    if ("snap" in record) return i; // a snapshot: replaying from it is always right
+    if (!("o" in record)) continue;
+    const last = new Map<string, Op>();
+    const tx = db.transaction(stores, "readonly");
+    for (const op of record.o) {
+      const store = tx.objectStore(op[0]);
+      const key = op[1] === 0 || op[1] === 1 ? keyOf(store, op[2]) : undefined;
+      last.set(key === undefined ? `${op[0]}\u0000#${last.size}` : `${op[0]}\u0000${JSON.stringify(key)}`, op);
+    }
+    const checks = [...last.values()].filter((op) => op[1] === 0 || op[1] === 1);
+    if (checks.length === 0) continue;
+    const found = await Promise.all(checks.map((op) => request(tx.objectStore(op[0]).get(keyOf(tx.objectStore(op[0]), op[2])))));
+    const holds = checks.every((op, j) => (op[1] === 0 ? sameValue(found[j], op[2]) : found[j] !== undefined));
+    if (holds) return i;
+  }
+  return -1;
+}
+
+/**
+ * Re-applies `records` in order, several per transaction (each transaction
+ * all or nothing, so a crash during recovery leaves a state the next
+ * recovery replays again). Returns how many records carried operations.
+ */
+export async function replay(db: IDBDatabase, journaled: readonly string[], records: Payload[]): Promise<number> {
+  const stores = presentStores(db, journaled);
+  let applied = 0;
+  const BATCH = 256;
+  for (let start = 0; start < records.length; start += BATCH) {
+    const tx = db.transaction(stores, "readwrite");
+    const finished = completion(tx);
+    for (const record of records.slice(start, start + BATCH)) {
+      if ("snap" in record) {
+        for (const store of stores) {
+          const objects = tx.objectStore(store);
+          objects.clear();
+          for (const row of record.snap[store] ?? []) objects.put(row);
+        }
+        applied++;
+      } else if ("o" in record) {
+        for (const op of record.o) {
+          if (!stores.includes(op[0])) continue;
+          const objects = tx.objectStore(op[0]);
+          switch (op[1]) {
+            case 0:
+              objects.put(op[2]);
+              break;
+            case 1: {
+              const req = objects.add(op[2]);
+              req.onerror = (event) => {
+                // First write wins: an existing row stays, the transaction goes on.
+                if (req.error?.name === "ConstraintError") {
+                  event.preventDefault();
+                  event.stopPropagation();
+                }
+              };
+              break;
+            }
+            case 2:
+              objects.delete(op[2] as IDBValidKey);
+              break;
+            case 3:
+              objects.delete(toRange(op[2]));
+              break;
+            case 4:
+              objects.clear();
+              break;
+          }
+        }
+        applied++;
+      }
+    }
+    await finished;
+  }
+  return applied;
+}
+
+/** Replays a whole journal file into `db` (tests, tools). @internal */
+export async function replayFile(db: IDBDatabase, bytes: Uint8Array, journaled: readonly string[] = SAVER_STORES): Promise<number> {
+  const records = parseJournal(bytes).records as Payload[];
+  return replay(db, journaled, records.slice(1));
+}

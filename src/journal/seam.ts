@@ -1,0 +1,193 @@
+/**
+ * The journal's side of the database seam: recovery before the connection's
+ * first transaction, the wipe marker, and (when a journal is enabled) the
+ * recording of every committed write. Small and always loaded; the journal
+ * itself (active.ts) and the OPFS backend load with `import()` only when
+ * `journal` is not `"off"`.
+ */
+import type { DatabaseSeam } from "../idb/database.js";
+import type { WriteObserver } from "../idb/requests.js";
+import type { ActiveJournal } from "./active.js";
+import type { Op, Payload } from "./raw.js";
+import { DatabaseWipedError, type JournalBackend, type JournalOption, type RecoveryReport, type WipeMarker } from "./types.js";
+import { defaultMarker } from "./wipe-marker.js";
+
+/**
+ * What the journal re-appends after a recovery: the current rows of the
+ * newest checkpoints that `records` (the journal's last records) touched,
+ * since their own append may have been cut off by the crash. The saver knows
+ * its schema; the journal does not.
+ */
+export type Resync = (db: IDBDatabase, records: readonly Payload[]) => Promise<Op[]>;
+
+/** Options of {@link JournalSeam}. */
+export interface JournalSeamOptions {
+  /** The database name (names the journal file and the marker). */
+  name: string;
+  /** The stores to journal, in snapshot order. */
+  stores: readonly string[];
+  /** The journal, or `"off"` (the default: only the wipe marker). */
+  journal?: JournalOption;
+  /** What to do when a wiped database cannot be restored. Default `"report"`. */
+  onWipe?: "report" | "throw";
+  /** Told once what the open found (see {@link RecoveryReport}). */
+  onRecovery?: (report: RecoveryReport) => void;
+  /** The marker; defaults to {@link defaultMarker}. */
+  marker?: WipeMarker;
+  /** Compact when the journal grows past this many bytes (and twice its last snapshot). Default 8 MiB. */
+  compactBytes?: number;
+  /** Records replayed before the newest one the database still reflects. Default 16. */
+  replayMargin?: number;
+  /** The saver's resync of its newest rows after a recovery. */
+  resync: Resync;
+}
+
+/** Recovery and journaling for one database, through its seam. */
+export class JournalSeam implements DatabaseSeam {
+  readonly #options: JournalSeamOptions;
+  readonly #marker: WipeMarker;
+  #open: (() => Promise<IDBDatabase>) | undefined;
+  /** Set when an upgrade created the database (opened from version 0). */
+  #created = false;
+  #ready: Promise<RecoveryReport> | undefined;
+  #report: RecoveryReport | undefined;
+  #active: ActiveJournal | undefined;
+  #markerSet = false;
+
+  constructor(options: JournalSeamOptions) {
+    this.#options = options;
+    this.#marker = options.marker ?? defaultMarker(options.name);
+  }
+
+  /** How to reach the raw connection without passing through the seam (set once by the database's owner). */
+  attach(open: () => Promise<IDBDatabase>): void {
+    this.#open = open;
+  }
+
+  created(): void {
+    this.#created = true;
+  }
+
+  async beforeUse(): Promise<void> {
+    const report = await this.recovery();
+    if (report.kind === "wiped" && this.#options.onWipe === "throw") throw new DatabaseWipedError(report);
+  }
+
+  /** What the open found; opens the database (and recovers) if needed. */
+  recovery(): Promise<RecoveryReport> {
+    this.#ready ??= this.#recover().then(
+      (report) => {
+        this.#report = report;
+        try {
+          this.#options.onRecovery?.(report);
+        } catch (error) {
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+        return report;
+      },
+      (error: unknown) => {
+        this.#ready = undefined;
+        throw error;
+      },
+    );
+    return this.#ready;
+  }
+
+  observeWrites(): WriteObserver | undefined {
+    const active = this.#active?.usable ? this.#active : undefined;
+    if (!active && this.#markerSet) return undefined; // nothing to record: no cost per request
+    const ops: Op[] = [];
+    return {
+      record: active ? (op) => ops.push(active.toOp(op)) : () => undefined,
+      committed: () => {
+        this.#setMarker();
+        return active && ops.length > 0 ? active.append(ops) : Promise.resolve();
+      },
+    };
+  }
+
+  /** Rewrites the journal as one snapshot of the database. */
+  async compact(): Promise<void> {
+    await this.recovery();
+    if (this.#active) await this.#active.compact();
+  }
+
+  async close(): Promise<void> {
+    const ready = this.#ready;
+    this.#ready = undefined;
+    await ready?.catch(() => undefined);
+    const active = this.#active;
+    this.#active = undefined;
+    this.#created = false;
+    await active?.close();
+  }
+
+  #setMarker(): void {
+    if (this.#markerSet) return;
+    this.#markerSet = true;
+    void this.#marker.set().catch(() => (this.#markerSet = false));
+  }
+
+  #raw(): Promise<IDBDatabase> {
+    if (!this.#open) throw new Error("JournalSeam: attach() was not called");
+    return this.#open();
+  }
+
+  /** A later failure of the journal: the saver goes on without it, and says so. */
+  #fail(error: unknown): void {
+    const report: RecoveryReport = {
+      ...(this.#report ?? { fromEmpty: false, recoveredWrites: 0, journalRecords: 0, tornRecord: false, elapsedMs: 0 }),
+      kind: "journal-unavailable",
+      error,
+    };
+    this.#report = report;
+    try {
+      this.#options.onRecovery?.(report);
+    } catch {
+      // A listener's failure must not hide the journal's.
+    }
+  }
+
+  async #recover(): Promise<RecoveryReport> {
+    const started = now();
+    const db = await this.#raw();
+    const created = this.#created;
+    const wiped = () => (created ? this.#marker.has().catch(() => false) : Promise.resolve(false));
+    const journal = this.#options.journal ?? "off";
+    if (journal === "off") {
+      const isWiped = await wiped();
+      return { kind: isWiped ? "wiped" : "ok", fromEmpty: isWiped, recoveredWrites: 0, journalRecords: 0, tornRecord: false, elapsedMs: now() - started };
+    }
+    // The journal's code and its OPFS worker load only now, when enabled.
+    const { ActiveJournal } = await import("./active.js");
+    const backend: JournalBackend =
+      journal === "memory"
+        ? new (await import("./memory-backend.js")).MemoryJournalBackend(this.#options.name)
+        : journal === "opfs"
+          ? new (await import("./opfs-backend.js")).OpfsJournalBackend(this.#options.name)
+          : journal;
+    const active = new ActiveJournal({
+      name: this.#options.name,
+      stores: this.#options.stores,
+      backend,
+      connection: () => this.#raw(),
+      compactBytes: this.#options.compactBytes ?? 8 * 1024 * 1024,
+      onFail: (error) => this.#fail(error),
+    });
+    const outcome = await active.recover(db, {
+      created,
+      replayMargin: this.#options.replayMargin ?? 16,
+      resync: this.#options.resync,
+      wiped,
+    });
+    if (outcome.kind !== "journal-unavailable") this.#active = active;
+    else await active.close();
+    return { ...outcome, elapsedMs: now() - started };
+  }
+}
+
+function now(): number {
+  return typeof performance !== "undefined" ? performance.now() : Date.now();
+}

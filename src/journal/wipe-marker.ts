@@ -1,0 +1,52 @@
+/**
+ * The wipe marker: a small note outside IndexedDB saying "this database has
+ * held data", so a database recreated empty (Chromium deletes a corrupted
+ * one whole) is told from a new one. Always loaded: it is all the saver
+ * needs when the journal is off.
+ */
+import { memoryMarker } from "./memory-backend.js";
+import type { WipeMarker } from "./types.js";
+
+/**
+ * The marker for `dbName` in this environment: a small OPFS file where there
+ * is OPFS (it survives Chromium deleting a corrupted IndexedDB), else
+ * `localStorage`, else memory.
+ */
+export function defaultMarker(dbName: string): WipeMarker {
+  const fileName = `langgraph-idb-${encodeURIComponent(dbName)}.marker`;
+  const storage = (globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }).navigator?.storage;
+  if (typeof storage?.getDirectory === "function") {
+    return {
+      async has() {
+        try {
+          await (await storage.getDirectory!()).getFileHandle(fileName);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      async set() {
+        try {
+          await (await storage.getDirectory!()).getFileHandle(fileName, { create: true });
+        } catch {
+          // No OPFS after all (some private modes): nothing to remember with.
+        }
+      },
+    };
+  }
+  const local = (() => {
+    try {
+      return (globalThis as { localStorage?: Storage }).localStorage;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (local) {
+    return {
+      has: async () => local.getItem(fileName) !== null,
+      set: async () => local.setItem(fileName, String(Date.now())),
+    };
+  }
+  return memoryMarker(dbName);
+}
+

@@ -1,0 +1,39 @@
+/**
+ * The saver's database: the IndexedDB runner over the saver's schema, with
+ * the journal's seam plugged in (recovery before the first transaction,
+ * wipe detection, and the crash journal when enabled).
+ */
+import { Database } from "../idb/database.js";
+import { JournalSeam } from "../journal/index.js";
+import { JOURNALED_STORES, resyncNewestRows } from "./journal-adapter.js";
+import { SAVER_UPGRADES, type SaverSchema } from "./schema.js";
+import type { IndexedDBSaverParams } from "./types.js";
+
+/** The database and its journal seam. @internal */
+export interface SaverDatabase {
+  db: Database<SaverSchema>;
+  journal: JournalSeam;
+}
+
+/** Opens nothing yet: builds the lazily opened database of a saver. @internal */
+export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase {
+  const name = params.dbName ?? "langgraph";
+  const journal = new JournalSeam({
+    name,
+    stores: JOURNALED_STORES,
+    journal: params.journal,
+    onWipe: params.onWipe,
+    onRecovery: params.onRecovery,
+    resync: resyncNewestRows,
+  });
+  const db = new Database<SaverSchema>({
+    name,
+    upgrades: SAVER_UPGRADES,
+    indexedDB: params.indexedDB,
+    durability: params.durability,
+    blockedTimeoutMs: params.blockedTimeoutMs,
+    seam: journal,
+  });
+  journal.attach(() => db.rawConnection());
+  return { db, journal };
+}

@@ -1,0 +1,75 @@
+/**
+ * What the crash journal needs to know of the saver's schema: after a
+ * recovery, the current rows of the newest checkpoints (with their channel
+ * values, pending writes and thread summary) of every thread and namespace
+ * the journal's last records wrote to, re-appended because their own append
+ * may have been cut off by the crash. The journal itself knows no schema.
+ */
+import type { Op, Payload } from "../journal/raw.js";
+
+/** How many newest checkpoints per namespace are journaled again. */
+const PER_NAMESPACE = 4;
+
+/** The stores the journal records, in snapshot order. */
+export const JOURNALED_STORES = ["checkpoints", "blobs", "writes", "threads", "meta"] as const;
+
+function request<T>(req: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+/**
+ * Put operations for the current rows of the newest checkpoints of every
+ * thread and namespace that `records` wrote to (see the module's note).
+ */
+export async function resyncNewestRows(db: IDBDatabase, records: readonly Payload[]): Promise<Op[]> {
+  const perNamespace = PER_NAMESPACE;
+  const namespaces = new Map<string, [string, string]>();
+  for (const record of records) {
+    if (!("o" in record)) continue;
+    for (const op of record.o) {
+      if ((op[0] === "checkpoints" || op[0] === "writes") && (op[1] === 0 || op[1] === 1)) {
+        const row = op[2] as { thread_id: string; checkpoint_ns: string };
+        namespaces.set(JSON.stringify([row.thread_id, row.checkpoint_ns]), [row.thread_id, row.checkpoint_ns]);
+      }
+    }
+  }
+  if (namespaces.size === 0) return [];
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  const tx = db.transaction(JOURNALED_STORES.filter((store) => db.objectStoreNames.contains(store)), "readonly");
+  const ops: Op[] = [];
+  const threads = new Set<string>();
+  for (const [threadId, ns] of namespaces.values()) {
+    if (ns.startsWith("\u0000")) continue; // a tombstone copy, not a namespace
+    threads.add(threadId);
+    const range = KeyRange.bound([threadId, ns], [threadId, ns, []]);
+    const rows: { checkpoint_id: string; channel_versions: Record<string, string | number> }[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const cursor = tx.objectStore("checkpoints").openCursor(range, "prev");
+      cursor.onerror = () => reject(cursor.error);
+      cursor.onsuccess = () => {
+        const current = cursor.result;
+        if (!current || rows.length >= perNamespace) return resolve();
+        rows.push(current.value);
+        current.continue();
+      };
+    });
+    for (const row of rows) {
+      ops.push(["checkpoints", 0, row]);
+      const blobs = await Promise.all(
+        Object.entries(row.channel_versions).map(([channel, version]) => request(tx.objectStore("blobs").get([threadId, ns, channel, version]))),
+      );
+      for (const blob of blobs) if (blob !== undefined) ops.push(["blobs", 0, blob]);
+      const writes = await request(tx.objectStore("writes").getAll(KeyRange.bound([threadId, ns, row.checkpoint_id], [threadId, ns, row.checkpoint_id, []])));
+      for (const write of writes) ops.push(["writes", 0, write]);
+    }
+  }
+  for (const threadId of threads) {
+    const thread = await request(tx.objectStore("threads").get(threadId));
+    if (thread !== undefined) ops.push(["threads", 0, thread]);
+  }
+  return ops;
+}
+
