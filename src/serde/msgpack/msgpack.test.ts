@@ -5,21 +5,21 @@
  * eval/new Function. Runs in Node and in Chromium.
  */
 import {
-  AIMessage,
-  AIMessageChunk,
-  HumanMessage,
-  RemoveMessage,
-  SystemMessage,
-  ToolMessage,
+AIMessage,
+AIMessageChunk,
+HumanMessage,
+RemoveMessage,
+SystemMessage,
+ToolMessage,
 } from "@langchain/core/messages";
 import { Serializable } from "@langchain/core/load/serializable";
-import { DeltaSnapshot, JsonPlusSerializer, isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { Command, Overwrite, Send, isCommand } from "@langchain/langgraph/web";
-import { Packr, Unpackr, unpack } from "msgpackr";
-import { describe, expect, it } from "vitest";
+import { DeltaSnapshot,JsonPlusSerializer,isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
+import { Command,Overwrite,Send,isCommand } from "@langchain/langgraph/web";
+import { Packr,Unpackr,unpack } from "msgpackr";
+import { describe,expect,it } from "vitest";
 import { SerializationError } from "../../core/errors.js";
 import { MsgpackSerializer } from "./index.js";
-import { EXT, FORMAT_MAGIC, FORMAT_VERSION, packPayload, tagged } from "./wire.js";
+import { EXT,FORMAT_MAGIC,FORMAT_VERSION,packPayload,tagged } from "./wire.js";
 
 const serde = new MsgpackSerializer();
 
