@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const started = state.count > 0 || state.checkpoints > 0;
   const final = (await graph.invoke(started ? null : { count: 0 }, config)) as typeof State.State;
   const after = await check(saver, config);
-  say("done", { count: final.count, logLength: final.log.length, ...after });
+  say("done", { logLength: final.log.length, ...after }); // count: the persisted one (after.count)
 }
 
 main().catch((error: unknown) => say("error", String((error as Error)?.stack ?? error)));
