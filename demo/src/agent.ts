@@ -13,7 +13,7 @@
  * has `next: ["tools"]` until the user approves (`invoke(null)`) or rejects
  * (`updateState` with a ToolMessage as the `tools` node, then `invoke(null)`).
  */
-import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { type AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import {
   END,
   MessagesDeltaValue,

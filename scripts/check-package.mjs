@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// Package check (`npm run check:package`): builds, packs the package exactly as
+// `npm publish` would (the tarball, not the work tree), and runs on it
+// - publint --strict: package.json fields, exports, files that exist;
+// - @arethetypeswrong/cli with the esm-only profile: the types every export
+//   resolves to, under node16 (ESM) and bundler resolution. The package is
+//   ESM-only by design, so CommonJS and node10 resolution are not checked.
+//
+//   node scripts/check-package.mjs [--no-build]
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dirname, "..");
+const bin = (name) => join(root, "node_modules", ".bin", name);
+
+/** Runs a command in the package root; exits with its status when it fails. */
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit", ...options });
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    console.error(`check-package: \`${[command, ...args].join(" ")}\` failed (exit ${result.status})`);
+    process.exit(result.status ?? 1);
+  }
+  return result;
+}
+
+if (!process.argv.includes("--no-build")) run("npm", ["run", "build", "--silent"]);
+
+const out = mkdtempSync(join(tmpdir(), "check-package-"));
+try {
+  // --ignore-scripts: prepack would build again; dist/ was just built.
+  const packed = run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", out], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [info] = JSON.parse(packed.stdout.toString());
+  const tarball = join(out, info.filename);
+  const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+  console.log(
+    `check-package: ${info.filename}: ${info.entryCount} files, ${kib(info.size)} packed, ${kib(info.unpackedSize)} unpacked`,
+  );
+  run(bin("publint"), ["run", tarball, "--strict"]);
+  run(bin("attw"), [tarball, "--profile", "esm-only", "--no-emoji"]);
+  console.log("check-package: publint and attw found no problem");
+} finally {
+  rmSync(out, { recursive: true, force: true });
+}
