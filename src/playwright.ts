@@ -32,6 +32,7 @@
 import type { Page } from "playwright";
 import type { PageApi, PageThreadState, SeededThread } from "./playwright/page.js";
 import type { IfThreadExists } from "./portable/index.js";
+import { toBase64 } from "./core/bytes.js";
 
 export type { PageThreadState, SeededThread } from "./playwright/page.js";
 
@@ -156,13 +157,6 @@ async function fileBytes(file: ThreadFileInput): Promise<Uint8Array> {
   if (file instanceof Uint8Array) return file;
   if (file instanceof ArrayBuffer) return new Uint8Array(file);
   return new Uint8Array(await file.arrayBuffer());
-}
-
-/** Base64 of bytes (no Buffer: this module type-checks without Node's types). */
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
 }
 
 let bundle: Promise<string> | undefined;

@@ -5,10 +5,11 @@
  * is enabled.
  */
 import type { WriteOp } from "../idb/requests.js";
-import { concatBytes, frameRecord, parseJournal } from "./format.js";
+import { frameRecord, parseJournal } from "./format.js";
 import { isEmpty, newestReflected, rangeSpec, isKeyRange, replay, snapshot, type Op, type Payload } from "./raw.js";
 import type { Resync } from "./seam.js";
 import type { JournalBackend, RecoveryReport } from "./types.js";
+import { joinBytes } from "../core/bytes.js";
 
 /** Options of {@link ActiveJournal}. */
 export interface ActiveJournalOptions {
@@ -101,7 +102,7 @@ export class ActiveJournal {
       const snap = await snapshot(db, this.#options.stores);
       const header = frameRecord({ h: Date.now(), db: this.#options.name } satisfies Payload);
       const body = frameRecord({ snap } satisfies Payload);
-      await this.#options.backend.replace(concatBytes([header, body]));
+      await this.#options.backend.replace(joinBytes([header, body]));
       this.#size = header.length + body.length;
       this.#snapshotSize = this.#size;
     } catch (error) {
@@ -166,7 +167,7 @@ export class ActiveJournal {
       const header = frameRecord({ h: Date.now(), db: name } satisfies Payload);
       const parts = [header];
       if (!empty) parts.push(frameRecord({ snap: await snapshot(db, stores) } satisfies Payload));
-      const fresh = concatBytes(parts);
+      const fresh = joinBytes(parts);
       try {
         await backend.replace(fresh);
       } catch (error) {

@@ -31,17 +31,6 @@ export function frameRecord(value: unknown): Uint8Array {
   return out;
 }
 
-/** Concatenates framed records. */
-export function concatBytes(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
 /** The intact records of a journal file, and where the intact part ends. */
 export interface ParsedJournal {
   records: unknown[];

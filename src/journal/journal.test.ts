@@ -9,11 +9,12 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
-import { concatBytes, frameRecord, parseJournal } from "./format.js";
+import { frameRecord, parseJournal } from "./format.js";
 import { sameValue } from "../core/equality.js";
 import { DatabaseWipedError, MemoryJournalBackend, resetMemoryJournals, type JournalOption, type RecoveryReport } from "./index.js";
 import { replayFile } from "./raw.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
+import { joinBytes } from "../core/bytes.js";
 
 /** The saver's options and methods once src/saver.ts is wired to the journal (/tmp/journal-saver.patch). */
 type JournalParams = IndexedDBSaverParams & { journal?: JournalOption; onRecovery?: (report: RecoveryReport) => void; onWipe?: "report" | "throw" };
@@ -89,7 +90,7 @@ afterEach(async () => {
 describe("journal framing", () => {
   it("reads back framed records and stops at a torn or corrupt tail", () => {
     const records = [{ h: 1 }, { o: [["blobs", 0, { value: ["json", new Uint8Array([1, 2, 3])] }]] }, { o: [] }];
-    const bytes = concatBytes(records.map((record) => frameRecord(record)));
+    const bytes = joinBytes(records.map((record) => frameRecord(record)));
     const whole = parseJournal(bytes);
     expect(whole.torn).toBe(false);
     expect(whole.records).toHaveLength(3);
@@ -148,7 +149,7 @@ describe.skipIf(!wired)("saver with a journal", () => {
     await seed.recovery();
     await seed.close();
     const db = await open(lagging);
-    await replayFile(db, concatBytes(records.slice(0, records.length - 3).map((record) => frameRecord(record))));
+    await replayFile(db, joinBytes(records.slice(0, records.length - 3).map((record) => frameRecord(record))));
     db.close();
     expect(sameValue(await scan(lagging), expected)).toBe(false);
 
@@ -177,7 +178,7 @@ describe.skipIf(!wired)("saver with a journal", () => {
     await first.close();
     // The last two appends never reached the file; the database has them.
     const records = parseJournal(MemoryJournalBackend.file(name)!).records;
-    MemoryJournalBackend.setFile(name, concatBytes(records.slice(0, -2).map((record) => frameRecord(record))));
+    MemoryJournalBackend.setFile(name, joinBytes(records.slice(0, -2).map((record) => frameRecord(record))));
     const second = saver(name);
     await second.recovery();
     await second.close();

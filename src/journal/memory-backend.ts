@@ -2,8 +2,9 @@
  * The journal and wipe marker kept in this process's memory: for tests, and
  * where OPFS is missing. They outlive saver instances, as files would.
  */
-import { concatBytes } from "./format.js";
+
 import type { JournalBackend, WipeMarker } from "./types.js";
+import { joinBytes } from "../core/bytes.js";
 
 /** Journals of the memory backend, by name: they outlive saver instances, as files would. */
 const memoryFiles = new Map<string, Uint8Array>();
@@ -19,7 +20,7 @@ export class MemoryJournalBackend implements JournalBackend {
     memoryFiles.set(this.name, (memoryFiles.get(this.name) ?? new Uint8Array(0)).slice(0, length));
   }
   async append(bytes: Uint8Array): Promise<void> {
-    memoryFiles.set(this.name, concatBytes([memoryFiles.get(this.name) ?? new Uint8Array(0), bytes]));
+    memoryFiles.set(this.name, joinBytes([memoryFiles.get(this.name) ?? new Uint8Array(0), bytes]));
   }
   async replace(bytes: Uint8Array): Promise<void> {
     memoryFiles.set(this.name, bytes.slice());

@@ -6,10 +6,11 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { describe, expect, it } from "vitest";
-import { concatBytes, frameRecord, parseJournal } from "./format.js";
+import { frameRecord, parseJournal } from "./format.js";
 import { JOURNAL_DIRECTORY, OpfsJournalBackend } from "./opfs-backend.js";
 import type { RecoveryReport } from "./index.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
+import { joinBytes } from "../core/bytes.js";
 
 const wired = "recovery" in IndexedDBSaver.prototype;
 /** The saver once wired to the journal (/tmp/journal-saver.patch). */
@@ -56,7 +57,7 @@ describe("OPFS journal backend", () => {
     await expect(other.open()).rejects.toThrow(/NoModificationAllowed|InvalidState|lock/i);
     await other.close();
 
-    await backend.replace(concatBytes([frameRecord({ h: 2 }), frameRecord({ snap: {} })]));
+    await backend.replace(joinBytes([frameRecord({ h: 2 }), frameRecord({ snap: {} })]));
     await backend.append(b);
     await backend.close();
     const reopened = new OpfsJournalBackend(name);

@@ -12,6 +12,7 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { isDeltaSnapshot, type CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
 import { messagesDeltaReducer } from "@langchain/langgraph/web";
+import { fromBase64, toBase64 } from "../core/bytes.js";
 import { importThread, type IfThreadExists } from "../portable/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
 
@@ -72,21 +73,6 @@ async function withSaver<T>(dbName: string, work: (saver: IndexedDBSaver) => Pro
   } finally {
     await saver.close();
   }
-}
-
-/** Bytes from base64. */
-function fromBase64(base64: string): Uint8Array {
-  const binary = atob(base64);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
-
-/** Base64 of bytes. */
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
 }
 
 /** LangGraph's own channels: `__start__`, `__pregel_tasks`, `branch:to:x`, `join:…`. */
@@ -197,7 +183,7 @@ export const pageApi: PageApi = {
       const metadata = (tuple.metadata ?? {}) as Record<string, unknown>;
       const counters = Object.keys((metadata.counters_since_delta_snapshot as Record<string, unknown> | undefined) ?? {});
       const missing = Object.keys(tuple.checkpoint.channel_versions ?? {}).filter(
-        (channel) => !Object.prototype.hasOwnProperty.call(values, channel) && (options.internal || !isInternal(channel)),
+        (channel) => !Object.hasOwn(values, channel) && (options.internal || !isInternal(channel)),
       );
       if (missing.length > 0) {
         const history = await saver.getDeltaChannelHistory({ config: tuple.config, channels: missing });

@@ -3,11 +3,13 @@ import {
 type BaseCheckpointSaver,type CheckpointMetadata
 } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
-import { joinBytes,utf8 } from "../serde/encrypted/webcrypto.js";
+
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type BlobRecord,type CheckpointRecord,type Fingerprint,GENERATOR,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_MEDIA_TYPE,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,blobKey,fingerprint,frame,hex32,ownValue,rowKey,samePrint,saverName } from "./format.js";
+import { type BlobRecord,type CheckpointRecord,type Fingerprint,GENERATOR,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_MEDIA_TYPE,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,fingerprint,frame,hex32,ownValue,samePrint,saverName } from "./format.js";
 import { type ExportThreadOptions,type ThreadExport } from "./options.js";
 import { ThreadExportError } from "./errors.js";
+import { joinBytes,utf8 } from "../core/bytes.js";
+import { blobIdentity,checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ export
 
 /** One checkpoint as the first pass over `list` saw it. */
@@ -167,7 +169,7 @@ async function* exportChunks(
         record.values[channel] = value;
         continue;
       }
-      const key = blobKey(planned.ns, channel, version);
+      const key = blobIdentity(planned.ns, channel, version);
       const bytes = await encode({ ns: planned.ns, channel, version, value });
       const print = await fingerprint(bytes);
       const known = blobPrints.get(key);
@@ -212,12 +214,12 @@ export async function planExport(saver: BaseCheckpointSaver, threadId: string, s
     const ns = String(configurable.checkpoint_ns ?? "");
     const id = String(configurable.checkpoint_id ?? tuple.checkpoint.id);
     const parentId: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
-    seen.set(rowKey(ns, id), { ns, id, parent: typeof parentId === "string" && parentId !== "" ? parentId : undefined });
+    seen.set(checkpointIdentity(ns, id), { ns, id, parent: typeof parentId === "string" && parentId !== "" ? parentId : undefined });
     writes += tuple.pendingWrites?.length ?? 0;
     const versions = tuple.checkpoint.channel_versions ?? {};
     for (const channel of Object.keys(tuple.checkpoint.channel_values ?? {})) {
       const version = ownValue(versions, channel) as string | number | undefined;
-      if (version !== undefined) blobKeys.add(blobKey(ns, channel, version));
+      if (version !== undefined) blobKeys.add(blobIdentity(ns, channel, version));
     }
   }
   if (seen.size === 0) throw new ThreadExportError(`exportThread: thread "${threadId}" has no checkpoints.`);
@@ -233,7 +235,7 @@ export async function planExport(saver: BaseCheckpointSaver, threadId: string, s
     for (let at: Planned | undefined = start; at && !placed.has(at) && !onChain.has(at); ) {
       chain.push(at);
       onChain.add(at);
-      at = at.parent === undefined ? undefined : seen.get(rowKey(at.ns, at.parent));
+      at = at.parent === undefined ? undefined : seen.get(checkpointIdentity(at.ns, at.parent));
     }
     for (const planned of chain.reverse()) {
       placed.add(planned);

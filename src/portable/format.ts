@@ -63,13 +63,14 @@ type BaseCheckpointSaver,type Checkpoint,
 type CheckpointMetadata,
 type CheckpointPendingWrite
 } from "@langchain/langgraph-checkpoint";
-import { joinBytes } from "../serde/encrypted/webcrypto.js";
+
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { type ThreadExportInput } from "./options.js";
 import { ThreadExportError,ThreadFileError } from "./errors.js";
 import { exportThread,exportThreadStream } from "./export.js";
 import { importThread } from "./import.js";
 import { copyThreads } from "./copy.js";
+import { joinBytes } from "../core/bytes.js";
 
 // ------------------------------------------------------------------ format
 
@@ -187,17 +188,7 @@ export function assertThreadId(threadId: unknown, caller: string): asserts threa
 
 /** An own property, never one inherited from `Object.prototype`. */
 export function ownValue(object: Record<string, unknown>, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
-}
-
-/** A checkpoint's identity inside its thread. */
-export function rowKey(ns: string, id: string): string {
-  return `${ns}\u0000${id}`;
-}
-
-/** A channel value's identity inside its thread (a number and a string version differ). */
-export function blobKey(ns: string, channel: string, version: string | number): string {
-  return `${ns}\u0000${channel}\u0000${typeof version}:${String(version)}`;
+  return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
 /** One frame: kind, big-endian length, payload. */

@@ -12,9 +12,11 @@ type SerializerProtocol
 } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type BlobRecord,type CheckpointRecord,FRAME_HEAD,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,blobKey,hex32,ownValue,parseJson,readAll,rowKey } from "./format.js";
+import { type BlobRecord,type CheckpointRecord,FRAME_HEAD,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,hex32,ownValue,parseJson,readAll } from "./format.js";
 import { type ImportThreadOptions,type ImportThreadResult,type ThreadExportInput } from "./options.js";
 import { ThreadFileError,ThreadImportError } from "./errors.js";
+import { errorMessage } from "../core/guards.js";
+import { blobIdentity,checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
 
 /** One frame's place in the file. */
@@ -106,7 +108,7 @@ export async function importThread(
       const versions = record.checkpoint.channel_versions ?? {};
       const values: Record<string, unknown> = {};
       for (const channel of record.blobs) {
-        const key = blobKey(ns, channel, versions[channel]!);
+        const key = blobIdentity(ns, channel, versions[channel]!);
         const slot = `${ns}\u0000${channel}`;
         let cached = recent.get(slot);
         if (cached?.key !== key) {
@@ -120,7 +122,7 @@ export async function importThread(
 
       const newVersions: ChannelVersions = {};
       for (const channel of Object.keys(versions)) {
-        const key = blobKey(ns, channel, versions[channel]!);
+        const key = blobIdentity(ns, channel, versions[channel]!);
         if (stored.has(key)) continue;
         stored.add(key);
         newVersions[channel] = versions[channel]!;
@@ -160,7 +162,7 @@ export async function importThread(
         // Reported through rolledBack: the original failure matters more.
       }
     }
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     throw new ThreadImportError(
       `importThread: writing thread "${threadId}" failed after ${written} of ${counts.checkpoints} checkpoints: ${reason}. ` +
         (rolledBack
@@ -254,7 +256,7 @@ export async function validate(bytes: Uint8Array, serde: SerializerProtocol, sig
     if (ref.kind === KIND.BLOB) {
       const blob = await decodeRecord(serde, header, ref);
       const { ns, channel, version } = checkBlob(blob, i);
-      const key = blobKey(ns, channel, version);
+      const key = blobIdentity(ns, channel, version);
       if (blobs.has(key)) throw recordError(i, `repeats the value of channel "${channel}" version ${String(version)}`);
       blobs.set(key, ref);
       counts.blobs += 1;
@@ -263,14 +265,14 @@ export async function validate(bytes: Uint8Array, serde: SerializerProtocol, sig
       const versions = record.checkpoint.channel_versions;
       for (const channel of record.blobs) {
         const version = ownValue(versions, channel) as string | number | undefined;
-        if (version === undefined || !blobs.has(blobKey(record.ns, channel, version))) {
+        if (version === undefined || !blobs.has(blobIdentity(record.ns, channel, version))) {
           throw recordError(i, `refers to a value of channel "${channel}" that no earlier record holds`);
         }
-        if (Object.prototype.hasOwnProperty.call(record.values, channel)) {
+        if (Object.hasOwn(record.values, channel)) {
           throw recordError(i, `has two values for channel "${channel}"`);
         }
       }
-      const key = rowKey(record.ns, record.id);
+      const key = checkpointIdentity(record.ns, record.id);
       if (checkpoints.has(key)) throw recordError(i, `repeats checkpoint ${record.id}`);
       checkpoints.add(key);
       counts.checkpoints += 1;
@@ -361,7 +363,7 @@ export async function decodeRecord(serde: SerializerProtocol, header: ThreadExpo
   try {
     return await serde.loadsTyped(header.serde, ref.payload);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     throw new ThreadFileError(
       `A record of the langgraph-thread file (offset ${ref.start}) cannot be decoded as "${header.serde}": ${reason}` +
         (header.serde === "msgpack" ? " (if the state holds app classes, pass a MsgpackSerializer listing them as serde)." : "."),
@@ -441,7 +443,7 @@ export function taskGroups(writes: CheckpointPendingWrite[]): TaskGroup[] {
   const width = Math.max(6, String(taskIds.length).length);
   return taskIds.map((taskId, i) => {
     const list = byTask.get(taskId)!;
-    const special = (write: CheckpointPendingWrite) => Object.prototype.hasOwnProperty.call(WRITES_IDX_MAP, write[1]);
+    const special = (write: CheckpointPendingWrite) => Object.hasOwn(WRITES_IDX_MAP, write[1]);
     const ordered = [...list.filter((write) => !special(write)), ...list.filter(special)];
     return {
       taskId,

@@ -2,7 +2,7 @@
  * `copyThread`: a whole thread under another id, in one transaction, values
  * re-bound to their new rows first when the serializer binds rows.
  */
-import { issue, storePut } from "../idb/requests.js";
+import { issue,storePut } from "../idb/requests.js";
 import { isRowBound } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";

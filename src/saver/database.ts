@@ -5,8 +5,8 @@
  */
 import { Database } from "../idb/database.js";
 import { JournalSeam } from "../journal/index.js";
-import { JOURNALED_STORES, resyncNewestRows } from "./journal-adapter.js";
-import { SAVER_UPGRADES, type SaverSchema } from "./schema.js";
+import { JOURNALED_STORES,resyncNewestRows } from "./journal-adapter.js";
+import { SAVER_UPGRADES,type SaverSchema } from "./schema.js";
 import type { IndexedDBSaverParams } from "./types.js";
 
 /** The database and its journal seam. @internal */

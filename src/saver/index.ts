@@ -21,7 +21,7 @@ type DeltaChannelHistory,
 type PendingWrite,
 type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import type { JournalSeam, RecoveryReport } from "../journal/index.js";
+import type { JournalSeam,RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { createSaverDatabase } from "./database.js";

@@ -5,7 +5,7 @@
  * the journal's last records wrote to, re-appended because their own append
  * may have been cut off by the crash. The journal itself knows no schema.
  */
-import type { Op, Payload } from "../journal/raw.js";
+import type { Op,Payload } from "../journal/raw.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;

@@ -43,12 +43,3 @@ export function checkpointRangeBounds(
   return { lower: [threadId, checkpointNs], upper: [threadId, checkpointNs, before], upperOpen: true };
 }
 
-/** A checkpoint's identity inside its thread. */
-export function rowId(row: { checkpoint_ns: string; checkpoint_id: string }): string {
-  return `${row.checkpoint_ns}\u0000${row.checkpoint_id}`;
-}
-
-/** A blob's identity inside its thread. */
-export function blobId(checkpointNs: string, channel: string, version: string | number): string {
-  return `${checkpointNs}\u0000${channel}\u0000${typeof version}:${String(version)}`;
-}

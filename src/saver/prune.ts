@@ -3,12 +3,12 @@
  * keeping delta-channel history), or delete whole threads.
  */
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { issue, storeDelete, storePut } from "../idb/requests.js";
+import { issue,storeDelete,storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
 import { assertId } from "./ids.js";
-import { blobId,prefixBounds,rowId } from "./keys.js";
+import { prefixBounds } from "./keys.js";
 import { threadRows,walkAncestors } from "./reads.js";
 import { decodeMetadata,encode,rowRef } from "./rows.js";
 import { deleteCheckpointRows } from "./runs.js";
@@ -16,6 +16,7 @@ import type { BlobRow,CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES,deleteThread } from "./tombstones.js";
 import { isDeltaChannelLike,type DeltaChannelLike,type PruneOptions } from "./types.js";
+import { blobIdentity,checkpointIdentity } from "../core/identity.js";
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -58,7 +59,7 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
   for (const nsRows of byNs.values()) {
     nsRows.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : a.checkpoint_id > b.checkpoint_id ? -1 : 0));
     for (const row of nsRows.slice(0, keepLast)) {
-      keep.add(rowId(row));
+      keep.add(checkpointIdentity(row.checkpoint_ns, row.checkpoint_id));
       kept.push(row);
     }
   }
@@ -99,11 +100,11 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
     if (chained.length > 0) {
       const walk = await ctx.db.read(["checkpoints", "blobs", "writes"], (tx) => walkAncestors(tx, ranges, row, chained), "walk delta history");
       const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
-      for (const id of walk.path.slice(0, depth + 1)) keep.add(`${row.checkpoint_ns}\u0000${id}`);
+      for (const id of walk.path.slice(0, depth + 1)) keep.add(checkpointIdentity(row.checkpoint_ns, id));
     }
   }
 
-  const doomed = rows.filter((row) => !keep.has(rowId(row)));
+  const doomed = rows.filter((row) => !keep.has(checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)));
   if (doomed.length === 0 && snapshots.length === 0) return;
   await ctx.writes.write(
     THREAD_STORES,
@@ -117,9 +118,9 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
       ]);
       const used = new Set<string>();
       for (const row of remaining) {
-        for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobId(row.checkpoint_ns, channel, version));
+        for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobIdentity(row.checkpoint_ns, channel, version));
       }
-      for (const key of blobKeys) if (!used.has(blobId(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+      for (const key of blobKeys) if (!used.has(blobIdentity(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

@@ -14,7 +14,7 @@ type CheckpointMetadata,
 type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
-import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
+import { addIfAbsent,issue,storeDelete,storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId,configIds,missingThreadIdMessage } from "./ids.js";
 import { prefixBounds } from "./keys.js";
@@ -63,7 +63,7 @@ export async function put(
     encode(serde, "serialize the checkpoint metadata", storedMetadata, rowRef.metadata(threadId, checkpointNs, checkpointId)),
     Promise.all(
       Object.entries(versions)
-        .filter(([channel]) => Object.prototype.hasOwnProperty.call(values, channel))
+        .filter(([channel]) => Object.hasOwn(values, channel))
         .map(async ([channel, version]): Promise<BlobRow> => {
           assertId("channel", channel);
           return {

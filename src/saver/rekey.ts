@@ -4,7 +4,7 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
-import { changeDatabaseKey, rekeyDatabase, type ValueRewriter } from "../serde/protocol.js";
+import { changeDatabaseKey,rekeyDatabase,type ValueRewriter } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { rowRef } from "./rows.js";
 import { isTombstoneWrite,type BlobRow,type CheckpointRow,type SaverSchema,type ThreadRow,type WriteRow } from "./schema.js";

@@ -11,7 +11,7 @@ import { decode,rowRef } from "./rows.js";
 import type { CheckpointRow,ThreadRow } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
 import type { ListThreadsOptions,ThreadInfo } from "./types.js";
-import { storeDelete, storePut } from "../idb/requests.js";
+import { storeDelete,storePut } from "../idb/requests.js";
 
 /** The checkpoint `listThreads` shows a thread by: the newest root one, else the newest. */
 export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {

@@ -6,7 +6,7 @@
  */
 import { SerializationError } from "../core/errors.js";
 import { type Tx } from "../idb/database.js";
-import { issue, storeDelete, storePut } from "../idb/requests.js";
+import { issue,storeDelete,storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";

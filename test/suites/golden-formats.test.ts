@@ -37,7 +37,7 @@ import {
   readThreadExportHeader,
   type RecoveryReport,
 } from "../../src/index.js";
-import { concatBytes, frameRecord, parseJournal } from "../../src/journal/format.js";
+import { frameRecord, parseJournal } from "../../src/journal/format.js";
 import { replayFile } from "../../src/journal/raw.js";
 import exportGolden from "../golden/export.json";
 import journalGolden from "../golden/journal.json";
@@ -75,6 +75,7 @@ import {
   withoutStacks,
   type Tagged,
 } from "../golden/shared.js";
+import { joinBytes } from "../../src/core/bytes.js";
 
 interface SaverGolden {
   dump: DatabaseDump;
@@ -483,7 +484,7 @@ describe("journal files", () => {
     expect(parsed.torn).toBe(false);
     expect(parsed.validLength).toBe(file.length);
     expect(encodeTagged(parsed.records)).toEqual(records);
-    expect(hex(concatBytes(parsed.records.map((record) => frameRecord(record))))).toBe(hex(file));
+    expect(hex(joinBytes(parsed.records.map((record) => frameRecord(record))))).toBe(hex(file));
   });
 
   it("keeps the payload shapes: {h, db} header, {o} op lists with codes 0-4, {snap}", () => {

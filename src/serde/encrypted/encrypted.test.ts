@@ -4,32 +4,33 @@
  * database key protocol (forDatabase, rewrap, rekey) and a LangGraph graph on
  * MemorySaver. Runs in Node (Node's WebCrypto) and in Chromium.
  */
-import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import { JsonPlusSerializer, MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
-import { describe, expect, it } from "vitest";
+import { AIMessage,HumanMessage,ToolMessage,type BaseMessage } from "@langchain/core/messages";
+import { JsonPlusSerializer,MemorySaver,type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { END,MessagesAnnotation,START,StateGraph } from "@langchain/langgraph/web";
+import { describe,expect,it } from "vitest";
 import {
-  changeDatabaseKey,
-  rekeyDatabase,
-  type KeyRecord,
-  type DatabaseBinding,
-  type KeyRecordAccess,
-  type RowBoundSerializer,
-  type RowRef,
-  type ValueRewriter,
+changeDatabaseKey,
+rekeyDatabase,
+type KeyRecord,
+type DatabaseBinding,
+type KeyRecordAccess,
+type RowBoundSerializer,
+type RowRef,
+type ValueRewriter,
 } from "../protocol.js";
-import { fromBase64, toBase64, toHex } from "./webcrypto.js";
+
 import {
-  AES_GCM_SUFFIX,
-  DEFAULT_PBKDF2_ITERATIONS,
-  EncryptedSerializer,
-  inspectEnvelope,
-  type AesGcmKeyRecord,
+AES_GCM_SUFFIX,
+DEFAULT_PBKDF2_ITERATIONS,
+EncryptedSerializer,
+inspectEnvelope,
+type AesGcmKeyRecord,
 } from "./index.js";
 import { DecryptionError } from "../../core/errors.js";
-import { deleteDatabase, freshDbName } from "../../../test/support/databases.js";
+import { deleteDatabase,freshDbName } from "../../../test/support/databases.js";
 import { containsText } from "../../../test/support/plaintext.js";
 import { sameClone } from "../../core/equality.js";
+import { toHex,toBase64,fromBase64 } from "../../core/bytes.js";
 
 /** Fast PBKDF2 for tests; one test below runs the real default. */
 const FAST = 1_000;

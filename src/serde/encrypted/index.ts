@@ -66,36 +66,18 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type {
-  DataKeyRotation,
-  DatabaseBinding,
-  KeyRecord,
-  RekeyableSerializer,
-  RewrappableSerializer,
-  RowBoundSerializer,
-  RowRef,
+DataKeyRotation,
+DatabaseBinding,
+KeyRecord,
+RekeyableSerializer,
+RewrappableSerializer,
+RowBoundSerializer,
+RowRef,
 } from "../protocol.js";
-import {
-  IV_BYTES,
-  KEY_ID_BYTES,
-  TAG_BYTES,
-  aesGcmDecrypt,
-  aesGcmEncrypt,
-  asBytes,
-  concatBytes,
-  deriveAesKey,
-  fromBase64,
-  generateAesKey,
-  importAesKey,
-  keyId,
-  randomBytes,
-  toHex,
-  unwrapAesKey,
-  utf8,
-  wrapAesKey,
-  type Bytes,
-} from "./webcrypto.js";
+import { IV_BYTES,KEY_ID_BYTES,TAG_BYTES,aesGcmDecrypt,aesGcmEncrypt,deriveAesKey,generateAesKey,importAesKey,keyId,randomBytes,unwrapAesKey,wrapAesKey } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";
+import { type Bytes,asBytes,concatBytes,utf8,toHex,fromBase64,fromHex,isUint8Array } from "../../core/bytes.js";
 
 /** The suffix added to the inner serializer's type tag. */
 export const AES_GCM_SUFFIX = "+aes-gcm";
@@ -271,17 +253,6 @@ function associatedData(header: Uint8Array, binding: Binding): Bytes {
 /** Associated data of a wrapped data key: which KEK wrapped which DEK. */
 function wrapAad(kekId: Uint8Array, dekId: Uint8Array): Bytes {
   return concatBytes(WRAP_DOMAIN, kekId, dekId);
-}
-
-function fromHex(hex: string): Bytes {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
-
-function isUint8Array(value: unknown): value is Uint8Array {
-  // Not instanceof: values read back from IndexedDB may come from another realm.
-  return Object.prototype.toString.call(value) === "[object Uint8Array]";
 }
 
 function describeBinding(binding: Binding): string {

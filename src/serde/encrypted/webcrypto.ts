@@ -8,9 +8,7 @@
  * Node 20, needs no dependency, and the key bytes of non-extractable keys
  * never reach JavaScript.
  */
-
-/** Bytes WebCrypto accepts: a view on a plain (not shared) ArrayBuffer. */
-export type Bytes = Uint8Array<ArrayBuffer>;
+import { asBytes,utf8,type Bytes } from "../../core/bytes.js";
 
 /** AES-GCM IV length: 96 bits, the size GCM is designed for (NIST SP 800-38D §8.2). */
 export const IV_BYTES = 12;
@@ -46,88 +44,9 @@ export function randomBytes(n: number): Bytes {
   return bytes;
 }
 
-/**
- * `bytes` as a view WebCrypto accepts. Copies only when the view sits on a
- * SharedArrayBuffer (WebCrypto refuses those); any other view is used as is,
- * including Node Buffers with an offset into a shared pool.
- */
-export function asBytes(bytes: Uint8Array): Bytes {
-  if (typeof SharedArrayBuffer !== "undefined" && bytes.buffer instanceof SharedArrayBuffer) {
-    return new Uint8Array(bytes);
-  }
-  return bytes as Bytes;
-}
-
-/** The concatenation of `parts`. */
-export function concatBytes(...parts: readonly Uint8Array[]): Bytes {
-  return joinBytes(parts);
-}
-
-/** The concatenation of a list of byte arrays (no argument-count limit). */
-export function joinBytes(parts: readonly Uint8Array[]): Bytes {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
-/** UTF-8 bytes of `text`. */
-export function utf8(text: string): Bytes {
-  return new TextEncoder().encode(text);
-}
-
-/** Lower-case hex of `bytes`. */
-export function toHex(bytes: Uint8Array): string {
-  let out = "";
-  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
-  return out;
-}
-
-const BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/** Standard base64 (with padding) of `bytes`. */
-export function toBase64(bytes: Uint8Array): string {
-  let out = "";
-  for (let i = 0; i < bytes.length; i += 3) {
-    const a = bytes[i]!;
-    const b = bytes[i + 1];
-    const c = bytes[i + 2];
-    out += BASE64_ALPHABET[a >> 2];
-    out += BASE64_ALPHABET[((a & 3) << 4) | ((b ?? 0) >> 4)];
-    out += b === undefined ? "=" : BASE64_ALPHABET[((b & 15) << 2) | ((c ?? 0) >> 6)];
-    out += c === undefined ? "=" : BASE64_ALPHABET[c & 63];
-  }
-  return out;
-}
-
-/**
- * Decodes base64, standard or URL-safe, padding optional, surrounding
- * whitespace ignored. Strict otherwise: a key pasted with a typo must fail
- * loudly, not decode to different bytes (as `atob` tolerates some cases).
- */
-export function fromBase64(text: string): Bytes {
-  const clean = text.trim().replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
-  if (!/^[A-Za-z0-9+/]*$/.test(clean) || clean.length % 4 === 1) {
-    throw new TypeError("Invalid base64: expected only A-Z, a-z, 0-9, +, / (or - and _) and optional = padding.");
-  }
-  const out = new Uint8Array(Math.floor((clean.length * 3) / 4));
-  let bits = 0;
-  let value = 0;
-  let index = 0;
-  for (const char of clean) {
-    value = (value << 6) | BASE64_ALPHABET.indexOf(char);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[index++] = (value >> bits) & 0xff;
-    }
-  }
-  return out;
+/** AES-GCM parameters: a 96-bit IV, the associated data, a 128-bit tag. */
+function gcmParams(iv: Uint8Array, aad: Uint8Array): AesGcmParams {
+  return { name: "AES-GCM", iv: asBytes(iv), additionalData: asBytes(aad), tagLength: TAG_BYTES * 8 };
 }
 
 /**
@@ -159,7 +78,7 @@ export function generateAesKey(extractable: boolean): Promise<CryptoKey> {
 /** AES-GCM encryption of `plaintext` under `key` with `iv` and associated data `aad`: ciphertext ‖ 16-byte tag. */
 export async function aesGcmEncrypt(key: CryptoKey, iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Bytes> {
   const sealed = await subtle().encrypt(
-    { name: "AES-GCM", iv: asBytes(iv), additionalData: asBytes(aad), tagLength: TAG_BYTES * 8 },
+    gcmParams(iv, aad),
     key,
     asBytes(plaintext),
   );
@@ -173,7 +92,7 @@ export async function aesGcmEncrypt(key: CryptoKey, iv: Uint8Array, plaintext: U
  */
 export async function aesGcmDecrypt(key: CryptoKey, iv: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Promise<Bytes> {
   const plain = await subtle().decrypt(
-    { name: "AES-GCM", iv: asBytes(iv), additionalData: asBytes(aad), tagLength: TAG_BYTES * 8 },
+    gcmParams(iv, aad),
     key,
     asBytes(sealed),
   );
@@ -189,7 +108,7 @@ export async function aesGcmDecrypt(key: CryptoKey, iv: Uint8Array, sealed: Uint
  * is being wrapped.
  */
 export async function wrapAesKey(kek: CryptoKey, dek: CryptoKey, iv: Uint8Array, aad: Uint8Array): Promise<Bytes> {
-  const params: AesGcmParams = { name: "AES-GCM", iv: asBytes(iv), additionalData: asBytes(aad), tagLength: TAG_BYTES * 8 };
+  const params = gcmParams(iv, aad);
   if (kek.usages.includes("wrapKey")) {
     return new Uint8Array(await subtle().wrapKey("raw", dek, kek, params));
   }
@@ -213,7 +132,7 @@ export async function unwrapAesKey(
   aad: Uint8Array,
   extractable: boolean,
 ): Promise<CryptoKey> {
-  const params: AesGcmParams = { name: "AES-GCM", iv: asBytes(iv), additionalData: asBytes(aad), tagLength: TAG_BYTES * 8 };
+  const params = gcmParams(iv, aad);
   const usages: KeyUsage[] = ["encrypt", "decrypt"];
   if (kek.usages.includes("unwrapKey")) {
     return subtle().unwrapKey("raw", asBytes(wrapped), kek, params, { name: "AES-GCM" }, extractable, usages);

@@ -1,7 +1,8 @@
 /** Built-in types: errors, binary arrays, and the prototypes this format treats as its own. */
 import { type MsgpackClass } from "./options.js";
 import { Revival } from "./revival.js";
-import { defineFields,defineHidden,expectArray,isPlainObject,malformed,setOwn } from "./diagnostics.js";
+import { defineFields, defineHidden, expectArray, malformed, setOwn } from "./diagnostics.js";
+import { isPlainObject } from "../../core/guards.js";
 
 export const ERROR_TYPES: ReadonlyMap<string, ErrorConstructor> = new Map<string, ErrorConstructor>([
   ["Error", Error],
@@ -38,11 +39,11 @@ export function reviveError(payload: unknown, Class: MsgpackClass | undefined): 
   const props = payload.props;
   if (props !== undefined && !isPlainObject(props)) throw malformed("Error");
   // An own enumerable `name` (a class field) comes back with the other fields, in order.
-  if (error.name !== name && !(props && Object.prototype.hasOwnProperty.call(props, "name"))) {
+  if (error.name !== name && !(props && Object.hasOwn(props, "name"))) {
     defineHidden(error, "name", name);
   }
   if (typeof payload.stack === "string") defineHidden(error, "stack", payload.stack);
-  if (Object.prototype.hasOwnProperty.call(payload, "cause")) defineHidden(error, "cause", payload.cause);
+  if (Object.hasOwn(payload, "cause")) defineHidden(error, "cause", payload.cause);
   if (props) defineFields(error, props);
   return error;
 }

@@ -5,12 +5,6 @@ import { MAX_DEPTH } from "./options.js";
 // ---------------------------------------------------------------------------
 // Helpers
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null) return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-}
-
 export function expectArray(payload: unknown, what: string): unknown[] {
   if (!Array.isArray(payload)) throw malformed(what);
   return payload;
@@ -50,10 +44,6 @@ export function safely<T>(diagnose: () => T): T | undefined {
   }
 }
 
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The children the diagnostics below follow: what the encoder would visit. */
 export function childrenOf(value: object): Array<[string, unknown]> {
   if (value instanceof Map) {
@@ -68,7 +58,7 @@ export function childrenOf(value: object): Array<[string, unknown]> {
     /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`,
     (value as Record<string, unknown>)[key],
   ]);
-  if (value instanceof Error && Object.prototype.hasOwnProperty.call(value, "cause")) {
+  if (value instanceof Error && Object.hasOwn(value, "cause")) {
     children.push([".cause", value.cause]);
   }
   return children;

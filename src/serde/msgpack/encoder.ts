@@ -10,7 +10,8 @@ UNDEFINED_MARKER,tagged
 } from "./wire.js";
 import { LC_NAMESPACES,MAX_DEPTH,type RegisteredClass } from "./options.js";
 import { binaryTypeNames } from "./builtins.js";
-import { errorMessage,findCycle,findPath,isPlainObject,safely,setOwn } from "./diagnostics.js";
+import { findCycle, findPath, safely, setOwn } from "./diagnostics.js";
+import { errorMessage, isPlainObject } from "../../core/guards.js";
 
 // ---------------------------------------------------------------------------
 // Writing
@@ -254,7 +255,7 @@ export function ownFields(value: object): Record<string, unknown> {
 export function errorFields(error: Error): Record<string, unknown> {
   const fields: Record<string, unknown> = { name: error.name, message: error.message };
   if (typeof error.stack === "string") fields.stack = error.stack;
-  if (Object.prototype.hasOwnProperty.call(error, "cause")) fields.cause = error.cause;
+  if (Object.hasOwn(error, "cause")) fields.cause = error.cause;
   if (error instanceof AggregateError) fields.errors = error.errors;
   const props = ownFields(error);
   if (Object.keys(props).length > 0) fields.props = props;

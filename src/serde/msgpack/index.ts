@@ -37,7 +37,7 @@ import { type MsgpackClass,type MsgpackSerializerOptions,type RegisteredClass,TY
 import { Encoder,encodeError } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
-import { errorMessage } from "./diagnostics.js";
+import { errorMessage } from "../../core/guards.js";
 
 export class MsgpackSerializer implements SerializerProtocol {
   readonly #byPrototype = new Map<object, RegisteredClass>();

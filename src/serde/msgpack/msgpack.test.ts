@@ -280,7 +280,7 @@ describe("prototype pollution", () => {
     const back = await roundTrip({ top: value, inMap: new Map([["k", value]]), list: [value] });
     for (const object of [back.top, back.inMap.get("k") as Record<string, unknown>, back.list[0]!]) {
       expect(Object.getPrototypeOf(object)).toBe(Object.prototype);
-      expect(Object.prototype.hasOwnProperty.call(object, "__proto__")).toBe(true);
+      expect(Object.hasOwn(object, "__proto__")).toBe(true);
       expect(Object.getOwnPropertyDescriptor(object, "__proto__")?.value).toEqual({ polluted: true });
       expect(object.__proto_).toBe("neighbour");
       expect(object.polluted).toBeUndefined();

@@ -11,7 +11,8 @@ type PayloadCode
 import { LOAD_OPTIONS,type RegisteredClass } from "./options.js";
 import { isRevivableLcRecord } from "./encoder.js";
 import { placeholderRestorer,reviveBinary,reviveError } from "./builtins.js";
-import { defineFields,errorMessage,expectArray,isPlainObject,malformed,setOwn } from "./diagnostics.js";
+import { defineFields, expectArray, malformed, setOwn } from "./diagnostics.js";
+import { errorMessage, isPlainObject } from "../../core/guards.js";
 
 // ---------------------------------------------------------------------------
 // Reading
