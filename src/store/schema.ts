@@ -18,7 +18,7 @@
  * escaped.
  */
 import type { DBSchema } from "idb";
-import type { KeyRanges, Upgrade } from "../idb/database.js";
+import type { KeyRanges,Upgrade } from "../idb/database.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];

@@ -5,30 +5,30 @@
  * rows after it. After it: decode, cache what was read (whole namespaces and
  * the heads pages read), filter, rank, cut the page.
  */
-import type { Item, SearchItem, SearchOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import type { KeyRanges, Tx } from "../idb/database.js";
-import type { CachedNamespace, NamespaceCache } from "./cache.js";
-import { decodeValue, itemOf, namespaceId, toVectors } from "./codec.js";
+import type { Item,SearchItem,SearchOperation,SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { KeyRanges,Tx } from "../idb/database.js";
+import type { CachedNamespace,NamespaceCache } from "./cache.js";
+import { decodeValue,itemOf,namespaceId,toVectors } from "./codec.js";
 import {
-  DEFAULT_SEARCH_LIMIT,
-  compileFilter,
-  matchesFilter,
-  rankByVector,
-  type CompiledFilter,
-  type Filter,
-  type ItemVectors,
+DEFAULT_SEARCH_LIMIT,
+compileFilter,
+matchesFilter,
+rankByVector,
+type CompiledFilter,
+type Filter,
+type ItemVectors,
 } from "./query.js";
 import {
-  META,
-  itemPrefixRange,
-  namespacePrefixRange,
-  namespaceRange,
-  orderRangeAfter,
-  type ClockRecord,
-  type ItemRow,
-  type NamespaceRow,
-  type StoreSchema,
-  type VectorRow,
+META,
+itemPrefixRange,
+namespacePrefixRange,
+namespaceRange,
+orderRangeAfter,
+type ClockRecord,
+type ItemRow,
+type NamespaceRow,
+type StoreSchema,
+type VectorRow,
 } from "./schema.js";
 
 /** A transaction a search or a get reads in: read-only, or the batch's read-write one. */

@@ -4,29 +4,29 @@
  * serializers, transactions). Runs in Node (fake-indexeddb) and Chromium.
  */
 import {
-  InMemoryStore,
-  JsonPlusSerializer,
-  type BaseStore,
-  type Operation,
-  type SerializerProtocol,
+InMemoryStore,
+JsonPlusSerializer,
+type BaseStore,
+type Operation,
+type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { Annotation, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph/web";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import type { DatabaseBinding, KeyRecord, RowRef } from "../serde/protocol.js";
+import { Annotation,END,MemorySaver,START,StateGraph,type BaseCheckpointSaver } from "@langchain/langgraph/web";
+import { afterEach,describe,expect,it,vi } from "vitest";
+import type { DatabaseBinding,KeyRecord,RowRef } from "../serde/protocol.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
-import { DecryptionError, SerializationError } from "../core/errors.js";
+import { DecryptionError,SerializationError } from "../core/errors.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { DEFAULT_STORE_DB_NAME, IndexedDBStore } from "./index.js";
+import { DEFAULT_STORE_DB_NAME,IndexedDBStore } from "./index.js";
 import {
-  HashEmbeddings,
-  cleanupStores,
-  comparable,
-  freshStore,
-  reopen,
-  withoutTimes,
+HashEmbeddings,
+cleanupStores,
+comparable,
+freshStore,
+reopen,
+withoutTimes,
 } from "../../test/support/store-fixtures.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { deleteDatabase,freshDbName } from "../../test/support/databases.js";
 
 afterEach(cleanupStores);
 

@@ -1,0 +1,81 @@
+/**
+ * Embeddings, before the transaction: each distinct query of ranked
+ * searches, and the texts of every put, embedded in one call.
+ */
+import {
+type IndexConfig,type PutOperation
+} from "@langchain/langgraph-checkpoint";
+import { norm } from "./query.js";
+import {
+type SearchPlan
+} from "./search.js";
+import { overridePaths,textsToEmbed,type IndexPath } from "./text.js";
+import { type PreparedPut } from "./write.js";
+
+/** The embedding side of the configuration, prepared once. */
+export interface PreparedIndex {
+  config: IndexConfig;
+  paths: IndexPath[];
+}
+
+/** Embeds each distinct query of the ranked searches (when an index is configured). */
+export async function embedQueries(index: PreparedIndex | undefined, searches: SearchPlan[]): Promise<void> {
+  const embeddings = index?.config.embeddings;
+  if (!embeddings) return;
+  const queries = [...new Set(searches.flatMap((s) => (s.op.query ? [s.op.query] : [])))];
+  if (!queries.length) return;
+  const vectors = await Promise.all(queries.map((query) => embeddings.embedQuery(query)));
+  const byQuery = new Map(queries.map((query, i) => [query, vectors[i]]));
+  for (const search of searches) {
+    const vector = search.op.query ? byQuery.get(search.op.query) : undefined;
+    if (vector) {
+      search.queryVector = vector;
+      // A ranked search scores every candidate: no early stop.
+      search.need = undefined;
+    }
+  }
+}
+
+/** Extracts the texts of every put, embeds the distinct ones in one call, builds each item's vectors. */
+export async function embedPuts(index: PreparedIndex | undefined, puts: PutOperation[]): Promise<PreparedPut[]> {
+  const prepared: PreparedPut[] = puts.map((op) => ({ op }));
+  if (!index || !puts.length) return prepared;
+  const textsByPut = puts.map((op) =>
+    op.value === null || op.index === false
+      ? new Map<string, string>()
+      : textsToEmbed(op.value, op.index == null ? index.paths : overridePaths(op.index)),
+  );
+  const distinct = [...new Set(textsByPut.flatMap((texts) => [...texts.values()]))];
+  if (!distinct.length) return prepared;
+  const embedded = await index.config.embeddings.embedDocuments(distinct);
+  if (!Array.isArray(embedded) || embedded.length !== distinct.length) {
+    throw new Error(
+      `IndexedDBStore: the embeddings returned ${Array.isArray(embedded) ? embedded.length : "no"} vectors for ${distinct.length} texts.`,
+    );
+  }
+  const dims = index.config.dims;
+  const byText = new Map<string, number[]>();
+  distinct.forEach((text, i) => {
+    const vector = embedded[i]!;
+    if (vector.length !== dims) {
+      throw new Error(
+        `IndexedDBStore: the embeddings returned a vector of ${vector.length} dimensions, but \`index.dims\` is ${dims}. Set \`index.dims\` to the model's vector size.`,
+      );
+    }
+    byText.set(text, vector);
+  });
+  textsByPut.forEach((texts, i) => {
+    if (!texts.size) return;
+    const fields = [...texts.keys()];
+    const vectors = new Float64Array(fields.length * dims);
+    const norms = new Float64Array(fields.length);
+    fields.forEach((field, j) => {
+      const vector = byText.get(texts.get(field)!)!;
+      vectors.set(vector, j * dims);
+      // The norm of the numbers as given, so scores match InMemoryStore's.
+      norms[j] = norm(vector);
+    });
+    prepared[i]!.vectors = { fields, dims, vectors, norms };
+  });
+  return prepared;
+}

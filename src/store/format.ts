@@ -1,0 +1,86 @@
+/**
+ * The store database's format record, checked on open, and the binding of
+ * its serializer to the database's key.
+ */
+import {
+type SerializerProtocol
+} from "@langchain/langgraph-checkpoint";
+import {
+bindSerializer,type KeyRecord
+} from "../serde/protocol.js";
+import { Database } from "../idb/database.js";
+import {
+META,
+STORE_FORMAT_VERSION,type FormatRecord,type StoreSchema
+} from "./schema.js";
+
+/** The object stores a store database must have. */
+export const STORE_NAMES = ["items", "vectors", "namespaces", "meta"] as const;
+
+/** Refuses a database of another kind, a newer format, or the other value encoding. */
+export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRecord["values"]): void {
+  if (format?.kind !== "langgraph-store") {
+    throw new Error(
+      `IndexedDB database "${dbName}" holds another library's data (no IndexedDBStore format record). Give the store its own dbName.`,
+    );
+  }
+  if (format.version > STORE_FORMAT_VERSION) {
+    throw new Error(
+      `IndexedDB database "${dbName}" was written by a newer version of langgraph-checkpoint-indexeddb (store format ${format.version}, this one reads ${STORE_FORMAT_VERSION}). Upgrade the package.`,
+    );
+  }
+  if (format.values !== mode) {
+    throw new Error(
+      format.values === "native"
+        ? `IndexedDB database "${dbName}" was created without a serializer (values stored as structured clones), but this IndexedDBStore has a \`serde\`. Open it without \`serde\`, or copy its items into a new database (search and put) to serialize or encrypt them.`
+        : `IndexedDB database "${dbName}" was created with a serializer (values stored as bytes, possibly encrypted), but this IndexedDBStore has no \`serde\`. Pass the same \`serde\` as when it was created.`,
+    );
+  }
+}
+
+
+
+export async function openStore(db: Database<StoreSchema>, serde: SerializerProtocol | undefined): Promise<SerializerProtocol | undefined> {
+  const connection = await db.connection();
+  const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
+  if (missing.length) {
+    throw new Error(
+      `IndexedDB database "${db.name}" is not an IndexedDBStore database (it has no ${missing.join(", ")} object store); it may belong to an IndexedDBSaver or another library. Give the store its own dbName.`,
+    );
+  }
+  const mode: FormatRecord["values"] = serde ? "serde" : "native";
+  await db.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      const format = (await meta.get(META.format)) as FormatRecord | undefined;
+      if (format === undefined) {
+        const record: FormatRecord = { kind: "langgraph-store", version: STORE_FORMAT_VERSION, values: mode };
+        await meta.put(record, META.format);
+        return;
+      }
+      checkFormat(db.name, format, mode);
+    },
+    "open the store",
+  );
+  if (!serde) return undefined;
+  return bindSerializer(
+    serde,
+    () => db.read(["meta"], (tx) => tx.objectStore("meta").get(META.serdeKey) as Promise<KeyRecord | undefined>, "read the store's key record"),
+    (record) =>
+      db.write(
+        ["meta"],
+        async (tx) => {
+          const meta = tx.objectStore("meta");
+          // Check and add in one transaction: two tabs never both add a key.
+          if ((await meta.getKey(META.serdeKey)) !== undefined) return false;
+          await meta.put(record, META.serdeKey);
+          return true;
+        },
+        "store the store's key record",
+      ),
+    async (record) => {
+      await db.write(["meta"], (tx) => tx.objectStore("meta").put(record, META.serdeKey), "store the store's key record");
+    },
+  );
+}
