@@ -1,0 +1,113 @@
+/**
+ * runOnThread in one JavaScript realm: in Node on the in-process lock
+ * fallback (fake-indexeddb), in Chromium on navigator.locks. Two savers on one
+ * database stand for two tabs; each strategy gets two sends at once, and the
+ * thread is counted afterwards: every user message where the strategy says,
+ * no hidden sibling branch, the expected final state.
+ */
+import { HumanMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "../saver.js";
+import { isThreadRunning, runOnThread, watchThreadRunning, type MultitaskStrategy } from "./coordinator.js";
+import { RunInterruptedError, ThreadBusyError } from "./errors.js";
+import { freshDbName, trackSavers } from "../../test/databases.js";
+import { DELAY_MS, expectedMessages, firstAndSecond, historyReport, seed, send, slowChatGraph, threadState } from "../../test/runs/scenario.js";
+
+const track = trackSavers<IndexedDBSaver>();
+
+describe("two sends at once on one thread, from two savers", () => {
+  for (const strategy of ["reject", "enqueue", "interrupt", "rollback"] as const satisfies MultitaskStrategy[]) {
+    it(`"${strategy}": no input lost silently, no sibling branch, the expected state`, async () => {
+      const dbName = freshDbName(`runs-${strategy}`);
+      const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+      await seed(tabA, "t", "hello");
+      const before = await historyReport(tabA, "t");
+      const [a, b] = await Promise.all([
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy]),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy]),
+      ]);
+      const [first, second] = firstAndSecond(strategy, a, b);
+      // reject: the first ran, the second was refused; enqueue: both ran;
+      // interrupt and rollback: the first was stopped, the second ran.
+      const errors = { reject: [undefined, "ThreadBusyError"], enqueue: [undefined, undefined], interrupt: ["RunInterruptedError", undefined], rollback: ["RunInterruptedError", undefined] }[strategy];
+      expect([first.error, second.error]).toEqual(errors);
+      if (strategy === "interrupt" || strategy === "rollback") expect(first.strategy).toBe(strategy);
+      if (strategy !== "reject") expect(second.ok).toBe(true);
+
+      const state = await threadState(tabB, "t");
+      expect(state.next).toEqual([]);
+      expect(state.messages).toEqual(expectedMessages(strategy, "hello", first.text, second.text));
+      const history = await historyReport(tabB, "t");
+      expect(history.problem).toBeUndefined();
+      // One run id per successful or interrupted run; the seed run has none.
+      expect(history.runIds).toHaveLength({ reject: 1, enqueue: 2, interrupt: 2, rollback: 1 }[strategy]);
+      if (strategy === "rollback") expect(history.checkpoints).toBe(before.checkpoints + 3);
+      if (strategy === "interrupt") expect(first.ms).toBeLessThan(DELAY_MS.interrupt);
+    }, 30_000);
+  }
+});
+
+describe("isThreadRunning and watchThreadRunning", () => {
+  it("report a run while it holds the thread, and its end", async () => {
+    const dbName = freshDbName("runs-watch");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const seen: boolean[] = [];
+    const unwatch = watchThreadRunning("t", { dbName }, (running) => seen.push(running));
+    await expect.poll(() => seen).toEqual([false]);
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    const run = send(saver, "t", "hi", "reject", 300);
+    await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+    expect(await isThreadRunning("other", { dbName })).toBe(false);
+    expect(await isThreadRunning("t", { dbName: `${dbName}-other` })).toBe(false);
+    await expect.poll(() => seen).toEqual([false, true]);
+    expect(await run).toMatchObject({ ok: true });
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    await expect.poll(() => seen).toEqual([false, true, false]);
+    unwatch();
+  });
+});
+
+describe("a run cut off", () => {
+  it("keeps its input with `next` tasks, frees the thread, and resumes with null input", async () => {
+    const dbName = freshDbName("runs-cut");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const graph = slowChatGraph(saver);
+    const controller = new AbortController();
+    const config = { configurable: { thread_id: "t", delay_ms: 30_000 } };
+    const changes: string[] = [];
+    const off = saver.subscribe((change) => changes.push(change.kind));
+    const run = runOnThread(graph, { messages: [new HumanMessage("cut")] }, config, { signal: controller.signal });
+    // Cut it once the input is in the state (the "agent" step is in flight).
+    await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
+    controller.abort();
+    await expect(run).rejects.not.toBeInstanceOf(RunInterruptedError);
+    off();
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"]], next: ["agent"] });
+    await runOnThread(graph, null, { configurable: { thread_id: "t", delay_ms: 0 } });
+    expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"], ["ai", "echo cut (#1)"]], next: [] });
+    expect((await historyReport(saver, "t")).problem).toBeUndefined();
+    expect(changes.length).toBeGreaterThan(0);
+  });
+
+  it("a reject while busy writes nothing and says what to do", async () => {
+    const dbName = freshDbName("runs-busy");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const graph = slowChatGraph(saver);
+    const first = runOnThread(graph, { messages: [new HumanMessage("one")] }, { configurable: { thread_id: "t", delay_ms: 300 } });
+    await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+    const error = await runOnThread(graph, { messages: [new HumanMessage("two")] }, { configurable: { thread_id: "t" } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ThreadBusyError);
+    expect((error as ThreadBusyError).message).toMatch(/multitask: "enqueue"/);
+    await first;
+    // Only the first run's checkpoints: the refused one wrote none.
+    expect((await historyReport(saver, "t")).runIds).toHaveLength(1);
+    expect((await threadState(saver, "t")).messages.map(([, text]) => text)).toEqual(["one", "echo one (#1)"]);
+  });
+
+  it("refuses a config without thread_id and a graph without an IndexedDBSaver", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-config") }));
+    await expect(runOnThread(slowChatGraph(saver), null, {})).rejects.toThrow(/thread_id/);
+    await expect(runOnThread({ invoke: async () => 1 }, null, { configurable: { thread_id: "t" } })).rejects.toThrow(/IndexedDBSaver/);
+  });
+});
