@@ -20,6 +20,19 @@ const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrup
 /** The database name `IndexedDBSaver` uses when none is given. */
 const DEFAULT_DB_NAME = "langgraph";
 
+/**
+ * How the stop reaches the graph. Not `config.signal`: LangChain races the
+ * run's promise against that signal, so `invoke` rejects at once while the
+ * graph's last saver calls are still on their way (measured: its checkpoints
+ * land after the rejection), and a rollback or the next run would start under
+ * them. LangGraph's runner takes its external abort signal from this
+ * configurable key (its CONFIG_KEY_ABORT_SIGNALS), aborts the running tasks
+ * (nodes see it as `config.signal`) and stops the loop, and `invoke` rejects
+ * only once every saver call has settled. The tests of every strategy fail
+ * if a LangGraph release stops honouring it.
+ */
+const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
+
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;
 
@@ -301,7 +314,11 @@ async function runHolding<Input, Output>(
   const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
   let output: Output;
   try {
-    output = await graph.invoke(input, { ...config, metadata: { ...config.metadata, run_id: runId }, signal: signals });
+    output = await graph.invoke(input, {
+      ...config,
+      metadata: { ...config.metadata, run_id: runId },
+      configurable: { ...config.configurable, [ABORT_SIGNALS_KEY]: { externalAbortSignal: signals } },
+    });
   } catch (error) {
     // A rollback was promised to the newer run ("stopping"): keep the promise
     // whatever ended this one.
