@@ -124,6 +124,7 @@ describe("a tab closed mid-run", () => {
     tabs = [closing];
     const seen: boolean[] = [];
     const unwatch = watchThreadRunning("t", { dbName, pollMs: 100 }, (running) => seen.push(running));
+    await expect.poll(() => seen).toEqual([false]);
     // A model that would think for a minute: the tab is closed long before.
     void closing.api.send(dbName, "t", "cut off", "reject", 60_000);
     await expect.poll(async () => (await threadState(saver, "t")).next, { timeout: 10_000 }).toEqual(["agent"]);
