@@ -9,7 +9,7 @@ import { preview } from "@vitest/browser-preview";
 export default defineConfig({
   test: {
     globals: true,
-    include: ["src/conformance.test.ts", "src/graphs.test.ts", "src/runs/coordinator.test.ts", "src/runs/runs.browser.test.ts"],
+    include: ["src/conformance.test.ts", "src/graphs.test.ts", "src/runs/runs.browser.test.ts"],
     testTimeout: 60_000,
     browser: {
       enabled: true,

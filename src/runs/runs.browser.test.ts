@@ -8,7 +8,7 @@
  * releases its lock, and another frame sees the thread free and resumes the
  * cut-off run.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../saver.js";
 import { isThreadRunning, watchThreadRunning, type MultitaskStrategy } from "./coordinator.js";
 import { deleteDatabase, freshDbName } from "../../test/databases.js";
@@ -38,22 +38,26 @@ async function openTab(): Promise<Tab> {
   }
 }
 
+/** Two tabs and a worker, loaded once and shared by the tests (each uses a fresh database). */
+let pair: [Tab, Tab];
+let shared: ReturnType<typeof startWorker>;
 let tabs: Tab[] = [];
-let worker: Worker | undefined;
 const savers: IndexedDBSaver[] = [];
 const names = new Set<string>();
 
 beforeAll(async () => {
-  // Load the module graph once, so that the sends below start together.
-  const warm = await openTab();
-  warm.frame.remove();
+  pair = [await openTab(), await openTab()];
+  shared = startWorker();
 }, 60_000);
+
+afterAll(() => {
+  for (const tab of pair) tab.frame.remove();
+  shared.terminate();
+});
 
 afterEach(async () => {
   for (const tab of tabs) tab.frame.remove();
   tabs = [];
-  worker?.terminate();
-  worker = undefined;
   await Promise.all(savers.splice(0).map((saver) => saver.close()));
   await Promise.all([...names].map((name) => deleteDatabase(name)));
   names.clear();
@@ -71,7 +75,6 @@ async function seeded(prefix: string) {
 
 function startWorker() {
   const w = new Worker(new URL("../../test/runs/run-worker.ts", import.meta.url), { type: "module" });
-  worker = w;
   let next = 0;
   const pending = new Map<number, (reply: { outcome: Outcome; hasLocks: boolean }) => void>();
   w.onmessage = (event: MessageEvent<{ id: number; outcome: Outcome; hasLocks: boolean }>) => pending.get(event.data.id)?.(event.data);
@@ -85,6 +88,7 @@ function startWorker() {
     /** Loads the worker's modules and opens its saver, so that a send starts at once. */
     ready: (dbName: string) => ask({ dbName, ping: true }),
     send: (dbName: string, text: string, strategy: MultitaskStrategy) => ask({ dbName, text, strategy, delayMs: DELAY_MS[strategy] }),
+    terminate: () => w.terminate(),
   };
 }
 
@@ -92,9 +96,8 @@ describe("two pages of one origin send on one thread at once", () => {
   for (const strategy of STRATEGIES) {
     it(`"${strategy}"`, async () => {
       const { dbName, saver, seedCheckpoints } = await seeded(`runs-tabs-${strategy}`);
-      tabs = [await openTab(), await openTab()];
       const [a, b] = await Promise.all(
-        tabs.map(async (tab, i) => JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy])) as Outcome),
+        pair.map(async (tab, i) => JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy])) as Outcome),
       );
       await verifyTwoSends(strategy, a!, b!, saver, "t", "hello", seedCheckpoints);
     });
@@ -105,7 +108,7 @@ describe("a page and a dedicated worker send on one thread at once", () => {
   for (const strategy of STRATEGIES) {
     it(`"${strategy}"`, async () => {
       const { dbName, saver, seedCheckpoints } = await seeded(`runs-worker-${strategy}`);
-      const inWorker = startWorker();
+      const inWorker = shared;
       await inWorker.ready(dbName);
       const [fromWorker, fromPage] = await Promise.all([
         inWorker.send(dbName, "from the worker", strategy),

@@ -6,7 +6,7 @@
  */
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph/web";
-import { END, MessagesValue, START, StateGraph, StateSchema, type BaseCheckpointSaver } from "@langchain/langgraph/web";
+import { END, MessagesDeltaValue, MessagesValue, START, StateGraph, StateSchema, type BaseCheckpointSaver } from "@langchain/langgraph/web";
 import { plain } from "../chat-graph.js";
 import {
   RunInterruptedError,
@@ -28,9 +28,9 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** The chat graph of test/chat-graph.ts with a slow `agent`. */
-export function slowChatGraph(saver: BaseCheckpointSaver) {
-  const State = new StateSchema({ messages: MessagesValue });
+/** The chat graph of test/chat-graph.ts with a slow `agent`; `delta` keeps messages on `MessagesDeltaValue`. */
+export function slowChatGraph(saver: BaseCheckpointSaver, delta = false) {
+  const State = new StateSchema({ messages: delta ? MessagesDeltaValue : MessagesValue });
   return new StateGraph(State)
     .addNode("agent", async (state, config: LangGraphRunnableConfig) => {
       await sleep(Number(config.configurable?.delay_ms ?? 0), config.signal);
@@ -52,11 +52,11 @@ export interface Outcome {
 }
 
 /** Sends `text` on `threadId` through runOnThread and reports how it ended. */
-export async function send(saver: IndexedDBSaver, threadId: string, text: string, multitask: MultitaskStrategy, delayMs: number): Promise<Outcome> {
+export async function send(saver: IndexedDBSaver, threadId: string, text: string, multitask: MultitaskStrategy, delayMs: number, delta = false): Promise<Outcome> {
   const started = performance.now();
   const config = { configurable: { thread_id: threadId, delay_ms: delayMs } };
   try {
-    await runOnThread(slowChatGraph(saver), { messages: [new HumanMessage(text)] }, config, { multitask });
+    await runOnThread(slowChatGraph(saver, delta), { messages: [new HumanMessage(text)] }, config, { multitask });
     return { text, ok: true, ms: performance.now() - started };
   } catch (error) {
     const strategy = error instanceof RunInterruptedError ? error.strategy : undefined;
@@ -66,13 +66,13 @@ export async function send(saver: IndexedDBSaver, threadId: string, text: string
 }
 
 /** Runs one plain turn (no coordinator), so the thread has a history to keep. */
-export async function seed(saver: IndexedDBSaver, threadId: string, text: string): Promise<void> {
-  await slowChatGraph(saver).invoke({ messages: [new HumanMessage(text)] }, { configurable: { thread_id: threadId } });
+export async function seed(saver: IndexedDBSaver, threadId: string, text: string, delta = false): Promise<void> {
+  await slowChatGraph(saver, delta).invoke({ messages: [new HumanMessage(text)] }, { configurable: { thread_id: threadId } });
 }
 
 /** The thread's messages and next nodes, as plain data. */
-export async function threadState(saver: IndexedDBSaver, threadId: string) {
-  const state = await slowChatGraph(saver).getState({ configurable: { thread_id: threadId } });
+export async function threadState(saver: IndexedDBSaver, threadId: string, delta = false) {
+  const state = await slowChatGraph(saver, delta).getState({ configurable: { thread_id: threadId } });
   return { messages: plain(state.values.messages), next: [...state.next] };
 }
 
@@ -133,4 +133,4 @@ export function firstAndSecond(strategy: MultitaskStrategy, a: Outcome, b: Outco
 }
 
 /** The delay of the slow model per strategy: long where the first run must still be running when it is stopped. */
-export const DELAY_MS: Record<MultitaskStrategy, number> = { reject: 300, enqueue: 300, interrupt: 2_500, rollback: 2_500 };
+export const DELAY_MS: Record<MultitaskStrategy, number> = { reject: 300, enqueue: 300, interrupt: 1_500, rollback: 1_500 };

@@ -8,7 +8,7 @@ import { expect } from "vitest";
 import type { IndexedDBSaver, MultitaskStrategy } from "../../src/index.js";
 import { DELAY_MS, expectedMessages, firstAndSecond, historyReport, threadState, type Outcome } from "./scenario.js";
 
-export async function verifyTwoSends(strategy: MultitaskStrategy, a: Outcome, b: Outcome, reader: IndexedDBSaver, threadId: string, seedText: string, seedCheckpoints: number) {
+export async function verifyTwoSends(strategy: MultitaskStrategy, a: Outcome, b: Outcome, reader: IndexedDBSaver, threadId: string, seedText: string, seedCheckpoints: number, delta = false) {
   const [first, second] = firstAndSecond(strategy, a, b);
   // reject: the first ran, the second was refused; enqueue: both ran;
   // interrupt and rollback: the first was stopped, the second ran.
@@ -24,7 +24,7 @@ export async function verifyTwoSends(strategy: MultitaskStrategy, a: Outcome, b:
     // Stopped while its model was still thinking, not after it finished.
     expect(first.ms).toBeLessThan(DELAY_MS[strategy]);
   }
-  const state = await threadState(reader, threadId);
+  const state = await threadState(reader, threadId, delta);
   expect(state.next).toEqual([]);
   expect(state.messages).toEqual(expectedMessages(strategy, seedText, first.text, second.text));
   const history = await historyReport(reader, threadId);

@@ -1,6 +1,6 @@
 /**
- * runOnThread in one JavaScript realm: in Node on the in-process lock
- * fallback (fake-indexeddb), in Chromium on navigator.locks. Two savers on one
+ * runOnThread in one JavaScript realm: in Node, on the in-process lock
+ * fallback and fake-indexeddb (the browsers' runs are in runs.browser.test.ts). Two savers on one
  * database stand for two tabs; each strategy gets two sends at once, and the
  * thread is counted afterwards: every user message where the strategy says,
  * no hidden sibling branch, the expected final state.
@@ -28,6 +28,25 @@ describe("two sends at once on one thread, from two savers", () => {
         send(tabB, "t", "from B", strategy, DELAY_MS[strategy]),
       ]);
       await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints);
+    }, 30_000);
+  }
+});
+
+describe("two sends at once with messages on MessagesDeltaValue", () => {
+  for (const strategy of ["interrupt", "rollback"] as const) {
+    it(`"${strategy}" keeps the delta channel whole`, async () => {
+      const dbName = freshDbName(`runs-delta-${strategy}`);
+      const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+      await seed(tabA, "t", "hello", true);
+      const before = await historyReport(tabA, "t");
+      const [a, b] = await Promise.all([
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy], true),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy], true),
+      ]);
+      await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints, true);
+      // A reopened saver rebuilds the same messages from the stored deltas.
+      const reopened = track(new IndexedDBSaver({ dbName }));
+      expect(await threadState(reopened, "t", true)).toEqual(await threadState(tabB, "t", true));
     }, 30_000);
   }
 });
