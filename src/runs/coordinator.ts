@@ -71,7 +71,10 @@ export interface RunOnThreadOptions {
   multitask?: MultitaskStrategy;
   /** The graph's IndexedDBSaver; default `graph.checkpointer`. */
   saver?: RunSaver;
-  /** Cancels this run, or its wait for the thread (the graph gets it as `signal`). */
+  /**
+   * Cancels this run at once (its nodes see it as `config.signal`; the promise
+   * rejects once its saver calls have settled), or its wait for the thread.
+   */
   signal?: AbortSignal;
   /** Lock manager; default `navigator.locks`, or an in-process fallback where it is missing. */
   locks?: RunLockManager;
