@@ -104,6 +104,30 @@ describe("two pages of one origin send on one thread at once", () => {
   }
 });
 
+describe("the issue's measurement, on runOnThread", () => {
+  it('five sends from each of two pages at once, "enqueue": all ten answered, one chain', async () => {
+    const { dbName, saver, seedCheckpoints } = await seeded("runs-ten");
+    const texts = pair.flatMap((_, i) => Array.from({ length: 5 }, (_, j) => `tab ${i} message ${j}`));
+    const outcomes = await Promise.all(
+      texts.map(async (text, k) => JSON.parse(await pair[k < 5 ? 0 : 1].api.send(dbName, "t", text, "enqueue", 20)) as Outcome),
+    );
+    expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+    const { messages, next } = await threadState(saver, "t");
+    expect(next).toEqual([]);
+    expect(messages).toHaveLength(2 + 20);
+    // Each user message is followed by its own answer.
+    for (let i = 2; i < messages.length; i += 2) {
+      expect(messages[i]![0]).toBe("human");
+      expect(messages[i + 1]).toEqual(["ai", `echo ${messages[i]![1]} (#${i + 1})`]);
+    }
+    expect(messages.filter(([role]) => role === "human").map(([, text]) => text).slice(1).sort()).toEqual([...texts].sort());
+    const history = await historyReport(saver, "t");
+    expect(history.problem).toBeUndefined();
+    expect(history.runIds).toHaveLength(10);
+    expect(history.checkpoints).toBe(seedCheckpoints + 30);
+  });
+});
+
 describe("a page and a dedicated worker send on one thread at once", () => {
   for (const strategy of STRATEGIES) {
     it(`"${strategy}"`, async () => {
@@ -130,13 +154,13 @@ describe("a tab closed mid-run", () => {
     await expect.poll(() => seen).toEqual([false]);
     // A model that would think for a minute: the tab is closed long before.
     void closing.api.send(dbName, "t", "cut off", "reject", 60_000);
-    await expect.poll(async () => (await threadState(saver, "t")).next, { timeout: 10_000 }).toEqual(["agent"]);
+    await expect.poll(async () => (await threadState(saver, "t")).next, { timeout: 20_000 }).toEqual(["agent"]);
     expect(await isThreadRunning("t", { dbName })).toBe(true);
     await expect.poll(() => seen).toEqual([false, true]);
 
     closing.frame.remove();
     tabs = [];
-    await expect.poll(() => isThreadRunning("t", { dbName }), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => isThreadRunning("t", { dbName }), { timeout: 20_000 }).toBe(false);
     await expect.poll(() => seen, { timeout: 5_000 }).toEqual([false, true, false]);
     unwatch();
     // Visible as cut off: the user's message is in, its answer is not.
