@@ -32,6 +32,22 @@ describe("two sends at once on one thread, from two savers", () => {
   }
 });
 
+describe("the same two sends without runOnThread (the bug of issue 12)", () => {
+  it("fork the thread, and the checks above see it", async () => {
+    const dbName = freshDbName("runs-uncoordinated");
+    const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+    await seed(tabA, "t", "hello");
+    const config = { configurable: { thread_id: "t", delay_ms: 50 } };
+    await Promise.all([
+      slowChatGraph(tabA).invoke({ messages: [new HumanMessage("from A")] }, config),
+      slowChatGraph(tabB).invoke({ messages: [new HumanMessage("from B")] }, config),
+    ]);
+    expect((await historyReport(tabB, "t")).problem).toMatch(/has parent/);
+    const humans = (await threadState(tabB, "t")).messages.filter(([role]) => role === "human");
+    expect(humans).toHaveLength(2); // "hello" and only one of the two sends
+  });
+});
+
 describe("two sends at once with messages on MessagesDeltaValue", () => {
   for (const strategy of ["interrupt", "rollback"] as const) {
     it(`"${strategy}" keeps the delta channel whole`, async () => {
