@@ -9,7 +9,7 @@ import { preview } from "@vitest/browser-preview";
 export default defineConfig({
   test: {
     globals: true,
-    include: ["test/suites/conformance.test.ts", "test/suites/graphs.test.ts"],
+    include: ["test/suites/conformance.test.ts", "test/suites/graphs.test.ts", "src/runs/runs.browser.test.ts"],
     testTimeout: 60_000,
     browser: {
       enabled: true,

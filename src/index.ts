@@ -77,6 +77,20 @@ export type {
   ValueRewriter,
 } from "./serde/protocol.js";
 export {
+  runOnThread,
+  isThreadRunning,
+  watchThreadRunning,
+  type MultitaskStrategy,
+  type RunOnThreadOptions,
+  type ThreadRunningOptions,
+  type WatchThreadRunningOptions,
+  type InvokableGraph,
+  type RunSaver,
+} from "./runs/coordinator.js";
+export { ThreadBusyError, RunInterruptedError } from "./runs/errors.js";
+export { runLockName, type RunLockManager, type RunLock, type RunLockOptions } from "./runs/locks.js";
+export { runChannelName } from "./runs/signals.js";
+export {
   IndexedDBCheckpointError,
   DatabaseBlockedError,
   DatabaseClosedError,

@@ -1,0 +1,154 @@
+/**
+ * runOnThread in one JavaScript realm: in Node, on the in-process lock
+ * fallback and fake-indexeddb (the browsers' runs are in runs.browser.test.ts). Two savers on one
+ * database stand for two tabs; each strategy gets two sends at once, and the
+ * thread is counted afterwards: every user message where the strategy says,
+ * no hidden sibling branch, the expected final state.
+ */
+import { HumanMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "../saver/index.js";
+import { isThreadRunning, runOnThread, watchThreadRunning, type MultitaskStrategy } from "./coordinator.js";
+import { RunInterruptedError, ThreadBusyError } from "./errors.js";
+import { freshDbName, trackSavers } from "../../test/support/databases.js";
+import { DELAY_MS, historyReport, seed, send, slowChatGraph, threadState } from "../../test/support/runs/scenario.js";
+import { verifyTwoSends } from "../../test/support/runs/verify.js";
+
+const track = trackSavers<IndexedDBSaver>();
+
+describe("two sends at once on one thread, from two savers", () => {
+  for (const strategy of ["reject", "enqueue", "interrupt", "rollback"] as const satisfies MultitaskStrategy[]) {
+    it(`"${strategy}": no input lost silently, no sibling branch, the expected state`, async () => {
+      const dbName = freshDbName(`runs-${strategy}`);
+      const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+      await seed(tabA, "t", "hello");
+      const before = await historyReport(tabA, "t");
+      const [a, b] = await Promise.all([
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy]),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy]),
+      ]);
+      await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints);
+    }, 30_000);
+  }
+});
+
+describe("the same two sends without runOnThread (the bug of issue 12)", () => {
+  it("fork the thread, and the checks above see it", async () => {
+    const dbName = freshDbName("runs-uncoordinated");
+    const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+    await seed(tabA, "t", "hello");
+    const config = { configurable: { thread_id: "t", delay_ms: 50 } };
+    await Promise.all([
+      slowChatGraph(tabA).invoke({ messages: [new HumanMessage("from A")] }, config),
+      slowChatGraph(tabB).invoke({ messages: [new HumanMessage("from B")] }, config),
+    ]);
+    expect((await historyReport(tabB, "t")).problem).toMatch(/has parent/);
+    const humans = (await threadState(tabB, "t")).messages.filter(([role]) => role === "human");
+    expect(humans).toHaveLength(2); // "hello" and only one of the two sends
+  });
+});
+
+describe("two sends at once with messages on MessagesDeltaValue", () => {
+  for (const strategy of ["interrupt", "rollback"] as const) {
+    it(`"${strategy}" keeps the delta channel whole`, async () => {
+      const dbName = freshDbName(`runs-delta-${strategy}`);
+      const [tabA, tabB] = [track(new IndexedDBSaver({ dbName })), track(new IndexedDBSaver({ dbName }))];
+      await seed(tabA, "t", "hello", true);
+      const before = await historyReport(tabA, "t");
+      const [a, b] = await Promise.all([
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy], true),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy], true),
+      ]);
+      await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints, true);
+      // A reopened saver rebuilds the same messages from the stored deltas.
+      const reopened = track(new IndexedDBSaver({ dbName }));
+      expect(await threadState(reopened, "t", true)).toEqual(await threadState(tabB, "t", true));
+    }, 30_000);
+  }
+});
+
+/** A saver whose puts take 80 ms more: late writes of a stopped run show. */
+class SlowPutSaver extends IndexedDBSaver {
+  override async put(...args: Parameters<IndexedDBSaver["put"]>) {
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    return super.put(...args);
+  }
+}
+
+describe("a stopped run's saver calls still in flight", () => {
+  it("are waited for: a rollback leaves none of its checkpoints behind, the next run starts on the seed", async () => {
+    const dbName = freshDbName("runs-slow");
+    const [tabA, tabB] = [track(new SlowPutSaver({ dbName })), track(new SlowPutSaver({ dbName }))];
+    await seed(tabA, "t", "hello");
+    const before = await historyReport(tabA, "t");
+    const a = send(tabA, "t", "from A", "rollback", DELAY_MS.rollback);
+    await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+    const b = await send(tabB, "t", "from B", "rollback", 0);
+    await verifyTwoSends("rollback", await a, b, tabB, "t", "hello", before.checkpoints);
+  });
+});
+
+describe("isThreadRunning and watchThreadRunning", () => {
+  it("report a run while it holds the thread, and its end", async () => {
+    const dbName = freshDbName("runs-watch");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const seen: boolean[] = [];
+    const unwatch = watchThreadRunning("t", { dbName }, (running) => seen.push(running));
+    await expect.poll(() => seen).toEqual([false]);
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    const run = send(saver, "t", "hi", "reject", 300);
+    await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+    expect(await isThreadRunning("other", { dbName })).toBe(false);
+    expect(await isThreadRunning("t", { dbName: `${dbName}-other` })).toBe(false);
+    await expect.poll(() => seen).toEqual([false, true]);
+    expect(await run).toMatchObject({ ok: true });
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    await expect.poll(() => seen).toEqual([false, true, false]);
+    unwatch();
+  });
+});
+
+describe("a run cut off", () => {
+  it("keeps its input with `next` tasks, frees the thread, and resumes with null input", async () => {
+    const dbName = freshDbName("runs-cut");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const graph = slowChatGraph(saver);
+    const controller = new AbortController();
+    const config = { configurable: { thread_id: "t", delay_ms: 30_000 } };
+    const changes: string[] = [];
+    const off = saver.subscribe((change) => changes.push(change.kind));
+    const run = runOnThread(graph, { messages: [new HumanMessage("cut")] }, config, { signal: controller.signal });
+    // Cut it once the input is in the state (the "agent" step is in flight).
+    await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
+    controller.abort();
+    await expect(run).rejects.not.toBeInstanceOf(RunInterruptedError);
+    off();
+    expect(await isThreadRunning("t", { dbName })).toBe(false);
+    expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"]], next: ["agent"] });
+    await runOnThread(graph, null, { configurable: { thread_id: "t", delay_ms: 0 } });
+    expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"], ["ai", "echo cut (#1)"]], next: [] });
+    expect((await historyReport(saver, "t")).problem).toBeUndefined();
+    expect(changes.length).toBeGreaterThan(0);
+  });
+
+  it("a reject while busy writes nothing and says what to do", async () => {
+    const dbName = freshDbName("runs-busy");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const graph = slowChatGraph(saver);
+    const first = runOnThread(graph, { messages: [new HumanMessage("one")] }, { configurable: { thread_id: "t", delay_ms: 300 } });
+    await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+    const error = await runOnThread(graph, { messages: [new HumanMessage("two")] }, { configurable: { thread_id: "t" } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ThreadBusyError);
+    expect((error as ThreadBusyError).message).toMatch(/multitask: "enqueue"/);
+    await first;
+    // Only the first run's checkpoints: the refused one wrote none.
+    expect((await historyReport(saver, "t")).runIds).toHaveLength(1);
+    expect((await threadState(saver, "t")).messages.map(([, text]) => text)).toEqual(["one", "echo one (#1)"]);
+  });
+
+  it("refuses a config without thread_id and a graph without an IndexedDBSaver", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-config") }));
+    await expect(runOnThread(slowChatGraph(saver), null, {})).rejects.toThrow(/thread_id/);
+    await expect(runOnThread({ invoke: async () => 1 }, null, { configurable: { thread_id: "t" } })).rejects.toThrow(/IndexedDBSaver/);
+  });
+});

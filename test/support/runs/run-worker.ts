@@ -1,0 +1,32 @@
+/**
+ * A dedicated worker for `src/runs/runs.browser.test.ts`: sends one message
+ * through runOnThread per request (navigator.locks and BroadcastChannel of
+ * the worker, shared with the page's origin) and answers with the Outcome.
+ */
+import { IndexedDBSaver, type MultitaskStrategy } from "../../../src/index.js";
+import { send } from "./scenario.js";
+
+interface Request {
+  id: number;
+  /** Only open the database and answer: a warm-up, so that later sends start at once. */
+  ping?: boolean;
+  dbName: string;
+  threadId: string;
+  text: string;
+  strategy: MultitaskStrategy;
+  delayMs: number;
+}
+
+const savers = new Map<string, IndexedDBSaver>();
+
+self.onmessage = async (event: MessageEvent<Request>) => {
+  const { id, dbName, threadId, text, strategy, delayMs } = event.data;
+  let saver = savers.get(dbName);
+  if (!saver) savers.set(dbName, (saver = new IndexedDBSaver({ dbName })));
+  if (event.data.ping) {
+    await saver.getTuple({ configurable: { thread_id: threadId } });
+    self.postMessage({ id });
+    return;
+  }
+  self.postMessage({ id, outcome: await send(saver, threadId, text, strategy, delayMs), hasLocks: "locks" in navigator });
+};
