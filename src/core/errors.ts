@@ -1,7 +1,22 @@
 /**
- * The package's errors. Every failure that comes from IndexedDB, WebCrypto or
- * the serializer is one of these, with the original error as `cause`, so an
- * app can tell them apart with `instanceof` and still see what the browser said.
+ * The package's errors, and the one rule for what is thrown:
+ *
+ * - **Runtime failures are package errors.** Everything that goes wrong with
+ *   storage (IndexedDB, quota, a closed or blocked connection), stored data
+ *   (a format of another library or a newer version, malformed rows), crypto
+ *   (wrong key, tampering, no WebCrypto), serialization, or another tab
+ *   (key-record races) is an {@link IndexedDBCheckpointError} subclass, with
+ *   the original error as `cause`, so an app can tell them apart with
+ *   `instanceof` and still see what the browser said.
+ * - **Argument and configuration mistakes are plain errors** (`Error`,
+ *   `TypeError`), as LangGraph's own savers throw them, with a message that
+ *   says what to pass instead. They are thrown before any I/O, so nothing is
+ *   written.
+ * - A bug or a deliberate error inside user code the package calls (an
+ *   embeddings model, a graph node) keeps its identity.
+ *
+ * What lives in core/: leaf utilities every layer may use (errors, bytes,
+ * CRC-32, equality, guards, identity strings). It imports nothing of the package.
  */
 
 /** Base class of every error this package throws on purpose. */

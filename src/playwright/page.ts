@@ -6,8 +6,9 @@
  * have to expose the library; `installPageApi()` puts the API on
  * `globalThis[PAGE_API_KEY]`.
  *
+ * playwright/: this page code alone; the Node side is the `./playwright`
+ * entry (src/playwright.ts). It imports portable/, saver/ and core/.
  * Not part of the package's public entry. @internal
- * @module
  */
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { isDeltaSnapshot, type CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
@@ -15,6 +16,7 @@ import { messagesDeltaReducer } from "@langchain/langgraph/web";
 import { fromBase64, toBase64 } from "../core/bytes.js";
 import { importThread, type IfThreadExists } from "../portable/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
+import { DatabaseBlockedError } from "../core/errors.js";
 
 /** The global the page API lives under (versioned: a newer helper never uses an older script). */
 export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v1";
@@ -217,7 +219,7 @@ export const pageApi: PageApi = {
       await new Promise<void>((resolve, reject) => {
         const request = indexedDB.deleteDatabase(options.dbName);
         const timer = setTimeout(
-          () => reject(new Error(`clearThreads: deleting database "${options.dbName}" is blocked by an open connection that does not close on versionchange.`)),
+          () => reject(new DatabaseBlockedError(`clearThreads: deleting database "${options.dbName}" is blocked by an open connection that does not close on versionchange.`)),
           10_000,
         );
         request.onsuccess = () => {

@@ -15,7 +15,7 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
-import { DecryptionError } from "../core/errors.js";
+import { DecryptionError, IndexedDBCheckpointError } from "../core/errors.js";
 
 /**
  * Names the row a value lives in, most significant part first, for example
@@ -124,7 +124,7 @@ export async function bindSerializer(
     await putRecord(binding.record);
     return binding.serde;
   }
-  throw new Error("Could not agree on an encryption key record with another tab; try again.");
+  throw new IndexedDBCheckpointError("Could not agree on an encryption key record with another tab; try again.");
 }
 
 // ---------------------------------------------------------------- key changes
@@ -221,7 +221,7 @@ export async function changeDatabaseKey(current: SerializerProtocol, next: Seria
     const record = await current.rewrapFor(stored, next);
     if (await records.replace(stored, record)) return;
   }
-  throw new Error("Could not change the encryption key: another tab kept changing the key record. Try again.");
+  throw new IndexedDBCheckpointError("Could not change the encryption key: another tab kept changing the key record. Try again.");
 }
 
 /** Passes over the values after the first, to catch values written under the old key meanwhile. */
@@ -265,19 +265,19 @@ export async function rekeyDatabase(
     const candidate = await serde.beginRekey(stored);
     if (sameClone(stored, candidate.record) || (await records.replace(stored, candidate.record))) rotation = candidate;
   }
-  if (!rotation) throw new Error("Could not start re-encrypting: another tab kept changing the key record. Try again.");
+  if (!rotation) throw new IndexedDBCheckpointError("Could not start re-encrypting: another tab kept changing the key record. Try again.");
   let passes = 0;
   while ((await rewriteAll(rotation.rewrite)) > 0) {
     if (++passes >= REKEY_MAX_PASSES) {
-      throw new Error(
+      throw new IndexedDBCheckpointError(
         "Re-encrypting did not converge: values keep being written under the old data key (another tab still open?). Every value still reads; close the other tabs and run it again.",
       );
     }
   }
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     const stored = await records.read();
-    if (stored === undefined) throw new Error("The key record disappeared while re-encrypting.");
+    if (stored === undefined) throw new IndexedDBCheckpointError("The key record disappeared while re-encrypting.");
     if (await records.replace(stored, await serde.endRekey(stored))) return;
   }
-  throw new Error("Could not finish re-encrypting: another tab kept changing the key record. Every value still reads; try again.");
+  throw new IndexedDBCheckpointError("Could not finish re-encrypting: another tab kept changing the key record. Every value still reads; try again.");
 }

@@ -13,6 +13,7 @@ import {
 META,
 STORE_FORMAT_VERSION,type FormatRecord,type StoreSchema
 } from "./schema.js";
+import { IndexedDBCheckpointError } from "../core/errors.js";
 
 /** The object stores a store database must have. */
 export const STORE_NAMES = ["items", "vectors", "namespaces", "meta"] as const;
@@ -20,17 +21,17 @@ export const STORE_NAMES = ["items", "vectors", "namespaces", "meta"] as const;
 /** Refuses a database of another kind, a newer format, or the other value encoding. */
 export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRecord["values"]): void {
   if (format?.kind !== "langgraph-store") {
-    throw new Error(
+    throw new IndexedDBCheckpointError(
       `IndexedDB database "${dbName}" holds another library's data (no IndexedDBStore format record). Give the store its own dbName.`,
     );
   }
   if (format.version > STORE_FORMAT_VERSION) {
-    throw new Error(
+    throw new IndexedDBCheckpointError(
       `IndexedDB database "${dbName}" was written by a newer version of langgraph-checkpoint-indexeddb (store format ${format.version}, this one reads ${STORE_FORMAT_VERSION}). Upgrade the package.`,
     );
   }
   if (format.values !== mode) {
-    throw new Error(
+    throw new IndexedDBCheckpointError(
       format.values === "native"
         ? `IndexedDB database "${dbName}" was created without a serializer (values stored as structured clones), but this IndexedDBStore has a \`serde\`. Open it without \`serde\`, or copy its items into a new database (search and put) to serialize or encrypt them.`
         : `IndexedDB database "${dbName}" was created with a serializer (values stored as bytes, possibly encrypted), but this IndexedDBStore has no \`serde\`. Pass the same \`serde\` as when it was created.`,
@@ -38,13 +39,12 @@ export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRe
   }
 }
 
-
-
+/** Opens the store database once: checks its stores and format record, binds the serializer to its key. */
 export async function openStore(db: Database<StoreSchema>, serde: SerializerProtocol | undefined): Promise<SerializerProtocol | undefined> {
   const connection = await db.connection();
   const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
   if (missing.length) {
-    throw new Error(
+    throw new IndexedDBCheckpointError(
       `IndexedDB database "${db.name}" is not an IndexedDBStore database (it has no ${missing.join(", ")} object store); it may belong to an IndexedDBSaver or another library. Give the store its own dbName.`,
     );
   }

@@ -6,6 +6,7 @@
  * answers; the comments name the quirks that are kept on purpose.
  */
 import type { MatchCondition } from "@langchain/langgraph-checkpoint";
+import { IndexedDBCheckpointError } from "../core/errors.js";
 
 /** The comparison operators a search `filter` understands. */
 const OPERATORS = new Set(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"]);
@@ -193,7 +194,7 @@ export function rankByVector<T extends { key: string; namespace: string[] }>(
       return;
     }
     if (stored.dims !== query.length) {
-      throw new Error(
+      throw new IndexedDBCheckpointError(
         `The stored vectors of item "${item.key}" in namespace [${item.namespace.join(", ")}] have ${stored.dims} dimensions, but the query embedding has ${query.length}. The index configuration (embeddings or dims) changed since they were written: put those items again to re-embed them, or use a new dbName.`,
       );
     }

@@ -19,6 +19,7 @@
  */
 import type { DBSchema } from "idb";
 import type { KeyRanges,Upgrade } from "../idb/database.js";
+import { SerializationError } from "../core/errors.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];
@@ -189,7 +190,7 @@ export function unpackVectors(bytes: Uint8Array): { norms: Float64Array; vectors
   const count = packed[0] ?? 0;
   const dims = packed[1] ?? 0;
   if (!Number.isInteger(count) || !Number.isInteger(dims) || packed.length !== 2 + count + count * dims) {
-    throw new Error("stored vectors are malformed");
+    throw new SerializationError("stored vectors are malformed");
   }
   return {
     norms: packed.subarray(2, 2 + count),
@@ -209,7 +210,7 @@ function toLittleEndianBytes(numbers: Float64Array): Uint8Array {
 }
 
 function fromLittleEndianBytes(bytes: Uint8Array): Float64Array {
-  if (bytes.byteLength % 8 !== 0) throw new Error("stored vectors are malformed");
+  if (bytes.byteLength % 8 !== 0) throw new SerializationError("stored vectors are malformed");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const numbers = new Float64Array(bytes.byteLength / 8);
   for (let i = 0; i < numbers.length; i++) numbers[i] = view.getFloat64(i * 8, true);

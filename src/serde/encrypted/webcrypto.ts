@@ -9,6 +9,7 @@
  * never reach JavaScript.
  */
 import { asBytes,utf8,type Bytes } from "../../core/bytes.js";
+import { IndexedDBCheckpointError } from "../../core/errors.js";
 
 /** AES-GCM IV length: 96 bits, the size GCM is designed for (NIST SP 800-38D §8.2). */
 export const IV_BYTES = 12;
@@ -30,7 +31,7 @@ export const AES_KEY_USAGES: readonly KeyUsage[] = ["encrypt", "decrypt", "wrapK
 export function subtle(): SubtleCrypto {
   const value = (globalThis as { crypto?: Crypto }).crypto?.subtle;
   if (!value) {
-    throw new Error(
+    throw new IndexedDBCheckpointError(
       "WebCrypto (crypto.subtle) is not available. Browsers only provide it in secure contexts: serve the page over https or from localhost. In Node, use version 20 or later.",
     );
   }

@@ -234,7 +234,7 @@ function getCodec(): { packr: Packr; unpackr: Unpackr } {
     write: (value: Tagged) => value.payload,
     read: (payload: unknown) => {
       if (!activeReader) {
-        throw new Error(
+        throw new SerializationError(
           `MessagePack extension ${code} belongs to MsgpackSerializer (langgraph-checkpoint-indexeddb); decode it with MsgpackSerializer.loadsTyped.`,
         );
       }
