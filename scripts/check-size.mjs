@@ -19,7 +19,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
-import { build } from "esbuild";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { build as viteBuild } from "vite";
 
 const root = resolve(import.meta.dirname, "..");
 const args = new Set(process.argv.slice(2));
@@ -40,59 +42,77 @@ if (!existsSync(join(root, "dist", "index.js"))) {
 function owner(input) {
   const match = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
   if (match) return match[1];
-  return input.startsWith("dist/") ? pkg.name : input;
+  return input.includes("/dist/") || input.startsWith("dist/") ? pkg.name : input;
 }
 
 const gzip = (bytes) => gzipSync(bytes, { level: 9 }).length;
 
-/** Bundles `code` (an entry module importing the package by name); returns sizes. */
+/**
+ * Bundles `code` (an entry module importing the package by name) with Vite
+ * (Rolldown), the bundler this project and most of its users build with;
+ * returns sizes. esbuild is not used for the figure: its code splitting puts
+ * a module that the root entry re-exports and an import() also reaches into a
+ * shared up-front chunk, counting code that apps never load up front.
+ */
 async function measure(code, external = [], minify = true) {
-  const result = await build({
-    stdin: { contents: code, resolveDir: root, sourcefile: "size-entry.js", loader: "js" },
-    absWorkingDir: root,
-    bundle: true,
-    write: false,
-    outdir: join(root, ".size-out"), // not written (write: false); esbuild needs it for splitting
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    minify,
-    treeShaking: true,
-    splitting: true,
-    metafile: true,
-    legalComments: "none",
-    define: { "process.env.NODE_ENV": '"production"' },
-    external: ["@langchain/*", ...external],
-    logLevel: "silent",
-  });
-  const outputs = result.metafile.outputs;
-  const files = new Map(result.outputFiles.map((file) => [resolve(file.path), file.contents]));
-  // Up front: the entry chunk and what it imports statically, transitively.
-  const entry = Object.keys(outputs).find((path) => outputs[path].entryPoint);
-  const initial = new Set();
-  const queue = [entry];
-  while (queue.length) {
-    const path = queue.pop();
-    if (initial.has(path)) continue;
-    initial.add(path);
-    for (const imported of outputs[path].imports)
-      if (imported.kind === "import-statement" && !imported.external) queue.push(imported.path);
+  const dir = mkdtempSync(join(tmpdir(), "size-"));
+  const entryFile = join(dir, "size-entry.js");
+  writeFileSync(entryFile, code);
+  const escape = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  const externals = [/^@langchain\//, ...external.map((name) => new RegExp(`^${escape(name)}(/|$)`))];
+  try {
+    const built = await viteBuild({
+      root: dir,
+      logLevel: "silent",
+      configFile: false,
+      // The package by name, through its own `exports`, as an app resolves it.
+      resolve: {
+        alias: [{ find: /^langgraph-checkpoint-indexeddb(\/[a-z-]+)?$/, replacement: "$&", customResolver: resolveExport }],
+      },
+      build: {
+        write: false,
+        minify: minify ? "oxc" : false,
+        target: "es2022",
+        modulePreload: false,
+        rollupOptions: { input: entryFile, external: externals, preserveEntrySignatures: "strict", output: { format: "es" } },
+      },
+    });
+    const chunks = (Array.isArray(built) ? built[0] : built).output.filter((output) => output.type === "chunk");
+    const byName = new Map(chunks.map((chunk) => [chunk.fileName, chunk]));
+    // Up front: the entry chunk and what it imports statically, transitively.
+    const initial = new Set();
+    const queue = [chunks.find((chunk) => chunk.isEntry).fileName];
+    while (queue.length) {
+      const name = queue.pop();
+      if (initial.has(name)) continue;
+      initial.add(name);
+      for (const imported of byName.get(name).imports) if (byName.has(imported)) queue.push(imported);
+    }
+    const lazy = chunks.filter((chunk) => !initial.has(chunk.fileName));
+    const codeOf = (list) => Buffer.from(list.map((chunk) => chunk.code).join(""));
+    const first = [...initial].map((name) => byName.get(name));
+    const minBytes = new Map();
+    for (const chunk of chunks)
+      for (const [id, info] of Object.entries(chunk.modules))
+        minBytes.set(owner(id), (minBytes.get(owner(id)) ?? 0) + info.renderedLength); // before minification
+    return {
+      all: codeOf(chunks).length,
+      initial: { min: codeOf(first).length, gzip: gzip(codeOf(first)) },
+      lazy: { chunks: lazy.length, min: codeOf(lazy).length, gzip: gzip(codeOf(lazy)) },
+      minBytes,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  const sum = (paths, size) => paths.reduce((total, path) => total + size(path), 0);
-  const chunkPaths = Object.keys(outputs).filter((path) => path.endsWith(".js"));
-  const lazy = chunkPaths.filter((path) => !initial.has(path));
-  const bytesOf = (path) => files.get(resolve(root, path));
-  const concat = (paths) => Buffer.concat(paths.map((path) => Buffer.from(bytesOf(path))));
-  const minBytes = new Map();
-  for (const path of chunkPaths)
-    for (const [input, { bytesInOutput }] of Object.entries(outputs[path].inputs))
-      minBytes.set(owner(input), (minBytes.get(owner(input)) ?? 0) + bytesInOutput);
-  return {
-    all: sum(chunkPaths, (path) => bytesOf(path).length),
-    initial: { min: sum([...initial], (path) => bytesOf(path).length), gzip: gzip(concat([...initial])) },
-    lazy: { chunks: lazy.length, min: sum(lazy, (path) => bytesOf(path).length), gzip: gzip(concat(lazy)) },
-    minBytes,
-  };
+}
+
+/** The built file an import of this package resolves to, through its own `exports`. */
+function resolveExport(source) {
+  const subpath = source === pkg.name ? "." : `.${source.slice(pkg.name.length)}`;
+  const target = pkg.exports[subpath];
+  const file = typeof target === "string" ? target : target?.import;
+  if (!file) throw new Error(`check-size: ${source} is not exported by package.json`);
+  return join(root, file);
 }
 
 /** KB = 1024 bytes; gzip at level 9. */

@@ -5,8 +5,7 @@
  */
 import { Database } from "../idb/database.js";
 import { JournalSeam } from "../journal/index.js";
-import { JOURNALED_STORES,resyncNewestRows } from "./journal-adapter.js";
-import { SAVER_UPGRADES,type SaverSchema } from "./schema.js";
+import { SAVER_STORE_NAMES, SAVER_UPGRADES, type SaverSchema } from "./schema.js";
 import type { IndexedDBSaverParams } from "./types.js";
 
 /** The database and its journal seam. @internal */
@@ -20,11 +19,12 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
   const name = params.dbName ?? "langgraph";
   const journal = new JournalSeam({
     name,
-    stores: JOURNALED_STORES,
+    stores: SAVER_STORE_NAMES,
     journal: params.journal,
     onWipe: params.onWipe,
     onRecovery: params.onRecovery,
-    resync: resyncNewestRows,
+    // Needed only after a recovery with a journal: loaded then.
+    resync: async (raw, records) => (await import("./journal-adapter.js")).resyncNewestRows(raw, records),
   });
   const db = new Database<SaverSchema>({
     name,

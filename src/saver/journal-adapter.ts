@@ -6,12 +6,10 @@
  * may have been cut off by the crash. The journal itself knows no schema.
  */
 import type { Op,Payload } from "../journal/raw.js";
+import { SAVER_STORE_NAMES } from "./schema.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
-
-/** The stores the journal records, in snapshot order. */
-export const JOURNALED_STORES = ["checkpoints", "blobs", "writes", "threads", "meta"] as const;
 
 function request<T>(req: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -38,7 +36,7 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
   }
   if (namespaces.size === 0) return [];
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
-  const tx = db.transaction(JOURNALED_STORES.filter((store) => db.objectStoreNames.contains(store)), "readonly");
+  const tx = db.transaction(SAVER_STORE_NAMES.filter((store) => db.objectStoreNames.contains(store)), "readonly");
   const ops: Op[] = [];
   const threads = new Set<string>();
   for (const [threadId, ns] of namespaces.values()) {

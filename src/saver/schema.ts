@@ -162,6 +162,9 @@ export interface SaverSchema extends DBSchema {
 /** Object store names of the saver's database. */
 export type SaverStoreName = "checkpoints" | "blobs" | "writes" | "threads" | "meta";
 
+/** Every store of the saver's database, in the order the journal snapshots them. */
+export const SAVER_STORE_NAMES: readonly SaverStoreName[] = ["checkpoints", "blobs", "writes", "threads", "meta"];
+
 /**
  * The schema steps; the database version is their count. Never edit a
  * released step: append a new one.
