@@ -1,12 +1,12 @@
 /** Exporting a thread from any saver into the versioned file format (docs/export-format.md). */
-import {
-type BaseCheckpointSaver,type CheckpointMetadata
+import type {
+BaseCheckpointSaver,CheckpointMetadata
 } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
 
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { type BlobRecord,type CheckpointRecord,type Fingerprint,GENERATOR,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_MEDIA_TYPE,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,fingerprint,frame,hex32,ownValue,samePrint,saverName } from "./format.js";
-import { type ExportThreadOptions,type ThreadExport } from "./options.js";
+import type { ExportThreadOptions,ThreadExport } from "./options.js";
 import { ThreadExportError } from "./errors.js";
 import { joinBytes,utf8 } from "../core/bytes.js";
 import { blobIdentity,checkpointIdentity } from "../core/identity.js";

@@ -2,13 +2,13 @@
  * Portable threads: move a whole thread between any two LangGraph.js
  * checkpoint savers, or through a file.
  *
- * - {@link exportThread} / {@link exportThreadStream}: one thread (every
+ * - `exportThread` / `exportThreadStream`: one thread (every
  *   namespace, every checkpoint with its channel values, metadata, parent
  *   link and pending writes) as a versioned, self-describing file.
- * - {@link importThread}: such a file into any `BaseCheckpointSaver`,
+ * - `importThread`: such a file into any `BaseCheckpointSaver`,
  *   optionally under another thread id. The whole file is validated before
  *   the first write; a failed import removes what it wrote.
- * - {@link copyThreads}: threads from one saver to another (for example
+ * - `copyThreads`: threads from one saver to another (for example
  *   from the browser's `IndexedDBSaver` to the official Postgres saver on a
  *   server, and back).
  *
@@ -43,7 +43,7 @@
  *
  * - "Serializer bytes" are what `serde.dumpsTyped(record)` returned; every
  *   record of a file has the same type tag, named by `header.serde`
- *   (`"msgpack"`: {@link MsgpackSerializer}, which round-trips LangChain
+ *   (`"msgpack"`: `MsgpackSerializer`, which round-trips LangChain
  *   messages, `Send`, `Command`, interrupts, `DeltaSnapshot`, `Map`, `Set`,
  *   `Date`, `Uint8Array`, `undefined`...).
  * - Checkpoint frames come parent first within each namespace (ascending
@@ -58,18 +58,10 @@
  *
  * @module
  */
-import {
-type BaseCheckpointSaver,type Checkpoint,
-type CheckpointMetadata,
-type CheckpointPendingWrite
-} from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
 
-import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type ThreadExportInput } from "./options.js";
-import { ThreadExportError,ThreadFileError } from "./errors.js";
-import { exportThread,exportThreadStream } from "./export.js";
-import { importThread } from "./import.js";
-import { copyThreads } from "./copy.js";
+import type { ThreadExportInput } from "./options.js";
+import { ThreadExportError, ThreadFileError } from "./errors.js";
 import { joinBytes } from "../core/bytes.js";
 
 // ------------------------------------------------------------------ format

@@ -13,7 +13,7 @@ type SerializerProtocol
 import { crc32 } from "../core/crc32.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { type BlobRecord,type CheckpointRecord,FRAME_HEAD,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,hex32,ownValue,parseJson,readAll } from "./format.js";
-import { type ImportThreadOptions,type ImportThreadResult,type ThreadExportInput } from "./options.js";
+import type { ImportThreadOptions,ImportThreadResult,ThreadExportInput } from "./options.js";
 import { ThreadFileError,ThreadImportError } from "./errors.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity,checkpointIdentity } from "../core/identity.js";

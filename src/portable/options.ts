@@ -1,19 +1,13 @@
 /** Option and result types of thread export, import and copy. */
-import {
-type SerializerProtocol
-} from "@langchain/langgraph-checkpoint";
-import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type ThreadExportCounts,type ThreadExportHeader } from "./format.js";
-import { exportThread,exportThreadStream } from "./export.js";
-import { importThread,validateThreadExport } from "./import.js";
-import { copyThreads } from "./copy.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { ThreadExportCounts, ThreadExportHeader } from "./format.js";
 
 // ------------------------------------------------------------------ public types
 
 /** An exported thread: a Blob (the default) or bytes (`as: "bytes"`). */
 export type ThreadExport = Blob | Uint8Array;
 
-/** Anything {@link importThread} reads a file from. */
+/** Anything `importThread` reads a file from. */
 export type ThreadExportInput = Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array>;
 
 /** Progress of an export or import. */
@@ -24,9 +18,9 @@ export interface ThreadTransferProgress {
   total: number;
 }
 
-/** Options of {@link exportThread} and {@link exportThreadStream}. */
+/** Options of `exportThread` and `exportThreadStream`. */
 export interface ExportThreadOptions {
-  /** Encodes the records. Default {@link MsgpackSerializer}; pass one with your `types` if the state holds app classes. */
+  /** Encodes the records. Default `MsgpackSerializer`; pass one with your `types` if the state holds app classes. */
   serde?: SerializerProtocol;
   /** Called after each checkpoint written, and once with 0 before the first. */
   onProgress?: (progress: ThreadTransferProgress) => void;
@@ -39,11 +33,11 @@ export interface ExportThreadOptions {
 /** What to do when the target thread already has checkpoints. */
 export type IfThreadExists = "error" | "replace" | "merge";
 
-/** Options of {@link importThread}. */
+/** Options of `importThread`. */
 export interface ImportThreadOptions {
   /** Import under this thread id instead of the file's. */
   targetThreadId?: string;
-  /** Decodes the records. Default {@link MsgpackSerializer} (also reads `"json"` records). */
+  /** Decodes the records. Default `MsgpackSerializer` (also reads `"json"` records). */
   serde?: SerializerProtocol;
   /**
    * When the target thread already has checkpoints: `"error"` (default, nothing
@@ -57,7 +51,7 @@ export interface ImportThreadOptions {
   signal?: AbortSignal;
 }
 
-/** What {@link importThread} and {@link validateThreadExport} report. */
+/** What `importThread` and `validateThreadExport` report. */
 export interface ImportThreadResult extends ThreadExportCounts {
   /** The thread written (or that would be written). */
   threadId: string;
@@ -65,7 +59,7 @@ export interface ImportThreadResult extends ThreadExportCounts {
   header: ThreadExportHeader;
 }
 
-/** Options of {@link copyThreads}. */
+/** Options of `copyThreads`. */
 export interface CopyThreadsOptions {
   /**
    * Threads to copy. Default: every thread of the source, from its
@@ -84,7 +78,7 @@ export interface CopyThreadsOptions {
   signal?: AbortSignal;
 }
 
-/** Progress of {@link copyThreads}. */
+/** Progress of `copyThreads`. */
 export interface CopyThreadsProgress extends ThreadTransferProgress {
   /** The thread being copied (source id). */
   threadId: string;
@@ -94,7 +88,7 @@ export interface CopyThreadsProgress extends ThreadTransferProgress {
   totalThreads: number;
 }
 
-/** What {@link copyThreads} did. */
+/** What `copyThreads` did. */
 export interface CopyThreadsResult {
   /** Each copied thread: source id, target id and counts, in copy order. */
   threads: (ThreadExportCounts & { sourceThreadId: string; threadId: string })[];

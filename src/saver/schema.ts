@@ -8,7 +8,7 @@
  * so an encrypting serializer covers all of them.
  */
 import type { DBSchema } from "idb";
-import { type Upgrade } from "../idb/database.js";
+import type { Upgrade } from "../idb/database.js";
 import { issue } from "../idb/requests.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */

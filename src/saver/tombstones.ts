@@ -5,7 +5,7 @@
  * dropped instead of resurrecting it.
  */
 import { SerializationError } from "../core/errors.js";
-import { type Tx } from "../idb/database.js";
+import type { Tx } from "../idb/database.js";
 import { issue,storeDelete,storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";

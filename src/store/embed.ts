@@ -2,15 +2,15 @@
  * Embeddings, before the transaction: each distinct query of ranked
  * searches, and the texts of every put, embedded in one call.
  */
-import {
-type IndexConfig,type PutOperation
+import type {
+IndexConfig,PutOperation
 } from "@langchain/langgraph-checkpoint";
 import { norm } from "./query.js";
-import {
-type SearchPlan
+import type {
+SearchPlan
 } from "./search.js";
 import { overridePaths,textsToEmbed,type IndexPath } from "./text.js";
-import { type PreparedPut } from "./write.js";
+import type { PreparedPut } from "./write.js";
 
 /** The embedding side of the configuration, prepared once. */
 export interface PreparedIndex {

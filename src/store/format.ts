@@ -2,13 +2,13 @@
  * The store database's format record, checked on open, and the binding of
  * its serializer to the database's key.
  */
-import {
-type SerializerProtocol
+import type {
+SerializerProtocol
 } from "@langchain/langgraph-checkpoint";
 import {
 bindSerializer,type KeyRecord
 } from "../serde/protocol.js";
-import { Database } from "../idb/database.js";
+import type { Database } from "../idb/database.js";
 import {
 META,
 STORE_FORMAT_VERSION,type FormatRecord,type StoreSchema

@@ -30,9 +30,9 @@ import { namespaceId } from "./codec.js";
 import {
 STORE_UPGRADES,type StoreSchema
 } from "./schema.js";
-import {
-type AnyTx,
-type ReadContext
+import type {
+AnyTx,
+ReadContext
 } from "./search.js";
 import { configPaths } from "./text.js";
 import { type ReadResult,dedupePuts,finish,plan,readOne } from "./plan.js";

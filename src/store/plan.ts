@@ -10,7 +10,7 @@ type Operation,type PutOperation,
 type SearchItem,
 type SerializerProtocol
 } from "@langchain/langgraph-checkpoint";
-import { NamespaceCache } from "./cache.js";
+import type { NamespaceCache } from "./cache.js";
 import { itemId,toItem } from "./codec.js";
 import { selectNamespaces } from "./query.js";
 import {

@@ -2,13 +2,13 @@
  * Key changes of an encrypted store: compare-and-swap access to its key
  * record, and the paged re-encryption of items and vectors.
  */
-import {
-type KeyRecord,
-type KeyRecordAccess,
-type ValueRewriter
+import type {
+KeyRecord,
+KeyRecordAccess,
+ValueRewriter
 } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
-import { Database } from "../idb/database.js";
+import type { Database } from "../idb/database.js";
 import { valueRow,vectorRow } from "./codec.js";
 import {
 META,type ItemRow,type StoreSchema,type VectorRow

@@ -3,13 +3,13 @@
  * transaction, then one round of reads and every write, namespaces touched
  * so that caches (any tab) reread them.
  */
-import {
-type PutOperation,type SerializerProtocol
+import type {
+PutOperation,SerializerProtocol
 } from "@langchain/langgraph-checkpoint";
 import {
 dumpForRow
 } from "../serde/protocol.js";
-import { type Tx } from "../idb/database.js";
+import type { Tx } from "../idb/database.js";
 import { IndexedDBCheckpointError,SerializationError } from "../core/errors.js";
 import { namespaceId,valueRow,vectorRow } from "./codec.js";
 import {

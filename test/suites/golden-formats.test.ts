@@ -50,7 +50,7 @@ import {
   APP_TYPES,
   FROZEN_EXT,
   FixedEmbeddings,
-  GoldenMoney,
+  type GoldenMoney,
   GoldenPoint,
   RAW_KEY,
   comparable,

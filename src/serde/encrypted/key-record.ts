@@ -10,7 +10,7 @@ import { IV_BYTES,TAG_BYTES } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";
 import { utf8,isUint8Array } from "../../core/bytes.js";
-import { type EncryptedSerializerOptions } from "./index.js";
+import type { EncryptedSerializerOptions } from "./index.js";
 import { BIND_ROW,type Binding,type Keyring,type SealOptions,type SealingKey,classify,openEnvelope,sealBytes } from "./envelope.js";
 
 /** One data key, wrapped under the KEK, as kept in {@link AesGcmKeyRecord}. */

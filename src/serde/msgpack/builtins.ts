@@ -1,6 +1,5 @@
 /** Built-in types: errors, binary arrays, and the prototypes this format treats as its own. */
-import { type MsgpackClass } from "./options.js";
-import { Revival } from "./revival.js";
+import type { MsgpackClass } from "./options.js";
 import { defineFields, defineHidden, expectArray, malformed, setOwn } from "./diagnostics.js";
 import { isPlainObject } from "../../core/guards.js";
 
@@ -119,7 +118,7 @@ export function builtInPrototypes(): ReadonlySet<object> {
   return builtIns;
 }
 
-/** Restores placeholder strings from {@link Revival.loadLangChain} in load()'s result. */
+/** Restores placeholder strings from `Revival.loadLangChain` in load()'s result. */
 export function placeholderRestorer(prefix: string, kept: readonly unknown[]): (value: unknown) => unknown {
   const seen = new Set<object>();
   const restore = (value: unknown): unknown => {

@@ -1,6 +1,4 @@
 /** The serializer's options, limits, and what its encoder and reviver share. */
-import { SerializationError } from "../../core/errors.js";
-import type { MsgpackSerializer } from "./index.js";
 
 export const TYPE = "msgpack";
 
@@ -15,12 +13,12 @@ export const MAX_DEPTH = 1000;
 export const LC_NAMESPACES: ReadonlySet<unknown> = new Set(["langchain_core", "langchain"]);
 
 /**
- * A class whose instances {@link MsgpackSerializer} may store, listed in
+ * A class whose instances `MsgpackSerializer` may store, listed in
  * {@link MsgpackSerializerOptions.types}.
  */
 export type MsgpackClass = abstract new (...args: never[]) => unknown;
 
-/** Options of {@link MsgpackSerializer}. */
+/** Options of `MsgpackSerializer`. */
 export interface MsgpackSerializerOptions {
   /**
    * App classes whose instances round-trip as instances of the same class
@@ -89,7 +87,7 @@ export const LOAD_OPTIONS = {
  * recognises structurally, unless their classes are registered. An own
  * `__proto__` key is kept as data and never becomes a prototype.
  *
- * Refuses, with a {@link SerializationError} that names the problem and its
+ * Refuses, with a `SerializationError` that names the problem and its
  * path: functions, symbols, cycles, instances of unknown classes (they would
  * otherwise come back as plain objects), and LangChain objects `load()` could
  * not revive. Rows tagged `"json"` or `"bytes"` (written by
@@ -102,8 +100,7 @@ export const LOAD_OPTIONS = {
  *
  * @example
  * ```ts
- * import { MsgpackSerializer } from "langgraph-checkpoint-indexeddb";
- *
+ *  *
  * class Cart { items: string[] = []; }
  * const serde = new MsgpackSerializer({ types: [Cart] });
  * const [type, bytes] = await serde.dumpsTyped({ cart: new Cart(), at: new Date() });
