@@ -46,7 +46,11 @@ export async function msPerCall(
 
 /** Formats milliseconds with sensible precision. */
 export function ms(value: number): string {
-  return value >= 100 ? `${value.toFixed(0)} ms` : value >= 1 ? `${value.toFixed(2)} ms` : `${(value * 1000).toFixed(0)} µs`;
+  return value >= 100
+    ? `${value.toFixed(0)} ms`
+    : value >= 1
+      ? `${value.toFixed(2)} ms`
+      : `${(value * 1000).toFixed(0)} µs`;
 }
 
 /** Formats a byte count. */
@@ -79,7 +83,16 @@ export function row(
     ok = ratio >= goal.min;
     goalText = `≥ ${goal.min}×`;
   }
-  return { suite, name, ours: format(ours), baseline: format(baseline), baselineName, ratio: `${ratio.toFixed(2)}×`, goal: goalText, ok };
+  return {
+    suite,
+    name,
+    ours: format(ours),
+    baseline: format(baseline),
+    baselineName,
+    ratio: `${ratio.toFixed(2)}×`,
+    goal: goalText,
+    ok,
+  };
 }
 
 /** Deletes a database, waiting for it. */

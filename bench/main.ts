@@ -26,7 +26,8 @@ async function main(): Promise<void> {
       if (only && !only.includes(suite.name)) continue;
       console.log(`bench: ${suite.name}…`);
       const suiteRows = await suite.run();
-      for (const r of suiteRows) console.log(`bench:   ${r.name}: ${r.ours} vs ${r.baseline} (${r.baselineName}) = ${r.ratio}`);
+      for (const r of suiteRows)
+        console.log(`bench:   ${r.name}: ${r.ours} vs ${r.baseline} (${r.baselineName}) = ${r.ratio}`);
       rows.push(...suiteRows);
     }
     window.__benchResult = { rows, environment };

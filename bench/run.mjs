@@ -41,7 +41,10 @@ try {
     console.error(`[page error] ${error.message}`);
   });
   await page.goto(url);
-  const rows = await page.waitForFunction(() => globalThis.__benchResult, undefined, { timeout: 30 * 60_000, polling: 500 });
+  const rows = await page.waitForFunction(() => globalThis.__benchResult, undefined, {
+    timeout: 30 * 60_000,
+    polling: 500,
+  });
   const result = await rows.jsonValue();
   if (result.error) {
     failed = true;

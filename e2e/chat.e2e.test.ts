@@ -60,7 +60,9 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   await page.getByTestId("show-history").click();
   const twoMessages = page.locator('[data-testid="checkpoint"][data-message-count="2"]');
   await twoMessages.first().waitFor();
-  await expect.poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count()).toBeGreaterThan(0);
+  await expect
+    .poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count())
+    .toBeGreaterThan(0);
   await twoMessages.first().click();
   // The view shows the state at that checkpoint.
   await expect.poll(() => transcript(page)).toHaveLength(2);

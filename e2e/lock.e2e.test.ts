@@ -37,7 +37,10 @@ function plaintextHits(page: Page, marker: string): Promise<string[]> {
       if (typeof value !== "object" || value === null || seen.has(value)) return;
       seen.add(value);
       if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-        const bytes = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+        const bytes =
+          value instanceof ArrayBuffer
+            ? new Uint8Array(value)
+            : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
         if (contains(bytes, utf8) || contains(bytes, utf16)) hits.push(where);
         return;
       }
@@ -46,7 +49,7 @@ function plaintextHits(page: Page, marker: string): Promise<string[]> {
         scan(item, where);
       }
     };
-    const request = <T,>(r: IDBRequest<T>) =>
+    const request = <T>(r: IDBRequest<T>) =>
       new Promise<T>((resolve, reject) => {
         r.onsuccess = () => resolve(r.result);
         r.onerror = () => reject(r.error);

@@ -14,7 +14,8 @@ function unnamedControls(page: Page): Promise<string[]> {
     Array.from(document.querySelectorAll<HTMLElement>("button, input, textarea, select, [role=button]"))
       .filter((el) => el.getClientRects().length > 0)
       .filter((el) => {
-        const labelled = el.getAttribute("aria-label") || el.getAttribute("aria-labelledby") || el.getAttribute("title");
+        const labelled =
+          el.getAttribute("aria-label") || el.getAttribute("aria-labelledby") || el.getAttribute("title");
         const labels = (el as HTMLInputElement).labels;
         const text = el.tagName === "BUTTON" ? el.textContent?.trim() : "";
         return !labelled && !(labels && labels.length > 0) && !text;

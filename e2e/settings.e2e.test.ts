@@ -32,7 +32,10 @@ test("storage view, export, delete and import a thread", async () => {
   await screenshot(page, "settings");
 
   const download = page.waitForEvent("download");
-  await rows.filter({ hasText: "keep this one" }).getByRole("button", { name: /^Export/ }).click();
+  await rows
+    .filter({ hasText: "keep this one" })
+    .getByRole("button", { name: /^Export/ })
+    .click();
   const file = await (await download).path();
   expect((await readFile(file)).subarray(1, 4).toString()).toBe("LGT");
   await page.keyboard.press("Escape");
@@ -72,7 +75,10 @@ async function useEndpoint(page: Page, baseURL: string): Promise<void> {
 
 test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
   const baseURL = inject("baseURL");
-  const requests: { auth?: string; body: { model: string; stream: boolean; messages: { role: string }[]; tools: unknown[] } }[] = [];
+  const requests: {
+    auth?: string;
+    body: { model: string; stream: boolean; messages: { role: string }[]; tools: unknown[] };
+  }[] = [];
   const replies = [
     sse([
       { choices: [{ delta: { role: "assistant", content: "Hello " } }] },
@@ -80,7 +86,18 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
       { choices: [{ delta: { content: "endpoint." } }] },
     ]),
     sse([
-      { choices: [{ delta: { role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "save_memory", arguments: "" } }] } }] },
+      {
+        choices: [
+          {
+            delta: {
+              role: "assistant",
+              tool_calls: [
+                { index: 0, id: "call_1", type: "function", function: { name: "save_memory", arguments: "" } },
+              ],
+            },
+          },
+        ],
+      },
       { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '{"memory":"I like ' } }] } }] },
       { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: 'jazz"}' } }] } }] },
     ]),
@@ -90,7 +107,11 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     const request = route.request();
     requests.push({ auth: request.headers().authorization, body: request.postDataJSON() });
-    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body: replies[requests.length - 1] ?? sse([]) });
+    await route.fulfill({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: replies[requests.length - 1] ?? sse([]),
+    });
   });
   await ready(page);
   await useEndpoint(page, baseURL);
@@ -109,5 +130,12 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
   await page.getByTestId("approve").click();
   await expect.poll(() => transcript(page)).toContain("assistant: Saved that you like jazz.");
   // The third request carried the tool call and its result.
-  expect(requests[2]!.body.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "user", "assistant", "tool"]);
+  expect(requests[2]!.body.messages.map((m) => m.role)).toEqual([
+    "system",
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "tool",
+  ]);
 });

@@ -25,7 +25,10 @@ export class Harness {
   ) {}
 
   async open(options: { viewport?: { width: number; height: number } } = {}): Promise<this> {
-    this.context = await this.browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 }, acceptDownloads: true });
+    this.context = await this.browser.newContext({
+      viewport: options.viewport ?? { width: 1280, height: 800 },
+      acceptDownloads: true,
+    });
     return this;
   }
 
@@ -86,9 +89,9 @@ export async function send(page: Page, text: string, options: { expectReply?: bo
 
 /** The visible messages as `role: text`. */
 export async function transcript(page: Page): Promise<string[]> {
-  return page.locator('[data-testid="message"]').evaluateAll((nodes) =>
-    nodes.map((node) => `${(node as HTMLElement).dataset.role}: ${node.textContent ?? ""}`),
-  );
+  return page
+    .locator('[data-testid="message"]')
+    .evaluateAll((nodes) => nodes.map((node) => `${(node as HTMLElement).dataset.role}: ${node.textContent ?? ""}`));
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

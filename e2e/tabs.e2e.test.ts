@@ -33,7 +33,10 @@ test("a message sent in one tab appears live in the other", async () => {
   expect((await transcript(a))[4]).toBe("user: reply from tab B");
 
   // A rename in A shows in B's sidebar.
-  await a.locator(".thread-item.current").getByRole("button", { name: /^Rename/ }).click();
+  await a
+    .locator(".thread-item.current")
+    .getByRole("button", { name: /^Rename/ })
+    .click();
   await a.getByRole("textbox", { name: "Thread title" }).fill("Renamed in A");
   await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
   await b.getByTestId("thread").filter({ hasText: "Renamed in A" }).waitFor();

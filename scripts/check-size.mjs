@@ -67,14 +67,21 @@ async function measure(code, external = [], minify = true) {
       configFile: false,
       // The package by name, through its own `exports`, as an app resolves it.
       resolve: {
-        alias: [{ find: /^langgraph-checkpoint-indexeddb(\/[a-z-]+)?$/, replacement: "$&", customResolver: resolveExport }],
+        alias: [
+          { find: /^langgraph-checkpoint-indexeddb(\/[a-z-]+)?$/, replacement: "$&", customResolver: resolveExport },
+        ],
       },
       build: {
         write: false,
         minify: minify ? "oxc" : false,
         target: "es2022",
         modulePreload: false,
-        rollupOptions: { input: entryFile, external: externals, preserveEntrySignatures: "strict", output: { format: "es" } },
+        rollupOptions: {
+          input: entryFile,
+          external: externals,
+          preserveEntrySignatures: "strict",
+          output: { format: "es" },
+        },
       },
     });
     const chunks = (Array.isArray(built) ? built[0] : built).output.filter((output) => output.type === "chunk");

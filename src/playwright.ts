@@ -93,12 +93,20 @@ export type ThreadFileInput = Uint8Array | ArrayBuffer | Blob | string;
  * @param file The export as bytes or a Blob, or a file path.
  * @returns The thread id written and the counts.
  */
-export async function seedThread(page: Page, file: ThreadFileInput, options: SeedThreadOptions = {}): Promise<SeededThread> {
+export async function seedThread(
+  page: Page,
+  file: ThreadFileInput,
+  options: SeedThreadOptions = {},
+): Promise<SeededThread> {
   const bytes = await fileBytes(file);
   const api = await ensurePageApi(page);
   return page.evaluate(
     async ([key, base64, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.seed(base64, opts),
-    [api, toBase64(bytes), { dbName: options.dbName ?? "langgraph", threadId: options.threadId, ifExists: options.ifExists }] as const,
+    [
+      api,
+      toBase64(bytes),
+      { dbName: options.dbName ?? "langgraph", threadId: options.threadId, ifExists: options.ifExists },
+    ] as const,
   );
 }
 
@@ -118,7 +126,12 @@ export async function readThreadState(
     [
       api,
       threadId,
-      { dbName: options.dbName ?? "langgraph", checkpointNs: options.checkpointNs, internal: options.internal, deltaChannels: options.deltaChannels },
+      {
+        dbName: options.dbName ?? "langgraph",
+        checkpointNs: options.checkpointNs,
+        internal: options.internal,
+        deltaChannels: options.deltaChannels,
+      },
     ] as const,
   );
   return state ?? undefined;
@@ -132,15 +145,18 @@ export async function readThreadState(
  */
 export async function clearThreads(page: Page, options: ClearThreadsOptions = {}): Promise<string[]> {
   const api = await ensurePageApi(page);
-  return page.evaluate(
-    async ([key, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.clear(opts),
-    [api, { dbName: options.dbName ?? "langgraph", threadIds: options.threadIds, deleteDatabase: options.deleteDatabase }] as const,
-  );
+  return page.evaluate(async ([key, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.clear(opts), [
+    api,
+    { dbName: options.dbName ?? "langgraph", threadIds: options.threadIds, deleteDatabase: options.deleteDatabase },
+  ] as const);
 }
 
 /** Injects the page script unless this document already has it; returns the global's name. */
 async function ensurePageApi(page: Page): Promise<string> {
-  const present = await page.evaluate((key) => typeof (globalThis as Record<string, unknown>)[key] === "object", PAGE_API_KEY);
+  const present = await page.evaluate(
+    (key) => typeof (globalThis as Record<string, unknown>)[key] === "object",
+    PAGE_API_KEY,
+  );
   if (!present) {
     const script = await pageBundle();
     await page.evaluate(`(() => {\n${script}\n})()`);
@@ -225,7 +241,9 @@ export async function buildPageBundle(): Promise<string> {
         name: "langgraph-indexeddb-playwright-entry",
         resolveId: (id: string) => (id.endsWith(entryName) ? entryId : undefined),
         load: (id: string) =>
-          id === entryId ? `import { installPageApi } from ${JSON.stringify(pagePath)};\ninstallPageApi();\n` : undefined,
+          id === entryId
+            ? `import { installPageApi } from ${JSON.stringify(pagePath)};\ninstallPageApi();\n`
+            : undefined,
       },
     ],
     build: {
@@ -235,11 +253,18 @@ export async function buildPageBundle(): Promise<string> {
       sourcemap: false,
       copyPublicDir: false,
       reportCompressedSize: false,
-      lib: { entry: entryName, formats: ["iife"], name: "LanggraphIndexedDBPlaywright", fileName: () => PAGE_BUNDLE_FILE },
+      lib: {
+        entry: entryName,
+        formats: ["iife"],
+        name: "LanggraphIndexedDBPlaywright",
+        fileName: () => PAGE_BUNDLE_FILE,
+      },
     },
   });
   const outputs = (Array.isArray(result) ? result : [result]) as ViteBuildOutput[];
-  const chunk = outputs.flatMap((output) => output.output).find((item) => item.type === "chunk" && typeof item.code === "string");
+  const chunk = outputs
+    .flatMap((output) => output.output)
+    .find((item) => item.type === "chunk" && typeof item.code === "string");
   if (!chunk?.code) throw new Error("langgraph-checkpoint-indexeddb/playwright: the Vite build produced no script.");
   return chunk.code;
 }

@@ -12,10 +12,21 @@ const meta: CheckpointMetadata = { source: "loop", step: 1, parents: {} };
 
 async function putAndGet(saver: IndexedDBSaver): Promise<number> {
   let config: RunnableConfig = { configurable: { thread_id: "t", checkpoint_ns: "" } };
-  const values = { messages: [{ role: "user", content: "x".repeat(600) }, { role: "assistant", content: "y".repeat(600) }], notes: "z".repeat(600) };
+  const values = {
+    messages: [
+      { role: "user", content: "x".repeat(600) },
+      { role: "assistant", content: "y".repeat(600) },
+    ],
+    notes: "z".repeat(600),
+  };
   return msPerCall(async () => {
     const versions = { messages: saver.getNextVersion(1), notes: saver.getNextVersion(1) };
-    config = await saver.put(config, { ...emptyCheckpoint(), id: uuid6(0), channel_values: values, channel_versions: versions }, meta, versions);
+    config = await saver.put(
+      config,
+      { ...emptyCheckpoint(), id: uuid6(0), channel_values: values, channel_versions: versions },
+      meta,
+      versions,
+    );
     await saver.getTuple(config);
   });
 }
@@ -45,7 +56,14 @@ export const encryptionSuite: Suite = {
     const pbkdf2 = median(derive);
     return [
       row(SUITE, "put + getTuple, encrypted vs plain", encryptedTime, plainTime, "plain msgpack", ms, { max: 1.3 }),
-      { suite: SUITE, name: `PBKDF2-SHA256, ${DEFAULT_PBKDF2_ITERATIONS.toLocaleString("en")} iterations`, ours: ms(pbkdf2), baseline: "—", baselineName: "once per unlock", ratio: "" },
+      {
+        suite: SUITE,
+        name: `PBKDF2-SHA256, ${DEFAULT_PBKDF2_ITERATIONS.toLocaleString("en")} iterations`,
+        ours: ms(pbkdf2),
+        baseline: "—",
+        baselineName: "once per unlock",
+        ratio: "",
+      },
     ];
   },
 };

@@ -89,7 +89,14 @@ export const loadSuite: Suite = {
     await deleteDatabase(cycleDb);
     const perSecond = (n: number) => `${n.toFixed(0)}/s`;
     return [
-      row(SUITE, `throughput, ${GRAPHS} graphs × ${STEPS} supersteps`, ours.perSecond, memory.perSecond, "MemorySaver", perSecond),
+      row(
+        SUITE,
+        `throughput, ${GRAPHS} graphs × ${STEPS} supersteps`,
+        ours.perSecond,
+        memory.perSecond,
+        "MemorySaver",
+        perSecond,
+      ),
       row(SUITE, "superstep latency p50", ours.p50, memory.p50, "MemorySaver", ms),
       row(SUITE, "superstep latency p99", ours.p99, memory.p99, "MemorySaver", ms),
       row(SUITE, "JS heap after 10 open/run/close cycles", after, before, "heap before", bytes, { max: 1.5 }),

@@ -110,7 +110,9 @@ async function singlePut(): Promise<BenchRow[]> {
   raw.close();
   await deleteDatabase(rawName);
   return [
-    row(SUITE, `put of a ${bytes(payload.byteLength)} checkpoint`, ours, rawPut, "raw IDB put, same bytes", ms, { max: 1.5 }),
+    row(SUITE, `put of a ${bytes(payload.byteLength)} checkpoint`, ours, rawPut, "raw IDB put, same bytes", ms, {
+      max: 1.5,
+    }),
   ];
 }
 
@@ -136,7 +138,8 @@ async function readsAtDepth(): Promise<BenchRow[]> {
   const list10 = (saver: BaseCheckpointSaver, thread: string) =>
     msPerCall(
       async () => {
-        for await (const _ of saver.list({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { limit: 10 })) void _;
+        for await (const _ of saver.list({ configurable: { thread_id: thread, checkpoint_ns: "" } }, { limit: 10 }))
+          void _;
       },
       { perRound: 20 },
     );
@@ -145,10 +148,18 @@ async function readsAtDepth(): Promise<BenchRow[]> {
   const oursList = [await list10(temp.saver, "large"), await list10(temp.saver, "small")];
   const memList = [await list10(memory, "large"), await list10(memory, "small")];
   await temp.done();
-  rows.push(row(SUITE, "getTuple latest, 2,000 vs 20 checkpoints", oursLatest[0]!, oursLatest[1]!, "ours at 20", ms, { max: 1.5 }));
+  rows.push(
+    row(SUITE, "getTuple latest, 2,000 vs 20 checkpoints", oursLatest[0]!, oursLatest[1]!, "ours at 20", ms, {
+      max: 1.5,
+    }),
+  );
   rows.push(row(SUITE, "  MemorySaver getTuple, 2,000 vs 20", memLatest[0]!, memLatest[1]!, "MemorySaver at 20", ms));
-  rows.push(row(SUITE, "getTuple latest at 2,000, ours vs MemorySaver", oursLatest[0]!, memLatest[0]!, "MemorySaver", ms));
-  rows.push(row(SUITE, "list limit 10, 2,000 vs 20 checkpoints", oursList[0]!, oursList[1]!, "ours at 20", ms, { max: 1.5 }));
+  rows.push(
+    row(SUITE, "getTuple latest at 2,000, ours vs MemorySaver", oursLatest[0]!, memLatest[0]!, "MemorySaver", ms),
+  );
+  rows.push(
+    row(SUITE, "list limit 10, 2,000 vs 20 checkpoints", oursList[0]!, oursList[1]!, "ours at 20", ms, { max: 1.5 }),
+  );
   rows.push(row(SUITE, "  MemorySaver list limit 10, 2,000 vs 20", memList[0]!, memList[1]!, "MemorySaver at 20", ms));
   rows.push(row(SUITE, "list limit 10 at 2,000, ours vs MemorySaver", oursList[0]!, memList[0]!, "MemorySaver", ms));
   return rows;
@@ -219,7 +230,10 @@ async function serializers(): Promise<BenchRow[]> {
   const state = { messages, step: 200, flags: { done: false } };
   const msgpack = new MsgpackSerializer();
   const json = new JsonPlusSerializer();
-  const cycle = (serde: { dumpsTyped(v: unknown): Promise<[string, Uint8Array]>; loadsTyped(t: string, d: Uint8Array): Promise<unknown> }) =>
+  const cycle = (serde: {
+    dumpsTyped(v: unknown): Promise<[string, Uint8Array]>;
+    loadsTyped(t: string, d: Uint8Array): Promise<unknown>;
+  }) =>
     msPerCall(
       async () => {
         const [type, data] = await serde.dumpsTyped(state);

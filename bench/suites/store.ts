@@ -11,7 +11,12 @@ import { deleteDatabase, ms, msPerCall, row, type BenchRow, type Suite } from ".
 const SUITE = "store";
 
 /** Puts `count` items per prefix in batches of 1,000 (one transaction each). */
-async function fill(store: InMemoryStore | IndexedDBStore, prefixes: string[][], count: number, value: (i: number) => Record<string, unknown>) {
+async function fill(
+  store: InMemoryStore | IndexedDBStore,
+  prefixes: string[][],
+  count: number,
+  value: (i: number) => Record<string, unknown>,
+) {
   for (const prefix of prefixes) {
     for (let start = 0; start < count; start += 1000) {
       const ops: Operation[] = [];
@@ -27,7 +32,13 @@ async function filtered(): Promise<BenchRow[]> {
   const dbName = `bench-store-${Date.now()}`;
   const ours = new IndexedDBStore({ dbName });
   const memory = new InMemoryStore();
-  const prefixes = [["users", "u1"], ["users", "u2"], ["users", "u3"], ["users", "u4"], ["users", "u5"]];
+  const prefixes = [
+    ["users", "u1"],
+    ["users", "u2"],
+    ["users", "u3"],
+    ["users", "u4"],
+    ["users", "u5"],
+  ];
   const value = (i: number) => ({ kind: i % 50 === 0 ? "rare" : "common", score: i % 100, text: `memory ${i}` });
   for (const store of [ours, memory]) await fill(store, prefixes, 10_000, value);
   const search = (store: InMemoryStore | IndexedDBStore) => () =>
@@ -63,12 +74,17 @@ async function semantic(): Promise<BenchRow[]> {
     for (let start = 0; start < 5000; start += 500) {
       const ops: Operation[] = [];
       for (let i = start; i < start + 500; i++) {
-        ops.push({ namespace: ["memories", "u1"], key: `m${i}`, value: { text: `${words[i % 10]} ${words[(i * 7) % 10]} note ${i}` } });
+        ops.push({
+          namespace: ["memories", "u1"],
+          key: `m${i}`,
+          value: { text: `${words[i % 10]} ${words[(i * 7) % 10]} note ${i}` },
+        });
       }
       await store.batch(ops);
     }
   }
-  const query = (store: InMemoryStore | IndexedDBStore) => () => store.search(["memories"], { query: "teal ocean", limit: 10 });
+  const query = (store: InMemoryStore | IndexedDBStore) => () =>
+    store.search(["memories"], { query: "teal ocean", limit: 10 });
   const memoryTime = await msPerCall(query(memory), { perRound: 5 });
   const oursTime = await msPerCall(query(ours), { perRound: 5 });
   await ours.close();

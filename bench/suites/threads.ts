@@ -42,11 +42,14 @@ async function deletingRuns(threads: number, perThread: number) {
   const { saver, done } = await filled(`runs-${threads}`, threads, perThread);
   let next = 0;
   // Each call deletes a different single-checkpoint run, newest threads first.
-  const time = await msPerCall(() => saver.deleteForRuns([`run-${threads - 1 - (next % threads)}-${Math.floor(next++ / threads) % perThread}`]), {
-    perRound: 10,
-    rounds: 3,
-    warmup: 2,
-  });
+  const time = await msPerCall(
+    () => saver.deleteForRuns([`run-${threads - 1 - (next % threads)}-${Math.floor(next++ / threads) % perThread}`]),
+    {
+      perRound: 10,
+      rounds: 3,
+      warmup: 2,
+    },
+  );
   await done();
   return time;
 }

@@ -81,12 +81,21 @@ export function pendingApproval(messages: BaseMessage[]) {
 /** ToolMessages saying the user rejected each pending call. */
 export function rejectionMessages(messages: BaseMessage[]): ToolMessage[] {
   return (lastAI(messages)?.tool_calls ?? []).map(
-    (call) => new ToolMessage({ tool_call_id: call.id ?? "", name: call.name, status: "error", content: "Rejected by the user: not saved." }),
+    (call) =>
+      new ToolMessage({
+        tool_call_id: call.id ?? "",
+        name: call.name,
+        status: "error",
+        content: "Rejected by the user: not saved.",
+      }),
   );
 }
 
 /** Runs the last AI message's tool calls against the store. */
-async function runTools(state: { messages: BaseMessage[] }, config: LangGraphRunnableConfig): Promise<{ messages: ToolMessage[] }> {
+async function runTools(
+  state: { messages: BaseMessage[] },
+  config: LangGraphRunnableConfig,
+): Promise<{ messages: ToolMessage[] }> {
   const store = config.store;
   if (!store) throw new Error("The agent needs a store: compile the graph with `store`.");
   const userId = (config.configurable as Partial<AgentConfigurable> | undefined)?.user_id;

@@ -9,7 +9,9 @@ import { Embeddings } from "@langchain/core/embeddings";
 export const DIMS = 128;
 
 const STOP = new Set(
-  "a an and are about at be do does did for from have i i'm in is it me my mine of on or our that the this to was we what you your".split(" "),
+  "a an and are about at be do does did for from have i i'm in is it me my mine of on or our that the this to was we what you your".split(
+    " ",
+  ),
 );
 
 /** Content words, lower-cased, with a plural "s" dropped. */

@@ -52,14 +52,34 @@ class App {
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
   readonly heading = h("h1", { class: "thread-heading" }, "New thread");
-  readonly lockBadge = h("span", { class: "lock-badge", title: "Encrypted at rest", hidden: true }, icon("lock", "Locked: encrypted at rest"));
-  readonly menuButton = h("button", { class: "icon menu", type: "button", "aria-label": "Show threads", "aria-controls": "sidebar", "aria-expanded": "false" }, "☰");
-  readonly historyButton = h("button", { type: "button", testid: "show-history", "aria-controls": "history", "aria-expanded": "false" }, "History");
+  readonly lockBadge = h(
+    "span",
+    { class: "lock-badge", title: "Encrypted at rest", hidden: true },
+    icon("lock", "Locked: encrypted at rest"),
+  );
+  readonly menuButton = h(
+    "button",
+    {
+      class: "icon menu",
+      type: "button",
+      "aria-label": "Show threads",
+      "aria-controls": "sidebar",
+      "aria-expanded": "false",
+    },
+    "☰",
+  );
+  readonly historyButton = h(
+    "button",
+    { type: "button", testid: "show-history", "aria-controls": "history", "aria-expanded": "false" },
+    "History",
+  );
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
     onOpen: (id) => this.openThread(id),
-    onRename: (id, title) => void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
-    onDelete: (id) => void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
+    onRename: (id, title) =>
+      void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
+    onDelete: (id) =>
+      void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
   });
   readonly chat = createChat({
     onSend: (text) => this.send(text),
@@ -83,12 +103,25 @@ class App {
     this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
     this.menuButton.addEventListener("click", () => this.toggleSidebar());
     this.historyButton.addEventListener("click", () => this.toggleHistory(!this.historyOpen));
-    const settingsButton = h("button", { type: "button", testid: "settings", "aria-haspopup": "dialog", onclick: () => this.settings.open() }, "Settings");
+    const settingsButton = h(
+      "button",
+      { type: "button", testid: "settings", "aria-haspopup": "dialog", onclick: () => this.settings.open() },
+      "Settings",
+    );
     root.replaceChildren(
       h(
         "div",
         { class: "app" },
-        h("header", { class: "topbar" }, this.menuButton, this.heading, this.lockBadge, h("div", { class: "spacer" }), this.historyButton, settingsButton),
+        h(
+          "header",
+          { class: "topbar" },
+          this.menuButton,
+          this.heading,
+          this.lockBadge,
+          h("div", { class: "spacer" }),
+          this.historyButton,
+          settingsButton,
+        ),
         h(
           "div",
           { class: "body" },
@@ -107,7 +140,10 @@ class App {
     document.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && this.historyOpen && !this.settings.el.open) this.toggleHistory(false);
     });
-    db.liveThreads().subscribe({ next: (rows) => void this.showThreads(rows), error: (e: unknown) => console.warn("threads query", e) });
+    db.liveThreads().subscribe({
+      next: (rows) => void this.showThreads(rows),
+      error: (e: unknown) => console.warn("threads query", e),
+    });
     db.liveLock().subscribe({
       next: (row) => {
         // Another tab locked the app, or erased it: start over from the lock screen.
@@ -220,7 +256,11 @@ class App {
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, this.session.isRunning(id));
       this.chat.showViewing(this.viewing && { step: this.viewing.step, messageCount: this.viewing.messageCount });
       this.chat.setDisabled(
-        this.viewing ? "Viewing an older checkpoint (read-only)" : paused ? "Approve or reject the memory first" : undefined,
+        this.viewing
+          ? "Viewing an older checkpoint (read-only)"
+          : paused
+            ? "Approve or reject the memory first"
+            : undefined,
       );
       if (this.historyOpen) await this.refreshHistory();
     } catch (error) {
@@ -259,7 +299,12 @@ class App {
   decide(decision: "approve" | "reject"): void {
     const id = this.currentId;
     this.chat.showApproval(undefined);
-    this.afterRun(id, decision === "approve" ? this.session.approve(id, this.eventsFor(id)) : this.session.reject(id, this.eventsFor(id)));
+    this.afterRun(
+      id,
+      decision === "approve"
+        ? this.session.approve(id, this.eventsFor(id))
+        : this.session.reject(id, this.eventsFor(id)),
+    );
   }
 
   // ------------------------------------------------------------ time travel
@@ -343,7 +388,9 @@ async function start(session: Session): Promise<void> {
 }
 
 async function eraseEverything(): Promise<void> {
-  await Promise.all(Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]));
+  await Promise.all(
+    Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]),
+  );
   await db.delete();
 }
 
@@ -365,5 +412,7 @@ async function boot(): Promise<void> {
 }
 
 boot().catch((error: unknown) => {
-  root.replaceChildren(h("div", { class: "fatal", role: "alert" }, h("h1", {}, "The app could not start"), h("p", {}, messageOf(error))));
+  root.replaceChildren(
+    h("div", { class: "fatal", role: "alert" }, h("h1", {}, "The app could not start"), h("p", {}, messageOf(error))),
+  );
 });

@@ -9,7 +9,10 @@ import type { ModelSettings } from "./settings.js";
 /** A chat model as the agent node uses it. */
 export interface ChatModel {
   /** Answers the conversation; `onToken` receives the text as it arrives. */
-  respond(messages: BaseMessage[], options: { onToken?: (text: string) => void; signal?: AbortSignal }): Promise<AIMessage>;
+  respond(
+    messages: BaseMessage[],
+    options: { onToken?: (text: string) => void; signal?: AbortSignal },
+  ): Promise<AIMessage>;
 }
 
 /** The tools the agent offers, in OpenAI's function format. */
@@ -44,7 +47,14 @@ export const SYSTEM_PROMPT =
 /** My → your, so a memory reads naturally when the assistant says it back. */
 export function secondPerson(text: string): string {
   const swaps: Record<string, string> = {
-    i: "you", "i'm": "you're", "i’m": "you’re", me: "you", my: "your", mine: "yours", myself: "yourself", am: "are",
+    i: "you",
+    "i'm": "you're",
+    "i’m": "you’re",
+    me: "you",
+    my: "your",
+    mine: "yours",
+    myself: "yourself",
+    am: "are",
   };
   return text.replace(/[\p{L}’']+/gu, (word) => {
     const swap = swaps[word.toLowerCase()];
@@ -100,16 +110,27 @@ export function localReply(messages: BaseMessage[]): AIMessage {
   const remember = /^(?:please\s+)?remember(?:\s+that)?\s+(.+)$/is.exec(text);
   if (remember) {
     const memory = remember[1]!.trim().replace(/[.!\s]+$/, "");
-    return new AIMessage({ content: "", tool_calls: [{ id: toolCallId(), name: "save_memory", args: { memory }, type: "tool_call" }] });
+    return new AIMessage({
+      content: "",
+      tool_calls: [{ id: toolCallId(), name: "save_memory", args: { memory }, type: "tool_call" }],
+    });
   }
-  const recall = /\b(?:what do you (?:remember|know)|do you remember|what have you remembered)\b(?:\s+about\s+(.+?))?\??$/i.exec(text);
+  const recall =
+    /\b(?:what do you (?:remember|know)|do you remember|what have you remembered)\b(?:\s+about\s+(.+?))?\??$/i.exec(
+      text,
+    );
   if (recall) {
     const query = recall[1]?.replace(/\b(me|myself)\b/gi, "").trim() ?? "";
-    return new AIMessage({ content: "", tool_calls: [{ id: toolCallId(), name: "recall_memories", args: { query }, type: "tool_call" }] });
+    return new AIMessage({
+      content: "",
+      tool_calls: [{ id: toolCallId(), name: "recall_memories", args: { query }, type: "tool_call" }],
+    });
   }
   const turn = messages.filter((m) => m.getType() === "human").length;
   if (/^(hi|hello|hey|good (morning|afternoon|evening))\b/i.test(text)) {
-    return new AIMessage("Hello! I'm the built-in assistant: I run in this page, offline. Ask me to “remember that …”, or ask “what do you remember about me?”.");
+    return new AIMessage(
+      "Hello! I'm the built-in assistant: I run in this page, offline. Ask me to “remember that …”, or ask “what do you remember about me?”.",
+    );
   }
   if (/\b(help|what can you do)\b/i.test(text)) {
     return new AIMessage(
@@ -117,7 +138,9 @@ export function localReply(messages: BaseMessage[]): AIMessage {
     );
   }
   const words = text.split(/\s+/).filter(Boolean).length;
-  return new AIMessage(`You said: “${text}” (${words} ${words === 1 ? "word" : "words"}, message ${turn} of this thread).`);
+  return new AIMessage(
+    `You said: “${text}” (${words} ${words === 1 ? "word" : "words"}, message ${turn} of this thread).`,
+  );
 }
 
 /** The embedded assistant; "streams" its answer word by word. */
@@ -146,7 +169,11 @@ function toOpenAI(message: BaseMessage): Record<string, unknown> {
         ? {
             role: "assistant",
             content: content || null,
-            tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } })),
+            tool_calls: calls.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: { name: c.name, arguments: JSON.stringify(c.args) },
+            })),
           }
         : { role: "assistant", content };
     }
@@ -203,7 +230,9 @@ export function openAIModel(settings: ModelSettings): ChatModel {
       });
       if (!response.ok || !response.body) {
         const detail = (await response.text().catch(() => "")).slice(0, 300);
-        throw new Error(`The model endpoint answered ${response.status} ${response.statusText}${detail ? `: ${detail}` : ""}`);
+        throw new Error(
+          `The model endpoint answered ${response.status} ${response.statusText}${detail ? `: ${detail}` : ""}`,
+        );
       }
       let content = "";
       const calls: { id: string; name: string; args: string }[] = [];

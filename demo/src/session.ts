@@ -31,9 +31,7 @@ import {
 import type { DemoDB } from "./threads-db.js";
 
 /** What a run tells the page as it goes. */
-export type RunEvent =
-  | { kind: "token"; text: string }
-  | { kind: "values"; messages: BaseMessage[] };
+export type RunEvent = { kind: "token"; text: string } | { kind: "values"; messages: BaseMessage[] };
 
 /** A thread's title from its first message. */
 export function titleFrom(text: string): string {
@@ -200,10 +198,13 @@ export class Session {
     const next = new Session(this.db, vault, this.userId, this.#model);
     await copyThreads(this.saver, next.saver, { ifExists: "replace" });
     const namespace = memoryNamespace(this.userId);
-    for (const item of await this.store.search(namespace, { limit: 100_000 })) await next.store.put(namespace, item.key, item.value);
+    for (const item of await this.store.search(namespace, { limit: 100_000 }))
+      await next.store.put(namespace, item.key, item.value);
 
     const threads = await this.db.threads.toArray();
-    const sealed = await Promise.all(threads.map(async (t) => ({ ...t, title: await vault.seal(await plainVault.open(t.title)) })));
+    const sealed = await Promise.all(
+      threads.map(async (t) => ({ ...t, title: await vault.seal(await plainVault.open(t.title)) })),
+    );
     const model = await vault.seal(JSON.stringify(this.#model));
     await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
       await this.db.threads.bulkPut(sealed);
@@ -227,7 +228,11 @@ export class Session {
       if (known.has(thread.threadId)) continue;
       const messages = ((await this.state(thread.threadId)).values.messages ?? []) as BaseMessage[];
       const first = messages.find((m) => m.getType() === "human");
-      await this.db.touch(thread.threadId, () => this.vault.seal(first ? titleFrom(String(first.content)) : "Untitled"), thread.updatedAt);
+      await this.db.touch(
+        thread.threadId,
+        () => this.vault.seal(first ? titleFrom(String(first.content)) : "Untitled"),
+        thread.updatedAt,
+      );
     }
   }
 
@@ -242,13 +247,17 @@ export class Session {
     return next;
   }
 
-  async #run(threadId: string, input: { messages: BaseMessage[] } | null, onEvent: (event: RunEvent) => void): Promise<void> {
+  async #run(
+    threadId: string,
+    input: { messages: BaseMessage[] } | null,
+    onEvent: (event: RunEvent) => void,
+  ): Promise<void> {
     this.#running.add(threadId);
     try {
       const stream = await this.agent.stream(input, { ...this.config(threadId), streamMode: ["custom", "values"] });
       for await (const [mode, chunk] of stream) {
         if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
-        else onEvent({ kind: "values", messages: ((chunk as { messages?: BaseMessage[] }).messages ?? []) });
+        else onEvent({ kind: "values", messages: (chunk as { messages?: BaseMessage[] }).messages ?? [] });
       }
     } finally {
       this.#running.delete(threadId);

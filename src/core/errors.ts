@@ -106,9 +106,10 @@ export function isQuotaError(error: unknown): boolean {
 export function toPackageError(error: unknown, action: string): Error {
   if (error instanceof IndexedDBCheckpointError) return error;
   const name = errorName(error) ?? "Error";
-  const detail = error instanceof Error || (typeof error === "object" && error !== null && "message" in error)
-    ? String((error as { message: unknown }).message)
-    : String(error);
+  const detail =
+    error instanceof Error || (typeof error === "object" && error !== null && "message" in error)
+      ? String((error as { message: unknown }).message)
+      : String(error);
   if (isQuotaError(error)) {
     return new QuotaExceededError(
       `IndexedDB ran out of storage quota while trying to ${action}. Free space (deleteThread, prune) or ask for persistent storage with navigator.storage.persist(). (${name}: ${detail})`,
@@ -116,10 +117,9 @@ export function toPackageError(error: unknown, action: string): Error {
     );
   }
   if (name === "InvalidStateError" && /clos/i.test(detail)) {
-    return new DatabaseClosedError(
-      `The IndexedDB connection closed while trying to ${action}. (${name}: ${detail})`,
-      { cause: error },
-    );
+    return new DatabaseClosedError(`The IndexedDB connection closed while trying to ${action}. (${name}: ${detail})`, {
+      cause: error,
+    });
   }
   return new IndexedDBCheckpointError(`IndexedDB failed to ${action}: ${name}: ${detail}`, {
     cause: error,

@@ -18,21 +18,15 @@
  * What lives in idb/: this runner, the request helpers (requests.ts) and the
  * group-commit batcher (batch.ts). It imports only core/.
  */
+import { unwrap, wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
 import {
-unwrap,
-wrap,
-type DBSchema,
-type IDBPDatabase,type IDBPTransaction,
-type StoreNames
-} from "idb";
-import {
-DatabaseBlockedError,
-DatabaseClosedError,
-IndexedDBCheckpointError,
-IndexedDBUnavailableError,
-toPackageError,
+  DatabaseBlockedError,
+  DatabaseClosedError,
+  IndexedDBCheckpointError,
+  IndexedDBUnavailableError,
+  toPackageError,
 } from "../core/errors.js";
-import { isDomError,observeTransaction,transactionError,type WriteObserver } from "./requests.js";
+import { isDomError, observeTransaction, transactionError, type WriteObserver } from "./requests.js";
 
 /** IndexedDB's durability hint for readwrite transactions. */
 export type Durability = "default" | "relaxed" | "strict";
@@ -166,8 +160,7 @@ export class Database<Schema extends DBSchema> {
       );
     }
     return {
-      bound: (lower, upper, lowerOpen = false, upperOpen = false) =>
-        KeyRange.bound(lower, upper, lowerOpen, upperOpen),
+      bound: (lower, upper, lowerOpen = false, upperOpen = false) => KeyRange.bound(lower, upper, lowerOpen, upperOpen),
       only: (key) => KeyRange.only(key),
     };
   }
@@ -366,5 +359,4 @@ export class Database<Schema extends DBSchema> {
       // It never opened: nothing to close.
     }
   }
-
 }

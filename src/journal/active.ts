@@ -139,7 +139,8 @@ export class ActiveJournal {
     let records = parsed.records as Payload[];
     if (records.length > 0 && !("h" in records[0]!)) records = []; // not a journal of ours
     try {
-      if (parsed.torn || (records.length === 0 && bytes.length > 0)) await backend.truncate(records.length === 0 ? 0 : parsed.validLength);
+      if (parsed.torn || (records.length === 0 && bytes.length > 0))
+        await backend.truncate(records.length === 0 ? 0 : parsed.validLength);
     } catch (error) {
       return { ...base, kind: "journal-unavailable", error };
     }

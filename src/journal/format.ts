@@ -17,8 +17,13 @@ export const FRAME_HEADER = 8;
 /** Largest payload accepted when reading (a corrupt length must not allocate gigabytes). */
 export const MAX_RECORD = 512 * 1024 * 1024;
 
-const packr = new Packr({ useRecords: false, moreTypes: false, structuredClone: false, mapsAsObjects: true, variableMapSize: true });
-
+const packr = new Packr({
+  useRecords: false,
+  moreTypes: false,
+  structuredClone: false,
+  mapsAsObjects: true,
+  variableMapSize: true,
+});
 
 /** Frames one payload value. */
 export function frameRecord(value: unknown): Uint8Array {

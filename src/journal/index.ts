@@ -24,7 +24,13 @@
  * It imports idb/ and core/, never saver/: the saver hands it its store list
  * and the resync of its newest rows.
  */
-export { DatabaseWipedError, type JournalOption, type JournalBackend, type RecoveryReport, type WipeMarker } from "./types.js";
+export {
+  DatabaseWipedError,
+  type JournalOption,
+  type JournalBackend,
+  type RecoveryReport,
+  type WipeMarker,
+} from "./types.js";
 export { MemoryJournalBackend, memoryMarker, resetMemoryJournals } from "./memory-backend.js";
 export { defaultMarker } from "./wipe-marker.js";
 export { JournalSeam, type JournalSeamOptions, type Resync } from "./seam.js";

@@ -11,13 +11,23 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { frameRecord, parseJournal } from "./format.js";
 import { sameValue } from "../core/equality.js";
-import { DatabaseWipedError, MemoryJournalBackend, resetMemoryJournals, type JournalOption, type RecoveryReport } from "./index.js";
+import {
+  DatabaseWipedError,
+  MemoryJournalBackend,
+  resetMemoryJournals,
+  type JournalOption,
+  type RecoveryReport,
+} from "./index.js";
 import { replayFile } from "./raw.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
 import { joinBytes } from "../core/bytes.js";
 
 /** The saver's options and methods once src/saver.ts is wired to the journal (/tmp/journal-saver.patch). */
-type JournalParams = IndexedDBSaverParams & { journal?: JournalOption; onRecovery?: (report: RecoveryReport) => void; onWipe?: "report" | "throw" };
+type JournalParams = IndexedDBSaverParams & {
+  journal?: JournalOption;
+  onRecovery?: (report: RecoveryReport) => void;
+  onWipe?: "report" | "throw";
+};
 type JournaledSaver = IndexedDBSaver & { recovery(): Promise<RecoveryReport>; compactJournal(): Promise<void> };
 
 const wired = "recovery" in IndexedDBSaver.prototype;
@@ -49,11 +59,14 @@ async function scan(name: string): Promise<Record<string, unknown[]>> {
   try {
     const tx = db.transaction([...STORES], "readonly");
     const rows = await Promise.all(
-      STORES.map((store) => new Promise<unknown[]>((resolve, reject) => {
-        const request = tx.objectStore(store).getAll();
-        request.onsuccess = () => resolve(request.result);
-        request.onerror = () => reject(request.error);
-      })),
+      STORES.map(
+        (store) =>
+          new Promise<unknown[]>((resolve, reject) => {
+            const request = tx.objectStore(store).getAll();
+            request.onsuccess = () => resolve(request.result);
+            request.onerror = () => reject(request.error);
+          }),
+      ),
     );
     return Object.fromEntries(STORES.map((store, i) => [store, rows[i]!]));
   } finally {
@@ -78,7 +91,12 @@ function tickGraph(saver: IndexedDBSaver, steps: number) {
 const config = (threadId: string): RunnableConfig => ({ configurable: { thread_id: threadId }, recursionLimit: 1000 });
 
 function saver(name: string, params: JournalParams = {}, reports: RecoveryReport[] = []): JournaledSaver {
-  const options: JournalParams = { dbName: name, journal: "memory", onRecovery: (report) => reports.push(report), ...params };
+  const options: JournalParams = {
+    dbName: name,
+    journal: "memory",
+    onRecovery: (report) => reports.push(report),
+    ...params,
+  };
   return new IndexedDBSaver(options) as JournaledSaver;
 }
 
@@ -95,7 +113,7 @@ describe("journal framing", () => {
     expect(whole.torn).toBe(false);
     expect(whole.records).toHaveLength(3);
     expect(sameValue(whole.records[1], records[1])).toBe(true);
-    const value = ((whole.records[1] as { o: [string, number, { value: [string, Uint8Array] }][] }).o[0]![2].value[1]);
+    const value = (whole.records[1] as { o: [string, number, { value: [string, Uint8Array] }][] }).o[0]![2].value[1];
     expect(value.constructor).toBe(Uint8Array);
 
     const torn = parseJournal(bytes.subarray(0, bytes.length - 3));
@@ -188,7 +206,8 @@ describe.skipIf(!wired)("saver with a journal", () => {
     expect(restored?.checkpoint.id).toBe(latest?.checkpoint.id);
     expect(restored?.checkpoint.channel_values).toEqual(latest?.checkpoint.channel_values);
     const ids: string[] = [];
-    for await (const tuple of third.list(config("t"))) ids.push(tuple.parentConfig?.configurable?.checkpoint_id ?? "", tuple.checkpoint.id);
+    for await (const tuple of third.list(config("t")))
+      ids.push(tuple.parentConfig?.configurable?.checkpoint_id ?? "", tuple.checkpoint.id);
     // Linked history: each checkpoint's parent is the next one listed.
     for (let i = 2; i < ids.length; i += 2) expect(ids[i - 2]).toBe(ids[i + 1]);
     await third.close();
@@ -252,7 +271,8 @@ describe.skipIf(!wired)("saver with a journal", () => {
 
   it("restores an encrypted database: the key record is journaled too", async () => {
     const name = dbName();
-    const serde = () => EncryptedSerializer.fromPassphrase("correct horse", { salt: "journal-test-salt", iterations: 1000 });
+    const serde = () =>
+      EncryptedSerializer.fromPassphrase("correct horse", { salt: "journal-test-salt", iterations: 1000 });
     const first = saver(name, { serde: await serde() });
     await tickGraph(first, 3).invoke({ count: 0 }, config("t"));
     await first.close();

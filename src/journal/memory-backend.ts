@@ -50,4 +50,3 @@ export function resetMemoryJournals(): void {
   memoryFiles.clear();
   memoryMarkers.clear();
 }
-

@@ -20,7 +20,9 @@ let workerUrl: string | undefined;
 /** True where the OPFS journal can work: a worker with OPFS. */
 export function opfsSupported(): boolean {
   const nav = (globalThis as { navigator?: { storage?: { getDirectory?: unknown } } }).navigator;
-  return typeof Worker !== "undefined" && typeof nav?.storage?.getDirectory === "function" && typeof Blob !== "undefined";
+  return (
+    typeof Worker !== "undefined" && typeof nav?.storage?.getDirectory === "function" && typeof Blob !== "undefined"
+  );
 }
 
 interface Pending {
@@ -46,17 +48,27 @@ export class OpfsJournalBackend implements JournalBackend {
     return `${this.#base}.${which === 0 ? "a" : "b"}.journal`;
   }
 
-  #call(op: string, file: string, extra: { bytes?: Uint8Array; length?: number } = {}): Promise<Uint8Array | undefined> {
+  #call(
+    op: string,
+    file: string,
+    extra: { bytes?: Uint8Array; length?: number } = {},
+  ): Promise<Uint8Array | undefined> {
     if (!this.#worker) {
-      if (!opfsSupported()) return Promise.reject(new Error("The OPFS journal needs Worker and navigator.storage.getDirectory."));
+      if (!opfsSupported())
+        return Promise.reject(new Error("The OPFS journal needs Worker and navigator.storage.getDirectory."));
       workerUrl ??= URL.createObjectURL(new Blob([`(${journalWorkerMain.toString()})()`], { type: "text/javascript" }));
       const worker = new Worker(workerUrl, { name: `journal:${this.#base}` });
-      worker.onmessage = (event: MessageEvent<{ id: number; bytes?: Uint8Array; error?: { name: string; message: string } }>) => {
+      worker.onmessage = (
+        event: MessageEvent<{ id: number; bytes?: Uint8Array; error?: { name: string; message: string } }>,
+      ) => {
         const { id, bytes, error } = event.data;
         const pending = this.#pending.get(id);
         if (!pending) return;
         this.#pending.delete(id);
-        if (error) pending.reject(Object.assign(new Error(`OPFS journal: ${error.name}: ${error.message}`), { name: error.name }));
+        if (error)
+          pending.reject(
+            Object.assign(new Error(`OPFS journal: ${error.name}: ${error.message}`), { name: error.name }),
+          );
         else pending.resolve(bytes);
       };
       worker.onerror = (event) => {
@@ -131,7 +143,8 @@ function parsePointer(bytes: Uint8Array): { which: number; generation: number } 
     if (bytes.length < at + 12) continue;
     const which = view.getUint32(at, true);
     const generation = view.getUint32(at + 4, true);
-    if ((which === 0 || which === 1) && view.getUint32(at + 8, true) === ((which ^ generation ^ 0x5a17c0de) >>> 0)) return { which, generation };
+    if ((which === 0 || which === 1) && view.getUint32(at + 8, true) === (which ^ generation ^ 0x5a17c0de) >>> 0)
+      return { which, generation };
   }
   return undefined;
 }

@@ -34,7 +34,9 @@ export function journalWorkerMain(): void {
         const root = await navigator.storage.getDirectory();
         const folder = await root.getDirectoryHandle(dir, { create: true });
         const fileHandle = await folder.getFileHandle(file, { create: true });
-        return (await (fileHandle as unknown as { createSyncAccessHandle(): Promise<Handle> }).createSyncAccessHandle()) as Handle;
+        return (await (
+          fileHandle as unknown as { createSyncAccessHandle(): Promise<Handle> }
+        ).createSyncAccessHandle()) as Handle;
       })();
       opened.catch(() => handles.delete(key));
       handles.set(key, opened);

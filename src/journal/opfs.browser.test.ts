@@ -15,7 +15,8 @@ import { joinBytes } from "../core/bytes.js";
 const wired = "recovery" in IndexedDBSaver.prototype;
 /** The saver once wired to the journal (/tmp/journal-saver.patch). */
 type JournaledSaver = IndexedDBSaver & { recovery(): Promise<RecoveryReport> };
-const journaled = (params: Record<string, unknown>) => new IndexedDBSaver(params as IndexedDBSaverParams) as JournaledSaver;
+const journaled = (params: Record<string, unknown>) =>
+  new IndexedDBSaver(params as IndexedDBSaverParams) as JournaledSaver;
 const unique = () => `journal-opfs-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 
 function deleteDb(name: string): Promise<void> {
@@ -28,7 +29,8 @@ function deleteDb(name: string): Promise<void> {
 
 async function removeJournal(name: string): Promise<void> {
   const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(JOURNAL_DIRECTORY, { create: true });
-  for (const suffix of [".a.journal", ".b.journal", ".active"]) await dir.removeEntry(encodeURIComponent(name) + suffix).catch(() => undefined);
+  for (const suffix of [".a.journal", ".b.journal", ".active"])
+    await dir.removeEntry(encodeURIComponent(name) + suffix).catch(() => undefined);
 }
 
 const State = Annotation.Root({ count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }) });

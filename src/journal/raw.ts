@@ -30,7 +30,9 @@ export interface RangeSpec {
 export type Payload = { h: number; db: string } | { o: Op[] } | { snap: Record<string, unknown[]> };
 
 export function isKeyRange(value: unknown): value is IDBKeyRange {
-  return value !== null && typeof value === "object" && "lowerOpen" in value && "upperOpen" in value && "includes" in value;
+  return (
+    value !== null && typeof value === "object" && "lowerOpen" in value && "upperOpen" in value && "includes" in value
+  );
 }
 
 export function rangeSpec(range: IDBKeyRange): RangeSpec {
@@ -95,7 +97,11 @@ export function keyOf(store: IDBObjectStore, value: unknown): IDBValidKey {
  * (its last put or insert of each key it writes), or -1. Records that only
  * delete prove nothing and are skipped.
  */
-export async function newestReflected(db: IDBDatabase, journaled: readonly string[], records: Payload[]): Promise<number> {
+export async function newestReflected(
+  db: IDBDatabase,
+  journaled: readonly string[],
+  records: Payload[],
+): Promise<number> {
   const stores = presentStores(db, journaled);
   for (let i = records.length - 1; i >= 0; i--) {
     const record = records[i]!;
@@ -110,7 +116,9 @@ export async function newestReflected(db: IDBDatabase, journaled: readonly strin
     }
     const checks = [...last.values()].filter((op) => op[1] === 0 || op[1] === 1);
     if (checks.length === 0) continue;
-    const found = await Promise.all(checks.map((op) => request(tx.objectStore(op[0]).get(keyOf(tx.objectStore(op[0]), op[2])))));
+    const found = await Promise.all(
+      checks.map((op) => request(tx.objectStore(op[0]).get(keyOf(tx.objectStore(op[0]), op[2])))),
+    );
     const holds = checks.every((op, j) => (op[1] === 0 ? sameValue(found[j], op[2]) : found[j] !== undefined));
     if (holds) return i;
   }
@@ -176,7 +184,11 @@ export async function replay(db: IDBDatabase, journaled: readonly string[], reco
 }
 
 /** Replays a whole journal file into `db` (tests, tools). @internal */
-export async function replayFile(db: IDBDatabase, bytes: Uint8Array, journaled: readonly string[] = SAVER_STORES): Promise<number> {
+export async function replayFile(
+  db: IDBDatabase,
+  bytes: Uint8Array,
+  journaled: readonly string[] = SAVER_STORES,
+): Promise<number> {
   const records = parseJournal(bytes).records as Payload[];
   return replay(db, journaled, records.slice(1));
 }

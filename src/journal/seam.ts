@@ -9,7 +9,13 @@ import type { DatabaseSeam } from "../idb/database.js";
 import type { WriteObserver } from "../idb/requests.js";
 import type { ActiveJournal } from "./active.js";
 import type { Op, Payload } from "./raw.js";
-import { DatabaseWipedError, type JournalBackend, type JournalOption, type RecoveryReport, type WipeMarker } from "./types.js";
+import {
+  DatabaseWipedError,
+  type JournalBackend,
+  type JournalOption,
+  type RecoveryReport,
+  type WipeMarker,
+} from "./types.js";
 import { defaultMarker } from "./wipe-marker.js";
 
 /**
@@ -158,7 +164,14 @@ export class JournalSeam implements DatabaseSeam {
     const journal = this.#options.journal ?? "off";
     if (journal === "off") {
       const isWiped = await wiped();
-      return { kind: isWiped ? "wiped" : "ok", fromEmpty: isWiped, recoveredWrites: 0, journalRecords: 0, tornRecord: false, elapsedMs: now() - started };
+      return {
+        kind: isWiped ? "wiped" : "ok",
+        fromEmpty: isWiped,
+        recoveredWrites: 0,
+        journalRecords: 0,
+        tornRecord: false,
+        elapsedMs: now() - started,
+      };
     }
     // The journal's code and its OPFS worker load only now, when enabled.
     const { ActiveJournal } = await import("./active.js");

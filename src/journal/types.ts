@@ -67,4 +67,3 @@ export interface WipeMarker {
   has(): Promise<boolean>;
   set(): Promise<void>;
 }
-

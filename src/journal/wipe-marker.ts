@@ -14,7 +14,9 @@ import type { WipeMarker } from "./types.js";
  */
 export function defaultMarker(dbName: string): WipeMarker {
   const fileName = `langgraph-idb-${encodeURIComponent(dbName)}.marker`;
-  const storage = (globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }).navigator?.storage;
+  const storage = (
+    globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }
+  ).navigator?.storage;
   if (typeof storage?.getDirectory === "function") {
     return {
       async has() {
@@ -49,4 +51,3 @@ export function defaultMarker(dbName: string): WipeMarker {
   }
   return memoryMarker(dbName);
 }
-

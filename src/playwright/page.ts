@@ -59,7 +59,10 @@ export interface PageDbOptions {
 
 /** The functions installed in the page. */
 export interface PageApi {
-  seed(base64: string, options: PageDbOptions & { threadId?: string; ifExists?: IfThreadExists }): Promise<SeededThread>;
+  seed(
+    base64: string,
+    options: PageDbOptions & { threadId?: string; ifExists?: IfThreadExists },
+  ): Promise<SeededThread>;
   read(
     threadId: string,
     options: PageDbOptions & { checkpointNs?: string; internal?: boolean; deltaChannels?: string[] },
@@ -87,7 +90,8 @@ function overwriteOf(value: unknown): [boolean, unknown] {
   if (typeof value === "object" && value !== null) {
     if ("__overwrite__" in value) return [true, (value as Record<string, unknown>).__overwrite__];
     const record = value as { type?: unknown; value?: unknown; lg_name?: unknown };
-    if ((record.type === "__overwrite__" || record.lg_name === "Overwrite") && "value" in record) return [true, record.value];
+    if ((record.type === "__overwrite__" || record.lg_name === "Overwrite") && "value" in record)
+      return [true, record.value];
   }
   return [false, undefined];
 }
@@ -166,7 +170,10 @@ function toData(value: unknown, depth = 0): unknown {
 export const pageApi: PageApi = {
   async seed(base64, options) {
     return withSaver(options.dbName, async (saver) => {
-      const result = await importThread(saver, fromBase64(base64), { targetThreadId: options.threadId, ifExists: options.ifExists });
+      const result = await importThread(saver, fromBase64(base64), {
+        targetThreadId: options.threadId,
+        ifExists: options.ifExists,
+      });
       return {
         threadId: result.threadId,
         checkpoints: result.checkpoints,
@@ -179,11 +186,15 @@ export const pageApi: PageApi = {
 
   async read(threadId, options) {
     return withSaver(options.dbName, async (saver) => {
-      const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" } });
+      const tuple = await saver.getTuple({
+        configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
+      });
       if (!tuple) return null;
       const values: Record<string, unknown> = { ...tuple.checkpoint.channel_values };
       const metadata = (tuple.metadata ?? {}) as Record<string, unknown>;
-      const counters = Object.keys((metadata.counters_since_delta_snapshot as Record<string, unknown> | undefined) ?? {});
+      const counters = Object.keys(
+        (metadata.counters_since_delta_snapshot as Record<string, unknown> | undefined) ?? {},
+      );
       const missing = Object.keys(tuple.checkpoint.channel_versions ?? {}).filter(
         (channel) => !Object.hasOwn(values, channel) && (options.internal || !isInternal(channel)),
       );
@@ -193,7 +204,8 @@ export const pageApi: PageApi = {
           const entry = history[channel];
           if (!entry) continue;
           // A delta channel: named as one, counted as one by the loop, or seeded by a snapshot.
-          const isDelta = options.deltaChannels?.includes(channel) || counters.includes(channel) || isDeltaSnapshot(entry.seed);
+          const isDelta =
+            options.deltaChannels?.includes(channel) || counters.includes(channel) || isDeltaSnapshot(entry.seed);
           if (isDelta) values[channel] = replay(entry.seed, entry.writes);
         }
       }
@@ -206,7 +218,11 @@ export const pageApi: PageApi = {
         createdAt: tuple.checkpoint.ts,
         values: toData(values) as Record<string, unknown>,
         metadata: toData(metadata) as Record<string, unknown>,
-        pendingWrites: (tuple.pendingWrites ?? []).map(([taskId, channel, value]) => [taskId, channel, toData(value) ?? null]),
+        pendingWrites: (tuple.pendingWrites ?? []).map(([taskId, channel, value]) => [
+          taskId,
+          channel,
+          toData(value) ?? null,
+        ]),
       };
       const parent: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
       if (typeof parent === "string") state.parentCheckpointId = parent;
@@ -219,7 +235,12 @@ export const pageApi: PageApi = {
       await new Promise<void>((resolve, reject) => {
         const request = indexedDB.deleteDatabase(options.dbName);
         const timer = setTimeout(
-          () => reject(new DatabaseBlockedError(`clearThreads: deleting database "${options.dbName}" is blocked by an open connection that does not close on versionchange.`)),
+          () =>
+            reject(
+              new DatabaseBlockedError(
+                `clearThreads: deleting database "${options.dbName}" is blocked by an open connection that does not close on versionchange.`,
+              ),
+            ),
           10_000,
         );
         request.onsuccess = () => {

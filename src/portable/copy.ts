@@ -1,8 +1,6 @@
 /** Copying threads between any two savers. */
-import type {
-BaseCheckpointSaver
-} from "@langchain/langgraph-checkpoint";
-import type { CopyThreadsOptions,CopyThreadsResult } from "./options.js";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { CopyThreadsOptions, CopyThreadsResult } from "./options.js";
 import { exportThread } from "./export.js";
 import { importThread } from "./import.js";
 // ------------------------------------------------------------------ copy

@@ -1,15 +1,33 @@
 /** Exporting a thread from any saver into the versioned file format (docs/export-format.md). */
-import type {
-BaseCheckpointSaver,CheckpointMetadata
-} from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
 
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type BlobRecord,type CheckpointRecord,type Fingerprint,GENERATOR,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_MEDIA_TYPE,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,fingerprint,frame,hex32,ownValue,samePrint,saverName } from "./format.js";
-import type { ExportThreadOptions,ThreadExport } from "./options.js";
+import {
+  type BlobRecord,
+  type CheckpointRecord,
+  type Fingerprint,
+  GENERATOR,
+  KIND,
+  SIGNATURE,
+  THREAD_EXPORT_FORMAT,
+  THREAD_EXPORT_MEDIA_TYPE,
+  THREAD_EXPORT_VERSION,
+  type ThreadExportCounts,
+  type ThreadExportHeader,
+  type ThreadExportTrailer,
+  assertThreadId,
+  fingerprint,
+  frame,
+  hex32,
+  ownValue,
+  samePrint,
+  saverName,
+} from "./format.js";
+import type { ExportThreadOptions, ThreadExport } from "./options.js";
 import { ThreadExportError } from "./errors.js";
-import { joinBytes,utf8 } from "../core/bytes.js";
-import { blobIdentity,checkpointIdentity } from "../core/identity.js";
+import { joinBytes, utf8 } from "../core/bytes.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ export
 
 /** One checkpoint as the first pass over `list` saw it. */
@@ -203,7 +221,11 @@ async function* exportChunks(
 }
 
 /** First pass: every checkpoint's identity and parent, in write order, and the counts. */
-export async function planExport(saver: BaseCheckpointSaver, threadId: string, signal?: AbortSignal): Promise<ExportPlan> {
+export async function planExport(
+  saver: BaseCheckpointSaver,
+  threadId: string,
+  signal?: AbortSignal,
+): Promise<ExportPlan> {
   const seen = new Map<string, Planned>();
   const blobKeys = new Set<string>();
   let writes = 0;
@@ -214,7 +236,11 @@ export async function planExport(saver: BaseCheckpointSaver, threadId: string, s
     const ns = String(configurable.checkpoint_ns ?? "");
     const id = String(configurable.checkpoint_id ?? tuple.checkpoint.id);
     const parentId: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
-    seen.set(checkpointIdentity(ns, id), { ns, id, parent: typeof parentId === "string" && parentId !== "" ? parentId : undefined });
+    seen.set(checkpointIdentity(ns, id), {
+      ns,
+      id,
+      parent: typeof parentId === "string" && parentId !== "" ? parentId : undefined,
+    });
     writes += tuple.pendingWrites?.length ?? 0;
     const versions = tuple.checkpoint.channel_versions ?? {};
     for (const channel of Object.keys(tuple.checkpoint.channel_values ?? {})) {
@@ -226,13 +252,15 @@ export async function planExport(saver: BaseCheckpointSaver, threadId: string, s
 
   // Ascending id (creation order for LangGraph's time-ordered ids), but
   // always a parent before its children within a namespace.
-  const sorted = [...seen.values()].sort((a, b) => (a.id !== b.id ? (a.id < b.id ? -1 : 1) : a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
+  const sorted = [...seen.values()].sort((a, b) =>
+    a.id !== b.id ? (a.id < b.id ? -1 : 1) : a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0,
+  );
   const order: Planned[] = [];
   const placed = new Set<Planned>();
   for (const start of sorted) {
     const chain: Planned[] = [];
     const onChain = new Set<Planned>();
-    for (let at: Planned | undefined = start; at && !placed.has(at) && !onChain.has(at); ) {
+    for (let at: Planned | undefined = start; at && !placed.has(at) && !onChain.has(at);) {
       chain.push(at);
       onChain.add(at);
       at = at.parent === undefined ? undefined : seen.get(checkpointIdentity(at.ns, at.parent));

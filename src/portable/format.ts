@@ -58,7 +58,12 @@
  *
  * @module
  */
-import type { BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
+import type {
+  BaseCheckpointSaver,
+  Checkpoint,
+  CheckpointMetadata,
+  CheckpointPendingWrite,
+} from "@langchain/langgraph-checkpoint";
 
 import type { ThreadExportInput } from "./options.js";
 import { ThreadExportError, ThreadFileError } from "./errors.js";
@@ -220,7 +225,9 @@ export async function readAll(file: ThreadExportInput): Promise<Uint8Array> {
     }
     return joinBytes(chunks);
   }
-  throw new TypeError("importThread: the file must be a Blob, an ArrayBuffer, a Uint8Array or a ReadableStream of bytes.");
+  throw new TypeError(
+    "importThread: the file must be a Blob, an ArrayBuffer, a Uint8Array or a ReadableStream of bytes.",
+  );
 }
 
 /** How an encoded value is remembered: a SHA-256 (hex) when WebCrypto is there, else the bytes. */
@@ -241,7 +248,6 @@ export function samePrint(a: Fingerprint, b: Fingerprint): boolean {
   if (typeof a === "string" || typeof b === "string") return a === b;
   return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
-
 
 /** 8 lower-case hex digits. */
 export function hex32(n: number): string {

@@ -1,22 +1,39 @@
 /** Importing (and validating) a thread file into any saver. */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
-WRITES_IDX_MAP,
-compareWritesSortKeys,
-writesSortKey,
-type BaseCheckpointSaver,
-type ChannelVersions,
-type Checkpoint,type CheckpointPendingWrite,
-type PendingWrite,
-type SerializerProtocol
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  writesSortKey,
+  type BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointPendingWrite,
+  type PendingWrite,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type BlobRecord,type CheckpointRecord,FRAME_HEAD,KIND,SIGNATURE,THREAD_EXPORT_FORMAT,THREAD_EXPORT_VERSION,type ThreadExportCounts,type ThreadExportHeader,type ThreadExportTrailer,assertThreadId,hex32,ownValue,parseJson,readAll } from "./format.js";
-import type { ImportThreadOptions,ImportThreadResult,ThreadExportInput } from "./options.js";
-import { ThreadFileError,ThreadImportError } from "./errors.js";
+import {
+  type BlobRecord,
+  type CheckpointRecord,
+  FRAME_HEAD,
+  KIND,
+  SIGNATURE,
+  THREAD_EXPORT_FORMAT,
+  THREAD_EXPORT_VERSION,
+  type ThreadExportCounts,
+  type ThreadExportHeader,
+  type ThreadExportTrailer,
+  assertThreadId,
+  hex32,
+  ownValue,
+  parseJson,
+  readAll,
+} from "./format.js";
+import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
+import { ThreadFileError, ThreadImportError } from "./errors.js";
 import { errorMessage } from "../core/guards.js";
-import { blobIdentity,checkpointIdentity } from "../core/identity.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
 
 /** One frame's place in the file. */
@@ -67,7 +84,9 @@ export async function importThread(
   const serde = options.serde ?? new MsgpackSerializer();
   const ifExists = options.ifExists ?? "error";
   if (!["error", "replace", "merge"].includes(ifExists)) {
-    throw new TypeError(`importThread: ifExists must be "error", "replace" or "merge", not ${JSON.stringify(ifExists)}.`);
+    throw new TypeError(
+      `importThread: ifExists must be "error", "replace" or "merge", not ${JSON.stringify(ifExists)}.`,
+    );
   }
   const { signal, onProgress } = options;
   signal?.throwIfAborted();
@@ -128,7 +147,11 @@ export async function importThread(
         newVersions[channel] = versions[channel]!;
       }
       const config: RunnableConfig = {
-        configurable: { thread_id: threadId, checkpoint_ns: ns, ...(record.parent !== null ? { checkpoint_id: record.parent } : {}) },
+        configurable: {
+          thread_id: threadId,
+          checkpoint_ns: ns,
+          ...(record.parent !== null ? { checkpoint_id: record.parent } : {}),
+        },
       };
       const checkpoint = { ...record.checkpoint, channel_values: values } as Checkpoint;
       await saver.put(config, checkpoint, record.metadata, newVersions);
@@ -145,7 +168,9 @@ export async function importThread(
     // late writes to a deleted thread, and then their descendants): check that
     // the last one of each namespace arrived.
     for (const [ns, id] of lastInNamespace) {
-      const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } });
+      const tuple = await saver.getTuple({
+        configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id },
+      });
       if (!tuple) {
         throw new Error(
           `the target saver did not keep checkpoint ${id} (namespace "${ns}") although put() succeeded; a saver that drops late writes to a deleted thread does this`,
@@ -169,7 +194,7 @@ export async function importThread(
           ? "The partly imported thread was deleted again."
           : owned
             ? "Deleting the partly imported thread failed too: delete it before retrying."
-            : "The thread existed before (ifExists: \"merge\") and may now be partly imported."),
+            : 'The thread existed before (ifExists: "merge") and may now be partly imported.'),
       { threadId, written, rolledBack, cause: error },
     );
   }
@@ -210,14 +235,17 @@ export async function readThreadExportHeader(file: ThreadExportInput): Promise<T
   checkSignature(bytes);
   const length = headerLength(bytes);
   const start = SIGNATURE.length + FRAME_HEAD;
-  if (bytes.length < start + length) throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
+  if (bytes.length < start + length)
+    throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
   return parseHeader(bytes.subarray(start, start + length));
 }
 
 /** The header frame's payload length, from the bytes after the signature. */
 export function headerLength(bytes: Uint8Array): number {
-  if (bytes.length < SIGNATURE.length + FRAME_HEAD) throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
-  if (bytes[SIGNATURE.length] !== KIND.HEADER) throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
+  if (bytes.length < SIGNATURE.length + FRAME_HEAD)
+    throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
+  if (bytes[SIGNATURE.length] !== KIND.HEADER)
+    throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
   return new DataView(bytes.buffer, bytes.byteOffset + SIGNATURE.length + 1, 4).getUint32(0);
 }
 
@@ -226,17 +254,19 @@ export async function validate(bytes: Uint8Array, serde: SerializerProtocol, sig
   checkSignature(bytes);
   // Structure first (cheap): frame boundaries, header, trailer, CRC.
   const frames: FrameRef[] = [];
-  for (let offset = SIGNATURE.length; offset < bytes.length; ) {
+  for (let offset = SIGNATURE.length; offset < bytes.length;) {
     const ref = readFrameAt(bytes, offset);
     frames.push(ref);
     offset = ref.start + FRAME_HEAD + ref.payload.length;
   }
   const first = frames[0];
-  if (!first || first.kind !== KIND.HEADER) throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
+  if (!first || first.kind !== KIND.HEADER)
+    throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
   const header = parseHeader(first.payload);
   const endAt = frames.findIndex((ref) => ref.kind === KIND.END);
   if (endAt < 0) throw new ThreadFileError("The langgraph-thread file is truncated: its end record is missing.");
-  if (endAt !== frames.length - 1) throw new ThreadFileError("The langgraph-thread file has data after its end record.");
+  if (endAt !== frames.length - 1)
+    throw new ThreadFileError("The langgraph-thread file has data after its end record.");
   const end = frames[endAt]!;
   const trailer = parseJson(end.payload, "end record") as Partial<ThreadExportTrailer>;
   const actualCrc = hex32(crc32(0, bytes.subarray(0, end.start)));
@@ -302,7 +332,10 @@ export function checkSignature(bytes: Uint8Array): void {
   const start = new TextDecoder("utf-8", { fatal: false }).decode(bytes.subarray(0, 64)).trimStart();
   if (start.startsWith("{") || start.startsWith("[")) looks = " (it looks like JSON)";
   else if (bytes.length === 0) looks = " (it is empty)";
-  else if (bytes.length < SIGNATURE.length && SIGNATURE.subarray(0, bytes.length).every((byte, i) => bytes[i] === byte)) {
+  else if (
+    bytes.length < SIGNATURE.length &&
+    SIGNATURE.subarray(0, bytes.length).every((byte, i) => bytes[i] === byte)
+  ) {
     looks = " (it is truncated)";
   }
   throw new ThreadFileError(
@@ -312,7 +345,8 @@ export function checkSignature(bytes: Uint8Array): void {
 
 /** The frame at `offset` (before the end of the file). */
 export function readFrameAt(bytes: Uint8Array, offset: number): FrameRef {
-  if (offset + FRAME_HEAD > bytes.length) throw new ThreadFileError("The langgraph-thread file is truncated (in a record header).");
+  if (offset + FRAME_HEAD > bytes.length)
+    throw new ThreadFileError("The langgraph-thread file is truncated (in a record header).");
   const length = new DataView(bytes.buffer, bytes.byteOffset + offset + 1, 4).getUint32(0);
   const payloadStart = offset + FRAME_HEAD;
   if (payloadStart + length > bytes.length) {
@@ -326,7 +360,8 @@ export function readFrameAt(bytes: Uint8Array, offset: number): FrameRef {
 /** Parses and checks the header frame. */
 export function parseHeader(payload: Uint8Array): ThreadExportHeader {
   const header = parseJson(payload, "header") as Partial<ThreadExportHeader> | null;
-  if (typeof header !== "object" || header === null) throw new ThreadFileError("The langgraph-thread header is not an object.");
+  if (typeof header !== "object" || header === null)
+    throw new ThreadFileError("The langgraph-thread header is not an object.");
   if (header.format !== THREAD_EXPORT_FORMAT) {
     throw new ThreadFileError(
       `This file is in format ${JSON.stringify(header.format)}, not ${JSON.stringify(THREAD_EXPORT_FORMAT)}: it cannot be imported as a thread.`,
@@ -359,14 +394,20 @@ export function parseHeader(payload: Uint8Array): ThreadExportHeader {
 }
 
 /** Decodes one record with the file's serializer type. */
-export async function decodeRecord(serde: SerializerProtocol, header: ThreadExportHeader, ref: FrameRef): Promise<unknown> {
+export async function decodeRecord(
+  serde: SerializerProtocol,
+  header: ThreadExportHeader,
+  ref: FrameRef,
+): Promise<unknown> {
   try {
     return await serde.loadsTyped(header.serde, ref.payload);
   } catch (error) {
     const reason = errorMessage(error);
     throw new ThreadFileError(
       `A record of the langgraph-thread file (offset ${ref.start}) cannot be decoded as "${header.serde}": ${reason}` +
-        (header.serde === "msgpack" ? " (if the state holds app classes, pass a MsgpackSerializer listing them as serde)." : "."),
+        (header.serde === "msgpack"
+          ? " (if the state holds app classes, pass a MsgpackSerializer listing them as serde)."
+          : "."),
       { cause: error },
     );
   }
@@ -391,7 +432,8 @@ export function checkBlob(value: unknown, index: number): BlobRecord {
 /** Checks a decoded `C` record. */
 export function checkCheckpoint(value: unknown, index: number): CheckpointRecord {
   const record = value as Partial<CheckpointRecord> | null;
-  const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+  const isObject = (x: unknown): x is Record<string, unknown> =>
+    typeof x === "object" && x !== null && !Array.isArray(x);
   if (
     !isObject(record) ||
     typeof record.ns !== "string" ||
@@ -406,7 +448,9 @@ export function checkCheckpoint(value: unknown, index: number): CheckpointRecord
     !record.blobs.every((channel) => typeof channel === "string") ||
     !isObject(record.values) ||
     !Array.isArray(record.writes) ||
-    !record.writes.every((w) => Array.isArray(w) && w.length === 3 && typeof w[0] === "string" && typeof w[1] === "string")
+    !record.writes.every(
+      (w) => Array.isArray(w) && w.length === 3 && typeof w[0] === "string" && typeof w[1] === "string",
+    )
   ) {
     throw recordError(index, "is not a valid checkpoint record");
   }

@@ -6,33 +6,33 @@
  */
 import { MemorySaver } from "@langchain/langgraph/web";
 import {
-emptyCheckpoint,
-type BaseCheckpointSaver,
-type Checkpoint,
-type CheckpointMetadata,
-type ChannelVersions,
+  emptyCheckpoint,
+  type BaseCheckpointSaver,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type ChannelVersions,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterEach,describe,expect,it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import {
-FORMAT_INTERNALS,
-THREAD_EXPORT_MEDIA_TYPE,
-ThreadExportError,
-ThreadFileError,
-ThreadImportError,
-copyThreads,
-exportThread,
-exportThreadStream,
-importThread,
-readThreadExportHeader,
-validateThreadExport,
-type ThreadTransferProgress,
+  FORMAT_INTERNALS,
+  THREAD_EXPORT_MEDIA_TYPE,
+  ThreadExportError,
+  ThreadFileError,
+  ThreadImportError,
+  copyThreads,
+  exportThread,
+  exportThreadStream,
+  importThread,
+  readThreadExportHeader,
+  validateThreadExport,
+  type ThreadTransferProgress,
 } from "./index.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { chat,chatGraph,plain as plainMessages } from "../../test/support/chat-graph.js";
-import { deleteDatabase,freshDbName } from "../../test/support/databases.js";
-import { Scenario,fanOutGraph,rawThread,stateView } from "../../test/support/portable-scenario.js";
+import { chat, chatGraph, plain as plainMessages } from "../../test/support/chat-graph.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { Scenario, fanOutGraph, rawThread, stateView } from "../../test/support/portable-scenario.js";
 import { crc32 } from "../core/crc32.js";
 
 const opened: IndexedDBSaver[] = [];
@@ -55,9 +55,13 @@ const { SIGNATURE, KIND, FRAME_HEAD } = FORMAT_INTERNALS;
 /** Frames of a file: kind letter and payload. */
 function framesOf(bytes: Uint8Array): { kind: string; payload: Uint8Array; start: number }[] {
   const frames = [];
-  for (let offset = SIGNATURE.length; offset < bytes.length; ) {
+  for (let offset = SIGNATURE.length; offset < bytes.length;) {
     const length = new DataView(bytes.buffer, bytes.byteOffset + offset + 1, 4).getUint32(0);
-    frames.push({ kind: String.fromCharCode(bytes[offset]!), payload: bytes.subarray(offset + FRAME_HEAD, offset + FRAME_HEAD + length), start: offset });
+    frames.push({
+      kind: String.fromCharCode(bytes[offset]!),
+      payload: bytes.subarray(offset + FRAME_HEAD, offset + FRAME_HEAD + length),
+      start: offset,
+    });
     offset += FRAME_HEAD + length;
   }
   return frames;
@@ -109,7 +113,13 @@ async function chatThread(saver: BaseCheckpointSaver, threadId = "chat") {
 }
 
 /** `put` through the base signature (MemorySaver's own omits `newVersions`). */
-function put(saver: BaseCheckpointSaver, config: RunnableConfig, checkpoint: Checkpoint, metadata: Partial<CheckpointMetadata>, versions: ChannelVersions) {
+function put(
+  saver: BaseCheckpointSaver,
+  config: RunnableConfig,
+  checkpoint: Checkpoint,
+  metadata: Partial<CheckpointMetadata>,
+  versions: ChannelVersions,
+) {
   return saver.put(config, checkpoint, metadata as CheckpointMetadata, versions);
 }
 
@@ -152,7 +162,12 @@ describe("the export format", () => {
     expect(kinds.filter((k) => k === "B")).toHaveLength((header.counts as { blobs: number }).blobs);
     // Every blob comes before the first checkpoint that uses it: the first record is a blob or a checkpoint without values.
     const trailer = json(frames.at(-1)!.payload);
-    expect(trailer).toEqual({ ...(header.counts as object), crc32: crc32(0, bytes.subarray(0, frames.at(-1)!.start)).toString(16).padStart(8, "0") });
+    expect(trailer).toEqual({
+      ...(header.counts as object),
+      crc32: crc32(0, bytes.subarray(0, frames.at(-1)!.start))
+        .toString(16)
+        .padStart(8, "0"),
+    });
 
     const blob = await exportThread(saver, threadId);
     expect(blob).toBeInstanceOf(Blob);
@@ -175,7 +190,10 @@ describe("the export format", () => {
       parent = await put(saver, parent, checkpoint, { source: "loop", step, parents: {} }, { step: step + 1 });
     }
     const bytes = await exportThread(saver, "shared", { as: "bytes" });
-    expect(await readThreadExportHeader(bytes)).toMatchObject({ source: "MemorySaver", counts: { checkpoints: 5, blobs: 6, writes: 0 } });
+    expect(await readThreadExportHeader(bytes)).toMatchObject({
+      source: "MemorySaver",
+      counts: { checkpoints: 5, blobs: 6, writes: 0 },
+    });
     expect(bytes.length).toBeLessThan(2 * big.length);
     const target = new MemorySaver();
     await importThread(target, bytes);
@@ -185,9 +203,27 @@ describe("the export format", () => {
   it("keeps two values that share a version on different branches apart", async () => {
     // Integer versions collide on forks in savers that store whole checkpoints.
     const saver = new MemorySaver();
-    const root = await put(saver, { configurable: { thread_id: "fork", checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "1", channel_values: { v: "root" }, channel_versions: { v: 1 } }, { source: "loop", step: 0, parents: {} }, { v: 1 });
-    await put(saver, root, { ...emptyCheckpoint(), id: "2", channel_values: { v: "left" }, channel_versions: { v: 2 } }, { source: "loop", step: 1, parents: {} }, { v: 2 });
-    await put(saver, root, { ...emptyCheckpoint(), id: "3", channel_values: { v: "right" }, channel_versions: { v: 2 } }, { source: "fork", step: 1, parents: {} }, { v: 2 });
+    const root = await put(
+      saver,
+      { configurable: { thread_id: "fork", checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: "1", channel_values: { v: "root" }, channel_versions: { v: 1 } },
+      { source: "loop", step: 0, parents: {} },
+      { v: 1 },
+    );
+    await put(
+      saver,
+      root,
+      { ...emptyCheckpoint(), id: "2", channel_values: { v: "left" }, channel_versions: { v: 2 } },
+      { source: "loop", step: 1, parents: {} },
+      { v: 2 },
+    );
+    await put(
+      saver,
+      root,
+      { ...emptyCheckpoint(), id: "3", channel_values: { v: "right" }, channel_versions: { v: 2 } },
+      { source: "fork", step: 1, parents: {} },
+      { v: 2 },
+    );
     const target = new MemorySaver();
     await importThread(target, await exportThread(saver, "fork", { as: "bytes" }));
     expect(await rawThread(target, "fork")).toEqual(await rawThread(saver, "fork"));
@@ -220,7 +256,9 @@ describe("exportThread and importThread", () => {
     const paused = await scenario.view(source, "moved");
     expect(paused.state.next).toEqual(["research"]);
     const tasks = paused.state.tasks as { name: string; interrupts: unknown[]; result?: unknown }[];
-    expect(tasks.find((t) => t.name === "research")?.interrupts).toEqual([{ value: { question: "publish the draft?" } }]);
+    expect(tasks.find((t) => t.name === "research")?.interrupts).toEqual([
+      { value: { question: "publish the draft?" } },
+    ]);
     expect(tasks.find((t) => t.name === "side")?.result).toEqual({ notes: ["side 5"], log: ["side 4"] });
 
     for (const makeTarget of [() => new MemorySaver(), () => idbSaver()]) {
@@ -276,11 +314,22 @@ describe("exportThread and importThread", () => {
     await importThread(target, await exportThread(source, "original"), { targetThreadId: "renamed" });
     expect(await listCount(target, "original")).toBe(0);
     const rows = await rawThread(target, "renamed");
-    expect(rows.every((row) => row.thread === "renamed" && (row.parent === undefined || row.parentThread === "renamed"))).toBe(true);
+    expect(
+      rows.every((row) => row.thread === "renamed" && (row.parent === undefined || row.parentThread === "renamed")),
+    ).toBe(true);
     const strip = (r: Awaited<ReturnType<typeof rawThread>>) => r.map(({ thread, parentThread, ...rest }) => rest);
     expect(strip(rows)).toEqual(strip(await rawThread(source, "original")));
     const next = await chat(target, "renamed", ["four"], true);
-    expect(next.map(([, text]) => text)).toEqual(["one", "echo one (#1)", "two", "echo two (#3)", "three", "echo three (#5)", "four", "echo four (#7)"]);
+    expect(next.map(([, text]) => text)).toEqual([
+      "one",
+      "echo one (#1)",
+      "two",
+      "echo two (#3)",
+      "three",
+      "echo three (#5)",
+      "four",
+      "echo four (#7)",
+    ]);
   });
 
   it("reports progress from 0 to the total, on export and import", async () => {
@@ -310,7 +359,9 @@ describe("exportThread and importThread", () => {
     // A stream is accepted as input too.
     const again = new MemorySaver();
     await importThread(again, exportThreadStream(source, "chat"));
-    expect(plainMessages((await chatGraph(again, true).getState({ configurable: { thread_id: "chat" } })).values.messages)).toHaveLength(6);
+    expect(
+      plainMessages((await chatGraph(again, true).getState({ configurable: { thread_id: "chat" } })).values.messages),
+    ).toHaveLength(6);
   });
 
   it("refuses to export a thread without checkpoints", async () => {
@@ -327,7 +378,11 @@ describe("a bad file writes nothing", () => {
   }
 
   /** Imports into a saver holding another thread; checks the error and that nothing changed. */
-  async function expectRejected(file: Uint8Array | Blob, pattern: RegExp, options: Parameters<typeof importThread>[2] = {}) {
+  async function expectRejected(
+    file: Uint8Array | Blob,
+    pattern: RegExp,
+    options: Parameters<typeof importThread>[2] = {},
+  ) {
     const target = idbSaver();
     await chatThread(target, "bystander");
     const before = await rawThread(target, "bystander");
@@ -343,7 +398,10 @@ describe("a bad file writes nothing", () => {
 
   it("rejects JSON, empty and unrelated files", async () => {
     const text = (s: string) => new TextEncoder().encode(s);
-    await expectRejected(text(JSON.stringify({ format: "langgraph-thread", version: 1 })), /Not a langgraph-thread file \(it looks like JSON\)/);
+    await expectRejected(
+      text(JSON.stringify({ format: "langgraph-thread", version: 1 })),
+      /Not a langgraph-thread file \(it looks like JSON\)/,
+    );
     await expectRejected(new Uint8Array(0), /\(it is empty\)/);
     await expectRejected(text("PK\u0003\u0004 a zip file"), /does not start with the format's signature/);
     await expect(validateThreadExport(new Uint8Array(0))).rejects.toThrow(ThreadFileError);
@@ -356,16 +414,25 @@ describe("a bad file writes nothing", () => {
         frames[0]!.payload = new TextEncoder().encode(JSON.stringify({ ...json(frames[0]!.payload), ...change }));
       });
     await expectRejected(withHeader({ format: "langgraph-store" }), /format "langgraph-store", not "langgraph-thread"/);
-    await expectRejected(withHeader({ version: 2 }), /format version 2.*reads up to 1.*Update langgraph-checkpoint-indexeddb/);
+    await expectRejected(
+      withHeader({ version: 2 }),
+      /format version 2.*reads up to 1.*Update langgraph-checkpoint-indexeddb/,
+    );
     await expect(readThreadExportHeader(withHeader({ version: 2 }))).rejects.toThrow(/version 2/);
-    await expectRejected(withHeader({ counts: { checkpoints: 1, blobs: 0, writes: 0 } }), /announces 1 checkpoints but holds/);
+    await expectRejected(
+      withHeader({ counts: { checkpoints: 1, blobs: 0, writes: 0 } }),
+      /announces 1 checkpoints but holds/,
+    );
     await expectRejected(
       rewrite(file, (frames) => frames.splice(2, 0, { kind: "X".charCodeAt(0), payload: new Uint8Array(3) })),
       /record of kind "X" that this version cannot read/,
     );
     // Lower-case (ancillary) kinds are skipped.
     const target = idbSaver();
-    await importThread(target, rewrite(file, (frames) => frames.splice(2, 0, { kind: "x".charCodeAt(0), payload: new Uint8Array(3) })));
+    await importThread(
+      target,
+      rewrite(file, (frames) => frames.splice(2, 0, { kind: "x".charCodeAt(0), payload: new Uint8Array(3) })),
+    );
     expect(await listCount(target, "good")).toBeGreaterThan(0);
   });
 
@@ -375,7 +442,13 @@ describe("a bad file writes nothing", () => {
     flipped[Math.floor(file.length / 2)]! ^= 0x20;
     await expectRejected(flipped, /corrupt: its checksum/);
     await expectRejected(file.slice(0, file.length - 10), /truncated/);
-    await expectRejected(file.slice(0, file.length - (json(framesOf(file).at(-1)!.payload) ? framesOf(file).at(-1)!.payload.length + FRAME_HEAD : 0)), /end record is missing/);
+    await expectRejected(
+      file.slice(
+        0,
+        file.length - (json(framesOf(file).at(-1)!.payload) ? framesOf(file).at(-1)!.payload.length + FRAME_HEAD : 0),
+      ),
+      /end record is missing/,
+    );
     await expectRejected(new Blob([file.slice(0, 5)]), /truncated/);
     // A checkpoint record that refers to a blob nobody wrote (valid CRC).
     const missingBlob = rewrite(file, (frames) => {
@@ -396,8 +469,28 @@ describe("a bad file writes nothing", () => {
     const source = idbSaver({ serde });
     const config: RunnableConfig = { configurable: { thread_id: "good", checkpoint_ns: "" } };
     const versions: ChannelVersions = { plain: 1, point: 1 };
-    const first = await source.put(config, { ...emptyCheckpoint(), id: "1", channel_values: { plain: "fine", point: "none yet" }, channel_versions: versions }, { source: "input", step: -1, parents: {} } as CheckpointMetadata, versions);
-    await source.put(first, { ...emptyCheckpoint(), id: "2", channel_values: { plain: "fine", point: new Point(1, 2) }, channel_versions: { plain: 1, point: 2 } }, { source: "loop", step: 0, parents: {} } as CheckpointMetadata, { point: 2 });
+    const first = await source.put(
+      config,
+      {
+        ...emptyCheckpoint(),
+        id: "1",
+        channel_values: { plain: "fine", point: "none yet" },
+        channel_versions: versions,
+      },
+      { source: "input", step: -1, parents: {} } as CheckpointMetadata,
+      versions,
+    );
+    await source.put(
+      first,
+      {
+        ...emptyCheckpoint(),
+        id: "2",
+        channel_values: { plain: "fine", point: new Point(1, 2) },
+        channel_versions: { plain: 1, point: 2 },
+      },
+      { source: "loop", step: 0, parents: {} } as CheckpointMetadata,
+      { point: 2 },
+    );
     const file = await exportThread(source, "good", { serde, as: "bytes" });
     await expectRejected(file, /cannot be decoded as "msgpack".*pass a MsgpackSerializer listing them/);
     const target = idbSaver({ serde });
@@ -427,14 +520,26 @@ describe("a bad file writes nothing", () => {
     const source = new MemorySaver();
     let config: RunnableConfig = { configurable: { thread_id: "pruned", checkpoint_ns: "", checkpoint_id: "3" } };
     for (const id of ["5", "6"]) {
-      config = await put(source, config, { ...emptyCheckpoint(), id, channel_values: { v: id }, channel_versions: { v: Number(id) } }, { source: "loop", step: Number(id), parents: {} }, { v: Number(id) });
+      config = await put(
+        source,
+        config,
+        { ...emptyCheckpoint(), id, channel_values: { v: id }, channel_versions: { v: Number(id) } },
+        { source: "loop", step: Number(id), parents: {} },
+        { v: Number(id) },
+      );
     }
     const file = await exportThread(source, "pruned", { as: "bytes" });
     // The target once had this thread (ids up to "9") and deleted it: IndexedDBSaver keeps a tombstone.
     const target = idbSaver();
     let old: RunnableConfig = { configurable: { thread_id: "pruned", checkpoint_ns: "" } };
     for (const id of ["1", "3", "9"]) {
-      old = await put(target, old, { ...emptyCheckpoint(), id, channel_values: {}, channel_versions: {} }, { source: "loop", step: Number(id), parents: {} }, {});
+      old = await put(
+        target,
+        old,
+        { ...emptyCheckpoint(), id, channel_values: {}, channel_versions: {} },
+        { source: "loop", step: Number(id), parents: {} },
+        {},
+      );
     }
     await target.deleteThread("pruned");
     const outcome = await importThread(target, file).then(
@@ -463,7 +568,9 @@ describe("a bad file writes nothing", () => {
     const target = new FlakySaver();
     const error = (await importThread(target, file).catch((e: unknown) => e)) as ThreadImportError;
     expect(error).toBeInstanceOf(ThreadImportError);
-    expect(error.message).toMatch(/failed after 2 of \d+ checkpoints: disk full\. The partly imported thread was deleted again/);
+    expect(error.message).toMatch(
+      /failed after 2 of \d+ checkpoints: disk full\. The partly imported thread was deleted again/,
+    );
     expect(error).toMatchObject({ threadId: "good", written: 2, rolledBack: true });
     expect(await listCount(target, "good")).toBe(0);
   });
@@ -472,17 +579,40 @@ describe("a bad file writes nothing", () => {
 describe("pending writes keep their order", () => {
   it("restores a source order that is not task-id order, so delta replays stay the same", async () => {
     const source = new MemorySaver();
-    const config = await put(source, { configurable: { thread_id: "order", checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "1" }, { source: "loop", step: 0, parents: {} }, {});
+    const config = await put(
+      source,
+      { configurable: { thread_id: "order", checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: "1" },
+      { source: "loop", step: 0, parents: {} },
+      {},
+    );
     // Task paths order them b, a (as live execution would apply them).
     await source.putWrites(config, [["log", "from b"]], "task-b", "~1");
-    await source.putWrites(config, [["log", "from a"], ["__interrupt__", { value: "stop" }], ["log", "again a"]], "task-a", "~2");
+    await source.putWrites(
+      config,
+      [
+        ["log", "from a"],
+        ["__interrupt__", { value: "stop" }],
+        ["log", "again a"],
+      ],
+      "task-a",
+      "~2",
+    );
     await source.putWrites(config, [["log", "input"]], "00000000-0000-0000-0000-000000000000", "");
     const expected = (await source.getTuple(config))!.pendingWrites;
-    expect(expected!.map(([task]) => task)).toEqual(["00000000-0000-0000-0000-000000000000", "task-b", "task-a", "task-a", "task-a"]);
+    expect(expected!.map(([task]) => task)).toEqual([
+      "00000000-0000-0000-0000-000000000000",
+      "task-b",
+      "task-a",
+      "task-a",
+      "task-a",
+    ]);
     const file = await exportThread(source, "order", { as: "bytes" });
     for (const target of [new MemorySaver(), idbSaver()]) {
       await importThread(target, file);
-      const tuple = await target.getTuple({ configurable: { thread_id: "order", checkpoint_ns: "", checkpoint_id: "1" } });
+      const tuple = await target.getTuple({
+        configurable: { thread_id: "order", checkpoint_ns: "", checkpoint_id: "1" },
+      });
       expect(tuple!.pendingWrites!.map(([task, channel]) => [task, channel])).toEqual(
         expected!.map(([task, channel]) => [task, channel]),
       );

@@ -126,7 +126,13 @@ describe("a run cut off", () => {
     expect(await isThreadRunning("t", { dbName })).toBe(false);
     expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"]], next: ["agent"] });
     await runOnThread(graph, null, { configurable: { thread_id: "t", delay_ms: 0 } });
-    expect(await threadState(saver, "t")).toEqual({ messages: [["human", "cut"], ["ai", "echo cut (#1)"]], next: [] });
+    expect(await threadState(saver, "t")).toEqual({
+      messages: [
+        ["human", "cut"],
+        ["ai", "echo cut (#1)"],
+      ],
+      next: [],
+    });
     expect((await historyReport(saver, "t")).problem).toBeUndefined();
     expect(changes.length).toBeGreaterThan(0);
   });
@@ -135,9 +141,17 @@ describe("a run cut off", () => {
     const dbName = freshDbName("runs-busy");
     const saver = track(new IndexedDBSaver({ dbName }));
     const graph = slowChatGraph(saver);
-    const first = runOnThread(graph, { messages: [new HumanMessage("one")] }, { configurable: { thread_id: "t", delay_ms: 300 } });
+    const first = runOnThread(
+      graph,
+      { messages: [new HumanMessage("one")] },
+      { configurable: { thread_id: "t", delay_ms: 300 } },
+    );
     await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
-    const error = await runOnThread(graph, { messages: [new HumanMessage("two")] }, { configurable: { thread_id: "t" } }).catch((e: unknown) => e);
+    const error = await runOnThread(
+      graph,
+      { messages: [new HumanMessage("two")] },
+      { configurable: { thread_id: "t" } },
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ThreadBusyError);
     expect((error as ThreadBusyError).message).toMatch(/multitask: "enqueue"/);
     await first;
@@ -149,6 +163,8 @@ describe("a run cut off", () => {
   it("refuses a config without thread_id and a graph without an IndexedDBSaver", async () => {
     const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-config") }));
     await expect(runOnThread(slowChatGraph(saver), null, {})).rejects.toThrow(/thread_id/);
-    await expect(runOnThread({ invoke: async () => 1 }, null, { configurable: { thread_id: "t" } })).rejects.toThrow(/IndexedDBSaver/);
+    await expect(runOnThread({ invoke: async () => 1 }, null, { configurable: { thread_id: "t" } })).rejects.toThrow(
+      /IndexedDBSaver/,
+    );
   });
 });

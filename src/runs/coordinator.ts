@@ -122,11 +122,15 @@ export async function runOnThread<Input, Output>(
 ): Promise<Output> {
   const strategy = options.multitask ?? "reject";
   if (!STRATEGIES.includes(strategy)) {
-    throw new Error(`runOnThread: multitask must be one of ${STRATEGIES.map((s) => `"${s}"`).join(", ")}; got ${String(strategy)}.`);
+    throw new Error(
+      `runOnThread: multitask must be one of ${STRATEGIES.map((s) => `"${s}"`).join(", ")}; got ${String(strategy)}.`,
+    );
   }
   const threadId: unknown = config.configurable?.thread_id;
   if (typeof threadId !== "string" || threadId === "") {
-    throw new Error(`runOnThread: config.configurable.thread_id must be a non-empty string, e.g. runOnThread(graph, input, { configurable: { thread_id: "t1" } }).`);
+    throw new Error(
+      `runOnThread: config.configurable.thread_id must be a non-empty string, e.g. runOnThread(graph, input, { configurable: { thread_id: "t1" } }).`,
+    );
   }
   const saver = resolveSaver(graph, options.saver);
   const given: unknown = config.metadata?.run_id;
@@ -142,7 +146,9 @@ export async function runOnThread<Input, Output>(
   };
   try {
     if (strategy === "enqueue") return await locks.request(name, withSignal(options.signal), hold);
-    const now = await locks.request(name, { ifAvailable: true }, async (lock) => (lock ? { output: await hold() } : undefined));
+    const now = await locks.request(name, { ifAvailable: true }, async (lock) =>
+      lock ? { output: await hold() } : undefined,
+    );
     if (now) return now.output;
     if (strategy === "reject") throw new ThreadBusyError(threadId, saver.dbName);
     const stopping = askToStop(channel, threadId, runId, strategy);
@@ -197,17 +203,19 @@ export function watchThreadRunning(
   let checking: Promise<void> = Promise.resolve();
   const check = () => {
     // One query at a time, in order, so answers cannot arrive swapped.
-    checking = checking.then(async () => {
-      if (stopped) return;
-      const running = await isThreadRunning(threadId, { dbName, locks: options.locks });
-      if (stopped) return;
-      clearTimeout(timer);
-      if (running) timer = setTimeout(check, pollMs);
-      if (running !== last) {
-        last = running;
-        listener(running);
-      }
-    }).catch(() => undefined);
+    checking = checking
+      .then(async () => {
+        if (stopped) return;
+        const running = await isThreadRunning(threadId, { dbName, locks: options.locks });
+        if (stopped) return;
+        clearTimeout(timer);
+        if (running) timer = setTimeout(check, pollMs);
+        if (running !== last) {
+          last = running;
+          listener(running);
+        }
+      })
+      .catch(() => undefined);
   };
   channel.listen((message) => {
     if ((message.type === "started" || message.type === "ended") && message.threadId === threadId) check();
@@ -236,7 +244,9 @@ function resolveSaver(graph: InvokableGraph<unknown, unknown>, saver: RunSaver |
     typeof (candidate as RunSaver).getTuple === "function" &&
     typeof (candidate as RunSaver).deleteForRuns === "function";
   if (!ok) {
-    throw new Error(`runOnThread needs the graph's IndexedDBSaver: compile the graph with { checkpointer: saver }, or pass runOnThread(graph, input, config, { saver }).`);
+    throw new Error(
+      `runOnThread needs the graph's IndexedDBSaver: compile the graph with { checkpointer: saver }, or pass runOnThread(graph, input, config, { saver }).`,
+    );
   }
   return candidate as RunSaver;
 }
@@ -301,7 +311,8 @@ async function runHolding<Input, Output>(
   const offPuts = armed
     ? () => undefined
     : saver.subscribe((change) => {
-        if (armed || change.kind !== "put" || change.threadId !== threadId || (change.checkpointNs ?? "") !== "") return;
+        if (armed || change.kind !== "put" || change.threadId !== threadId || (change.checkpointNs ?? "") !== "")
+          return;
         const at = { configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: change.checkpointId } };
         saver.getTuple(at).then(
           (tuple) => {

@@ -52,15 +52,21 @@ class WebLockManager implements RunLockManager {
     // Web Locks refuse `signal` together with `ifAvailable` (NotSupportedError);
     // an `ifAvailable` request never waits, so there is nothing to abort.
     const { ifAvailable, signal } = options;
-    const lockOptions: LockOptions = ifAvailable ? { mode: "exclusive", ifAvailable } : { mode: "exclusive", ...(signal ? { signal } : {}) };
+    const lockOptions: LockOptions = ifAvailable
+      ? { mode: "exclusive", ifAvailable }
+      : { mode: "exclusive", ...(signal ? { signal } : {}) };
     // The DOM typing says Promise<T> for a callback returning T; the spec resolves the promise.
-    return this.locks.request(name, lockOptions, (lock) => callback(lock && { name: lock.name })) as unknown as Promise<T>;
+    return this.locks.request(name, lockOptions, (lock) =>
+      callback(lock && { name: lock.name }),
+    ) as unknown as Promise<T>;
   }
 
   async query(): Promise<{ held: string[]; pending: string[] }> {
     const snapshot = await this.locks.query();
     const names = (infos: LockInfo[] | undefined) =>
-      (infos ?? []).filter((info) => info.mode !== "shared").flatMap((info) => (info.name === undefined ? [] : [info.name]));
+      (infos ?? [])
+        .filter((info) => info.mode !== "shared")
+        .flatMap((info) => (info.name === undefined ? [] : [info.name]));
     return { held: names(snapshot.held), pending: names(snapshot.pending) };
   }
 }

@@ -77,7 +77,8 @@ function startWorker() {
   const w = new Worker(new URL("../../test/support/runs/run-worker.ts", import.meta.url), { type: "module" });
   let next = 0;
   const pending = new Map<number, (reply: { outcome: Outcome; hasLocks: boolean }) => void>();
-  w.onmessage = (event: MessageEvent<{ id: number; outcome: Outcome; hasLocks: boolean }>) => pending.get(event.data.id)?.(event.data);
+  w.onmessage = (event: MessageEvent<{ id: number; outcome: Outcome; hasLocks: boolean }>) =>
+    pending.get(event.data.id)?.(event.data);
   const ask = (request: object) =>
     new Promise<{ outcome: Outcome; hasLocks: boolean }>((resolve) => {
       const id = ++next;
@@ -87,7 +88,8 @@ function startWorker() {
   return {
     /** Loads the worker's modules and opens its saver, so that a send starts at once. */
     ready: (dbName: string) => ask({ dbName, ping: true }),
-    send: (dbName: string, text: string, strategy: MultitaskStrategy) => ask({ dbName, text, strategy, delayMs: DELAY_MS[strategy] }),
+    send: (dbName: string, text: string, strategy: MultitaskStrategy) =>
+      ask({ dbName, text, strategy, delayMs: DELAY_MS[strategy] }),
     terminate: () => w.terminate(),
   };
 }
@@ -97,7 +99,10 @@ describe("two pages of one origin send on one thread at once", () => {
     it(`"${strategy}"`, async () => {
       const { dbName, saver, seedCheckpoints } = await seeded(`runs-tabs-${strategy}`);
       const [a, b] = await Promise.all(
-        pair.map(async (tab, i) => JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy])) as Outcome),
+        pair.map(
+          async (tab, i) =>
+            JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy])) as Outcome,
+        ),
       );
       await verifyTwoSends(strategy, a!, b!, saver, "t", "hello", seedCheckpoints);
     });
@@ -109,7 +114,9 @@ describe("the issue's measurement, on runOnThread", () => {
     const { dbName, saver, seedCheckpoints } = await seeded("runs-ten");
     const texts = pair.flatMap((_, i) => Array.from({ length: 5 }, (_, j) => `tab ${i} message ${j}`));
     const outcomes = await Promise.all(
-      texts.map(async (text, k) => JSON.parse(await pair[k < 5 ? 0 : 1].api.send(dbName, "t", text, "enqueue", 20)) as Outcome),
+      texts.map(
+        async (text, k) => JSON.parse(await pair[k < 5 ? 0 : 1].api.send(dbName, "t", text, "enqueue", 20)) as Outcome,
+      ),
     );
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     const { messages, next } = await threadState(saver, "t");
@@ -120,7 +127,13 @@ describe("the issue's measurement, on runOnThread", () => {
       expect(messages[i]![0]).toBe("human");
       expect(messages[i + 1]).toEqual(["ai", `echo ${messages[i]![1]} (#${i + 1})`]);
     }
-    expect(messages.filter(([role]) => role === "human").map(([, text]) => text).slice(1).sort()).toEqual([...texts].sort());
+    expect(
+      messages
+        .filter(([role]) => role === "human")
+        .map(([, text]) => text)
+        .slice(1)
+        .sort(),
+    ).toEqual([...texts].sort());
     const history = await historyReport(saver, "t");
     expect(history.problem).toBeUndefined();
     expect(history.runIds).toHaveLength(10);
@@ -165,7 +178,11 @@ describe("a tab closed mid-run", () => {
     unwatch();
     // Visible as cut off: the user's message is in, its answer is not.
     expect(await threadState(saver, "t")).toEqual({
-      messages: [["human", "hello"], ["ai", "echo hello (#1)"], ["human", "cut off"]],
+      messages: [
+        ["human", "hello"],
+        ["ai", "echo hello (#1)"],
+        ["human", "cut off"],
+      ],
       next: ["agent"],
     });
 
@@ -173,7 +190,12 @@ describe("a tab closed mid-run", () => {
     tabs = [other];
     expect(JSON.parse(await other.api.resume(dbName, "t"))).toEqual({ ok: true });
     expect(await threadState(saver, "t")).toEqual({
-      messages: [["human", "hello"], ["ai", "echo hello (#1)"], ["human", "cut off"], ["ai", "echo cut off (#3)"]],
+      messages: [
+        ["human", "hello"],
+        ["ai", "echo hello (#1)"],
+        ["human", "cut off"],
+        ["ai", "echo cut off (#3)"],
+      ],
       next: [],
     });
     expect((await historyReport(saver, "t")).problem).toBeUndefined();

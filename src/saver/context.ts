@@ -10,7 +10,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
-import { bindSerializer,type KeyRecord,type KeyRecordAccess } from "../serde/protocol.js";
+import { bindSerializer, type KeyRecord, type KeyRecordAccess } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
 import type { SaverSchema } from "./schema.js";
 import { storePut } from "../idb/requests.js";

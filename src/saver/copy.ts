@@ -2,15 +2,15 @@
  * `copyThread`: a whole thread under another id, in one transaction, values
  * re-bound to their new rows first when the serializer binds rows.
  */
-import { issue,storePut } from "../idb/requests.js";
+import { issue, storePut } from "../idb/requests.js";
 import { isRowBound } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
-import { decodeBlob,decodeCheckpoint,decodeMetadata,decodeWrite,encode,rowRef } from "./rows.js";
-import { isTombstoneWrite,type BlobRow,type CheckpointRow,type WriteRow } from "./schema.js";
-import { latestOf,threadSummary } from "./threads.js";
+import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "./rows.js";
+import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "./schema.js";
+import { latestOf, threadSummary } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 
 /**
@@ -53,8 +53,18 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
         return {
           ...row,
           thread_id: t,
-          checkpoint: await encode(serde, "re-encrypt a checkpoint", checkpoint, rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id)),
-          metadata: await encode(serde, "re-encrypt metadata", metadata, rowRef.metadata(t, row.checkpoint_ns, row.checkpoint_id)),
+          checkpoint: await encode(
+            serde,
+            "re-encrypt a checkpoint",
+            checkpoint,
+            rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id),
+          ),
+          metadata: await encode(
+            serde,
+            "re-encrypt metadata",
+            metadata,
+            rowRef.metadata(t, row.checkpoint_ns, row.checkpoint_id),
+          ),
         };
       }),
     ),
@@ -65,7 +75,12 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
         return {
           ...blob,
           thread_id: t,
-          value: await encode(serde, "re-encrypt a channel value", value, rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version)),
+          value: await encode(
+            serde,
+            "re-encrypt a channel value",
+            value,
+            rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version),
+          ),
         };
       }),
     ),
@@ -76,7 +91,12 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
         return {
           ...write,
           thread_id: t,
-          value: await encode(serde, "re-encrypt a write", value, rowRef.write(t, write.checkpoint_ns, write.checkpoint_id, write.task_id, write.idx)),
+          value: await encode(
+            serde,
+            "re-encrypt a write",
+            value,
+            rowRef.write(t, write.checkpoint_ns, write.checkpoint_id, write.task_id, write.idx),
+          ),
         };
       }),
     ),
@@ -88,7 +108,9 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       const bounds = prefixBounds(t);
       const existing = await tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper));
       if (existing > 0) {
-        throw new Error(`copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`);
+        throw new Error(
+          `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
+        );
       }
       for (const row of moved.checkpoints) issue(storePut(tx.objectStore("checkpoints"), row));
       for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));

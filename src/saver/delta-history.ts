@@ -4,11 +4,11 @@
  * channel's writes in one range read of the writes index).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { compareWritesSortKeys,type DeltaChannelHistory } from "@langchain/langgraph-checkpoint";
+import { compareWritesSortKeys, type DeltaChannelHistory } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
-import { assertId,configIds } from "./ids.js";
-import { latestRow,walkAncestors } from "./reads.js";
-import { decodeBlob,decodeWrite,writeSortKey } from "./rows.js";
+import { assertId, configIds } from "./ids.js";
+import { latestRow, walkAncestors } from "./reads.js";
+import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links

@@ -4,18 +4,26 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
-TASKS,
-maxChannelVersion,
-type Checkpoint,
-type CheckpointMetadata,
-type CheckpointTuple,
-type SerializerProtocol,
+  TASKS,
+  maxChannelVersion,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
-import { checkpointKey,prefixBounds } from "./keys.js";
-import { latestRow,readDetails } from "./reads.js";
-import { assertVersionsMatch,decodeBlob,decodeCheckpoint,decodeMetadata,decodeWrite,sortWrites,type RawTuple } from "./rows.js";
+import { checkpointKey, prefixBounds } from "./keys.js";
+import { latestRow, readDetails } from "./reads.js";
+import {
+  assertVersionsMatch,
+  decodeBlob,
+  decodeCheckpoint,
+  decodeMetadata,
+  decodeWrite,
+  sortWrites,
+  type RawTuple,
+} from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 import { nextChannelVersion } from "./versions.js";
 
@@ -30,7 +38,9 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
       const row = checkpointId
-        ? await tx.objectStore("checkpoints").get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string])
+        ? await tx
+            .objectStore("checkpoints")
+            .get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string])
         : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
       return row ? readDetails(tx, ctx.db.ranges, row) : undefined;
     },
@@ -83,7 +93,12 @@ export async function decodeTuple(
  * Checkpoints before format v4 kept pending `Send`s as writes to TASKS on
  * the parent; v4 keeps them as a channel value. Rebuild that value on read.
  */
-async function migratePendingSends(ctx: SaverContext, serde: SerializerProtocol, checkpoint: Checkpoint, row: CheckpointRow): Promise<void> {
+async function migratePendingSends(
+  ctx: SaverContext,
+  serde: SerializerProtocol,
+  checkpoint: Checkpoint,
+  row: CheckpointRow,
+): Promise<void> {
   const parentId = row.parent_checkpoint_id!;
   const parentWrites = await ctx.db.read(
     ["writes"],

@@ -11,28 +11,28 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
-BaseCheckpointSaver,
-type ChannelVersions,
-type Checkpoint,
-type CheckpointListOptions,
-type CheckpointMetadata,
-type CheckpointTuple,
-type DeltaChannelHistory,
-type PendingWrite,
-type SerializerProtocol,
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type DeltaChannelHistory,
+  type PendingWrite,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import type { JournalSeam,RecoveryReport } from "../journal/index.js";
+import type { JournalSeam, RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { createSaverDatabase } from "./database.js";
-import { createSaverContext,type SaverContext } from "./context.js";
+import { createSaverContext, type SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { list } from "./list.js";
-import { put,putWrites } from "./put.js";
-import { clearTombstone,deleteThread } from "./tombstones.js";
-import type { IndexedDBSaverParams,ListThreadsOptions,PruneOptions,ThreadInfo } from "./types.js";
+import { put, putWrites } from "./put.js";
+import { clearTombstone, deleteThread } from "./tombstones.js";
+import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
 
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
@@ -166,7 +166,10 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    */
   exportThread(threadId: string, options: ExportThreadOptions & { as: "bytes" }): Promise<Uint8Array>;
   exportThread(threadId: string, options?: ExportThreadOptions & { as?: "blob" }): Promise<Blob>;
-  async exportThread(threadId: string, options: ExportThreadOptions & { as?: "blob" | "bytes" } = {}): Promise<Blob | Uint8Array> {
+  async exportThread(
+    threadId: string,
+    options: ExportThreadOptions & { as?: "blob" | "bytes" } = {},
+  ): Promise<Blob | Uint8Array> {
     // The export format loads on demand: apps that never export don't ship it.
     const { exportThread } = await import("../portable/export.js");
     return options.as === "bytes"

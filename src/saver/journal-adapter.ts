@@ -5,7 +5,7 @@
  * the journal's last records wrote to, re-appended because their own append
  * may have been cut off by the crash. The journal itself knows no schema.
  */
-import type { Op,Payload } from "../journal/raw.js";
+import type { Op, Payload } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
@@ -36,7 +36,10 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
   }
   if (namespaces.size === 0) return [];
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
-  const tx = db.transaction(SAVER_STORE_NAMES.filter((store) => db.objectStoreNames.contains(store)), "readonly");
+  const tx = db.transaction(
+    SAVER_STORE_NAMES.filter((store) => db.objectStoreNames.contains(store)),
+    "readonly",
+  );
   const ops: Op[] = [];
   const threads = new Set<string>();
   for (const [threadId, ns] of namespaces.values()) {
@@ -57,10 +60,16 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
     for (const row of rows) {
       ops.push(["checkpoints", 0, row]);
       const blobs = await Promise.all(
-        Object.entries(row.channel_versions).map(([channel, version]) => request(tx.objectStore("blobs").get([threadId, ns, channel, version]))),
+        Object.entries(row.channel_versions).map(([channel, version]) =>
+          request(tx.objectStore("blobs").get([threadId, ns, channel, version])),
+        ),
       );
       for (const blob of blobs) if (blob !== undefined) ops.push(["blobs", 0, blob]);
-      const writes = await request(tx.objectStore("writes").getAll(KeyRange.bound([threadId, ns, row.checkpoint_id], [threadId, ns, row.checkpoint_id, []])));
+      const writes = await request(
+        tx
+          .objectStore("writes")
+          .getAll(KeyRange.bound([threadId, ns, row.checkpoint_id], [threadId, ns, row.checkpoint_id, []])),
+      );
       for (const write of writes) ops.push(["writes", 0, write]);
     }
   }
@@ -70,4 +79,3 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
   }
   return ops;
 }
-

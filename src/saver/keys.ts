@@ -42,4 +42,3 @@ export function checkpointRangeBounds(
   if (before === undefined) return { ...prefixBounds(threadId, checkpointNs), upperOpen: false };
   return { lower: [threadId, checkpointNs], upper: [threadId, checkpointNs, before], upperOpen: true };
 }
-

@@ -3,13 +3,13 @@
  * across namespaces and threads, by keys first and rows a page at a time.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { CheckpointListOptions,CheckpointMetadata,CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import type { CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
 import { assertId } from "./ids.js";
-import { checkpointRangeBounds,prefixBounds } from "./keys.js";
-import { readDetails,type BlobReads } from "./reads.js";
-import { decodeMetadata,type RawTuple } from "./rows.js";
+import { checkpointRangeBounds, prefixBounds } from "./keys.js";
+import { readDetails, type BlobReads } from "./reads.js";
+import { decodeMetadata, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 
 /** Rows per read transaction when `list` pages through a namespace. */
@@ -38,7 +38,8 @@ export async function* list(
 
   const pages =
     typeof threadId === "string" && typeof checkpointNs === "string"
-      ? namespacePages(ctx, 
+      ? namespacePages(
+          ctx,
           threadId,
           checkpointNs,
           beforeId,
@@ -47,7 +48,14 @@ export async function* list(
           // Without a filter the limit is known: read no more rows than it.
           filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
         )
-      : scatteredPages(ctx, threadId as string | undefined, checkpointNs as string | undefined, beforeId, onlyId, filterEntries.length === 0);
+      : scatteredPages(
+          ctx,
+          threadId as string | undefined,
+          checkpointNs as string | undefined,
+          beforeId,
+          onlyId,
+          filterEntries.length === 0,
+        );
 
   for await (const page of pages) {
     // Metadata decides the filter; details are read only for rows that pass.
@@ -165,7 +173,21 @@ async function* scatteredPages(
       (onlyId === undefined || id === onlyId) &&
       (beforeId === undefined || id < beforeId),
   );
-  wanted.sort((a, b) => (a[2] !== b[2] ? (a[2] < b[2] ? 1 : -1) : a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  wanted.sort((a, b) =>
+    a[2] !== b[2]
+      ? a[2] < b[2]
+        ? 1
+        : -1
+      : a[0] !== b[0]
+        ? a[0] < b[0]
+          ? -1
+          : 1
+        : a[1] < b[1]
+          ? -1
+          : a[1] > b[1]
+            ? 1
+            : 0,
+  );
   for (let start = 0; start < wanted.length; start += LIST_PAGE) {
     const slice = wanted.slice(start, start + LIST_PAGE);
     const page = await ctx.db.read(

@@ -3,20 +3,20 @@
  * keeping delta-channel history), or delete whole threads.
  */
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { issue,storeDelete,storePut } from "../idb/requests.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
-import { threadRows,walkAncestors } from "./reads.js";
-import { decodeMetadata,encode,rowRef } from "./rows.js";
+import { threadRows, walkAncestors } from "./reads.js";
+import { decodeMetadata, encode, rowRef } from "./rows.js";
 import { deleteCheckpointRows } from "./runs.js";
-import type { BlobRow,CheckpointRow } from "./schema.js";
+import type { BlobRow, CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
-import { THREAD_STORES,deleteThread } from "./tombstones.js";
-import { isDeltaChannelLike,type DeltaChannelLike,type PruneOptions } from "./types.js";
-import { blobIdentity,checkpointIdentity } from "../core/identity.js";
+import { THREAD_STORES, deleteThread } from "./tombstones.js";
+import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -47,9 +47,18 @@ export async function prune(ctx: SaverContext, threadIds: string[], options: Pru
   }
 }
 
-async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number, channels: PruneOptions["channels"]): Promise<void> {
+async function pruneThread(
+  ctx: SaverContext,
+  threadId: string,
+  keepLast: number,
+  channels: PruneOptions["channels"],
+): Promise<void> {
   const ranges = ctx.db.ranges;
-  const rows = await ctx.db.read(["checkpoints"], (tx) => threadRows(tx, ranges, "checkpoints", threadId), "read the thread to prune");
+  const rows = await ctx.db.read(
+    ["checkpoints"],
+    (tx) => threadRows(tx, ranges, "checkpoints", threadId),
+    "read the thread to prune",
+  );
   if (rows.length === 0) return;
   const serde = await ctx.serde();
   const byNs = new Map<string, CheckpointRow[]>();
@@ -69,10 +78,13 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
   const snapshots: BlobRow[] = [];
   for (const row of kept) {
     const metadata = await decodeMetadata(serde, row);
-    const counters = (metadata as { counters_since_delta_snapshot?: Record<string, unknown> }).counters_since_delta_snapshot ?? {};
+    const counters =
+      (metadata as { counters_since_delta_snapshot?: Record<string, unknown> }).counters_since_delta_snapshot ?? {};
     const deltas = Object.keys(counters).filter((channel) => row.channel_versions[channel] !== undefined);
     if (deltas.length === 0) continue;
-    const config = { configurable: { thread_id: threadId, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } };
+    const config = {
+      configurable: { thread_id: threadId, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id },
+    };
     const tuple = await getTuple(ctx, config);
     const missing = deltas.filter((channel) => !(channel in (tuple?.checkpoint.channel_values ?? {})));
     const materialize = missing.filter((channel) => isDeltaChannelLike(channels?.[channel]));
@@ -98,7 +110,11 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
       }
     }
     if (chained.length > 0) {
-      const walk = await ctx.db.read(["checkpoints", "blobs", "writes"], (tx) => walkAncestors(tx, ranges, row, chained), "walk delta history");
+      const walk = await ctx.db.read(
+        ["checkpoints", "blobs", "writes"],
+        (tx) => walkAncestors(tx, ranges, row, chained),
+        "walk delta history",
+      );
       const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
       for (const id of walk.path.slice(0, depth + 1)) keep.add(checkpointIdentity(row.checkpoint_ns, id));
     }
@@ -114,13 +130,17 @@ async function pruneThread(ctx: SaverContext, threadId: string, keepLast: number
       // Blobs no remaining checkpoint uses (rows put meanwhile included).
       const [remaining, blobKeys] = await Promise.all([
         threadRows(tx, ranges, "checkpoints", threadId),
-        tx.objectStore("blobs").getAllKeys(ranges.bound(...(Object.values(prefixBounds(threadId)) as [IDBValidKey, IDBValidKey]))),
+        tx
+          .objectStore("blobs")
+          .getAllKeys(ranges.bound(...(Object.values(prefixBounds(threadId)) as [IDBValidKey, IDBValidKey]))),
       ]);
       const used = new Set<string>();
       for (const row of remaining) {
-        for (const [channel, version] of Object.entries(row.channel_versions)) used.add(blobIdentity(row.checkpoint_ns, channel, version));
+        for (const [channel, version] of Object.entries(row.channel_versions))
+          used.add(blobIdentity(row.checkpoint_ns, channel, version));
       }
-      for (const key of blobKeys) if (!used.has(blobIdentity(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+      for (const key of blobKeys)
+        if (!used.has(blobIdentity(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

@@ -6,31 +6,31 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
-WRITES_IDX_MAP,
-copyCheckpoint,
-type ChannelVersions,
-type Checkpoint,
-type CheckpointMetadata,
-type PendingWrite,
+  WRITES_IDX_MAP,
+  copyCheckpoint,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
-import { addIfAbsent,issue,storeDelete,storePut } from "../idb/requests.js";
+import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { assertId,configIds,missingThreadIdMessage } from "./ids.js";
+import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { prefixBounds } from "./keys.js";
-import { encode,rowRef } from "./rows.js";
+import { encode, rowRef } from "./rows.js";
 import {
-tombstoneName,
-tombstoneWrite,
-tombstoneWriteKey,
-type BlobRow,
-type CheckpointRow,
-type SaverSchema,
-type SaverStoreName,
-type Tombstone,
-type WriteRow,
+  tombstoneName,
+  tombstoneWrite,
+  tombstoneWriteKey,
+  type BlobRow,
+  type CheckpointRow,
+  type SaverSchema,
+  type SaverStoreName,
+  type Tombstone,
+  type WriteRow,
 } from "./schema.js";
-import { LateWrite,TOMBSTONE_DROPPED_LIMIT,asTombstone,isDeadCheckpoint,readTombstone } from "./tombstones.js";
+import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
@@ -41,7 +41,9 @@ export async function put(
   newVersions: ChannelVersions,
 ): Promise<RunnableConfig> {
   if (config.configurable === undefined) {
-    throw new Error(`Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`);
+    throw new Error(
+      `Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`,
+    );
   }
   const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
   assertId("checkpoint.id", checkpoint.id);
@@ -60,7 +62,12 @@ export async function put(
   // Serialize everything before the transaction opens.
   const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
     encode(serde, "serialize the checkpoint", withoutValues, rowRef.checkpoint(threadId, checkpointNs, checkpointId)),
-    encode(serde, "serialize the checkpoint metadata", storedMetadata, rowRef.metadata(threadId, checkpointNs, checkpointId)),
+    encode(
+      serde,
+      "serialize the checkpoint metadata",
+      storedMetadata,
+      rowRef.metadata(threadId, checkpointNs, checkpointId),
+    ),
     Promise.all(
       Object.entries(versions)
         .filter(([channel]) => Object.hasOwn(values, channel))
@@ -109,11 +116,13 @@ export async function put(
         const checkpoints = tx.objectStore("checkpoints");
         issue(storePut(checkpoints, row));
         if (checkpointNs === "") {
-          issue(storePut(tx.objectStore("threads"), {
-            thread_id: threadId,
-            updated_at: now,
-            latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
-          }));
+          issue(
+            storePut(tx.objectStore("threads"), {
+              thread_id: threadId,
+              updated_at: now,
+              latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
+            }),
+          );
         }
         const tombstone = await tombstoneRead;
         if (tombstone && parentId !== undefined) {
@@ -132,7 +141,10 @@ export async function put(
       ["meta", "writes"],
       async (tx) => {
         const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
-        const next: Tombstone = { ...current, dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT) };
+        const next: Tombstone = {
+          ...current,
+          dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT),
+        };
         // Its writes may have come first (putWrites before put): drop them too.
         const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
         issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
@@ -158,7 +170,9 @@ export async function putWrites(
   const configurable = config.configurable ?? {};
   if (configurable.thread_id === undefined) throw new Error(missingThreadIdMessage("put writes"));
   if (configurable.checkpoint_id === undefined) {
-    throw new Error(`Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`);
+    throw new Error(
+      `Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`,
+    );
   }
   const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
   if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
@@ -212,7 +226,8 @@ export async function putWrites(
       async (tx) => {
         const store = tx.objectStore("writes");
         const tombstone = asTombstone((await store.get(tombstoneWriteKey(threadId)))?.tombstone, threadId);
-        const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+        const exists =
+          (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
         // Writes of a run still in flight on a deleted thread are dropped.
         if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
         await storeWrites(store, rows);

@@ -2,11 +2,11 @@
  * The saver's read plans: sequences of requests issued inside one read
  * transaction (opened by db.ts), returning rows still serialized.
  */
-import type { KeyRanges,Tx } from "../idb/database.js";
+import type { KeyRanges, Tx } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "./rows.js";
-import type { BlobRow,CheckpointRow,SaverSchema,Version,WriteRow } from "./schema.js";
+import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
 
 /** A transaction that can at least read the saver's stores. */
 type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
@@ -136,7 +136,9 @@ export async function walkAncestors(
     }),
   ]);
   const ids = checkpointKeys.map((key) => key[2]);
-  const valued = new Map(channels.map((channel, i) => [channel, new Set(blobKeyLists[i]!.map((key) => versionKey(key[3])))]));
+  const valued = new Map(
+    channels.map((channel, i) => [channel, new Set(blobKeyLists[i]!.map((key) => versionKey(key[3])))]),
+  );
   const seedAt = new Map<string, { version: Version; depth: number }>();
   const remaining = new Set(channels);
   const fetched = new Map<string, CheckpointRow>();
@@ -147,7 +149,9 @@ export async function walkAncestors(
       const at = indexOf(ids, cursor);
       if (at < 0) break;
       const low = ids[Math.max(0, at - WALK_BATCH + 1)]!;
-      const batch = await checkpoints.getAll(ranges.bound([threadId, checkpointNs, low], [threadId, checkpointNs, cursor]));
+      const batch = await checkpoints.getAll(
+        ranges.bound([threadId, checkpointNs, low], [threadId, checkpointNs, cursor]),
+      );
       for (const each of batch) fetched.set(each.checkpoint_id, each);
       row = fetched.get(cursor);
       if (!row) break;

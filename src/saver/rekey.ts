@@ -4,10 +4,17 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
-import { changeDatabaseKey,rekeyDatabase,type ValueRewriter } from "../serde/protocol.js";
+import { changeDatabaseKey, rekeyDatabase, type ValueRewriter } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import { rowRef } from "./rows.js";
-import { isTombstoneWrite,type BlobRow,type CheckpointRow,type SaverSchema,type ThreadRow,type WriteRow } from "./schema.js";
+import {
+  isTombstoneWrite,
+  type BlobRow,
+  type CheckpointRow,
+  type SaverSchema,
+  type ThreadRow,
+  type WriteRow,
+} from "./schema.js";
 import { storePut } from "../idb/requests.js";
 
 /** Rows per transaction when `rekey` re-encrypts a store. */
@@ -49,7 +56,11 @@ async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "thre
   let changed = 0;
   for (let start = 0; start < keys.length; start += REKEY_PAGE) {
     const page = keys.slice(start, start + REKEY_PAGE);
-    const rows = await ctx.db.read([store], (tx) => Promise.all(page.map((key) => tx.objectStore(store).get(key))), "read rows to re-encrypt");
+    const rows = await ctx.db.read(
+      [store],
+      (tx) => Promise.all(page.map((key) => tx.objectStore(store).get(key))),
+      "read rows to re-encrypt",
+    );
     const updates: { key: (typeof keys)[number]; before: unknown; after: unknown }[] = [];
     for (const [i, row] of rows.entries()) {
       if (row === undefined) continue;
@@ -64,7 +75,9 @@ async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "thre
         const objects = tx.objectStore(store);
         const current = await Promise.all(updates.map(({ key }) => objects.get(key)));
         await Promise.all(
-          updates.map(({ before, after }, i) => (sameClone(current[i], before) ? storePut(objects, after as SaverSchema[S]["value"]) : undefined)),
+          updates.map(({ before, after }, i) =>
+            sameClone(current[i], before) ? storePut(objects, after as SaverSchema[S]["value"]) : undefined,
+          ),
         );
       },
       "store re-encrypted rows",
@@ -90,7 +103,11 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
         rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
       ]);
       if (!checkpoint && !metadata) return undefined;
-      return { ...r, checkpoint: checkpoint ?? r.checkpoint, metadata: metadata ?? r.metadata } as SaverSchema[S]["value"];
+      return {
+        ...r,
+        checkpoint: checkpoint ?? r.checkpoint,
+        metadata: metadata ?? r.metadata,
+      } as SaverSchema[S]["value"];
     }
     case "blobs": {
       const r = row as BlobRow;
@@ -100,13 +117,19 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
     case "writes": {
       const r = row as WriteRow;
       if (isTombstoneWrite(r)) return undefined;
-      const value = await rewrite(r.value, rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx));
+      const value = await rewrite(
+        r.value,
+        rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx),
+      );
       return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
     }
     default: {
       const r = row as ThreadRow;
       if (!r.latest) return undefined;
-      const metadata = await rewrite(r.latest.metadata, rowRef.metadata(r.thread_id, r.latest.checkpoint_ns, r.latest.checkpoint_id));
+      const metadata = await rewrite(
+        r.latest.metadata,
+        rowRef.metadata(r.thread_id, r.latest.checkpoint_ns, r.latest.checkpoint_id),
+      );
       return metadata ? ({ ...r, latest: { ...r.latest, metadata } } as SaverSchema[S]["value"]) : undefined;
     }
   }

@@ -4,16 +4,16 @@
  * and decrypting are async and must never happen inside one.
  */
 import {
-compareWritesSortKeys,
-writesSortKey,
-type Checkpoint,
-type CheckpointMetadata,
-type CheckpointPendingWrite,
-type SerializerProtocol,
+  compareWritesSortKeys,
+  writesSortKey,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { dumpForRow,loadForRow,type RowRef } from "../serde/protocol.js";
-import { IndexedDBCheckpointError,SerializationError } from "../core/errors.js";
-import type { BlobRow,CheckpointRow,TypedBytes,Version,WriteRow } from "./schema.js";
+import { dumpForRow, loadForRow, type RowRef } from "../serde/protocol.js";
+import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./schema.js";
 
 /** Rows one read transaction gathered for one checkpoint, still serialized. */
 export interface RawTuple {
@@ -51,7 +51,9 @@ export function decode(serde: SerializerProtocol, what: string, stored: TypedByt
   // A row altered outside the saver may hold anything here, even null.
   if (!Array.isArray(stored) || typeof stored[0] !== "string") {
     return Promise.reject(
-      new SerializationError(`Could not ${what}: the stored value of row ${JSON.stringify(row)} is not a [type, bytes] pair; the row was altered outside the saver.`),
+      new SerializationError(
+        `Could not ${what}: the stored value of row ${JSON.stringify(row)} is not a [type, bytes] pair; the row was altered outside the saver.`,
+      ),
     );
   }
   const [type, data] = stored;
@@ -90,7 +92,10 @@ export async function decodeWrite(serde: SerializerProtocol, write: WriteRow): P
 }
 
 /** The checkpoint stored in a row, without channel values. */
-export function decodeCheckpoint(serde: SerializerProtocol, row: CheckpointRow): Promise<Omit<Checkpoint, "channel_values">> {
+export function decodeCheckpoint(
+  serde: SerializerProtocol,
+  row: CheckpointRow,
+): Promise<Omit<Checkpoint, "channel_values">> {
   return decode(
     serde,
     "read a checkpoint",

@@ -2,15 +2,15 @@
  * Removing checkpoints by run: `deleteForRuns` (through the run index), and
  * the removal of one checkpoint row with its writes, shared with prune.
  */
-import { issue,storeDelete } from "../idb/requests.js";
+import { issue, storeDelete } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import type { CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
-import { THREAD_STORES,type WriteTx } from "./tombstones.js";
-import { blobIdentity,checkpointIdentity } from "../core/identity.js";
+import { THREAD_STORES, type WriteTx } from "./tombstones.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 
 /**
  * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
@@ -26,17 +26,25 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
     THREAD_STORES,
     async (tx) => {
       const checkpoints = tx.objectStore("checkpoints");
-      const keyLists = await Promise.all([...new Set(runIds)].map((runId) => checkpoints.index("by_run").getAllKeys(runId)));
+      const keyLists = await Promise.all(
+        [...new Set(runIds)].map((runId) => checkpoints.index("by_run").getAllKeys(runId)),
+      );
       const keys = keyLists.flat();
       if (keys.length === 0) return [];
-      const doomed = (await Promise.all(keys.map((key) => checkpoints.get(key)))).filter((row): row is CheckpointRow => !!row);
-      const doomedIds = new Set(doomed.map((row) => `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`));
+      const doomed = (await Promise.all(keys.map((key) => checkpoints.get(key)))).filter(
+        (row): row is CheckpointRow => !!row,
+      );
+      const doomedIds = new Set(
+        doomed.map((row) => `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`),
+      );
       // With versions unique per branch, the checkpoints that use a blob are
       // connected: a surviving user of a doomed row's blob is its parent or
       // a child. Look only there.
       const neighbours = await Promise.all(
         doomed.map(async (row) => {
-          const children = await checkpoints.index("by_parent").getAll([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
+          const children = await checkpoints
+            .index("by_parent")
+            .getAll([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
           const parent = row.parent_checkpoint_id
             ? await checkpoints.get([row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id])
             : undefined;
@@ -45,7 +53,8 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
       );
       const used = new Set<string>();
       for (const row of neighbours.flat()) {
-        if (doomedIds.has(`${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`)) continue;
+        if (doomedIds.has(`${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`))
+          continue;
         for (const [channel, version] of Object.entries(row.channel_versions)) {
           used.add(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`);
         }

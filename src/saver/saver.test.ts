@@ -5,19 +5,19 @@
  * the JS suite lacks. Runs in Node (fake-indexeddb) and Chromium.
  */
 import {
-BaseCheckpointSaver,
-DeltaSnapshot,
-ERROR,
-INTERRUPT,
-emptyCheckpoint,
-uuid6,
-type Checkpoint,
-type CheckpointMetadata,
+  BaseCheckpointSaver,
+  DeltaSnapshot,
+  ERROR,
+  INTERRUPT,
+  emptyCheckpoint,
+  uuid6,
+  type Checkpoint,
+  type CheckpointMetadata,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { describe,expect,it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "./index.js";
-import { freshDbName,trackSavers } from "../../test/support/databases.js";
+import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
@@ -28,11 +28,17 @@ function newSaver(dbName = freshDbName("saver")): IndexedDBSaver {
 const meta = (step: number, extra: Record<string, unknown> = {}): CheckpointMetadata =>
   ({ source: "loop", step, parents: {}, ...extra }) as CheckpointMetadata;
 
-function checkpoint(id: string, values: Record<string, unknown> = {}, versions: Record<string, number> = {}): Checkpoint {
+function checkpoint(
+  id: string,
+  values: Record<string, unknown> = {},
+  versions: Record<string, number> = {},
+): Checkpoint {
   return { ...emptyCheckpoint(), id, channel_values: values, channel_versions: versions };
 }
 
-const root = (thread_id: string, checkpoint_ns = ""): RunnableConfig => ({ configurable: { thread_id, checkpoint_ns } });
+const root = (thread_id: string, checkpoint_ns = ""): RunnableConfig => ({
+  configurable: { thread_id, checkpoint_ns },
+});
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
@@ -44,9 +50,23 @@ describe("putWrites", () => {
   it("keeps the first regular write and replaces special ones, decided per write", async () => {
     const saver = newSaver();
     const config = await saver.put(root("t"), checkpoint(uuid6(0)), meta(0), {});
-    await saver.putWrites(config, [["a", "first"], [ERROR, "old error"]], "task");
+    await saver.putWrites(
+      config,
+      [
+        ["a", "first"],
+        [ERROR, "old error"],
+      ],
+      "task",
+    );
     // Same batch shape again: the regular write must not change, the error must.
-    await saver.putWrites(config, [["a", "second"], [ERROR, "new error"]], "task");
+    await saver.putWrites(
+      config,
+      [
+        ["a", "second"],
+        [ERROR, "new error"],
+      ],
+      "task",
+    );
     const tuple = await saver.getTuple(config);
     expect(tuple?.pendingWrites).toEqual([
       ["task", ERROR, "new error"],
@@ -81,7 +101,15 @@ describe("putWrites", () => {
   it("returns writes in writesSortKey order: task path, task id, idx", async () => {
     const saver = newSaver();
     const config = await saver.put(root("t"), checkpoint(uuid6(0)), meta(0), {});
-    await saver.putWrites(config, [["c", "z1"], ["c", "z2"]], "z-task", "~__pregel_pull, a");
+    await saver.putWrites(
+      config,
+      [
+        ["c", "z1"],
+        ["c", "z2"],
+      ],
+      "z-task",
+      "~__pregel_pull, a",
+    );
     await saver.putWrites(config, [["c", "b"]], "b-task", "~__pregel_pull, b");
     await saver.putWrites(config, [["c", "input"]], "00000000-0000-0000-0000-000000000000");
     const writes = (await saver.getTuple(config))?.pendingWrites?.map((w) => w[2]);
@@ -113,7 +141,10 @@ describe("put and getTuple", () => {
 
   it("stores only new versions, loads carried-over channels, and never shows dropped ones", async () => {
     const saver = newSaver();
-    const c1 = await saver.put(root("t"), checkpoint(uuid6(0), { a: "a1", b: "b1" }, { a: 1, b: 1 }), meta(0), { a: 1, b: 1 });
+    const c1 = await saver.put(root("t"), checkpoint(uuid6(0), { a: "a1", b: "b1" }, { a: 1, b: 1 }), meta(0), {
+      a: 1,
+      b: 1,
+    });
     const c2 = await saver.put(c1, checkpoint(uuid6(1), { a: "a2", b: "b1" }, { a: 2, b: 1 }), meta(1), { a: 2 });
     const c3 = await saver.put(c2, checkpoint(uuid6(2), { a: "a2" }, { a: 2 }), meta(2), {});
     expect((await saver.getTuple(c2))?.checkpoint.channel_values).toEqual({ a: "a2", b: "b1" });
@@ -158,7 +189,9 @@ describe("put and getTuple", () => {
     const evens = await collect(saver.list(root("t"), { filter: { even: true }, limit: 70 }));
     expect(evens).toHaveLength(70);
     expect(evens.every((t) => t.metadata?.step !== undefined && t.metadata.step % 2 === 0)).toBe(true);
-    const before = await collect(saver.list(root("t"), { before: { configurable: { checkpoint_id: ids[100] } }, limit: 3 }));
+    const before = await collect(
+      saver.list(root("t"), { before: { configurable: { checkpoint_id: ids[100] } }, limit: 3 }),
+    );
     expect(before.map((t) => t.config.configurable?.checkpoint_id)).toEqual([ids[99], ids[98], ids[97]]);
   });
 });
@@ -263,7 +296,8 @@ describe("getDeltaChannelHistory", () => {
       const configs: RunnableConfig[] = [];
       const channels = ["messages", "events", "unused"];
       for (let step = 0; step < 60; step++) {
-        const parent = configs.length === 0 || random() < 0.1 ? undefined : configs[Math.floor(random() * configs.length)];
+        const parent =
+          configs.length === 0 || random() < 0.1 ? undefined : configs[Math.floor(random() * configs.length)];
         const values: Record<string, unknown> = {};
         const versions: Record<string, number> = {};
         for (const channel of channels.slice(0, 2)) {
@@ -272,7 +306,12 @@ describe("getDeltaChannelHistory", () => {
           else if (r < 0.2) values[channel] = [`plain-${step}`];
           versions[channel] = saver.getNextVersion(step);
         }
-        const config = await saver.put(parent ?? root(`tree-${seed}`, ns), checkpoint(uuid6(step), values, versions), meta(step), versions);
+        const config = await saver.put(
+          parent ?? root(`tree-${seed}`, ns),
+          checkpoint(uuid6(step), values, versions),
+          meta(step),
+          versions,
+        );
         const tasks = Math.floor(random() * 3);
         for (let task = 0; task < tasks; task++) {
           await saver.putWrites(
@@ -289,7 +328,10 @@ describe("getDeltaChannelHistory", () => {
       let writesSeen = 0;
       for (const target of [...configs.slice(-8), root(`tree-${seed}`, ns)]) {
         const ours = await saver.getDeltaChannelHistory({ config: target, channels });
-        const reference = await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, { config: target, channels });
+        const reference = await BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(saver, {
+          config: target,
+          channels,
+        });
         expect(ours).toEqual(reference);
         writesSeen += ours.messages!.writes.length + ours.events!.writes.length;
       }
@@ -301,7 +343,9 @@ describe("getDeltaChannelHistory", () => {
   it("returns empty entries for an unknown thread and {} for no channels", async () => {
     const saver = newSaver();
     expect(await saver.getDeltaChannelHistory({ config: root("none"), channels: [] })).toEqual({});
-    expect(await saver.getDeltaChannelHistory({ config: root("none"), channels: ["m"] })).toEqual({ m: { writes: [] } });
+    expect(await saver.getDeltaChannelHistory({ config: root("none"), channels: ["m"] })).toEqual({
+      m: { writes: [] },
+    });
   });
 });
 

@@ -7,11 +7,11 @@ import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { prefixBounds } from "./keys.js";
 import { LIST_PAGE } from "./list.js";
-import { decode,rowRef } from "./rows.js";
-import type { CheckpointRow,ThreadRow } from "./schema.js";
+import { decode, rowRef } from "./rows.js";
+import type { CheckpointRow, ThreadRow } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
-import type { ListThreadsOptions,ThreadInfo } from "./types.js";
-import { storeDelete,storePut } from "../idb/requests.js";
+import type { ListThreadsOptions, ThreadInfo } from "./types.js";
+import { storeDelete, storePut } from "../idb/requests.js";
 
 /** The checkpoint `listThreads` shows a thread by: the newest root one, else the newest. */
 export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
@@ -24,7 +24,11 @@ export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
 }
 
 /** The summary row of a thread whose newest checkpoint is `latest`. */
-export function threadSummary(threadId: string, updatedAt: number, latest: Pick<CheckpointRow, "checkpoint_ns" | "checkpoint_id" | "metadata">): ThreadRow {
+export function threadSummary(
+  threadId: string,
+  updatedAt: number,
+  latest: Pick<CheckpointRow, "checkpoint_ns" | "checkpoint_id" | "metadata">,
+): ThreadRow {
   return {
     thread_id: threadId,
     updated_at: updatedAt,
@@ -36,7 +40,8 @@ export function threadSummary(threadId: string, updatedAt: number, latest: Pick<
 export async function* listThreads(ctx: SaverContext, options: ListThreadsOptions = {}): AsyncGenerator<ThreadInfo> {
   const { limit, before, filter } = options;
   let skip = options.offset ?? 0;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) throw new Error(`listThreads: limit must be a non-negative integer.`);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 0))
+    throw new Error(`listThreads: limit must be a non-negative integer.`);
   if (!Number.isInteger(skip) || skip < 0) throw new Error(`listThreads: offset must be a non-negative integer.`);
   let remaining = limit;
   if (remaining === 0) return;
@@ -77,7 +82,11 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
             // of one thread can commit out of id order (two tabs, two runs,
             // a put whose writes came first).
             const latest = newest
-              ? { checkpoint_ns: newest.value.checkpoint_ns, checkpoint_id: newest.value.checkpoint_id, metadata: newest.value.metadata }
+              ? {
+                  checkpoint_ns: newest.value.checkpoint_ns,
+                  checkpoint_id: newest.value.checkpoint_id,
+                  metadata: newest.value.metadata,
+                }
               : row.latest;
             return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest };
           }),
@@ -87,9 +96,18 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
     );
     for (const { row, count, createdAt, latest } of page) {
       const metadata = latest
-        ? ((await decode(serde, "read thread metadata", latest.metadata, rowRef.metadata(row.thread_id, latest.checkpoint_ns, latest.checkpoint_id))) as CheckpointMetadata)
+        ? ((await decode(
+            serde,
+            "read thread metadata",
+            latest.metadata,
+            rowRef.metadata(row.thread_id, latest.checkpoint_ns, latest.checkpoint_id),
+          )) as CheckpointMetadata)
         : undefined;
-      if (filterEntries.length > 0 && !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value)) continue;
+      if (
+        filterEntries.length > 0 &&
+        !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value)
+      )
+        continue;
       if (skip > 0) {
         skip -= 1;
         continue;
@@ -111,7 +129,12 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
 }
 
 /** Rewrites a thread's summary after checkpoints were removed. */
-export async function refreshThread(ctx: SaverContext, tx: WriteTx, threadId: string, remaining: CheckpointRow[]): Promise<void> {
+export async function refreshThread(
+  ctx: SaverContext,
+  tx: WriteTx,
+  threadId: string,
+  remaining: CheckpointRow[],
+): Promise<void> {
   const latest = latestOf(remaining);
   // No checkpoints left: no summary, so listThreads does not show it.
   if (!latest) return void (await storeDelete(tx.objectStore("threads"), threadId));

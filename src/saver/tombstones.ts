@@ -6,18 +6,18 @@
  */
 import { SerializationError } from "../core/errors.js";
 import type { Tx } from "../idb/database.js";
-import { issue,storeDelete,storePut } from "../idb/requests.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import {
-TOMBSTONE_NS,
-tombstoneName,
-tombstoneWrite,
-tombstoneWriteKey,
-type SaverSchema,
-type SaverStoreName,
-type Tombstone,
+  TOMBSTONE_NS,
+  tombstoneName,
+  tombstoneWrite,
+  tombstoneWriteKey,
+  type SaverSchema,
+  type SaverStoreName,
+  type Tombstone,
 } from "./schema.js";
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
@@ -61,7 +61,10 @@ export function asTombstone(value: unknown, threadId: string): Tombstone | undef
 }
 
 /** Reads a thread's tombstone in `tx` (undefined when the thread was never deleted). */
-export async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string): Promise<Tombstone | undefined> {
+export async function readTombstone(
+  tx: Tx<SaverSchema, "readwrite">,
+  threadId: string,
+): Promise<Tombstone | undefined> {
   return asTombstone((await tx.objectStore("meta").get(tombstoneName(threadId)))?.value, threadId);
 }
 

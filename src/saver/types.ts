@@ -1,9 +1,9 @@
 /**
  * The saver's public option and result types.
  */
-import type { CheckpointMetadata,CheckpointPendingWrite,SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { CheckpointMetadata, CheckpointPendingWrite, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { Durability } from "../idb/database.js";
-import type { JournalOption,RecoveryReport } from "../journal/index.js";
+import type { JournalOption, RecoveryReport } from "../journal/index.js";
 
 export interface IndexedDBSaverParams {
   /** IndexedDB database name. Default `"langgraph"`. */
@@ -38,7 +38,7 @@ export interface DeltaChannelLike {
 
 /** True for a channel object that can replay delta writes. @internal */
 export function isDeltaChannelLike(channel: unknown): channel is DeltaChannelLike {
-  const candidate = channel as Partial<DeltaChannelLike> & { replayWrites?: unknown } | null;
+  const candidate = channel as (Partial<DeltaChannelLike> & { replayWrites?: unknown }) | null;
   return typeof candidate?.fromCheckpoint === "function" && typeof candidate.replayWrites === "function";
 }
 

@@ -83,7 +83,12 @@ export function dumpForRow(serde: SerializerProtocol, value: unknown, row: RowRe
  * Deserializes a value read from `row`, checking the binding when the serializer can.
  * @internal
  */
-export function loadForRow(serde: SerializerProtocol, type: string, data: Uint8Array | string, row: RowRef): Promise<unknown> {
+export function loadForRow(
+  serde: SerializerProtocol,
+  type: string,
+  data: Uint8Array | string,
+  row: RowRef,
+): Promise<unknown> {
   return isRowBound(serde) ? serde.loadsTypedForRow(type, data, row) : serde.loadsTyped(type, data);
 }
 
@@ -191,9 +196,10 @@ export function isRewrappable(serde: SerializerProtocol): serde is RewrappableSe
 /** True when `serde` can replace a database's data key. */
 export function isRekeyable(serde: SerializerProtocol): serde is RekeyableSerializer {
   const candidate = serde as Partial<RekeyableSerializer>;
-  return isDatabaseKeyed(serde) && typeof candidate.beginRekey === "function" && typeof candidate.endRekey === "function";
+  return (
+    isDatabaseKeyed(serde) && typeof candidate.beginRekey === "function" && typeof candidate.endRekey === "function"
+  );
 }
-
 
 /** How often a key change retries when another tab changed the record meanwhile. */
 const RECORD_ATTEMPTS = 3;
@@ -209,7 +215,11 @@ const RECORD_ATTEMPTS = 3;
  * The storage class then uses `next` as its serializer.
  * @internal
  */
-export async function changeDatabaseKey(current: SerializerProtocol, next: SerializerProtocol, records: KeyRecordAccess): Promise<void> {
+export async function changeDatabaseKey(
+  current: SerializerProtocol,
+  next: SerializerProtocol,
+  records: KeyRecordAccess,
+): Promise<void> {
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     const stored = await records.read();
     if (stored === undefined) return;
@@ -221,7 +231,9 @@ export async function changeDatabaseKey(current: SerializerProtocol, next: Seria
     const record = await current.rewrapFor(stored, next);
     if (await records.replace(stored, record)) return;
   }
-  throw new IndexedDBCheckpointError("Could not change the encryption key: another tab kept changing the key record. Try again.");
+  throw new IndexedDBCheckpointError(
+    "Could not change the encryption key: another tab kept changing the key record. Try again.",
+  );
 }
 
 /** Passes over the values after the first, to catch values written under the old key meanwhile. */
@@ -265,7 +277,10 @@ export async function rekeyDatabase(
     const candidate = await serde.beginRekey(stored);
     if (sameClone(stored, candidate.record) || (await records.replace(stored, candidate.record))) rotation = candidate;
   }
-  if (!rotation) throw new IndexedDBCheckpointError("Could not start re-encrypting: another tab kept changing the key record. Try again.");
+  if (!rotation)
+    throw new IndexedDBCheckpointError(
+      "Could not start re-encrypting: another tab kept changing the key record. Try again.",
+    );
   let passes = 0;
   while ((await rewriteAll(rotation.rewrite)) > 0) {
     if (++passes >= REKEY_MAX_PASSES) {
@@ -279,5 +294,7 @@ export async function rekeyDatabase(
     if (stored === undefined) throw new IndexedDBCheckpointError("The key record disappeared while re-encrypting.");
     if (await records.replace(stored, await serde.endRekey(stored))) return;
   }
-  throw new IndexedDBCheckpointError("Could not finish re-encrypting: another tab kept changing the key record. Every value still reads; try again.");
+  throw new IndexedDBCheckpointError(
+    "Could not finish re-encrypting: another tab kept changing the key record. Every value still reads; try again.",
+  );
 }

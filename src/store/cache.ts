@@ -19,7 +19,7 @@
  * namespace rows were read, they are not read again either.
  */
 import type { ItemVectors } from "./query.js";
-import type { ItemRow,NamespaceRow } from "./schema.js";
+import type { ItemRow, NamespaceRow } from "./schema.js";
 
 /** One namespace, as of `generation`: all of it, or its first items. */
 export interface CachedNamespace {

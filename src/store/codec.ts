@@ -3,11 +3,11 @@
  * references a serializer binds values to (part of the stored format), and
  * decoding, after the transaction, of item values and vector sets.
  */
-import type { Item,SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { loadForRow,type RowRef } from "../serde/protocol.js";
-import { IndexedDBCheckpointError,SerializationError } from "../core/errors.js";
+import type { Item, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { loadForRow, type RowRef } from "../serde/protocol.js";
+import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import type { ItemVectors } from "./query.js";
-import { unpackVectors,type ItemRow,type TypedBytes,type VectorRow } from "./schema.js";
+import { unpackVectors, type ItemRow, type TypedBytes, type VectorRow } from "./schema.js";
 
 /** A collision-free string id of an item. */
 export function itemId(namespace: readonly string[], key: string): string {

@@ -4,16 +4,16 @@
  * step, and a reload must give the same answers again. A failure names the
  * seed and step, so it replays exactly.
  */
-import { InMemoryStore,JsonPlusSerializer,type BaseStore,type Operation } from "@langchain/langgraph-checkpoint";
-import { afterEach,describe,expect,it } from "vitest";
+import { InMemoryStore, JsonPlusSerializer, type BaseStore, type Operation } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedDBStoreParams } from "./index.js";
 import {
-HashEmbeddings,
-Random,
-cleanupStores,
-comparable,
-freshStore,
-reopen,
+  HashEmbeddings,
+  Random,
+  cleanupStores,
+  comparable,
+  freshStore,
+  reopen,
 } from "../../test/support/store-fixtures.js";
 
 afterEach(cleanupStores);

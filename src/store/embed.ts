@@ -2,14 +2,10 @@
  * Embeddings, before the transaction: each distinct query of ranked
  * searches, and the texts of every put, embedded in one call.
  */
-import type {
-IndexConfig,PutOperation
-} from "@langchain/langgraph-checkpoint";
+import type { IndexConfig, PutOperation } from "@langchain/langgraph-checkpoint";
 import { norm } from "./query.js";
-import type {
-SearchPlan
-} from "./search.js";
-import { overridePaths,textsToEmbed,type IndexPath } from "./text.js";
+import type { SearchPlan } from "./search.js";
+import { overridePaths, textsToEmbed, type IndexPath } from "./text.js";
 import type { PreparedPut } from "./write.js";
 
 /** The embedding side of the configuration, prepared once. */

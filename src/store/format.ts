@@ -2,17 +2,10 @@
  * The store database's format record, checked on open, and the binding of
  * its serializer to the database's key.
  */
-import type {
-SerializerProtocol
-} from "@langchain/langgraph-checkpoint";
-import {
-bindSerializer,type KeyRecord
-} from "../serde/protocol.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { bindSerializer, type KeyRecord } from "../serde/protocol.js";
 import type { Database } from "../idb/database.js";
-import {
-META,
-STORE_FORMAT_VERSION,type FormatRecord,type StoreSchema
-} from "./schema.js";
+import { META, STORE_FORMAT_VERSION, type FormatRecord, type StoreSchema } from "./schema.js";
 import { IndexedDBCheckpointError } from "../core/errors.js";
 
 /** The object stores a store database must have. */
@@ -40,7 +33,10 @@ export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRe
 }
 
 /** Opens the store database once: checks its stores and format record, binds the serializer to its key. */
-export async function openStore(db: Database<StoreSchema>, serde: SerializerProtocol | undefined): Promise<SerializerProtocol | undefined> {
+export async function openStore(
+  db: Database<StoreSchema>,
+  serde: SerializerProtocol | undefined,
+): Promise<SerializerProtocol | undefined> {
   const connection = await db.connection();
   const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
   if (missing.length) {
@@ -66,7 +62,12 @@ export async function openStore(db: Database<StoreSchema>, serde: SerializerProt
   if (!serde) return undefined;
   return bindSerializer(
     serde,
-    () => db.read(["meta"], (tx) => tx.objectStore("meta").get(META.serdeKey) as Promise<KeyRecord | undefined>, "read the store's key record"),
+    () =>
+      db.read(
+        ["meta"],
+        (tx) => tx.objectStore("meta").get(META.serdeKey) as Promise<KeyRecord | undefined>,
+        "read the store's key record",
+      ),
     (record) =>
       db.write(
         ["meta"],
@@ -80,7 +81,11 @@ export async function openStore(db: Database<StoreSchema>, serde: SerializerProt
         "store the store's key record",
       ),
     async (record) => {
-      await db.write(["meta"], (tx) => tx.objectStore("meta").put(record, META.serdeKey), "store the store's key record");
+      await db.write(
+        ["meta"],
+        (tx) => tx.objectStore("meta").put(record, META.serdeKey),
+        "store the store's key record",
+      );
     },
   );
 }

@@ -18,28 +18,24 @@
  * cache in `store-cache.ts`. Row decoding: `store-codec.ts`.
  */
 import {
-BaseStore,type IndexConfig,type Operation,
-type OperationResults,type SerializerProtocol
+  BaseStore,
+  type IndexConfig,
+  type Operation,
+  type OperationResults,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import {
-changeDatabaseKey,rekeyDatabase
-} from "../serde/protocol.js";
-import { Database,type Durability,type Tx } from "../idb/database.js";
-import { DEFAULT_CACHE_ITEMS,NamespaceCache } from "./cache.js";
+import { changeDatabaseKey, rekeyDatabase } from "../serde/protocol.js";
+import { Database, type Durability, type Tx } from "../idb/database.js";
+import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
 import { namespaceId } from "./codec.js";
-import {
-STORE_UPGRADES,type StoreSchema
-} from "./schema.js";
-import type {
-AnyTx,
-ReadContext
-} from "./search.js";
+import { STORE_UPGRADES, type StoreSchema } from "./schema.js";
+import type { AnyTx, ReadContext } from "./search.js";
 import { configPaths } from "./text.js";
-import { type ReadResult,dedupePuts,finish,plan,readOne } from "./plan.js";
-import { type PreparedIndex,embedPuts,embedQueries } from "./embed.js";
-import { serializePuts,writePuts } from "./write.js";
-import { STORE_NAMES,openStore } from "./format.js";
-import { rewriteAll,storeKeyRecords } from "./rekey.js";
+import { type ReadResult, dedupePuts, finish, plan, readOne } from "./plan.js";
+import { type PreparedIndex, embedPuts, embedQueries } from "./embed.js";
+import { serializePuts, writePuts } from "./write.js";
+import { STORE_NAMES, openStore } from "./format.js";
+import { rewriteAll, storeKeyRecords } from "./rekey.js";
 
 /** Options of {@link IndexedDBStore}. */
 export interface IndexedDBStoreParams {
@@ -246,7 +242,11 @@ export class IndexedDBStore extends BaseStore {
   async changeKey(next: SerializerProtocol): Promise<void> {
     const current = this.#requireSerde("changeKey");
     await this.#prepare(); // the current key must open the database first
-    await changeDatabaseKey(current, next, storeKeyRecords(this.#db, () => (this.#ready = undefined)));
+    await changeDatabaseKey(
+      current,
+      next,
+      storeKeyRecords(this.#db, () => (this.#ready = undefined)),
+    );
     this.#serde = next;
     this.#ready = undefined;
   }
@@ -261,10 +261,14 @@ export class IndexedDBStore extends BaseStore {
   async rekey(): Promise<void> {
     const serde = this.#requireSerde("rekey");
     await this.#prepare();
-    await rekeyDatabase(serde, storeKeyRecords(this.#db, () => (this.#ready = undefined)), async (rewrite) => {
-      const items = await rewriteAll(this.#db, "items", rewrite);
-      return items + (await rewriteAll(this.#db, "vectors", rewrite));
-    });
+    await rekeyDatabase(
+      serde,
+      storeKeyRecords(this.#db, () => (this.#ready = undefined)),
+      async (rewrite) => {
+        const items = await rewriteAll(this.#db, "items", rewrite);
+        return items + (await rewriteAll(this.#db, "vectors", rewrite));
+      },
+    );
     // Cached rows hold the old ciphertext, which may no longer open.
     this.#cache.clear();
   }
@@ -278,11 +282,6 @@ export class IndexedDBStore extends BaseStore {
     return this.#serde;
   }
 
-
-
-
-
-
   /** Opens the database once: checks its format, binds the serializer. */
   #prepare(): Promise<SerializerProtocol | undefined> {
     this.#ready ??= openStore(this.#db, this.#serde).catch((error: unknown) => {
@@ -291,5 +290,4 @@ export class IndexedDBStore extends BaseStore {
     });
     return this.#ready;
   }
-
 }

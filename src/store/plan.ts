@@ -3,27 +3,27 @@
  * classified, puts de-duplicated, reads issued, results finished.
  */
 import {
-validateNamespace,
-type GetOperation,type Item,
-type ListNamespacesOperation,
-type Operation,type PutOperation,
-type SearchItem,
-type SerializerProtocol
+  validateNamespace,
+  type GetOperation,
+  type Item,
+  type ListNamespacesOperation,
+  type Operation,
+  type PutOperation,
+  type SearchItem,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { NamespaceCache } from "./cache.js";
-import { itemId,toItem } from "./codec.js";
+import { itemId, toItem } from "./codec.js";
 import { selectNamespaces } from "./query.js";
+import { namespacePrefixRange, type ItemRow } from "./schema.js";
 import {
-namespacePrefixRange,type ItemRow
-} from "./schema.js";
-import {
-finishSearch,
-planSearch,
-readSearch,
-type AnyTx,
-type ReadContext,
-type SearchPlan,
-type SearchRead,
+  finishSearch,
+  planSearch,
+  readSearch,
+  type AnyTx,
+  type ReadContext,
+  type SearchPlan,
+  type SearchRead,
 } from "./search.js";
 
 /** One operation of a batch, validated and classified. */

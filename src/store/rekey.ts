@@ -2,17 +2,11 @@
  * Key changes of an encrypted store: compare-and-swap access to its key
  * record, and the paged re-encryption of items and vectors.
  */
-import type {
-KeyRecord,
-KeyRecordAccess,
-ValueRewriter
-} from "../serde/protocol.js";
+import type { KeyRecord, KeyRecordAccess, ValueRewriter } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
 import type { Database } from "../idb/database.js";
-import { valueRow,vectorRow } from "./codec.js";
-import {
-META,type ItemRow,type StoreSchema,type VectorRow
-} from "./schema.js";
+import { valueRow, vectorRow } from "./codec.js";
+import { META, type ItemRow, type StoreSchema, type VectorRow } from "./schema.js";
 import { touchNamespaces } from "./write.js";
 
 /** Rows per transaction when `rekey` re-encrypts a store. */
@@ -22,7 +16,11 @@ export const REKEY_PAGE = 256;
 export function storeKeyRecords(db: Database<StoreSchema>, onSwap: () => void): KeyRecordAccess {
   return {
     read: () =>
-      db.read(["meta"], (tx) => tx.objectStore("meta").get(META.serdeKey) as Promise<KeyRecord | undefined>, "read the key record"),
+      db.read(
+        ["meta"],
+        (tx) => tx.objectStore("meta").get(META.serdeKey) as Promise<KeyRecord | undefined>,
+        "read the key record",
+      ),
     replace: async (expected, next) => {
       const swapped = await db.write(
         ["meta"],
@@ -47,7 +45,11 @@ export function storeKeyRecords(db: Database<StoreSchema>, onSwap: () => void): 
  * Returns how many rows needed re-encoding (the next pass looks again at
  * those that changed).
  */
-export async function rewriteAll(db: Database<StoreSchema>, storeName: "items" | "vectors", rewrite: ValueRewriter): Promise<number> {
+export async function rewriteAll(
+  db: Database<StoreSchema>,
+  storeName: "items" | "vectors",
+  rewrite: ValueRewriter,
+): Promise<number> {
   const keys = await db.read([storeName], (tx) => tx.objectStore(storeName).getAllKeys(), "list values to re-encrypt");
   let changed = 0;
   for (let start = 0; start < keys.length; start += REKEY_PAGE) {
@@ -73,7 +75,10 @@ export async function rewriteAll(db: Database<StoreSchema>, storeName: "items" |
         const current = await Promise.all(updates.map(({ before }) => objects.get([before.namespace, before.key])));
         const unchanged = updates.filter(({ before }, i) => sameClone(current[i], before));
         // New bytes: every cache of these namespaces (any tab) must reread them.
-        await touchNamespaces(tx, unchanged.map(({ after }) => after.namespace));
+        await touchNamespaces(
+          tx,
+          unchanged.map(({ after }) => after.namespace),
+        );
         await Promise.all(unchanged.map(({ after }) => objects.put(after as ItemRow & VectorRow)));
       },
       "re-encrypt store values",

@@ -18,7 +18,7 @@
  * escaped.
  */
 import type { DBSchema } from "idb";
-import type { KeyRanges,Upgrade } from "../idb/database.js";
+import type { KeyRanges, Upgrade } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 
 /** A serialized value: the serializer's type tag and its bytes. */

@@ -5,30 +5,30 @@
  * rows after it. After it: decode, cache what was read (whole namespaces and
  * the heads pages read), filter, rank, cut the page.
  */
-import type { Item,SearchItem,SearchOperation,SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import type { KeyRanges,Tx } from "../idb/database.js";
-import type { CachedNamespace,NamespaceCache } from "./cache.js";
-import { decodeValue,itemOf,namespaceId,toVectors } from "./codec.js";
+import type { Item, SearchItem, SearchOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { KeyRanges, Tx } from "../idb/database.js";
+import type { CachedNamespace, NamespaceCache } from "./cache.js";
+import { decodeValue, itemOf, namespaceId, toVectors } from "./codec.js";
 import {
-DEFAULT_SEARCH_LIMIT,
-compileFilter,
-matchesFilter,
-rankByVector,
-type CompiledFilter,
-type Filter,
-type ItemVectors,
+  DEFAULT_SEARCH_LIMIT,
+  compileFilter,
+  matchesFilter,
+  rankByVector,
+  type CompiledFilter,
+  type Filter,
+  type ItemVectors,
 } from "./query.js";
 import {
-META,
-itemPrefixRange,
-namespacePrefixRange,
-namespaceRange,
-orderRangeAfter,
-type ClockRecord,
-type ItemRow,
-type NamespaceRow,
-type StoreSchema,
-type VectorRow,
+  META,
+  itemPrefixRange,
+  namespacePrefixRange,
+  namespaceRange,
+  orderRangeAfter,
+  type ClockRecord,
+  type ItemRow,
+  type NamespaceRow,
+  type StoreSchema,
+  type VectorRow,
 } from "./schema.js";
 
 /** A transaction a search or a get reads in: read-only, or the batch's read-write one. */
@@ -151,7 +151,9 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
   // A filtered page over many namespaces not in memory would cost a round
   // trip per namespace: read the whole prefix at once instead (and cache it).
   if (need !== undefined && plan.filter && namespaceRows.length > MANY_NAMESPACES) {
-    const missing = namespaceRows.filter((row) => !cache.get(namespaceId(row.namespace), row.generation)?.complete).length;
+    const missing = namespaceRows.filter(
+      (row) => !cache.get(namespaceId(row.namespace), row.generation)?.complete,
+    ).length;
     if (missing > MANY_NAMESPACES) need = undefined;
   }
   if (need === undefined) {
@@ -207,7 +209,9 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
     while (matched < need) {
       const wanted = nextChunk(filter !== undefined, need - matched, scanned, hits);
       const last = rows.length ? rows[rows.length - 1] : cached?.rows[cached.rows.length - 1];
-      const range = last ? orderRangeAfter(ranges, namespace.namespace, last.seq) : namespaceRange(ranges, namespace.namespace);
+      const range = last
+        ? orderRangeAfter(ranges, namespace.namespace, last.seq)
+        : namespaceRange(ranges, namespace.namespace);
       const batch = await order.getAll(range, wanted);
       for (const row of batch) {
         rows.push(row);

@@ -4,29 +4,29 @@
  * serializers, transactions). Runs in Node (fake-indexeddb) and Chromium.
  */
 import {
-InMemoryStore,
-JsonPlusSerializer,
-type BaseStore,
-type Operation,
-type SerializerProtocol,
+  InMemoryStore,
+  JsonPlusSerializer,
+  type BaseStore,
+  type Operation,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { Annotation,END,MemorySaver,START,StateGraph,type BaseCheckpointSaver } from "@langchain/langgraph/web";
-import { afterEach,describe,expect,it,vi } from "vitest";
-import type { DatabaseBinding,KeyRecord,RowRef } from "../serde/protocol.js";
+import { Annotation, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph/web";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { DatabaseBinding, KeyRecord, RowRef } from "../serde/protocol.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
-import { DecryptionError,SerializationError } from "../core/errors.js";
+import { DecryptionError, SerializationError } from "../core/errors.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { DEFAULT_STORE_DB_NAME,IndexedDBStore } from "./index.js";
+import { DEFAULT_STORE_DB_NAME, IndexedDBStore } from "./index.js";
 import {
-HashEmbeddings,
-cleanupStores,
-comparable,
-freshStore,
-reopen,
-withoutTimes,
+  HashEmbeddings,
+  cleanupStores,
+  comparable,
+  freshStore,
+  reopen,
+  withoutTimes,
 } from "../../test/support/store-fixtures.js";
-import { deleteDatabase,freshDbName } from "../../test/support/databases.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 
 afterEach(cleanupStores);
 
@@ -52,7 +52,11 @@ describe("items", () => {
   it("puts, gets, updates (createdAt kept, updatedAt refreshed) and deletes", async () => {
     const store = freshStore();
     expect(await store.get(["user-1", "memories"], "m1")).toBeNull();
-    await store.put(["user-1", "memories"], "m1", { text: "likes tea", at: new Date(5), nested: { list: [1, "two", null] } });
+    await store.put(["user-1", "memories"], "m1", {
+      text: "likes tea",
+      at: new Date(5),
+      nested: { list: [1, "two", null] },
+    });
     const first = await store.get(["user-1", "memories"], "m1");
     expect(first).toMatchObject({
       key: "m1",
@@ -109,7 +113,11 @@ describe("items", () => {
       (s) => s.listNamespaces({ suffix: ["a:b"] }),
       // batch() skips put's root check, as upstream: "langgraph" is allowed there.
       (s) => s.batch([{ namespace: ["langgraph", "x"], key: "k", value: { v: 1 } }]),
-      (s) => s.batch([{ namespace: ["ok"], key: "k" }, { namespace: [], key: "k", value: { v: 1 } }]),
+      (s) =>
+        s.batch([
+          { namespace: ["ok"], key: "k" },
+          { namespace: [], key: "k", value: { v: 1 } },
+        ]),
     ];
     for (const call of calls) {
       const outcome = await both(store, memory, call);
@@ -165,7 +173,13 @@ describe("search", () => {
     const page = await store.search(["ns"]);
     expect(page.map((item) => item.key)).toEqual(Array.from({ length: 10 }, (_, i) => `k${i}`));
     expect(page.every((item) => "score" in item && item.score === undefined)).toBe(true);
-    expect((await store.search(["ns"], { offset: 10 })).map((item) => item.key)).toEqual(["k10", "k11", "k12", "k13", "k14"]);
+    expect((await store.search(["ns"], { offset: 10 })).map((item) => item.key)).toEqual([
+      "k10",
+      "k11",
+      "k12",
+      "k13",
+      "k14",
+    ]);
   });
 
   it("applies filters with InMemoryStore's semantics", async () => {
@@ -216,10 +230,18 @@ describe("search", () => {
 
   it("pages through large namespaces in growing chunks, with and without the cache", async () => {
     const memory = new InMemoryStore();
-    const stores = [freshStore({ cacheSize: 0 }), freshStore({ cacheSize: 0, serde: new JsonPlusSerializer() }), freshStore()];
+    const stores = [
+      freshStore({ cacheSize: 0 }),
+      freshStore({ cacheSize: 0, serde: new JsonPlusSerializer() }),
+      freshStore(),
+    ];
     const ops: Operation[] = [];
     for (let i = 0; i < 700; i++) {
-      ops.push({ namespace: ["big", i % 3 ? "a" : "b"], key: `k${(i * 7919) % 700}`, value: { i, even: i % 2 === 0, rare: i % 150 === 3 } });
+      ops.push({
+        namespace: ["big", i % 3 ? "a" : "b"],
+        key: `k${(i * 7919) % 700}`,
+        value: { i, even: i % 2 === 0, rare: i % 150 === 3 },
+      });
     }
     for (const s of [memory, ...stores] as BaseStore[]) await s.batch(ops);
     const searches: [string[], Record<string, unknown>][] = [
@@ -272,7 +294,9 @@ describe("search", () => {
       for (const [prefix, options] of searches) {
         const expected = comparable(await memory.search(prefix, options));
         for (const [n, store] of stores.entries()) {
-          expect(comparable(await store.search(prefix, options)), JSON.stringify([n, round, prefix, options])).toEqual(expected);
+          expect(comparable(await store.search(prefix, options)), JSON.stringify([n, round, prefix, options])).toEqual(
+            expected,
+          );
         }
       }
       // Between rounds, writes to some namespaces: the caches must notice.
@@ -354,7 +378,11 @@ describe("search cache", () => {
     const b = reopen(a);
     const ops: Operation[] = [];
     for (let i = 0; i < 600; i++) {
-      ops.push({ namespace: ["big", i % 4 ? "x" : "y"], key: `k${(i * 7919) % 600}`, value: { i, rare: i % 37 === 5, tier: i % 3 } });
+      ops.push({
+        namespace: ["big", i % 4 ? "x" : "y"],
+        key: `k${(i * 7919) % 600}`,
+        value: { i, rare: i % 37 === 5, tier: i % 3 },
+      });
     }
     for (const s of [memory, a] as BaseStore[]) await s.batch(ops);
     const searches: [string[], Record<string, unknown>][] = [
@@ -408,9 +436,13 @@ describe("search cache", () => {
       await s.put(["ns"], "1", { text: "violin lessons" });
       await s.put(["ns"], "2", { text: "piano lessons" });
     }
-    expect(comparable(await a.search(["ns"], { query: "piano" }))).toEqual(comparable(await memory.search(["ns"], { query: "piano" })));
+    expect(comparable(await a.search(["ns"], { query: "piano" }))).toEqual(
+      comparable(await memory.search(["ns"], { query: "piano" })),
+    );
     for (const s of [b, memory] as BaseStore[]) await s.put(["ns"], "1", { text: "piano tuning" });
-    expect(comparable(await a.search(["ns"], { query: "piano" }))).toEqual(comparable(await memory.search(["ns"], { query: "piano" })));
+    expect(comparable(await a.search(["ns"], { query: "piano" }))).toEqual(
+      comparable(await memory.search(["ns"], { query: "piano" })),
+    );
   });
 
   it("keeps nothing with cacheSize 0 or for a namespace larger than the budget", async () => {
@@ -782,7 +814,8 @@ class BindingSerializer implements SerializerProtocol {
     if (type !== "bound" || typeof data === "string") throw new DecryptionError("not a bound value");
     const text = new TextDecoder().decode(data);
     const [writtenRow, innerType] = text.split("\n", 2) as [string, string];
-    if (writtenRow !== JSON.stringify(row)) throw new DecryptionError(`value of ${writtenRow} read as ${JSON.stringify(row)}`);
+    if (writtenRow !== JSON.stringify(row))
+      throw new DecryptionError(`value of ${writtenRow} read as ${JSON.stringify(row)}`);
     const offset = new TextEncoder().encode(`${writtenRow}\n${innerType}\n`).length;
     return this.inner.loadsTyped(innerType, data.subarray(offset));
   }
@@ -868,8 +901,14 @@ describe("serializer", () => {
         if (name === "aes-gcm") expect((row.typed as [string])[0]).toMatch(/\+aes-gcm$/);
       }
       const again = reopen(store, { serde: await makeSerde(), index });
-      for (const query of [{ query: "bread" }, { query: "butter", filter: { at: { $gte: 2 } } }, { filter: { at: 3 } }]) {
-        expect(comparable(await again.search(["u"], query)), name).toEqual(comparable(await memory.search(["u"], query)));
+      for (const query of [
+        { query: "bread" },
+        { query: "butter", filter: { at: { $gte: 2 } } },
+        { filter: { at: 3 } },
+      ]) {
+        expect(comparable(await again.search(["u"], query)), name).toEqual(
+          comparable(await memory.search(["u"], query)),
+        );
       }
     }
   });
@@ -881,7 +920,8 @@ describe("serializer", () => {
     const embeddings = new HashEmbeddings(16);
     const index = { dims: 16, embeddings, fields: ["text"] };
     const store = freshStore({ serde: await oldSerde(), index });
-    for (let i = 0; i < 6; i++) await store.put(["u", `n${i % 2}`], `k${i}`, { text: `note ${i} about ${i % 3 ? "rain" : "sun"}`, i });
+    for (let i = 0; i < 6; i++)
+      await store.put(["u", `n${i % 2}`], `k${i}`, { text: `note ${i} about ${i % 3 ? "rain" : "sun"}`, i });
     const query = { query: "sun", filter: { i: { $gte: 1 } } };
     const before = comparable(await store.search(["u"], query));
     const vectorsBefore = await rawRows(store.dbName, "vectors");

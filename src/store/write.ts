@@ -3,22 +3,20 @@
  * transaction, then one round of reads and every write, namespaces touched
  * so that caches (any tab) reread them.
  */
-import type {
-PutOperation,SerializerProtocol
-} from "@langchain/langgraph-checkpoint";
-import {
-dumpForRow
-} from "../serde/protocol.js";
+import type { PutOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { dumpForRow } from "../serde/protocol.js";
 import type { Tx } from "../idb/database.js";
-import { IndexedDBCheckpointError,SerializationError } from "../core/errors.js";
-import { namespaceId,valueRow,vectorRow } from "./codec.js";
+import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import { namespaceId, valueRow, vectorRow } from "./codec.js";
 import {
-META,packVectors,
-type ClockRecord,type ItemRow,
-type NamespaceRow,
-type StoreSchema,
-type TypedBytes,
-type VectorRow
+  META,
+  packVectors,
+  type ClockRecord,
+  type ItemRow,
+  type NamespaceRow,
+  type StoreSchema,
+  type TypedBytes,
+  type VectorRow,
 } from "./schema.js";
 
 /** A put after de-duplication, with everything computed before the transaction. */

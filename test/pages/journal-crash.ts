@@ -28,23 +28,30 @@ function say(kind: string, value: unknown): void {
 }
 
 /** Problems with the stored thread: an inconsistent newest checkpoint or history. */
-async function check(saver: IndexedDBSaver, config: RunnableConfig): Promise<{ count: number; problems: string[]; checkpoints: number; pendingWrites: number }> {
+async function check(
+  saver: IndexedDBSaver,
+  config: RunnableConfig,
+): Promise<{ count: number; problems: string[]; checkpoints: number; pendingWrites: number }> {
   const problems: string[] = [];
   const tuple = await saver.getTuple(config);
   if (!tuple) return { count: 0, problems, checkpoints: 0, pendingWrites: 0 };
   const values = tuple.checkpoint.channel_values as { count?: number; log?: string[] };
   for (const channel of Object.keys(tuple.checkpoint.channel_versions)) {
-    if (!channel.startsWith("branch:") && !channel.startsWith("__") && !(channel in tuple.checkpoint.channel_values)) problems.push(`newest checkpoint lacks the value of channel ${channel}`);
+    if (!channel.startsWith("branch:") && !channel.startsWith("__") && !(channel in tuple.checkpoint.channel_values))
+      problems.push(`newest checkpoint lacks the value of channel ${channel}`);
   }
   const count = values.count ?? 0;
   const log = values.log ?? [];
   const expected = Array.from({ length: count }, (_, i) => `step-${i + 1}`);
-  if (JSON.stringify(log) !== JSON.stringify(expected)) problems.push(`log is not step-1..step-${count}: ${JSON.stringify(log.slice(-5))} (${log.length})`);
+  if (JSON.stringify(log) !== JSON.stringify(expected))
+    problems.push(`log is not step-1..step-${count}: ${JSON.stringify(log.slice(-5))} (${log.length})`);
   // Pending writes come as whole sets: every task's writes to "count" and "log" together.
   const byTask = new Map<string, string[]>();
-  for (const [taskId, channel] of tuple.pendingWrites ?? []) byTask.set(taskId, [...(byTask.get(taskId) ?? []), channel]);
+  for (const [taskId, channel] of tuple.pendingWrites ?? [])
+    byTask.set(taskId, [...(byTask.get(taskId) ?? []), channel]);
   for (const [taskId, channels] of byTask) {
-    if (channels.includes("count") !== channels.includes("log")) problems.push(`task ${taskId} has a half write set: ${channels.join(",")}`);
+    if (channels.includes("count") !== channels.includes("log"))
+      problems.push(`task ${taskId} has a half write set: ${channels.join(",")}`);
   }
   // The history: every parent present, counts going down by one.
   let checkpoints = 0;
@@ -52,10 +59,12 @@ async function check(saver: IndexedDBSaver, config: RunnableConfig): Promise<{ c
   for await (const item of saver.list(config)) {
     checkpoints++;
     const itemCount = (item.checkpoint.channel_values as { count?: number }).count ?? 0;
-    if (previous && previous.parent !== item.checkpoint.id) problems.push(`checkpoint ${previous.id} has parent ${previous.parent}, next listed is ${item.checkpoint.id}`);
+    if (previous && previous.parent !== item.checkpoint.id)
+      problems.push(`checkpoint ${previous.id} has parent ${previous.parent}, next listed is ${item.checkpoint.id}`);
     previous = { id: item.checkpoint.id, parent: item.parentConfig?.configurable?.checkpoint_id, count: itemCount };
   }
-  if (previous?.parent !== undefined) problems.push(`oldest checkpoint ${previous.id} has a missing parent ${previous.parent}`);
+  if (previous?.parent !== undefined)
+    problems.push(`oldest checkpoint ${previous.id} has a missing parent ${previous.parent}`);
   return { count, problems, checkpoints, pendingWrites: (tuple.pendingWrites ?? []).length };
 }
 

@@ -43,8 +43,16 @@ const root = (thread_id: string) => ({ configurable: { thread_id, checkpoint_ns:
 async function putOn(threadId: string, size: number) {
   const latest = await saver.getTuple(root(threadId));
   const version = saver.getNextVersion(latest?.checkpoint.channel_versions.data as number | undefined);
-  const checkpoint = { ...emptyCheckpoint(), id: uuid6(0), channel_values: { data: randomBytes(size), size }, channel_versions: { data: version, size: version } };
-  await saver.put(latest?.config ?? root(threadId), checkpoint, meta((latest?.metadata?.step ?? -1) + 1), { data: version, size: version });
+  const checkpoint = {
+    ...emptyCheckpoint(),
+    id: uuid6(0),
+    channel_values: { data: randomBytes(size), size },
+    channel_versions: { data: version, size: version },
+  };
+  await saver.put(latest?.config ?? root(threadId), checkpoint, meta((latest?.metadata?.step ?? -1) + 1), {
+    data: version,
+    size: version,
+  });
   return { id: checkpoint.id, version };
 }
 
@@ -100,7 +108,10 @@ const api = {
     }),
   /** A big put and a small put on another thread, issued together (one group commit). */
   async together(bigThread: string, bigSize: number, smallThread: string) {
-    const [big, small] = await Promise.all([attempt(() => putOn(bigThread, bigSize)), attempt(() => putOn(smallThread, 100))]);
+    const [big, small] = await Promise.all([
+      attempt(() => putOn(bigThread, bigSize)),
+      attempt(() => putOn(smallThread, 100)),
+    ]);
     return { big, small };
   },
   /** What reads show of a thread: ids newest first, value sizes, the latest id. */
@@ -109,7 +120,12 @@ const api = {
       const tuples = [];
       for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) {
         const data = tuple.checkpoint.channel_values.data as Uint8Array;
-        tuples.push({ id: tuple.checkpoint.id, bytes: data?.length, size: tuple.checkpoint.channel_values.size, writes: tuple.pendingWrites?.length ?? 0 });
+        tuples.push({
+          id: tuple.checkpoint.id,
+          bytes: data?.length,
+          size: tuple.checkpoint.channel_values.size,
+          writes: tuple.pendingWrites?.length ?? 0,
+        });
       }
       return { latest: (await saver.getTuple(root(threadId)))?.checkpoint.id, tuples };
     }),

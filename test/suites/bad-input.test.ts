@@ -19,7 +19,14 @@
  *
  * Runs in Node (fake-indexeddb) and Chromium.
  */
-import { ERROR, emptyCheckpoint, uuid6, type Checkpoint, type CheckpointMetadata, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import {
+  ERROR,
+  emptyCheckpoint,
+  uuid6,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+} from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
@@ -45,16 +52,21 @@ afterEach(async () => {
   names.clear();
 });
 
-function newSaver(dbName = freshDbName("bad-input"), options: Partial<ConstructorParameters<typeof IndexedDBSaver>[0]> = {}): IndexedDBSaver {
+function newSaver(
+  dbName = freshDbName("bad-input"),
+  options: Partial<ConstructorParameters<typeof IndexedDBSaver>[0]> = {},
+): IndexedDBSaver {
   names.add(dbName);
   const saver = new IndexedDBSaver({ dbName, ...options });
   savers.push(saver);
   return saver;
 }
 
-const meta = (step = 0, extra: Record<string, unknown> = {}) => ({ source: "loop", step, parents: {}, ...extra }) as CheckpointMetadata;
+const meta = (step = 0, extra: Record<string, unknown> = {}) =>
+  ({ source: "loop", step, parents: {}, ...extra }) as CheckpointMetadata;
 const cfg = (thread_id: unknown, checkpoint_ns: unknown = "", checkpoint_id?: unknown): RunnableConfig => ({
-  configurable: checkpoint_id === undefined ? { thread_id, checkpoint_ns } : { thread_id, checkpoint_ns, checkpoint_id },
+  configurable:
+    checkpoint_id === undefined ? { thread_id, checkpoint_ns } : { thread_id, checkpoint_ns, checkpoint_id },
 });
 
 function checkpoint(values: Record<string, unknown> = {}, versions: Record<string, number> = {}): Checkpoint {
@@ -81,8 +93,18 @@ async function rejection(promise: Promise<unknown> | AsyncIterable<unknown>): Pr
 /** A saver holding one good thread with a write and a child namespace; returns its state. */
 async function seeded(saver: IndexedDBSaver) {
   const first = await saver.put(cfg("good"), checkpoint({ a: "one" }, { a: 1 }), meta(0), { a: 1 });
-  const second = await saver.put(first, checkpoint({ a: "two", b: [1, 2] }, { a: 2, b: 2 }), meta(1, { tag: "x" }), { a: 2, b: 2 });
-  await saver.putWrites(second, [["a", "pending"], [ERROR, "boom"]], "task-1");
+  const second = await saver.put(first, checkpoint({ a: "two", b: [1, 2] }, { a: 2, b: 2 }), meta(1, { tag: "x" }), {
+    a: 2,
+    b: 2,
+  });
+  await saver.putWrites(
+    second,
+    [
+      ["a", "pending"],
+      [ERROR, "boom"],
+    ],
+    "task-1",
+  );
   await saver.put(cfg("good", "child:1"), checkpoint({ c: true }, { c: 1 }), meta(0), { c: 1 });
   return snapshot(saver);
 }
@@ -90,7 +112,13 @@ async function seeded(saver: IndexedDBSaver) {
 /** Everything a reader sees of the good thread. */
 async function snapshot(saver: IndexedDBSaver) {
   const view = (tuple: CheckpointTuple | undefined) =>
-    tuple && { config: tuple.config, checkpoint: tuple.checkpoint, metadata: tuple.metadata, pendingWrites: tuple.pendingWrites, parent: tuple.parentConfig };
+    tuple && {
+      config: tuple.config,
+      checkpoint: tuple.checkpoint,
+      metadata: tuple.metadata,
+      pendingWrites: tuple.pendingWrites,
+      parent: tuple.parentConfig,
+    };
   return {
     latest: view(await saver.getTuple(cfg("good"))),
     list: (await collect(saver.list({ configurable: { thread_id: "good" } }))).map(view),
@@ -115,55 +143,130 @@ describe("bad ids", () => {
     const before = await seeded(saver);
     const good = (await saver.getTuple(cfg("good")))!.config;
     const failures: string[] = [];
-    const expectRefused = async (what: string, call: () => Promise<unknown> | AsyncIterable<unknown>, field: RegExp) => {
+    const expectRefused = async (
+      what: string,
+      call: () => Promise<unknown> | AsyncIterable<unknown>,
+      field: RegExp,
+    ) => {
       let error: Error;
       try {
         error = await rejection(call() as Promise<unknown>);
       } catch (thrown) {
         error = thrown as Error; // thrown synchronously: also a clear refusal
       }
-      if (!(error instanceof Error) || !field.test(error.message)) failures.push(`${what}: ${String(error?.message ?? error)}`);
+      if (!(error instanceof Error) || !field.test(error.message))
+        failures.push(`${what}: ${String(error?.message ?? error)}`);
     };
     for (const [label, bad] of notIds) {
       const named = (name: string) => new RegExp(`"${name}"`);
       // Id positions of put.
-      if (bad !== null) await expectRefused(`put thread_id ${label}`, () => saver.put(cfg(bad), checkpoint(), meta(), {}), named("thread_id"));
+      if (bad !== null)
+        await expectRefused(
+          `put thread_id ${label}`,
+          () => saver.put(cfg(bad), checkpoint(), meta(), {}),
+          named("thread_id"),
+        );
       // (A null namespace means the root one, as in MemorySaver.)
-      if (bad !== "" && bad !== null) await expectRefused(`put checkpoint_ns ${label}`, () => saver.put(cfg("t", bad), checkpoint(), meta(), {}), named("checkpoint_ns"));
-      if (bad !== "" && bad !== null) await expectRefused(`put parent ${label}`, () => saver.put(cfg("t", "", bad), checkpoint(), meta(), {}), named("checkpoint_id"));
-      await expectRefused(`put checkpoint.id ${label}`, () => saver.put(cfg("t"), { ...checkpoint(), id: bad as string }, meta(), {}), named("checkpoint.id"));
+      if (bad !== "" && bad !== null)
+        await expectRefused(
+          `put checkpoint_ns ${label}`,
+          () => saver.put(cfg("t", bad), checkpoint(), meta(), {}),
+          named("checkpoint_ns"),
+        );
+      if (bad !== "" && bad !== null)
+        await expectRefused(
+          `put parent ${label}`,
+          () => saver.put(cfg("t", "", bad), checkpoint(), meta(), {}),
+          named("checkpoint_id"),
+        );
+      await expectRefused(
+        `put checkpoint.id ${label}`,
+        () => saver.put(cfg("t"), { ...checkpoint(), id: bad as string }, meta(), {}),
+        named("checkpoint.id"),
+      );
       if (typeof bad === "string") {
-        await expectRefused(`put channel ${label}`, () => saver.put(cfg("t"), checkpoint({ [bad]: 1 }, { [bad]: 1 }), meta(), { [bad]: 1 }), named("channel"));
+        await expectRefused(
+          `put channel ${label}`,
+          () => saver.put(cfg("t"), checkpoint({ [bad]: 1 }, { [bad]: 1 }), meta(), { [bad]: 1 }),
+          named("channel"),
+        );
       }
       // putWrites.
-      if (bad !== null) await expectRefused(`putWrites thread_id ${label}`, () => saver.putWrites(cfg(bad, "", good.configurable!.checkpoint_id), [["a", 1]], "task"), named("thread_id"));
+      if (bad !== null)
+        await expectRefused(
+          `putWrites thread_id ${label}`,
+          () => saver.putWrites(cfg(bad, "", good.configurable!.checkpoint_id), [["a", 1]], "task"),
+          named("thread_id"),
+        );
       if (bad !== "" && bad !== null) {
-        await expectRefused(`putWrites checkpoint_id ${label}`, () => saver.putWrites(cfg("good", "", bad), [["a", 1]], "task"), named("checkpoint_id"));
+        await expectRefused(
+          `putWrites checkpoint_id ${label}`,
+          () => saver.putWrites(cfg("good", "", bad), [["a", 1]], "task"),
+          named("checkpoint_id"),
+        );
       }
-      await expectRefused(`putWrites task_id ${label}`, () => saver.putWrites(good, [["a", 1]], bad as string), named("task_id"));
-      await expectRefused(`putWrites channel ${label}`, () => saver.putWrites(good, [[bad as string, 1]], "task"), named("channel"));
+      await expectRefused(
+        `putWrites task_id ${label}`,
+        () => saver.putWrites(good, [["a", 1]], bad as string),
+        named("task_id"),
+      );
+      await expectRefused(
+        `putWrites channel ${label}`,
+        () => saver.putWrites(good, [[bad as string, 1]], "task"),
+        named("channel"),
+      );
       // Reads.
-      if (bad !== null) await expectRefused(`getTuple thread_id ${label}`, () => saver.getTuple(cfg(bad)), named("thread_id"));
-      if (bad !== "" && bad !== null) await expectRefused(`getTuple checkpoint_ns ${label}`, () => saver.getTuple(cfg("good", bad)), named("checkpoint_ns"));
-      if (bad !== "" && bad !== null) await expectRefused(`getTuple checkpoint_id ${label}`, () => saver.getTuple(cfg("good", "", bad)), named("checkpoint_id"));
+      if (bad !== null)
+        await expectRefused(`getTuple thread_id ${label}`, () => saver.getTuple(cfg(bad)), named("thread_id"));
+      if (bad !== "" && bad !== null)
+        await expectRefused(
+          `getTuple checkpoint_ns ${label}`,
+          () => saver.getTuple(cfg("good", bad)),
+          named("checkpoint_ns"),
+        );
+      if (bad !== "" && bad !== null)
+        await expectRefused(
+          `getTuple checkpoint_id ${label}`,
+          () => saver.getTuple(cfg("good", "", bad)),
+          named("checkpoint_id"),
+        );
       if (bad !== "" && bad !== null && bad !== true) {
         // (list reads `thread_id || undefined` as "every thread", as MemorySaver does.)
-        await expectRefused(`list thread_id ${label}`, () => saver.list({ configurable: { thread_id: bad } }), named("thread_id"));
+        await expectRefused(
+          `list thread_id ${label}`,
+          () => saver.list({ configurable: { thread_id: bad } }),
+          named("thread_id"),
+        );
       }
-      if (bad !== "" && bad !== null) await expectRefused(`list checkpoint_ns ${label}`, () => saver.list(cfg("good", bad)), named("checkpoint_ns"));
+      if (bad !== "" && bad !== null)
+        await expectRefused(`list checkpoint_ns ${label}`, () => saver.list(cfg("good", bad)), named("checkpoint_ns"));
       // Thread lifecycle.
       await expectRefused(`deleteThread ${label}`, () => saver.deleteThread(bad as string), named("thread_id"));
-      await expectRefused(`copyThread source ${label}`, () => saver.copyThread(bad as string, "copy"), named("sourceThreadId"));
-      await expectRefused(`copyThread target ${label}`, () => saver.copyThread("good", bad as string), named("targetThreadId"));
+      await expectRefused(
+        `copyThread source ${label}`,
+        () => saver.copyThread(bad as string, "copy"),
+        named("sourceThreadId"),
+      );
+      await expectRefused(
+        `copyThread target ${label}`,
+        () => saver.copyThread("good", bad as string),
+        named("targetThreadId"),
+      );
       await expectRefused(`prune ${label}`, () => saver.prune([bad as string]), named("thread_id"));
       await expectRefused(`deleteForRuns ${label}`, () => saver.deleteForRuns([bad as string]), named("run_id"));
-      await expectRefused(`getDeltaChannelHistory channel ${label}`, () => saver.getDeltaChannelHistory({ config: good, channels: [bad as string] }), named("channel"));
+      await expectRefused(
+        `getDeltaChannelHistory channel ${label}`,
+        () => saver.getDeltaChannelHistory({ config: good, channels: [bad as string] }),
+        named("channel"),
+      );
     }
     expect(failures).toEqual([]);
     // Nothing was stored, nothing was polluted, the good thread is as it was.
     expect(await snapshot(saver)).toEqual(before);
     expect((await collect(saver.listThreads())).map((t) => t.threadId)).toEqual(["good"]);
-    expect((await collect(saver.list({ configurable: {} }))).map((t) => t.config.configurable?.thread_id).sort()).toEqual(["good", "good", "good"]);
+    expect(
+      (await collect(saver.list({ configurable: {} }))).map((t) => t.config.configurable?.thread_id).sort(),
+    ).toEqual(["good", "good", "good"]);
     expect(({} as Record<string, unknown>).t).toBeUndefined();
     expect(Object.prototype).not.toHaveProperty("good");
     expect(Object.prototype).not.toHaveProperty("task");
@@ -175,13 +278,21 @@ describe("bad ids", () => {
     const putError = await rejection(saver.put({ configurable: {} }, checkpoint(), meta(), {}));
     expect(putError.message).toMatch(/missing a required "thread_id"/);
     expect(putError.message).toMatch(/configurable: \{ thread_id/);
-    expect((await rejection(saver.put({}, checkpoint(), meta(), {}))).message).toMatch(/missing a required "configurable"/);
-    expect((await rejection(saver.putWrites({ configurable: { checkpoint_id: uuid6(0) } }, [["a", 1]], "task"))).message).toMatch(/"thread_id"/);
-    expect((await rejection(saver.putWrites({ configurable: { thread_id: "good" } }, [["a", 1]], "task"))).message).toMatch(/"checkpoint_id"/);
+    expect((await rejection(saver.put({}, checkpoint(), meta(), {}))).message).toMatch(
+      /missing a required "configurable"/,
+    );
+    expect(
+      (await rejection(saver.putWrites({ configurable: { checkpoint_id: uuid6(0) } }, [["a", 1]], "task"))).message,
+    ).toMatch(/"thread_id"/);
+    expect(
+      (await rejection(saver.putWrites({ configurable: { thread_id: "good" } }, [["a", 1]], "task"))).message,
+    ).toMatch(/"checkpoint_id"/);
     expect((await rejection(saver.deleteThread(undefined as unknown as string))).message).toMatch(/"thread_id"/);
     // As every LangGraph saver: no thread, no checkpoint.
     expect(await saver.getTuple({ configurable: {} })).toBeUndefined();
-    expect(await saver.getDeltaChannelHistory({ config: { configurable: {} }, channels: ["a"] })).toEqual({ a: { writes: [] } });
+    expect(await saver.getDeltaChannelHistory({ config: { configurable: {} }, channels: ["a"] })).toEqual({
+      a: { writes: [] },
+    });
     expect(await snapshot(saver)).toEqual(before);
   });
 });
@@ -194,12 +305,52 @@ describe("values that cannot be serialized", () => {
     const cycle: Record<string, unknown> = { name: "loop" };
     cycle.self = cycle;
     const cases: [string, () => Promise<unknown>, RegExp][] = [
-      ["a function as a channel value", () => saver.put(parent, checkpoint({ a: "ok", b: () => 1 }, { a: 3, b: 3 }), meta(2), { a: 3, b: 3 }), /function/],
-      ["a cycle in a channel value", () => saver.put(parent, checkpoint({ a: "ok", b: cycle }, { a: 3, b: 3 }), meta(2), { a: 3, b: 3 }), /cycle|circular/i],
-      ["a cycle in the metadata", () => saver.put(parent, checkpoint({ a: "ok" }, { a: 3 }), meta(2, { loop: cycle }), { a: 3 }), /cycle|circular/i],
-      ["a symbol in the metadata", () => saver.put(parent, checkpoint({ a: "ok" }, { a: 3 }), meta(2, { s: Symbol("s") }), { a: 3 }), /symbol/],
-      ["a function in a write", () => saver.putWrites(parent, [["a", "fine"], ["b", { f() {} }]], "task-2"), /function/],
-      ["a cycle in a write", () => saver.putWrites(parent, [["a", "fine"], ["b", cycle]], "task-2"), /cycle|circular/i],
+      [
+        "a function as a channel value",
+        () => saver.put(parent, checkpoint({ a: "ok", b: () => 1 }, { a: 3, b: 3 }), meta(2), { a: 3, b: 3 }),
+        /function/,
+      ],
+      [
+        "a cycle in a channel value",
+        () => saver.put(parent, checkpoint({ a: "ok", b: cycle }, { a: 3, b: 3 }), meta(2), { a: 3, b: 3 }),
+        /cycle|circular/i,
+      ],
+      [
+        "a cycle in the metadata",
+        () => saver.put(parent, checkpoint({ a: "ok" }, { a: 3 }), meta(2, { loop: cycle }), { a: 3 }),
+        /cycle|circular/i,
+      ],
+      [
+        "a symbol in the metadata",
+        () => saver.put(parent, checkpoint({ a: "ok" }, { a: 3 }), meta(2, { s: Symbol("s") }), { a: 3 }),
+        /symbol/,
+      ],
+      [
+        "a function in a write",
+        () =>
+          saver.putWrites(
+            parent,
+            [
+              ["a", "fine"],
+              ["b", { f() {} }],
+            ],
+            "task-2",
+          ),
+        /function/,
+      ],
+      [
+        "a cycle in a write",
+        () =>
+          saver.putWrites(
+            parent,
+            [
+              ["a", "fine"],
+              ["b", cycle],
+            ],
+            "task-2",
+          ),
+        /cycle|circular/i,
+      ],
     ];
     for (const [what, call, problem] of cases) {
       const error = await rejection(call());
@@ -211,7 +362,12 @@ describe("values that cannot be serialized", () => {
     const rows = rowsOfThread(await scanAll(saver.dbName), "good");
     expect(rows.checkpoints).toHaveLength(3);
     expect(rows.writes.filter((row) => row.task_id === "task-2")).toEqual([]);
-    expect(rows.blobs.map((row) => `${String(row.channel)}@${String(row.version)}`).sort()).toEqual(["a@1", "a@2", "b@2", "c@1"]);
+    expect(rows.blobs.map((row) => `${String(row.channel)}@${String(row.version)}`).sort()).toEqual([
+      "a@1",
+      "a@2",
+      "b@2",
+      "c@1",
+    ]);
   });
 });
 
@@ -223,7 +379,10 @@ describe("a 20 MB value", () => {
     for (let i = 0; i < big.length; i += 65_536) crypto.getRandomValues(big.subarray(i, i + 65_536));
     const text = "0123456789abcdef".repeat((20 * 1024 * 1024) / 16);
     const started = performance.now();
-    const config = await saver.put(cfg("big"), checkpoint({ blob: big, small: 1 }, { blob: 1, small: 1 }), meta(0), { blob: 1, small: 1 });
+    const config = await saver.put(cfg("big"), checkpoint({ blob: big, small: 1 }, { blob: 1, small: 1 }), meta(0), {
+      blob: 1,
+      small: 1,
+    });
     await saver.putWrites(config, [["text", text]], "task");
     const stored = performance.now() - started;
     const tuple = await saver.getTuple(cfg("big"));
@@ -238,7 +397,9 @@ describe("a 20 MB value", () => {
     expect(tuple?.checkpoint.channel_values.small).toBe(1);
     expect(tuple?.pendingWrites?.[0]?.[2] === text).toBe(true);
     expect(await snapshot(saver)).toEqual(before);
-    console.info(`[bad-input] 20 MB value + 20 MB write: stored in ${stored.toFixed(0)} ms, read back in ${read.toFixed(0)} ms`);
+    console.info(
+      `[bad-input] 20 MB value + 20 MB write: stored in ${stored.toFixed(0)} ms, read back in ${read.toFixed(0)} ms`,
+    );
   }, 60_000);
 });
 
@@ -259,21 +420,60 @@ describe("rows of random bytes in every object store", () => {
     await saver.close();
 
     const id = uuid6(0);
-    const row = (thread_id: string, fields: Record<string, unknown>) => ({ thread_id, checkpoint_ns: "", checkpoint_id: id, created_at: 1, channel_versions: {}, ...fields });
+    const row = (thread_id: string, fields: Record<string, unknown>) => ({
+      thread_id,
+      checkpoint_ns: "",
+      checkpoint_id: id,
+      created_at: 1,
+      channel_versions: {},
+      ...fields,
+    });
     await putRaw(saver.dbName, "checkpoints", [
       // Values of random bytes under the right type tag, under a random tag, and in place of the [type, bytes] pairs.
       row("bad-value", { checkpoint: ["msgpack", random(64)], metadata: ["msgpack", random(64)] }),
       row("bad-type", { checkpoint: [String.fromCharCode(...random(8)), random(64)], metadata: ["json", random(64)] }),
-      row("bad-fields", { checkpoint: random(64), metadata: random(64), channel_versions: random(16), created_at: random(4) }),
+      row("bad-fields", {
+        checkpoint: random(64),
+        metadata: random(64),
+        channel_versions: random(16),
+        created_at: random(4),
+      }),
       row("null-fields", { checkpoint: null, metadata: null, channel_versions: null, created_at: null }),
     ]);
-    await putRaw(saver.dbName, "blobs", [{ thread_id: "bad-blob", checkpoint_ns: "", channel: "a", version: 7, value: ["msgpack", random(100)] }]);
-    await putRaw(saver.dbName, "writes", [
-      { thread_id: "bad-write", checkpoint_ns: "", checkpoint_id: writeThread.configurable!.checkpoint_id, task_id: "task", idx: 0, channel: "a", task_path: "", value: ["msgpack", random(50)] },
-      // A tombstone copy (the row putWrites reads) of random bytes.
-      { thread_id: "bad-tombstone", checkpoint_ns: "\u0000tombstone", checkpoint_id: "", task_id: "", idx: 0, channel: "\u0000tombstone", task_path: "", value: ["tombstone", random(8)], tombstone: random(16) },
+    await putRaw(saver.dbName, "blobs", [
+      { thread_id: "bad-blob", checkpoint_ns: "", channel: "a", version: 7, value: ["msgpack", random(100)] },
     ]);
-    await putRaw(saver.dbName, "threads", [{ thread_id: "bad-summary", updated_at: 1, latest: { checkpoint_ns: "", checkpoint_id: id, metadata: ["msgpack", random(30)] } }]);
+    await putRaw(saver.dbName, "writes", [
+      {
+        thread_id: "bad-write",
+        checkpoint_ns: "",
+        checkpoint_id: writeThread.configurable!.checkpoint_id,
+        task_id: "task",
+        idx: 0,
+        channel: "a",
+        task_path: "",
+        value: ["msgpack", random(50)],
+      },
+      // A tombstone copy (the row putWrites reads) of random bytes.
+      {
+        thread_id: "bad-tombstone",
+        checkpoint_ns: "\u0000tombstone",
+        checkpoint_id: "",
+        task_id: "",
+        idx: 0,
+        channel: "\u0000tombstone",
+        task_path: "",
+        value: ["tombstone", random(8)],
+        tombstone: random(16),
+      },
+    ]);
+    await putRaw(saver.dbName, "threads", [
+      {
+        thread_id: "bad-summary",
+        updated_at: 1,
+        latest: { checkpoint_ns: "", checkpoint_id: id, metadata: ["msgpack", random(30)] },
+      },
+    ]);
     await putRaw(saver.dbName, "meta", [
       { name: "format", value: random(10) },
       { name: "tombstone\u0000bad-tombstone", value: random(16) },
@@ -282,21 +482,37 @@ describe("rows of random bytes in every object store", () => {
 
     const reader = newSaver(saver.dbName);
     const problems: string[] = [];
-    const expectPackageError = async (what: string, call: () => Promise<unknown> | AsyncIterable<unknown>, kind: typeof IndexedDBCheckpointError = IndexedDBCheckpointError) => {
+    const expectPackageError = async (
+      what: string,
+      call: () => Promise<unknown> | AsyncIterable<unknown>,
+      kind: typeof IndexedDBCheckpointError = IndexedDBCheckpointError,
+    ) => {
       const error = await rejection(call() as Promise<unknown>).catch((e: Error) => e);
       if (!(error instanceof kind)) problems.push(`${what}: ${(error as Error)?.name}: ${(error as Error)?.message}`);
     };
     for (const thread of ["bad-value", "bad-type", "bad-fields", "null-fields", "bad-blob", "bad-write"]) {
       await expectPackageError(`getTuple ${thread}`, () => reader.getTuple(cfg(thread)), SerializationError);
-      await expectPackageError(`list ${thread}`, () => reader.list({ configurable: { thread_id: thread } }), SerializationError);
-      await expectPackageError(`list ${thread} with a filter`, () => reader.list({ configurable: { thread_id: thread } }, { filter: { source: "loop" } }), SerializationError);
+      await expectPackageError(
+        `list ${thread}`,
+        () => reader.list({ configurable: { thread_id: thread } }),
+        SerializationError,
+      );
+      await expectPackageError(
+        `list ${thread} with a filter`,
+        () => reader.list({ configurable: { thread_id: thread } }, { filter: { source: "loop" } }),
+        SerializationError,
+      );
     }
     expect(await rejection(reader.getTuple(blobThread))).toBeInstanceOf(SerializationError);
     await expectPackageError("list of every thread", () => reader.list({ configurable: {} }), SerializationError);
     await expectPackageError("listThreads", () => reader.listThreads(), SerializationError);
     const late = { configurable: { thread_id: "bad-tombstone", checkpoint_ns: "", checkpoint_id: uuid6(0) } };
-    await expectPackageError("put on a thread with a corrupt tombstone", () => reader.put(late, checkpoint(), meta(), {}));
-    await expectPackageError("putWrites on a thread with a corrupt tombstone", () => reader.putWrites(late, [["a", 1]], "task"));
+    await expectPackageError("put on a thread with a corrupt tombstone", () =>
+      reader.put(late, checkpoint(), meta(), {}),
+    );
+    await expectPackageError("putWrites on a thread with a corrupt tombstone", () =>
+      reader.putWrites(late, [["a", 1]], "task"),
+    );
     expect(problems).toEqual([]);
 
     // Every other row reads, and the database still takes writes.
@@ -362,15 +578,21 @@ describe("databases of other versions", () => {
       upgrades: [
         ...SAVER_UPGRADES,
         (_db, tx) => {
-          (tx.objectStore("checkpoints") as unknown as { createIndex(name: string, keyPath: string): unknown }).createIndex("by_created", "created_at");
+          (
+            tx.objectStore("checkpoints") as unknown as { createIndex(name: string, keyPath: string): unknown }
+          ).createIndex("by_created", "created_at");
           void tx.objectStore("meta").put({ name: "upgraded_to", value: 2 });
         },
       ],
     });
-    const upgraded = await next.read(["meta", "checkpoints"], async (tx) => ({
-      marker: (await tx.objectStore("meta").get("upgraded_to"))?.value,
-      count: await tx.objectStore("checkpoints").count(),
-    }), "read after the upgrade");
+    const upgraded = await next.read(
+      ["meta", "checkpoints"],
+      async (tx) => ({
+        marker: (await tx.objectStore("meta").get("upgraded_to"))?.value,
+        count: await tx.objectStore("checkpoints").count(),
+      }),
+      "read after the upgrade",
+    );
     await next.close();
     expect(upgraded).toEqual({ marker: 2, count: 3 });
     const rowsAfter = await scanAll(name);

@@ -22,7 +22,12 @@
  *
  * Runs in Node (fake-indexeddb) and Chromium.
  */
-import { emptyCheckpoint, uuid6, type CheckpointMetadata, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import {
+  emptyCheckpoint,
+  uuid6,
+  type CheckpointMetadata,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
@@ -45,7 +50,10 @@ afterEach(async () => {
   names.clear();
 });
 
-function newSaver(dbName: string, options: Partial<ConstructorParameters<typeof IndexedDBSaver>[0]> = {}): IndexedDBSaver {
+function newSaver(
+  dbName: string,
+  options: Partial<ConstructorParameters<typeof IndexedDBSaver>[0]> = {},
+): IndexedDBSaver {
   names.add(dbName);
   const saver = new IndexedDBSaver({ dbName, ...options });
   savers.push(saver);
@@ -68,7 +76,12 @@ const root = (thread_id: string) => ({ configurable: { thread_id, checkpoint_ns:
 const meta = (step: number) => ({ source: "loop", step, parents: {} }) as CheckpointMetadata;
 
 async function putOne(saver: IndexedDBSaver, threadId: string, value: unknown) {
-  const checkpoint = { ...emptyCheckpoint(), id: uuid6(0), channel_values: { v: value }, channel_versions: { v: saver.getNextVersion(undefined) } };
+  const checkpoint = {
+    ...emptyCheckpoint(),
+    id: uuid6(0),
+    channel_values: { v: value },
+    channel_versions: { v: saver.getNextVersion(undefined) },
+  };
   return saver.put(root(threadId), checkpoint, meta(0), { v: checkpoint.channel_versions.v });
 }
 
@@ -80,7 +93,10 @@ describe("two savers in one page, writing at once", () => {
       const unhandled = captureUnhandledRejections();
       const threads = shared ? ["shared", "shared"] : ["left", "right"];
       // The recorders fill in as the writers go, and the watcher reads them live.
-      const recorded: Recorded[] = [{ puts: [], writes: [] }, { puts: [], writes: [] }];
+      const recorded: Recorded[] = [
+        { puts: [], writes: [] },
+        { puts: [], writes: [] },
+      ];
       const started = performance.now();
       const writers = Promise.all([
         runSupersteps(one, threads[0]!, "one", STEPS, recorded[0]),
@@ -122,13 +138,18 @@ describe("puts of one thread that commit out of id order", () => {
     const newer = { ...emptyCheckpoint(), id: uuid6(0), channel_values: { v: "from B" }, channel_versions: { v: 3 } };
     expect(older.id < newer.id).toBe(true);
     // A's put starts first (its id is older) but commits after B's.
-    await Promise.all([a.put(first, older, meta(1), { v: 2 }), sleep(5).then(() => b.put(first, newer, meta(1), { v: 3 }))]);
+    await Promise.all([
+      a.put(first, older, meta(1), { v: 2 }),
+      sleep(5).then(() => b.put(first, newer, meta(1), { v: 3 })),
+    ]);
 
     const latest = await b.getTuple(root("t"));
     expect(latest?.checkpoint.id).toBe(newer.id);
     const threads = [];
     for await (const info of b.listThreads()) threads.push(info);
-    expect(threads.map((info) => [info.threadId, info.latestCheckpointId, info.checkpointCount])).toEqual([["t", newer.id, 3]]);
+    expect(threads.map((info) => [info.threadId, info.latestCheckpointId, info.checkpointCount])).toEqual([
+      ["t", newer.id, 3],
+    ]);
   });
 });
 
@@ -140,7 +161,13 @@ describe("a newer schema version opened by another connection", () => {
 
     let blocked = false;
     const started = performance.now();
-    const newer = await openRaw(dbName, 2, (db) => db.createObjectStore("added_in_v2"), indexedDB, () => (blocked = true));
+    const newer = await openRaw(
+      dbName,
+      2,
+      (db) => db.createObjectStore("added_in_v2"),
+      indexedDB,
+      () => (blocked = true),
+    );
     const upgradeMs = performance.now() - started;
     // Not blocked: the saver stepped aside on `versionchange`.
     newer.onversionchange = () => newer.close();
@@ -247,10 +274,15 @@ describe("a blocked upgrade", () => {
       expect(performance.now() - retried).toBeLessThan(blockedTimeoutMs + 2_000);
 
       stubborn.close();
-      expect((await withDeadline(newer.getTuple(root("t")), 5_000, "the call after the old tab closed"))?.checkpoint.channel_values).toEqual({
+      expect(
+        (await withDeadline(newer.getTuple(root("t")), 5_000, "the call after the old tab closed"))?.checkpoint
+          .channel_values,
+      ).toEqual({
         v: "v1 data",
       });
-      console.info(`[concurrency] blocked upgrade gave up after ${waited.toFixed(0)} ms (blockedTimeoutMs ${blockedTimeoutMs})`);
+      console.info(
+        `[concurrency] blocked upgrade gave up after ${waited.toFixed(0)} ms (blockedTimeoutMs ${blockedTimeoutMs})`,
+      );
     } finally {
       stubborn.close();
     }
@@ -290,7 +322,11 @@ describe("a connection lost without a close event", () => {
     try {
       await db.write(["meta"], (tx) => void tx.objectStore("meta").put({ name: "probe", value: 1 }), "write a probe");
       losable.breakAll();
-      const read = await db.read(["meta"], async (tx) => (await tx.objectStore("meta").get("probe"))?.value, "read the probe");
+      const read = await db.read(
+        ["meta"],
+        async (tx) => (await tx.objectStore("meta").get("probe"))?.value,
+        "read the probe",
+      );
       expect(read).toBe(1);
       expect(losable.opens).toBe(2);
     } finally {

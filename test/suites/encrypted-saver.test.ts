@@ -22,7 +22,13 @@ import {
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
 import { sameClone } from "../../src/core/equality.js";
-import { changeDatabaseKey, rekeyDatabase, type KeyRecord, type KeyRecordAccess, type ValueRewriter } from "../../src/serde/protocol.js";
+import {
+  changeDatabaseKey,
+  rekeyDatabase,
+  type KeyRecord,
+  type KeyRecordAccess,
+  type ValueRewriter,
+} from "../../src/serde/protocol.js";
 import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
@@ -93,7 +99,6 @@ async function putRows(name: string, store: string, rows: unknown[]): Promise<vo
   });
 }
 
-
 function isTyped(value: unknown): value is TypedBytes {
   return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && value[1] instanceof Uint8Array;
 }
@@ -126,7 +131,10 @@ function slots(rows: Record<string, unknown[]>): Slot[] {
 
 interface Fixture {
   /** Every checkpoint put, by id. */
-  configs: Map<string, RunnableConfig & { configurable: { thread_id: string; checkpoint_ns: string; checkpoint_id: string } }>;
+  configs: Map<
+    string,
+    RunnableConfig & { configurable: { thread_id: string; checkpoint_ns: string; checkpoint_id: string } }
+  >;
 }
 
 async function putCheckpoint(
@@ -140,13 +148,22 @@ async function putCheckpoint(
 ): Promise<{ id: string; versions: Record<string, number> }> {
   const checkpoint = emptyCheckpoint();
   checkpoint.id = uuid6(-1);
-  const newVersions = Object.fromEntries(Object.keys(changed).map((channel) => [channel, saver.getNextVersion(undefined)]));
+  const newVersions = Object.fromEntries(
+    Object.keys(changed).map((channel) => [channel, saver.getNextVersion(undefined)]),
+  );
   const versions = { ...parent?.versions, ...newVersions };
   checkpoint.channel_versions = versions;
   checkpoint.channel_values = { ...changed };
   const config = { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: parent?.id } };
-  await saver.put(config, checkpoint, { source: "loop", step: 0, parents: {}, ...metadata } as CheckpointMetadata, newVersions);
-  fixture.configs.set(checkpoint.id, { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } });
+  await saver.put(
+    config,
+    checkpoint,
+    { source: "loop", step: 0, parents: {}, ...metadata } as CheckpointMetadata,
+    newVersions,
+  );
+  fixture.configs.set(checkpoint.id, {
+    configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id },
+  });
   return { id: checkpoint.id, versions };
 }
 
@@ -175,9 +192,17 @@ async function populate(saver: IndexedDBSaver, threads = ["thread-a", "thread-b"
       ],
       "task-1",
     );
-    const second = await putCheckpoint(saver, fixture, thread, "", first, { messages: [new AIMessage(`${MARKER} answer`)], count: 2 }, {
-      memo: `${MARKER} second`,
-    });
+    const second = await putCheckpoint(
+      saver,
+      fixture,
+      thread,
+      "",
+      first,
+      { messages: [new AIMessage(`${MARKER} answer`)], count: 2 },
+      {
+        memo: `${MARKER} second`,
+      },
+    );
     await saver.putWrites(fixture.configs.get(second.id)!, [["__error__", { message: `${MARKER} boom` }]], "task-2");
     await putCheckpoint(saver, fixture, thread, "child", undefined, { inner: `${MARKER} subgraph` }, { memo: "child" });
   }
@@ -234,7 +259,9 @@ type KeyChangingSaver = IndexedDBSaver & {
 /** The saver's key record in `meta`, for the binding.ts helpers, over a raw connection. */
 function rawRecords(db: IDBDatabase): KeyRecordAccess {
   return {
-    read: async () => ((await request(db.transaction("meta").objectStore("meta").get("key"))) as { value: KeyRecord } | undefined)?.value,
+    read: async () =>
+      ((await request(db.transaction("meta").objectStore("meta").get("key"))) as { value: KeyRecord } | undefined)
+        ?.value,
     replace: (expected, next) =>
       new Promise<boolean>((resolve, reject) => {
         const tx = db.transaction("meta", "readwrite");
@@ -283,7 +310,9 @@ async function rewriteRawRow(store: string, row: Record<string, unknown>, rewrit
     const id = row.checkpoint_id as string;
     const checkpoint = await rewrite(row.checkpoint as TypedBytes, rowRef.checkpoint(t, ns, id));
     const metadata = await rewrite(row.metadata as TypedBytes, rowRef.metadata(t, ns, id));
-    return checkpoint || metadata ? { ...row, checkpoint: checkpoint ?? row.checkpoint, metadata: metadata ?? row.metadata } : undefined;
+    return checkpoint || metadata
+      ? { ...row, checkpoint: checkpoint ?? row.checkpoint, metadata: metadata ?? row.metadata }
+      : undefined;
   }
   if (store === "blobs" || store === "writes") {
     const ref =
@@ -303,14 +332,16 @@ async function changeKey(saver: IndexedDBSaver, next: EncryptedSerializer): Prom
   const method = (saver as KeyChangingSaver).changeKey;
   if (typeof method === "function") await method.call(saver, next);
   await saver.close();
-  if (typeof method !== "function") await withRaw(saver.dbName, (db) => changeDatabaseKey(saver.serde, next, rawRecords(db)));
+  if (typeof method !== "function")
+    await withRaw(saver.dbName, (db) => changeDatabaseKey(saver.serde, next, rawRecords(db)));
 }
 
 async function rekey(saver: IndexedDBSaver): Promise<void> {
   const method = (saver as KeyChangingSaver).rekey;
   if (typeof method === "function") await method.call(saver);
   await saver.close();
-  if (typeof method !== "function") await withRaw(saver.dbName, (db) => rekeyDatabase(saver.serde, rawRecords(db), rawRewriteAll(db)));
+  if (typeof method !== "function")
+    await withRaw(saver.dbName, (db) => rekeyDatabase(saver.serde, rawRecords(db), rawRewriteAll(db)));
 }
 
 async function keyRecord(name: string): Promise<AesGcmKeyRecord> {
@@ -377,11 +408,15 @@ describe("IndexedDBSaver + EncryptedSerializer: nothing in the clear (must-show 
     const store = new IndexedDBStore({ dbName: encryptedDb, serde: await serdeFor("pass") });
     await store.put(["user-1", "memories"], "m1", { text: `${MARKER} likes tea`, nested: { list: [MARKER] } });
     await store.put(["user-1", "memories"], "m2", { text: "other" });
-    expect((await store.get(["user-1", "memories"], "m1"))?.value).toEqual({ text: `${MARKER} likes tea`, nested: { list: [MARKER] } });
+    expect((await store.get(["user-1", "memories"], "m1"))?.value).toEqual({
+      text: `${MARKER} likes tea`,
+      nested: { list: [MARKER] },
+    });
     await store.close();
     const rows = await dump(encryptedDb);
     expect(rows.items).toHaveLength(2);
-    for (const [name, content] of Object.entries(rows)) expect(containsText(content, MARKER), `marker found in ${name}`).toBe(false);
+    for (const [name, content] of Object.entries(rows))
+      expect(containsText(content, MARKER), `marker found in ${name}`).toBe(false);
     const reopened = new IndexedDBStore({ dbName: encryptedDb, serde: await serdeFor("pass") });
     expect((await reopened.get(["user-1", "memories"], "m1"))?.value.text).toBe(`${MARKER} likes tea`);
     await reopened.close();
@@ -417,7 +452,9 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
       const readers = readersOf(slot, rows);
       expect(readers.size, slot.label).toBeGreaterThan(0);
       const reader = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-      const expected = new Map([...fixture.configs.keys()].map((id) => [id, readers.has(id) ? "DecryptionError" : "ok"]));
+      const expected = new Map(
+        [...fixture.configs.keys()].map((id) => [id, readers.has(id) ? "DecryptionError" : "ok"]),
+      );
       expect(await outcomes(reader, fixture), `bit ${bit} of ${slot.label}`).toEqual(expected);
       await reader.close();
       await putRows(dbName, slot.store, [slot.row]);
@@ -446,10 +483,19 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     const checkpoint = emptyCheckpoint();
     checkpoint.id = uuid6(-1);
     await expect(
-      wrong.put({ configurable: { thread_id: "thread-new", checkpoint_ns: "" } }, checkpoint, { source: "input", step: -1, parents: {} }, {}),
+      wrong.put(
+        { configurable: { thread_id: "thread-new", checkpoint_ns: "" } },
+        checkpoint,
+        { source: "input", step: -1, parents: {} },
+        {},
+      ),
     ).rejects.toBeInstanceOf(DecryptionError);
     await expect(
-      wrong.putWrites({ configurable: { thread_id: "thread-a", checkpoint_ns: "", checkpoint_id: checkpoint.id } }, [["x", 1]], "task"),
+      wrong.putWrites(
+        { configurable: { thread_id: "thread-a", checkpoint_ns: "", checkpoint_id: checkpoint.id } },
+        [["x", 1]],
+        "task",
+      ),
     ).rejects.toBeInstanceOf(DecryptionError);
     await wrong.close();
     expect(sameClone(await dump(dbName), before)).toBe(true);
@@ -467,20 +513,53 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     const rows = await dump(dbName);
     const checkpoints = rows.checkpoints as CheckpointRow[];
     const find = (thread: string, ns: string, index: number) =>
-      checkpoints.filter((r) => r.thread_id === thread && r.checkpoint_ns === ns).sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? -1 : 1))[index]!;
+      checkpoints
+        .filter((r) => r.thread_id === thread && r.checkpoint_ns === ns)
+        .sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? -1 : 1))[index]!;
     const [a1, a2, b1] = [find("thread-a", "", 0), find("thread-a", "", 1), find("thread-b", "", 0)];
     const blobs = rows.blobs as Record<string, unknown>[];
     const noteOf = (thread: string) => blobs.find((b) => b.thread_id === thread && b.channel === "note")!;
     const writes = rows.writes as Record<string, unknown>[];
-    const writesOf = (checkpointId: string) => writes.filter((w) => w.checkpoint_id === checkpointId).sort((x, y) => (x.idx as number) - (y.idx as number));
+    const writesOf = (checkpointId: string) =>
+      writes.filter((w) => w.checkpoint_id === checkpointId).sort((x, y) => (x.idx as number) - (y.idx as number));
 
-    const swaps: { label: string; store: string; tampered: Record<string, unknown>; original: Record<string, unknown>; broken: string[] }[] = [
+    const swaps: {
+      label: string;
+      store: string;
+      tampered: Record<string, unknown>;
+      original: Record<string, unknown>;
+      broken: string[];
+    }[] = [
       // checkpoint A's value copied into checkpoint B's row (same thread)
-      { label: "checkpoint a1 -> a2", store: "checkpoints", tampered: { ...a2, checkpoint: a1.checkpoint }, original: { ...a2 }, broken: [a2.checkpoint_id] },
+      {
+        label: "checkpoint a1 -> a2",
+        store: "checkpoints",
+        tampered: { ...a2, checkpoint: a1.checkpoint },
+        original: { ...a2 },
+        broken: [a2.checkpoint_id],
+      },
       // across threads
-      { label: "checkpoint a1 -> b1", store: "checkpoints", tampered: { ...b1, checkpoint: a1.checkpoint }, original: { ...b1 }, broken: [b1.checkpoint_id] },
-      { label: "metadata a1 -> b1", store: "checkpoints", tampered: { ...b1, metadata: a1.metadata }, original: { ...b1 }, broken: [b1.checkpoint_id] },
-      { label: "checkpoint <-> metadata of a1", store: "checkpoints", tampered: { ...a1, checkpoint: a1.metadata, metadata: a1.checkpoint }, original: { ...a1 }, broken: [a1.checkpoint_id] },
+      {
+        label: "checkpoint a1 -> b1",
+        store: "checkpoints",
+        tampered: { ...b1, checkpoint: a1.checkpoint },
+        original: { ...b1 },
+        broken: [b1.checkpoint_id],
+      },
+      {
+        label: "metadata a1 -> b1",
+        store: "checkpoints",
+        tampered: { ...b1, metadata: a1.metadata },
+        original: { ...b1 },
+        broken: [b1.checkpoint_id],
+      },
+      {
+        label: "checkpoint <-> metadata of a1",
+        store: "checkpoints",
+        tampered: { ...a1, checkpoint: a1.metadata, metadata: a1.checkpoint },
+        original: { ...a1 },
+        broken: [a1.checkpoint_id],
+      },
       {
         label: "blob note a -> b",
         store: "blobs",
@@ -499,7 +578,9 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     for (const swap of swaps) {
       await putRows(dbName, swap.store, [swap.tampered]);
       const reader = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-      const expected = new Map([...fixture.configs.keys()].map((id) => [id, swap.broken.includes(id) ? "DecryptionError" : "ok"]));
+      const expected = new Map(
+        [...fixture.configs.keys()].map((id) => [id, swap.broken.includes(id) ? "DecryptionError" : "ok"]),
+      );
       expect(await outcomes(reader, fixture), swap.label).toEqual(expected);
       await reader.close();
       await putRows(dbName, swap.store, [swap.original]);
@@ -507,9 +588,15 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
 
     // A whole checkpoint (row, blobs, writes) copied into another thread does not read there.
     await putRows(dbName, "checkpoints", [{ ...a1, thread_id: "thread-c" }]);
-    await putRows(dbName, "blobs", blobs.filter((b) => b.thread_id === "thread-a").map((b) => ({ ...b, thread_id: "thread-c" })));
+    await putRows(
+      dbName,
+      "blobs",
+      blobs.filter((b) => b.thread_id === "thread-a").map((b) => ({ ...b, thread_id: "thread-c" })),
+    );
     const reader = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-    await expect(reader.getTuple({ configurable: { thread_id: "thread-c", checkpoint_ns: "" } })).rejects.toBeInstanceOf(DecryptionError);
+    await expect(
+      reader.getTuple({ configurable: { thread_id: "thread-c", checkpoint_ns: "" } }),
+    ).rejects.toBeInstanceOf(DecryptionError);
     expect(new Set((await outcomes(reader, fixture)).values())).toEqual(new Set(["ok"]));
     await reader.close();
   });
@@ -527,7 +614,14 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     // Once encrypted, the database refuses a saver opened without the key.
     const keyless = new IndexedDBSaver({ dbName, serde: new MsgpackSerializer() });
     await expect(keyless.getTuple(legacy.configs.values().next().value!)).rejects.toThrow(/This database is encrypted/);
-    await expect(keyless.put({ configurable: { thread_id: "sneaky", checkpoint_ns: "" } }, emptyCheckpoint(), { source: "loop", step: 0, parents: {} }, {})).rejects.toThrow(/This database is encrypted/);
+    await expect(
+      keyless.put(
+        { configurable: { thread_id: "sneaky", checkpoint_ns: "" } },
+        emptyCheckpoint(),
+        { source: "loop", step: 0, parents: {} },
+        {},
+      ),
+    ).rejects.toThrow(/This database is encrypted/);
     await keyless.close();
 
     const strict = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
@@ -625,22 +719,28 @@ describe("IndexedDBSaver + EncryptedSerializer: reopening and key rotation (must
     await strict.close();
   });
 
-  it.skipIf(!("rekey" in IndexedDBSaver.prototype))("rekey while the same saver keeps writing leaves every row under the new key", async () => {
-    const dbName = newDbName();
-    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-    const fixture = await populate(saver);
-    const [, live] = await Promise.all([(saver as KeyChangingSaver).rekey!(), populate(saver, ["thread-live-1", "thread-live-2"])]);
-    const before = new Map([...(await readAll(saver, fixture)), ...(await readAll(saver, live))]);
-    await saver.close();
-    const record = await keyRecord(dbName);
-    expect(record.keys).toHaveLength(1);
-    for (const slot of slots(await dump(dbName))) {
-      expect(inspectEnvelope((slot.row[slot.field] as TypedBytes)[1])?.keyId, slot.label).toBe(record.keys[0]!.id);
-    }
-    const reopened = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-    expect(new Map([...(await readAll(reopened, fixture)), ...(await readAll(reopened, live))])).toEqual(before);
-    await reopened.close();
-  });
+  it.skipIf(!("rekey" in IndexedDBSaver.prototype))(
+    "rekey while the same saver keeps writing leaves every row under the new key",
+    async () => {
+      const dbName = newDbName();
+      const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+      const fixture = await populate(saver);
+      const [, live] = await Promise.all([
+        (saver as KeyChangingSaver).rekey!(),
+        populate(saver, ["thread-live-1", "thread-live-2"]),
+      ]);
+      const before = new Map([...(await readAll(saver, fixture)), ...(await readAll(saver, live))]);
+      await saver.close();
+      const record = await keyRecord(dbName);
+      expect(record.keys).toHaveLength(1);
+      for (const slot of slots(await dump(dbName))) {
+        expect(inspectEnvelope((slot.row[slot.field] as TypedBytes)[1])?.keyId, slot.label).toBe(record.keys[0]!.id);
+      }
+      const reopened = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+      expect(new Map([...(await readAll(reopened, fixture)), ...(await readAll(reopened, live))])).toEqual(before);
+      await reopened.close();
+    },
+  );
 });
 
 /** A store once it has the key-change methods (see the encryption report). */

@@ -169,17 +169,34 @@ const SAVER_SCHEMA = {
       keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
       autoIncrement: false,
       indexes: [
-        { name: "by_parent", keyPath: ["thread_id", "checkpoint_ns", "parent_checkpoint_id"], unique: false, multiEntry: false },
+        {
+          name: "by_parent",
+          keyPath: ["thread_id", "checkpoint_ns", "parent_checkpoint_id"],
+          unique: false,
+          multiEntry: false,
+        },
         { name: "by_run", keyPath: "run_id", unique: false, multiEntry: false },
       ],
     },
     { name: "meta", keyPath: "name", autoIncrement: false, indexes: [] },
-    { name: "threads", keyPath: "thread_id", autoIncrement: false, indexes: [{ name: "by_updated", keyPath: "updated_at", unique: false, multiEntry: false }] },
+    {
+      name: "threads",
+      keyPath: "thread_id",
+      autoIncrement: false,
+      indexes: [{ name: "by_updated", keyPath: "updated_at", unique: false, multiEntry: false }],
+    },
     {
       name: "writes",
       keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
       autoIncrement: false,
-      indexes: [{ name: "by_channel", keyPath: ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"], unique: false, multiEntry: false }],
+      indexes: [
+        {
+          name: "by_channel",
+          keyPath: ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"],
+          unique: false,
+          multiEntry: false,
+        },
+      ],
     },
   ],
 };
@@ -211,7 +228,11 @@ function threadRecords(dump: DatabaseDump, threads: string[]): Record<string, Ta
 
 const saverCases = [
   { name: "plain (MsgpackSerializer)", golden: plainSaver, serde: async () => undefined },
-  { name: "encrypted (EncryptedSerializer.fromRawKey)", golden: encryptedSaver, serde: () => EncryptedSerializer.fromRawKey(RAW_KEY) },
+  {
+    name: "encrypted (EncryptedSerializer.fromRawKey)",
+    golden: encryptedSaver,
+    serde: () => EncryptedSerializer.fromRawKey(RAW_KEY),
+  },
 ];
 
 describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
@@ -235,7 +256,9 @@ describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
   it("keeps the deleted thread's tombstone: a late put and its writes stay dropped", async () => {
     const meta = store(golden.dump, "meta").records;
     const tombstone = meta.find(([key]) => key === "tombstone\u0000t-deleted");
-    expect(tombstone?.[1]).toMatchObject({ value: { max_deleted_id: "1f0c0000-0000-6000-8000-000000000020", dropped: [] } });
+    expect(tombstone?.[1]).toMatchObject({
+      value: { max_deleted_id: "1f0c0000-0000-6000-8000-000000000020", dropped: [] },
+    });
     const copy = store(golden.dump, "writes").records.find(([key]) => Array.isArray(key) && key[0] === "t-deleted");
     expect(copy?.[0]).toEqual(["t-deleted", "\u0000tombstone", "", "", 0]);
 
@@ -243,7 +266,13 @@ describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
     expect(await latePutIsDropped(saver)).toBe(true);
     await saver.putWrites(
-      { configurable: { thread_id: "t-deleted", checkpoint_ns: "", checkpoint_id: "1f0c0000-0000-6000-8000-000000000021" } },
+      {
+        configurable: {
+          thread_id: "t-deleted",
+          checkpoint_ns: "",
+          checkpoint_id: "1f0c0000-0000-6000-8000-000000000021",
+        },
+      },
       [["x", 9]],
       "late-task",
     );
@@ -251,7 +280,9 @@ describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
     for await (const tuple of saver.list({ configurable: { thread_id: "t-deleted" } })) listed.push(tuple);
     expect(listed).toEqual([]);
     // The rest of the database is untouched.
-    expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-golden" } }))).toEqual(golden.expected["latest:t-golden"]);
+    expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-golden" } }))).toEqual(
+      golden.expected["latest:t-golden"],
+    );
   });
 });
 
@@ -265,12 +296,15 @@ describe("saver rows written today", () => {
     const threads = ["t-golden", "t-deleted"];
     const today = threadRecords(await dumpDatabase(indexedDB, name), threads);
     const golden = threadRecords(plainSaver.dump, threads);
-    for (const storeName of Object.keys(golden)) expect({ [storeName]: today[storeName] }).toEqual({ [storeName]: golden[storeName] });
+    for (const storeName of Object.keys(golden))
+      expect({ [storeName]: today[storeName] }).toEqual({ [storeName]: golden[storeName] });
   });
 
   it("are encrypted rows with the same layout (IVs are random, so not the same bytes)", async () => {
     const dump = encryptedSaver.dump;
-    const keyRecord = store(dump, "meta").records.find(([key]) => key === "key")![1] as { value: Record<string, Tagged> };
+    const keyRecord = store(dump, "meta").records.find(([key]) => key === "key")![1] as {
+      value: Record<string, Tagged>;
+    };
     const dataKeyId = ((keyRecord.value.keys as Tagged[])[0] as { id: string }).id;
     let rows = 0;
     for (const s of dump.stores) {
@@ -286,7 +320,12 @@ describe("saver rows written today", () => {
           expect(bytes[10]).toBe(7);
           expect(new TextDecoder().decode(bytes.subarray(11, 18))).toBe("msgpack");
           expect(bytes.length).toBeGreaterThanOrEqual(18 + 12 + 16 + 2);
-          expect(inspectEnvelope(bytes)).toEqual({ version: 1, innerType: "msgpack", keyId: dataKeyId, binding: "row" });
+          expect(inspectEnvelope(bytes)).toEqual({
+            version: 1,
+            innerType: "msgpack",
+            keyId: dataKeyId,
+            binding: "row",
+          });
           rows += 1;
         }
       }
@@ -342,10 +381,12 @@ describe("encryption envelope and key record", () => {
     const iv = bytes.slice(18, 30);
     const value = await serde.loadsTyped(context.type, bytes);
     // The IV comes from crypto.getRandomValues; hand it the recorded one.
-    const spy = vi.spyOn(globalThis.crypto, "getRandomValues").mockImplementation(<T extends ArrayBufferView | null>(array: T): T => {
-      (array as unknown as Uint8Array).set(iv);
-      return array;
-    });
+    const spy = vi
+      .spyOn(globalThis.crypto, "getRandomValues")
+      .mockImplementation(<T extends ArrayBufferView | null>(array: T): T => {
+        (array as unknown as Uint8Array).set(iv);
+        return array;
+      });
     try {
       const [type, again] = await serde.dumpsTyped(value);
       expect(type).toBe(context.type);
@@ -357,7 +398,9 @@ describe("encryption envelope and key record", () => {
 
   it("refuses the encrypted database under another key", async () => {
     const name = await loadFresh("saver-wrong-key", encryptedSaver.dump);
-    const saver = track(new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(7)) }));
+    const saver = track(
+      new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(7)) }),
+    );
     await expect(saver.getTuple({ configurable: { thread_id: "t-golden" } })).rejects.toThrow();
   });
 });
@@ -367,7 +410,12 @@ describe("encryption envelope and key record", () => {
 const STORE_SCHEMA = {
   version: 1,
   stores: [
-    { name: "items", keyPath: ["namespace", "key"], autoIncrement: false, indexes: [{ name: "order", keyPath: ["namespace", "seq"], unique: false, multiEntry: false }] },
+    {
+      name: "items",
+      keyPath: ["namespace", "key"],
+      autoIncrement: false,
+      indexes: [{ name: "order", keyPath: ["namespace", "seq"], unique: false, multiEntry: false }],
+    },
     { name: "meta", keyPath: null, autoIncrement: false, indexes: [] },
     { name: "namespaces", keyPath: "namespace", autoIncrement: false, indexes: [] },
     { name: "vectors", keyPath: ["namespace", "key"], autoIncrement: false, indexes: [] },
@@ -376,12 +424,22 @@ const STORE_SCHEMA = {
 
 const storeCases = [
   { name: "native values", golden: nativeStore, serde: async () => undefined },
-  { name: "encrypted (EncryptedSerializer.fromRawKey)", golden: encryptedStore, serde: () => EncryptedSerializer.fromRawKey(RAW_KEY) },
+  {
+    name: "encrypted (EncryptedSerializer.fromRawKey)",
+    golden: encryptedStore,
+    serde: () => EncryptedSerializer.fromRawKey(RAW_KEY),
+  },
 ];
 
 describe.each(storeCases)("store database dump: $name", ({ golden, serde }) => {
   const open = async (dbName: string) =>
-    track(new IndexedDBStore({ dbName, serde: await serde(), index: { dims: 4, embeddings: new FixedEmbeddings(), fields: ["text"] } }));
+    track(
+      new IndexedDBStore({
+        dbName,
+        serde: await serde(),
+        index: { dims: 4, embeddings: new FixedEmbeddings(), fields: ["text"] },
+      }),
+    );
 
   it("has the frozen layout, which today's upgrades still create", async () => {
     expect(schemaOf(golden.dump)).toEqual(STORE_SCHEMA);
@@ -409,7 +467,9 @@ describe.each(storeCases)("store database dump: $name", ({ golden, serde }) => {
       const ours = store(today, s.name).records;
       expect(ours.map(([key]) => key)).toEqual(s.records.map(([key]) => key));
       if (encrypted && (s.name === "items" || s.name === "vectors" || s.name === "meta")) continue;
-      expect({ [s.name]: ours.map(([k, v]) => [k, withoutClock(v)]) }).toEqual({ [s.name]: s.records.map(([k, v]) => [k, withoutClock(v)]) });
+      expect({ [s.name]: ours.map(([k, v]) => [k, withoutClock(v)]) }).toEqual({
+        [s.name]: s.records.map(([k, v]) => [k, withoutClock(v)]),
+      });
     }
   });
 });
@@ -464,7 +524,9 @@ describe("MsgpackSerializer payloads", () => {
     const { Command, Overwrite, Send } = await import("@langchain/langgraph/web");
     const withClasses = new MsgpackSerializer({ types: [Send, Command, Overwrite] });
     const classBytes = fromBase64(msgpackGolden.classes.payload);
-    expect(comparable(await withClasses.loadsTyped(msgpackGolden.classes.type, classBytes))).toEqual(msgpackGolden.classes.decoded);
+    expect(comparable(await withClasses.loadsTyped(msgpackGolden.classes.type, classBytes))).toEqual(
+      msgpackGolden.classes.decoded,
+    );
     expect(hex((await withClasses.dumpsTyped(msgpackClassValue()))[1])).toBe(hex(classBytes));
     expect(hex(fromBase64(msgpackGolden.undefined.payload))).toBe("c101d43000");
     expect(hex((await serde.dumpsTyped(undefined))[1])).toBe("c101d43000");
@@ -476,16 +538,23 @@ describe("MsgpackSerializer payloads", () => {
 describe("journal files", () => {
   const files = [
     { name: "transactions", file: fromBase64(journalGolden.file), records: journalGolden.records as unknown as Tagged },
-    { name: "compacted", file: fromBase64(journalGolden.compacted.file), records: journalGolden.compacted.records as unknown as Tagged },
+    {
+      name: "compacted",
+      file: fromBase64(journalGolden.compacted.file),
+      records: journalGolden.compacted.records as unknown as Tagged,
+    },
   ];
 
-  it.each(files)("parses the $name file to the recorded records, and frames them to the same bytes", ({ file, records }) => {
-    const parsed = parseJournal(file);
-    expect(parsed.torn).toBe(false);
-    expect(parsed.validLength).toBe(file.length);
-    expect(encodeTagged(parsed.records)).toEqual(records);
-    expect(hex(joinBytes(parsed.records.map((record) => frameRecord(record))))).toBe(hex(file));
-  });
+  it.each(files)(
+    "parses the $name file to the recorded records, and frames them to the same bytes",
+    ({ file, records }) => {
+      const parsed = parseJournal(file);
+      expect(parsed.torn).toBe(false);
+      expect(parsed.validLength).toBe(file.length);
+      expect(encodeTagged(parsed.records)).toEqual(records);
+      expect(hex(joinBytes(parsed.records.map((record) => frameRecord(record))))).toBe(hex(file));
+    },
+  );
 
   it("keeps the payload shapes: {h, db} header, {o} op lists with codes 0-4, {snap}", () => {
     const records = parseJournal(fromBase64(journalGolden.file)).records as Record<string, unknown>[];
@@ -522,7 +591,9 @@ describe("journal files", () => {
       db.close();
     }
     const saver = track(new IndexedDBSaver({ dbName: name }));
-    expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-journal" } }))).toEqual(journalGolden.expected.latest);
+    expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-journal" } }))).toEqual(
+      journalGolden.expected.latest,
+    );
     expect(await saver.getTuple({ configurable: { thread_id: "t-gone" } })).toBeUndefined();
   });
 
@@ -543,9 +614,13 @@ describe("journal files", () => {
     const name = freshName("journal-recover");
     MemoryJournalBackend.setFile(name, fromBase64(journalGolden.compacted.file));
     const reports: RecoveryReport[] = [];
-    const saver = track(new IndexedDBSaver({ dbName: name, journal: "memory", onRecovery: (report) => reports.push(report) }));
+    const saver = track(
+      new IndexedDBSaver({ dbName: name, journal: "memory", onRecovery: (report) => reports.push(report) }),
+    );
     try {
-      expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-journal" } }))).toEqual(journalGolden.compacted.latest);
+      expect(comparable(await saver.getTuple({ configurable: { thread_id: "t-journal" } }))).toEqual(
+        journalGolden.compacted.latest,
+      );
       expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
     } finally {
       await saver.close();
@@ -583,7 +658,8 @@ describe(".lgthread export files", () => {
     expect(await readThreadExportHeader(file)).toEqual(header);
     const trailer = JSON.parse(new TextDecoder().decode(frames(file).at(-1)![1])) as Record<string, unknown>;
     expect(Object.keys(trailer)).toEqual(["checkpoints", "blobs", "writes", "crc32"]);
-    for (const [kind, payload] of frames(file).slice(1, -1)) expect([kind, payload[0], payload[1]]).toEqual([kind, 0xc1, 0x01]);
+    for (const [kind, payload] of frames(file).slice(1, -1))
+      expect([kind, payload[0], payload[1]]).toEqual([kind, 0xc1, 0x01]);
   });
 
   it("imports into MemorySaver as recorded", async () => {
@@ -592,10 +668,12 @@ describe(".lgthread export files", () => {
     const memory = new MemorySaver();
     expect(comparable(await importThread(memory, file))).toEqual(exportGolden.importResult);
     const root: unknown[] = [];
-    for await (const tuple of memory.list({ configurable: { thread_id: "t-golden", checkpoint_ns: "" } })) root.push(tuple);
+    for await (const tuple of memory.list({ configurable: { thread_id: "t-golden", checkpoint_ns: "" } }))
+      root.push(tuple);
     expect(withoutStacks(comparable(root))).toEqual(exportGolden.memoryRoot);
     const ids: unknown[] = [];
-    for await (const tuple of memory.list({ configurable: { thread_id: "t-golden" } })) ids.push(tuple.config.configurable);
+    for await (const tuple of memory.list({ configurable: { thread_id: "t-golden" } }))
+      ids.push(tuple.config.configurable);
     expect(comparable(ids)).toEqual(exportGolden.memoryIds);
   });
 

@@ -4,7 +4,15 @@
  * depend on which saver keeps it. Runs in Node (fake-indexeddb) and Chromium.
  */
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import { Annotation, END, MemorySaver, START, Send, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph/web";
+import {
+  Annotation,
+  END,
+  MemorySaver,
+  START,
+  Send,
+  StateGraph,
+  type BaseCheckpointSaver,
+} from "@langchain/langgraph/web";
 import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { freshDbName, trackSavers } from "../support/databases.js";

@@ -34,7 +34,14 @@ const DELAY = 10;
 const FORCED_WIPES = new Set([Math.floor(KILLS / 3), Math.floor((2 * KILLS) / 3)]);
 
 interface PageState {
-  report: { kind: string; fromEmpty: boolean; recoveredWrites: number; tornRecord: boolean; elapsedMs: number; error?: string };
+  report: {
+    kind: string;
+    fromEmpty: boolean;
+    recoveredWrites: number;
+    tornRecord: boolean;
+    elapsedMs: number;
+    error?: string;
+  };
   count: number;
   problems: string[];
   checkpoints: number;
@@ -67,7 +74,13 @@ beforeAll(async () => {
     logLevel: "error",
     build: { outDir, emptyOutDir: true, minify: false, rollupOptions: { input: join(pages, "journal-crash.html") } },
   });
-  server = await preview({ root: pages, configFile: false, logLevel: "error", build: { outDir }, preview: { host: "127.0.0.1", port: 0 } });
+  server = await preview({
+    root: pages,
+    configFile: false,
+    logLevel: "error",
+    build: { outDir },
+    preview: { host: "127.0.0.1", port: 0 },
+  });
   const address = server.httpServer.address() as { port: number };
   origin = `http://127.0.0.1:${address.port}`;
 }, 120_000);
@@ -81,7 +94,15 @@ afterAll(async () => {
 async function launch(profile: string): Promise<{ child: ChildProcess; browser: Browser; log: () => string }> {
   const child = spawn(
     chromiumPath,
-    [...chromiumArgs, "--headless=new", `--user-data-dir=${profile}`, "--remote-debugging-port=0", "--enable-logging=stderr", "--v=0", "about:blank"],
+    [
+      ...chromiumArgs,
+      "--headless=new",
+      `--user-data-dir=${profile}`,
+      "--remote-debugging-port=0",
+      "--enable-logging=stderr",
+      "--v=0",
+      "about:blank",
+    ],
     { detached: true, stdio: ["ignore", "ignore", "pipe"] },
   );
   let log = "";
@@ -180,7 +201,9 @@ async function openPage(profile: string, journal: "opfs" | "off", db: string): P
   return { child, log, state, done, acks, firstAck };
 }
 
-async function scenario(journal: "opfs" | "off"): Promise<{ figures: KillFigure[]; final: PageState & { logLength: number } }> {
+async function scenario(
+  journal: "opfs" | "off",
+): Promise<{ figures: KillFigure[]; final: PageState & { logLength: number } }> {
   const profile = mkdtempSync(join(tmpdir(), `journal-crash-${journal}-`));
   const db = `crash-${journal}`;
   const figures: KillFigure[] = [];
@@ -189,7 +212,10 @@ async function scenario(journal: "opfs" | "off"): Promise<{ figures: KillFigure[
     await session.state;
     for (let kill = 1; kill <= KILLS; kill++) {
       // A run long enough that it never ends before the last kill.
-      await Promise.race([session.firstAck, session.done.then(() => Promise.reject(new Error(`the run ended before kill ${kill}`)))]);
+      await Promise.race([
+        session.firstAck,
+        session.done.then(() => Promise.reject(new Error(`the run ended before kill ${kill}`))),
+      ]);
       // A random moment of a random superstep, 0.05 to 0.6 s into the run.
       await new Promise((r) => setTimeout(r, 50 + Math.random() * 550));
       const ackedBefore = Math.max(0, ...session.acks);
@@ -241,7 +267,8 @@ describe.skipIf(!wired)("journal crash test (SIGKILL of Chromium mid-run)", () =
 
   afterAll(() => {
     console.log(`[journal-crash] ${JSON.stringify(results, null, 2)}`);
-    if (process.env.JOURNAL_CRASH_REPORT) writeFileSync(process.env.JOURNAL_CRASH_REPORT, JSON.stringify(results, null, 2));
+    if (process.env.JOURNAL_CRASH_REPORT)
+      writeFileSync(process.env.JOURNAL_CRASH_REPORT, JSON.stringify(results, null, 2));
   });
 
   it('with journal: "opfs", the thread survives every kill and wipe, losing at most 3 acknowledged supersteps', async () => {
@@ -262,7 +289,8 @@ describe.skipIf(!wired)("journal crash test (SIGKILL of Chromium mid-run)", () =
     results.off = { summary: summary("off", figures), figures, final };
     for (const figure of figures) {
       expect(figure.problems, `kill ${figure.kill}`).toEqual([]);
-      if (figure.countAfter === 0) expect(figure.reportKind, `kill ${figure.kill}: empty but not reported`).toBe("wiped");
+      if (figure.countAfter === 0)
+        expect(figure.reportKind, `kill ${figure.kill}: empty but not reported`).toBe("wiped");
     }
     expect(final.problems).toEqual([]);
     expect(final.count).toBe(STEPS);

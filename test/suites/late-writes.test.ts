@@ -37,7 +37,14 @@ function gate() {
   let open!: () => void;
   const reached = new Promise<void>((resolve) => (reach = resolve));
   const opened = new Promise<void>((resolve) => (open = resolve));
-  return { reached, open, async pass() { reach(); await opened; } };
+  return {
+    reached,
+    open,
+    async pass() {
+      reach();
+      await opened;
+    },
+  };
 }
 
 const State = Annotation.Root({
@@ -131,7 +138,9 @@ describe("deleteThread while a run is in flight", () => {
       expect(everywhere.filter((tuple) => tuple.config.configurable?.thread_id === thread)).toEqual([]);
       const threads = await collect(saver.listThreads());
       expect(threads.map((t) => t.threadId)).toEqual(["kept"]);
-      expect(await saver.getDeltaChannelHistory({ config: { configurable: { thread_id: thread } }, channels: ["log"] })).toEqual({
+      expect(
+        await saver.getDeltaChannelHistory({ config: { configurable: { thread_id: thread } }, channels: ["log"] }),
+      ).toEqual({
         log: { writes: [] },
       });
 
@@ -141,7 +150,9 @@ describe("deleteThread while a run is in flight", () => {
       expect(rows.blobs).toEqual([]);
       expect(rows.threads).toEqual([]);
       expect(rows.meta.map((row) => row.name)).toEqual([`tombstone\u0000${thread}`]);
-      expect(rows.writes.map((row) => [row.checkpoint_ns, row.channel])).toEqual([["\u0000tombstone", "\u0000tombstone"]]);
+      expect(rows.writes.map((row) => [row.checkpoint_ns, row.channel])).toEqual([
+        ["\u0000tombstone", "\u0000tombstone"],
+      ]);
 
       // The other thread is untouched.
       expect(await collect(saver.list({ configurable: { thread_id: "kept" } }))).toEqual(keptBefore);
@@ -156,7 +167,11 @@ describe("deleteThread while a run is in flight", () => {
       expect(history[0]!.values.log).toEqual(["third", "a", "side", "slow", "c", "d"]);
       // The chain starts over: its oldest checkpoint has no parent.
       expect(history.at(-1)!.parentConfig).toBeUndefined();
-      expect(history.every((snapshot) => !(snapshot.values.log ?? []).some((entry: string) => entry === "first" || entry === "second"))).toBe(true);
+      expect(
+        history.every(
+          (snapshot) => !(snapshot.values.log ?? []).some((entry: string) => entry === "first" || entry === "second"),
+        ),
+      ).toBe(true);
       expect((await collect(saver.listThreads())).map((t) => t.threadId).sort()).toEqual(["doomed", "kept"]);
 
       expect(describeReasons(await unhandled.stop())).toEqual([]);
@@ -173,7 +188,12 @@ describe("deleteThread while a run is in flight", () => {
     const head = (await saver.getTuple({ configurable: { thread_id: thread } }))!;
     await saver.deleteThread(thread);
     // The run in flight made its next checkpoint; its task's writes are stored first...
-    const next = { ...head.checkpoint, id: uuid6(0), channel_values: { log: ["late"] }, channel_versions: { log: saver.getNextVersion(9) } };
+    const next = {
+      ...head.checkpoint,
+      id: uuid6(0),
+      channel_values: { log: ["late"] },
+      channel_versions: { log: saver.getNextVersion(9) },
+    };
     const nextConfig = { configurable: { thread_id: thread, checkpoint_ns: "", checkpoint_id: next.id } };
     await saver.putWrites(nextConfig, [["log", ["early write"]]], "task-early");
     // ...then its put arrives, on top of a deleted checkpoint: a late write.

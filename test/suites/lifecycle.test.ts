@@ -23,12 +23,28 @@ function newSaver(dbName = freshDbName("lifecycle")): IndexedDBSaver {
 const cfg = (thread_id: string, checkpoint_ns = ""): RunnableConfig => ({ configurable: { thread_id, checkpoint_ns } });
 
 /** A chain of n checkpoints with `channel_values {step: i}` as the Python suite builds it. */
-async function chain(saver: IndexedDBSaver, threadId: string, n: number, ns = "", extra: (i: number) => Record<string, unknown> = () => ({})) {
+async function chain(
+  saver: IndexedDBSaver,
+  threadId: string,
+  n: number,
+  ns = "",
+  extra: (i: number) => Record<string, unknown> = () => ({}),
+) {
   let config = cfg(threadId, ns);
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const checkpoint = { ...emptyCheckpoint(), id: uuid6(i), channel_values: { step: i }, channel_versions: { step: 1 } };
-    config = await saver.put(config, checkpoint, { source: "loop", step: i, parents: {}, ...extra(i) } as CheckpointMetadata, { step: 1 });
+    const checkpoint = {
+      ...emptyCheckpoint(),
+      id: uuid6(i),
+      channel_values: { step: i },
+      channel_versions: { step: 1 },
+    };
+    config = await saver.put(
+      config,
+      checkpoint,
+      { source: "loop", step: i, parents: {}, ...extra(i) } as CheckpointMetadata,
+      { step: 1 },
+    );
     ids.push(config.configurable!.checkpoint_id as string);
   }
   return { config, ids };
@@ -52,7 +68,12 @@ describe("copyThread (Python suite)", () => {
     expect(await ids(saver, "src", "")).toEqual(before);
     const values = async (t: string) => {
       const out: unknown[] = [];
-      for await (const tuple of saver.list(cfg(t))) out.push([tuple.config.configurable?.checkpoint_id, tuple.checkpoint.channel_values, tuple.parentConfig?.configurable?.checkpoint_id]);
+      for await (const tuple of saver.list(cfg(t)))
+        out.push([
+          tuple.config.configurable?.checkpoint_id,
+          tuple.checkpoint.channel_values,
+          tuple.parentConfig?.configurable?.checkpoint_id,
+        ]);
       return out;
     };
     expect(await values("dst")).toEqual(await values("src"));
@@ -164,8 +185,18 @@ describe("export and restore", () => {
 
 describe("deleteForRuns (Python suite)", () => {
   async function runCheckpoint(saver: IndexedDBSaver, config: RunnableConfig, runId: string, step: number) {
-    const checkpoint = { ...emptyCheckpoint(), id: uuid6(step), channel_values: { v: `${runId}-${step}` }, channel_versions: { v: saver.getNextVersion(step) } };
-    return saver.put({ ...config, metadata: { run_id: runId } }, checkpoint, { source: "loop", step, parents: {} }, checkpoint.channel_versions);
+    const checkpoint = {
+      ...emptyCheckpoint(),
+      id: uuid6(step),
+      channel_values: { v: `${runId}-${step}` },
+      channel_versions: { v: saver.getNextVersion(step) },
+    };
+    return saver.put(
+      { ...config, metadata: { run_id: runId } },
+      checkpoint,
+      { source: "loop", step, parents: {} },
+      checkpoint.channel_versions,
+    );
   }
 
   it("single, multiple, other runs preserved, writes removed, across namespaces", async () => {
@@ -218,7 +249,15 @@ describe("listThreads", () => {
     const order = ["a", "b", "c", "a", "d", "b", "e", "a"];
     for (const [i, thread] of order.entries()) {
       const checkpoint = { ...emptyCheckpoint(), id: uuid6(i), channel_values: {}, channel_versions: {} };
-      configs.set(thread, await saver.put(configs.get(thread) ?? cfg(thread), checkpoint, { source: "loop", step: i, parents: {}, title: thread } as CheckpointMetadata, {}));
+      configs.set(
+        thread,
+        await saver.put(
+          configs.get(thread) ?? cfg(thread),
+          checkpoint,
+          { source: "loop", step: i, parents: {}, title: thread } as CheckpointMetadata,
+          {},
+        ),
+      );
     }
     const list = async (options = {}) => {
       const out = [];
@@ -244,7 +283,12 @@ describe("listThreads", () => {
   it("pages past 64 threads", async () => {
     const saver = newSaver();
     for (let i = 0; i < 150; i++) {
-      await saver.put(cfg(`thread-${String(i).padStart(3, "0")}`), { ...emptyCheckpoint(), id: uuid6(i) }, { source: "loop", step: 0, parents: {} }, {});
+      await saver.put(
+        cfg(`thread-${String(i).padStart(3, "0")}`),
+        { ...emptyCheckpoint(), id: uuid6(i) },
+        { source: "loop", step: 0, parents: {} },
+        {},
+      );
     }
     const seen: string[] = [];
     for await (const info of saver.listThreads()) seen.push(info.threadId);
@@ -263,7 +307,12 @@ describe("subscribe", () => {
     const remote: CheckpointChange[] = [];
     const stopLocal = writer.subscribe((change) => local.push(change));
     watcher.subscribe((change) => remote.push(change));
-    const config = await writer.put(cfg("t"), { ...emptyCheckpoint(), id: uuid6(0) }, { source: "loop", step: 0, parents: {} }, {});
+    const config = await writer.put(
+      cfg("t"),
+      { ...emptyCheckpoint(), id: uuid6(0) },
+      { source: "loop", step: 0, parents: {} },
+      {},
+    );
     await writer.copyThread("t", "t2");
     await writer.prune(["t2"]);
     await writer.deleteThread("t");

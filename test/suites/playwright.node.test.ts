@@ -65,17 +65,28 @@ describe("seedThread, readThreadState and clearThreads", () => {
       expect(seeded.checkpoints).toBeGreaterThan(5);
 
       const state = await readThreadState(page, "seeded", { dbName: "app" });
-      expect(state).toMatchObject({ threadId: "seeded", checkpointNs: "", checkpointId: latest!.checkpoint.id, createdAt: latest!.checkpoint.ts });
+      expect(state).toMatchObject({
+        threadId: "seeded",
+        checkpointNs: "",
+        checkpointId: latest!.checkpoint.id,
+        createdAt: latest!.checkpoint.ts,
+      });
       const messages = state!.values.messages as { type: string; content: string; id: string }[];
       expect(messages.map((m) => [m.type, m.content, m.id])).toEqual(
-        expected.values.messages.map((m: { getType(): string; content: unknown; id?: string }) => [m.getType(), m.content, m.id]),
+        expected.values.messages.map((m: { getType(): string; content: unknown; id?: string }) => [
+          m.getType(),
+          m.content,
+          m.id,
+        ]),
       );
       // The checkpoint's own values: `side`'s finished result is still a pending write (getState would apply it).
       expect(state!.values.notes).toEqual(latest!.checkpoint.channel_values.notes);
       expect(state!.values.notes).toEqual(["side 2"]);
       expect(Object.keys(state!.values).sort()).toEqual(["log", "messages", "notes", "report"]);
       // The second delta channel, rebuilt from its last DeltaSnapshot and later writes.
-      const pendingLog = latest!.pendingWrites!.filter(([, channel]) => channel === "log").flatMap(([, , value]) => value as string[]);
+      const pendingLog = latest!
+        .pendingWrites!.filter(([, channel]) => channel === "log")
+        .flatMap(([, , value]) => value as string[]);
       expect([...(state!.values.log as string[]), ...pendingLog]).toEqual(expected.values.log);
       const channels = state!.pendingWrites.map(([, channel]) => channel);
       expect(channels).toContain("__interrupt__");
@@ -88,7 +99,9 @@ describe("seedThread, readThreadState and clearThreads", () => {
       expect(await readThreadState(page, "seeded", { dbName: "app", checkpointNs: "nowhere" })).toBeUndefined();
 
       // A second seed of the same id is refused unless asked; a file path works too.
-      await expect(seedThread(page, file, { dbName: "app", threadId: "seeded" })).rejects.toThrow(/already has checkpoints/);
+      await expect(seedThread(page, file, { dbName: "app", threadId: "seeded" })).rejects.toThrow(
+        /already has checkpoints/,
+      );
       const dir = await mkdtemp(join(tmpdir(), "lgidb-playwright-"));
       try {
         const path = join(dir, "thread.lgthread");

@@ -35,7 +35,9 @@ let pool: Pool | undefined;
 
 beforeAll(async () => {
   postgres = await acquirePostgres();
-  const pg = (await import("pg" as string)) as { default: { Pool: new (options: { connectionString: string; max: number }) => Pool } };
+  const pg = (await import("pg" as string)) as {
+    default: { Pool: new (options: { connectionString: string; max: number }) => Pool };
+  };
   pool = new pg.default.Pool({ connectionString: postgres.url, max: 4 });
 }, 90_000);
 
@@ -95,7 +97,9 @@ describe.each(Object.keys(servers))("IndexedDB → %s → IndexedDB", (name) => 
     const server = await servers[name]!();
     const there = await importThread(server, await exportThread(browser, "t"));
     expect(there.header.source).toBe("IndexedDBSaver");
-    expect(await rawThread(server, "t", { sortWrites: true })).toEqual(await rawThread(browser, "t", { sortWrites: true }));
+    expect(await rawThread(server, "t", { sortWrites: true })).toEqual(
+      await rawThread(browser, "t", { sortWrites: true }),
+    );
     expect(await scenario.view(server, "t")).toEqual(paused);
 
     // The run continues on the server (resume, approve, one more turn) as it would have in the browser.
@@ -118,7 +122,10 @@ describe.each(Object.keys(servers))("IndexedDB → %s → IndexedDB", (name) => 
     expect(await scenario.shape(back, "t")).toEqual(await scenario.shape(server, "t"));
     await scenario.approve(back, "t");
     await scenario.finish(back, "t");
-    const final = (await scenario.view(back, "t")).state as { next: string[]; values: { messages: { content: string }[] } };
+    const final = (await scenario.view(back, "t")).state as {
+      next: string[];
+      values: { messages: { content: string }[] };
+    };
     expect(final.next).toEqual([]);
     expect(final.values.messages).toHaveLength(12);
   }, 60_000);
@@ -129,13 +136,18 @@ describe.each(Object.keys(servers))("IndexedDB → %s → IndexedDB", (name) => 
     await fanOutGraph(browser).invoke({ topics: ["ducks", "owls"] }, config);
     const server = await servers[name]!();
     await importThread(server, await exportThread(browser, "fan"));
-    expect(stateView(await fanOutGraph(server).getState(config))).toEqual(stateView(await fanOutGraph(browser).getState(config)));
+    expect(stateView(await fanOutGraph(server).getState(config))).toEqual(
+      stateView(await fanOutGraph(browser).getState(config)),
+    );
     const back = idbSaver();
     await importThread(back, await exportThread(server, "fan"));
     expect(await rawThread(back, "fan")).toEqual(await rawThread(browser, "fan"));
     for (const saver of [server, back]) {
       await fanOutGraph(saver).invoke(null, config);
-      expect([...(await fanOutGraph(saver).getState(config)).values.results].sort()).toEqual(["notes on ducks", "notes on owls"]);
+      expect([...(await fanOutGraph(saver).getState(config)).values.results].sort()).toEqual([
+        "notes on ducks",
+        "notes on owls",
+      ]);
     }
   }, 60_000);
 
@@ -150,7 +162,9 @@ describe.each(Object.keys(servers))("IndexedDB → %s → IndexedDB", (name) => 
     const copied = await copyThreads(server, back);
     expect(copied.threads.map((t) => t.threadId).sort()).toEqual(["a", "b"]);
     for (const id of ["a", "b"]) {
-      expect(await rawThread(back, id, { sortWrites: true })).toEqual(await rawThread(browser, id, { sortWrites: true }));
+      expect(await rawThread(back, id, { sortWrites: true })).toEqual(
+        await rawThread(browser, id, { sortWrites: true }),
+      );
     }
     expect((await chat(back, "a", ["three"], true)).map(([, text]) => text)).toEqual([
       "one",

@@ -43,13 +43,28 @@ beforeAll(async () => {
     root: pages,
     configFile: false,
     logLevel: "error",
-    build: { outDir, emptyOutDir: true, minify: false, rollupOptions: { input: join(pages, "reliability-quota.html") } },
+    build: {
+      outDir,
+      emptyOutDir: true,
+      minify: false,
+      rollupOptions: { input: join(pages, "reliability-quota.html") },
+    },
   });
-  server = await preview({ root: pages, configFile: false, logLevel: "error", build: { outDir }, preview: { host: "127.0.0.1", port: 0 } });
+  server = await preview({
+    root: pages,
+    configFile: false,
+    logLevel: "error",
+    build: { outDir },
+    preview: { host: "127.0.0.1", port: 0 },
+  });
   origin = `http://127.0.0.1:${(server.httpServer.address() as { port: number }).port}`;
   // A disk-backed profile: quota and usage as a real install sees them.
   profile = mkdtempSync(join(tmpdir(), "quota-profile-"));
-  context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, args: chromiumArgs, headless: true });
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    args: chromiumArgs,
+    headless: true,
+  });
   page = context.pages()[0] ?? (await context.newPage());
   cdp = await context.newCDPSession(page);
   // Before the origin first touches IndexedDB: Chromium 156 reads an origin's
@@ -66,9 +81,13 @@ afterAll(async () => {
 });
 
 /** Calls `window.quotaPage[name](...args)` in the page. */
-function call<K extends keyof QuotaPage>(name: K, ...args: Parameters<QuotaPage[K]>): Promise<Awaited<ReturnType<QuotaPage[K]>>> {
+function call<K extends keyof QuotaPage>(
+  name: K,
+  ...args: Parameters<QuotaPage[K]>
+): Promise<Awaited<ReturnType<QuotaPage[K]>>> {
   return page.evaluate(
-    ([name, args]) => (window as unknown as { quotaPage: Record<string, (...a: unknown[]) => unknown> }).quotaPage[name]!(...args),
+    ([name, args]) =>
+      (window as unknown as { quotaPage: Record<string, (...a: unknown[]) => unknown> }).quotaPage[name]!(...args),
     [name, args] as const,
   ) as Promise<Awaited<ReturnType<QuotaPage[K]>>>;
 }
@@ -92,7 +111,12 @@ describe("a write that does not fit the origin's quota", () => {
     const failed = await call("putOn", "keep", 3 * MB);
     expect(failed.ok).toBe(false);
     if (!failed.ok) {
-      expect(failed.error).toMatchObject({ name: "QuotaExceededError", isQuotaError: true, isQuotaExceededError: true, isPackageError: true });
+      expect(failed.error).toMatchObject({
+        name: "QuotaExceededError",
+        isQuotaError: true,
+        isQuotaExceededError: true,
+        isPackageError: true,
+      });
       expect(failed.error.causeName).toBe("QuotaExceededError");
       expect(failed.error.message).toMatch(/ran out of storage quota while trying to put checkpoint/);
       expect(failed.error.message).toMatch(/deleteThread|persist/);
@@ -139,11 +163,21 @@ describe("quota failures are recognised however they arrive", () => {
   const quota = () => new DOMException("The current transaction exceeded its quota limitations.", "QuotaExceededError");
 
   it("directly, as the cause of an AbortError, under Firefox's name, and by message", () => {
-    const abortWrapping = Object.assign(new Error("The transaction was aborted, so the request cannot be fulfilled."), { name: "AbortError", cause: quota() });
+    const abortWrapping = Object.assign(new Error("The transaction was aborted, so the request cannot be fulfilled."), {
+      name: "AbortError",
+      cause: quota(),
+    });
     const firefox = Object.assign(new Error("QuotaExceededError"), { name: "NS_ERROR_DOM_QUOTA_REACHED" });
     const safari = new DOMException("Transaction aborted: quota exceeded", "AbortError");
-    for (const error of [quota(), abortWrapping, firefox, safari, new QuotaExceededError("x")]) expect(isQuotaError(error)).toBe(true);
-    for (const error of [new DOMException("The transaction was aborted.", "AbortError"), new Error("nope"), null, undefined, "quota"]) {
+    for (const error of [quota(), abortWrapping, firefox, safari, new QuotaExceededError("x")])
+      expect(isQuotaError(error)).toBe(true);
+    for (const error of [
+      new DOMException("The transaction was aborted.", "AbortError"),
+      new Error("nope"),
+      null,
+      undefined,
+      "quota",
+    ]) {
       expect(isQuotaError(error)).toBe(false);
     }
   });
@@ -158,6 +192,8 @@ describe("quota failures are recognised however they arrive", () => {
       expect(wrapped.message).toMatch(/put checkpoint/);
     }
     // A plain abort stays a plain package error.
-    expect(toPackageError(new DOMException("aborted", "AbortError"), "put checkpoint")).not.toBeInstanceOf(QuotaExceededError);
+    expect(toPackageError(new DOMException("aborted", "AbortError"), "put checkpoint")).not.toBeInstanceOf(
+      QuotaExceededError,
+    );
   });
 });

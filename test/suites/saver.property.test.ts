@@ -82,7 +82,8 @@ function value(r: Random, depth = 0): unknown {
 }
 
 const configOf = (thread_id: string, checkpoint_ns: string, checkpoint_id?: string): RunnableConfig => ({
-  configurable: checkpoint_id === undefined ? { thread_id, checkpoint_ns } : { thread_id, checkpoint_ns, checkpoint_id },
+  configurable:
+    checkpoint_id === undefined ? { thread_id, checkpoint_ns } : { thread_id, checkpoint_ns, checkpoint_id },
 });
 
 /** What a tuple shows, in a form both savers can be compared by. */
@@ -168,7 +169,8 @@ class Reference extends MemorySaver {
     }
     for (const key of Object.keys(this.#writes)) {
       const [thread, ns, id] = JSON.parse(key) as [string, string, string];
-      if (thread === source) this.#writes[JSON.stringify([target, ns, id])] = Object.assign(Object.create(null), this.#writes[key]);
+      if (thread === source)
+        this.#writes[JSON.stringify([target, ns, id])] = Object.assign(Object.create(null), this.#writes[key]);
     }
   }
 
@@ -213,7 +215,9 @@ async function step(r: Random, idb: IndexedDBSaver, ref: Reference, n: number, e
     const parentId = ids.length > 0 && r.chance(0.85) ? (r.chance(0.75) ? ids.at(-1)! : r.pick(ids)) : undefined;
     const parent = parentId ? await ref.getTuple(configOf(thread, ns, parentId)) : undefined;
     const values: Record<string, unknown> = { ...(parent?.checkpoint.channel_values ?? {}) };
-    const versions: Record<string, number> = { ...((parent?.checkpoint.channel_versions ?? {}) as Record<string, number>) };
+    const versions: Record<string, number> = {
+      ...((parent?.checkpoint.channel_versions ?? {}) as Record<string, number>),
+    };
     const newVersions: Record<string, number> = {};
     for (const channel of CHANNELS) {
       const change = r.next();
@@ -241,7 +245,10 @@ async function step(r: Random, idb: IndexedDBSaver, ref: Reference, n: number, e
       nested: { list: [r.int(3), { deep: r.pick(TAGS) }] },
     } as CheckpointMetadata;
     const config = configOf(thread, ns, parentId);
-    const [got, want] = [await outcome(() => idb.put(config, checkpoint, metadata, newVersions)), await outcome(() => ref.put(config, checkpoint, metadata))];
+    const [got, want] = [
+      await outcome(() => idb.put(config, checkpoint, metadata, newVersions)),
+      await outcome(() => ref.put(config, checkpoint, metadata)),
+    ];
     expect(got).toEqual(want);
     return `put ${thread}/${ns || "root"} ${checkpoint.id} parent=${parentId ?? "-"} new=${Object.keys(newVersions).join("")}`;
   }
@@ -314,7 +321,10 @@ async function step(r: Random, idb: IndexedDBSaver, ref: Reference, n: number, e
 
   if (roll < 0.93) {
     const target = r.pick(THREADS);
-    const [got, want] = [await outcome(() => idb.copyThread(thread, target)), await outcome(() => ref.copyThread(thread, target))];
+    const [got, want] = [
+      await outcome(() => idb.copyThread(thread, target)),
+      await outcome(() => ref.copyThread(thread, target)),
+    ];
     expect(got.ok, `copyThread ${thread} -> ${target}: ${JSON.stringify([got, want])}`).toBe(want.ok);
     return `copyThread ${thread} -> ${target} (${got.ok ? "done" : "refused"})`;
   }
@@ -329,7 +339,9 @@ async function step(r: Random, idb: IndexedDBSaver, ref: Reference, n: number, e
 
 /** Everything both savers hold, and listThreads against the reference. */
 async function compareAll(idb: IndexedDBSaver, ref: Reference): Promise<void> {
-  expect((await collect(idb.list({ configurable: {} }))).sort(byNsAndId)).toEqual((await collect(ref.list({ configurable: {} }))).sort(byNsAndId));
+  expect((await collect(idb.list({ configurable: {} }))).sort(byNsAndId)).toEqual(
+    (await collect(ref.list({ configurable: {} }))).sort(byNsAndId),
+  );
   const listed = new Map<string, string | undefined>();
   for await (const info of idb.listThreads()) {
     expect(listed.has(info.threadId), `listThreads lists ${info.threadId} twice`).toBe(false);

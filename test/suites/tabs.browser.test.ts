@@ -29,7 +29,9 @@ interface Tab {
   api: TabApi;
 }
 
-type Result<T> = { ok: true; value: T; ms: number } | { ok: false; error: { name?: string; message?: string; cause?: string }; ms: number };
+type Result<T> =
+  | { ok: true; value: T; ms: number }
+  | { ok: false; error: { name?: string; message?: string; cause?: string }; ms: number };
 const parse = <T>(json: string) => JSON.parse(json) as Result<T>;
 
 /** A same-origin iframe that loads the tab module. */
@@ -96,7 +98,10 @@ describe("two pages writing at once", () => {
       const started = performance.now();
       a.api.startSupersteps("run", threads[0]!, "page-a", STEPS);
       b.api.startSupersteps("run", threads[1]!, "page-b", STEPS);
-      const recorded = (): Recorded[] => [JSON.parse(a.api.recorded("run")) as Recorded, JSON.parse(b.api.recorded("run")) as Recorded];
+      const recorded = (): Recorded[] => [
+        JSON.parse(a.api.recorded("run")) as Recorded,
+        JSON.parse(b.api.recorded("run")) as Recorded,
+      ];
 
       const reader = new IndexedDBSaver({ dbName: name });
       savers.push(reader);
@@ -108,7 +113,9 @@ describe("two pages writing at once", () => {
       while (!done && !problem) {
         for (const thread of new Set(threads)) {
           const complete = lists % 5 === 0;
-          const tuples = await collect(reader.list({ configurable: { thread_id: thread } }, complete ? {} : { limit: 20 }));
+          const tuples = await collect(
+            reader.list({ configurable: { thread_id: thread } }, complete ? {} : { limit: 20 }),
+          );
           // Records are taken after the list: whatever it shows was recorded before its put.
           problem = checkListAnswer(tuples, recorded(), complete);
           lists += 1;
@@ -123,7 +130,9 @@ describe("two pages writing at once", () => {
       const all = recorded();
       for (const r of all) expect(r.puts.length).toBe(STEPS + 2);
       expect(await checkEverything(reader, all)).toBeUndefined();
-      console.info(`[tabs] 2 pages x ${STEPS} supersteps on ${shared ? "one thread" : "two threads"}: ${elapsed.toFixed(0)} ms, ${lists} concurrent lists checked`);
+      console.info(
+        `[tabs] 2 pages x ${STEPS} supersteps on ${shared ? "one thread" : "two threads"}: ${elapsed.toFixed(0)} ms, ${lists} concurrent lists checked`,
+      );
     }, 60_000);
   }
 });
@@ -147,7 +156,10 @@ describe("page B opens a newer schema version", () => {
     }
     expect(next.ms).toBeLessThan(2_000);
 
-    expect(parse<{ blocked: boolean }>(await b.api.deleteDatabase(name))).toMatchObject({ ok: true, value: { blocked: false } });
+    expect(parse<{ blocked: boolean }>(await b.api.deleteDatabase(name))).toMatchObject({
+      ok: true,
+      value: { blocked: false },
+    });
     expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: null });
     expect(parse(await a.api.put("t", "again"))).toMatchObject({ ok: true });
     expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "again" } });
@@ -189,7 +201,12 @@ describe("a blocked upgrade across pages", () => {
 
     b.api.open(name, { newer: true, blockedTimeoutMs: 300 });
     const race = <T>(p: Promise<T>) =>
-      Promise.race([p, new Promise<string>((resolve) => setTimeout(() => resolve(JSON.stringify({ ok: false, error: { name: "Hang" }, ms: 5_000 })), 5_000))]);
+      Promise.race([
+        p,
+        new Promise<string>((resolve) =>
+          setTimeout(() => resolve(JSON.stringify({ ok: false, error: { name: "Hang" }, ms: 5_000 })), 5_000),
+        ),
+      ]);
     const first = parse<unknown>(await race(b.api.get("t")));
     expect(first).toMatchObject({ ok: false, error: { name: "DatabaseBlockedError" } });
     expect(first.ms).toBeGreaterThanOrEqual(280);
@@ -200,6 +217,8 @@ describe("a blocked upgrade across pages", () => {
 
     a.api.releaseRaw();
     expect(parse(await race(b.api.get("t")))).toMatchObject({ ok: true, value: { v: "v1 data" } });
-    console.info(`[tabs] blocked upgrade: DatabaseBlockedError after ${first.ms.toFixed(0)} ms, retry after ${retry.ms.toFixed(0)} ms`);
+    console.info(
+      `[tabs] blocked upgrade: DatabaseBlockedError after ${first.ms.toFixed(0)} ms, retry after ${retry.ms.toFixed(0)} ms`,
+    );
   });
 });

@@ -85,14 +85,20 @@ describe("IndexedDBSaver in a dedicated worker", () => {
       for await (const info of page.listThreads()) threads.push(info.threadId);
       expect(threads).toEqual(["t"]);
       // ...and heard its puts from the other context.
-      await expect.poll(() => heard.filter((c) => c.threadId === "t" && c.kind === "put" && c.remote).length).toBeGreaterThanOrEqual(3);
+      await expect
+        .poll(() => heard.filter((c) => c.threadId === "t" && c.kind === "put" && c.remote).length)
+        .toBeGreaterThanOrEqual(3);
 
       // The page adds a turn; the worker continues from it.
       const afterPage = await chat(page, "t", ["from the page"], delta);
       expect(afterPage).toHaveLength(8);
       const second = await w.run(dbName, "t", ["back in the worker"], delta);
       expect(second.error).toBeUndefined();
-      expect(second.messages).toEqual([...afterPage, ["human", "back in the worker"], ["ai", "echo back in the worker (#9)"]]);
+      expect(second.messages).toEqual([
+        ...afterPage,
+        ["human", "back in the worker"],
+        ["ai", "echo back in the worker (#9)"],
+      ]);
       const final = await chatGraph(page, delta).getState(config);
       expect(plain(final.values.messages)).toEqual(second.messages);
       // A fresh page-side graph on the same thread sees the whole history.
@@ -100,7 +106,9 @@ describe("IndexedDBSaver in a dedicated worker", () => {
       for await (const snapshot of chatGraph(page, delta).getStateHistory(config)) history.push(snapshot);
       expect(history.length).toBe(second.checkpoints);
       expect(w.errors).toEqual([]);
-      console.info(`[worker] ${delta ? "delta" : "plain"}: 3 turns in the worker in ${first.ms?.toFixed(0)} ms, ${second.checkpoints} checkpoints`);
+      console.info(
+        `[worker] ${delta ? "delta" : "plain"}: 3 turns in the worker in ${first.ms?.toFixed(0)} ms, ${second.checkpoints} checkpoints`,
+      );
     });
   }
 
@@ -111,7 +119,10 @@ describe("IndexedDBSaver in a dedicated worker", () => {
     savers.push(page);
     const w = startWorker();
     const turns = Array.from({ length: 10 }, (_, i) => `turn ${i}`);
-    const [inWorker, inPage] = await Promise.all([w.run(dbName, "worker-thread", turns), chat(page, "page-thread", turns)]);
+    const [inWorker, inPage] = await Promise.all([
+      w.run(dbName, "worker-thread", turns),
+      chat(page, "page-thread", turns),
+    ]);
     expect(inWorker.error).toBeUndefined();
     expect(inWorker.messages).toEqual(inPage);
     const state = await chatGraph(page).getState({ configurable: { thread_id: "worker-thread" } });

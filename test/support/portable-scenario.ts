@@ -28,15 +28,21 @@ import { z } from "zod";
 
 /** A list of strings that grows: `["a"] + ["b"] = ["a", "b"]`. */
 function notesValue() {
-  return new ReducedValue(z.array(z.string()).default(() => []), { reducer: (a: string[], b: string[]) => a.concat(b) });
+  return new ReducedValue(
+    z.array(z.string()).default(() => []),
+    { reducer: (a: string[], b: string[]) => a.concat(b) },
+  );
 }
 
 /** A second delta channel that snapshots every 2 updates, so checkpoints hold `DeltaSnapshot`s. */
 function logValue() {
-  return new DeltaValue(z.array(z.string()).default(() => []), {
-    reducer: (state: string[], writes: string[][]) => state.concat(...writes),
-    snapshotFrequency: 2,
-  });
+  return new DeltaValue(
+    z.array(z.string()).default(() => []),
+    {
+      reducer: (state: string[], writes: string[][]) => state.concat(...writes),
+      snapshotFrequency: 2,
+    },
+  );
 }
 
 /**
@@ -64,11 +70,19 @@ export class Scenario {
       .addEdge("draft", "review")
       .addEdge("review", END)
       .compile();
-    const State = new StateSchema({ messages: MessagesDeltaValue, log: logValue(), notes: notesValue(), report: z.string().default("") });
+    const State = new StateSchema({
+      messages: MessagesDeltaValue,
+      log: logValue(),
+      notes: notesValue(),
+      report: z.string().default(""),
+    });
     return new StateGraph(State)
       .addNode("agent", (state) => {
         const last = state.messages[state.messages.length - 1];
-        return { messages: [new AIMessage(`echo ${String(last?.content)} (#${state.messages.length})`)], log: ["agent"] };
+        return {
+          messages: [new AIMessage(`echo ${String(last?.content)} (#${state.messages.length})`)],
+          log: ["agent"],
+        };
       })
       .addNode("research", research)
       .addNode("side", (state) => ({ notes: [`side ${state.messages.length}`], log: [`side ${state.log.length}`] }))
@@ -213,7 +227,16 @@ export function stateView(snapshot: StateSnapshot): Record<string, unknown> {
 }
 
 /** Keys whose values are per-run identities. */
-const ID_KEYS = new Set(["id", "checkpoint_id", "checkpoint_map", "createdAt", "thread_ts", "checkpoint_ns", "parents", "run_id"]);
+const ID_KEYS = new Set([
+  "id",
+  "checkpoint_id",
+  "checkpoint_map",
+  "createdAt",
+  "thread_ts",
+  "checkpoint_ns",
+  "parents",
+  "run_id",
+]);
 
 /** Plain data without per-run identities (ids, timestamps, namespaces carrying task ids). */
 export function withoutIds(value: unknown): unknown {

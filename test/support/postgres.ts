@@ -74,7 +74,9 @@ function freePort(): Promise<number> {
     server.on("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -85,7 +87,10 @@ function run(bin: string, args: string[]): Promise<string> {
   const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
   return new Promise((resolve, reject) => {
     execFile(file, argv, { timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${bin.split("/").pop()} failed: ${(stderr || stdout || error.message).trim()}`, { cause: error }));
+      if (error)
+        reject(
+          new Error(`${bin.split("/").pop()} failed: ${(stderr || stdout || error.message).trim()}`, { cause: error }),
+        );
       else resolve(stdout);
     });
   });
@@ -105,18 +110,43 @@ export async function startPostgres(): Promise<RunningPostgres> {
         uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
         gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
       } catch (error) {
-        throw new Error("Running as root, but there is no 'postgres' user to run the server as (PostgreSQL refuses root). Install Debian's postgresql package, which creates it.", { cause: error });
+        throw new Error(
+          "Running as root, but there is no 'postgres' user to run the server as (PostgreSQL refuses root). Install Debian's postgresql package, which creates it.",
+          { cause: error },
+        );
       }
       chownSync(dir, uid, gid);
     }
     const data = join(dir, "data");
-    await run(join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"]);
+    await run(join(bin, "initdb"), [
+      "-D",
+      data,
+      "-A",
+      "trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+    ]);
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`;
       try {
-        await run(join(bin, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "-t", "30", "start"]);
+        await run(join(bin, "pg_ctl"), [
+          "-D",
+          data,
+          "-l",
+          join(dir, "server.log"),
+          "-o",
+          options,
+          "-w",
+          "-t",
+          "30",
+          "start",
+        ]);
       } catch (error) {
         lastError = error;
         continue; // the port was taken in between: try another
@@ -173,7 +203,8 @@ async function waitForStatus(statusFile: string, timeoutMs: number): Promise<str
     const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8") : "missing";
     if (status.startsWith("ready ")) return status.slice("ready ".length).trim();
     if (status.startsWith("error: ")) throw new Error(status.slice("error: ".length));
-    if (Date.now() > deadline) throw new Error(`PostgreSQL did not start within ${timeoutMs / 1000} s (status: ${status}).`);
+    if (Date.now() > deadline)
+      throw new Error(`PostgreSQL did not start within ${timeoutMs / 1000} s (status: ${status}).`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

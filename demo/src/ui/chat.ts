@@ -54,7 +54,9 @@ function renderMessage(message: BaseMessage, draft: boolean): Node[] {
   const type = message.getType();
   const testid = draft ? undefined : "message";
   if (type === "human") {
-    return [h("div", { class: `message user${draft ? " draft" : ""}`, testid, dataset: { role: "user" } }, text(message))];
+    return [
+      h("div", { class: `message user${draft ? " draft" : ""}`, testid, dataset: { role: "user" } }, text(message)),
+    ];
   }
   if (type === "tool") {
     return [h("div", { class: "tool-note", testid: "tool-result" }, toolResultLabel(message as ToolMessage))];
@@ -62,9 +64,14 @@ function renderMessage(message: BaseMessage, draft: boolean): Node[] {
   if (type !== "ai") return [];
   const nodes: Node[] = [];
   const body = text(message);
-  if (body) nodes.push(h("div", { class: `message assistant${draft ? " draft" : ""}`, testid, dataset: { role: "assistant" } }, body));
+  if (body)
+    nodes.push(
+      h("div", { class: `message assistant${draft ? " draft" : ""}`, testid, dataset: { role: "assistant" } }, body),
+    );
   for (const call of (message as AIMessage).tool_calls ?? []) {
-    nodes.push(h("div", { class: "tool-note", testid: "tool-call" }, icon("tool"), toolCallLabel(call.name, call.args)));
+    nodes.push(
+      h("div", { class: "tool-note", testid: "tool-call" }, icon("tool"), toolCallLabel(call.name, call.args)),
+    );
   }
   return nodes;
 }
@@ -72,7 +79,13 @@ function renderMessage(message: BaseMessage, draft: boolean): Node[] {
 const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
 
 export function createChat(actions: ChatActions) {
-  const log = h("div", { class: "messages", role: "log", "aria-label": "Conversation", "aria-live": "polite", tabIndex: 0 });
+  const log = h("div", {
+    class: "messages",
+    role: "log",
+    "aria-label": "Conversation",
+    "aria-live": "polite",
+    tabIndex: 0,
+  });
   const banner = h("div", { class: "viewing-banner", hidden: true });
   const approval = h("div", { class: "approval-slot" });
   const error = h("div", { class: "error-banner", role: "alert", hidden: true });
@@ -175,7 +188,11 @@ export function createChat(actions: ChatActions) {
           h(
             "div",
             { class: "actions" },
-            h("button", { class: "primary", type: "button", testid: "approve", disabled, onclick: () => actions.onApprove() }, "Approve"),
+            h(
+              "button",
+              { class: "primary", type: "button", testid: "approve", disabled, onclick: () => actions.onApprove() },
+              "Approve",
+            ),
             h("button", { type: "button", testid: "reject", disabled, onclick: () => actions.onReject() }, "Reject"),
           ),
         ),
@@ -192,7 +209,11 @@ export function createChat(actions: ChatActions) {
       replace(
         banner,
         h("span", {}, `Viewing the state at step ${viewing.step} (${viewing.messageCount} messages). `),
-        h("button", { class: "primary", type: "button", testid: "fork", onclick: () => actions.onFork() }, "Fork from here"),
+        h(
+          "button",
+          { class: "primary", type: "button", testid: "fork", onclick: () => actions.onFork() },
+          "Fork from here",
+        ),
         h("button", { type: "button", onclick: () => actions.onBackToLatest() }, "Back to latest"),
       );
     },

@@ -10,14 +10,20 @@ export interface Props {
   [key: string]: unknown;
 }
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") el.className = String(value);
     else if (key === "testid") el.dataset.testid = String(value);
-    else if (key === "dataset") for (const [k, v] of Object.entries(value as Record<string, unknown>)) el.dataset[k] = String(v);
-    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value as EventListener);
+    else if (key === "dataset")
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) el.dataset[k] = String(v);
+    else if (key.startsWith("on") && typeof value === "function")
+      el.addEventListener(key.slice(2), value as EventListener);
     else if (key in el && !key.includes("-")) (el as unknown as Record<string, unknown>)[key] = value;
     else el.setAttribute(key, value === true ? "" : String(value));
   }
@@ -44,7 +50,8 @@ export function relativeTime(ms: number, now = Date.now()): string {
   if (seconds < 45) return "just now";
   if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
   const date = new Date(ms);
-  if (new Date(now).toDateString() === date.toDateString()) return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (new Date(now).toDateString() === date.toDateString())
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return date.toLocaleDateString([], { day: "numeric", month: "short" });
 }
 

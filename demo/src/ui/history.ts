@@ -92,9 +92,17 @@ export function createHistory(actions: HistoryActions) {
       "header",
       {},
       h("h2", {}, "History"),
-      h("button", { class: "icon", type: "button", "aria-label": "Close history", onclick: () => actions.onClose() }, "✕"),
+      h(
+        "button",
+        { class: "icon", type: "button", "aria-label": "Close history", onclick: () => actions.onClose() },
+        "✕",
+      ),
     ),
-    h("p", { class: "muted" }, "Every checkpoint the saver kept. Click one to see the conversation as it was, then fork from it to continue on a new branch."),
+    h(
+      "p",
+      { class: "muted" },
+      "Every checkpoint the saver kept. Click one to see the conversation as it was, then fork from it to continue on a new branch.",
+    ),
     body,
   );
 

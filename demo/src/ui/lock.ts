@@ -55,7 +55,9 @@ export function createLockScreen(actions: LockScreenActions): HTMLElement {
     actions.unlock(input.value).catch((error: unknown) => {
       button.disabled = false;
       button.textContent = "Unlock";
-      errorSlot.replaceChildren(h("p", { class: "error", role: "alert", testid: "unlock-error" }, (error as Error).message));
+      errorSlot.replaceChildren(
+        h("p", { class: "error", role: "alert", testid: "unlock-error" }, (error as Error).message),
+      );
       input.select();
       input.focus();
     });

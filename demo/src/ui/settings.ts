@@ -21,7 +21,13 @@ export interface SettingsContext {
 }
 
 function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLLabelElement {
-  return h("label", { class: "field" }, h("span", {}, label), input, hint ? h("small", { class: "muted" }, hint) : null);
+  return h(
+    "label",
+    { class: "field" },
+    h("span", {}, label),
+    input,
+    hint ? h("small", { class: "muted" }, hint) : null,
+  );
 }
 
 function download(blob: Blob, name: string): void {
@@ -34,7 +40,12 @@ function download(blob: Blob, name: string): void {
 }
 
 function safeName(title: string): string {
-  return title.replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "thread";
+  return (
+    title
+      .replace(/[^\p{L}\p{N}]+/gu, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40) || "thread"
+  );
 }
 
 export function createSettings(context: SettingsContext) {
@@ -46,7 +57,11 @@ export function createSettings(context: SettingsContext) {
       "header",
       {},
       h("h2", { id: "settings-title" }, "Settings"),
-      h("button", { class: "icon", type: "button", "aria-label": "Close settings", onclick: () => dialog.close() }, "✕"),
+      h(
+        "button",
+        { class: "icon", type: "button", "aria-label": "Close settings", onclick: () => dialog.close() },
+        "✕",
+      ),
     ),
     content,
   );
@@ -67,7 +82,13 @@ export function createSettings(context: SettingsContext) {
     const baseUrl = h("input", { type: "url", value: current.baseUrl, placeholder: "https://api.openai.com/v1" });
     const model = h("input", { value: current.model, placeholder: "gpt-4o-mini" });
     const apiKey = h("input", { type: "password", value: current.apiKey, autocomplete: "off", placeholder: "sk-…" });
-    const remote = h("div", { class: "remote-fields" }, field("Base URL", baseUrl), field("Model", model), field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."));
+    const remote = h(
+      "div",
+      { class: "remote-fields" },
+      field("Base URL", baseUrl),
+      field("Model", model),
+      field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."),
+    );
     const status = h("p", { class: "status", role: "status" });
     const sync = () => (remote.hidden = provider.value !== "openai");
     provider.addEventListener("change", sync);
@@ -103,11 +124,23 @@ export function createSettings(context: SettingsContext) {
         "section",
         { "aria-labelledby": "lock-h" },
         h("h3", { id: "lock-h" }, "Passphrase lock"),
-        h("p", {}, icon("lock"), " Locked: threads, memories, titles and settings are encrypted at rest (AES-GCM, key derived from your passphrase)."),
+        h(
+          "p",
+          {},
+          icon("lock"),
+          " Locked: threads, memories, titles and settings are encrypted at rest (AES-GCM, key derived from your passphrase).",
+        ),
         h("button", { type: "button", onclick: () => context.lockNow() }, "Lock now"),
       );
     }
-    const passphrase = h("input", { type: "password", id: "passphrase", testid: "passphrase", autocomplete: "new-password", minLength: 4, required: true });
+    const passphrase = h("input", {
+      type: "password",
+      id: "passphrase",
+      testid: "passphrase",
+      autocomplete: "new-password",
+      minLength: 4,
+      required: true,
+    });
     const status = h("p", { class: "status", role: "status" });
     const button = h("button", { class: "primary", type: "submit", testid: "lock" }, "Lock with passphrase");
     const form = h(
@@ -145,7 +178,11 @@ export function createSettings(context: SettingsContext) {
     const table = h("tbody", {}, h("tr", {}, h("td", { colSpan: 3, class: "muted" }, "Measuring…")));
     const totals = h("p", { class: "muted" });
     const persist = h("p", {});
-    const importInput = h("input", { type: "file", accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`, id: "import-file" });
+    const importInput = h("input", {
+      type: "file",
+      accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`,
+      id: "import-file",
+    });
     const importStatus = h("p", { class: "status", role: "status" });
     importInput.addEventListener("change", () => {
       const file = importInput.files?.[0];
@@ -164,7 +201,11 @@ export function createSettings(context: SettingsContext) {
 
     async function measure(): Promise<void> {
       const names = databasesOf(session.vault);
-      const [saver, memory, origin] = await Promise.all([saverBytes(names.saver), databaseBytes(names.store), originUsage()]);
+      const [saver, memory, origin] = await Promise.all([
+        saverBytes(names.saver),
+        databaseBytes(names.store),
+        originUsage(),
+      ]);
       const rows = context.threads().map((thread) =>
         h(
           "tr",
@@ -190,12 +231,22 @@ export function createSettings(context: SettingsContext) {
           ),
         ),
       );
-      rows.push(h("tr", { class: "memory-row" }, h("th", { scope: "row" }, "Memories (store)"), h("td", { class: "num" }, formatBytes(memory)), h("td")));
+      rows.push(
+        h(
+          "tr",
+          { class: "memory-row" },
+          h("th", { scope: "row" }, "Memories (store)"),
+          h("td", { class: "num" }, formatBytes(memory)),
+          h("td"),
+        ),
+      );
       replace(table, ...rows);
       replace(
         totals,
         `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory)}`,
-        origin.usage !== undefined ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)` : "",
+        origin.usage !== undefined
+          ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
+          : "",
       );
       renderPersist(origin.persisted);
     }
@@ -216,7 +267,14 @@ export function createSettings(context: SettingsContext) {
               // Never awaited on a critical path: some browsers prompt and wait for the user.
               void navigator.storage
                 ?.persist?.()
-                .then((granted) => (granted ? renderPersist(true) : replace(persist, "The browser declined to make storage persistent (it may grant it later, e.g. once the site is bookmarked or installed).")))
+                .then((granted) =>
+                  granted
+                    ? renderPersist(true)
+                    : replace(
+                        persist,
+                        "The browser declined to make storage persistent (it may grant it later, e.g. once the site is bookmarked or installed).",
+                      ),
+                )
                 .catch(() => undefined);
             },
           },
@@ -230,7 +288,22 @@ export function createSettings(context: SettingsContext) {
       "section",
       { "aria-labelledby": "storage-h" },
       h("h3", { id: "storage-h" }, "Storage"),
-      h("table", { class: "storage" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Thread"), h("th", { scope: "col", class: "num" }, "Bytes"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Export")))), table),
+      h(
+        "table",
+        { class: "storage" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", { scope: "col" }, "Thread"),
+            h("th", { scope: "col", class: "num" }, "Bytes"),
+            h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Export")),
+          ),
+        ),
+        table,
+      ),
       totals,
       persist,
       field("Import a thread file", importInput),
@@ -251,7 +324,16 @@ export function createSettings(context: SettingsContext) {
             "li",
             {},
             h("span", {}, memory.text),
-            h("button", { type: "button", class: "icon danger", "aria-label": `Forget “${memory.text}”`, onclick: () => void session.forget(memory.key).then(load, () => undefined) }, icon("trash")),
+            h(
+              "button",
+              {
+                type: "button",
+                class: "icon danger",
+                "aria-label": `Forget “${memory.text}”`,
+                onclick: () => void session.forget(memory.key).then(load, () => undefined),
+              },
+              icon("trash"),
+            ),
           ),
         ),
       );

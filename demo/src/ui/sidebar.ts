@@ -21,7 +21,11 @@ export function createSidebar(actions: SidebarActions) {
   const el = h(
     "nav",
     { class: "sidebar", id: "sidebar", "aria-label": "Threads" },
-    h("button", { class: "primary new-thread", testid: "new-thread", type: "button", onclick: () => actions.onNew() }, "+ New thread"),
+    h(
+      "button",
+      { class: "primary new-thread", testid: "new-thread", type: "button", onclick: () => actions.onNew() },
+      "+ New thread",
+    ),
     list,
     empty,
   );
@@ -68,7 +72,11 @@ export function createSidebar(actions: SidebarActions) {
           onclick: () => actions.onOpen(thread.id),
         },
         h("span", { class: "thread-title" }, thread.title),
-        h("time", { class: "thread-time", dateTime: new Date(thread.updatedAt).toISOString() }, relativeTime(thread.updatedAt)),
+        h(
+          "time",
+          { class: "thread-time", dateTime: new Date(thread.updatedAt).toISOString() },
+          relativeTime(thread.updatedAt),
+        ),
       ),
       h(
         "button",

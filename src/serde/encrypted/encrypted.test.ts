@@ -4,33 +4,33 @@
  * database key protocol (forDatabase, rewrap, rekey) and a LangGraph graph on
  * MemorySaver. Runs in Node (Node's WebCrypto) and in Chromium.
  */
-import { AIMessage,HumanMessage,ToolMessage,type BaseMessage } from "@langchain/core/messages";
-import { JsonPlusSerializer,MemorySaver,type SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { END,MessagesAnnotation,START,StateGraph } from "@langchain/langgraph/web";
-import { describe,expect,it } from "vitest";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { JsonPlusSerializer, MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
+import { describe, expect, it } from "vitest";
 import {
-changeDatabaseKey,
-rekeyDatabase,
-type KeyRecord,
-type DatabaseBinding,
-type KeyRecordAccess,
-type RowBoundSerializer,
-type RowRef,
-type ValueRewriter,
+  changeDatabaseKey,
+  rekeyDatabase,
+  type KeyRecord,
+  type DatabaseBinding,
+  type KeyRecordAccess,
+  type RowBoundSerializer,
+  type RowRef,
+  type ValueRewriter,
 } from "../protocol.js";
 
 import {
-AES_GCM_SUFFIX,
-DEFAULT_PBKDF2_ITERATIONS,
-EncryptedSerializer,
-inspectEnvelope,
-type AesGcmKeyRecord,
+  AES_GCM_SUFFIX,
+  DEFAULT_PBKDF2_ITERATIONS,
+  EncryptedSerializer,
+  inspectEnvelope,
+  type AesGcmKeyRecord,
 } from "./index.js";
 import { DecryptionError } from "../../core/errors.js";
-import { deleteDatabase,freshDbName } from "../../../test/support/databases.js";
+import { deleteDatabase, freshDbName } from "../../../test/support/databases.js";
 import { containsText } from "../../../test/support/plaintext.js";
 import { sameClone } from "../../core/equality.js";
-import { toHex,toBase64,fromBase64 } from "../../core/bytes.js";
+import { toHex, toBase64, fromBase64 } from "../../core/bytes.js";
 
 /** Fast PBKDF2 for tests; one test below runs the real default. */
 const FAST = 1_000;
@@ -38,8 +38,10 @@ const SALT = "encrypted.test salt";
 const MARKER = "MARKER-7f3a9c-secret";
 
 const json = () => new JsonPlusSerializer();
-const fromPass = (passphrase: string, options: Partial<Parameters<typeof EncryptedSerializer.fromPassphrase>[1]> = {}) =>
-  EncryptedSerializer.fromPassphrase(passphrase, { salt: SALT, iterations: FAST, serde: json(), ...options });
+const fromPass = (
+  passphrase: string,
+  options: Partial<Parameters<typeof EncryptedSerializer.fromPassphrase>[1]> = {},
+) => EncryptedSerializer.fromPassphrase(passphrase, { salt: SALT, iterations: FAST, serde: json(), ...options });
 const rawKey = (fill: number, length = 32) => new Uint8Array(length).fill(fill);
 
 /** The row-bound serializer a database binding hands out. */
@@ -55,7 +57,6 @@ async function decryptionError(promise: Promise<unknown>): Promise<DecryptionErr
   return error as DecryptionError;
 }
 
-
 const VALUES: [string, unknown][] = [
   ["a string", `hello ${MARKER}`],
   ["an empty string", ""],
@@ -70,13 +71,23 @@ const VALUES: [string, unknown][] = [
   ["undefined inside an object", { present: 1, missing: undefined }],
   ["top-level bytes", new Uint8Array([0, 1, 2, 253, 254, 255])],
   ["nested bytes", { blob: new Uint8Array([9, 8, 7]) }],
-  ["a Map", new Map<string, unknown>([["k", 1], ["j", { x: 2 }]])],
+  [
+    "a Map",
+    new Map<string, unknown>([
+      ["k", 1],
+      ["j", { x: 2 }],
+    ]),
+  ],
   ["a Set", new Set([1, "two", 3])],
   ["a large string (1 MiB)", "x".repeat(1 << 20)],
   ["a HumanMessage", new HumanMessage({ content: `hi ${MARKER}`, id: "m1" })],
   [
     "an AIMessage with tool calls",
-    new AIMessage({ content: "", id: "m2", tool_calls: [{ name: "search", args: { q: MARKER }, id: "call-1", type: "tool_call" }] }),
+    new AIMessage({
+      content: "",
+      id: "m2",
+      tool_calls: [{ name: "search", args: { q: MARKER }, id: "call-1", type: "tool_call" }],
+    }),
   ],
   ["a ToolMessage", new ToolMessage({ content: "result", tool_call_id: "call-1", id: "m3" })],
   ["a list of messages", [new HumanMessage("one"), new AIMessage("two")]],
@@ -201,14 +212,18 @@ describe("EncryptedSerializer: fails closed", () => {
     await decryptionError((await fromPass("correct horse", { iterations: FAST + 1 })).loadsTyped(type, data));
     expect(await (await fromPass("correct horse")).loadsTyped(type, data)).toEqual({ secret: MARKER });
     const saltBytes = new TextEncoder().encode(SALT);
-    expect(await (await fromPass("correct horse", { salt: saltBytes })).loadsTyped(type, data)).toEqual({ secret: MARKER });
+    expect(await (await fromPass("correct horse", { salt: saltBytes })).loadsTyped(type, data)).toEqual({
+      secret: MARKER,
+    });
   });
 
   it("binds row values to their row (associated data)", async () => {
     const serde = await EncryptedSerializer.fromRawKey(rawKey(7), { serde: json() });
     const rowA: RowRef = ["checkpoint", "thread-a", "", "cp-1"];
     const [type, data] = await serde.dumpsTypedForRow({ secret: MARKER }, rowA);
-    expect(await serde.loadsTypedForRow(type, data, ["checkpoint", "thread-a", "", "cp-1"])).toEqual({ secret: MARKER });
+    expect(await serde.loadsTypedForRow(type, data, ["checkpoint", "thread-a", "", "cp-1"])).toEqual({
+      secret: MARKER,
+    });
     const others: RowRef[] = [
       ["checkpoint", "thread-b", "", "cp-1"],
       ["checkpoint", "thread-a", "", "cp-2"],
@@ -235,7 +250,9 @@ describe("EncryptedSerializer: fails closed", () => {
     const [rowType, rowData] = await serde.dumpsTypedForRow(1, ["blob", "t", "", "c", 1]);
     expect((await decryptionError(serde.loadsTyped(rowType, rowData))).message).toMatch(/for a row/);
     const [ctxType, ctxData] = await serde.dumpsTyped(1);
-    expect((await decryptionError(serde.loadsTypedForRow(ctxType, ctxData, ["blob", "t", "", "c", 1]))).message).toMatch(/without a row/);
+    expect(
+      (await decryptionError(serde.loadsTypedForRow(ctxType, ctxData, ["blob", "t", "", "c", 1]))).message,
+    ).toMatch(/without a row/);
     const appA = await EncryptedSerializer.fromRawKey(rawKey(7), { serde: json(), context: "app-a" });
     const appB = await EncryptedSerializer.fromRawKey(rawKey(7), { serde: json(), context: "app-b" });
     const [type, data] = await appA.dumpsTyped({ x: 1 });
@@ -260,7 +277,7 @@ describe("EncryptedSerializer: fails closed", () => {
     expect((await lenient.dumpsTyped({ a: 1 }))[0]).toBe("json+aes-gcm");
   });
 
-  it("opens its envelopes when a saver dropped the type tag (MemorySaver loads everything as \"json\")", async () => {
+  it('opens its envelopes when a saver dropped the type tag (MemorySaver loads everything as "json")', async () => {
     const serde = await EncryptedSerializer.fromRawKey(rawKey(9), { serde: json() });
     const [, data] = await serde.dumpsTyped(new Uint8Array([1, 2, 3]));
     expect(await serde.loadsTyped("json", data)).toEqual(new Uint8Array([1, 2, 3]));
@@ -277,7 +294,10 @@ describe("EncryptedSerializer: keys", () => {
     const bytes = crypto.getRandomValues(new Uint8Array(32));
     const a = await EncryptedSerializer.fromRawKey(bytes, { serde: json() });
     const b = await EncryptedSerializer.fromRawKey(toBase64(bytes), { serde: json() });
-    const c = await EncryptedSerializer.fromRawKey(toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, ""), { serde: json() });
+    const c = await EncryptedSerializer.fromRawKey(
+      toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, ""),
+      { serde: json() },
+    );
     const d = await EncryptedSerializer.fromRawKey(bytes.buffer, { serde: json() });
     expect(await b.keyId()).toBe(await a.keyId());
     expect(await c.keyId()).toBe(await a.keyId());
@@ -287,8 +307,12 @@ describe("EncryptedSerializer: keys", () => {
 
     const aes128 = await EncryptedSerializer.fromRawKey(rawKey(11, 16), { serde: json() });
     const [t128, d128] = await aes128.dumpsTyped("short key");
-    expect(await (await EncryptedSerializer.fromRawKey(rawKey(11, 16), { serde: json() })).loadsTyped(t128, d128)).toBe("short key");
-    await decryptionError((await EncryptedSerializer.fromRawKey(rawKey(11, 32), { serde: json() })).loadsTyped(t128, d128));
+    expect(await (await EncryptedSerializer.fromRawKey(rawKey(11, 16), { serde: json() })).loadsTyped(t128, d128)).toBe(
+      "short key",
+    );
+    await decryptionError(
+      (await EncryptedSerializer.fromRawKey(rawKey(11, 32), { serde: json() })).loadsTyped(t128, d128),
+    );
   });
 
   it("fromRawKey refuses other sizes (AES-192 included) and bad base64", async () => {
@@ -321,7 +345,9 @@ describe("EncryptedSerializer: keys", () => {
     expect(DEFAULT_PBKDF2_ITERATIONS).toBeGreaterThanOrEqual(600_000);
     const passphrase = "the default is slow on purpose";
     const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt: SALT, serde: json() });
-    const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(passphrase), "PBKDF2", false, ["deriveBits"]);
+    const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(passphrase), "PBKDF2", false, [
+      "deriveBits",
+    ]);
     const bits = await crypto.subtle.deriveBits(
       { name: "PBKDF2", hash: "SHA-256", salt: new TextEncoder().encode(SALT), iterations: 600_000 },
       material,
@@ -379,7 +405,9 @@ describe("EncryptedSerializer: keys", () => {
   });
 
   it("rejects an inner serde that is not a SerializerProtocol", async () => {
-    await expect(EncryptedSerializer.fromRawKey(rawKey(1), { serde: {} as SerializerProtocol })).rejects.toThrow(/SerializerProtocol/);
+    await expect(EncryptedSerializer.fromRawKey(rawKey(1), { serde: {} as SerializerProtocol })).rejects.toThrow(
+      /SerializerProtocol/,
+    );
   });
 });
 
@@ -447,7 +475,9 @@ describe("EncryptedSerializer: database keys (forDatabase, rewrapFor, rekey)", (
     const rewrapped = (await old.rewrapFor(created.record!, next)) as AesGcmKeyRecord;
     expect(rewrapped.kek).toBe(await next.keyId());
     expect(rewrapped.keys[0]!.id).toBe((created.record as AesGcmKeyRecord).keys[0]!.id);
-    expect(await rowSerde(await next.forDatabase(rewrapped)).loadsTypedForRow(type, data, row)).toEqual({ secret: MARKER });
+    expect(await rowSerde(await next.forDatabase(rewrapped)).loadsTypedForRow(type, data, row)).toEqual({
+      secret: MARKER,
+    });
     expect((await decryptionError(old.forDatabase(rewrapped))).message).toMatch(/Wrong passphrase or key/);
     await decryptionError((await fromPass("wrong")).rewrapFor(created.record!, next));
     await expect(old.rewrapFor(created.record!, json())).rejects.toThrow(TypeError);
@@ -517,7 +547,9 @@ class MemoryDatabase {
 
   async readAll(serde: EncryptedSerializer): Promise<unknown[]> {
     const bound = await this.bind(serde);
-    return Promise.all([...this.rows.values()].map(({ row, value }) => bound.loadsTypedForRow(value[0], value[1], row)));
+    return Promise.all(
+      [...this.rows.values()].map(({ row, value }) => bound.loadsTypedForRow(value[0], value[1], row)),
+    );
   }
 
   rewriteAll(failAfter = Infinity): (rewrite: ValueRewriter) => Promise<number> {
@@ -587,7 +619,10 @@ describe("binding.ts key changes (changeDatabaseKey, rekeyDatabase)", () => {
     const serde = await fromPass("pass", { allowPlaintext: true });
     for (const row of rows) await db.put(serde, row, { row, secret: MARKER });
     // One row from before encryption was turned on.
-    db.rows.set("legacy", { row: ["blob", "t", "", "legacy", 1], value: (await json().dumpsTyped({ legacy: MARKER })) as [string, Uint8Array] });
+    db.rows.set("legacy", {
+      row: ["blob", "t", "", "legacy", 1],
+      value: (await json().dumpsTyped({ legacy: MARKER })) as [string, Uint8Array],
+    });
     const oldId = (db.record as AesGcmKeyRecord).keys[0]!.id;
 
     await expect(rekeyDatabase(serde, db.records(), db.rewriteAll(2))).rejects.toThrow("crash");
@@ -604,14 +639,22 @@ describe("binding.ts key changes (changeDatabaseKey, rekeyDatabase)", () => {
     }
     const values = await db.readAll(await fromPass("pass"));
     expect(values).toContainEqual({ legacy: MARKER });
-    expect(containsText([...db.rows.values()].map((r) => r.value), MARKER)).toBe(false);
+    expect(
+      containsText(
+        [...db.rows.values()].map((r) => r.value),
+        MARKER,
+      ),
+    ).toBe(false);
   });
 
   it("rekeyDatabase fails closed on plaintext without allowPlaintext, leaving every row readable", async () => {
     const db = new MemoryDatabase();
     const serde = await fromPass("pass");
     for (const row of rows) await db.put(serde, row, 1);
-    db.rows.set("legacy", { row: ["blob", "t", "", "legacy", 1], value: (await json().dumpsTyped(2)) as [string, Uint8Array] });
+    db.rows.set("legacy", {
+      row: ["blob", "t", "", "legacy", 1],
+      value: (await json().dumpsTyped(2)) as [string, Uint8Array],
+    });
     await expect(rekeyDatabase(serde, db.records(), db.rewriteAll())).rejects.toBeInstanceOf(DecryptionError);
     db.rows.delete("legacy");
     expect(await db.readAll(serde)).toEqual([1, 1, 1, 1]);
@@ -623,7 +666,9 @@ describe("EncryptedSerializer with MemorySaver (any BaseCheckpointSaver)", () =>
   /** A graph that pauses before a human-approval step, so pending writes and state updates get stored too. */
   function buildGraph(checkpointer: MemorySaver) {
     return new StateGraph(MessagesAnnotation)
-      .addNode("agent", (state) => ({ messages: [new AIMessage({ content: `${MARKER} answer ${state.messages.length}` })] }))
+      .addNode("agent", (state) => ({
+        messages: [new AIMessage({ content: `${MARKER} answer ${state.messages.length}` })],
+      }))
       .addNode("approve", () => ({ messages: [new AIMessage("approved")] }))
       .addEdge(START, "agent")
       .addEdge("agent", "approve")
@@ -648,7 +693,12 @@ describe("EncryptedSerializer with MemorySaver (any BaseCheckpointSaver)", () =>
     expect(paused.next).toEqual(["approve"]);
     const state = await graph.getState(config);
     const messages: BaseMessage[] = state.values.messages;
-    expect(messages.map((m) => m.content)).toEqual([`${MARKER} hello`, `${MARKER} answer 1`, `${MARKER} go ahead`, "approved"]);
+    expect(messages.map((m) => m.content)).toEqual([
+      `${MARKER} hello`,
+      `${MARKER} answer 1`,
+      `${MARKER} go ahead`,
+      "approved",
+    ]);
     expect(messages[0]).toBeInstanceOf(HumanMessage);
     expect(messages[3]).toBeInstanceOf(AIMessage);
     let history = 0;

@@ -4,12 +4,10 @@
  * is sealed to its row and opened only there. Frozen: see the golden files.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import type {
-RowRef
-} from "../protocol.js";
-import { IV_BYTES,KEY_ID_BYTES,TAG_BYTES,aesGcmDecrypt,aesGcmEncrypt,randomBytes } from "./webcrypto.js";
+import type { RowRef } from "../protocol.js";
+import { IV_BYTES, KEY_ID_BYTES, TAG_BYTES, aesGcmDecrypt, aesGcmEncrypt, randomBytes } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
-import { type Bytes,asBytes,concatBytes,utf8,toHex } from "../../core/bytes.js";
+import { type Bytes, asBytes, concatBytes, utf8, toHex } from "../../core/bytes.js";
 
 /** The suffix added to the inner serializer's type tag. */
 export const AES_GCM_SUFFIX = "+aes-gcm";
@@ -119,7 +117,9 @@ export function wrapAad(kekId: Uint8Array, dekId: Uint8Array): Bytes {
 }
 
 export function describeBinding(binding: Binding): string {
-  return binding.kind === BIND_ROW ? `row ${JSON.stringify(binding.row)}` : `context ${JSON.stringify(binding.context)}`;
+  return binding.kind === BIND_ROW
+    ? `row ${JSON.stringify(binding.row)}`
+    : `context ${JSON.stringify(binding.context)}`;
 }
 
 // ------------------------------------------------------------------ envelopes
@@ -150,7 +150,11 @@ export function splitEnvelope(bytes: Bytes): Envelope | string {
   const binding = bytes[1]!;
   const typeLength = bytes[FIXED_HEADER_BYTES - 1]!;
   const headerEnd = FIXED_HEADER_BYTES + typeLength;
-  if ((binding !== BIND_CONTEXT && binding !== BIND_ROW) || typeLength === 0 || headerEnd + IV_BYTES + TAG_BYTES > bytes.length) {
+  if (
+    (binding !== BIND_CONTEXT && binding !== BIND_ROW) ||
+    typeLength === 0 ||
+    headerEnd + IV_BYTES + TAG_BYTES > bytes.length
+  ) {
     return "its envelope header is malformed; it was altered";
   }
   let innerType: string;
@@ -188,12 +192,22 @@ export function inspectEnvelope(data: Uint8Array): EnvelopeInfo | undefined {
 }
 
 /** Encrypts the inner serializer's bytes into an envelope. */
-export async function sealBytes(key: SealingKey, innerType: string, data: Uint8Array, binding: Binding): Promise<[string, Uint8Array]> {
+export async function sealBytes(
+  key: SealingKey,
+  innerType: string,
+  data: Uint8Array,
+  binding: Binding,
+): Promise<[string, Uint8Array]> {
   const typeBytes = utf8(innerType);
   if (typeBytes.length === 0 || typeBytes.length > 255) {
     throw new TypeError(`The inner serializer's type tag must be 1 to 255 bytes, got ${JSON.stringify(innerType)}.`);
   }
-  const header = concatBytes(new Uint8Array([ENVELOPE_VERSION, binding.kind]), key.id, new Uint8Array([typeBytes.length]), typeBytes);
+  const header = concatBytes(
+    new Uint8Array([ENVELOPE_VERSION, binding.kind]),
+    key.id,
+    new Uint8Array([typeBytes.length]),
+    typeBytes,
+  );
   const iv = randomBytes(IV_BYTES);
   const sealed = await aesGcmEncrypt(key.key, iv, data, associatedData(header, binding));
   return [innerType + AES_GCM_SUFFIX, concatBytes(header, iv, sealed)];
@@ -203,10 +217,18 @@ export async function sealBytes(key: SealingKey, innerType: string, data: Uint8A
  * Decides what a stored value is: our envelope (returned), plaintext that may
  * be read (`undefined`), or anything else (a DecryptionError saying why).
  */
-export function classify(ring: Keyring, options: SealOptions, type: string, data: Uint8Array | string, binding: Binding): Envelope | undefined {
-  const envelope = typeof data === "string" ? "it is a string, but encrypted values are bytes" : splitEnvelope(asBytes(data));
+export function classify(
+  ring: Keyring,
+  options: SealOptions,
+  type: string,
+  data: Uint8Array | string,
+  binding: Binding,
+): Envelope | undefined {
+  const envelope =
+    typeof data === "string" ? "it is a string, but encrypted values are bytes" : splitEnvelope(asBytes(data));
   if (type.endsWith(AES_GCM_SUFFIX)) {
-    if (typeof envelope === "string") throw new DecryptionError(`Cannot decrypt the value of ${describeBinding(binding)}: ${envelope}.`);
+    if (typeof envelope === "string")
+      throw new DecryptionError(`Cannot decrypt the value of ${describeBinding(binding)}: ${envelope}.`);
     const tagged = type.slice(0, -AES_GCM_SUFFIX.length);
     if (tagged !== envelope.innerType) {
       throw new DecryptionError(
@@ -219,7 +241,11 @@ export function classify(ring: Keyring, options: SealOptions, type: string, data
   // envelope under one of our keys is ours whatever its tag. Without
   // allowPlaintext, anything shaped like an envelope is treated as one, so a
   // foreign key is reported as such.
-  if (typeof envelope !== "string" && !type.includes("+") && (ring.byId.has(envelope.keyId) || !options.allowPlaintext)) {
+  if (
+    typeof envelope !== "string" &&
+    !type.includes("+") &&
+    (ring.byId.has(envelope.keyId) || !options.allowPlaintext)
+  ) {
     return envelope;
   }
   assertPlaintextAllowed(options, type, binding);
@@ -237,7 +263,9 @@ export async function openEnvelope(ring: Keyring, envelope: Envelope, binding: B
   }
   if (envelope.binding !== binding.kind) {
     const written = envelope.binding === BIND_ROW ? "for a row (dumpsTypedForRow)" : "without a row (dumpsTyped)";
-    throw new DecryptionError(`Cannot decrypt the value of ${where}: it was written ${written}. It was copied from elsewhere or altered.`);
+    throw new DecryptionError(
+      `Cannot decrypt the value of ${where}: it was written ${written}. It was copied from elsewhere or altered.`,
+    );
   }
   try {
     return await aesGcmDecrypt(key.key, envelope.iv, envelope.sealed, associatedData(envelope.header, binding));
@@ -250,13 +278,24 @@ export async function openEnvelope(ring: Keyring, envelope: Envelope, binding: B
 }
 
 /** Serializes with the inner serde and seals the result under the ring's current key. */
-export async function seal(ring: Keyring, options: SealOptions, value: unknown, binding: Binding): Promise<[string, Uint8Array]> {
+export async function seal(
+  ring: Keyring,
+  options: SealOptions,
+  value: unknown,
+  binding: Binding,
+): Promise<[string, Uint8Array]> {
   const [innerType, data] = await options.inner.dumpsTyped(value);
   return sealBytes(ring.current, innerType, data, binding);
 }
 
 /** Opens a stored value (or passes plaintext through, if allowed) and deserializes it with the inner serde. */
-export async function open(ring: Keyring, options: SealOptions, type: string, data: Uint8Array | string, binding: Binding): Promise<unknown> {
+export async function open(
+  ring: Keyring,
+  options: SealOptions,
+  type: string,
+  data: Uint8Array | string,
+  binding: Binding,
+): Promise<unknown> {
   const envelope = classify(ring, options, type, data, binding);
   if (!envelope) return options.inner.loadsTyped(type, data);
   return options.inner.loadsTyped(envelope.innerType, await openEnvelope(ring, envelope, binding));

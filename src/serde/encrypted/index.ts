@@ -71,21 +71,53 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type {
-DataKeyRotation,
-DatabaseBinding,
-KeyRecord,
-RekeyableSerializer,
-RewrappableSerializer,
-RowBoundSerializer,
-RowRef,
+  DataKeyRotation,
+  DatabaseBinding,
+  KeyRecord,
+  RekeyableSerializer,
+  RewrappableSerializer,
+  RowBoundSerializer,
+  RowRef,
 } from "../protocol.js";
-import { IV_BYTES,deriveAesKey,generateAesKey,importAesKey,keyId,randomBytes,unwrapAesKey,wrapAesKey } from "./webcrypto.js";
+import {
+  IV_BYTES,
+  deriveAesKey,
+  generateAesKey,
+  importAesKey,
+  keyId,
+  randomBytes,
+  unwrapAesKey,
+  wrapAesKey,
+} from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
-import { utf8,toHex,fromBase64,fromHex,isUint8Array } from "../../core/bytes.js";
-import { BIND_CONTEXT,BIND_ROW,DEFAULT_PBKDF2_ITERATIONS,type Keyring,type SealOptions,type SealingKey,open,seal,wrapAad } from "./envelope.js";
-import { type AesGcmKeyRecord,type WrappedDataKey,parseRecord,resolveOptions,rewriterOf,ringOf } from "./key-record.js";
+import { utf8, toHex, fromBase64, fromHex, isUint8Array } from "../../core/bytes.js";
+import {
+  BIND_CONTEXT,
+  BIND_ROW,
+  DEFAULT_PBKDF2_ITERATIONS,
+  type Keyring,
+  type SealOptions,
+  type SealingKey,
+  open,
+  seal,
+  wrapAad,
+} from "./envelope.js";
+import {
+  type AesGcmKeyRecord,
+  type WrappedDataKey,
+  parseRecord,
+  resolveOptions,
+  rewriterOf,
+  ringOf,
+} from "./key-record.js";
 
-export { AES_GCM_SUFFIX, DEFAULT_PBKDF2_ITERATIONS, ENVELOPE_VERSION, inspectEnvelope, type EnvelopeInfo } from "./envelope.js";
+export {
+  AES_GCM_SUFFIX,
+  DEFAULT_PBKDF2_ITERATIONS,
+  ENVELOPE_VERSION,
+  inspectEnvelope,
+  type EnvelopeInfo,
+} from "./envelope.js";
 export type { AesGcmKeyRecord, WrappedDataKey } from "./key-record.js";
 
 /** Options shared by every factory of {@link EncryptedSerializer}. */
@@ -188,7 +220,9 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
       );
     }
     if (!Number.isSafeInteger(iterations) || iterations < 1) {
-      throw new TypeError(`EncryptedSerializer.fromPassphrase: \`iterations\` must be a positive integer (default ${DEFAULT_PBKDF2_ITERATIONS}).`);
+      throw new TypeError(
+        `EncryptedSerializer.fromPassphrase: \`iterations\` must be a positive integer (default ${DEFAULT_PBKDF2_ITERATIONS}).`,
+      );
     }
     const resolved = resolveOptions(options);
     const kek = await deriveAesKey(utf8(passphrase.normalize("NFC")), saltBytes, iterations);
@@ -207,10 +241,20 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
    * @param key The key: bytes, or their base64.
    * @param options The common options.
    */
-  static async fromRawKey(key: Uint8Array | ArrayBuffer | string, options?: EncryptedSerializerOptions): Promise<EncryptedSerializer> {
+  static async fromRawKey(
+    key: Uint8Array | ArrayBuffer | string,
+    options?: EncryptedSerializerOptions,
+  ): Promise<EncryptedSerializer> {
     const raw =
-      typeof key === "string" ? fromBase64(key) : key instanceof ArrayBuffer ? new Uint8Array(key) : isUint8Array(key) ? key : undefined;
-    if (!raw) throw new TypeError("EncryptedSerializer.fromRawKey: pass a Uint8Array, an ArrayBuffer or a base64 string.");
+      typeof key === "string"
+        ? fromBase64(key)
+        : key instanceof ArrayBuffer
+          ? new Uint8Array(key)
+          : isUint8Array(key)
+            ? key
+            : undefined;
+    if (!raw)
+      throw new TypeError("EncryptedSerializer.fromRawKey: pass a Uint8Array, an ArrayBuffer or a base64 string.");
     if (raw.length !== 16 && raw.length !== 32) {
       throw new TypeError(
         `EncryptedSerializer.fromRawKey: an AES key is 16 or 32 bytes, got ${raw.length}${raw.length === 24 ? " (AES-192 is not supported: Chromium's WebCrypto lacks it)" : ""}. Make one with crypto.getRandomValues(new Uint8Array(32)).`,
@@ -282,7 +326,10 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
 
   /** Decrypts a value from {@link dumpsTyped} and deserializes it. */
   async loadsTyped(type: string, data: Uint8Array | string): Promise<unknown> {
-    return open(await this.#kekRing(), this.#options, type, data, { kind: BIND_CONTEXT, context: this.#options.context });
+    return open(await this.#kekRing(), this.#options, type, data, {
+      kind: BIND_CONTEXT,
+      context: this.#options.context,
+    });
   }
 
   /** Like `dumpsTyped`, bound to `row` instead of the fixed context. */
@@ -334,7 +381,12 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
         const dekId = fromHex(entry.id);
         const dek = await this.#unwrap(ours, entry, true);
         const iv = randomBytes(IV_BYTES);
-        return { id: entry.id, iv, wrapped: await wrapAesKey(next.#kek, dek, iv, wrapAad(theirs, dekId)), created: entry.created };
+        return {
+          id: entry.id,
+          iv,
+          wrapped: await wrapAesKey(next.#kek, dek, iv, wrapAad(theirs, dekId)),
+          created: entry.created,
+        };
       }),
     );
     const rewrapped: AesGcmKeyRecord = { kind: "aes-gcm", v: 1, kek: toHex(theirs), keys };
@@ -398,7 +450,9 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
         const key = await this.#unwrap(kek, entry, false);
         const id = await keyId(key);
         if (toHex(id) !== entry.id) {
-          throw new DecryptionError("This database's encryption key record is inconsistent (a data key's id does not match): it was altered.");
+          throw new DecryptionError(
+            "This database's encryption key record is inconsistent (a data key's id does not match): it was altered.",
+          );
         }
         return { id, hex: entry.id, key };
       }),
@@ -419,7 +473,12 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
     const dek = await generateAesKey(true);
     const id = await keyId(dek);
     const iv = randomBytes(IV_BYTES);
-    const entry: WrappedDataKey = { id: toHex(id), iv, wrapped: await wrapAesKey(this.#kek, dek, iv, wrapAad(kek.id, id)), created: Date.now() };
+    const entry: WrappedDataKey = {
+      id: toHex(id),
+      iv,
+      wrapped: await wrapAesKey(this.#kek, dek, iv, wrapAad(kek.id, id)),
+      created: Date.now(),
+    };
     const usable = await this.#unwrap(kek, entry, false);
     const record: AesGcmKeyRecord = { kind: "aes-gcm", v: 1, kek: kek.hex, keys: [entry, ...retired] };
     return { record, ring: ringOf([{ id, hex: entry.id, key: usable }, ...retiredKeys]) };

@@ -3,15 +3,22 @@
  * encryption key, and the keyring built from it; and the rewriter that moves
  * values to the newest data key.
  */
-import type {
-DataKeyRotation,KeyRecord
-} from "../protocol.js";
-import { IV_BYTES,TAG_BYTES } from "./webcrypto.js";
+import type { DataKeyRotation, KeyRecord } from "../protocol.js";
+import { IV_BYTES, TAG_BYTES } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";
-import { utf8,isUint8Array } from "../../core/bytes.js";
+import { utf8, isUint8Array } from "../../core/bytes.js";
 import type { EncryptedSerializerOptions } from "./index.js";
-import { BIND_ROW,type Binding,type Keyring,type SealOptions,type SealingKey,classify,openEnvelope,sealBytes } from "./envelope.js";
+import {
+  BIND_ROW,
+  type Binding,
+  type Keyring,
+  type SealOptions,
+  type SealingKey,
+  classify,
+  openEnvelope,
+  sealBytes,
+} from "./envelope.js";
 
 /** One data key, wrapped under the KEK, as kept in {@link AesGcmKeyRecord}. */
 export interface WrappedDataKey {

@@ -8,7 +8,7 @@
  * Node 20, needs no dependency, and the key bytes of non-extractable keys
  * never reach JavaScript.
  */
-import { asBytes,utf8,type Bytes } from "../../core/bytes.js";
+import { asBytes, utf8, type Bytes } from "../../core/bytes.js";
 import { IndexedDBCheckpointError } from "../../core/errors.js";
 
 /** AES-GCM IV length: 96 bits, the size GCM is designed for (NIST SP 800-38D §8.2). */
@@ -77,12 +77,13 @@ export function generateAesKey(extractable: boolean): Promise<CryptoKey> {
 }
 
 /** AES-GCM encryption of `plaintext` under `key` with `iv` and associated data `aad`: ciphertext ‖ 16-byte tag. */
-export async function aesGcmEncrypt(key: CryptoKey, iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Promise<Bytes> {
-  const sealed = await subtle().encrypt(
-    gcmParams(iv, aad),
-    key,
-    asBytes(plaintext),
-  );
+export async function aesGcmEncrypt(
+  key: CryptoKey,
+  iv: Uint8Array,
+  plaintext: Uint8Array,
+  aad: Uint8Array,
+): Promise<Bytes> {
+  const sealed = await subtle().encrypt(gcmParams(iv, aad), key, asBytes(plaintext));
   return new Uint8Array(sealed);
 }
 
@@ -91,12 +92,13 @@ export async function aesGcmEncrypt(key: CryptoKey, iv: Uint8Array, plaintext: U
  * IV, associated data, ciphertext or tag differ in any bit from what was
  * encrypted: GCM never returns unauthenticated plaintext.
  */
-export async function aesGcmDecrypt(key: CryptoKey, iv: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Promise<Bytes> {
-  const plain = await subtle().decrypt(
-    gcmParams(iv, aad),
-    key,
-    asBytes(sealed),
-  );
+export async function aesGcmDecrypt(
+  key: CryptoKey,
+  iv: Uint8Array,
+  sealed: Uint8Array,
+  aad: Uint8Array,
+): Promise<Bytes> {
+  const plain = await subtle().decrypt(gcmParams(iv, aad), key, asBytes(sealed));
   return new Uint8Array(plain);
 }
 

@@ -27,9 +27,11 @@ export function reviveError(payload: unknown, Class: MsgpackClass | undefined): 
   if (Class) {
     // A real error object (engines and Error.isError tell those apart) with
     // the subclass's prototype, without running the subclass's constructor.
-    error = (Class.prototype instanceof AggregateError
-      ? Reflect.construct(AggregateError, [errors, message], Class)
-      : Reflect.construct(Error, [message], Class)) as Error;
+    error = (
+      Class.prototype instanceof AggregateError
+        ? Reflect.construct(AggregateError, [errors, message], Class)
+        : Reflect.construct(Error, [message], Class)
+    ) as Error;
   } else if (name === "AggregateError") {
     error = new AggregateError(errors, message);
   } else {

@@ -1,14 +1,8 @@
 /** Writing: values lowered to msgpack with this format's extension records. */
-import {
-isDeltaSnapshot
-} from "@langchain/langgraph-checkpoint";
+import { isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
-import {
-EXT,
-NEGATIVE_ZERO_MARKER,
-UNDEFINED_MARKER,tagged
-} from "./wire.js";
-import { LC_NAMESPACES,MAX_DEPTH,type RegisteredClass } from "./options.js";
+import { EXT, NEGATIVE_ZERO_MARKER, UNDEFINED_MARKER, tagged } from "./wire.js";
+import { LC_NAMESPACES, MAX_DEPTH, type RegisteredClass } from "./options.js";
 import { binaryTypeNames } from "./builtins.js";
 import { findCycle, findPath, safely, setOwn } from "./diagnostics.js";
 import { errorMessage, isPlainObject } from "../../core/guards.js";
@@ -166,9 +160,14 @@ export class Encoder {
     if (value instanceof Error) return tagged(EXT.ERROR, this.lower(errorFields(value)));
     const binary = binaryTypeNames().get(prototype);
     if (binary) {
-      const bytes = binary === "ArrayBuffer"
-        ? new Uint8Array(value as ArrayBuffer)
-        : new Uint8Array((value as ArrayBufferView).buffer, (value as ArrayBufferView).byteOffset, (value as ArrayBufferView).byteLength);
+      const bytes =
+        binary === "ArrayBuffer"
+          ? new Uint8Array(value as ArrayBuffer)
+          : new Uint8Array(
+              (value as ArrayBufferView).buffer,
+              (value as ArrayBufferView).byteOffset,
+              (value as ArrayBufferView).byteLength,
+            );
       return tagged(EXT.BINARY, [binary, bytes]);
     }
     if (isDeltaSnapshot(value)) return tagged(EXT.DELTA_SNAPSHOT, this.lower(value.value));
@@ -182,7 +181,9 @@ export class Encoder {
       // JsonPlus's shape, which LangGraph turns back into a Send (`_isSendInterface`).
       const send = value as { node?: unknown; args?: unknown; timeout?: unknown };
       return this.plain(
-        send.timeout === undefined ? { node: send.node, args: send.args } : { node: send.node, args: send.args, timeout: send.timeout },
+        send.timeout === undefined
+          ? { node: send.node, args: send.args }
+          : { node: send.node, args: send.args, timeout: send.timeout },
       );
     }
     if (lgName === "Command") {
@@ -205,9 +206,10 @@ export class Encoder {
     if (Array.isArray(value) && isForeignBuiltIn(prototype, "Array")) return this.array(value);
     if (isForeignBuiltIn(prototype, "Object")) return this.plain(value as Record<string, unknown>);
     const name = className(value);
-    const hint = typeof (value as { toJSON?: unknown }).toJSON === "function"
-      ? ` It has toJSON(): store value.toJSON() yourself if that plain shape is what you want.`
-      : "";
+    const hint =
+      typeof (value as { toJSON?: unknown }).toJSON === "function"
+        ? ` It has toJSON(): store value.toJSON() yourself if that plain shape is what you want.`
+        : "";
     throw new Unencodable(
       value,
       `an instance of class ${name}`,
@@ -268,7 +270,9 @@ export function isSerializableLike(value: object): value is { toJSON(): unknown 
 }
 
 /** An `lc: 1` constructor record that load() may instantiate. */
-export function isRevivableLcRecord(value: unknown): value is { lc: 1; type: "constructor"; id: string[]; kwargs: object } {
+export function isRevivableLcRecord(
+  value: unknown,
+): value is { lc: 1; type: "constructor"; id: string[]; kwargs: object } {
   return (
     isPlainObject(value) &&
     value.lc === 1 &&
@@ -320,5 +324,7 @@ export function encodeError(error: unknown, root: unknown): SerializationError {
     );
   }
   if (error instanceof SerializationError) return error;
-  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, { cause: error });
+  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
+    cause: error,
+  });
 }

@@ -26,15 +26,11 @@
  * and diagnostics; the wire format (EXT codes, header, Packr options) in
  * wire.ts. It imports only core/.
  */
-import {
-JsonPlusSerializer,type SerializerProtocol
-} from "@langchain/langgraph-checkpoint";
+import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
-import {
-packPayload,unpackPayload
-} from "./wire.js";
-import { type MsgpackClass,type MsgpackSerializerOptions,type RegisteredClass,TYPE } from "./options.js";
-import { Encoder,encodeError } from "./encoder.js";
+import { packPayload, unpackPayload } from "./wire.js";
+import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
+import { Encoder, encodeError } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
@@ -117,7 +113,9 @@ export class MsgpackSerializer implements SerializerProtocol {
       return await revival.finish(root);
     } catch (error) {
       if (error instanceof SerializationError) throw error;
-      throw new SerializationError(`Could not revive a MsgpackSerializer payload: ${errorMessage(error)}`, { cause: error });
+      throw new SerializationError(`Could not revive a MsgpackSerializer payload: ${errorMessage(error)}`, {
+        cause: error,
+      });
     }
   }
 
@@ -127,9 +125,7 @@ export class MsgpackSerializer implements SerializerProtocol {
     }
     const prototype = Class.prototype as object;
     if (builtInPrototypes().has(prototype)) {
-      throw new TypeError(
-        `${Class.name} is built in and MsgpackSerializer already stores it; remove it from types.`,
-      );
+      throw new TypeError(`${Class.name} is built in and MsgpackSerializer already stores it; remove it from types.`);
     }
     const existing = this.#byPrototype.get(prototype);
     if (existing) return; // listed twice: same registration

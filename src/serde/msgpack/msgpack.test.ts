@@ -5,21 +5,21 @@
  * eval/new Function. Runs in Node and in Chromium.
  */
 import {
-AIMessage,
-AIMessageChunk,
-HumanMessage,
-RemoveMessage,
-SystemMessage,
-ToolMessage,
+  AIMessage,
+  AIMessageChunk,
+  HumanMessage,
+  RemoveMessage,
+  SystemMessage,
+  ToolMessage,
 } from "@langchain/core/messages";
 import { Serializable } from "@langchain/core/load/serializable";
-import { DeltaSnapshot,JsonPlusSerializer,isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { Command,Overwrite,Send,isCommand } from "@langchain/langgraph/web";
-import { Packr,Unpackr,unpack } from "msgpackr";
-import { describe,expect,it } from "vitest";
+import { DeltaSnapshot, JsonPlusSerializer, isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
+import { Command, Overwrite, Send, isCommand } from "@langchain/langgraph/web";
+import { Packr, Unpackr, unpack } from "msgpackr";
+import { describe, expect, it } from "vitest";
 import { SerializationError } from "../../core/errors.js";
 import { MsgpackSerializer } from "./index.js";
-import { EXT,FORMAT_MAGIC,FORMAT_VERSION,packPayload,tagged } from "./wire.js";
+import { EXT, FORMAT_MAGIC, FORMAT_VERSION, packPayload, tagged } from "./wire.js";
 
 const serde = new MsgpackSerializer();
 
@@ -96,7 +96,24 @@ describe("round trips: primitives and built-ins", () => {
   });
 
   it("keeps NaN, ±Infinity, -0 and every kind of number", async () => {
-    const numbers = [NaN, Infinity, -Infinity, -0, 0, 1, -1, 0.1, -1.5e300, 2 ** 31, 2 ** 32 + 1, Number.MAX_SAFE_INTEGER, Number.MIN_VALUE, 127, 64, -33];
+    const numbers = [
+      NaN,
+      Infinity,
+      -Infinity,
+      -0,
+      0,
+      1,
+      -1,
+      0.1,
+      -1.5e300,
+      2 ** 31,
+      2 ** 32 + 1,
+      Number.MAX_SAFE_INTEGER,
+      Number.MIN_VALUE,
+      127,
+      64,
+      -33,
+    ];
     const back = await roundTrip(numbers);
     expect(back).toHaveLength(numbers.length);
     back.forEach((n, i) => expect(Object.is(n, numbers[i])).toBe(true));
@@ -113,7 +130,7 @@ describe("round trips: primitives and built-ins", () => {
   it("keeps strings, unicode keys and nested arrays/objects", async () => {
     const value = {
       "": "",
-      "ключ": "значение",
+      ключ: "значение",
       "🔑 emoji": ["🎉", "a".repeat(70) + "é", "日本語".repeat(40)],
       nested: [[[[]]], [{}], { deep: { deeper: [1, [2, [3, { x: "y" }]]] } }],
       "1": "numeric-looking key",
@@ -270,13 +287,19 @@ describe("round trips: primitives and built-ins", () => {
       return value;
     };
     const value = deepFreeze({ a: undefined, b: [-0, undefined, { c: new Map([[1, undefined]]) }] });
-    expect(await roundTrip(value)).toStrictEqual({ a: undefined, b: [-0, undefined, { c: new Map([[1, undefined]]) }] });
+    expect(await roundTrip(value)).toStrictEqual({
+      a: undefined,
+      b: [-0, undefined, { c: new Map([[1, undefined]]) }],
+    });
   });
 });
 
 describe("prototype pollution", () => {
   it("keeps an own __proto__ key as data without touching any prototype", async () => {
-    const value = JSON.parse('{"__proto__": {"polluted": true}, "__proto_": "neighbour", "ok": 1}') as Record<string, unknown>;
+    const value = JSON.parse('{"__proto__": {"polluted": true}, "__proto_": "neighbour", "ok": 1}') as Record<
+      string,
+      unknown
+    >;
     const back = await roundTrip({ top: value, inMap: new Map([["k", value]]), list: [value] });
     for (const object of [back.top, back.inMap.get("k") as Record<string, unknown>, back.list[0]!]) {
       expect(Object.getPrototypeOf(object)).toBe(Object.prototype);
@@ -304,16 +327,32 @@ describe("LangChain objects", () => {
   const messages = () => [
     new SystemMessage("You are terse."),
     new HumanMessage({ content: "hi", id: "h1", name: "ada" }),
-    new HumanMessage({ content: [{ type: "text", text: "multi" }, { type: "image_url", image_url: { url: "data:," } }] }),
+    new HumanMessage({
+      content: [
+        { type: "text", text: "multi" },
+        { type: "image_url", image_url: { url: "data:," } },
+      ],
+    }),
     new AIMessage({
       content: "calling",
       id: "a1",
-      tool_calls: [{ name: "search", args: { q: "x", n: 2, nested: { deep: [1, 2] } }, id: "call_1", type: "tool_call" }],
+      tool_calls: [
+        { name: "search", args: { q: "x", n: 2, nested: { deep: [1, 2] } }, id: "call_1", type: "tool_call" },
+      ],
       usage_metadata: { input_tokens: 3, output_tokens: 4, total_tokens: 7 },
       response_metadata: { model: "m" },
     }),
-    new ToolMessage({ content: "result", tool_call_id: "call_1", name: "search", status: "error", artifact: { rows: [1, 2] } }),
-    new AIMessageChunk({ content: "partial", tool_call_chunks: [{ name: "f", args: '{"a":1}', id: "c2", index: 0, type: "tool_call_chunk" }] }),
+    new ToolMessage({
+      content: "result",
+      tool_call_id: "call_1",
+      name: "search",
+      status: "error",
+      artifact: { rows: [1, 2] },
+    }),
+    new AIMessageChunk({
+      content: "partial",
+      tool_call_chunks: [{ name: "f", args: '{"a":1}', id: "c2", index: 0, type: "tool_call_chunk" }],
+    }),
     new RemoveMessage({ id: "h1" }),
   ];
 
@@ -327,17 +366,25 @@ describe("LangChain objects", () => {
       expect(message.constructor).toBe(classes[i]);
     });
     const ai = back.messages[3] as AIMessage;
-    expect(ai.tool_calls).toEqual([{ name: "search", args: { q: "x", n: 2, nested: { deep: [1, 2] } }, id: "call_1", type: "tool_call" }]);
+    expect(ai.tool_calls).toEqual([
+      { name: "search", args: { q: "x", n: 2, nested: { deep: [1, 2] } }, id: "call_1", type: "tool_call" },
+    ]);
     expect(ai.usage_metadata).toEqual({ input_tokens: 3, output_tokens: 4, total_tokens: 7 });
     expect((back.messages[4] as ToolMessage).tool_call_id).toBe("call_1");
     expect((back.messages[4] as ToolMessage).status).toBe("error");
-    expect((back.messages[5] as AIMessageChunk).tool_call_chunks).toEqual((original[5] as AIMessageChunk).tool_call_chunks);
+    expect((back.messages[5] as AIMessageChunk).tool_call_chunks).toEqual(
+      (original[5] as AIMessageChunk).tool_call_chunks,
+    );
   });
 
   it("puts revived messages back inside Map keys and values, Sets, Errors and snapshots, in order", async () => {
     const [a, b, c] = [new HumanMessage("a"), new AIMessage("b"), new HumanMessage("c")];
     const value = {
-      map: new Map<unknown, unknown>([["first", 1], [a, b], ["last", [c]]]),
+      map: new Map<unknown, unknown>([
+        ["first", 1],
+        [a, b],
+        ["last", [c]],
+      ]),
       set: new Set<unknown>(["x", b, "y"]),
       error: new Error("failed", { cause: { message: c } }),
       snapshot: new DeltaSnapshot(new Map([["m", a]])),
@@ -376,7 +423,9 @@ describe("LangChain objects", () => {
   it("keeps undefined, NaN, -0 and bigint inside message kwargs, which JSON cannot carry", async () => {
     const message = new AIMessage({
       content: "",
-      tool_calls: [{ name: "f", args: { missing: undefined, nan: NaN, negative: -0, big: 2n ** 70n }, id: "c", type: "tool_call" }],
+      tool_calls: [
+        { name: "f", args: { missing: undefined, nan: NaN, negative: -0, big: 2n ** 70n }, id: "c", type: "tool_call" },
+      ],
     });
     const [, bytes] = await serde.dumpsTyped(message);
     expect([bytes[2], bytes[3]]).toEqual([0xd4, EXT.LC_EXACT]); // the exact (placeholder) path
@@ -389,7 +438,12 @@ describe("LangChain objects", () => {
   });
 
   it("returns user objects with lc keys as plain data, never instantiated", async () => {
-    const lookalike = { lc: 1, type: "constructor", id: ["langchain_core", "messages", "HumanMessage"], kwargs: { content: "x" } };
+    const lookalike = {
+      lc: 1,
+      type: "constructor",
+      id: ["langchain_core", "messages", "HumanMessage"],
+      kwargs: { content: "x" },
+    };
     const secret = { lc: 1, type: "secret", id: ["OPENAI_API_KEY"] };
     const escaped = { __lc_escaped__: { lc: 1 } };
     const back = await roundTrip({ lookalike, secret, escaped });
@@ -413,10 +467,16 @@ describe("LangChain objects", () => {
       await expectSerializationError(serde.loadsTyped("msgpack", packPayload(value)), /Refusing to revive/);
     }
     // An allowed record whose kwargs smuggle a foreign record: load() itself refuses.
-    const smuggled = tagged(EXT.LC, record(["langchain_core", "messages", "HumanMessage"], { content: record(["evil_module", "X"]) }));
+    const smuggled = tagged(
+      EXT.LC,
+      record(["langchain_core", "messages", "HumanMessage"], { content: record(["evil_module", "X"]) }),
+    );
     await expectSerializationError(serde.loadsTyped("msgpack", packPayload(smuggled)), /revive a LangChain object/);
     // A secret reference inside kwargs is never read from the environment.
-    const secret = tagged(EXT.LC, record(["langchain_core", "messages", "HumanMessage"], { content: { lc: 1, type: "secret", id: ["toString"] } }));
+    const secret = tagged(
+      EXT.LC,
+      record(["langchain_core", "messages", "HumanMessage"], { content: { lc: 1, type: "secret", id: ["toString"] } }),
+    );
     await expectSerializationError(serde.loadsTyped("msgpack", packPayload(secret)), /Missing secret/);
   });
 
@@ -424,12 +484,18 @@ describe("LangChain objects", () => {
     class NotSerializable extends Serializable {
       lc_namespace = ["langchain_core", "test"];
     }
-    await expectSerializationError(serde.dumpsTyped({ x: new NotSerializable({}) }), /NotSerializable.*not_implemented.*at \$\.x/);
+    await expectSerializationError(
+      serde.dumpsTyped({ x: new NotSerializable({}) }),
+      /NotSerializable.*not_implemented.*at \$\.x/,
+    );
     class ForeignNamespace extends Serializable {
       override lc_serializable = true;
       lc_namespace = ["my_app", "things"];
     }
-    await expectSerializationError(serde.dumpsTyped([new ForeignNamespace({ a: 1 })]), /my_app\/things\/ForeignNamespace.*types/);
+    await expectSerializationError(
+      serde.dumpsTyped([new ForeignNamespace({ a: 1 })]),
+      /my_app\/things\/ForeignNamespace.*types/,
+    );
     // Registered, the same class round-trips as itself.
     const withType = new MsgpackSerializer({ types: [ForeignNamespace] });
     const back = await roundTrip(new ForeignNamespace({ a: 1 }), withType);
@@ -469,7 +535,10 @@ describe("LangGraph values", () => {
   it("returns real Send, Command and Overwrite instances when their classes are registered", async () => {
     const withLangGraph = new MsgpackSerializer({ types: [Send, Command, Overwrite] });
     const command = new Command({ goto: new Send("worker", { i: 1 }), update: { x: 1 }, graph: Command.PARENT });
-    const back = await roundTrip({ send: new Send("a", { b: 1 }), command, overwrite: new Overwrite([1, 2]) }, withLangGraph);
+    const back = await roundTrip(
+      { send: new Send("a", { b: 1 }), command, overwrite: new Overwrite([1, 2]) },
+      withLangGraph,
+    );
     expect(back.send).toBeInstanceOf(Send);
     expect(back.send).toEqual(new Send("a", { b: 1 }));
     expect(isCommand(back.command)).toBe(true);
@@ -507,7 +576,10 @@ describe("LangGraph values", () => {
 
 describe("JsonPlusSerializer rows", () => {
   const state = () => ({
-    messages: [new HumanMessage("hi"), new AIMessage({ content: "yo", tool_calls: [{ name: "f", args: {}, id: "1" }] })],
+    messages: [
+      new HumanMessage("hi"),
+      new AIMessage({ content: "yo", tool_calls: [{ name: "f", args: {}, id: "1" }] }),
+    ],
     map: new Map([["k", 1]]),
     set: new Set([1, 2]),
     missing: undefined,
@@ -624,7 +696,12 @@ describe("registered app classes", () => {
 
   it("keeps a __proto__ field as data on a registered instance", async () => {
     const point = new Point(1, 2) as Point & Record<string, unknown>;
-    Object.defineProperty(point, "__proto__", { value: { polluted: true }, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(point, "__proto__", {
+      value: { polluted: true },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
     const back = (await roundTrip(point, app)) as Point & Record<string, unknown>;
     expect(back).toBeInstanceOf(Point);
     expect(Object.getOwnPropertyDescriptor(back, "__proto__")?.value).toEqual({ polluted: true });
@@ -632,7 +709,10 @@ describe("registered app classes", () => {
   });
 
   it("is per serializer: registering in one does not affect another", async () => {
-    await expectSerializationError(serde.dumpsTyped({ p: new Point(1, 1) }), /class Point at \$\.p\b.*types: \[Point\]/);
+    await expectSerializationError(
+      serde.dumpsTyped({ p: new Point(1, 1) }),
+      /class Point at \$\.p\b.*types: \[Point\]/,
+    );
     const [type, bytes] = await app.dumpsTyped(new Point(1, 1));
     await expectSerializationError(serde.loadsTyped(type, bytes), /registered class "Point".*types: \[Point\]/);
     expect(await new MsgpackSerializer({ types: [Point] }).loadsTyped(type, bytes)).toBeInstanceOf(Point);
@@ -675,7 +755,10 @@ describe("errors", () => {
 
   it("refuses functions and symbols, naming them", async () => {
     function callback(): void {}
-    await expectSerializationError(serde.dumpsTyped({ hooks: { onDone: callback } }), /function \("callback"\) at \$\.hooks\.onDone/);
+    await expectSerializationError(
+      serde.dumpsTyped({ hooks: { onDone: callback } }),
+      /function \("callback"\) at \$\.hooks\.onDone/,
+    );
     await expectSerializationError(serde.dumpsTyped([() => 1]), /function .* at \$\[0\]/);
     await expectSerializationError(serde.dumpsTyped({ s: Symbol("x") }), /symbol \(Symbol\(x\)\) at \$\.s/);
     // A function inside a message's kwargs is caught too.
@@ -705,7 +788,11 @@ describe("errors", () => {
   });
 
   it("turns corrupt and truncated bytes into SerializationError", async () => {
-    const [, bytes] = await serde.dumpsTyped({ messages: [new HumanMessage("hi")], list: [1, 2, 3], map: new Map([[1, 2]]) });
+    const [, bytes] = await serde.dumpsTyped({
+      messages: [new HumanMessage("hi")],
+      list: [1, 2, 3],
+      map: new Map([[1, 2]]),
+    });
     const cases: Uint8Array[] = [
       bytes.slice(0, bytes.length - 1),
       bytes.slice(0, 3),
@@ -738,7 +825,10 @@ describe("errors", () => {
   });
 
   it("refuses unknown type tags and non-byte msgpack data", async () => {
-    await expectSerializationError(serde.loadsTyped("pickle", new Uint8Array([1])), /Unknown serialization type "pickle"/);
+    await expectSerializationError(
+      serde.loadsTyped("pickle", new Uint8Array([1])),
+      /Unknown serialization type "pickle"/,
+    );
     await expectSerializationError(serde.loadsTyped("msgpack+aes-gcm", new Uint8Array([1])), /EncryptedSerializer/);
     await expectSerializationError(serde.loadsTyped("msgpack", "not bytes"), /must be bytes/);
   });
@@ -750,7 +840,11 @@ function largeState(): Record<string, unknown> {
     i % 3 === 0
       ? new HumanMessage({ content: `question ${i} — ünïcödé`, id: `h${i}` })
       : i % 3 === 1
-        ? new AIMessage({ content: `answer ${i}`, id: `a${i}`, tool_calls: [{ name: "lookup", args: { i, tags: ["x", "y"] }, id: `c${i}`, type: "tool_call" }] })
+        ? new AIMessage({
+            content: `answer ${i}`,
+            id: `a${i}`,
+            tool_calls: [{ name: "lookup", args: { i, tags: ["x", "y"] }, id: `c${i}`, type: "tool_call" }],
+          })
         : new ToolMessage({ content: `tool ${i}`, tool_call_id: `c${i - 1}`, id: `t${i}` }),
   );
   return {
@@ -777,10 +871,12 @@ describe("no eval", () => {
     const RealFunction = globalThis.Function;
     const realEval = globalThis.eval;
     const calls: string[] = [];
-    const tripwire = (kind: string) => (...args: unknown[]) => {
-      calls.push(`${kind}(${args.map(String).join(", ").slice(0, 80)})`);
-      throw new EvalError(`${kind} is blocked by this test (strict CSP)`);
-    };
+    const tripwire =
+      (kind: string) =>
+      (...args: unknown[]) => {
+        calls.push(`${kind}(${args.map(String).join(", ").slice(0, 80)})`);
+        throw new EvalError(`${kind} is blocked by this test (strict CSP)`);
+      };
     const spy = (kind: string) =>
       new Proxy(RealFunction, {
         construct: (_target, args) => tripwire(`new ${kind}`)(...args),

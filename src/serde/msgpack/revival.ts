@@ -1,16 +1,11 @@
 /** Reading: extension records revived into LangChain, LangGraph and app classes. */
 import { load } from "@langchain/core/load";
-import {
-DeltaSnapshot
-} from "@langchain/langgraph-checkpoint";
+import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
-import {
-EXT,type ExtensionReader,
-type PayloadCode
-} from "./wire.js";
-import { LOAD_OPTIONS,type RegisteredClass } from "./options.js";
+import { EXT, type ExtensionReader, type PayloadCode } from "./wire.js";
+import { LOAD_OPTIONS, type RegisteredClass } from "./options.js";
 import { isRevivableLcRecord } from "./encoder.js";
-import { placeholderRestorer,reviveBinary,reviveError } from "./builtins.js";
+import { placeholderRestorer, reviveBinary, reviveError } from "./builtins.js";
 import { defineFields, expectArray, malformed, setOwn } from "./diagnostics.js";
 import { errorMessage, isPlainObject } from "../../core/guards.js";
 

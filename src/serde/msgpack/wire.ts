@@ -54,7 +54,7 @@
  *
  * @module
  */
-import { addExtension,Packr,Unpackr,type Options } from "msgpackr";
+import { addExtension, Packr, Unpackr, type Options } from "msgpackr";
 import { SerializationError } from "../../core/errors.js";
 
 /** First payload byte: never a valid MessagePack token (see module docs). */

@@ -56,7 +56,12 @@ export function losableFactory(base: IDBFactory = indexedDB) {
 }
 
 /** A factory whose `open` throws synchronously (Firefox private mode before 115 did, as InvalidStateError). */
-export function throwingFactory(error: unknown = new DOMException("A mutation operation was attempted on a database that did not allow mutations.", "InvalidStateError")): IDBFactory {
+export function throwingFactory(
+  error: unknown = new DOMException(
+    "A mutation operation was attempted on a database that did not allow mutations.",
+    "InvalidStateError",
+  ),
+): IDBFactory {
   return {
     open: () => {
       throw error;
@@ -75,16 +80,27 @@ export function throwingFactory(error: unknown = new DOMException("A mutation op
  * version 115. The request passes for an IDBOpenDBRequest (its prototype),
  * with its events on a private EventTarget.
  */
-export function failingFactory(name = "InvalidStateError", message = "A mutation operation was attempted on a database that did not allow mutations."): IDBFactory {
+export function failingFactory(
+  name = "InvalidStateError",
+  message = "A mutation operation was attempted on a database that did not allow mutations.",
+): IDBFactory {
   return {
     open: () => {
       const events = new EventTarget();
       const request = Object.create(IDBOpenDBRequest.prototype) as IDBOpenDBRequest;
-      const define = (key: string, value: unknown) => Object.defineProperty(request, key, { value, configurable: true, writable: true });
+      const define = (key: string, value: unknown) =>
+        Object.defineProperty(request, key, { value, configurable: true, writable: true });
       define("addEventListener", events.addEventListener.bind(events));
       define("removeEventListener", events.removeEventListener.bind(events));
       define("dispatchEvent", events.dispatchEvent.bind(events));
-      for (const [key, value] of Object.entries({ error: null, result: undefined, readyState: "pending", transaction: null, source: null })) define(key, value);
+      for (const [key, value] of Object.entries({
+        error: null,
+        result: undefined,
+        readyState: "pending",
+        transaction: null,
+        source: null,
+      }))
+        define(key, value);
       for (const handler of ["onerror", "onsuccess", "onblocked", "onupgradeneeded"]) define(handler, null);
       setTimeout(() => {
         define("error", new DOMException(message, name));

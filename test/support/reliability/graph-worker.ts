@@ -26,7 +26,14 @@ self.onmessage = async (event: MessageEvent<Request>) => {
     const messages = await chat(saver, threadId, turns, delta);
     let checkpoints = 0;
     for await (const _ of saver.list({ configurable: { thread_id: threadId } })) checkpoints += 1;
-    self.postMessage({ id, ok: true, messages, checkpoints, ms: performance.now() - started, hasWindow: typeof window !== "undefined" });
+    self.postMessage({
+      id,
+      ok: true,
+      messages,
+      checkpoints,
+      ms: performance.now() - started,
+      hasWindow: typeof window !== "undefined",
+    });
   } catch (error) {
     self.postMessage({ id, ok: false, error: `${(error as Error)?.name}: ${(error as Error)?.message}` });
   }

@@ -50,7 +50,10 @@ export async function scanAll(name: string, factory: IDBFactory = indexedDB): Pr
     const stores = SAVER_STORES.filter((store) => db.objectStoreNames.contains(store));
     const tx = db.transaction(stores, "readonly");
     const rows = await Promise.all(stores.map((store) => done(tx.objectStore(store).getAll())));
-    const out = Object.fromEntries(SAVER_STORES.map((store) => [store, [] as unknown[]])) as Record<SaverStore, unknown[]>;
+    const out = Object.fromEntries(SAVER_STORES.map((store) => [store, [] as unknown[]])) as Record<
+      SaverStore,
+      unknown[]
+    >;
     stores.forEach((store, i) => (out[store] = rows[i]!));
     return out;
   } finally {
@@ -59,7 +62,10 @@ export async function scanAll(name: string, factory: IDBFactory = indexedDB): Pr
 }
 
 /** The rows of `scan` that belong to `threadId`, per store (meta: by name). */
-export function rowsOfThread(scan: Record<SaverStore, unknown[]>, threadId: string): Record<SaverStore, Record<string, unknown>[]> {
+export function rowsOfThread(
+  scan: Record<SaverStore, unknown[]>,
+  threadId: string,
+): Record<SaverStore, Record<string, unknown>[]> {
   const out = {} as Record<SaverStore, Record<string, unknown>[]>;
   for (const store of SAVER_STORES) {
     out[store] = (scan[store] as Record<string, unknown>[]).filter((row) =>
@@ -70,7 +76,12 @@ export function rowsOfThread(scan: Record<SaverStore, unknown[]>, threadId: stri
 }
 
 /** Puts `rows` into `store` of `name` directly (the saver must be closed or it blocks nothing: same version). */
-export async function putRaw(name: string, store: SaverStore, rows: unknown[], factory: IDBFactory = indexedDB): Promise<void> {
+export async function putRaw(
+  name: string,
+  store: SaverStore,
+  rows: unknown[],
+  factory: IDBFactory = indexedDB,
+): Promise<void> {
   const db = await openRaw(name, undefined, undefined, factory);
   try {
     const tx = db.transaction([store], "readwrite");
@@ -109,5 +120,7 @@ export function captureUnhandledRejections(): { readonly reasons: unknown[]; sto
 
 /** A short description of rejection reasons, for assertion messages. */
 export function describeReasons(reasons: unknown[]): string[] {
-  return reasons.map((reason) => `${(reason as Error)?.name ?? typeof reason}: ${(reason as Error)?.message ?? String(reason)}`);
+  return reasons.map(
+    (reason) => `${(reason as Error)?.name ?? typeof reason}: ${(reason as Error)?.message ?? String(reason)}`,
+  );
 }

@@ -50,7 +50,11 @@ export function record(saver: IndexedDBSaver, into: Recorded = { puts: [], write
       parentId: config.configurable!.checkpoint_id,
       // A saver that stores values per version (this one, Postgres) keeps the
       // channels that have a version; LangGraph also hands over unversioned defaults.
-      values: plain(Object.fromEntries(Object.entries(checkpoint.channel_values).filter(([channel]) => channel in checkpoint.channel_versions))),
+      values: plain(
+        Object.fromEntries(
+          Object.entries(checkpoint.channel_values).filter(([channel]) => channel in checkpoint.channel_versions),
+        ),
+      ),
       step: metadata.step,
     });
     return put(config, checkpoint, metadata, newVersions);
@@ -120,7 +124,8 @@ type Problem = string | undefined;
 export function checkListAnswer(tuples: CheckpointTuple[], recorded: Recorded[], complete = true): Problem {
   const puts = new Map(recorded.flatMap((r) => r.puts).map((p) => [`${p.threadId}\u0000${p.checkpointId}`, p]));
   const ids = tuples.map((t) => t.checkpoint.id);
-  for (let i = 1; i < ids.length; i++) if (!(ids[i - 1]! > ids[i]!)) return `list is not strictly newest first at ${i}: ${ids[i - 1]} then ${ids[i]}`;
+  for (let i = 1; i < ids.length; i++)
+    if (!(ids[i - 1]! > ids[i]!)) return `list is not strictly newest first at ${i}: ${ids[i - 1]} then ${ids[i]}`;
   const seen = new Set(ids);
   for (const tuple of tuples) {
     const thread = tuple.config.configurable?.thread_id as string;
@@ -129,7 +134,8 @@ export function checkListAnswer(tuples: CheckpointTuple[], recorded: Recorded[],
     const parent = tuple.parentConfig?.configurable?.checkpoint_id;
     if (parent !== put.parentId) return `checkpoint ${put.checkpointId}: parent ${parent}, put with ${put.parentId}`;
     const beyond = !complete && parent !== undefined && parent < ids[ids.length - 1]!;
-    if (parent !== undefined && !beyond && !seen.has(parent)) return `checkpoint ${put.checkpointId} is listed without its parent ${parent}`;
+    if (parent !== undefined && !beyond && !seen.has(parent))
+      return `checkpoint ${put.checkpointId} is listed without its parent ${parent}`;
     if (JSON.stringify(plain(tuple.checkpoint.channel_values)) !== JSON.stringify(put.values)) {
       return `checkpoint ${put.checkpointId}: values ${JSON.stringify(tuple.checkpoint.channel_values)}, put ${JSON.stringify(put.values)}`;
     }
@@ -160,7 +166,11 @@ export async function watchLists(
       // Mostly the newest page (what a UI shows), every fifth time the whole thread.
       const complete = lists % 5 === 0;
       const options = complete ? {} : { limit: 20 };
-      const problem = checkListAnswer(await collect(saver.list({ configurable: { thread_id: threadId } }, options)), recorded, complete);
+      const problem = checkListAnswer(
+        await collect(saver.list({ configurable: { thread_id: threadId } }, options)),
+        recorded,
+        complete,
+      );
       lists += 1;
       if (problem) return { lists, problem };
     }
@@ -184,13 +194,17 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
     writesOf.set(key, [...(writesOf.get(key) ?? []), batch]);
   }
   const same = (tuple: CheckpointTuple, put: RecordedPut): Problem => {
-    if (JSON.stringify(plain(tuple.checkpoint.channel_values)) !== JSON.stringify(put.values)) return `checkpoint ${put.checkpointId} reads back different values`;
-    if (tuple.metadata?.step !== put.step) return `checkpoint ${put.checkpointId} reads back step ${tuple.metadata?.step}, put ${put.step}`;
-    if (tuple.parentConfig?.configurable?.checkpoint_id !== put.parentId) return `checkpoint ${put.checkpointId} reads back another parent`;
+    if (JSON.stringify(plain(tuple.checkpoint.channel_values)) !== JSON.stringify(put.values))
+      return `checkpoint ${put.checkpointId} reads back different values`;
+    if (tuple.metadata?.step !== put.step)
+      return `checkpoint ${put.checkpointId} reads back step ${tuple.metadata?.step}, put ${put.step}`;
+    if (tuple.parentConfig?.configurable?.checkpoint_id !== put.parentId)
+      return `checkpoint ${put.checkpointId} reads back another parent`;
     for (const batch of writesOf.get(`${put.threadId}\u0000${put.checkpointId}`) ?? []) {
       for (const [channel, value] of batch.writes) {
         const found = tuple.pendingWrites?.some(
-          ([taskId, c, v]) => taskId === batch.taskId && c === channel && JSON.stringify(plain(v)) === JSON.stringify(value),
+          ([taskId, c, v]) =>
+            taskId === batch.taskId && c === channel && JSON.stringify(plain(v)) === JSON.stringify(value),
         );
         if (!found) return `lost write ${channel} of task ${batch.taskId} on ${put.checkpointId}`;
       }
@@ -203,7 +217,11 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
     const tuples = await collect(saver.list({ configurable: { thread_id: threadId } }));
     const problem = checkListAnswer(tuples, recorded);
     if (problem) return problem;
-    const want = puts.filter((p) => p.threadId === threadId).map((p) => p.checkpointId).sort().reverse();
+    const want = puts
+      .filter((p) => p.threadId === threadId)
+      .map((p) => p.checkpointId)
+      .sort()
+      .reverse();
     const got = tuples.map((t) => t.checkpoint.id);
     if (JSON.stringify(got) !== JSON.stringify(want)) {
       const lost = want.filter((id) => !got.includes(id));
@@ -215,14 +233,17 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
     }
     // Writes aimed at checkpoints of this thread: all of them exist.
     for (const batch of recorded.flatMap((r) => r.writes)) {
-      if (batch.threadId === threadId && !got.includes(batch.checkpointId)) return `writes of ${batch.taskId} point at missing checkpoint ${batch.checkpointId}`;
+      if (batch.threadId === threadId && !got.includes(batch.checkpointId))
+        return `writes of ${batch.taskId} point at missing checkpoint ${batch.checkpointId}`;
     }
     latest.set(threadId, want[0]!);
   }
   const step = Math.max(1, Math.floor(puts.length / sample));
   for (let i = 0; i < puts.length; i += step) {
     const put = puts[i]!;
-    const tuple = await saver.getTuple({ configurable: { thread_id: put.threadId, checkpoint_ns: put.checkpointNs, checkpoint_id: put.checkpointId } });
+    const tuple = await saver.getTuple({
+      configurable: { thread_id: put.threadId, checkpoint_ns: put.checkpointNs, checkpoint_id: put.checkpointId },
+    });
     if (!tuple) return `getTuple lost checkpoint ${put.checkpointId} of ${put.threadId} (step ${put.step})`;
     const found = same(tuple, put);
     if (found) return `getTuple: ${found}`;

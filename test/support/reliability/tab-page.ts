@@ -17,7 +17,8 @@ function describeError(error: unknown) {
   return { name: e?.name, message: e?.message, cause: e?.cause?.name };
 }
 
-type Result<T> = { ok: true; value: T; ms: number } | { ok: false; error: ReturnType<typeof describeError>; ms: number };
+type Result<T> =
+  { ok: true; value: T; ms: number } | { ok: false; error: ReturnType<typeof describeError>; ms: number };
 
 async function attempt<T>(work: () => Promise<T>): Promise<string> {
   const started = performance.now();
@@ -45,15 +46,27 @@ const api = {
   },
   put(threadId: string, value: string) {
     return attempt(async () => {
-      const checkpoint = { ...emptyCheckpoint(), id: uuid6(0), channel_values: { v: value }, channel_versions: { v: saver!.getNextVersion(undefined) } };
-      await saver!.put({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, checkpoint, { source: "loop", step: 0, parents: {} } as CheckpointMetadata, {
-        v: checkpoint.channel_versions.v,
-      });
+      const checkpoint = {
+        ...emptyCheckpoint(),
+        id: uuid6(0),
+        channel_values: { v: value },
+        channel_versions: { v: saver!.getNextVersion(undefined) },
+      };
+      await saver!.put(
+        { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+        checkpoint,
+        { source: "loop", step: 0, parents: {} } as CheckpointMetadata,
+        {
+          v: checkpoint.channel_versions.v,
+        },
+      );
       return checkpoint.id;
     });
   },
   get(threadId: string) {
-    return attempt(async () => (await saver!.getTuple({ configurable: { thread_id: threadId } }))?.checkpoint.channel_values ?? null);
+    return attempt(
+      async () => (await saver!.getTuple({ configurable: { thread_id: threadId } }))?.checkpoint.channel_values ?? null,
+    );
   },
   close() {
     return attempt(async () => saver?.close());

@@ -16,7 +16,13 @@ function saverFor(dbName: string): IndexedDBSaver {
 
 const api = {
   /** Sends one message with runOnThread; resolves with the Outcome as JSON. */
-  async send(dbName: string, threadId: string, text: string, strategy: MultitaskStrategy, delayMs: number): Promise<string> {
+  async send(
+    dbName: string,
+    threadId: string,
+    text: string,
+    strategy: MultitaskStrategy,
+    delayMs: number,
+  ): Promise<string> {
     return JSON.stringify(await send(saverFor(dbName), threadId, text, strategy, delayMs));
   },
   /** Resumes a cut-off run (null input) through runOnThread. */

@@ -28,5 +28,9 @@ self.onmessage = async (event: MessageEvent<Request>) => {
     self.postMessage({ id });
     return;
   }
-  self.postMessage({ id, outcome: await send(saver, threadId, text, strategy, delayMs), hasLocks: "locks" in navigator });
+  self.postMessage({
+    id,
+    outcome: await send(saver, threadId, text, strategy, delayMs),
+    hasLocks: "locks" in navigator,
+  });
 };

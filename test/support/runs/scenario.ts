@@ -6,7 +6,15 @@
  */
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import type { LangGraphRunnableConfig } from "@langchain/langgraph/web";
-import { END, MessagesDeltaValue, MessagesValue, START, StateGraph, StateSchema, type BaseCheckpointSaver } from "@langchain/langgraph/web";
+import {
+  END,
+  MessagesDeltaValue,
+  MessagesValue,
+  START,
+  StateGraph,
+  StateSchema,
+  type BaseCheckpointSaver,
+} from "@langchain/langgraph/web";
 import { plain } from "../chat-graph.js";
 import {
   RunInterruptedError,
@@ -21,10 +29,14 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -52,7 +64,14 @@ export interface Outcome {
 }
 
 /** Sends `text` on `threadId` through runOnThread and reports how it ended. */
-export async function send(saver: IndexedDBSaver, threadId: string, text: string, multitask: MultitaskStrategy, delayMs: number, delta = false): Promise<Outcome> {
+export async function send(
+  saver: IndexedDBSaver,
+  threadId: string,
+  text: string,
+  multitask: MultitaskStrategy,
+  delayMs: number,
+  delta = false,
+): Promise<Outcome> {
   const started = performance.now();
   const config = { configurable: { thread_id: threadId, delay_ms: delayMs } };
   try {
@@ -60,14 +79,20 @@ export async function send(saver: IndexedDBSaver, threadId: string, text: string
     return { text, ok: true, ms: performance.now() - started };
   } catch (error) {
     const strategy = error instanceof RunInterruptedError ? error.strategy : undefined;
-    const name = error instanceof ThreadBusyError || error instanceof RunInterruptedError ? error.name : `${(error as Error)?.name}: ${(error as Error)?.message}`;
+    const name =
+      error instanceof ThreadBusyError || error instanceof RunInterruptedError
+        ? error.name
+        : `${(error as Error)?.name}: ${(error as Error)?.message}`;
     return { text, ok: false, error: name, ms: performance.now() - started, ...(strategy ? { strategy } : {}) };
   }
 }
 
 /** Runs one plain turn (no coordinator), so the thread has a history to keep. */
 export async function seed(saver: IndexedDBSaver, threadId: string, text: string, delta = false): Promise<void> {
-  await slowChatGraph(saver, delta).invoke({ messages: [new HumanMessage(text)] }, { configurable: { thread_id: threadId } });
+  await slowChatGraph(saver, delta).invoke(
+    { messages: [new HumanMessage(text)] },
+    { configurable: { thread_id: threadId } },
+  );
 }
 
 /** The thread's messages and next nodes, as plain data. */
@@ -96,7 +121,11 @@ export async function historyReport(saver: IndexedDBSaver, threadId: string) {
     if (older && row.parent !== older.id) problems.push(`${row.id} has parent ${row.parent}, not ${older.id}`);
     if (!older && row.parent !== undefined) problems.push(`oldest ${row.id} has parent ${row.parent}`);
   });
-  return { checkpoints: rows.length, problem: problems[0], runIds: [...new Set(rows.flatMap((r) => (r.runId ? [r.runId] : [])))] };
+  return {
+    checkpoints: rows.length,
+    problem: problems[0],
+    runIds: [...new Set(rows.flatMap((r) => (r.runId ? [r.runId] : [])))],
+  };
 }
 
 /**
@@ -107,13 +136,27 @@ export async function historyReport(saver: IndexedDBSaver, threadId: string) {
  * - interrupt: the first's message kept unanswered, then the second, answered;
  * - rollback: only the second turn, answered (the first's removed).
  */
-export function expectedMessages(strategy: MultitaskStrategy, seedText: string, first: string, second: string): [string, string][] {
-  const seeded: [string, string][] = [["human", seedText], ["ai", `echo ${seedText} (#1)`]];
+export function expectedMessages(
+  strategy: MultitaskStrategy,
+  seedText: string,
+  first: string,
+  second: string,
+): [string, string][] {
+  const seeded: [string, string][] = [
+    ["human", seedText],
+    ["ai", `echo ${seedText} (#1)`],
+  ];
   switch (strategy) {
     case "reject":
       return [...seeded, ["human", first], ["ai", `echo ${first} (#3)`]];
     case "enqueue":
-      return [...seeded, ["human", first], ["ai", `echo ${first} (#3)`], ["human", second], ["ai", `echo ${second} (#5)`]];
+      return [
+        ...seeded,
+        ["human", first],
+        ["ai", `echo ${first} (#3)`],
+        ["human", second],
+        ["ai", `echo ${second} (#5)`],
+      ];
     case "interrupt":
       return [...seeded, ["human", first], ["human", second], ["ai", `echo ${second} (#4)`]];
     case "rollback":
@@ -133,4 +176,9 @@ export function firstAndSecond(strategy: MultitaskStrategy, a: Outcome, b: Outco
 }
 
 /** The delay of the slow model per strategy: long where the first run must still be running when it is stopped. */
-export const DELAY_MS: Record<MultitaskStrategy, number> = { reject: 300, enqueue: 300, interrupt: 1_500, rollback: 1_500 };
+export const DELAY_MS: Record<MultitaskStrategy, number> = {
+  reject: 300,
+  enqueue: 300,
+  interrupt: 1_500,
+  rollback: 1_500,
+};

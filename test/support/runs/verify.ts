@@ -8,7 +8,16 @@ import { expect } from "vitest";
 import type { IndexedDBSaver, MultitaskStrategy } from "../../../src/index.js";
 import { DELAY_MS, expectedMessages, firstAndSecond, historyReport, threadState, type Outcome } from "./scenario.js";
 
-export async function verifyTwoSends(strategy: MultitaskStrategy, a: Outcome, b: Outcome, reader: IndexedDBSaver, threadId: string, seedText: string, seedCheckpoints: number, delta = false) {
+export async function verifyTwoSends(
+  strategy: MultitaskStrategy,
+  a: Outcome,
+  b: Outcome,
+  reader: IndexedDBSaver,
+  threadId: string,
+  seedText: string,
+  seedCheckpoints: number,
+  delta = false,
+) {
   const [first, second] = firstAndSecond(strategy, a, b);
   // reject: the first ran, the second was refused; enqueue: both ran;
   // interrupt and rollback: the first was stopped, the second ran.
