@@ -225,6 +225,23 @@ async function readTombstone(tx: Tx<SaverSchema, "readwrite">, threadId: string)
 }
 
 /**
+ * What replication (src/sync/local.ts) needs of a saver beyond its public
+ * API: its database (raw rows, so ciphertext travels as stored), its write
+ * queue, its change feed and its serializer binding. Not public API
+ * (obtained only through the internal `_rawAccess()`).
+ */
+export interface SaverRawAccess {
+  /** The saver's database (reads). */
+  readonly db: JournaledDatabase;
+  /** Writes through the saver's queue, in order with its own writes. */
+  write<R>(stores: SaverStoreName[], work: (tx: WriteTx) => Promise<R>, action: string): Promise<R>;
+  /** Tells this tab's listeners and other tabs about a committed change. */
+  emit(change: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }): void;
+  /** A timestamp in ms that strictly increases within the saver. */
+  now(): number;
+}
+
+/**
  * A LangGraph.js checkpoint saver that persists in the browser's IndexedDB.
  *
  * Checkpoints are keyed `[thread_id, checkpoint_ns, checkpoint_id]`, channel
@@ -273,6 +290,19 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** The IndexedDB database name. */
   get dbName(): string {
     return this.#db.name;
+  }
+
+  /**
+   * Raw access for replication (`SyncClient`): see {@link SaverRawAccess}.
+   * @internal
+   */
+  _rawAccess(): SaverRawAccess {
+    return {
+      db: this.#db,
+      write: (stores, work, action) => this.#writes.write(stores, work, action, false),
+      emit: (change) => this.#feed.emit(change),
+      now: () => this.#now(),
+    };
   }
 
   /**
