@@ -118,6 +118,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
   app.decorateRequest("userId", "");
+  // Bodies are MessagePack only: anything else gets 415 with the type to use.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
     try {
       done(null, decodeBody(body as Buffer));

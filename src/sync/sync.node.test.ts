@@ -5,9 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/chat-graph.js";
-import { device, newUser, startServer, type Device } from "../../test/sync/harness.js";
+import { checkpointIds, device, newUser, startServer, state, type Device } from "../../test/sync/harness.js";
 import type { SyncServer } from "../sync-server.js";
-import type { IndexedDBSaver } from "../saver.js";
 
 let server: SyncServer;
 let url: string;
@@ -19,21 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-
-/** Every checkpoint id of a thread, all namespaces, sorted. */
-export async function checkpointIds(saver: IndexedDBSaver, threadId: string): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) {
-    ids.push(`${tuple.config.configurable?.checkpoint_ns}|${tuple.checkpoint.id}|${tuple.pendingWrites?.length ?? 0}`);
-  }
-  return ids.sort();
-}
-
-/** The state as comparable data. */
-export async function state(saver: IndexedDBSaver, threadId: string) {
-  const snapshot = await chatGraph(saver).getState({ configurable: { thread_id: threadId } });
-  return { messages: plain(snapshot.values.messages), checkpointId: snapshot.config.configurable?.checkpoint_id as string | undefined };
-}
 
 async function close(...devices: Device[]): Promise<void> {
   for (const d of devices) {

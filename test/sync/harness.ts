@@ -11,6 +11,7 @@ import { IndexedDBSaver } from "../../src/saver.js";
 import { SyncClient, type SyncClientOptions } from "../../src/sync.js";
 import { createSyncServer, type SyncServer } from "../../src/sync-server.js";
 import { acquirePostgres } from "../postgres.js";
+import { chatGraph, plain } from "../chat-graph.js";
 
 /** A fresh user id and its token, unique per call (tables are shared by tests). */
 export function newUser(label = "u"): { user: string; token: string } {
@@ -121,3 +122,19 @@ export function seeded(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Every checkpoint id of a thread, all namespaces, sorted. */
+export async function checkpointIds(saver: IndexedDBSaver, threadId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) {
+    ids.push(`${tuple.config.configurable?.checkpoint_ns}|${tuple.checkpoint.id}|${tuple.pendingWrites?.length ?? 0}`);
+  }
+  return ids.sort();
+}
+
+/** The state as comparable data. */
+export async function state(saver: IndexedDBSaver, threadId: string) {
+  const snapshot = await chatGraph(saver).getState({ configurable: { thread_id: threadId } });
+  return { messages: plain(snapshot.values.messages), checkpointId: snapshot.config.configurable?.checkpoint_id as string | undefined };
+}
+
