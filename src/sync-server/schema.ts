@@ -31,6 +31,8 @@ export const SYNC_SCHEMA: readonly string[] = [
      channel_versions text NOT NULL,
      run_id text,
      seq bigint NOT NULL,
+     -- The device whose push last changed the row: its own pulls skip it.
+     origin text,
      PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
    )`,
   `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,

@@ -18,7 +18,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
-});
+}, 30_000);
 
 async function call(method: string, path: string, token: string | undefined, body?: unknown, type = SYNC_MEDIA_TYPE) {
   const headers: Record<string, string> = {};

@@ -53,7 +53,7 @@ export interface ListenOptions {
 export interface SyncServer {
   /** Starts listening; resolves with the base URL, e.g. `http://127.0.0.1:8787`. */
   listen(options?: ListenOptions): Promise<string>;
-  /** Stops listening, waits for requests in flight, and ends its own pool. */
+  /** Stops listening, lets requests in flight finish (2 s at most), and ends its own pool. */
   close(): Promise<void>;
   /** The Fastify instance, for `inject` in tests or adding routes. */
   readonly app: FastifyInstance;
@@ -164,7 +164,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
     const thread = query.thread;
     if (thread !== undefined && (typeof thread !== "string" || thread.length === 0)) throw new ProtocolError('Query parameter "thread" must be a thread id.');
-    return send(reply, await pull(pool, request.userId, since, limit, thread as string | undefined));
+    const device = query.device;
+    if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128)) throw new ProtocolError('Query parameter "device" must be a device id.');
+    return send(reply, await pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined));
   });
   app.post(`${SYNC_PATH}/push`, { preHandler: authenticated }, async (request, reply) => {
     return send(reply, await push(pool, request.userId, parsePushRequest(request.body)));
@@ -181,7 +183,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       return address.replace("[::1]", "127.0.0.1");
     },
     async close(): Promise<void> {
+      // Requests in flight get a grace period, then their connections are cut
+      // (each push is one transaction: a cut one is either committed or not).
+      const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
+      grace.unref();
       await app.close();
+      clearTimeout(grace);
       if (ownPool) await pool.end();
     },
   };

@@ -139,10 +139,10 @@ export function push(pool: Pool, userId: string, request: PushRequest): Promise<
     if (order.length > 0) {
       const parts = order.map((key) => key.split("\u0000"));
       await client.query(
-        `UPDATE lgsync_checkpoints SET seq = x.s
+        `UPDATE lgsync_checkpoints SET seq = x.s, origin = $6
          FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
          WHERE user_id = $1 AND thread_id = x.t AND checkpoint_ns = x.n AND checkpoint_id = x.c`,
-        [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2]), parts.map((_, i) => seq + 1 + i)],
+        [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2]), parts.map((_, i) => seq + 1 + i), request.device ?? null],
       );
       seq += order.length;
     }
@@ -236,17 +236,18 @@ interface CheckpointDbRow {
   metadata: Buffer;
   channel_versions: string;
   run_id: string | null;
+  origin: string | null;
 }
 
 /** Changes after `since`, in sequence order, each checkpoint complete, all from one snapshot. */
-export function pull(pool: Pool, userId: string, since: number, limit: number, threadId?: string): Promise<PullResponse> {
+export function pull(pool: Pool, userId: string, since: number, limit: number, threadId?: string, device?: string): Promise<PullResponse> {
   return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
     const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
     const [cps, dels] = await Promise.all([
       client.query<CheckpointDbRow>(
         `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
-           metadata_type, metadata, channel_versions, run_id
+           metadata_type, metadata, channel_versions, run_id, origin
          FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
         args,
       ),
@@ -262,16 +263,21 @@ export function pull(pool: Pool, userId: string, since: number, limit: number, t
     ].sort((a, b) => a.seq - b.seq);
     let more = entries.length > limit;
     const chosen = entries.slice(0, limit);
-    const checkpoints = chosen.filter((e) => e.cp).map((e) => e.cp!);
+    // The asking device's own pushes are skipped: it has them.
+    const own = (e: Entry) => device !== undefined && e.cp !== undefined && e.cp.origin === device;
+    const checkpoints = chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!);
     const details = await readDetails(client, userId, checkpoints);
 
     const changes: WireChange[] = [];
+    let cursor = since;
     let bytes = 0;
     for (const entry of chosen) {
       if (changes.length > 0 && bytes > PULL_RESPONSE_BYTES) {
         more = true;
         break;
       }
+      cursor = entry.seq;
+      if (own(entry)) continue;
       if (entry.del) {
         changes.push({ kind: "delete", seq: entry.seq, delete: entry.del });
         continue;
@@ -282,7 +288,6 @@ export function pull(pool: Pool, userId: string, since: number, limit: number, t
       for (const write of wire.writes) bytes += write.value[1].length;
       changes.push({ kind: "checkpoint", seq: entry.seq, checkpoint: wire });
     }
-    const cursor = changes.length > 0 ? changes[changes.length - 1]!.seq : since;
     return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
   });
 }

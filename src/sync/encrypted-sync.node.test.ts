@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await pool?.end();
-});
+}, 30_000);
 
 const SALT = "sync-test-salt-0001";
 const ITERATIONS = 1000; // tests only: the default is 600,000

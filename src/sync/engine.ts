@@ -9,7 +9,7 @@ import { isDatabaseKeyed, sameClone, type KeyRecord } from "../binding.js";
 import type { SaverRawAccess } from "../saver.js";
 import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
 import { adoptKeyRecord, applyChanges, localInventory, readKeyRecord, readThread } from "./local.js";
-import { readSyncState, recordPushed, type ThreadSyncUpdate } from "./state.js";
+import { deviceId, readSyncState, recordPushed, type ThreadSyncUpdate } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
@@ -137,6 +137,7 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const hello = await ctx.transport.hello();
   await agreeOnKey(ctx, hello.keyRecord, hello.hasData);
   const scope = `${ctx.url}\u0000${hello.user}`;
+  const device = await deviceId(ctx.access);
   const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0 };
   const touched = new Set<string>();
 
@@ -162,7 +163,7 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
       bytes += size;
       index += 1;
     }
-    await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, checkpoints: batch, deletes });
+    await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, device, checkpoints: batch, deletes });
     const updates: ThreadSyncUpdate[] = deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
     for (const c of batch) updates.push({ threadId: c.thread_id, fps: [[`${c.checkpoint_ns}\u0000${c.checkpoint_id}`, pending.fps.get(c)!]] });
     await recordPushed(ctx.access, scope, updates);
@@ -175,15 +176,15 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
 
   let { cursor } = await readSyncState(ctx.access, scope);
   for (;;) {
-    const page = await ctx.transport.pull(cursor, ctx.pullLimit);
-    if (page.changes.length > 0) {
-      const applied = await applyChanges(ctx.access, page.changes, { scope, cursor: page.cursor });
-      for (const threadId of applied.threads) touched.add(threadId);
-      result.pulled += page.changes.length;
-    }
+    const page = await ctx.transport.pull(cursor, ctx.pullLimit, device);
+    if (page.cursor === cursor) break; // nothing new
+    // Also when every change was this device's own: the cursor moves past them.
+    const applied = await applyChanges(ctx.access, page.changes, { scope, cursor: page.cursor });
+    for (const threadId of applied.threads) touched.add(threadId);
+    result.pulled += page.changes.length;
     cursor = page.cursor;
     report("pull");
-    if (!page.more || page.changes.length === 0) break;
+    if (!page.more) break;
   }
   result.threads = touched.size;
   return result;

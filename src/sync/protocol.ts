@@ -74,6 +74,8 @@ export interface WireDelete {
 /** `POST /v1/push`: checkpoints and deletes the server may lack. Deletes apply first. */
 export interface PushRequest {
   v: typeof SYNC_PROTOCOL_VERSION;
+  /** The pushing device's id (random, per database): its own pulls skip what it pushed. */
+  device?: string;
   checkpoints: WireCheckpoint[];
   deletes: WireDelete[];
 }
@@ -94,7 +96,11 @@ export type WireChange =
   | { kind: "checkpoint"; seq: number; checkpoint: WireCheckpoint }
   | { kind: "delete"; seq: number; delete: WireDelete };
 
-/** `GET /v1/pull?since=N&limit=M[&thread=T]`: changes after `since`. */
+/**
+ * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D]`: changes after
+ * `since`; with `device`, the changes that device pushed itself are skipped
+ * (the cursor still moves past them).
+ */
 export interface PullResponse {
   v: typeof SYNC_PROTOCOL_VERSION;
   changes: WireChange[];
@@ -264,11 +270,13 @@ function checkVersion(value: Obj): void {
 export function parsePushRequest(value: unknown): PushRequest {
   if (!isObject(value)) throw new ProtocolError("The push body must be an object.");
   checkVersion(value);
-  return {
+  const request: PushRequest = {
     v: SYNC_PROTOCOL_VERSION,
     checkpoints: list(value.checkpoints, "checkpoints").map((c, i) => parseCheckpoint(c, `checkpoints[${i}]`)),
     deletes: list(value.deletes, "deletes").map((d, i) => parseDelete(d, `deletes[${i}]`)),
   };
+  if (value.device !== undefined) request.device = id(value.device, "device");
+  return request;
 }
 
 /** Checks a key body. */

@@ -17,7 +17,7 @@ const servers: SyncServer[] = [];
 afterAll(async () => {
   for (const server of servers) await server.close().catch(() => undefined);
   await pool?.end();
-});
+}, 30_000);
 
 /** What the server holds for a user: checkpoint keys and whether sequence numbers are unique. */
 async function serverView(user: string) {

@@ -97,3 +97,22 @@ export async function updateSyncState(
 export function recordPushed(access: SaverRawAccess, scope: string, updates: ThreadSyncUpdate[]): Promise<void> {
   return access.write(["meta"], (tx) => updateSyncState(tx, scope, updates), "record a sync push");
 }
+
+/**
+ * This database's device id (random, made once): pushes carry it so the
+ * server can leave a device's own checkpoints out of its pulls.
+ */
+export function deviceId(access: SaverRawAccess): Promise<string> {
+  const fresh = globalThis.crypto.randomUUID();
+  return access.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      const stored = (await meta.get("sync\u0000device"))?.value;
+      if (typeof stored === "string") return stored;
+      await meta.put({ name: "sync\u0000device", value: fresh });
+      return fresh;
+    },
+    "make the sync device id",
+  );
+}

@@ -62,8 +62,9 @@ export class SyncTransport {
     return this.#call("POST", "/push", request);
   }
 
-  pull(since: number, limit: number): Promise<PullResponse> {
-    return this.#call("GET", `/pull?since=${since}&limit=${limit}`);
+  pull(since: number, limit: number, device?: string): Promise<PullResponse> {
+    const own = device === undefined ? "" : `&device=${encodeURIComponent(device)}`;
+    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}`);
   }
 
   putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
