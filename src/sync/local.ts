@@ -175,10 +175,17 @@ export async function applyChanges(access: SaverRawAccess, changes: WireChange[]
         });
       };
 
+      // Requests go out without waiting where order alone is enough
+      // (IndexedDB runs a transaction's requests in issue order): tombstones
+      // first, then the rows, then the read-backs and summaries.
+      await Promise.all([...new Set(changes.map((c) => (c.kind === "delete" ? c.delete.thread_id : c.checkpoint.thread_id)))].map(tombstoneOf));
+      const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
+      const summaries = new Set<string>();
+      const seenBlobs = new Set<string>();
       for (const change of changes) {
         if (change.kind === "delete") {
           const { thread_id: threadId, max_deleted_id: max } = change.delete;
-          const previous = await tombstoneOf(threadId);
+          const previous = tombstones.get(threadId);
           const bounds = prefixBounds(threadId);
           const range = ranges.bound(bounds.lower, bounds.upper);
           const [checkpointKeys, writeKeys] = await Promise.all([checkpoints.getAllKeys(range), writes.getAllKeys(range)]);
@@ -193,14 +200,14 @@ export async function applyChanges(access: SaverRawAccess, changes: WireChange[]
           tombstones.set(threadId, tombstone);
           issue(writes.put(tombstoneWrite(threadId, tombstone)));
           issue(meta.put({ name: tombstoneName(threadId), value: tombstone }));
-          await refreshSummary(threadId);
+          summaries.add(threadId);
           result.deletes.push(change.delete);
           result.threads.add(threadId);
           events.push({ threadId, kind: "delete" });
           continue;
         }
         const wire = change.checkpoint;
-        const tombstone = await tombstoneOf(wire.thread_id);
+        const tombstone = tombstones.get(wire.thread_id);
         if (tombstone && wire.checkpoint_id <= tombstone.max_deleted_id) continue;
         const row: CheckpointRow = {
           thread_id: wire.thread_id,
@@ -214,11 +221,16 @@ export async function applyChanges(access: SaverRawAccess, changes: WireChange[]
         if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
         if (wire.run_id !== undefined) row.run_id = wire.run_id;
         const added = addIfAbsent(checkpoints, row);
+        issue(added);
         for (const blob of wire.blobs) {
+          // Unchanged channels share one version across checkpoints: add it once.
+          const blobKey = `${wire.thread_id}\u0000${wire.checkpoint_ns}\u0000${blob.channel}\u0000${typeof blob.version}:${String(blob.version)}`;
+          if (seenBlobs.has(blobKey)) continue;
+          seenBlobs.add(blobKey);
           issue(addIfAbsent(blobs, { thread_id: wire.thread_id, checkpoint_ns: wire.checkpoint_ns, channel: blob.channel, version: blob.version, value: blob.value }));
         }
         for (const write of wire.writes) {
-          const stored: WriteRow = {
+          const row: WriteRow = {
             thread_id: wire.thread_id,
             checkpoint_ns: wire.checkpoint_ns,
             checkpoint_id: wire.checkpoint_id,
@@ -228,16 +240,22 @@ export async function applyChanges(access: SaverRawAccess, changes: WireChange[]
             task_path: write.task_path,
             value: write.value,
           };
-          issue(write.idx < 0 ? writes.put(stored) : addIfAbsent(writes, stored));
+          issue(write.idx < 0 ? writes.put(row) : addIfAbsent(writes, row));
         }
-        const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-        const [isNew, stored] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
-        const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-        result.fingerprints.set(key, writesFingerprint(stored));
-        if (wire.checkpoint_ns === "") await refreshSummary(wire.thread_id);
+        stored.push({ wire, added });
+        if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
-        if (isNew || wire.writes.length > 0) events.push({ threadId: wire.thread_id, checkpointNs: wire.checkpoint_ns, checkpointId: wire.checkpoint_id, kind: "put" });
       }
+      // What is stored now (after first-wins merges): the fingerprints to remember.
+      await Promise.all(
+        stored.map(async ({ wire, added }) => {
+          const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
+          const [isNew, rows] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
+          result.fingerprints.set(checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id), writesFingerprint(rows));
+          if (isNew || wire.writes.length > 0) events.push({ threadId: wire.thread_id, checkpointNs: wire.checkpoint_ns, checkpointId: wire.checkpoint_id, kind: "put" });
+        }),
+      );
+      await Promise.all([...summaries].map(refreshSummary));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
       for (const [key, fp] of result.fingerprints) {
         const at = key.indexOf("\u0000");
