@@ -5,7 +5,7 @@
  * holds the cross-tab lock, and reports status.
  */
 import type { IndexedDBSaver } from "../saver.js";
-import { syncRound, type SyncProgress, type SyncResult } from "./engine.js";
+import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 
 /** Options of {@link SyncClient}. */
@@ -230,7 +230,9 @@ export class SyncClient {
       return result;
     } catch (error) {
       const offline = error instanceof SyncError && error.code === "offline";
-      this.#set({ state: offline ? "offline" : "error", threads: 0, error: (error as Error).message });
+      // What waits, counted locally: the round may have failed before counting.
+      const pending = await countPending(saver._rawAccess(), this.#options.url.replace(/\/+$/, "")).catch(() => this.#status.pending);
+      this.#set({ state: offline ? "offline" : "error", threads: 0, pending, error: (error as Error).message });
       throw error;
     }
   }

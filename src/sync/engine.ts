@@ -9,7 +9,7 @@ import { isDatabaseKeyed, sameClone, type KeyRecord } from "../binding.js";
 import type { SaverRawAccess } from "../saver.js";
 import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
 import { adoptKeyRecord, applyChanges, localInventory, readKeyRecord, readThread } from "./local.js";
-import { deviceId, readSyncState, recordPushed, type ThreadSyncUpdate } from "./state.js";
+import { deviceId, lastScope, readSyncState, recordPushed, rememberUser, type ThreadSyncUpdate } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
@@ -138,6 +138,7 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   await agreeOnKey(ctx, hello.keyRecord, hello.hasData);
   const scope = `${ctx.url}\u0000${hello.user}`;
   const device = await deviceId(ctx.access);
+  await rememberUser(ctx.access, ctx.url, hello.user);
   const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0 };
   const touched = new Set<string>();
 
@@ -188,4 +189,15 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   }
   result.threads = touched.size;
   return result;
+}
+
+/**
+ * Local changes not yet on the server, counted without the network (for
+ * "offline, 12 changes waiting"): against the state of the user last seen
+ * at `url`; before any successful round, everything counts.
+ */
+export async function countPending(access: SaverRawAccess, url: string): Promise<number> {
+  const scope = (await lastScope(access, url)) ?? `${url}\u0000`;
+  const pending = await pendingChanges(access, scope);
+  return pending.deletes.length + pending.checkpoints.length;
 }

@@ -116,3 +116,26 @@ export function deviceId(access: SaverRawAccess): Promise<string> {
     "make the sync device id",
   );
 }
+
+/** The name of the record keeping the user last seen at a server URL. */
+function userName(url: string): string {
+  return `sync\u0000user\u0000${url}`;
+}
+
+/** Remembers who the token at `url` belongs to, so pending changes can be counted while offline. */
+export function rememberUser(access: SaverRawAccess, url: string, user: string): Promise<void> {
+  return access.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      if ((await meta.get(userName(url)))?.value !== user) await meta.put({ name: userName(url), value: user });
+    },
+    "remember the sync user",
+  );
+}
+
+/** The sync scope last used at `url`, or undefined before the first successful round. */
+export async function lastScope(access: SaverRawAccess, url: string): Promise<string | undefined> {
+  const user = await access.db.read(["meta"], async (tx) => (await tx.objectStore("meta").get(userName(url)))?.value, "read the sync user");
+  return typeof user === "string" ? `${url}\u0000${user}` : undefined;
+}

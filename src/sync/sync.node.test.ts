@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/chat-graph.js";
 import { checkpointIds, device, newUser, startServer, state, type Device } from "../../test/sync/harness.js";
 import type { SyncServer } from "../sync-server.js";
+import { SyncClient } from "./client.js";
 
 let server: SyncServer;
 let url: string;
@@ -160,7 +161,13 @@ describe("SyncClient with the sync server", () => {
     const offline = device("http://127.0.0.1:9", token);
     await chat(offline.saver, "o", ["x", "y"]);
     await expect(offline.sync.syncNow()).rejects.toMatchObject({ code: "offline", retryable: true });
-    expect(offline.sync.status.state).toBe("offline");
+    expect(offline.sync.status).toMatchObject({ state: "offline", pending: 6 }); // "offline, 6 changes waiting"
+    // After a first round, only what that round did not send counts.
+    await chat(a.saver, "s1", ["more"]);
+    const unreachable = new SyncClient({ saver: a.saver, url, token, fetch: () => Promise.reject(new TypeError("network down")) });
+    await expect(unreachable.syncNow()).rejects.toMatchObject({ code: "offline" });
+    expect(unreachable.status).toMatchObject({ state: "offline", pending: 3 });
+    unreachable.close();
     await close(a, offline);
   });
 
