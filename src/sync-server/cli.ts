@@ -7,6 +7,7 @@
  * - `SYNC_TOKENS`: comma-separated `token=user` pairs, e.g. `t0k3n-ada=ada,t0k3n-bob=bob`;
  *   or `SYNC_TOKENS_FILE`: a JSON file `{ "<token>": "<user id>" }`. One is required.
  * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
+ * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
  */
 /// <reference types="node" />
 import { readFileSync } from "node:fs";
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
     authenticate: (token) => table.get(token),
     maxBodyBytes: env.SYNC_MAX_BODY_BYTES ? Number(env.SYNC_MAX_BODY_BYTES) : undefined,
     logger: env.SYNC_LOG === "1",
+    corsOrigins: env.SYNC_CORS_ORIGINS === "*" ? "*" : env.SYNC_CORS_ORIGINS?.split(",").map((o) => o.trim()).filter(Boolean),
   });
   const url = await server.listen({ port: env.PORT ? Number(env.PORT) : 8787, host: env.HOST ?? "127.0.0.1" });
   process.stdout.write(`langgraph sync server listening on ${url} (${table.size} token(s))\n`);

@@ -125,3 +125,29 @@ describe("sync server: bad requests", () => {
     expect(((await call("GET", "/threads", token)).body as unknown as ThreadsResponse).threads).toEqual([]);
   });
 });
+
+describe("sync server: CORS", () => {
+  it("answers preflights and marks responses for the allowed origins only", async () => {
+    const { server: corsServer, url: corsUrl } = await startServer({ corsOrigins: ["http://app.example"] });
+    try {
+      const preflight = await fetch(`${corsUrl}/v1/push`, {
+        method: "OPTIONS",
+        headers: { origin: "http://app.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type" },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get("access-control-allow-origin")).toBe("http://app.example");
+      expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+      const { token } = newUser();
+      const allowed = await fetch(`${corsUrl}/v1/hello`, { headers: { origin: "http://app.example", authorization: `Bearer ${token}` } });
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers.get("access-control-allow-origin")).toBe("http://app.example");
+      const other = await fetch(`${corsUrl}/v1/hello`, { headers: { origin: "http://evil.example", authorization: `Bearer ${token}` } });
+      expect(other.headers.get("access-control-allow-origin")).toBeNull();
+      // Without the option, no CORS headers at all.
+      const plain = await fetch(`${url}/v1/hello`, { headers: { origin: "http://app.example", authorization: `Bearer ${token}` } });
+      expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+    } finally {
+      await corsServer.close();
+    }
+  });
+});

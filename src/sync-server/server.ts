@@ -39,6 +39,12 @@ export interface SyncServerOptions {
   maxConnections?: number;
   /** Log requests (Fastify's logger). Default false. */
   logger?: boolean;
+  /**
+   * Pages on other origins allowed to call the server from a browser (CORS),
+   * e.g. `["https://app.example.com", "http://localhost:5173"]`, or `"*"`.
+   * Default: none (same origin, or a reverse proxy in front).
+   */
+  corsOrigins?: readonly string[] | "*";
 }
 
 /** Where to listen. */
@@ -141,6 +147,24 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     return reply.code(500).send(errorBody("internal", "The sync server failed to handle this request; it was not applied. Try again."));
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody("not_found", `No route ${request.method} ${request.url}.`)));
+
+  const cors = options.corsOrigins;
+  if (cors !== undefined) {
+    // Browsers ask first (preflight) because of the Authorization header.
+    app.addHook("onRequest", async (request, reply) => {
+      const origin = request.headers.origin;
+      if (typeof origin !== "string" || (cors !== "*" && !cors.includes(origin))) return;
+      reply.header("access-control-allow-origin", cors === "*" ? "*" : origin).header("vary", "origin");
+      if (request.method === "OPTIONS") {
+        await reply
+          .code(204)
+          .header("access-control-allow-methods", "GET, POST, PUT")
+          .header("access-control-allow-headers", "authorization, content-type, accept")
+          .header("access-control-max-age", "600")
+          .send();
+      }
+    });
+  }
 
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 

@@ -33,8 +33,8 @@ export function postgresUrl(): Promise<string> {
 }
 
 /** A sync server on the test database, listening on a free loopback port. */
-export async function startServer(options: { port?: number; maxBodyBytes?: number } = {}): Promise<{ server: SyncServer; url: string }> {
-  const server = await createSyncServer({ connectionString: await postgresUrl(), authenticate, maxBodyBytes: options.maxBodyBytes });
+export async function startServer(options: { port?: number; maxBodyBytes?: number; corsOrigins?: string[] } = {}): Promise<{ server: SyncServer; url: string }> {
+  const server = await createSyncServer({ connectionString: await postgresUrl(), authenticate, maxBodyBytes: options.maxBodyBytes, corsOrigins: options.corsOrigins });
   const address = await server.listen({ port: options.port ?? 0 });
   return { server, url: address };
 }
