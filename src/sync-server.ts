@@ -6,4 +6,5 @@
  */
 export { createSyncServer, type ListenOptions, type SyncServer, type SyncServerOptions } from "./sync-server/server.js";
 export { SyncHttpError } from "./sync-server/store.js";
+export { SyncServerSaver } from "./sync-server/saver.js";
 export { SYNC_SCHEMA, setupSchema } from "./sync-server/schema.js";

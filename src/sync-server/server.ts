@@ -19,8 +19,11 @@ import {
   parsePushRequest,
   type ErrorBody,
 } from "../sync/protocol.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
-import { SyncHttpError, hello, pull, push, putKey, threads } from "./store.js";
+import { hello, pull, threads } from "./reads.js";
+import { SyncHttpError, push, putKey } from "./store.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -63,6 +66,11 @@ export interface SyncServer {
   close(): Promise<void>;
   /** The Fastify instance, for `inject` in tests or adding routes. */
   readonly app: FastifyInstance;
+  /**
+   * A checkpoint saver on `userId`'s synced threads, for a server-side agent
+   * continuing a (plaintext) thread; devices pull its turns. See {@link SyncServerSaver}.
+   */
+  saverFor(userId: string, serde?: SerializerProtocol): SyncServerSaver;
 }
 
 declare module "fastify" {
@@ -202,6 +210,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   return {
     app,
+    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde),
     async listen(listenOptions: ListenOptions = {}): Promise<string> {
       const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
       return address.replace("[::1]", "127.0.0.1");

@@ -1,5 +1,5 @@
 /**
- * The sync server's storage operations on PostgreSQL, each one transaction.
+ * The sync server's writes on PostgreSQL (reads are in reads.ts), each one transaction.
  *
  * Push takes the user's row lock (`SELECT ... FOR UPDATE` on `lgsync_users`)
  * before handing out sequence numbers, so one user's pushes commit in
@@ -9,19 +9,7 @@
  */
 /// <reference types="node" />
 import type { Pool, PoolClient } from "pg";
-import {
-  SYNC_PROTOCOL_VERSION,
-  versionFromKey,
-  versionKey,
-  type HelloResponse,
-  type PullResponse,
-  type PushRequest,
-  type PushResponse,
-  type ThreadsResponse,
-  type WireChange,
-  type WireCheckpoint,
-  type WireWrite,
-} from "../sync/protocol.js";
+import { SYNC_PROTOCOL_VERSION, versionKey, type PushRequest, type PushResponse, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
 
 /** An error with the HTTP status the server answers with. */
 export class SyncHttpError extends Error {
@@ -35,11 +23,8 @@ export class SyncHttpError extends Error {
   }
 }
 
-/** Largest response a pull assembles (bytes of values), beyond its first change. */
-const PULL_RESPONSE_BYTES = 8 * 1024 * 1024;
-
 /** Runs `work` in a transaction on one pooled connection. */
-async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
+export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
   const client = await pool.connect();
   try {
     await client.query(begin);
@@ -55,7 +40,7 @@ async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClie
 }
 
 /** A checkpoint's identity within a user. */
-function cpKey(threadId: string, ns: string, id: string): string {
+export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;
 }
 
@@ -136,18 +121,42 @@ export function push(pool: Pool, userId: string, request: PushRequest): Promise<
 
     // New sequence numbers, in push order (parents before children).
     const order = live.map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id)).filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
-    if (order.length > 0) {
-      const parts = order.map((key) => key.split("\u0000"));
-      await client.query(
-        `UPDATE lgsync_checkpoints SET seq = x.s, origin = $6
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
-         WHERE user_id = $1 AND thread_id = x.t AND checkpoint_ns = x.n AND checkpoint_id = x.c`,
-        [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2]), parts.map((_, i) => seq + 1 + i), request.device ?? null],
-      );
-      seq += order.length;
-    }
+    seq = await assignSeq(client, userId, seq, order, request.device);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq };
+  });
+}
+
+/** Gives the changed checkpoints (keys from {@link cpKey}) the next sequence numbers, in order; returns the new last one. */
+async function assignSeq(client: PoolClient, userId: string, seq: number, order: string[], device: string | undefined): Promise<number> {
+  if (order.length === 0) return seq;
+  const parts = order.map((key) => key.split("\u0000"));
+  await client.query(
+    `UPDATE lgsync_checkpoints SET seq = x.s, origin = $6
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
+     WHERE user_id = $1 AND thread_id = x.t AND checkpoint_ns = x.n AND checkpoint_id = x.c`,
+    [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2]), parts.map((_, i) => seq + 1 + i), device ?? null],
+  );
+  return seq + order.length;
+}
+
+/**
+ * Adds pending writes to one checkpoint (which may not be stored yet: writes
+ * can come before their checkpoint), by the `putWrites` rules, and gives the
+ * checkpoint a new sequence number if they changed it. Writes to a
+ * checkpoint at or below its thread's tombstone are dropped.
+ */
+export function addWrites(pool: Pool, userId: string, target: Pick<WireCheckpoint, "thread_id" | "checkpoint_ns" | "checkpoint_id">, writes: WireWrite[], device?: string): Promise<void> {
+  return transaction(pool, "BEGIN", async (client) => {
+    await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
+    const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [userId]);
+    const tombstone = await client.query<{ max_deleted_id: string }>("SELECT max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND thread_id = $2", [userId, target.thread_id]);
+    const max = tombstone.rows[0]?.max_deleted_id;
+    if (max !== undefined && target.checkpoint_id <= max) return;
+    const changed = await insertWrites(client, userId, [{ ...target, checkpoint: ["", new Uint8Array()], metadata: ["", new Uint8Array()], channel_versions: {}, blobs: [], writes }]);
+    if (changed.length === 0) return;
+    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device);
+    await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
   });
 }
 
@@ -224,146 +233,6 @@ async function insertWrites(client: PoolClient, userId: string, checkpoints: Wir
   return changed;
 }
 
-interface CheckpointDbRow {
-  seq: string;
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  checkpoint_type: string;
-  checkpoint: Buffer;
-  metadata_type: string;
-  metadata: Buffer;
-  channel_versions: string;
-  run_id: string | null;
-  origin: string | null;
-}
-
-/** Changes after `since`, in sequence order, each checkpoint complete, all from one snapshot. */
-export function pull(pool: Pool, userId: string, since: number, limit: number, threadId?: string, device?: string): Promise<PullResponse> {
-  return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
-    const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
-    const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
-    const [cps, dels] = await Promise.all([
-      client.query<CheckpointDbRow>(
-        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
-           metadata_type, metadata, channel_versions, run_id, origin
-         FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
-        args,
-      ),
-      client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
-        `SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
-        args,
-      ),
-    ]);
-    type Entry = { seq: number; cp?: CheckpointDbRow; del?: { thread_id: string; max_deleted_id: string } };
-    const entries: Entry[] = [
-      ...cps.rows.map((cp): Entry => ({ seq: Number(cp.seq), cp })),
-      ...dels.rows.map((del): Entry => ({ seq: Number(del.seq), del: { thread_id: del.thread_id, max_deleted_id: del.max_deleted_id } })),
-    ].sort((a, b) => a.seq - b.seq);
-    let more = entries.length > limit;
-    const chosen = entries.slice(0, limit);
-    // The asking device's own pushes are skipped: it has them.
-    const own = (e: Entry) => device !== undefined && e.cp !== undefined && e.cp.origin === device;
-    const checkpoints = chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!);
-    const details = await readDetails(client, userId, checkpoints);
-
-    const changes: WireChange[] = [];
-    let cursor = since;
-    let bytes = 0;
-    for (const entry of chosen) {
-      if (changes.length > 0 && bytes > PULL_RESPONSE_BYTES) {
-        more = true;
-        break;
-      }
-      cursor = entry.seq;
-      if (own(entry)) continue;
-      if (entry.del) {
-        changes.push({ kind: "delete", seq: entry.seq, delete: entry.del });
-        continue;
-      }
-      const wire = details.get(entry.cp!)!;
-      bytes += wire.checkpoint[1].length + wire.metadata[1].length;
-      for (const blob of wire.blobs) bytes += blob.value[1].length;
-      for (const write of wire.writes) bytes += write.value[1].length;
-      changes.push({ kind: "checkpoint", seq: entry.seq, checkpoint: wire });
-    }
-    return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
-  });
-}
-
-/** The blobs each checkpoint references and its writes, read in the pull's snapshot. */
-async function readDetails(client: PoolClient, userId: string, rows: CheckpointDbRow[]): Promise<Map<CheckpointDbRow, WireCheckpoint>> {
-  const result = new Map<CheckpointDbRow, WireCheckpoint>();
-  if (rows.length === 0) return result;
-  const versions = rows.map((row) => JSON.parse(row.channel_versions) as Record<string, string | number>);
-  const blobKeys: [string, string, string, string][] = [];
-  rows.forEach((row, i) => {
-    for (const [channel, version] of Object.entries(versions[i]!)) blobKeys.push([row.thread_id, row.checkpoint_ns, channel, versionKey(version)]);
-  });
-  const [blobs, writes] = await Promise.all([
-    client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; type: string; value: Buffer }>(
-      `SELECT DISTINCT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
-       JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
-      [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
-    ),
-    client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; task_id: string; idx: number; channel: string; task_path: string; type: string; value: Buffer }>(
-      `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.type, w.value
-       FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
-       JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
-       ORDER BY w.task_id, w.idx`,
-      [userId, rows.map((r) => r.thread_id), rows.map((r) => r.checkpoint_ns), rows.map((r) => r.checkpoint_id)],
-    ),
-  ]);
-  const blobMap = new Map(blobs.rows.map((b) => [`${b.thread_id}\u0000${b.checkpoint_ns}\u0000${b.channel}\u0000${b.version}`, b]));
-  const writeMap = new Map<string, WireWrite[]>();
-  for (const w of writes.rows) {
-    const key = cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id);
-    const list = writeMap.get(key) ?? [];
-    list.push({ task_id: w.task_id, idx: w.idx, channel: w.channel, task_path: w.task_path, value: [w.type, new Uint8Array(w.value)] });
-    writeMap.set(key, list);
-  }
-  rows.forEach((row, i) => {
-    const wire: WireCheckpoint = {
-      thread_id: row.thread_id,
-      checkpoint_ns: row.checkpoint_ns,
-      checkpoint_id: row.checkpoint_id,
-      checkpoint: [row.checkpoint_type, new Uint8Array(row.checkpoint)],
-      metadata: [row.metadata_type, new Uint8Array(row.metadata)],
-      channel_versions: versions[i]!,
-      blobs: [],
-      writes: writeMap.get(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)) ?? [],
-    };
-    if (row.parent_checkpoint_id !== null) wire.parent_checkpoint_id = row.parent_checkpoint_id;
-    if (row.run_id !== null) wire.run_id = row.run_id;
-    for (const [channel, version] of Object.entries(wire.channel_versions)) {
-      const blob = blobMap.get(`${row.thread_id}\u0000${row.checkpoint_ns}\u0000${channel}\u0000${versionKey(version)}`);
-      if (blob) wire.blobs.push({ channel, version: versionFromKey(blob.version), value: [blob.type, new Uint8Array(blob.value)] });
-    }
-    result.set(row, wire);
-  });
-  return result;
-}
-
-/** Who the user is to the server: sequence, key record, whether it holds data. */
-export async function hello(pool: Pool, userId: string): Promise<HelloResponse> {
-  const result = await pool.query<{ seq: string | null; key_record: Buffer | null; has_data: boolean }>(
-    `SELECT (SELECT seq FROM lgsync_users WHERE user_id = $1) AS seq,
-            (SELECT key_record FROM lgsync_users WHERE user_id = $1) AS key_record,
-            EXISTS (SELECT 1 FROM lgsync_checkpoints WHERE user_id = $1) AS has_data`,
-    [userId],
-  );
-  const row = result.rows[0]!;
-  return {
-    v: SYNC_PROTOCOL_VERSION,
-    user: userId,
-    keyRecord: row.key_record ? new Uint8Array(row.key_record) : null,
-    hasData: row.has_data,
-    seq: Number(row.seq ?? 0),
-  };
-}
-
 /**
  * Stores the user's key record if it has none (the first device's wins) and
  * returns the stored one. Refused for a user whose plaintext data is already
@@ -385,22 +254,4 @@ export function putKey(pool: Pool, userId: string, keyRecord: Uint8Array): Promi
     await client.query("UPDATE lgsync_users SET key_record = $2 WHERE user_id = $1", [userId, keyRecord]);
     return keyRecord;
   });
-}
-
-/** The user's threads. */
-export async function threads(pool: Pool, userId: string): Promise<ThreadsResponse> {
-  const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
-    `SELECT thread_id, count(*) AS checkpoints, max(checkpoint_id COLLATE "C") FILTER (WHERE checkpoint_ns = '') AS latest, max(seq) AS seq
-     FROM lgsync_checkpoints WHERE user_id = $1 GROUP BY thread_id ORDER BY thread_id`,
-    [userId],
-  );
-  return {
-    v: SYNC_PROTOCOL_VERSION,
-    threads: result.rows.map((row) => ({
-      thread_id: row.thread_id,
-      checkpoints: Number(row.checkpoints),
-      latest_checkpoint_id: row.latest ?? "",
-      seq: Number(row.seq),
-    })),
-  };
 }

@@ -144,6 +144,24 @@ describe("SyncClient with the sync server", () => {
     await close(a, b);
   });
 
+  it("a server-side agent continues a synced thread; the devices get its turns", async () => {
+    const { user, token } = newUser();
+    const a = device(url, token);
+    await chat(a.saver, "srv", ["from the phone"]);
+    await a.sync.syncNow();
+    const agent = server.saverFor(user);
+    expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
+    await chat(agent, "srv", ["continued on the server"]);
+    await a.sync.syncNow();
+    expect(await state(a.saver, "srv")).toEqual(await state(agent, "srv"));
+    expect((await state(a.saver, "srv")).messages.slice(-2)).toEqual([["human", "continued on the server"], ["ai", "echo continued on the server (#3)"]]);
+    // And back: the phone's next turn reaches the agent.
+    await chat(a.saver, "srv", ["phone again"]);
+    await a.sync.syncNow();
+    expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
+    await close(a);
+  });
+
   it("reports status and progress a UI can show", async () => {
     const { token } = newUser();
     const a = device(url, token);

@@ -6,7 +6,7 @@
 import { IDBFactory } from "fake-indexeddb";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import pg from "pg";
-import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { IndexedDBSaver } from "../../src/saver.js";
 import { SyncClient, type SyncClientOptions } from "../../src/sync.js";
 import { createSyncServer, type SyncServer } from "../../src/sync-server.js";
@@ -133,7 +133,7 @@ export async function checkpointIds(saver: IndexedDBSaver, threadId: string): Pr
 }
 
 /** The state as comparable data. */
-export async function state(saver: IndexedDBSaver, threadId: string) {
+export async function state(saver: BaseCheckpointSaver, threadId: string) {
   const snapshot = await chatGraph(saver).getState({ configurable: { thread_id: threadId } });
   return { messages: plain(snapshot.values.messages), checkpointId: snapshot.config.configurable?.checkpoint_id as string | undefined };
 }
