@@ -142,13 +142,22 @@ async function readDetails(client: PoolClient, userId: string, rows: CheckpointD
   const result = new Map<CheckpointDbRow, WireCheckpoint>();
   if (rows.length === 0) return result;
   const versions = rows.map((row) => JSON.parse(row.channel_versions) as Record<string, string | number>);
+  // Each distinct blob once: unchanged channels share a version across checkpoints.
   const blobKeys: [string, string, string, string][] = [];
+  const seen = new Set<string>();
   rows.forEach((row, i) => {
-    for (const [channel, version] of Object.entries(versions[i]!)) blobKeys.push([row.thread_id, row.checkpoint_ns, channel, versionKey(version)]);
+    for (const [channel, version] of Object.entries(versions[i]!)) {
+      const key: [string, string, string, string] = [row.thread_id, row.checkpoint_ns, channel, versionKey(version)];
+      const id = key.join("\u0000");
+      if (!seen.has(id)) {
+        seen.add(id);
+        blobKeys.push(key);
+      }
+    }
   });
   const [blobs, writes] = await Promise.all([
     client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; type: string; value: Buffer }>(
-      `SELECT DISTINCT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
+      `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
        JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
       [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
