@@ -99,6 +99,8 @@ export class SyncClient {
   #queue: Promise<unknown> = Promise.resolve();
   #running = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the scheduled round is due (ms since the epoch). */
+  #due = 0;
   #failures = 0;
   #unsubscribeFeed: (() => void) | undefined;
   #channel: BroadcastChannel | undefined;
@@ -178,10 +180,12 @@ export class SyncClient {
 
   #schedule(delayMs: number): void {
     if (!this.#running) return;
+    const due = Date.now() + delayMs;
     if (this.#timer !== undefined) {
-      if (delayMs > 0) return; // a round is already due
+      if (this.#due <= due) return; // a round is already due sooner
       clearTimeout(this.#timer);
     }
+    this.#due = due;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.syncNow().then(

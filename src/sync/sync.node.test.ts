@@ -200,4 +200,15 @@ describe("SyncClient with the sync server", () => {
     await expect.poll(() => state(b.saver, "live"), { timeout: 10_000, interval: 50 }).toEqual(expected);
     await close(a, b);
   });
+
+  it("continuous mode: a local change syncs soon even while the next poll is far off", async () => {
+    const { token } = newUser();
+    const a = device(url, token, { client: { intervalMs: 60_000 } });
+    const b = device(url, token);
+    a.sync.start();
+    await expect.poll(() => a.sync.status.state, { timeout: 10_000, interval: 20 }).toBe("idle"); // first round done, next poll in 60 s
+    await chat(a.saver, "soon", ["typed on A"]);
+    await expect.poll(async () => (await b.sync.syncNow()).pulled, { timeout: 5000, interval: 100 }).toBeGreaterThan(0);
+    await close(a, b);
+  });
 });
