@@ -10,9 +10,23 @@ import { chromium } from "playwright";
 import { chromiumArgs as args, chromiumPath as executablePath } from "../test/support/chromium.mjs";
 import { fileURLToPath } from "node:url";
 import { dirname, resolve } from "node:path";
+import { spawnSync } from "node:child_process";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));
+
+// The sync load bench runs in Node (a sync server on PostgreSQL and
+// fake-indexeddb devices), after the browser suites or alone (`-- sync`).
+function runSyncBench() {
+  const run = spawnSync("npx", ["vitest", "run", "-c", "bench/sync/vitest.config.ts", "--silent=false"], {
+    cwd: resolve(here, ".."),
+    encoding: "utf8",
+  });
+  const lines = `${run.stdout}${run.stderr}`.split("\n").filter((line) => line.startsWith("bench:sync"));
+  console.log(`\n${lines.join("\n") || "bench:sync  failed:\n" + run.stdout + run.stderr}`);
+  return run.status === 0 ? 0 : 1;
+}
+if (only.length === 1 && only[0] === "sync") process.exit(runSyncBench());
 
 // A production build served statically: what users ship, and no dev-server
 // dependency discovery reloading the page in the middle of a run.
@@ -57,6 +71,7 @@ try {
   await server.close();
   rmSync(outDir, { recursive: true, force: true });
 }
+if (only.length === 0 && runSyncBench() !== 0) failed = true;
 process.exit(failed ? 1 : 0);
 
 function printTable(rows) {

@@ -42,8 +42,10 @@ export const LAYERS = {
   portable: { imports: ["serde", "core"] },
   playwright: { imports: ["portable", "saver", "core"] },
   runs: { imports: ["saver", "core"] },
-  sync: { imports: ["saver", "core"] },
-  "sync-server": { imports: ["sync/protocol", "core"] },
+  // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
+  sync: { imports: ["saver", "idb", "serde", "core"] },
+  // Node only: the wire protocol, and the saver's pure row codecs for its server-side saver.
+  "sync-server": { imports: ["sync/protocol", "saver", "serde", "core"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

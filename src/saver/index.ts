@@ -25,6 +25,7 @@ import type { JournalSeam, RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { createSaverDatabase } from "./database.js";
+import { rawAccess, type SaverRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import type { ChangeListener } from "./events.js";
@@ -35,6 +36,7 @@ import { clearTombstone, deleteThread } from "./tombstones.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
 
+export type { SaverRawAccess } from "./raw-access.js";
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
 /**
@@ -71,6 +73,11 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** The IndexedDB database name. */
   get dbName(): string {
     return this.#ctx.db.name;
+  }
+
+  /** Raw rows, writes and change feed, for replication (src/sync/). Not public API. @internal */
+  _rawAccess(): SaverRawAccess {
+    return rawAccess(this.#ctx);
   }
 
   /**

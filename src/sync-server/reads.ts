@@ -1,0 +1,312 @@
+/**
+ * The sync server's reads on PostgreSQL: pulls (changes after a cursor, each
+ * checkpoint complete, one snapshot), the user's summary, and the checkpoint
+ * queries of `SyncServerSaver`.
+ */
+/// <reference types="node" />
+import type { Pool, PoolClient } from "pg";
+import {
+  SYNC_PROTOCOL_VERSION,
+  versionFromKey,
+  versionKey,
+  type HelloResponse,
+  type PullResponse,
+  type ThreadsResponse,
+  type WireChange,
+  type WireCheckpoint,
+  type WireWrite,
+} from "../sync/protocol.js";
+import { cpKey, transaction } from "./store.js";
+
+/** Largest response a pull assembles (bytes of values), beyond its first change. */
+const PULL_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+/** What {@link readCheckpoints} selects. */
+export interface CheckpointQuery {
+  threadId?: string;
+  checkpointNs?: string;
+  checkpointId?: string;
+  /** Only ids strictly below this one. */
+  before?: string;
+  limit?: number;
+}
+
+/** A user's checkpoints, complete, newest id first (one snapshot). */
+export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQuery): Promise<WireCheckpoint[]> {
+  return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+    const where = ["user_id = $1"];
+    const args: unknown[] = [userId];
+    const add = (sql: string, value: unknown) => {
+      args.push(value);
+      where.push(sql.replace("?", `$${args.length}`));
+    };
+    if (query.threadId !== undefined) add("thread_id = ?", query.threadId);
+    if (query.checkpointNs !== undefined) add("checkpoint_ns = ?", query.checkpointNs);
+    if (query.checkpointId !== undefined) add("checkpoint_id = ?", query.checkpointId);
+    if (query.before !== undefined) add(`checkpoint_id COLLATE "C" < ?`, query.before);
+    let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
+        metadata_type, metadata, channel_versions, run_id, origin
+      FROM lgsync_checkpoints WHERE ${where.join(" AND ")}
+      ORDER BY checkpoint_id COLLATE "C" DESC, thread_id, checkpoint_ns`;
+    if (query.limit !== undefined) {
+      args.push(query.limit);
+      sql += ` LIMIT $${args.length}`;
+    }
+    const rows = (await client.query<CheckpointDbRow>(sql, args)).rows;
+    const details = await readDetails(client, userId, rows);
+    return rows.map((row) => details.get(row)!);
+  });
+}
+
+/** The newest checkpoint id of a thread (checkpoints and writes), for a delete's tombstone. */
+export async function newestId(pool: Pool, userId: string, threadId: string): Promise<string | undefined> {
+  const result = await pool.query<{ max: string | null }>(
+    `SELECT max(id COLLATE "C") AS max FROM (
+       SELECT checkpoint_id AS id FROM lgsync_checkpoints WHERE user_id = $1 AND thread_id = $2
+       UNION ALL SELECT checkpoint_id FROM lgsync_writes WHERE user_id = $1 AND thread_id = $2) x`,
+    [userId, threadId],
+  );
+  return result.rows[0]?.max ?? undefined;
+}
+
+interface CheckpointDbRow {
+  seq: string;
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  checkpoint_type: string;
+  checkpoint: Buffer;
+  metadata_type: string;
+  metadata: Buffer;
+  channel_versions: string;
+  run_id: string | null;
+  origin: string | null;
+}
+
+/** Changes after `since`, in sequence order, each checkpoint complete, all from one snapshot. */
+export function pull(
+  pool: Pool,
+  userId: string,
+  since: number,
+  limit: number,
+  threadId?: string,
+  device?: string,
+): Promise<PullResponse> {
+  return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+    const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
+    const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
+    const [cps, dels] = await Promise.all([
+      client.query<CheckpointDbRow>(
+        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
+           metadata_type, metadata, channel_versions, run_id, origin
+         FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
+        args,
+      ),
+      client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
+        `SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
+        args,
+      ),
+    ]);
+    type Entry = { seq: number; cp?: CheckpointDbRow; del?: { thread_id: string; max_deleted_id: string } };
+    const entries: Entry[] = [
+      ...cps.rows.map((cp): Entry => ({ seq: Number(cp.seq), cp })),
+      ...dels.rows.map((del): Entry => ({
+        seq: Number(del.seq),
+        del: { thread_id: del.thread_id, max_deleted_id: del.max_deleted_id },
+      })),
+    ].sort((a, b) => a.seq - b.seq);
+    let more = entries.length > limit;
+    const chosen = entries.slice(0, limit);
+    // The asking device's own pushes are skipped: it has them.
+    const own = (e: Entry) => device !== undefined && e.cp !== undefined && e.cp.origin === device;
+    const checkpoints = chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!);
+    const details = await readDetails(client, userId, checkpoints);
+
+    const changes: WireChange[] = [];
+    let cursor = since;
+    let bytes = 0;
+    for (const entry of chosen) {
+      if (changes.length > 0 && bytes > PULL_RESPONSE_BYTES) {
+        more = true;
+        break;
+      }
+      cursor = entry.seq;
+      if (own(entry)) continue;
+      if (entry.del) {
+        changes.push({ kind: "delete", seq: entry.seq, delete: entry.del });
+        continue;
+      }
+      const wire = details.get(entry.cp!)!;
+      bytes += wire.checkpoint[1].length + wire.metadata[1].length;
+      for (const blob of wire.blobs) bytes += blob.value[1].length;
+      for (const write of wire.writes) bytes += write.value[1].length;
+      changes.push({ kind: "checkpoint", seq: entry.seq, checkpoint: wire });
+    }
+    return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
+  });
+}
+
+/** The blobs each checkpoint references and its writes, read in the pull's snapshot. */
+async function readDetails(
+  client: PoolClient,
+  userId: string,
+  rows: CheckpointDbRow[],
+): Promise<Map<CheckpointDbRow, WireCheckpoint>> {
+  const result = new Map<CheckpointDbRow, WireCheckpoint>();
+  if (rows.length === 0) return result;
+  const versions = rows.map((row) => JSON.parse(row.channel_versions) as Record<string, string | number>);
+  // Each distinct blob once: unchanged channels share a version across checkpoints.
+  const blobKeys: [string, string, string, string][] = [];
+  const seen = new Set<string>();
+  rows.forEach((row, i) => {
+    for (const [channel, version] of Object.entries(versions[i]!)) {
+      const key: [string, string, string, string] = [row.thread_id, row.checkpoint_ns, channel, versionKey(version)];
+      const id = key.join("\u0000");
+      if (!seen.has(id)) {
+        seen.add(id);
+        blobKeys.push(key);
+      }
+    }
+  });
+  const [blobs, writes] = await Promise.all([
+    client.query<{
+      thread_id: string;
+      checkpoint_ns: string;
+      channel: string;
+      version: string;
+      type: string;
+      value: Buffer;
+    }>(
+      `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
+       JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
+      [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
+    ),
+    client.query<{
+      thread_id: string;
+      checkpoint_ns: string;
+      checkpoint_id: string;
+      task_id: string;
+      idx: number;
+      channel: string;
+      task_path: string;
+      type: string;
+      value: Buffer;
+    }>(
+      `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.type, w.value
+       FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+       JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
+       ORDER BY w.task_id, w.idx`,
+      [userId, rows.map((r) => r.thread_id), rows.map((r) => r.checkpoint_ns), rows.map((r) => r.checkpoint_id)],
+    ),
+  ]);
+  const blobMap = new Map(
+    blobs.rows.map((b) => [`${b.thread_id}\u0000${b.checkpoint_ns}\u0000${b.channel}\u0000${b.version}`, b]),
+  );
+  const writeMap = new Map<string, WireWrite[]>();
+  for (const w of writes.rows) {
+    const key = cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id);
+    const list = writeMap.get(key) ?? [];
+    list.push({
+      task_id: w.task_id,
+      idx: w.idx,
+      channel: w.channel,
+      task_path: w.task_path,
+      value: [w.type, new Uint8Array(w.value)],
+    });
+    writeMap.set(key, list);
+  }
+  rows.forEach((row, i) => {
+    const wire: WireCheckpoint = {
+      thread_id: row.thread_id,
+      checkpoint_ns: row.checkpoint_ns,
+      checkpoint_id: row.checkpoint_id,
+      checkpoint: [row.checkpoint_type, new Uint8Array(row.checkpoint)],
+      metadata: [row.metadata_type, new Uint8Array(row.metadata)],
+      channel_versions: versions[i]!,
+      blobs: [],
+      writes: writeMap.get(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)) ?? [],
+    };
+    if (row.parent_checkpoint_id !== null) wire.parent_checkpoint_id = row.parent_checkpoint_id;
+    if (row.run_id !== null) wire.run_id = row.run_id;
+    for (const [channel, version] of Object.entries(wire.channel_versions)) {
+      const blob = blobMap.get(
+        `${row.thread_id}\u0000${row.checkpoint_ns}\u0000${channel}\u0000${versionKey(version)}`,
+      );
+      if (blob)
+        wire.blobs.push({
+          channel,
+          version: versionFromKey(blob.version),
+          value: [blob.type, new Uint8Array(blob.value)],
+        });
+    }
+    result.set(row, wire);
+  });
+  return result;
+}
+
+/** Who the user is to the server: sequence, key record, whether it holds data. */
+export async function hello(pool: Pool, userId: string): Promise<HelloResponse> {
+  const result = await pool.query<{ seq: string | null; key_record: Buffer | null; has_data: boolean }>(
+    `SELECT (SELECT seq FROM lgsync_users WHERE user_id = $1) AS seq,
+            (SELECT key_record FROM lgsync_users WHERE user_id = $1) AS key_record,
+            EXISTS (SELECT 1 FROM lgsync_checkpoints WHERE user_id = $1) AS has_data`,
+    [userId],
+  );
+  const row = result.rows[0]!;
+  return {
+    v: SYNC_PROTOCOL_VERSION,
+    user: userId,
+    keyRecord: row.key_record ? new Uint8Array(row.key_record) : null,
+    hasData: row.has_data,
+    seq: Number(row.seq ?? 0),
+  };
+}
+
+/** The user's threads. */
+export async function threads(pool: Pool, userId: string): Promise<ThreadsResponse> {
+  const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
+    `SELECT thread_id, count(*) AS checkpoints, max(checkpoint_id COLLATE "C") FILTER (WHERE checkpoint_ns = '') AS latest, max(seq) AS seq
+     FROM lgsync_checkpoints WHERE user_id = $1 GROUP BY thread_id ORDER BY thread_id`,
+    [userId],
+  );
+  return {
+    v: SYNC_PROTOCOL_VERSION,
+    threads: result.rows.map((row) => ({
+      thread_id: row.thread_id,
+      checkpoints: Number(row.checkpoints),
+      latest_checkpoint_id: row.latest ?? "",
+      seq: Number(row.seq),
+    })),
+  };
+}
+
+/** One checkpoint's pending writes, whether or not the checkpoint row is stored. */
+export async function readWrites(
+  pool: Pool,
+  userId: string,
+  threadId: string,
+  checkpointNs: string,
+  checkpointId: string,
+): Promise<WireWrite[]> {
+  const result = await pool.query<{
+    task_id: string;
+    idx: number;
+    channel: string;
+    task_path: string;
+    type: string;
+    value: Buffer;
+  }>(
+    `SELECT task_id, idx, channel, task_path, type, value FROM lgsync_writes
+     WHERE user_id = $1 AND thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`,
+    [userId, threadId, checkpointNs, checkpointId],
+  );
+  return result.rows.map((w) => ({
+    task_id: w.task_id,
+    idx: w.idx,
+    channel: w.channel,
+    task_path: w.task_path,
+    value: [w.type, new Uint8Array(w.value)],
+  }));
+}

@@ -1,0 +1,283 @@
+/**
+ * `SyncServerSaver`: a LangGraph checkpoint saver on the sync server's own
+ * tables, for one user, so a server-side agent continues a synced
+ * (plaintext) thread directly, and the devices pull its turns like any other
+ * device's. Rows are encoded exactly as `IndexedDBSaver` encodes them (same
+ * serializer, same row layout), so they travel to browsers byte for byte.
+ */
+/// <reference types="node" />
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  copyCheckpoint,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import type { Pool } from "pg";
+import { assertId, configIds, missingThreadIdMessage } from "../saver/ids.js";
+import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import {
+  decodeBlob,
+  decodeCheckpoint,
+  decodeMetadata,
+  decodeWrite,
+  encode,
+  rowRef,
+  sortWrites,
+} from "../saver/rows.js";
+import type { BlobRow, CheckpointRow, WriteRow } from "../saver/schema.js";
+import { nextChannelVersion } from "../saver/versions.js";
+import { SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
+import { newestId, readCheckpoints, readWrites } from "./reads.js";
+import { addWrites, push } from "./store.js";
+
+/** The device id the server's own writes carry: every browser pulls them. */
+const SERVER_DEVICE = "server";
+
+/**
+ * A checkpoint saver over one user's synced threads on the sync server.
+ * Get one from `server.saverFor(userId)`; plaintext users only (an
+ * encrypted user's rows cannot be read without the passphrase).
+ *
+ * @example
+ * ```ts
+ * const graph = workflow.compile({ checkpointer: server.saverFor("ada") });
+ * await graph.invoke(input, { configurable: { thread_id: "started-on-ada's-phone" } });
+ * ```
+ */
+export class SyncServerSaver extends BaseCheckpointSaver<number> {
+  readonly #pool: Pool;
+  readonly #userId: string;
+
+  constructor(pool: Pool, userId: string, serde: SerializerProtocol = new MsgpackSerializer()) {
+    super(serde);
+    if (typeof userId !== "string" || userId.length === 0)
+      throw new TypeError("SyncServerSaver: a user id is required.");
+    this.#pool = pool;
+    this.#userId = userId;
+  }
+
+  /** Versions unique across forks, as `IndexedDBSaver` makes them (devices and server share blobs). */
+  override getNextVersion(current: number | undefined): number {
+    return nextChannelVersion(current as number | string | undefined);
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    if (config.configurable?.thread_id === undefined) return undefined;
+    const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
+    const [wire] = await readCheckpoints(this.#pool, this.#userId, { threadId, checkpointNs, checkpointId, limit: 1 });
+    return wire ? this.#tuple(wire) : undefined;
+  }
+
+  override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { before, filter, limit } = options;
+    if (limit !== undefined && limit <= 0) return;
+    const configurable = config.configurable ?? {};
+    const threadId = (configurable.thread_id as string | undefined) || undefined;
+    const checkpointNs = configurable.checkpoint_ns as string | undefined;
+    const checkpointId = (configurable.checkpoint_id as string | undefined) || undefined;
+    const beforeId = (before?.configurable?.checkpoint_id as string | undefined) || undefined;
+    const entries = Object.entries(filter ?? {});
+    const wires = await readCheckpoints(this.#pool, this.#userId, {
+      threadId,
+      checkpointNs,
+      checkpointId,
+      before: beforeId,
+      // The filter applies before the limit: without one the limit goes to the query.
+      limit: entries.length === 0 ? limit : undefined,
+    });
+    let remaining = limit;
+    for (const wire of wires) {
+      const tuple = await this.#tuple(wire);
+      if (!entries.every(([key, value]) => (tuple.metadata as Record<string, unknown> | undefined)?.[key] === value))
+        continue;
+      yield tuple;
+      if (remaining !== undefined && --remaining <= 0) return;
+    }
+  }
+
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    if (config.configurable === undefined) {
+      throw new Error(
+        `Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`,
+      );
+    }
+    const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
+    assertId("checkpoint.id", checkpoint.id);
+    const id = checkpoint.id;
+    const { channel_values: values, ...withoutValues } = { ...checkpoint, ...copyCheckpoint(checkpoint) };
+    const storedMetadata: Record<string, unknown> = { ...metadata };
+    const runId: unknown = config.metadata?.run_id;
+    if (storedMetadata.run_id === undefined && runId !== undefined) storedMetadata.run_id = runId;
+    const serde = this.serde;
+    const wire: WireCheckpoint = {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: id,
+      checkpoint: await encode(
+        serde,
+        "serialize the checkpoint",
+        withoutValues,
+        rowRef.checkpoint(threadId, checkpointNs, id),
+      ),
+      metadata: await encode(
+        serde,
+        "serialize the checkpoint metadata",
+        storedMetadata,
+        rowRef.metadata(threadId, checkpointNs, id),
+      ),
+      channel_versions: { ...checkpoint.channel_versions },
+      blobs: await Promise.all(
+        Object.entries(newVersions)
+          .filter(([channel]) => Object.prototype.hasOwnProperty.call(values, channel))
+          .map(async ([channel, version]) => ({
+            channel,
+            version,
+            value: await encode(
+              serde,
+              `serialize channel "${channel}"`,
+              values[channel],
+              rowRef.blob(threadId, checkpointNs, channel, version),
+            ),
+          })),
+      ),
+      writes: [],
+    };
+    if (parentId !== undefined) wire.parent_checkpoint_id = parentId;
+    if (typeof storedMetadata.run_id === "string") wire.run_id = storedMetadata.run_id;
+    await push(this.#pool, this.#userId, {
+      v: SYNC_PROTOCOL_VERSION,
+      device: SERVER_DEVICE,
+      checkpoints: [wire],
+      deletes: [],
+    });
+    return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: id } };
+  }
+
+  override async putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath = "",
+  ): Promise<void> {
+    if (config.configurable?.thread_id === undefined) throw new Error(missingThreadIdMessage("put writes"));
+    const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
+    if (checkpointId === undefined) {
+      throw new Error(
+        `Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`,
+      );
+    }
+    assertId("task_id", taskId);
+    const rows: WireWrite[] = await Promise.all(
+      writes.map(async ([channel, value], position) => {
+        const idx = WRITES_IDX_MAP[channel] ?? position;
+        return {
+          task_id: taskId,
+          idx,
+          channel,
+          task_path: taskPath,
+          value: await encode(
+            this.serde,
+            `serialize a write to "${channel}"`,
+            value,
+            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx),
+          ),
+        };
+      }),
+    );
+    if (rows.length === 0) return;
+    await addWrites(
+      this.#pool,
+      this.#userId,
+      { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId },
+      rows,
+      SERVER_DEVICE,
+    );
+  }
+
+  override async deleteThread(threadId: string): Promise<void> {
+    assertId("thread_id", threadId);
+    const max = await newestId(this.#pool, this.#userId, threadId);
+    if (max === undefined) return;
+    await push(this.#pool, this.#userId, {
+      v: SYNC_PROTOCOL_VERSION,
+      device: SERVER_DEVICE,
+      checkpoints: [],
+      deletes: [{ thread_id: threadId, max_deleted_id: max }],
+    });
+  }
+
+  /** A stored bundle as LangGraph's tuple, decoded as `IndexedDBSaver` decodes its rows. */
+  async #tuple(wire: WireCheckpoint): Promise<CheckpointTuple> {
+    const t = wire.thread_id;
+    const ns = wire.checkpoint_ns;
+    const row: CheckpointRow = {
+      thread_id: t,
+      checkpoint_ns: ns,
+      checkpoint_id: wire.checkpoint_id,
+      checkpoint: wire.checkpoint,
+      metadata: wire.metadata,
+      channel_versions: wire.channel_versions,
+      created_at: 0,
+    };
+    const blobs: BlobRow[] = wire.blobs.map((b) => ({
+      thread_id: t,
+      checkpoint_ns: ns,
+      channel: b.channel,
+      version: b.version,
+      value: b.value,
+    }));
+    const writes: WriteRow[] = wire.writes.map((w) => ({
+      thread_id: t,
+      checkpoint_ns: ns,
+      checkpoint_id: wire.checkpoint_id,
+      ...w,
+    }));
+    const [stored, metadata, values, pending] = await Promise.all([
+      decodeCheckpoint(this.serde, row),
+      decodeMetadata(this.serde, row),
+      Promise.all(blobs.map((blob) => decodeBlob(this.serde, blob))),
+      Promise.all(sortWrites(writes).map((write) => decodeWrite(this.serde, write))),
+    ]);
+    const channelValues: Record<string, unknown> = {};
+    blobs.forEach((blob, i) => (channelValues[blob.channel] = values[i]));
+    const checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
+    if (checkpoint.v < 4 && wire.parent_checkpoint_id !== undefined) {
+      // Before format v4, pending Sends were writes to TASKS on the parent; v4 keeps them as a channel value.
+      const parentWrites: WriteRow[] = (await readWrites(this.#pool, this.#userId, t, ns, wire.parent_checkpoint_id))
+        .filter((w) => w.channel === TASKS)
+        .map((w) => ({ thread_id: t, checkpoint_ns: ns, checkpoint_id: wire.parent_checkpoint_id!, ...w }));
+      checkpoint.channel_values[TASKS] = await Promise.all(
+        sortWrites(parentWrites).map(async (w) => (await decodeWrite(this.serde, w))[2]),
+      );
+      const versions = Object.values(checkpoint.channel_versions);
+      checkpoint.channel_versions[TASKS] =
+        versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+    }
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: t, checkpoint_ns: ns, checkpoint_id: wire.checkpoint_id } },
+      checkpoint,
+      metadata,
+      pendingWrites: pending,
+    };
+    if (wire.parent_checkpoint_id !== undefined) {
+      tuple.parentConfig = {
+        configurable: { thread_id: t, checkpoint_ns: ns, checkpoint_id: wire.parent_checkpoint_id },
+      };
+    }
+    return tuple;
+  }
+}

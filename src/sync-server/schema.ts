@@ -1,0 +1,90 @@
+/**
+ * The sync server's PostgreSQL tables. Every row carries `user_id`, the first
+ * column of every primary key: a query is always scoped by the authenticated
+ * user, never by anything the body says.
+ *
+ * Values are stored as the browser's serializer wrote them (`*_type` plus
+ * `bytea`), so ciphertext stays ciphertext and plaintext round-trips byte for
+ * byte. `seq` orders the user's change log: a checkpoint takes a new `seq`
+ * when it is stored or gains writes, a tombstone when its thread is deleted.
+ */
+import type { Pool } from "pg";
+
+/** The statements that create the schema; idempotent, run by `setup()`. */
+export const SYNC_SCHEMA: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS lgsync_users (
+     user_id text PRIMARY KEY,
+     seq bigint NOT NULL DEFAULT 0,
+     key_record bytea
+   )`,
+  `CREATE TABLE IF NOT EXISTS lgsync_checkpoints (
+     user_id text NOT NULL,
+     thread_id text NOT NULL,
+     checkpoint_ns text NOT NULL,
+     checkpoint_id text NOT NULL,
+     parent_checkpoint_id text,
+     checkpoint_type text NOT NULL,
+     checkpoint bytea NOT NULL,
+     metadata_type text NOT NULL,
+     metadata bytea NOT NULL,
+     -- JSON text, not jsonb: jsonb reorders keys, and the browser row keeps them verbatim.
+     channel_versions text NOT NULL,
+     run_id text,
+     seq bigint NOT NULL,
+     -- The device whose push last changed the row: its own pulls skip it.
+     origin text,
+     PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
+   )`,
+  `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
+  `CREATE TABLE IF NOT EXISTS lgsync_blobs (
+     user_id text NOT NULL,
+     thread_id text NOT NULL,
+     checkpoint_ns text NOT NULL,
+     channel text NOT NULL,
+     version text NOT NULL,
+     type text NOT NULL,
+     value bytea NOT NULL,
+     PRIMARY KEY (user_id, thread_id, checkpoint_ns, channel, version)
+   )`,
+  `CREATE TABLE IF NOT EXISTS lgsync_writes (
+     user_id text NOT NULL,
+     thread_id text NOT NULL,
+     checkpoint_ns text NOT NULL,
+     checkpoint_id text NOT NULL,
+     task_id text NOT NULL,
+     idx integer NOT NULL,
+     channel text NOT NULL,
+     task_path text NOT NULL,
+     type text NOT NULL,
+     value bytea NOT NULL,
+     PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+   )`,
+  `CREATE TABLE IF NOT EXISTS lgsync_tombstones (
+     user_id text NOT NULL,
+     thread_id text NOT NULL,
+     max_deleted_id text NOT NULL,
+     seq bigint NOT NULL,
+     PRIMARY KEY (user_id, thread_id)
+   )`,
+  `CREATE INDEX IF NOT EXISTS lgsync_tombstones_seq ON lgsync_tombstones (user_id, seq)`,
+];
+
+/**
+ * Creates the tables if absent. Several server processes may start at once:
+ * an advisory lock keeps their `CREATE ... IF NOT EXISTS` from racing on the
+ * catalog (which PostgreSQL reports as a unique violation).
+ */
+export async function setupSchema(pool: Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(7270451)");
+    for (const statement of SYNC_SCHEMA) await client.query(statement);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The sync server's edges: authentication and isolation on every route, and
+ * bad or oversized requests answered with clear errors while the server
+ * stays up. Real server on loopback, real PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chat } from "../../test/support/chat-graph.js";
+import { device, newUser, startServer } from "../../test/support/sync/harness.js";
+import {
+  SYNC_MEDIA_TYPE,
+  decodeBody,
+  encodeBody,
+  type PullResponse,
+  type ThreadsResponse,
+  type HelloResponse,
+} from "../sync/protocol.js";
+import type { SyncServer } from "../sync-server.js";
+
+let server: SyncServer;
+let url: string;
+
+beforeAll(async () => {
+  ({ server, url } = await startServer({ maxBodyBytes: 256 * 1024 }));
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+}, 30_000);
+
+async function call(method: string, path: string, token: string | undefined, body?: unknown, type = SYNC_MEDIA_TYPE) {
+  const headers: Record<string, string> = {};
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  let payload: Uint8Array<ArrayBuffer> | string | undefined;
+  if (body !== undefined) {
+    headers["content-type"] = type;
+    payload =
+      body instanceof Uint8Array || typeof body === "string"
+        ? (body as Uint8Array<ArrayBuffer> | string)
+        : (encodeBody(body) as Uint8Array<ArrayBuffer>);
+  }
+  const response = await fetch(`${url}/v1${path}`, { method, headers, body: payload });
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const contentType = response.headers.get("content-type") ?? "";
+  const parsed: unknown = contentType.startsWith(SYNC_MEDIA_TYPE)
+    ? decodeBody(bytes)
+    : JSON.parse(new TextDecoder().decode(bytes));
+  return { status: response.status, body: parsed as Record<string, unknown> };
+}
+
+const ROUTES: [string, string, unknown?][] = [
+  ["GET", "/hello"],
+  ["GET", "/threads"],
+  ["GET", "/pull?since=0"],
+  ["POST", "/push", { v: 1, checkpoints: [], deletes: [] }],
+  ["PUT", "/key", { v: 1, keyRecord: new Uint8Array([1]) }],
+];
+
+describe("sync server: auth and isolation", () => {
+  it("refuses every route without a valid token", async () => {
+    for (const [method, path, body] of ROUTES) {
+      for (const token of [undefined, "", "nope", "token-of-"]) {
+        const { status, body: error } = await call(method, path, token, body);
+        expect(status, `${method} ${path} with ${String(token)}`).toBe(401);
+        expect(error).toMatchObject({ error: { code: "unauthorized" } });
+      }
+    }
+  });
+
+  it("another user's token gets nothing of ours, and changes nothing of ours, on every route", async () => {
+    const ada = newUser("ada");
+    const eve = newUser("eve");
+    const a = device(url, ada.token);
+    await chat(a.saver, "secret-thread", ["ada's secret"]);
+    await a.sync.syncNow();
+    const adaThreads = (await call("GET", "/threads", ada.token)).body as unknown as ThreadsResponse;
+    expect(adaThreads.threads.map((t) => t.thread_id)).toEqual(["secret-thread"]);
+
+    // Reads: hello, threads, pull (whole log, and asking for the thread by name).
+    const hello = (await call("GET", "/hello", eve.token)).body as unknown as HelloResponse;
+    expect(hello).toMatchObject({ user: eve.user, hasData: false, keyRecord: null, seq: 0 });
+    expect(((await call("GET", "/threads", eve.token)).body as unknown as ThreadsResponse).threads).toEqual([]);
+    expect(((await call("GET", "/pull?since=0", eve.token)).body as unknown as PullResponse).changes).toEqual([]);
+    expect(
+      ((await call("GET", "/pull?since=0&thread=secret-thread", eve.token)).body as unknown as PullResponse).changes,
+    ).toEqual([]);
+
+    // Writes: a delete of "her" thread with ada's id, a push onto it, a key: all land in eve's own space.
+    expect(
+      (
+        await call("POST", "/push", eve.token, {
+          v: 1,
+          checkpoints: [],
+          deletes: [{ thread_id: "secret-thread", max_deleted_id: "0" }],
+        })
+      ).status,
+    ).toBe(200);
+    const e = device(url, eve.token);
+    await chat(e.saver, "secret-thread", ["eve writes here"]);
+    await e.sync.syncNow();
+    expect((await call("PUT", "/key", eve.token, { v: 1, keyRecord: new Uint8Array([9, 9]) })).status).toBe(409); // eve has plaintext data now
+
+    // Ada's data is untouched: same thread, same checkpoints, no key record.
+    expect((await call("GET", "/threads", ada.token)).body).toEqual(adaThreads);
+    expect((await call("GET", "/hello", ada.token)).body).toMatchObject({ keyRecord: null, hasData: true });
+    const b = device(url, ada.token);
+    await b.sync.syncNow();
+    const onB = await b.saver.getTuple({ configurable: { thread_id: "secret-thread" } });
+    expect(JSON.stringify(onB?.checkpoint.channel_values)).toContain("ada's secret");
+    expect(JSON.stringify(onB?.checkpoint.channel_values)).not.toContain("eve");
+    for (const d of [a, b, e]) {
+      d.sync.close();
+      await d.saver.close();
+    }
+  });
+});
+
+describe("sync server: bad requests", () => {
+  it("answers bad input with clear 4xx errors and stays up", async () => {
+    const { token } = newUser();
+    const cases: [string, string, unknown, string | undefined, number, RegExp][] = [
+      ["POST", "/push", new Uint8Array([0xc1, 0xff, 0x00]), undefined, 400, /MessagePack/],
+      ["POST", "/push", { v: 99, checkpoints: [], deletes: [] }, undefined, 400, /protocol version 99/],
+      ["POST", "/push", { v: 1, checkpoints: "x", deletes: [] }, undefined, 400, /checkpoints must be an array/],
+      ["POST", "/push", { v: 1, checkpoints: [{ thread_id: "t" }], deletes: [] }, undefined, 400, /channel_versions/],
+      [
+        "POST",
+        "/push",
+        {
+          v: 1,
+          deletes: [],
+          checkpoints: [
+            {
+              thread_id: "__proto__",
+              checkpoint_ns: "",
+              checkpoint_id: "c",
+              checkpoint: ["x", new Uint8Array()],
+              metadata: ["x", new Uint8Array()],
+              channel_versions: {},
+              blobs: [],
+              writes: [],
+            },
+          ],
+        },
+        undefined,
+        400,
+        /__proto__/,
+      ],
+      ["POST", "/push", "{}", "application/json", 415, /application\/vnd\.langgraph-sync\+msgpack/],
+      ["POST", "/push", new Uint8Array(300 * 1024), undefined, 413, /./],
+      ["GET", "/pull?since=-1", undefined, undefined, 400, /since/],
+      ["GET", "/pull?limit=abc", undefined, undefined, 400, /limit/],
+      ["PUT", "/key", { v: 1, keyRecord: "not bytes" }, undefined, 400, /keyRecord/],
+      ["GET", "/nowhere", undefined, undefined, 404, /No route/],
+    ];
+    for (const [method, path, body, type, status, message] of cases) {
+      const result = await call(method, path, token, body, type ?? SYNC_MEDIA_TYPE);
+      expect(result.status, `${method} ${path}`).toBe(status);
+      expect((result.body.error as { message: string }).message, `${method} ${path}`).toMatch(message);
+    }
+    // Still up, and nothing was stored for the user.
+    expect((await fetch(`${url}/v1/health`)).status).toBe(200);
+    expect(((await call("GET", "/threads", token)).body as unknown as ThreadsResponse).threads).toEqual([]);
+  });
+});
+
+describe("sync server: CORS", () => {
+  it("answers preflights and marks responses for the allowed origins only", async () => {
+    const { server: corsServer, url: corsUrl } = await startServer({ corsOrigins: ["http://app.example"] });
+    try {
+      const preflight = await fetch(`${corsUrl}/v1/push`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "http://app.example",
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization, content-type",
+        },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get("access-control-allow-origin")).toBe("http://app.example");
+      expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+      const { token } = newUser();
+      const allowed = await fetch(`${corsUrl}/v1/hello`, {
+        headers: { origin: "http://app.example", authorization: `Bearer ${token}` },
+      });
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers.get("access-control-allow-origin")).toBe("http://app.example");
+      const other = await fetch(`${corsUrl}/v1/hello`, {
+        headers: { origin: "http://evil.example", authorization: `Bearer ${token}` },
+      });
+      expect(other.headers.get("access-control-allow-origin")).toBeNull();
+      // Without the option, no CORS headers at all.
+      const plain = await fetch(`${url}/v1/hello`, {
+        headers: { origin: "http://app.example", authorization: `Bearer ${token}` },
+      });
+      expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+    } finally {
+      await corsServer.close();
+    }
+  });
+});

@@ -1,0 +1,249 @@
+/**
+ * The sync server: a Fastify app in front of PostgreSQL. Stateless: every
+ * request authenticates, runs one transaction and answers, so any number of
+ * processes may serve the same database.
+ */
+/// <reference types="node" />
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import pg from "pg";
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  MAX_PULL_LIMIT,
+  ProtocolError,
+  SYNC_MEDIA_TYPE,
+  SYNC_PATH,
+  SYNC_PROTOCOL_VERSION,
+  decodeBody,
+  encodeBody,
+  parseKeyRequest,
+  parsePushRequest,
+  type ErrorBody,
+} from "../sync/protocol.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { SyncServerSaver } from "./saver.js";
+import { setupSchema } from "./schema.js";
+import { hello, pull, threads } from "./reads.js";
+import { SyncHttpError, push, putKey } from "./store.js";
+
+/** Options of {@link createSyncServer}. */
+export interface SyncServerOptions {
+  /** PostgreSQL connection string, e.g. `postgres://user:pass@127.0.0.1:5432/db`. */
+  connectionString?: string;
+  /** An existing pool to use instead (the server does not end it on close). */
+  pool?: pg.Pool;
+  /**
+   * Maps a request's bearer token to its user id, or `undefined` to refuse
+   * it (401). Called on every request; may be async (a database, a JWT check).
+   */
+  authenticate: (token: string) => string | undefined | Promise<string | undefined>;
+  /** Largest request body accepted, in bytes (413 beyond). Default 16 MiB. */
+  maxBodyBytes?: number;
+  /** Pool size when the server makes its own pool. Default 10. */
+  maxConnections?: number;
+  /** Log requests (Fastify's logger). Default false. */
+  logger?: boolean;
+  /**
+   * Pages on other origins allowed to call the server from a browser (CORS),
+   * e.g. `["https://app.example.com", "http://localhost:5173"]`, or `"*"`.
+   * Default: none (same origin, or a reverse proxy in front).
+   */
+  corsOrigins?: readonly string[] | "*";
+}
+
+/** Where to listen. */
+export interface ListenOptions {
+  /** TCP port; 0 picks a free one. Default 8787. */
+  port?: number;
+  /** Interface. Default `127.0.0.1`. */
+  host?: string;
+}
+
+/** A running (or ready to run) sync server. */
+export interface SyncServer {
+  /** Starts listening; resolves with the base URL, e.g. `http://127.0.0.1:8787`. */
+  listen(options?: ListenOptions): Promise<string>;
+  /** Stops listening, lets requests in flight finish (2 s at most), and ends its own pool. */
+  close(): Promise<void>;
+  /** The Fastify instance, for `inject` in tests or adding routes. */
+  readonly app: FastifyInstance;
+  /**
+   * A checkpoint saver on `userId`'s synced threads, for a server-side agent
+   * continuing a (plaintext) thread; devices pull its turns. See {@link SyncServerSaver}.
+   */
+  saverFor(userId: string, serde?: SerializerProtocol): SyncServerSaver;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated user. */
+    userId: string;
+  }
+}
+
+/** A body as MessagePack. */
+function send(reply: FastifyReply, body: unknown): FastifyReply {
+  return reply.type(SYNC_MEDIA_TYPE).send(Buffer.from(encodeBody(body)));
+}
+
+/** The error body every failure carries. */
+function errorBody(code: string, message: string): ErrorBody {
+  return { error: { code, message } };
+}
+
+/** A query parameter as a non-negative integer, or the default. */
+function intParam(value: unknown, name: string, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  const parsed = typeof value === "string" && /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(parsed) || parsed > max)
+    throw new ProtocolError(`Query parameter "${name}" must be an integer from 0 to ${max}.`);
+  return parsed;
+}
+
+/**
+ * Creates the sync server and its tables (if absent). Node only.
+ *
+ * @example
+ * ```ts
+ * import { createSyncServer } from "langgraph-checkpoint-indexeddb/sync-server";
+ * const tokens = new Map([["secret-token-of-ada", "ada"]]);
+ * const server = await createSyncServer({
+ *   connectionString: process.env.DATABASE_URL,
+ *   authenticate: (token) => tokens.get(token),
+ * });
+ * console.log(await server.listen({ port: 8787 }));
+ * ```
+ */
+export async function createSyncServer(options: SyncServerOptions): Promise<SyncServer> {
+  if (typeof options.authenticate !== "function") {
+    throw new TypeError(
+      "createSyncServer: `authenticate` is required: a function from a bearer token to a user id (or undefined to refuse).",
+    );
+  }
+  if (!options.pool && !options.connectionString) {
+    throw new TypeError(
+      'createSyncServer: pass `connectionString` (e.g. "postgres://user:pass@127.0.0.1:5432/db") or a `pool`.',
+    );
+  }
+  const ownPool = !options.pool;
+  const pool =
+    options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+  // An idle client's error (the database restarted) must not crash the process.
+  pool.on("error", () => undefined);
+  try {
+    await setupSchema(pool);
+  } catch (error) {
+    if (ownPool) await pool.end();
+    throw error;
+  }
+
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
+  app.decorateRequest("userId", "");
+  // Bodies are MessagePack only: anything else gets 415 with the type to use.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
+    try {
+      done(null, decodeBody(body as Buffer));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    if (error instanceof SyncHttpError) return reply.code(error.statusCode).send(errorBody(error.code, error.message));
+    if (error instanceof ProtocolError) return reply.code(400).send(errorBody("bad_request", error.message));
+    const status = error.statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      const code = status === 413 ? "too_large" : status === 415 ? "unsupported_media_type" : "bad_request";
+      const message = status === 415 ? `Send bodies as ${SYNC_MEDIA_TYPE}.` : error.message;
+      return reply.code(status).send(errorBody(code, message));
+    }
+    request.log.error(error);
+    return reply
+      .code(500)
+      .send(errorBody("internal", "The sync server failed to handle this request; it was not applied. Try again."));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(errorBody("not_found", `No route ${request.method} ${request.url}.`)),
+  );
+
+  const cors = options.corsOrigins;
+  if (cors !== undefined) {
+    // Browsers ask first (preflight) because of the Authorization header.
+    app.addHook("onRequest", async (request, reply) => {
+      const origin = request.headers.origin;
+      if (typeof origin !== "string" || (cors !== "*" && !cors.includes(origin))) return;
+      reply.header("access-control-allow-origin", cors === "*" ? "*" : origin).header("vary", "origin");
+      if (request.method === "OPTIONS") {
+        await reply
+          .code(204)
+          .header("access-control-allow-methods", "GET, POST, PUT")
+          .header("access-control-allow-headers", "authorization, content-type, accept")
+          .header("access-control-max-age", "600")
+          .send();
+      }
+    });
+  }
+
+  app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
+
+  // Every other route needs a user.
+  const authenticated = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const header = request.headers.authorization;
+    const match = typeof header === "string" ? /^Bearer (\S+)$/.exec(header) : null;
+    const userId = match ? await options.authenticate(match[1]!) : undefined;
+    if (typeof userId !== "string" || userId.length === 0) {
+      await reply
+        .code(401)
+        .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
+      return;
+    }
+    request.userId = userId;
+  };
+
+  app.get(`${SYNC_PATH}/hello`, { preHandler: authenticated }, async (request, reply) =>
+    send(reply, await hello(pool, request.userId)),
+  );
+  app.get(`${SYNC_PATH}/threads`, { preHandler: authenticated }, async (request, reply) =>
+    send(reply, await threads(pool, request.userId)),
+  );
+  app.get(`${SYNC_PATH}/pull`, { preHandler: authenticated }, async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const since = intParam(query.since, "since", 0, Number.MAX_SAFE_INTEGER);
+    const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
+    const thread = query.thread;
+    if (thread !== undefined && (typeof thread !== "string" || thread.length === 0))
+      throw new ProtocolError('Query parameter "thread" must be a thread id.');
+    const device = query.device;
+    if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))
+      throw new ProtocolError('Query parameter "device" must be a device id.');
+    return send(
+      reply,
+      await pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined),
+    );
+  });
+  app.post(`${SYNC_PATH}/push`, { preHandler: authenticated }, async (request, reply) => {
+    return send(reply, await push(pool, request.userId, parsePushRequest(request.body)));
+  });
+  app.put(`${SYNC_PATH}/key`, { preHandler: authenticated }, async (request, reply) => {
+    const { keyRecord } = parseKeyRequest(request.body);
+    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.userId, keyRecord) });
+  });
+
+  return {
+    app,
+    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde),
+    async listen(listenOptions: ListenOptions = {}): Promise<string> {
+      const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
+      return address.replace("[::1]", "127.0.0.1");
+    },
+    async close(): Promise<void> {
+      // Requests in flight get a grace period, then their connections are cut
+      // (each push is one transaction: a cut one is either committed or not).
+      const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
+      grace.unref();
+      await app.close();
+      clearTimeout(grace);
+      if (ownPool) await pool.end();
+    },
+  };
+}

@@ -1,0 +1,279 @@
+/**
+ * `SyncClient`: replicates an `IndexedDBSaver` with a sync server, one-shot
+ * (`syncNow`) or continuously while online (`start`), with backoff. A thin
+ * facade over `syncRound` (engine.ts): this file only schedules rounds,
+ * holds the cross-tab lock, and reports status.
+ */
+import type { IndexedDBSaver } from "../saver/index.js";
+import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
+import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
+
+/** Options of {@link SyncClient}. */
+export interface SyncClientOptions {
+  /** The saver to replicate. */
+  saver: IndexedDBSaver;
+  /** The sync server's base URL, e.g. `https://sync.example.com` or `http://127.0.0.1:8787`. */
+  url: string;
+  /** The user's credential, sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** Replaces `globalThis.fetch` (tests, custom agents). */
+  fetch?: FetchLike;
+  /** Checkpoints per push request. Default 64. */
+  batchSize?: number;
+  /** Bytes of values per push request. Default 4 MiB. */
+  batchBytes?: number;
+  /** Changes per pull request. Default 200. */
+  pullLimit?: number;
+  /** While running, how often to look for the other devices' changes. Default 10 s. */
+  intervalMs?: number;
+  /** First retry delay after a failure; doubles up to `maxBackoffMs`. Default 1 s. */
+  minBackoffMs?: number;
+  /** Default 60 s. */
+  maxBackoffMs?: number;
+  /** Per-request timeout. Default 30 s. */
+  timeoutMs?: number;
+}
+
+/** What the client is doing. */
+export type SyncState = "stopped" | "idle" | "syncing" | "offline" | "error";
+
+/** The status a UI shows ("3 threads syncing", "offline, 12 changes waiting"). */
+export interface SyncStatus {
+  state: SyncState;
+  /** Local changes (checkpoints and deletes) not yet on the server, as last counted. */
+  pending: number;
+  /** Threads being pushed or pulled in the current round. */
+  threads: number;
+  /** When the last round completed (ms since the epoch). */
+  lastSyncedAt?: number;
+  /** The last failure's message while `offline` or `error`. */
+  error?: string;
+  /** When the next attempt is due (continuous mode, after a failure). */
+  retryAt?: number;
+  /** True when this status comes from another tab (the one holding the sync lock). */
+  remote: boolean;
+}
+
+/** A listener of {@link SyncStatus}. */
+export type SyncStatusListener = (status: SyncStatus) => void;
+
+/** Options of {@link SyncClient.syncNow}. */
+export interface SyncNowOptions {
+  /** Push only these threads (the pull always brings every thread's changes). */
+  threadIds?: string[];
+}
+
+/** Version of the status messages between tabs. */
+const STATUS_PROTOCOL = 1;
+
+/** The lock navigator.locks may offer (absent in Node 20). */
+interface LockManagerLike {
+  request<T>(name: string, callback: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * Replicates an `IndexedDBSaver` with a sync server (`createSyncServer`):
+ * pushes what the server lacks, pulls what this browser lacks, deletes
+ * included. Checkpoints are immutable and uniquely identified, so devices
+ * that wrote on one thread while apart end up with the union: one head (the
+ * newest checkpoint id) and the other line as a branch of its history.
+ *
+ * Only one tab of an origin runs a round at a time (Web Locks); the others
+ * see its status through `subscribe`.
+ *
+ * @example
+ * ```ts
+ * import { SyncClient } from "langgraph-checkpoint-indexeddb/sync";
+ * const sync = new SyncClient({ saver, url: "https://sync.example.com", token });
+ * sync.subscribe((s) => (statusLine.textContent = s.state === "offline" ? `offline, ${s.pending} changes waiting` : s.state));
+ * sync.start();             // continuous while online
+ * await sync.syncNow();     // or one round on demand
+ * ```
+ */
+export class SyncClient {
+  readonly #options: SyncClientOptions;
+  readonly #transport: SyncTransport;
+  readonly #listeners = new Set<SyncStatusListener>();
+  #status: SyncStatus = { state: "stopped", pending: 0, threads: 0, remote: false };
+  /** Rounds of this client run one after another. */
+  #queue: Promise<unknown> = Promise.resolve();
+  #running = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the scheduled round is due (ms since the epoch). */
+  #due = 0;
+  #failures = 0;
+  #unsubscribeFeed: (() => void) | undefined;
+  #channel: BroadcastChannel | undefined;
+  readonly #onOnline = () => this.#schedule(0);
+
+  constructor(options: SyncClientOptions) {
+    if (!options.saver || typeof options.saver._rawAccess !== "function")
+      throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
+    if (typeof options.url !== "string" || !/^https?:\/\//.test(options.url))
+      throw new TypeError('SyncClient: `url` must be the server\'s http(s) base URL, e.g. "http://127.0.0.1:8787".');
+    if (typeof options.token !== "string" || options.token.length === 0)
+      throw new TypeError("SyncClient: `token` (the user's credential) is required.");
+    this.#options = options;
+    this.#transport = new SyncTransport({
+      url: options.url,
+      token: options.token,
+      fetch: options.fetch,
+      timeoutMs: options.timeoutMs,
+    });
+    if (typeof BroadcastChannel !== "undefined") {
+      const channel = new BroadcastChannel(
+        `langgraph-checkpoint-indexeddb:sync:v${STATUS_PROTOCOL}:${options.saver.dbName}`,
+      );
+      (channel as unknown as { unref?: () => void }).unref?.();
+      channel.onmessage = (event: MessageEvent<unknown>) => {
+        const message = event.data as { v?: number; status?: SyncStatus } | null;
+        if (message?.v === STATUS_PROTOCOL && message.status) this.#deliver({ ...message.status, remote: true });
+      };
+      this.#channel = channel;
+    }
+  }
+
+  /** The latest status (this tab's, or the syncing tab's). */
+  get status(): SyncStatus {
+    return this.#status;
+  }
+
+  /** Listens to status changes; returns the function that stops listening. */
+  subscribe(listener: SyncStatusListener): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /**
+   * One round: push every local change the server lacks, then pull every
+   * change after this device's cursor. Resolves once both are committed (on
+   * the server and in IndexedDB), so both sides agree on everything written
+   * before the call. Rejects with `SyncError` (`retryable` tells whether a
+   * later round may succeed); what was done stays done.
+   */
+  syncNow(options: SyncNowOptions = {}): Promise<SyncResult> {
+    const run = this.#queue.then(() => this.#locked(() => this.#round(options)));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Syncs continuously: a round now, after every local change (debounced),
+   * every `intervalMs`, and when the browser comes back online; after a
+   * failure, retries with exponential backoff.
+   */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#unsubscribeFeed = this.#options.saver.subscribe(() => this.#schedule(200));
+    globalThis.addEventListener?.("online", this.#onOnline);
+    this.#schedule(0);
+  }
+
+  /** Stops continuous sync (a round in flight finishes). */
+  stop(): void {
+    this.#running = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#unsubscribeFeed?.();
+    this.#unsubscribeFeed = undefined;
+    globalThis.removeEventListener?.("online", this.#onOnline);
+    this.#set({ state: "stopped", retryAt: undefined });
+  }
+
+  /** Stops and releases the status channel. */
+  close(): void {
+    this.stop();
+    this.#channel?.close();
+    this.#channel = undefined;
+  }
+
+  #schedule(delayMs: number): void {
+    if (!this.#running) return;
+    const due = Date.now() + delayMs;
+    if (this.#timer !== undefined) {
+      if (this.#due <= due) return; // a round is already due sooner
+      clearTimeout(this.#timer);
+    }
+    this.#due = due;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.syncNow().then(
+        () => {
+          this.#failures = 0;
+          this.#schedule(this.#options.intervalMs ?? 10_000);
+        },
+        (error: unknown) => {
+          this.#failures += 1;
+          const min = this.#options.minBackoffMs ?? 1000;
+          const max = this.#options.maxBackoffMs ?? 60_000;
+          // Full jitter: many devices coming back online do not retry in step.
+          const delay = Math.min(max, min * 2 ** (this.#failures - 1)) * (0.5 + Math.random() / 2);
+          this.#set({ retryAt: Date.now() + delay, error: (error as Error).message });
+          this.#schedule(delay);
+        },
+      );
+    }, delayMs);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  /** Runs `work` holding the origin-wide sync lock (where Web Locks exist). */
+  #locked<T>(work: () => Promise<T>): Promise<T> {
+    const locks = (globalThis.navigator as { locks?: LockManagerLike } | undefined)?.locks;
+    if (!locks) return work();
+    return locks.request(`langgraph-checkpoint-indexeddb:sync:${this.#options.saver.dbName}`, work);
+  }
+
+  async #round(options: SyncNowOptions): Promise<SyncResult> {
+    const saver = this.#options.saver;
+    this.#set({ state: "syncing", error: undefined, retryAt: undefined, threads: 0 });
+    try {
+      const result = await syncRound({
+        access: saver._rawAccess(),
+        serde: saver.serde,
+        unlock: () => saver.unlock(),
+        transport: this.#transport,
+        url: this.#options.url.replace(/\/+$/, ""),
+        threadIds: options.threadIds,
+        batchSize: this.#options.batchSize ?? 64,
+        batchBytes: this.#options.batchBytes ?? 4 * 1024 * 1024,
+        pullLimit: this.#options.pullLimit ?? 200,
+        onProgress: (progress: SyncProgress) => this.#set({ pending: progress.pending, threads: progress.threads }),
+      });
+      this.#set({ state: this.#running ? "idle" : "stopped", threads: 0, lastSyncedAt: Date.now() });
+      return result;
+    } catch (error) {
+      const offline = error instanceof SyncError && error.code === "offline";
+      // What waits, counted locally: the round may have failed before counting.
+      const pending = await countPending(saver._rawAccess(), this.#options.url.replace(/\/+$/, "")).catch(
+        () => this.#status.pending,
+      );
+      this.#set({ state: offline ? "offline" : "error", threads: 0, pending, error: (error as Error).message });
+      throw error;
+    }
+  }
+
+  #set(patch: Partial<SyncStatus>): void {
+    const status: SyncStatus = { ...this.#status, ...patch, remote: false };
+    for (const key of Object.keys(status) as (keyof SyncStatus)[]) if (status[key] === undefined) delete status[key];
+    this.#deliver(status);
+    try {
+      this.#channel?.postMessage({ v: STATUS_PROTOCOL, status });
+    } catch {
+      // A closed channel: local listeners were told already.
+    }
+  }
+
+  #deliver(status: SyncStatus): void {
+    this.#status = status;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(status);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}

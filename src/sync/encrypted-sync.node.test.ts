@@ -1,0 +1,109 @@
+/**
+ * End-to-end encryption through the sync server: the server holds only
+ * ciphertext (no plaintext marker anywhere in its tables), and a second
+ * device with the same passphrase reads everything.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { chat } from "../../test/support/chat-graph.js";
+import { checkpointIds, device, inspector, newUser, startServer, state } from "../../test/support/sync/harness.js";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import type { SyncServer } from "../sync-server.js";
+
+let server: SyncServer;
+let url: string;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  ({ server, url } = await startServer());
+  pool = await inspector();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await pool?.end();
+}, 30_000);
+
+const SALT = "sync-test-salt-0001";
+const ITERATIONS = 1000; // tests only: the default is 600,000
+const MARKER = "PLAINTEXT-MARKER-7f3a9c";
+
+const passphrase = (p: string) => EncryptedSerializer.fromPassphrase(p, { salt: SALT, iterations: ITERATIONS });
+
+/** Every byte the server stores for a user, as one buffer per row value. */
+async function serverBytes(user: string): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  const queries = [
+    "SELECT checkpoint AS v FROM lgsync_checkpoints WHERE user_id = $1",
+    "SELECT metadata AS v FROM lgsync_checkpoints WHERE user_id = $1",
+    "SELECT convert_to(channel_versions, 'UTF8') AS v FROM lgsync_checkpoints WHERE user_id = $1",
+    "SELECT value AS v FROM lgsync_blobs WHERE user_id = $1",
+    "SELECT value AS v FROM lgsync_writes WHERE user_id = $1",
+    "SELECT key_record AS v FROM lgsync_users WHERE user_id = $1",
+  ];
+  for (const query of queries)
+    for (const row of (await pool.query<{ v: Buffer | null }>(query, [user])).rows) if (row.v) out.push(row.v);
+  return out;
+}
+
+describe("encrypted sync", () => {
+  it("the server stores no plaintext; B reads everything with the passphrase", async () => {
+    const { user, token } = newUser("e2e");
+    const a = device(url, token, { serde: await passphrase("correct horse") });
+    await chat(a.saver, "private", [`my ${MARKER} secret`, "second turn"]);
+    await a.sync.syncNow();
+
+    const stored = await serverBytes(user);
+    expect(stored.length).toBeGreaterThan(5);
+    // The check is real: the same search finds the marker in a plaintext user's rows.
+    for (const value of stored) expect(value.includes(MARKER)).toBe(false);
+    const types = await pool.query<{ type: string }>("SELECT DISTINCT type FROM lgsync_blobs WHERE user_id = $1", [
+      user,
+    ]);
+    expect(types.rows.map((r) => r.type).every((t) => t.endsWith("+aes-gcm"))).toBe(true);
+
+    const b = device(url, token, { serde: await passphrase("correct horse") });
+    await b.sync.syncNow();
+    expect(await state(b.saver, "private")).toEqual(await state(a.saver, "private"));
+    expect((await state(b.saver, "private")).messages[0]).toEqual(["human", `my ${MARKER} secret`]);
+    expect(await checkpointIds(b.saver, "private")).toEqual(await checkpointIds(a.saver, "private"));
+
+    // B writes, A reads: both directions under the one data key.
+    await chat(b.saver, "private", ["from B"]);
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+    expect(await state(a.saver, "private")).toEqual(await state(b.saver, "private"));
+
+    // A wrong passphrase syncs the ciphertext but cannot read it.
+    const c = device(url, token, { serde: await passphrase("wrong") });
+    await c.sync.syncNow();
+    await expect(c.saver.getTuple({ configurable: { thread_id: "private" } })).rejects.toThrow(
+      /Wrong passphrase or key/,
+    );
+
+    // A plaintext saver is refused, and so is an encrypted database that made its own key first.
+    const plain = device(url, token);
+    await expect(plain.sync.syncNow()).rejects.toMatchObject({ code: "encrypted_user", retryable: false });
+    const early = device(url, token, { serde: await passphrase("correct horse") });
+    await chat(early.saver, "x", ["written before the first sync"]);
+    await expect(early.sync.syncNow()).rejects.toMatchObject({ code: "key_mismatch" });
+    for (const d of [a, b, c, plain, early]) {
+      d.sync.close();
+      await d.saver.close();
+    }
+  });
+
+  it("the marker search finds plaintext when there is some", async () => {
+    const { user, token } = newUser("plain");
+    const a = device(url, token);
+    await chat(a.saver, "open", [`my ${MARKER} secret`]);
+    await a.sync.syncNow();
+    expect((await serverBytes(user)).some((value) => value.includes(MARKER))).toBe(true);
+    const encrypted = device(url, token, { serde: await passphrase("p") });
+    await expect(encrypted.sync.syncNow()).rejects.toMatchObject({ code: "plaintext_user" });
+    for (const d of [a, encrypted]) {
+      d.sync.close();
+      await d.saver.close();
+    }
+  });
+});

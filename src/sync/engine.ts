@@ -1,0 +1,221 @@
+/**
+ * One sync round: agree on the encryption key record, push what the server
+ * lacks (deletes first, then checkpoints parent first, in bounded batches,
+ * each one server transaction), then pull every change after the cursor
+ * (each batch one IndexedDB transaction with the new cursor). Every step is
+ * idempotent, so a round cut off anywhere is finished by the next one.
+ */
+import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
+import { sameClone } from "../core/equality.js";
+import type { SaverRawAccess } from "../saver/index.js";
+import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
+import { adoptKeyRecord, applyChanges, localInventory, readKeyRecord, readThread } from "./local.js";
+import { deviceId, lastScope, readSyncState, recordPushed, rememberUser, type ThreadSyncUpdate } from "./state.js";
+import { SyncError, type SyncTransport } from "./transport.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+
+/** What one round did. */
+export interface SyncResult {
+  /** Checkpoints sent (new to the server or with new writes). */
+  pushed: number;
+  /** Deletes sent. */
+  pushedDeletes: number;
+  /** Changes received and applied (checkpoints and deletes). */
+  pulled: number;
+  /** Threads that changed on either side. */
+  threads: number;
+}
+
+/** Progress inside a round, for a status line. */
+export interface SyncProgress {
+  phase: "push" | "pull";
+  /** Local changes not yet on the server. */
+  pending: number;
+  /** Threads with something to push or pulled in this round. */
+  threads: number;
+  pushed: number;
+  pulled: number;
+}
+
+/** What a round needs. */
+export interface RoundContext {
+  access: SaverRawAccess;
+  /** The saver's serializer and a way to bind it (creates its key record). */
+  serde: SerializerProtocol;
+  unlock: () => Promise<void>;
+  transport: SyncTransport;
+  /** Base URL, part of the state scope. */
+  url: string;
+  /** Push only these threads (pull is always complete). */
+  threadIds?: string[];
+  /** Checkpoints per push request. */
+  batchSize: number;
+  /** Bytes of values per push request (beyond its first checkpoint). */
+  batchBytes: number;
+  /** Changes per pull request. */
+  pullLimit: number;
+  onProgress: (progress: SyncProgress) => void;
+}
+
+/** Local changes the server lacks. */
+export interface PendingChanges {
+  deletes: WireDelete[];
+  checkpoints: WireCheckpoint[];
+  fps: Map<WireCheckpoint, string>;
+}
+
+/**
+ * Brings the device's key record and the server's to the same record:
+ * the first encrypted device uploads its record, a later one adopts it
+ * before writing anything. A plaintext saver refuses an encrypted user.
+ */
+async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, hasData: boolean): Promise<void> {
+  const keyed = isDatabaseKeyed(ctx.serde);
+  if (!keyed) {
+    if (serverRecord) {
+      throw new SyncError(
+        "This user's threads on the sync server are encrypted: open the saver with an EncryptedSerializer (same passphrase) to sync them.",
+        { status: 0, code: "encrypted_user", retryable: false },
+      );
+    }
+    return;
+  }
+  let local = await readKeyRecord(ctx.access);
+  if (serverRecord) {
+    const remote = decodeBody(serverRecord) as KeyRecord;
+    if (local === undefined) local = await adoptKeyRecord(ctx.access, remote);
+    if (!sameClone(local, remote)) {
+      throw new SyncError(
+        "This browser's database is encrypted under another data key than the synced one (it was written before its first sync). Sync a fresh database (a new dbName) on this device, or export its threads and import them after syncing.",
+        { status: 0, code: "key_mismatch", retryable: false },
+      );
+    }
+    return;
+  }
+  if (hasData) {
+    throw new SyncError(
+      "This user's threads on the sync server are not encrypted: an encrypted saver cannot join them.",
+      { status: 0, code: "plaintext_user", retryable: false },
+    );
+  }
+  if (local === undefined) {
+    await ctx.unlock(); // binding a keyed serializer creates the record
+    local = await readKeyRecord(ctx.access);
+    if (local === undefined) throw new Error("The encrypted saver did not create a key record.");
+  }
+  const stored = (await ctx.transport.putKey(encodeBody(local))).keyRecord;
+  if (!sameClone(decodeBody(stored), local)) {
+    throw new SyncError(
+      "Another device registered a different key record first; sync again on a fresh database to adopt it.",
+      { status: 0, code: "key_mismatch", retryable: false },
+    );
+  }
+}
+
+/** Finds what the server lacks, from the local rows and the sync state. */
+export async function pendingChanges(
+  access: SaverRawAccess,
+  scope: string,
+  threadIds?: string[],
+): Promise<PendingChanges> {
+  const [inventory, state] = await Promise.all([localInventory(access), readSyncState(access, scope)]);
+  const wanted = threadIds ? new Set(threadIds) : undefined;
+  const result: PendingChanges = { deletes: [], checkpoints: [], fps: new Map() };
+  for (const [threadId, max] of inventory.tombstones) {
+    if (wanted && !wanted.has(threadId)) continue;
+    const known = state.threads.get(threadId)?.tomb;
+    if (known === undefined || max > known) result.deletes.push({ thread_id: threadId, max_deleted_id: max });
+  }
+  for (const threadId of inventory.threads) {
+    if (wanted && !wanted.has(threadId)) continue;
+    const known = state.threads.get(threadId)?.fps ?? {};
+    for (const local of await readThread(access, threadId)) {
+      if (known[`${local.wire.checkpoint_ns}\u0000${local.wire.checkpoint_id}`] === local.fingerprint) continue;
+      result.checkpoints.push(local.wire);
+      result.fps.set(local.wire, local.fingerprint);
+    }
+  }
+  return result;
+}
+
+/** Bytes of values a bundle carries. */
+function bundleBytes(c: WireCheckpoint): number {
+  let n = c.checkpoint[1].length + c.metadata[1].length;
+  for (const blob of c.blobs) n += blob.value[1].length;
+  for (const write of c.writes) n += write.value[1].length;
+  return n;
+}
+
+/** Runs one round. */
+export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
+  const hello = await ctx.transport.hello();
+  await agreeOnKey(ctx, hello.keyRecord, hello.hasData);
+  const scope = `${ctx.url}\u0000${hello.user}`;
+  const device = await deviceId(ctx.access);
+  await rememberUser(ctx.access, ctx.url, hello.user);
+  const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0 };
+  const touched = new Set<string>();
+
+  const pending = await pendingChanges(ctx.access, scope, ctx.threadIds);
+  let left = pending.deletes.length + pending.checkpoints.length;
+  for (const c of pending.checkpoints) touched.add(c.thread_id);
+  for (const d of pending.deletes) touched.add(d.thread_id);
+  const report = (phase: SyncProgress["phase"]) =>
+    ctx.onProgress({ phase, pending: left, threads: touched.size, pushed: result.pushed, pulled: result.pulled });
+  report("push");
+
+  // Deletes go with the first batch, before any checkpoint.
+  let deletes = pending.deletes;
+  let index = 0;
+  while (deletes.length > 0 || index < pending.checkpoints.length) {
+    const batch: WireCheckpoint[] = [];
+    let bytes = 0;
+    while (index < pending.checkpoints.length && batch.length < ctx.batchSize) {
+      const next = pending.checkpoints[index]!;
+      const size = bundleBytes(next);
+      if (batch.length > 0 && bytes + size > ctx.batchBytes) break;
+      batch.push(next);
+      bytes += size;
+      index += 1;
+    }
+    await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, device, checkpoints: batch, deletes });
+    const updates: ThreadSyncUpdate[] = deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
+    for (const c of batch)
+      updates.push({
+        threadId: c.thread_id,
+        fps: [[`${c.checkpoint_ns}\u0000${c.checkpoint_id}`, pending.fps.get(c)!]],
+      });
+    await recordPushed(ctx.access, scope, updates);
+    result.pushed += batch.length;
+    result.pushedDeletes += deletes.length;
+    left -= batch.length + deletes.length;
+    deletes = [];
+    report("push");
+  }
+
+  let { cursor } = await readSyncState(ctx.access, scope);
+  for (;;) {
+    const page = await ctx.transport.pull(cursor, ctx.pullLimit, device);
+    if (page.cursor === cursor) break; // nothing new
+    // Also when every change was this device's own: the cursor moves past them.
+    const applied = await applyChanges(ctx.access, page.changes, { scope, cursor: page.cursor });
+    for (const threadId of applied.threads) touched.add(threadId);
+    result.pulled += page.changes.length;
+    cursor = page.cursor;
+    report("pull");
+    if (!page.more) break;
+  }
+  result.threads = touched.size;
+  return result;
+}
+
+/**
+ * Local changes not yet on the server, counted without the network (for
+ * "offline, 12 changes waiting"): against the state of the user last seen
+ * at `url`; before any successful round, everything counts.
+ */
+export async function countPending(access: SaverRawAccess, url: string): Promise<number> {
+  const scope = (await lastScope(access, url)) ?? `${url}\u0000`;
+  const pending = await pendingChanges(access, scope);
+  return pending.deletes.length + pending.checkpoints.length;
+}

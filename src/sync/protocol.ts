@@ -1,0 +1,313 @@
+/**
+ * The sync wire protocol, shared by the browser client (`SyncClient`) and the
+ * Node server (`createSyncServer`). Pure types, constants, the body codec and
+ * validators: nothing here touches IndexedDB, the DOM or Node APIs, so the
+ * server imports it without pulling browser code.
+ *
+ * The unit of replication is one checkpoint with the channel values it
+ * references and its pending writes, as the browser saver stores them: every
+ * value is the serializer's `[type, bytes]`, shipped verbatim (ciphertext for
+ * an encrypted saver). Bodies are MessagePack (binary values travel as bytes,
+ * channel versions keep their number or string type). See docs/sync.md.
+ */
+import { Packr } from "msgpackr";
+
+/** Version of the protocol; every body carries it as `v`. */
+export const SYNC_PROTOCOL_VERSION = 1;
+
+/** Media type of every request and response body (errors are JSON). */
+export const SYNC_MEDIA_TYPE = "application/vnd.langgraph-sync+msgpack";
+
+/** Route prefix. */
+export const SYNC_PATH = "/v1";
+
+/** Default largest request body the server accepts (bytes). */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/** Largest number of changes one pull returns. */
+export const MAX_PULL_LIMIT = 1000;
+
+/** A serialized value: the serializer's type tag and its bytes. */
+export type WireBytes = [type: string, data: Uint8Array];
+
+/** A channel version, number or string as LangGraph made it. */
+export type WireVersion = string | number;
+
+/** One channel value at one version. */
+export interface WireBlob {
+  channel: string;
+  version: WireVersion;
+  value: WireBytes;
+}
+
+/** One pending write of a task against the checkpoint. */
+export interface WireWrite {
+  task_id: string;
+  /** Position in the task's writes, or the negative slot of a special channel (those replace). */
+  idx: number;
+  channel: string;
+  task_path: string;
+  value: WireBytes;
+}
+
+/** One checkpoint with the blobs its `channel_versions` reference and its pending writes. */
+export interface WireCheckpoint {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id?: string;
+  /** The checkpoint without channel values. */
+  checkpoint: WireBytes;
+  metadata: WireBytes;
+  channel_versions: Record<string, WireVersion>;
+  run_id?: string;
+  blobs: WireBlob[];
+  writes: WireWrite[];
+}
+
+/** A thread deleted: every checkpoint up to `max_deleted_id` (string order) is gone. */
+export interface WireDelete {
+  thread_id: string;
+  max_deleted_id: string;
+}
+
+/** `POST /v1/push`: checkpoints and deletes the server may lack. Deletes apply first. */
+export interface PushRequest {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  /** The pushing device's id (random, per database): its own pulls skip what it pushed. */
+  device?: string;
+  checkpoints: WireCheckpoint[];
+  deletes: WireDelete[];
+}
+
+/** What a push changed. */
+export interface PushResponse {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  /** Checkpoints that were new or gained writes. */
+  changed: number;
+  /** Checkpoints dropped because their thread was deleted after them. */
+  dropped: number;
+  /** The user's change sequence after the push. */
+  seq: number;
+}
+
+/** One entry of the change log, in sequence order. */
+export type WireChange =
+  { kind: "checkpoint"; seq: number; checkpoint: WireCheckpoint } | { kind: "delete"; seq: number; delete: WireDelete };
+
+/**
+ * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D]`: changes after
+ * `since`; with `device`, the changes that device pushed itself are skipped
+ * (the cursor still moves past them).
+ */
+export interface PullResponse {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  changes: WireChange[];
+  /** Pass as `since` next time. */
+  cursor: number;
+  /** True when more changes follow `cursor`. */
+  more: boolean;
+}
+
+/** `GET /v1/hello`: who the token belongs to, and the user's key record. */
+export interface HelloResponse {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  user: string;
+  /** The user's encryption key record (MessagePack of the saver's record), or null: plaintext user. */
+  keyRecord: Uint8Array | null;
+  /** Whether the user has any checkpoint on the server. */
+  hasData: boolean;
+  seq: number;
+}
+
+/** `PUT /v1/key`: offers a key record; the first one stored wins. */
+export interface KeyRequest {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  keyRecord: Uint8Array;
+}
+
+/** The stored key record after `PUT /v1/key` (the offered one, or the one that was there). */
+export interface KeyResponse {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  keyRecord: Uint8Array;
+}
+
+/** `GET /v1/threads`: the user's threads. */
+export interface ThreadsResponse {
+  v: typeof SYNC_PROTOCOL_VERSION;
+  threads: { thread_id: string; checkpoints: number; latest_checkpoint_id: string; seq: number }[];
+}
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+// ------------------------------------------------------------------ codec
+
+/**
+ * Plain MessagePack: no records, no extensions (the package's own msgpack
+ * extensions are for state values, which travel as opaque bytes here).
+ */
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true });
+
+/** Encodes a body. */
+export function encodeBody(body: unknown): Uint8Array {
+  return packr.pack(body);
+}
+
+/** Decodes a body; throws {@link ProtocolError} on bytes that are not MessagePack. */
+export function decodeBody(bytes: Uint8Array): unknown {
+  try {
+    return packr.unpack(bytes);
+  } catch (error) {
+    throw new ProtocolError(`The body is not valid MessagePack: ${(error as Error).message}`);
+  }
+}
+
+// ------------------------------------------------------------------ validation
+
+/** A body that does not follow the protocol. The server answers 400 with its message. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+/** Longest id (thread, namespace, checkpoint, task, channel) accepted. */
+const MAX_ID_LENGTH = 1024;
+
+/** Names that must not become object keys anywhere. */
+const FORBIDDEN_IDS = new Set(["__proto__", "constructor", "prototype"]);
+
+type Obj = Record<string, unknown>;
+
+function isObject(value: unknown): value is Obj {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+function id(value: unknown, where: string, allowEmpty = false): string {
+  if (typeof value !== "string") throw new ProtocolError(`${where} must be a string.`);
+  if (!allowEmpty && value.length === 0) throw new ProtocolError(`${where} must not be empty.`);
+  if (value.length > MAX_ID_LENGTH) throw new ProtocolError(`${where} is longer than ${MAX_ID_LENGTH} characters.`);
+  if (FORBIDDEN_IDS.has(value)) throw new ProtocolError(`${where} must not be "${value}".`);
+  return value;
+}
+
+function bytes(value: unknown, where: string): WireBytes {
+  if (
+    !Array.isArray(value) ||
+    value.length !== 2 ||
+    typeof value[0] !== "string" ||
+    !(value[1] instanceof Uint8Array)
+  ) {
+    throw new ProtocolError(`${where} must be [type: string, data: bytes].`);
+  }
+  if (value[0].length > MAX_ID_LENGTH) throw new ProtocolError(`${where}: type tag too long.`);
+  return [value[0], value[1]];
+}
+
+function version(value: unknown, where: string): WireVersion {
+  if (typeof value === "string" && value.length <= MAX_ID_LENGTH) return value;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  throw new ProtocolError(`${where} must be a finite number or a string.`);
+}
+
+function list(value: unknown, where: string): unknown[] {
+  if (!Array.isArray(value)) throw new ProtocolError(`${where} must be an array.`);
+  return value;
+}
+
+/** Checks one checkpoint bundle and returns it typed. */
+export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheckpoint {
+  if (!isObject(value)) throw new ProtocolError(`${where} must be an object.`);
+  const versions = value.channel_versions;
+  if (!isObject(versions)) throw new ProtocolError(`${where}.channel_versions must be an object.`);
+  const channelVersions: Record<string, WireVersion> = {};
+  for (const [channel, v] of Object.entries(versions)) {
+    channelVersions[id(channel, `${where}.channel_versions key`)] = version(v, `${where}.channel_versions.${channel}`);
+  }
+  const result: WireCheckpoint = {
+    thread_id: id(value.thread_id, `${where}.thread_id`),
+    checkpoint_ns: id(value.checkpoint_ns, `${where}.checkpoint_ns`, true),
+    checkpoint_id: id(value.checkpoint_id, `${where}.checkpoint_id`),
+    checkpoint: bytes(value.checkpoint, `${where}.checkpoint`),
+    metadata: bytes(value.metadata, `${where}.metadata`),
+    channel_versions: channelVersions,
+    blobs: list(value.blobs, `${where}.blobs`).map((blob, i) => {
+      const w = `${where}.blobs[${i}]`;
+      if (!isObject(blob)) throw new ProtocolError(`${w} must be an object.`);
+      return {
+        channel: id(blob.channel, `${w}.channel`),
+        version: version(blob.version, `${w}.version`),
+        value: bytes(blob.value, `${w}.value`),
+      };
+    }),
+    writes: list(value.writes, `${where}.writes`).map((write, i) => {
+      const w = `${where}.writes[${i}]`;
+      if (!isObject(write)) throw new ProtocolError(`${w} must be an object.`);
+      if (!Number.isSafeInteger(write.idx)) throw new ProtocolError(`${w}.idx must be an integer.`);
+      if (typeof write.task_path !== "string" || write.task_path.length > MAX_ID_LENGTH)
+        throw new ProtocolError(`${w}.task_path must be a string.`);
+      return {
+        task_id: id(write.task_id, `${w}.task_id`),
+        idx: write.idx as number,
+        channel: id(write.channel, `${w}.channel`),
+        task_path: write.task_path,
+        value: bytes(write.value, `${w}.value`),
+      };
+    }),
+  };
+  if (value.parent_checkpoint_id !== undefined && value.parent_checkpoint_id !== null) {
+    result.parent_checkpoint_id = id(value.parent_checkpoint_id, `${where}.parent_checkpoint_id`);
+  }
+  if (value.run_id !== undefined && value.run_id !== null) result.run_id = id(value.run_id, `${where}.run_id`);
+  return result;
+}
+
+/** Checks one delete and returns it typed. */
+export function parseDelete(value: unknown, where = "delete"): WireDelete {
+  if (!isObject(value)) throw new ProtocolError(`${where} must be an object.`);
+  return {
+    thread_id: id(value.thread_id, `${where}.thread_id`),
+    max_deleted_id: id(value.max_deleted_id, `${where}.max_deleted_id`),
+  };
+}
+
+function checkVersion(value: Obj): void {
+  if (value.v !== SYNC_PROTOCOL_VERSION) {
+    throw new ProtocolError(
+      `Unsupported protocol version ${JSON.stringify(value.v)}: this server speaks version ${SYNC_PROTOCOL_VERSION}.`,
+    );
+  }
+}
+
+/** Checks a push body. */
+export function parsePushRequest(value: unknown): PushRequest {
+  if (!isObject(value)) throw new ProtocolError("The push body must be an object.");
+  checkVersion(value);
+  const request: PushRequest = {
+    v: SYNC_PROTOCOL_VERSION,
+    checkpoints: list(value.checkpoints, "checkpoints").map((c, i) => parseCheckpoint(c, `checkpoints[${i}]`)),
+    deletes: list(value.deletes, "deletes").map((d, i) => parseDelete(d, `deletes[${i}]`)),
+  };
+  if (value.device !== undefined) request.device = id(value.device, "device");
+  return request;
+}
+
+/** Checks a key body. */
+export function parseKeyRequest(value: unknown): KeyRequest {
+  if (!isObject(value)) throw new ProtocolError("The key body must be an object.");
+  checkVersion(value);
+  if (!(value.keyRecord instanceof Uint8Array) || value.keyRecord.length === 0)
+    throw new ProtocolError("keyRecord must be non-empty bytes.");
+  return { v: SYNC_PROTOCOL_VERSION, keyRecord: value.keyRecord };
+}
+
+/** The storage key of a channel version: its type kept, so 1 and "1" differ. */
+export function versionKey(version: WireVersion): string {
+  return typeof version === "number" ? `n:${String(version)}` : `s:${version}`;
+}
+
+/** The inverse of {@link versionKey}. */
+export function versionFromKey(key: string): WireVersion {
+  return key.startsWith("n:") ? Number(key.slice(2)) : key.slice(2);
+}

@@ -1,0 +1,151 @@
+/**
+ * What a device remembers about its sync with one server and user: the pull
+ * cursor, and per thread the fingerprint of each checkpoint as last pushed
+ * or pulled and the newest delete sent. Kept as records in the saver's own
+ * `meta` store (names `sync\0<scope>\0...`; no schema change), so a pulled
+ * batch, its fingerprints and the cursor commit in ONE transaction: a crash
+ * never leaves the cursor ahead of the rows, or rows without their record.
+ */
+import type { SaverRawAccess } from "../saver/index.js";
+import type { MetaRow } from "../saver/schema.js";
+import type { Tx } from "../idb/database.js";
+import type { SaverSchema } from "../saver/schema.js";
+import { storePut } from "../idb/requests.js";
+
+/** One thread's sync record. */
+export interface ThreadSyncRecord {
+  /** `ns \0 checkpoint id` to the writes fingerprint the server is known to have. */
+  fps: Record<string, string>;
+  /** The newest `max_deleted_id` the server is known to have. */
+  tomb?: string;
+}
+
+/** A device's sync state with one server and user. */
+export interface SyncState {
+  cursor: number;
+  threads: Map<string, ThreadSyncRecord>;
+}
+
+function prefix(scope: string): string {
+  return `sync\u0000${scope}\u0000`;
+}
+
+function cursorName(scope: string): string {
+  return `${prefix(scope)}cursor`;
+}
+
+function threadName(scope: string, threadId: string): string {
+  return `${prefix(scope)}thread\u0000${threadId}`;
+}
+
+/** Reads the whole state of `scope`. */
+export function readSyncState(access: SaverRawAccess, scope: string): Promise<SyncState> {
+  return access.db.read(
+    ["meta"],
+    async (tx) => {
+      const start = prefix(scope);
+      const rows = await tx.objectStore("meta").getAll(access.db.ranges.bound(start, `${start}\uffff`));
+      const state: SyncState = { cursor: 0, threads: new Map() };
+      const threadPrefix = `${start}thread\u0000`;
+      for (const row of rows) {
+        if (row.name === cursorName(scope) && typeof row.value === "number") state.cursor = row.value;
+        else if (row.name.startsWith(threadPrefix))
+          state.threads.set(row.name.slice(threadPrefix.length), row.value as ThreadSyncRecord);
+      }
+      return state;
+    },
+    "read the sync state",
+  );
+}
+
+/** A change to one thread's record. */
+export interface ThreadSyncUpdate {
+  threadId: string;
+  /** Fingerprints now known to the server (`ns \0 id` to fingerprint). */
+  fps?: [string, string][];
+  /** A delete now known to the server: drops fingerprints at or below it. */
+  tomb?: string;
+}
+
+/** Merges updates (and a new cursor) into the state inside `tx`; only IndexedDB requests are awaited. */
+export async function updateSyncState(
+  tx: Tx<SaverSchema, "readwrite">,
+  scope: string,
+  updates: ThreadSyncUpdate[],
+  cursor?: number,
+): Promise<void> {
+  const meta = tx.objectStore("meta");
+  const byThread = new Map<string, ThreadSyncUpdate[]>();
+  for (const update of updates) byThread.set(update.threadId, [...(byThread.get(update.threadId) ?? []), update]);
+  await Promise.all(
+    [...byThread].map(async ([threadId, list]) => {
+      const name = threadName(scope, threadId);
+      const current = ((await meta.get(name))?.value as ThreadSyncRecord | undefined) ?? { fps: {} };
+      const next: ThreadSyncRecord = {
+        fps: { ...current.fps },
+        ...(current.tomb !== undefined ? { tomb: current.tomb } : {}),
+      };
+      for (const update of list) {
+        if (update.tomb !== undefined) {
+          if (next.tomb === undefined || update.tomb > next.tomb) next.tomb = update.tomb;
+          for (const key of Object.keys(next.fps))
+            if (key.slice(key.indexOf("\u0000") + 1) <= update.tomb) delete next.fps[key];
+        }
+        for (const [key, fp] of update.fps ?? []) next.fps[key] = fp;
+      }
+      await storePut(meta, { name, value: next } satisfies MetaRow);
+    }),
+  );
+  if (cursor !== undefined) await storePut(meta, { name: cursorName(scope), value: cursor });
+}
+
+/** Records what a push made known to the server (a transaction of its own). */
+export function recordPushed(access: SaverRawAccess, scope: string, updates: ThreadSyncUpdate[]): Promise<void> {
+  return access.write(["meta"], (tx) => updateSyncState(tx, scope, updates), "record a sync push");
+}
+
+/**
+ * This database's device id (random, made once): pushes carry it so the
+ * server can leave a device's own checkpoints out of its pulls.
+ */
+export function deviceId(access: SaverRawAccess): Promise<string> {
+  const fresh = globalThis.crypto.randomUUID();
+  return access.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      const stored = (await meta.get("sync\u0000device"))?.value;
+      if (typeof stored === "string") return stored;
+      await storePut(meta, { name: "sync\u0000device", value: fresh });
+      return fresh;
+    },
+    "make the sync device id",
+  );
+}
+
+/** The name of the record keeping the user last seen at a server URL. */
+function userName(url: string): string {
+  return `sync\u0000user\u0000${url}`;
+}
+
+/** Remembers who the token at `url` belongs to, so pending changes can be counted while offline. */
+export function rememberUser(access: SaverRawAccess, url: string, user: string): Promise<void> {
+  return access.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      if ((await meta.get(userName(url)))?.value !== user) await storePut(meta, { name: userName(url), value: user });
+    },
+    "remember the sync user",
+  );
+}
+
+/** The sync scope last used at `url`, or undefined before the first successful round. */
+export async function lastScope(access: SaverRawAccess, url: string): Promise<string | undefined> {
+  const user = await access.db.read(
+    ["meta"],
+    async (tx) => (await tx.objectStore("meta").get(userName(url)))?.value,
+    "read the sync user",
+  );
+  return typeof user === "string" ? `${url}\u0000${user}` : undefined;
+}

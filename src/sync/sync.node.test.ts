@@ -1,0 +1,225 @@
+/**
+ * Sync between devices through the sync server on the real PostgreSQL.
+ * Each device is an IndexedDBSaver on its own fake IDBFactory (two
+ * browsers); the server is the real Fastify app on loopback.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
+import { checkpointIds, device, newUser, startServer, state, type Device } from "../../test/support/sync/harness.js";
+import type { SyncServer } from "../sync-server.js";
+import { SyncClient } from "./client.js";
+
+let server: SyncServer;
+let url: string;
+
+beforeAll(async () => {
+  ({ server, url } = await startServer());
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+}, 30_000);
+
+async function close(...devices: Device[]): Promise<void> {
+  for (const d of devices) {
+    d.sync.close();
+    await d.saver.close();
+  }
+}
+
+describe("SyncClient with the sync server", () => {
+  it("a thread started offline on A appears on B, equal", async () => {
+    const { token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    const messages = await chat(a.saver, "t1", ["hello", "how are you"]);
+    expect(await b.saver.getTuple({ configurable: { thread_id: "t1" } })).toBeUndefined();
+
+    const pushed = await a.sync.syncNow();
+    expect(pushed.pushed).toBeGreaterThan(0);
+    expect(pushed.pulled).toBe(0); // its own checkpoints do not come back
+    const pulled = await b.sync.syncNow();
+    expect(pulled.pulled).toBe(pushed.pushed);
+
+    expect(await state(b.saver, "t1")).toEqual(await state(a.saver, "t1"));
+    expect((await state(b.saver, "t1")).messages).toEqual(messages);
+    expect(await checkpointIds(b.saver, "t1")).toEqual(await checkpointIds(a.saver, "t1"));
+    const threads = [];
+    for await (const t of b.saver.listThreads()) threads.push(t.threadId);
+    expect(threads).toEqual(["t1"]);
+
+    // B continues the thread, A gets the new turns.
+    await chat(b.saver, "t1", ["continued on B"]);
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+    expect(await state(a.saver, "t1")).toEqual(await state(b.saver, "t1"));
+    expect((await state(a.saver, "t1")).messages.at(-2)).toEqual(["human", "continued on B"]);
+
+    // Nothing left to do: a second round moves nothing.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pulled: 0 });
+    expect(await b.sync.syncNow()).toMatchObject({ pushed: 0 });
+    await close(a, b);
+  });
+
+  it("both write offline: every turn kept on both, one head, the other line a branch", async () => {
+    const { token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    await chat(a.saver, "t", ["shared start"]);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+
+    await chat(a.saver, "t", ["A offline 1", "A offline 2"]);
+    await chat(b.saver, "t", ["B offline 1"]);
+    const aHead = (await state(a.saver, "t")).checkpointId!;
+    const bHead = (await state(b.saver, "t")).checkpointId!;
+    const aLine = (await state(a.saver, "t")).messages;
+    const bLine = (await state(b.saver, "t")).messages;
+
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+
+    const ids = await checkpointIds(a.saver, "t");
+    expect(await checkpointIds(b.saver, "t")).toEqual(ids);
+    expect(ids.some((id) => id.includes(aHead))).toBe(true);
+    expect(ids.some((id) => id.includes(bHead))).toBe(true);
+    // One agreed head: the newest checkpoint id, on both.
+    const head = aHead > bHead ? aHead : bHead;
+    const onA = await state(a.saver, "t");
+    expect(onA.checkpointId).toBe(head);
+    expect(await state(b.saver, "t")).toEqual(onA);
+    // The other line is a branch: its head still reads as it was written.
+    const other = aHead > bHead ? { id: bHead, messages: bLine } : { id: aHead, messages: aLine };
+    for (const saver of [a.saver, b.saver]) {
+      const branch = await chatGraph(saver).getState({ configurable: { thread_id: "t", checkpoint_id: other.id } });
+      expect(plain(branch.values.messages)).toEqual(other.messages);
+    }
+    await close(a, b);
+  });
+
+  it("a delete on A removes the thread on B; a later run may start it afresh", async () => {
+    const { token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    await chat(a.saver, "gone", ["one", "two"]);
+    await chat(a.saver, "kept", ["stay"]);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    expect(await b.saver.getTuple({ configurable: { thread_id: "gone" } })).toBeDefined();
+
+    const seen: string[] = [];
+    const unsubscribe = b.saver.subscribe((change) => seen.push(`${change.kind}:${change.threadId}`));
+    await a.saver.deleteThread("gone");
+    expect(await a.sync.syncNow()).toMatchObject({ pushedDeletes: 1 });
+    await b.sync.syncNow();
+    unsubscribe();
+    expect(await b.saver.getTuple({ configurable: { thread_id: "gone" } })).toBeUndefined();
+    expect(await checkpointIds(b.saver, "gone")).toEqual([]);
+    expect(seen).toContain("delete:gone");
+    const threads = [];
+    for await (const t of b.saver.listThreads()) threads.push(t.threadId);
+    expect(threads).toEqual(["kept"]);
+
+    // Restarted on B after the delete: A gets the new thread, not the old turns.
+    await chat(b.saver, "gone", ["fresh start"]);
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+    expect((await state(a.saver, "gone")).messages).toEqual([
+      ["human", "fresh start"],
+      ["ai", "echo fresh start (#1)"],
+    ]);
+    await close(a, b);
+  });
+
+  it("pending writes added after a push are pushed again", async () => {
+    const { token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    await chat(a.saver, "w", ["x"]);
+    await a.sync.syncNow();
+    const head = await a.saver.getTuple({ configurable: { thread_id: "w" } });
+    await a.saver.putWrites(head!.config, [["note", { added: "later" }]], "task-late");
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 1 });
+    await b.sync.syncNow();
+    const onB = await b.saver.getTuple({ configurable: { thread_id: "w" } });
+    expect(onB?.pendingWrites).toEqual([["task-late", "note", { added: "later" }]]);
+    await close(a, b);
+  });
+
+  it("a server-side agent continues a synced thread; the devices get its turns", async () => {
+    const { user, token } = newUser();
+    const a = device(url, token);
+    await chat(a.saver, "srv", ["from the phone"]);
+    await a.sync.syncNow();
+    const agent = server.saverFor(user);
+    expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
+    await chat(agent, "srv", ["continued on the server"]);
+    await a.sync.syncNow();
+    expect(await state(a.saver, "srv")).toEqual(await state(agent, "srv"));
+    expect((await state(a.saver, "srv")).messages.slice(-2)).toEqual([
+      ["human", "continued on the server"],
+      ["ai", "echo continued on the server (#3)"],
+    ]);
+    // And back: the phone's next turn reaches the agent.
+    await chat(a.saver, "srv", ["phone again"]);
+    await a.sync.syncNow();
+    expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
+    await close(a);
+  });
+
+  it("reports status and progress a UI can show", async () => {
+    const { token } = newUser();
+    const a = device(url, token);
+    await chat(a.saver, "s1", ["a"]);
+    await chat(a.saver, "s2", ["b"]);
+    const statuses: string[] = [];
+    a.sync.subscribe((s) => statuses.push(`${s.state}:${s.pending}:${s.threads}`));
+    await a.sync.syncNow();
+    expect(statuses[0]).toMatch(/^syncing:/);
+    expect(statuses).toContain("syncing:6:2"); // 3 checkpoints per single-turn thread, 2 threads
+    expect(statuses.at(-1)).toMatch(/^stopped:0:0$/);
+    expect(a.sync.status.lastSyncedAt).toBeTypeOf("number");
+
+    // Offline: the status says so and counts what waits.
+    const offline = device("http://127.0.0.1:9", token);
+    await chat(offline.saver, "o", ["x", "y"]);
+    await expect(offline.sync.syncNow()).rejects.toMatchObject({ code: "offline", retryable: true });
+    expect(offline.sync.status).toMatchObject({ state: "offline", pending: 6 }); // "offline, 6 changes waiting"
+    // After a first round, only what that round did not send counts.
+    await chat(a.saver, "s1", ["more"]);
+    const unreachable = new SyncClient({
+      saver: a.saver,
+      url,
+      token,
+      fetch: () => Promise.reject(new TypeError("network down")),
+    });
+    await expect(unreachable.syncNow()).rejects.toMatchObject({ code: "offline" });
+    expect(unreachable.status).toMatchObject({ state: "offline", pending: 3 });
+    unreachable.close();
+    await close(a, offline);
+  });
+
+  it("continuous mode syncs local changes as they happen", async () => {
+    const { token } = newUser();
+    const a = device(url, token, { client: { intervalMs: 50 } });
+    const b = device(url, token, { client: { intervalMs: 50 } });
+    a.sync.start();
+    b.sync.start();
+    await chat(a.saver, "live", ["typed on A"]);
+    const expected = await state(a.saver, "live");
+    await expect.poll(() => state(b.saver, "live"), { timeout: 10_000, interval: 50 }).toEqual(expected);
+    await close(a, b);
+  });
+
+  it("continuous mode: a local change syncs soon even while the next poll is far off", async () => {
+    const { token } = newUser();
+    const a = device(url, token, { client: { intervalMs: 60_000 } });
+    const b = device(url, token);
+    a.sync.start();
+    await expect.poll(() => a.sync.status.state, { timeout: 10_000, interval: 20 }).toBe("idle"); // first round done, next poll in 60 s
+    await chat(a.saver, "soon", ["typed on A"]);
+    await expect.poll(async () => (await b.sync.syncNow()).pulled, { timeout: 5000, interval: 100 }).toBeGreaterThan(0);
+    await close(a, b);
+  });
+});

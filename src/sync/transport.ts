@@ -1,0 +1,134 @@
+/**
+ * HTTP calls of the sync protocol: bearer token, MessagePack bodies, a
+ * timeout per request, and errors that say whether retrying can help.
+ */
+import { IndexedDBCheckpointError } from "../core/errors.js";
+import {
+  SYNC_MEDIA_TYPE,
+  SYNC_PATH,
+  SYNC_PROTOCOL_VERSION,
+  decodeBody,
+  encodeBody,
+  type HelloResponse,
+  type KeyResponse,
+  type PullResponse,
+  type PushRequest,
+  type PushResponse,
+} from "./protocol.js";
+
+/**
+ * A sync request that failed. `offline` (no answer: network down, server
+ * unreachable, timeout) and server errors (5xx) are `retryable`; a refused
+ * token (401) or a request the server rejects (4xx) is not.
+ */
+export class SyncError extends IndexedDBCheckpointError {
+  /** HTTP status, or 0 when no answer came. */
+  readonly status: number;
+  /** The server's error code (`unauthorized`, `too_large`, ...), or `offline`. */
+  readonly code: string;
+  /** Whether the same request may succeed later. */
+  readonly retryable: boolean;
+
+  constructor(message: string, details: { status: number; code: string; retryable: boolean; cause?: unknown }) {
+    super(message, { cause: details.cause });
+    this.status = details.status;
+    this.code = details.code;
+    this.retryable = details.retryable;
+  }
+}
+
+/** The fetch function the transport uses (injectable for tests and custom agents). */
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/** Talks to one sync server as one user. */
+export class SyncTransport {
+  readonly #base: string;
+  readonly #token: string;
+  readonly #fetch: FetchLike;
+  readonly #timeoutMs: number;
+
+  constructor(options: { url: string; token: string; fetch?: FetchLike; timeoutMs?: number }) {
+    this.#base = `${options.url.replace(/\/+$/, "")}${SYNC_PATH}`;
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  hello(): Promise<HelloResponse> {
+    return this.#call("GET", "/hello");
+  }
+
+  push(request: PushRequest): Promise<PushResponse> {
+    return this.#call("POST", "/push", request);
+  }
+
+  pull(since: number, limit: number, device?: string): Promise<PullResponse> {
+    const own = device === undefined ? "" : `&device=${encodeURIComponent(device)}`;
+    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}`);
+  }
+
+  putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
+    return this.#call("PUT", "/key", { v: SYNC_PROTOCOL_VERSION, keyRecord });
+  }
+
+  async #call<R>(method: string, path: string, body?: unknown): Promise<R> {
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new Error(`no answer within ${this.#timeoutMs} ms`)),
+      this.#timeoutMs,
+    );
+    let response: Response;
+    let bytes: Uint8Array;
+    try {
+      const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: SYNC_MEDIA_TYPE };
+      const init: RequestInit = { method, headers, signal: controller.signal };
+      if (body !== undefined) {
+        headers["content-type"] = SYNC_MEDIA_TYPE;
+        init.body = encodeBody(body) as Uint8Array<ArrayBuffer>;
+      }
+      response = await this.#fetch(`${this.#base}${path}`, init);
+      // The whole body, or no answer at all: a cut connection lands here too.
+      bytes = new Uint8Array(await response.arrayBuffer());
+    } catch (error) {
+      throw new SyncError(
+        `Sync server unreachable (${method} ${path}): ${(error as Error)?.message ?? String(error)}`,
+        {
+          status: 0,
+          code: "offline",
+          retryable: true,
+          cause: error,
+        },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!response.ok) {
+      let code = "http_error";
+      let message = `HTTP ${response.status}`;
+      try {
+        const parsed = JSON.parse(new TextDecoder().decode(bytes)) as { error?: { code?: string; message?: string } };
+        code = parsed.error?.code ?? code;
+        message = parsed.error?.message ?? message;
+      } catch {
+        // Not our JSON error body (a proxy's page): keep the status.
+      }
+      throw new SyncError(`Sync server refused ${method} ${path}: ${message}`, {
+        status: response.status,
+        code,
+        retryable: response.status >= 500 || response.status === 429,
+      });
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (!type.startsWith(SYNC_MEDIA_TYPE)) {
+      throw new SyncError(
+        `Sync server answered ${method} ${path} with "${type}", not ${SYNC_MEDIA_TYPE}: is the URL right?`,
+        {
+          status: response.status,
+          code: "bad_response",
+          retryable: false,
+        },
+      );
+    }
+    return decodeBody(bytes) as R;
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Sync test harness: a sync server on the real throwaway PostgreSQL, devices
+ * as IndexedDBSavers on separate fake IDBFactory instances (two browsers),
+ * and a TCP proxy that can cut connections mid-request.
+ */
+import { IDBFactory } from "fake-indexeddb";
+import { createServer, connect, type Server, type Socket } from "node:net";
+import pg from "pg";
+import type { BaseCheckpointSaver, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { IndexedDBSaver } from "../../../src/saver/index.js";
+import { SyncClient, type SyncClientOptions } from "../../../src/sync.js";
+import { createSyncServer, type SyncServer } from "../../../src/sync-server.js";
+import { acquirePostgres } from "../postgres.js";
+import { chatGraph, plain } from "../chat-graph.js";
+
+/** A fresh user id and its token, unique per call (tables are shared by tests). */
+export function newUser(label = "u"): { user: string; token: string } {
+  const user = `${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  return { user, token: `token-of-${user}` };
+}
+
+/** Tokens are `token-of-<user>`; anything else is refused. */
+export function authenticate(token: string): string | undefined {
+  return token.startsWith("token-of-") ? token.slice("token-of-".length) : undefined;
+}
+
+let url: Promise<string> | undefined;
+
+/** The PostgreSQL URL for this run. */
+export function postgresUrl(): Promise<string> {
+  url ??= acquirePostgres().then((pgs) => pgs.url);
+  return url;
+}
+
+/** A sync server on the test database, listening on a free loopback port. */
+export async function startServer(
+  options: { port?: number; maxBodyBytes?: number; corsOrigins?: string[] } = {},
+): Promise<{ server: SyncServer; url: string }> {
+  const server = await createSyncServer({
+    connectionString: await postgresUrl(),
+    authenticate,
+    maxBodyBytes: options.maxBodyBytes,
+    corsOrigins: options.corsOrigins,
+  });
+  const address = await server.listen({ port: options.port ?? 0 });
+  return { server, url: address };
+}
+
+/** A device: its own IndexedDB (a separate factory), saver and sync client. */
+export interface Device {
+  saver: IndexedDBSaver;
+  sync: SyncClient;
+  factory: IDBFactory;
+}
+
+/** Makes a device. */
+export function device(
+  url: string,
+  token: string,
+  options: { serde?: SerializerProtocol; client?: Partial<SyncClientOptions> } = {},
+): Device {
+  const factory = new IDBFactory();
+  const saver = new IndexedDBSaver({ dbName: "app", indexedDB: factory, serde: options.serde });
+  const sync = new SyncClient({ saver, url, token, minBackoffMs: 10, maxBackoffMs: 50, ...options.client });
+  return { saver, sync, factory };
+}
+
+/** A pg pool on the test database, for looking at the server's tables. */
+export async function inspector(): Promise<pg.Pool> {
+  return new pg.Pool({ connectionString: await postgresUrl(), max: 2 });
+}
+
+/**
+ * A TCP proxy to `target` that destroys each connection after a random
+ * number of bytes (either direction) while `cutting` is on: the network
+ * dropping mid-request or mid-response.
+ */
+export async function cuttingProxy(
+  targetPort: number,
+  random: () => number,
+): Promise<{ url: string; cutting: { on: boolean }; cuts: { n: number }; close(): Promise<void> }> {
+  const cutting = { on: true };
+  const cuts = { n: 0 };
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(targetPort, "127.0.0.1");
+    sockets.add(client).add(upstream);
+    let budget = cutting.on ? Math.floor(random() * 6000) + 1 : Infinity;
+    const cut = () => {
+      cuts.n += 1;
+      client.destroy();
+      upstream.destroy();
+    };
+    const relay = (from: Socket, to: Socket) =>
+      from.on("data", (chunk: Buffer) => {
+        if (chunk.length >= budget) {
+          to.write(chunk.subarray(0, budget));
+          return cut();
+        }
+        budget -= chunk.length;
+        to.write(chunk);
+      });
+    relay(client, upstream);
+    relay(upstream, client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    cutting,
+    cuts,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A seeded PRNG (mulberry32), so failures replay. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Every checkpoint id of a thread, all namespaces, sorted. */
+export async function checkpointIds(saver: IndexedDBSaver, threadId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) {
+    ids.push(`${tuple.config.configurable?.checkpoint_ns}|${tuple.checkpoint.id}|${tuple.pendingWrites?.length ?? 0}`);
+  }
+  return ids.sort();
+}
+
+/** The state as comparable data. */
+export async function state(saver: BaseCheckpointSaver, threadId: string) {
+  const snapshot = await chatGraph(saver).getState({ configurable: { thread_id: threadId } });
+  return {
+    messages: plain(snapshot.values.messages),
+    checkpointId: snapshot.config.configurable?.checkpoint_id as string | undefined,
+  };
+}
