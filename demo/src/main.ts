@@ -8,6 +8,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
+import { errorText } from "./errors.js";
 import { Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
@@ -67,6 +68,10 @@ class App {
     onReject: () => this.decide("reject"),
     onFork: () => void this.fork(),
     onBackToLatest: () => this.view(undefined),
+    onStop: () => this.session.stop(this.currentId),
+    onRetry: () => this.runOnCurrent((id, events) => this.session.retry(id, events)),
+    onRegenerate: () => this.runOnCurrent((id, events) => this.session.regenerate(id, events)),
+    onEdit: (index, text) => this.runOnCurrent((id, events) => this.session.edit(id, index, text, events)),
   });
   readonly history = createHistory({ onView: (id) => this.view(id), onClose: () => this.toggleHistory(false) });
   readonly settings = createSettings({
@@ -215,9 +220,12 @@ class App {
       const snapshot = await this.session.state(id, this.viewing?.id);
       if (seq !== this.#refreshSeq) return;
       const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
-      this.chat.showMessages(messages);
+      const running = this.session.isRunning(id);
       const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
-      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, this.session.isRunning(id));
+      this.chat.setRunning(running && !this.viewing);
+      this.chat.showMessages(messages, { interactive: !this.viewing && !running && !paused });
+      this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
+      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
       this.chat.showViewing(this.viewing && { step: this.viewing.step, messageCount: this.viewing.messageCount });
       this.chat.setDisabled(
         this.viewing ? "Viewing an older checkpoint (read-only)" : paused ? "Approve or reject the memory first" : undefined,
@@ -233,15 +241,14 @@ class App {
       if (threadId !== this.currentId || this.viewing) return;
       if (event.kind === "token") this.chat.appendToken(event.text);
       // The step's checkpoint may still be in flight: drafts until the run ends and refresh() reads the saver.
-      else this.chat.showMessages(event.messages, true);
+      else this.chat.showMessages(event.messages, { draft: true });
     };
   }
 
   afterRun(threadId: string, run: Promise<void>): void {
     run
-      .catch((error: unknown) => {
-        if (threadId === this.currentId) this.chat.showError(`The run failed: ${messageOf(error)}`);
-      })
+      // The failure shows on the turn itself (refresh reads it), with Retry.
+      .catch((error: unknown) => console.warn("run failed:", errorText(error)))
       .finally(() => {
         if (threadId === this.currentId) void this.refresh();
       });
@@ -252,13 +259,29 @@ class App {
     const id = this.currentId;
     this.chat.showError(undefined);
     this.chat.showApproval(undefined);
+    this.chat.showProblem(undefined);
     this.chat.addPendingUser(text);
+    this.chat.setRunning(true);
     this.afterRun(id, this.session.send(id, text, this.eventsFor(id)));
+  }
+
+  /** Starts a run on the open thread (retry, regenerate, edit): the chat shows it as running until it ends. */
+  runOnCurrent(start: (threadId: string, events: (event: RunEvent) => void) => Promise<void>): void {
+    if (this.viewing) return;
+    const id = this.currentId;
+    this.chat.showError(undefined);
+    this.chat.showProblem(undefined);
+    this.chat.setRunning(true);
+    this.afterRun(id, start(id, this.eventsFor(id)));
   }
 
   decide(decision: "approve" | "reject"): void {
     const id = this.currentId;
+    // The composer was disabled while the card waited: enable it first, so the focus can go back to it.
+    this.chat.setDisabled(undefined);
     this.chat.showApproval(undefined);
+    this.chat.focus();
+    this.chat.setRunning(true);
     this.afterRun(id, decision === "approve" ? this.session.approve(id, this.eventsFor(id)) : this.session.reject(id, this.eventsFor(id)));
   }
 

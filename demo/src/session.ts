@@ -15,6 +15,7 @@ import {
   type AgentConfigurable,
   type TokenChunk,
 } from "./agent.js";
+import { errorText, isAbort } from "./errors.js";
 import { DIMS, HashEmbeddings } from "./embeddings.js";
 import { IndexedDBSaver, IndexedDBStore, copyThreads, exportThread, importThread } from "./lib.js";
 import { modelFor } from "./model.js";
@@ -34,6 +35,13 @@ import type { DemoDB } from "./threads-db.js";
 export type RunEvent =
   | { kind: "token"; text: string }
   | { kind: "values"; messages: BaseMessage[] };
+
+/**
+ * How a thread's last turn ended when it has no answer: stopped here, failed
+ * (the model's error), or interrupted (the page was closed mid-answer: the
+ * saver holds a step that never finished, and no tab is running it).
+ */
+export type TurnProblem = { kind: "stopped" } | { kind: "failed"; message: string } | { kind: "interrupted" };
 
 /** A thread's title from its first message. */
 export function titleFrom(text: string): string {
@@ -59,6 +67,12 @@ export class Session {
   /** One run at a time per thread: sends queue behind the running one. */
   readonly #queues = new Map<string, Promise<void>>();
   readonly #running = new Set<string>();
+  /** The running run of each thread, to stop it. */
+  readonly #controllers = new Map<string, AbortController>();
+  /** Threads whose last run was stopped in this tab (the saver can't tell a stop from a closed tab). */
+  readonly #stopped = new Set<string>();
+  /** The last error of each thread's run in this tab, for failures that left no task error in the saver. */
+  readonly #failed = new Map<string, string>();
 
   private constructor(
     readonly db: DemoDB,
@@ -124,6 +138,86 @@ export class Session {
     return this.#enqueue(threadId, async () => {
       await this.db.touch(threadId, () => this.vault.seal(titleFrom(text)));
       await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent);
+    });
+  }
+
+  /** Stops the thread's running answer; the turn stays, marked stopped, with Retry. */
+  stop(threadId: string): void {
+    this.#controllers.get(threadId)?.abort(new DOMException("Stopped by the user.", "AbortError"));
+  }
+
+  /**
+   * Why the latest turn has no answer, or undefined when it has one (or is
+   * paused for approval, or running). Read from the saver, so it survives a
+   * reload: a step still due (`next`) that nothing runs was cut short, and a
+   * task error saved with it says why.
+   */
+  problem(threadId: string, snapshot: StateSnapshot): TurnProblem | undefined {
+    if (this.isRunning(threadId) || snapshot.next.length === 0 || snapshot.next.includes(APPROVAL_NODE)) return undefined;
+    const failed = snapshot.tasks.find((task) => task.error !== undefined);
+    if (failed) return isAbort(failed.error) ? { kind: "stopped" } : { kind: "failed", message: errorText(failed.error) };
+    const message = this.#failed.get(threadId);
+    if (message) return { kind: "failed", message };
+    return this.#stopped.has(threadId) ? { kind: "stopped" } : { kind: "interrupted" };
+  }
+
+  /** Runs the unfinished step again (after a stop, a failure or a reload). */
+  retry(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      const state = await this.state(threadId);
+      if (state.next.length === 0 || state.next.includes(APPROVAL_NODE)) return;
+      await this.#run(threadId, null, onEvent);
+    });
+  }
+
+  /**
+   * A new answer to the last question: runs the agent again from the
+   * checkpoint where the turn's question was in and the agent was due. The
+   * old answer stays on its own branch (History, and the branch switcher).
+   */
+  regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      let snapshot: StateSnapshot | undefined = await this.state(threadId);
+      const messages = (snapshot.values.messages ?? []) as BaseMessage[];
+      let question = messages.length - 1;
+      while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
+      if (question < 0) return;
+      // Back along the parents to the first step that had the question and had yet to answer it.
+      let start: StateSnapshot | undefined;
+      while (snapshot) {
+        const count = ((snapshot.values.messages ?? []) as BaseMessage[]).length;
+        if (count < question + 1) break;
+        if (count === question + 1 && snapshot.next.includes("agent")) start = snapshot;
+        const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+        snapshot = parent ? await this.state(threadId, parent) : undefined;
+      }
+      if (!start) throw new Error("Could not find where this answer started.");
+      await this.#run(threadId, null, onEvent, start.config.configurable?.checkpoint_id as string);
+    });
+  }
+
+  /**
+   * Edits the user message at `index`: a fork of the checkpoint before it
+   * (the state with the `index` messages before it), so the conversation
+   * continues from the edited message and the original stays on its branch.
+   */
+  edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      let snapshot: StateSnapshot | undefined = await this.state(threadId);
+      let before: StateSnapshot | undefined;
+      while (snapshot) {
+        const count = ((snapshot.values.messages ?? []) as BaseMessage[]).length;
+        // The newest state with exactly `index` messages that was waiting for input.
+        if (count === index && !snapshot.next.includes("agent")) {
+          before = snapshot;
+          if (snapshot.next.length === 0) break;
+        }
+        if (count < index) break;
+        const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+        snapshot = parent ? await this.state(threadId, parent) : undefined;
+      }
+      if (!before) throw new Error("Could not find the checkpoint before this message.");
+      await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent, before.config.configurable?.checkpoint_id as string);
     });
   }
 
@@ -242,16 +336,40 @@ export class Session {
     return next;
   }
 
-  async #run(threadId: string, input: { messages: BaseMessage[] } | null, onEvent: (event: RunEvent) => void): Promise<void> {
+  /**
+   * Streams one run (from `checkpointId` when given: a fork). A stop ends it
+   * quietly (the turn shows it was stopped); any other error is thrown.
+   */
+  async #run(
+    threadId: string,
+    input: { messages: BaseMessage[] } | null,
+    onEvent: (event: RunEvent) => void,
+    checkpointId?: string,
+  ): Promise<void> {
+    const controller = new AbortController();
     this.#running.add(threadId);
+    this.#controllers.set(threadId, controller);
+    this.#stopped.delete(threadId);
+    this.#failed.delete(threadId);
     try {
-      const stream = await this.agent.stream(input, { ...this.config(threadId), streamMode: ["custom", "values"] });
+      const stream = await this.agent.stream(input, {
+        ...this.config(threadId, checkpointId),
+        streamMode: ["custom", "values"],
+        signal: controller.signal,
+      });
       for await (const [mode, chunk] of stream) {
         if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
         else onEvent({ kind: "values", messages: ((chunk as { messages?: BaseMessage[] }).messages ?? []) });
       }
+    } catch (error) {
+      if (!controller.signal.aborted) {
+        this.#failed.set(threadId, errorText(error));
+        throw error;
+      }
+      this.#stopped.add(threadId);
     } finally {
       this.#running.delete(threadId);
+      this.#controllers.delete(threadId);
     }
   }
 }

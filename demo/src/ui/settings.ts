@@ -68,7 +68,7 @@ export function createSettings(context: SettingsContext) {
     const model = h("input", { value: current.model, placeholder: "gpt-4o-mini" });
     const apiKey = h("input", { type: "password", value: current.apiKey, autocomplete: "off", placeholder: "sk-…" });
     const remote = h("div", { class: "remote-fields" }, field("Base URL", baseUrl), field("Model", model), field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."));
-    const status = h("p", { class: "status", role: "status" });
+    const status = h("p", { class: "status" });
     const sync = () => (remote.hidden = provider.value !== "openai");
     provider.addEventListener("change", sync);
     sync();
@@ -108,7 +108,7 @@ export function createSettings(context: SettingsContext) {
       );
     }
     const passphrase = h("input", { type: "password", id: "passphrase", testid: "passphrase", autocomplete: "new-password", minLength: 4, required: true });
-    const status = h("p", { class: "status", role: "status" });
+    const status = h("p", { class: "status" });
     const button = h("button", { class: "primary", type: "submit", testid: "lock" }, "Lock with passphrase");
     const form = h(
       "form",
@@ -146,7 +146,7 @@ export function createSettings(context: SettingsContext) {
     const totals = h("p", { class: "muted" });
     const persist = h("p", {});
     const importInput = h("input", { type: "file", accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`, id: "import-file" });
-    const importStatus = h("p", { class: "status", role: "status" });
+    const importStatus = h("p", { class: "status" });
     importInput.addEventListener("change", () => {
       const file = importInput.files?.[0];
       if (!file) return;
