@@ -157,17 +157,37 @@ test("a model error reads as a sentence, not JSON, with Retry", async () => {
   h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
 });
 
-test("Regenerate answers the last question again, on a new branch", async () => {
+/** Points the app at a mock OpenAI-compatible endpoint (a route: same origin, no network). */
+async function useEndpoint(page: Page): Promise<void> {
+  await page.getByTestId("settings").click();
+  await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
+  await page.getByRole("textbox", { name: "Base URL" }).fill(`${inject("baseURL")}mock-llm/v1`);
+  await page.getByRole("textbox", { name: "Model" }).fill("test-model");
+  await page.getByRole("button", { name: "Save model" }).click();
+  await page.getByText("Saved.").waitFor();
+  await page.keyboard.press("Escape");
+}
+
+test("Regenerate asks the model again for the last answer, on a new branch", async () => {
   const page = await harness().page();
+  let calls = 0;
+  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+    calls += 1;
+    const body = `data: ${JSON.stringify({ choices: [{ delta: { content: `answer number ${calls}` } }] })}\n\ndata: [DONE]\n\n`;
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body });
+  });
   await ready(page);
+  await useEndpoint(page);
   await send(page, "one");
   await send(page, "two");
   expect(await page.getByTestId("regenerate").count()).toBe(1);
   await page.getByTestId("regenerate").click();
-  await page.getByTestId("stop").waitFor({ state: "hidden" });
-  await expect.poll(() => transcript(page)).toHaveLength(4);
+  await expect.poll(() => transcript(page)).toEqual(["user: one", "assistant: answer number 1", "user: two", "assistant: answer number 3"]);
+  expect(calls).toBe(3);
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
+  // The first answer to "two" is kept on the other branch.
+  await expect.poll(() => page.locator("#history .answer", { hasText: "answer number 2" }).count()).toBe(1);
 });
 
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {

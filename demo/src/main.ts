@@ -5,10 +5,10 @@
  * change feed (which carries other tabs' writes over a BroadcastChannel).
  */
 import type { BaseMessage } from "@langchain/core/messages";
-import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { errorText } from "./errors.js";
+import { countMessages, rowOf, type Row } from "./timeline.js";
 import { Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
@@ -21,6 +21,8 @@ import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 
 const db = new DemoDB();
+/** While the history streams in, it is redrawn at most this often (ms). */
+const DRAW_EVERY = 250;
 const root = document.getElementById("app")!;
 
 /** Identifies a lock by its salt, to notice another tab locking or erasing. */
@@ -40,10 +42,10 @@ function threadFromHash(): string | undefined {
 class App {
   session: Session;
   currentId: string;
-  viewing: { id: string; step: number; messageCount: number } | undefined;
+  viewing: { id: string } | undefined;
   historyOpen = false;
   threads: SidebarThread[] = [];
-  snapshots: StateSnapshot[] = [];
+  rows: Row[] = [];
   locking = false;
   knownLock: string;
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
@@ -73,7 +75,15 @@ class App {
     onRegenerate: () => this.runOnCurrent((id, events) => this.session.regenerate(id, events)),
     onEdit: (index, text) => this.runOnCurrent((id, events) => this.session.edit(id, index, text, events)),
   });
-  readonly history = createHistory({ onView: (id) => this.view(id), onClose: () => this.toggleHistory(false) });
+  readonly history = createHistory({
+    onView: (id) => {
+      this.view(id);
+      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach.
+      if (matchMedia("(max-width: 760px)").matches) this.showHistoryPanel(false);
+    },
+    onClose: () => this.toggleHistory(false),
+  });
+  #historySeq = 0;
   readonly settings = createSettings({
     session: () => this.session,
     threads: () => this.threads,
@@ -110,7 +120,7 @@ class App {
       if (id && id !== this.currentId) this.openThread(id);
     });
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open) this.toggleHistory(false);
+      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented) this.toggleHistory(false);
     });
     db.liveThreads().subscribe({ next: (rows) => void this.showThreads(rows), error: (e: unknown) => console.warn("threads query", e) });
     db.liveLock().subscribe({
@@ -226,7 +236,7 @@ class App {
       this.chat.showMessages(messages, { interactive: !this.viewing && !running && !paused });
       this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
-      this.chat.showViewing(this.viewing && { step: this.viewing.step, messageCount: this.viewing.messageCount });
+      this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
       this.chat.setDisabled(
         this.viewing ? "Viewing an older checkpoint (read-only)" : paused ? "Approve or reject the memory first" : undefined,
       );
@@ -288,34 +298,54 @@ class App {
   // ------------------------------------------------------------ time travel
 
   toggleHistory(open: boolean): void {
-    this.historyOpen = open;
-    this.history.el.hidden = !open;
-    this.historyButton.setAttribute("aria-expanded", String(open));
-    this.historyButton.classList.toggle("active", open);
+    this.showHistoryPanel(open);
     if (open) void this.refreshHistory();
     else if (this.viewing) this.view(undefined);
   }
 
+  /** Shows or hides the panel only (a phone hides it to show the selected state). */
+  showHistoryPanel(open: boolean): void {
+    this.historyOpen = open;
+    this.history.el.hidden = !open;
+    this.historyButton.setAttribute("aria-expanded", String(open));
+    this.historyButton.classList.toggle("active", open);
+  }
+
+  /**
+   * Reads the history and draws it as it streams in (once per animation
+   * frame), so the newest turns show at once on a long thread.
+   */
   async refreshHistory(): Promise<void> {
+    const seq = ++this.#historySeq;
     const id = this.currentId;
-    const snapshots = await this.session.history(id);
-    if (id !== this.currentId) return;
-    this.snapshots = snapshots;
-    this.history.render(snapshots, this.viewing?.id);
+    const rows: Row[] = [];
+    let frame = 0;
+    let drawnAt = 0;
+    const draw = (complete: boolean) => {
+      frame = 0;
+      if (seq !== this.#historySeq || id !== this.currentId) return;
+      drawnAt = performance.now();
+      this.rows = rows;
+      if (complete) countMessages(rows);
+      this.history.render(rows, this.viewing?.id, complete);
+    };
+    try {
+      for await (const tuple of this.session.timeline(id)) {
+        if (seq !== this.#historySeq) return;
+        rows.push(rowOf(tuple));
+        // The first rows at the next frame, then a redraw at most every DRAW_EVERY ms: each one redraws the panel.
+        if (!frame && (drawnAt === 0 || performance.now() - drawnAt > DRAW_EVERY)) frame = requestAnimationFrame(() => draw(false));
+      }
+    } finally {
+      cancelAnimationFrame(frame);
+    }
+    draw(true);
   }
 
   /** Shows the state at a checkpoint (undefined: back to the latest). */
   view(checkpointId: string | undefined): void {
-    const snapshot = this.snapshots.find((s) => s.config.configurable?.checkpoint_id === checkpointId);
-    const latest = this.snapshots[0]?.config.configurable?.checkpoint_id;
-    this.viewing =
-      snapshot && checkpointId !== latest
-        ? {
-            id: checkpointId!,
-            step: snapshot.metadata?.step ?? 0,
-            messageCount: ((snapshot.values as { messages?: unknown[] }).messages ?? []).length,
-          }
-        : undefined;
+    const latest = this.rows[0]?.id;
+    this.viewing = checkpointId && checkpointId !== latest ? { id: checkpointId } : undefined;
     void this.refresh();
   }
 

@@ -3,6 +3,7 @@
  * or locked), plus the operations the UI calls. No DOM here.
  */
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import {
@@ -58,6 +59,9 @@ export function deleteDatabase(name: string): Promise<void> {
     request.onblocked = () => setTimeout(resolve, 2000);
   });
 }
+
+/** Checkpoints in the history's first read (about four turns). */
+const FIRST_PAGE = 12;
 
 export class Session {
   readonly saver: IndexedDBSaver;
@@ -126,11 +130,17 @@ export class Session {
     return this.agent.getState(this.config(threadId, checkpointId));
   }
 
-  /** Every checkpoint of the thread, every branch, newest first. */
-  async history(threadId: string): Promise<StateSnapshot[]> {
-    const snapshots: StateSnapshot[] = [];
-    for await (const snapshot of this.agent.getStateHistory(this.config(threadId))) snapshots.push(snapshot);
-    return snapshots;
+  /**
+   * Every checkpoint of the thread's root namespace, every branch, newest
+   * first, as the saver pages them in (raw tuples: no state is rebuilt).
+   */
+  async *timeline(threadId: string): AsyncGenerator<CheckpointTuple> {
+    const config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+    // A small first read, so the newest rows show at once; then the rest, older than it.
+    let last: CheckpointTuple | undefined;
+    for await (const tuple of this.saver.list(config, { limit: FIRST_PAGE })) yield (last = tuple);
+    if (!last) return;
+    yield* this.saver.list(config, { before: last.config });
   }
 
   /** Sends a user message (queued behind a run in progress on the thread). */
@@ -171,29 +181,18 @@ export class Session {
   }
 
   /**
-   * A new answer to the last question: runs the agent again from the
-   * checkpoint where the turn's question was in and the agent was due. The
-   * old answer stays on its own branch (History, and the branch switcher).
+   * A new answer to the last question: the question is sent again from the
+   * checkpoint before it (as Edit does, with the same text). Running the
+   * agent again from its own old checkpoint would not do: LangGraph reuses a
+   * task's saved writes, so the "new" answer would be the old one. The old
+   * answer stays on its own branch.
    */
-  regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return this.#enqueue(threadId, async () => {
-      let snapshot: StateSnapshot | undefined = await this.state(threadId);
-      const messages = (snapshot.values.messages ?? []) as BaseMessage[];
-      let question = messages.length - 1;
-      while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
-      if (question < 0) return;
-      // Back along the parents to the first step that had the question and had yet to answer it.
-      let start: StateSnapshot | undefined;
-      while (snapshot) {
-        const count = ((snapshot.values.messages ?? []) as BaseMessage[]).length;
-        if (count < question + 1) break;
-        if (count === question + 1 && snapshot.next.includes("agent")) start = snapshot;
-        const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
-        snapshot = parent ? await this.state(threadId, parent) : undefined;
-      }
-      if (!start) throw new Error("Could not find where this answer started.");
-      await this.#run(threadId, null, onEvent, start.config.configurable?.checkpoint_id as string);
-    });
+  async regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    const messages = ((await this.state(threadId)).values.messages ?? []) as BaseMessage[];
+    let question = messages.length - 1;
+    while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
+    if (question < 0) return;
+    await this.edit(threadId, question, String(messages[question]!.content), onEvent);
   }
 
   /**
