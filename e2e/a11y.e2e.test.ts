@@ -37,7 +37,7 @@ async function audit(page: Page): Promise<string[]> {
   return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
 
-test("axe-core: no violations in light and dark mode; focus follows the approval card", async () => {
+test("axe-core: no violations in light and dark mode; focus follows the approval card", { timeout: 180_000 }, async () => {
   const page = await harness().page();
   await ready(page);
   await send(page, "Hello, **markdown** with `code` and a [link](https://example.com)");

@@ -41,6 +41,10 @@ export interface ShowOptions {
 }
 
 const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
+/** The composer grows with its text up to this height (px), as in style.css. */
+const COMPOSER_MAX = 200;
+/** Longer texts are not measured (see autosize). */
+const AUTOSIZE_LIMIT = 3_000;
 /** Within this many pixels of the end counts as "at the bottom". */
 const BOTTOM_SLACK = 48;
 
@@ -89,8 +93,14 @@ export function createChat(actions: ChatActions) {
     actions.onSend(value);
   }
   function autosize(): void {
+    // Measuring forces a layout of the whole text (about half a second for
+    // 20,000 characters); past a few thousand the box is at its maximum anyway.
+    if (composer.value.length > AUTOSIZE_LIMIT) {
+      composer.style.height = `${COMPOSER_MAX}px`;
+      return;
+    }
     composer.style.height = "auto";
-    composer.style.height = `${Math.min(composer.scrollHeight, 200)}px`;
+    composer.style.height = `${Math.min(composer.scrollHeight, COMPOSER_MAX)}px`;
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -119,6 +129,20 @@ export function createChat(actions: ChatActions) {
   function follow(): void {
     if (atBottom) stickToEnd();
     else newMessages.hidden = false;
+  }
+  /**
+   * Follows at the next frame: the layout that reading the scroll height
+   * needs is then the frame's own, not a second one forced in the middle of
+   * a task (a 20,000-character message costs a long layout each time).
+   */
+  let followFrame = 0;
+  function followSoon(): void {
+    if (!followFrame) {
+      followFrame = requestAnimationFrame(() => {
+        followFrame = 0;
+        follow();
+      });
+    }
   }
   function flush(): void {
     frame = 0;
@@ -199,14 +223,16 @@ export function createChat(actions: ChatActions) {
       }
       replace(log, ...nodes);
       placeTail();
-      follow();
+      followSoon();
     },
     /** Adds the user's message at once, before the run echoes it. */
     addPendingUser(value: string): void {
       log.querySelector(".welcome")?.remove();
       log.append(h("div", { class: "message user draft" }, value));
       placeTail();
-      stickToEnd();
+      // The reader sent it: show it, wherever they were.
+      atBottom = true;
+      followSoon();
     },
     /** Queues a token; the screen takes the batch on the next frame. */
     appendToken(token: string): void {
@@ -233,7 +259,7 @@ export function createChat(actions: ChatActions) {
           )
         : undefined;
       placeTail();
-      if (status) follow();
+      if (status) followSoon();
     },
     showApproval(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
       const wasShown = approval.childElementCount > 0;
@@ -259,7 +285,7 @@ export function createChat(actions: ChatActions) {
       );
       // A card that just appeared takes the focus: the next thing to do is to decide.
       if (!wasShown && !disabled) approve.focus();
-      follow();
+      followSoon();
     },
     /** Shows or hides the "viewing an older checkpoint" banner. */
     showViewing(viewing: Viewing | undefined): void {

@@ -39,7 +39,7 @@ function sanitizedHtml(text: string): string {
     cache.set(text, hit);
     return hit;
   }
-  const html = purify.sanitize(parser.parse(text) as string, SANITIZE);
+  const html = purify.sanitize(parser.parse(text) as string, SANITIZE).trim();
   cache.set(text, html);
   if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
   return html;
