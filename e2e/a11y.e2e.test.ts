@@ -74,3 +74,25 @@ test("axe-core: no violations in light and dark mode; focus follows the approval
     expect(await audit(page), `${scheme}: settings`).toEqual([]);
   }
 });
+
+test("Escape cancels a confirmation; tap targets are 44 px on a phone", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "a thread to keep");
+  const item = page.locator(".thread-item.current");
+  await item.getByRole("button", { name: /^Delete/ }).click();
+  await item.getByRole("button", { name: /^Confirm: delete/ }).waitFor();
+  await page.keyboard.press("Escape");
+  await expect.poll(() => item.getByRole("button", { name: /^Confirm: delete/ }).count()).toBe(0);
+  expect(await page.getByTestId("thread").count()).toBe(1);
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  const small = await page.evaluate(() =>
+    Array.from(document.querySelectorAll<HTMLElement>("button, textarea"))
+      .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden")
+      .map((el) => ({ el: el.outerHTML.slice(0, 80), box: el.getBoundingClientRect() }))
+      .filter(({ box }) => box.height < 44 || box.width < 44)
+      .map(({ el, box }) => `${Math.round(box.width)}x${Math.round(box.height)} ${el}`),
+  );
+  expect(small).toEqual([]);
+});

@@ -117,7 +117,7 @@ class App {
     );
     window.addEventListener("hashchange", () => {
       const id = threadFromHash();
-      if (id && id !== this.currentId) this.openThread(id);
+      if (id && id !== this.currentId) this.openThread(id, false);
     });
     document.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented) this.toggleHistory(false);
@@ -143,7 +143,10 @@ class App {
     this.#titles.clear();
     this.#unsubscribe = session.saver.subscribe((change) => {
       if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
-      if (change.remote && change.threadId === this.currentId) this.scheduleRefresh();
+      if (change.remote && change.threadId === this.currentId) {
+        if (change.kind === "delete") this.chat.showError("This thread was deleted in another tab. Sending a message here starts it afresh.");
+        this.scheduleRefresh();
+      }
     });
   }
 
@@ -171,10 +174,14 @@ class App {
     this.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
   }
 
-  openThread(id: string): void {
+  /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
+  openThread(id: string, push = true): void {
     this.currentId = id;
     this.viewing = undefined;
-    if (threadFromHash() !== id) history.replaceState(null, "", `#/thread/${id}`);
+    if (threadFromHash() !== id) {
+      if (push && threadFromHash()) history.pushState(null, "", `#/thread/${id}`);
+      else history.replaceState(null, "", `#/thread/${id}`);
+    }
     this.sidebar.setCurrent(id);
     this.updateHeading();
     this.chat.showError(undefined);

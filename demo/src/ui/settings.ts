@@ -155,8 +155,9 @@ export function createSettings(context: SettingsContext) {
         (threadId) => {
           importStatus.textContent = "Imported.";
           importInput.value = "";
+          // The copy is open behind the dialog: close it, there is nothing more to do here.
+          dialog.close();
           context.openThread(threadId);
-          void measure().catch(() => undefined);
         },
         (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
       );
