@@ -89,6 +89,8 @@ class App {
     threads: () => this.threads,
     lock: (passphrase) => this.lock(passphrase),
     lockNow: () => location.reload(),
+    changePassphrase: (passphrase) => this.replaceSession(() => this.session.changePassphrase(passphrase)),
+    removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
   });
 
@@ -375,10 +377,15 @@ class App {
     this.menuButton.setAttribute("aria-expanded", String(open));
   }
 
-  async lock(passphrase: string): Promise<void> {
+  lock(passphrase: string): Promise<void> {
+    return this.replaceSession(() => this.session.lock(passphrase));
+  }
+
+  /** Moves to the session a lock change returns (lock, new passphrase, unlock for good). */
+  async replaceSession(change: () => Promise<Session>): Promise<void> {
     this.locking = true;
     try {
-      const next = await this.session.lock(passphrase);
+      const next = await change();
       this.knownLock = lockIdentity(next.vault.salt);
       this.attach(next);
       await this.showThreads(await db.threads.orderBy("updatedAt").reverse().toArray());

@@ -30,7 +30,7 @@ import {
   type ModelSettings,
   type Vault,
 } from "./settings.js";
-import type { DemoDB } from "./threads-db.js";
+import type { DemoDB, LockRow } from "./threads-db.js";
 
 /** What a run tells the page as it goes. */
 export type RunEvent =
@@ -307,6 +307,65 @@ export class Session {
     await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
     await next.saver.listThreads({ limit: 1 }).next();
     return next;
+  }
+
+  /**
+   * A new passphrase: the saver and store re-wrap their data key
+   * (`changeKey`: no row is re-encrypted), the demo's own sealed texts are
+   * sealed again, and the lock record gets the new salt and check value.
+   */
+  async changePassphrase(passphrase: string): Promise<Session> {
+    if (!this.vault.locked) throw new Error("Not locked.");
+    await Promise.all([...this.#queues.values()]);
+    const { vault, row } = await createLock(passphrase);
+    // Read the texts with the old key first: after changeKey only the new one opens the databases.
+    const texts = await this.#openTexts();
+    await this.saver.changeKey(vault.serde!);
+    await this.store.changeKey(vault.serde!);
+    await this.#storeTexts(vault, texts, row);
+    await this.close();
+    const next = new Session(this.db, vault, this.userId, this.#model);
+    await next.saver.listThreads({ limit: 1 }).next();
+    return next;
+  }
+
+  /**
+   * Removes the lock: the reverse of {@link lock}. Every thread and memory
+   * is copied into the plain databases, the titles and model settings are
+   * stored as text again, the lock record goes, and the encrypted databases
+   * are deleted.
+   */
+  async unlockForGood(): Promise<Session> {
+    if (!this.vault.locked) throw new Error("Not locked.");
+    await Promise.all([...this.#queues.values()]);
+    await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
+    const next = new Session(this.db, plainVault, this.userId, this.#model);
+    await copyThreads(this.saver, next.saver, { ifExists: "replace" });
+    const namespace = memoryNamespace(this.userId);
+    for (const item of await this.store.search(namespace, { limit: 100_000 })) await next.store.put(namespace, item.key, item.value);
+    await this.#storeTexts(plainVault, await this.#openTexts(), undefined);
+    await this.close();
+    await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
+    await next.saver.listThreads({ limit: 1 }).next();
+    return next;
+  }
+
+  /** The demo's own texts (thread titles), opened with this session's vault. */
+  async #openTexts(): Promise<{ id: string; title: string }[]> {
+    const threads = await this.db.threads.toArray();
+    return Promise.all(threads.map(async (t) => ({ id: t.id, title: await this.vault.open(t.title) })));
+  }
+
+  /** Seals the titles and model settings with `vault`, and writes (or, with none, deletes) the lock record. */
+  async #storeTexts(vault: Vault, texts: { id: string; title: string }[], row: LockRow | undefined): Promise<void> {
+    const sealed = await Promise.all(texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title) })));
+    const model = await vault.seal(JSON.stringify(this.#model));
+    await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
+      for (const t of sealed) await this.db.threads.update(t.id, { title: t.title });
+      await this.db.settings.put({ key: "model", value: model });
+      if (row) await this.db.settings.put(row);
+      else await this.db.settings.delete("lock");
+    });
   }
 
   async close(): Promise<void> {
