@@ -5,6 +5,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
+import { VitePWA } from "vite-plugin-pwa";
 
 export default defineConfig({
   server: { port: 5173 },
@@ -29,6 +30,23 @@ export default defineConfig({
       "ulid",
     ],
   },
+  // The production build (`npm run demo:build`, served by `npm run demo:preview`)
+  // gets a Workbox service worker that precaches the app, so it reloads with
+  // the network off. The dev server has none (devOptions off): nothing stale
+  // while editing.
+  plugins: [
+    VitePWA({
+      injectRegister: "script",
+      registerType: "autoUpdate",
+      manifest: false,
+      workbox: {
+        globPatterns: ["**/*.{js,css,html,svg,wasm}"],
+        // The LangChain/LangGraph chunk is larger than Workbox's 2 MiB default.
+        maximumFileSizeToCacheInBytes: 8 * 1024 * 1024,
+        navigateFallback: "index.html",
+      },
+    }),
+  ],
   // LangChain and LangGraph are most of the bundle (~360 kB gzipped).
   build: { target: "es2022", chunkSizeWarningLimit: 2000 },
 });
