@@ -44,6 +44,8 @@ export default defineConfig({
         // The LangChain/LangGraph chunk is larger than Workbox's 2 MiB default.
         maximumFileSizeToCacheInBytes: 8 * 1024 * 1024,
         navigateFallback: "index.html",
+        // Control the first page load too, not only the next one: it can go offline at once.
+        clientsClaim: true,
       },
     }),
   ],
