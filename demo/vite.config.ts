@@ -3,10 +3,16 @@
  * config file of its root folder). The demo imports the package from
  * `../src` directly, so edits to the library reload the page.
  */
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
+import { VitePWA } from "vite-plugin-pwa";
 
 export default defineConfig({
   server: { port: 5173 },
+  // The README's quick start (examples/quick-start.ts) imports the package by
+  // its name; its end-to-end test loads it from this server. The demo itself
+  // still imports the library only through src/lib.ts.
+  resolve: { alias: { "langgraph-checkpoint-indexeddb": fileURLToPath(new URL("../src/index.ts", import.meta.url)) } },
   // Its own optimizer cache, apart from the library's Vitest runs.
   cacheDir: "../node_modules/.vite/demo",
   // Pre-bundle every dependency up front: a dependency discovered late makes
@@ -24,6 +30,25 @@ export default defineConfig({
       "ulid",
     ],
   },
+  // The production build (`npm run demo:build`, served by `npm run demo:preview`)
+  // gets a Workbox service worker that precaches the app, so it reloads with
+  // the network off. The dev server has none (devOptions off): nothing stale
+  // while editing.
+  plugins: [
+    VitePWA({
+      injectRegister: "script",
+      registerType: "autoUpdate",
+      manifest: false,
+      workbox: {
+        globPatterns: ["**/*.{js,css,html,svg,wasm}"],
+        // The LangChain/LangGraph chunk is larger than Workbox's 2 MiB default.
+        maximumFileSizeToCacheInBytes: 8 * 1024 * 1024,
+        navigateFallback: "index.html",
+        // Control the first page load too, not only the next one: it can go offline at once.
+        clientsClaim: true,
+      },
+    }),
+  ],
   // LangChain and LangGraph are most of the bundle (~360 kB gzipped).
   build: { target: "es2022", chunkSizeWarningLimit: 2000 },
 });

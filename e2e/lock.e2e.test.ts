@@ -124,3 +124,64 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   await send(page, `more ${after}`);
   expect(await plaintextHits(page, after)).toEqual([]);
 });
+
+test("change the passphrase, remove the lock; erasing asks first", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "kept through every change");
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill("first passphrase");
+  await page.getByTestId("lock").click();
+  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+
+  await page.getByTestId("new-passphrase").fill("second passphrase");
+  await page.getByTestId("change-passphrase").click();
+  await page.getByText("Passphrase changed.").waitFor({ timeout: 30_000 });
+  await screenshot(page, "settings-locked");
+  await page.keyboard.press("Escape");
+  await send(page, "after the change");
+
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").fill("first passphrase");
+  await page.getByTestId("unlock").click();
+  await page.getByTestId("unlock-error").waitFor();
+  await page.getByTestId("unlock-passphrase").fill("second passphrase");
+  await page.getByTestId("unlock").click();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect((await transcript(page))[0]).toBe("user: kept through every change");
+
+  // Remove the lock: asked twice; Escape takes the question back.
+  await page.getByTestId("settings").click();
+  await page.getByTestId("remove-lock").click();
+  await page.getByTestId("confirm-remove-lock").waitFor();
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.getByTestId("confirm-remove-lock").count()).toBe(0);
+  expect(await page.locator("dialog.settings").evaluate((d) => (d as HTMLDialogElement).open)).toBe(true);
+  await page.getByTestId("remove-lock").click();
+  await page.getByTestId("confirm-remove-lock").click();
+  await page.getByTestId("passphrase").waitFor({ timeout: 30_000 });
+  await page.keyboard.press("Escape");
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect(await page.getByTestId("thread").first().textContent()).toContain("kept through every change");
+
+  // Lock again, then "Forgot your passphrase?": erasing asks first, and Escape cancels.
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill("third passphrase");
+  await page.getByTestId("lock").click();
+  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+  await page.reload();
+  await page.getByText("Forgot your passphrase?").click();
+  await page.getByTestId("erase").click();
+  await page.getByTestId("confirm-erase").waitFor();
+  await screenshot(page, "erase-confirm");
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.getByTestId("confirm-erase").count()).toBe(0);
+  await page.getByTestId("erase").click();
+  await page.getByTestId("confirm-erase").click();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toEqual([]);
+  expect(await page.getByTestId("thread").count()).toBe(0);
+});

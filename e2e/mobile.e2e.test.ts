@@ -62,3 +62,28 @@ test("readable and usable on a phone", async () => {
   expect(await unnamedControls(page)).toEqual([]);
   await screenshot(page, "mobile-settings");
 });
+
+test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "phone turn one");
+  await send(page, "phone turn two");
+  await page.getByTestId("show-history").click();
+  await page.locator('[data-testid="checkpoint"][data-message-count="2"]').first().click();
+  // The panel steps aside and the selection stays: the banner with Fork is on screen.
+  await expect.poll(() => page.locator("#history").isVisible()).toBe(false);
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  const fork = page.getByTestId("fork");
+  expect(await fork.isVisible()).toBe(true);
+  const box = (await fork.boundingBox())!;
+  expect(box.y + box.height).toBeLessThanOrEqual(844);
+  expect(box.height).toBeGreaterThanOrEqual(44);
+  await screenshot(page, "mobile-viewing");
+  await fork.click();
+  await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
+  await send(page, "phone turn two, again");
+  expect(await transcript(page)).toHaveLength(4);
+  await page.getByTestId("show-history").click();
+  await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
+  await screenshot(page, "mobile-history-branches");
+});

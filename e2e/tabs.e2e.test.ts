@@ -41,3 +41,25 @@ test("a message sent in one tab appears live in the other", async () => {
   await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
   await b.getByTestId("thread").filter({ hasText: "Renamed in A" }).waitFor();
 });
+
+test("Back returns to the previous thread; a thread deleted in another tab says so", async () => {
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "first thread");
+  await a.getByTestId("new-thread").click();
+  await send(a, "second thread");
+  await a.goBack();
+  await expect.poll(() => transcript(a)).toEqual(["user: first thread", expect.stringContaining("first thread")]);
+  await a.goForward();
+  await expect.poll(() => transcript(a)).toEqual(["user: second thread", expect.stringContaining("second thread")]);
+
+  // Tab B deletes the thread A has open.
+  const b = await harness().page(new URL(a.url()).hash);
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  const item = b.locator(".thread-item.current");
+  await item.getByRole("button", { name: /^Delete/ }).click();
+  await item.getByRole("button", { name: /^Confirm: delete/ }).click();
+  await a.getByText("This thread was deleted in another tab").waitFor();
+  await expect.poll(() => transcript(a)).toEqual([]);
+});

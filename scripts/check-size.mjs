@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // Bundle-size check (`npm run check:size`): what an app pays for importing the
-// package. Bundles each entry of size-limits.json with esbuild the way an app
+// package. Bundles each entry of size-limits.json with Vite (Rolldown) the way an app
 // bundler would (ESM, browser, minified, tree-shaken, code splitting on,
 // @langchain/* left to the app) from the built dist/ (through the package's own
 // `exports`, so it measures what users install), and reports per entry:
 // - raw: the same bundle unminified (still tree-shaken), all chunks;
 // - min and gzip of the code loaded up front (entry chunk and its static
 //   imports), and of the chunks loaded later through import();
-// - each dependency's share: its minified bytes (esbuild metafile) and its gzip
+// - each dependency's share: its bytes before minification (Rolldown's module info) and its gzip
 //   cost, measured as the gzip size saved when that dependency is left out.
 // An entry whose up-front gzip size is over its `gzipLimit` is reported; the
 // check fails on it only with --enforce.

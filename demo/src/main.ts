@@ -5,9 +5,10 @@
  * change feed (which carries other tabs' writes over a BroadcastChannel).
  */
 import type { BaseMessage } from "@langchain/core/messages";
-import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
+import { errorText } from "./errors.js";
+import { countMessages, rowOf, type Row } from "./timeline.js";
 import { Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
@@ -20,6 +21,8 @@ import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 
 const db = new DemoDB();
+/** While the history streams in, it is redrawn at most this often (ms). */
+const DRAW_EVERY = 250;
 const root = document.getElementById("app")!;
 
 /** Identifies a lock by its salt, to notice another tab locking or erasing. */
@@ -39,10 +42,10 @@ function threadFromHash(): string | undefined {
 class App {
   session: Session;
   currentId: string;
-  viewing: { id: string; step: number; messageCount: number } | undefined;
+  viewing: { id: string } | undefined;
   historyOpen = false;
   threads: SidebarThread[] = [];
-  snapshots: StateSnapshot[] = [];
+  rows: Row[] = [];
   locking = false;
   knownLock: string;
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
@@ -87,13 +90,27 @@ class App {
     onReject: () => this.decide("reject"),
     onFork: () => void this.fork(),
     onBackToLatest: () => this.view(undefined),
+    onStop: () => this.session.stop(this.currentId),
+    onRetry: () => this.runOnCurrent((id, events) => this.session.retry(id, events)),
+    onRegenerate: () => this.runOnCurrent((id, events) => this.session.regenerate(id, events)),
+    onEdit: (index, text) => this.runOnCurrent((id, events) => this.session.edit(id, index, text, events)),
   });
-  readonly history = createHistory({ onView: (id) => this.view(id), onClose: () => this.toggleHistory(false) });
+  readonly history = createHistory({
+    onView: (id) => {
+      this.view(id);
+      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach.
+      if (matchMedia("(max-width: 760px)").matches) this.showHistoryPanel(false);
+    },
+    onClose: () => this.toggleHistory(false),
+  });
+  #historySeq = 0;
   readonly settings = createSettings({
     session: () => this.session,
     threads: () => this.threads,
     lock: (passphrase) => this.lock(passphrase),
     lockNow: () => location.reload(),
+    changePassphrase: (passphrase) => this.replaceSession(() => this.session.changePassphrase(passphrase)),
+    removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
   });
 
@@ -135,10 +152,11 @@ class App {
     );
     window.addEventListener("hashchange", () => {
       const id = threadFromHash();
-      if (id && id !== this.currentId) this.openThread(id);
+      if (id && id !== this.currentId) this.openThread(id, false);
     });
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open) this.toggleHistory(false);
+      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented)
+        this.toggleHistory(false);
     });
     db.liveThreads().subscribe({
       next: (rows) => void this.showThreads(rows),
@@ -164,7 +182,11 @@ class App {
     this.#titles.clear();
     this.#unsubscribe = session.saver.subscribe((change) => {
       if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
-      if (change.remote && change.threadId === this.currentId) this.scheduleRefresh();
+      if (change.remote && change.threadId === this.currentId) {
+        if (change.kind === "delete")
+          this.chat.showError("This thread was deleted in another tab. Sending a message here starts it afresh.");
+        this.scheduleRefresh();
+      }
     });
   }
 
@@ -192,10 +214,14 @@ class App {
     this.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
   }
 
-  openThread(id: string): void {
+  /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
+  openThread(id: string, push = true): void {
     this.currentId = id;
     this.viewing = undefined;
-    if (threadFromHash() !== id) history.replaceState(null, "", `#/thread/${id}`);
+    if (threadFromHash() !== id) {
+      if (push && threadFromHash()) history.pushState(null, "", `#/thread/${id}`);
+      else history.replaceState(null, "", `#/thread/${id}`);
+    }
     this.sidebar.setCurrent(id);
     this.updateHeading();
     this.chat.showError(undefined);
@@ -251,10 +277,13 @@ class App {
       const snapshot = await this.session.state(id, this.viewing?.id);
       if (seq !== this.#refreshSeq) return;
       const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
-      this.chat.showMessages(messages);
+      const running = this.session.isRunning(id);
       const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
-      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, this.session.isRunning(id));
-      this.chat.showViewing(this.viewing && { step: this.viewing.step, messageCount: this.viewing.messageCount });
+      this.chat.setRunning(running && !this.viewing);
+      this.chat.showMessages(messages, { interactive: !this.viewing && !running && !paused });
+      this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
+      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
+      this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
       this.chat.setDisabled(
         this.viewing
           ? "Viewing an older checkpoint (read-only)"
@@ -273,15 +302,14 @@ class App {
       if (threadId !== this.currentId || this.viewing) return;
       if (event.kind === "token") this.chat.appendToken(event.text);
       // The step's checkpoint may still be in flight: drafts until the run ends and refresh() reads the saver.
-      else this.chat.showMessages(event.messages, true);
+      else this.chat.showMessages(event.messages, { draft: true });
     };
   }
 
   afterRun(threadId: string, run: Promise<void>): void {
     run
-      .catch((error: unknown) => {
-        if (threadId === this.currentId) this.chat.showError(`The run failed: ${messageOf(error)}`);
-      })
+      // The failure shows on the turn itself (refresh reads it), with Retry.
+      .catch((error: unknown) => console.warn("run failed:", errorText(error)))
       .finally(() => {
         if (threadId === this.currentId) void this.refresh();
       });
@@ -292,13 +320,29 @@ class App {
     const id = this.currentId;
     this.chat.showError(undefined);
     this.chat.showApproval(undefined);
+    this.chat.showProblem(undefined);
     this.chat.addPendingUser(text);
+    this.chat.setRunning(true);
     this.afterRun(id, this.session.send(id, text, this.eventsFor(id)));
+  }
+
+  /** Starts a run on the open thread (retry, regenerate, edit): the chat shows it as running until it ends. */
+  runOnCurrent(start: (threadId: string, events: (event: RunEvent) => void) => Promise<void>): void {
+    if (this.viewing) return;
+    const id = this.currentId;
+    this.chat.showError(undefined);
+    this.chat.showProblem(undefined);
+    this.chat.setRunning(true);
+    this.afterRun(id, start(id, this.eventsFor(id)));
   }
 
   decide(decision: "approve" | "reject"): void {
     const id = this.currentId;
+    // The composer was disabled while the card waited: enable it first, so the focus can go back to it.
+    this.chat.setDisabled(undefined);
     this.chat.showApproval(undefined);
+    this.chat.focus();
+    this.chat.setRunning(true);
     this.afterRun(
       id,
       decision === "approve"
@@ -310,34 +354,55 @@ class App {
   // ------------------------------------------------------------ time travel
 
   toggleHistory(open: boolean): void {
-    this.historyOpen = open;
-    this.history.el.hidden = !open;
-    this.historyButton.setAttribute("aria-expanded", String(open));
-    this.historyButton.classList.toggle("active", open);
+    this.showHistoryPanel(open);
     if (open) void this.refreshHistory();
     else if (this.viewing) this.view(undefined);
   }
 
+  /** Shows or hides the panel only (a phone hides it to show the selected state). */
+  showHistoryPanel(open: boolean): void {
+    this.historyOpen = open;
+    this.history.el.hidden = !open;
+    this.historyButton.setAttribute("aria-expanded", String(open));
+    this.historyButton.classList.toggle("active", open);
+  }
+
+  /**
+   * Reads the history and draws it as it streams in (once per animation
+   * frame), so the newest turns show at once on a long thread.
+   */
   async refreshHistory(): Promise<void> {
+    const seq = ++this.#historySeq;
     const id = this.currentId;
-    const snapshots = await this.session.history(id);
-    if (id !== this.currentId) return;
-    this.snapshots = snapshots;
-    this.history.render(snapshots, this.viewing?.id);
+    const rows: Row[] = [];
+    let frame = 0;
+    let drawnAt = 0;
+    const draw = (complete: boolean) => {
+      frame = 0;
+      if (seq !== this.#historySeq || id !== this.currentId) return;
+      drawnAt = performance.now();
+      this.rows = rows;
+      if (complete) countMessages(rows);
+      this.history.render(rows, this.viewing?.id, complete);
+    };
+    try {
+      for await (const tuple of this.session.timeline(id)) {
+        if (seq !== this.#historySeq) return;
+        rows.push(rowOf(tuple));
+        // The first rows at the next frame, then a redraw at most every DRAW_EVERY ms: each one redraws the panel.
+        if (!frame && (drawnAt === 0 || performance.now() - drawnAt > DRAW_EVERY))
+          frame = requestAnimationFrame(() => draw(false));
+      }
+    } finally {
+      cancelAnimationFrame(frame);
+    }
+    draw(true);
   }
 
   /** Shows the state at a checkpoint (undefined: back to the latest). */
   view(checkpointId: string | undefined): void {
-    const snapshot = this.snapshots.find((s) => s.config.configurable?.checkpoint_id === checkpointId);
-    const latest = this.snapshots[0]?.config.configurable?.checkpoint_id;
-    this.viewing =
-      snapshot && checkpointId !== latest
-        ? {
-            id: checkpointId!,
-            step: snapshot.metadata?.step ?? 0,
-            messageCount: ((snapshot.values as { messages?: unknown[] }).messages ?? []).length,
-          }
-        : undefined;
+    const latest = this.rows[0]?.id;
+    this.viewing = checkpointId && checkpointId !== latest ? { id: checkpointId } : undefined;
     void this.refresh();
   }
 
@@ -360,10 +425,15 @@ class App {
     this.menuButton.setAttribute("aria-expanded", String(open));
   }
 
-  async lock(passphrase: string): Promise<void> {
+  lock(passphrase: string): Promise<void> {
+    return this.replaceSession(() => this.session.lock(passphrase));
+  }
+
+  /** Moves to the session a lock change returns (lock, new passphrase, unlock for good). */
+  async replaceSession(change: () => Promise<Session>): Promise<void> {
     this.locking = true;
     try {
-      const next = await this.session.lock(passphrase);
+      const next = await change();
       this.knownLock = lockIdentity(next.vault.salt);
       this.attach(next);
       await this.showThreads(await db.threads.orderBy("updatedAt").reverse().toArray());

@@ -143,12 +143,55 @@ export function localReply(messages: BaseMessage[]): AIMessage {
   );
 }
 
-/** The embedded assistant; "streams" its answer word by word. */
+/** The local assistant "thinks" this long before its first word, as a remote model would. */
+const THINK_MS = 150;
+/** …then writes a few words per step, so any answer streams in at most ~150 steps. */
+const STEP_MS = 15;
+const MAX_STEPS = 150;
+
+/**
+ * `?pace=0` in the page's address: the local model answers at once, to build
+ * long threads quickly (a demo of a 300-turn history, and its test).
+ */
+function paced(): boolean {
+  return typeof location === "undefined" || new URLSearchParams(location.search).get("pace") !== "0";
+}
+
+/** Waits, or rejects at once with the signal's reason when the run is stopped. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    function onAbort(): void {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * The embedded assistant. It streams its answer word by word at a model's
+ * pace (the page must cope with a token stream, and Stop has something to
+ * stop), and honours the run's AbortSignal.
+ */
 export const localModel: ChatModel = {
-  async respond(messages, { onToken }) {
+  async respond(messages, { onToken, signal }) {
     const reply = localReply(messages);
-    const text = String(reply.content);
-    if (onToken) for (const piece of text.match(/\S+\s*/g) ?? []) onToken(piece);
+    const pieces = String(reply.content).match(/\S+\s*/g) ?? [];
+    if (!paced()) {
+      for (const piece of pieces) onToken?.(piece);
+      return reply;
+    }
+    await pause(THINK_MS, signal);
+    const perStep = Math.max(1, Math.ceil(pieces.length / MAX_STEPS));
+    for (let i = 0; i < pieces.length; i++) {
+      if (i > 0 && i % perStep === 0) await pause(STEP_MS, signal);
+      onToken?.(pieces[i]!);
+    }
     return reply;
   },
 };
@@ -202,6 +245,26 @@ export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator
   }
 }
 
+/**
+ * The human part of an endpoint's error body: OpenAI-compatible servers send
+ * `{"error": {"message": …}}`, which is what a reader wants, not the JSON.
+ */
+export function endpointMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
+    const found =
+      typeof parsed.error === "string" ? parsed.error : (parsed.error?.message ?? parsed.message ?? parsed.detail);
+    if (typeof found === "string" && found.trim()) return found.trim().slice(0, 300);
+  } catch {
+    // Not JSON: plain text (or HTML) is shown as it is, cut short.
+  }
+  return body
+    .replace(/<[^>]*>/g, " ")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 300);
+}
+
 interface ChunkChoice {
   delta?: {
     content?: string | null;
@@ -229,7 +292,7 @@ export function openAIModel(settings: ModelSettings): ChatModel {
         }),
       });
       if (!response.ok || !response.body) {
-        const detail = (await response.text().catch(() => "")).slice(0, 300);
+        const detail = endpointMessage(await response.text().catch(() => ""));
         throw new Error(
           `The model endpoint answered ${response.status} ${response.statusText}${detail ? `: ${detail}` : ""}`,
         );

@@ -3,6 +3,7 @@
  * or locked), plus the operations the UI calls. No DOM here.
  */
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import {
@@ -15,6 +16,7 @@ import {
   type AgentConfigurable,
   type TokenChunk,
 } from "./agent.js";
+import { errorText, isAbort } from "./errors.js";
 import { DIMS, HashEmbeddings } from "./embeddings.js";
 import { IndexedDBSaver, IndexedDBStore, copyThreads, exportThread, importThread } from "./lib.js";
 import { modelFor } from "./model.js";
@@ -28,10 +30,17 @@ import {
   type ModelSettings,
   type Vault,
 } from "./settings.js";
-import type { DemoDB } from "./threads-db.js";
+import type { DemoDB, LockRow } from "./threads-db.js";
 
 /** What a run tells the page as it goes. */
 export type RunEvent = { kind: "token"; text: string } | { kind: "values"; messages: BaseMessage[] };
+
+/**
+ * How a thread's last turn ended when it has no answer: stopped here, failed
+ * (the model's error), or interrupted (the page was closed mid-answer: the
+ * saver holds a step that never finished, and no tab is running it).
+ */
+export type TurnProblem = { kind: "stopped" } | { kind: "failed"; message: string } | { kind: "interrupted" };
 
 /** A thread's title from its first message. */
 export function titleFrom(text: string): string {
@@ -49,6 +58,9 @@ export function deleteDatabase(name: string): Promise<void> {
   });
 }
 
+/** Checkpoints in the history's first read (about four turns). */
+const FIRST_PAGE = 12;
+
 export class Session {
   readonly saver: IndexedDBSaver;
   readonly store: IndexedDBStore;
@@ -57,6 +69,12 @@ export class Session {
   /** One run at a time per thread: sends queue behind the running one. */
   readonly #queues = new Map<string, Promise<void>>();
   readonly #running = new Set<string>();
+  /** The running run of each thread, to stop it. */
+  readonly #controllers = new Map<string, AbortController>();
+  /** Threads whose last run was stopped in this tab (the saver can't tell a stop from a closed tab). */
+  readonly #stopped = new Set<string>();
+  /** The last error of each thread's run in this tab, for failures that left no task error in the saver. */
+  readonly #failed = new Map<string, string>();
 
   private constructor(
     readonly db: DemoDB,
@@ -110,11 +128,17 @@ export class Session {
     return this.agent.getState(this.config(threadId, checkpointId));
   }
 
-  /** Every checkpoint of the thread, every branch, newest first. */
-  async history(threadId: string): Promise<StateSnapshot[]> {
-    const snapshots: StateSnapshot[] = [];
-    for await (const snapshot of this.agent.getStateHistory(this.config(threadId))) snapshots.push(snapshot);
-    return snapshots;
+  /**
+   * Every checkpoint of the thread's root namespace, every branch, newest
+   * first, as the saver pages them in (raw tuples: no state is rebuilt).
+   */
+  async *timeline(threadId: string): AsyncGenerator<CheckpointTuple> {
+    const config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+    // A small first read, so the newest rows show at once; then the rest, older than it.
+    let last: CheckpointTuple | undefined;
+    for await (const tuple of this.saver.list(config, { limit: FIRST_PAGE })) yield (last = tuple);
+    if (!last) return;
+    yield* this.saver.list(config, { before: last.config });
   }
 
   /** Sends a user message (queued behind a run in progress on the thread). */
@@ -122,6 +146,82 @@ export class Session {
     return this.#enqueue(threadId, async () => {
       await this.db.touch(threadId, () => this.vault.seal(titleFrom(text)));
       await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent);
+    });
+  }
+
+  /** Stops the thread's running answer; the turn stays, marked stopped, with Retry. */
+  stop(threadId: string): void {
+    this.#controllers.get(threadId)?.abort(new DOMException("Stopped by the user.", "AbortError"));
+  }
+
+  /**
+   * Why the latest turn has no answer, or undefined when it has one (or is
+   * paused for approval, or running). Read from the saver, so it survives a
+   * reload: a step still due (`next`) that nothing runs was cut short, and a
+   * task error saved with it says why.
+   */
+  problem(threadId: string, snapshot: StateSnapshot): TurnProblem | undefined {
+    if (this.isRunning(threadId) || snapshot.next.length === 0 || snapshot.next.includes(APPROVAL_NODE))
+      return undefined;
+    const failed = snapshot.tasks.find((task) => task.error !== undefined);
+    if (failed)
+      return isAbort(failed.error) ? { kind: "stopped" } : { kind: "failed", message: errorText(failed.error) };
+    const message = this.#failed.get(threadId);
+    if (message) return { kind: "failed", message };
+    return this.#stopped.has(threadId) ? { kind: "stopped" } : { kind: "interrupted" };
+  }
+
+  /** Runs the unfinished step again (after a stop, a failure or a reload). */
+  retry(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      const state = await this.state(threadId);
+      if (state.next.length === 0 || state.next.includes(APPROVAL_NODE)) return;
+      await this.#run(threadId, null, onEvent);
+    });
+  }
+
+  /**
+   * A new answer to the last question: the question is sent again from the
+   * checkpoint before it (as Edit does, with the same text). Running the
+   * agent again from its own old checkpoint would not do: LangGraph reuses a
+   * task's saved writes, so the "new" answer would be the old one. The old
+   * answer stays on its own branch.
+   */
+  async regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    const messages = ((await this.state(threadId)).values.messages ?? []) as BaseMessage[];
+    let question = messages.length - 1;
+    while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
+    if (question < 0) return;
+    await this.edit(threadId, question, String(messages[question]!.content), onEvent);
+  }
+
+  /**
+   * Edits the user message at `index`: a fork of the checkpoint before it
+   * (the state with the `index` messages before it), so the conversation
+   * continues from the edited message and the original stays on its branch.
+   */
+  edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return this.#enqueue(threadId, async () => {
+      let snapshot: StateSnapshot | undefined = await this.state(threadId);
+      let before: StateSnapshot | undefined;
+      while (snapshot) {
+        const count = ((snapshot.values.messages ?? []) as BaseMessage[]).length;
+        // The newest state with exactly `index` messages that was waiting for input.
+        if (count === index && !snapshot.next.includes("agent")) {
+          before = snapshot;
+          if (snapshot.next.length === 0) break;
+        }
+        if (count < index) break;
+        const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+        snapshot = parent ? await this.state(threadId, parent) : undefined;
+      }
+      if (!before) throw new Error("Could not find the checkpoint before this message.");
+      await this.#run(
+        threadId,
+        { messages: [new HumanMessage(text)] },
+        onEvent,
+        before.config.configurable?.checkpoint_id as string,
+      );
     });
   }
 
@@ -217,6 +317,66 @@ export class Session {
     return next;
   }
 
+  /**
+   * A new passphrase: the saver and store re-wrap their data key
+   * (`changeKey`: no row is re-encrypted), the demo's own sealed texts are
+   * sealed again, and the lock record gets the new salt and check value.
+   */
+  async changePassphrase(passphrase: string): Promise<Session> {
+    if (!this.vault.locked) throw new Error("Not locked.");
+    await Promise.all([...this.#queues.values()]);
+    const { vault, row } = await createLock(passphrase);
+    // Read the texts with the old key first: after changeKey only the new one opens the databases.
+    const texts = await this.#openTexts();
+    await this.saver.changeKey(vault.serde!);
+    await this.store.changeKey(vault.serde!);
+    await this.#storeTexts(vault, texts, row);
+    await this.close();
+    const next = new Session(this.db, vault, this.userId, this.#model);
+    await next.saver.listThreads({ limit: 1 }).next();
+    return next;
+  }
+
+  /**
+   * Removes the lock: the reverse of {@link lock}. Every thread and memory
+   * is copied into the plain databases, the titles and model settings are
+   * stored as text again, the lock record goes, and the encrypted databases
+   * are deleted.
+   */
+  async unlockForGood(): Promise<Session> {
+    if (!this.vault.locked) throw new Error("Not locked.");
+    await Promise.all([...this.#queues.values()]);
+    await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
+    const next = new Session(this.db, plainVault, this.userId, this.#model);
+    await copyThreads(this.saver, next.saver, { ifExists: "replace" });
+    const namespace = memoryNamespace(this.userId);
+    for (const item of await this.store.search(namespace, { limit: 100_000 }))
+      await next.store.put(namespace, item.key, item.value);
+    await this.#storeTexts(plainVault, await this.#openTexts(), undefined);
+    await this.close();
+    await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
+    await next.saver.listThreads({ limit: 1 }).next();
+    return next;
+  }
+
+  /** The demo's own texts (thread titles), opened with this session's vault. */
+  async #openTexts(): Promise<{ id: string; title: string }[]> {
+    const threads = await this.db.threads.toArray();
+    return Promise.all(threads.map(async (t) => ({ id: t.id, title: await this.vault.open(t.title) })));
+  }
+
+  /** Seals the titles and model settings with `vault`, and writes (or, with none, deletes) the lock record. */
+  async #storeTexts(vault: Vault, texts: { id: string; title: string }[], row: LockRow | undefined): Promise<void> {
+    const sealed = await Promise.all(texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title) })));
+    const model = await vault.seal(JSON.stringify(this.#model));
+    await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
+      for (const t of sealed) await this.db.threads.update(t.id, { title: t.title });
+      await this.db.settings.put({ key: "model", value: model });
+      if (row) await this.db.settings.put(row);
+      else await this.db.settings.delete("lock");
+    });
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.saver.close(), this.store.close()]);
   }
@@ -247,20 +407,40 @@ export class Session {
     return next;
   }
 
+  /**
+   * Streams one run (from `checkpointId` when given: a fork). A stop ends it
+   * quietly (the turn shows it was stopped); any other error is thrown.
+   */
   async #run(
     threadId: string,
     input: { messages: BaseMessage[] } | null,
     onEvent: (event: RunEvent) => void,
+    checkpointId?: string,
   ): Promise<void> {
+    const controller = new AbortController();
     this.#running.add(threadId);
+    this.#controllers.set(threadId, controller);
+    this.#stopped.delete(threadId);
+    this.#failed.delete(threadId);
     try {
-      const stream = await this.agent.stream(input, { ...this.config(threadId), streamMode: ["custom", "values"] });
+      const stream = await this.agent.stream(input, {
+        ...this.config(threadId, checkpointId),
+        streamMode: ["custom", "values"],
+        signal: controller.signal,
+      });
       for await (const [mode, chunk] of stream) {
         if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
         else onEvent({ kind: "values", messages: (chunk as { messages?: BaseMessage[] }).messages ?? [] });
       }
+    } catch (error) {
+      if (!controller.signal.aborted) {
+        this.#failed.set(threadId, errorText(error));
+        throw error;
+      }
+      this.#stopped.add(threadId);
     } finally {
       this.#running.delete(threadId);
+      this.#controllers.delete(threadId);
     }
   }
 }

@@ -1,11 +1,17 @@
 /**
  * The conversation: messages, the streaming answer, the approval card, the
  * banner shown while looking at an older checkpoint, and the composer.
+ *
+ * Streaming is cheap on purpose: tokens are batched and drawn once per
+ * animation frame into one text node, and the log scrolls only when the
+ * reader is already at the bottom (reading the layout once per frame, not per
+ * token). A 20,000-character answer used to force a layout per token.
  */
-import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
+import type { BaseMessage } from "@langchain/core/messages";
+import type { TurnProblem } from "../session.js";
 import { secondPerson } from "../model.js";
 import { h, replace } from "./dom.js";
-import { icon } from "./icons.js";
+import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
   onSend(text: string): void;
@@ -13,6 +19,11 @@ export interface ChatActions {
   onReject(): void;
   onFork(): void;
   onBackToLatest(): void;
+  onStop(): void;
+  onRetry(): void;
+  onRegenerate(): void;
+  /** Sends `text` in place of the user message at `index`: a fork before it. */
+  onEdit(index: number, text: string): void;
 }
 
 /** Where the view stands when it is not at the thread's latest state. */
@@ -21,74 +32,47 @@ export interface Viewing {
   messageCount: number;
 }
 
-function text(message: BaseMessage): string {
-  const content = message.content;
-  if (typeof content === "string") return content;
-  return content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
-}
-
-function toolCallLabel(name: string, args: Record<string, unknown>): string {
-  if (name === "save_memory") return `Wants to save a memory: “${String(args.memory ?? "")}”`;
-  if (name === "recall_memories") return "Looking up memories…";
-  return `Calling ${name}`;
-}
-
-function toolResultLabel(message: ToolMessage): string {
-  const content = text(message);
-  if (message.name === "recall_memories") {
-    try {
-      const count = (JSON.parse(content) as unknown[]).length;
-      return `Found ${count} ${count === 1 ? "memory" : "memories"}`;
-    } catch {
-      return content;
-    }
-  }
-  return message.status === "error" ? `✗ ${content}` : `✓ ${content}`;
-}
-
-/**
- * One message as DOM. A draft (a run's state before its checkpoint is
- * committed) has no test id: a `message` on screen is one a reload keeps.
- */
-function renderMessage(message: BaseMessage, draft: boolean): Node[] {
-  const type = message.getType();
-  const testid = draft ? undefined : "message";
-  if (type === "human") {
-    return [
-      h("div", { class: `message user${draft ? " draft" : ""}`, testid, dataset: { role: "user" } }, text(message)),
-    ];
-  }
-  if (type === "tool") {
-    return [h("div", { class: "tool-note", testid: "tool-result" }, toolResultLabel(message as ToolMessage))];
-  }
-  if (type !== "ai") return [];
-  const nodes: Node[] = [];
-  const body = text(message);
-  if (body)
-    nodes.push(
-      h("div", { class: `message assistant${draft ? " draft" : ""}`, testid, dataset: { role: "assistant" } }, body),
-    );
-  for (const call of (message as AIMessage).tool_calls ?? []) {
-    nodes.push(
-      h("div", { class: "tool-note", testid: "tool-call" }, icon("tool"), toolCallLabel(call.name, call.args)),
-    );
-  }
-  return nodes;
+/** What the messages may offer: editing and regenerating only at the latest state, when idle. */
+export interface ShowOptions {
+  draft?: boolean;
+  interactive?: boolean;
+  /** Branch switchers, by the index of the message where branches diverge. */
+  branches?: Map<number, Node>;
 }
 
 const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
+/** The composer grows with its text up to this height (px), as in style.css. */
+const COMPOSER_MAX = 200;
+/** Longer texts are not measured (see autosize). */
+const AUTOSIZE_LIMIT = 3_000;
+/** Within this many pixels of the end counts as "at the bottom". */
+const BOTTOM_SLACK = 48;
+
+function problemText(problem: TurnProblem): string {
+  if (problem.kind === "stopped") return "You stopped this answer.";
+  if (problem.kind === "interrupted")
+    return "This answer was cut short (the page was closed or reloaded while it was being written).";
+  return `The answer failed: ${problem.message}`;
+}
 
 export function createChat(actions: ChatActions) {
+  // The only live region of the app: new messages are announced from here.
   const log = h("div", {
     class: "messages",
     role: "log",
     "aria-label": "Conversation",
     "aria-live": "polite",
+    "aria-busy": "false",
     tabIndex: 0,
   });
+  const newMessages = h(
+    "button",
+    { type: "button", class: "new-messages", testid: "new-messages", hidden: true, onclick: () => stickToEnd() },
+    "↓ New messages",
+  );
   const banner = h("div", { class: "viewing-banner", hidden: true });
   const approval = h("div", { class: "approval-slot" });
-  const error = h("div", { class: "error-banner", role: "alert", hidden: true });
+  const error = h("div", { class: "error-banner", hidden: true });
   const composer = h("textarea", {
     id: "composer",
     testid: "composer",
@@ -98,9 +82,32 @@ export function createChat(actions: ChatActions) {
     autocomplete: "off",
   });
   const send = h("button", { class: "primary", testid: "send", type: "submit", "aria-label": "Send message" }, "Send");
-  const form = h("form", { class: "composer" }, composer, send);
-  let streaming: HTMLDivElement | undefined;
+  const stop = h(
+    "button",
+    {
+      class: "stop",
+      testid: "stop",
+      type: "button",
+      hidden: true,
+      "aria-label": "Stop the answer",
+      onclick: () => actions.onStop(),
+    },
+    "Stop",
+  );
+  const form = h("form", { class: "composer" }, composer, stop, send);
+  const thinking = h(
+    "div",
+    { class: "thinking", testid: "thinking" },
+    h("span", { class: "dots", "aria-hidden": "true" }),
+    "Thinking…",
+  );
+  let streaming: { bubble: HTMLDivElement; text: Text } | undefined;
+  let pending = "";
+  let frame = 0;
+  let running = false;
+  let atBottom = true;
   let disabledReason: string | undefined;
+  let status: HTMLElement | undefined;
 
   function submit(): void {
     const value = composer.value.trim();
@@ -110,8 +117,14 @@ export function createChat(actions: ChatActions) {
     actions.onSend(value);
   }
   function autosize(): void {
+    // Measuring forces a layout of the whole text (about half a second for
+    // 20,000 characters); past a few thousand the box is at its maximum anyway.
+    if (composer.value.length > AUTOSIZE_LIMIT) {
+      composer.style.height = `${COMPOSER_MAX}px`;
+      return;
+    }
     composer.style.height = "auto";
-    composer.style.height = `${Math.min(composer.scrollHeight, 200)}px`;
+    composer.style.height = `${Math.min(composer.scrollHeight, COMPOSER_MAX)}px`;
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -124,11 +137,79 @@ export function createChat(actions: ChatActions) {
     }
   });
   composer.addEventListener("input", autosize);
+  log.addEventListener("scroll", () => {
+    atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
+    if (atBottom) newMessages.hidden = true;
+  });
 
-  const el = h("section", { class: "chat", "aria-label": "Chat" }, banner, log, approval, error, form);
+  const el = h(
+    "section",
+    { class: "chat", "aria-label": "Chat" },
+    banner,
+    h("div", { class: "log-wrap" }, log, newMessages),
+    approval,
+    error,
+    form,
+  );
 
-  function scrollToEnd(): void {
+  function stickToEnd(): void {
     log.scrollTop = log.scrollHeight;
+    atBottom = true;
+    newMessages.hidden = true;
+  }
+  /** After new content: follow it if the reader was at the bottom, else offer the button. */
+  function follow(): void {
+    if (atBottom) stickToEnd();
+    else newMessages.hidden = false;
+  }
+  /**
+   * Follows at the next frame: the layout that reading the scroll height
+   * needs is then the frame's own, not a second one forced in the middle of
+   * a task (a 20,000-character message costs a long layout each time).
+   */
+  let followFrame = 0;
+  function followSoon(): void {
+    if (!followFrame) {
+      followFrame = requestAnimationFrame(() => {
+        followFrame = 0;
+        follow();
+      });
+    }
+  }
+  function flush(): void {
+    frame = 0;
+    if (!pending) return;
+    if (!streaming) {
+      thinking.remove();
+      const node = document.createTextNode("");
+      streaming = { bubble: h("div", { class: "message assistant streaming" }, node), text: node };
+      log.append(streaming.bubble);
+    }
+    streaming.text.appendData(pending);
+    pending = "";
+    follow();
+  }
+  function dropStream(): void {
+    if (frame) cancelAnimationFrame(frame);
+    frame = 0;
+    pending = "";
+    streaming = undefined;
+  }
+  /** The status line at the end of the log: "thinking" while a run has no text yet, or the turn's problem. */
+  function placeTail(): void {
+    if (running && !streaming) log.append(thinking);
+    else thinking.remove();
+    if (status) log.append(status);
+  }
+
+  function startEdit(index: number, bubble: HTMLElement): void {
+    const original = bubble.textContent ?? "";
+    const form = editor(original, (value) => {
+      form.replaceWith(bubble);
+      if (value === undefined) bubble.querySelector<HTMLElement>("button")?.focus();
+      else actions.onEdit(index, value);
+    });
+    bubble.replaceWith(form);
   }
 
   return {
@@ -137,10 +218,28 @@ export function createChat(actions: ChatActions) {
       composer.focus();
     },
     /** Shows these messages (the streaming answer, if any, is dropped); `draft`: not committed yet. */
-    showMessages(messages: BaseMessage[], draft = false): void {
-      streaming = undefined;
-      const nodes = messages.flatMap((message) => renderMessage(message, draft));
-      if (nodes.length === 0) {
+    showMessages(messages: BaseMessage[], options: ShowOptions = {}): void {
+      dropStream();
+      const draft = options.draft ?? false;
+      const interactive = !draft && (options.interactive ?? false);
+      let lastAnswer = -1;
+      for (let i = messages.length - 1; i >= 0; i--) {
+        if (messages[i]!.getType() === "human") break;
+        if (messages[i]!.getType() === "ai" && text(messages[i]!)) {
+          lastAnswer = i;
+          break;
+        }
+      }
+      const nodes = messages.flatMap((message, index) =>
+        renderMessage(message, {
+          draft,
+          index,
+          onEdit: interactive ? startEdit : undefined,
+          onRegenerate: interactive && index === lastAnswer ? () => actions.onRegenerate() : undefined,
+          branches: options.branches?.get(index),
+        }),
+      );
+      if (nodes.length === 0 && !running) {
         nodes.push(
           h(
             "div",
@@ -155,49 +254,83 @@ export function createChat(actions: ChatActions) {
         );
       }
       replace(log, ...nodes);
-      scrollToEnd();
+      placeTail();
+      followSoon();
     },
     /** Adds the user's message at once, before the run echoes it. */
     addPendingUser(value: string): void {
       log.querySelector(".welcome")?.remove();
       log.append(h("div", { class: "message user draft" }, value));
-      scrollToEnd();
+      placeTail();
+      // The reader sent it: show it, wherever they were.
+      atBottom = true;
+      followSoon();
     },
+    /** Queues a token; the screen takes the batch on the next frame. */
     appendToken(token: string): void {
-      if (!streaming) {
-        streaming = h("div", { class: "message assistant streaming", "aria-busy": "true" });
-        log.append(streaming);
-      }
-      streaming.textContent += token;
-      scrollToEnd();
+      pending += token;
+      if (!frame) frame = requestAnimationFrame(flush);
+    },
+    /** A run is going (Stop, "thinking", `aria-busy`) or not. */
+    setRunning(value: boolean): void {
+      running = value;
+      stop.hidden = !value;
+      log.setAttribute("aria-busy", String(value));
+      if (value) status = undefined;
+      placeTail();
+    },
+    /** The latest turn's problem (stopped, failed, interrupted) with Retry, or nothing. */
+    showProblem(problem: TurnProblem | undefined): void {
+      status?.remove();
+      status = problem
+        ? h(
+            "div",
+            { class: `turn-status ${problem.kind}`, testid: "turn-status", dataset: { kind: problem.kind } },
+            h("p", {}, problemText(problem)),
+            h(
+              "button",
+              { type: "button", class: "primary", testid: "retry", onclick: () => actions.onRetry() },
+              "Retry",
+            ),
+          )
+        : undefined;
+      placeTail();
+      if (status) followSoon();
     },
     showApproval(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
+      const wasShown = approval.childElementCount > 0;
       if (!calls || calls.length === 0) {
+        // Focus goes back to the composer if it was on the card that goes away.
+        const hadFocus = approval.contains(document.activeElement);
         replace(approval);
+        if (hadFocus) composer.focus();
         return;
       }
       const memories = calls.map((call) => String(call.args.memory ?? ""));
+      const approve = h(
+        "button",
+        { class: "primary", type: "button", testid: "approve", disabled, onclick: () => actions.onApprove() },
+        "Approve",
+      );
       replace(
         approval,
         h(
           "section",
           { class: "approval", testid: "approval", role: "region", "aria-label": "Approval needed" },
-          h("h3", {}, "Save to long-term memory?"),
+          h("h2", {}, "Save to long-term memory?"),
           h("p", {}, "The assistant wants to remember:"),
           h("ul", {}, ...memories.map((memory) => h("li", { class: "memory-text" }, `“${secondPerson(memory)}”`))),
           h(
             "div",
             { class: "actions" },
-            h(
-              "button",
-              { class: "primary", type: "button", testid: "approve", disabled, onclick: () => actions.onApprove() },
-              "Approve",
-            ),
+            approve,
             h("button", { type: "button", testid: "reject", disabled, onclick: () => actions.onReject() }, "Reject"),
           ),
         ),
       );
-      scrollToEnd();
+      // A card that just appeared takes the focus: the next thing to do is to decide.
+      if (!wasShown && !disabled) approve.focus();
+      followSoon();
     },
     /** Shows or hides the "viewing an older checkpoint" banner. */
     showViewing(viewing: Viewing | undefined): void {

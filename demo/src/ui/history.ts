@@ -1,23 +1,15 @@
 /**
- * The time-travel panel: every checkpoint of the thread (step, node, time,
- * message count), grouped by branch. Clicking one shows the state there.
+ * The time-travel panel: the thread's checkpoints grouped by branch, one row
+ * per turn (the question and the start of its answer), the turn's internal
+ * steps on demand. Rows are drawn as the checkpoints stream in, so a long
+ * thread shows its latest turns at once instead of a blank panel.
  */
-import type { StateSnapshot } from "@langchain/langgraph/web";
-import { h, replace } from "./dom.js";
+import { answerOf, preview, type Row } from "../timeline.js";
+import { h, replace, type Child } from "./dom.js";
 
 export interface HistoryActions {
   onView(checkpointId: string): void;
   onClose(): void;
-}
-
-interface Row {
-  id: string;
-  parentId?: string;
-  step: number;
-  node: string;
-  time: string;
-  messageCount: number;
-  paused: boolean;
 }
 
 interface Branch {
@@ -26,51 +18,31 @@ interface Branch {
   forkedFrom?: Row;
 }
 
-function idOf(config: StateSnapshot["config"] | undefined): string | undefined {
-  return config?.configurable?.checkpoint_id as string | undefined;
+/** A turn on one branch: its steps, newest first; `rows[0]` is where the turn ended. */
+interface Turn {
+  rows: Row[];
 }
 
-/** Which node wrote each checkpoint: what its parent was about to run. */
-function nodeOf(snapshot: StateSnapshot, parent: StateSnapshot | undefined, messageCount: number): string {
-  const source = snapshot.metadata?.source;
-  if (source === "input") return "input";
-  if (source === "update" || source === "fork") {
-    const parentCount = ((parent?.values as { messages?: unknown[] } | undefined)?.messages ?? []).length;
-    return parent && parentCount === messageCount ? "fork" : "update";
-  }
+/** Which node wrote a checkpoint: what its parent was about to run. */
+function nodeOf(row: Row, parent: Row | undefined): string {
+  if (row.source === "input") return "input";
+  if (row.source === "update") return parent && parent.messageCount === row.messageCount ? "fork" : "update";
   const names = parent?.next.filter((name) => name !== "__start__") ?? [];
   return names.length ? names.join(", ") : "start";
 }
 
-/** Splits the checkpoint tree into branches: the latest one first, each later one up to where it joins. */
-export function branches(snapshots: StateSnapshot[]): Branch[] {
-  const byId = new Map<string, StateSnapshot>();
-  for (const snapshot of snapshots) byId.set(idOf(snapshot.config)!, snapshot);
-  const rows = new Map<string, Row>();
+/** Splits the checkpoint tree (rows newest first) into branches: the latest one first, each later one up to where it joins. */
+export function branches(rows: Row[]): Branch[] {
+  const byId = new Map(rows.map((row) => [row.id, row]));
   const hasChildren = new Set<string>();
-  for (const snapshot of snapshots) {
-    const id = idOf(snapshot.config)!;
-    const parentId = idOf(snapshot.parentConfig);
-    if (parentId) hasChildren.add(parentId);
-    const messageCount = ((snapshot.values as { messages?: unknown[] }).messages ?? []).length;
-    rows.set(id, {
-      id,
-      parentId,
-      step: snapshot.metadata?.step ?? 0,
-      node: nodeOf(snapshot, parentId ? byId.get(parentId) : undefined, messageCount),
-      time: snapshot.createdAt ? new Date(snapshot.createdAt).toLocaleTimeString() : "",
-      messageCount,
-      paused: snapshot.next.includes("tools"),
-    });
-  }
+  for (const row of rows) if (row.parentId) hasChildren.add(row.parentId);
   const assigned = new Set<string>();
   const result: Branch[] = [];
   // Newest first: the first leaf is the thread's latest checkpoint.
-  for (const snapshot of snapshots) {
-    const leaf = idOf(snapshot.config)!;
-    if (hasChildren.has(leaf) || assigned.has(leaf)) continue;
+  for (const leaf of rows) {
+    if (hasChildren.has(leaf.id) || assigned.has(leaf.id)) continue;
     const branch: Branch = { rows: [] };
-    for (let row = rows.get(leaf); row; row = row.parentId ? rows.get(row.parentId) : undefined) {
+    for (let row: Row | undefined = leaf; row; row = row.parentId ? byId.get(row.parentId) : undefined) {
       if (assigned.has(row.id)) {
         branch.forkedFrom = row;
         break;
@@ -83,8 +55,24 @@ export function branches(snapshots: StateSnapshot[]): Branch[] {
   return result;
 }
 
+/** A branch's rows (newest first) cut into turns: a turn ends (going back) at its input checkpoint. */
+function turns(rows: Row[]): Turn[] {
+  const result: Turn[] = [];
+  let current: Row[] = [];
+  for (const row of rows) {
+    current.push(row);
+    if (row.source === "input") {
+      result.push({ rows: current });
+      current = [];
+    }
+  }
+  if (current.length) result.push({ rows: current });
+  return result;
+}
+
 export function createHistory(actions: HistoryActions) {
   const body = h("div", { class: "history-body" });
+  const loading = h("p", { class: "muted loading", hidden: true }, "Loading older checkpoints…");
   const el = h(
     "aside",
     { class: "history", id: "history", "aria-label": "History", hidden: true },
@@ -101,19 +89,117 @@ export function createHistory(actions: HistoryActions) {
     h(
       "p",
       { class: "muted" },
-      "Every checkpoint the saver kept. Click one to see the conversation as it was, then fork from it to continue on a new branch.",
+      "One row per turn, newest first. Click one to see the conversation as it was, then fork from it to continue on a new branch.",
     ),
     body,
+    loading,
   );
+  /** Turns whose steps are open, by the id of the turn's first step (stable as newer steps arrive). */
+  const open = new Set<string>();
+
+  function checkpointButton(row: Row, selected: boolean, label: Child[]): HTMLButtonElement {
+    return h(
+      "button",
+      {
+        type: "button",
+        class: `checkpoint${selected ? " selected" : ""}`,
+        testid: "checkpoint",
+        dataset: {
+          ...(row.messageCount === undefined ? {} : { messageCount: row.messageCount }),
+          checkpointId: row.id,
+          step: row.step,
+        },
+        "aria-pressed": selected ? "true" : "false",
+        onclick: () => actions.onView(row.id),
+      },
+      ...label,
+    );
+  }
+
+  function count(row: Row): string {
+    return row.messageCount === undefined ? "" : `${row.messageCount} msg${row.messageCount === 1 ? "" : "s"}`;
+  }
+
+  function stepButton(
+    row: Row,
+    parent: Row | undefined,
+    viewingId: string | undefined,
+    latestId: string | undefined,
+  ): HTMLLIElement {
+    const selected = viewingId ? viewingId === row.id : row.id === latestId;
+    return h(
+      "li",
+      {},
+      checkpointButton(row, selected, [
+        h("span", { class: "step" }, `step ${row.step}`),
+        h("span", { class: "node" }, nodeOf(row, parent)),
+        h("span", { class: "count" }, count(row)),
+        h("time", { class: "time" }, row.time),
+        row.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
+      ]),
+    );
+  }
+
+  function turnItem(
+    turn: Turn,
+    byId: Map<string, Row>,
+    viewingId: string | undefined,
+    latestId: string | undefined,
+  ): HTMLLIElement {
+    const end = turn.rows[0]!;
+    const key = turn.rows[turn.rows.length - 1]!.id;
+    // The question is on the turn's input checkpoint (not read yet while older pages stream in).
+    const question = turn.rows.find((row) => row.source === "input")?.input;
+    const answer = answerOf(turn.rows);
+    const selected = viewingId ? turn.rows.some((row) => row.id === viewingId) : end.id === latestId;
+    const steps = h("ol", { class: "steps" });
+    const toggle = h(
+      "button",
+      { type: "button", class: "steps-toggle", "aria-expanded": String(open.has(key)) },
+      `${turn.rows.length} step${turn.rows.length === 1 ? "" : "s"}`,
+    );
+    // Steps are drawn only when asked for: most readers want the turns.
+    const draw = () =>
+      replace(
+        steps,
+        ...turn.rows.map((row) =>
+          stepButton(row, row.parentId ? byId.get(row.parentId) : undefined, viewingId, latestId),
+        ),
+      );
+    if (open.has(key)) draw();
+    toggle.addEventListener("click", () => {
+      const expand = !open.has(key);
+      if (expand) open.add(key);
+      else open.delete(key);
+      toggle.setAttribute("aria-expanded", String(expand));
+      if (expand) draw();
+      else replace(steps);
+    });
+    return h(
+      "li",
+      { class: "turn" },
+      checkpointButton(end, selected, [
+        h("span", { class: "question" }, question === undefined ? "…" : preview(question) || "(no text)"),
+        answer ? h("span", { class: "answer" }, preview(answer)) : null,
+        h("span", { class: "meta" }, [`step ${end.step}`, count(end), end.time].filter(Boolean).join(" · ")),
+        end.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
+      ]),
+      toggle,
+      steps,
+    );
+  }
 
   return {
     el,
-    render(snapshots: StateSnapshot[], viewingId: string | undefined): void {
-      if (snapshots.length === 0) {
-        replace(body, h("p", { class: "muted" }, "No checkpoints yet."));
+    /** Draws the checkpoints read so far; `complete: false` while more are coming. */
+    render(rows: Row[], viewingId: string | undefined, complete = true): void {
+      loading.hidden = complete;
+      if (rows.length === 0) {
+        replace(body, complete ? h("p", { class: "muted" }, "No checkpoints yet.") : null);
         return;
       }
-      const all = branches(snapshots);
+      const all = branches(rows);
+      const byId = new Map(rows.map((row) => [row.id, row]));
       const latestId = all[0]?.rows[0]?.id;
       replace(
         body,
@@ -127,33 +213,7 @@ export function createHistory(actions: HistoryActions) {
               index === 0 ? "Current branch" : `Branch ${index + 1}`,
               branch.forkedFrom ? h("span", { class: "muted" }, ` · from step ${branch.forkedFrom.step}`) : null,
             ),
-            h(
-              "ol",
-              {},
-              ...branch.rows.map((row) => {
-                const selected = viewingId ? viewingId === row.id : row.id === latestId;
-                return h(
-                  "li",
-                  {},
-                  h(
-                    "button",
-                    {
-                      type: "button",
-                      class: `checkpoint${selected ? " selected" : ""}`,
-                      testid: "checkpoint",
-                      dataset: { messageCount: row.messageCount, checkpointId: row.id, step: row.step },
-                      "aria-pressed": selected ? "true" : "false",
-                      onclick: () => actions.onView(row.id),
-                    },
-                    h("span", { class: "step" }, `step ${row.step}`),
-                    h("span", { class: "node" }, row.node),
-                    h("span", { class: "count" }, `${row.messageCount} msg${row.messageCount === 1 ? "" : "s"}`),
-                    h("time", { class: "time" }, row.time),
-                    row.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
-                  ),
-                );
-              }),
-            ),
+            h("ol", { class: "turns" }, ...turns(branch.rows).map((turn) => turnItem(turn, byId, viewingId, latestId))),
           ),
         ),
       );

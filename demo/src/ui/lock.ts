@@ -9,6 +9,54 @@ export interface LockScreenActions {
   erase(): Promise<void>;
 }
 
+/**
+ * "Erase all data", asked twice: the first press shows what it does and a
+ * second, explicit button; Cancel or Escape takes it back.
+ */
+function eraseControls(unlockButton: HTMLButtonElement, actions: LockScreenActions): HTMLElement {
+  const slot = h("div", { class: "erase" });
+  const ask = (): void => {
+    const erase = h(
+      "button",
+      {
+        type: "button",
+        class: "danger",
+        testid: "confirm-erase",
+        onclick: () => {
+          unlockButton.disabled = true;
+          erase.disabled = true;
+          void actions.erase();
+        },
+      },
+      "Yes, erase everything",
+    );
+    const cancel = h("button", { type: "button", onclick: () => idle(true) }, "Cancel");
+    slot.replaceChildren(
+      h(
+        "p",
+        { class: "error" },
+        "Every thread, memory and setting in this browser will be deleted. This cannot be undone.",
+      ),
+      h("div", { class: "actions" }, erase, cancel),
+    );
+    slot.onkeydown = (event) => {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        idle(true);
+      }
+    };
+    cancel.focus();
+  };
+  const idle = (focus: boolean): void => {
+    const start = h("button", { type: "button", class: "danger", testid: "erase", onclick: ask }, "Erase all data");
+    slot.onkeydown = null;
+    slot.replaceChildren(start);
+    if (focus) start.focus();
+  };
+  idle(false);
+  return slot;
+}
+
 export function createLockScreen(actions: LockScreenActions): HTMLElement {
   const input = h("input", {
     id: "unlock-passphrase",
@@ -33,18 +81,7 @@ export function createLockScreen(actions: LockScreenActions): HTMLElement {
       { class: "forgot" },
       h("summary", {}, "Forgot your passphrase?"),
       h("p", {}, "The data cannot be recovered without it. You can erase it and start again."),
-      h(
-        "button",
-        {
-          type: "button",
-          class: "danger",
-          onclick: () => {
-            button.disabled = true;
-            void actions.erase();
-          },
-        },
-        "Erase all data",
-      ),
+      eraseControls(button, actions),
     ),
   );
   form.addEventListener("submit", (event) => {

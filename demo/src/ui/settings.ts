@@ -17,6 +17,10 @@ export interface SettingsContext {
   lock(passphrase: string): Promise<void>;
   /** Forgets the key in this tab: back to the lock screen. */
   lockNow(): void;
+  /** A new passphrase for the locked data. */
+  changePassphrase(passphrase: string): Promise<void>;
+  /** Decrypts everything back into the plain databases and removes the lock. */
+  removeLock(): Promise<void>;
   openThread(threadId: string): void;
 }
 
@@ -49,6 +53,74 @@ function safeName(title: string): string {
 }
 
 export function createSettings(context: SettingsContext) {
+  /** Change the passphrase, or remove the lock (asked twice). */
+  function lockedForms(): HTMLElement {
+    const next = h("input", {
+      type: "password",
+      id: "new-passphrase",
+      testid: "new-passphrase",
+      autocomplete: "new-password",
+      minLength: 4,
+      required: true,
+    });
+    const status = h("p", { class: "status" });
+    const change = h("button", { type: "submit", testid: "change-passphrase" }, "Change passphrase");
+    const form = h("form", {}, field("New passphrase", next), change);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      change.disabled = true;
+      status.textContent = "Changing the passphrase…";
+      context.changePassphrase(next.value).then(
+        () => {
+          next.value = "";
+          change.disabled = false;
+          status.textContent = "Passphrase changed.";
+        },
+        (error: unknown) => {
+          change.disabled = false;
+          status.textContent = `Could not change it: ${(error as Error).message}`;
+        },
+      );
+    });
+    const remove = h("div", { class: "actions" });
+    const idle = () =>
+      replace(
+        remove,
+        h("button", { type: "button", class: "danger", testid: "remove-lock", onclick: ask }, "Remove the lock…"),
+      );
+    function ask(): void {
+      const yes = h(
+        "button",
+        {
+          type: "button",
+          class: "danger",
+          testid: "confirm-remove-lock",
+          onclick: () => {
+            yes.disabled = true;
+            status.textContent = "Decrypting…";
+            context.removeLock().then(
+              () => render(),
+              (error: unknown) => (status.textContent = `Could not remove the lock: ${(error as Error).message}`),
+            );
+          },
+        },
+        "Yes, store everything unencrypted",
+      );
+      const no = h("button", { type: "button", onclick: () => idle() }, "Cancel");
+      replace(remove, yes, no);
+      no.focus();
+    }
+    remove.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && remove.querySelector('[data-testid="confirm-remove-lock"]')) {
+        event.preventDefault();
+        event.stopPropagation();
+        idle();
+      }
+    });
+    idle();
+    return h("div", {}, form, remove, status);
+  }
+
   const content = h("div", { class: "settings-body" });
   const dialog = h(
     "dialog",
@@ -89,7 +161,7 @@ export function createSettings(context: SettingsContext) {
       field("Model", model),
       field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."),
     );
-    const status = h("p", { class: "status", role: "status" });
+    const status = h("p", { class: "status" });
     const sync = () => (remote.hidden = provider.value !== "openai");
     provider.addEventListener("change", sync);
     sync();
@@ -131,6 +203,7 @@ export function createSettings(context: SettingsContext) {
           " Locked: threads, memories, titles and settings are encrypted at rest (AES-GCM, key derived from your passphrase).",
         ),
         h("button", { type: "button", onclick: () => context.lockNow() }, "Lock now"),
+        lockedForms(),
       );
     }
     const passphrase = h("input", {
@@ -141,7 +214,7 @@ export function createSettings(context: SettingsContext) {
       minLength: 4,
       required: true,
     });
-    const status = h("p", { class: "status", role: "status" });
+    const status = h("p", { class: "status" });
     const button = h("button", { class: "primary", type: "submit", testid: "lock" }, "Lock with passphrase");
     const form = h(
       "form",
@@ -183,7 +256,7 @@ export function createSettings(context: SettingsContext) {
       accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`,
       id: "import-file",
     });
-    const importStatus = h("p", { class: "status", role: "status" });
+    const importStatus = h("p", { class: "status" });
     importInput.addEventListener("change", () => {
       const file = importInput.files?.[0];
       if (!file) return;
@@ -192,8 +265,9 @@ export function createSettings(context: SettingsContext) {
         (threadId) => {
           importStatus.textContent = "Imported.";
           importInput.value = "";
+          // The copy is open behind the dialog: close it, there is nothing more to do here.
+          dialog.close();
           context.openThread(threadId);
-          void measure().catch(() => undefined);
         },
         (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
       );

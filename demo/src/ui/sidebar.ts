@@ -103,6 +103,16 @@ export function createSidebar(actions: SidebarActions) {
                 confirming = undefined;
                 actions.onDelete(thread.id);
               },
+              // Escape takes the question back, and the focus returns to the delete button.
+              onkeydown: (event: KeyboardEvent) => {
+                if (event.key !== "Escape") return;
+                event.preventDefault();
+                confirming = undefined;
+                clearTimeout(confirmTimer);
+                render();
+                const row = list.querySelector(`[data-thread-id="${CSS.escape(thread.id)}"]`)?.parentElement;
+                row?.querySelector<HTMLButtonElement>(".icon.danger")?.focus();
+              },
             },
             "Delete?",
           )

@@ -1,0 +1,112 @@
+/**
+ * Markdown without XSS, and accessibility: axe-core finds nothing in light
+ * and dark mode; the approval card takes the focus and gives it back; the
+ * message log is the only live region and is busy while an answer streams.
+ */
+import { AxeBuilder } from "@axe-core/playwright";
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { ready, screenshot, send, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+test("answers are Markdown, sanitized; user messages stay plain text", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const hostile =
+    'Here is **bold**, `code`, [a link](https://example.com/x) and [bad](javascript:window.pwned=1) <img src=x onerror="window.pwned=2"> <script>window.pwned=3</script> <a href="#" onclick="window.pwned=4">click</a>';
+  await send(page, hostile);
+  const user = page.locator('[data-testid="message"][data-role="user"]').first();
+  const answer = page.locator('[data-testid="message"][data-role="assistant"]').first();
+  // The user's text, exactly as typed, and no element in it.
+  expect(await user.textContent()).toBe(hostile);
+  expect(await user.locator("*").count()).toBe(0);
+  // The answer (which quotes it) is Markdown, cleaned.
+  expect(await answer.locator("strong").first().textContent()).toBe("bold");
+  expect(await answer.locator("code").first().textContent()).toBe("code");
+  const link = answer.locator('a[href="https://example.com/x"]');
+  expect(await link.getAttribute("rel")).toBe("noopener noreferrer");
+  expect(await page.locator(".messages img, .messages script, .messages [onerror], .messages [onclick]").count()).toBe(
+    0,
+  );
+  expect(await page.locator('.messages a[href^="javascript:"]').count()).toBe(0);
+  await page
+    .locator('.messages a:text("click")')
+    .first()
+    .click({ trial: false })
+    .catch(() => undefined);
+  expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+});
+
+async function audit(page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).analyze();
+  return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}
+
+test(
+  "axe-core: no violations in light and dark mode; focus follows the approval card",
+  { timeout: 180_000 },
+  async () => {
+    const page = await harness().page();
+    await ready(page);
+    await send(page, "Hello, **markdown** with `code` and a [link](https://example.com)");
+    await send(page, "remember that my favourite colour is teal", { expectReply: false });
+    await page.getByTestId("approval").waitFor();
+    // The card took the focus: deciding is the next thing to do.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("approve");
+    // Only the log announces; the error banner and other panels are not live regions.
+    const live = await page.evaluate(() =>
+      Array.from(document.querySelectorAll("[aria-live], [role=alert], [role=status], [role=log]"), (el) =>
+        el.outerHTML.slice(0, 60),
+      ),
+    );
+    expect(live.length, live.join("\n")).toBe(1);
+    expect(live[0]).toContain('class="messages"');
+
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await audit(page), `${scheme}: chat with approval`).toEqual([]);
+      await screenshot(page, `a11y-${scheme}`);
+    }
+
+    await page.keyboard.press("Enter");
+    await page.getByTestId("approval").waitFor({ state: "detached" });
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("composer");
+    await page.locator('[data-testid="message"][data-role="assistant"]').nth(1).waitFor();
+
+    await page.getByTestId("show-history").click();
+    await page.getByTestId("checkpoint").first().waitFor();
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await audit(page), `${scheme}: history`).toEqual([]);
+    }
+    await page.keyboard.press("Escape");
+    await page.getByTestId("settings").click();
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await audit(page), `${scheme}: settings`).toEqual([]);
+    }
+  },
+);
+
+test("Escape cancels a confirmation; tap targets are 44 px on a phone", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "a thread to keep");
+  const item = page.locator(".thread-item.current");
+  await item.getByRole("button", { name: /^Delete/ }).click();
+  await item.getByRole("button", { name: /^Confirm: delete/ }).waitFor();
+  await page.keyboard.press("Escape");
+  await expect.poll(() => item.getByRole("button", { name: /^Confirm: delete/ }).count()).toBe(0);
+  expect(await page.getByTestId("thread").count()).toBe(1);
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  const small = await page.evaluate(() =>
+    Array.from(document.querySelectorAll<HTMLElement>("button, textarea"))
+      .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden")
+      .map((el) => ({ el: el.outerHTML.slice(0, 80), box: el.getBoundingClientRect() }))
+      .filter(({ box }) => box.height < 44 || box.width < 44)
+      .map(({ el, box }) => `${Math.round(box.width)}x${Math.round(box.height)} ${el}`),
+  );
+  expect(small).toEqual([]);
+});
