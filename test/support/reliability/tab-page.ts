@@ -11,6 +11,13 @@ import { newerSchemaFactory } from "./factories.js";
 import { openRaw } from "./raw.js";
 import { runSupersteps, type Recorded } from "./supersteps.js";
 
+// Vitest's browser mode rewrites import() into __vitest_browser_runner__.wrapDynamicImport(...)
+// in the modules it serves. This frame is a page of our own with no runner in it; give it the
+// same pass-through that Vitest gives workers, or the saver's on-demand modules cannot load.
+(globalThis as { __vitest_browser_runner__?: unknown }).__vitest_browser_runner__ ??= {
+  wrapDynamicImport: (load: () => unknown) => load(),
+};
+
 /** An error as plain data. */
 function describeError(error: unknown) {
   const e = error as { name?: string; message?: string; cause?: { name?: string } } | null;

@@ -7,6 +7,13 @@
 import { IndexedDBSaver, runOnThread, type MultitaskStrategy } from "../../../src/index.js";
 import { send, slowChatGraph } from "./scenario.js";
 
+// Vitest's browser mode rewrites import() into __vitest_browser_runner__.wrapDynamicImport(...)
+// in the modules it serves. This frame is a page of our own with no runner in it; give it the
+// same pass-through that Vitest gives workers, or the saver's on-demand modules cannot load.
+(globalThis as { __vitest_browser_runner__?: unknown }).__vitest_browser_runner__ ??= {
+  wrapDynamicImport: (load: () => unknown) => load(),
+};
+
 const savers = new Map<string, IndexedDBSaver>();
 function saverFor(dbName: string): IndexedDBSaver {
   let saver = savers.get(dbName);
