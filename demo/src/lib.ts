@@ -11,4 +11,6 @@ export {
   importThread,
   copyThreads,
   THREAD_EXPORT_EXTENSION,
+  runOnThread,
+  watchThreadRunning,
 } from "../../src/index.js";

@@ -51,6 +51,8 @@ class App {
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
   #unsubscribe: () => void = () => undefined;
   #refreshSeq = 0;
+  /** Stops watching whether another tab runs the open thread. */
+  #unwatchElsewhere: (() => void) | undefined;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -224,6 +226,14 @@ class App {
     }
     this.sidebar.setCurrent(id);
     this.updateHeading();
+    this.#unwatchElsewhere?.();
+    this.chat.setBusyElsewhere(false);
+    this.#unwatchElsewhere = this.session.watchElsewhere(id, (busy) => {
+      if (id !== this.currentId) return;
+      this.chat.setBusyElsewhere(busy);
+      // Its answer lands in the saver: show it when it ends.
+      if (!busy) this.scheduleRefresh();
+    });
     this.chat.showError(undefined);
     this.toggleSidebar(false);
     void this.refresh();

@@ -3,6 +3,7 @@
  * or locked), plus the operations the UI calls. No DOM here.
  */
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
@@ -18,7 +19,15 @@ import {
 } from "./agent.js";
 import { errorText, isAbort } from "./errors.js";
 import { DIMS, HashEmbeddings } from "./embeddings.js";
-import { IndexedDBSaver, IndexedDBStore, copyThreads, exportThread, importThread } from "./lib.js";
+import {
+  IndexedDBSaver,
+  IndexedDBStore,
+  copyThreads,
+  exportThread,
+  importThread,
+  runOnThread,
+  watchThreadRunning,
+} from "./lib.js";
 import { modelFor } from "./model.js";
 import {
   DATABASES,
@@ -69,6 +78,8 @@ export class Session {
   /** One run at a time per thread: sends queue behind the running one. */
   readonly #queues = new Map<string, Promise<void>>();
   readonly #running = new Set<string>();
+  /** Threads whose run holds the thread's lock in this tab (the others may wait for another tab's). */
+  readonly #holding = new Set<string>();
   /** The running run of each thread, to stop it. */
   readonly #controllers = new Map<string, AbortController>();
   /** Threads whose last run was stopped in this tab (the saver can't tell a stop from a closed tab). */
@@ -121,6 +132,17 @@ export class Session {
 
   isRunning(threadId: string): boolean {
     return this.#running.has(threadId);
+  }
+
+  /**
+   * Tells `listener` whether another tab (or worker) is running the thread:
+   * its Web Lock is held, and not by this tab. A message sent meanwhile waits
+   * for it (see `#run`).
+   */
+  watchElsewhere(threadId: string, listener: (busy: boolean) => void): () => void {
+    return watchThreadRunning(threadId, { dbName: this.saver.dbName, pollMs: 500 }, (running) =>
+      listener(running && !this.#holding.has(threadId)),
+    );
   }
 
   /** The thread's state: the latest, or at one checkpoint. */
@@ -422,16 +444,29 @@ export class Session {
     this.#controllers.set(threadId, controller);
     this.#stopped.delete(threadId);
     this.#failed.delete(threadId);
+    // The run holds the thread's Web Lock: a send from another tab on the same
+    // thread waits for it ("enqueue") and then runs on its answer, so two tabs
+    // never answer from the same parent (no lost message, no hidden branch).
+    const streamer = {
+      checkpointer: this.saver,
+      invoke: async (runInput: typeof input, options?: RunnableConfig): Promise<void> => {
+        this.#holding.add(threadId);
+        const stream = await this.agent.stream(runInput, {
+          ...options,
+          streamMode: ["custom", "values"],
+        });
+        for await (const [mode, chunk] of stream) {
+          if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
+          else onEvent({ kind: "values", messages: (chunk as { messages?: BaseMessage[] }).messages ?? [] });
+        }
+      },
+    };
     try {
-      const stream = await this.agent.stream(input, {
-        ...this.config(threadId, checkpointId),
-        streamMode: ["custom", "values"],
+      await runOnThread(streamer, input, this.config(threadId, checkpointId), {
+        multitask: "enqueue",
+        saver: this.saver,
         signal: controller.signal,
       });
-      for await (const [mode, chunk] of stream) {
-        if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
-        else onEvent({ kind: "values", messages: (chunk as { messages?: BaseMessage[] }).messages ?? [] });
-      }
     } catch (error) {
       if (!controller.signal.aborted) {
         this.#failed.set(threadId, errorText(error));
@@ -440,6 +475,7 @@ export class Session {
       this.#stopped.add(threadId);
     } finally {
       this.#running.delete(threadId);
+      this.#holding.delete(threadId);
       this.#controllers.delete(threadId);
     }
   }

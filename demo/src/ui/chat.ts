@@ -72,6 +72,13 @@ export function createChat(actions: ChatActions) {
   );
   const banner = h("div", { class: "viewing-banner", hidden: true });
   const approval = h("div", { class: "approval-slot" });
+  // Another tab (or worker) is answering on this thread: say so; a message sent now waits for it.
+  const elsewhere = h(
+    "div",
+    { class: "busy-elsewhere", testid: "busy-elsewhere", hidden: true },
+    h("span", { class: "dots", "aria-hidden": "true" }),
+    "Replying in another tab… a message you send now waits for that answer.",
+  );
   const error = h("div", { class: "error-banner", hidden: true });
   const composer = h("textarea", {
     id: "composer",
@@ -148,6 +155,7 @@ export function createChat(actions: ChatActions) {
     banner,
     h("div", { class: "log-wrap" }, log, newMessages),
     approval,
+    elsewhere,
     error,
     form,
   );
@@ -349,6 +357,10 @@ export function createChat(actions: ChatActions) {
         ),
         h("button", { type: "button", onclick: () => actions.onBackToLatest() }, "Back to latest"),
       );
+    },
+    /** Whether another tab is running this thread. */
+    setBusyElsewhere(busy: boolean): void {
+      elsewhere.hidden = !busy;
     },
     setDisabled(reason: string | undefined): void {
       disabledReason = reason;

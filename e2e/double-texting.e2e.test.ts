@@ -1,0 +1,67 @@
+/**
+ * Two tabs sending on one thread at the same moment (issue: "one run per
+ * thread"): the runs take the thread's Web Lock in turn (runOnThread,
+ * "enqueue"), so every message is answered once, in one line of history,
+ * and the tab that waits says that the other one is replying.
+ */
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+/** Types and sends without waiting for an answer. */
+async function fire(page: Page, text: string): Promise<void> {
+  const composer = page.getByTestId("composer");
+  await composer.fill(text);
+  await composer.press("Enter");
+}
+
+test("two tabs send 5 messages each at once on one thread: every message answered once, one branch", async () => {
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "opening message");
+  const b = await harness().page(new URL(a.url()).hash);
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+
+  const sent: string[] = [];
+  let sawBusy = false;
+  const watchBusy = (async () => {
+    // While A answers, B shows that another tab is replying (and the other way round).
+    const deadline = Date.now() + 60_000;
+    while (!sawBusy && Date.now() < deadline) {
+      sawBusy =
+        (await a.getByTestId("busy-elsewhere").isVisible()) || (await b.getByTestId("busy-elsewhere").isVisible());
+      if (sawBusy) await screenshot((await b.getByTestId("busy-elsewhere").isVisible()) ? b : a, "busy-elsewhere");
+      else await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  await Promise.all(
+    [a, b].map(async (page, tab) => {
+      for (let i = 1; i <= 5; i++) {
+        const text = `tab ${tab === 0 ? "A" : "B"} message ${i}`;
+        sent.push(text);
+        await fire(page, text);
+      }
+    }),
+  );
+  await watchBusy;
+  expect(sawBusy).toBe(true);
+
+  // Both tabs end on the same history: the opening turn and ten more, each answered once.
+  const expected = 2 + 2 * 10;
+  await expect.poll(() => transcript(a), { timeout: 120_000, interval: 250 }).toHaveLength(expected);
+  await expect.poll(() => transcript(b), { timeout: 30_000, interval: 250 }).toEqual(await transcript(a));
+  const lines = await transcript(a);
+  const users = lines.filter((line) => line.startsWith("user: ")).map((line) => line.slice("user: ".length));
+  expect(users.slice(1).sort()).toEqual([...sent].sort());
+  // One line of history: user and assistant alternate, nothing lost in a hidden sibling branch.
+  lines.forEach((line, i) => expect(line.startsWith(i % 2 === 0 ? "user: " : "assistant: ")).toBe(true));
+  // Each tab's own messages keep their order.
+  for (const tab of ["A", "B"]) {
+    const own = users.filter((text) => text.startsWith(`tab ${tab} `));
+    expect(own).toEqual([1, 2, 3, 4, 5].map((i) => `tab ${tab} message ${i}`));
+  }
+  await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
+}, 180_000);
