@@ -14,3 +14,4 @@ export {
   runOnThread,
   watchThreadRunning,
 } from "../../src/index.js";
+export { SyncClient, type SyncStatus } from "../../src/sync.js";

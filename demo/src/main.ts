@@ -19,6 +19,7 @@ import { createHistory } from "./ui/history.js";
 import { createLockScreen } from "./ui/lock.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
+import { describeSync } from "./sync.js";
 
 const db = new DemoDB();
 /** While the history streams in, it is redrawn at most this often (ms). */
@@ -51,6 +52,8 @@ class App {
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
   #unsubscribe: () => void = () => undefined;
   #refreshSeq = 0;
+  /** Stops showing the session's sync status. */
+  #unsyncStatus: (() => void) | undefined;
   /** Stops watching whether another tab runs the open thread. */
   #unwatchElsewhere: (() => void) | undefined;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
@@ -182,11 +185,18 @@ class App {
     this.session = session;
     this.lockBadge.hidden = !session.vault.locked;
     this.#titles.clear();
+    this.#unsyncStatus?.();
+    this.#unsyncStatus = session.onSyncStatus((status) =>
+      this.sidebar.setSyncStatus(describeSync(status), status.state),
+    );
     this.#unsubscribe = session.saver.subscribe((change) => {
       if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
       if (change.remote && change.threadId === this.currentId) {
         if (change.kind === "delete")
           this.chat.showError("This thread was deleted in another tab. Sending a message here starts it afresh.");
+        this.scheduleRefresh();
+      } else if (change.threadId === this.currentId && !this.session.isRunning(change.threadId)) {
+        // Written here but not by a run of this tab: sync pulled another device's turns.
         this.scheduleRefresh();
       }
     });

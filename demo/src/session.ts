@@ -27,7 +27,10 @@ import {
   importThread,
   runOnThread,
   watchThreadRunning,
+  SyncClient,
+  type SyncStatus,
 } from "./lib.js";
+import { NO_SYNC, loadSyncSettings, saveSyncSettings, type SyncSettings } from "./sync.js";
 import { modelFor } from "./model.js";
 import {
   DATABASES,
@@ -84,6 +87,12 @@ export class Session {
   readonly #controllers = new Map<string, AbortController>();
   /** Threads whose last run was stopped in this tab (the saver can't tell a stop from a closed tab). */
   readonly #stopped = new Set<string>();
+  /** Where the saver syncs to (empty: nowhere), and the client doing it. */
+  #syncSettings: SyncSettings = NO_SYNC;
+  #sync: SyncClient | undefined;
+  #syncStatus: SyncStatus = { state: "stopped", pending: 0, threads: 0, remote: false };
+  readonly #syncListeners = new Set<(status: SyncStatus) => void>();
+  #lastSyncedAt = 0;
   /** The last error of each thread's run in this tab, for failures that left no task error in the saver. */
   readonly #failed = new Map<string, string>();
 
@@ -112,6 +121,8 @@ export class Session {
     await session.saver.listThreads({ limit: 1 }).next();
     await session.store.search(memoryNamespace(userId), { limit: 1 });
     await session.#adoptUnlistedThreads();
+    session.#syncSettings = await loadSyncSettings(db, vault);
+    session.#startSync();
     return session;
   }
 
@@ -328,14 +339,18 @@ export class Session {
       threads.map(async (t) => ({ ...t, title: await vault.seal(await plainVault.open(t.title)) })),
     );
     const model = await vault.seal(JSON.stringify(this.#model));
+    const sync = await vault.seal(JSON.stringify(this.#syncSettings));
     await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
       await this.db.threads.bulkPut(sealed);
       await this.db.settings.put({ key: "model", value: model });
+      await this.db.settings.put({ key: "sync", value: sync });
       await this.db.settings.put(row);
     });
     await this.close();
     await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
     await next.saver.listThreads({ limit: 1 }).next();
+    next.#syncSettings = this.#syncSettings;
+    next.#startSync();
     return next;
   }
 
@@ -356,6 +371,8 @@ export class Session {
     await this.close();
     const next = new Session(this.db, vault, this.userId, this.#model);
     await next.saver.listThreads({ limit: 1 }).next();
+    next.#syncSettings = this.#syncSettings;
+    next.#startSync();
     return next;
   }
 
@@ -378,6 +395,8 @@ export class Session {
     await this.close();
     await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
     await next.saver.listThreads({ limit: 1 }).next();
+    next.#syncSettings = this.#syncSettings;
+    next.#startSync();
     return next;
   }
 
@@ -391,16 +410,72 @@ export class Session {
   async #storeTexts(vault: Vault, texts: { id: string; title: string }[], row: LockRow | undefined): Promise<void> {
     const sealed = await Promise.all(texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title) })));
     const model = await vault.seal(JSON.stringify(this.#model));
+    const sync = await vault.seal(JSON.stringify(this.#syncSettings));
     await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
       for (const t of sealed) await this.db.threads.update(t.id, { title: t.title });
       await this.db.settings.put({ key: "model", value: model });
+      await this.db.settings.put({ key: "sync", value: sync });
       if (row) await this.db.settings.put(row);
       else await this.db.settings.delete("lock");
     });
   }
 
   async close(): Promise<void> {
+    this.#sync?.close();
+    this.#sync = undefined;
     await Promise.all([this.saver.close(), this.store.close()]);
+  }
+
+  get syncSettings(): SyncSettings {
+    return this.#syncSettings;
+  }
+
+  /** Saves where to sync (sealed like the other settings) and restarts sync there. */
+  async setSync(settings: SyncSettings): Promise<void> {
+    await saveSyncSettings(this.db, this.vault, settings);
+    this.#syncSettings = settings;
+    this.#startSync();
+  }
+
+  /** One sync round now (the Settings button); resolves when both sides agree. */
+  async syncNow(): Promise<void> {
+    if (!this.#sync) throw new Error("Sync is off: set a server URL and a token first.");
+    await this.#sync.syncNow();
+    await this.#adoptUnlistedThreads();
+  }
+
+  /** Tells `listener` the sync status now and on every change; returns the function that stops it. */
+  onSyncStatus(listener: (status: SyncStatus) => void): () => void {
+    this.#syncListeners.add(listener);
+    listener(this.#syncStatus);
+    return () => void this.#syncListeners.delete(listener);
+  }
+
+  #startSync(): void {
+    this.#sync?.close();
+    this.#sync = undefined;
+    const { url, token } = this.#syncSettings;
+    if (!url || !token) {
+      this.#setSyncStatus({ state: "stopped", pending: 0, threads: 0, remote: false });
+      return;
+    }
+    const client = new SyncClient({ saver: this.saver, url, token, intervalMs: 2_000 });
+    this.#sync = client;
+    client.subscribe((status) => {
+      if (this.#sync !== client) return;
+      this.#setSyncStatus(status);
+      // Threads another device started arrive in the saver: give them a sidebar row.
+      if (status.lastSyncedAt && status.lastSyncedAt !== this.#lastSyncedAt) {
+        this.#lastSyncedAt = status.lastSyncedAt;
+        void this.#adoptUnlistedThreads().catch((error: unknown) => console.warn("adopt threads", error));
+      }
+    });
+    client.start();
+  }
+
+  #setSyncStatus(status: SyncStatus): void {
+    this.#syncStatus = status;
+    for (const listener of this.#syncListeners) listener(status);
   }
 
   /** Threads in the saver without a sidebar row (imported elsewhere, or a row lost): list them. */

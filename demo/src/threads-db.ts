@@ -42,7 +42,13 @@ export interface ModelRow {
   value: StoredText;
 }
 
-export type SettingRow = LockRow | UserRow | ModelRow;
+/** The sync settings (server URL and token), JSON in a {@link StoredText}. */
+export interface SyncRow {
+  key: "sync";
+  value: StoredText;
+}
+
+export type SettingRow = LockRow | UserRow | ModelRow | SyncRow;
 
 /** The demo's database name (the saver and the store have their own). */
 export const DEMO_DB_NAME = "langgraph-demo";

@@ -189,6 +189,60 @@ export function createSettings(context: SettingsContext) {
     return h("section", { "aria-labelledby": "model-h" }, h("h3", { id: "model-h" }, "Model"), form);
   }
 
+  function syncSection(): HTMLElement {
+    const session = context.session();
+    const current = session.syncSettings;
+    const url = h("input", {
+      type: "url",
+      testid: "sync-url",
+      value: current.url,
+      placeholder: "http://127.0.0.1:8787",
+      autocomplete: "off",
+    });
+    const token = h("input", {
+      type: "password",
+      testid: "sync-token",
+      value: current.token,
+      placeholder: "your token",
+      autocomplete: "off",
+    });
+    const status = h("p", { class: "status", testid: "sync-saved" });
+    const form = h(
+      "form",
+      {},
+      field(
+        "Server URL",
+        url,
+        "Run one with npm run sync-server; another browser profile with the same URL and token is a second device.",
+      ),
+      field("Token", token, "Your credential on that server; encrypted here when the app is locked."),
+      h("button", { class: "primary", type: "submit", testid: "sync-save" }, "Save and sync now"),
+      status,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      status.textContent = "Syncing…";
+      session
+        .setSync({ url: url.value.trim(), token: token.value.trim() })
+        .then(() => (url.value.trim() && token.value.trim() ? session.syncNow() : undefined))
+        .then(
+          () => (status.textContent = url.value.trim() && token.value.trim() ? "Synced." : "Sync off."),
+          (error: unknown) => (status.textContent = `Could not sync: ${(error as Error).message}`),
+        );
+    });
+    return h(
+      "section",
+      { "aria-labelledby": "sync-h" },
+      h("h3", { id: "sync-h" }, "Sync between devices"),
+      h(
+        "p",
+        { class: "muted" },
+        "Threads replicate through a sync server you run (on PostgreSQL). Turns written on two devices while apart both stay: the newest is the head, the other a branch in History.",
+      ),
+      form,
+    );
+  }
+
   function lockSection(): HTMLElement {
     const session = context.session();
     if (session.vault.locked) {
@@ -417,7 +471,7 @@ export function createSettings(context: SettingsContext) {
   }
 
   function render(): void {
-    replace(content, lockSection(), modelSection(), storageSection(), memorySection());
+    replace(content, lockSection(), modelSection(), syncSection(), storageSection(), memorySection());
   }
 
   return {

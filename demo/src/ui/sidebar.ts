@@ -18,6 +18,8 @@ export interface SidebarActions {
 export function createSidebar(actions: SidebarActions) {
   const list = h("ul", { class: "thread-list", "aria-label": "Threads" });
   const empty = h("p", { class: "muted empty-threads" }, "No threads yet. Send a message to start one.");
+  // Sync between devices (Settings → Sync): one line, announced politely when it changes.
+  const syncStatus = h("p", { class: "sync-status", testid: "sync-status", role: "status" }, "Sync off");
   const el = h(
     "nav",
     { class: "sidebar", id: "sidebar", "aria-label": "Threads" },
@@ -28,6 +30,7 @@ export function createSidebar(actions: SidebarActions) {
     ),
     list,
     empty,
+    syncStatus,
   );
   let threads: SidebarThread[] = [];
   let currentId = "";
@@ -151,6 +154,11 @@ export function createSidebar(actions: SidebarActions) {
 
   return {
     el,
+    /** The sync status line ("Synced", "Offline, 3 changes waiting", …). */
+    setSyncStatus(text: string, state: string): void {
+      syncStatus.textContent = text;
+      syncStatus.dataset.state = state;
+    },
     update(next: SidebarThread[], current: string): void {
       threads = next;
       currentId = current;

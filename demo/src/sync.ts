@@ -1,0 +1,45 @@
+/**
+ * The demo's sync settings (server URL and token), sealed like the model
+ * settings, and the client that replicates the saver through a sync server
+ * (`npm run sync-server`; see docs/sync.md).
+ */
+import type { Vault } from "./settings.js";
+import type { DemoDB } from "./threads-db.js";
+
+/** Where to sync, and as whom. Empty fields: sync off. */
+export interface SyncSettings {
+  url: string;
+  token: string;
+}
+
+export const NO_SYNC: SyncSettings = { url: "", token: "" };
+
+export async function loadSyncSettings(db: DemoDB, vault: Vault): Promise<SyncSettings> {
+  const row = await db.settings.get("sync");
+  if (!row || row.key !== "sync") return NO_SYNC;
+  try {
+    return { ...NO_SYNC, ...(JSON.parse(await vault.open(row.value)) as Partial<SyncSettings>) };
+  } catch {
+    return NO_SYNC;
+  }
+}
+
+export async function saveSyncSettings(db: DemoDB, vault: Vault, settings: SyncSettings): Promise<void> {
+  await db.settings.put({ key: "sync", value: await vault.seal(JSON.stringify(settings)) });
+}
+
+/** A one-line status for the sidebar ("synced", "offline, 3 changes waiting", …). */
+export function describeSync(status: { state: string; pending: number; threads: number; error?: string }): string {
+  switch (status.state) {
+    case "stopped":
+      return "Sync off";
+    case "syncing":
+      return status.threads > 0 ? `Syncing ${status.threads} thread${status.threads === 1 ? "" : "s"}…` : "Syncing…";
+    case "offline":
+      return `Offline${status.pending > 0 ? `, ${status.pending} change${status.pending === 1 ? "" : "s"} waiting` : ""}`;
+    case "error":
+      return `Sync error: ${status.error ?? "unknown"}`;
+    default:
+      return status.pending > 0 ? `${status.pending} change${status.pending === 1 ? "" : "s"} to sync` : "Synced";
+  }
+}
