@@ -1,0 +1,138 @@
+/**
+ * Attacks on the stored rows (issue 11): each test plays someone who can edit
+ * the database files (a malicious extension, a shared profile, a restored
+ * backup) and checks that the package fails closed, fast, with a package
+ * error. Rows are planted or altered with raw IndexedDB, as the attacker
+ * would. Runs on fake-indexeddb in Node and on the real IndexedDB in Chromium.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it } from "vitest";
+import { IndexedDBCheckpointError, SerializationError } from "../../src/core/errors.js";
+import { ThreadExportError } from "../../src/portable/errors.js";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { committed, done, openRaw } from "../support/reliability/raw.js";
+
+const created: string[] = [];
+const open: { close(): Promise<void> | void }[] = [];
+afterEach(async () => {
+  for (const each of open.splice(0)) await each.close();
+  for (const name of created.splice(0)) await deleteDatabase(name);
+});
+
+function newDbName(prefix: string): string {
+  const name = freshDbName(prefix);
+  created.push(name);
+  return name;
+}
+
+/** Rejects when `promise` has not settled within `ms`: a hang is a failure, not a timeout of the runner. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms)),
+  ]);
+}
+
+describe("a parent-link cycle (item 3)", () => {
+  const THREAD = "cyclic";
+  const CHANNEL = "messages";
+
+  /**
+   * Three checkpoints 1 ← 2 ← 3 whose metadata says `messages` is a delta
+   * channel with no stored value (so every reader walks up the parents),
+   * then row 1 edited so its parent is 2: 3 → 2 → 1 → 2 → …
+   */
+  async function cyclicThread(): Promise<{ name: string; saver: IndexedDBSaver }> {
+    const name = newDbName("security-cycle");
+    const saver = new IndexedDBSaver({ dbName: name });
+    let config: RunnableConfig = { configurable: { thread_id: THREAD, checkpoint_ns: "" } };
+    for (const id of ["1", "2", "3"]) {
+      const checkpoint = { ...emptyCheckpoint(), id, channel_versions: { [CHANNEL]: 1 } };
+      const metadata = {
+        source: "loop",
+        step: Number(id),
+        parents: {},
+        counters_since_delta_snapshot: { [CHANNEL]: Number(id) },
+      } as CheckpointMetadata;
+      config = await saver.put(config, checkpoint, metadata, {});
+    }
+    await saver.close();
+    const db = await openRaw(name);
+    try {
+      const tx = db.transaction(["checkpoints"], "readwrite");
+      const store = tx.objectStore("checkpoints");
+      const row = (await done(store.get([THREAD, "", "1"]))) as Record<string, unknown>;
+      expect(row.parent_checkpoint_id).toBeUndefined();
+      store.put({ ...row, parent_checkpoint_id: "2" });
+      await committed(tx);
+    } finally {
+      db.close();
+    }
+    const reopened = new IndexedDBSaver({ dbName: name });
+    open.push(reopened);
+    return { name, saver: reopened };
+  }
+
+  const cycleMessage = new RegExp(`thread "${THREAD}".*cycle`);
+
+  it("getDeltaChannelHistory fails fast with a SerializationError naming the thread", { timeout: 5_000 }, async () => {
+    const { saver } = await cyclicThread();
+    const started = performance.now();
+    const error = await within(
+      saver.getDeltaChannelHistory({ config: { configurable: { thread_id: THREAD } }, channels: [CHANNEL] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      2_000,
+    );
+    expect(error).toBeInstanceOf(SerializationError);
+    expect((error as Error).message).toMatch(cycleMessage);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it("getTuple does not walk parent links: it returns the row at once", { timeout: 5_000 }, async () => {
+    const { saver } = await cyclicThread();
+    const tuple = await within(saver.getTuple({ configurable: { thread_id: THREAD, checkpoint_ns: "" } }), 1_000);
+    expect(tuple?.checkpoint.id).toBe("3");
+  });
+
+  it(
+    "prune fails fast with a SerializationError naming the thread, and deletes nothing",
+    { timeout: 5_000 },
+    async () => {
+      const { saver } = await cyclicThread();
+      const started = performance.now();
+      const error = await within(
+        saver.prune([THREAD]).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+        2_000,
+      );
+      expect(error).toBeInstanceOf(SerializationError);
+      expect((error as Error).message).toMatch(cycleMessage);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      const left = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: THREAD } })) left.push(tuple.checkpoint.id);
+      expect(left).toEqual(["3", "2", "1"]);
+    },
+  );
+
+  it("exportThread fails fast with a ThreadExportError naming the thread", { timeout: 5_000 }, async () => {
+    const { saver } = await cyclicThread();
+    const started = performance.now();
+    const error = await within(
+      saver.exportThread(THREAD, { as: "bytes" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      2_000,
+    );
+    expect(error).toBeInstanceOf(ThreadExportError);
+    expect(error).toBeInstanceOf(IndexedDBCheckpointError);
+    expect((error as Error).message).toMatch(cycleMessage);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
