@@ -7,11 +7,14 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { Packr } from "msgpackr";
 import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../../src/core/errors.js";
 import { ThreadExportError } from "../../src/portable/errors.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
+import { FORMAT_MAGIC, FORMAT_VERSION } from "../../src/serde/msgpack/wire.js";
 import { IndexedDBStore } from "../../src/store/index.js";
 import { HashEmbeddings } from "../support/store-fixtures.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
@@ -257,5 +260,25 @@ describe("the saver's reserved namespace and weak key derivation (item 7)", () =
     await expect(
       EncryptedSerializer.fromPassphrase("p", { salt: "x", iterations: 1, insecureTestOnlyWeakKdf: true }),
     ).resolves.toBeDefined();
+  });
+});
+
+describe("crafted MessagePack bytes (item 7)", () => {
+  /** Bytes this format never writes: msgpackr's structured-clone references, behind a valid header. */
+  function crafted(value: unknown): Uint8Array {
+    const body = new Packr({ structuredClone: true, useRecords: false }).pack(value);
+    return Uint8Array.of(FORMAT_MAGIC, FORMAT_VERSION, ...body);
+  }
+
+  it("a structured-clone reference cycle is refused with a SerializationError, not decoded to a cyclic value", async () => {
+    const cyclic: unknown[] = ["admin"];
+    cyclic.push(cyclic);
+    const bytes = crafted(cyclic);
+    const result = await new MsgpackSerializer().loadsTyped("msgpack", bytes).then(
+      (value) => value,
+      (e: unknown) => e,
+    );
+    expect(result).toBeInstanceOf(SerializationError);
+    expect((result as Error).message).toMatch(/Structured clone/i);
   });
 });
