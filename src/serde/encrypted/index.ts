@@ -59,8 +59,8 @@
  * IVs are 96 random bits per value. NIST SP 800-38D §8.3 caps random-IV
  * AES-GCM at 2^32 encryptions per key (keeping the chance of a repeated IV
  * under 2^-32). A DEK is per database and every checkpoint, channel value,
- * pending write or store item written costs one encryption: a million writes
- * a day would take over 11,000 years to get there. `rekeyDatabase` starts a
+ * pending write or store item written costs one encryption: 2^32 is about
+ * 4.3 billion, so a million encryptions a day get there in about 12 years. `rekeyDatabase` starts a
  * fresh DEK (a fresh budget) whenever an app wants one; the passphrase KEK
  * itself only ever encrypts the few wrapped DEKs.
  *
@@ -174,8 +174,9 @@ export const MIN_PBKDF2_ITERATIONS = 100_000;
 
 /**
  * Encrypts every value of a LangGraph.js checkpoint saver or store with
- * AES-GCM-256 (WebCrypto), around an inner serializer. Works with any
- * `BaseCheckpointSaver`; with IndexedDBSaver and IndexedDBStore it also binds
+ * AES-GCM-256 (WebCrypto), around an inner serializer. Works with savers
+ * that store its bytes and type tag unchanged (MemorySaver; the official JS
+ * PostgresSaver breaks with it); with IndexedDBSaver and IndexedDBStore it also binds
  * each value to its row and keeps a wrapped data key in the database, so a
  * wrong passphrase fails at open and a passphrase change re-encrypts nothing.
  *
