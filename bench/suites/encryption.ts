@@ -35,7 +35,7 @@ async function putAndGet(saver: IndexedDBSaver): Promise<number> {
 export const encryptionSuite: Suite = {
   name: SUITE,
   async run(): Promise<BenchRow[]> {
-    const salt = "bench-salt";
+    const salt = "bench-salt-0000000";
     const derive: number[] = [];
     let serde: EncryptedSerializer | undefined;
     for (let i = 0; i < 3; i++) {

@@ -272,7 +272,11 @@ describe.skipIf(!wired)("saver with a journal", () => {
   it("restores an encrypted database: the key record is journaled too", async () => {
     const name = dbName();
     const serde = () =>
-      EncryptedSerializer.fromPassphrase("correct horse", { salt: "journal-test-salt", iterations: 1000 });
+      EncryptedSerializer.fromPassphrase("correct horse", {
+        salt: "journal-test-salt",
+        iterations: 1000,
+        insecureTestOnlyWeakKdf: true,
+      });
     const first = saver(name, { serde: await serde() });
     await tickGraph(first, 3).invoke({ count: 0 }, config("t"));
     await first.close();

@@ -260,7 +260,12 @@ export async function planExport(
   for (const start of sorted) {
     const chain: Planned[] = [];
     const onChain = new Set<Planned>();
-    for (let at: Planned | undefined = start; at && !placed.has(at) && !onChain.has(at);) {
+    for (let at: Planned | undefined = start; at && !placed.has(at);) {
+      if (onChain.has(at)) {
+        throw new ThreadExportError(
+          `exportThread: the parent links of thread "${threadId}" (namespace "${at.ns}") form a cycle at checkpoint ${at.id}: the rows were altered outside the saver.`,
+        );
+      }
       chain.push(at);
       onChain.add(at);
       at = at.parent === undefined ? undefined : seen.get(checkpointIdentity(at.ns, at.parent));

@@ -23,7 +23,8 @@ function describe(value: unknown): string {
 
 /**
  * Throws a clear error unless `value` is a usable id: a string, non-empty
- * (unless allowed) and not one of `__proto__`, `constructor`, `prototype`.
+ * (unless allowed), not one of `__proto__`, `constructor`, `prototype`, and
+ * for `checkpoint_ns` not starting with `"\u0000"` (the saver's own rows).
  *
  * @param field The config field the id came from, for the message.
  */
@@ -33,6 +34,13 @@ export function assertId(field: string, value: unknown, options: AssertIdOptions
   }
   if (value === "" && !options.allowEmpty) {
     throw new Error(`Invalid "${field}": the empty string is not a valid id.`);
+  }
+  // The saver keeps its own rows (deleted-thread tombstones) in namespaces
+  // starting with NUL; a caller's checkpoint there would read or overwrite them.
+  if (field === "checkpoint_ns" && value.startsWith("\u0000")) {
+    throw new Error(
+      `Invalid "checkpoint_ns": namespaces starting with "\\u0000" are reserved for the saver's own rows; choose another namespace.`,
+    );
   }
   if (RESERVED_IDS.has(value)) {
     throw new Error(

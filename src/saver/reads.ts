@@ -142,8 +142,17 @@ export async function walkAncestors(
   const seedAt = new Map<string, { version: Version; depth: number }>();
   const remaining = new Set(channels);
   const fetched = new Map<string, CheckpointRow>();
+  // Parent links come from rows anyone with the database files can edit: a
+  // cycle (or a chain longer than the namespace) would walk forever.
+  const visited = new Set<string>([target.checkpoint_id]);
   let cursor = target.parent_checkpoint_id;
   while (cursor !== undefined && remaining.size > 0) {
+    if (visited.has(cursor) || path.length >= ids.length) {
+      throw new SerializationError(
+        `The parent links of thread "${threadId}" (namespace "${checkpointNs}") form a cycle at checkpoint ${cursor}: the rows were altered outside the saver. Delete the thread or restore it from an export.`,
+      );
+    }
+    visited.add(cursor);
     let row = fetched.get(cursor);
     if (!row) {
       const at = indexOf(ids, cursor);

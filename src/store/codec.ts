@@ -5,7 +5,7 @@
  */
 import type { Item, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { loadForRow, type RowRef } from "../serde/protocol.js";
-import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import type { ItemVectors } from "./query.js";
 import { unpackVectors, type ItemRow, type TypedBytes, type VectorRow } from "./schema.js";
 
@@ -49,14 +49,36 @@ export async function toItem(row: ItemRow, serde: SerializerProtocol | undefined
   return itemOf(row, await decodeValue(row, serde));
 }
 
-/** An item row's value: decoded when a serializer wrote it, the row's own otherwise. */
-export function decodeValue(row: ItemRow, serde: SerializerProtocol | undefined): unknown {
-  return row.typed ? decode(serde, row.typed, valueRow(row.namespace, row.key), row) : row.value;
+/*
+ * Rows are decoded by the database's format record, never by their shape:
+ * `openStore` refuses a database whose record (`values: "serde"` or
+ * `"native"`) does not match the store, so `serde` is set exactly when the
+ * record says every value is the serializer's output. A row of the other
+ * shape was planted or altered outside the store (with an encrypting
+ * serializer: a plaintext value an attacker wants read as the user's) and
+ * is refused, never returned.
+ */
+
+/** The error for a row without serializer output in a `"serde"` database. */
+function plantedRow(what: string, row: { namespace: string[]; key: string }): DecryptionError {
+  return new DecryptionError(
+    `Store ${what} "${row.key}" in namespace [${row.namespace.join(", ")}] is stored in clear, but this database's values are serialized (its format record says "serde"): the row was written or altered outside the store. Delete it (store.delete) or restore the database.`,
+  );
 }
 
-/** A vector row as scoring needs it (decoded when a serializer wrote it). */
+/** An item row's value: the serializer's output decoded in a `"serde"` database, the row's own in a `"native"` one. */
+export function decodeValue(row: ItemRow, serde: SerializerProtocol | undefined): unknown {
+  if (row.typed) return decode(serde, row.typed, valueRow(row.namespace, row.key), row);
+  if (serde) throw plantedRow("item", row);
+  return row.value;
+}
+
+/** A vector row as scoring needs it (decoded in a `"serde"` database). */
 export async function toVectors(row: VectorRow, serde: SerializerProtocol | undefined): Promise<ItemVectors> {
-  if (!row.typed) return { vectors: row.vectors!, norms: row.norms!, dims: row.dims };
+  if (!row.typed) {
+    if (serde) throw plantedRow("vectors of item", row);
+    return { vectors: row.vectors!, norms: row.norms!, dims: row.dims };
+  }
   const bytes = await decode(serde, row.typed, vectorRow(row.namespace, row.key), row);
   // Any byte view will do (a serializer may hand back a Node Buffer).
   if (!ArrayBuffer.isView(bytes)) {

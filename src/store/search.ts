@@ -383,7 +383,7 @@ async function output(candidate: Candidate, serde: SerializerProtocol | undefine
   const { row } = candidate;
   if (!candidate.shared) return itemOf(row, candidate.value);
   // A fresh decode (or clone) so the caller may mutate what it gets.
-  const value = row.typed ? await decodeValue(row, serde) : structuredClone(row.value);
+  const value = row.typed || serde ? await decodeValue(row, serde) : structuredClone(row.value);
   return {
     value: value as Record<string, unknown>,
     key: row.key,

@@ -915,8 +915,10 @@ describe("serializer", () => {
 
   it("changes the key and re-encrypts values and vectors, search answers unchanged", async () => {
     const salt = "store-test";
-    const oldSerde = () => EncryptedSerializer.fromPassphrase("old passphrase", { salt, iterations: 1000 });
-    const newSerde = () => EncryptedSerializer.fromPassphrase("new passphrase", { salt, iterations: 1000 });
+    const oldSerde = () =>
+      EncryptedSerializer.fromPassphrase("old passphrase", { salt, iterations: 1000, insecureTestOnlyWeakKdf: true });
+    const newSerde = () =>
+      EncryptedSerializer.fromPassphrase("new passphrase", { salt, iterations: 1000, insecureTestOnlyWeakKdf: true });
     const embeddings = new HashEmbeddings(16);
     const index = { dims: 16, embeddings, fields: ["text"] };
     const store = freshStore({ serde: await oldSerde(), index });

@@ -28,7 +28,8 @@ const SALT = "sync-test-salt-0001";
 const ITERATIONS = 1000; // tests only: the default is 600,000
 const MARKER = "PLAINTEXT-MARKER-7f3a9c";
 
-const passphrase = (p: string) => EncryptedSerializer.fromPassphrase(p, { salt: SALT, iterations: ITERATIONS });
+const passphrase = (p: string) =>
+  EncryptedSerializer.fromPassphrase(p, { salt: SALT, iterations: ITERATIONS, insecureTestOnlyWeakKdf: true });
 
 /** Every byte the server stores for a user, as one buffer per row value. */
 async function serverBytes(user: string): Promise<Buffer[]> {

@@ -45,7 +45,12 @@ const SALT = "encrypted-saver.test";
 const ITERATIONS = 1_000;
 
 const serdeFor = (passphrase: string, options: { allowPlaintext?: boolean } = {}) =>
-  EncryptedSerializer.fromPassphrase(passphrase, { salt: SALT, iterations: ITERATIONS, ...options });
+  EncryptedSerializer.fromPassphrase(passphrase, {
+    salt: SALT,
+    iterations: ITERATIONS,
+    insecureTestOnlyWeakKdf: true,
+    ...options,
+  });
 
 const created: string[] = [];
 afterEach(async () => {

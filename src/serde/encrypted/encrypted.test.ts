@@ -41,7 +41,14 @@ const json = () => new JsonPlusSerializer();
 const fromPass = (
   passphrase: string,
   options: Partial<Parameters<typeof EncryptedSerializer.fromPassphrase>[1]> = {},
-) => EncryptedSerializer.fromPassphrase(passphrase, { salt: SALT, iterations: FAST, serde: json(), ...options });
+) =>
+  EncryptedSerializer.fromPassphrase(passphrase, {
+    salt: SALT,
+    iterations: FAST,
+    insecureTestOnlyWeakKdf: true,
+    serde: json(),
+    ...options,
+  });
 const rawKey = (fill: number, length = 32) => new Uint8Array(length).fill(fill);
 
 /** The row-bound serializer a database binding hands out. */

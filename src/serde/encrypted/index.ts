@@ -59,8 +59,8 @@
  * IVs are 96 random bits per value. NIST SP 800-38D §8.3 caps random-IV
  * AES-GCM at 2^32 encryptions per key (keeping the chance of a repeated IV
  * under 2^-32). A DEK is per database and every checkpoint, channel value,
- * pending write or store item written costs one encryption: a million writes
- * a day would take over 11,000 years to get there. `rekeyDatabase` starts a
+ * pending write or store item written costs one encryption: 2^32 is about
+ * 4.3 billion, so a million encryptions a day get there in about 12 years. `rekeyDatabase` starts a
  * fresh DEK (a fresh budget) whenever an app wants one; the passphrase KEK
  * itself only ever encrypts the few wrapped DEKs.
  *
@@ -156,14 +156,27 @@ export interface PassphraseOptions extends EncryptedSerializerOptions {
    * passphrases against a stolen database slow.
    */
   iterations?: number;
+  /**
+   * Tests only: accept a salt under {@link MIN_SALT_BYTES} bytes and fewer
+   * than {@link MIN_PBKDF2_ITERATIONS} rounds, so test suites derive keys
+   * fast. A key derived so is cheap to guess: never set it in an app.
+   */
+  insecureTestOnlyWeakKdf?: boolean;
 }
+
+/** The shortest salt `fromPassphrase` accepts (NIST SP 800-132: at least 128 bits). */
+export const MIN_SALT_BYTES = 16;
+
+/** The fewest PBKDF2 rounds `fromPassphrase` accepts. */
+export const MIN_PBKDF2_ITERATIONS = 100_000;
 
 // ------------------------------------------------------------------ serializers
 
 /**
  * Encrypts every value of a LangGraph.js checkpoint saver or store with
- * AES-GCM-256 (WebCrypto), around an inner serializer. Works with any
- * `BaseCheckpointSaver`; with IndexedDBSaver and IndexedDBStore it also binds
+ * AES-GCM-256 (WebCrypto), around an inner serializer. Works with savers
+ * that store its bytes and type tag unchanged (MemorySaver; the official JS
+ * PostgresSaver breaks with it); with IndexedDBSaver and IndexedDBStore it also binds
  * each value to its row and keeps a wrapped data key in the database, so a
  * wrong passphrase fails at open and a passphrase change re-encrypts nothing.
  *
@@ -206,13 +219,18 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
    * is Unicode-normalized (NFC) first, so it types the same on every device.
    *
    * @param passphrase A non-empty string.
-   * @param options `salt` (required), `iterations`, and the common options.
+   * @param options `salt` (required, at least 16 bytes), `iterations` (at
+   *   least 100,000), and the common options.
    */
   static async fromPassphrase(passphrase: string, options: PassphraseOptions): Promise<EncryptedSerializer> {
     if (typeof passphrase !== "string" || passphrase === "") {
       throw new TypeError("EncryptedSerializer.fromPassphrase: the passphrase must be a non-empty string.");
     }
-    const { salt, iterations = DEFAULT_PBKDF2_ITERATIONS } = options ?? ({} as PassphraseOptions);
+    const {
+      salt,
+      iterations = DEFAULT_PBKDF2_ITERATIONS,
+      insecureTestOnlyWeakKdf = false,
+    } = options ?? ({} as PassphraseOptions);
     const saltBytes = typeof salt === "string" ? utf8(salt) : isUint8Array(salt) ? salt : undefined;
     if (!saltBytes || saltBytes.length === 0) {
       throw new TypeError(
@@ -222,6 +240,16 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
     if (!Number.isSafeInteger(iterations) || iterations < 1) {
       throw new TypeError(
         `EncryptedSerializer.fromPassphrase: \`iterations\` must be a positive integer (default ${DEFAULT_PBKDF2_ITERATIONS}).`,
+      );
+    }
+    if (!insecureTestOnlyWeakKdf && saltBytes.length < MIN_SALT_BYTES) {
+      throw new TypeError(
+        `EncryptedSerializer.fromPassphrase: \`salt\` is ${saltBytes.length} bytes; use at least ${MIN_SALT_BYTES} (16 random bytes per user or database, stored next to the data: crypto.getRandomValues(new Uint8Array(16))).`,
+      );
+    }
+    if (!insecureTestOnlyWeakKdf && iterations < MIN_PBKDF2_ITERATIONS) {
+      throw new TypeError(
+        `EncryptedSerializer.fromPassphrase: \`iterations\` is ${iterations}; use at least ${MIN_PBKDF2_ITERATIONS} (default ${DEFAULT_PBKDF2_ITERATIONS}). Fewer rounds make passphrases cheap to guess from a copied database; tests may pass \`insecureTestOnlyWeakKdf: true\`.`,
       );
     }
     const resolved = resolveOptions(options);

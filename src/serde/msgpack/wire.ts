@@ -141,6 +141,9 @@ function packOptions(): Options {
  *   the bytes whatever the options; we never write one, so only crafted bytes
  *   could make it try `new Function`, and under a strict CSP it catches the
  *   EvalError and reads the record without it.
+ * - `structuredClone: false`: msgpackr's reference extensions (0x69, 0x70)
+ *   are refused, so crafted bytes cannot decode to a cyclic value (we never
+ *   write them; msgpackr honours them unless this is `false`, not merely unset).
  * - `mapsAsObjects`: maps are plain objects; real `Map`s carry {@link EXT.MAP}.
  * - `copyBuffers`: each decoded `Uint8Array` owns its bytes instead of being a
  *   view that keeps the whole stored row alive.
@@ -150,6 +153,7 @@ function packOptions(): Options {
 function unpackOptions(): Options {
   return {
     useRecords: false,
+    structuredClone: false,
     mapsAsObjects: true,
     copyBuffers: true,
     int64AsType: "bigint",
