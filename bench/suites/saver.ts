@@ -165,6 +165,71 @@ async function readsAtDepth(): Promise<BenchRow[]> {
   return rows;
 }
 
+/** A small checkpoint: `list` cost is rows read, not bytes. */
+function smallCheckpoint(id: string, step: number): Checkpoint {
+  return { ...emptyCheckpoint(), id, channel_values: { step }, channel_versions: { step: step + 1 } };
+}
+
+/**
+ * `count` checkpoints on one thread, round-robin over four namespaces (the
+ * root and three subgraphs), ids increasing: a thread-wide list has to merge
+ * them newest first.
+ */
+async function fillNamespaces(saver: BaseCheckpointSaver, threadId: string, count: number): Promise<void> {
+  const namespaces = ["", "child:1", "child:2", "tools:3"];
+  const configs = namespaces.map((ns): RunnableConfig => ({
+    configurable: { thread_id: threadId, checkpoint_ns: ns },
+  }));
+  for (let step = 0; step < count; step++) {
+    const slot = step % namespaces.length;
+    configs[slot] = await saver.put(configs[slot]!, smallCheckpoint(uuid6(step), step), meta(step), {
+      step: step + 1,
+    });
+  }
+}
+
+/** `threads` threads of two checkpoints each. */
+async function fillThreads(saver: BaseCheckpointSaver, threads: number): Promise<void> {
+  for (let t = 0; t < threads; t++) {
+    let config: RunnableConfig = { configurable: { thread_id: `thread-${t}`, checkpoint_ns: "" } };
+    for (let step = 0; step < 2; step++)
+      config = await saver.put(config, smallCheckpoint(uuid6(step), step), meta(step), { step: step + 1 });
+  }
+}
+
+/** Thread-wide and cross-thread `list` with a limit (issue 13, goal 3). */
+async function wideLists(): Promise<BenchRow[]> {
+  const drain = async (saver: BaseCheckpointSaver, config: RunnableConfig) => {
+    for await (const _ of saver.list(config, { limit: 10 })) void _;
+  };
+  const time = (saver: BaseCheckpointSaver, config: RunnableConfig) =>
+    msPerCall(() => drain(saver, config), { perRound: 20 });
+
+  const thread = tempSaver("list-thread");
+  await fillNamespaces(thread.saver, "small", 20);
+  await fillNamespaces(thread.saver, "large", 2000);
+  const threadLarge = await time(thread.saver, { configurable: { thread_id: "large" } });
+  const threadSmall = await time(thread.saver, { configurable: { thread_id: "small" } });
+  await thread.done();
+
+  const few = tempSaver("list-few");
+  const many = tempSaver("list-many");
+  await fillThreads(few.saver, 10);
+  await fillThreads(many.saver, 1000);
+  const crossMany = await time(many.saver, {});
+  const crossFew = await time(few.saver, {});
+  await few.done();
+  await many.done();
+  return [
+    row(SUITE, "thread-wide list limit 10, 2,000 vs 20 (4 namespaces)", threadLarge, threadSmall, "ours at 20", ms, {
+      max: 1.5,
+    }),
+    row(SUITE, "cross-thread list limit 10, 1,000 vs 10 threads", crossMany, crossFew, "ours at 10", ms, {
+      max: 1.5,
+    }),
+  ];
+}
+
 async function deltaWalk(): Promise<BenchRow> {
   const temp = tempSaver("delta");
   let config: RunnableConfig = { configurable: { thread_id: "delta", checkpoint_ns: "" } };
@@ -259,6 +324,7 @@ export const saverSuite: Suite = {
     rows.push(await graphLoop());
     rows.push(...(await singlePut()));
     rows.push(...(await readsAtDepth()));
+    rows.push(...(await wideLists()));
     rows.push(await deltaWalk());
     rows.push(...(await chatBytes()));
     rows.push(...(await serializers()));

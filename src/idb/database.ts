@@ -208,11 +208,21 @@ export class Database<Schema extends DBSchema> {
     }
     const upgrades = this.#upgrades;
     const seam = this.#seam;
+    // A step that throws (a database some other code made under this name
+    // lacks the stores a later step changes) aborts the whole upgrade: the
+    // database stays as it was, and the open fails naming the cause.
+    let failedUpgrade: { error: unknown; from: number } | undefined;
     request.addEventListener("upgradeneeded", (event) => {
       if (event.oldVersion === 0) seam?.created?.();
       const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
       const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
-      for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
+      tx.done.catch(() => undefined); // its outcome is the open request's
+      try {
+        for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
+      } catch (error) {
+        failedUpgrade = { error, from: event.oldVersion };
+        request.transaction!.abort();
+      }
     });
     const opened = wrap(request) as unknown as Promise<IDBPDatabase<Schema>>;
     return new Promise<IDBPDatabase<Schema>>((resolve, reject) => {
@@ -255,10 +265,17 @@ export class Database<Schema extends DBSchema> {
           reject(
             name === "VersionError"
               ? toPackageError(error, `open "${this.name}": it was written by a newer version of this package`)
-              : new IndexedDBUnavailableError(
-                  `IndexedDB could not open "${this.name}": ${name ?? "Error"}: ${(error as Error | null)?.message ?? String(error)}`,
-                  { cause: error },
-                ),
+              : failedUpgrade !== undefined
+                ? new IndexedDBCheckpointError(
+                    (failedUpgrade.error as { name?: string } | null)?.name === "NotFoundError"
+                      ? `IndexedDB database "${this.name}" (version ${failedUpgrade.from}) has no object store the upgrade to version ${this.version} needs: it was created by other code under the same name (for example indexedDB.open("${this.name}") without a version). Delete it, or choose another dbName. The database was left as it was.`
+                      : `Upgrading IndexedDB database "${this.name}" from version ${failedUpgrade.from} to ${this.version} failed; the database was left as it was: ${String(failedUpgrade.error)}`,
+                    { cause: failedUpgrade.error },
+                  )
+                : new IndexedDBUnavailableError(
+                    `IndexedDB could not open "${this.name}": ${name ?? "Error"}: ${(error as Error | null)?.message ?? String(error)}`,
+                    { cause: error },
+                  ),
           );
         },
       );

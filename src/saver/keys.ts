@@ -18,7 +18,7 @@ export interface PrefixBounds {
 }
 
 /** Above every string, number and date in IndexedDB's key order. */
-const ABOVE_STRINGS: IDBValidKey = [];
+export const ABOVE_STRINGS: IDBValidKey = [];
 
 /** Bounds that span every key starting with `prefix` (the prefix itself included). */
 export function prefixBounds(...prefix: (string | number)[]): PrefixBounds {

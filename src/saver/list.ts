@@ -1,13 +1,13 @@
 /**
  * `list`: checkpoints newest first, by one namespace's reverse cursor or,
- * across namespaces and threads, by keys first and rows a page at a time.
+ * across namespaces and threads, by a reverse cursor over an index of ids.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
 import { assertId } from "./ids.js";
-import { checkpointRangeBounds, prefixBounds } from "./keys.js";
+import { ABOVE_STRINGS, checkpointRangeBounds } from "./keys.js";
 import { readDetails, type BlobReads } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
@@ -48,13 +48,14 @@ export async function* list(
           // Without a filter the limit is known: read no more rows than it.
           filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
         )
-      : scatteredPages(
+      : indexPages(
           ctx,
           threadId as string | undefined,
           checkpointNs as string | undefined,
           beforeId,
           onlyId,
           filterEntries.length === 0,
+          filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
         );
 
   for await (const page of pages) {
@@ -145,62 +146,83 @@ async function* namespacePages(
   }
 }
 
+/** Newest checkpoint id first; equal ids by thread, then namespace (as every saver lists them). */
+function newestFirst(a: CheckpointRow, b: CheckpointRow): number {
+  if (a.checkpoint_id !== b.checkpoint_id) return a.checkpoint_id < b.checkpoint_id ? 1 : -1;
+  if (a.thread_id !== b.thread_id) return a.thread_id < b.thread_id ? -1 : 1;
+  return a.checkpoint_ns < b.checkpoint_ns ? -1 : a.checkpoint_ns > b.checkpoint_ns ? 1 : 0;
+}
+
 /**
- * Pages across namespaces or threads: keys first (cheap), ordered newest
- * checkpoint id first as every other saver lists them, then rows by page.
+ * Pages across namespaces (one thread, `by_thread_checkpoint`) or threads
+ * (`by_checkpoint`), newest first, by a reverse cursor over the index: the
+ * cost is the page, not the thread or the database. A page ends only between
+ * two checkpoint ids, so rows of equal ids (in several namespaces or threads)
+ * are in one page, sorted there by thread and namespace; the index alone
+ * would give them in reverse key order. With `withDetails`, blobs and writes
+ * come in the same transaction.
  */
-async function* scatteredPages(
+async function* indexPages(
   ctx: SaverContext,
   threadId: string | undefined,
   checkpointNs: string | undefined,
   beforeId: string | undefined,
   onlyId: string | undefined,
   withDetails: boolean,
+  pageSize: number,
 ): AsyncGenerator<RawTuple[]> {
-  const keys = await ctx.db.read(
-    ["checkpoints"],
-    (tx) => {
-      const store = tx.objectStore("checkpoints");
-      if (threadId === undefined) return store.getAllKeys();
-      const bounds = prefixBounds(threadId);
-      return store.getAllKeys(ctx.db.ranges.bound(bounds.lower, bounds.upper));
-    },
-    "list checkpoints",
-  );
-  const wanted = keys.filter(
-    ([, ns, id]) =>
-      (checkpointNs === undefined || ns === checkpointNs) &&
-      (onlyId === undefined || id === onlyId) &&
-      (beforeId === undefined || id < beforeId),
-  );
-  wanted.sort((a, b) =>
-    a[2] !== b[2]
-      ? a[2] < b[2]
-        ? 1
-        : -1
-      : a[0] !== b[0]
-        ? a[0] < b[0]
-          ? -1
-          : 1
-        : a[1] < b[1]
-          ? -1
-          : a[1] > b[1]
-            ? 1
-            : 0,
-  );
-  for (let start = 0; start < wanted.length; start += LIST_PAGE) {
-    const slice = wanted.slice(start, start + LIST_PAGE);
-    const page = await ctx.db.read(
+  if (onlyId !== undefined && beforeId !== undefined && !(onlyId < beforeId)) return;
+  let upperId = beforeId;
+  for (;;) {
+    const { page, more, lastId } = await ctx.db.read(
       ["checkpoints", "blobs", "writes"],
       async (tx) => {
-        const rows = await Promise.all(slice.map((key) => tx.objectStore("checkpoints").get(key)));
-        const present = rows.filter((row): row is CheckpointRow => row !== undefined);
-        if (!withDetails) return present.map((row): RawTuple => ({ row, blobs: [], writes: [] }));
+        const store = tx.objectStore("checkpoints");
+        const ranges = ctx.db.ranges;
+        const cursorStart =
+          threadId === undefined
+            ? store
+                .index("by_checkpoint")
+                .openCursor(
+                  onlyId !== undefined
+                    ? ranges.only(onlyId)
+                    : upperId !== undefined
+                      ? ranges.bound("", upperId, false, true)
+                      : ranges.bound("", ABOVE_STRINGS),
+                  "prev",
+                )
+            : store
+                .index("by_thread_checkpoint")
+                .openCursor(
+                  onlyId !== undefined
+                    ? ranges.only([threadId, onlyId])
+                    : upperId !== undefined
+                      ? ranges.bound([threadId], [threadId, upperId], false, true)
+                      : ranges.bound([threadId], [threadId, ABOVE_STRINGS]),
+                  "prev",
+                );
+        const rows: CheckpointRow[] = [];
+        let lastId: string | undefined;
+        let cursor = await cursorStart;
+        while (cursor) {
+          const row = cursor.value;
+          // Stop only where the id changes, once the page is full.
+          if (rows.length >= pageSize && row.checkpoint_id !== lastId) break;
+          lastId = row.checkpoint_id;
+          if (checkpointNs === undefined || row.checkpoint_ns === checkpointNs) rows.push(row);
+          cursor = await cursor.continue();
+        }
+        rows.sort(newestFirst);
+        const more = cursor !== null && onlyId === undefined;
+        if (!withDetails) return { page: rows.map((row): RawTuple => ({ row, blobs: [], writes: [] })), more, lastId };
         const blobReads: BlobReads = new Map();
-        return Promise.all(present.map((row) => readDetails(tx, ctx.db.ranges, row, blobReads)));
+        const page = await Promise.all(rows.map((row) => readDetails(tx, ctx.db.ranges, row, blobReads)));
+        return { page, more, lastId };
       },
       "list checkpoints",
     );
     if (page.length > 0) yield page;
+    if (!more || lastId === undefined) return;
+    upperId = lastId;
   }
 }

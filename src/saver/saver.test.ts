@@ -175,6 +175,62 @@ describe("put and getTuple", () => {
     ]);
   });
 
+  it("lists equal ids in several namespaces and threads by thread, then namespace, across pages and limits", async () => {
+    const saver = newSaver();
+    // Ids "a000".."a069", then one id shared by 3 namespaces of 2 threads, at the 64-row page edge.
+    const plain = Array.from({ length: 70 }, (_, i) => `a${String(i).padStart(3, "0")}`);
+    for (const [i, id] of plain.entries()) {
+      await saver.put(root(i % 2 ? "t2" : "t1", ["", "sub:b", "sub:a"][i % 3]!), checkpoint(id), meta(i), {});
+    }
+    const shared = "a0075x";
+    for (const thread of ["t2", "t1"]) {
+      for (const ns of ["sub:b", "", "sub:a"]) await saver.put(root(thread, ns), checkpoint(shared), meta(99), {});
+    }
+    type Row = [string, string, string];
+    const rowOf = (t: { config: RunnableConfig }): Row => {
+      const c = t.config.configurable!;
+      return [c.checkpoint_id as string, c.thread_id as string, c.checkpoint_ns as string];
+    };
+    const newestFirst = (a: Row, b: Row) =>
+      a[0] !== b[0] ? (a[0] < b[0] ? 1 : -1) : a[1] !== b[1] ? (a[1] < b[1] ? -1 : 1) : a[2] < b[2] ? -1 : 1;
+    const expected = (keep: (row: Row) => boolean): Row[] => {
+      const rows: Row[] = plain.map((id, i) => [id, i % 2 ? "t2" : "t1", ["", "sub:b", "sub:a"][i % 3]!]);
+      for (const thread of ["t1", "t2"]) for (const ns of ["", "sub:a", "sub:b"]) rows.push([shared, thread, ns]);
+      return rows.filter(keep).sort(newestFirst);
+    };
+    const everything = expected(() => true);
+    expect((await collect(saver.list({}))).map(rowOf)).toEqual(everything);
+    for (const limit of [1, 3, 61, 62, 63, 64, 65, 68, 69]) {
+      expect((await collect(saver.list({}, { limit }))).map(rowOf)).toEqual(everything.slice(0, limit));
+      const t1 = expected(([, thread]) => thread === "t1");
+      expect((await collect(saver.list({ configurable: { thread_id: "t1" } }, { limit }))).map(rowOf)).toEqual(
+        t1.slice(0, limit),
+      );
+    }
+    const before = { configurable: { checkpoint_id: "a0076" } };
+    expect((await collect(saver.list({}, { before, limit: 4 }))).map(rowOf)).toEqual(
+      expected(([id]) => id < "a0076").slice(0, 4),
+    );
+    expect((await collect(saver.list({ configurable: { checkpoint_ns: "sub:a" } }, { limit: 5 }))).map(rowOf)).toEqual(
+      expected(([, , ns]) => ns === "sub:a").slice(0, 5),
+    );
+    expect((await collect(saver.list({ configurable: { checkpoint_id: shared } }))).map(rowOf)).toEqual(
+      expected(([id]) => id === shared),
+    );
+    expect(
+      (await collect(saver.list({ configurable: { thread_id: "t2", checkpoint_id: shared } }, { limit: 2 }))).map(
+        rowOf,
+      ),
+    ).toEqual(expected(([id, thread]) => id === shared && thread === "t2").slice(0, 2));
+    expect(
+      (await collect(saver.list({}, { filter: { step: 99 }, before: { configurable: { checkpoint_id: shared } } })))
+        .length,
+    ).toBe(0);
+    expect((await collect(saver.list({}, { filter: { step: 99 }, limit: 4 }))).map(rowOf)).toEqual(
+      expected(([id]) => id === shared).slice(0, 4),
+    );
+  });
+
   it("pages through long namespaces with before, limit and filter", async () => {
     const saver = newSaver();
     let config = root("t");

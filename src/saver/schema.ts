@@ -137,7 +137,12 @@ export interface SaverSchema extends DBSchema {
   checkpoints: {
     key: [string, string, string];
     value: CheckpointRow;
-    indexes: { by_run: string; by_parent: [string, string, string] };
+    indexes: {
+      by_run: string;
+      by_parent: [string, string, string];
+      by_thread_checkpoint: [string, string];
+      by_checkpoint: string;
+    };
   };
   blobs: {
     key: [string, string, string, Version];
@@ -188,6 +193,14 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
     threads.createIndex("by_updated", "updated_at");
     db.createObjectStore("meta", { keyPath: "name" });
     issue(tx.objectStore("meta").put({ name: "format", value: SAVER_FORMAT }));
+  },
+  // 2: thread-wide and cross-thread `list` newest first, reading no more rows
+  // than asked. Both index fields every row already has, so the rows (and the
+  // "format" record) stay as they are; building them reads every checkpoint once.
+  (_db, tx) => {
+    const checkpoints = tx.objectStore("checkpoints");
+    checkpoints.createIndex("by_thread_checkpoint", ["thread_id", "checkpoint_id"]);
+    checkpoints.createIndex("by_checkpoint", "checkpoint_id");
   },
 ];
 

@@ -153,6 +153,9 @@ describe("puts of one thread that commit out of id order", () => {
   });
 });
 
+/** One version above today's schema: a newer release of the package. */
+const NEWER = SAVER_UPGRADES.length + 1;
+
 describe("a newer schema version opened by another connection", () => {
   it("closes the saver's connection at once; its next call names the newer version, and it reopens once that database is gone", async () => {
     const dbName = freshDbName("versionchange");
@@ -163,7 +166,7 @@ describe("a newer schema version opened by another connection", () => {
     const started = performance.now();
     const newer = await openRaw(
       dbName,
-      2,
+      NEWER,
       (db) => db.createObjectStore("added_in_v2"),
       indexedDB,
       () => (blocked = true),
@@ -172,7 +175,7 @@ describe("a newer schema version opened by another connection", () => {
     // Not blocked: the saver stepped aside on `versionchange`.
     newer.onversionchange = () => newer.close();
     expect(blocked).toBe(false);
-    expect(newer.version).toBe(2);
+    expect(newer.version).toBe(NEWER);
 
     const error = await saver.getTuple(root("t")).then(
       () => undefined,
@@ -188,19 +191,19 @@ describe("a newer schema version opened by another connection", () => {
     expect(await saver.getTuple(root("t"))).toBeUndefined();
     await putOne(saver, "t", "again");
     expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ v: "again" });
-    console.info(`[concurrency] upgrade to v2 past an open saver: ${upgradeMs.toFixed(1)} ms, not blocked`);
+    console.info(`[concurrency] upgrade to v${NEWER} past an open saver: ${upgradeMs.toFixed(1)} ms, not blocked`);
   });
 
   it("reopens transparently, data intact, when the other connection's upgrade is aborted", async () => {
     const dbName = freshDbName("versionchange-abort");
     const saver = newSaver(dbName);
     await putOne(saver, "t", "kept");
-    const failed = await openRaw(dbName, 2, (_db, tx) => tx.abort()).then(
+    const failed = await openRaw(dbName, NEWER, (_db, tx) => tx.abort()).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect((failed as Error | undefined)?.name).toBe("AbortError");
-    // The saver's connection was closed for that upgrade; the next call reopens v1.
+    // The saver's connection was closed for that upgrade; the next call reopens today's version.
     expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ v: "kept" });
     await putOne(saver, "u", "new");
     expect((await saver.getTuple(root("u")))?.checkpoint.channel_values).toEqual({ v: "new" });

@@ -201,6 +201,32 @@ const SAVER_SCHEMA = {
   ],
 };
 
+/**
+ * Today's layout (SAVER_UPGRADES step 2): step 1 plus two indexes of the
+ * checkpoints store for thread-wide and cross-thread `list`. The rows are
+ * the same, so the golden dumps (step 1) are "the previous version".
+ */
+const SAVER_SCHEMA_V2 = {
+  version: 2,
+  stores: SAVER_SCHEMA.stores.map((s) =>
+    s.name !== "checkpoints"
+      ? s
+      : {
+          ...s,
+          indexes: [
+            { name: "by_checkpoint", keyPath: "checkpoint_id", unique: false, multiEntry: false },
+            ...s.indexes,
+            {
+              name: "by_thread_checkpoint",
+              keyPath: ["thread_id", "checkpoint_id"],
+              unique: false,
+              multiEntry: false,
+            },
+          ],
+        },
+  ),
+};
+
 /** Row fields written from the clock: the only part of a row that differs between two identical runs. */
 const CLOCK_FIELDS = new Set(["created_at", "updated_at", "deleted_at", "createdAt", "updatedAt", "created"]);
 
@@ -236,15 +262,44 @@ const saverCases = [
 ];
 
 describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
-  it("has the frozen layout, which today's upgrades still create", async () => {
+  it("has the frozen layout of version 1; today's upgrades create version 2, the same plus two indexes", async () => {
     expect(schemaOf(golden.dump)).toEqual(SAVER_SCHEMA);
     const name = freshName("saver-schema");
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
     await saver.getTuple({ configurable: { thread_id: "nothing" } });
     await saver.close();
     const fresh = await dumpDatabase(indexedDB, name);
-    expect(schemaOf(fresh)).toEqual(SAVER_SCHEMA);
+    expect(schemaOf(fresh)).toEqual(SAVER_SCHEMA_V2);
     expect(store(fresh, "meta").records).toContainEqual(["format", { name: "format", value: 1 }]);
+  });
+
+  it("upgrades the version 1 database in place: version 2 layout, every record unchanged, reads as recorded", async () => {
+    const name = await loadFresh("saver-upgrade", golden.dump);
+    expect(schemaOf(await dumpDatabase(indexedDB, name))).toEqual(SAVER_SCHEMA);
+    const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
+    expectAnswers(await readSaver(saver), golden.expected);
+    await saver.close();
+    const upgraded = await dumpDatabase(indexedDB, name);
+    expect(schemaOf(upgraded)).toEqual(SAVER_SCHEMA_V2);
+    for (const s of golden.dump.stores)
+      expect({ [s.name]: store(upgraded, s.name).records }).toEqual({ [s.name]: s.records });
+    // The new indexes hold every checkpoint of the old database.
+    const db = await openDatabase(indexedDB, name);
+    try {
+      const tx = db.transaction("checkpoints", "readonly");
+      const count = (request: IDBRequest<number>) =>
+        new Promise<number>((resolve, reject) => {
+          request.onsuccess = () => resolve(request.result);
+          request.onerror = () => reject(request.error);
+        });
+      const rows = store(golden.dump, "checkpoints").records.length;
+      expect(rows).toBeGreaterThan(10);
+      const checkpoints = tx.objectStore("checkpoints");
+      expect(await count(checkpoints.index("by_thread_checkpoint").count())).toBe(rows);
+      expect(await count(checkpoints.index("by_checkpoint").count())).toBe(rows);
+    } finally {
+      db.close();
+    }
   });
 
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {

@@ -17,6 +17,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
+import { SAVER_UPGRADES } from "../../src/saver/schema.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { checkEverything, checkListAnswer, type Recorded } from "../support/reliability/supersteps.js";
 import type { TabApi } from "../support/reliability/tab-page.js";
@@ -144,8 +145,9 @@ describe("page B opens a newer schema version", () => {
     a.api.open(name);
     expect(parse<string>(await a.api.put("t", "from A")).ok).toBe(true);
 
-    const upgraded = parse<{ version: number; blocked: boolean }>(await b.api.upgrade(name, 2));
-    expect(upgraded).toMatchObject({ ok: true, value: { version: 2, blocked: false } });
+    const newer = SAVER_UPGRADES.length + 1;
+    const upgraded = parse<{ version: number; blocked: boolean }>(await b.api.upgrade(name, newer));
+    expect(upgraded).toMatchObject({ ok: true, value: { version: newer, blocked: false } });
     expect(upgraded.ms).toBeLessThan(2_000);
 
     const next = parse<unknown>(await a.api.get("t"));
@@ -171,7 +173,10 @@ describe("page B opens a newer schema version", () => {
     const [a, b] = await twoTabs();
     a.api.open(name);
     expect(parse(await a.api.put("t", "kept"))).toMatchObject({ ok: true });
-    expect(parse(await b.api.upgrade(name, 2, true))).toMatchObject({ ok: false, error: { name: "AbortError" } });
+    expect(parse(await b.api.upgrade(name, SAVER_UPGRADES.length + 1, true))).toMatchObject({
+      ok: false,
+      error: { name: "AbortError" },
+    });
     expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "kept" } });
     expect(parse(await a.api.put("t", "after"))).toMatchObject({ ok: true });
     expect(parse(await a.api.get("t"))).toMatchObject({ ok: true, value: { v: "after" } });
@@ -197,7 +202,7 @@ describe("a blocked upgrade across pages", () => {
     a.api.open(name);
     expect(parse(await a.api.put("t", "v1 data"))).toMatchObject({ ok: true });
     await a.api.close();
-    expect(parse(await a.api.holdRaw(name))).toMatchObject({ ok: true, value: 1 });
+    expect(parse(await a.api.holdRaw(name))).toMatchObject({ ok: true, value: SAVER_UPGRADES.length });
 
     b.api.open(name, { newer: true, blockedTimeoutMs: 300 });
     const race = <T>(p: Promise<T>) =>
