@@ -7,7 +7,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   WRITES_IDX_MAP,
-  copyCheckpoint,
   type ChannelVersions,
   type Checkpoint,
   type CheckpointMetadata,
@@ -30,6 +29,7 @@ import {
   type Tombstone,
   type WriteRow,
 } from "./schema.js";
+import { putInput } from "./put-input.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
@@ -40,23 +40,11 @@ export async function put(
   metadata: CheckpointMetadata,
   newVersions: ChannelVersions,
 ): Promise<RunnableConfig> {
-  if (config.configurable === undefined) {
-    throw new Error(
-      `Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`,
-    );
-  }
-  const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
-  assertId("checkpoint.id", checkpoint.id);
-  const checkpointId = checkpoint.id;
   // Copy synchronously: the caller may reuse these objects once we await.
-  const { channel_values: values, ...withoutValues } = {
-    ...checkpoint,
-    ...copyCheckpoint(checkpoint),
-  };
+  const input = putInput(config, checkpoint, metadata);
+  const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
+  const storedMetadata = input.metadata;
   const versions = { ...newVersions };
-  const storedMetadata: Record<string, unknown> = { ...metadata };
-  const configRunId: unknown = config.metadata?.run_id;
-  if (storedMetadata.run_id === undefined && configRunId !== undefined) storedMetadata.run_id = configRunId;
   const serde = await ctx.serde();
 
   // Serialize everything before the transaction opens.

@@ -11,7 +11,6 @@ import {
   BaseCheckpointSaver,
   TASKS,
   WRITES_IDX_MAP,
-  copyCheckpoint,
   maxChannelVersion,
   type ChannelVersions,
   type Checkpoint,
@@ -24,6 +23,7 @@ import {
 import type { Pool } from "pg";
 import { assertId, configIds, missingThreadIdMessage } from "../saver/ids.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import { putInput } from "../saver/put-input.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -110,18 +110,10 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    if (config.configurable === undefined) {
-      throw new Error(
-        `Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`,
-      );
-    }
-    const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
-    assertId("checkpoint.id", checkpoint.id);
-    const id = checkpoint.id;
-    const { channel_values: values, ...withoutValues } = { ...checkpoint, ...copyCheckpoint(checkpoint) };
-    const storedMetadata: Record<string, unknown> = { ...metadata };
-    const runId: unknown = config.metadata?.run_id;
-    if (storedMetadata.run_id === undefined && runId !== undefined) storedMetadata.run_id = runId;
+    const input = putInput(config, checkpoint, metadata);
+    const { threadId, checkpointNs, parentId, withoutValues, values } = input;
+    const id = input.checkpointId;
+    const storedMetadata = input.metadata;
     const serde = this.serde;
     const wire: WireCheckpoint = {
       thread_id: threadId,

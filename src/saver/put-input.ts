@@ -1,0 +1,39 @@
+/**
+ * The arguments of a `put`, checked and copied before anything is awaited:
+ * the ids, the checkpoint without its channel values, the values, and the
+ * metadata with the run id LangGraph leaves in `config.metadata`. Shared by
+ * the saver and the sync server's saver, which must store the same thing.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { copyCheckpoint, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { assertId, configIds } from "./ids.js";
+
+/** A put's input, ready to serialize. */
+export interface PutInput {
+  threadId: string;
+  checkpointNs: string;
+  checkpointId: string;
+  /** The checkpoint it follows, from `config.configurable.checkpoint_id`. */
+  parentId: string | undefined;
+  /** The checkpoint without `channel_values` (they are stored per version). */
+  withoutValues: Omit<Checkpoint, "channel_values">;
+  values: Checkpoint["channel_values"];
+  /** The metadata, with `config.metadata.run_id` copied in when it has none (for `deleteForRuns`). */
+  metadata: Record<string, unknown>;
+}
+
+/** Checks and copies a put's arguments synchronously: the caller may reuse these objects once we await. */
+export function putInput(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): PutInput {
+  if (config.configurable === undefined) {
+    throw new Error(
+      `Failed to put checkpoint. The passed RunnableConfig is missing a required "configurable" property.`,
+    );
+  }
+  const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
+  assertId("checkpoint.id", checkpoint.id);
+  const { channel_values: values, ...withoutValues } = { ...checkpoint, ...copyCheckpoint(checkpoint) };
+  const stored: Record<string, unknown> = { ...metadata };
+  const runId: unknown = config.metadata?.run_id;
+  if (stored.run_id === undefined && runId !== undefined) stored.run_id = runId;
+  return { threadId, checkpointNs, checkpointId: checkpoint.id, parentId, withoutValues, values, metadata: stored };
+}
