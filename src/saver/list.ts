@@ -15,6 +15,19 @@ import type { CheckpointRow } from "./schema.js";
 /** Rows per read transaction when `list` pages through a namespace. */
 export const LIST_PAGE = 64;
 
+/** What one pager reads: which rows, how many per transaction, with or without their details. */
+interface PageQuery {
+  threadId?: string;
+  checkpointNs?: string;
+  /** Only checkpoints strictly older than this id. */
+  beforeId?: string;
+  /** Only this checkpoint id. */
+  onlyId?: string;
+  /** Read blobs and writes in the same transaction (no filter: every row read is listed). */
+  withDetails: boolean;
+  pageSize: number;
+}
+
 /** The checkpoints `config` and `options` select, newest first (LangGraph's `list` contract). */
 export async function* list(
   ctx: SaverContext,
@@ -36,27 +49,21 @@ export async function* list(
   const filterEntries = Object.entries(filter ?? {});
   const serde = await ctx.serde();
 
+  const query = {
+    beforeId: beforeId as string | undefined,
+    onlyId: onlyId as string | undefined,
+    withDetails: filterEntries.length === 0,
+    // Without a filter the limit is known: read no more rows than it.
+    pageSize: filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
+  };
   const pages =
     typeof threadId === "string" && typeof checkpointNs === "string"
-      ? namespacePages(
-          ctx,
-          threadId,
-          checkpointNs,
-          beforeId,
-          onlyId,
-          filterEntries.length === 0,
-          // Without a filter the limit is known: read no more rows than it.
-          filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
-        )
-      : indexPages(
-          ctx,
-          threadId as string | undefined,
-          checkpointNs as string | undefined,
-          beforeId,
-          onlyId,
-          filterEntries.length === 0,
-          filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
-        );
+      ? namespacePages(ctx, { ...query, threadId, checkpointNs })
+      : indexPages(ctx, {
+          ...query,
+          threadId: threadId as string | undefined,
+          checkpointNs: checkpointNs as string | undefined,
+        });
 
   for await (const page of pages) {
     // Metadata decides the filter; details are read only for rows that pass.
@@ -100,13 +107,9 @@ export async function* list(
  */
 async function* namespacePages(
   ctx: SaverContext,
-  threadId: string,
-  checkpointNs: string,
-  beforeId: string | undefined,
-  onlyId: string | undefined,
-  withDetails: boolean,
-  pageSize: number,
+  query: PageQuery & { threadId: string; checkpointNs: string },
 ): AsyncGenerator<RawTuple[]> {
+  const { threadId, checkpointNs, beforeId, onlyId, withDetails, pageSize } = query;
   if (onlyId !== undefined) {
     if (beforeId !== undefined && !(onlyId < beforeId)) return;
     const single = await ctx.db.read(
@@ -162,15 +165,8 @@ function newestFirst(a: CheckpointRow, b: CheckpointRow): number {
  * would give them in reverse key order. With `withDetails`, blobs and writes
  * come in the same transaction.
  */
-async function* indexPages(
-  ctx: SaverContext,
-  threadId: string | undefined,
-  checkpointNs: string | undefined,
-  beforeId: string | undefined,
-  onlyId: string | undefined,
-  withDetails: boolean,
-  pageSize: number,
-): AsyncGenerator<RawTuple[]> {
+async function* indexPages(ctx: SaverContext, query: PageQuery): AsyncGenerator<RawTuple[]> {
+  const { threadId, checkpointNs, beforeId, onlyId, withDetails, pageSize } = query;
   if (onlyId !== undefined && beforeId !== undefined && !(onlyId < beforeId)) return;
   let upperId = beforeId;
   for (;;) {
