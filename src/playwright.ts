@@ -100,20 +100,23 @@ export async function seedThread(
 ): Promise<SeededThread> {
   const bytes = await fileBytes(file);
   const api = await ensurePageApi(page);
-  return page.evaluate(
-    async ([key, base64, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.seed(base64, opts),
-    [
-      api,
-      toBase64(bytes),
-      { dbName: options.dbName ?? "langgraph", threadId: options.threadId, ifExists: options.ifExists },
-    ] as const,
+  return inPage(page, "seedThread", () =>
+    page.evaluate(
+      async ([key, base64, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.seed(base64, opts),
+      [
+        api,
+        toBase64(bytes),
+        { dbName: options.dbName ?? "langgraph", threadId: options.threadId, ifExists: options.ifExists },
+      ] as const,
+    ),
   );
 }
 
 /**
  * The latest checkpoint of a thread in the page, as JSON-able data: channel
  * values (delta channels rebuilt), metadata, pending writes; or `undefined`
- * when the thread has no checkpoint there.
+ * when the thread has no checkpoint there. A database the page does not have
+ * is an error that lists the ones it has (a wrong `dbName`), not an empty answer.
  */
 export async function readThreadState(
   page: Page,
@@ -121,9 +124,8 @@ export async function readThreadState(
   options: ReadThreadStateOptions = {},
 ): Promise<PageThreadState | undefined> {
   const api = await ensurePageApi(page);
-  const state = await page.evaluate(
-    async ([key, id, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.read(id, opts),
-    [
+  const state = await inPage(page, "readThreadState", () =>
+    page.evaluate(async ([key, id, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.read(id, opts), [
       api,
       threadId,
       {
@@ -132,23 +134,46 @@ export async function readThreadState(
         internal: options.internal,
         deltaChannels: options.deltaChannels,
       },
-    ] as const,
+    ] as const),
   );
   return state ?? undefined;
 }
 
 /**
  * Deletes threads from the page's database (every thread by default), or the
- * whole database with `deleteDatabase: true`.
+ * whole database with `deleteDatabase: true`. A database the page does not
+ * have is an error that lists the ones it has.
  *
  * @returns The thread ids deleted (empty when the database was deleted).
  */
 export async function clearThreads(page: Page, options: ClearThreadsOptions = {}): Promise<string[]> {
   const api = await ensurePageApi(page);
-  return page.evaluate(async ([key, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.clear(opts), [
-    api,
-    { dbName: options.dbName ?? "langgraph", threadIds: options.threadIds, deleteDatabase: options.deleteDatabase },
-  ] as const);
+  return inPage(page, "clearThreads", () =>
+    page.evaluate(async ([key, opts]) => (globalThis as unknown as Record<string, PageApi>)[key]!.clear(opts), [
+      api,
+      { dbName: options.dbName ?? "langgraph", threadIds: options.threadIds, deleteDatabase: options.deleteDatabase },
+    ] as const),
+  );
+}
+
+/**
+ * Runs `evaluate` and explains the failure every first use hits: a page that
+ * has not navigated anywhere (about:blank) or an opaque origin has no
+ * IndexedDB, and the browser only says SecurityError.
+ */
+async function inPage<T>(page: Page, helper: string, evaluate: () => Promise<T>): Promise<T> {
+  try {
+    return await evaluate();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/SecurityError|access to the Indexed Database API is denied|IndexedDB is not available/i.test(message)) {
+      throw new Error(
+        `langgraph-checkpoint-indexeddb/playwright: ${helper} needs the page at your app's origin, where its IndexedDB lives, and the page is at ${JSON.stringify(page.url())}. Navigate there first, e.g. await page.goto("http://localhost:5173/").`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }
 
 /** Injects the page script unless this document already has it; returns the global's name. */
@@ -250,6 +275,8 @@ export async function buildPageBundle(): Promise<string> {
       write: false,
       target: "es2022",
       minify: true,
+      // Errors keep their class names (DecryptionError, ThreadImportError…) in the page and in Playwright's report.
+      rolldownOptions: { output: { keepNames: true } },
       sourcemap: false,
       copyPublicDir: false,
       reportCompressedSize: false,

@@ -14,7 +14,7 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { isDeltaSnapshot, type CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
 import { messagesDeltaReducer } from "@langchain/langgraph/web";
 import { fromBase64, toBase64 } from "../core/bytes.js";
-import { importThread, type IfThreadExists } from "../portable/index.js";
+import { ThreadImportError, importThread, type IfThreadExists } from "../portable/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { DatabaseBlockedError } from "../core/errors.js";
 
@@ -71,6 +71,20 @@ export interface PageApi {
 }
 
 /** Runs `work` with a saver on `dbName`, closed afterwards (so the app's upgrades and deletes are not blocked). */
+/**
+ * Refuses a database the page does not have, listing those it has: opening
+ * it would create an empty one and answer "no thread", hiding a wrong
+ * `dbName`. Where `indexedDB.databases()` is missing, nothing is checked.
+ */
+async function requireDatabase(helper: string, dbName: string): Promise<void> {
+  if (typeof indexedDB.databases !== "function") return;
+  const names = (await indexedDB.databases()).map((db) => db.name ?? "").filter(Boolean);
+  if (names.includes(dbName)) return;
+  throw new Error(
+    `${helper}: this page's origin has no IndexedDB database "${dbName}"; it has ${names.length ? names.map((name) => JSON.stringify(name)).join(", ") : "none"}. Pass the dbName your app gives its IndexedDBSaver, e.g. { dbName: "${names[0] ?? "my-app"}" }.`,
+  );
+}
+
 async function withSaver<T>(dbName: string, work: (saver: IndexedDBSaver) => Promise<T>): Promise<T> {
   const saver = new IndexedDBSaver({ dbName });
   try {
@@ -173,6 +187,15 @@ export const pageApi: PageApi = {
       const result = await importThread(saver, fromBase64(base64), {
         targetThreadId: options.threadId,
         ifExists: options.ifExists,
+      }).catch((error: unknown) => {
+        // importThread's hint names its own options; say it with seedThread's.
+        if (error instanceof ThreadImportError && /already has checkpoints/.test(error.message)) {
+          throw new ThreadImportError(
+            `seedThread: thread "${error.threadId}" already has checkpoints in database "${options.dbName}". Pass { threadId: "…" } to seed it under another id, or { ifExists: "replace" } or { ifExists: "merge" }.`,
+            { threadId: error.threadId, written: error.written, rolledBack: error.rolledBack, cause: error },
+          );
+        }
+        throw error;
       });
       return {
         threadId: result.threadId,
@@ -185,6 +208,7 @@ export const pageApi: PageApi = {
   },
 
   async read(threadId, options) {
+    await requireDatabase("readThreadState", options.dbName);
     return withSaver(options.dbName, async (saver) => {
       const tuple = await saver.getTuple({
         configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
@@ -231,6 +255,7 @@ export const pageApi: PageApi = {
   },
 
   async clear(options) {
+    await requireDatabase("clearThreads", options.dbName);
     if (options.deleteDatabase) {
       await new Promise<void>((resolve, reject) => {
         const request = indexedDB.deleteDatabase(options.dbName);

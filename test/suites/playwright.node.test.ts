@@ -125,4 +125,39 @@ describe("seedThread, readThreadState and clearThreads", () => {
       await page.close();
     }
   }, 60_000);
+
+  it("says what to do: navigate first, the dbName that exists, seedThread's own options, error class names", async () => {
+    const scenario = new Scenario();
+    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-hints") });
+    await scenario.untilInterrupted(local, "t");
+    const file = await exportThread(local, "t", { as: "bytes" });
+    await local.close();
+    await deleteDatabase(local.dbName);
+
+    const page = await browser.newPage();
+    try {
+      // A page that has not navigated anywhere has no IndexedDB: say so, not "SecurityError".
+      await expect(seedThread(page, file, { dbName: "app" })).rejects.toThrow(
+        /needs the page at your app's origin.*"about:blank".*Navigate there first/,
+      );
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app", threadId: "seeded" });
+      // A wrong dbName is an error naming the databases the page has (and none is created).
+      await expect(readThreadState(page, "seeded", { dbName: "ap" })).rejects.toThrow(
+        /no IndexedDB database "ap"; it has "app"/,
+      );
+      await expect(clearThreads(page, { dbName: "ap" })).rejects.toThrow(/no IndexedDB database "ap"/);
+      expect(await databases(page)).not.toContain("ap");
+      // The conflict's hint names seedThread's options, not importThread's.
+      const conflict = seedThread(page, file, { dbName: "app", threadId: "seeded" });
+      await expect(conflict).rejects.toThrow(/already has checkpoints.*\{ threadId: .*ifExists: "replace"/);
+      await expect(conflict).rejects.not.toThrow(/targetThreadId/);
+      // Error classes keep their names in the page bundle.
+      const corrupt = file.slice();
+      corrupt[corrupt.length - 3] ^= 0xff;
+      await expect(seedThread(page, corrupt, { dbName: "app", threadId: "other" })).rejects.toThrow(/ThreadFileError/);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
 });
