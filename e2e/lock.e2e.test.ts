@@ -185,3 +185,31 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   await expect.poll(() => transcript(page)).toEqual([]);
   expect(await page.getByTestId("thread").count()).toBe(0);
 });
+
+test("a locked app locks itself again after the chosen idle time, not while used", async () => {
+  const page = await harness().context.newPage();
+  // The page's timers run on a clock the test can move forward.
+  await page.clock.install();
+  await page.goto(new URL("?pace=0", harness().baseURL).href);
+  await ready(page);
+  await send(page, "before auto-lock");
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill("a passphrase for auto-lock");
+  await page.getByTestId("lock").click();
+  await page.getByTestId("auto-lock").waitFor({ timeout: 30_000 });
+  await page.getByTestId("auto-lock").selectOption("5");
+  await page.keyboard.press("Escape");
+
+  // Four minutes idle, some input, four more: still open (input restarts the wait).
+  await page.clock.fastForward("04:00");
+  await page.getByTestId("composer").click();
+  await page.clock.fastForward("04:00");
+  expect(await page.getByTestId("unlock-passphrase").count()).toBe(0);
+  // Five minutes without input: the unlock screen, and the conversation only after the passphrase.
+  await page.clock.fastForward("05:01");
+  await page.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
+  await screenshot(page, "auto-locked");
+  await page.getByTestId("unlock-passphrase").fill("a passphrase for auto-lock");
+  await page.getByTestId("unlock-passphrase").press("Enter");
+  await expect.poll(() => transcript(page), { timeout: 30_000 }).toHaveLength(2);
+}, 120_000);

@@ -20,6 +20,7 @@ import { createLockScreen } from "./ui/lock.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 import { describeSync } from "./sync.js";
+import { watchIdle } from "./auto-lock.js";
 
 const db = new DemoDB();
 /** While the history streams in, it is redrawn at most this often (ms). */
@@ -52,6 +53,8 @@ class App {
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
   #unsubscribe: () => void = () => undefined;
   #refreshSeq = 0;
+  /** Stops the auto-lock's idle watch (only a locked app has one). */
+  #unwatchIdle: (() => void) | undefined;
   /** Stops showing the session's sync status. */
   #unsyncStatus: (() => void) | undefined;
   /** Stops watching whether another tab runs the open thread. */
@@ -184,6 +187,14 @@ class App {
     this.#unsubscribe();
     this.session = session;
     this.lockBadge.hidden = !session.vault.locked;
+    this.#unwatchIdle?.();
+    this.#unwatchIdle = session.vault.locked
+      ? watchIdle(
+          () => location.reload(),
+          () =>
+            this.threads.some((thread) => this.session.isRunning(thread.id)) || this.session.isRunning(this.currentId),
+        )
+      : undefined;
     this.#titles.clear();
     this.#unsyncStatus?.();
     this.#unsyncStatus = session.onSyncStatus((status) =>

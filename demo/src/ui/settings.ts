@@ -9,6 +9,7 @@ import { databaseBytes, originUsage, saverBytes } from "../storage.js";
 import { formatBytes, h, replace } from "./dom.js";
 import { icon } from "./icons.js";
 import type { SidebarThread } from "./sidebar.js";
+import { AUTO_LOCK_CHOICES, autoLockMinutes, setAutoLockMinutes } from "../auto-lock.js";
 
 export interface SettingsContext {
   session(): Session;
@@ -243,6 +244,27 @@ export function createSettings(context: SettingsContext) {
     );
   }
 
+  /** How long the unlocked app may sit idle before it locks itself. */
+  function autoLockField(): HTMLElement {
+    const current = autoLockMinutes();
+    const select = h(
+      "select",
+      { testid: "auto-lock" },
+      ...AUTO_LOCK_CHOICES.map((minutes) =>
+        h(
+          "option",
+          { value: String(minutes), selected: minutes === current },
+          minutes === 0 ? "Never" : minutes === 60 ? "After 1 hour idle" : `After ${minutes} minutes idle`,
+        ),
+      ),
+    );
+    select.addEventListener("change", () => {
+      setAutoLockMinutes(Number(select.value));
+      dispatchEvent(new Event("langgraph-demo:auto-lock-changed"));
+    });
+    return field("Auto-lock", select, "Locks again (the key leaves memory) after this long without input.");
+  }
+
   function lockSection(): HTMLElement {
     const session = context.session();
     if (session.vault.locked) {
@@ -257,6 +279,7 @@ export function createSettings(context: SettingsContext) {
           " Locked: threads, memories, titles and settings are encrypted at rest (AES-GCM, key derived from your passphrase).",
         ),
         h("button", { type: "button", onclick: () => context.lockNow() }, "Lock now"),
+        autoLockField(),
         lockedForms(),
       );
     }
