@@ -3,7 +3,10 @@
  * file and import back, deleting a thread, and an OpenAI-compatible endpoint
  * streamed over SSE (served here by a route, same origin, no network).
  */
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Page, Route } from "playwright";
 import { expect, inject, test } from "vitest";
 import { ready, screenshot, send, transcript, useHarness } from "./support.js";
@@ -141,4 +144,24 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
     "assistant",
     "tool",
   ]);
+});
+
+test("About names the package and where each feature lives in it", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await page.getByTestId("settings").click();
+  const about = page.getByTestId("about");
+  await about.scrollIntoViewIfNeeded();
+  expect(await about.getByRole("link", { name: "langgraph-checkpoint-indexeddb" }).count()).toBe(1);
+  const code = await about.locator("tbody td code").allTextContents();
+  expect(code.length).toBeGreaterThanOrEqual(8);
+  for (const path of ["src/saver/", "src/store/", "src/runs/", "src/sync/"]) {
+    expect(code.some((text) => text.startsWith(path))).toBe(true);
+  }
+  // Every path it names exists in the package, so the panel cannot drift from the code.
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  for (const text of code) {
+    for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
+  }
+  await screenshot(page, "about");
 });

@@ -244,6 +244,47 @@ export function createSettings(context: SettingsContext) {
     );
   }
 
+  /** What this demo runs on, and where in the package each feature lives. */
+  function aboutSection(): HTMLElement {
+    const features: [string, string][] = [
+      ["Conversation memory, history, fork (checkpoints)", "src/saver/ — IndexedDBSaver"],
+      ["Memories recalled across threads (semantic search)", "src/store/ — IndexedDBStore"],
+      ["Passphrase lock (AES-GCM, bound to each row)", "src/serde/encrypted/ — EncryptedSerializer"],
+      ["Compact stored values", "src/serde/msgpack/ — MsgpackSerializer"],
+      ["One answer at a time per thread, across tabs", "src/runs/ — runOnThread"],
+      ["Live updates across tabs", "src/saver/events.ts — saver.subscribe"],
+      ["Export and import of a thread", "src/portable/ — exportThread, importThread"],
+      ["Sync between devices", "src/sync/, src/sync-server/ — SyncClient, createSyncServer"],
+      ["Crash journal (off here)", 'src/journal/ — journal: "opfs"'],
+    ];
+    return h(
+      "section",
+      { "aria-labelledby": "about-h", testid: "about" },
+      h("h3", { id: "about-h" }, "About"),
+      h(
+        "p",
+        {},
+        "This demo runs a LangGraph.js agent in the page on ",
+        h(
+          "a",
+          { href: "https://www.npmjs.com/package/langgraph-checkpoint-indexeddb", target: "_blank", rel: "noopener" },
+          "langgraph-checkpoint-indexeddb",
+        ),
+        ": everything below is stored in this browser's IndexedDB.",
+      ),
+      h(
+        "table",
+        { class: "about-table" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Feature"), h("th", { scope: "col" }, "Code"))),
+        h(
+          "tbody",
+          {},
+          ...features.map(([feature, code]) => h("tr", {}, h("td", {}, feature), h("td", {}, h("code", {}, code)))),
+        ),
+      ),
+    );
+  }
+
   /** How long the unlocked app may sit idle before it locks itself. */
   function autoLockField(): HTMLElement {
     const current = autoLockMinutes();
@@ -494,7 +535,7 @@ export function createSettings(context: SettingsContext) {
   }
 
   function render(): void {
-    replace(content, lockSection(), modelSection(), syncSection(), storageSection(), memorySection());
+    replace(content, lockSection(), modelSection(), syncSection(), storageSection(), memorySection(), aboutSection());
   }
 
   return {
