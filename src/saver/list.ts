@@ -8,7 +8,7 @@ import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
 import { assertId } from "./ids.js";
 import { ABOVE_STRINGS, checkpointRangeBounds } from "./keys.js";
-import { readDetails, type BlobReads } from "./reads.js";
+import { readDetails, readPage } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 
@@ -85,14 +85,7 @@ export async function* list(
     const details =
       filterEntries.length === 0
         ? page.slice(0, chosen.length)
-        : await ctx.db.read(
-            ["blobs", "writes"],
-            (tx) => {
-              const blobReads: BlobReads = new Map();
-              return Promise.all(chosen.map((row) => readDetails(tx, ctx.db.ranges, row, blobReads)));
-            },
-            "list checkpoints",
-          );
+        : await ctx.db.read(["blobs", "writes"], (tx) => readPage(tx, ctx.db.ranges, chosen), "list checkpoints");
     for (const raw of details) {
       yield await decodeTuple(ctx, serde, raw, metadataById.get(raw.row));
       if (remaining !== undefined && --remaining <= 0) return;
@@ -136,9 +129,7 @@ async function* namespacePages(
           rows.push(cursor.value);
           if (rows.length < pageSize) cursor = await cursor.continue();
         }
-        if (!withDetails) return rows.map((row): RawTuple => ({ row, blobs: [], writes: [] }));
-        const blobReads: BlobReads = new Map();
-        return Promise.all(rows.map((row) => readDetails(tx, ctx.db.ranges, row, blobReads)));
+        return readPage(tx, ctx.db.ranges, rows, withDetails);
       },
       "list checkpoints",
     );
@@ -210,9 +201,7 @@ async function* indexPages(ctx: SaverContext, query: PageQuery): AsyncGenerator<
         }
         rows.sort(newestFirst);
         const more = cursor !== null && onlyId === undefined;
-        if (!withDetails) return { page: rows.map((row): RawTuple => ({ row, blobs: [], writes: [] })), more, lastId };
-        const blobReads: BlobReads = new Map();
-        const page = await Promise.all(rows.map((row) => readDetails(tx, ctx.db.ranges, row, blobReads)));
+        const page = await readPage(tx, ctx.db.ranges, rows, withDetails);
         return { page, more, lastId };
       },
       "list checkpoints",

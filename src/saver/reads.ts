@@ -30,6 +30,22 @@ export async function latestRow(
  */
 export type BlobReads = Map<string, Promise<BlobRow | undefined>>;
 
+/**
+ * A page of checkpoint rows with their blobs and writes (each blob read once
+ * for the page: neighbours share unchanged channels), or, without
+ * `withDetails`, the rows alone.
+ */
+export function readPage(
+  tx: ReadTx,
+  ranges: KeyRanges,
+  rows: CheckpointRow[],
+  withDetails = true,
+): Promise<RawTuple[]> {
+  if (!withDetails) return Promise.resolve(rows.map((row): RawTuple => ({ row, blobs: [], writes: [] })));
+  const blobReads: BlobReads = new Map();
+  return Promise.all(rows.map((row) => readDetails(tx, ranges, row, blobReads)));
+}
+
 /** The blobs and writes of one checkpoint row. */
 export async function readDetails(
   tx: ReadTx,
