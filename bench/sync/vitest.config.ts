@@ -6,8 +6,8 @@ export default defineConfig({
   test: {
     include: ["bench/sync/*.node.ts"],
     environment: "node",
-    setupFiles: ["test/setup-node.ts"],
-    globalSetup: ["test/postgres-global-setup.ts"],
+    setupFiles: ["test/support/setup-node.ts"],
+    globalSetup: ["test/support/postgres-global-setup.ts"],
     testTimeout: 300_000,
     hookTimeout: 120_000,
     // One worker with gc exposed, so the heap figures are after a full collection.
