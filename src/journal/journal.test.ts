@@ -2,8 +2,7 @@
  * The crash journal (journal.ts): record framing, and the saver restoring a
  * wiped or lagging database from a journal (the memory backend, so it runs
  * the same in Node and Chromium; the OPFS backend has its own browser test).
- * Saver-level tests need src/saver.ts wired to the journal (the
- * `journal` option); they are skipped on a saver without it.
+ * Saver-level tests go through the saver's `journal` option.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
@@ -22,7 +21,7 @@ import { replayFile } from "./raw.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
 import { joinBytes } from "../core/bytes.js";
 
-/** The saver's options and methods once src/saver.ts is wired to the journal (/tmp/journal-saver.patch). */
+/** The saver's journal options and methods (src/saver/types.ts, src/saver/index.ts). */
 type JournalParams = IndexedDBSaverParams & {
   journal?: JournalOption;
   onRecovery?: (report: RecoveryReport) => void;

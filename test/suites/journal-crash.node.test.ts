@@ -11,7 +11,7 @@
  * (counted from its log, `--enable-logging=stderr`).
  *
  * Figures go to the console and, with JOURNAL_CRASH_REPORT=path, to a JSON file.
- * Needs src/saver.ts wired to the journal; skipped otherwise.
+ * Uses the saver's journal option (src/saver/database.ts, src/journal/).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";

@@ -2,7 +2,7 @@
  * A thread moves from IndexedDBSaver to the official server savers and back:
  * `@langchain/langgraph-checkpoint-sqlite` (better-sqlite3) and
  * `@langchain/langgraph-checkpoint-postgres` on a real PostgreSQL server
- * (see test/postgres.ts). The thread has a subgraph, a dynamic `interrupt()`
+ * (see test/support/postgres.ts). The thread has a subgraph, a dynamic `interrupt()`
  * resumed with a `Command`, `interruptBefore`, pending writes and a
  * `MessagesDeltaValue` channel. State and history must be equal on both
  * sides, the graph must continue on the far side (with IndexedDB's float
