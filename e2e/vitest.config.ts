@@ -5,10 +5,18 @@
  */
 import { defineConfig } from "vitest/config";
 
+/**
+ * Files whose tests measure time (long tasks, how fast History fills): they
+ * run afterwards, alone (e2e/vitest.timing.config.ts), so that another
+ * file's Chromium does not share the 2 cores while they measure.
+ */
+export const TIMED_FILES = ["history.e2e.test.ts", "turns.e2e.test.ts"];
+
 export default defineConfig({
   test: {
     root: import.meta.dirname,
     include: ["**/*.e2e.test.ts"],
+    exclude: ["**/node_modules/**", ...TIMED_FILES],
     globalSetup: ["./global-setup.ts"],
     environment: "node",
     testTimeout: 60_000,

@@ -314,6 +314,9 @@ export function createChat(actions: ChatActions) {
         if (hadFocus) composer.focus();
         return;
       }
+      // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
+      const hadFocus = approval.contains(document.activeElement);
+      const wasUsable = approval.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
       const memories = calls.map((call) => String(call.args.memory ?? ""));
       const approve = h(
         "button",
@@ -336,8 +339,9 @@ export function createChat(actions: ChatActions) {
           ),
         ),
       );
-      // A card that just appeared takes the focus: the next thing to do is to decide.
-      if (!wasShown && !disabled) approve.focus();
+      // A card that just appeared (or just became usable) takes the focus: the next thing to do is
+      // to decide. A re-render of the same card keeps it on the card.
+      if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();
       followSoon();
     },
     /** Shows or hides the "viewing an older checkpoint" banner. */

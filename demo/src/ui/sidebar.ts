@@ -18,8 +18,8 @@ export interface SidebarActions {
 export function createSidebar(actions: SidebarActions) {
   const list = h("ul", { class: "thread-list", "aria-label": "Threads" });
   const empty = h("p", { class: "muted empty-threads" }, "No threads yet. Send a message to start one.");
-  // Sync between devices (Settings → Sync): one line, announced politely when it changes.
-  const syncStatus = h("p", { class: "sync-status", testid: "sync-status", role: "status" }, "Sync off");
+  // Sync between devices (Settings → Sync): one line. Not a live region: only the message log announces.
+  const syncStatus = h("p", { class: "sync-status", testid: "sync-status" }, "Sync off");
   const el = h(
     "nav",
     { class: "sidebar", id: "sidebar", "aria-label": "Threads" },

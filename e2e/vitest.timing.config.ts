@@ -1,0 +1,20 @@
+/**
+ * The end-to-end tests that measure time (TIMED_FILES), one file at a time
+ * with the machine to themselves: `npm run test:e2e` runs them after the
+ * others. Same set-up as e2e/vitest.config.ts otherwise.
+ */
+import { defineConfig } from "vitest/config";
+import { TIMED_FILES } from "./vitest.config.js";
+
+export default defineConfig({
+  test: {
+    root: import.meta.dirname,
+    include: TIMED_FILES,
+    globalSetup: ["./global-setup.ts"],
+    environment: "node",
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    maxWorkers: 1,
+    fileParallelism: false,
+  },
+});
