@@ -51,7 +51,11 @@ interface PageState {
 interface KillFigure {
   kill: number;
   ackedBefore: number;
+  /** Whether any superstep of the killed session was acknowledged (the first is count 0). */
+  ackedAny: boolean;
   countAfter: number;
+  /** Checkpoints of the thread after the restart: 0 means the thread is gone. */
+  checkpointsAfter: number;
   lost: number;
   forcedWipe: boolean;
   chromiumWipe: boolean;
@@ -219,6 +223,7 @@ async function scenario(
       // A random moment of a random superstep, 0.05 to 0.6 s into the run.
       await new Promise((r) => setTimeout(r, 50 + Math.random() * 550));
       const ackedBefore = Math.max(0, ...session.acks);
+      const ackedAny = session.acks.length > 0;
       await killGroup(session.child);
       const forcedWipe = FORCED_WIPES.has(kill) && wipeIndexedDB(profile) > 0;
       session = await openPage(profile, journal, db);
@@ -226,7 +231,9 @@ async function scenario(
       figures.push({
         kill,
         ackedBefore,
+        ackedAny,
         countAfter: state.count,
+        checkpointsAfter: state.checkpoints,
         lost: Math.max(0, ackedBefore - state.count),
         forcedWipe,
         chromiumWipe: sawChromiumWipe(session.log()),
@@ -244,6 +251,15 @@ async function scenario(
   }
 }
 
+/**
+ * A thread that lost acknowledged data without a "wiped" report. A count of 0
+ * alone is not that: the run's first checkpoint holds count 0, and a kill right
+ * after it leaves a thread with count 0 that lost nothing (seen in CI).
+ */
+function isSilentlyEmpty(figure: KillFigure): boolean {
+  return figure.ackedAny && figure.checkpointsAfter === 0 && figure.reportKind !== "wiped";
+}
+
 function summary(journal: string, figures: KillFigure[]) {
   const wipes = figures.filter((f) => f.forcedWipe || f.chromiumWipe);
   return {
@@ -253,7 +269,7 @@ function summary(journal: string, figures: KillFigure[]) {
     forcedWipes: figures.filter((f) => f.forcedWipe).length,
     wipesRecovered: wipes.filter((f) => f.countAfter > 0).length,
     wipesReported: wipes.filter((f) => f.reportKind === "wiped" || f.fromEmpty).length,
-    silentEmpty: figures.filter((f) => f.countAfter === 0 && f.reportKind !== "wiped").length,
+    silentEmpty: figures.filter((f) => isSilentlyEmpty(f)).length,
     lostMax: Math.max(0, ...figures.map((f) => f.lost)),
     lostTotal: figures.reduce((sum, f) => sum + f.lost, 0),
     killsWithLoss: figures.filter((f) => f.lost > 0).length,
@@ -289,8 +305,7 @@ describe.skipIf(!wired)("journal crash test (SIGKILL of Chromium mid-run)", () =
     results.off = { summary: summary("off", figures), figures, final };
     for (const figure of figures) {
       expect(figure.problems, `kill ${figure.kill}`).toEqual([]);
-      if (figure.countAfter === 0)
-        expect(figure.reportKind, `kill ${figure.kill}: empty but not reported`).toBe("wiped");
+      expect(isSilentlyEmpty(figure), `kill ${figure.kill}: empty but not reported`).toBe(false);
     }
     expect(final.problems).toEqual([]);
     expect(final.count).toBe(STEPS);
