@@ -250,8 +250,22 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   expect(await page.locator('[data-testid="checkpoint"][data-message-count="6"]').count()).toBeGreaterThan(0);
   await screenshot(page, "edited");
 
-  // Editing the very first message forks before everything.
+  // The edited message carries a switcher between its versions; switching continues on the other branch.
   await page.keyboard.press("Escape");
+  const position = page.getByTestId("branch-position");
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+  expect(await page.getByTestId("branch-next").isDisabled()).toBe(true);
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(6);
+  expect((await transcript(page))[4]).toBe("user: turn three");
+  await expect.poll(() => position.allTextContents()).toEqual(["1 / 2"]);
+  await screenshot(page, "branch-switched");
+  await page.getByTestId("branch-next").click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect((await transcript(page))[2]).toBe("user: turn two, edited");
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+
+  // Editing the very first message forks before everything.
   await page.getByTestId("edit").first().click();
   await page.getByTestId("edit-text").fill("a new start");
   await page.getByTestId("edit-save").click();
@@ -261,4 +275,9 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   await ready(page);
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect((await transcript(page))[0]).toBe("user: a new start");
+  // After a reload the switcher is read back from the saver: the older version is the edited branch.
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect((await transcript(page))[2]).toBe("user: turn two, edited");
 });

@@ -8,6 +8,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { errorText } from "./errors.js";
+import { BranchCache } from "./branches.js";
 import { countMessages, rowOf, type Row } from "./timeline.js";
 import { Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
@@ -16,6 +17,7 @@ import { createChat } from "./ui/chat.js";
 import { h } from "./ui/dom.js";
 import { icon } from "./ui/icons.js";
 import { createHistory } from "./ui/history.js";
+import { branchSwitcher } from "./ui/messages.js";
 import { createLockScreen } from "./ui/lock.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
@@ -48,6 +50,8 @@ class App {
   historyOpen = false;
   threads: SidebarThread[] = [];
   rows: Row[] = [];
+  /** The open thread's checkpoint tree, for the branch switchers (read through whichever session is current). */
+  readonly branches = new BranchCache((threadId) => this.session.timeline(threadId));
   locking = false;
   knownLock: string;
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
@@ -200,7 +204,11 @@ class App {
     this.#unsyncStatus = session.onSyncStatus((status) =>
       this.sidebar.setSyncStatus(describeSync(status), status.state),
     );
+    this.branches.invalidate();
     this.#unsubscribe = session.saver.subscribe((change) => {
+      // The branch cache reads new checkpoints from the newest end; anything else changed the tree under it.
+      if (change.remote || change.kind !== "put" || !this.session.isRunning(change.threadId))
+        this.branches.invalidate(change.threadId);
       if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
       if (change.remote && change.threadId === this.currentId) {
         if (change.kind === "delete")
@@ -311,7 +319,9 @@ class App {
       const running = this.session.isRunning(id);
       const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
       this.chat.setRunning(running && !this.viewing);
-      this.chat.showMessages(messages, { interactive: !this.viewing && !running && !paused });
+      const interactive = !this.viewing && !running && !paused;
+      this.chat.showMessages(messages, { interactive });
+      if (interactive) void this.showBranches(seq, id, messages);
       this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
       this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
@@ -325,6 +335,36 @@ class App {
       if (this.historyOpen) await this.refreshHistory();
     } catch (error) {
       if (seq === this.#refreshSeq) this.chat.showError(`Could not read the thread: ${messageOf(error)}`);
+    }
+  }
+
+  /**
+   * Adds the branch switchers once the thread's tree is read: after the
+   * messages, so a long thread shows at once (only a thread with branches is drawn again).
+   */
+  async showBranches(seq: number, id: string, messages: BaseMessage[]): Promise<void> {
+    try {
+      const points = await this.branches.points(id);
+      if (seq !== this.#refreshSeq) return;
+      const switchers = new Map(
+        points
+          .filter((point) => point.messageIndex < messages.length)
+          .map((point) => [point.messageIndex, branchSwitcher(point, (head) => void this.switchBranch(head))]),
+      );
+      if (switchers.size) this.chat.showMessages(messages, { interactive: true, branches: switchers });
+    } catch (error) {
+      // The conversation is shown already; only the switchers are missing.
+      console.warn("branches", error);
+    }
+  }
+
+  /** Continues the conversation on another branch: a fork of its newest checkpoint becomes the latest. */
+  async switchBranch(headId: string): Promise<void> {
+    try {
+      await this.session.fork(this.currentId, headId);
+      await this.refresh();
+    } catch (error) {
+      this.chat.showError(`Could not switch to that version: ${messageOf(error)}`);
     }
   }
 

@@ -4,6 +4,7 @@
  * calls and results as short notes.
  */
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
+import type { BranchPoint } from "../branches.js";
 import { secondPerson } from "../model.js";
 import { h } from "./dom.js";
 import { icon } from "./icons.js";
@@ -124,6 +125,45 @@ export function renderMessage(message: BaseMessage, options: MessageOptions): No
     );
   }
   return nodes;
+}
+
+/**
+ * "‹ 2 / 3 ›" under a message where branches diverge (it was edited, or its
+ * answer regenerated). `onSwitch` gets the newest checkpoint of the branch
+ * asked for: the conversation continues there.
+ */
+export function branchSwitcher(point: BranchPoint, onSwitch: (headId: string) => void): HTMLElement {
+  const count = point.heads.length;
+  const go = (to: number) => onSwitch(point.heads[to]!);
+  return h(
+    "div",
+    { class: "branch-switcher", role: "group", "aria-label": "Versions of this message", testid: "branch-switcher" },
+    h(
+      "button",
+      {
+        type: "button",
+        class: "tool",
+        testid: "branch-previous",
+        "aria-label": "Previous version",
+        disabled: point.current === 0,
+        onclick: () => go(point.current - 1),
+      },
+      "‹",
+    ),
+    h("span", { class: "branch-position", testid: "branch-position" }, `${point.current + 1} / ${count}`),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "tool",
+        testid: "branch-next",
+        "aria-label": "Next version",
+        disabled: point.current === count - 1,
+        onclick: () => go(point.current + 1),
+      },
+      "›",
+    ),
+  );
 }
 
 /** An inline editor in place of a user message; Escape or Cancel puts the message back. */
