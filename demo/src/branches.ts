@@ -100,20 +100,31 @@ export class BranchCache {
     }
   }
 
-  /** The thread's branch points on the way to its newest checkpoint. */
-  async points(threadId: string): Promise<BranchPoint[]> {
-    const rows = await this.update(threadId);
+  /** Takes a whole thread read elsewhere (the History panel's), message counts filled in. */
+  adopt(threadId: string, rows: Row[]): void {
+    this.#threadId = threadId;
+    this.#rows = rows;
+  }
+
+  /** The branch points of the thread as last read, on the way to its newest checkpoint. */
+  points(threadId: string): BranchPoint[] {
+    const rows = this.#threadId === threadId ? this.#rows : [];
     return rows.length ? branchPoints(rows, rows[0]!.id) : [];
   }
 
-  /** The thread's rows, newest first, with their message counts. */
-  async update(threadId: string): Promise<Row[]> {
+  /**
+   * Reads what changed since the last read (the whole thread the first
+   * time). `cancelled` is asked between checkpoints: a read given up keeps nothing.
+   * Returns false when it was given up.
+   */
+  async update(threadId: string, cancelled: () => boolean = () => false): Promise<boolean> {
     const known = this.#threadId === threadId ? this.#rows : [];
     const parents = new Set(known.map((row) => row.parentId).filter((id) => id !== undefined));
     const byId = new Map(known.map((row) => [row.id, row]));
     const fresh: Row[] = [];
     let stoppedAt: Row | undefined;
     for await (const tuple of this.#timeline(threadId)) {
+      if (cancelled()) return false;
       const old = byId.get(tuple.checkpoint.id);
       if (old && parents.has(old.id)) {
         stoppedAt = old;
@@ -126,8 +137,7 @@ export class BranchCache {
     const rest = stoppedAt ? known.slice(known.indexOf(stoppedAt)).filter((row) => !freshIds.has(row.id)) : [];
     const rows = [...fresh, ...rest];
     countMessages(rows);
-    this.#threadId = threadId;
-    this.#rows = rows;
-    return rows;
+    this.adopt(threadId, rows);
+    return true;
   }
 }

@@ -43,6 +43,14 @@ function threadFromHash(): string | undefined {
   return match?.[1];
 }
 
+/** Resolves when the page is idle (Safari has no requestIdleCallback: a short timer there). */
+function whenIdle(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === "function") requestIdleCallback(() => resolve(), { timeout: 1_000 });
+    else setTimeout(resolve, 50);
+  });
+}
+
 class App {
   session: Session;
   currentId: string;
@@ -57,6 +65,8 @@ class App {
   readonly #titles = new Map<string, { sealed: unknown; title: string }>();
   #unsubscribe: () => void = () => undefined;
   #refreshSeq = 0;
+  /** The conversation on screen at the latest state, idle: where branch switchers may go. */
+  #shown: { seq: number; id: string; messages: BaseMessage[] } | undefined;
   /** Stops the auto-lock's idle watch (only a locked app has one). */
   #unwatchIdle: (() => void) | undefined;
   /** Stops showing the session's sync status. */
@@ -343,19 +353,33 @@ class App {
    * messages, so a long thread shows at once (only a thread with branches is drawn again).
    */
   async showBranches(seq: number, id: string, messages: BaseMessage[]): Promise<void> {
+    this.#shown = { seq, id, messages };
+    // With History open, its own read of the whole thread feeds the cache (see refreshHistory): one read, not two.
+    if (this.historyOpen) return;
+    const stale = () => seq !== this.#refreshSeq || this.historyOpen;
     try {
-      const points = await this.branches.points(id);
-      if (seq !== this.#refreshSeq) return;
-      const switchers = new Map(
-        points
-          .filter((point) => point.messageIndex < messages.length)
-          .map((point) => [point.messageIndex, branchSwitcher(point, (head) => void this.switchBranch(head))]),
-      );
-      if (switchers.size) this.chat.showMessages(messages, { interactive: true, branches: switchers });
+      // When the page is idle: the conversation and the History panel come first.
+      await whenIdle();
+      if (stale() || !(await this.branches.update(id, stale))) return;
+      this.drawBranches();
     } catch (error) {
       // The conversation is shown already; only the switchers are missing.
       console.warn("branches", error);
     }
+  }
+
+  /** Draws the switchers of the conversation last shown, from the cache, if it has branches. */
+  drawBranches(): void {
+    const shown = this.#shown;
+    if (!shown || shown.seq !== this.#refreshSeq) return;
+    const { id, messages } = shown;
+    const switchers = new Map(
+      this.branches
+        .points(id)
+        .filter((point) => point.messageIndex < messages.length)
+        .map((point) => [point.messageIndex, branchSwitcher(point, (head) => void this.switchBranch(head))]),
+    );
+    if (switchers.size) this.chat.showMessages(messages, { interactive: true, branches: switchers });
   }
 
   /** Continues the conversation on another branch: a fork of its newest checkpoint becomes the latest. */
@@ -455,6 +479,10 @@ class App {
       this.rows = rows;
       if (complete) countMessages(rows);
       this.history.render(rows, this.viewing?.id, complete);
+      if (complete) {
+        this.branches.adopt(id, rows);
+        this.drawBranches();
+      }
     };
     try {
       for await (const tuple of this.session.timeline(id)) {
