@@ -10,7 +10,7 @@ import { threadRows } from "./reads.js";
 import type { CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
-import { stillVerified, verifiedRunRows } from "./verify.js";
+import { stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 
 /**
