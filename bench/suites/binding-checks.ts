@@ -127,14 +127,16 @@ export async function bindingCheckRows(): Promise<BenchRow[]> {
       ms,
       { max: 1.1 },
     ),
+    // The walk runs its link checks while the writes decode, so "minus checks" would be a guess:
+    // this row puts the checks alone beside the whole walk (goal: a tenth of it).
     row(
       SUITE,
-      `delta walk, ${DEPTH} ancestors, encrypted: with vs without the link checks`,
+      `delta walk, ${DEPTH} ancestors, encrypted: link checks alone vs whole walk`,
+      linkChecks,
       walkTime,
-      without(walkTime, linkChecks),
-      "same minus checks",
+      "whole walk",
       ms,
-      { max: 1.1 },
+      { max: 0.1 },
     ),
   ];
 }
