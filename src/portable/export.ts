@@ -12,7 +12,6 @@ import {
   SIGNATURE,
   THREAD_EXPORT_FORMAT,
   THREAD_EXPORT_MEDIA_TYPE,
-  THREAD_EXPORT_VERSION,
   type ThreadExportCounts,
   type ThreadExportHeader,
   type ThreadExportTrailer,
@@ -26,7 +25,8 @@ import {
 } from "./format.js";
 import type { ExportThreadOptions, ThreadExport } from "./options.js";
 import { ThreadExportError } from "./errors.js";
-import { joinBytes, utf8 } from "../core/bytes.js";
+import { joinBytes, toHex, utf8 } from "../core/bytes.js";
+import { BOUND_EXPORT_VERSION, bindsFrames, encodeFrame } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ export
 
@@ -121,16 +121,20 @@ async function* exportChunks(
   options: ExportThreadOptions,
 ): AsyncGenerator<Uint8Array<ArrayBuffer>> {
   assertThreadId(threadId, "exportThread");
-  const serde = options.serde ?? new MsgpackSerializer();
+  const plainSerde = new MsgpackSerializer();
+  const serde = options.serde ?? plainSerde;
   const { signal, onProgress } = options;
   signal?.throwIfAborted();
   const exportedAt = new Date().toISOString();
   const plan = await planExport(saver, threadId, signal);
   const [serdeType] = await serde.dumpsTyped({});
 
+  // A serializer that binds rows (EncryptedSerializer) gets version 2: each
+  // record bound to this file and its place in it (frames.ts).
+  const bound = bindsFrames(serde);
   const header: ThreadExportHeader = {
     format: THREAD_EXPORT_FORMAT,
-    version: THREAD_EXPORT_VERSION,
+    version: bound ? BOUND_EXPORT_VERSION : 1,
     threadId,
     source: options.source ?? saverName(saver),
     serde: serdeType,
@@ -139,6 +143,7 @@ async function* exportChunks(
     exportedAt,
     generator: GENERATOR,
   };
+  if (bound) header.exportId = toHex(crypto.getRandomValues(new Uint8Array(16)));
   let crc = 0;
   const emit = (parts: Uint8Array[]): Uint8Array<ArrayBuffer> => {
     const chunk = joinBytes(parts);
@@ -148,8 +153,9 @@ async function* exportChunks(
   yield emit([SIGNATURE, frame(KIND.HEADER, utf8(JSON.stringify(header)))]);
   onProgress?.({ checkpoints: 0, total: plan.counts.checkpoints });
 
-  const encode = async (record: BlobRecord | CheckpointRecord): Promise<Uint8Array> => {
-    const [type, bytes] = await serde.dumpsTyped(record);
+  let position = 0; // the header is frame 0
+  const encode = async (record: BlobRecord | CheckpointRecord, kind: number): Promise<Uint8Array> => {
+    const [type, bytes] = await encodeFrame(serde, header, ++position, kind, record);
     if (type !== serdeType) {
       throw new ThreadExportError(
         `exportThread: the serializer wrote a "${type}" record after announcing "${serdeType}"; use a serializer with one type tag for objects.`,
@@ -188,12 +194,14 @@ async function* exportChunks(
         continue;
       }
       const key = blobIdentity(planned.ns, channel, version);
-      const bytes = await encode({ ns: planned.ns, channel, version, value });
-      const print = await fingerprint(bytes);
+      const blob: BlobRecord = { ns: planned.ns, channel, version, value };
+      // Sealed bytes differ on every call (fresh IVs): compare plain ones then.
+      const plain = bound ? (await plainSerde.dumpsTyped(blob))[1] : await encode(blob, KIND.BLOB);
+      const print = await fingerprint(plain);
       const known = blobPrints.get(key);
       if (known === undefined) {
         blobPrints.set(key, print);
-        parts.push(frame(KIND.BLOB, bytes));
+        parts.push(frame(KIND.BLOB, bound ? await encode(blob, KIND.BLOB) : plain));
         written.blobs += 1;
         record.blobs.push(channel);
       } else if (samePrint(known, print)) {
@@ -203,7 +211,7 @@ async function* exportChunks(
         record.values[channel] = value;
       }
     }
-    parts.push(frame(KIND.CHECKPOINT, await encode(record)));
+    parts.push(frame(KIND.CHECKPOINT, await encode(record, KIND.CHECKPOINT)));
     written.checkpoints += 1;
     written.writes += record.writes.length;
     yield emit(parts);

@@ -55,6 +55,17 @@
  *   neither had no value (delta channels between snapshots): absent stays absent.
  * - The trailer's `crc32` (IEEE 802.3, as zlib's) covers every byte before
  *   the trailer frame (signature included); its counts repeat the header's.
+ *   It is a checksum against accidents, not against an attacker.
+ *
+ * ## Version 2: records bound to their place
+ *
+ * The same layout; the header adds `exportId`, and every `B`/`C` record is
+ * `serde.dumpsTypedForRow(record, frameRef(header, position, kind))` (an
+ * `EncryptedSerializer`): see frames.ts. Written when the serializer binds
+ * rows; files of plain serializers stay version 1.
+ *
+ * Import files are untrusted input: validate before use, and refuse
+ * `"json"` records (`refuseJson`) when the file comes from elsewhere.
  *
  * @module
  */
@@ -74,8 +85,12 @@ import { joinBytes } from "../core/bytes.js";
 /** The `format` every header names. */
 export const THREAD_EXPORT_FORMAT = "langgraph-thread";
 
-/** The format version this module writes, and the newest it reads. */
-export const THREAD_EXPORT_VERSION = 1;
+/**
+ * The newest format version this module reads. It writes version 1, or 2
+ * when the serializer binds values to rows (records bound to their place:
+ * see frames.ts).
+ */
+export const THREAD_EXPORT_VERSION = 2;
 
 /** The media type given to exported Blobs. */
 export const THREAD_EXPORT_MEDIA_TYPE = "application/vnd.langgraph-thread";
@@ -118,6 +133,11 @@ export interface ThreadExportHeader {
   exportedAt: string;
   /** The software that wrote the file. */
   generator: string;
+  /**
+   * Version 2: a random id of this export (32 hex digits), bound into every
+   * record with its position, so records cannot be moved between files.
+   */
+  exportId?: string;
 }
 
 /** How many records of each kind a file holds. */

@@ -19,8 +19,6 @@ import {
   FRAME_HEAD,
   KIND,
   SIGNATURE,
-  THREAD_EXPORT_FORMAT,
-  THREAD_EXPORT_VERSION,
   type ThreadExportCounts,
   type ThreadExportHeader,
   type ThreadExportTrailer,
@@ -32,17 +30,10 @@ import {
 } from "./format.js";
 import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
 import { ThreadFileError, ThreadImportError } from "./errors.js";
+import { decodeRecord, parseHeader, type FrameRef } from "./frames.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
-
-/** One frame's place in the file. */
-export interface FrameRef {
-  kind: number;
-  /** Offset of the kind byte. */
-  start: number;
-  payload: Uint8Array;
-}
 
 /** A file that passed validation: its header and frames. */
 export interface ValidFile {
@@ -90,7 +81,7 @@ export async function importThread(
   }
   const { signal, onProgress } = options;
   signal?.throwIfAborted();
-  const valid = await validate(await readAll(file), serde, signal);
+  const valid = await validate(await readAll(file), serde, signal, options.refuseJson);
   const { header, counts } = valid;
   const threadId = options.targetThreadId ?? header.threadId;
   assertThreadId(threadId, "importThread");
@@ -209,9 +200,14 @@ export async function importThread(
  */
 export async function validateThreadExport(
   file: ThreadExportInput,
-  options: { serde?: SerializerProtocol; targetThreadId?: string } = {},
+  options: { serde?: SerializerProtocol; targetThreadId?: string; refuseJson?: boolean } = {},
 ): Promise<ImportThreadResult> {
-  const { header, counts } = await validate(await readAll(file), options.serde ?? new MsgpackSerializer());
+  const { header, counts } = await validate(
+    await readAll(file),
+    options.serde ?? new MsgpackSerializer(),
+    undefined,
+    options.refuseJson,
+  );
   return { threadId: options.targetThreadId ?? header.threadId, header, ...counts };
 }
 
@@ -250,19 +246,24 @@ export function headerLength(bytes: Uint8Array): number {
 }
 
 /** Full validation; see {@link importThread}. */
-export async function validate(bytes: Uint8Array, serde: SerializerProtocol, signal?: AbortSignal): Promise<ValidFile> {
+export async function validate(
+  bytes: Uint8Array,
+  serde: SerializerProtocol,
+  signal?: AbortSignal,
+  refuseJson = false,
+): Promise<ValidFile> {
   checkSignature(bytes);
   // Structure first (cheap): frame boundaries, header, trailer, CRC.
   const frames: FrameRef[] = [];
   for (let offset = SIGNATURE.length; offset < bytes.length;) {
     const ref = readFrameAt(bytes, offset);
-    frames.push(ref);
+    frames.push({ ...ref, index: frames.length });
     offset = ref.start + FRAME_HEAD + ref.payload.length;
   }
   const first = frames[0];
   if (!first || first.kind !== KIND.HEADER)
     throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
-  const header = parseHeader(first.payload);
+  const header = parseHeader(first.payload, refuseJson);
   const endAt = frames.findIndex((ref) => ref.kind === KIND.END);
   if (endAt < 0) throw new ThreadFileError("The langgraph-thread file is truncated: its end record is missing.");
   if (endAt !== frames.length - 1)
@@ -355,62 +356,6 @@ export function readFrameAt(bytes: Uint8Array, offset: number): FrameRef {
     );
   }
   return { kind: bytes[offset]!, start: offset, payload: bytes.subarray(payloadStart, payloadStart + length) };
-}
-
-/** Parses and checks the header frame. */
-export function parseHeader(payload: Uint8Array): ThreadExportHeader {
-  const header = parseJson(payload, "header") as Partial<ThreadExportHeader> | null;
-  if (typeof header !== "object" || header === null)
-    throw new ThreadFileError("The langgraph-thread header is not an object.");
-  if (header.format !== THREAD_EXPORT_FORMAT) {
-    throw new ThreadFileError(
-      `This file is in format ${JSON.stringify(header.format)}, not ${JSON.stringify(THREAD_EXPORT_FORMAT)}: it cannot be imported as a thread.`,
-    );
-  }
-  const { version } = header;
-  if (typeof version !== "number" || !Number.isInteger(version) || version < 1) {
-    throw new ThreadFileError(`The langgraph-thread header has an invalid version ${JSON.stringify(version)}.`);
-  }
-  if (version > THREAD_EXPORT_VERSION) {
-    throw new ThreadFileError(
-      `This langgraph-thread file is format version ${version}, written by a newer ${String(header.generator ?? "library")}; this version reads up to ${THREAD_EXPORT_VERSION}. Update langgraph-checkpoint-indexeddb to import it.`,
-    );
-  }
-  const counts = header.counts as Partial<ThreadExportCounts> | undefined;
-  const countOk = (n: unknown) => typeof n === "number" && Number.isInteger(n) && n >= 0;
-  if (
-    typeof header.threadId !== "string" ||
-    header.threadId === "" ||
-    typeof header.serde !== "string" ||
-    typeof counts !== "object" ||
-    counts === null ||
-    !countOk(counts.checkpoints) ||
-    !countOk(counts.blobs) ||
-    !countOk(counts.writes)
-  ) {
-    throw new ThreadFileError("The langgraph-thread header lacks its thread id, serializer or counts.");
-  }
-  return header as ThreadExportHeader;
-}
-
-/** Decodes one record with the file's serializer type. */
-export async function decodeRecord(
-  serde: SerializerProtocol,
-  header: ThreadExportHeader,
-  ref: FrameRef,
-): Promise<unknown> {
-  try {
-    return await serde.loadsTyped(header.serde, ref.payload);
-  } catch (error) {
-    const reason = errorMessage(error);
-    throw new ThreadFileError(
-      `A record of the langgraph-thread file (offset ${ref.start}) cannot be decoded as "${header.serde}": ${reason}` +
-        (header.serde === "msgpack"
-          ? " (if the state holds app classes, pass a MsgpackSerializer listing them as serde)."
-          : "."),
-      { cause: error },
-    );
-  }
 }
 
 /** Checks a decoded `B` record. */

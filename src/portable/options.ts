@@ -20,8 +20,21 @@ export interface ThreadTransferProgress {
 
 /** Options of `exportThread` and `exportThreadStream`. */
 export interface ExportThreadOptions {
-  /** Encodes the records. Default `MsgpackSerializer`; pass one with your `types` if the state holds app classes. */
+  /**
+   * Encodes the records. Default `MsgpackSerializer`; pass one with your
+   * `types` if the state holds app classes. `IndexedDBSaver.exportThread`
+   * defaults to the saver's own serializer, so an encrypted saver writes an
+   * encrypted file (format version 2, records bound to their place). An
+   * `EncryptedSerializer` here always gives such a file.
+   */
   serde?: SerializerProtocol;
+  /**
+   * `IndexedDBSaver.exportThread` only: write the records unencrypted
+   * (`MsgpackSerializer`, or `serde`) even when the saver encrypts. The file
+   * then holds the whole thread in plaintext: only for a destination that
+   * needs it, and where the file is kept safe.
+   */
+  unencrypted?: boolean;
   /** Called after each checkpoint written, and once with 0 before the first. */
   onProgress?: (progress: ThreadTransferProgress) => void;
   /** The `source` named in the header. Default: the saver's class name. */
@@ -37,8 +50,19 @@ export type IfThreadExists = "error" | "replace" | "merge";
 export interface ImportThreadOptions {
   /** Import under this thread id instead of the file's. */
   targetThreadId?: string;
-  /** Decodes the records. Default `MsgpackSerializer` (also reads `"json"` records). */
+  /**
+   * Decodes the records. Default `MsgpackSerializer` (also reads `"json"`
+   * records). An encrypted file (format version 2) needs the
+   * `EncryptedSerializer` (same passphrase or key) that wrote it.
+   */
   serde?: SerializerProtocol;
+  /**
+   * Refuse files of `"json"` records (`JsonPlusSerializer`'s format, which
+   * revives LangChain constructor records from text). An import file is
+   * untrusted input, like any upload: set this when files come from outside
+   * your app. Default false (JSON files written by other tools import).
+   */
+  refuseJson?: boolean;
   /**
    * When the target thread already has checkpoints: `"error"` (default, nothing
    * is written), `"replace"` (delete it first) or `"merge"` (add to it; a

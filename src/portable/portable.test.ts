@@ -415,10 +415,10 @@ describe("a bad file writes nothing", () => {
       });
     await expectRejected(withHeader({ format: "langgraph-store" }), /format "langgraph-store", not "langgraph-thread"/);
     await expectRejected(
-      withHeader({ version: 2 }),
-      /format version 2.*reads up to 1.*Update langgraph-checkpoint-indexeddb/,
+      withHeader({ version: 3 }),
+      /format version 3.*reads up to 2.*Update langgraph-checkpoint-indexeddb/,
     );
-    await expect(readThreadExportHeader(withHeader({ version: 2 }))).rejects.toThrow(/version 2/);
+    await expect(readThreadExportHeader(withHeader({ version: 3 }))).rejects.toThrow(/version 3/);
     await expectRejected(
       withHeader({ counts: { checkpoints: 1, blobs: 0, writes: 0 } }),
       /announces 1 checkpoints but holds/,

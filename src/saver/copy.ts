@@ -8,6 +8,7 @@ import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
+import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "./rows.js";
 import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "./schema.js";
 import { latestOf, threadSummary } from "./threads.js";
@@ -50,6 +51,8 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       source.checkpoints.map(async (row): Promise<CheckpointRow> => {
         if (!rebind) return { ...row, thread_id: t };
         const [checkpoint, metadata] = await Promise.all([decodeCheckpoint(serde, row), decodeMetadata(serde, row)]);
+        // The copy re-seals the clear fields as they are: check them first.
+        verifyCheckpointFields(row, checkpoint, metadata, true);
         return {
           ...row,
           thread_id: t,
@@ -57,7 +60,7 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
             serde,
             "re-encrypt a checkpoint",
             checkpoint,
-            rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id),
+            rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id),
           ),
           metadata: await encode(
             serde,
@@ -95,7 +98,15 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
             serde,
             "re-encrypt a write",
             value,
-            rowRef.write(t, write.checkpoint_ns, write.checkpoint_id, write.task_id, write.idx),
+            rowRef.write(
+              t,
+              write.checkpoint_ns,
+              write.checkpoint_id,
+              write.task_id,
+              write.idx,
+              write.channel,
+              write.task_path ?? "",
+            ),
           ),
         };
       }),

@@ -9,6 +9,7 @@ import type { SaverContext } from "./context.js";
 import { assertId, configIds } from "./ids.js";
 import { latestRow, walkAncestors } from "./reads.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
+import { verifyParentLinks } from "./verify.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links
@@ -33,16 +34,20 @@ export async function getDeltaChannelHistory(
       const target = checkpointId
         ? await tx.objectStore("checkpoints").get([threadId, checkpointNs, checkpointId])
         : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
-      return walkAncestors(tx, ctx.db.ranges, target, channels);
+      return { target, ...(await walkAncestors(tx, ctx.db.ranges, target, channels)) };
     },
     "read delta channel history",
   );
 
   const serde = await ctx.serde();
+  // The links and versions that chose the path and the seeds, checked
+  // while the writes decode (a no-op without encryption).
+  const verified = verifyParentLinks(serde, walked.target ? [walked.target, ...walked.rows] : []);
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
   const result: Record<string, DeltaChannelHistory> = {};
-  await Promise.all(
-    channels.map(async (channel, i) => {
+  await Promise.all([
+    verified,
+    ...channels.map(async (channel, i) => {
       const rows = walked.writesByChannel[i]!;
       // Oldest checkpoint first; inside one checkpoint, live execution's order.
       rows.sort((a, b) => {
@@ -56,6 +61,6 @@ export async function getDeltaChannelHistory(
       if (seed) entry.seed = await decodeBlob(serde, seed.blob);
       result[channel] = entry;
     }),
-  );
+  ]);
   return result;
 }

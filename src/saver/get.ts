@@ -15,16 +15,9 @@ import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { latestRow, readDetails } from "./reads.js";
-import {
-  assertVersionsMatch,
-  decodeBlob,
-  decodeCheckpoint,
-  decodeMetadata,
-  decodeWrite,
-  sortWrites,
-  type RawTuple,
-} from "./rows.js";
+import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, sortWrites, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
+import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "./versions.js";
 
 /** The checkpoint `config` names (or the namespace's latest), with its values and pending writes. */
@@ -71,7 +64,7 @@ export async function decodeTuple(
     if (raw.blobs[i]) channelValues[channel] = blobValues[i];
   });
   const checkpoint: Checkpoint = { ...stored, channel_values: channelValues } as Checkpoint;
-  assertVersionsMatch(row, checkpoint);
+  verifyCheckpointFields(row, checkpoint, metadata, authenticates(serde));
   if (checkpoint.v < 4 && row.parent_checkpoint_id !== undefined) {
     await migratePendingSends(ctx, serde, checkpoint, row);
   }

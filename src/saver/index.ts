@@ -62,9 +62,12 @@ export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsO
 export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   readonly #journal: JournalSeam;
   readonly #ctx: SaverContext;
+  /** The serializer as given (`serde` becomes the database's once open): exports use it. */
+  #given: SerializerProtocol | undefined;
 
   constructor(params: IndexedDBSaverParams = {}) {
     super(params.serde ?? new MsgpackSerializer());
+    this.#given = params.serde;
     const { db, journal } = createSaverDatabase(params);
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
@@ -117,7 +120,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    */
   async changeKey(next: SerializerProtocol): Promise<void> {
     const { changeKey } = await import("./rekey.js");
-    return changeKey(this.#ctx, next);
+    await changeKey(this.#ctx, next);
+    this.#given = next;
   }
 
   /**
@@ -170,6 +174,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * The thread as a versioned, self-describing file (every namespace,
    * checkpoint, channel value and pending write), for `importThread` into
    * this or any other `BaseCheckpointSaver`. See docs/export-format.md.
+   * Encoded with the saver's own serializer unless `serde` says otherwise:
+   * an encrypted saver writes an encrypted file (import it with the same
+   * `EncryptedSerializer`); `unencrypted: true` writes plaintext instead.
    */
   exportThread(threadId: string, options: ExportThreadOptions & { as: "bytes" }): Promise<Uint8Array>;
   exportThread(threadId: string, options?: ExportThreadOptions & { as?: "blob" }): Promise<Blob>;
@@ -179,6 +186,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   ): Promise<Blob | Uint8Array> {
     // The export format loads on demand: apps that never export don't ship it.
     const { exportThread } = await import("../portable/export.js");
+    // An encrypted saver exports encrypted unless told otherwise, explicitly.
+    options = { ...options, serde: options.serde ?? (options.unencrypted ? undefined : this.#given) };
     return options.as === "bytes"
       ? exportThread(this, threadId, { ...options, as: "bytes" })
       : exportThread(this, threadId, { ...options, as: "blob" });

@@ -12,6 +12,7 @@ import { prefixBounds } from "./keys.js";
 import { threadRows, walkAncestors } from "./reads.js";
 import { decodeMetadata, encode, rowRef } from "./rows.js";
 import { deleteCheckpointRows } from "./runs.js";
+import { verifyParentLinks } from "./verify.js";
 import type { BlobRow, CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, deleteThread } from "./tombstones.js";
@@ -73,6 +74,8 @@ async function pruneThread(
     }
   }
   if (kept.length === rows.length) return;
+  // The kept rows' clear versions decide which blobs survive: check them.
+  await verifyParentLinks(serde, kept);
 
   // Delta channels the kept checkpoints rebuild from ancestors' writes.
   const snapshots: BlobRow[] = [];
@@ -115,6 +118,8 @@ async function pruneThread(
         (tx) => walkAncestors(tx, ranges, row, chained),
         "walk delta history",
       );
+      // The kept chain follows parent links: check them before deleting around them.
+      await verifyParentLinks(serde, [row, ...walk.rows]);
       const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
       for (const id of walk.path.slice(0, depth + 1)) keep.add(checkpointIdentity(row.checkpoint_ns, id));
     }

@@ -49,7 +49,12 @@ export async function put(
 
   // Serialize everything before the transaction opens.
   const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
-    encode(serde, "serialize the checkpoint", withoutValues, rowRef.checkpoint(threadId, checkpointNs, checkpointId)),
+    encode(
+      serde,
+      "serialize the checkpoint",
+      withoutValues,
+      rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
+    ),
     encode(
       serde,
       "serialize the checkpoint metadata",
@@ -184,7 +189,7 @@ export async function putWrites(
           serde,
           `serialize a write to "${channel}"`,
           value,
-          rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx),
+          rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
         ),
       };
     }),

@@ -92,6 +92,8 @@ export function threadRows<S extends "checkpoints" | "blobs" | "writes">(
 export interface AncestorWalk {
   /** Ancestor ids from the parent of the target up, nearest first. */
   path: string[];
+  /** The rows of `path` (same order): their parent links and versions steered the walk. */
+  rows: CheckpointRow[];
   /** Per channel: the blob that seeds it and the depth in `path` it was found at. */
   seeds: Map<string, { blob: BlobRow; depth: number }>;
   /** Per requested channel (same order): its writes on its part of the path. */
@@ -138,8 +140,9 @@ export async function walkAncestors(
   channels: string[],
 ): Promise<AncestorWalk> {
   const path: string[] = [];
+  const pathRows: CheckpointRow[] = [];
   const seeds = new Map<string, { blob: BlobRow; depth: number }>();
-  if (!target) return { path, seeds, writesByChannel: channels.map(() => []) };
+  if (!target) return { path, rows: pathRows, seeds, writesByChannel: channels.map(() => []) };
   const { thread_id: threadId, checkpoint_ns: checkpointNs } = target;
   const checkpoints = tx.objectStore("checkpoints");
   const blobStore = tx.objectStore("blobs");
@@ -182,6 +185,7 @@ export async function walkAncestors(
       if (!row) break;
     }
     const depth = path.push(cursor) - 1;
+    pathRows.push(row);
     for (const channel of remaining) {
       const version = row.channel_versions[channel];
       if (version !== undefined && valued.get(channel)!.has(versionKey(version))) {
@@ -221,5 +225,5 @@ export async function walkAncestors(
     const blob = seedBlobs[i];
     if (blob) seeds.set(channel, { blob, depth: seedAt.get(channel)!.depth });
   });
-  return { path, seeds, writesByChannel };
+  return { path, rows: pathRows, seeds, writesByChannel };
 }

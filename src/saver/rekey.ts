@@ -4,9 +4,16 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
-import { changeDatabaseKey, rekeyDatabase, type ValueRewriter } from "../serde/protocol.js";
+import {
+  changeDatabaseKey,
+  rekeyDatabase,
+  type RowRef,
+  type StoredValue,
+  type ValueRewriter,
+} from "../serde/protocol.js";
+import { DecryptionError } from "../core/errors.js";
 import type { SaverContext } from "./context.js";
-import { rowRef } from "./rows.js";
+import { checkpointRefs, rowRef, writeRefs } from "./rows.js";
 import {
   isTombstoneWrite,
   type BlobRow,
@@ -87,6 +94,28 @@ async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "thre
 }
 
 /**
+ * Rewrites a value bound under binding version 2, or, for a row written
+ * before it, version 1 (then it stays bound so: its clear fields were never
+ * part of its binding).
+ */
+async function rewriteEither(
+  rewrite: ValueRewriter,
+  value: StoredValue,
+  [current, legacy]: [RowRef, RowRef],
+): Promise<[string, Uint8Array] | undefined> {
+  try {
+    return await rewrite(value, current);
+  } catch (error) {
+    if (!(error instanceof DecryptionError)) throw error;
+    try {
+      return await rewrite(value, legacy);
+    } catch {
+      throw error;
+    }
+  }
+}
+
+/**
  * A stored row with every serialized value passed through `rewrite` (with the
  * row it is bound to), or `undefined` when none changed.
  */
@@ -99,7 +128,7 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
     case "checkpoints": {
       const r = row as CheckpointRow;
       const [checkpoint, metadata] = await Promise.all([
-        rewrite(r.checkpoint, rowRef.checkpoint(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+        rewriteEither(rewrite, r.checkpoint, checkpointRefs(r)),
         rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
       ]);
       if (!checkpoint && !metadata) return undefined;
@@ -117,10 +146,7 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
     case "writes": {
       const r = row as WriteRow;
       if (isTombstoneWrite(r)) return undefined;
-      const value = await rewrite(
-        r.value,
-        rowRef.write(r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.idx),
-      );
+      const value = await rewriteEither(rewrite, r.value, writeRefs(r));
       return value ? ({ ...r, value } as SaverSchema[S]["value"]) : undefined;
     }
     default: {

@@ -12,7 +12,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { dumpForRow, loadForRow, type RowRef } from "../serde/protocol.js";
-import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./schema.js";
 
 /** Rows one read transaction gathered for one checkpoint, still serialized. */
@@ -23,13 +23,49 @@ export interface RawTuple {
   writes: WriteRow[];
 }
 
-/** The row names bound into each value (associated data for encrypting serializers). */
+/**
+ * The row names bound into each value (associated data for encrypting
+ * serializers). Binding version 2 (`checkpoint.2`, `write.2`) also names the
+ * clear fields that steer reads: a checkpoint's parent link, a write's
+ * channel and task path. Rows written before it carry version 1 (the
+ * `legacy` refs) and still read: see {@link decode}.
+ */
 export const rowRef = {
-  checkpoint: (t: string, ns: string, id: string): RowRef => ["checkpoint", t, ns, id],
+  checkpoint: (t: string, ns: string, id: string, parentId: string | undefined): RowRef =>
+    parentId === undefined ? ["checkpoint.2", t, ns, id] : ["checkpoint.2", t, ns, id, parentId],
   metadata: (t: string, ns: string, id: string): RowRef => ["metadata", t, ns, id],
   blob: (t: string, ns: string, channel: string, version: Version): RowRef => ["blob", t, ns, channel, version],
+  write: (
+    t: string,
+    ns: string,
+    id: string,
+    taskId: string,
+    idx: number,
+    channel: string,
+    taskPath: string,
+  ): RowRef => ["write.2", t, ns, id, taskId, idx, channel, taskPath],
+};
+
+/** Binding version 1 refs: what rows written before version 2 are bound to. */
+export const legacyRowRef = {
+  checkpoint: (t: string, ns: string, id: string): RowRef => ["checkpoint", t, ns, id],
   write: (t: string, ns: string, id: string, taskId: string, idx: number): RowRef => ["write", t, ns, id, taskId, idx],
 };
+
+/** The version 2 ref of a stored checkpoint row, and its version 1 ref. */
+export function checkpointRefs(row: CheckpointRow): [RowRef, RowRef] {
+  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id } = row;
+  return [rowRef.checkpoint(t, ns, id, row.parent_checkpoint_id), legacyRowRef.checkpoint(t, ns, id)];
+}
+
+/** The version 2 ref of a stored write row, and its version 1 ref. */
+export function writeRefs(write: WriteRow): [RowRef, RowRef] {
+  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id, task_id: task, idx } = write;
+  return [
+    rowRef.write(t, ns, id, task, idx, write.channel, write.task_path ?? ""),
+    legacyRowRef.write(t, ns, id, task, idx),
+  ];
+}
 
 /** Runs a serializer call, turning foreign failures into `SerializationError`. */
 export async function serializing<T>(what: string, work: () => Promise<T>): Promise<T> {
@@ -46,8 +82,20 @@ export function encode(serde: SerializerProtocol, what: string, value: unknown, 
   return serializing(what, () => dumpForRow(serde, value, row));
 }
 
-/** Decodes a value stored in the row `row`. */
-export function decode(serde: SerializerProtocol, what: string, stored: TypedBytes, row: RowRef): Promise<unknown> {
+/**
+ * Decodes a value stored in the row `row`. With `legacy`, a value that does
+ * not open under `row` is tried under that older binding (rows written
+ * before binding version 2); if neither opens, the first failure stands.
+ * Only a value sealed under `legacy` opens there, so an altered clear field
+ * cannot make a version 2 row read as version 1.
+ */
+export function decode(
+  serde: SerializerProtocol,
+  what: string,
+  stored: TypedBytes,
+  row: RowRef,
+  legacy?: RowRef,
+): Promise<unknown> {
   // A row altered outside the saver may hold anything here, even null.
   if (!Array.isArray(stored) || typeof stored[0] !== "string") {
     return Promise.reject(
@@ -57,7 +105,18 @@ export function decode(serde: SerializerProtocol, what: string, stored: TypedByt
     );
   }
   const [type, data] = stored;
-  return serializing(what, () => loadForRow(serde, type, data, row));
+  return serializing(what, async () => {
+    try {
+      return await loadForRow(serde, type, data, row);
+    } catch (error) {
+      if (legacy === undefined || !(error instanceof DecryptionError)) throw error;
+      try {
+        return await loadForRow(serde, type, data, legacy);
+      } catch {
+        throw error;
+      }
+    }
+  });
 }
 
 /** A checkpoint row's metadata. */
@@ -82,12 +141,7 @@ export function decodeBlob(serde: SerializerProtocol, blob: BlobRow): Promise<un
 
 /** A write row as LangGraph's pending write tuple. */
 export async function decodeWrite(serde: SerializerProtocol, write: WriteRow): Promise<CheckpointPendingWrite> {
-  const value = await decode(
-    serde,
-    `read a write to "${write.channel}"`,
-    write.value,
-    rowRef.write(write.thread_id, write.checkpoint_ns, write.checkpoint_id, write.task_id, write.idx),
-  );
+  const value = await decode(serde, `read a write to "${write.channel}"`, write.value, ...writeRefs(write));
   return [write.task_id, write.channel, value];
 }
 
@@ -96,12 +150,9 @@ export function decodeCheckpoint(
   serde: SerializerProtocol,
   row: CheckpointRow,
 ): Promise<Omit<Checkpoint, "channel_values">> {
-  return decode(
-    serde,
-    "read a checkpoint",
-    row.checkpoint,
-    rowRef.checkpoint(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
-  ) as Promise<Omit<Checkpoint, "channel_values">>;
+  return decode(serde, "read a checkpoint", row.checkpoint, ...checkpointRefs(row)) as Promise<
+    Omit<Checkpoint, "channel_values">
+  >;
 }
 
 /** The `writesSortKey` of a stored write. */
@@ -117,14 +168,19 @@ export function sortWrites(writes: WriteRow[]): WriteRow[] {
 /**
  * The row's plain copy of the channel versions (used to fetch blobs) must
  * match the serialized checkpoint's; a mismatch means the row was altered.
+ * Under an encrypting serializer (`authenticated`) the checkpoint is the
+ * authenticated copy, so a mismatch is a `DecryptionError`.
  */
-export function assertVersionsMatch(row: CheckpointRow, checkpoint: Pick<Checkpoint, "channel_versions">): void {
+export function assertVersionsMatch(
+  row: CheckpointRow,
+  checkpoint: Pick<Checkpoint, "channel_versions">,
+  authenticated = false,
+): void {
   const stored = checkpoint.channel_versions ?? {};
   const plain = row.channel_versions;
   const keys = Object.keys(stored);
   if (keys.length !== Object.keys(plain).length || keys.some((key) => plain[key] !== stored[key])) {
-    throw new SerializationError(
-      `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its channel versions do not match its row. The row was altered outside the saver.`,
-    );
+    const message = `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its channel versions do not match its row. The row was altered outside the saver.`;
+    throw authenticated ? new DecryptionError(message) : new SerializationError(message);
   }
 }

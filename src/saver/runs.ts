@@ -10,6 +10,7 @@ import { threadRows } from "./reads.js";
 import type { CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
+import { stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 
 /**
@@ -22,6 +23,8 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
   for (const runId of runIds) assertId("run_id", runId);
   if (runIds.length === 0) return;
   const ranges = ctx.db.ranges;
+  // Decrypting cannot happen inside the deleting transaction: check first.
+  const verified = await verifiedRunRows(ctx, [...new Set(runIds)]);
   const touched = await ctx.writes.write(
     THREAD_STORES,
     async (tx) => {
@@ -31,9 +34,11 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
       );
       const keys = keyLists.flat();
       if (keys.length === 0) return [];
+      // A row put or changed since the check was not verified: it stays.
       const doomed = (await Promise.all(keys.map((key) => checkpoints.get(key)))).filter(
-        (row): row is CheckpointRow => !!row,
+        (row): row is CheckpointRow => !!row && stillVerified(verified, row),
       );
+      if (doomed.length === 0) return [];
       const doomedIds = new Set(
         doomed.map((row) => `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`),
       );

@@ -123,7 +123,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
         serde,
         "serialize the checkpoint",
         withoutValues,
-        rowRef.checkpoint(threadId, checkpointNs, id),
+        rowRef.checkpoint(threadId, checkpointNs, id, parentId),
       ),
       metadata: await encode(
         serde,
@@ -185,7 +185,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
             this.serde,
             `serialize a write to "${channel}"`,
             value,
-            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx),
+            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
           ),
         };
       }),
@@ -225,6 +225,8 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
       channel_versions: wire.channel_versions,
       created_at: 0,
     };
+    // The parent link is part of the checkpoint's binding (version 2).
+    if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
     const blobs: BlobRow[] = wire.blobs.map((b) => ({
       thread_id: t,
       checkpoint_ns: ns,

@@ -313,7 +313,10 @@ async function rewriteRawRow(store: string, row: Record<string, unknown>, rewrit
   const ns = row.checkpoint_ns as string;
   if (store === "checkpoints") {
     const id = row.checkpoint_id as string;
-    const checkpoint = await rewrite(row.checkpoint as TypedBytes, rowRef.checkpoint(t, ns, id));
+    const checkpoint = await rewrite(
+      row.checkpoint as TypedBytes,
+      rowRef.checkpoint(t, ns, id, row.parent_checkpoint_id as string | undefined),
+    );
     const metadata = await rewrite(row.metadata as TypedBytes, rowRef.metadata(t, ns, id));
     return checkpoint || metadata
       ? { ...row, checkpoint: checkpoint ?? row.checkpoint, metadata: metadata ?? row.metadata }
@@ -323,7 +326,15 @@ async function rewriteRawRow(store: string, row: Record<string, unknown>, rewrit
     const ref =
       store === "blobs"
         ? rowRef.blob(t, ns, row.channel as string, row.version as number)
-        : rowRef.write(t, ns, row.checkpoint_id as string, row.task_id as string, row.idx as number);
+        : rowRef.write(
+            t,
+            ns,
+            row.checkpoint_id as string,
+            row.task_id as string,
+            row.idx as number,
+            row.channel as string,
+            row.task_path as string,
+          );
     const value = await rewrite(row.value as TypedBytes, ref);
     return value ? { ...row, value } : undefined;
   }
