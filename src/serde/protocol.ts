@@ -201,6 +201,19 @@ export function isRekeyable(serde: SerializerProtocol): serde is RekeyableSerial
   );
 }
 
+/** Options of `changeKey` (IndexedDBSaver and IndexedDBStore). */
+export interface ChangeKeyOptions {
+  /**
+   * Only re-wrap the data key under the new passphrase or key: instant
+   * whatever the database's size, but the data key stays the same, so the
+   * old passphrase plus any old copy of the key record (a backup, disk
+   * residue) still decrypts every value, including values written after the
+   * change. For a passphrase that leaked, leave it off (the default): the
+   * data key is then replaced and every value re-encrypted.
+   */
+  rewrapOnly?: boolean;
+}
+
 /** How often a key change retries when another tab changed the record meanwhile. */
 const RECORD_ATTEMPTS = 3;
 
@@ -208,9 +221,14 @@ const RECORD_ATTEMPTS = 3;
  * Changes the key (passphrase) of a database from `current`'s to `next`'s
  * by re-wrapping its data key: no value is re-encrypted, so it is instant
  * whatever the database's size, and a crash leaves either the old or the new
- * record (one put). Afterwards only `next` opens the database. On a database
+ * record (one put). Afterwards only `next` opens the stored record; but the
+ * data key is the same, so an old copy of the record (a backup, disk
+ * residue) plus the old passphrase still opens every value, old and new:
+ * follow with {@link rekeyDatabase} under `next` to retire it. On a database
  * with no key record yet (nothing encrypted under a database key) it does
- * nothing: `next` makes the record on first use.
+ * nothing and resolves false: `next` makes the record on first use. When
+ * `next` already opens the record (an interrupted change run again), it
+ * leaves it as is.
  *
  * The storage class then uses `next` as its serializer.
  * @internal
@@ -219,17 +237,26 @@ export async function changeDatabaseKey(
   current: SerializerProtocol,
   next: SerializerProtocol,
   records: KeyRecordAccess,
-): Promise<void> {
+): Promise<boolean> {
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     const stored = await records.read();
-    if (stored === undefined) return;
+    if (stored === undefined) return false;
     if (!isRewrappable(current)) {
       throw new TypeError(
         `This database's values are encrypted (key record "${stored.kind}"), but its current serializer cannot re-wrap the key. Open it with the EncryptedSerializer it was created with.`,
       );
     }
+    // Resuming a change whose re-wrap was stored but whose re-encryption was cut off.
+    if (
+      isDatabaseKeyed(next) &&
+      (await next.forDatabase(stored).then(
+        (b) => !b.record,
+        () => false,
+      ))
+    )
+      return true;
     const record = await current.rewrapFor(stored, next);
-    if (await records.replace(stored, record)) return;
+    if (await records.replace(stored, record)) return true;
   }
   throw new IndexedDBCheckpointError(
     "Could not change the encryption key: another tab kept changing the key record. Try again.",
