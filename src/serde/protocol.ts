@@ -57,7 +57,15 @@ export interface DatabaseKeyedSerializer extends SerializerProtocol {
    * the key does not open the record: a wrong passphrase fails here, before
    * any row is read.
    */
-  forDatabase(stored: KeyRecord | undefined): Promise<DatabaseBinding>;
+  forDatabase(stored: KeyRecord | undefined, database?: DatabaseInfo): Promise<DatabaseBinding>;
+}
+
+/** What a keyed serializer may ask of the database it binds to, when it has no key record. */
+export interface DatabaseInfo {
+  /** The database's name, for error messages. */
+  readonly name: string;
+  /** Whether the database already holds values (a missing key record then means it was lost or removed). */
+  populated(): Promise<boolean>;
 }
 
 /** True when `serde` binds values to rows. */
@@ -105,6 +113,7 @@ export async function bindSerializer(
   readRecord: () => Promise<KeyRecord | undefined>,
   addRecord: (record: KeyRecord) => Promise<boolean>,
   putRecord: (record: KeyRecord) => Promise<void>,
+  database?: DatabaseInfo,
 ): Promise<SerializerProtocol> {
   if (!isDatabaseKeyed(serde)) {
     // Fail closed: an encrypted database must not take plaintext rows from
@@ -119,7 +128,7 @@ export async function bindSerializer(
   }
   for (let attempt = 0; attempt < 3; attempt++) {
     const stored = await readRecord();
-    const binding = await serde.forDatabase(stored);
+    const binding = await serde.forDatabase(stored, database);
     if (!binding.record) return binding.serde;
     if (stored === undefined) {
       // Another tab may have created the key meanwhile: then use theirs.

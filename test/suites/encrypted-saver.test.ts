@@ -597,7 +597,14 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     const legacy = await populate(plain, ["thread-plain"]);
     const legacyTuples = await readAll(plain, legacy);
     await plain.close();
-    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    // Without allowPlaintext, a populated database with no key record is refused (issue 11, item 7)...
+    const unmigrated = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    await expect(unmigrated.getTuple(legacy.configs.values().next().value!)).rejects.toThrow(
+      /no encryption key record/,
+    );
+    await unmigrated.close();
+    // ...turning encryption on over plaintext rows is a migration.
+    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass", { allowPlaintext: true }) });
     const fixture = await populate(saver);
     await saver.close();
     // Once encrypted, the database refuses a saver opened without the key.

@@ -172,3 +172,42 @@ describe("IndexedDBStore.changeKey rotates the data key (issue 11, item 4)", () 
     await owner.close();
   });
 });
+
+describe("a lost key record is reported, not replaced (issue 11, item 7)", () => {
+  async function removeKey(dbName: string, key: string): Promise<void> {
+    await withRaw(dbName, async (db) => {
+      const tx = db.transaction("meta", "readwrite");
+      tx.objectStore("meta").delete(key);
+      await done(tx);
+    });
+  }
+
+  it("IndexedDBSaver: a non-empty database without its key record fails naming the database, and no new key is made", async () => {
+    const dbName = newDbName("lost-key-saver");
+    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    const config = await putCheckpoint(saver, "t", `${SECRET} kept`);
+    await saver.close();
+    await removeKey(dbName, "key");
+    const reopened = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    const failure = reopened.getTuple(config);
+    await expect(failure).rejects.toBeInstanceOf(DecryptionError);
+    await expect(failure).rejects.toThrow(dbName);
+    await expect(putCheckpoint(reopened, "t2", "new")).rejects.toBeInstanceOf(DecryptionError);
+    await reopened.close();
+    expect(await saverKeyRow(dbName)).toBeUndefined();
+  });
+
+  it("IndexedDBStore: the same", async () => {
+    const dbName = newDbName("lost-key-store");
+    const store = new IndexedDBStore({ dbName, serde: await serdeFor("pass") });
+    await store.put(["user"], "a", { text: `${SECRET} kept` });
+    await store.close();
+    await removeKey(dbName, "serde-key");
+    const reopened = new IndexedDBStore({ dbName, serde: await serdeFor("pass") });
+    await expect(reopened.get(["user"], "a")).rejects.toThrow(dbName);
+    await expect(reopened.put(["user"], "b", { text: "new" })).rejects.toBeInstanceOf(DecryptionError);
+    await reopened.close();
+    const key = await withRaw(dbName, (db) => request(db.transaction("meta").objectStore("meta").get("serde-key")));
+    expect(key).toBeUndefined();
+  });
+});
