@@ -73,6 +73,7 @@ export type {
   RewrappableSerializer,
   RekeyableSerializer,
   DataKeyRotation,
+  ChangeKeyOptions,
   StoredValue,
   ValueRewriter,
 } from "./serde/protocol.js";

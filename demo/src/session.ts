@@ -355,8 +355,8 @@ export class Session {
   }
 
   /**
-   * A new passphrase: the saver and store re-wrap their data key
-   * (`changeKey`: no row is re-encrypted), the demo's own sealed texts are
+   * A new passphrase: the saver and store rotate their data key
+   * (`changeKey`: every row re-encrypted under a fresh one), the demo's own sealed texts are
    * sealed again, and the lock record gets the new salt and check value.
    */
   async changePassphrase(passphrase: string): Promise<Session> {

@@ -20,6 +20,12 @@ export interface ActiveJournalOptions {
   connection(): Promise<IDBDatabase>;
   /** Compact when the journal grows past this many bytes (and twice its last snapshot). */
   compactBytes: number;
+  /**
+   * Stores whose every put replaces material that must not stay readable in
+   * older records (the saver's `meta`: key records, tombstones): a record
+   * putting to one compacts the journal, as a record deleting rows does.
+   */
+  purgeOnPut?: readonly string[];
   /** Told when an append or a compaction fails: the journal stops, the saver goes on. */
   onFail(error: unknown): void;
 }
@@ -70,6 +76,7 @@ export class ActiveJournal {
   /** Appends one committed transaction's operations (queued, in commit order). */
   append(ops: Op[]): Promise<void> {
     const bytes = frameRecord({ o: ops } satisfies Payload);
+    const purge = ops.some((op) => op[1] > 1 || (op[1] === 0 && this.#options.purgeOnPut?.includes(op[0])));
     return this.#enqueue(async () => {
       if (!this.#usable) return;
       try {
@@ -79,7 +86,12 @@ export class ActiveJournal {
         this.#fail(error);
         return;
       }
-      if (this.#size > this.#options.compactBytes && this.#size > 2 * this.#snapshotSize) await this.#compactNow();
+      // A delete (or a key change) must not stay undone in older records, which
+      // still hold the deleted rows (plaintext without encryption) or the
+      // retired key: rewrite the journal as a snapshot of what is left. The
+      // write's promise resolves after this, so nothing deleted is readable then.
+      if (purge || (this.#size > this.#options.compactBytes && this.#size > 2 * this.#snapshotSize))
+        await this.#compactNow();
     });
   }
 

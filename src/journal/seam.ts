@@ -46,6 +46,8 @@ export interface JournalSeamOptions {
   replayMargin?: number;
   /** The saver's resync of its newest rows after a recovery. */
   resync: Resync;
+  /** Stores whose puts compact the journal like deletes do (see `ActiveJournalOptions.purgeOnPut`). */
+  purgeOnPut?: readonly string[];
 }
 
 /** Recovery and journaling for one database, through its seam. */
@@ -187,6 +189,7 @@ export class JournalSeam implements DatabaseSeam {
       backend,
       connection: () => this.#raw(),
       compactBytes: this.#options.compactBytes ?? 8 * 1024 * 1024,
+      purgeOnPut: this.#options.purgeOnPut,
       onFail: (error) => this.#fail(error),
     });
     const outcome = await active.recover(db, {

@@ -74,6 +74,11 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
             async (tx) => void (await storePut(tx.objectStore("meta"), { name: "key", value: record })),
             "store the key record",
           ),
+        {
+          name: db.name,
+          populated: () =>
+            db.read(["checkpoints"], async (tx) => (await tx.objectStore("checkpoints").count()) > 0, "count rows"),
+        },
       ).catch((error: unknown) => {
         bound = undefined;
         throw error;

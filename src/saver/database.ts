@@ -23,6 +23,7 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     journal: params.journal,
     onWipe: params.onWipe,
     onRecovery: params.onRecovery,
+    purgeOnPut: ["meta"],
     // Needed only after a recovery with a journal: loaded then.
     resync: async (raw, records) => (await import("./journal-adapter.js")).resyncNewestRows(raw, records),
   });

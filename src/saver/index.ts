@@ -24,6 +24,7 @@ import {
 import type { JournalSeam, RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
+import type { ChangeKeyOptions } from "../serde/protocol.js";
 import { createSaverDatabase } from "./database.js";
 import { rawAccess, type SaverRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";
@@ -109,18 +110,27 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   /**
    * Changes the passphrase or key of an encrypted database: `next` (an
-   * EncryptedSerializer with the new passphrase or key) takes over. Only the
-   * data key is re-wrapped, no row is re-encrypted, so it takes the same
-   * time whatever the database's size; afterwards the old passphrase no
-   * longer opens it, and this saver uses `next`. Other tabs must reopen with
-   * the new passphrase.
+   * EncryptedSerializer with the new passphrase or key) takes over, and the
+   * data key is rotated: a fresh one, wrapped only under `next`'s key, and
+   * every stored value re-encrypted under it (as {@link rekey} does). So
+   * neither the old passphrase nor any old copy of the key record (a
+   * backup, the journal, disk residue) decrypts the database's values
+   * afterwards, including any written later. Takes time in proportion to the
+   * database's size; if interrupted, every value still reads with `next`,
+   * and calling `changeKey(next)` (or `rekey()` on a saver opened with
+   * `next`) again finishes the job.
+   *
+   * `{ rewrapOnly: true }` only re-wraps the data key (instant whatever the
+   * size): the old passphrase no longer opens the database's current key
+   * record, but with an old copy of that record it still decrypts every
+   * value, old and new. Other tabs must reopen with the new passphrase.
    *
    * @example
    * await saver.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
    */
-  async changeKey(next: SerializerProtocol): Promise<void> {
+  async changeKey(next: SerializerProtocol, options?: ChangeKeyOptions): Promise<void> {
     const { changeKey } = await import("./rekey.js");
-    await changeKey(this.#ctx, next);
+    await changeKey(this.#ctx, next, options);
     this.#given = next;
   }
 

@@ -1,12 +1,14 @@
 /**
- * Key changes of an encrypted database: `changeKey` re-wraps the data key,
- * `rekey` re-encrypts every stored value under a fresh one, a page at a time.
+ * Key changes of an encrypted database: `changeKey` re-wraps the data key
+ * under the new passphrase, then (unless `rewrapOnly`) rotates it as `rekey`
+ * does: every stored value re-encrypted under a fresh one, a page at a time.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
 import {
   changeDatabaseKey,
   rekeyDatabase,
+  type ChangeKeyOptions,
   type RowRef,
   type StoredValue,
   type ValueRewriter,
@@ -27,12 +29,18 @@ import { storePut } from "../idb/requests.js";
 /** Rows per transaction when `rekey` re-encrypts a store. */
 const REKEY_PAGE = 256;
 
-/** Hands the database to `next`, re-wrapping its data key (see `IndexedDBSaver.changeKey`). */
-export async function changeKey(ctx: SaverContext, next: SerializerProtocol): Promise<void> {
-  await ctx.serde(); // the current key must open the database first
-  await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
+/** Hands the database to `next` and rotates its data key (see `IndexedDBSaver.changeKey`). */
+export async function changeKey(
+  ctx: SaverContext,
+  next: SerializerProtocol,
+  options: ChangeKeyOptions = {},
+): Promise<void> {
+  // The current key must open the record (checked by the re-wrap), unless an
+  // interrupted change already handed it to `next`: then this resumes.
+  const keyed = await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
   ctx.slot.set(next);
   ctx.unbind();
+  if (keyed && !options.rewrapOnly) await rekey(ctx);
 }
 
 /** Re-encrypts every stored value under a fresh data key (see `IndexedDBSaver.rekey`). */

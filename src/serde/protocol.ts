@@ -57,7 +57,15 @@ export interface DatabaseKeyedSerializer extends SerializerProtocol {
    * the key does not open the record: a wrong passphrase fails here, before
    * any row is read.
    */
-  forDatabase(stored: KeyRecord | undefined): Promise<DatabaseBinding>;
+  forDatabase(stored: KeyRecord | undefined, database?: DatabaseInfo): Promise<DatabaseBinding>;
+}
+
+/** What a keyed serializer may ask of the database it binds to, when it has no key record. */
+export interface DatabaseInfo {
+  /** The database's name, for error messages. */
+  readonly name: string;
+  /** Whether the database already holds values (a missing key record then means it was lost or removed). */
+  populated(): Promise<boolean>;
 }
 
 /** True when `serde` binds values to rows. */
@@ -105,6 +113,7 @@ export async function bindSerializer(
   readRecord: () => Promise<KeyRecord | undefined>,
   addRecord: (record: KeyRecord) => Promise<boolean>,
   putRecord: (record: KeyRecord) => Promise<void>,
+  database?: DatabaseInfo,
 ): Promise<SerializerProtocol> {
   if (!isDatabaseKeyed(serde)) {
     // Fail closed: an encrypted database must not take plaintext rows from
@@ -119,7 +128,7 @@ export async function bindSerializer(
   }
   for (let attempt = 0; attempt < 3; attempt++) {
     const stored = await readRecord();
-    const binding = await serde.forDatabase(stored);
+    const binding = await serde.forDatabase(stored, database);
     if (!binding.record) return binding.serde;
     if (stored === undefined) {
       // Another tab may have created the key meanwhile: then use theirs.
@@ -201,6 +210,19 @@ export function isRekeyable(serde: SerializerProtocol): serde is RekeyableSerial
   );
 }
 
+/** Options of `changeKey` (IndexedDBSaver and IndexedDBStore). */
+export interface ChangeKeyOptions {
+  /**
+   * Only re-wrap the data key under the new passphrase or key: instant
+   * whatever the database's size, but the data key stays the same, so the
+   * old passphrase plus any old copy of the key record (a backup, disk
+   * residue) still decrypts every value, including values written after the
+   * change. For a passphrase that leaked, leave it off (the default): the
+   * data key is then replaced and every value re-encrypted.
+   */
+  rewrapOnly?: boolean;
+}
+
 /** How often a key change retries when another tab changed the record meanwhile. */
 const RECORD_ATTEMPTS = 3;
 
@@ -208,9 +230,14 @@ const RECORD_ATTEMPTS = 3;
  * Changes the key (passphrase) of a database from `current`'s to `next`'s
  * by re-wrapping its data key: no value is re-encrypted, so it is instant
  * whatever the database's size, and a crash leaves either the old or the new
- * record (one put). Afterwards only `next` opens the database. On a database
+ * record (one put). Afterwards only `next` opens the stored record; but the
+ * data key is the same, so an old copy of the record (a backup, disk
+ * residue) plus the old passphrase still opens every value, old and new:
+ * follow with {@link rekeyDatabase} under `next` to retire it. On a database
  * with no key record yet (nothing encrypted under a database key) it does
- * nothing: `next` makes the record on first use.
+ * nothing and resolves false: `next` makes the record on first use. When
+ * `next` already opens the record (an interrupted change run again), it
+ * leaves it as is.
  *
  * The storage class then uses `next` as its serializer.
  * @internal
@@ -219,17 +246,26 @@ export async function changeDatabaseKey(
   current: SerializerProtocol,
   next: SerializerProtocol,
   records: KeyRecordAccess,
-): Promise<void> {
+): Promise<boolean> {
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     const stored = await records.read();
-    if (stored === undefined) return;
+    if (stored === undefined) return false;
     if (!isRewrappable(current)) {
       throw new TypeError(
         `This database's values are encrypted (key record "${stored.kind}"), but its current serializer cannot re-wrap the key. Open it with the EncryptedSerializer it was created with.`,
       );
     }
+    // Resuming a change whose re-wrap was stored but whose re-encryption was cut off.
+    if (
+      isDatabaseKeyed(next) &&
+      (await next.forDatabase(stored).then(
+        (b) => !b.record,
+        () => false,
+      ))
+    )
+      return true;
     const record = await current.rewrapFor(stored, next);
-    if (await records.replace(stored, record)) return;
+    if (await records.replace(stored, record)) return true;
   }
   throw new IndexedDBCheckpointError(
     "Could not change the encryption key: another tab kept changing the key record. Try again.",

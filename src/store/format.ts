@@ -87,5 +87,9 @@ export async function openStore(
         "store the store's key record",
       );
     },
+    {
+      name: db.name,
+      populated: () => db.read(["items"], async (tx) => (await tx.objectStore("items").count()) > 0, "count items"),
+    },
   );
 }

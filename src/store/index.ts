@@ -24,7 +24,7 @@ import {
   type OperationResults,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { changeDatabaseKey, rekeyDatabase } from "../serde/protocol.js";
+import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/protocol.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
 import { namespaceId } from "./codec.js";
@@ -231,24 +231,32 @@ export class IndexedDBStore extends BaseStore {
 
   /**
    * Changes the passphrase or key of an encrypted store: `next` (an
-   * `EncryptedSerializer` with the new passphrase or key) takes over. Only
-   * the data key is re-wrapped, no item is re-encrypted; afterwards the old
-   * passphrase no longer opens the database. Other tabs must reopen with
+   * `EncryptedSerializer` with the new passphrase or key) takes over, and
+   * the data key is rotated: every item and vector set is re-encrypted under
+   * a fresh data key wrapped only under `next`'s key (as {@link rekey}
+   * does), so neither the old passphrase nor any old copy of the key record
+   * decrypts them afterwards, including items written later. If
+   * interrupted, everything still reads with `next`, and calling it again
+   * finishes the job. `{ rewrapOnly: true }` only re-wraps the data key
+   * (instant; an old copy of the key record plus the old passphrase then
+   * still decrypts every item, old and new). Other tabs must reopen with
    * the new passphrase.
    *
    * @example
    * await store.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
    */
-  async changeKey(next: SerializerProtocol): Promise<void> {
+  async changeKey(next: SerializerProtocol, options: ChangeKeyOptions = {}): Promise<void> {
     const current = this.#requireSerde("changeKey");
-    await this.#prepare(); // the current key must open the database first
-    await changeDatabaseKey(
+    // The current key must open the record (checked by the re-wrap), unless an
+    // interrupted change already handed it to `next`: then this resumes.
+    const keyed = await changeDatabaseKey(
       current,
       next,
       storeKeyRecords(this.#db, () => (this.#ready = undefined)),
     );
     this.#serde = next;
     this.#ready = undefined;
+    if (keyed && !options.rewrapOnly) await this.rekey();
   }
 
   /**

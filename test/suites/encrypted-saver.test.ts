@@ -38,6 +38,7 @@ import type { CheckpointRow, ThreadRow, TypedBytes } from "../../src/saver/schem
 import { IndexedDBStore } from "../../src/store/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { containsText } from "../support/plaintext.js";
+import { request, withRaw } from "../support/raw-idb.js";
 
 const MARKER = "MARKER-c0ffee-do-not-store-in-clear";
 const SALT = "encrypted-saver.test";
@@ -64,23 +65,6 @@ function newDbName(): string {
 }
 
 // ------------------------------------------------------------------ raw IndexedDB
-
-function request<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
-
-/** Opens the database at its current version, as an attacker with the files would. */
-async function withRaw<T>(name: string, work: (db: IDBDatabase) => Promise<T>): Promise<T> {
-  const db = await request(indexedDB.open(name));
-  try {
-    return await work(db);
-  } finally {
-    db.close();
-  }
-}
 
 /** Every row of every object store. */
 async function dump(name: string): Promise<Record<string, unknown[]>> {
@@ -257,7 +241,7 @@ function readersOf(slot: Slot, rows: Record<string, unknown[]>): Set<string> {
 
 /** A saver once it has the key-change methods (see the encryption report). */
 type KeyChangingSaver = IndexedDBSaver & {
-  changeKey?: (next: SerializerProtocol) => Promise<void>;
+  changeKey?: (next: SerializerProtocol, options?: { rewrapOnly?: boolean }) => Promise<void>;
   rekey?: () => Promise<void>;
 };
 
@@ -346,7 +330,7 @@ async function rewriteRawRow(store: string, row: Record<string, unknown>, rewrit
 
 async function changeKey(saver: IndexedDBSaver, next: EncryptedSerializer): Promise<void> {
   const method = (saver as KeyChangingSaver).changeKey;
-  if (typeof method === "function") await method.call(saver, next);
+  if (typeof method === "function") await method.call(saver, next, { rewrapOnly: true });
   await saver.close();
   if (typeof method !== "function")
     await withRaw(saver.dbName, (db) => changeDatabaseKey(saver.serde, next, rawRecords(db)));
@@ -624,7 +608,14 @@ describe("IndexedDBSaver + EncryptedSerializer: tampering fails closed (must-sho
     const legacy = await populate(plain, ["thread-plain"]);
     const legacyTuples = await readAll(plain, legacy);
     await plain.close();
-    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    // Without allowPlaintext, a populated database with no key record is refused (issue 11, item 7)...
+    const unmigrated = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    await expect(unmigrated.getTuple(legacy.configs.values().next().value!)).rejects.toThrow(
+      /no encryption key record/,
+    );
+    await unmigrated.close();
+    // ...turning encryption on over plaintext rows is a migration.
+    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass", { allowPlaintext: true }) });
     const fixture = await populate(saver);
     await saver.close();
     // Once encrypted, the database refuses a saver opened without the key.
@@ -677,7 +668,7 @@ describe("IndexedDBSaver + EncryptedSerializer: reopening and key rotation (must
     await reopened.close();
   });
 
-  it("changing the passphrase re-wraps the data key: everything reads under the new one, nothing under the old, no row re-encrypted", async () => {
+  it("changeKey with rewrapOnly re-wraps the data key: everything reads under the new one, nothing under the old, no row re-encrypted", async () => {
     const dbName = newDbName();
     const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("old passphrase") });
     const fixture = await populate(saver);

@@ -73,6 +73,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type {
   DataKeyRotation,
   DatabaseBinding,
+  DatabaseInfo,
   KeyRecord,
   RekeyableSerializer,
   RewrappableSerializer,
@@ -377,8 +378,15 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
    * passphrase or key fails here with `DecryptionError`, before any row is
    * read.
    */
-  async forDatabase(stored: KeyRecord | undefined): Promise<DatabaseBinding> {
+  async forDatabase(stored: KeyRecord | undefined, database?: DatabaseInfo): Promise<DatabaseBinding> {
     if (stored === undefined) {
+      // A key record removed from a database that holds values must not be
+      // silently replaced by a new key (unless migrating from plaintext).
+      if (!this.#options.allowPlaintext && (await database?.populated())) {
+        throw new DecryptionError(
+          `IndexedDB database "${database!.name}" holds values but has no encryption key record: it was removed or lost (restore it from a backup). A new key was not made. To encrypt a database written without encryption, open it with allowPlaintext: true.`,
+        );
+      }
       const { record, ring } = await this.#newDataKey([], []);
       return { serde: new DatabaseSerializer(ring, this.#options), record };
     }
