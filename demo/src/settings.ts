@@ -148,7 +148,7 @@ export class InvalidLockError extends Error {
 
 /** Why a lock row can't be trusted, or undefined when it has this app's shape. */
 export function lockRowProblem(lock: LockRow): string | undefined {
-  if (lock.v !== LOCK_VERSION) return `it has format ${String(lock.v)}, not ${LOCK_VERSION}`;
+  if (lock.v !== LOCK_VERSION) return `it is not in this app's format, version ${LOCK_VERSION}`;
   if (lock.iterations !== LOCK_ITERATIONS)
     return `it asks for ${String(lock.iterations)} PBKDF2 rounds instead of ${LOCK_ITERATIONS}`;
   if (!(lock.salt instanceof Uint8Array) || lock.salt.length !== SALT_BYTES) return "its salt is not 16 bytes";
@@ -205,7 +205,7 @@ export async function refusing<T>(load: Promise<T>, what: string, fallback: T, p
   } catch (error) {
     if (!(error instanceof UnsealedTextError)) throw error;
     problems.push(
-      `The ${what} stored in this browser were not sealed by your passphrase, so they were ignored: ${error.message}`,
+      `The ${what} stored in this browser were not sealed with your passphrase (something else wrote them), so they were not used: the defaults apply. Check them in Settings.`,
     );
     return fallback;
   }
