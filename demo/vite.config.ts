@@ -6,9 +6,14 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { VitePWA } from "vite-plugin-pwa";
+import { CSP_HEADER, CSP_META } from "./csp.js";
+
+/** The Content-Security-Policy on every response (see csp.ts). */
+const headers = { "Content-Security-Policy": CSP_HEADER };
 
 export default defineConfig({
-  server: { port: 5173 },
+  server: { port: 5173, headers },
+  preview: { headers },
   // The README's quick start (examples/quick-start.ts) imports the package by
   // its name; its end-to-end test loads it from this server. The demo itself
   // still imports the library only through src/lib.ts.
@@ -35,6 +40,17 @@ export default defineConfig({
   // the network off. The dev server has none (devOptions off): nothing stale
   // while editing.
   plugins: [
+    {
+      name: "demo-csp-meta",
+      // The policy in the page itself too, for any static host of demo/dist.
+      transformIndexHtml: () => [
+        {
+          tag: "meta",
+          attrs: { "http-equiv": "Content-Security-Policy", content: CSP_META },
+          injectTo: "head-prepend",
+        },
+      ],
+    },
     VitePWA({
       injectRegister: "script",
       registerType: "autoUpdate",

@@ -4,69 +4,10 @@
  * the lock included); the next load asks for the passphrase, rejects a
  * wrong one and opens everything with the right one.
  */
-import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { plaintextHits, ready, screenshot, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
-
-/**
- * Where `marker` occurs in plaintext in the page's IndexedDB: every database,
- * every object store, every key and value (strings, and bytes read as UTF-8
- * and as UTF-16).
- */
-function plaintextHits(page: Page, marker: string): Promise<string[]> {
-  return page.evaluate(async (marker) => {
-    const hits: string[] = [];
-    const utf8 = new TextEncoder().encode(marker);
-    const utf16 = new Uint8Array(marker.length * 2);
-    for (let i = 0; i < marker.length; i++) utf16[i * 2] = marker.charCodeAt(i);
-    const contains = (bytes: Uint8Array, needle: Uint8Array) => {
-      outer: for (let i = 0; i + needle.length <= bytes.length; i++) {
-        for (let j = 0; j < needle.length; j++) if (bytes[i + j] !== needle[j]) continue outer;
-        return true;
-      }
-      return false;
-    };
-    const seen = new Set<unknown>();
-    const scan = (value: unknown, where: string): void => {
-      if (typeof value === "string") {
-        if (value.includes(marker)) hits.push(where);
-        return;
-      }
-      if (typeof value !== "object" || value === null || seen.has(value)) return;
-      seen.add(value);
-      if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-        const bytes =
-          value instanceof ArrayBuffer
-            ? new Uint8Array(value)
-            : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-        if (contains(bytes, utf8) || contains(bytes, utf16)) hits.push(where);
-        return;
-      }
-      for (const [key, item] of value instanceof Map ? value.entries() : Object.entries(value)) {
-        scan(key, where);
-        scan(item, where);
-      }
-    };
-    const request = <T>(r: IDBRequest<T>) =>
-      new Promise<T>((resolve, reject) => {
-        r.onsuccess = () => resolve(r.result);
-        r.onerror = () => reject(r.error);
-      });
-    for (const info of await indexedDB.databases()) {
-      const db = await request(indexedDB.open(info.name!));
-      for (const name of Array.from(db.objectStoreNames)) {
-        const store = db.transaction(name, "readonly").objectStore(name);
-        const [keys, values] = await Promise.all([request(store.getAllKeys()), request(store.getAll())]);
-        scan(keys, `${info.name}/${name} (key)`);
-        scan(values, `${info.name}/${name}`);
-      }
-      db.close();
-    }
-    return [...new Set(hits)];
-  }, marker);
-}
 
 test("lock: no plaintext at rest, wrong passphrase refused, right one opens", async () => {
   const before = `early-${Math.random().toString(36).slice(2, 10)}`;

@@ -8,7 +8,16 @@ import { fileURLToPath } from "node:url";
 import type { Browser } from "playwright";
 import { build, preview, type PreviewServer } from "vite";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { Harness, launchChromium, ready, screenshot, send, transcript } from "./support.js";
+import {
+  Harness,
+  cspViolations,
+  launchChromium,
+  ready,
+  recordCspViolations,
+  screenshot,
+  send,
+  transcript,
+} from "./support.js";
 
 const root = fileURLToPath(new URL("../demo", import.meta.url));
 let server: PreviewServer;
@@ -33,7 +42,12 @@ afterAll(async () => {
 test("the built demo reloads and answers with the network off", { timeout: 120_000 }, async () => {
   const url = server.resolvedUrls!.local[0]!;
   const harness = await new Harness(browser, url).open();
+  await recordCspViolations(harness.context);
   try {
+    // The preview server sends the Content-Security-Policy, and the built page carries it (demo/csp.ts).
+    const response = await fetch(url);
+    expect(response.headers.get("content-security-policy")).toMatch(/script-src 'self';.*worker-src 'self' blob:/);
+    expect(await response.text()).toContain('http-equiv="Content-Security-Policy"');
     const page = await harness.page();
     await ready(page);
     // The service worker controls the page (it activates once its precache is complete, then claims the page).
@@ -49,6 +63,8 @@ test("the built demo reloads and answers with the network off", { timeout: 120_0
     await screenshot(page, "offline");
     // Nothing went to the network for it: the page came from the service worker.
     expect(await page.evaluate(() => navigator.serviceWorker.controller?.state)).toBe("activated");
+    // The service worker's registration, precache and the offline reload ran under the policy.
+    expect(await cspViolations(page)).toEqual([]);
   } finally {
     await harness.close();
   }

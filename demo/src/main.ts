@@ -11,7 +11,7 @@ import { errorText } from "./errors.js";
 import { BranchCache } from "./branches.js";
 import { countMessages, rowOf, type Row } from "./timeline.js";
 import { Session, deleteDatabase, type RunEvent } from "./session.js";
-import { DATABASES, plainVault, unlock } from "./settings.js";
+import { DATABASES, plainVault, titlePlace, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
 import { createChat } from "./ui/chat.js";
 import { h } from "./ui/dom.js";
@@ -23,6 +23,8 @@ import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 import { describeSync } from "./sync.js";
 import { watchIdle } from "./auto-lock.js";
+import { finishPendingDeletes } from "./vault-migration.js";
+import { vaultNotice } from "./ui/lock.js";
 
 const db = new DemoDB();
 /** While the history streams in, it is redrawn at most this often (ms). */
@@ -240,7 +242,7 @@ class App {
         let title: string;
         if (cached && sameSealed(cached.sealed, row.title)) title = cached.title;
         else {
-          title = await this.session.vault.open(row.title).catch(() => "(encrypted)");
+          title = await this.session.vault.open(row.title, titlePlace(row.id)).catch(() => "(unreadable title)");
           this.#titles.set(row.id, { sealed: row.title, title });
         }
         return { id: row.id, title, updatedAt: row.updatedAt };
@@ -284,7 +286,7 @@ class App {
   }
 
   async rename(id: string, title: string): Promise<void> {
-    await db.threads.update(id, { title: await this.session.vault.seal(title) });
+    await db.threads.update(id, { title: await this.session.vault.seal(title, titlePlace(id)) });
   }
 
   async deleteThread(id: string): Promise<void> {
@@ -554,6 +556,8 @@ function sameSealed(a: unknown, b: unknown): boolean {
 async function start(session: Session): Promise<void> {
   const last = await db.threads.orderBy("updatedAt").last();
   new App(session, last?.id);
+  // Settings a locked vault refused (planted rows): said, not silently replaced.
+  if (session.problems.length > 0) root.querySelector(".app")?.prepend(vaultNotice(session.problems));
 }
 
 async function eraseEverything(): Promise<void> {
@@ -564,6 +568,10 @@ async function eraseEverything(): Promise<void> {
 }
 
 async function boot(): Promise<void> {
+  // A lock change cut short (the tab closed) is finished before anything else.
+  await finishPendingDeletes(db, () =>
+    root.replaceChildren(h("p", { class: "boot" }, "Finishing the lock: close the app's other tabs…")),
+  );
   const lock = await db.lock();
   if (!lock) return start(await Session.open(db, plainVault));
   root.replaceChildren(

@@ -33,16 +33,23 @@ import {
 import { NO_SYNC, loadSyncSettings, saveSyncSettings, type SyncSettings } from "./sync.js";
 import { modelFor } from "./model.js";
 import {
-  DATABASES,
+  DEFAULT_MODEL_SETTINGS,
+  UnsealedTextError,
   createLock,
+  refusing,
   databasesOf,
   loadModelSettings,
   plainVault,
   saveModelSettings,
+  settingRow,
+  titlePlace,
   type ModelSettings,
   type Vault,
 } from "./settings.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
+import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
+
+export { deleteDatabase } from "./vault-migration.js";
 
 /** What a run tells the page as it goes. */
 export type RunEvent = { kind: "token"; text: string } | { kind: "values"; messages: BaseMessage[] };
@@ -58,16 +65,6 @@ export type TurnProblem = { kind: "stopped" } | { kind: "failed"; message: strin
 export function titleFrom(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > 48 ? `${line.slice(0, 47)}…` : line || "New thread";
-}
-
-/** Deletes a database, without waiting forever on a tab that keeps it open. */
-export function deleteDatabase(name: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.deleteDatabase(name);
-    request.onsuccess = () => resolve();
-    request.onerror = () => reject(request.error);
-    request.onblocked = () => setTimeout(resolve, 2000);
-  });
 }
 
 /** Checkpoints in the history's first read (about four turns). */
@@ -95,6 +92,8 @@ export class Session {
   #lastSyncedAt = 0;
   /** The last error of each thread's run in this tab, for failures that left no task error in the saver. */
   readonly #failed = new Map<string, string>();
+  /** What was refused while opening (a planted setting): for the page to report. */
+  readonly problems: string[] = [];
 
   private constructor(
     readonly db: DemoDB,
@@ -115,13 +114,17 @@ export class Session {
 
   /** Opens the vault's databases (a wrong key fails here) and the settings. */
   static async open(db: DemoDB, vault: Vault): Promise<Session> {
+    if (vault.locked) await prepareLockedOpen(db);
     const userId = await db.userId(ulid);
-    const session = new Session(db, vault, userId, await loadModelSettings(db, vault));
+    const problems: string[] = [];
+    const model = await refusing(loadModelSettings(db, vault), "model settings", DEFAULT_MODEL_SETTINGS, problems);
+    const session = new Session(db, vault, userId, model);
     // The first read binds the serializer to the databases' key records.
     await session.saver.listThreads({ limit: 1 }).next();
     await session.store.search(memoryNamespace(userId), { limit: 1 });
     await session.#adoptUnlistedThreads();
-    session.#syncSettings = await loadSyncSettings(db, vault);
+    session.#syncSettings = await refusing(loadSyncSettings(db, vault), "sync settings", NO_SYNC, problems);
+    session.problems.push(...problems);
     session.#startSync();
     return session;
   }
@@ -177,7 +180,7 @@ export class Session {
   /** Sends a user message (queued behind a run in progress on the thread). */
   send(threadId: string, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
     return this.#enqueue(threadId, async () => {
-      await this.db.touch(threadId, () => this.vault.seal(titleFrom(text)));
+      await this.db.touch(threadId, () => this.vault.seal(titleFrom(text), titlePlace(threadId)));
       await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent);
     });
   }
@@ -304,7 +307,7 @@ export class Session {
     const messages = ((await this.state(threadId)).values.messages ?? []) as BaseMessage[];
     const first = messages.find((m) => m.getType() === "human");
     const title = first ? titleFrom(String(first.content)) : fileName.replace(/\.[^.]+$/, "");
-    await this.db.touch(threadId, () => this.vault.seal(`${title} (imported)`));
+    await this.db.touch(threadId, () => this.vault.seal(`${title} (imported)`, titlePlace(threadId)));
     return threadId;
   }
 
@@ -318,40 +321,44 @@ export class Session {
   }
 
   /**
-   * Locks the app with a passphrase: every thread and memory is copied into
-   * new encrypted databases, the thread titles and model settings in the
-   * demo's database are sealed, the lock record is written, and the plain
-   * databases are deleted. Returns the session on the encrypted databases.
+   * Locks the app with a passphrase: see {@link Session.#migrateTo}.
+   * Returns the session on the encrypted databases.
    */
   async lock(passphrase: string): Promise<Session> {
     if (this.vault.locked) throw new Error("Already locked.");
     await Promise.all([...this.#queues.values()]);
     const { vault, row } = await createLock(passphrase);
-    await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
-    const next = new Session(this.db, vault, this.userId, this.#model);
-    await copyThreads(this.saver, next.saver, { ifExists: "replace" });
-    const namespace = memoryNamespace(this.userId);
-    for (const item of await this.store.search(namespace, { limit: 100_000 }))
-      await next.store.put(namespace, item.key, item.value);
+    return this.#migrateTo(vault, row);
+  }
 
-    const threads = await this.db.threads.toArray();
-    const sealed = await Promise.all(
-      threads.map(async (t) => ({ ...t, title: await vault.seal(await plainVault.open(t.title)) })),
-    );
-    const model = await vault.seal(JSON.stringify(this.#model));
-    const sync = await vault.seal(JSON.stringify(this.#syncSettings));
-    await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
-      await this.db.threads.bulkPut(sealed);
-      await this.db.settings.put({ key: "model", value: model });
-      await this.db.settings.put({ key: "sync", value: sync });
-      await this.db.settings.put(row);
+  /**
+   * Moves everything to `vault`'s databases (locking, or removing the lock):
+   * every thread and memory is copied; then, in one transaction, the thread
+   * titles and settings are sealed for `vault`, the lock record is written
+   * (or removed) and the old databases are marked for deletion; then they
+   * are deleted (vault-migration.ts: a tab closed before that finishes them
+   * on its next start).
+   */
+  async #migrateTo(vault: Vault, row: LockRow | undefined): Promise<Session> {
+    const from = Object.values(databasesOf(this.vault));
+    return withMigrationLock(async () => {
+      // Leftovers of an earlier migration cut short.
+      await runPendingDeletes(this.db, Object.values(databasesOf(vault)));
+      const next = new Session(this.db, vault, this.userId, this.#model);
+      await copyThreads(this.saver, next.saver, { ifExists: "replace" });
+      const namespace = memoryNamespace(this.userId);
+      for (const item of await this.store.search(namespace, { limit: 100_000 }))
+        await next.store.put(namespace, item.key, item.value);
+      // Both databases exist, with their key records, before the lock record names them.
+      await next.saver.listThreads({ limit: 1 }).next();
+      await next.store.search(namespace, { limit: 1 });
+      await this.#storeTexts(vault, await this.#openTexts(), row, from);
+      await this.close();
+      await runPendingDeletes(this.db);
+      next.#syncSettings = this.#syncSettings;
+      next.#startSync();
+      return next;
     });
-    await this.close();
-    await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
-    await next.saver.listThreads({ limit: 1 }).next();
-    next.#syncSettings = this.#syncSettings;
-    next.#startSync();
-    return next;
   }
 
   /**
@@ -376,47 +383,50 @@ export class Session {
     return next;
   }
 
-  /**
-   * Removes the lock: the reverse of {@link lock}. Every thread and memory
-   * is copied into the plain databases, the titles and model settings are
-   * stored as text again, the lock record goes, and the encrypted databases
-   * are deleted.
-   */
+  /** Removes the lock: the reverse of {@link lock}, back to the plain databases. */
   async unlockForGood(): Promise<Session> {
     if (!this.vault.locked) throw new Error("Not locked.");
     await Promise.all([...this.#queues.values()]);
-    await Promise.all([deleteDatabase(DATABASES.plain.saver), deleteDatabase(DATABASES.plain.store)]);
-    const next = new Session(this.db, plainVault, this.userId, this.#model);
-    await copyThreads(this.saver, next.saver, { ifExists: "replace" });
-    const namespace = memoryNamespace(this.userId);
-    for (const item of await this.store.search(namespace, { limit: 100_000 }))
-      await next.store.put(namespace, item.key, item.value);
-    await this.#storeTexts(plainVault, await this.#openTexts(), undefined);
-    await this.close();
-    await Promise.all([deleteDatabase(DATABASES.locked.saver), deleteDatabase(DATABASES.locked.store)]);
-    await next.saver.listThreads({ limit: 1 }).next();
-    next.#syncSettings = this.#syncSettings;
-    next.#startSync();
-    return next;
+    return this.#migrateTo(plainVault, undefined);
   }
 
-  /** The demo's own texts (thread titles), opened with this session's vault. */
+  /** The demo's own texts (thread titles), opened with this session's vault; a refused one is not carried over. */
   async #openTexts(): Promise<{ id: string; title: string }[]> {
     const threads = await this.db.threads.toArray();
-    return Promise.all(threads.map(async (t) => ({ id: t.id, title: await this.vault.open(t.title) })));
+    return Promise.all(
+      threads.map(async (t) => ({
+        id: t.id,
+        title: await this.vault.open(t.title, titlePlace(t.id)).catch((error: unknown) => {
+          if (error instanceof UnsealedTextError) return "(unreadable title)";
+          throw error;
+        }),
+      })),
+    );
   }
 
-  /** Seals the titles and model settings with `vault`, and writes (or, with none, deletes) the lock record. */
-  async #storeTexts(vault: Vault, texts: { id: string; title: string }[], row: LockRow | undefined): Promise<void> {
-    const sealed = await Promise.all(texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title) })));
-    const model = await vault.seal(JSON.stringify(this.#model));
-    const sync = await vault.seal(JSON.stringify(this.#syncSettings));
+  /**
+   * Seals the titles and settings with `vault`, and writes (or, with none,
+   * deletes) the lock record, with the marker of the databases to delete
+   * after it: all in one transaction.
+   */
+  async #storeTexts(
+    vault: Vault,
+    texts: { id: string; title: string }[],
+    row: LockRow | undefined,
+    toDelete: readonly string[] = [],
+  ): Promise<void> {
+    const sealed = await Promise.all(
+      texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title, titlePlace(t.id)) })),
+    );
+    const model = await settingRow(vault, "model", this.#model);
+    const sync = await settingRow(vault, "sync", this.#syncSettings);
     await this.db.transaction("rw", this.db.threads, this.db.settings, async () => {
       for (const t of sealed) await this.db.threads.update(t.id, { title: t.title });
-      await this.db.settings.put({ key: "model", value: model });
-      await this.db.settings.put({ key: "sync", value: sync });
+      await this.db.settings.put(model);
+      await this.db.settings.put(sync);
       if (row) await this.db.settings.put(row);
       else await this.db.settings.delete("lock");
+      if (toDelete.length > 0) await this.db.settings.put(pendingDeletes(toDelete));
     });
   }
 
@@ -487,7 +497,7 @@ export class Session {
       const first = messages.find((m) => m.getType() === "human");
       await this.db.touch(
         thread.threadId,
-        () => this.vault.seal(first ? titleFrom(String(first.content)) : "Untitled"),
+        () => this.vault.seal(first ? titleFrom(String(first.content)) : "Untitled", titlePlace(thread.threadId)),
         thread.updatedAt,
       );
     }

@@ -3,7 +3,7 @@
  * settings, and the client that replicates the saver through a sync server
  * (`npm run sync-server`; see docs/sync.md).
  */
-import type { Vault } from "./settings.js";
+import { loadSetting, settingRow, type Vault } from "./settings.js";
 import type { DemoDB } from "./threads-db.js";
 
 /** Where to sync, and as whom. Empty fields: sync off. */
@@ -14,18 +14,13 @@ export interface SyncSettings {
 
 export const NO_SYNC: SyncSettings = { url: "", token: "" };
 
-export async function loadSyncSettings(db: DemoDB, vault: Vault): Promise<SyncSettings> {
-  const row = await db.settings.get("sync");
-  if (!row || row.key !== "sync") return NO_SYNC;
-  try {
-    return { ...NO_SYNC, ...(JSON.parse(await vault.open(row.value)) as Partial<SyncSettings>) };
-  } catch {
-    return NO_SYNC;
-  }
+/** Throws `UnsealedTextError` for a row a locked vault did not seal (see `loadSetting`). */
+export function loadSyncSettings(db: DemoDB, vault: Vault): Promise<SyncSettings> {
+  return loadSetting(db, vault, "sync", NO_SYNC);
 }
 
 export async function saveSyncSettings(db: DemoDB, vault: Vault, settings: SyncSettings): Promise<void> {
-  await db.settings.put({ key: "sync", value: await vault.seal(JSON.stringify(settings)) });
+  await db.settings.put(await settingRow(vault, "sync", settings));
 }
 
 /** A one-line status for the sidebar ("synced", "offline, 3 changes waiting", …). */

@@ -24,6 +24,8 @@ export interface ThreadRow {
 /** The lock: a random PBKDF2 salt and a sealed check value. Never the passphrase. */
 export interface LockRow {
   key: "lock";
+  /** The format (settings.ts `LOCK_VERSION`); rows without it are refused. */
+  v: number;
   salt: Uint8Array;
   iterations: number;
   /** A known text sealed with the key: opening it proves a passphrase right. */
@@ -48,7 +50,16 @@ export interface SyncRow {
   value: StoredText;
 }
 
-export type SettingRow = LockRow | UserRow | ModelRow | SyncRow;
+/**
+ * Databases a lock change still has to delete (vault-migration.ts): written
+ * with the lock record, removed once they are gone.
+ */
+export interface PendingDeletesRow {
+  key: "pending-deletes";
+  names: string[];
+}
+
+export type SettingRow = LockRow | UserRow | ModelRow | SyncRow | PendingDeletesRow;
 
 /** The demo's database name (the saver and the store have their own). */
 export const DEMO_DB_NAME = "langgraph-demo";

@@ -102,3 +102,15 @@ export function createLockScreen(actions: LockScreenActions): HTMLElement {
   queueMicrotask(() => input.focus());
   return h("main", { class: "lock-screen" }, form);
 }
+
+/** A banner over the app: what the vault refused while opening (rows it did not seal). */
+export function vaultNotice(problems: readonly string[]): HTMLElement {
+  const notice: HTMLElement = h(
+    "div",
+    { class: "vault-notice", role: "alert", testid: "vault-problem" },
+    h("p", {}, icon("lock"), " Some stored data was refused:"),
+    h("ul", {}, ...problems.map((problem) => h("li", {}, problem))),
+    h("button", { type: "button", onclick: () => notice.remove() }, "Dismiss"),
+  );
+  return notice;
+}

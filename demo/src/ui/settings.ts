@@ -4,7 +4,7 @@
  */
 import { THREAD_EXPORT_EXTENSION } from "../lib.js";
 import type { Session } from "../session.js";
-import { databasesOf, type ModelSettings } from "../settings.js";
+import { MIN_PASSPHRASE_LENGTH, databasesOf, type ModelSettings } from "../settings.js";
 import { databaseBytes, originUsage, saverBytes } from "../storage.js";
 import { formatBytes, h, replace } from "./dom.js";
 import { icon } from "./icons.js";
@@ -35,6 +35,19 @@ function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?
   );
 }
 
+const PASSPHRASE_HINT = `At least ${MIN_PASSPHRASE_LENGTH} characters, e.g. a few unrelated words.`;
+
+/**
+ * Where a secret field's value is kept. Unlocked, there is no key to
+ * encrypt it with (a key kept next to it in the same storage would hide
+ * nothing), so it says so plainly.
+ */
+function secretHint(session: Session): string {
+  return session.vault.locked
+    ? "Kept in this browser only, encrypted with your passphrase."
+    : "Not encrypted: stored as plain text in this browser, readable by anyone with access to this browser profile. Lock the app with a passphrase to encrypt it.";
+}
+
 function download(blob: Blob, name: string): void {
   const url = URL.createObjectURL(blob);
   const link = h("a", { href: url, download: name, hidden: true });
@@ -61,12 +74,11 @@ export function createSettings(context: SettingsContext) {
       id: "new-passphrase",
       testid: "new-passphrase",
       autocomplete: "new-password",
-      minLength: 4,
       required: true,
     });
     const status = h("p", { class: "status" });
     const change = h("button", { type: "submit", testid: "change-passphrase" }, "Change passphrase");
-    const form = h("form", {}, field("New passphrase", next), change);
+    const form = h("form", {}, field("New passphrase", next, PASSPHRASE_HINT), change);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       change.disabled = true;
@@ -160,7 +172,7 @@ export function createSettings(context: SettingsContext) {
       { class: "remote-fields" },
       field("Base URL", baseUrl),
       field("Model", model),
-      field("API key", apiKey, "Kept in this browser only; encrypted when the app is locked."),
+      field("API key", apiKey, secretHint(session)),
     );
     const status = h("p", { class: "status" });
     const sync = () => (remote.hidden = provider.value !== "openai");
@@ -216,7 +228,7 @@ export function createSettings(context: SettingsContext) {
         url,
         "Run one with npm run sync-server; another browser profile with the same URL and token is a second device.",
       ),
-      field("Token", token, "Your credential on that server; encrypted here when the app is locked."),
+      field("Token", token, secretHint(session)),
       h("button", { class: "primary", type: "submit", testid: "sync-save" }, "Save and sync now"),
       status,
     );
@@ -329,7 +341,6 @@ export function createSettings(context: SettingsContext) {
       id: "passphrase",
       testid: "passphrase",
       autocomplete: "new-password",
-      minLength: 4,
       required: true,
     });
     const status = h("p", { class: "status" });
@@ -342,7 +353,7 @@ export function createSettings(context: SettingsContext) {
         {},
         "Encrypt everything at rest. Your threads and memories are copied into encrypted databases and the unencrypted ones are deleted. On the next load, the passphrase is asked for. There is no recovery if you forget it.",
       ),
-      field("Passphrase", passphrase),
+      field("Passphrase", passphrase, PASSPHRASE_HINT),
       button,
       status,
     );

@@ -1,0 +1,238 @@
+/**
+ * The locked vault against someone who can write the browser profile's
+ * files but has no passphrase (issue 11, items 8-10), each test written as
+ * the attack: planted plain settings, a planted lock row, a sealed title
+ * moved to another thread, the encrypted databases deleted, the lock
+ * migration cut off between its steps; and the passphrase's minimum length.
+ */
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { plaintextHits, ready, send, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+const PASSPHRASE = "correct horse battery staple";
+
+async function lock(page: Page, passphrase = PASSPHRASE): Promise<void> {
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill(passphrase);
+  await page.getByTestId("lock").click();
+  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+  await page.keyboard.press("Escape");
+}
+
+async function unlockWith(page: Page, passphrase = PASSPHRASE): Promise<void> {
+  await page.getByTestId("unlock-passphrase").fill(passphrase);
+  await page.getByTestId("unlock").click();
+}
+
+/**
+ * Runs `edit` (a function body with `store` in scope) on an object store of
+ * the demo's database with raw IndexedDB, as a file edit would. A string
+ * evaluated by Playwright: the page's CSP rightly forbids `new Function`.
+ */
+function editDemoDb(page: Page, store: "settings" | "threads", edit: string): Promise<unknown> {
+  return page.evaluate(`(async () => {
+    const db = await new Promise((resolve, reject) => {
+      const request = indexedDB.open("langgraph-demo");
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const tx = db.transaction(${JSON.stringify(store)}, "readwrite");
+    const store = tx.objectStore(${JSON.stringify(store)});
+    const result = await (async () => { ${edit} })();
+    await new Promise((resolve, reject) => {
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+    });
+    db.close();
+    return result;
+  })()`);
+}
+
+const databaseNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
+
+test("plain settings planted in a locked vault are refused and reported, never used", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "a private question");
+  await lock(page);
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").waitFor();
+
+  // Another endpoint for every conversation, and another sync server, as plain rows.
+  let stolen = 0;
+  await page.route("**/evil/**", (route) => {
+    stolen += 1;
+    return route.abort();
+  });
+  const evil = new URL("evil/", harness().baseURL).href;
+  await editDemoDb(
+    page,
+    "settings",
+    `store.put({ key: "model", value: ${JSON.stringify(JSON.stringify({ provider: "openai", baseUrl: `${evil}v1`, model: "m", apiKey: "k" }))} });
+     store.put({ key: "sync", value: ${JSON.stringify(JSON.stringify({ url: `${evil}sync`, token: "t" }))} });`,
+  );
+  await page.reload();
+  await unlockWith(page);
+  await ready(page);
+  const notice = page.getByTestId("vault-problem");
+  await notice.waitFor();
+  expect(await notice.textContent()).toMatch(/model settings[\s\S]*sync settings/);
+
+  await send(page, "another private question");
+  expect(await transcript(page)).toHaveLength(4);
+  await page.getByTestId("settings").click();
+  expect(await page.locator('select[name="provider"]').inputValue()).toBe("local");
+  expect(await page.getByTestId("sync-url").inputValue()).toBe("");
+  expect(stolen).toBe(0);
+});
+
+test("a planted lock row is refused with any passphrase, and the data is left alone", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "kept while attacked");
+  const rows = [
+    // A plain check value at a cheap round count: opened by any passphrase if trusted.
+    `{ key: "lock", salt: crypto.getRandomValues(new Uint8Array(16)), iterations: 100000, check: "langgraph-demo:vault-check:v1" }`,
+    `{ key: "lock", v: 2, salt: crypto.getRandomValues(new Uint8Array(16)), iterations: 1, check: "langgraph-demo:vault-check:v2" }`,
+    `{ key: "lock", v: 2, salt: crypto.getRandomValues(new Uint8Array(16)), iterations: 600000, check: "langgraph-demo:vault-check:v2" }`,
+  ];
+  for (const row of rows) {
+    await editDemoDb(page, "settings", `store.put(${row});`);
+    await page.reload();
+    await unlockWith(page, "any passphrase at all");
+    await page.getByTestId("unlock-error").waitFor();
+    expect(await page.getByTestId("unlock-error").textContent()).toContain("not written by this app");
+    expect(await page.getByTestId("composer").count()).toBe(0);
+  }
+  // The plain data is still there once the planted row is gone.
+  await editDemoDb(page, "settings", `store.delete("lock");`);
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+});
+
+test("a sealed title moved to another thread's row is refused", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "alpha thread");
+  await page.getByTestId("new-thread").click();
+  await send(page, "beta thread");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+  await lock(page);
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").waitFor();
+  // Both rows get alpha's sealed title (exactly its bytes).
+  await editDemoDb(
+    page,
+    "threads",
+    `const rows = await new Promise((resolve) => { const r = store.getAll(); r.onsuccess = () => resolve(r.result); });
+     const titles = [];
+     for (const row of rows) titles.push(row.title);
+     const alpha = rows.find((row) => row.createdAt === Math.min(...rows.map((r) => r.createdAt)));
+     for (const row of rows) store.put({ ...row, title: alpha.title });`,
+  );
+  await page.reload();
+  await unlockWith(page);
+  await ready(page);
+  await expect
+    .poll(() => page.getByTestId("thread").allTextContents())
+    .toEqual(
+      expect.arrayContaining([expect.stringContaining("alpha thread"), expect.stringContaining("(unreadable title)")]),
+    );
+  expect((await page.getByTestId("thread").allTextContents()).filter((t) => t.includes("alpha thread"))).toHaveLength(
+    1,
+  );
+});
+
+test("a lock whose encrypted databases are missing is reported, not replaced", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "soon gone");
+  await lock(page);
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").waitFor();
+  await page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const request = indexedDB.deleteDatabase("demo-checkpoints-locked");
+        request.onsuccess = resolve;
+        request.onerror = () => reject(request.error);
+      }),
+  );
+  await page.reload();
+  await unlockWith(page);
+  await page.getByTestId("unlock-error").waitFor();
+  expect(await page.getByTestId("unlock-error").textContent()).toContain("encrypted data is missing");
+  expect(await page.getByTestId("composer").count()).toBe(0);
+  expect(await databaseNames(page)).not.toContain("demo-checkpoints-locked");
+});
+
+test("a lock cut off after its lock record, before the plain databases are deleted, finishes on the next start", async () => {
+  const marker = `pre-lock-${Math.random().toString(36).slice(2, 10)}`;
+  const page = await harness().page();
+  await ready(page);
+  await send(page, `my note ${marker}`);
+  expect((await plaintextHits(page, marker)).length).toBeGreaterThan(0);
+  // The tab "dies" at the deletes: they never complete, as if it closed there.
+  await page.evaluate(() => {
+    const original = IDBFactory.prototype.deleteDatabase;
+    IDBFactory.prototype.deleteDatabase = function (name: string) {
+      if (name === "demo-checkpoints" || name === "demo-memory") return {} as IDBOpenDBRequest;
+      return original.call(this, name);
+    };
+  });
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill(PASSPHRASE);
+  await page.getByTestId("lock").click();
+  await expect
+    .poll(
+      () =>
+        editDemoDb(
+          page,
+          "settings",
+          `return await new Promise((resolve) => { const r = store.get("lock"); r.onsuccess = () => resolve(r.result !== undefined); });`,
+        ),
+      { timeout: 30_000 },
+    )
+    .toBe(true);
+  await page.close();
+
+  const next = await harness().page();
+  await next.getByTestId("unlock-passphrase").waitFor();
+  await expect.poll(() => databaseNames(next)).not.toContain("demo-checkpoints");
+  expect(await databaseNames(next)).not.toContain("demo-memory");
+  expect(await plaintextHits(next, marker)).toEqual([]);
+  await unlockWith(next);
+  await ready(next);
+  await expect.poll(() => transcript(next)).toContain(`user: my note ${marker}`);
+});
+
+test("locking needs a passphrase of 10 characters; unlocked, the API key field says it is not encrypted", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await page.getByTestId("settings").click();
+  await page.locator('select[name="provider"]').selectOption("openai");
+  await expect.poll(() => page.locator(".remote-fields").textContent()).toContain("Not encrypted");
+
+  await page.getByTestId("passphrase").fill("nine char");
+  await page.getByTestId("lock").click();
+  await page.getByText("Could not lock: Use a passphrase of at least 10 characters.").waitFor();
+  expect(await page.getByTestId("new-passphrase").count()).toBe(0);
+  expect(
+    await editDemoDb(
+      page,
+      "settings",
+      `return await new Promise((resolve) => { const r = store.get("lock"); r.onsuccess = () => resolve(r.result); });`,
+    ),
+  ).toBeUndefined();
+
+  await page.getByTestId("passphrase").fill("ten chars!");
+  await page.getByTestId("lock").click();
+  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+  await page.locator('select[name="provider"]').selectOption("openai");
+  expect(await page.locator(".remote-fields").textContent()).toContain("encrypted with your passphrase");
+  await page.getByTestId("new-passphrase").fill("too short");
+  await page.getByTestId("change-passphrase").click();
+  await page.getByText(/at least 10 characters/).waitFor();
+});
