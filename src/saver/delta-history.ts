@@ -6,6 +6,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { compareWritesSortKeys, type DeltaChannelHistory } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
+import { walksOf, type ChannelWalk } from "./delta-cache.js";
 import { assertId, configIds } from "./ids.js";
 import { latestRow, walkAncestors } from "./reads.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
@@ -27,35 +28,51 @@ export async function getDeltaChannelHistory(
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get delta channel history");
   for (const channel of channels) assertId("channel", channel);
 
+  const walks = walksOf(ctx);
+  if (checkpointId) {
+    const kept = walks.lookup(threadId, checkpointNs, checkpointId, channels);
+    if (kept) return kept;
+  }
+  // Taken before the read: a write that starts meanwhile keeps this walk from being kept.
+  const mark = walks.mark();
   const walked = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
       const target = checkpointId
         ? await tx.objectStore("checkpoints").get([threadId, checkpointNs, checkpointId])
         : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
-      return walkAncestors(tx, ctx.db.ranges, target, channels);
+      return { targetId: target?.checkpoint_id, ...(await walkAncestors(tx, ctx.db.ranges, target, channels)) };
     },
     "read delta channel history",
   );
 
   const serde = await ctx.serde();
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
-  const result: Record<string, DeltaChannelHistory> = {};
-  await Promise.all(
-    channels.map(async (channel, i) => {
+  const decoded = await Promise.all(
+    channels.map(async (channel, i): Promise<ChannelWalk> => {
       const rows = walked.writesByChannel[i]!;
       // Oldest checkpoint first; inside one checkpoint, live execution's order.
       rows.sort((a, b) => {
         const byDepth = order.get(b.checkpoint_id)! - order.get(a.checkpoint_id)!;
         return byDepth !== 0 ? byDepth : compareWritesSortKeys(writeSortKey(a), writeSortKey(b));
       });
-      const entry: DeltaChannelHistory = {
-        writes: await Promise.all(rows.map((write) => decodeWrite(serde, write))),
-      };
+      const writes = await Promise.all(rows.map((write) => decodeWrite(serde, write)));
       const seed = walked.seeds.get(channel);
-      if (seed) entry.seed = await decodeBlob(serde, seed.blob);
-      result[channel] = entry;
+      return {
+        writes,
+        ids: rows.map((write) => write.checkpoint_id),
+        ...(seed && { seed: { value: await decodeBlob(serde, seed.blob), depth: seed.depth } }),
+      };
     }),
   );
+  const result: Record<string, DeltaChannelHistory> = {};
+  channels.forEach((channel, i) => {
+    const { writes, seed } = decoded[i]!;
+    // A copy of the list: the kept walk shares the decoded writes, not the array handed out.
+    result[channel] = seed ? { writes: [...writes], seed: seed.value } : { writes: [...writes] };
+  });
+  if (walked.targetId !== undefined) {
+    walks.keep(mark, threadId, checkpointNs, walked.targetId, channels, { path: walked.path, channels: decoded });
+  }
   return result;
 }
