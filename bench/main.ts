@@ -4,6 +4,7 @@
  */
 import type { BenchRow, Suite } from "./harness.js";
 import { encryptionSuite } from "./suites/encryption.js";
+import { historySuite } from "./suites/history.js";
 import { loadSuite } from "./suites/load.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
@@ -15,7 +16,7 @@ declare global {
   }
 }
 
-const suites: Suite[] = [saverSuite, encryptionSuite, storeSuite, threadsSuite, loadSuite];
+const suites: Suite[] = [saverSuite, historySuite, encryptionSuite, storeSuite, threadsSuite, loadSuite];
 
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");

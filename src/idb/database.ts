@@ -131,6 +131,9 @@ export class Database<Schema extends DBSchema> {
   #connection: Promise<IDBPDatabase<Schema>> | undefined;
   /** The connection whose `beforeUse` has completed (so later calls skip it). */
   #seamPassed: Promise<IDBPDatabase<Schema>> | undefined;
+  /** Writes started, and writes not yet settled: see {@link Database.writeMark}. */
+  #writesStarted = 0;
+  #writesInFlight = 0;
   /** Listeners told when another tab asks us to close for its upgrade. */
   readonly #versionChangeListeners = new Set<() => void>();
 
@@ -255,6 +258,8 @@ export class Database<Schema extends DBSchema> {
             for (const listener of this.#versionChangeListeners) listener();
           });
           db.addEventListener("close", () => this.#drop(db));
+          // A new connection may follow another tab's upgrade or a restore: what was read before is suspect.
+          this.#writesStarted++;
           resolve(db);
         },
         (error: unknown) => {
@@ -303,7 +308,21 @@ export class Database<Schema extends DBSchema> {
 
   /** Runs `work` in a read-write transaction and resolves once it commits. */
   write<R>(stores: StoreNames<Schema>[], work: TxWork<Schema, "readwrite", R>, action: string): Promise<R> {
-    return this.#run(stores, "readwrite", work, action);
+    this.#writesStarted++;
+    this.#writesInFlight++;
+    const done = this.#run(stores, "readwrite", work, action);
+    const settle = () => void this.#writesInFlight--;
+    done.then(settle, settle);
+    return done;
+  }
+
+  /**
+   * A mark that changes whenever a write of this connection starts, or
+   * undefined while one is in flight: a value read under a mark is still
+   * what the database holds (for this tab) while the mark is unchanged.
+   */
+  get writeMark(): number | undefined {
+    return this.#writesInFlight === 0 ? this.#writesStarted : undefined;
   }
 
   async #run<Mode extends IDBTransactionMode, R>(

@@ -6,6 +6,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { compareWritesSortKeys, type DeltaChannelHistory } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
+import { walksOf, type ChannelWalk } from "./delta-cache.js";
 import { assertId, configIds } from "./ids.js";
 import { latestRow, walkAncestors } from "./reads.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
@@ -28,6 +29,13 @@ export async function getDeltaChannelHistory(
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get delta channel history");
   for (const channel of channels) assertId("channel", channel);
 
+  const walks = walksOf(ctx);
+  if (checkpointId) {
+    const kept = walks.lookup(threadId, checkpointNs, checkpointId, channels);
+    if (kept) return kept;
+  }
+  // Taken before the read: a write that starts meanwhile keeps this walk from being kept.
+  const mark = walks.mark();
   const walked = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
@@ -44,23 +52,36 @@ export async function getDeltaChannelHistory(
   // while the writes decode (a no-op without encryption).
   const verified = verifyParentLinks(serde, walked.target ? [walked.target, ...walked.rows] : []);
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
-  const result: Record<string, DeltaChannelHistory> = {};
-  await Promise.all([
+  const [, decoded] = await Promise.all([
     verified,
-    ...channels.map(async (channel, i) => {
-      const rows = walked.writesByChannel[i]!;
-      // Oldest checkpoint first; inside one checkpoint, live execution's order.
-      rows.sort((a, b) => {
-        const byDepth = order.get(b.checkpoint_id)! - order.get(a.checkpoint_id)!;
-        return byDepth !== 0 ? byDepth : compareWritesSortKeys(writeSortKey(a), writeSortKey(b));
-      });
-      const entry: DeltaChannelHistory = {
-        writes: await Promise.all(rows.map((write) => decodeWrite(serde, write))),
-      };
-      const seed = walked.seeds.get(channel);
-      if (seed) entry.seed = await decodeBlob(serde, seed.blob);
-      result[channel] = entry;
-    }),
+    Promise.all(
+      channels.map(async (channel, i): Promise<ChannelWalk> => {
+        const rows = walked.writesByChannel[i]!;
+        // Oldest checkpoint first; inside one checkpoint, live execution's order.
+        rows.sort((a, b) => {
+          const byDepth = order.get(b.checkpoint_id)! - order.get(a.checkpoint_id)!;
+          return byDepth !== 0 ? byDepth : compareWritesSortKeys(writeSortKey(a), writeSortKey(b));
+        });
+        const writes = await Promise.all(rows.map((write) => decodeWrite(serde, write)));
+        const seed = walked.seeds.get(channel);
+        return {
+          writes,
+          ids: rows.map((write) => write.checkpoint_id),
+          ...(seed && { seed: { value: await decodeBlob(serde, seed.blob), depth: seed.depth } }),
+        };
+      }),
+    ),
   ]);
+  const result: Record<string, DeltaChannelHistory> = {};
+  channels.forEach((channel, i) => {
+    const { writes, seed } = decoded[i]!;
+    // A copy of the list: the kept walk shares the decoded writes, not the array handed out.
+    result[channel] = seed ? { writes: [...writes], seed: seed.value } : { writes: [...writes] };
+  });
+  // Kept only once verified: a walk derived from it later needs no check of its own (its links are a subset).
+  if (walked.target !== undefined) {
+    const targetId = walked.target.checkpoint_id;
+    walks.keep(mark, threadId, checkpointNs, targetId, channels, { path: walked.path, channels: decoded });
+  }
   return result;
 }

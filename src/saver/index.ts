@@ -28,7 +28,6 @@ import type { ChangeKeyOptions } from "../serde/protocol.js";
 import { createSaverDatabase } from "./database.js";
 import { rawAccess, type SaverRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";
-import { getDeltaChannelHistory } from "./delta-history.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { list } from "./list.js";
@@ -272,10 +271,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * from the checkpoint rows, seeds from the blobs, and each channel's writes
    * in one range read of the writes index.
    */
-  override getDeltaChannelHistory(options: {
+  override async getDeltaChannelHistory(options: {
     config: RunnableConfig;
     channels: string[];
   }): Promise<Record<string, DeltaChannelHistory>> {
+    // Lazy: only graphs with delta channels walk (and keep walks).
+    const { getDeltaChannelHistory } = await import("./delta-history.js");
     return getDeltaChannelHistory(this.#ctx, options);
   }
 
