@@ -103,6 +103,15 @@ export interface KeyRanges {
 
 const DEFAULT_BLOCKED_TIMEOUT_MS = 10_000;
 
+/** Commits `tx` now where the browser has `commit()` (older ones commit on their own). */
+function commitNow(tx: IDBTransaction): void {
+  try {
+    tx.commit?.();
+  } catch {
+    // Already committing, finished or aborted: its outcome is in `done`.
+  }
+}
+
 /** Default IndexedDB factory, with a clear error where there is none. */
 function defaultFactory(): IDBFactory {
   const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
@@ -341,15 +350,36 @@ export class Database<Schema extends DBSchema> {
       let result: R;
       let workError: { error: unknown } | undefined;
       // Called synchronously, so its first requests go out while `tx` is active.
-      const resultPromise = (async () => work(tx))().catch((error: unknown) => {
-        workError = { error };
+      const resultPromise = (async () => work(tx))().then(
+        (value) => {
+          // Every request is out: commit now rather than when IndexedDB
+          // notices none follows (one round trip to the main thread less,
+          // which a busy graph run keeps waiting).
+          if (mode === "readwrite") commitNow(unwrap(tx) as IDBTransaction);
+          return value;
+        },
+        (error: unknown) => {
+          workError = { error };
+          try {
+            tx.abort();
+          } catch {
+            // Already finished or aborted: nothing to undo.
+          }
+          throw error;
+        },
+      );
+      if (mode === "readonly") {
+        // A read has nothing to commit: its results are final once `work`
+        // has them, so it need not wait for `complete` (a later abort of a
+        // read-only transaction undoes nothing).
+        tx.done.catch(() => undefined);
         try {
-          tx.abort();
-        } catch {
-          // Already finished or aborted: nothing to undo.
+          return await resultPromise;
+        } catch (error) {
+          if (workError && !isDomError(workError.error)) throw workError.error;
+          throw toPackageError(transactionError(tx) ?? error, action);
         }
-        throw error;
-      });
+      }
       try {
         // The transaction's outcome decides: a request error aborts it, and
         // its `error` (say a QuotaExceededError) is the one worth reporting.
