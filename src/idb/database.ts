@@ -103,15 +103,6 @@ export interface KeyRanges {
 
 const DEFAULT_BLOCKED_TIMEOUT_MS = 10_000;
 
-/** Commits `tx` now where the browser has `commit()` (older ones commit on their own). */
-function commitNow(tx: IDBTransaction): void {
-  try {
-    tx.commit?.();
-  } catch {
-    // Already committing, finished or aborted: its outcome is in `done`.
-  }
-}
-
 /** Default IndexedDB factory, with a clear error where there is none. */
 function defaultFactory(): IDBFactory {
   const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
@@ -355,7 +346,13 @@ export class Database<Schema extends DBSchema> {
           // Every request is out: commit now rather than when IndexedDB
           // notices none follows (one round trip to the main thread less,
           // which a busy graph run keeps waiting).
-          if (mode === "readwrite") commitNow(unwrap(tx) as IDBTransaction);
+          if (mode === "readwrite") {
+            try {
+              (unwrap(tx) as IDBTransaction).commit?.();
+            } catch {
+              // Already committing, finished or aborted: its outcome is in `done`.
+            }
+          }
           return value;
         },
         (error: unknown) => {
@@ -368,22 +365,16 @@ export class Database<Schema extends DBSchema> {
           throw error;
         },
       );
-      if (mode === "readonly") {
+      try {
         // A read has nothing to commit: its results are final once `work`
         // has them, so it need not wait for `complete` (a later abort of a
-        // read-only transaction undoes nothing).
-        tx.done.catch(() => undefined);
-        try {
-          return await resultPromise;
-        } catch (error) {
-          if (workError && !isDomError(workError.error)) throw workError.error;
-          throw toPackageError(transactionError(tx) ?? error, action);
-        }
-      }
-      try {
-        // The transaction's outcome decides: a request error aborts it, and
-        // its `error` (say a QuotaExceededError) is the one worth reporting.
-        [result] = await Promise.all([resultPromise, tx.done]);
+        // read-only transaction undoes nothing). A write's outcome is the
+        // transaction's: a request error aborts it, and its `error` (say a
+        // QuotaExceededError) is the one worth reporting.
+        if (mode === "readonly") {
+          tx.done.catch(() => undefined);
+          result = await resultPromise;
+        } else [result] = await Promise.all([resultPromise, tx.done]);
       } catch (error) {
         // A bug or a deliberate error in `work` (not from IndexedDB) keeps its identity.
         if (workError && !isDomError(workError.error)) throw workError.error;
