@@ -360,19 +360,40 @@ export class Database<Schema extends DBSchema> {
       let result: R;
       let workError: { error: unknown } | undefined;
       // Called synchronously, so its first requests go out while `tx` is active.
-      const resultPromise = (async () => work(tx))().catch((error: unknown) => {
-        workError = { error };
-        try {
-          tx.abort();
-        } catch {
-          // Already finished or aborted: nothing to undo.
-        }
-        throw error;
-      });
+      const resultPromise = (async () => work(tx))().then(
+        (value) => {
+          // Every request is out: commit now rather than when IndexedDB
+          // notices none follows (one round trip to the main thread less,
+          // which a busy graph run keeps waiting).
+          if (mode === "readwrite") {
+            try {
+              (unwrap(tx) as IDBTransaction).commit?.();
+            } catch {
+              // Already committing, finished or aborted: its outcome is in `done`.
+            }
+          }
+          return value;
+        },
+        (error: unknown) => {
+          workError = { error };
+          try {
+            tx.abort();
+          } catch {
+            // Already finished or aborted: nothing to undo.
+          }
+          throw error;
+        },
+      );
       try {
-        // The transaction's outcome decides: a request error aborts it, and
-        // its `error` (say a QuotaExceededError) is the one worth reporting.
-        [result] = await Promise.all([resultPromise, tx.done]);
+        // A read has nothing to commit: its results are final once `work`
+        // has them, so it need not wait for `complete` (a later abort of a
+        // read-only transaction undoes nothing). A write's outcome is the
+        // transaction's: a request error aborts it, and its `error` (say a
+        // QuotaExceededError) is the one worth reporting.
+        if (mode === "readonly") {
+          tx.done.catch(() => undefined);
+          result = await resultPromise;
+        } else [result] = await Promise.all([resultPromise, tx.done]);
       } catch (error) {
         // A bug or a deliberate error in `work` (not from IndexedDB) keeps its identity.
         if (workError && !isDomError(workError.error)) throw workError.error;

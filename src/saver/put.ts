@@ -211,6 +211,9 @@ export async function putWrites(
         await stored;
       },
       "put writes",
+      true,
+      // The checkpoint of this superstep usually follows: share its commit.
+      true,
     );
   } catch (error) {
     if (!(error instanceof LateWrite)) throw error;

@@ -206,6 +206,48 @@ describe("deleteThread while a run is in flight", () => {
     expect(describeReasons(await unhandled.stop())).toEqual([]);
   });
 
+  it("drops late writes of another saver on the same database, which has not seen the delete (the tombstone is read in the write's own transaction)", async () => {
+    const saver = newSaver();
+    // A second saver (say another tab): it never saw the delete, so nothing tells it to read the tombstone.
+    const writer = new IndexedDBSaver({ dbName: saver.dbName });
+    savers.push(writer);
+    const thread = "other-saver";
+    const unhandled = captureUnhandledRejections();
+    const g = gate();
+    g.open();
+    await slowGraph(writer, g).invoke({ log: ["first"] }, { configurable: { thread_id: thread } });
+    const head = (await writer.getTuple({ configurable: { thread_id: thread } }))!;
+    await saver.deleteThread(thread);
+    const next = {
+      ...head.checkpoint,
+      id: uuid6(0),
+      channel_values: { log: ["late"] },
+      channel_versions: { log: writer.getNextVersion(9) },
+    };
+    const nextConfig = { configurable: { thread_id: thread, checkpoint_ns: "", checkpoint_id: next.id } };
+    // A write and a put in one tick, as a run makes them: they share a transaction.
+    await Promise.all([
+      writer.putWrites(nextConfig, [["log", ["late write"]]], "task-late"),
+      writer.put(head.config, next, { source: "loop", step: 99, parents: {} }, { log: next.channel_versions.log }),
+    ]);
+    // Writes to the deleted head itself, on their own.
+    await writer.putWrites(head.config, [["log", ["late write on head"]]], "task-head");
+    expect(await writer.getTuple({ configurable: { thread_id: thread } })).toBeUndefined();
+    const rows = rowsOfThread(await scanAll(saver.dbName), thread);
+    expect(rows.checkpoints).toEqual([]);
+    expect(rows.blobs).toEqual([]);
+    expect(rows.writes.map((row) => [row.checkpoint_ns, row.task_id])).toEqual([["\u0000tombstone", ""]]);
+    // One tombstone record, the deleteThread's, now naming the dropped checkpoint.
+    expect(rows.meta).toEqual([expect.objectContaining({ name: `tombstone\u0000${thread}` })]);
+    expect((rows.meta[0] as { value: { dropped: string[] } }).value.dropped).toEqual([next.id]);
+
+    // A new run on the same id starts a fresh chain: accepted, and its next checkpoints too.
+    await slowGraph(writer, g).invoke({ log: ["again"] }, { configurable: { thread_id: thread } });
+    const state = await slowGraph(writer, g).getState({ configurable: { thread_id: thread } });
+    expect(state.values.log[0]).toBe("again");
+    expect(describeReasons(await unhandled.stop())).toEqual([]);
+  });
+
   it("drops puts and writes that race with the delete itself (deleteThread and the run's put in one tick)", async () => {
     const saver = newSaver();
     const thread = "race";

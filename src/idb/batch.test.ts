@@ -1,0 +1,122 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { DBSchema } from "idb";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { WriteBatcher } from "./batch.js";
+import { Database } from "./database.js";
+import { issue, storePut } from "./requests.js";
+
+interface Schema extends DBSchema {
+  a: { key: string; value: { id: string } };
+  b: { key: string; value: { id: string } };
+}
+
+const opened: Database<Schema>[] = [];
+afterEach(async () => {
+  for (const db of opened.splice(0)) {
+    await db.close();
+    await deleteDatabase(db.name);
+  }
+});
+
+function open(): Database<Schema> {
+  const db = new Database<Schema>({
+    name: freshDbName("batch"),
+    upgrades: [
+      (raw) => {
+        raw.createObjectStore("a", { keyPath: "id" });
+        raw.createObjectStore("b", { keyPath: "id" });
+      },
+    ],
+  });
+  opened.push(db);
+  return db;
+}
+
+/** Counts the read-write transactions `db` opens while `run` runs. */
+async function countWriteTransactions(db: Database<Schema>, run: () => Promise<unknown>): Promise<number> {
+  const raw = await db.rawConnection();
+  const original = raw.transaction.bind(raw);
+  let count = 0;
+  raw.transaction = ((stores: string | string[], mode?: IDBTransactionMode, options?: IDBTransactionOptions) => {
+    if (mode === "readwrite") count += 1;
+    return original(stores, mode, options);
+  }) as typeof raw.transaction;
+  try {
+    await run();
+  } finally {
+    raw.transaction = original;
+  }
+  return count;
+}
+
+/** A few microtask hops, as a caller's serialization takes before it writes. */
+async function hops(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await Promise.resolve();
+}
+
+describe("WriteBatcher: a leading write waits one task for its follower", () => {
+  it("shares one transaction with a write that comes some microtasks later", async () => {
+    const db = open();
+    const batcher = new WriteBatcher(db);
+    await db.connection();
+    const count = await countWriteTransactions(db, async () => {
+      const first = batcher.write(["a"], (tx) => issue(storePut(tx.objectStore("a"), { id: "w" })), "lead", true, true);
+      await hops(20);
+      const second = batcher.write(["b"], (tx) => issue(storePut(tx.objectStore("b"), { id: "p" })), "follow");
+      await Promise.all([first, second]);
+    });
+    expect(count).toBe(1);
+    expect(
+      await db.read(
+        ["a", "b"],
+        async (tx) => [await tx.objectStore("a").get("w"), await tx.objectStore("b").get("p")],
+        "read",
+      ),
+    ).toEqual([{ id: "w" }, { id: "p" }]);
+  });
+
+  it("without the lead flag, the first write goes out alone (two transactions)", async () => {
+    const db = open();
+    const batcher = new WriteBatcher(db);
+    await db.connection();
+    const count = await countWriteTransactions(db, async () => {
+      const first = batcher.write(["a"], (tx) => issue(storePut(tx.objectStore("a"), { id: "w" })), "alone");
+      await hops(20);
+      const second = batcher.write(["b"], (tx) => issue(storePut(tx.objectStore("b"), { id: "p" })), "follow");
+      await Promise.all([first, second]);
+    });
+    expect(count).toBe(2);
+  });
+
+  it("a lone leading write still commits", async () => {
+    const db = open();
+    const batcher = new WriteBatcher(db);
+    await batcher.write(["a"], (tx) => issue(storePut(tx.objectStore("a"), { id: "lone" })), "lead", true, true);
+    expect(await db.read(["a"], (tx) => tx.objectStore("a").get("lone"), "read")).toEqual({ id: "lone" });
+  });
+
+  it("when the follower fails in the shared transaction, the leader is committed alone and the follower rejects", async () => {
+    const db = open();
+    const batcher = new WriteBatcher(db);
+    const failure = new Error("refused");
+    const lead = batcher.write(["a"], (tx) => issue(storePut(tx.objectStore("a"), { id: "kept" })), "lead", true, true);
+    await hops(5);
+    const follower = batcher.write(
+      ["b"],
+      (tx) => {
+        issue(storePut(tx.objectStore("b"), { id: "dropped" }));
+        throw failure;
+      },
+      "follow",
+    );
+    await expect(follower).rejects.toBe(failure);
+    await lead;
+    expect(
+      await db.read(
+        ["a", "b"],
+        async (tx) => [await tx.objectStore("a").get("kept"), await tx.objectStore("b").get("dropped")],
+        "read",
+      ),
+    ).toEqual([{ id: "kept" }, undefined]);
+  });
+});
