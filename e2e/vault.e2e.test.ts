@@ -236,3 +236,76 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   await page.getByTestId("change-passphrase").click();
   await page.getByText(/at least 10 characters/).waitFor();
 });
+
+test("a vault locked before texts were bound to their place (a v1 lock row) is upgraded by the passphrase, not refused", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "asked before the upgrade");
+  await lock(page);
+  // Rewrites the vault as the first format wrote it: lock row without `v`,
+  // texts sealed with the key but not bound to their place.
+  await page.evaluate(`(async () => {
+    const { EncryptedSerializer } = await import("/src/lib.ts");
+    const db = await new Promise((resolve, reject) => {
+      const request = indexedDB.open("langgraph-demo");
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const done = (tx) => new Promise((resolve, reject) => { tx.oncomplete = resolve; tx.onerror = () => reject(tx.error); });
+    const get = (request) => new Promise((resolve) => { request.onsuccess = () => resolve(request.result); });
+    let tx = db.transaction(["settings", "threads"], "readonly");
+    const lock = await get(tx.objectStore("settings").get("lock"));
+    const threads = await get(tx.objectStore("threads").getAll());
+    await done(tx);
+    const serde = await EncryptedSerializer.fromPassphrase(${JSON.stringify(PASSPHRASE)}, { salt: lock.salt, iterations: 600000 });
+    const seal = async (text) => { const [type, data] = await serde.dumpsTyped(text); return { type, data }; };
+    const check = await seal("langgraph-demo:vault-check:v1");
+    const titles = await Promise.all(threads.map(() => seal("the v1 title")));
+    const model = await seal(JSON.stringify({ provider: "local", baseUrl: "https://api.openai.com/v1", model: "v1-model", apiKey: "" }));
+    tx = db.transaction(["settings", "threads"], "readwrite");
+    tx.objectStore("settings").put({ key: "lock", salt: lock.salt, iterations: 600000, check });
+    tx.objectStore("settings").put({ key: "model", value: model });
+    // The first format had no sync settings.
+    tx.objectStore("settings").delete("sync");
+    threads.forEach((thread, i) => tx.objectStore("threads").put({ ...thread, title: titles[i] }));
+    await done(tx);
+    db.close();
+  })()`);
+  const lockRow = () =>
+    page.evaluate(async () => {
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const request = indexedDB.open("langgraph-demo");
+        request.onsuccess = () => resolve(request.result);
+        request.onerror = () => reject(request.error);
+      });
+      const row = await new Promise<{ v?: number } | undefined>((resolve) => {
+        const request = db.transaction("settings").objectStore("settings").get("lock");
+        request.onsuccess = () => resolve(request.result as { v?: number } | undefined);
+      });
+      db.close();
+      return row;
+    });
+  expect((await lockRow())?.v).toBeUndefined();
+
+  await page.reload();
+  await unlockWith(page, "not the passphrase at all");
+  await page.getByTestId("unlock-error").waitFor();
+  expect(await page.getByTestId("unlock-error").textContent()).toContain("not right");
+  expect((await lockRow())?.v).toBeUndefined();
+
+  await unlockWith(page);
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  expect((await transcript(page))[0]).toBe("user: asked before the upgrade");
+  await expect.poll(() => page.locator(".thread-title").allTextContents()).toContain("the v1 title");
+  expect(await page.getByTestId("vault-problem").allTextContents()).toEqual([]);
+  expect((await lockRow())?.v).toBe(2);
+
+  // From now on it is an ordinary vault: the upgraded texts open bound to their place.
+  await page.reload();
+  await unlockWith(page);
+  await ready(page);
+  await expect.poll(() => page.locator(".thread-title").allTextContents()).toContain("the v1 title");
+  // The model settings were re-sealed too: a row that did not open bound would be reported here.
+  expect(await page.getByTestId("vault-problem").count()).toBe(0);
+});

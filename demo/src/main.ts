@@ -23,6 +23,7 @@ import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 import { describeSync } from "./sync.js";
 import { watchIdle } from "./auto-lock.js";
+import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
 import { finishPendingDeletes } from "./vault-migration.js";
 import { vaultNotice } from "./ui/lock.js";
 
@@ -577,8 +578,13 @@ async function boot(): Promise<void> {
   root.replaceChildren(
     createLockScreen({
       unlock: async (passphrase) => {
-        const vault = await unlock(lock, passphrase);
-        await start(await Session.open(db, vault));
+        // A lock of the first format is the user's own: upgraded in place, not refused (vault-upgrade.ts).
+        const { vault, problems } = isV1Lock(lock)
+          ? await upgradeV1Lock(db, lock, passphrase)
+          : { vault: await unlock(lock, passphrase), problems: [] };
+        const session = await Session.open(db, vault);
+        session.problems.push(...problems);
+        await start(session);
       },
       erase: async () => {
         await eraseEverything();

@@ -126,7 +126,11 @@ export async function createLock(passphrase: string): Promise<{ vault: Vault; ro
   if (passphrase.length < MIN_PASSPHRASE_LENGTH)
     throw new Error(`Use a passphrase of at least ${MIN_PASSPHRASE_LENGTH} characters.`);
   const salt = crypto.getRandomValues(new Uint8Array(SALT_BYTES));
-  const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt, iterations: LOCK_ITERATIONS });
+  return lockFor(await EncryptedSerializer.fromPassphrase(passphrase, { salt, iterations: LOCK_ITERATIONS }), salt);
+}
+
+/** The vault of a key derived from `salt`, and its lock row in this app's format. */
+export async function lockFor(serde: EncryptedSerializer, salt: Uint8Array): Promise<{ vault: Vault; row: LockRow }> {
   const vault = encryptedVault(serde, salt);
   const check = await vault.seal(CHECK_TEXT, checkPlace(salt));
   const row: LockRow = { key: "lock", v: LOCK_VERSION, salt, iterations: LOCK_ITERATIONS, check };
