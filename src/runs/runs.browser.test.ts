@@ -15,28 +15,15 @@ import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { DELAY_MS, historyReport, seed, send, threadState, type Outcome } from "../../test/support/runs/scenario.js";
 import { verifyTwoSends } from "../../test/support/runs/verify.js";
 import type { RunsTabApi } from "../../test/support/runs/run-page.js";
+import { openIframeTab, type IframeTab } from "../../test/support/iframe-tab.js";
 
 const PAGE_MODULE = new URL("../../test/support/runs/run-page.ts", import.meta.url).href;
 const STRATEGIES: MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
 
-interface Tab {
-  frame: HTMLIFrameElement;
-  api: RunsTabApi;
-}
+type Tab = IframeTab<RunsTabApi>;
 
-/** A same-origin iframe that loads the run page module. */
-async function openTab(): Promise<Tab> {
-  const frame = document.createElement("iframe");
-  frame.srcdoc = `<!doctype html><title>tab</title><script type="module" src="${PAGE_MODULE}"></script>`;
-  document.body.append(frame);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const api = (frame.contentWindow as (Window & { runsTab?: RunsTabApi }) | null)?.runsTab;
-    if (api) return { frame, api };
-    if (Date.now() > deadline) throw new Error("the tab page did not load");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** A same-origin iframe that loads the page module. */
+const openTab = (): Promise<Tab> => openIframeTab<RunsTabApi>(PAGE_MODULE, "runsTab");
 
 /** Two tabs and a worker, loaded once and shared by the tests (each uses a fresh database). */
 let pair: [Tab, Tab];

@@ -21,33 +21,20 @@ import { SAVER_UPGRADES } from "../../src/saver/schema.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { checkEverything, checkListAnswer, type Recorded } from "../support/reliability/supersteps.js";
 import type { TabApi } from "../support/reliability/tab-page.js";
+import { openIframeTab, type IframeTab } from "../support/iframe-tab.js";
 
 const STEPS = 200;
 const PAGE_MODULE = new URL("../support/reliability/tab-page.ts", import.meta.url).href;
 
-interface Tab {
-  frame: HTMLIFrameElement;
-  api: TabApi;
-}
+type Tab = IframeTab<TabApi>;
 
 type Result<T> =
   | { ok: true; value: T; ms: number }
   | { ok: false; error: { name?: string; message?: string; cause?: string }; ms: number };
 const parse = <T>(json: string) => JSON.parse(json) as Result<T>;
 
-/** A same-origin iframe that loads the tab module. */
-async function openTab(): Promise<Tab> {
-  const frame = document.createElement("iframe");
-  frame.srcdoc = `<!doctype html><title>tab</title><script type="module" src="${PAGE_MODULE}"></script>`;
-  document.body.append(frame);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const api = (frame.contentWindow as (Window & { reliabilityTab?: TabApi }) | null)?.reliabilityTab;
-    if (api) return { frame, api };
-    if (Date.now() > deadline) throw new Error("the tab page did not load");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** A same-origin iframe that loads the page module. */
+const openTab = (): Promise<Tab> => openIframeTab<TabApi>(PAGE_MODULE, "reliabilityTab");
 
 let tabs: Tab[] = [];
 const dbNames = new Set<string>();
