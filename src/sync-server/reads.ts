@@ -183,17 +183,7 @@ async function readDetails(
        JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
       [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
     ),
-    client.query<{
-      thread_id: string;
-      checkpoint_ns: string;
-      checkpoint_id: string;
-      task_id: string;
-      idx: number;
-      channel: string;
-      task_path: string;
-      type: string;
-      value: Buffer;
-    }>(
+    client.query<WriteColumns & { thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
       `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.type, w.value
        FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
        JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
@@ -208,13 +198,7 @@ async function readDetails(
   for (const w of writes.rows) {
     const key = cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id);
     const list = writeMap.get(key) ?? [];
-    list.push({
-      task_id: w.task_id,
-      idx: w.idx,
-      channel: w.channel,
-      task_path: w.task_path,
-      value: [w.type, new Uint8Array(w.value)],
-    });
+    list.push(wireWrite(w));
     writeMap.set(key, list);
   }
   rows.forEach((row, i) => {
@@ -290,23 +274,31 @@ export async function readWrites(
   checkpointNs: string,
   checkpointId: string,
 ): Promise<WireWrite[]> {
-  const result = await pool.query<{
-    task_id: string;
-    idx: number;
-    channel: string;
-    task_path: string;
-    type: string;
-    value: Buffer;
-  }>(
+  const result = await pool.query<WriteColumns>(
     `SELECT task_id, idx, channel, task_path, type, value FROM lgsync_writes
      WHERE user_id = $1 AND thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`,
     [userId, threadId, checkpointNs, checkpointId],
   );
-  return result.rows.map((w) => ({
+  return result.rows.map(wireWrite);
+}
+
+/** A pending write's columns as stored in `lgsync_writes`. */
+interface WriteColumns {
+  task_id: string;
+  idx: number;
+  channel: string;
+  task_path: string;
+  type: string;
+  value: Buffer;
+}
+
+/** A stored pending write as the wire carries it. */
+function wireWrite(w: WriteColumns): WireWrite {
+  return {
     task_id: w.task_id,
     idx: w.idx,
     channel: w.channel,
     task_path: w.task_path,
     value: [w.type, new Uint8Array(w.value)],
-  }));
+  };
 }
