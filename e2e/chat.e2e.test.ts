@@ -76,8 +76,12 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   expect(forked.join("\n")).not.toContain("turn two");
 
   // The original branch is still in the history, as a branch of its own.
+  // Both branches are drawn before the older pages have streamed in, and a turn's message count is
+  // known only once its chain is read: wait for the count, as a reader would.
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
-  expect(await page.locator('[data-testid="checkpoint"][data-message-count="6"]').count()).toBeGreaterThan(0);
+  await expect
+    .poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count())
+    .toBeGreaterThan(0);
 
   // The conversation continues on the new branch.
   await send(page, "a different turn two");
