@@ -129,7 +129,8 @@ async function* namespacePages(
           rows.push(cursor.value);
           if (rows.length < pageSize) cursor = await cursor.continue();
         }
-        return readPage(tx, ctx.db.ranges, rows, withDetails);
+        // A run of one namespace's consecutive rows: their writes come in one request.
+        return readPage(tx, ctx.db.ranges, rows, withDetails, true);
       },
       "list checkpoints",
     );
