@@ -185,7 +185,17 @@ function shapes(payload: Uint8Array): Shape[] {
       commit: true,
       issue: (tx, n) => {
         tx.objectStore("cp4").put(cpRow(n, true));
-        tx.objectStore("threads0").put({ thread_id: thread, updated_at: n });
+        tx.objectStore("threads0").put(rowsOf(payload, n).thread);
+      },
+    },
+    {
+      // The same overwrite with the index key unchanged: is it the index entry that moves?
+      name: "row + 4 indexes, inline, + threads row, index key unchanged",
+      stores: ["cp4", "threads"],
+      commit: true,
+      issue: (tx, n) => {
+        tx.objectStore("cp4").put(cpRow(n, true));
+        tx.objectStore("threads").put({ ...rowsOf(payload, n).thread, updated_at: 0 });
       },
     },
     {
