@@ -11,6 +11,8 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { unwrap, type DBSchema } from "idb";
 import { Database } from "../../src/idb/database.js";
 import { issue, storePut } from "../../src/idb/requests.js";
+import { WriteBatcher } from "../../src/idb/batch.js";
+import { MsgpackSerializer } from "../../src/index.js";
 import { deleteDatabase, ms, pairedRow, type BenchRow } from "../harness.js";
 
 const SUITE = "saver";
@@ -251,7 +253,11 @@ async function round(count: number, fn: (n: number) => Promise<unknown>, start: 
  * commit, as the put row's baseline), and `ours` (the saver's put, passed in
  * as a function) in the same rounds.
  */
-export async function putParts(payload: Uint8Array, ours: () => Promise<unknown>): Promise<BenchRow[]> {
+export async function putParts(
+  payload: Uint8Array,
+  ours: () => Promise<unknown>,
+  checkpoint: Checkpoint,
+): Promise<BenchRow[]> {
   const name = `bench-parts-${Date.now()}`;
   const db = await openParts(name);
   const raw: Shape = {
@@ -281,11 +287,33 @@ export async function putParts(payload: Uint8Array, ours: () => Promise<unknown>
       },
       "bench",
     );
+  // The layout the data points to, through the package's machinery: the
+  // same 5 values serialized, then one row (values inline) in one store,
+  // through the batcher, with no threads row and no tombstone wait.
+  const serde = new MsgpackSerializer();
+  const batcher = new WriteBatcher(runner);
+  const { channel_values: values, ...withoutValues } = checkpoint;
+  const candidate = async (n: number) => {
+    const channels = Object.keys(values);
+    const [checkpointBytes, metadataBytes, ...valueBytes] = await Promise.all(
+      [withoutValues, { source: "loop", step: n, parents: {} }, ...channels.map((c) => values[c])].map((value) =>
+        serde.dumpsTyped(value),
+      ),
+    );
+    const row = {
+      ...rowsOf(payload, n).inline,
+      checkpoint: checkpointBytes,
+      metadata: metadataBytes,
+      values: Object.fromEntries(channels.map((c, i) => [c, valueBytes[i]])),
+    };
+    await batcher.write(["cp4"], (tx) => issue(storePut(tx.objectStore("cp4"), row)), "bench");
+  };
   const counter = { n: 1 };
   const runners: ((n: number) => Promise<unknown>)[] = [
     (n) => runShape(db, raw, n),
     ...list.map((shape) => (n: number) => runShape(db, shape, n)),
     viaRunner,
+    candidate,
     () => ours(),
   ];
   const times = runners.map(() => [] as number[]);
@@ -300,6 +328,7 @@ export async function putParts(payload: Uint8Array, ours: () => Promise<unknown>
   const names = [
     ...list.map((shape) => shape.name),
     "today's tx via the package's Database.write",
+    "candidate: serialize + 1 inline row via the batcher",
     "IndexedDBSaver.put (today)",
   ];
   return names.map((label, i) => pairedRow(SUITE, `  put part: ${label}`, times[i + 1]!, times[0]!, "raw IDB put", ms));

@@ -215,7 +215,7 @@ async function singlePut(): Promise<BenchRow[]> {
     raws.push(await putRound(30, rawPut));
   }
   // What each part of the put costs (issue 13: measure before choosing a layout).
-  const parts = await putParts(payload, oursPut);
+  const parts = await putParts(payload, oursPut, sample.checkpoint);
   await temp.done();
   raw.close();
   await deleteDatabase(rawName);
