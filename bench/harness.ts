@@ -132,3 +132,24 @@ export async function storedBytes(dbName: string): Promise<number> {
   all.forEach(visit);
   return total;
 }
+
+/**
+ * A row from paired rounds (`ours[i]` and `baseline[i]` measured back to
+ * back): the times shown are the medians, the ratio is the median of the
+ * per-round ratios, which drift of a shared machine between rounds moves
+ * less than the ratio of the medians. Its baseline name ends in ", paired".
+ */
+export function pairedRow(
+  suite: string,
+  name: string,
+  ours: number[],
+  baseline: number[],
+  baselineName: string,
+  format: (n: number) => string,
+): BenchRow {
+  const ratios = ours.map((value, i) => value / baseline[i]!);
+  return {
+    ...row(suite, name, median(ours), median(baseline), `${baselineName}, paired`, format),
+    ratio: `${median(ratios).toFixed(2)}×`,
+  };
+}

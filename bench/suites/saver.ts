@@ -24,11 +24,13 @@ import {
   median,
   ms,
   msPerCall,
+  pairedRow,
   row,
   storedBytes,
   type BenchRow,
   type Suite,
 } from "../harness.js";
+import { LOOP_SHAPES, ShapedFloorSaver, putParts } from "./put-parts.js";
 
 const SUITE = "saver";
 const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
@@ -92,6 +94,8 @@ function loopGraph(saver: BaseCheckpointSaver) {
 }
 
 type Durability = "async" | "sync" | "exit";
+/** The bytes a put-shaped floor transaction writes per put (about a loop checkpoint's). */
+const LOOP_PAYLOAD = new Uint8Array(2048).fill(7);
 const INVOKES_PER_THREAD = 30;
 
 /**
@@ -114,18 +118,26 @@ async function graphLoop(): Promise<BenchRow[]> {
     const temp = tempSaver(`loop-${durability}`);
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
     const memory = new MemorySaver();
+    // The floor with a put-shaped transaction in place of the tiny commit.
+    const shaped = LOOP_SHAPES.map(
+      (shape, i) => new ShapedFloorSaver(`bench-shaped-${durability}-${i}-${Date.now()}`, LOOP_PAYLOAD, shape),
+    );
     const times = { memory: [] as number[], floor: [] as number[], ours: [] as number[] };
-    // A warm-up round each, then rounds interleaved so drift hits all three.
+    const shapedTimes = shaped.map(() => [] as number[]);
+    // A warm-up round each, then rounds interleaved so drift hits all of them.
     await loopRound(memory, durability, "warm");
     await loopRound(floor, durability, "warm");
     await loopRound(temp.saver, durability, "warm");
+    for (const saver of shaped) await loopRound(saver, durability, "warm");
     for (let round = 0; round < rounds; round++) {
       times.memory.push(await loopRound(memory, durability, `t${round}`));
       times.floor.push(await loopRound(floor, durability, `t${round}`));
       times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
+      for (const [i, saver] of shaped.entries()) shapedTimes[i]!.push(await loopRound(saver, durability, `t${round}`));
     }
     await temp.done();
     await floor.done();
+    for (const saver of shaped) await saver.done();
     const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
     rows.push(
       row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms, {
@@ -133,6 +145,11 @@ async function graphLoop(): Promise<BenchRow[]> {
       }),
     );
     rows.push(row(SUITE, `  floor (${durability}) vs MemorySaver`, floorMs, memoryMs, "MemorySaver", ms));
+    for (const [i, shape] of LOOP_SHAPES.entries()) {
+      rows.push(
+        pairedRow(SUITE, `  floor, 1 tx "${shape}"/put (${durability})`, shapedTimes[i]!, times.floor, "floor", ms),
+      );
+    }
   }
   return rows;
 }
@@ -197,6 +214,8 @@ async function singlePut(): Promise<BenchRow[]> {
     ours.push(await putRound(30, oursPut));
     raws.push(await putRound(30, rawPut));
   }
+  // What each part of the put costs (issue 13: measure before choosing a layout).
+  const parts = await putParts(payload, oursPut, sample.checkpoint);
   await temp.done();
   raw.close();
   await deleteDatabase(rawName);
@@ -210,6 +229,7 @@ async function singlePut(): Promise<BenchRow[]> {
       ms,
       { max: 1.5 },
     ),
+    ...parts,
   ];
 }
 
