@@ -180,11 +180,11 @@ export async function bindingCheckRows(): Promise<BenchRow[]> {
   const [walkTime, walkBase] = await alternately(
     () => walk(saver),
     () => walk(baseline),
-    { perRound: 5, rounds: 15, warmup: 5 },
+    { perRound: 5, rounds: 40, warmup: 5 },
   );
   await saver.close();
   await baseline.close();
-  const [firstTime, firstBase] = await alternateSamples(firstWalk(name, serde), firstWalk(plainName, unbound), 21);
+  const [firstTime, firstBase] = await alternateSamples(firstWalk(name, serde), firstWalk(plainName, unbound), 31);
   await deleteDatabase(name);
   await deleteDatabase(plainName);
 
