@@ -3,6 +3,7 @@
  * after another, and leaves the rows on `window.__benchResult` for run.mjs.
  */
 import type { BenchRow, Suite } from "./harness.js";
+import { bindingChecksSuite } from "./suites/binding-checks.js";
 import { encryptionSuite } from "./suites/encryption.js";
 import { historySuite } from "./suites/history.js";
 import { loadSuite } from "./suites/load.js";
@@ -16,7 +17,15 @@ declare global {
   }
 }
 
-const suites: Suite[] = [saverSuite, historySuite, encryptionSuite, storeSuite, threadsSuite, loadSuite];
+const suites: Suite[] = [
+  saverSuite,
+  historySuite,
+  encryptionSuite,
+  bindingChecksSuite,
+  storeSuite,
+  threadsSuite,
+  loadSuite,
+];
 
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");

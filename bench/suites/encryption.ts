@@ -6,7 +6,6 @@ import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/lang
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { DEFAULT_PBKDF2_ITERATIONS, EncryptedSerializer, IndexedDBSaver } from "../../src/index.js";
 import { deleteDatabase, median, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
-import { bindingCheckRows } from "./binding-checks.js";
 
 const SUITE = "encryption";
 const meta: CheckpointMetadata = { source: "loop", step: 1, parents: {} };
@@ -65,7 +64,6 @@ export const encryptionSuite: Suite = {
         baselineName: "once per unlock",
         ratio: "",
       },
-      ...(await bindingCheckRows()),
     ];
   },
 };

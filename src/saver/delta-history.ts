@@ -10,7 +10,7 @@ import { walksOf, type ChannelWalk } from "./delta-cache.js";
 import { assertId, configIds } from "./ids.js";
 import { latestRow, walkAncestors } from "./reads.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
-import { verifyParentLinks } from "./verify.js";
+import { verifyParentLinks } from "./verify-links.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links

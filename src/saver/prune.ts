@@ -12,7 +12,7 @@ import { prefixBounds } from "./keys.js";
 import { threadRows, walkAncestors } from "./reads.js";
 import { decodeMetadata, encode, rowRef } from "./rows.js";
 import { deleteCheckpointRows } from "./runs.js";
-import { verifyParentLinks } from "./verify.js";
+import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, deleteThread } from "./tombstones.js";

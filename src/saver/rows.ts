@@ -176,11 +176,14 @@ export function assertVersionsMatch(
   checkpoint: Pick<Checkpoint, "channel_versions">,
   authenticated = false,
 ): void {
-  const stored = checkpoint.channel_versions ?? {};
-  const plain = row.channel_versions;
-  const keys = Object.keys(stored);
-  if (keys.length !== Object.keys(plain).length || keys.some((key) => plain[key] !== stored[key])) {
+  if (!sameVersions(row.channel_versions, checkpoint.channel_versions ?? {})) {
     const message = `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its channel versions do not match its row. The row was altered outside the saver.`;
     throw authenticated ? new DecryptionError(message) : new SerializationError(message);
   }
+}
+
+/** True when a row's clear channel versions are exactly `stored` (same channels, same values and types). */
+export function sameVersions(plain: Record<string, Version>, stored: Record<string, Version>): boolean {
+  const keys = Object.keys(stored);
+  return keys.length === Object.keys(plain).length && keys.every((key) => plain[key] === stored[key]);
 }

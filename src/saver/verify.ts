@@ -6,14 +6,15 @@
  * them. The parent link is part of the checkpoint's binding (version 2, see
  * rows.ts), the run id and versions are inside the sealed metadata and
  * checkpoint: wherever one of them steers a read or a delete, it is checked
- * here, and a mismatch is a `DecryptionError`. Without encryption nothing is
+ * here (the walks up the parent chain: verify-links.ts), and a mismatch is a
+ * `DecryptionError`. Without encryption nothing is
  * authenticated and these checks are skipped (they would cost and prove
  * nothing).
  */
 import type { Checkpoint, CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { DecryptionError } from "../core/errors.js";
 import { isRowBound } from "../serde/protocol.js";
-import { assertVersionsMatch, decodeCheckpoint } from "./rows.js";
+import { assertVersionsMatch } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 
 /** True when `serde` authenticates rows, so their clear fields can be checked. */
@@ -45,15 +46,4 @@ export function verifyRunId(row: CheckpointRow, metadata: CheckpointMetadata): v
       `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" (namespace "${row.checkpoint_ns}") has a run id that does not match its encrypted metadata: the row was altered outside the saver.`,
     );
   }
-}
-
-/**
- * Checks the parent links and channel versions a walk up the parent chain
- * followed: each row's checkpoint is decoded under binding version 2 (which
- * names its parent) and its versions compared with the row's. Resolves when
- * all hold; no-op without encryption.
- */
-export async function verifyParentLinks(serde: SerializerProtocol, rows: readonly CheckpointRow[]): Promise<void> {
-  if (!authenticates(serde)) return;
-  await Promise.all(rows.map(async (row) => assertVersionsMatch(row, await decodeCheckpoint(serde, row), true)));
 }

@@ -262,3 +262,67 @@ describe("an encrypted saver authenticates the clear structural fields (issue 11
     expect((await history(saver))[CHANNEL]!.writes.map(([, , value]) => value)).toEqual(["turn 1"]);
   });
 });
+
+/**
+ * The walk does not decrypt again a row it has proven (src/saver/verify.ts):
+ * the same saver, having walked the untouched thread, must still refuse each
+ * edit made after that walk. Each test reuses one saver across the edit (it
+ * reopens its connection on next use, keeping its bound serializer).
+ */
+describe("rows already proven by a walk: later edits are still refused", () => {
+  const latestHistory = (saver: IndexedDBSaver) =>
+    saver.getDeltaChannelHistory({
+      config: { configurable: { thread_id: THREAD, checkpoint_ns: "" } },
+      channels: [CHANNEL],
+    });
+
+  async function walkedThenEdited(
+    prefix: string,
+    edit: (rows: Record<string, unknown>[]) => Record<string, unknown>[],
+  ): Promise<IndexedDBSaver> {
+    const name = freshDbName(prefix);
+    created.push(name);
+    const saver = saverOn(name, await encrypted());
+    await deltaThread(saver);
+    expect((await latestHistory(saver))[CHANNEL]!.writes.map(([, , value]) => value)).toEqual(["turn 1", "turn 2"]);
+    await editRows(name, "checkpoints", edit);
+    open.push(saver);
+    return saver;
+  }
+
+  it("a parent link relinked after the walk", async () => {
+    const saver = await walkedThenEdited("proven-relink", (rows) =>
+      rows.filter((row) => row.checkpoint_id === "3").map((row) => ({ ...row, parent_checkpoint_id: "1" })),
+    );
+    expect(await rejection(latestHistory(saver))).toBeInstanceOf(DecryptionError);
+  });
+
+  it("an ancestor's clear versions edited after the walk", async () => {
+    const saver = await walkedThenEdited("proven-seed", (rows) =>
+      rows.filter((row) => row.checkpoint_id === "2").map((row) => ({ ...row, channel_versions: { [CHANNEL]: "v1" } })),
+    );
+    const error = await rejection(latestHistory(saver));
+    expect(error).toBeInstanceOf(DecryptionError);
+    expect(error.message).toMatch(/Checkpoint 2 of thread "victim"/);
+  });
+
+  it("an ancestor's sealed checkpoint swapped for another's, clear fields untouched", async () => {
+    const saver = await walkedThenEdited("proven-sealed", (rows) => {
+      const [two, one] = ["2", "1"].map((id) => rows.find((row) => row.checkpoint_id === id)!);
+      return [{ ...two, checkpoint: one!.checkpoint }];
+    });
+    expect(await rejection(latestHistory(saver))).toBeInstanceOf(DecryptionError);
+  });
+
+  it("an untouched thread walks again without error, and so does a row put back as it was", async () => {
+    let original: Record<string, unknown> | undefined;
+    const saver = await walkedThenEdited("proven-restored", (rows) => {
+      original = rows.find((row) => row.checkpoint_id === "3");
+      return [{ ...original, parent_checkpoint_id: "1" }];
+    });
+    expect(await rejection(latestHistory(saver))).toBeInstanceOf(DecryptionError);
+    await editRows(saver.dbName, "checkpoints", () => [original!]);
+    open.push(saver);
+    expect((await latestHistory(saver))[CHANNEL]!.writes.map(([, , value]) => value)).toEqual(["turn 1", "turn 2"]);
+  });
+});
