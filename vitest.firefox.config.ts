@@ -2,14 +2,26 @@ import { defineConfig } from "vitest/config";
 import { preview } from "@vitest/browser-preview";
 
 /**
- * Firefox (Debian's firefox-esr) runs the official conformance suite and the
- * graph scenarios: `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
+ * Firefox (Debian's firefox-esr) runs the official conformance suite, the
+ * graph scenarios, the runs module, and the suites of issue 11 that depend
+ * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
+ * OPFS, key rotation, structural binding, export binding and the attacks on
+ * stored rows. `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
  * needs a real origin, which the fixed API host and port give.
  */
 export default defineConfig({
   test: {
     globals: true,
-    include: ["test/suites/conformance.test.ts", "test/suites/graphs.test.ts", "src/runs/runs.browser.test.ts"],
+    include: [
+      "test/suites/conformance.test.ts",
+      "test/suites/graphs.test.ts",
+      "src/runs/runs.browser.test.ts",
+      "test/suites/journal-purge.test.ts",
+      "test/suites/key-rotation.test.ts",
+      "test/suites/structural-binding.test.ts",
+      "test/suites/export-binding.test.ts",
+      "test/suites/security.test.ts",
+    ],
     testTimeout: 60_000,
     browser: {
       enabled: true,

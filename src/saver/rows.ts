@@ -13,6 +13,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import { dumpForRow, loadForRow, type RowRef } from "../serde/protocol.js";
 import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
+import { errorMessage } from "../core/guards.js";
 import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./schema.js";
 
 /** Rows one read transaction gathered for one checkpoint, still serialized. */
@@ -109,6 +110,12 @@ export function decode(
     try {
       return await loadForRow(serde, type, data, row);
     } catch (error) {
+      // The serializer's own message does not say which row it was reading.
+      if (error instanceof SerializationError || !(error instanceof IndexedDBCheckpointError)) {
+        throw new SerializationError(`Could not ${what} from row ${JSON.stringify(row)}: ${errorMessage(error)}`, {
+          cause: error,
+        });
+      }
       if (legacy === undefined || !(error instanceof DecryptionError)) throw error;
       try {
         return await loadForRow(serde, type, data, legacy);

@@ -108,7 +108,8 @@ async function decode(
   try {
     return await loadForRow(serde, type, data, rowRef);
   } catch (error) {
-    if (error instanceof IndexedDBCheckpointError) throw error;
+    // A SerializationError from the serializer does not say which item it was reading.
+    if (error instanceof IndexedDBCheckpointError && !(error instanceof SerializationError)) throw error;
     throw new SerializationError(
       `Could not decode store item "${row.key}" in namespace [${row.namespace.join(", ")}] (type "${type}"): ${(error as Error)?.message ?? String(error)}`,
       { cause: error },

@@ -40,6 +40,7 @@ import {
 import { frameRecord, parseJournal } from "../../src/journal/format.js";
 import { replayFile } from "../../src/journal/raw.js";
 import exportGolden from "../golden/export.json";
+import { exportFrames } from "../golden/export2.js";
 import journalGolden from "../golden/journal.json";
 import msgpackGolden from "../golden/msgpack.json";
 import saverEncryptedGolden from "../golden/saver-encrypted.json";
@@ -141,20 +142,6 @@ function bin(value: Tagged): Uint8Array {
 function expectAnswers(actual: Record<string, Tagged>, expected: Record<string, Tagged>): void {
   expect(Object.keys(actual)).toEqual(Object.keys(expected));
   for (const key of Object.keys(expected)) expect({ [key]: actual[key] }).toEqual({ [key]: expected[key] });
-}
-
-/** Frames of a `.lgthread` file: kind letter and payload. */
-function frames(file: Uint8Array): [string, Uint8Array][] {
-  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
-  const out: [string, Uint8Array][] = [];
-  let offset = 8;
-  while (offset < file.length) {
-    const length = view.getUint32(offset + 1, false);
-    out.push([String.fromCharCode(file[offset]!), file.subarray(offset + 5, offset + 5 + length)]);
-    offset += 5 + length;
-  }
-  expect(offset).toBe(file.length);
-  return out;
 }
 
 // ---------------------------------------------------------------- saver databases
@@ -706,14 +693,14 @@ describe(".lgthread export files", () => {
 
   it("keeps the signature, frame kinds, header and trailer", async () => {
     expect(hex(file.subarray(0, 8))).toBe("894c47540d0a1a0a");
-    const kinds = frames(file).map(([kind]) => kind);
+    const kinds = exportFrames(file).map(([kind]) => kind);
     expect(kinds[0]).toBe("H");
     expect(kinds.at(-1)).toBe("E");
     expect(new Set(kinds.slice(1, -1))).toEqual(new Set(["B", "C"]));
     expect(await readThreadExportHeader(file)).toEqual(header);
-    const trailer = JSON.parse(new TextDecoder().decode(frames(file).at(-1)![1])) as Record<string, unknown>;
+    const trailer = JSON.parse(new TextDecoder().decode(exportFrames(file).at(-1)![1])) as Record<string, unknown>;
     expect(Object.keys(trailer)).toEqual(["checkpoints", "blobs", "writes", "crc32"]);
-    for (const [kind, payload] of frames(file).slice(1, -1))
+    for (const [kind, payload] of exportFrames(file).slice(1, -1))
       expect([kind, payload[0], payload[1]]).toEqual([kind, 0xc1, 0x01]);
   });
 

@@ -28,7 +28,7 @@
  */
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
-import { packPayload, unpackPayload } from "./wire.js";
+import { packPayload, RefusedToken, unpackPayload } from "./wire.js";
 import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
 import { Encoder, encodeError } from "./encoder.js";
 import { Revival } from "./revival.js";
@@ -104,6 +104,7 @@ export class MsgpackSerializer implements SerializerProtocol {
     try {
       root = unpackPayload(data, revival);
     } catch (error) {
+      if (error instanceof RefusedToken) throw (await import("./refusal.js")).refusal(data, error.at);
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
         cause: error,

@@ -56,6 +56,7 @@
  */
 import { addExtension, Packr, Unpackr, type Options } from "msgpackr";
 import { SerializationError } from "../../core/errors.js";
+import { FOLLOWED, RAW, refusedAt } from "./guard.js";
 
 /** First payload byte: never a valid MessagePack token (see module docs). */
 export const FORMAT_MAGIC = 0xc1;
@@ -102,6 +103,15 @@ const PAYLOAD_CODES: readonly PayloadCode[] = [
 ];
 
 /**
+ * What each extension type byte may be on read (see guard.ts): ours, plus
+ * the two of msgpackr's we write, the timestamp (-1, for `Date`) and 0x42
+ * (bigints beyond 64 bits). Every other type is refused.
+ */
+const EXTENSION_KINDS = new Uint8Array(256);
+for (const code of PAYLOAD_CODES) EXTENSION_KINDS[code] = FOLLOWED;
+for (const code of [EXT.UNDEFINED, EXT.NEGATIVE_ZERO, 0x42, 0xff]) EXTENSION_KINDS[code] = RAW;
+
+/**
  * Packr options; they shape the bytes, so they are fixed here.
  * - `useRecords: false`: plain MessagePack maps. Records are msgpackr's
  *   structure extension ("r", 0x72); its reader compiles each structure with
@@ -138,12 +148,11 @@ function packOptions(): Options {
  * - `useRecords: false`, no `structures`: bytes 0x40-0x7f are integers, never
  *   record references, so no reader is compiled (see {@link packOptions}).
  *   msgpackr still honours an explicit record definition (fixext 0x72) in
- *   the bytes whatever the options; we never write one, so only crafted bytes
- *   could make it try `new Function`, and under a strict CSP it catches the
- *   EvalError and reads the record without it.
+ *   the bytes whatever the options; we never write one, and guard.ts refuses
+ *   it (with every other extension we never write) before msgpackr reads.
  * - `structuredClone: false`: msgpackr's reference extensions (0x69, 0x70)
- *   are refused, so crafted bytes cannot decode to a cyclic value (we never
- *   write them; msgpackr honours them unless this is `false`, not merely unset).
+ *   are refused by msgpackr too (unless this is `false`, not merely unset, it
+ *   honours them), a second lock behind guard.ts.
  * - `mapsAsObjects`: maps are plain objects; real `Map`s carry {@link EXT.MAP}.
  * - `copyBuffers`: each decoded `Uint8Array` owns its bytes instead of being a
  *   view that keeps the whole stored row alive.
@@ -276,9 +285,20 @@ export function packPayload(lowered: unknown): Uint8Array {
 }
 
 /**
+ * Thrown by {@link unpackPayload} for a token guard.ts refuses; the caller
+ * builds the error with refusal.ts, loaded only then.
+ * @internal
+ */
+export class RefusedToken {
+  /** @param at Offset of the token in the payload (header included). */
+  constructor(readonly at: number) {}
+}
+
+/**
  * Checks the header and unpacks the value, sending every payload extension to
- * `reader`. Throws {@link SerializationError} for a foreign header or an
- * unknown version; msgpackr's own errors (truncated or corrupt bytes) are
+ * `reader`. Throws {@link SerializationError} for a foreign header, an
+ * unknown version; throws {@link RefusedToken} for an extension this format
+ * never writes (guard.ts); msgpackr's own errors (truncated or corrupt bytes) are
  * thrown as they are, for the caller to wrap.
  * @internal
  */
@@ -296,6 +316,8 @@ export function unpackPayload(data: Uint8Array, reader: ExtensionReader): unknow
   // A plain Uint8Array view (never a Node Buffer), so copied `bin` values are
   // plain Uint8Arrays too.
   const body = new Uint8Array(data.buffer, data.byteOffset + HEADER_LENGTH, data.length - HEADER_LENGTH);
+  const refused = refusedAt(body, EXTENSION_KINDS);
+  if (refused >= 0) throw new RefusedToken(HEADER_LENGTH + refused);
   const { unpackr } = getCodec();
   const previous = activeReader;
   activeReader = reader;
