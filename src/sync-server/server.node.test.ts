@@ -3,6 +3,7 @@
  * bad or oversized requests answered with clear errors while the server
  * stays up. Real server on loopback, real PostgreSQL.
  */
+import { Packr } from "msgpackr";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat } from "../../test/support/chat-graph.js";
 import { device, newUser, startServer } from "../../test/support/sync/harness.js";
@@ -117,8 +118,14 @@ describe("sync server: auth and isolation", () => {
 describe("sync server: bad requests", () => {
   it("answers bad input with clear 4xx errors and stays up", async () => {
     const { token } = newUser();
+    const cloning = new Packr({ structuredClone: true, moreTypes: true });
+    const cyclic: Record<string, unknown> = { v: 1, checkpoints: [], deletes: [] };
+    cyclic.self = cyclic;
     const cases: [string, string, unknown, string | undefined, number, RegExp][] = [
       ["POST", "/push", new Uint8Array([0xc1, 0xff, 0x00]), undefined, 400, /MessagePack/],
+      // msgpackr's own extensions, which this protocol never writes: a Set, and a body that refers to itself.
+      ["POST", "/push", cloning.pack({ v: 1, checkpoints: [], deletes: [], x: new Set([1]) }), undefined, 400, /plain/],
+      ["POST", "/push", cloning.pack(cyclic), undefined, 400, /plain MessagePack/],
       ["POST", "/push", { v: 99, checkpoints: [], deletes: [] }, undefined, 400, /protocol version 99/],
       ["POST", "/push", { v: 1, checkpoints: "x", deletes: [] }, undefined, 400, /checkpoints must be an array/],
       ["POST", "/push", { v: 1, checkpoints: [{ thread_id: "t" }], deletes: [] }, undefined, 400, /channel_versions/],

@@ -11,6 +11,7 @@
  * channel versions keep their number or string type). See docs/sync.md.
  */
 import { Packr } from "msgpackr";
+import { refusedAt } from "../serde/msgpack/guard.js";
 
 /** Version of the protocol; every body carries it as `v`. */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -148,8 +149,20 @@ export interface ErrorBody {
 /**
  * Plain MessagePack: no records, no extensions (the package's own msgpack
  * extensions are for state values, which travel as opaque bytes here).
+ * msgpackr would still read its own built-in extensions (structured-clone
+ * references, records, Error, Set, RegExp…) from crafted bytes, so a body
+ * naming any extension is refused before it is decoded (see guard.ts).
  */
-const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true });
+const packr = new Packr({
+  useRecords: false,
+  moreTypes: false,
+  structuredClone: false,
+  mapsAsObjects: true,
+  variableMapSize: true,
+});
+
+/** Every extension type refused (REFUSED is 0). */
+const NO_EXTENSIONS = new Uint8Array(256);
 
 /** Encodes a body. */
 export function encodeBody(body: unknown): Uint8Array {
@@ -158,6 +171,10 @@ export function encodeBody(body: unknown): Uint8Array {
 
 /** Decodes a body; throws {@link ProtocolError} on bytes that are not MessagePack. */
 export function decodeBody(bytes: Uint8Array): unknown {
+  const refused = refusedAt(bytes, NO_EXTENSIONS);
+  if (refused >= 0) {
+    throw new ProtocolError(`The body is not plain MessagePack: an extension or reserved byte at offset ${refused}.`);
+  }
   try {
     return packr.unpack(bytes);
   } catch (error) {
