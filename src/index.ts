@@ -96,6 +96,7 @@ export {
   DatabaseBlockedError,
   DatabaseClosedError,
   DecryptionError,
+  KeyChangedError,
   SerializationError,
   QuotaExceededError,
   IndexedDBUnavailableError,

@@ -47,6 +47,16 @@ export class DatabaseClosedError extends IndexedDBCheckpointError {}
  */
 export class DecryptionError extends IndexedDBCheckpointError {}
 
+/**
+ * A write was refused because another tab (or another saver or store on the
+ * same database) changed the database's encryption key with `rekey` or
+ * `changeKey`, and this instance's key does not open the new key record (a
+ * new passphrase). Nothing was written: no value ever lands under a retired
+ * key. Open the saver or store again with the new passphrase or key. A
+ * `DecryptionError`, so code that handles a wrong key handles this too.
+ */
+export class KeyChangedError extends DecryptionError {}
+
 /** A value could not be serialized or a stored row could not be decoded. */
 export class SerializationError extends IndexedDBCheckpointError {}
 

@@ -10,10 +10,18 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
-import { bindSerializer, type KeyRecord, type KeyRecordAccess } from "../serde/protocol.js";
+import {
+  bindSerializer,
+  checkKeyId,
+  keyIdOf,
+  type BoundSerializer,
+  type KeyRecord,
+  type KeyRecordAccess,
+} from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import type { SaverSchema } from "./schema.js";
-import { storePut } from "../idb/requests.js";
+import { keyIdWrite, type MetaRow, type SaverSchema, type SaverStoreName } from "./schema.js";
+import type { WriteTx } from "./tombstones.js";
+import { issue, storePut } from "../idb/requests.js";
 
 /** Where the facade keeps its serializer (`BaseCheckpointSaver#serde`), which `changeKey` replaces. */
 export interface SerdeSlot {
@@ -30,17 +38,30 @@ export interface SaverContext {
   readonly slot: SerdeSlot;
   /** The serializer bound to this database, resolved once (a wrong passphrase fails here). */
   serde(): Promise<SerializerProtocol>;
+  /** The same, with the id of the key it seals under, for writes that check it. */
+  bind(): Promise<BoundSerializer>;
   /** Forgets the bound serializer (after a key change). */
   unbind(): void;
+  /** Forgets it because another tab changed the key: binding again fails with `KeyChangedError` if the key no longer opens the record. */
+  stale(): void;
   /** Compare-and-swap access to the database's key record. */
   keyRecords(): KeyRecordAccess;
   /** A timestamp in ms that strictly increases within this saver. */
   now(): number;
 }
 
+/**
+ * Aborts a write transaction (see `withCurrentKey`) whose values were sealed
+ * under another key than the one the database's key record (`row`, the
+ * `meta` "key" row read in that transaction) names now. @internal
+ */
+export function checkKeyRow(ctx: SaverContext, bound: BoundSerializer, row: MetaRow | undefined): void {
+  checkKeyId(bound, keyIdOf(ctx.slot.get(), row?.value as KeyRecord | undefined));
+}
+
 /** Builds the context of one saver over `db`. @internal */
 export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): SaverContext {
-  let bound: Promise<SerializerProtocol> | undefined;
+  let bound: Promise<BoundSerializer> | undefined;
   let lastTime = 0;
   const readRecord = () =>
     db.read(
@@ -48,61 +69,77 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       async (tx) => (await tx.objectStore("meta").get("key"))?.value as KeyRecord | undefined,
       "read the key record",
     );
+  /**
+   * Stores the key record, with its key-id copy in `writes` (what putWrites
+   * checks), in one transaction, when `write` (run first) says so.
+   */
+  const storeRecord = (record: KeyRecord, write: (tx: WriteTx) => Promise<boolean>) =>
+    db.write(
+      ["meta", "writes"] as SaverStoreName[],
+      async (tx) => {
+        if (!(await write(tx))) return false;
+        const keyId = keyIdOf(slot.get(), record);
+        if (keyId !== undefined) issue(storePut(tx.objectStore("writes"), keyIdWrite(keyId)));
+        await storePut(tx.objectStore("meta"), { name: "key", value: record });
+        return true;
+      },
+      "store the key record",
+    );
+  const feed = new ChangeFeed(db.name);
+  /** Another tab announced a key change since this saver last bound. */
+  let changed = false;
   const ctx: SaverContext = {
     db,
     writes: new WriteBatcher(db),
-    feed: new ChangeFeed(db.name),
+    feed,
     slot,
     serde() {
+      return ctx.bind().then((b) => b.serde);
+    },
+    bind() {
       bound ??= bindSerializer(
         slot.get(),
         readRecord,
-        (record) =>
-          db.write(
-            ["meta"],
-            async (tx) => {
-              const meta = tx.objectStore("meta");
-              if (await meta.getKey("key")) return false;
-              await storePut(meta, { name: "key", value: record });
-              return true;
-            },
-            "store the key record",
-          ),
-        (record) =>
-          db.write(
-            ["meta"],
-            async (tx) => void (await storePut(tx.objectStore("meta"), { name: "key", value: record })),
-            "store the key record",
-          ),
+        (record) => storeRecord(record, async (tx) => !(await tx.objectStore("meta").getKey("key"))),
+        async (record) => void (await storeRecord(record, async () => true)),
         {
           name: db.name,
           populated: () =>
             db.read(["checkpoints"], async (tx) => (await tx.objectStore("checkpoints").count()) > 0, "count rows"),
         },
-      ).catch((error: unknown) => {
-        bound = undefined;
-        throw error;
-      });
+      ).then(
+        (b) => {
+          changed = false;
+          // Another tab's key change drops the binding at once (the check in
+          // every write transaction is what guarantees it).
+          if (b.keyId !== undefined) feed.onKeyChange(ctx.stale);
+          return b;
+        },
+        async (error: unknown) => {
+          bound = undefined;
+          throw changed ? (await import("../serde/key-change.js")).keyChanged(db.name, error) : error;
+        },
+      );
       return bound;
     },
     unbind() {
+      bound = undefined;
+    },
+    stale() {
+      changed = true;
       bound = undefined;
     },
     keyRecords() {
       return {
         read: readRecord,
         replace: async (expected, next) => {
-          const swapped = await db.write(
-            ["meta"],
-            async (tx) => {
-              const meta = tx.objectStore("meta");
-              if (!sameClone((await meta.get("key"))?.value, expected)) return false;
-              await storePut(meta, { name: "key", value: next });
-              return true;
-            },
-            "store the key record",
+          const swapped = await storeRecord(next, async (tx) =>
+            sameClone((await tx.objectStore("meta").get("key"))?.value, expected),
           );
-          if (swapped) bound = undefined;
+          if (swapped) {
+            bound = undefined;
+            feed.emitKeyChange();
+          }
           return swapped;
         },
       };

@@ -3,8 +3,8 @@
  * re-bound to their new rows first when the serializer binds rows.
  */
 import { issue, storePut } from "../idb/requests.js";
-import { isRowBound } from "../serde/protocol.js";
-import type { SaverContext } from "./context.js";
+import { isRowBound, withCurrentKey } from "../serde/protocol.js";
+import { checkKeyRow, type SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
@@ -41,97 +41,104 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
     "read the thread to copy",
   );
   if (source.checkpoints.length === 0 && source.writes.length === 0) return;
-  const serde = await ctx.serde();
-  const t = targetThreadId;
-  // Re-bind each value to its new row when the serializer binds rows;
-  // otherwise the bytes are valid anywhere and are copied as they are.
-  const rebind = isRowBound(serde);
-  const moved = {
-    checkpoints: await Promise.all(
-      source.checkpoints.map(async (row): Promise<CheckpointRow> => {
-        if (!rebind) return { ...row, thread_id: t };
-        const [checkpoint, metadata] = await Promise.all([decodeCheckpoint(serde, row), decodeMetadata(serde, row)]);
-        // The copy re-seals the clear fields as they are: check them first.
-        verifyCheckpointFields(row, checkpoint, metadata, true);
-        return {
-          ...row,
-          thread_id: t,
-          checkpoint: await encode(
-            serde,
-            "re-encrypt a checkpoint",
-            checkpoint,
-            rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id),
-          ),
-          metadata: await encode(
-            serde,
-            "re-encrypt metadata",
-            metadata,
-            rowRef.metadata(t, row.checkpoint_ns, row.checkpoint_id),
-          ),
-        };
-      }),
-    ),
-    blobs: await Promise.all(
-      source.blobs.map(async (blob): Promise<BlobRow> => {
-        if (!rebind) return { ...blob, thread_id: t };
-        const value = await decodeBlob(serde, blob);
-        return {
-          ...blob,
-          thread_id: t,
-          value: await encode(
-            serde,
-            "re-encrypt a channel value",
-            value,
-            rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version),
-          ),
-        };
-      }),
-    ),
-    writes: await Promise.all(
-      source.writes.map(async (write): Promise<WriteRow> => {
-        if (!rebind) return { ...write, thread_id: t };
-        const [, , value] = await decodeWrite(serde, write);
-        return {
-          ...write,
-          thread_id: t,
-          value: await encode(
-            serde,
-            "re-encrypt a write",
-            value,
-            rowRef.write(
-              t,
-              write.checkpoint_ns,
-              write.checkpoint_id,
-              write.task_id,
-              write.idx,
-              write.channel,
-              write.task_path ?? "",
+  await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
+    const serde = bound.serde;
+    const t = targetThreadId;
+    // Re-bind each value to its new row when the serializer binds rows;
+    // otherwise the bytes are valid anywhere and are copied as they are.
+    const rebind = isRowBound(serde);
+    const moved = {
+      checkpoints: await Promise.all(
+        source.checkpoints.map(async (row): Promise<CheckpointRow> => {
+          if (!rebind) return { ...row, thread_id: t };
+          const [checkpoint, metadata] = await Promise.all([decodeCheckpoint(serde, row), decodeMetadata(serde, row)]);
+          // The copy re-seals the clear fields as they are: check them first.
+          verifyCheckpointFields(row, checkpoint, metadata, true);
+          return {
+            ...row,
+            thread_id: t,
+            checkpoint: await encode(
+              serde,
+              "re-encrypt a checkpoint",
+              checkpoint,
+              rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id),
             ),
-          ),
-        };
-      }),
-    ),
-  };
-  const latest = latestOf(moved.checkpoints);
-  await ctx.writes.write(
-    THREAD_STORES,
-    async (tx) => {
-      const bounds = prefixBounds(t);
-      const existing = await tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper));
-      if (existing > 0) {
-        throw new Error(
-          `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
-        );
-      }
-      for (const row of moved.checkpoints) issue(storePut(tx.objectStore("checkpoints"), row));
-      for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
-      for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), write));
-      if (latest) {
-        await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
-      }
-    },
-    "copy thread",
-    false,
-  );
-  ctx.feed.emit({ threadId: t, kind: "copy" });
+            metadata: await encode(
+              serde,
+              "re-encrypt metadata",
+              metadata,
+              rowRef.metadata(t, row.checkpoint_ns, row.checkpoint_id),
+            ),
+          };
+        }),
+      ),
+      blobs: await Promise.all(
+        source.blobs.map(async (blob): Promise<BlobRow> => {
+          if (!rebind) return { ...blob, thread_id: t };
+          const value = await decodeBlob(serde, blob);
+          return {
+            ...blob,
+            thread_id: t,
+            value: await encode(
+              serde,
+              "re-encrypt a channel value",
+              value,
+              rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version),
+            ),
+          };
+        }),
+      ),
+      writes: await Promise.all(
+        source.writes.map(async (write): Promise<WriteRow> => {
+          if (!rebind) return { ...write, thread_id: t };
+          const [, , value] = await decodeWrite(serde, write);
+          return {
+            ...write,
+            thread_id: t,
+            value: await encode(
+              serde,
+              "re-encrypt a write",
+              value,
+              rowRef.write(
+                t,
+                write.checkpoint_ns,
+                write.checkpoint_id,
+                write.task_id,
+                write.idx,
+                write.channel,
+                write.task_path ?? "",
+              ),
+            ),
+          };
+        }),
+      ),
+    };
+    const latest = latestOf(moved.checkpoints);
+    await ctx.writes.write(
+      THREAD_STORES,
+      async (tx) => {
+        const bounds = prefixBounds(t);
+        const [key, existing] = await Promise.all([
+          tx.objectStore("meta").get("key"),
+          tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper)),
+        ]);
+        // Re-encrypted under a key another tab retired: roll back, bind again.
+        checkKeyRow(ctx, bound, key);
+        if (existing > 0) {
+          throw new Error(
+            `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
+          );
+        }
+        for (const row of moved.checkpoints) issue(storePut(tx.objectStore("checkpoints"), row));
+        for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
+        for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), write));
+        if (latest) {
+          await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
+        }
+      },
+      "copy thread",
+      false,
+    );
+  });
+  ctx.feed.emit({ threadId: targetThreadId, kind: "copy" });
 }

@@ -4,6 +4,7 @@
  * (as Dexie's `x-storagemutated-1`), so tabs running an older build of the
  * package ignore messages they would not understand instead of misreading them.
  */
+import { openChannel } from "../core/channel.js";
 
 /** What happened to a thread. */
 export type ChangeKind = "put" | "delete" | "copy" | "prune" | "delete-runs";
@@ -27,11 +28,15 @@ export type ChangeListener = (change: CheckpointChange) => void;
 /** Version of the messages on the channel. */
 const PROTOCOL = 1;
 
-/** The wire message: the change without `remote`, plus who sent it. */
+/**
+ * The wire message: the change without `remote`, plus who sent it; or, with
+ * `key` and no `change` (which older builds ignore), a key change.
+ */
 interface WireMessage {
   v: typeof PROTOCOL;
   sender: string;
-  change: Omit<CheckpointChange, "remote">;
+  change?: Omit<CheckpointChange, "remote">;
+  key?: true;
 }
 
 /**
@@ -44,6 +49,7 @@ export class ChangeFeed {
   readonly #listeners = new Set<ChangeListener>();
   readonly #sender = Math.random().toString(36).slice(2);
   #channel: BroadcastChannel | undefined;
+  #onKey: (() => void) | undefined;
 
   constructor(dbName: string) {
     this.#channelName = `langgraph-checkpoint-indexeddb:v${PROTOCOL}:${dbName}`;
@@ -61,7 +67,21 @@ export class ChangeFeed {
   /** Tells local listeners and other tabs about a committed change. */
   emit(change: Omit<CheckpointChange, "remote">): void {
     this.#deliver({ ...change, remote: false });
-    const message: WireMessage = { v: PROTOCOL, sender: this.#sender, change };
+    this.#post({ v: PROTOCOL, sender: this.#sender, change });
+  }
+
+  /** Calls `listener` when another tab or instance announces a key change (keeps the channel open). */
+  onKeyChange(listener: () => void): void {
+    this.#onKey = listener;
+    this.#ensureChannel();
+  }
+
+  /** Tells other tabs and instances that the database's key record changed. */
+  emitKeyChange(): void {
+    this.#post({ v: PROTOCOL, sender: this.#sender, key: true });
+  }
+
+  #post(message: WireMessage): void {
     try {
       this.#ensureChannel()?.postMessage(message);
     } catch {
@@ -76,17 +96,13 @@ export class ChangeFeed {
   }
 
   #ensureChannel(): BroadcastChannel | undefined {
-    if (this.#channel || typeof BroadcastChannel === "undefined") return this.#channel;
-    const channel = new BroadcastChannel(this.#channelName);
-    // Node keeps the process alive while a channel is open.
-    (channel as unknown as { unref?: () => void }).unref?.();
-    channel.onmessage = (event: MessageEvent<unknown>) => {
-      const message = event.data as Partial<WireMessage> | null;
-      if (!message || message.v !== PROTOCOL || message.sender === this.#sender || !message.change) return;
-      this.#deliver({ ...message.change, remote: true });
-    };
-    this.#channel = channel;
-    return channel;
+    this.#channel ??= openChannel(this.#channelName, (data) => {
+      const message = data as Partial<WireMessage> | null;
+      if (!message || message.v !== PROTOCOL || message.sender === this.#sender) return;
+      if (message.key) this.#onKey?.();
+      if (message.change) this.#deliver({ ...message.change, remote: true });
+    });
+    return this.#channel;
   }
 
   #deliver(change: CheckpointChange): void {

@@ -122,7 +122,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * `{ rewrapOnly: true }` only re-wraps the data key (instant whatever the
    * size): the old passphrase no longer opens the database's current key
    * record, but with an old copy of that record it still decrypts every
-   * value, old and new. Other tabs must reopen with the new passphrase.
+   * value, old and new. Other tabs must reopen with the new passphrase: their writes fail with
+   * `KeyChangedError`, nothing written under a retired key.
    *
    * @example
    * await saver.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
@@ -138,8 +139,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * rows are sealed with; the passphrase is unchanged). With
    * `allowPlaintext: true`, it also encrypts values stored before encryption
    * was turned on, finishing a migration. Safe to interrupt: every value
-   * stays readable, and a second call finishes the job. Run it with the app
-   * open in one tab only.
+   * stays readable, and a second call finishes the job. One key change runs
+   * at a time (a Web Lock); other tabs' savers re-encrypt their next writes
+   * under the new key (docs/encryption.md, "Other tabs during a key change").
    */
   async rekey(): Promise<void> {
     const { rekey } = await import("./rekey.js");
@@ -283,6 +285,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** Closes the database connection; the next call reopens it. */
   async close(): Promise<void> {
     this.#ctx.feed.close();
+    // Bind again on reopen (and listen for key changes again).
+    this.#ctx.unbind();
     await this.#ctx.db.close();
   }
 

@@ -14,11 +14,13 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
-import type { SaverContext } from "./context.js";
+import { checkKeyRow, type SaverContext } from "./context.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "./rows.js";
+import { checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import {
+  KEY_ID_WRITE_KEY,
   tombstoneName,
   tombstoneWrite,
   tombstoneWriteKey,
@@ -31,6 +33,8 @@ import {
 } from "./schema.js";
 import { putInput } from "./put-input.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
+
+type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
@@ -45,109 +49,114 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
-  const serde = await ctx.serde();
+  const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
+    const serde = bound.serde;
 
-  // Serialize everything before the transaction opens.
-  const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
-    encode(
-      serde,
-      "serialize the checkpoint",
-      withoutValues,
-      rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
-    ),
-    encode(
-      serde,
-      "serialize the checkpoint metadata",
-      storedMetadata,
-      rowRef.metadata(threadId, checkpointNs, checkpointId),
-    ),
-    Promise.all(
-      Object.entries(versions)
-        .filter(([channel]) => Object.hasOwn(values, channel))
-        .map(async ([channel, version]): Promise<BlobRow> => {
-          assertId("channel", channel);
-          return {
-            thread_id: threadId,
-            checkpoint_ns: checkpointNs,
-            channel,
-            version,
-            value: await encode(
-              serde,
-              `serialize channel "${channel}"`,
-              values[channel],
-              rowRef.blob(threadId, checkpointNs, channel, version),
-            ),
-          };
-        }),
-    ),
-  ]);
-
-  const row: CheckpointRow = {
-    thread_id: threadId,
-    checkpoint_ns: checkpointNs,
-    checkpoint_id: checkpointId,
-    checkpoint: checkpointBytes,
-    metadata: metadataBytes,
-    channel_versions: { ...checkpoint.channel_versions },
-    created_at: 0,
-  };
-  if (parentId !== undefined) row.parent_checkpoint_id = parentId;
-  if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
-
-  const now = ctx.now();
-  row.created_at = now;
-  let stored = true;
-  try {
-    await ctx.writes.write(
-      ["checkpoints", "blobs", "threads", "meta"],
-      async (tx) => {
-        // Every request goes out in this tick, the tombstone read first: in
-        // the common case (no tombstone) the put costs one round trip.
-        const tombstoneRead = readTombstone(tx, threadId);
-        const blobStore = tx.objectStore("blobs");
-        for (const blob of blobs) issue(storePut(blobStore, blob));
-        const checkpoints = tx.objectStore("checkpoints");
-        issue(storePut(checkpoints, row));
-        if (checkpointNs === "") {
-          issue(
-            storePut(tx.objectStore("threads"), {
+    // Serialize everything before the transaction opens.
+    const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
+      encode(
+        serde,
+        "serialize the checkpoint",
+        withoutValues,
+        rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
+      ),
+      encode(
+        serde,
+        "serialize the checkpoint metadata",
+        storedMetadata,
+        rowRef.metadata(threadId, checkpointNs, checkpointId),
+      ),
+      Promise.all(
+        Object.entries(versions)
+          .filter(([channel]) => Object.hasOwn(values, channel))
+          .map(async ([channel, version]): Promise<BlobRow> => {
+            assertId("channel", channel);
+            return {
               thread_id: threadId,
-              updated_at: now,
-              latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
-            }),
-          );
-        }
-        const tombstone = await tombstoneRead;
-        if (tombstone && parentId !== undefined) {
-          const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
-          if (isDeadCheckpoint(tombstone, parentId, parentExists)) throw new LateWrite(tombstone);
-        }
-      },
-      "put checkpoint",
-    );
-  } catch (error) {
-    if (!(error instanceof LateWrite)) throw error;
-    // A run still in flight on a deleted thread: its checkpoint was rolled
-    // back; remember the id so its writes and children are dropped too.
-    stored = false;
-    await ctx.writes.write(
-      ["meta", "writes"],
-      async (tx) => {
-        const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
-        const next: Tombstone = {
-          ...current,
-          dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT),
-        };
-        // Its writes may have come first (putWrites before put): drop them too.
-        const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
-        issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
-        issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, next)));
-        await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: next });
-      },
-      "record a late write",
-      false,
-    );
-  }
+              checkpoint_ns: checkpointNs,
+              channel,
+              version,
+              value: await encode(
+                serde,
+                `serialize channel "${channel}"`,
+                values[channel],
+                rowRef.blob(threadId, checkpointNs, channel, version),
+              ),
+            };
+          }),
+      ),
+    ]);
+
+    const row: CheckpointRow = {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: checkpointId,
+      checkpoint: checkpointBytes,
+      metadata: metadataBytes,
+      channel_versions: { ...checkpoint.channel_versions },
+      created_at: 0,
+    };
+    if (parentId !== undefined) row.parent_checkpoint_id = parentId;
+    if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
+
+    const now = ctx.now();
+    row.created_at = now;
+    try {
+      await ctx.writes.write(
+        ["checkpoints", "blobs", "threads", "meta"],
+        async (tx) => {
+          // Every request goes out in this tick, the tombstone and key reads
+          // first: in the common case (no tombstone) the put costs one round trip.
+          const tombstoneRead = readTombstone(tx, threadId);
+          const keyRead = tx.objectStore("meta").get("key");
+          const blobStore = tx.objectStore("blobs");
+          for (const blob of blobs) issue(storePut(blobStore, blob));
+          const checkpoints = tx.objectStore("checkpoints");
+          issue(storePut(checkpoints, row));
+          if (checkpointNs === "") {
+            issue(
+              storePut(tx.objectStore("threads"), {
+                thread_id: threadId,
+                updated_at: now,
+                latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
+              }),
+            );
+          }
+          const [tombstone, key] = await Promise.all([tombstoneRead, keyRead]);
+          // Sealed under a key another tab retired: roll back, bind again.
+          checkKeyRow(ctx, bound, key);
+          if (tombstone && parentId !== undefined) {
+            const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
+            if (isDeadCheckpoint(tombstone, parentId, parentExists)) throw new LateWrite(tombstone);
+          }
+        },
+        "put checkpoint",
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof LateWrite)) throw error;
+      // A run still in flight on a deleted thread: its checkpoint was rolled
+      // back; remember the id so its writes and children are dropped too.
+      await ctx.writes.write(
+        ["meta", "writes"],
+        async (tx) => {
+          const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
+          const next: Tombstone = {
+            ...current,
+            dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT),
+          };
+          // Its writes may have come first (putWrites before put): drop them too.
+          const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
+          issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+          issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, next)));
+          await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: next });
+        },
+        "record a late write",
+        false,
+      );
+      return false;
+    }
+  });
   if (stored) ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
 }
@@ -171,67 +180,86 @@ export async function putWrites(
   if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
   assertId("task_id", taskId);
   if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
-  const serde = await ctx.serde();
+  if (writes.length === 0) return;
+  await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
+    const serde = bound.serde;
 
-  const rows = await Promise.all(
-    writes.map(async ([channel, value], position): Promise<WriteRow> => {
-      assertId("channel", channel);
-      const idx = WRITES_IDX_MAP[channel] ?? position;
-      return {
-        thread_id: threadId,
-        checkpoint_ns: checkpointNs,
-        checkpoint_id: checkpointId,
-        task_id: taskId,
-        idx,
-        channel,
-        task_path: taskPath,
-        value: await encode(
-          serde,
-          `serialize a write to "${channel}"`,
-          value,
-          rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
-        ),
-      };
-    }),
-  );
-  if (rows.length === 0) return;
+    const rows = await Promise.all(
+      writes.map(async ([channel, value], position): Promise<WriteRow> => {
+        assertId("channel", channel);
+        const idx = WRITES_IDX_MAP[channel] ?? position;
+        return {
+          thread_id: threadId,
+          checkpoint_ns: checkpointNs,
+          checkpoint_id: checkpointId,
+          task_id: taskId,
+          idx,
+          channel,
+          task_path: taskPath,
+          value: await encode(
+            serde,
+            `serialize a write to "${channel}"`,
+            value,
+            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
+          ),
+        };
+      }),
+    );
+    try {
+      // Fast path: the writes store alone, so this never waits for a put.
+      await ctx.writes.write(
+        ["writes"],
+        async (tx) => {
+          const store = tx.objectStore("writes");
+          const guardRead = readGuards(store, threadId);
+          const stored = storeWrites(store, rows);
+          issue(stored); // awaited below, unless the key or the tombstone aborts first
+          const [tombstoneRow, keyCopy] = await guardRead;
+          checkWriteKey(bound, keyCopy);
+          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
+          // A deleted thread: roll back and take the careful path.
+          if (tombstone) throw new LateWrite(tombstone);
+          await stored;
+        },
+        "put writes",
+        true,
+        // The checkpoint of this superstep usually follows: share its commit.
+        true,
+      );
+    } catch (error) {
+      if (!(error instanceof LateWrite)) throw error;
+      await ctx.writes.write(
+        ["writes", "checkpoints"],
+        async (tx) => {
+          const store = tx.objectStore("writes");
+          const [tombstoneRow, keyCopy] = await readGuards(store, threadId);
+          checkWriteKey(bound, keyCopy);
+          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
+          const exists =
+            (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+          // Writes of a run still in flight on a deleted thread are dropped.
+          if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
+          await storeWrites(store, rows);
+        },
+        "put writes",
+        false,
+      );
+    }
+  });
+}
 
-  try {
-    // Fast path: the writes store alone, so this never waits for a put.
-    await ctx.writes.write(
-      ["writes"],
-      async (tx) => {
-        const store = tx.objectStore("writes");
-        const tombstoneRead = store.get(tombstoneWriteKey(threadId));
-        const stored = storeWrites(store, rows);
-        issue(stored); // awaited below, unless the tombstone aborts first
-        const tombstone = asTombstone((await tombstoneRead)?.tombstone, threadId);
-        // A deleted thread: roll back and take the careful path.
-        if (tombstone) throw new LateWrite(tombstone);
-        await stored;
-      },
-      "put writes",
-      true,
-      // The checkpoint of this superstep usually follows: share its commit.
-      true,
-    );
-  } catch (error) {
-    if (!(error instanceof LateWrite)) throw error;
-    await ctx.writes.write(
-      ["writes", "checkpoints"],
-      async (tx) => {
-        const store = tx.objectStore("writes");
-        const tombstone = asTombstone((await store.get(tombstoneWriteKey(threadId)))?.tombstone, threadId);
-        const exists =
-          (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
-        // Writes of a run still in flight on a deleted thread are dropped.
-        if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
-        await storeWrites(store, rows);
-      },
-      "put writes",
-      false,
-    );
-  }
+/** The thread's tombstone copy and the key-id copy, read in one round trip (neither rejection left unhandled). */
+function readGuards(store: WritesStore, threadId: string) {
+  return Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
+}
+
+/**
+ * Checks the key-id copy read in a `writes`-only transaction. A database
+ * without one (written by an older version, no key change since) is taken
+ * as is: `put` checks the key record itself.
+ */
+function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void {
+  checkKeyId(bound, copy ? copy.key_id : bound.keyId);
 }
 
 /**
@@ -239,9 +267,6 @@ export async function putWrites(
  * special channels (negative idx) replace, regular writes keep the first
  * value stored under (task_id, idx).
  */
-function storeWrites(
-  store: IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">,
-  rows: WriteRow[],
-): Promise<unknown> {
+function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<unknown> {
   return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

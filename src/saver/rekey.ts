@@ -25,26 +25,31 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { storePut } from "../idb/requests.js";
+import { withKeyLock } from "../serde/key-change.js";
 
 /** Rows per transaction when `rekey` re-encrypts a store. */
 const REKEY_PAGE = 256;
 
 /** Hands the database to `next` and rotates its data key (see `IndexedDBSaver.changeKey`). */
-export async function changeKey(
-  ctx: SaverContext,
-  next: SerializerProtocol,
-  options: ChangeKeyOptions = {},
-): Promise<void> {
-  // The current key must open the record (checked by the re-wrap), unless an
-  // interrupted change already handed it to `next`: then this resumes.
-  const keyed = await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
-  ctx.slot.set(next);
-  ctx.unbind();
-  if (keyed && !options.rewrapOnly) await rekey(ctx);
+export function changeKey(ctx: SaverContext, next: SerializerProtocol, options: ChangeKeyOptions = {}): Promise<void> {
+  // One key change at a time across tabs: a second one waits for this one.
+  return withKeyLock(ctx.db.name, async () => {
+    // The current key must open the record (checked by the re-wrap), unless an
+    // interrupted change already handed it to `next`: then this resumes.
+    const keyed = await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
+    ctx.slot.set(next);
+    ctx.unbind();
+    if (keyed && !options.rewrapOnly) await rotate(ctx);
+  });
 }
 
 /** Re-encrypts every stored value under a fresh data key (see `IndexedDBSaver.rekey`). */
-export async function rekey(ctx: SaverContext): Promise<void> {
+export function rekey(ctx: SaverContext): Promise<void> {
+  return withKeyLock(ctx.db.name, () => rotate(ctx));
+}
+
+/** `rekey`, with the key-change lock held. */
+async function rotate(ctx: SaverContext): Promise<void> {
   await ctx.serde();
   await rekeyDatabase(ctx.slot.get(), ctx.keyRecords(), async (rewrite) => {
     let changed = 0;

@@ -62,6 +62,8 @@ export interface WriteRow {
   task_path: string;
   /** Only on a thread's tombstone copy (see {@link tombstoneWrite}). */
   tombstone?: Tombstone;
+  /** Only on the key-id copy (see {@link keyIdWrite}). */
+  key_id?: string;
 }
 
 /** Marks a deleted thread so late writes of a run still in flight stay dropped. */
@@ -121,7 +123,36 @@ export function tombstoneWriteKey(threadId: string): [string, string, string, st
   return [threadId, TOMBSTONE_NS, "", "", 0];
 }
 
-/** True for a tombstone copy, which thread-wide reads of `writes` skip. */
+/**
+ * The copy of the database's current data key id that `putWrites` checks
+ * in its own transaction (see {@link keyIdWrite}): in the tombstone
+ * namespace under the empty thread id, which no thread has, so every reader
+ * skips it as it skips tombstone copies.
+ */
+export const KEY_ID_WRITE_KEY: [string, string, string, string, number] = ["", TOMBSTONE_NS, "", "", 0];
+
+/**
+ * The key-id copy, written with every key record: like the tombstone copy,
+ * it keeps `putWrites` on the `writes` store alone while it checks that the
+ * key its values were sealed under is still the database's.
+ */
+export function keyIdWrite(keyId: string): WriteRow {
+  const [thread_id, checkpoint_ns, checkpoint_id, task_id, idx] = KEY_ID_WRITE_KEY;
+  const value: TypedBytes = ["key", new Uint8Array(0)];
+  return {
+    thread_id,
+    checkpoint_ns,
+    checkpoint_id,
+    task_id,
+    idx,
+    channel: checkpoint_ns,
+    task_path: "",
+    value,
+    key_id: keyId,
+  };
+}
+
+/** True for a tombstone copy or the key-id copy, which thread-wide reads of `writes` skip. */
 export function isTombstoneWrite(row: WriteRow): boolean {
   return row.checkpoint_ns === TOMBSTONE_NS;
 }

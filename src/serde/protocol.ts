@@ -58,6 +58,12 @@ export interface DatabaseKeyedSerializer extends SerializerProtocol {
    * any row is read.
    */
   forDatabase(stored: KeyRecord | undefined, database?: DatabaseInfo): Promise<DatabaseBinding>;
+  /**
+   * The id of the key that the serializer bound to `stored` seals new values
+   * under (synchronous: it is checked inside write transactions). Without
+   * it, storage classes can only tell whether a key record exists.
+   */
+  sealingKeyId?(stored: KeyRecord): string;
 }
 
 /** What a keyed serializer may ask of the database it binds to, when it has no key record. */
@@ -100,6 +106,76 @@ export function loadForRow(
   return isRowBound(serde) ? serde.loadsTypedForRow(type, data, row) : serde.loadsTyped(type, data);
 }
 
+/** A serializer bound to a database, and the id of the key it seals under (none: the database has no key record). */
+export interface BoundSerializer {
+  readonly serde: SerializerProtocol;
+  readonly keyId: string | undefined;
+}
+
+/**
+ * The id of the key values are sealed under in a database whose key record
+ * is `stored`, as `serde` (the storage class's configured serializer) names
+ * it: `undefined` without a record, the record's kind when `serde` cannot
+ * name the key (then only the record's presence is compared).
+ * @internal
+ */
+export function keyIdOf(serde: SerializerProtocol | undefined, stored: KeyRecord | undefined): string | undefined {
+  if (stored === undefined) return undefined;
+  const keyed = serde && isDatabaseKeyed(serde) ? serde : undefined;
+  return keyed?.sealingKeyId?.(stored) ?? String(stored.kind);
+}
+
+/**
+ * Thrown inside a write transaction whose values were sealed under a key the
+ * database no longer uses (another tab ran `rekey` or `changeKey`): it aborts
+ * the transaction, so nothing is written. {@link withCurrentKey} handles it.
+ * @internal
+ */
+export class StaleKeyWrite extends Error {}
+
+/**
+ * Throws {@link StaleKeyWrite} unless `current` (the key id read in the write
+ * transaction itself) is the one the values were sealed under.
+ * @internal
+ */
+export function checkKeyId(bound: BoundSerializer, current: string | undefined): void {
+  if (current !== bound.keyId) throw new StaleKeyWrite();
+}
+
+/**
+ * Runs a write (`attempt`: serialize with the bound serializer, then one
+ * transaction that calls {@link checkKeyId}) and, when another tab changed
+ * the database's key meanwhile, binds again from the new key record and
+ * runs it once more. When this storage's key does not open the new record
+ * (a new passphrase), or the key changed again, fails with
+ * `KeyChangedError`: never a write under a retired key.
+ * @internal
+ */
+export async function withCurrentKey<T>(
+  dbName: string,
+  bind: () => Promise<BoundSerializer>,
+  unbind: () => void,
+  attempt: (bound: BoundSerializer) => Promise<T>,
+): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    const bound = await bind();
+    try {
+      return await attempt(bound);
+    } catch (error) {
+      if (!(error instanceof StaleKeyWrite)) throw error;
+      unbind();
+      // Rare: the rest (and the error's text) loads on demand.
+      const { keyChanged } = await import("./key-change.js");
+      if (tries > 0) throw keyChanged(dbName, error, "changed again");
+      try {
+        await bind();
+      } catch (bindError) {
+        throw keyChanged(dbName, bindError);
+      }
+    }
+  }
+}
+
 /**
  * Resolves the serializer a storage class uses for its database: the serde
  * itself, or, for a keyed serde, the binding made from the database's stored
@@ -114,7 +190,7 @@ export async function bindSerializer(
   addRecord: (record: KeyRecord) => Promise<boolean>,
   putRecord: (record: KeyRecord) => Promise<void>,
   database?: DatabaseInfo,
-): Promise<SerializerProtocol> {
+): Promise<BoundSerializer> {
   if (!isDatabaseKeyed(serde)) {
     // Fail closed: an encrypted database must not take plaintext rows from
     // a saver that was opened without its key.
@@ -124,19 +200,20 @@ export async function bindSerializer(
         `This database is encrypted (${stored.kind}); open it with an EncryptedSerializer and its passphrase or key.`,
       );
     }
-    return serde;
+    return { serde, keyId: undefined };
   }
   for (let attempt = 0; attempt < 3; attempt++) {
     const stored = await readRecord();
     const binding = await serde.forDatabase(stored, database);
-    if (!binding.record) return binding.serde;
+    const bound = { serde: binding.serde, keyId: keyIdOf(serde, binding.record ?? stored) };
+    if (!binding.record) return bound;
     if (stored === undefined) {
       // Another tab may have created the key meanwhile: then use theirs.
-      if (await addRecord(binding.record)) return binding.serde;
+      if (await addRecord(binding.record)) return bound;
       continue;
     }
     await putRecord(binding.record);
-    return binding.serde;
+    return bound;
   }
   throw new IndexedDBCheckpointError("Could not agree on an encryption key record with another tab; try again.");
 }
@@ -287,10 +364,10 @@ const REKEY_MAX_PASSES = 5;
  * 3. store the record without the old key.
  *
  * After a crash, every value still reads (both keys are in the record) and
- * running it again finishes the job. Other tabs must bind again once the
- * record changed (their next open does); one still writing under the old key
- * after step 3 would write values nobody can read, so run it while the app is
- * open in one tab only.
+ * running it again finishes the job. Other tabs bind again once the record
+ * changed: the storage classes check the key id in every write transaction
+ * (`withCurrentKey`), so none writes under the old key after step 1, and
+ * hold a lock around the whole change (serde/key-change.ts).
  *
  * @param serde The storage's configured serializer (an EncryptedSerializer).
  * @param records Compare-and-swap access to the key record.

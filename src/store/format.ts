@@ -3,7 +3,7 @@
  * its serializer to the database's key.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { bindSerializer, type KeyRecord } from "../serde/protocol.js";
+import { bindSerializer, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import type { Database } from "../idb/database.js";
 import { META, STORE_FORMAT_VERSION, type FormatRecord, type StoreSchema } from "./schema.js";
 import { IndexedDBCheckpointError } from "../core/errors.js";
@@ -36,7 +36,7 @@ export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRe
 export async function openStore(
   db: Database<StoreSchema>,
   serde: SerializerProtocol | undefined,
-): Promise<SerializerProtocol | undefined> {
+): Promise<BoundSerializer | undefined> {
   const connection = await db.connection();
   const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
   if (missing.length) {

@@ -24,7 +24,16 @@ import {
   type OperationResults,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/protocol.js";
+import {
+  changeDatabaseKey,
+  checkKeyId,
+  keyIdOf,
+  rekeyDatabase,
+  withCurrentKey,
+  type BoundSerializer,
+  type ChangeKeyOptions,
+  type KeyRecord,
+} from "../serde/protocol.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
 import { namespaceId } from "./codec.js";
@@ -36,6 +45,7 @@ import { type PreparedIndex, embedPuts, embedQueries } from "./embed.js";
 import { serializePuts, writePuts } from "./write.js";
 import { STORE_NAMES, openStore } from "./format.js";
 import { rewriteAll, storeKeyRecords } from "./rekey.js";
+import { KeyChangeChannel, keyChanged, withKeyLock } from "../serde/key-change.js";
 
 /** Options of {@link IndexedDBStore}. */
 export interface IndexedDBStoreParams {
@@ -113,8 +123,11 @@ export class IndexedDBStore extends BaseStore {
   readonly #index: PreparedIndex | undefined;
   #serde: SerializerProtocol | undefined;
   readonly #cache: NamespaceCache;
+  readonly #keyChannel: KeyChangeChannel;
+  /** Another tab announced a key change since this store last bound. */
+  #keyChanged = false;
   /** The open-time checks and the serializer bound to this database, cached. */
-  #ready: Promise<SerializerProtocol | undefined> | undefined;
+  #ready: Promise<BoundSerializer | undefined> | undefined;
 
   constructor(params: IndexedDBStoreParams = {}) {
     super();
@@ -144,6 +157,7 @@ export class IndexedDBStore extends BaseStore {
       throw new Error(`IndexedDBStore: \`cacheSize\` must be a number of items, 0 or more (got ${String(cacheSize)}).`);
     }
     this.#cache = new NamespaceCache(cacheSize);
+    this.#keyChannel = new KeyChangeChannel(this.#db.name);
     // Another tab upgrading or deleting the database: what we knew may be gone.
     this.#db.onVersionChange(() => {
       this.#cache.clear();
@@ -173,8 +187,6 @@ export class IndexedDBStore extends BaseStore {
     // Embeddings and serialization happen before the transaction opens.
     await embedQueries(this.#index, searches);
     const prepared = await embedPuts(this.#index, puts);
-    const serde = await this.#prepare();
-    if (serde) await serializePuts(serde, prepared);
 
     const stores = new Set<(typeof STORE_NAMES)[number]>();
     for (const p of planned) {
@@ -191,16 +203,31 @@ export class IndexedDBStore extends BaseStore {
     if (stores.size === 0) return planned.map(() => null) as OperationResults<Op>;
 
     const context: ReadContext = { ranges: this.#db.ranges, cache: this.#cache };
-    const work = async (tx: AnyTx): Promise<ReadResult[]> => {
-      // All reads first, so that they see the state before this batch.
-      const reads = await Promise.all(planned.map((p) => readOne(tx, context, p)));
-      if (prepared.length) await writePuts(tx as Tx<StoreSchema, "readwrite">, prepared);
-      return reads;
-    };
     const storeList = [...stores];
-    const reads = prepared.length
-      ? await this.#db.write(storeList, work, "write to the store")
-      : await this.#db.read(storeList, work, "read the store");
+    const run = async (bound: BoundSerializer | undefined) => {
+      if (bound) await serializePuts(bound.serde, prepared);
+      // Values sealed under a key another tab retired roll the batch back.
+      const checkKey = bound && ((record: KeyRecord | undefined) => checkKeyId(bound, keyIdOf(this.#serde, record)));
+      const work = async (tx: AnyTx): Promise<ReadResult[]> => {
+        // All reads first, so that they see the state before this batch.
+        const reads = await Promise.all(planned.map((p) => readOne(tx, context, p)));
+        if (prepared.length) await writePuts(tx as Tx<StoreSchema, "readwrite">, prepared, checkKey);
+        return reads;
+      };
+      const reads = prepared.length
+        ? await this.#db.write(storeList, work, "write to the store")
+        : await this.#db.read(storeList, work, "read the store");
+      return { reads, serde: bound?.serde };
+    };
+    const { reads, serde } =
+      prepared.length && this.#serde
+        ? await withCurrentKey(
+            this.#db.name,
+            () => this.#prepare() as Promise<BoundSerializer>,
+            () => this.#stale(),
+            run,
+          )
+        : await run(await this.#prepare());
     const results = await Promise.all(planned.map((p, i) => finish(p, reads[i]!, serde, this.#cache)));
     // Entries of the namespaces just written are stale (even one this batch's
     // search just cached, from before its writes): free them now.
@@ -214,6 +241,7 @@ export class IndexedDBStore extends BaseStore {
    */
   async close(): Promise<void> {
     this.#ready = undefined;
+    this.#keyChannel.close();
     // The database may be deleted and made again before the next call, and
     // its generations would then start over: forget everything.
     this.#cache.clear();
@@ -240,43 +268,52 @@ export class IndexedDBStore extends BaseStore {
    * finishes the job. `{ rewrapOnly: true }` only re-wraps the data key
    * (instant; an old copy of the key record plus the old passphrase then
    * still decrypts every item, old and new). Other tabs must reopen with
-   * the new passphrase.
+   * the new passphrase: their puts fail with `KeyChangedError`.
    *
    * @example
    * await store.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
    */
   async changeKey(next: SerializerProtocol, options: ChangeKeyOptions = {}): Promise<void> {
     const current = this.#requireSerde("changeKey");
-    // The current key must open the record (checked by the re-wrap), unless an
-    // interrupted change already handed it to `next`: then this resumes.
-    const keyed = await changeDatabaseKey(
-      current,
-      next,
-      storeKeyRecords(this.#db, () => (this.#ready = undefined)),
-    );
-    this.#serde = next;
-    this.#ready = undefined;
-    if (keyed && !options.rewrapOnly) await this.rekey();
+    // One key change at a time across tabs: a second one waits for this one.
+    await withKeyLock(this.#db.name, async () => {
+      // The current key must open the record (checked by the re-wrap), unless an
+      // interrupted change already handed it to `next`: then this resumes.
+      const keyed = await changeDatabaseKey(current, next, this.#keyRecords());
+      this.#serde = next;
+      this.#ready = undefined;
+      if (keyed && !options.rewrapOnly) await this.#rotate(next);
+    });
   }
 
   /**
    * Re-encrypts every stored value and vector set under a fresh data key
    * (the passphrase is unchanged); with `allowPlaintext: true` it also
    * finishes a migration from plaintext. Safe to interrupt: everything stays
-   * readable, and a second call finishes the job. Run it with the app open
-   * in one tab only.
+   * readable, and a second call finishes the job. One key change runs at a
+   * time (a Web Lock); other tabs' stores re-encrypt their next writes under
+   * the new key (docs/encryption.md, "Other tabs during a key change").
    */
   async rekey(): Promise<void> {
     const serde = this.#requireSerde("rekey");
+    await withKeyLock(this.#db.name, () => this.#rotate(serde));
+  }
+
+  /** The key record's compare-and-swap; a swap drops the bound key here and, announced, in other tabs. */
+  #keyRecords() {
+    return storeKeyRecords(this.#db, () => {
+      this.#ready = undefined;
+      this.#keyChannel.announce();
+    });
+  }
+
+  /** `rekey` with the key-change lock held. */
+  async #rotate(serde: SerializerProtocol): Promise<void> {
     await this.#prepare();
-    await rekeyDatabase(
-      serde,
-      storeKeyRecords(this.#db, () => (this.#ready = undefined)),
-      async (rewrite) => {
-        const items = await rewriteAll(this.#db, "items", rewrite);
-        return items + (await rewriteAll(this.#db, "vectors", rewrite));
-      },
-    );
+    await rekeyDatabase(serde, this.#keyRecords(), async (rewrite) => {
+      const items = await rewriteAll(this.#db, "items", rewrite);
+      return items + (await rewriteAll(this.#db, "vectors", rewrite));
+    });
     // Cached rows hold the old ciphertext, which may no longer open.
     this.#cache.clear();
   }
@@ -290,12 +327,27 @@ export class IndexedDBStore extends BaseStore {
     return this.#serde;
   }
 
+  /** Forgets the bound serializer: another tab changed the key. */
+  #stale(): void {
+    this.#keyChanged = true;
+    this.#ready = undefined;
+  }
+
   /** Opens the database once: checks its format, binds the serializer. */
-  #prepare(): Promise<SerializerProtocol | undefined> {
-    this.#ready ??= openStore(this.#db, this.#serde).catch((error: unknown) => {
-      this.#ready = undefined;
-      throw error;
-    });
+  #prepare(): Promise<BoundSerializer | undefined> {
+    this.#ready ??= openStore(this.#db, this.#serde).then(
+      (bound) => {
+        // Another tab's key change drops the binding at once (the check in
+        // every write transaction is what guarantees it).
+        this.#keyChanged = false;
+        if (bound?.keyId !== undefined) this.#keyChannel.listen(() => this.#stale());
+        return bound;
+      },
+      (error: unknown) => {
+        this.#ready = undefined;
+        throw this.#keyChanged ? keyChanged(this.#db.name, error) : error;
+      },
+    );
     return this.#ready;
   }
 }

@@ -4,7 +4,7 @@
  * so that caches (any tab) reread them.
  */
 import type { PutOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { dumpForRow } from "../serde/protocol.js";
+import { dumpForRow, type KeyRecord } from "../serde/protocol.js";
 import type { Tx } from "../idb/database.js";
 import { IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import { namespaceId, valueRow, vectorRow } from "./codec.js";
@@ -84,18 +84,25 @@ export async function serializePuts(serde: SerializerProtocol, prepared: Prepare
  * Writes the batch's puts and deletes. First one round of reads (existing
  * items, known namespaces, the clock), then every write, in batch order.
  */
-export async function writePuts(tx: Tx<StoreSchema, "readwrite">, puts: PreparedPut[]): Promise<void> {
+export async function writePuts(
+  tx: Tx<StoreSchema, "readwrite">,
+  puts: PreparedPut[],
+  checkKey?: (record: KeyRecord | undefined) => void,
+): Promise<void> {
   const items = tx.objectStore("items");
   const vectors = tx.objectStore("vectors");
   const namespaces = tx.objectStore("namespaces");
   const meta = tx.objectStore("meta");
   const touched = new Map<string, string[]>();
   for (const put of puts) touched.set(namespaceId(put.op.namespace), put.op.namespace);
-  const [clockRecord, existing, namespaceRows] = await Promise.all([
+  // The key record is read in the same round as the rest: no extra round trip.
+  const [clockRecord, existing, namespaceRows, keyRecord] = await Promise.all([
     meta.get(META.clock) as Promise<ClockRecord | undefined>,
     Promise.all(puts.map((put) => items.get([put.op.namespace, put.op.key]))),
     Promise.all([...touched.values()].map((namespace) => namespaces.get(namespace))),
+    checkKey && (meta.get(META.serdeKey) as Promise<KeyRecord | undefined>),
   ]);
+  checkKey?.(keyRecord);
   const clock: ClockRecord = {
     seq: clockRecord?.seq ?? 0,
     generation: (clockRecord?.generation ?? 0) + 1,

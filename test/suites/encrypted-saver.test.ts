@@ -105,6 +105,8 @@ function slots(rows: Record<string, unknown[]>): Slot[] {
   const out: Slot[] = [];
   for (const store of ["checkpoints", "blobs", "writes"] as const) {
     for (const row of rows[store] as Record<string, unknown>[]) {
+      // The saver's own rows (tombstone and key-id copies) hold no value.
+      if (String(row.checkpoint_ns).startsWith("\u0000")) continue;
       for (const field of ["checkpoint", "metadata", "value"] as const) {
         if (isTyped(row[field])) {
           const label = `${store}.${field} ${JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id ?? row.channel, row.task_id ?? row.version, row.idx ?? ""])}`;

@@ -394,6 +394,11 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
     return { serde: new DatabaseSerializer(ring, this.#options) };
   }
 
+  /** The id of the data key new values are sealed under in a database whose key record is `stored`. */
+  sealingKeyId(stored: KeyRecord): string {
+    return parseRecord(stored).keys[0]!.id;
+  }
+
   /**
    * The stored key record re-wrapped under `next`'s key: a passphrase or key
    * change that re-encrypts no row. Fails with `DecryptionError` if this

@@ -1,0 +1,90 @@
+/**
+ * What makes a key change (`rekey`, `changeKey`) safe with several tabs: a
+ * lock, so two tabs never rotate one database's key at once, and an
+ * announcement, so other tabs' savers and stores drop their bound key at
+ * once instead of finding out in their next write (whose transaction checks
+ * the key id either way: see `withCurrentKey` in protocol.ts).
+ */
+import { defaultLockManager } from "../core/locks.js";
+import { DecryptionError, KeyChangedError } from "../core/errors.js";
+import { openChannel } from "../core/channel.js";
+
+/** The channels' and locks' common prefix (versioned, as the change channel's). */
+const PREFIX = "langgraph-checkpoint-indexeddb:v1";
+
+/**
+ * The Web Locks name a key change of database `dbName` holds:
+ * `langgraph-checkpoint-indexeddb:v1:<dbName>:key`, the name URI-encoded.
+ */
+export function keyLockName(dbName: string): string {
+  return `${PREFIX}:${encodeURIComponent(dbName)}:key`;
+}
+
+/**
+ * Runs `change` holding the key-change lock of database `dbName` (Web Locks
+ * across tabs and workers; in one realm only where they are missing).
+ * @internal
+ */
+export function withKeyLock<T>(dbName: string, change: () => Promise<T>): Promise<T> {
+  return defaultLockManager().request(keyLockName(dbName), {}, change);
+}
+
+/**
+ * Key-change announcements for a database without a change feed (the
+ * store), on the channel name the saver's change feed uses, with the
+ * message it sends for a key change: `{ v: 1, sender, key: true }`.
+ * @internal
+ */
+export class KeyChangeChannel {
+  readonly #name: string;
+  readonly #sender = Math.random().toString(36).slice(2);
+  #channel: BroadcastChannel | undefined;
+  #listener: (() => void) | undefined;
+
+  constructor(dbName: string) {
+    this.#name = `${PREFIX}:${dbName}`;
+  }
+
+  /** Calls `listener` when another tab or instance announces a key change. */
+  listen(listener: () => void): void {
+    this.#listener = listener;
+    this.#open();
+  }
+
+  /** Tells the others that the key record changed. */
+  announce(): void {
+    try {
+      this.#open()?.postMessage({ v: 1, sender: this.#sender, key: true });
+    } catch {
+      // A closed or unsupported channel: the write transactions still check the key.
+    }
+  }
+
+  close(): void {
+    this.#channel?.close();
+    this.#channel = undefined;
+  }
+
+  #open(): BroadcastChannel | undefined {
+    this.#channel ??= openChannel(this.#name, (data) => {
+      const message = data as { v?: number; sender?: string; key?: boolean } | null;
+      if (message?.v === 1 && message.key && message.sender !== this.#sender) this.#listener?.();
+    });
+    return this.#channel;
+  }
+}
+
+/**
+ * The error of a storage instance whose key another tab changed: `cause`, a
+ * `DecryptionError` from binding again (the key does not open the new
+ * record), becomes a `KeyChangedError`; anything else stays as it is, unless
+ * `reason` says the key changed again during the retry.
+ * @internal
+ */
+export function keyChanged(dbName: string, cause: unknown, reason?: string): unknown {
+  if (!reason && !(cause instanceof DecryptionError)) return cause;
+  return new KeyChangedError(
+    `The encryption key of IndexedDB database "${dbName}" was changed in another tab (rekey or changeKey), and this instance's key ${reason ?? "does not open the new key record"}. Nothing was written. Open it again with the new passphrase or key.`,
+    { cause },
+  );
+}
