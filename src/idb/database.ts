@@ -289,6 +289,7 @@ export class Database<Schema extends DBSchema> {
 
   /** Forget `db` if it is the cached connection, and close it. */
   #drop(db: IDBPDatabase<Schema>): void {
+    this.#writesStarted++;
     const cached = this.#connection;
     if (cached) {
       void cached.then(
@@ -317,8 +318,8 @@ export class Database<Schema extends DBSchema> {
   }
 
   /**
-   * A mark that changes whenever a write of this connection starts, or
-   * undefined while one is in flight: a value read under a mark is still
+   * A mark that changes whenever a write of this connection starts or the
+   * connection closes or opens, or undefined while a write is in flight: a value read under a mark is still
    * what the database holds (for this tab) while the mark is unchanged.
    */
   get writeMark(): number | undefined {
@@ -406,6 +407,8 @@ export class Database<Schema extends DBSchema> {
 
   /** Closes the connection (and releases the seam); a later call opens a new one. */
   async close(): Promise<void> {
+    // Between this close and the next open, other code may edit the rows: what was read before is suspect.
+    this.#writesStarted++;
     await this.#seam?.close?.();
     const cached = this.#connection;
     this.#connection = undefined;

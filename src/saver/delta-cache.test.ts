@@ -145,6 +145,25 @@ async function readHalfway(saver: IndexedDBSaver, threadId: string): Promise<Run
   return tuples[stop]!.parentConfig!;
 }
 
+/** Clears one object store of `dbName` with a raw connection, as code outside the saver would. */
+async function clearStore(dbName: string, store: string): Promise<void> {
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    const request = indexedDB.open(dbName);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const tx = db.transaction(store, "readwrite");
+      tx.objectStore(store).clear();
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+    });
+  } finally {
+    db.close();
+  }
+}
+
 describe("kept delta walks", () => {
   it("give every checkpoint of random histories the default walk's history", async () => {
     for (const seed of [1, 2, 3, 4, 5, 6]) {
@@ -230,6 +249,18 @@ describe("kept delta walks", () => {
       await defaultWalk(saver, next),
     );
     await expectSameAsDefault(saver, "t");
+  });
+
+  it("are not served after this saver was closed and its rows edited outside it (a restored backup, another program)", async () => {
+    const dbName = freshDbName("walks");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    await randomHistory(saver, "t", 40);
+    const next = await readHalfway(saver, "t");
+    await saver.close();
+    await clearStore(dbName, "writes");
+    const history = await saver.getDeltaChannelHistory({ config: next, channels: CHANNELS });
+    expect(history).toEqual(await defaultWalk(saver, next));
+    expect(history.messages!.writes).toEqual([]);
   });
 
   it.each([
