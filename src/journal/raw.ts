@@ -29,12 +29,14 @@ export interface RangeSpec {
 /** A journal record's payload. */
 export type Payload = { h: number; db: string } | { o: Op[] } | { snap: Record<string, unknown[]> };
 
+/** True for an `IDBKeyRange` (duck-typed: fake-indexeddb's and the browser's classes differ). */
 export function isKeyRange(value: unknown): value is IDBKeyRange {
   return (
     value !== null && typeof value === "object" && "lowerOpen" in value && "upperOpen" in value && "includes" in value
   );
 }
 
+/** A key range as plain data the journal can serialize ({@link toRange} rebuilds it). */
 export function rangeSpec(range: IDBKeyRange): RangeSpec {
   const spec: RangeSpec = { lo: range.lowerOpen, uo: range.upperOpen };
   if (range.lower !== undefined) spec.l = range.lower;
@@ -49,6 +51,7 @@ function toRange(spec: RangeSpec): IDBKeyRange {
   return KeyRange.upperBound(spec.u, spec.uo);
 }
 
+/** The result of one raw IndexedDB request, as a promise. */
 export function request<T>(req: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
@@ -86,6 +89,7 @@ export async function snapshot(db: IDBDatabase, journaled: readonly string[]): P
   return Object.fromEntries(stores.map((store, i) => [store, rows[i]!]));
 }
 
+/** The primary key of `value` in `store` (in-line keys only: every store of ours has a key path). */
 export function keyOf(store: IDBObjectStore, value: unknown): IDBValidKey {
   const path = store.keyPath;
   const row = value as Record<string, IDBValidKey>;

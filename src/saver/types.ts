@@ -5,6 +5,7 @@ import type { CheckpointMetadata, CheckpointPendingWrite, SerializerProtocol } f
 import type { Durability } from "../idb/database.js";
 import type { JournalOption, RecoveryReport } from "../journal/index.js";
 
+/** Options of `new IndexedDBSaver(...)`; every field is optional. */
 export interface IndexedDBSaverParams {
   /** IndexedDB database name. Default `"langgraph"`. */
   dbName?: string;

@@ -29,7 +29,9 @@ export const BIND_CONTEXT = 0;
 /** Binding byte: sealed by `dumpsTypedForRow` for one row. */
 export const BIND_ROW = 1;
 
+/** Domain separation of value envelopes' associated data: a value can never be taken for a wrapped key, or the reverse. */
 export const DOMAIN = utf8("langgraph-checkpoint-indexeddb:aes-gcm:v1");
+/** Domain separation of wrapped data keys' associated data (see {@link DOMAIN}). */
 export const WRAP_DOMAIN = utf8("langgraph-checkpoint-indexeddb:aes-gcm:dek:v1");
 
 /** What {@link inspectEnvelope} reads from an encrypted value's header. */
@@ -78,10 +80,12 @@ export function pushString(out: number[], text: string): void {
   }
 }
 
+/** Appends `n` as 4 big-endian bytes (lengths in the associated data). */
 export function pushU32(out: number[], n: number): void {
   out.push((n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 }
 
+/** Appends `n` as an 8-byte big-endian float, -0 as 0 (numbers in row keys). */
 export function pushF64(out: number[], n: number): void {
   const view = new DataView(new ArrayBuffer(8));
   // -0 and 0 are one IndexedDB key; bind them alike.
@@ -116,6 +120,7 @@ export function wrapAad(kekId: Uint8Array, dekId: Uint8Array): Bytes {
   return concatBytes(WRAP_DOMAIN, kekId, dekId);
 }
 
+/** A binding in words, for error messages naming the row or context a value failed under. */
 export function describeBinding(binding: Binding): string {
   return binding.kind === BIND_ROW
     ? `row ${JSON.stringify(binding.row)}`

@@ -92,6 +92,7 @@ export function ringOf(keys: readonly SealingKey[]): Keyring {
   return { current: keys[0]!, byId: new Map(keys.map((key) => [key.hex, key])) };
 }
 
+/** Validates `EncryptedSerializer` options and fills in the defaults (MsgpackSerializer inside, no plaintext, empty context). */
 export function resolveOptions(options: EncryptedSerializerOptions | undefined): SealOptions {
   const inner = options?.serde ?? new MsgpackSerializer();
   if (typeof inner.dumpsTyped !== "function" || typeof inner.loadsTyped !== "function") {

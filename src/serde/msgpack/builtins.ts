@@ -3,6 +3,7 @@ import type { MsgpackClass } from "./options.js";
 import { defineFields, defineHidden, expectArray, malformed, setOwn } from "./diagnostics.js";
 import { isPlainObject } from "../../core/guards.js";
 
+/** The built-in Error classes revived by name; any other name becomes a plain `Error` (or a registered class). */
 export const ERROR_TYPES: ReadonlyMap<string, ErrorConstructor> = new Map<string, ErrorConstructor>([
   ["Error", Error],
   ["TypeError", TypeError],
@@ -77,6 +78,7 @@ export function binaryTypeNames(): ReadonlyMap<object, string> {
   return binaryTypes;
 }
 
+/** An `ArrayBuffer` or typed array from its `[type name, bytes]` extension payload. */
 export function reviveBinary(payload: unknown): unknown {
   const [name, bytes] = expectArray(payload, "binary");
   if (typeof name !== "string" || !(bytes instanceof Uint8Array)) throw malformed("binary");

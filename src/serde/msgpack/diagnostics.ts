@@ -5,11 +5,13 @@ import { MAX_DEPTH } from "./options.js";
 // ---------------------------------------------------------------------------
 // Helpers
 
+/** `payload` as an array, else the malformed-extension error naming `what`. */
 export function expectArray(payload: unknown, what: string): unknown[] {
   if (!Array.isArray(payload)) throw malformed(what);
   return payload;
 }
 
+/** The error for an extension payload of the wrong shape (corrupt or crafted bytes). */
 export function malformed(what: string, cause?: unknown): SerializationError {
   return new SerializationError(`Corrupt MsgpackSerializer payload: malformed ${what} extension.`, { cause });
 }

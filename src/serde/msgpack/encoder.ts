@@ -300,6 +300,7 @@ export function isForeignBuiltIn(prototype: object, name: "Object" | "Array"): b
   }
 }
 
+/** The class name of `value` for error messages, never throwing (proxies and odd prototypes included). */
 export function className(value: object): string {
   try {
     const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
@@ -309,6 +310,7 @@ export function className(value: object): string {
   }
 }
 
+/** The SerializationError for a failed encode, naming the path to the value (or the cycle) that could not be stored. */
 export function encodeError(error: unknown, root: unknown): SerializationError {
   if (error instanceof Unencodable) {
     const path = safely(() => findPath(root, (value) => value === error.value)) ?? "$ (inside a toJSON() result)";

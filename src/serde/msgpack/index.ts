@@ -35,6 +35,12 @@ import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
 
+/**
+ * LangGraph's `SerializerProtocol` on msgpackr (type tag `"msgpack"`): keeps
+ * LangChain messages, `Send`, `Command`, `Map`, `Set`, `Date`, typed arrays,
+ * `bigint`, `undefined` and registered classes exactly, and refuses what it
+ * could not read back. See the module comment for how.
+ */
 export class MsgpackSerializer implements SerializerProtocol {
   readonly #byPrototype = new Map<object, RegisteredClass>();
   readonly #byName = new Map<string, RegisteredClass>();

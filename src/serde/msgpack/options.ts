@@ -1,5 +1,6 @@
 /** The serializer's options, limits, and what its encoder and reviver share. */
 
+/** The serializer's type tag (the first element of `dumpsTyped`). */
 export const TYPE = "msgpack";
 
 /**

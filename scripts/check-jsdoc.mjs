@@ -1,0 +1,74 @@
+// Fails when a module of src/ exports a declaration without a JSDoc comment.
+// The contract (DEVELOPERS.md): JSDoc on every export, so an editor's hover
+// and the generated .d.ts explain each name. Re-exports (`export { x } from`)
+// carry the doc of their source; of an overloaded function, the first
+// signature needs it.
+//   node scripts/check-jsdoc.mjs
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+/**
+ * The exported top-level declarations of `source` that have no JSDoc, as
+ * `{ line, name }` (line 1-based).
+ * @param {string} fileName
+ * @param {string} source
+ * @returns {{ line: number, name: string }[]}
+ */
+export function undocumentedExports(fileName, source) {
+  const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
+  const missing = [];
+  let previousFunction;
+  for (const statement of file.statements) {
+    const exported = ts.getModifiers?.(statement)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+    if (!exported) {
+      previousFunction = undefined;
+      continue;
+    }
+    let name;
+    if (ts.isVariableStatement(statement)) {
+      name = statement.declarationList.declarations.map((d) => d.name.getText(file)).join(", ");
+    } else if (
+      ts.isFunctionDeclaration(statement) ||
+      ts.isClassDeclaration(statement) ||
+      ts.isInterfaceDeclaration(statement) ||
+      ts.isTypeAliasDeclaration(statement) ||
+      ts.isEnumDeclaration(statement)
+    ) {
+      name = statement.name?.getText(file) ?? "default";
+    } else {
+      continue;
+    }
+    // Later overloads and the implementation of a documented first signature share its doc.
+    const sameFunction = ts.isFunctionDeclaration(statement) && previousFunction === name;
+    previousFunction = ts.isFunctionDeclaration(statement) ? name : undefined;
+    if (sameFunction) continue;
+    const documented = ts.getJSDocCommentsAndTags(statement).length > 0;
+    if (!documented) {
+      missing.push({ line: file.getLineAndCharacterOfPosition(statement.getStart(file)).line + 1, name });
+    }
+  }
+  return missing;
+}
+
+function sources(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  let count = 0;
+  for (const path of sources(join(root, "src"))) {
+    for (const { line, name } of undocumentedExports(path, readFileSync(path, "utf8"))) {
+      console.error(`${relative(root, path)}:${line}: export ${name} has no JSDoc comment`);
+      count++;
+    }
+  }
+  if (count > 0) process.exit(1);
+  console.log("check-jsdoc: every export of src/ has a JSDoc comment");
+}
