@@ -9,47 +9,23 @@ import {
   type Checkpoint,
   type CheckpointPendingWrite,
   type PendingWrite,
-  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { crc32 } from "../core/crc32.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import {
-  type BlobRecord,
-  type CheckpointRecord,
-  FRAME_HEAD,
-  KIND,
-  SIGNATURE,
-  type ThreadExportCounts,
-  type ThreadExportHeader,
-  type ThreadExportTrailer,
-  assertThreadId,
-  hex32,
-  ownValue,
-  parseJson,
-  readAll,
-} from "./format.js";
+import { type BlobRecord, type CheckpointRecord, KIND, assertThreadId, readAll } from "./format.js";
 import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
-import { ThreadFileError, ThreadImportError } from "./errors.js";
-import { decodeRecord, parseHeader, type FrameRef } from "./frames.js";
+import { ThreadImportError } from "./errors.js";
+import { decodeRecord } from "./frames.js";
+import { validate } from "./validate.js";
 import { errorMessage } from "../core/guards.js";
-import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import { blobIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
-
-/** A file that passed validation: its header and frames. */
-export interface ValidFile {
-  header: ThreadExportHeader;
-  frames: FrameRef[];
-  /** Blob key → its frame. */
-  blobs: Map<string, FrameRef>;
-  counts: ThreadExportCounts;
-}
 
 /**
  * Imports an exported thread into any checkpoint saver.
  *
  * The whole file is read and validated first (signature, format and
  * version, CRC, every record decoded, every reference resolved); a file that
- * fails is rejected with a {@link ThreadFileError} before anything is
+ * fails is rejected with a `ThreadFileError` before anything is
  * written. Then each checkpoint is `put` in file order (parent first), with
  * `newVersions` naming the channel versions not written before (so
  * blob-per-version savers such as Postgres store every value once), followed
@@ -190,221 +166,6 @@ export async function importThread(
     );
   }
   return { threadId, header, ...counts };
-}
-
-/**
- * Reads and checks a whole file without writing anything: what
- * {@link importThread} does before its first write.
- *
- * @throws ThreadFileError naming what is wrong.
- */
-export async function validateThreadExport(
-  file: ThreadExportInput,
-  options: { serde?: SerializerProtocol; targetThreadId?: string; refuseJson?: boolean } = {},
-): Promise<ImportThreadResult> {
-  const { header, counts } = await validate(
-    await readAll(file),
-    options.serde ?? new MsgpackSerializer(),
-    undefined,
-    options.refuseJson,
-  );
-  return { threadId: options.targetThreadId ?? header.threadId, header, ...counts };
-}
-
-/**
- * The header of a file (thread id, source, counts, namespaces), reading
- * only as much as needed; the rest of the file is not checked.
- *
- * @throws ThreadFileError for a file of another format or a newer version.
- */
-export async function readThreadExportHeader(file: ThreadExportInput): Promise<ThreadExportHeader> {
-  if (typeof Blob !== "undefined" && file instanceof Blob) {
-    // Read only the signature, the first frame's head, then its payload.
-    const head = new Uint8Array(await file.slice(0, SIGNATURE.length + FRAME_HEAD).arrayBuffer());
-    checkSignature(head);
-    const length = headerLength(head);
-    const payload = new Uint8Array(await file.slice(head.length, head.length + length).arrayBuffer());
-    if (payload.length < length) throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
-    return parseHeader(payload);
-  }
-  const bytes = await readAll(file);
-  checkSignature(bytes);
-  const length = headerLength(bytes);
-  const start = SIGNATURE.length + FRAME_HEAD;
-  if (bytes.length < start + length)
-    throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
-  return parseHeader(bytes.subarray(start, start + length));
-}
-
-/** The header frame's payload length, from the bytes after the signature. */
-export function headerLength(bytes: Uint8Array): number {
-  if (bytes.length < SIGNATURE.length + FRAME_HEAD)
-    throw new ThreadFileError("The langgraph-thread file is truncated (in its header).");
-  if (bytes[SIGNATURE.length] !== KIND.HEADER)
-    throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
-  return new DataView(bytes.buffer, bytes.byteOffset + SIGNATURE.length + 1, 4).getUint32(0);
-}
-
-/** Full validation; see {@link importThread}. */
-export async function validate(
-  bytes: Uint8Array,
-  serde: SerializerProtocol,
-  signal?: AbortSignal,
-  refuseJson = false,
-): Promise<ValidFile> {
-  checkSignature(bytes);
-  // Structure first (cheap): frame boundaries, header, trailer, CRC.
-  const frames: FrameRef[] = [];
-  for (let offset = SIGNATURE.length; offset < bytes.length;) {
-    const ref = readFrameAt(bytes, offset);
-    frames.push({ ...ref, index: frames.length });
-    offset = ref.start + FRAME_HEAD + ref.payload.length;
-  }
-  const first = frames[0];
-  if (!first || first.kind !== KIND.HEADER)
-    throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
-  const header = parseHeader(first.payload, refuseJson);
-  const endAt = frames.findIndex((ref) => ref.kind === KIND.END);
-  if (endAt < 0) throw new ThreadFileError("The langgraph-thread file is truncated: its end record is missing.");
-  if (endAt !== frames.length - 1)
-    throw new ThreadFileError("The langgraph-thread file has data after its end record.");
-  const end = frames[endAt]!;
-  const trailer = parseJson(end.payload, "end record") as Partial<ThreadExportTrailer>;
-  const actualCrc = hex32(crc32(0, bytes.subarray(0, end.start)));
-  if (trailer.crc32 !== actualCrc) {
-    throw new ThreadFileError(
-      `The langgraph-thread file is corrupt: its checksum is ${String(trailer.crc32)} but its bytes give ${actualCrc}.`,
-    );
-  }
-
-  // Then every record, decoded and cross-checked.
-  const blobs = new Map<string, FrameRef>();
-  const checkpoints = new Set<string>();
-  const counts: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
-  for (let i = 1; i < endAt; i++) {
-    signal?.throwIfAborted();
-    const ref = frames[i]!;
-    if (ref.kind === KIND.BLOB) {
-      const blob = await decodeRecord(serde, header, ref);
-      const { ns, channel, version } = checkBlob(blob, i);
-      const key = blobIdentity(ns, channel, version);
-      if (blobs.has(key)) throw recordError(i, `repeats the value of channel "${channel}" version ${String(version)}`);
-      blobs.set(key, ref);
-      counts.blobs += 1;
-    } else if (ref.kind === KIND.CHECKPOINT) {
-      const record = checkCheckpoint(await decodeRecord(serde, header, ref), i);
-      const versions = record.checkpoint.channel_versions;
-      for (const channel of record.blobs) {
-        const version = ownValue(versions, channel) as string | number | undefined;
-        if (version === undefined || !blobs.has(blobIdentity(record.ns, channel, version))) {
-          throw recordError(i, `refers to a value of channel "${channel}" that no earlier record holds`);
-        }
-        if (Object.hasOwn(record.values, channel)) {
-          throw recordError(i, `has two values for channel "${channel}"`);
-        }
-      }
-      const key = checkpointIdentity(record.ns, record.id);
-      if (checkpoints.has(key)) throw recordError(i, `repeats checkpoint ${record.id}`);
-      checkpoints.add(key);
-      counts.checkpoints += 1;
-      counts.writes += record.writes.length;
-    } else if (ref.kind >= 0x61 && ref.kind <= 0x7a) {
-      // Ancillary (lower-case) kinds are for later versions: skip.
-    } else {
-      throw new ThreadFileError(
-        `The langgraph-thread file holds a record of kind ${JSON.stringify(String.fromCharCode(ref.kind))} that this version cannot read (record ${i}).`,
-      );
-    }
-  }
-  for (const [name, actual] of Object.entries(counts) as [keyof ThreadExportCounts, number][]) {
-    if (header.counts[name] !== actual || trailer[name] !== actual) {
-      throw new ThreadFileError(
-        `The langgraph-thread file is inconsistent: it announces ${header.counts[name]} ${name} but holds ${actual}.`,
-      );
-    }
-  }
-  return { header, frames, blobs, counts };
-}
-
-/** Throws unless the bytes start with the signature, saying what they look like instead. */
-export function checkSignature(bytes: Uint8Array): void {
-  if (bytes.length >= SIGNATURE.length && SIGNATURE.every((byte, i) => bytes[i] === byte)) return;
-  let looks = "";
-  const start = new TextDecoder("utf-8", { fatal: false }).decode(bytes.subarray(0, 64)).trimStart();
-  if (start.startsWith("{") || start.startsWith("[")) looks = " (it looks like JSON)";
-  else if (bytes.length === 0) looks = " (it is empty)";
-  else if (
-    bytes.length < SIGNATURE.length &&
-    SIGNATURE.subarray(0, bytes.length).every((byte, i) => bytes[i] === byte)
-  ) {
-    looks = " (it is truncated)";
-  }
-  throw new ThreadFileError(
-    `Not a langgraph-thread file${looks}: it does not start with the format's signature. Only files written by exportThread can be imported.`,
-  );
-}
-
-/** The frame at `offset` (before the end of the file). */
-export function readFrameAt(bytes: Uint8Array, offset: number): FrameRef {
-  if (offset + FRAME_HEAD > bytes.length)
-    throw new ThreadFileError("The langgraph-thread file is truncated (in a record header).");
-  const length = new DataView(bytes.buffer, bytes.byteOffset + offset + 1, 4).getUint32(0);
-  const payloadStart = offset + FRAME_HEAD;
-  if (payloadStart + length > bytes.length) {
-    throw new ThreadFileError(
-      `The langgraph-thread file is truncated: a record needs ${length} bytes but only ${bytes.length - payloadStart} remain.`,
-    );
-  }
-  return { kind: bytes[offset]!, start: offset, payload: bytes.subarray(payloadStart, payloadStart + length) };
-}
-
-/** Checks a decoded `B` record. */
-export function checkBlob(value: unknown, index: number): BlobRecord {
-  const blob = value as Partial<BlobRecord> | null;
-  if (
-    typeof blob !== "object" ||
-    blob === null ||
-    typeof blob.ns !== "string" ||
-    typeof blob.channel !== "string" ||
-    (typeof blob.version !== "string" && typeof blob.version !== "number") ||
-    !("value" in blob)
-  ) {
-    throw recordError(index, "is not a channel value record");
-  }
-  return blob as BlobRecord;
-}
-
-/** Checks a decoded `C` record. */
-export function checkCheckpoint(value: unknown, index: number): CheckpointRecord {
-  const record = value as Partial<CheckpointRecord> | null;
-  const isObject = (x: unknown): x is Record<string, unknown> =>
-    typeof x === "object" && x !== null && !Array.isArray(x);
-  if (
-    !isObject(record) ||
-    typeof record.ns !== "string" ||
-    typeof record.id !== "string" ||
-    record.id === "" ||
-    !(record.parent === null || typeof record.parent === "string") ||
-    !isObject(record.checkpoint) ||
-    record.checkpoint.id !== record.id ||
-    !isObject(record.checkpoint.channel_versions ?? {}) ||
-    !isObject(record.metadata) ||
-    !Array.isArray(record.blobs) ||
-    !record.blobs.every((channel) => typeof channel === "string") ||
-    !isObject(record.values) ||
-    !Array.isArray(record.writes) ||
-    !record.writes.every(
-      (w) => Array.isArray(w) && w.length === 3 && typeof w[0] === "string" && typeof w[1] === "string",
-    )
-  ) {
-    throw recordError(index, "is not a valid checkpoint record");
-  }
-  return record as CheckpointRecord;
-}
-
-/** A `ThreadFileError` about record `index`. */
-export function recordError(index: number, what: string): ThreadFileError {
-  return new ThreadFileError(`The langgraph-thread file is invalid: record ${index} ${what}.`);
 }
 
 /** One `putWrites` call: a task's writes, regular ones first so their idx stays their position. */

@@ -8,7 +8,8 @@
  * saver/, and may import serde/ and core/.
  */
 export { exportThread, exportThreadStream } from "./export.js";
-export { importThread, validateThreadExport, readThreadExportHeader } from "./import.js";
+export { importThread } from "./import.js";
+export { validateThreadExport, readThreadExportHeader } from "./validate.js";
 export { copyThreads } from "./copy.js";
 export { ThreadFileError, ThreadExportError, ThreadImportError } from "./errors.js";
 export {
