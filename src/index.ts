@@ -69,6 +69,8 @@ export type {
   DatabaseKeyedSerializer,
   DatabaseBinding,
   KeyRecord,
+} from "./serde/protocol.js";
+export type {
   KeyRecordAccess,
   RewrappableSerializer,
   RekeyableSerializer,
@@ -76,7 +78,7 @@ export type {
   ChangeKeyOptions,
   StoredValue,
   ValueRewriter,
-} from "./serde/protocol.js";
+} from "./serde/key-changes.js";
 export {
   runOnThread,
   isThreadRunning,

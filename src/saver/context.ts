@@ -10,14 +10,8 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
-import {
-  bindSerializer,
-  checkKeyId,
-  keyIdOf,
-  type BoundSerializer,
-  type KeyRecord,
-  type KeyRecordAccess,
-} from "../serde/protocol.js";
+import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
+import type { KeyRecordAccess } from "../serde/key-changes.js";
 import { ChangeFeed } from "./events.js";
 import { keyIdWrite, type MetaRow, type SaverSchema, type SaverStoreName } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";

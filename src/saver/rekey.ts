@@ -5,14 +5,14 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sameClone } from "../core/equality.js";
+import type { RowRef } from "../serde/protocol.js";
 import {
   changeDatabaseKey,
   rekeyDatabase,
   type ChangeKeyOptions,
-  type RowRef,
   type StoredValue,
   type ValueRewriter,
-} from "../serde/protocol.js";
+} from "../serde/key-changes.js";
 import { DecryptionError } from "../core/errors.js";
 import type { SaverContext } from "./context.js";
 import { checkpointRefs, rowRef, writeRefs } from "./rows.js";

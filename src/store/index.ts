@@ -24,16 +24,8 @@ import {
   type OperationResults,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import {
-  changeDatabaseKey,
-  checkKeyId,
-  keyIdOf,
-  rekeyDatabase,
-  withCurrentKey,
-  type BoundSerializer,
-  type ChangeKeyOptions,
-  type KeyRecord,
-} from "../serde/protocol.js";
+import { checkKeyId, keyIdOf, withCurrentKey, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
+import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/key-changes.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
 import { namespaceId } from "./codec.js";

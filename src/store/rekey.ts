@@ -2,7 +2,8 @@
  * Key changes of an encrypted store: compare-and-swap access to its key
  * record, and the paged re-encryption of items and vectors.
  */
-import type { KeyRecord, KeyRecordAccess, ValueRewriter } from "../serde/protocol.js";
+import type { KeyRecord } from "../serde/protocol.js";
+import type { KeyRecordAccess, ValueRewriter } from "../serde/key-changes.js";
 import { sameClone } from "../core/equality.js";
 import type { Database } from "../idb/database.js";
 import { valueRow, vectorRow } from "./codec.js";

@@ -8,16 +8,8 @@ import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langcha
 import { JsonPlusSerializer, MemorySaver, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
 import { describe, expect, it } from "vitest";
-import {
-  changeDatabaseKey,
-  rekeyDatabase,
-  type KeyRecord,
-  type DatabaseBinding,
-  type KeyRecordAccess,
-  type RowBoundSerializer,
-  type RowRef,
-  type ValueRewriter,
-} from "../protocol.js";
+import type { KeyRecord, DatabaseBinding, RowBoundSerializer, RowRef } from "../protocol.js";
+import { changeDatabaseKey, rekeyDatabase, type KeyRecordAccess, type ValueRewriter } from "../key-changes.js";
 
 import {
   AES_GCM_SUFFIX,

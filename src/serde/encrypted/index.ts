@@ -70,16 +70,8 @@
  * serde/protocol.ts, serde/msgpack/ and core/.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import type {
-  DataKeyRotation,
-  DatabaseBinding,
-  DatabaseInfo,
-  KeyRecord,
-  RekeyableSerializer,
-  RewrappableSerializer,
-  RowBoundSerializer,
-  RowRef,
-} from "../protocol.js";
+import type { DatabaseBinding, DatabaseInfo, KeyRecord, RowBoundSerializer, RowRef } from "../protocol.js";
+import type { DataKeyRotation, RekeyableSerializer, RewrappableSerializer } from "../key-changes.js";
 import {
   IV_BYTES,
   deriveAesKey,

@@ -3,7 +3,8 @@
  * encryption key, and the keyring built from it; and the rewriter that moves
  * values to the newest data key.
  */
-import type { DataKeyRotation, KeyRecord } from "../protocol.js";
+import type { KeyRecord } from "../protocol.js";
+import type { DataKeyRotation } from "../key-changes.js";
 import { IV_BYTES, TAG_BYTES } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";
