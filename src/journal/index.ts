@@ -31,6 +31,6 @@ export {
   type RecoveryReport,
   type WipeMarker,
 } from "./types.js";
-export { MemoryJournalBackend, memoryMarker, resetMemoryJournals } from "./memory-backend.js";
-export { defaultMarker } from "./wipe-marker.js";
+export { MemoryJournalBackend, resetMemoryJournals } from "./memory-backend.js";
+export { defaultMarker, memoryMarker } from "./wipe-marker.js";
 export { JournalSeam, type JournalSeamOptions, type Resync } from "./seam.js";

@@ -1,14 +1,15 @@
 /**
- * The journal and wipe marker kept in this process's memory: for tests, and
- * where OPFS is missing. They outlive saver instances, as files would.
+ * The journal kept in this process's memory: for tests, and where OPFS is
+ * missing. It outlives saver instances, as a file would. Loaded only when
+ * `journal: "memory"` is chosen (the memory wipe marker is in wipe-marker.ts).
  */
 
-import type { JournalBackend, WipeMarker } from "./types.js";
+import type { JournalBackend } from "./types.js";
 import { joinBytes } from "../core/bytes.js";
+import { forgetMemoryMarkers } from "./wipe-marker.js";
 
 /** Journals of the memory backend, by name: they outlive saver instances, as files would. */
 const memoryFiles = new Map<string, Uint8Array>();
-const memoryMarkers = new Set<string>();
 
 /** A journal kept in this process's memory: for tests, and where OPFS is missing. */
 export class MemoryJournalBackend implements JournalBackend {
@@ -37,16 +38,8 @@ export class MemoryJournalBackend implements JournalBackend {
   }
 }
 
-/** Markers kept in this process's memory (Node, tests). */
-export function memoryMarker(name: string): WipeMarker {
-  return {
-    has: async () => memoryMarkers.has(name),
-    set: async () => void memoryMarkers.add(name),
-  };
-}
-
 /** Forgets memory journals and markers (tests). */
 export function resetMemoryJournals(): void {
   memoryFiles.clear();
-  memoryMarkers.clear();
+  forgetMemoryMarkers();
 }

@@ -4,8 +4,23 @@
  * one whole) is told from a new one. Always loaded: it is all the saver
  * needs when the journal is off.
  */
-import { memoryMarker } from "./memory-backend.js";
 import type { WipeMarker } from "./types.js";
+
+/** Markers kept in this process's memory: they outlive saver instances, as files would. */
+const memoryMarkers = new Set<string>();
+
+/** A marker kept in this process's memory (Node, tests). */
+export function memoryMarker(name: string): WipeMarker {
+  return {
+    has: async () => memoryMarkers.has(name),
+    set: async () => void memoryMarkers.add(name),
+  };
+}
+
+/** Forgets every memory marker (tests, through `resetMemoryJournals`). */
+export function forgetMemoryMarkers(): void {
+  memoryMarkers.clear();
+}
 
 /**
  * The marker for `dbName` in this environment: a small OPFS file where there
