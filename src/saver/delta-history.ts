@@ -8,7 +8,8 @@ import { compareWritesSortKeys, type DeltaChannelHistory } from "@langchain/lang
 import type { SaverContext } from "./context.js";
 import { walksOf, type ChannelWalk } from "./delta-cache.js";
 import { assertId, configIds } from "./ids.js";
-import { latestRow, walkAncestors } from "./reads.js";
+import { latestRow } from "./reads.js";
+import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
 import { verifyParentLinks } from "./verify-links.js";
 
