@@ -78,7 +78,7 @@ export type {
   ChangeKeyOptions,
   StoredValue,
   ValueRewriter,
-} from "./serde/key-changes.js";
+} from "./serde/rekey.js";
 export {
   runOnThread,
   isThreadRunning,

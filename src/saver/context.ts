@@ -9,9 +9,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
-import { sameClone } from "../core/equality.js";
 import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
-import type { KeyRecordAccess } from "../serde/key-changes.js";
 import { ChangeFeed } from "./events.js";
 import { keyIdWrite, type MetaRow, type SaverSchema, type SaverStoreName } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
@@ -38,8 +36,13 @@ export interface SaverContext {
   unbind(): void;
   /** Forgets it because another tab changed the key: binding again fails with `KeyChangedError` if the key no longer opens the record. */
   stale(): void;
-  /** Compare-and-swap access to the database's key record. */
-  keyRecords(): KeyRecordAccess;
+  /** The database's key record, if any. */
+  readKeyRecord(): Promise<KeyRecord | undefined>;
+  /**
+   * Stores `record` (with its key-id copy) in one transaction, if `when`,
+   * run first in that transaction, says so; resolves to whether it did.
+   */
+  storeKeyRecord(record: KeyRecord, when: (tx: WriteTx) => Promise<boolean>): Promise<boolean>;
   /** A timestamp in ms that strictly increases within this saver. */
   now(): number;
 }
@@ -123,21 +126,8 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       changed = true;
       bound = undefined;
     },
-    keyRecords() {
-      return {
-        read: readRecord,
-        replace: async (expected, next) => {
-          const swapped = await storeRecord(next, async (tx) =>
-            sameClone((await tx.objectStore("meta").get("key"))?.value, expected),
-          );
-          if (swapped) {
-            bound = undefined;
-            feed.emitKeyChange();
-          }
-          return swapped;
-        },
-      };
-    },
+    readKeyRecord: readRecord,
+    storeKeyRecord: storeRecord,
     now() {
       lastTime = Math.max(Date.now(), lastTime + 0.001);
       return lastTime;

@@ -24,7 +24,7 @@ import {
 import type { JournalSeam, RecoveryReport } from "../journal/index.js";
 import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import type { ChangeKeyOptions } from "../serde/key-changes.js";
+import type { ChangeKeyOptions } from "../serde/rekey.js";
 import { createSaverDatabase } from "./database.js";
 import { rawAccess, type SaverRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";

@@ -10,9 +10,10 @@ import {
   changeDatabaseKey,
   rekeyDatabase,
   type ChangeKeyOptions,
+  type KeyRecordAccess,
   type StoredValue,
   type ValueRewriter,
-} from "../serde/key-changes.js";
+} from "../serde/rekey.js";
 import { DecryptionError } from "../core/errors.js";
 import type { SaverContext } from "./context.js";
 import { checkpointRefs, rowRef, writeRefs } from "./rows.js";
@@ -36,7 +37,7 @@ export function changeKey(ctx: SaverContext, next: SerializerProtocol, options: 
   return withKeyLock(ctx.db.name, async () => {
     // The current key must open the record (checked by the re-wrap), unless an
     // interrupted change already handed it to `next`: then this resumes.
-    const keyed = await changeDatabaseKey(ctx.slot.get(), next, ctx.keyRecords());
+    const keyed = await changeDatabaseKey(ctx.slot.get(), next, keyRecords(ctx));
     ctx.slot.set(next);
     ctx.unbind();
     if (keyed && !options.rewrapOnly) await rotate(ctx);
@@ -48,10 +49,30 @@ export function rekey(ctx: SaverContext): Promise<void> {
   return withKeyLock(ctx.db.name, () => rotate(ctx));
 }
 
+/**
+ * Compare-and-swap access to the database's key record: a swap forgets the
+ * bound serializer and tells other tabs.
+ */
+function keyRecords(ctx: SaverContext): KeyRecordAccess {
+  return {
+    read: () => ctx.readKeyRecord(),
+    replace: async (expected, next) => {
+      const swapped = await ctx.storeKeyRecord(next, async (tx) =>
+        sameClone((await tx.objectStore("meta").get("key"))?.value, expected),
+      );
+      if (swapped) {
+        ctx.unbind();
+        ctx.feed.emitKeyChange();
+      }
+      return swapped;
+    },
+  };
+}
+
 /** `rekey`, with the key-change lock held. */
 async function rotate(ctx: SaverContext): Promise<void> {
   await ctx.serde();
-  await rekeyDatabase(ctx.slot.get(), ctx.keyRecords(), async (rewrite) => {
+  await rekeyDatabase(ctx.slot.get(), keyRecords(ctx), async (rewrite) => {
     let changed = 0;
     changed += await rewriteStore(ctx, "checkpoints", rewrite);
     changed += await rewriteStore(ctx, "blobs", rewrite);

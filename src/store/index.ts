@@ -25,7 +25,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { checkKeyId, keyIdOf, withCurrentKey, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
-import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/key-changes.js";
+import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/rekey.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
 import { namespaceId } from "./codec.js";

@@ -3,7 +3,7 @@
  * record, and the paged re-encryption of items and vectors.
  */
 import type { KeyRecord } from "../serde/protocol.js";
-import type { KeyRecordAccess, ValueRewriter } from "../serde/key-changes.js";
+import type { KeyRecordAccess, ValueRewriter } from "../serde/rekey.js";
 import { sameClone } from "../core/equality.js";
 import type { Database } from "../idb/database.js";
 import { valueRow, vectorRow } from "./codec.js";

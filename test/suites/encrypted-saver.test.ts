@@ -28,7 +28,7 @@ import {
   rekeyDatabase,
   type KeyRecordAccess,
   type ValueRewriter,
-} from "../../src/serde/key-changes.js";
+} from "../../src/serde/rekey.js";
 import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";

@@ -9,7 +9,7 @@ import { JsonPlusSerializer, MemorySaver, type SerializerProtocol } from "@langc
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
 import { describe, expect, it } from "vitest";
 import type { KeyRecord, DatabaseBinding, RowBoundSerializer, RowRef } from "../protocol.js";
-import { changeDatabaseKey, rekeyDatabase, type KeyRecordAccess, type ValueRewriter } from "../key-changes.js";
+import { changeDatabaseKey, rekeyDatabase, type KeyRecordAccess, type ValueRewriter } from "../rekey.js";
 
 import {
   AES_GCM_SUFFIX,

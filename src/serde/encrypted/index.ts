@@ -71,7 +71,7 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { DatabaseBinding, DatabaseInfo, KeyRecord, RowBoundSerializer, RowRef } from "../protocol.js";
-import type { DataKeyRotation, RekeyableSerializer, RewrappableSerializer } from "../key-changes.js";
+import type { DataKeyRotation, RekeyableSerializer, RewrappableSerializer } from "../rekey.js";
 import {
   IV_BYTES,
   deriveAesKey,

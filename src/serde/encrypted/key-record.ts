@@ -4,7 +4,7 @@
  * values to the newest data key.
  */
 import type { KeyRecord } from "../protocol.js";
-import type { DataKeyRotation } from "../key-changes.js";
+import type { DataKeyRotation } from "../rekey.js";
 import { IV_BYTES, TAG_BYTES } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";

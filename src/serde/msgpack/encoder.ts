@@ -1,11 +1,10 @@
 /** Writing: values lowered to msgpack with this format's extension records. */
 import { isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { SerializationError } from "../../core/errors.js";
 import { EXT, NEGATIVE_ZERO_MARKER, UNDEFINED_MARKER, tagged } from "./wire.js";
 import { LC_NAMESPACES, MAX_DEPTH, type RegisteredClass } from "./options.js";
 import { binaryTypeNames } from "./builtins.js";
-import { findCycle, findPath, safely, setOwn } from "./diagnostics.js";
-import { errorMessage, isPlainObject } from "../../core/guards.js";
+import { setOwn } from "./diagnostics.js";
+import { isPlainObject } from "../../core/guards.js";
 
 // ---------------------------------------------------------------------------
 // Writing
@@ -308,25 +307,4 @@ export function className(value: object): string {
   } catch {
     return "(unknown class)";
   }
-}
-
-/** The SerializationError for a failed encode, naming the path to the value (or the cycle) that could not be stored. */
-export function encodeError(error: unknown, root: unknown): SerializationError {
-  if (error instanceof Unencodable) {
-    const path = safely(() => findPath(root, (value) => value === error.value)) ?? "$ (inside a toJSON() result)";
-    const advice = error.advice ? ` ${error.advice}` : "";
-    return new SerializationError(`MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`);
-  }
-  if (error instanceof TooDeep) {
-    const cycle = safely(() => findCycle(root));
-    return new SerializationError(
-      cycle
-        ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
-        : `MsgpackSerializer cannot store a value nested more than ${MAX_DEPTH} levels deep.`,
-    );
-  }
-  if (error instanceof SerializationError) return error;
-  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
-    cause: error,
-  });
 }

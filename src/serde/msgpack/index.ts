@@ -30,7 +30,7 @@ import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgrap
 import { SerializationError } from "../../core/errors.js";
 import { packPayload, RefusedToken, unpackPayload } from "./wire.js";
 import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
-import { Encoder, encodeError } from "./encoder.js";
+import { Encoder, TooDeep, Unencodable } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
@@ -67,7 +67,7 @@ export class MsgpackSerializer implements SerializerProtocol {
     try {
       lowered = new Encoder(this.#byPrototype).lower(value);
     } catch (error) {
-      throw encodeError(error, value);
+      throw await explainEncodeError(error, value);
     }
     try {
       return [TYPE, packPayload(lowered)];
@@ -166,5 +166,21 @@ export class MsgpackSerializer implements SerializerProtocol {
     };
     this.#byPrototype.set(prototype, entry);
     this.#byName.set(name, entry);
+  }
+}
+
+/** The error for a failed encode, naming where the value failed (the explanation loads only now). */
+async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
+  try {
+    return (await import("./explain.js")).encodeError(error, value);
+  } catch {
+    // The explanation could not load (an offline app missing the chunk): say what is known.
+    const what =
+      error instanceof Unencodable
+        ? error.what
+        : error instanceof TooDeep
+          ? "a circular reference, or a value nested too deeply"
+          : errorMessage(error);
+    return new SerializationError(`MsgpackSerializer cannot store this value: ${what}`, { cause: error });
   }
 }

@@ -1,0 +1,94 @@
+/**
+ * What a failed encode says: the path to the value that could not be stored,
+ * or the cycle. Only a failing `dumpsTyped` needs this, so it loads then
+ * (with `import()`), not with the serializer.
+ */
+import { SerializationError } from "../../core/errors.js";
+import { errorMessage } from "../../core/guards.js";
+import { TooDeep, Unencodable } from "./encoder.js";
+import { MAX_DEPTH } from "./options.js";
+
+/** Diagnostics must not replace the error they explain (a getter may throw). */
+export function safely<T>(diagnose: () => T): T | undefined {
+  try {
+    return diagnose();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The children the diagnostics below follow: what the encoder would visit. */
+export function childrenOf(value: object): Array<[string, unknown]> {
+  if (value instanceof Map) {
+    return [...value].flatMap(([key, entry], i): Array<[string, unknown]> => [
+      [`<Map key #${i}>`, key],
+      [`<Map value #${i}>`, entry],
+    ]);
+  }
+  if (value instanceof Set) return [...value].map((member, i): [string, unknown] => [`<Set member #${i}>`, member]);
+  if (Array.isArray(value)) return value.map((child, i): [string, unknown] => [`[${i}]`, child]);
+  const children = Object.keys(value).map((key): [string, unknown] => [
+    /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`,
+    (value as Record<string, unknown>)[key],
+  ]);
+  if (value instanceof Error && Object.hasOwn(value, "cause")) {
+    children.push([".cause", value.cause]);
+  }
+  return children;
+}
+
+/** Path (`$.a[0].b`) to the first value matching `match`, for error messages. */
+export function findPath(root: unknown, match: (value: unknown) => boolean): string | undefined {
+  const done = new Set<object>();
+  const visit = (value: unknown, path: string, depth: number): string | undefined => {
+    if (match(value)) return path;
+    if (typeof value !== "object" || value === null || done.has(value) || depth > MAX_DEPTH) return undefined;
+    done.add(value);
+    for (const [step, child] of childrenOf(value)) {
+      const found = visit(child, path + step, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return visit(root, "$", 0);
+}
+
+/** Path of a reference back to an ancestor, if the value has a cycle. */
+export function findCycle(root: unknown): string | undefined {
+  const ancestors = new Set<object>();
+  const done = new Set<object>();
+  const visit = (value: unknown, path: string): string | undefined => {
+    if (typeof value !== "object" || value === null || done.has(value)) return undefined;
+    if (ancestors.has(value)) return path;
+    ancestors.add(value);
+    for (const [step, child] of childrenOf(value)) {
+      const found = visit(child, path + step);
+      if (found) return found;
+    }
+    ancestors.delete(value);
+    done.add(value);
+    return undefined;
+  };
+  return visit(root, "$");
+}
+
+/** The SerializationError for a failed encode, naming the path to the value (or the cycle) that could not be stored. */
+export function encodeError(error: unknown, root: unknown): SerializationError {
+  if (error instanceof Unencodable) {
+    const path = safely(() => findPath(root, (value) => value === error.value)) ?? "$ (inside a toJSON() result)";
+    const advice = error.advice ? ` ${error.advice}` : "";
+    return new SerializationError(`MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`);
+  }
+  if (error instanceof TooDeep) {
+    const cycle = safely(() => findCycle(root));
+    return new SerializationError(
+      cycle
+        ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
+        : `MsgpackSerializer cannot store a value nested more than ${MAX_DEPTH} levels deep.`,
+    );
+  }
+  if (error instanceof SerializationError) return error;
+  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
+    cause: error,
+  });
+}
