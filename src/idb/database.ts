@@ -18,15 +18,15 @@
  * What lives in idb/: this runner, the request helpers (requests.ts) and the
  * group-commit batcher (batch.ts). It imports only core/.
  */
-import { unwrap, wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
+import { unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
 import {
-  DatabaseBlockedError,
   DatabaseClosedError,
   IndexedDBCheckpointError,
   IndexedDBUnavailableError,
   toPackageError,
 } from "../core/errors.js";
 import { isDomError, observeTransaction, transactionError, type WriteObserver } from "./requests.js";
+import { openDatabase } from "./open.js";
 
 /** IndexedDB's durability hint for readwrite transactions. */
 export type Durability = "default" | "relaxed" | "strict";
@@ -102,17 +102,6 @@ export interface KeyRanges {
 }
 
 const DEFAULT_BLOCKED_TIMEOUT_MS = 10_000;
-
-/** Default IndexedDB factory, with a clear error where there is none. */
-function defaultFactory(): IDBFactory {
-  const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
-  if (!factory) {
-    throw new IndexedDBUnavailableError(
-      'IndexedDB is not available in this environment. In a browser this happens in some private modes and sandboxed frames; in Node, pass an IDBFactory (for tests: import "fake-indexeddb/auto") as the `indexedDB` option.',
-    );
-  }
-  return factory;
-}
 
 /**
  * A lazily opened, self-healing IndexedDB connection with a transaction runner.
@@ -193,97 +182,23 @@ export class Database<Schema extends DBSchema> {
   }
 
   #open(): Promise<IDBPDatabase<Schema>> {
-    let factory: IDBFactory;
-    try {
-      factory = this.#factory ?? defaultFactory();
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    let request: IDBOpenDBRequest;
-    try {
-      request = factory.open(this.name, this.version);
-    } catch (error) {
-      return Promise.reject(
-        new IndexedDBUnavailableError(`IndexedDB refused to open "${this.name}": ${String(error)}`, {
-          cause: error,
-        }),
-      );
-    }
-    const upgrades = this.#upgrades;
-    const seam = this.#seam;
-    // A step that throws (a database some other code made under this name
-    // lacks the stores a later step changes) aborts the whole upgrade: the
-    // database stays as it was, and the open fails naming the cause.
-    let failedUpgrade: { error: unknown; from: number } | undefined;
-    request.addEventListener("upgradeneeded", (event) => {
-      if (event.oldVersion === 0) seam?.created?.();
-      const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
-      const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
-      tx.done.catch(() => undefined); // its outcome is the open request's
-      try {
-        for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
-      } catch (error) {
-        failedUpgrade = { error, from: event.oldVersion };
-        request.transaction!.abort();
-      }
-    });
-    const opened = wrap(request) as unknown as Promise<IDBPDatabase<Schema>>;
-    return new Promise<IDBPDatabase<Schema>>((resolve, reject) => {
-      let gaveUp = false;
-      // Armed now, not on `blocked`: an open queued behind another pending
-      // open or delete (say our own earlier attempt, still blocked) never gets
-      // a `blocked` event of its own, and would wait forever. An upgrade that
-      // starts, a success or an error disarms it.
-      const timer = setTimeout(() => {
-        gaveUp = true;
-        this.#connection = undefined;
-        reject(
-          new DatabaseBlockedError(
-            `Opening IndexedDB "${this.name}" (version ${this.version}) was blocked for ${this.#blockedTimeoutMs} ms by another tab or connection that keeps an older version open. Close the other tabs of this app, or reload them.`,
-          ),
-        );
-      }, this.#blockedTimeoutMs);
-      request.addEventListener("upgradeneeded", () => clearTimeout(timer));
-      opened.then(
-        (db) => {
-          clearTimeout(timer);
-          if (gaveUp) {
-            // We already told the caller it failed; don't leak the connection.
-            db.close();
-            return;
-          }
-          db.addEventListener("versionchange", () => {
-            // Another tab wants to upgrade: step aside, reopen on next use.
-            this.#drop(db);
-            for (const listener of this.#versionChangeListeners) listener();
-          });
-          db.addEventListener("close", () => this.#drop(db));
-          // A new connection may follow another tab's upgrade or a restore: what was read before is suspect.
-          this.#writesStarted++;
-          resolve(db);
+    return openDatabase<Schema>({
+      name: this.name,
+      upgrades: this.#upgrades,
+      indexedDB: this.#factory,
+      blockedTimeoutMs: this.#blockedTimeoutMs,
+      hooks: {
+        created: () => this.#seam?.created?.(),
+        // A new connection may follow another tab's upgrade or a restore: what was read before is suspect.
+        opened: () => void this.#writesStarted++,
+        failed: () => void (this.#connection = undefined),
+        versionChange: (db) => {
+          // Another tab wants to upgrade: step aside, reopen on next use.
+          this.#drop(db);
+          for (const listener of this.#versionChangeListeners) listener();
         },
-        (error: unknown) => {
-          clearTimeout(timer);
-          this.#connection = undefined;
-          if (gaveUp) return;
-          const name = (error as { name?: string } | null)?.name;
-          reject(
-            name === "VersionError"
-              ? toPackageError(error, `open "${this.name}": it was written by a newer version of this package`)
-              : failedUpgrade !== undefined
-                ? new IndexedDBCheckpointError(
-                    (failedUpgrade.error as { name?: string } | null)?.name === "NotFoundError"
-                      ? `IndexedDB database "${this.name}" (version ${failedUpgrade.from}) has no object store the upgrade to version ${this.version} needs: it was created by other code under the same name (for example indexedDB.open("${this.name}") without a version). Delete it, or choose another dbName. The database was left as it was.`
-                      : `Upgrading IndexedDB database "${this.name}" from version ${failedUpgrade.from} to ${this.version} failed; the database was left as it was: ${String(failedUpgrade.error)}`,
-                    { cause: failedUpgrade.error },
-                  )
-                : new IndexedDBUnavailableError(
-                    `IndexedDB could not open "${this.name}": ${name ?? "Error"}: ${(error as Error | null)?.message ?? String(error)}`,
-                    { cause: error },
-                  ),
-          );
-        },
-      );
+        closed: (db) => this.#drop(db),
+      },
     });
   }
 

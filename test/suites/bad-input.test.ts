@@ -548,6 +548,7 @@ describe("databases of other versions", () => {
     const error = await rejection(saver.getTuple(cfg("t")));
     expect(error).toBeInstanceOf(IndexedDBCheckpointError);
     expect(error.message).toMatch(/no object store/);
+    expect(error.message).toContain(`IndexedDB database "${name}"`);
     expect(error.message).toMatch(/another dbName|delete it/i);
     expect((error as Error & { cause?: { name?: string } }).cause?.name).toBe("NotFoundError");
     // The database is left as it was.
@@ -615,6 +616,7 @@ describe("databases of other versions", () => {
       const error = await rejection(call());
       expect(error).toBeInstanceOf(IndexedDBCheckpointError);
       expect(error.message).toMatch(/newer version/);
+      expect(error.message).toContain(`open "${name}"`);
       expect((error as Error & { cause?: { name?: string } }).cause?.name).toBe("VersionError");
     }
     const db = await openRaw(name);
@@ -664,7 +666,7 @@ describe("IndexedDB unavailable", () => {
       const error = await rejection(call() as Promise<unknown>);
       expect(error, what).toBeInstanceOf(IndexedDBUnavailableError);
       expect(error.message, what).toMatch(/could not open/);
-      expect(error.message, what).toMatch(/InvalidStateError/);
+      expect(error.message, what).toContain(`"${saver.dbName}": InvalidStateError`);
     }
     await saver.close();
   });

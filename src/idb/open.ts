@@ -1,0 +1,144 @@
+/**
+ * Opening a connection: the schema upgrade, the wait for another tab that
+ * blocks it (bounded), and the errors an open can end in, each named. The
+ * {@link Database} owns the connection it returns and hears of its life
+ * through {@link OpenHooks}.
+ */
+import { wrap, type DBSchema, type IDBPDatabase } from "idb";
+import {
+  DatabaseBlockedError,
+  IndexedDBCheckpointError,
+  IndexedDBUnavailableError,
+  toPackageError,
+} from "../core/errors.js";
+import type { Tx, Upgrade } from "./database.js";
+
+/** What the owner of a connection is told while one opens and lives. */
+export interface OpenHooks<Schema extends DBSchema> {
+  /** The open creates the database (it had no version before). */
+  created?(): void;
+  /** The connection is open and about to be handed out. */
+  opened(): void;
+  /** The open failed or timed out: whatever the owner cached for it is void. */
+  failed(): void;
+  /** Another tab asks this connection to close for its upgrade. */
+  versionChange(db: IDBPDatabase<Schema>): void;
+  /** The browser closed the connection (storage cleared, a crash of its backend). */
+  closed(db: IDBPDatabase<Schema>): void;
+}
+
+/** Options of {@link openDatabase}. */
+export interface OpenOptions<Schema extends DBSchema> {
+  name: string;
+  /** The schema steps; their count is the version opened. */
+  upgrades: readonly Upgrade<Schema>[];
+  indexedDB: IDBFactory | undefined;
+  blockedTimeoutMs: number;
+  hooks: OpenHooks<Schema>;
+}
+
+/** Default IndexedDB factory, with a clear error where there is none. */
+function defaultFactory(): IDBFactory {
+  const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  if (!factory) {
+    throw new IndexedDBUnavailableError(
+      'IndexedDB is not available in this environment. In a browser this happens in some private modes and sandboxed frames; in Node, pass an IDBFactory (for tests: import "fake-indexeddb/auto") as the `indexedDB` option.',
+    );
+  }
+  return factory;
+}
+
+/**
+ * Opens `name` at the version of `upgrades`, running the steps it lacks in
+ * the `versionchange` transaction. Fails with `DatabaseBlockedError` after
+ * `blockedTimeoutMs` while another connection keeps an older version open.
+ */
+export function openDatabase<Schema extends DBSchema>(options: OpenOptions<Schema>): Promise<IDBPDatabase<Schema>> {
+  const { name, upgrades, blockedTimeoutMs, hooks } = options;
+  const version = upgrades.length;
+  let factory: IDBFactory;
+  try {
+    factory = options.indexedDB ?? defaultFactory();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  let request: IDBOpenDBRequest;
+  try {
+    request = factory.open(name, version);
+  } catch (error) {
+    return Promise.reject(
+      new IndexedDBUnavailableError(`IndexedDB refused to open "${name}": ${String(error)}`, {
+        cause: error,
+      }),
+    );
+  }
+  // A step that throws (a database some other code made under this name
+  // lacks the stores a later step changes) aborts the whole upgrade: the
+  // database stays as it was, and the open fails naming the cause.
+  let failedUpgrade: { error: unknown; from: number } | undefined;
+  request.addEventListener("upgradeneeded", (event) => {
+    if (event.oldVersion === 0) hooks.created?.();
+    const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
+    const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
+    tx.done.catch(() => undefined); // its outcome is the open request's
+    try {
+      for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);
+    } catch (error) {
+      failedUpgrade = { error, from: event.oldVersion };
+      request.transaction!.abort();
+    }
+  });
+  const opened = wrap(request) as unknown as Promise<IDBPDatabase<Schema>>;
+  return new Promise<IDBPDatabase<Schema>>((resolve, reject) => {
+    let gaveUp = false;
+    // Armed now, not on `blocked`: an open queued behind another pending
+    // open or delete (say our own earlier attempt, still blocked) never gets
+    // a `blocked` event of its own, and would wait forever. An upgrade that
+    // starts, a success or an error disarms it.
+    const timer = setTimeout(() => {
+      gaveUp = true;
+      hooks.failed();
+      reject(
+        new DatabaseBlockedError(
+          `Opening IndexedDB "${name}" (version ${version}) was blocked for ${blockedTimeoutMs} ms by another tab or connection that keeps an older version open. Close the other tabs of this app, or reload them.`,
+        ),
+      );
+    }, blockedTimeoutMs);
+    request.addEventListener("upgradeneeded", () => clearTimeout(timer));
+    opened.then(
+      (db) => {
+        clearTimeout(timer);
+        if (gaveUp) {
+          // We already told the caller it failed; don't leak the connection.
+          db.close();
+          return;
+        }
+        db.addEventListener("versionchange", () => hooks.versionChange(db));
+        db.addEventListener("close", () => hooks.closed(db));
+        hooks.opened();
+        resolve(db);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        hooks.failed();
+        if (gaveUp) return;
+        const errorName = (error as { name?: string } | null)?.name;
+        reject(
+          errorName === "VersionError"
+            ? toPackageError(error, `open "${name}": it was written by a newer version of this package`)
+            : failedUpgrade !== undefined
+              ? new IndexedDBCheckpointError(
+                  (failedUpgrade.error as { name?: string } | null)?.name === "NotFoundError"
+                    ? `IndexedDB database "${name}" (version ${failedUpgrade.from}) has no object store the upgrade to version ${version} needs: it was created by other code under the same name (for example indexedDB.open("${name}") without a version). Delete it, or choose another dbName. The database was left as it was.`
+                    : `Upgrading IndexedDB database "${name}" from version ${failedUpgrade.from} to ${version} failed; the database was left as it was: ${String(failedUpgrade.error)}`,
+                  { cause: failedUpgrade.error },
+                )
+              : new IndexedDBUnavailableError(
+                  `IndexedDB could not open "${name}": ${errorName ?? "Error"}: ${(error as Error | null)?.message ?? String(error)}`,
+                  { cause: error },
+                ),
+        );
+      },
+    );
+  });
+}
