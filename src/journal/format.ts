@@ -3,6 +3,10 @@
  * `[length u32 LE][crc32 u32 LE][payload]`, the payload a msgpack value.
  * A record torn by a crash (short, or failing its CRC) ends the file: it and
  * everything after it are ignored, and the next writer truncates them away.
+ * So does a record msgpackr cannot read, or one naming a MessagePack
+ * extension this encoder never writes (see {@link JOURNAL_EXTENSIONS}): the
+ * file lives in OPFS, which anyone who can edit the profile's files can
+ * edit, and crafted bytes must not decode to msgpackr's own objects.
  *
  * Payloads (see journal.ts): a header `{ h: generation }` first, then
  * `{ o: ops }` (one committed transaction) or `{ snap: rows }` (a snapshot
@@ -10,6 +14,7 @@
  */
 import { Packr } from "msgpackr";
 import { crc32 } from "../core/crc32.js";
+import { RAW, refusedAt } from "../core/msgpack-guard.js";
 
 /** Bytes before each payload. */
 export const FRAME_HEADER = 8;
@@ -25,9 +30,27 @@ const packr = new Packr({
   variableMapSize: true,
 });
 
+/**
+ * The only extension types `packr` writes (`moreTypes: false` turns Sets,
+ * Errors, RegExps, typed arrays and ArrayBuffers into plain arrays and bins;
+ * no records, no structured-clone references): 0, msgpackr's `undefined`,
+ * and -1 (0xff), the timestamp of a `Date`. The saver's own rows hold
+ * neither (their values are `[type, bytes]` from the serializer), but the
+ * journal knows no schema and a row may: a custom serializer's key record is
+ * any object. Both decode to plain values, so reading them is harmless and
+ * refusing them would drop a real journal's records on restore. Every other
+ * extension, and 0xC1, marks a crafted record.
+ */
+const JOURNAL_EXTENSIONS = new Uint8Array(256); // REFUSED (0) but for:
+JOURNAL_EXTENSIONS[0x00] = JOURNAL_EXTENSIONS[0xff] = RAW;
+
 /** Frames one payload value. */
 export function frameRecord(value: unknown): Uint8Array {
-  const payload = packr.pack(value) as Uint8Array;
+  return framePayload(packr.pack(value) as Uint8Array);
+}
+
+/** Frames payload bytes as they are (tests craft records byte by byte with it). @internal */
+export function framePayload(payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(FRAME_HEADER + payload.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, payload.length, true);
@@ -45,7 +68,11 @@ export interface ParsedJournal {
   torn: boolean;
 }
 
-/** Parses a journal file, stopping at the first torn or corrupt record. */
+/**
+ * Parses a journal file, stopping at the first torn or corrupt record (short,
+ * failing its CRC, not MessagePack, or naming an extension the journal never
+ * writes): the records before it are returned, it and the rest are not.
+ */
 export function parseJournal(bytes: Uint8Array): ParsedJournal {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const records: unknown[] = [];
@@ -55,10 +82,13 @@ export function parseJournal(bytes: Uint8Array): ParsedJournal {
     const crc = view.getUint32(offset + 4, true);
     const start = offset + FRAME_HEADER;
     if (length > MAX_RECORD || start + length > bytes.length) break;
-    if (crc32(0, bytes.subarray(start, start + length)) !== crc) break;
+    const payload = bytes.subarray(start, start + length);
+    if (crc32(0, payload) !== crc) break;
+    // Crafted, not torn (its CRC holds): corrupt all the same, so it ends the file.
+    if (refusedAt(payload, JOURNAL_EXTENSIONS) >= 0) break;
     let value: unknown;
     try {
-      value = normalize(packr.unpack(bytes.subarray(start, start + length)));
+      value = normalize(packr.unpack(payload));
     } catch {
       break;
     }

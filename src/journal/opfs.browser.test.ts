@@ -1,7 +1,8 @@
 /**
  * The OPFS journal in real Chromium: the worker appends and flushes, a
  * compaction swaps files, a wiped database comes back from OPFS, a second
- * holder of the journal is refused, and what the journal costs per write.
+ * holder of the journal is refused, a crafted record in the file is dropped
+ * as corrupt, and what the journal costs per write.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
@@ -11,6 +12,8 @@ import { JOURNAL_DIRECTORY, OpfsJournalBackend } from "./opfs-backend.js";
 import type { RecoveryReport } from "./index.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
 import { joinBytes } from "../core/bytes.js";
+import { withRaw, request } from "../../test/support/raw-idb.js";
+import { hex, planted } from "../../test/support/crafted-journal.js";
 
 const wired = "recovery" in IndexedDBSaver.prototype;
 /** The saver once wired to the journal (/tmp/journal-saver.patch). */
@@ -84,6 +87,41 @@ describe.skipIf(!wired)("saver with journal: opfs", () => {
     expect((await second.getTuple(config("t")))?.checkpoint.id).toBe(latest?.checkpoint.id);
     expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
     await second.close();
+    await deleteDb(name);
+    await removeJournal(name);
+  });
+
+  it("drops a crafted record in the OPFS file as corrupt, restoring the records before it", async () => {
+    const name = unique();
+    const first = journaled({ dbName: name, journal: "opfs" });
+    await tickGraph(first, 5).invoke({ count: 0 }, config("t"));
+    const latest = await first.getTuple(config("t"));
+    await first.close();
+    // Someone editing the profile's files: a record putting a Set (msgpackr's 0x73), then a good one.
+    const file = new OpfsJournalBackend(name);
+    const good = await file.open();
+    const after = frameRecord({ o: [["meta", 0, { name: "after", value: 1 }]] });
+    await file.replace(joinBytes([good, planted("d4 73 00 91 01"), after]));
+    await file.close();
+    await deleteDb(name);
+
+    const reports: RecoveryReport[] = [];
+    const second = journaled({ dbName: name, journal: "opfs", onRecovery: (r: RecoveryReport) => reports.push(r) });
+    expect((await second.getTuple(config("t")))?.checkpoint.id).toBe(latest?.checkpoint.id);
+    expect(reports[0]).toMatchObject({
+      kind: "restored",
+      fromEmpty: true,
+      tornRecord: true,
+      journalRecords: parseJournal(good).records.length - 1,
+    });
+    await second.close();
+    const meta = await withRaw(name, (db) => request(db.transaction("meta").objectStore("meta").getAllKeys()));
+    expect(meta).not.toContain("planted");
+    expect(meta).not.toContain("after");
+    // The file was cut after the last good record.
+    const reopened = new OpfsJournalBackend(name);
+    expect(hex(await reopened.open())).toBe(hex(good));
+    await reopened.close();
     await deleteDb(name);
     await removeJournal(name);
   });

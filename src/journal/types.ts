@@ -23,7 +23,12 @@ export interface RecoveryReport {
   recoveredWrites: number;
   /** Transactions in the journal (after the last compaction). */
   journalRecords: number;
-  /** True when the journal's last record was torn by a crash and skipped. */
+  /**
+   * True when the journal ended in a record it could not use, skipped with
+   * everything after it: torn by a crash (short, or failing its CRC), not
+   * MessagePack, or crafted (naming a MessagePack extension the journal
+   * never writes). The records before it were used.
+   */
   tornRecord: boolean;
   /** Time spent checking and restoring, in ms. */
   elapsedMs: number;

@@ -11,7 +11,7 @@
  * channel versions keep their number or string type). See docs/sync.md.
  */
 import { Packr } from "msgpackr";
-import { refusedAt } from "../serde/msgpack/guard.js";
+import { refusedAt } from "../core/msgpack-guard.js";
 
 /** Version of the protocol; every body carries it as `v`. */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -151,7 +151,8 @@ export interface ErrorBody {
  * extensions are for state values, which travel as opaque bytes here).
  * msgpackr would still read its own built-in extensions (structured-clone
  * references, records, Error, Set, RegExp…) from crafted bytes, so a body
- * naming any extension is refused before it is decoded (see guard.ts).
+ * naming any extension is refused before it is decoded (see
+ * core/msgpack-guard.ts).
  */
 const packr = new Packr({
   useRecords: false,

@@ -1,5 +1,5 @@
 /**
- * The error for a payload guard.ts refuses, loaded only when one is met (it
+ * The error for a payload core/msgpack-guard.ts refuses, loaded only when one is met (it
  * never is for bytes this format wrote), so its text costs nothing up front.
  * @module
  */

@@ -56,7 +56,7 @@
  */
 import { addExtension, Packr, Unpackr, type Options } from "msgpackr";
 import { SerializationError } from "../../core/errors.js";
-import { FOLLOWED, RAW, refusedAt } from "./guard.js";
+import { FOLLOWED, RAW, refusedAt } from "../../core/msgpack-guard.js";
 
 /** First payload byte: never a valid MessagePack token (see module docs). */
 export const FORMAT_MAGIC = 0xc1;
@@ -103,9 +103,9 @@ const PAYLOAD_CODES: readonly PayloadCode[] = [
 ];
 
 /**
- * What each extension type byte may be on read (see guard.ts): ours, plus
- * the two of msgpackr's we write, the timestamp (-1, for `Date`) and 0x42
- * (bigints beyond 64 bits). Every other type is refused.
+ * What each extension type byte may be on read (see core/msgpack-guard.ts):
+ * ours, plus the two of msgpackr's we write, the timestamp (-1, for `Date`)
+ * and 0x42 (bigints beyond 64 bits). Every other type is refused.
  */
 const EXTENSION_KINDS = new Uint8Array(256);
 for (const code of PAYLOAD_CODES) EXTENSION_KINDS[code] = FOLLOWED;
@@ -148,11 +148,12 @@ function packOptions(): Options {
  * - `useRecords: false`, no `structures`: bytes 0x40-0x7f are integers, never
  *   record references, so no reader is compiled (see {@link packOptions}).
  *   msgpackr still honours an explicit record definition (fixext 0x72) in
- *   the bytes whatever the options; we never write one, and guard.ts refuses
- *   it (with every other extension we never write) before msgpackr reads.
+ *   the bytes whatever the options; we never write one, and
+ *   core/msgpack-guard.ts refuses it (with every other extension we never
+ *   write) before msgpackr reads.
  * - `structuredClone: false`: msgpackr's reference extensions (0x69, 0x70)
  *   are refused by msgpackr too (unless this is `false`, not merely unset, it
- *   honours them), a second lock behind guard.ts.
+ *   honours them), a second lock behind core/msgpack-guard.ts.
  * - `mapsAsObjects`: maps are plain objects; real `Map`s carry {@link EXT.MAP}.
  * - `copyBuffers`: each decoded `Uint8Array` owns its bytes instead of being a
  *   view that keeps the whole stored row alive.
@@ -285,8 +286,8 @@ export function packPayload(lowered: unknown): Uint8Array {
 }
 
 /**
- * Thrown by {@link unpackPayload} for a token guard.ts refuses; the caller
- * builds the error with refusal.ts, loaded only then.
+ * Thrown by {@link unpackPayload} for a token core/msgpack-guard.ts refuses;
+ * the caller builds the error with refusal.ts, loaded only then.
  * @internal
  */
 export class RefusedToken {
@@ -298,8 +299,8 @@ export class RefusedToken {
  * Checks the header and unpacks the value, sending every payload extension to
  * `reader`. Throws {@link SerializationError} for a foreign header, an
  * unknown version; throws {@link RefusedToken} for an extension this format
- * never writes (guard.ts); msgpackr's own errors (truncated or corrupt bytes) are
- * thrown as they are, for the caller to wrap.
+ * never writes (core/msgpack-guard.ts); msgpackr's own errors (truncated or
+ * corrupt bytes) are thrown as they are, for the caller to wrap.
  * @internal
  */
 export function unpackPayload(data: Uint8Array, reader: ExtensionReader): unknown {

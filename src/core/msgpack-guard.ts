@@ -1,6 +1,11 @@
 /**
- * Refuses, before msgpackr reads a payload, every extension this format
- * never writes.
+ * Refuses, before msgpackr reads a payload, every extension its format never
+ * writes. Shared by every reader of MessagePack this package writes itself:
+ * MsgpackSerializer payloads (serde/msgpack/wire.ts), sync request bodies
+ * (sync/protocol.ts) and the crash journal's records (journal/format.ts),
+ * each with its own allow-list (the `kinds` table of {@link refusedAt}). It
+ * lives in core/ because it imports nothing and the journal may not import
+ * serde/.
  *
  * Why a scan and not an Unpackr option: msgpackr's extension table is
  * module-global and keeps its own readers in it (0x65 Error, 0x73 Set, 0x74
@@ -13,9 +18,9 @@
  * are walked once, without building anything, and a payload naming any
  * other extension, or the never-used byte 0xC1 (which msgpackr decodes to
  * an internal marker object), is refused before a single value is created
- * (the error itself is built in refusal.ts, loaded only when needed). The
- * walk is iterative, so crafted nesting cannot overflow the stack here;
- * truncated bytes are left to msgpackr to report.
+ * (the caller says how: an error, or a corrupt journal record). The walk is
+ * iterative, so crafted nesting cannot overflow the stack here; truncated
+ * bytes are left to msgpackr to report.
  * @module
  */
 /** An extension type {@link refusedAt} refuses. */
