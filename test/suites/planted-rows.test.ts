@@ -86,3 +86,26 @@ describe("the key-id copy in writes, planted or altered", () => {
     }
   }
 });
+
+describe("list() page reads against getTuple", () => {
+  it("two checkpoints of one page at versions Infinity and -Infinity each get their own channel value", async () => {
+    const name = freshDbName("list-infinite");
+    const saver = saverOn(name, await encrypted());
+    let parent = cfg();
+    for (const [id, version, value] of [
+      ["1", -Infinity, "low"],
+      ["2", Infinity, "high"],
+    ] as const) {
+      parent = await saver.put(
+        parent,
+        { ...emptyCheckpoint(), id, channel_values: { a: value }, channel_versions: { a: version } },
+        meta(Number(id)),
+        { a: version },
+      );
+    }
+    const listed = [];
+    for await (const tuple of saver.list(cfg())) listed.push(tuple);
+    expect(listed.map((tuple) => tuple.checkpoint.channel_values)).toEqual([{ a: "high" }, { a: "low" }]);
+    for (const tuple of listed) expect(tuple).toEqual(await saver.getTuple(cfg(tuple.checkpoint.id)));
+  });
+});
