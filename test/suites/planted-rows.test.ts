@@ -7,6 +7,8 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { emptyCheckpoint, type CheckpointMetadata, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
+import { DecryptionError, SerializationError } from "../../src/core/errors.js";
+import { FORMAT_MAGIC, FORMAT_VERSION } from "../../src/serde/msgpack/wire.js";
 import { KEY_ID_WRITE_KEY, keyIdWrite } from "../../src/saver/schema.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
@@ -108,4 +110,124 @@ describe("list() page reads against getTuple", () => {
     expect(listed.map((tuple) => tuple.checkpoint.channel_values)).toEqual([{ a: "high" }, { a: "low" }]);
     for (const tuple of listed) expect(tuple).toEqual(await saver.getTuple(cfg(tuple.checkpoint.id)));
   });
+});
+
+describe("list() page reads with planted rows, encrypted", () => {
+  const STEPS = 12;
+  /** A thread whose channel "a" changes at every step (one range read per page) and "b" never. */
+  async function thread(name: string): Promise<void> {
+    const saver = saverOn(name, await encrypted());
+    let parent = cfg();
+    for (let i = 1; i <= STEPS; i++) {
+      const versions = { a: i * 10, b: 1 };
+      parent = await saver.put(
+        parent,
+        {
+          ...emptyCheckpoint(),
+          id: `c${String(i).padStart(3, "0")}`,
+          channel_values: { a: `a${i}`, b: "b" },
+          channel_versions: versions,
+        },
+        meta(i),
+        i === 1 ? versions : { a: versions.a },
+      );
+      await saver.putWrites(parent, [["x", `w${i}`]], "task");
+    }
+  }
+  const listAll = async (saver: IndexedDBSaver) => {
+    const listed = [];
+    for await (const tuple of saver.list(cfg())) listed.push(tuple);
+    return listed;
+  };
+
+  it("blobs at unused versions crowding the range and writes of no checkpoint change nothing", async () => {
+    const name = freshDbName("list-planted");
+    await thread(name);
+    const before = await listAll(saverOn(name, await encrypted()));
+    await raw(name, ["blobs", "writes"], async (tx) => {
+      const blobs = (await done(tx.objectStore("blobs").getAll())) as Record<string, unknown>[];
+      const writes = (await done(tx.objectStore("writes").getAll())) as Record<string, unknown>[];
+      const source = blobs.find((blob) => blob.channel === "a")!;
+      // Every unused version between two steps' versions: past the range read's cap.
+      for (let version = 11; version < STEPS * 10; version++) {
+        if (version % 10 !== 0) tx.objectStore("blobs").put({ ...source, version });
+      }
+      const write = writes.find((row) => row.checkpoint_ns === "")!;
+      for (const between of ["c005a", "c0050", "c005\u0000", "c00"]) {
+        tx.objectStore("writes").put({ ...write, checkpoint_id: between });
+      }
+    });
+    const saver = saverOn(name, await encrypted());
+    const after = await listAll(saver);
+    expect(after).toEqual(before);
+    expect(after).toHaveLength(STEPS);
+    for (const tuple of after) expect(tuple).toEqual(await saver.getTuple(cfg(tuple.checkpoint.id)));
+  });
+
+  for (const plant of ["a write moved from another checkpoint", "a write under a numeric task id"] as const) {
+    it(`${plant} in a listed checkpoint fails list() and getTuple alike`, async () => {
+      const name = freshDbName("list-planted");
+      await thread(name);
+      await raw(name, ["writes"], async (tx) => {
+        const writes = (await done(tx.objectStore("writes").getAll())) as Record<string, unknown>[];
+        const source = writes.find((row) => row.checkpoint_id === "c003")!;
+        tx.objectStore("writes").put(
+          plant === "a write moved from another checkpoint"
+            ? { ...source, checkpoint_id: "c007", task_id: "other" }
+            : { ...source, checkpoint_id: "c007", task_id: 5 },
+        );
+      });
+      const saver = saverOn(name, await encrypted());
+      await expect(listAll(saver)).rejects.toBeInstanceOf(DecryptionError);
+      await expect(saver.getTuple(cfg("c007"))).rejects.toBeInstanceOf(DecryptionError);
+      expect((await saver.getTuple(cfg("c006")))?.pendingWrites).toEqual([["task", "x", "w6"]]);
+    });
+  }
+});
+
+describe("crafted msgpack in a plain saver's rows", () => {
+  /** The format header, then `depth` nested one-element arrays (or maps) around 1. */
+  function nested(depth: number, token: number[]): Uint8Array {
+    const body = new Uint8Array(2 + depth * token.length + 1);
+    body.set([FORMAT_MAGIC, FORMAT_VERSION]);
+    for (let i = 0; i < depth; i++) body.set(token, 2 + i * token.length);
+    body[body.length - 1] = 1;
+    return body;
+  }
+  const payloads: [string, Uint8Array][] = [
+    ["200,000 nested arrays", nested(200_000, [0x91])],
+    ["100,000 nested maps", nested(100_000, [0x81, 0xa1, 0x61])],
+    [
+      "an array32 declaring 4 billion items",
+      new Uint8Array([FORMAT_MAGIC, FORMAT_VERSION, 0xdd, 0xff, 0xff, 0xff, 0xff, 1]),
+    ],
+    ["a bin32 declaring 4 GiB", new Uint8Array([FORMAT_MAGIC, FORMAT_VERSION, 0xc6, 0xff, 0xff, 0xff, 0xff, 1])],
+  ];
+  for (const [what, bytes] of payloads) {
+    it(`${what} as a channel value: a SerializationError naming the row, the saver still usable`, async () => {
+      const name = freshDbName("crafted-msgpack");
+      const saver = saverOn(name);
+      const c1 = await saver.put(
+        cfg(),
+        { ...emptyCheckpoint(), id: "1", channel_values: { a: "x" }, channel_versions: { a: 1 } },
+        meta(0),
+        { a: 1 },
+      );
+      await raw(name, ["blobs"], async (tx) => {
+        const blob = (await done(tx.objectStore("blobs").get([THREAD, "", "a", 1]))) as Record<string, unknown>;
+        tx.objectStore("blobs").put({ ...blob, value: ["msgpack", bytes] });
+      });
+      const again = saverOn(name);
+      const error = await again.getTuple(c1).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(SerializationError);
+      expect((error as Error).message).toContain('"blob"');
+      const listed = again.list(cfg())[Symbol.asyncIterator]().next();
+      await expect(listed).rejects.toBeInstanceOf(SerializationError);
+      await again.put(c1, { ...emptyCheckpoint(), id: "2" }, meta(1), {});
+      expect((await again.getTuple(cfg("2")))?.checkpoint.id).toBe("2");
+    });
+  }
 });
