@@ -21,13 +21,15 @@ const track = trackSavers<IndexedDBSaver>();
 const KEY = new Uint8Array(32).map((_, i) => i * 5 + 3);
 
 /** A server that stores the key record it is given and answers every pull with `changes`. */
-function hostile(changes: unknown[]): (url: string, init: RequestInit) => Promise<Response> {
-  let keyRecord: Uint8Array | null = null;
+function hostile(
+  changes: unknown[],
+  keyRecord: Uint8Array | null = null,
+): (url: string, init: RequestInit) => Promise<Response> {
   let pulled = false;
   return async (url, init) => {
     const path = new URL(url).pathname;
     let body: unknown;
-    if (path.endsWith("/hello")) body = { v: 1, user: "u", keyRecord, hasData: false, seq: 0 };
+    if (path.endsWith("/hello")) body = { v: 1, user: "u", keyRecord, hasData: keyRecord !== null, seq: 0 };
     else if (path.endsWith("/key")) {
       keyRecord ??= (decodeBody(new Uint8Array(init.body as ArrayBuffer)) as { keyRecord: Uint8Array }).keyRecord;
       body = { v: 1, keyRecord };
@@ -106,6 +108,51 @@ describe("a hostile sync server's pulled rows", () => {
       }
       await saver.putWrites(c1, [["y", "two"]], "task-2");
       expect((await saver.getTuple(c1))?.pendingWrites).toHaveLength(2);
+    });
+  }
+});
+
+describe("a hostile sync server's key record", () => {
+  /** A genuine key record, of a database under another key. */
+  async function foreignRecord(): Promise<Uint8Array> {
+    const other = track(
+      new IndexedDBSaver({
+        dbName: freshDbName("hostile-key"),
+        serde: await EncryptedSerializer.fromRawKey(new Uint8Array(32)),
+      }),
+    );
+    await other.unlock();
+    const db = await openRaw(other.dbName);
+    try {
+      return encodeBody((await done(db.transaction(["meta"]).objectStore("meta").get("key"))).value);
+    } finally {
+      db.close();
+    }
+  }
+  const RECORDS: [string, () => Promise<Uint8Array>][] = [
+    ["a record of another key", foreignRecord],
+    ["a malformed record", async () => encodeBody({ kind: "aes-gcm", v: 1, kek: "0000000000000000", keys: [] })],
+    ["not a record at all", async () => encodeBody("x")],
+  ];
+  for (const [what, record] of RECORDS) {
+    it(`${what}, offered to a fresh device: key_mismatch, not adopted, the device still usable`, async () => {
+      const serde: SerializerProtocol = await EncryptedSerializer.fromRawKey(KEY);
+      const saver = track(new IndexedDBSaver({ dbName: freshDbName("hostile-key"), serde }));
+      const sync = new SyncClient({
+        saver,
+        url: "http://sync.invalid",
+        token: "t",
+        fetch: hostile([], await record()),
+      });
+      await expect(sync.syncNow()).rejects.toMatchObject({ code: "key_mismatch" });
+      // Before the fix the record was adopted: every later call, "Wrong passphrase or key".
+      const c1 = await saver.put(
+        { configurable: { thread_id: "t", checkpoint_ns: "" } },
+        { ...emptyCheckpoint(), id: "1" },
+        { source: "loop", step: 0, parents: {} },
+        {},
+      );
+      expect((await saver.getTuple(c1))?.checkpoint.id).toBe("1");
     });
   }
 });
