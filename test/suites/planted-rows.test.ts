@@ -231,3 +231,41 @@ describe("crafted msgpack in a plain saver's rows", () => {
     });
   }
 });
+
+describe("rows a walk proved, then edited in everything but what the walk remembers", () => {
+  it("sealed bytes altered, tag, parent link and versions kept: walks are unchanged, every read of the row fails closed", async () => {
+    const name = freshDbName("proven-bytes");
+    // Kept open across the edit (not in `open`): its memory of proven rows is what is attacked.
+    const saver = track(new IndexedDBSaver({ dbName: name, serde: await encrypted() }));
+    let parent = cfg();
+    for (const id of ["1", "2", "3"]) {
+      parent = await saver.put(parent, { ...emptyCheckpoint(), id }, meta(Number(id)), {});
+      await saver.putWrites(parent, [["m", `turn ${id}`]], `task-${id}`);
+    }
+    const walk = (id: string) => saver.getDeltaChannelHistory({ config: cfg(id), channels: ["m"] });
+    expect((await walk("3")).m!.writes.map(([, , value]) => value)).toEqual(["turn 1", "turn 2"]);
+    await raw(name, ["checkpoints"], async (tx) => {
+      const row = (await done(tx.objectStore("checkpoints").get([THREAD, "", "2"]))) as Record<string, unknown>;
+      const [type, bytes] = row.checkpoint as [string, Uint8Array];
+      const altered = bytes.slice();
+      for (let i = 11; i < altered.length - 16; i++) altered[i] ^= 0x5a; // inner type, IV, ciphertext; the tag kept
+      tx.objectStore("checkpoints").put({ ...row, checkpoint: [type, altered] });
+    });
+    // A new walk through the proven rows: it reads only their parent links and
+    // versions, which are the proven row's, so it steers exactly as before.
+    await saver.put(cfg("3"), { ...emptyCheckpoint(), id: "4" }, meta(4), {});
+    expect((await walk("4")).m!.writes.map(([, , value]) => value)).toEqual(["turn 1", "turn 2", "turn 3"]);
+    // Nothing else trusts that memory: the row itself fails closed.
+    await expect(saver.getTuple(cfg("2"))).rejects.toBeInstanceOf(DecryptionError);
+    const listed = saver
+      .list(cfg(), { before: cfg("3") })
+      [Symbol.asyncIterator]()
+      .next();
+    await expect(listed).rejects.toBeInstanceOf(DecryptionError);
+    // A saver that has proven nothing refuses the walk too.
+    const fresh = track(new IndexedDBSaver({ dbName: name, serde: await encrypted() }));
+    await expect(fresh.getDeltaChannelHistory({ config: cfg("4"), channels: ["m"] })).rejects.toBeInstanceOf(
+      DecryptionError,
+    );
+  });
+});
