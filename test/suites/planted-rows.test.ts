@@ -12,6 +12,7 @@ import { FORMAT_MAGIC, FORMAT_VERSION } from "../../src/serde/msgpack/wire.js";
 import { KEY_ID_WRITE_KEY, keyIdWrite } from "../../src/saver/schema.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import type { AesGcmKeyRecord } from "../../src/serde/encrypted/key-record.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
 import { committed, done, openRaw } from "../support/reliability/raw.js";
 
@@ -267,5 +268,46 @@ describe("rows a walk proved, then edited in everything but what the walk rememb
     await expect(fresh.getDeltaChannelHistory({ config: cfg("4"), channels: ["m"] })).rejects.toBeInstanceOf(
       DecryptionError,
     );
+  });
+});
+
+describe("an interrupted key rotation whose key record was reordered", () => {
+  /** The saver's key record, as `meta` holds it. */
+  async function keyRecord(name: string): Promise<AesGcmKeyRecord> {
+    let record: AesGcmKeyRecord | undefined;
+    await raw(name, ["meta"], async (tx) => {
+      record = ((await done(tx.objectStore("meta").get("key"))) as { value: AesGcmKeyRecord }).value;
+    });
+    return record!;
+  }
+
+  it("changeKey, resumed after the data keys were swapped, still ends under a key the old record never held", async () => {
+    // The old passphrase leaked: the user changes it. The rotation is cut off
+    // after its first step (both data keys in the record, the fresh one first).
+    const name = freshDbName("rotation-swap");
+    const oldSerde = await EncryptedSerializer.fromRawKey(KEY);
+    const newKey = new Uint8Array(32).map((_, i) => 255 - i);
+    const saver = saverOn(name, oldSerde);
+    const c1 = await saver.put(cfg(), { ...emptyCheckpoint(), id: "1" }, meta(0), {});
+    await saver.putWrites(c1, [["x", "secret"]], "task");
+    const oldDataKey = (await keyRecord(name)).keys[0]!.id;
+    await saver.changeKey(await EncryptedSerializer.fromRawKey(newKey), { rewrapOnly: true });
+    const rewrapped = await keyRecord(name);
+    const cutOff = (await (await EncryptedSerializer.fromRawKey(newKey)).beginRekey(rewrapped))
+      .record as AesGcmKeyRecord;
+    expect(cutOff.keys.map((key) => key.id)).toEqual([expect.any(String), oldDataKey]);
+    // Someone with the files puts the old data key first (the order is not
+    // sealed): new values would be sealed under it, and a resumed rotation
+    // would re-encrypt everything under it.
+    await raw(name, ["meta"], (tx) => {
+      tx.objectStore("meta").put({ name: "key", value: { ...cutOff, keys: [cutOff.keys[1], cutOff.keys[0]] } });
+    });
+    const resumed = saverOn(name, await EncryptedSerializer.fromRawKey(newKey));
+    await resumed.changeKey(await EncryptedSerializer.fromRawKey(newKey));
+    const record = await keyRecord(name);
+    expect(record.keys).toHaveLength(1);
+    expect(record.keys[0]!.id).not.toBe(oldDataKey);
+    const reader = saverOn(name, await EncryptedSerializer.fromRawKey(newKey));
+    expect((await reader.getTuple(c1))?.pendingWrites).toEqual([["task", "x", "secret"]]);
   });
 });
