@@ -1,10 +1,19 @@
 /**
- * An encrypted IndexedDBStore whose format record was altered to say its
- * values are stored natively (in clear), by someone who can edit the
- * profile's files but holds no key. Before the fix the error told the user
- * to open the store without its serde, which then returned planted
- * plaintext items as memories; now the store refuses both ways (the key
- * record says the database is encrypted). Node and Chromium.
+ * Records an IndexedDBStore keeps for itself, altered by someone who can
+ * edit the profile's files but holds no key.
+ *
+ * - The format record of an encrypted store altered to say its values are
+ *   stored natively (in clear). Before the fix the store refused to open
+ *   with its serde and told the user to open it without one, which then
+ *   returned planted plaintext items as memories. Now the key record decides
+ *   (only a store with a serde writes one): without the key the store
+ *   refuses to open; with it, the format record is put right and planted
+ *   rows fail closed.
+ * - The clock record altered so its seq is not a safe integer. Before the
+ *   fix, items put afterwards were stored but left out of the order index,
+ *   so search never returned them.
+ *
+ * Node and Chromium.
  */
 import { describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
@@ -59,6 +68,40 @@ describe("an encrypted store's format record altered to native", () => {
         expect((error as Error).message).toMatch(serde ? /in clear/ : /is encrypted/);
         await expect(store.search(NS)).rejects.toBeInstanceOf(DecryptionError);
         if (serde) expect((await store.get(NS, "real"))?.value).toEqual({ text: "likes green tea" });
+      } finally {
+        await store.close();
+        await deleteDatabase(name);
+      }
+    });
+  }
+});
+
+describe("the store's clock record altered", () => {
+  for (const clock of [
+    { seq: "x", generation: 1 },
+    { seq: 2 ** 53, generation: 1 },
+    { seq: -Infinity, generation: 1 },
+  ]) {
+    it(`to ${JSON.stringify(clock)}: items put afterwards are still found by search, in order`, async () => {
+      const name = freshDbName("store-clock");
+      const first = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      await first.put(NS, "one", { n: 1 });
+      await first.close();
+      const db = await openRaw(name);
+      try {
+        const tx = db.transaction(["meta"], "readwrite");
+        tx.objectStore("meta").put(clock, "clock");
+        await committed(tx);
+      } finally {
+        db.close();
+      }
+      const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      try {
+        await store.put(NS, "two", { n: 2 });
+        await store.put(NS, "three", { n: 3 });
+        // Before the fix: "two" and "three" were stored (get found them) but
+        // search never returned them ({ seq: "x" }: a NaN seq, outside the order index).
+        expect((await store.search(NS)).map((item) => item.key)).toEqual(["one", "two", "three"]);
       } finally {
         await store.close();
         await deleteDatabase(name);
