@@ -18,9 +18,10 @@ import { checkKeyRow, type SaverContext } from "./context.js";
 import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "./rows.js";
-import { checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
+import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import {
   KEY_ID_WRITE_KEY,
+  keyIdWrite,
   tombstoneName,
   tombstoneWrite,
   tombstoneWriteKey,
@@ -227,13 +228,23 @@ export async function putWrites(
         true,
       );
     } catch (error) {
-      if (!(error instanceof LateWrite)) throw error;
+      // The key-id copy disagreed (another tab changed the key, or the copy
+      // was altered): the careful path asks the key record itself.
+      if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
       await ctx.writes.write(
-        ["writes", "checkpoints"],
+        ["writes", "checkpoints", "meta"],
         async (tx) => {
           const store = tx.objectStore("writes");
-          const [tombstoneRow, keyCopy] = await readGuards(store, threadId);
-          checkWriteKey(bound, keyCopy);
+          const [[tombstoneRow, keyCopy], key] = await Promise.all([
+            readGuards(store, threadId),
+            tx.objectStore("meta").get("key"),
+          ]);
+          checkKeyRow(ctx, bound, key);
+          // The record is the truth: a copy that says otherwise (planted or
+          // altered outside the saver) is put right, not obeyed forever.
+          if (keyCopy && keyCopy.key_id !== bound.keyId) {
+            issue(bound.keyId ? storePut(store, keyIdWrite(bound.keyId)) : storeDelete(store, KEY_ID_WRITE_KEY));
+          }
           const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
           const exists =
             (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;

@@ -135,7 +135,8 @@ function readPageBlobs(tx: ReadTx, ranges: KeyRanges, rows: CheckpointRow[], blo
 }
 
 function blobKey(t: string, ns: string, channel: string, version: Version): string {
-  return JSON.stringify([t, ns, channel, typeof version, version]);
+  // String(): JSON would write Infinity and -Infinity (distinct keys in IndexedDB) both as null.
+  return JSON.stringify([t, ns, channel, typeof version, String(version)]);
 }
 
 /** The blobs and writes of one checkpoint row. */

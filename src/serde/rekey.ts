@@ -54,7 +54,7 @@ export interface DataKeyRotation {
 
 /** A keyed serializer that can replace its database's data key. */
 export interface RekeyableSerializer extends DatabaseKeyedSerializer {
-  /** Starts (or resumes, if one was interrupted) a data key change for the database holding `stored`. */
+  /** Starts a data key change for the database holding `stored` (a fresh key, even after an interrupted one). */
   beginRekey(stored: KeyRecord | undefined): Promise<DataKeyRotation>;
   /** The record without the retired data keys, once no value uses them. */
   endRekey(stored: KeyRecord): Promise<KeyRecord>;
@@ -143,8 +143,9 @@ const REKEY_MAX_PASSES = 5;
  * one (and, with `allowPlaintext`, encrypts any plaintext value left from
  * before encryption was turned on). Steps, each safe to interrupt:
  *
- * 1. store a record with a fresh data key current and the old one still
- *    readable (resumes an interrupted rekey instead);
+ * 1. store a record with a fresh data key current and the old ones still
+ *    readable (after an interrupted rekey too: the record's key order is not
+ *    sealed, so its first key is not trusted to be the new one);
  * 2. `rewriteAll(rewrite)` until a pass changes nothing: values written
  *    meanwhile by someone still on the old key are caught by the next pass;
  * 3. store the record without the old key.

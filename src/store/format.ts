@@ -6,7 +6,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { bindSerializer, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import type { Database } from "../idb/database.js";
 import { META, STORE_FORMAT_VERSION, type FormatRecord, type StoreSchema } from "./schema.js";
-import { IndexedDBCheckpointError } from "../core/errors.js";
+import { DecryptionError, IndexedDBCheckpointError } from "../core/errors.js";
 
 /** The object stores a store database must have. */
 export const STORE_NAMES = ["items", "vectors", "namespaces", "meta"] as const;
@@ -49,7 +49,20 @@ export async function openStore(
     ["meta"],
     async (tx) => {
       const meta = tx.objectStore("meta");
-      const format = (await meta.get(META.format)) as FormatRecord | undefined;
+      const [stored, keyRecord] = await Promise.all([meta.get(META.format), meta.getKey(META.serdeKey)]);
+      let format = stored as FormatRecord | undefined;
+      // A key record means encrypted values, whatever the format record says:
+      // only a store with a serde writes one. A "native" record beside it was
+      // altered outside the store (so that it be opened without its key and
+      // planted plaintext items be read): put it right, or refuse without a key.
+      if (keyRecord !== undefined && (mode === "native" || format?.values === "native")) {
+        if (mode === "native") {
+          throw new DecryptionError(
+            `IndexedDB database "${db.name}" is encrypted (it holds an encryption key record): open it with its EncryptedSerializer. Nothing was read.`,
+          );
+        }
+        format = undefined;
+      }
       if (format === undefined) {
         const record: FormatRecord = { kind: "langgraph-store", version: STORE_FORMAT_VERSION, values: mode };
         await meta.put(record, META.format);

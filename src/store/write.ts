@@ -103,8 +103,16 @@ export async function writePuts(
     checkKey && (meta.get(META.serdeKey) as Promise<KeyRecord | undefined>),
   ]);
   checkKey?.(keyRecord);
+  let seq: unknown = clockRecord?.seq;
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0) {
+    // No clock yet, or one altered outside the store: a seq that is not a
+    // number would keep every new item out of the "order" index, so search
+    // would silently never return them. Start above every stored item.
+    seq = 0;
+    for (const row of await items.getAll()) if (Number.isSafeInteger(row.seq)) seq = Math.max(seq as number, row.seq);
+  }
   const clock: ClockRecord = {
-    seq: clockRecord?.seq ?? 0,
+    seq: seq as number,
     generation: (clockRecord?.generation ?? 0) + 1,
   };
   const known = new Map<string, NamespaceRow>();

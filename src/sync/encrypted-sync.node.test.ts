@@ -75,12 +75,11 @@ describe("encrypted sync", () => {
     await a.sync.syncNow();
     expect(await state(a.saver, "private")).toEqual(await state(b.saver, "private"));
 
-    // A wrong passphrase syncs the ciphertext but cannot read it.
+    // A wrong passphrase is refused before the record or any row is stored.
     const c = device(url, token, { serde: await passphrase("wrong") });
-    await c.sync.syncNow();
-    await expect(c.saver.getTuple({ configurable: { thread_id: "private" } })).rejects.toThrow(
-      /Wrong passphrase or key/,
-    );
+    await expect(c.sync.syncNow()).rejects.toMatchObject({ code: "key_mismatch", retryable: false });
+    await expect(c.sync.syncNow()).rejects.toThrow(/Wrong passphrase or key/);
+    expect(await checkpointIds(c.saver, "private")).toEqual([]);
 
     // A plaintext saver is refused, and so is an encrypted database that made its own key first.
     const plain = device(url, token);

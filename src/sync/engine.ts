@@ -70,8 +70,8 @@ export interface PendingChanges {
  * before writing anything. A plaintext saver refuses an encrypted user.
  */
 async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, hasData: boolean): Promise<void> {
-  const keyed = isDatabaseKeyed(ctx.serde);
-  if (!keyed) {
+  const serde = ctx.serde;
+  if (!isDatabaseKeyed(serde)) {
     if (serverRecord) {
       throw new SyncError(
         "This user's threads on the sync server are encrypted: open the saver with an EncryptedSerializer (same passphrase) to sync them.",
@@ -82,7 +82,18 @@ async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, ha
   }
   let local = await readKeyRecord(ctx.access);
   if (serverRecord) {
-    const remote = decodeBody(serverRecord) as KeyRecord;
+    let remote: KeyRecord;
+    try {
+      remote = decodeBody(serverRecord) as KeyRecord;
+      // Adopted only if this saver's key opens it: a record from a hostile
+      // server (or a man-in-the-middle) must not lock the database for good.
+      if (local === undefined) await serde.forDatabase(remote);
+    } catch (error) {
+      throw new SyncError(
+        `The sync server's key record does not open with this saver's passphrase or key, or is malformed (${(error as Error)?.message}). Nothing was stored.`,
+        { status: 0, code: "key_mismatch", retryable: false, cause: error },
+      );
+    }
     if (local === undefined) local = await adoptKeyRecord(ctx.access, remote);
     if (!sameClone(local, remote)) {
       throw new SyncError(

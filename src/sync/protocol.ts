@@ -210,6 +210,17 @@ function id(value: unknown, where: string, allowEmpty = false): string {
   return value;
 }
 
+/**
+ * A checkpoint namespace: namespaces starting with U+0000 hold the saver's
+ * own rows (tombstones, the key-id copy), which no saver lets a caller use:
+ * a bundle there could only overwrite them.
+ */
+function namespace(value: unknown, where: string): string {
+  const ns = id(value, where, true);
+  if (ns.startsWith("\u0000")) throw new ProtocolError(`${where} must not start with "\\u0000" (reserved).`);
+  return ns;
+}
+
 function bytes(value: unknown, where: string): WireBytes {
   if (
     !Array.isArray(value) ||
@@ -245,7 +256,7 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
   }
   const result: WireCheckpoint = {
     thread_id: id(value.thread_id, `${where}.thread_id`),
-    checkpoint_ns: id(value.checkpoint_ns, `${where}.checkpoint_ns`, true),
+    checkpoint_ns: namespace(value.checkpoint_ns, `${where}.checkpoint_ns`),
     checkpoint_id: id(value.checkpoint_id, `${where}.checkpoint_id`),
     checkpoint: bytes(value.checkpoint, `${where}.checkpoint`),
     metadata: bytes(value.metadata, `${where}.metadata`),
@@ -309,6 +320,29 @@ export function parsePushRequest(value: unknown): PushRequest {
   };
   if (value.device !== undefined) request.device = id(value.device, "device");
   return request;
+}
+
+/**
+ * Checks a pull answer on the client: the server is trusted for
+ * availability only, so its rows get the checks a push gets on the server
+ * before any of them is written.
+ */
+export function parsePullResponse(value: unknown): PullResponse {
+  if (!isObject(value)) throw new ProtocolError("The pull answer must be an object.");
+  checkVersion(value);
+  if (!Number.isSafeInteger(value.cursor) || typeof value.more !== "boolean")
+    throw new ProtocolError("The pull answer needs an integer cursor and a boolean more.");
+  const changes = list(value.changes, "changes").map((change, i): WireChange => {
+    const where = `changes[${i}]`;
+    if (!isObject(change) || !Number.isSafeInteger(change.seq))
+      throw new ProtocolError(`${where} needs an integer seq.`);
+    const seq = change.seq as number;
+    if (change.kind === "checkpoint")
+      return { kind: "checkpoint", seq, checkpoint: parseCheckpoint(change.checkpoint, `${where}.checkpoint`) };
+    if (change.kind === "delete") return { kind: "delete", seq, delete: parseDelete(change.delete, `${where}.delete`) };
+    throw new ProtocolError(`${where}.kind must be "checkpoint" or "delete".`);
+  });
+  return { v: SYNC_PROTOCOL_VERSION, changes, cursor: value.cursor as number, more: value.more };
 }
 
 /** Checks a key body. */

@@ -9,6 +9,7 @@ import {
   SYNC_PROTOCOL_VERSION,
   decodeBody,
   encodeBody,
+  parsePullResponse,
   type HelloResponse,
   type KeyResponse,
   type PullResponse,
@@ -64,14 +65,14 @@ export class SyncTransport {
 
   pull(since: number, limit: number, device?: string): Promise<PullResponse> {
     const own = device === undefined ? "" : `&device=${encodeURIComponent(device)}`;
-    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}`);
+    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}`, undefined, parsePullResponse);
   }
 
   putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
     return this.#call("PUT", "/key", { v: SYNC_PROTOCOL_VERSION, keyRecord });
   }
 
-  async #call<R>(method: string, path: string, body?: unknown): Promise<R> {
+  async #call<R>(method: string, path: string, body?: unknown, parse?: (value: unknown) => R): Promise<R> {
     const controller = new AbortController();
     const timer = setTimeout(
       () => controller.abort(new Error(`no answer within ${this.#timeoutMs} ms`)),
@@ -129,6 +130,20 @@ export class SyncTransport {
         },
       );
     }
-    return decodeBody(bytes) as R;
+    try {
+      const value = decodeBody(bytes);
+      return parse ? parse(value) : (value as R);
+    } catch (error) {
+      // A hostile server or a man-in-the-middle: nothing of the answer is used.
+      throw new SyncError(
+        `Sync server's answer to ${method} ${path} breaks the protocol: ${(error as Error).message}`,
+        {
+          status: response.status,
+          code: "bad_response",
+          retryable: false,
+          cause: error,
+        },
+      );
+    }
   }
 }

@@ -430,8 +430,8 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
   /**
    * Starts replacing the database's data key: a record whose first key is a
    * fresh data key and whose others are the old ones (still read), and the
-   * function that re-encrypts one value under the new key. Resumes instead
-   * (same record) when an earlier rekey was interrupted.
+   * function that re-encrypts one value under the new key. After an
+   * interrupted rekey too: its keys all become old ones.
    */
   async beginRekey(stored: KeyRecord | undefined): Promise<DataKeyRotation> {
     if (stored === undefined) {
@@ -440,7 +440,9 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
     }
     const record = parseRecord(stored);
     const ring = await this.#openRecord(record);
-    if (record.keys.length > 1) return { record, rewrite: rewriterOf(ring, this.#options) };
+    // Even when resuming, a fresh key: the order of the record's keys is not
+    // sealed, so "the first one is the new one" may be an edit that puts a
+    // retired (perhaps leaked) key back in front.
     const next = await this.#newDataKey(record.keys, [...ring.byId.values()]);
     return { record: next.record, rewrite: rewriterOf(next.ring, this.#options) };
   }
