@@ -23,12 +23,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { afterEach, describe, expect, it } from "vitest";
 import { sameClone } from "../../src/core/equality.js";
 import type { KeyRecord } from "../../src/serde/protocol.js";
-import {
-  changeDatabaseKey,
-  rekeyDatabase,
-  type KeyRecordAccess,
-  type ValueRewriter,
-} from "../../src/serde/rekey.js";
+import { changeDatabaseKey, rekeyDatabase, type KeyRecordAccess, type ValueRewriter } from "../../src/serde/rekey.js";
 import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
