@@ -165,9 +165,15 @@ export function createChat(actions: ChatActions) {
     atBottom = true;
     newMessages.hidden = true;
   }
-  /** After new content: follow it if the reader was at the bottom, else offer the button. */
+  /**
+   * After new content: follow it if the reader was at the bottom, else offer
+   * the button, but only if something is below the view. New content may
+   * also be shorter (an edit or a branch switch replaces the conversation):
+   * when it all fits, no scroll event comes, and the reader is at the end.
+   */
   function follow(): void {
     if (atBottom) stickToEnd();
+    else if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) stickToEnd();
     else newMessages.hidden = false;
   }
   /**
