@@ -41,6 +41,16 @@ export interface ShowOptions {
 }
 
 const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
+/**
+ * On a phone-sized screen (the layout's breakpoint in style.css) the full hint
+ * wraps past the composer's height and is cut off, and a touch keyboard has
+ * no Shift+Enter to speak of: the short one.
+ */
+const SHORT_PLACEHOLDER = "Message the assistant…";
+const narrowScreen = matchMedia("(max-width: 760px)");
+function placeholder(): string {
+  return narrowScreen.matches ? SHORT_PLACEHOLDER : PLACEHOLDER;
+}
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
 /** Longer texts are not measured (see autosize). */
@@ -84,7 +94,7 @@ export function createChat(actions: ChatActions) {
     id: "composer",
     testid: "composer",
     rows: 1,
-    placeholder: PLACEHOLDER,
+    placeholder: placeholder(),
     "aria-label": "Message",
     autocomplete: "off",
   });
@@ -144,6 +154,9 @@ export function createChat(actions: ChatActions) {
     }
   });
   composer.addEventListener("input", autosize);
+  narrowScreen.addEventListener("change", () => {
+    if (!disabledReason) composer.placeholder = placeholder();
+  });
   log.addEventListener("scroll", () => {
     atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
     if (atBottom) newMessages.hidden = true;
@@ -376,7 +389,7 @@ export function createChat(actions: ChatActions) {
       disabledReason = reason;
       composer.disabled = Boolean(reason);
       send.disabled = Boolean(reason);
-      composer.placeholder = reason ?? PLACEHOLDER;
+      composer.placeholder = reason ?? placeholder();
     },
     showError(message: string | undefined): void {
       error.hidden = !message;
