@@ -59,6 +59,35 @@ test("a multi-line Markdown message: the answer quotes every block, then its own
   await screenshot(page, "markdown-blocks");
 });
 
+test("History by keyboard: focus goes into the panel, stays on the chosen checkpoint, and comes back", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "keyboard one");
+  await send(page, "keyboard two");
+  await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
+  const focusedIn = (selector: string) =>
+    page.evaluate((selector) => document.activeElement?.closest(selector) !== null, selector);
+  await page.getByTestId("show-history").focus();
+  await page.keyboard.press("Enter");
+  await page.getByTestId("checkpoint").nth(1).waitFor();
+  await expect.poll(() => focusedIn("#history")).toBe(true);
+  // Choosing a checkpoint redraws the list: the focus stays on the chosen row, not on the page.
+  const chosen = page.getByTestId("checkpoint").nth(1);
+  const id = await chosen.getAttribute("data-checkpoint-id");
+  await chosen.focus();
+  await page.keyboard.press("Enter");
+  await page.getByTestId("fork").waitFor();
+  await expect
+    .poll(() => page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.checkpointId))
+    .toBe(id);
+  // Escape closes the panel and hands the focus back to its button.
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#history").isVisible()).toBe(false);
+  await expect
+    .poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid")))
+    .toBe("show-history");
+});
+
 async function audit(page: Page): Promise<string[]> {
   const result = await new AxeBuilder({ page }).analyze();
   return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);

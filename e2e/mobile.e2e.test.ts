@@ -75,6 +75,8 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await expect.poll(() => transcript(page)).toHaveLength(2);
   const fork = page.getByTestId("fork");
   expect(await fork.isVisible()).toBe(true);
+  // The chosen row went away with the panel: the focus goes to what comes next, Fork.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("fork");
   const box = (await fork.boundingBox())!;
   expect(box.y + box.height).toBeLessThanOrEqual(844);
   expect(box.height).toBeGreaterThanOrEqual(44);

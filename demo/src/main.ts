@@ -119,7 +119,7 @@ class App {
     onApprove: () => this.decide("approve"),
     onReject: () => this.decide("reject"),
     onFork: () => void this.fork(),
-    onBackToLatest: () => this.view(undefined),
+    onBackToLatest: () => void this.view(undefined),
     onStop: () => this.session.stop(this.currentId),
     onRetry: () => this.runOnCurrent((id, events) => this.session.retry(id, events)),
     onRegenerate: () => this.runOnCurrent((id, events) => this.session.regenerate(id, events)),
@@ -127,9 +127,13 @@ class App {
   });
   readonly history = createHistory({
     onView: (id) => {
-      this.view(id);
-      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach.
-      if (matchMedia("(max-width: 760px)").matches) this.showHistoryPanel(false);
+      const shown = this.view(id);
+      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach
+      // (and takes the focus, which was on a row that is now hidden).
+      if (matchMedia("(max-width: 760px)").matches) {
+        this.showHistoryPanel(false);
+        void shown.then(() => this.chat.focusFork());
+      }
     },
     onClose: () => this.toggleHistory(false),
   });
@@ -149,7 +153,11 @@ class App {
     this.knownLock = lockIdentity(session.vault.salt);
     this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
     this.menuButton.addEventListener("click", () => this.toggleSidebar());
-    this.historyButton.addEventListener("click", () => this.toggleHistory(!this.historyOpen));
+    this.historyButton.addEventListener("click", () => {
+      this.toggleHistory(!this.historyOpen);
+      // The panel comes last in the page: without this, the keyboard reaches it after everything else.
+      if (this.historyOpen) this.history.focus();
+    });
     const settingsButton = h(
       "button",
       { type: "button", testid: "settings", "aria-haspopup": "dialog", onclick: () => this.settings.open() },
@@ -459,13 +467,16 @@ class App {
   toggleHistory(open: boolean): void {
     this.showHistoryPanel(open);
     if (open) void this.refreshHistory();
-    else if (this.viewing) this.view(undefined);
+    else if (this.viewing) void this.view(undefined);
   }
 
   /** Shows or hides the panel only (a phone hides it to show the selected state). */
   showHistoryPanel(open: boolean): void {
+    // Focus inside a panel that goes away would fall to the page: it goes back to the History button.
+    const hadFocus = !open && this.history.el.contains(document.activeElement);
     this.historyOpen = open;
     this.history.el.hidden = !open;
+    if (hadFocus) this.historyButton.focus();
     this.historyButton.setAttribute("aria-expanded", String(open));
     this.historyButton.classList.toggle("active", open);
   }
@@ -506,11 +517,11 @@ class App {
     draw(true);
   }
 
-  /** Shows the state at a checkpoint (undefined: back to the latest). */
-  view(checkpointId: string | undefined): void {
+  /** Shows the state at a checkpoint (undefined: back to the latest); resolves once it is drawn. */
+  view(checkpointId: string | undefined): Promise<void> {
     const latest = this.rows[0]?.id;
     this.viewing = checkpointId && checkpointId !== latest ? { id: checkpointId } : undefined;
-    void this.refresh();
+    return this.refresh();
   }
 
   async fork(): Promise<void> {

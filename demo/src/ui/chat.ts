@@ -244,6 +244,10 @@ export function createChat(actions: ChatActions) {
     focus(): void {
       composer.focus();
     },
+    /** Focuses "Fork from here", when an older checkpoint is on view. */
+    focusFork(): void {
+      banner.querySelector<HTMLButtonElement>('[data-testid="fork"]')?.focus();
+    },
     /** Shows these messages (the streaming answer, if any, is dropped); `draft`: not committed yet. */
     showMessages(messages: BaseMessage[], options: ShowOptions = {}): void {
       dropStream();
