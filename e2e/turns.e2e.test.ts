@@ -181,6 +181,29 @@ test("a model error reads as a sentence, not JSON, with Retry", async () => {
   h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
 });
 
+test("an endpoint that cannot be reached says so in words, also after a reload", async () => {
+  const h = harness();
+  const page = await h.page();
+  await page.route("**/mock-llm/v1/chat/completions", (route: Route) => route.abort("connectionrefused"));
+  await ready(page);
+  await useEndpoint(page);
+  await type(page, "is anyone there?");
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("failed");
+  const reachable = /Could not reach the model endpoint/;
+  expect(await status.textContent()).toMatch(reachable);
+  await screenshot(page, "unreachable");
+  await page.reload();
+  await ready(page);
+  await status.waitFor();
+  expect(await status.textContent()).toMatch(reachable);
+  expect(await status.textContent()).not.toContain("Failed to fetch");
+  // The browser logs the refused request: expected here, and only that.
+  const expected = (line: string) => /ERR_CONNECTION_REFUSED|ERR_FAILED/.test(line);
+  h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
+});
+
 /** Points the app at a mock OpenAI-compatible endpoint (a route: same origin, no network). */
 async function useEndpoint(page: Page): Promise<void> {
   await page.getByTestId("settings").click();
