@@ -81,6 +81,8 @@ class App {
   #unsyncStatus: (() => void) | undefined;
   /** Stops watching whether another tab runs the open thread. */
   #unwatchElsewhere: (() => void) | undefined;
+  /** Another tab is running the open thread: its turn in flight is not "cut short". */
+  #busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -282,12 +284,14 @@ class App {
     this.sidebar.setCurrent(id);
     this.updateHeading();
     this.#unwatchElsewhere?.();
+    this.#busyElsewhere = false;
     this.chat.setBusyElsewhere(false);
     this.#unwatchElsewhere = this.session.watchElsewhere(id, (busy) => {
       if (id !== this.currentId) return;
+      this.#busyElsewhere = busy;
       this.chat.setBusyElsewhere(busy);
-      // Its answer lands in the saver: show it when it ends.
-      if (!busy) this.scheduleRefresh();
+      // Busy: the turn's problem line goes. Done: its answer (or, if that tab died, the cut-short turn) shows.
+      this.scheduleRefresh();
     });
     this.chat.showError(undefined);
     this.toggleSidebar(false);
@@ -348,7 +352,9 @@ class App {
       const interactive = !this.viewing && !running && !paused;
       this.chat.showMessages(messages, { interactive });
       if (interactive) void this.showBranches(seq, id, messages);
-      this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
+      // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
+      const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
+      this.chat.showProblem(problem);
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
       this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
       this.chat.setDisabled(
