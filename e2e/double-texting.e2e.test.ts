@@ -89,3 +89,17 @@ test("while another tab answers, this tab does not call that turn cut short (nor
   await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
   expect(await b.getByTestId("turn-status").count()).toBe(0);
 });
+
+test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
+  const [a, b] = await twoTabs();
+  await fire(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
+  await b.getByTestId("busy-elsewhere").waitFor();
+  await fire(b, "waiting in tab B");
+  await b.getByTestId("stop").click();
+  // Nothing of it was sent: the text is back in B's composer, to send later or drop.
+  await expect.poll(() => b.getByTestId("composer").inputValue()).toBe("waiting in tab B");
+  await expect.poll(() => transcript(a), { timeout: 30_000 }).toHaveLength(4);
+  await expect.poll(() => transcript(b), { timeout: 30_000 }).toEqual(await transcript(a));
+  expect((await transcript(b)).join("\n")).not.toContain("waiting in tab B");
+  expect(await b.getByTestId("turn-status").count()).toBe(0);
+});

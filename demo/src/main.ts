@@ -10,7 +10,7 @@ import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { errorText } from "./errors.js";
 import { BranchCache } from "./branches.js";
 import { countMessages, rowOf, type Row } from "./timeline.js";
-import { Session, deleteDatabase, type RunEvent } from "./session.js";
+import { RunNotStarted, Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, titlePlace, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
 import { createChat } from "./ui/chat.js";
@@ -426,7 +426,9 @@ class App {
   afterRun(threadId: string, run: Promise<void>): void {
     run
       // The failure shows on the turn itself (refresh reads it), with Retry.
-      .catch((error: unknown) => console.warn("run failed:", errorText(error)))
+      .catch((error: unknown) => {
+        if (!(error instanceof RunNotStarted)) console.warn("run failed:", errorText(error));
+      })
       .finally(() => {
         if (threadId === this.currentId) void this.refresh();
       });
@@ -440,7 +442,12 @@ class App {
     this.chat.showProblem(undefined);
     this.chat.addPendingUser(text);
     this.chat.setRunning(true);
-    this.afterRun(id, this.session.send(id, text, this.eventsFor(id)));
+    const run = this.session.send(id, text, this.eventsFor(id)).catch((error: unknown) => {
+      // Stopped while it waited for another tab's answer: never sent, so the text goes back to the composer.
+      if (error instanceof RunNotStarted && id === this.currentId) this.chat.restoreDraft(text);
+      throw error;
+    });
+    this.afterRun(id, run);
   }
 
   /** Starts a run on the open thread (retry, regenerate, edit): the chat shows it as running until it ends. */

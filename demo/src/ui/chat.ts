@@ -244,6 +244,13 @@ export function createChat(actions: ChatActions) {
     focus(): void {
       composer.focus();
     },
+    /** Puts back a message that was not sent (unless something new is being typed). */
+    restoreDraft(value: string): void {
+      if (composer.value.trim()) return;
+      composer.value = value;
+      autosize();
+      composer.focus();
+    },
     /** Focuses "Fork from here", when an older checkpoint is on view. */
     focusFork(): void {
       banner.querySelector<HTMLButtonElement>('[data-testid="fork"]')?.focus();
