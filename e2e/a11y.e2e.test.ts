@@ -43,6 +43,51 @@ test("answers are Markdown, sanitized; user messages stay plain text", async () 
     expect(error).toMatch(/Executing inline event handler violates .*Content Security Policy/);
 });
 
+test("a multi-line Markdown message: the answer quotes every block, then its own words", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const message = "A list:\n\n- one\n- two\n\n```js\nconst x = 1;\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |";
+  await send(page, message);
+  const answer = page.locator('[data-testid="message"][data-role="assistant"]').first();
+  await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
+  expect(await answer.locator("li").allTextContents()).toEqual(["one", "two"]);
+  expect(await answer.locator("pre code").textContent()).toBe("const x = 1;\n");
+  expect(await answer.locator("td").allTextContents()).toEqual(["1", "2"]);
+  // The model's own words are not swallowed by the table (or any block) that ends the quote.
+  expect(await answer.textContent()).toContain("message 1 of this thread");
+  expect(await answer.locator("td", { hasText: "thread" }).count()).toBe(0);
+  await screenshot(page, "markdown-blocks");
+});
+
+test("History by keyboard: focus goes into the panel, stays on the chosen checkpoint, and comes back", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "keyboard one");
+  await send(page, "keyboard two");
+  await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
+  const focusedIn = (selector: string) =>
+    page.evaluate((selector) => document.activeElement?.closest(selector) !== null, selector);
+  await page.getByTestId("show-history").focus();
+  await page.keyboard.press("Enter");
+  await page.getByTestId("checkpoint").nth(1).waitFor();
+  await expect.poll(() => focusedIn("#history")).toBe(true);
+  // Choosing a checkpoint redraws the list: the focus stays on the chosen row, not on the page.
+  const chosen = page.getByTestId("checkpoint").nth(1);
+  const id = await chosen.getAttribute("data-checkpoint-id");
+  await chosen.focus();
+  await page.keyboard.press("Enter");
+  await page.getByTestId("fork").waitFor();
+  await expect
+    .poll(() => page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.checkpointId))
+    .toBe(id);
+  // Escape closes the panel and hands the focus back to its button.
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#history").isVisible()).toBe(false);
+  await expect
+    .poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid")))
+    .toBe("show-history");
+});
+
 async function audit(page: Page): Promise<string[]> {
   const result = await new AxeBuilder({ page }).analyze();
   return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);

@@ -95,3 +95,26 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   await ready(page);
   await expect.poll(() => transcript(page)).toEqual(branch);
 });
+
+test("an edit near the top that leaves a short conversation offers no 'New messages' button", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const filler = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
+  await send(page, "first question");
+  for (const n of [1, 2, 3]) await send(page, `${filler} ${n}`);
+  await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
+  const log = page.locator(".messages");
+  // The log overflows; the reader goes up to the first message and edits it.
+  await expect.poll(() => log.evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true);
+  await page.getByTestId("edit").first().click();
+  await page.getByTestId("edit-text").fill("first question, edited");
+  await page.getByTestId("edit-save").click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
+  // Everything fits on screen now: there is nothing below to jump to.
+  expect(await log.evaluate((el) => el.scrollHeight <= el.clientHeight)).toBe(true);
+  // Let the view settle (the log follows new content at the next animation frame).
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  expect(await page.getByTestId("new-messages").isHidden()).toBe(true);
+  await screenshot(page, "edited-short");
+});

@@ -17,13 +17,19 @@ async function fire(page: Page, text: string): Promise<void> {
   await composer.press("Enter");
 }
 
-test("two tabs send 5 messages each at once on one thread: every message answered once, one branch", async () => {
+/** Two tabs on one thread that has an opening turn, both showing it. */
+async function twoTabs(): Promise<[Page, Page]> {
   const a = await harness().page();
   await ready(a);
   await send(a, "opening message");
   const b = await harness().page(new URL(a.url()).hash);
   await ready(b);
   await expect.poll(() => transcript(b)).toHaveLength(2);
+  return [a, b];
+}
+
+test("two tabs send 5 messages each at once on one thread: every message answered once, one branch", async () => {
+  const [a, b] = await twoTabs();
 
   const sent: string[] = [];
   let sawBusy = false;
@@ -65,3 +71,35 @@ test("two tabs send 5 messages each at once on one thread: every message answere
   }
   await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
 }, 180_000);
+
+test("while another tab answers, this tab does not call that turn cut short (nor offer Retry)", async () => {
+  const [a, b] = await twoTabs();
+  // A long answer in A: B sees the question land and the thread busy elsewhere.
+  const question = Array.from({ length: 300 }, (_, i) => `w${i}`).join(" ");
+  await fire(a, question);
+  await b.getByTestId("busy-elsewhere").waitFor();
+  await expect.poll(() => transcript(b)).toHaveLength(3);
+  // B knows the turn is being answered elsewhere: no "cut short", no Retry (it would answer it twice)…
+  await expect.poll(() => b.getByTestId("turn-status").count()).toBe(0);
+  // …and that is while A still streams.
+  expect(await a.getByTestId("stop").isVisible()).toBe(true);
+  await screenshot(b, "answering-elsewhere");
+  // Once A is done, B shows the answer, with no problem either.
+  await expect.poll(() => transcript(b), { timeout: 30_000 }).toHaveLength(4);
+  await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
+  expect(await b.getByTestId("turn-status").count()).toBe(0);
+});
+
+test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
+  const [a, b] = await twoTabs();
+  await fire(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
+  await b.getByTestId("busy-elsewhere").waitFor();
+  await fire(b, "waiting in tab B");
+  await b.getByTestId("stop").click();
+  // Nothing of it was sent: the text is back in B's composer, to send later or drop.
+  await expect.poll(() => b.getByTestId("composer").inputValue()).toBe("waiting in tab B");
+  await expect.poll(() => transcript(a), { timeout: 30_000 }).toHaveLength(4);
+  await expect.poll(() => transcript(b), { timeout: 30_000 }).toEqual(await transcript(a));
+  expect((await transcript(b)).join("\n")).not.toContain("waiting in tab B");
+  expect(await b.getByTestId("turn-status").count()).toBe(0);
+});

@@ -75,6 +75,8 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await expect.poll(() => transcript(page)).toHaveLength(2);
   const fork = page.getByTestId("fork");
   expect(await fork.isVisible()).toBe(true);
+  // The chosen row went away with the panel: the focus goes to what comes next, Fork.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("fork");
   const box = (await fork.boundingBox())!;
   expect(box.y + box.height).toBeLessThanOrEqual(844);
   expect(box.height).toBeGreaterThanOrEqual(44);
@@ -86,4 +88,35 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
   await screenshot(page, "mobile-history-branches");
+});
+
+test("on a phone, a short thread title is shown whole in the top bar", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const heading = page.locator(".thread-heading");
+  const cut = () => heading.evaluate((el) => el.scrollWidth > el.clientWidth);
+  expect(await heading.textContent()).toBe("New thread");
+  expect(await cut()).toBe(false);
+  await send(page, "Short title");
+  await expect.poll(() => heading.textContent()).toBe("Short title");
+  expect(await cut()).toBe(false);
+  await screenshot(page, "mobile-title");
+});
+
+test("on a phone, the composer's hint and the Stop button are not cut off", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const composer = page.getByTestId("composer");
+  const stop = page.getByTestId("stop");
+  const hintCut = () => composer.evaluate((el) => el.scrollHeight > el.clientHeight + 1);
+  expect(await hintCut()).toBe(false);
+  // A long answer streams for a while: Stop shows beside the composer.
+  await composer.fill(Array.from({ length: 300 }, (_, i) => `word${i}`).join(" "));
+  await composer.press("Enter");
+  await stop.waitFor();
+  expect(await stop.evaluate((el) => el.scrollWidth > el.clientWidth)).toBe(false);
+  expect(await hintCut()).toBe(false);
+  await screenshot(page, "mobile-streaming");
+  await stop.click();
+  await page.getByTestId("turn-status").waitFor();
 });

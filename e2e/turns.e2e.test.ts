@@ -53,9 +53,10 @@ test("a 20,000-character message round-trips with no long task over 200 ms", asy
   await page.locator(".message.streaming").waitFor();
   await expect.poll(() => assistants(page).count(), { timeout: 30_000 }).toBe(2);
   const answer = (await assistants(page).nth(1).textContent()) ?? "";
-  // The answer quotes the whole message (its line breaks become <br>, which have no text).
+  // The answer quotes the whole message, as a block of lines (its line breaks become <br>, which have no text).
   expect(answer.length).toBeGreaterThan(19_000);
-  expect(answer).toContain(`${text.split(/\s+/).at(-1)}”`);
+  expect(answer).toContain("message 2 of this thread");
+  expect(answer.trimEnd().endsWith(text.split(/\s+/).at(-1)!)).toBe(true);
   const tasks = await page.evaluate(
     (from) => (window as unknown as { longTasks: number[] }).longTasks.slice(from),
     before,
@@ -178,6 +179,29 @@ test("a model error reads as a sentence, not JSON, with Retry", async () => {
   // The browser logs the 401 it was given, twice (before and after the reload): expected here, and only that.
   const expected = (line: string) => /status of 401/.test(line);
   expect(h.errors.filter(expected).length).toBeGreaterThan(0);
+  h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
+});
+
+test("an endpoint that cannot be reached says so in words, also after a reload", async () => {
+  const h = harness();
+  const page = await h.page();
+  await page.route("**/mock-llm/v1/chat/completions", (route: Route) => route.abort("connectionrefused"));
+  await ready(page);
+  await useEndpoint(page);
+  await type(page, "is anyone there?");
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("failed");
+  const reachable = /Could not reach the model endpoint/;
+  expect(await status.textContent()).toMatch(reachable);
+  await screenshot(page, "unreachable");
+  await page.reload();
+  await ready(page);
+  await status.waitFor();
+  expect(await status.textContent()).toMatch(reachable);
+  expect(await status.textContent()).not.toContain("Failed to fetch");
+  // The browser logs the refused request: expected here, and only that.
+  const expected = (line: string) => /ERR_CONNECTION_REFUSED|ERR_FAILED/.test(line);
   h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
 });
 

@@ -25,7 +25,9 @@ export function errorText(error: unknown): string {
         : typeof error === "string"
           ? error
           : "";
-  if (error instanceof TypeError && /fetch|network/i.test(raw)) {
+  // By name: a task's error read back from the saver is no longer a TypeError instance.
+  const name = (error as { name?: unknown } | null)?.name;
+  if ((error instanceof TypeError || name === "TypeError") && /fetch|network/i.test(raw)) {
     return "Could not reach the model endpoint: check its URL in Settings, and the network.";
   }
   const text = raw.replace(/\s+/g, " ").trim();

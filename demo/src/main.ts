@@ -10,7 +10,7 @@ import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { errorText } from "./errors.js";
 import { BranchCache } from "./branches.js";
 import { countMessages, rowOf, type Row } from "./timeline.js";
-import { Session, deleteDatabase, type RunEvent } from "./session.js";
+import { RunNotStarted, Session, deleteDatabase, type RunEvent } from "./session.js";
 import { DATABASES, plainVault, titlePlace, unlock } from "./settings.js";
 import { DemoDB, type ThreadRow } from "./threads-db.js";
 import { createChat } from "./ui/chat.js";
@@ -81,6 +81,8 @@ class App {
   #unsyncStatus: (() => void) | undefined;
   /** Stops watching whether another tab runs the open thread. */
   #unwatchElsewhere: (() => void) | undefined;
+  /** Another tab is running the open thread: its turn in flight is not "cut short". */
+  #busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -119,7 +121,7 @@ class App {
     onApprove: () => this.decide("approve"),
     onReject: () => this.decide("reject"),
     onFork: () => void this.fork(),
-    onBackToLatest: () => this.view(undefined),
+    onBackToLatest: () => void this.view(undefined),
     onStop: () => this.session.stop(this.currentId),
     onRetry: () => this.runOnCurrent((id, events) => this.session.retry(id, events)),
     onRegenerate: () => this.runOnCurrent((id, events) => this.session.regenerate(id, events)),
@@ -127,9 +129,13 @@ class App {
   });
   readonly history = createHistory({
     onView: (id) => {
-      this.view(id);
-      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach.
-      if (matchMedia("(max-width: 760px)").matches) this.showHistoryPanel(false);
+      const shown = this.view(id);
+      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach
+      // (and takes the focus, which was on a row that is now hidden).
+      if (matchMedia("(max-width: 760px)").matches) {
+        this.showHistoryPanel(false);
+        void shown.then(() => this.chat.focusFork());
+      }
     },
     onClose: () => this.toggleHistory(false),
   });
@@ -149,7 +155,11 @@ class App {
     this.knownLock = lockIdentity(session.vault.salt);
     this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
     this.menuButton.addEventListener("click", () => this.toggleSidebar());
-    this.historyButton.addEventListener("click", () => this.toggleHistory(!this.historyOpen));
+    this.historyButton.addEventListener("click", () => {
+      this.toggleHistory(!this.historyOpen);
+      // The panel comes last in the page: without this, the keyboard reaches it after everything else.
+      if (this.historyOpen) this.history.focus();
+    });
     const settingsButton = h(
       "button",
       { type: "button", testid: "settings", "aria-haspopup": "dialog", onclick: () => this.settings.open() },
@@ -274,12 +284,14 @@ class App {
     this.sidebar.setCurrent(id);
     this.updateHeading();
     this.#unwatchElsewhere?.();
+    this.#busyElsewhere = false;
     this.chat.setBusyElsewhere(false);
     this.#unwatchElsewhere = this.session.watchElsewhere(id, (busy) => {
       if (id !== this.currentId) return;
+      this.#busyElsewhere = busy;
       this.chat.setBusyElsewhere(busy);
-      // Its answer lands in the saver: show it when it ends.
-      if (!busy) this.scheduleRefresh();
+      // Busy: the turn's problem line goes. Done: its answer (or, if that tab died, the cut-short turn) shows.
+      this.scheduleRefresh();
     });
     this.chat.showError(undefined);
     this.toggleSidebar(false);
@@ -340,7 +352,9 @@ class App {
       const interactive = !this.viewing && !running && !paused;
       this.chat.showMessages(messages, { interactive });
       if (interactive) void this.showBranches(seq, id, messages);
-      this.chat.showProblem(this.viewing ? undefined : this.session.problem(id, snapshot));
+      // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
+      const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
+      this.chat.showProblem(problem);
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
       this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
       this.chat.setDisabled(
@@ -412,7 +426,9 @@ class App {
   afterRun(threadId: string, run: Promise<void>): void {
     run
       // The failure shows on the turn itself (refresh reads it), with Retry.
-      .catch((error: unknown) => console.warn("run failed:", errorText(error)))
+      .catch((error: unknown) => {
+        if (!(error instanceof RunNotStarted)) console.warn("run failed:", errorText(error));
+      })
       .finally(() => {
         if (threadId === this.currentId) void this.refresh();
       });
@@ -426,7 +442,12 @@ class App {
     this.chat.showProblem(undefined);
     this.chat.addPendingUser(text);
     this.chat.setRunning(true);
-    this.afterRun(id, this.session.send(id, text, this.eventsFor(id)));
+    const run = this.session.send(id, text, this.eventsFor(id)).catch((error: unknown) => {
+      // Stopped while it waited for another tab's answer: never sent, so the text goes back to the composer.
+      if (error instanceof RunNotStarted && id === this.currentId) this.chat.restoreDraft(text);
+      throw error;
+    });
+    this.afterRun(id, run);
   }
 
   /** Starts a run on the open thread (retry, regenerate, edit): the chat shows it as running until it ends. */
@@ -459,13 +480,16 @@ class App {
   toggleHistory(open: boolean): void {
     this.showHistoryPanel(open);
     if (open) void this.refreshHistory();
-    else if (this.viewing) this.view(undefined);
+    else if (this.viewing) void this.view(undefined);
   }
 
   /** Shows or hides the panel only (a phone hides it to show the selected state). */
   showHistoryPanel(open: boolean): void {
+    // Focus inside a panel that goes away would fall to the page: it goes back to the History button.
+    const hadFocus = !open && this.history.el.contains(document.activeElement);
     this.historyOpen = open;
     this.history.el.hidden = !open;
+    if (hadFocus) this.historyButton.focus();
     this.historyButton.setAttribute("aria-expanded", String(open));
     this.historyButton.classList.toggle("active", open);
   }
@@ -506,11 +530,11 @@ class App {
     draw(true);
   }
 
-  /** Shows the state at a checkpoint (undefined: back to the latest). */
-  view(checkpointId: string | undefined): void {
+  /** Shows the state at a checkpoint (undefined: back to the latest); resolves once it is drawn. */
+  view(checkpointId: string | undefined): Promise<void> {
     const latest = this.rows[0]?.id;
     this.viewing = checkpointId && checkpointId !== latest ? { id: checkpointId } : undefined;
-    void this.refresh();
+    return this.refresh();
   }
 
   async fork(): Promise<void> {

@@ -138,9 +138,18 @@ export function localReply(messages: BaseMessage[]): AIMessage {
     );
   }
   const words = text.split(/\s+/).filter(Boolean).length;
-  return new AIMessage(
-    `You said: “${text}” (${words} ${words === 1 ? "word" : "words"}, message ${turn} of this thread).`,
-  );
+  const about = `${words} ${words === 1 ? "word" : "words"}, message ${turn} of this thread`;
+  // Lines of Markdown (a list, code, a table) quoted inline would take the
+  // closing words into their last block (a table row swallows them): quote
+  // them as a block, after the words.
+  if (text.includes("\n")) {
+    const quoted = text
+      .split("\n")
+      .map((line) => `> ${line}`)
+      .join("\n");
+    return new AIMessage(`You said (${about}):\n\n${quoted}`);
+  }
+  return new AIMessage(`You said: “${text}” (${about}).`);
 }
 
 /** The local assistant "thinks" this long before its first word, as a remote model would. */

@@ -59,6 +59,14 @@ export type RunEvent = { kind: "token"; text: string } | { kind: "values"; messa
  * (the model's error), or interrupted (the page was closed mid-answer: the
  * saver holds a step that never finished, and no tab is running it).
  */
+/**
+ * A run stopped while it still waited for the thread (another tab was
+ * answering on it): nothing of it was written, its input never sent.
+ */
+export class RunNotStarted extends Error {
+  override name = "RunNotStarted";
+}
+
 export type TurnProblem = { kind: "stopped" } | { kind: "failed"; message: string } | { kind: "interrupted" };
 
 /** A thread's title from its first message. */
@@ -557,6 +565,8 @@ export class Session {
         this.#failed.set(threadId, errorText(error));
         throw error;
       }
+      // Not holding the thread yet: the run never started, so no turn of this tab was stopped.
+      if (!this.#holding.has(threadId)) throw new RunNotStarted("Stopped before it started.");
       this.#stopped.add(threadId);
     } finally {
       this.#running.delete(threadId);

@@ -41,6 +41,16 @@ export interface ShowOptions {
 }
 
 const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
+/**
+ * On a phone-sized screen (the layout's breakpoint in style.css) the full hint
+ * wraps past the composer's height and is cut off, and a touch keyboard has
+ * no Shift+Enter to speak of: the short one.
+ */
+const SHORT_PLACEHOLDER = "Message the assistant…";
+const narrowScreen = matchMedia("(max-width: 760px)");
+function placeholder(): string {
+  return narrowScreen.matches ? SHORT_PLACEHOLDER : PLACEHOLDER;
+}
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
 /** Longer texts are not measured (see autosize). */
@@ -84,7 +94,7 @@ export function createChat(actions: ChatActions) {
     id: "composer",
     testid: "composer",
     rows: 1,
-    placeholder: PLACEHOLDER,
+    placeholder: placeholder(),
     "aria-label": "Message",
     autocomplete: "off",
   });
@@ -144,6 +154,9 @@ export function createChat(actions: ChatActions) {
     }
   });
   composer.addEventListener("input", autosize);
+  narrowScreen.addEventListener("change", () => {
+    if (!disabledReason) composer.placeholder = placeholder();
+  });
   log.addEventListener("scroll", () => {
     atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
     if (atBottom) newMessages.hidden = true;
@@ -165,9 +178,15 @@ export function createChat(actions: ChatActions) {
     atBottom = true;
     newMessages.hidden = true;
   }
-  /** After new content: follow it if the reader was at the bottom, else offer the button. */
+  /**
+   * After new content: follow it if the reader was at the bottom, else offer
+   * the button, but only if something is below the view. New content may
+   * also be shorter (an edit or a branch switch replaces the conversation):
+   * when it all fits, no scroll event comes, and the reader is at the end.
+   */
   function follow(): void {
     if (atBottom) stickToEnd();
+    else if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) stickToEnd();
     else newMessages.hidden = false;
   }
   /**
@@ -224,6 +243,17 @@ export function createChat(actions: ChatActions) {
     el,
     focus(): void {
       composer.focus();
+    },
+    /** Puts back a message that was not sent (unless something new is being typed). */
+    restoreDraft(value: string): void {
+      if (composer.value.trim()) return;
+      composer.value = value;
+      autosize();
+      composer.focus();
+    },
+    /** Focuses "Fork from here", when an older checkpoint is on view. */
+    focusFork(): void {
+      banner.querySelector<HTMLButtonElement>('[data-testid="fork"]')?.focus();
     },
     /** Shows these messages (the streaming answer, if any, is dropped); `draft`: not committed yet. */
     showMessages(messages: BaseMessage[], options: ShowOptions = {}): void {
@@ -370,7 +400,7 @@ export function createChat(actions: ChatActions) {
       disabledReason = reason;
       composer.disabled = Boolean(reason);
       send.disabled = Boolean(reason);
-      composer.placeholder = reason ?? PLACEHOLDER;
+      composer.placeholder = reason ?? placeholder();
     },
     showError(message: string | undefined): void {
       error.hidden = !message;

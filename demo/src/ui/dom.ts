@@ -66,3 +66,14 @@ export function formatBytes(bytes: number): string {
   }
   return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
+
+/** A form field: its label, the control, and an optional hint under it. */
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLLabelElement {
+  return h(
+    "label",
+    { class: "field" },
+    h("span", {}, label),
+    input,
+    hint ? h("small", { class: "muted" }, hint) : null,
+  );
+}

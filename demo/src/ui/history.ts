@@ -155,7 +155,7 @@ export function createHistory(actions: HistoryActions) {
     const steps = h("ol", { class: "steps" });
     const toggle = h(
       "button",
-      { type: "button", class: "steps-toggle", "aria-expanded": String(open.has(key)) },
+      { type: "button", class: "steps-toggle", dataset: { turn: key }, "aria-expanded": String(open.has(key)) },
       `${turn.rows.length} step${turn.rows.length === 1 ? "" : "s"}`,
     );
     // Steps are drawn only when asked for: most readers want the turns.
@@ -189,34 +189,60 @@ export function createHistory(actions: HistoryActions) {
     );
   }
 
+  /**
+   * Where the focus is in the list, as a selector that finds the same control
+   * after a redraw (a turn's row, a step's row, or a turn's steps toggle).
+   */
+  function focusedControl(): string | undefined {
+    const focused = document.activeElement;
+    if (!(focused instanceof HTMLElement) || !body.contains(focused)) return undefined;
+    const { checkpointId, turn } = focused.dataset;
+    if (turn) return `[data-turn="${CSS.escape(turn)}"]`;
+    if (!checkpointId) return undefined;
+    const row = `[data-checkpoint-id="${CSS.escape(checkpointId)}"]`;
+    return focused.closest(".steps") ? `.steps ${row}` : `.turn > ${row}`;
+  }
+
+  /** The list, drawn anew (see render). */
+  function draw(rows: Row[], viewingId: string | undefined, complete: boolean): void {
+    loading.hidden = complete;
+    if (rows.length === 0) {
+      replace(body, complete ? h("p", { class: "muted" }, "No checkpoints yet.") : null);
+      return;
+    }
+    const all = branches(rows);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const latestId = all[0]?.rows[0]?.id;
+    replace(
+      body,
+      ...all.map((branch, index) =>
+        h(
+          "section",
+          { class: `branch${index === 0 ? " current" : ""}`, testid: "branch" },
+          h(
+            "h3",
+            {},
+            index === 0 ? "Current branch" : `Branch ${index + 1}`,
+            branch.forkedFrom ? h("span", { class: "muted" }, ` · from step ${branch.forkedFrom.step}`) : null,
+          ),
+          h("ol", { class: "turns" }, ...turns(branch.rows).map((turn) => turnItem(turn, byId, viewingId, latestId))),
+        ),
+      ),
+    );
+  }
+
   return {
     el,
+    /** Moves the focus into the panel (it was opened from the keyboard or by a click). */
+    focus(): void {
+      el.querySelector<HTMLButtonElement>("header button")?.focus();
+    },
     /** Draws the checkpoints read so far; `complete: false` while more are coming. */
     render(rows: Row[], viewingId: string | undefined, complete = true): void {
-      loading.hidden = complete;
-      if (rows.length === 0) {
-        replace(body, complete ? h("p", { class: "muted" }, "No checkpoints yet.") : null);
-        return;
-      }
-      const all = branches(rows);
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      const latestId = all[0]?.rows[0]?.id;
-      replace(
-        body,
-        ...all.map((branch, index) =>
-          h(
-            "section",
-            { class: `branch${index === 0 ? " current" : ""}`, testid: "branch" },
-            h(
-              "h3",
-              {},
-              index === 0 ? "Current branch" : `Branch ${index + 1}`,
-              branch.forkedFrom ? h("span", { class: "muted" }, ` · from step ${branch.forkedFrom.step}`) : null,
-            ),
-            h("ol", { class: "turns" }, ...turns(branch.rows).map((turn) => turnItem(turn, byId, viewingId, latestId))),
-          ),
-        ),
-      );
+      // A redraw replaces the buttons: a keyboard user choosing a row keeps the focus on it.
+      const refocus = focusedControl();
+      draw(rows, viewingId, complete);
+      if (refocus) body.querySelector<HTMLElement>(refocus)?.focus({ preventScroll: true });
     },
   };
 }

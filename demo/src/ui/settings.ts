@@ -1,12 +1,11 @@
 /**
- * The settings dialog: model, passphrase lock, storage (bytes per thread,
- * persistence), export/import of a thread, and the saved memories.
+ * The settings dialog: passphrase lock, model, sync and About; the storage
+ * and memory sections are in settings-data.ts.
  */
-import { THREAD_EXPORT_EXTENSION } from "../lib.js";
 import type { Session } from "../session.js";
-import { MIN_PASSPHRASE_LENGTH, databasesOf, type ModelSettings } from "../settings.js";
-import { databaseBytes, originUsage, saverBytes } from "../storage.js";
-import { formatBytes, h, replace } from "./dom.js";
+import { MIN_PASSPHRASE_LENGTH, type ModelSettings } from "../settings.js";
+import { field, h, replace } from "./dom.js";
+import { memorySection, storageSection } from "./settings-data.js";
 import { icon } from "./icons.js";
 import type { SidebarThread } from "./sidebar.js";
 import { AUTO_LOCK_CHOICES, autoLockMinutes, setAutoLockMinutes } from "../auto-lock.js";
@@ -25,16 +24,6 @@ export interface SettingsContext {
   openThread(threadId: string): void;
 }
 
-function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLLabelElement {
-  return h(
-    "label",
-    { class: "field" },
-    h("span", {}, label),
-    input,
-    hint ? h("small", { class: "muted" }, hint) : null,
-  );
-}
-
 const PASSPHRASE_HINT = `At least ${MIN_PASSPHRASE_LENGTH} characters, e.g. a few unrelated words.`;
 
 /**
@@ -46,24 +35,6 @@ function secretHint(session: Session): string {
   return session.vault.locked
     ? "Kept in this browser only, encrypted with your passphrase."
     : "Not encrypted: stored as plain text in this browser, readable by anyone with access to this browser profile. Lock the app with a passphrase to encrypt it.";
-}
-
-function download(blob: Blob, name: string): void {
-  const url = URL.createObjectURL(blob);
-  const link = h("a", { href: url, download: name, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
-function safeName(title: string): string {
-  return (
-    title
-      .replace(/[^\p{L}\p{N}]+/gu, "-")
-      .replace(/^-+|-+$/g, "")
-      .slice(0, 40) || "thread"
-  );
 }
 
 export function createSettings(context: SettingsContext) {
@@ -375,178 +346,20 @@ export function createSettings(context: SettingsContext) {
     return h("section", { "aria-labelledby": "lock-h" }, h("h3", { id: "lock-h" }, "Passphrase lock"), form);
   }
 
-  function storageSection(): HTMLElement {
-    const session = context.session();
-    const table = h("tbody", {}, h("tr", {}, h("td", { colSpan: 3, class: "muted" }, "Measuring…")));
-    const totals = h("p", { class: "muted" });
-    const persist = h("p", {});
-    const importInput = h("input", {
-      type: "file",
-      accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`,
-      id: "import-file",
-    });
-    const importStatus = h("p", { class: "status" });
-    importInput.addEventListener("change", () => {
-      const file = importInput.files?.[0];
-      if (!file) return;
-      importStatus.textContent = "Importing…";
-      session.importThread(file, file.name).then(
-        (threadId) => {
-          importStatus.textContent = "Imported.";
-          importInput.value = "";
-          // The copy is open behind the dialog: close it, there is nothing more to do here.
-          dialog.close();
-          context.openThread(threadId);
-        },
-        (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
-      );
-    });
-
-    async function measure(): Promise<void> {
-      const names = databasesOf(session.vault);
-      const [saver, memory, origin] = await Promise.all([
-        saverBytes(names.saver),
-        databaseBytes(names.store),
-        originUsage(),
-      ]);
-      const rows = context.threads().map((thread) =>
-        h(
-          "tr",
-          {},
-          h("th", { scope: "row" }, thread.title),
-          h("td", { class: "num", testid: "thread-bytes" }, formatBytes(saver.perThread.get(thread.id) ?? 0)),
-          h(
-            "td",
-            {},
-            h(
-              "button",
-              {
-                type: "button",
-                "aria-label": `Export “${thread.title}”`,
-                onclick: () =>
-                  session.exportThread(thread.id).then(
-                    (file) => download(file, `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`),
-                    (error: unknown) => (importStatus.textContent = `Could not export: ${(error as Error).message}`),
-                  ),
-              },
-              "Export",
-            ),
-          ),
-        ),
-      );
-      rows.push(
-        h(
-          "tr",
-          { class: "memory-row" },
-          h("th", { scope: "row" }, "Memories (store)"),
-          h("td", { class: "num" }, formatBytes(memory)),
-          h("td"),
-        ),
-      );
-      replace(table, ...rows);
-      replace(
-        totals,
-        `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory)}`,
-        origin.usage !== undefined
-          ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
-          : "",
-      );
-      renderPersist(origin.persisted);
-    }
-
-    function renderPersist(persisted: boolean | undefined): void {
-      if (persisted) {
-        replace(persist, "✓ Storage is persistent: the browser will not evict it under pressure.");
-        return;
-      }
-      replace(
-        persist,
-        "Storage is best-effort: the browser may evict it when space runs low. ",
-        h(
-          "button",
-          {
-            type: "button",
-            onclick: () => {
-              // Never awaited on a critical path: some browsers prompt and wait for the user.
-              void navigator.storage
-                ?.persist?.()
-                .then((granted) =>
-                  granted
-                    ? renderPersist(true)
-                    : replace(
-                        persist,
-                        "The browser declined to make storage persistent (it may grant it later, e.g. once the site is bookmarked or installed).",
-                      ),
-                )
-                .catch(() => undefined);
-            },
-          },
-          "Request persistent storage",
-        ),
-      );
-    }
-
-    measure().catch((error: unknown) => replace(totals, `Could not measure: ${(error as Error).message}`));
-    return h(
-      "section",
-      { "aria-labelledby": "storage-h" },
-      h("h3", { id: "storage-h" }, "Storage"),
-      h(
-        "table",
-        { class: "storage" },
-        h(
-          "thead",
-          {},
-          h(
-            "tr",
-            {},
-            h("th", { scope: "col" }, "Thread"),
-            h("th", { scope: "col", class: "num" }, "Bytes"),
-            h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Export")),
-          ),
-        ),
-        table,
-      ),
-      totals,
-      persist,
-      field("Import a thread file", importInput),
-      importStatus,
-    );
-  }
-
-  function memorySection(): HTMLElement {
-    const session = context.session();
-    const list = h("ul", { class: "memories" }, h("li", { class: "muted" }, "Loading…"));
-    const load = async () => {
-      const memories = await session.memories();
-      if (memories.length === 0) return replace(list, h("li", { class: "muted" }, "Nothing saved yet."));
-      replace(
-        list,
-        ...memories.map((memory) =>
-          h(
-            "li",
-            {},
-            h("span", {}, memory.text),
-            h(
-              "button",
-              {
-                type: "button",
-                class: "icon danger",
-                "aria-label": `Forget “${memory.text}”`,
-                onclick: () => void session.forget(memory.key).then(load, () => undefined),
-              },
-              icon("trash"),
-            ),
-          ),
-        ),
-      );
-    };
-    load().catch(() => replace(list, h("li", { class: "muted" }, "Could not read the memories.")));
-    return h("section", { "aria-labelledby": "memory-h" }, h("h3", { id: "memory-h" }, "Memories"), list);
-  }
-
   function render(): void {
-    replace(content, lockSection(), modelSection(), syncSection(), storageSection(), memorySection(), aboutSection());
+    replace(
+      content,
+      lockSection(),
+      modelSection(),
+      syncSection(),
+      storageSection(context, (threadId) => {
+        // The copy is open behind the dialog: close it, there is nothing more to do here.
+        dialog.close();
+        context.openThread(threadId);
+      }),
+      memorySection(context),
+      aboutSection(),
+    );
   }
 
   return {

@@ -1,0 +1,199 @@
+/**
+ * The settings dialog's data sections: bytes per thread (the saver's own
+ * count) and for the origin, persistent storage, export/import of a thread,
+ * and the saved memories.
+ */
+import { THREAD_EXPORT_EXTENSION } from "../lib.js";
+import { databasesOf } from "../settings.js";
+import { databaseBytes, originUsage, saverBytes } from "../storage.js";
+import { field, formatBytes, h, replace } from "./dom.js";
+import { icon } from "./icons.js";
+import type { SettingsContext } from "./settings.js";
+
+function download(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function safeName(title: string): string {
+  return (
+    title
+      .replace(/[^\p{L}\p{N}]+/gu, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40) || "thread"
+  );
+}
+
+/** Bytes per thread and in total, persistence, and export/import of a thread; `onImported` gets the copy's id. */
+export function storageSection(context: SettingsContext, onImported: (threadId: string) => void): HTMLElement {
+  const session = context.session();
+  const table = h("tbody", {}, h("tr", {}, h("td", { colSpan: 3, class: "muted" }, "Measuring…")));
+  const totals = h("p", { class: "muted" });
+  const persist = h("p", {});
+  const importInput = h("input", {
+    type: "file",
+    accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`,
+    id: "import-file",
+  });
+  const importStatus = h("p", { class: "status" });
+  importInput.addEventListener("change", () => {
+    const file = importInput.files?.[0];
+    if (!file) return;
+    importStatus.textContent = "Importing…";
+    session.importThread(file, file.name).then(
+      (threadId) => {
+        importStatus.textContent = "Imported.";
+        importInput.value = "";
+        onImported(threadId);
+      },
+      (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
+    );
+  });
+
+  async function measure(): Promise<void> {
+    const names = databasesOf(session.vault);
+    const [saver, memory, origin] = await Promise.all([
+      saverBytes(names.saver),
+      databaseBytes(names.store),
+      originUsage(),
+    ]);
+    const rows = context.threads().map((thread) =>
+      h(
+        "tr",
+        {},
+        h("th", { scope: "row" }, thread.title),
+        h("td", { class: "num", testid: "thread-bytes" }, formatBytes(saver.perThread.get(thread.id) ?? 0)),
+        h(
+          "td",
+          {},
+          h(
+            "button",
+            {
+              type: "button",
+              "aria-label": `Export “${thread.title}”`,
+              onclick: () =>
+                session.exportThread(thread.id).then(
+                  (file) => download(file, `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`),
+                  (error: unknown) => (importStatus.textContent = `Could not export: ${(error as Error).message}`),
+                ),
+            },
+            "Export",
+          ),
+        ),
+      ),
+    );
+    rows.push(
+      h(
+        "tr",
+        { class: "memory-row" },
+        h("th", { scope: "row" }, "Memories (store)"),
+        h("td", { class: "num" }, formatBytes(memory)),
+        h("td"),
+      ),
+    );
+    replace(table, ...rows);
+    replace(
+      totals,
+      `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory)}`,
+      origin.usage !== undefined
+        ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
+        : "",
+    );
+    renderPersist(origin.persisted);
+  }
+
+  function renderPersist(persisted: boolean | undefined): void {
+    if (persisted) {
+      replace(persist, "✓ Storage is persistent: the browser will not evict it under pressure.");
+      return;
+    }
+    replace(
+      persist,
+      "Storage is best-effort: the browser may evict it when space runs low. ",
+      h(
+        "button",
+        {
+          type: "button",
+          onclick: () => {
+            // Never awaited on a critical path: some browsers prompt and wait for the user.
+            void navigator.storage
+              ?.persist?.()
+              .then((granted) =>
+                granted
+                  ? renderPersist(true)
+                  : replace(
+                      persist,
+                      "The browser declined to make storage persistent (it may grant it later, e.g. once the site is bookmarked or installed).",
+                    ),
+              )
+              .catch(() => undefined);
+          },
+        },
+        "Request persistent storage",
+      ),
+    );
+  }
+
+  measure().catch((error: unknown) => replace(totals, `Could not measure: ${(error as Error).message}`));
+  return h(
+    "section",
+    { "aria-labelledby": "storage-h" },
+    h("h3", { id: "storage-h" }, "Storage"),
+    h(
+      "table",
+      { class: "storage" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col" }, "Thread"),
+          h("th", { scope: "col", class: "num" }, "Bytes"),
+          h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Export")),
+        ),
+      ),
+      table,
+    ),
+    totals,
+    persist,
+    field("Import a thread file", importInput),
+    importStatus,
+  );
+}
+
+/** The saved memories, each with a Forget button. */
+export function memorySection(context: SettingsContext): HTMLElement {
+  const session = context.session();
+  const list = h("ul", { class: "memories" }, h("li", { class: "muted" }, "Loading…"));
+  const load = async () => {
+    const memories = await session.memories();
+    if (memories.length === 0) return replace(list, h("li", { class: "muted" }, "Nothing saved yet."));
+    replace(
+      list,
+      ...memories.map((memory) =>
+        h(
+          "li",
+          {},
+          h("span", {}, memory.text),
+          h(
+            "button",
+            {
+              type: "button",
+              class: "icon danger",
+              "aria-label": `Forget “${memory.text}”`,
+              onclick: () => void session.forget(memory.key).then(load, () => undefined),
+            },
+            icon("trash"),
+          ),
+        ),
+      ),
+    );
+  };
+  load().catch(() => replace(list, h("li", { class: "muted" }, "Could not read the memories.")));
+  return h("section", { "aria-labelledby": "memory-h" }, h("h3", { id: "memory-h" }, "Memories"), list);
+}
