@@ -20,11 +20,16 @@
  */
 
 /** Base class of every error this package throws on purpose. */
-export class IndexedDBCheckpointError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
+export class IndexedDBCheckpointError extends Error {}
+
+/**
+ * Names each error class as written here, on its prototype (errors read
+ * their `name` from there): an app's minifier renames classes, so a name
+ * taken from the class would read "t" in a production build, in logs and in
+ * `error.name` checks. An app's own subclass names itself. @internal
+ */
+export function nameErrors(classes: Record<string, { prototype: Error }>): void {
+  for (const name in classes) classes[name]!.prototype.name = name;
 }
 
 /**
@@ -72,6 +77,17 @@ export class QuotaExceededError extends IndexedDBCheckpointError {}
  * iframes, `file:` pages, or a Node process without a polyfill).
  */
 export class IndexedDBUnavailableError extends IndexedDBCheckpointError {}
+
+nameErrors({
+  IndexedDBCheckpointError,
+  DatabaseBlockedError,
+  DatabaseClosedError,
+  DecryptionError,
+  KeyChangedError,
+  SerializationError,
+  QuotaExceededError,
+  IndexedDBUnavailableError,
+});
 
 /** Names a DOMException (or look-alike) carries, without trusting its class. */
 function errorName(error: unknown): string | undefined {

@@ -1,7 +1,7 @@
 /**
  * The journal's public types and its error.
  */
-import { IndexedDBCheckpointError } from "../core/errors.js";
+import { IndexedDBCheckpointError, nameErrors } from "../core/errors.js";
 
 /** Where the journal lives: `"opfs"` (browsers), `"memory"` (tests), `"off"`, or a custom backend. */
 export type JournalOption = "opfs" | "memory" | "off" | JournalBackend;
@@ -48,6 +48,8 @@ export class DatabaseWipedError extends IndexedDBCheckpointError {
     );
   }
 }
+
+nameErrors({ DatabaseWipedError });
 
 /**
  * The file a journal lives in. Implementations: OPFS through a worker

@@ -1,5 +1,5 @@
 /** The errors of thread files, exports and imports. */
-import { IndexedDBCheckpointError } from "../core/errors.js";
+import { IndexedDBCheckpointError, nameErrors } from "../core/errors.js";
 
 // ------------------------------------------------------------------ errors
 
@@ -35,3 +35,5 @@ export class ThreadImportError extends IndexedDBCheckpointError {
     this.rolledBack = details.rolledBack;
   }
 }
+
+nameErrors({ ThreadFileError, ThreadExportError, ThreadImportError });

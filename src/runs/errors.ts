@@ -1,5 +1,5 @@
 /** Errors of the run coordinator (`runOnThread`). */
-import { IndexedDBCheckpointError } from "../core/errors.js";
+import { IndexedDBCheckpointError, nameErrors } from "../core/errors.js";
 
 /**
  * `runOnThread` with `multitask: "reject"` found the thread running, in this
@@ -48,3 +48,5 @@ export class RunInterruptedError extends IndexedDBCheckpointError {
     this.strategy = strategy;
   }
 }
+
+nameErrors({ ThreadBusyError, RunInterruptedError });

@@ -2,7 +2,7 @@
  * HTTP calls of the sync protocol: bearer token, MessagePack bodies, a
  * timeout per request, and errors that say whether retrying can help.
  */
-import { IndexedDBCheckpointError } from "../core/errors.js";
+import { IndexedDBCheckpointError, nameErrors } from "../core/errors.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PATH,
@@ -37,6 +37,8 @@ export class SyncError extends IndexedDBCheckpointError {
     this.retryable = details.retryable;
   }
 }
+
+nameErrors({ SyncError });
 
 /** The fetch function the transport uses (injectable for tests and custom agents). */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;

@@ -1,7 +1,7 @@
 /**
  * A failed encode names where the value failed; the explanation loads with
  * `import()` only then, and if it cannot load (an offline app missing the
- * chunk), the error still says what could not be stored.
+ * chunk), the encode still fails with a SerializationError.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SerializationError } from "../../core/errors.js";
@@ -26,19 +26,17 @@ describe("MsgpackSerializer encode errors", () => {
     await expect(serde.dumpsTyped(circular())).rejects.toThrow(/circular reference: \$\.b\.back refers back/);
   });
 
-  it("still say what could not be stored when the explanation cannot load", async () => {
+  it("still fail with a SerializationError when the explanation cannot load", async () => {
     vi.doMock("./explain.js", () => {
       throw new Error("Failed to fetch dynamically imported module");
     });
     const { MsgpackSerializer } = await import("./index.js");
     const serde = new MsgpackSerializer();
-    const failure = await serde.dumpsTyped(unstorable()).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(Error);
-    expect((failure as Error).name).toBe(SerializationError.name);
-    expect((failure as Error).message).toBe('MsgpackSerializer cannot store this value: a function ("f")');
-    const cycle = await serde.dumpsTyped(circular()).catch((error: unknown) => error);
-    expect((cycle as Error).message).toBe(
-      "MsgpackSerializer cannot store this value: a circular reference, or a value nested too deeply",
-    );
+    for (const value of [unstorable(), circular()]) {
+      const failure = await serde.dumpsTyped(value).catch((error: unknown) => error);
+      // By name: the modules were loaded afresh, so the class is another copy.
+      expect((failure as Error).name).toBe(SerializationError.name);
+      expect((failure as Error).message).toBe("MsgpackSerializer cannot store this value (why could not be told).");
+    }
   });
 });

@@ -30,7 +30,7 @@ import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgrap
 import { SerializationError } from "../../core/errors.js";
 import { packPayload, RefusedToken, unpackPayload } from "./wire.js";
 import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
-import { Encoder, TooDeep, Unencodable } from "./encoder.js";
+import { Encoder } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
@@ -174,13 +174,9 @@ async function explainEncodeError(error: unknown, value: unknown): Promise<Seria
   try {
     return (await import("./explain.js")).encodeError(error, value);
   } catch {
-    // The explanation could not load (an offline app missing the chunk): say what is known.
-    const what =
-      error instanceof Unencodable
-        ? error.what
-        : error instanceof TooDeep
-          ? "a circular reference, or a value nested too deeply"
-          : errorMessage(error);
-    return new SerializationError(`MsgpackSerializer cannot store this value: ${what}`, { cause: error });
+    // The explanation could not load (an offline app missing the chunk): the failure stands, unexplained.
+    return new SerializationError("MsgpackSerializer cannot store this value (why could not be told).", {
+      cause: error,
+    });
   }
 }
