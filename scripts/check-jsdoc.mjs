@@ -4,10 +4,10 @@
 // carry the doc of their source; of an overloaded function, the first
 // signature needs it.
 //   node scripts/check-jsdoc.mjs
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
+import { readSources } from "./check-layers.mjs";
 
 /**
  * The exported top-level declarations of `source` that have no JSDoc, as
@@ -52,20 +52,13 @@ export function undocumentedExports(fileName, source) {
   return missing;
 }
 
-function sources(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sources(path);
-    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
-  });
-}
-
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = fileURLToPath(new URL("..", import.meta.url));
   let count = 0;
-  for (const path of sources(join(root, "src"))) {
-    for (const { line, name } of undocumentedExports(path, readFileSync(path, "utf8"))) {
-      console.error(`${relative(root, path)}:${line}: export ${name} has no JSDoc comment`);
+  for (const [path, source] of readSources(join(root, "src"))) {
+    if (/\.test\.ts$/.test(path) || !/\.ts$/.test(path)) continue;
+    for (const { line, name } of undocumentedExports(path, source)) {
+      console.error(`src/${path}:${line}: export ${name} has no JSDoc comment`);
       count++;
     }
   }
