@@ -234,8 +234,9 @@ export class Database<Schema extends DBSchema> {
 
   /**
    * A mark that changes whenever a write of this connection starts or the
-   * connection closes or opens, or undefined while a write is in flight: a value read under a mark is still
-   * what the database holds (for this tab) while the mark is unchanged.
+   * connection closes or opens, or undefined while a write is in flight: a
+   * value read under a mark is still what the database holds (for this tab)
+   * while the mark is unchanged.
    */
   get writeMark(): number | undefined {
     return this.#writesInFlight === 0 ? this.#writesStarted : undefined;

@@ -9,7 +9,7 @@ import type { RawTuple } from "./rows.js";
 import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
 
 /** A transaction that can at least read the saver's stores. */
-type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
+export type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
 
 /** The newest checkpoint row of a namespace: one step of a reverse cursor. */
 export async function latestRow(

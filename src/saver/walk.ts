@@ -3,13 +3,11 @@
  * kept chains): a read plan like those of reads.ts, apart because only the
  * lazily loaded delta history and prune use it.
  */
-import type { KeyRanges, Tx } from "../idb/database.js";
+import type { KeyRanges } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
-import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
-
-/** A transaction that can at least read the saver's stores. */
-type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
+import type { ReadTx } from "./reads.js";
+import type { BlobRow, CheckpointRow, Version, WriteRow } from "./schema.js";
 
 /** What the ancestor walk found for the delta-channel history. */
 export interface AncestorWalk {
