@@ -24,6 +24,14 @@ export interface CheckpointRow {
   checkpoint_id: string;
   /** The checkpoint it was put on top of (`config.configurable.checkpoint_id`). */
   parent_checkpoint_id?: string;
+  /**
+   * Row binding version 3 (encrypting serializers only): a SHA-256 over this
+   * row's id, parent link and channel versions and its parent's `chain`, 64
+   * lowercase hex characters, also sealed with the checkpoint. Walks up the
+   * parent chain check links by hashing instead of decrypting every
+   * ancestor (see saver/chain.ts). Absent on binding version 1 and 2 rows.
+   */
+  chain?: string;
   /** The checkpoint with `channel_values` removed. */
   checkpoint: TypedBytes;
   metadata: TypedBytes;

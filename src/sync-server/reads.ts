@@ -44,7 +44,7 @@ export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQue
     if (query.checkpointNs !== undefined) add("checkpoint_ns = ?", query.checkpointNs);
     if (query.checkpointId !== undefined) add("checkpoint_id = ?", query.checkpointId);
     if (query.before !== undefined) add(`checkpoint_id COLLATE "C" < ?`, query.before);
-    let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
+    let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type, checkpoint,
         metadata_type, metadata, channel_versions, run_id, origin
       FROM lgsync_checkpoints WHERE ${where.join(" AND ")}
       ORDER BY checkpoint_id COLLATE "C" DESC, thread_id, checkpoint_ns`;
@@ -75,6 +75,7 @@ interface CheckpointDbRow {
   checkpoint_ns: string;
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
+  chain: string | null;
   checkpoint_type: string;
   checkpoint: Buffer;
   metadata_type: string;
@@ -98,7 +99,7 @@ export function pull(
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
     const [cps, dels] = await Promise.all([
       client.query<CheckpointDbRow>(
-        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
+        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type, checkpoint,
            metadata_type, metadata, channel_versions, run_id, origin
          FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
         args,
@@ -213,6 +214,7 @@ async function readDetails(
       writes: writeMap.get(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)) ?? [],
     };
     if (row.parent_checkpoint_id !== null) wire.parent_checkpoint_id = row.parent_checkpoint_id;
+    if (row.chain !== null) wire.chain = row.chain;
     if (row.run_id !== null) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(wire.channel_versions)) {
       const blob = blobMap.get(

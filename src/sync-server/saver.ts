@@ -227,6 +227,8 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     };
     // The parent link is part of the checkpoint's binding (version 2).
     if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
+    // So is a version 3 row's `chain`; this saver writes plaintext rows without one.
+    if (wire.chain !== undefined) row.chain = wire.chain;
     const blobs: BlobRow[] = wire.blobs.map((b) => ({
       thread_id: t,
       checkpoint_ns: ns,

@@ -35,6 +35,9 @@ export const SYNC_SCHEMA: readonly string[] = [
      origin text,
      PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
    )`,
+  // The row's `chain` (row binding version 3), added by ALTER so that tables
+  // created before it gain the column on the next start; NULL on older rows.
+  `ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS chain text`,
   `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
   `CREATE TABLE IF NOT EXISTS lgsync_blobs (
      user_id text NOT NULL,

@@ -115,6 +115,25 @@ describe("sync server: auth and isolation", () => {
   });
 });
 
+/** A push body of one well-formed checkpoint with `fields` changed. */
+const pushOne = (fields: Record<string, unknown>) => ({
+  v: 1,
+  deletes: [],
+  checkpoints: [
+    {
+      thread_id: "t",
+      checkpoint_ns: "",
+      checkpoint_id: "c",
+      checkpoint: ["x", new Uint8Array()],
+      metadata: ["x", new Uint8Array()],
+      channel_versions: {},
+      blobs: [],
+      writes: [],
+      ...fields,
+    },
+  ],
+});
+
 describe("sync server: bad requests", () => {
   it("answers bad input with clear 4xx errors and stays up", async () => {
     const { token } = newUser();
@@ -129,29 +148,18 @@ describe("sync server: bad requests", () => {
       ["POST", "/push", { v: 99, checkpoints: [], deletes: [] }, undefined, 400, /protocol version 99/],
       ["POST", "/push", { v: 1, checkpoints: "x", deletes: [] }, undefined, 400, /checkpoints must be an array/],
       ["POST", "/push", { v: 1, checkpoints: [{ thread_id: "t" }], deletes: [] }, undefined, 400, /channel_versions/],
-      [
-        "POST",
-        "/push",
-        {
-          v: 1,
-          deletes: [],
-          checkpoints: [
-            {
-              thread_id: "__proto__",
-              checkpoint_ns: "",
-              checkpoint_id: "c",
-              checkpoint: ["x", new Uint8Array()],
-              metadata: ["x", new Uint8Array()],
-              channel_versions: {},
-              blobs: [],
-              writes: [],
-            },
-          ],
-        },
-        undefined,
-        400,
-        /__proto__/,
-      ],
+      ["POST", "/push", pushOne({ thread_id: "__proto__" }), undefined, 400, /__proto__/],
+      // A row's chain (binding version 3) is exactly a SHA-256 as lowercase hex.
+      ...["ab".repeat(32).slice(1), "AB".repeat(32), 12345].map(
+        (chain): [string, string, unknown, string | undefined, number, RegExp] => [
+          "POST",
+          "/push",
+          pushOne({ chain }),
+          undefined,
+          400,
+          /checkpoints\[0\]\.chain must be 64 lowercase hex/,
+        ],
+      ),
       ["POST", "/push", "{}", "application/json", 415, /application\/vnd\.langgraph-sync\+msgpack/],
       ["POST", "/push", new Uint8Array(300 * 1024), undefined, 413, /./],
       ["GET", "/pull?since=-1", undefined, undefined, 400, /since/],

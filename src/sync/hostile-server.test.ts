@@ -75,6 +75,10 @@ const PLANTS: [string, unknown][] = [
   ["a bundle without blobs", bundle({ blobs: null })],
   ["a checkpoint id that is not a string", bundle({ checkpoint_id: 7 })],
   ["a change of an unknown kind", { kind: "rewrite", seq: 1 }],
+  // A row's chain (binding version 3) is exactly a SHA-256 as lowercase hex.
+  ["a chain of 63 hex characters", bundle({ chain: "ab".repeat(32).slice(1) })],
+  ["a chain in uppercase hex", bundle({ chain: "AB".repeat(32) })],
+  ["a chain that is not a string", bundle({ chain: 12345 })],
 ];
 
 describe("a hostile sync server's pulled rows", () => {

@@ -139,6 +139,7 @@ export async function readThread(access: SaverRawAccess, threadId: string): Prom
       writes: rowWrites,
     };
     if (row.parent_checkpoint_id !== undefined) wire.parent_checkpoint_id = row.parent_checkpoint_id;
+    if (row.chain !== undefined) wire.chain = row.chain;
     if (row.run_id !== undefined) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(row.channel_versions)) {
       const blob = blobIndex.get(`${row.checkpoint_ns}\u0000${channel}\u0000${typeof version}:${String(version)}`);
@@ -254,6 +255,8 @@ export async function applyChanges(
           created_at: now,
         };
         if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
+        // Sealed with the checkpoint (binding version 3): without it the row no longer opens.
+        if (wire.chain !== undefined) row.chain = wire.chain;
         if (wire.run_id !== undefined) row.run_id = wire.run_id;
         const added = addIfAbsent(checkpoints, row);
         issue(added);

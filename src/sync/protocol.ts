@@ -57,6 +57,13 @@ export interface WireCheckpoint {
   checkpoint_ns: string;
   checkpoint_id: string;
   parent_checkpoint_id?: string;
+  /**
+   * The row's `chain` (row binding version 3, encrypting savers): 64
+   * lowercase hex characters, carried verbatim both ways, since the
+   * checkpoint's ciphertext is sealed with it and opens only beside the same
+   * value. Absent on older (binding version 1 and 2) and plaintext rows.
+   */
+  chain?: string;
   /** The checkpoint without channel values. */
   checkpoint: WireBytes;
   metadata: WireBytes;
@@ -240,6 +247,13 @@ function version(value: unknown, where: string): WireVersion {
   throw new ProtocolError(`${where} must be a finite number or a string.`);
 }
 
+/** A row's `chain`: exactly what the saver writes (a SHA-256 as lowercase hex), nothing a row could not hold. */
+function chain(value: unknown, where: string): string {
+  if (typeof value !== "string" || !/^[0-9a-f]{64}$/.test(value))
+    throw new ProtocolError(`${where} must be 64 lowercase hex characters.`);
+  return value;
+}
+
 function list(value: unknown, where: string): unknown[] {
   if (!Array.isArray(value)) throw new ProtocolError(`${where} must be an array.`);
   return value;
@@ -288,6 +302,7 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
   if (value.parent_checkpoint_id !== undefined && value.parent_checkpoint_id !== null) {
     result.parent_checkpoint_id = id(value.parent_checkpoint_id, `${where}.parent_checkpoint_id`);
   }
+  if (value.chain !== undefined && value.chain !== null) result.chain = chain(value.chain, `${where}.chain`);
   if (value.run_id !== undefined && value.run_id !== null) result.run_id = id(value.run_id, `${where}.run_id`);
   return result;
 }

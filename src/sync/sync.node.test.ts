@@ -3,9 +3,20 @@
  * Each device is an IndexedDBSaver on its own fake IDBFactory (two
  * browsers); the server is the real Fastify app on loopback.
  */
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
-import { checkpointIds, device, newUser, startServer, state, type Device } from "../../test/support/sync/harness.js";
+import { done, openRaw } from "../../test/support/reliability/raw.js";
+import {
+  checkpointIds,
+  device,
+  inspector,
+  newUser,
+  startServer,
+  state,
+  type Device,
+} from "../../test/support/sync/harness.js";
+import type { CheckpointRow } from "../saver/schema.js";
 import type { SyncServer } from "../sync-server.js";
 import { SyncClient } from "./client.js";
 
@@ -220,6 +231,82 @@ describe("SyncClient with the sync server", () => {
     await expect.poll(() => a.sync.status.state, { timeout: 10_000, interval: 20 }).toBe("idle"); // first round done, next poll in 60 s
     await chat(a.saver, "soon", ["typed on A"]);
     await expect.poll(async () => (await b.sync.syncNow()).pulled, { timeout: 5000, interval: 100 }).toBeGreaterThan(0);
+    await close(a, b);
+  });
+});
+
+/** A distinct 64-hex value per checkpoint, as a version 3 saver's SHA-256 would be. */
+const chainOf = (row: CheckpointRow) => createHash("sha256").update(`chain of ${row.checkpoint_id}`).digest("hex");
+
+/** Every checkpoint row of a device's database, read raw. */
+async function rows(d: Device): Promise<CheckpointRow[]> {
+  const db = await openRaw(d.saver.dbName, undefined, undefined, d.factory);
+  try {
+    return (await done(db.transaction("checkpoints").objectStore("checkpoints").getAll())) as CheckpointRow[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Gives every row but the oldest a chain, directly in the database; returns them all as now stored. */
+async function plantChains(d: Device): Promise<CheckpointRow[]> {
+  const db = await openRaw(d.saver.dbName, undefined, undefined, d.factory);
+  try {
+    const store = db.transaction("checkpoints", "readwrite").objectStore("checkpoints");
+    const all = (await done(store.getAll())) as CheckpointRow[];
+    const oldest = all.map((row) => row.checkpoint_id).sort()[0];
+    for (const row of all) {
+      if (row.checkpoint_id === oldest) continue;
+      row.chain = chainOf(row);
+      await done(store.put(row));
+    }
+    return all;
+  } finally {
+    db.close();
+  }
+}
+
+/** What identifies a row and its chain ("-" for none), for comparing devices. */
+const chains = (list: CheckpointRow[]) =>
+  list.map((row) => `${row.checkpoint_ns}|${row.checkpoint_id}|${"chain" in row ? row.chain : "-"}`).sort();
+
+// A checkpoint row's `chain` (row binding version 3): an encrypting saver
+// seals the checkpoint with it, so a pulled row opens only if it arrives with
+// the very value it was written with. The chains are planted raw (what a
+// version 3 saver stores), so a plain saver's rows carry them here.
+describe("sync carries a checkpoint row's chain", () => {
+  it("pushed from A, stored by the server, pulled into B: the identical chain; rows without one stay without", async () => {
+    const { user, token } = newUser("chain");
+    const a = device(url, token);
+    const b = device(url, token);
+    await chat(a.saver, "c", ["first", "second"]);
+    const planted = await plantChains(a);
+    expect(planted.filter((row) => row.chain !== undefined).length).toBeGreaterThan(2);
+    expect(planted.some((row) => row.chain === undefined)).toBe(true);
+
+    expect((await a.sync.syncNow()).pushed).toBe(planted.length);
+    // The server keeps it in its own column, NULL for the row without one.
+    const pool = await inspector();
+    const stored = await pool
+      .query<{ checkpoint_id: string; chain: string | null }>(
+        "SELECT checkpoint_id, chain FROM lgsync_checkpoints WHERE user_id = $1",
+        [user],
+      )
+      .finally(() => pool.end());
+    expect(stored.rows.map((row) => `${row.checkpoint_id}|${row.chain ?? "-"}`).sort()).toEqual(
+      planted.map((row) => `${row.checkpoint_id}|${row.chain ?? "-"}`).sort(),
+    );
+
+    expect((await b.sync.syncNow()).pulled).toBe(planted.length);
+    expect(chains(await rows(b))).toEqual(chains(planted));
+
+    // And the other way: B's next turn, with chains, reaches A unchanged.
+    await chat(b.saver, "c", ["third, on B"]);
+    const onB = await plantChains(b);
+    expect(onB.length).toBeGreaterThan(planted.length);
+    expect((await b.sync.syncNow()).pushed).toBe(onB.length - planted.length);
+    await a.sync.syncNow();
+    expect(chains(await rows(a))).toEqual(chains(onB));
     await close(a, b);
   });
 });

@@ -1,0 +1,107 @@
+/**
+ * A sync server database created before rows carried a `chain` (row binding
+ * version 3) upgrades on the next start: the server adds the column, keeps
+ * the rows already there (they pull back without a chain), and stores and
+ * returns the chain of rows pushed from then on. Runs in a schema of its own
+ * on the test PostgreSQL, so the other tests' tables stay as they are. The
+ * old tables are today's less the column (dropped), whichever statement
+ * creates it.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authenticate, newUser, postgresUrl } from "../../test/support/sync/harness.js";
+import {
+  SYNC_MEDIA_TYPE,
+  SYNC_PROTOCOL_VERSION,
+  decodeBody,
+  encodeBody,
+  type PullResponse,
+  type PushResponse,
+} from "../sync/protocol.js";
+import { createSyncServer, type SyncServer } from "./server.js";
+import { setupSchema } from "./schema.js";
+
+const CHAIN = "0123456789abcdef".repeat(4);
+
+const schemaName = `lgsync_upgrade_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+let admin: pg.Pool;
+let pool: pg.Pool;
+let server: SyncServer | undefined;
+
+beforeAll(async () => {
+  const connectionString = await postgresUrl();
+  admin = new pg.Pool({ connectionString, max: 1 });
+  await admin.query(`CREATE SCHEMA ${schemaName}`);
+  pool = new pg.Pool({ connectionString, max: 4, options: `-c search_path=${schemaName}` });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await pool?.end();
+  await admin?.query(`DROP SCHEMA IF EXISTS ${schemaName} CASCADE`);
+  await admin?.end();
+}, 30_000);
+
+const bundle = (id: string, fields: Record<string, unknown> = {}) => ({
+  thread_id: "t",
+  checkpoint_ns: "",
+  checkpoint_id: id,
+  checkpoint: ["msgpack+aes-gcm", new Uint8Array([1, 2, 3])],
+  metadata: ["msgpack+aes-gcm", new Uint8Array([4])],
+  channel_versions: {},
+  blobs: [],
+  writes: [],
+  ...fields,
+});
+
+describe("sync server schema upgrade: the chain column", () => {
+  it("a database without the column gains it on start, keeps its rows, and stores pushed chains", async () => {
+    // The tables as a server before the column left them: today's, less the column.
+    await setupSchema(pool);
+    await pool.query("ALTER TABLE lgsync_checkpoints DROP COLUMN chain");
+    const { user, token } = newUser("upgrade");
+    // A row the old server stored.
+    await pool.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1)", [user]);
+    await pool.query(
+      `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
+         metadata_type, metadata, channel_versions, seq)
+       VALUES ($1, 't', '', '1', 'msgpack+aes-gcm', '\\x010203', 'msgpack+aes-gcm', '\\x04', '{}', 1)`,
+      [user],
+    );
+    const columns = async () =>
+      (
+        await pool.query<{ column_name: string }>(
+          "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'lgsync_checkpoints'",
+          [schemaName],
+        )
+      ).rows.map((row) => row.column_name);
+    expect(await columns()).not.toContain("chain");
+
+    server = await createSyncServer({ pool, authenticate });
+    const url = await server.listen({ port: 0 });
+    expect(await columns()).toContain("chain");
+    await setupSchema(pool); // a second start, or a second process: still fine
+
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${url}/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
+        body: body === undefined ? undefined : (encodeBody(body) as Uint8Array<ArrayBuffer>),
+      });
+      expect(response.status, `${method} ${path}`).toBe(200);
+      return decodeBody(new Uint8Array(await response.arrayBuffer()));
+    };
+    const pushed = (await call("POST", "/push", {
+      v: SYNC_PROTOCOL_VERSION,
+      deletes: [],
+      checkpoints: [bundle("2", { parent_checkpoint_id: "1", chain: CHAIN })],
+    })) as PushResponse;
+    expect(pushed).toMatchObject({ changed: 1, seq: 2 });
+
+    const pulled = (await call("GET", "/pull?since=0")) as PullResponse;
+    const got = pulled.changes.map((change) => (change.kind === "checkpoint" ? change.checkpoint : undefined));
+    expect(got.map((cp) => cp?.checkpoint_id)).toEqual(["1", "2"]);
+    expect("chain" in got[0]!).toBe(false); // the old row: binding version 1/2
+    expect(got[1]).toMatchObject({ parent_checkpoint_id: "1", chain: CHAIN });
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * The wire's checks of a checkpoint's `chain` (row binding version 3): the
+ * push the server validates and the pull the client validates both go
+ * through `parseCheckpoint`, so a malformed chain is refused on both sides
+ * and a well-formed one is carried verbatim. Pure: no IndexedDB, no server.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  ProtocolError,
+  SYNC_PROTOCOL_VERSION,
+  decodeBody,
+  encodeBody,
+  parsePullResponse,
+  parsePushRequest,
+} from "./protocol.js";
+
+const CHAIN = "0123456789abcdef".repeat(4);
+
+const checkpoint = (fields: Record<string, unknown>) => ({
+  thread_id: "t",
+  checkpoint_ns: "",
+  checkpoint_id: "2",
+  parent_checkpoint_id: "1",
+  checkpoint: ["msgpack+aes-gcm", new Uint8Array([1, 2, 3])],
+  metadata: ["msgpack+aes-gcm", new Uint8Array([4, 5])],
+  channel_versions: { messages: 2 },
+  blobs: [],
+  writes: [],
+  ...fields,
+});
+
+/** Both ways a checkpoint crosses the wire, as the body really travels (encoded, decoded). */
+const sides: [string, (cp: unknown) => unknown][] = [
+  [
+    "a push (server side)",
+    (cp) =>
+      parsePushRequest(decodeBody(encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [cp], deletes: [] })))
+        .checkpoints[0],
+  ],
+  [
+    "a pull answer (client side)",
+    (cp) => {
+      const body = {
+        v: SYNC_PROTOCOL_VERSION,
+        changes: [{ kind: "checkpoint", seq: 1, checkpoint: cp }],
+        cursor: 1,
+        more: false,
+      };
+      const change = parsePullResponse(decodeBody(encodeBody(body))).changes[0]!;
+      return change.kind === "checkpoint" ? change.checkpoint : undefined;
+    },
+  ],
+];
+
+const MALFORMED: [string, unknown][] = [
+  ["63 hex characters", CHAIN.slice(1)],
+  ["65 hex characters", `${CHAIN}0`],
+  ["uppercase hex", CHAIN.toUpperCase()],
+  ["a non-hex character", `${CHAIN.slice(1)}g`],
+  ["a trailing newline", `${CHAIN}\n`],
+  ["a number", 7],
+  ["bytes", new Uint8Array(32)],
+  ["an empty string", ""],
+];
+
+describe("WireCheckpoint.chain", () => {
+  for (const [side, parse] of sides) {
+    it(`${side}: a 64-hex chain is carried verbatim`, () => {
+      expect(parse(checkpoint({ chain: CHAIN }))).toMatchObject({ chain: CHAIN, parent_checkpoint_id: "1" });
+    });
+
+    it(`${side}: absent or null means a binding version 1/2 row, no chain field`, () => {
+      for (const cp of [checkpoint({}), checkpoint({ chain: null })]) {
+        const parsed = parse(cp) as Record<string, unknown>;
+        expect(parsed.checkpoint_id).toBe("2");
+        expect("chain" in parsed).toBe(false);
+      }
+    });
+
+    for (const [what, chain] of MALFORMED) {
+      it(`${side}: ${what} is refused with a ProtocolError naming the field`, () => {
+        let error: unknown;
+        try {
+          parse(checkpoint({ chain }));
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(ProtocolError);
+        expect((error as Error).message).toMatch(/\.chain must be 64 lowercase hex characters/);
+      });
+    }
+  }
+});
