@@ -32,7 +32,6 @@ import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { list } from "./list.js";
 import { put, putWrites } from "./put.js";
-import { clearTombstone, deleteThread } from "./tombstones.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
 
@@ -177,8 +176,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     return putWrites(this.#ctx, config, writes, taskId, taskPath);
   }
 
-  override deleteThread(threadId: string): Promise<void> {
-    return deleteThread(this.#ctx, threadId);
+  override async deleteThread(threadId: string): Promise<void> {
+    return (await import("./delete-thread.js")).deleteThread(this.#ctx, threadId);
   }
 
   /**
@@ -210,8 +209,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * (a pruned thread's oldest checkpoint points to a parent that is gone).
    * Only call it when no run of the deleted thread is still going.
    */
-  clearTombstone(threadId: string): Promise<void> {
-    return clearTombstone(this.#ctx, threadId);
+  async clearTombstone(threadId: string): Promise<void> {
+    return (await import("./delete-thread.js")).clearTombstone(this.#ctx, threadId);
   }
 
   /**

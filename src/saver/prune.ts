@@ -16,7 +16,8 @@ import { deleteCheckpointRows } from "./runs.js";
 import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
-import { THREAD_STORES, deleteThread } from "./tombstones.js";
+import { deleteThread } from "./delete-thread.js";
+import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 
