@@ -61,7 +61,7 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
               serde,
               "re-encrypt a checkpoint",
               checkpoint,
-              rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id),
+              rowRef.checkpoint(t, row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id, row.chain),
             ),
             metadata: await encode(
               serde,

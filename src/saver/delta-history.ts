@@ -11,7 +11,7 @@ import { assertId, configIds } from "./ids.js";
 import { latestRow } from "./reads.js";
 import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
-import { verifyParentLinks } from "./verify-links.js";
+import { checkChains, finishLinkCheck, type LinkCheck } from "./verify-links.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links
@@ -37,21 +37,25 @@ export async function getDeltaChannelHistory(
   }
   // Taken before the read: a write that starts meanwhile keeps this walk from being kept.
   const mark = walks.mark();
+  const serde = await ctx.serde();
+  // The links and versions that chose the path and the seeds (a no-op
+  // without encryption): hashed while the walk's last reads are out,
+  // decrypted while the writes decode.
+  let links: LinkCheck | undefined;
   const walked = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
       const target = checkpointId
         ? await tx.objectStore("checkpoints").get([threadId, checkpointNs, checkpointId])
         : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
-      return { target, ...(await walkAncestors(tx, ctx.db.ranges, target, channels)) };
+      const walk = await walkAncestors(tx, ctx.db.ranges, target, channels, (rows, tail) => {
+        links = checkChains(serde, target ? [target, ...rows] : [], tail ? [tail] : []);
+      });
+      return { target, ...walk };
     },
     "read delta channel history",
   );
-
-  const serde = await ctx.serde();
-  // The links and versions that chose the path and the seeds, checked
-  // while the writes decode (a no-op without encryption).
-  const verified = verifyParentLinks(serde, walked.target ? [walked.target, ...walked.rows] : []);
+  const verified = finishLinkCheck(links);
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
   const [, decoded] = await Promise.all([
     verified,

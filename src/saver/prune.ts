@@ -77,7 +77,7 @@ async function pruneThread(
   }
   if (kept.length === rows.length) return;
   // The kept rows' clear versions decide which blobs survive: check them.
-  await verifyParentLinks(serde, kept);
+  await verifyParentLinks(serde, kept, rows);
 
   // Delta channels the kept checkpoints rebuild from ancestors' writes.
   const snapshots: BlobRow[] = [];
@@ -121,7 +121,7 @@ async function pruneThread(
         "walk delta history",
       );
       // The kept chain follows parent links: check them before deleting around them.
-      await verifyParentLinks(serde, [row, ...walk.rows]);
+      await verifyParentLinks(serde, [row, ...walk.rows], walk.tail ? [walk.tail] : []);
       const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
       for (const id of walk.path.slice(0, depth + 1)) keep.add(checkpointIdentity(row.checkpoint_ns, id));
     }

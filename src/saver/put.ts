@@ -33,6 +33,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { putInput } from "./put-input.js";
+import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
 type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
@@ -50,8 +51,14 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
+  const versionsCopy = { ...checkpoint.channel_versions };
   const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
+    const fields = { checkpoint_id: checkpointId, parent_checkpoint_id: parentId, channel_versions: versionsCopy };
+    // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
+    const chain = authenticates(serde)
+      ? await (await import("./chain.js")).chainFor(ctx, serde, threadId, checkpointNs, fields)
+      : undefined;
 
     // Serialize everything before the transaction opens.
     const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
@@ -59,7 +66,7 @@ export async function put(
         serde,
         "serialize the checkpoint",
         withoutValues,
-        rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
+        rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId, chain),
       ),
       encode(
         serde,
@@ -94,10 +101,11 @@ export async function put(
       checkpoint_id: checkpointId,
       checkpoint: checkpointBytes,
       metadata: metadataBytes,
-      channel_versions: { ...checkpoint.channel_versions },
+      channel_versions: versionsCopy,
       created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
+    if (chain !== undefined) row.chain = chain;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
 
     const now = ctx.now();

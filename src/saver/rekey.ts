@@ -135,12 +135,12 @@ async function rewriteStore<S extends "checkpoints" | "blobs" | "writes" | "thre
 async function rewriteEither(
   rewrite: ValueRewriter,
   value: StoredValue,
-  [current, legacy]: [RowRef, RowRef],
+  [current, legacy]: [RowRef, RowRef?],
 ): Promise<[string, Uint8Array] | undefined> {
   try {
     return await rewrite(value, current);
   } catch (error) {
-    if (!(error instanceof DecryptionError)) throw error;
+    if (!(error instanceof DecryptionError) || legacy === undefined) throw error;
     try {
       return await rewrite(value, legacy);
     } catch {

@@ -28,12 +28,15 @@ export interface RawTuple {
  * The row names bound into each value (associated data for encrypting
  * serializers). Binding version 2 (`checkpoint.2`, `write.2`) also names the
  * clear fields that steer reads: a checkpoint's parent link, a write's
- * channel and task path. Rows written before it carry version 1 (the
- * `legacy` refs) and still read: see {@link decode}.
+ * channel and task path. Version 3 (`checkpoint.3`) adds the row's `chain`
+ * (chain.ts). Rows written before version 2 carry version 1 (the `legacy`
+ * refs) and still read: see {@link decode}.
  */
 export const rowRef = {
-  checkpoint: (t: string, ns: string, id: string, parentId: string | undefined): RowRef =>
-    parentId === undefined ? ["checkpoint.2", t, ns, id] : ["checkpoint.2", t, ns, id, parentId],
+  checkpoint: (t: string, ns: string, id: string, parentId: string | undefined, chain?: string): RowRef => {
+    const tail = parentId === undefined ? [id] : [id, parentId];
+    return chain === undefined ? ["checkpoint.2", t, ns, ...tail] : ["checkpoint.3", t, ns, ...tail, chain];
+  },
   metadata: (t: string, ns: string, id: string): RowRef => ["metadata", t, ns, id],
   blob: (t: string, ns: string, channel: string, version: Version): RowRef => ["blob", t, ns, channel, version],
   write: (
@@ -53,10 +56,15 @@ export const legacyRowRef = {
   write: (t: string, ns: string, id: string, taskId: string, idx: number): RowRef => ["write", t, ns, id, taskId, idx],
 };
 
-/** The version 2 ref of a stored checkpoint row, and its version 1 ref. */
-export function checkpointRefs(row: CheckpointRow): [RowRef, RowRef] {
-  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id } = row;
-  return [rowRef.checkpoint(t, ns, id, row.parent_checkpoint_id), legacyRowRef.checkpoint(t, ns, id)];
+/**
+ * The ref of a stored checkpoint row (version 3 if it has a chain, else 2),
+ * and the version 1 ref it may be sealed under instead. A row with a chain
+ * has no such fallback: removing or adding a chain cannot make a row read.
+ */
+export function checkpointRefs(row: CheckpointRow): [RowRef, RowRef?] {
+  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id, chain } = row;
+  const ref = rowRef.checkpoint(t, ns, id, row.parent_checkpoint_id, chain);
+  return chain === undefined ? [ref, legacyRowRef.checkpoint(t, ns, id)] : [ref];
 }
 
 /** The version 2 ref of a stored write row, and its version 1 ref. */

@@ -8,6 +8,8 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "./rows.js";
 import type { CheckpointRow, Version } from "./schema.js";
 import { authenticates } from "./verify.js";
+import { chainOf } from "./chain.js";
+import { DecryptionError } from "../core/errors.js";
 
 /**
  * What decoding a checkpoint row proved: the parent link and channel
@@ -16,6 +18,7 @@ import { authenticates } from "./verify.js";
  */
 interface Proven {
   parent: string | undefined;
+  chain: string | undefined;
   versions: Record<string, Version>;
   tag: Uint8Array;
 }
@@ -42,6 +45,12 @@ const MAX_PROVEN = 4096;
  */
 const provenBy = new WeakMap<SerializerProtocol, Map<string, Proven>>();
 
+function provenOf(serde: SerializerProtocol): Map<string, Proven> {
+  let proven = provenBy.get(serde);
+  if (!proven) provenBy.set(serde, (proven = new Map()));
+  return proven;
+}
+
 /** The sealed bytes' last {@link TAG_BYTES}, or undefined if the row holds no such bytes. */
 function tagOf(row: CheckpointRow): Uint8Array | undefined {
   const data: unknown = row.checkpoint?.[1];
@@ -61,6 +70,7 @@ function isProven(proven: Map<string, Proven>, row: CheckpointRow): boolean {
     entry !== undefined &&
     tag !== undefined &&
     entry.parent === row.parent_checkpoint_id &&
+    entry.chain === row.chain &&
     tag.every((byte, i) => byte === entry.tag[i]) &&
     typeof plain === "object" &&
     plain !== null &&
@@ -74,26 +84,96 @@ function remember(proven: Map<string, Proven>, row: CheckpointRow, versions: Rec
   const key = provenKey(row);
   proven.delete(key);
   if (proven.size >= MAX_PROVEN) proven.delete(proven.keys().next().value!);
-  proven.set(key, { parent: row.parent_checkpoint_id, versions, tag: tag.slice() });
+  proven.set(key, { parent: row.parent_checkpoint_id, chain: row.chain, versions, tag: tag.slice() });
+}
+
+/** What {@link checkChains} left to do: rows to decrypt, and rows their chains proved once those open. */
+export interface LinkCheck {
+  serde: SerializerProtocol;
+  decrypt: CheckpointRow[];
+  hashed: CheckpointRow[];
+}
+
+/**
+ * The synchronous part of {@link verifyParentLinks}: hashes what it can and
+ * throws `DecryptionError` on a chain that does not hash right; undefined
+ * without encryption. A walk runs it while its last reads are in flight
+ * (the main thread waits for them anyway).
+ */
+export function checkChains(
+  serde: SerializerProtocol,
+  rows: readonly CheckpointRow[],
+  others: readonly CheckpointRow[] = [],
+): LinkCheck | undefined {
+  if (!authenticates(serde)) return undefined;
+  const known = provenOf(serde);
+  // Per namespace (prune's rows span several), by id.
+  const byId = new Map<string, Map<string, CheckpointRow>>();
+  for (const row of [...others, ...rows]) {
+    let ids = byId.get(row.checkpoint_ns);
+    if (!ids) byId.set(row.checkpoint_ns, (ids = new Map()));
+    ids.set(row.checkpoint_id, row);
+  }
+  const parentOf = (row: CheckpointRow) =>
+    row.parent_checkpoint_id === undefined ? undefined : byId.get(row.checkpoint_ns)!.get(row.parent_checkpoint_id);
+  const isKnown = new Set(rows.filter((row) => isProven(known, row)));
+  const chainProven = new Set<CheckpointRow>();
+  const check: LinkCheck = { serde, decrypt: [], hashed: [] };
+  for (const row of [...rows].sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1))) {
+    const parent = parentOf(row);
+    const hashable = row.chain !== undefined && (row.parent_checkpoint_id === undefined || parent !== undefined);
+    // Nothing to learn from a row proven before whose parent is proven too.
+    if (!hashable || (isKnown.has(row) && (parent === undefined || isKnown.has(parent)))) {
+      if (!isKnown.has(row)) check.decrypt.push(row);
+      continue;
+    }
+    if (chainOf(row, parent?.chain) !== row.chain) {
+      throw new DecryptionError(
+        `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its parent link, channel versions or chain do not hash to its chain. The row or its parent was altered outside the saver.`,
+      );
+    }
+    // Its chain is proven by a child, by a proof kept from before, or by decrypting it.
+    (chainProven.has(row) || isKnown.has(row) ? check.hashed : check.decrypt).push(row);
+    if (parent?.chain !== undefined) chainProven.add(parent);
+  }
+  return check;
+}
+
+/**
+ * The rest of {@link verifyParentLinks}: decrypts the rows `check` left and
+ * only then remembers what the hashes proved (they hang on those rows).
+ */
+export async function finishLinkCheck(check: LinkCheck | undefined): Promise<void> {
+  if (!check) return;
+  const known = provenOf(check.serde);
+  const opened = await Promise.all(
+    check.decrypt.map(async (row) => {
+      const checkpoint = await decodeCheckpoint(check.serde, row);
+      assertVersionsMatch(row, checkpoint, true);
+      return checkpoint.channel_versions ?? {};
+    }),
+  );
+  check.decrypt.forEach((row, i) => remember(known, row, opened[i]!));
+  for (const row of check.hashed) remember(known, row, row.channel_versions);
 }
 
 /**
  * Checks the parent links and channel versions a walk up the parent chain
- * followed: each row's checkpoint is decoded under binding version 2 (which
- * names its parent) and its versions compared with the row's, unless the
- * row is one already proven (see {@link provenBy}). Resolves when all hold;
- * no-op without encryption.
+ * followed, under an encrypting serializer; resolves when all hold, fails
+ * with `DecryptionError` when one was altered. No-op without encryption.
+ *
+ * A row is proven by one of: being a row already proven (see
+ * {@link provenBy}); its chain (binding version 3, chain.ts) hashing right
+ * once a child proved that chain; or decrypting its checkpoint (sealed with
+ * its parent link under binding version 2 or 3) and comparing versions. Rows
+ * go newest id first, so a walk's target is decrypted and its ancestors are
+ * proven by hashes. `others` are rows read with them whose chains may prove
+ * the last of `rows` (a walk's next ancestor); they are not checked.
  */
-export async function verifyParentLinks(serde: SerializerProtocol, rows: readonly CheckpointRow[]): Promise<void> {
-  if (!authenticates(serde)) return;
-  let proven = provenBy.get(serde);
-  if (!proven) provenBy.set(serde, (proven = new Map()));
-  await Promise.all(
-    rows.map(async (row) => {
-      if (isProven(proven, row)) return;
-      const checkpoint = await decodeCheckpoint(serde, row);
-      assertVersionsMatch(row, checkpoint, true);
-      remember(proven, row, checkpoint.channel_versions ?? {});
-    }),
-  );
+export async function verifyParentLinks(
+  serde: SerializerProtocol,
+  rows: readonly CheckpointRow[],
+  others: readonly CheckpointRow[] = [],
+): Promise<void> {
+  await finishLinkCheck(checkChains(serde, rows, others));
 }

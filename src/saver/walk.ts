@@ -15,6 +15,8 @@ export interface AncestorWalk {
   path: string[];
   /** The rows of `path` (same order): their parent links and versions steered the walk. */
   rows: CheckpointRow[];
+  /** The parent row of the last of `rows`, if the walk read it (its chain proves that row: chain.ts). */
+  tail?: CheckpointRow;
   /** Per channel: the blob that seeds it and the depth in `path` it was found at. */
   seeds: Map<string, { blob: BlobRow; depth: number }>;
   /** Per requested channel (same order): its writes on its part of the path. */
@@ -59,6 +61,7 @@ export async function walkAncestors(
   ranges: KeyRanges,
   target: CheckpointRow | undefined,
   channels: string[],
+  whileReading?: (rows: CheckpointRow[], tail: CheckpointRow | undefined) => void,
 ): Promise<AncestorWalk> {
   const path: string[] = [];
   const pathRows: CheckpointRow[] = [];
@@ -116,8 +119,9 @@ export async function walkAncestors(
     }
     cursor = row.parent_checkpoint_id;
   }
+  const tail = cursor === undefined ? undefined : fetched.get(cursor);
   const writesIndex = tx.objectStore("writes").index("by_channel");
-  const [seedBlobs, writesByChannel] = await Promise.all([
+  const reads = Promise.all([
     Promise.all(
       channels.map((channel) => {
         const seed = seedAt.get(channel);
@@ -142,9 +146,12 @@ export async function walkAncestors(
       }),
     ),
   ]);
+  // Synchronous work on the path (its link check) fits here, while the reads are out.
+  whileReading?.(pathRows, tail);
+  const [seedBlobs, writesByChannel] = await reads;
   channels.forEach((channel, i) => {
     const blob = seedBlobs[i];
     if (blob) seeds.set(channel, { blob, depth: seedAt.get(channel)!.depth });
   });
-  return { path, rows: pathRows, seeds, writesByChannel };
+  return { path, rows: pathRows, seeds, writesByChannel, ...(tail && { tail }) };
 }

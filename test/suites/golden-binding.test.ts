@@ -1,16 +1,20 @@
 /**
- * The golden database of row binding version 2 (issue 11 item 2):
- * test/golden/saver-encrypted-binding2.json, written by
- * test/golden/generate-binding2.ts. Its checkpoints are sealed with their
- * parent link and its writes with their channel and task path; the version 1
+ * The golden databases of the row binding versions (issue 11 item 2):
+ * test/golden/saver-encrypted-binding2.json and -binding3.json, written by
+ * test/golden/generate-binding<N>.ts. Version 2 seals checkpoints with their
+ * parent link and writes with their channel and task path; version 3 adds
+ * each checkpoint row's hash chain (src/saver/chain.ts). The version 1
  * golden (saver-encrypted.json, read by golden-formats.test.ts) still reads
- * beside it. Node and Chromium.
+ * beside them. Node and Chromium.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import binding2Golden from "../golden/saver-encrypted-binding2.json";
+import binding3Golden from "../golden/saver-encrypted-binding3.json";
+import { chainOf } from "../../src/saver/chain.js";
+import type { CheckpointRow } from "../../src/saver/schema.js";
 import binding1Golden from "../golden/saver-encrypted.json";
 import { RAW_KEY, deleteDatabase, loadDatabase, readSaver, type DatabaseDump, type Tagged } from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
@@ -21,6 +25,7 @@ interface SaverGolden {
 }
 
 const v2 = binding2Golden as unknown as SaverGolden;
+const v3 = binding3Golden as unknown as SaverGolden;
 const v1 = binding1Golden as unknown as SaverGolden;
 const created: string[] = [];
 const savers: IndexedDBSaver[] = [];
@@ -90,5 +95,60 @@ describe("saver database of row binding version 2 (encrypted)", () => {
       for await (const tuple of saver.list({ configurable: { thread_id: "t-chat" } })) void tuple;
     })();
     await expect(listing).rejects.toBeInstanceOf(DecryptionError);
+  });
+
+  it("proves a walk's ancestors by decrypting them (they have no chain): a swapped sealed checkpoint fails the walk", async () => {
+    const saver = await saverOn(v2.dump, (dump) => {
+      const chat = rows(dump, "checkpoints")
+        .filter((row) => row.thread_id === "t-chat" && row.checkpoint_ns === "")
+        .sort((a, b) => ((a.checkpoint_id as string) < (b.checkpoint_id as string) ? 1 : -1));
+      expect(chat.some((row) => "chain" in row)).toBe(false);
+      const parent = chat.find((row) => row.checkpoint_id === chat[0]!.parent_checkpoint_id)!;
+      const other = chat.find((row) => row !== parent && row !== chat[0])!;
+      parent.checkpoint = other.checkpoint!;
+    });
+    const walk = saver.getDeltaChannelHistory({
+      config: { configurable: { thread_id: "t-chat" } },
+      channels: ["messages"],
+    });
+    await expect(walk).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
+describe("saver database of row binding version 3 (encrypted, hash chain of parent links)", () => {
+  it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
+    const actual = await readSaver(await saverOn(v3.dump));
+    expect(Object.keys(actual)).toEqual(Object.keys(v3.expected));
+    for (const key of Object.keys(v3.expected)) expect({ [key]: actual[key] }).toEqual({ [key]: v3.expected[key] });
+  });
+
+  it("each row's chain is the hash of its clear fields and its parent's chain (the algorithm is frozen)", () => {
+    const checkpoints = rows(v3.dump, "checkpoints") as unknown as CheckpointRow[];
+    expect(checkpoints.length).toBeGreaterThan(5);
+    for (const row of checkpoints) {
+      const parent = checkpoints.find(
+        (other) =>
+          other.thread_id === row.thread_id &&
+          other.checkpoint_ns === row.checkpoint_ns &&
+          other.checkpoint_id === row.parent_checkpoint_id,
+      );
+      expect(row.chain).toMatch(/^[0-9a-f]{64}$/);
+      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+    }
+  });
+
+  it("a relinked ancestor with its chain recomputed fails the walk; the untouched golden walks", async () => {
+    const chatConfig = { config: { configurable: { thread_id: "t-chat" } }, channels: ["messages"] };
+    expect(await (await saverOn(v3.dump)).getDeltaChannelHistory(chatConfig)).toBeDefined();
+    const saver = await saverOn(v3.dump, (dump) => {
+      const chat = (rows(dump, "checkpoints") as unknown as CheckpointRow[])
+        .filter((row) => row.thread_id === "t-chat")
+        .sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? -1 : 1));
+      // The grandparent of the latest skips its parent; its chain recomputed as an attacker can.
+      const relinked = chat[chat.length - 2]!;
+      relinked.parent_checkpoint_id = chat[chat.length - 4]!.checkpoint_id;
+      relinked.chain = chainOf(relinked, chat[chat.length - 4]!.chain);
+    });
+    await expect(saver.getDeltaChannelHistory(chatConfig)).rejects.toBeInstanceOf(DecryptionError);
   });
 });
