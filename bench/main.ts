@@ -30,7 +30,7 @@ const suites: Suite[] = [
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");
   const rows: BenchRow[] = [];
-  const environment = `${navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? navigator.userAgent}, ${navigator.hardwareConcurrency} cores`;
+  const environment = `${navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? navigator.userAgent}, ${navigator.hardwareConcurrency} cores, timer ${crossOriginIsolated ? "5" : "100"} µs`;
   try {
     for (const suite of suites) {
       if (only && !only.includes(suite.name)) continue;
