@@ -85,8 +85,8 @@ const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
   JSON.stringify([threadId, checkpointNs, checkpointId]);
 
 /**
- * The parent's `chain`, as a writer may trust it: one it wrote or one whose
- * checkpoint it decrypted (its seal covers it). `null` when there is no
+ * The parent's `chain`, read when this saver did not write it, trusted once
+ * its checkpoint decrypted (its seal covers it). `null` when there is no
  * parent row: the new row then gets no chain (binding version 2), as a
  * chain over a parent that may appear later (with other fields) could not
  * be checked.
@@ -98,8 +98,6 @@ async function trustedParentChain(
   checkpointNs: string,
   parentId: string,
 ): Promise<string | undefined | null> {
-  const cached = known.get(ctx)?.get(keyOf(threadId, checkpointNs, parentId));
-  if (cached !== undefined) return cached;
   const parent = await ctx.db.read(
     ["checkpoints"],
     (tx) => tx.objectStore("checkpoints").get([threadId, checkpointNs, parentId]),
@@ -116,17 +114,30 @@ async function trustedParentChain(
  * for its children; undefined when the row gets none (its parent row is
  * missing).
  */
-export async function chainFor(
+export function chainFor(
   ctx: SaverContext,
   serde: SerializerProtocol,
   threadId: string,
   checkpointNs: string,
   fields: ChainFields,
-): Promise<string | undefined> {
+): string | undefined | Promise<string | undefined> {
   const parentId = fields.parent_checkpoint_id;
-  const parentChain =
-    parentId === undefined ? undefined : await trustedParentChain(ctx, serde, threadId, checkpointNs, parentId);
-  if (parentChain === null) return undefined;
+  const cached = parentId === undefined ? undefined : known.get(ctx)?.get(keyOf(threadId, checkpointNs, parentId));
+  // The common case (the parent is this saver's previous put) needs no await.
+  if (parentId === undefined || cached !== undefined) return chained(ctx, threadId, checkpointNs, fields, cached);
+  return trustedParentChain(ctx, serde, threadId, checkpointNs, parentId).then((parentChain) =>
+    parentChain === null ? undefined : chained(ctx, threadId, checkpointNs, fields, parentChain),
+  );
+}
+
+/** The chain of a row over `parentChain`, remembered for its children. */
+function chained(
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+  fields: ChainFields,
+  parentChain: string | undefined,
+): string {
   const chain = chainOf(fields, parentChain);
   let chains = known.get(ctx);
   if (!chains) known.set(ctx, (chains = new Map()));

@@ -36,6 +36,9 @@ import { putInput } from "./put-input.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
+/** The hash chain module (chain.ts), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
+let chainModule: Promise<typeof import("./chain.js")> | undefined;
+
 type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
@@ -57,7 +60,7 @@ export async function put(
     const fields = { checkpoint_id: checkpointId, parent_checkpoint_id: parentId, channel_versions: versionsCopy };
     // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
     const chain = authenticates(serde)
-      ? await (await import("./chain.js")).chainFor(ctx, serde, threadId, checkpointNs, fields)
+      ? await (await (chainModule ??= import("./chain.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
       : undefined;
 
     // Serialize everything before the transaction opens.
