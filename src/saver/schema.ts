@@ -241,6 +241,12 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
     checkpoints.createIndex("by_thread_checkpoint", ["thread_id", "checkpoint_id"]);
     checkpoints.createIndex("by_checkpoint", "checkpoint_id");
   },
+  // 3: no change to the stores. An encrypting saver now writes row binding
+  // version 3 (a `chain` per checkpoint row, chain.ts), which versions of
+  // this package before it cannot open: they would report every such row
+  // as altered. Opening at version 3 makes them refuse the database as
+  // "written by a newer version of this package" instead.
+  () => {},
 ];
 
 /** Version of the row format inside the stores, kept in `meta` as "format". */

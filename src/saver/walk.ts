@@ -146,7 +146,10 @@ export async function walkAncestors(
       }),
     ),
   ]);
-  // Synchronous work on the path (its link check) fits here, while the reads are out.
+  // Synchronous work on the path (its link check) fits here, while the reads
+  // are out. If it throws, the transaction aborts and fails these reads: the
+  // thrown error is the one to report, not their rejection, left unhandled.
+  reads.catch(() => undefined);
   whileReading?.(pathRows, tail);
   const [seedBlobs, writesByChannel] = await reads;
   channels.forEach((channel, i) => {

@@ -18,6 +18,7 @@ import type { CheckpointRow } from "../../src/saver/schema.js";
 import binding1Golden from "../golden/saver-encrypted.json";
 import { RAW_KEY, deleteDatabase, loadDatabase, readSaver, type DatabaseDump, type Tagged } from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
+import { done, openRaw } from "../support/reliability/raw.js";
 
 interface SaverGolden {
   dump: DatabaseDump;
@@ -44,6 +45,17 @@ async function saverOn(dump: DatabaseDump, edit?: (dump: DatabaseDump) => void):
   const saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(RAW_KEY) });
   savers.push(saver);
   return saver;
+}
+
+/** A t-chat checkpoint row as stored. */
+async function rawCheckpoint(dbName: string, checkpointId: string): Promise<CheckpointRow> {
+  const db = await openRaw(dbName);
+  try {
+    const tx = db.transaction(["checkpoints"], "readonly");
+    return (await done(tx.objectStore("checkpoints").get(["t-chat", "", checkpointId]))) as CheckpointRow;
+  } finally {
+    db.close();
+  }
 }
 
 /** The records of one store of `dump`, to edit in place. */
@@ -116,6 +128,27 @@ describe("saver database of row binding version 2 (encrypted)", () => {
 });
 
 describe("saver database of row binding version 3 (encrypted, hash chain of parent links)", () => {
+  it("a version 2 database gets chained rows on top of its unchained ones, and walks across both", async () => {
+    const saver = await saverOn(v2.dump);
+    const head = (await saver.getTuple({ configurable: { thread_id: "t-chat" } }))!;
+    const next = await saver.put(
+      head.config,
+      { ...head.checkpoint, id: `${head.checkpoint.id}-next` },
+      { source: "update", step: 99, parents: {} },
+      {},
+    );
+    const walk = { config: next, channels: ["messages"] };
+    const history = await saver.getDeltaChannelHistory(walk);
+    // A saver that has proven nothing: the new row by its chain, the version 2 rows by decrypting them.
+    const fresh = new IndexedDBSaver({ dbName: saver.dbName, serde: await EncryptedSerializer.fromRawKey(RAW_KEY) });
+    savers.push(fresh);
+    expect(await fresh.getDeltaChannelHistory(walk)).toEqual(history);
+    expect(history.messages!.writes.length).toBeGreaterThan(0);
+    const row = await rawCheckpoint(saver.dbName, next.configurable!.checkpoint_id as string);
+    expect(row.chain).toMatch(/^[0-9a-f]{64}$/);
+    expect(chainOf(row, undefined)).toBe(row.chain); // its parent has no chain
+  });
+
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
     const actual = await readSaver(await saverOn(v3.dump));
     expect(Object.keys(actual)).toEqual(Object.keys(v3.expected));

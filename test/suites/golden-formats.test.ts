@@ -193,8 +193,9 @@ const SAVER_SCHEMA = {
  * checkpoints store for thread-wide and cross-thread `list`. The rows are
  * the same, so the golden dumps (step 1) are "the previous version".
  */
-const SAVER_SCHEMA_V2 = {
-  version: 2,
+/** Today's layout: version 2 added two indexes; version 3 changed no store (it marks row binding version 3). */
+const SAVER_SCHEMA_NOW = {
+  version: 3,
   stores: SAVER_SCHEMA.stores.map((s) =>
     s.name !== "checkpoints"
       ? s
@@ -249,25 +250,25 @@ const saverCases = [
 ];
 
 describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
-  it("has the frozen layout of version 1; today's upgrades create version 2, the same plus two indexes", async () => {
+  it("has the frozen layout of version 1; today's upgrades create version 3, the same plus two indexes", async () => {
     expect(schemaOf(golden.dump)).toEqual(SAVER_SCHEMA);
     const name = freshName("saver-schema");
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
     await saver.getTuple({ configurable: { thread_id: "nothing" } });
     await saver.close();
     const fresh = await dumpDatabase(indexedDB, name);
-    expect(schemaOf(fresh)).toEqual(SAVER_SCHEMA_V2);
+    expect(schemaOf(fresh)).toEqual(SAVER_SCHEMA_NOW);
     expect(store(fresh, "meta").records).toContainEqual(["format", { name: "format", value: 1 }]);
   });
 
-  it("upgrades the version 1 database in place: version 2 layout, every record unchanged, reads as recorded", async () => {
+  it("upgrades the version 1 database in place: today's layout, every record unchanged, reads as recorded", async () => {
     const name = await loadFresh("saver-upgrade", golden.dump);
     expect(schemaOf(await dumpDatabase(indexedDB, name))).toEqual(SAVER_SCHEMA);
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
     expectAnswers(await readSaver(saver), golden.expected);
     await saver.close();
     const upgraded = await dumpDatabase(indexedDB, name);
-    expect(schemaOf(upgraded)).toEqual(SAVER_SCHEMA_V2);
+    expect(schemaOf(upgraded)).toEqual(SAVER_SCHEMA_NOW);
     for (const s of golden.dump.stores)
       expect({ [s.name]: store(upgraded, s.name).records }).toEqual({ [s.name]: s.records });
     // The new indexes hold every checkpoint of the old database.
