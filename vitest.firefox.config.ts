@@ -19,6 +19,7 @@ export default defineConfig({
       "test/suites/journal-purge.test.ts",
       "test/suites/key-rotation.test.ts",
       "test/suites/structural-binding.test.ts",
+      "test/suites/chain-binding.test.ts",
       "test/suites/export-binding.test.ts",
       "test/suites/security.test.ts",
     ],
