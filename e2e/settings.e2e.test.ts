@@ -51,6 +51,14 @@ test("storage view, export, delete and import a thread", async () => {
   await item.getByRole("button", { name: /^Confirm: delete/ }).click();
   await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
   await page.getByTestId("settings").click();
+  // A file that is not an export: said in words, nothing imported.
+  await page
+    .locator("#import-file")
+    .setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("just some notes") });
+  const refused = page.getByText(/^Could not import: this file is not a conversation exported from this app/);
+  await refused.waitFor();
+  expect(await refused.textContent()).not.toMatch(/exportThread|langgraph-thread|serde/);
+  expect(await page.getByTestId("thread").count()).toBe(1);
   await page.locator("#import-file").setInputFiles(file);
   await page.getByTestId("thread").filter({ hasText: "(imported)" }).waitFor();
   // The dialog closes by itself on the imported copy.

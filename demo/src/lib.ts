@@ -7,6 +7,7 @@ export {
   IndexedDBStore,
   EncryptedSerializer,
   DecryptionError,
+  ThreadFileError,
   exportThread,
   importThread,
   copyThreads,

@@ -3,7 +3,7 @@
  * count) and for the origin, persistent storage, export/import of a thread,
  * and the saved memories.
  */
-import { THREAD_EXPORT_EXTENSION } from "../lib.js";
+import { DecryptionError, THREAD_EXPORT_EXTENSION, ThreadFileError } from "../lib.js";
 import { databasesOf } from "../settings.js";
 import { databaseBytes, originUsage, saverBytes } from "../storage.js";
 import { field, formatBytes, h, replace } from "./dom.js";
@@ -17,6 +17,20 @@ function download(blob: Blob, name: string): void {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/**
+ * Why an import failed, in the user's words: the package's messages name
+ * its file format and API, which mean nothing here (the details go to the
+ * console).
+ */
+function importFailure(error: unknown): string {
+  console.warn("Import failed:", error);
+  if (error instanceof ThreadFileError)
+    return "Could not import: this file is not a conversation exported from this app, or it is damaged.";
+  if (error instanceof DecryptionError)
+    return "Could not import: this conversation was exported from a vault with another passphrase, or the file was changed. Nothing was imported.";
+  return `Could not import: ${(error as Error)?.message ?? String(error)}`;
 }
 
 function safeName(title: string): string {
@@ -50,7 +64,10 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         importInput.value = "";
         onImported(threadId);
       },
-      (error: unknown) => (importStatus.textContent = `Could not import: ${(error as Error).message}`),
+      (error: unknown) => {
+        importStatus.textContent = importFailure(error);
+        importInput.value = "";
+      },
     );
   });
 
