@@ -95,6 +95,10 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
   await fire(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
   await b.getByTestId("busy-elsewhere").waitFor();
   await fire(b, "waiting in tab B");
+  await b.getByTestId("stop").waitFor();
+  // Waiting is not thinking: the banner says another tab is answering, and only it.
+  expect(await b.getByTestId("thinking").count()).toBe(0);
+  expect(await b.getByTestId("busy-elsewhere").isVisible()).toBe(true);
   await b.getByTestId("stop").click();
   // Nothing of it was sent: the text is back in B's composer, to send later or drop.
   await expect.poll(() => b.getByTestId("composer").inputValue()).toBe("waiting in tab B");

@@ -122,6 +122,7 @@ export function createChat(actions: ChatActions) {
   let pending = "";
   let frame = 0;
   let running = false;
+  let busyElsewhere = false;
   let atBottom = true;
   let disabledReason: string | undefined;
   let status: HTMLElement | undefined;
@@ -222,9 +223,13 @@ export function createChat(actions: ChatActions) {
     pending = "";
     streaming = undefined;
   }
-  /** The status line at the end of the log: "thinking" while a run has no text yet, or the turn's problem. */
+  /**
+   * The status line at the end of the log: "thinking" while a run has no
+   * text yet (not while it waits for another tab's answer: the banner says
+   * so, and nothing here is thinking), or the turn's problem.
+   */
   function placeTail(): void {
-    if (running && !streaming) log.append(thinking);
+    if (running && !streaming && !busyElsewhere) log.append(thinking);
     else thinking.remove();
     if (status) log.append(status);
   }
@@ -395,6 +400,8 @@ export function createChat(actions: ChatActions) {
     /** Whether another tab is running this thread. */
     setBusyElsewhere(busy: boolean): void {
       elsewhere.hidden = !busy;
+      busyElsewhere = busy;
+      placeTail();
     },
     setDisabled(reason: string | undefined): void {
       disabledReason = reason;
