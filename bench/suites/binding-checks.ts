@@ -90,9 +90,10 @@ function withoutRowBinding(serde: EncryptedSerializer): DatabaseKeyedSerializer 
 /**
  * Savers on `name` with `serdes`, each holding its thread of `threads`:
  * DEPTH turns, one `messages` write each. The threads are written turn by
- * turn in lockstep, so their rows lie alike in the database's files (one
- * written after the other read at different speeds, by up to 30%, as the
- * engine had moved the first out of memory).
+ * turn in lockstep, so neither thread's rows are older in the database's
+ * files than the other's (with two databases, or one thread written after
+ * the other, single runs differed by up to 30% in either direction; where
+ * rows lie was a suspect, not a proven cause).
  */
 async function threadSavers(name: string, serdes: SerializerProtocol[], threads: string[]): Promise<IndexedDBSaver[]> {
   const savers = serdes.map((serde) => new IndexedDBSaver({ dbName: name, serde }));
