@@ -37,7 +37,15 @@ export const SYNC_SCHEMA: readonly string[] = [
    )`,
   // The row's `chain` (row binding version 3), added by ALTER so that tables
   // created before it gain the column on the next start; NULL on older rows.
-  `ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS chain text`,
+  // Only when missing: ALTER TABLE takes an exclusive lock even when there is
+  // nothing to add, which would make every start wait for (and hold up) the
+  // other processes' transactions on the table.
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                    AND table_name = 'lgsync_checkpoints' AND column_name = 'chain') THEN
+       ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS chain text;
+     END IF;
+   END $$`,
   `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
   `CREATE TABLE IF NOT EXISTS lgsync_blobs (
      user_id text NOT NULL,
