@@ -30,9 +30,14 @@ import type { CheckpointRow, Version } from "./schema.js";
 /** The fields of a row its chain covers. */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions">;
 
-/** A version in the hash input: 1 and "1" are different versions, and -0 is 0 as an IndexedDB key. */
+/**
+ * A version in the hash input: 1 and "1" are different versions, and -0 is 0
+ * as an IndexedDB key. Anything else (only an edited row holds it) gets a
+ * tag no written row has: ["v1"] or a String object would otherwise hash as
+ * "v1" while the walk finds no blob under that version.
+ */
 function tagged(version: Version): string {
-  return typeof version === "number" ? `n${String(version)}` : `s${version}`;
+  return typeof version === "number" ? `n${String(version)}` : typeof version === "string" ? `s${version}` : "?";
 }
 
 /** Reused for every hash input: allocating per row cost more than hashing it. */
@@ -125,9 +130,13 @@ export function chainFor(
   const cached = parentId === undefined ? undefined : known.get(ctx)?.get(keyOf(threadId, checkpointNs, parentId));
   // The common case (the parent is this saver's previous put) needs no await.
   if (parentId === undefined || cached !== undefined) return chained(ctx, threadId, checkpointNs, fields, cached);
-  return trustedParentChain(ctx, serde, threadId, checkpointNs, parentId).then((parentChain) =>
-    parentChain === null ? undefined : chained(ctx, threadId, checkpointNs, fields, parentChain),
-  );
+  return trustedParentChain(ctx, serde, threadId, checkpointNs, parentId).then((parentChain) => {
+    if (parentChain !== null) return chained(ctx, threadId, checkpointNs, fields, parentChain);
+    // This row gets no chain: a chain remembered for it from an earlier put
+    // (before a delete and a restore) would be sealed into its children.
+    known.get(ctx)?.delete(keyOf(threadId, checkpointNs, fields.checkpoint_id));
+    return undefined;
+  });
 }
 
 /** The chain of a row over `parentChain`, remembered for its children. */

@@ -146,7 +146,9 @@ export async function walkAncestors(
       }),
     ),
   ]);
-  // Synchronous work on the path (its link check) fits here, while the reads are out.
+  // Synchronous work on the path (its link check) fits here, while the reads
+  // are out; if it throws, the aborted reads must not reject unhandled.
+  reads.catch(() => undefined);
   whileReading?.(pathRows, tail);
   const [seedBlobs, writesByChannel] = await reads;
   channels.forEach((channel, i) => {

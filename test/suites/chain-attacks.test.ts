@@ -1,0 +1,223 @@
+/**
+ * Attacks on row binding version 3 (the hash chain of parent links,
+ * src/saver/chain.ts), by someone who can read and write the profile's
+ * IndexedDB rows and knows this package's source but holds no key, and the
+ * honest flows around it that must not raise a false alarm. Each attack is
+ * a raw IndexedDB edit; each must fail closed (`DecryptionError`) or change
+ * nothing the walk returns or prune deletes. Node and Chromium.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it } from "vitest";
+import { DecryptionError } from "../../src/core/errors.js";
+import { chainOf } from "../../src/saver/chain.js";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+import type { BlobRow, CheckpointRow } from "../../src/saver/schema.js";
+import { importThread } from "../../src/portable/index.js";
+import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { committed, done, openRaw } from "../support/reliability/raw.js";
+
+const created: string[] = [];
+const open: IndexedDBSaver[] = [];
+afterEach(async () => {
+  for (const each of open.splice(0)) await each.close();
+  for (const name of created.splice(0)) await deleteDatabase(name);
+});
+
+const KEY = new Uint8Array(32).map((_, i) => i * 11 + 7);
+const THREAD = "target";
+const CHANNEL = "messages";
+const IDS = ["1", "2", "3", "4", "5", "6"];
+/** Checkpoints that store the channel's value (a seed), as a snapshot would. */
+const SEEDS = new Set(["1", "3"]);
+/** The history of 6: the seed at 3, then the turns from 3 on. */
+const HISTORY = { seed: ["seed"], turns: ["turn 3", "turn 4", "turn 5"] };
+
+async function saverOn(name: string): Promise<IndexedDBSaver> {
+  const saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+  open.push(saver);
+  return saver;
+}
+
+function newDatabase(prefix: string): string {
+  const name = freshDbName(prefix);
+  created.push(name);
+  return name;
+}
+
+const config = (checkpointId?: string, threadId = THREAD): RunnableConfig => ({
+  configurable: { thread_id: threadId, checkpoint_ns: "", ...(checkpointId && { checkpoint_id: checkpointId }) },
+});
+
+/** Puts checkpoint `id` (one `messages` write, version `v<id>`) under `parent`; the seed value with `seed`. */
+async function step(saver: IndexedDBSaver, parent: RunnableConfig, id: string, seed = false): Promise<RunnableConfig> {
+  const checkpoint = {
+    ...emptyCheckpoint(),
+    id,
+    channel_values: seed ? { [CHANNEL]: ["seed"] } : {},
+    channel_versions: { [CHANNEL]: `v${id}` },
+  };
+  // Counters name the delta channel: prune keeps the ancestors back to its seed.
+  const metadata = {
+    source: "loop",
+    step: Number.parseInt(id, 10),
+    parents: {},
+    counters_since_delta_snapshot: { [CHANNEL]: 1 },
+  } as CheckpointMetadata;
+  const at = await saver.put(parent, checkpoint, metadata, seed ? { [CHANNEL]: `v${id}` } : {});
+  await saver.putWrites(at, [[CHANNEL, `turn ${id}`]], `task-${id}`);
+  return at;
+}
+
+/** A delta thread 1 ← 2 ← … ← 6 (seeds at 1 and 3), plus a branch 2b off 1 that prune deletes. */
+async function chainedThread(name: string): Promise<void> {
+  const saver = await saverOn(name);
+  let at = config();
+  for (const id of IDS) at = await step(saver, at, id, SEEDS.has(id));
+  await step(saver, config("1"), "2b");
+  expect(await history(saver)).toEqual(HISTORY);
+}
+
+/** Every row of `store`, after closing every saver. */
+async function readAll<T>(name: string, store: "checkpoints" | "blobs"): Promise<T[]> {
+  for (const saver of open.splice(0)) await saver.close();
+  const db = await openRaw(name);
+  try {
+    return (await done(db.transaction([store], "readonly").objectStore(store).getAll())) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+async function readRows(name: string): Promise<Map<string, CheckpointRow>> {
+  const rows = await readAll<CheckpointRow>(name, "checkpoints");
+  return new Map(rows.map((row) => [`${row.thread_id}/${row.checkpoint_id}`, row]));
+}
+
+/** Puts `rows` back with raw IndexedDB. */
+async function writeRows(name: string, rows: CheckpointRow[]): Promise<void> {
+  for (const saver of open.splice(0)) await saver.close();
+  const db = await openRaw(name);
+  try {
+    const tx = db.transaction(["checkpoints"], "readwrite");
+    for (const row of rows) tx.objectStore("checkpoints").put(row);
+    await committed(tx);
+  } finally {
+    db.close();
+  }
+}
+
+const walk = (saver: IndexedDBSaver, checkpointId = "6", threadId = THREAD) =>
+  saver.getDeltaChannelHistory({ config: config(checkpointId, threadId), channels: [CHANNEL] });
+
+async function history(saver: IndexedDBSaver, checkpointId = "6", threadId = THREAD) {
+  const { writes, seed } = (await walk(saver, checkpointId, threadId))[CHANNEL]!;
+  return { seed, turns: writes.map(([, , value]) => value) };
+}
+
+describe("attacks on the hash chain of parent links (row binding version 3)", () => {
+  it("an ancestor's string version wrapped in an array (same chain text): the walk and prune fail closed", async () => {
+    const name = newDatabase("chain-attack-type");
+    await chainedThread(name);
+    const rows = await readRows(name);
+    const seedRow = rows.get(`${THREAD}/3`)!;
+    // `${["v3"]}` is "v3": the chain text of the row does not change, but the
+    // walk no longer finds the seed blob of version "v3" (it would go on to
+    // 1's seed and return turns 1 and 2 too), and prune would count blob "v3"
+    // unused and delete it.
+    seedRow.channel_versions = { [CHANNEL]: ["v3"] as unknown as string };
+    await writeRows(name, [seedRow]);
+    const saver = await saverOn(name);
+    await expect(walk(saver)).rejects.toBeInstanceOf(DecryptionError);
+    await expect(saver.prune([THREAD])).rejects.toBeInstanceOf(DecryptionError);
+    const blobs = await readAll<BlobRow>(name, "blobs");
+    expect(blobs.map((blob) => blob.version)).toContain("v3");
+  });
+
+  it("a row of a copied thread replayed into its source, or the source's into the copy: the walk is unchanged or fails closed", async () => {
+    const name = newDatabase("chain-attack-replay");
+    await chainedThread(name);
+    let saver = await saverOn(name);
+    await saver.copyThread(THREAD, "copy");
+    // Both go on with different turns from 6: 7 in the source, 8 in the copy.
+    await step(saver, config("6"), "7");
+    await step(saver, config("6", "copy"), "8");
+    const rows = await readRows(name);
+    // Rows with the same id and chain in both threads: the copy's 3 in the source.
+    expect(rows.get(`copy/3`)!.chain).toBe(rows.get(`${THREAD}/3`)!.chain);
+    await writeRows(name, [{ ...rows.get("copy/3")!, thread_id: THREAD }]);
+    saver = await saverOn(name);
+    expect(await history(saver, "7")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6"] });
+    // Its sealed checkpoint is the copy's: every read of that row fails closed.
+    await expect(saver.getTuple(config("3"))).rejects.toBeInstanceOf(DecryptionError);
+    // The copy's newer checkpoint 8 replayed into the source, as a child of 6: its seal names the copy.
+    await writeRows(name, [{ ...rows.get("copy/8")!, thread_id: THREAD }]);
+    saver = await saverOn(name);
+    await expect(walk(saver, "8")).rejects.toBeInstanceOf(DecryptionError);
+    await expect(saver.prune([THREAD], { keepLast: 2 })).rejects.toBeInstanceOf(DecryptionError);
+    expect((await readRows(name)).has(`${THREAD}/7`)).toBe(true);
+  });
+
+  it("the tail row (the parent that proves the walk's last row) with its chain stripped or swapped: fails closed", async () => {
+    const name = newDatabase("chain-attack-tail");
+    await chainedThread(name);
+    const rows = await readRows(name);
+    // The walk from 6 seeds at 3 and stops there: 2 is read only as the tail, whose chain proves 3.
+    const tail = { ...rows.get(`${THREAD}/2`)! };
+    delete tail.chain;
+    await writeRows(name, [tail]);
+    await expect(walk(await saverOn(name))).rejects.toBeInstanceOf(DecryptionError);
+    await writeRows(name, [{ ...rows.get(`${THREAD}/2`)!, chain: rows.get(`${THREAD}/2b`)!.chain! }]);
+    await expect(walk(await saverOn(name))).rejects.toBeInstanceOf(DecryptionError);
+    // The tail deleted: 3 is then decrypted instead, and the walk is the honest one.
+    await writeRows(name, [rows.get(`${THREAD}/2`)!]);
+    expect(await history(await saverOn(name))).toEqual(HISTORY);
+  });
+
+  it("a walk that fails leaves nothing proven: the same rows, edited back halfway, still fail", async () => {
+    const name = newDatabase("chain-attack-memory");
+    await chainedThread(name);
+    const rows = await readRows(name);
+    // 4 relinked to 2 with every chain from 4 up recomputed: the target 6's seal refuses.
+    const edited = structuredClone(rows);
+    edited.get(`${THREAD}/4`)!.parent_checkpoint_id = "2";
+    for (const id of ["4", "5", "6"]) {
+      const row = edited.get(`${THREAD}/${id}`)!;
+      row.chain = chainOf(row, edited.get(`${THREAD}/${row.parent_checkpoint_id!}`)!.chain);
+    }
+    await writeRows(name, [...["4", "5", "6"].map((id) => edited.get(`${THREAD}/${id}`)!)]);
+    const saver = await saverOn(name);
+    await expect(walk(saver)).rejects.toBeInstanceOf(DecryptionError);
+    // Had that walk remembered 4 and 5 as proven (their hashes held), the walk
+    // of 5 would skip them all, the target included, and drop turns 3 and 4.
+    await expect(walk(saver, "5")).rejects.toBeInstanceOf(DecryptionError);
+    await expect(walk(saver, "5")).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
+describe("honest flows around the hash chain: no false alarm", () => {
+  it("continue a thread, prune it, export it and import it back (replace), continue: walks and prune succeed", async () => {
+    const name = newDatabase("chain-honest-restore");
+    {
+      // Written by an earlier session: the saver below never wrote 1 and 2.
+      const earlier = await saverOn(name);
+      let at = config();
+      for (const id of ["1", "2"]) at = await step(earlier, at, id, id === "1");
+      await earlier.close();
+    }
+    // One saver throughout: what it remembers of the chains it wrote is part of the flow.
+    const saver = await saverOn(name);
+    // 3 holds the channel's value: prune deletes 1 and 2, and 3 points to a parent that is gone.
+    await step(saver, config("2"), "3", true);
+    await saver.prune([THREAD]);
+    expect(await saver.getTuple(config("2"))).toBeUndefined();
+    const file = await saver.exportThread(THREAD, { as: "bytes" });
+    await importThread(saver, file, { serde: await EncryptedSerializer.fromRawKey(KEY), ifExists: "replace" });
+    await step(saver, config("3"), "4");
+    await step(saver, config("4"), "5");
+    expect(await history(saver, "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
+    await saver.prune([THREAD]);
+    expect(await history(await saverOn(name), "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
+  });
+});
