@@ -149,7 +149,16 @@ function chained(
 ): string {
   const chain = chainOf(fields, parentChain);
   let chains = known.get(ctx);
-  if (!chains) known.set(ctx, (chains = new Map()));
+  if (!chains) {
+    const made = (chains = new Map());
+    known.set(ctx, made);
+    // Another tab may have put a row this saver remembers again, with
+    // another chain (a restore: delete, then import). Its change message
+    // comes after its commit, so a put racing it can still miss it.
+    ctx.feed.subscribe((change) => {
+      if (change.remote) made.clear();
+    });
+  }
   const key = keyOf(threadId, checkpointNs, fields.checkpoint_id);
   chains.delete(key);
   if (chains.size >= MAX_KNOWN) chains.delete(chains.keys().next().value!);

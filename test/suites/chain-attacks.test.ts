@@ -220,4 +220,54 @@ describe("honest flows around the hash chain: no false alarm", () => {
     await saver.prune([THREAD]);
     expect(await history(await saverOn(name), "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
   });
+
+  it("one tab restores a thread (prune, export, import replace) while another goes on with it: no false alarm", async () => {
+    const name = newDatabase("chain-honest-tabs");
+    const writer = await saverOn(name);
+    let at = config();
+    for (const id of ["1", "2", "3"]) at = await step(writer, at, id, id !== "2");
+    // The other tab never wrote 1 to 3: its import of 3 (parent gone) gets no chain.
+    const restorer = await saverOn(name);
+    await restorer.prune([THREAD]);
+    const file = await restorer.exportThread(THREAD, { as: "bytes" });
+    await importThread(restorer, file, { serde: await EncryptedSerializer.fromRawKey(KEY), ifExists: "replace" });
+    await step(writer, config("3"), "4");
+    await step(writer, config("4"), "5");
+    expect(await history(writer, "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
+    expect(await history(restorer, "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
+  });
+
+  it("put and walk after copyThread, rekey, changeKey, deleteThread and prune, on one encrypted saver", async () => {
+    const name = newDatabase("chain-honest-flows");
+    await chainedThread(name);
+    let saver = await saverOn(name);
+    await saver.copyThread(THREAD, "copy");
+    await step(saver, config("6", "copy"), "7");
+    expect(await history(saver, "7", "copy")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6"] });
+    await saver.rekey();
+    await step(saver, config("6"), "7");
+    expect(await history(saver, "7")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6"] });
+    const next = new Uint8Array(32).map((_, i) => 255 - i);
+    await saver.changeKey(await EncryptedSerializer.fromRawKey(next));
+    await step(saver, config("7"), "8");
+    expect(await history(saver, "8")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6", "turn 7"] });
+    await saver.prune([THREAD, "copy"]);
+    await step(saver, config("8"), "9");
+    expect(await history(saver, "9")).toEqual({
+      seed: ["seed"],
+      turns: [...HISTORY.turns, "turn 6", "turn 7", "turn 8"],
+    });
+    await saver.deleteThread(THREAD);
+    // The same ids again after the delete (a test's fixed ids; real ids are fresh).
+    await saver.clearTombstone(THREAD);
+    let at = config();
+    for (const id of ["1", "2", "3"]) at = await step(saver, at, id, id === "1");
+    expect(await history(saver, "3")).toEqual({ seed: ["seed"], turns: ["turn 1", "turn 2"] });
+    // A fresh saver (nothing remembered) agrees on every thread.
+    await saver.close();
+    saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(next) });
+    open.push(saver);
+    expect(await history(saver, "3")).toEqual({ seed: ["seed"], turns: ["turn 1", "turn 2"] });
+    expect(await history(saver, "7", "copy")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6"] });
+  });
 });
