@@ -12,9 +12,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { chainOf } from "../../src/saver/chain.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { BlobRow, CheckpointRow } from "../../src/saver/schema.js";
+import type { BlobRow, CheckpointRow, WriteRow } from "../../src/saver/schema.js";
 import { importThread } from "../../src/portable/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { SyncClient } from "../../src/sync/client.js";
+import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../../src/sync/protocol.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { committed, done, openRaw } from "../support/reliability/raw.js";
 
@@ -80,7 +82,7 @@ async function chainedThread(name: string): Promise<void> {
 }
 
 /** Every row of `store`, after closing every saver. */
-async function readAll<T>(name: string, store: "checkpoints" | "blobs"): Promise<T[]> {
+async function readAll<T>(name: string, store: "checkpoints" | "blobs" | "writes"): Promise<T[]> {
   for (const saver of open.splice(0)) await saver.close();
   const db = await openRaw(name);
   try {
@@ -196,6 +198,77 @@ describe("attacks on the hash chain of parent links (row binding version 3)", ()
   });
 });
 
+/** A sync server that takes every push and answers the first pull with `changes` (rows of its choosing). */
+function serverSending(changes: unknown[]): (url: string, init: RequestInit) => Promise<Response> {
+  let keyRecord: unknown = null;
+  let pulled = false;
+  return async (url, init) => {
+    const path = new URL(url).pathname;
+    let body: unknown;
+    if (path.endsWith("/hello")) body = { v: 1, user: "u", keyRecord: null, hasData: false, seq: 0 };
+    else if (path.endsWith("/key")) {
+      keyRecord ??= (decodeBody(new Uint8Array(init.body as ArrayBuffer)) as { keyRecord: unknown }).keyRecord;
+      body = { v: 1, keyRecord };
+    } else if (path.endsWith("/push")) body = { v: 1, changed: 0, dropped: 0, seq: 0 };
+    else if (path.endsWith("/pull")) {
+      body = { v: SYNC_PROTOCOL_VERSION, changes: pulled ? [] : changes, cursor: 1, more: false };
+      pulled = true;
+    } else return new Response("not found", { status: 404 });
+    return new Response(encodeBody(body) as Uint8Array<ArrayBuffer>, { headers: { "content-type": SYNC_MEDIA_TYPE } });
+  };
+}
+
+/** `row` as a pulled change of `threadId`, with its pending writes as stored. */
+async function asPulled(name: string, row: CheckpointRow, threadId: string, seq: number) {
+  const writes = (await readAll<WriteRow>(name, "writes")).filter(
+    (write) => write.thread_id === row.thread_id && write.checkpoint_id === row.checkpoint_id,
+  );
+  return {
+    kind: "checkpoint",
+    seq,
+    checkpoint: {
+      ...row,
+      thread_id: threadId,
+      blobs: [],
+      writes: writes.map(({ task_id, idx, channel, task_path, value }) => ({
+        task_id,
+        idx,
+        channel,
+        task_path,
+        value,
+      })),
+    },
+  };
+}
+
+describe("a sync server delivering chained rows", () => {
+  it("another thread's rows pulled into this one (a new child, and a conflicting copy of an ancestor): fails closed or changes nothing", async () => {
+    const name = newDatabase("chain-attack-sync");
+    await chainedThread(name);
+    let saver = await saverOn(name);
+    await saver.copyThread(THREAD, "copy");
+    await step(saver, config("6", "copy"), "8");
+    const rows = await readRows(name);
+    const changes = [
+      // The copy's 3 with another chain (the copy's 8's): the local 3 is kept.
+      await asPulled(name, { ...rows.get("copy/3")!, chain: rows.get("copy/8")!.chain! }, THREAD, 1),
+      // The copy's 8, a child of 6 there, pulled as a child of this thread's 6.
+      await asPulled(name, rows.get("copy/8")!, THREAD, 2),
+    ];
+    saver = await saverOn(name);
+    const sync = new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch: serverSending(changes) });
+    await sync.syncNow();
+    const pulled = await readRows(name);
+    expect(pulled.get(`${THREAD}/3`)!.chain).toBe(rows.get(`${THREAD}/3`)!.chain);
+    expect(pulled.get(`${THREAD}/8`)!.chain).toBe(rows.get("copy/8")!.chain);
+    saver = await saverOn(name);
+    expect(await history(saver)).toEqual(HISTORY);
+    await expect(walk(saver, "8")).rejects.toBeInstanceOf(DecryptionError);
+    await expect(saver.prune([THREAD])).rejects.toBeInstanceOf(DecryptionError);
+    expect((await readRows(name)).get(`${THREAD}/1`)).toBeDefined();
+  });
+});
+
 describe("honest flows around the hash chain: no false alarm", () => {
   it("continue a thread, prune it, export it and import it back (replace), continue: walks and prune succeed", async () => {
     const name = newDatabase("chain-honest-restore");
@@ -269,5 +342,29 @@ describe("honest flows around the hash chain: no false alarm", () => {
     open.push(saver);
     expect(await history(saver, "3")).toEqual({ seed: ["seed"], turns: ["turn 1", "turn 2"] });
     expect(await history(saver, "7", "copy")).toEqual({ seed: ["seed"], turns: [...HISTORY.turns, "turn 6"] });
+  });
+
+  it("a pruned thread's export merged back into it after it went on: walks and prune succeed", async () => {
+    const name = newDatabase("chain-honest-merge");
+    {
+      const earlier = await saverOn(name);
+      let at = config();
+      for (const id of ["1", "2"]) at = await step(earlier, at, id, id === "1");
+      await step(earlier, at, "3", true);
+      await earlier.prune([THREAD]);
+      await earlier.close();
+    }
+    const saver = await saverOn(name);
+    const file = await saver.exportThread(THREAD, { as: "bytes" });
+    await step(saver, config("3"), "4");
+    await step(saver, config("4"), "5");
+    await importThread(await saverOn(name), file, {
+      serde: await EncryptedSerializer.fromRawKey(KEY),
+      ifExists: "merge",
+    });
+    const fresh = await saverOn(name);
+    expect(await history(fresh, "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
+    await fresh.prune([THREAD]);
+    expect(await history(fresh, "5")).toEqual({ seed: ["seed"], turns: ["turn 3", "turn 4"] });
   });
 });
