@@ -241,6 +241,34 @@ async function asPulled(name: string, row: CheckpointRow, threadId: string, seq:
   };
 }
 
+describe("the chains a saver remembers", () => {
+  it("a parent relinked (chain recomputed) under a running saver, which then puts a child over the chain it remembers: the walk fails closed", async () => {
+    const name = newDatabase("chain-attack-cache");
+    await chainedThread(name);
+    const rows = await readRows(name);
+    const running = await saverOn(name);
+    await step(running, config("6"), "7");
+    // While it runs, 7 is relinked to 5 (turn 6 would vanish), its chain recomputed.
+    const db = await openRaw(name);
+    try {
+      const tx = db.transaction(["checkpoints"], "readwrite");
+      const store = tx.objectStore("checkpoints");
+      const seven = (await done(store.get([THREAD, "", "7"]))) as CheckpointRow;
+      seven.parent_checkpoint_id = "5";
+      seven.chain = chainOf(seven, rows.get(`${THREAD}/5`)!.chain);
+      store.put(seven);
+      await committed(tx);
+    } finally {
+      db.close();
+    }
+    // The put of 8 seals the chain of 7 it remembers, not the edited one: walks through 7 fail.
+    await step(running, config("7"), "8");
+    await expect(walk(running, "8")).rejects.toBeInstanceOf(DecryptionError);
+    await expect(walk(await saverOn(name), "8")).rejects.toBeInstanceOf(DecryptionError);
+    await expect(running.prune([THREAD])).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
 describe("a sync server delivering chained rows", () => {
   it("another thread's rows pulled into this one (a new child, and a conflicting copy of an ancestor): fails closed or changes nothing", async () => {
     const name = newDatabase("chain-attack-sync");
