@@ -24,15 +24,20 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sha256 } from "@noble/hashes/sha2.js";
 import type { SaverContext } from "./context.js";
-import { decodeCheckpoint } from "./rows.js";
+import { decodeCheckpoint, sameVersions } from "./rows.js";
 import type { CheckpointRow, Version } from "./schema.js";
 
 /** The fields of a row its chain covers. */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions">;
 
-/** A version in the hash input: 1 and "1" are different versions, and -0 is 0 as an IndexedDB key. */
+/**
+ * A version in the hash input: 1 and "1" are different versions, and -0 is 0
+ * as an IndexedDB key. Anything else (only an edited row holds it) gets a
+ * tag no written row has: ["v1"] or a String object would otherwise hash as
+ * "v1" while the walk finds no blob under that version.
+ */
 function tagged(version: Version): string {
-  return typeof version === "number" ? `n${String(version)}` : `s${version}`;
+  return typeof version === "number" ? `n${String(version)}` : typeof version === "string" ? `s${version}` : "?";
 }
 
 /** Reused for every hash input: allocating per row cost more than hashing it. */
@@ -85,28 +90,45 @@ const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
   JSON.stringify([threadId, checkpointNs, checkpointId]);
 
 /**
- * The parent's `chain`, read when this saver did not write it, trusted once
- * its checkpoint decrypted (its seal covers it). `null` when there is no
- * parent row: the new row then gets no chain (binding version 2), as a
- * chain over a parent that may appear later (with other fields) could not
- * be checked.
+ * The `chain` of a row whose parent's chain this saver does not remember,
+ * from the stored rows. The parent's `chain` is trusted once its checkpoint
+ * decrypted (its seal covers it). No parent row: the new row gets no chain
+ * (binding version 2), as a chain over a parent that may appear later (with
+ * other fields) could not be checked.
  */
-async function trustedParentChain(
+async function storedChain(
   ctx: SaverContext,
   serde: SerializerProtocol,
   threadId: string,
   checkpointNs: string,
+  fields: ChainFields,
   parentId: string,
-): Promise<string | undefined | null> {
-  const parent = await ctx.db.read(
+): Promise<string | undefined> {
+  const [parent, self] = await ctx.db.read(
     ["checkpoints"],
-    (tx) => tx.objectStore("checkpoints").get([threadId, checkpointNs, parentId]),
+    (tx) => {
+      const rows = tx.objectStore("checkpoints");
+      return Promise.all([
+        rows.get([threadId, checkpointNs, parentId]),
+        rows.get([threadId, checkpointNs, fields.checkpoint_id]),
+      ]);
+    },
     "read the parent checkpoint",
   );
-  if (parent === undefined) return null;
+  const id = fields.checkpoint_id;
+  // A checkpoint put again (an import merged into its thread) keeps the
+  // chain it has, or has none: its children's chains hash it. Only if it is
+  // this very checkpoint (its seal covers its chain and parent link).
+  if (self?.parent_checkpoint_id === parentId) {
+    const sealed = await decodeCheckpoint(serde, self).catch(() => undefined);
+    if (sealed && sameVersions(fields.channel_versions, sealed.channel_versions ?? {})) {
+      return remember(ctx, threadId, checkpointNs, id, self.chain);
+    }
+  }
+  if (parent === undefined) return remember(ctx, threadId, checkpointNs, id, undefined);
   // Throws DecryptionError if the parent's chain (or any clear field it seals) was altered.
   await decodeCheckpoint(serde, parent);
-  return parent.chain;
+  return remember(ctx, threadId, checkpointNs, id, chainOf(fields, parent.chain));
 }
 
 /**
@@ -124,25 +146,38 @@ export function chainFor(
   const parentId = fields.parent_checkpoint_id;
   const cached = parentId === undefined ? undefined : known.get(ctx)?.get(keyOf(threadId, checkpointNs, parentId));
   // The common case (the parent is this saver's previous put) needs no await.
-  if (parentId === undefined || cached !== undefined) return chained(ctx, threadId, checkpointNs, fields, cached);
-  return trustedParentChain(ctx, serde, threadId, checkpointNs, parentId).then((parentChain) =>
-    parentChain === null ? undefined : chained(ctx, threadId, checkpointNs, fields, parentChain),
-  );
+  if (parentId === undefined || cached !== undefined) {
+    return remember(ctx, threadId, checkpointNs, fields.checkpoint_id, chainOf(fields, cached));
+  }
+  return storedChain(ctx, serde, threadId, checkpointNs, fields, parentId);
 }
 
-/** The chain of a row over `parentChain`, remembered for its children. */
-function chained(
+/**
+ * Remembers `chain` as the chain of row `checkpointId` for its children, or
+ * forgets the row's when it gets none (a chain remembered from an earlier
+ * put, before a delete and a restore, would be sealed into its children).
+ */
+function remember<C extends string | undefined>(
   ctx: SaverContext,
   threadId: string,
   checkpointNs: string,
-  fields: ChainFields,
-  parentChain: string | undefined,
-): string {
-  const chain = chainOf(fields, parentChain);
+  checkpointId: string,
+  chain: C,
+): C {
   let chains = known.get(ctx);
-  if (!chains) known.set(ctx, (chains = new Map()));
-  const key = keyOf(threadId, checkpointNs, fields.checkpoint_id);
+  if (!chains) {
+    const made = (chains = new Map());
+    known.set(ctx, made);
+    // Another tab may have put a row this saver remembers again, with
+    // another chain (a restore: delete, then import). Its change message
+    // comes after its commit, so a put racing it can still miss it.
+    ctx.feed.subscribe((change) => {
+      if (change.remote) made.clear();
+    });
+  }
+  const key = keyOf(threadId, checkpointNs, checkpointId);
   chains.delete(key);
+  if (chain === undefined) return chain;
   if (chains.size >= MAX_KNOWN) chains.delete(chains.keys().next().value!);
   // Remembered before the put commits: a chain depends only on the fields
   // hashed, so if this put rolls back, a later put of the same row has it too.
