@@ -58,7 +58,6 @@ import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
 
 export { deleteDatabase } from "./vault-migration.js";
-export { RunNotStarted, type RunEvent } from "./runs.js";
 
 export class Session {
   readonly saver: IndexedDBSaver;
