@@ -215,6 +215,7 @@ export class App {
   updateHeading(): void {
     this.shell.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
   }
+
   /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
   openThread(id: string, push = true): void {
     this.currentId = id;
