@@ -46,3 +46,8 @@ export function errorText(error: unknown): string {
   }
   return text.length > 400 ? `${text.slice(0, 399)}…` : text;
 }
+
+/** An error's own message, as it is (for "Could not …: <message>" lines and the fatal page). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -8,7 +8,7 @@
  * token). A 20,000-character answer used to force a layout per token.
  */
 import type { BaseMessage } from "@langchain/core/messages";
-import type { TurnProblem } from "../session.js";
+import type { TurnProblem } from "../runs.js";
 import { secondPerson } from "../model.js";
 import { h, replace } from "./dom.js";
 import { editor, renderMessage, text } from "./messages.js";

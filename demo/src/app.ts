@@ -1,0 +1,384 @@
+/**
+ * The app once a vault is open: wires the session to the UI and keeps every
+ * open tab live: the sidebar from Dexie's `liveQuery`, the open thread from
+ * the saver's change feed (which carries other tabs' writes over a
+ * BroadcastChannel). The page's layout is in app-shell.ts, starting runs in
+ * app-runs.ts, the History panel's behaviour in app-history.ts.
+ */
+import type { BaseMessage } from "@langchain/core/messages";
+import { ulid } from "ulid";
+import { APPROVAL_NODE, pendingApproval } from "./agent.js";
+import { forkViewed, refreshHistory, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
+import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
+import { createShell } from "./app-shell.js";
+import { BranchCache } from "./branches.js";
+import { messageOf } from "./errors.js";
+import type { Session } from "./session.js";
+import { titlePlace } from "./settings.js";
+import { describeSync } from "./sync.js";
+import { TitleCache } from "./thread-titles.js";
+import type { DemoDB, ThreadRow } from "./threads-db.js";
+import type { Row } from "./timeline.js";
+import { watchIdle } from "./auto-lock.js";
+import { createChat } from "./ui/chat.js";
+import { createHistory } from "./ui/history.js";
+import { branchSwitcher } from "./ui/messages.js";
+import { createSettings } from "./ui/settings.js";
+import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
+
+/** Identifies a lock by its salt, to notice another tab locking or erasing. */
+function lockIdentity(salt: Uint8Array | undefined): string {
+  return salt ? Array.from(salt, (b) => b.toString(16).padStart(2, "0")).join("") : "";
+}
+
+function threadFromHash(): string | undefined {
+  const match = /^#\/thread\/([0-9A-Za-z]+)$/.exec(location.hash);
+  return match?.[1];
+}
+
+/** Resolves when the page is idle (Safari has no requestIdleCallback: a short timer there). */
+function whenIdle(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === "function") requestIdleCallback(() => resolve(), { timeout: 1_000 });
+    else setTimeout(resolve, 50);
+  });
+}
+
+/** The running app: one per page, drawn into `root`. */
+export class App {
+  session: Session;
+  currentId: string;
+  viewing: { id: string } | undefined;
+  historyOpen = false;
+  threads: SidebarThread[] = [];
+  rows: Row[] = [];
+  historyReads = 0;
+  /** The open thread's checkpoint tree, for the branch switchers (read through whichever session is current). */
+  readonly branches = new BranchCache((threadId) => this.session.timeline(threadId));
+  locking = false;
+  knownLock: string;
+  readonly #titles = new TitleCache();
+  #unsubscribe: () => void = () => undefined;
+  #refreshSeq = 0;
+  /** The conversation on screen at the latest state, idle: where branch switchers may go. */
+  #shown: { seq: number; id: string; messages: BaseMessage[] } | undefined;
+  /** Stops the auto-lock's idle watch (only a locked app has one). */
+  #unwatchIdle: (() => void) | undefined;
+  /** Stops showing the session's sync status. */
+  #unsyncStatus: (() => void) | undefined;
+  /** Stops watching whether another tab runs the open thread. */
+  #unwatchElsewhere: (() => void) | undefined;
+  /** Another tab is running the open thread: its turn in flight is not "cut short". */
+  #busyElsewhere = false;
+  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
+
+  readonly sidebar = createSidebar({
+    onNew: () => this.newThread(),
+    onOpen: (id) => this.openThread(id),
+    onRename: (id, title) =>
+      void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
+    onDelete: (id) =>
+      void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
+  });
+  readonly chat = createChat({
+    onSend: (text) => sendMessage(this, text),
+    onApprove: () => decide(this, "approve"),
+    onReject: () => decide(this, "reject"),
+    onFork: () => void forkViewed(this),
+    onBackToLatest: () => void viewCheckpoint(this, undefined),
+    onStop: () => this.session.stop(this.currentId),
+    onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
+    onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
+    onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
+  });
+  readonly history = createHistory({
+    onView: (id) => {
+      const shown = viewCheckpoint(this, id);
+      // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach
+      // (and takes the focus, which was on a row that is now hidden).
+      if (matchMedia("(max-width: 760px)").matches) {
+        showHistoryPanel(this, false);
+        void shown.then(() => this.chat.focusFork());
+      }
+    },
+    onClose: () => toggleHistory(this, false),
+  });
+  readonly settings = createSettings({
+    session: () => this.session,
+    threads: () => this.threads,
+    lock: (passphrase) => this.lock(passphrase),
+    lockNow: () => location.reload(),
+    changePassphrase: (passphrase) => this.replaceSession(() => this.session.changePassphrase(passphrase)),
+    removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
+    openThread: (id) => this.openThread(id),
+  });
+  readonly shell = createShell({
+    sidebar: this.sidebar.el,
+    chat: this.chat.el,
+    history: this.history.el,
+    settings: this.settings.el,
+    onMenu: () => this.toggleSidebar(),
+    onHistory: () => {
+      toggleHistory(this, !this.historyOpen);
+      // The panel comes last in the page: without this, the keyboard reaches it after everything else.
+      if (this.historyOpen) this.history.focus();
+    },
+    onSettings: () => this.settings.open(),
+    onScrim: () => this.toggleSidebar(false),
+  });
+
+  /**
+   * @param db the demo's own database (threads, settings, the lock record)
+   * @param root the element the app replaces the contents of
+   * @param session the open vault's session
+   * @param lastThreadId the thread to open when the address names none
+   */
+  constructor(
+    readonly db: DemoDB,
+    root: HTMLElement,
+    session: Session,
+    lastThreadId: string | undefined,
+  ) {
+    this.session = session;
+    this.knownLock = lockIdentity(session.vault.salt);
+    this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
+    root.replaceChildren(this.shell.el);
+    window.addEventListener("hashchange", () => {
+      const id = threadFromHash();
+      if (id && id !== this.currentId) this.openThread(id, false);
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented)
+        toggleHistory(this, false);
+    });
+    db.liveThreads().subscribe({
+      next: (rows) => void this.showThreads(rows),
+      error: (e: unknown) => console.warn("threads query", e),
+    });
+    db.liveLock().subscribe({
+      next: (row) => {
+        // Another tab locked the app, or erased it: start over from the lock screen.
+        if (!this.locking && lockIdentity(row?.salt) !== this.knownLock) location.reload();
+      },
+      error: (e: unknown) => console.warn("lock query", e),
+    });
+    this.attach(session);
+    this.openThread(this.currentId);
+    this.chat.focus();
+  }
+
+  /** Listens to the session's saver: other tabs' writes refresh the open thread. */
+  attach(session: Session): void {
+    this.#unsubscribe();
+    this.session = session;
+    this.shell.lockBadge.hidden = !session.vault.locked;
+    this.#unwatchIdle?.();
+    this.#unwatchIdle = session.vault.locked
+      ? watchIdle(
+          () => location.reload(),
+          () =>
+            this.threads.some((thread) => this.session.isRunning(thread.id)) || this.session.isRunning(this.currentId),
+        )
+      : undefined;
+    this.#titles.clear();
+    this.#unsyncStatus?.();
+    this.#unsyncStatus = session.onSyncStatus((status) =>
+      this.sidebar.setSyncStatus(describeSync(status), status.state),
+    );
+    this.branches.invalidate();
+    this.#unsubscribe = session.saver.subscribe((change) => {
+      // The branch cache reads new checkpoints from the newest end; anything else changed the tree under it.
+      if (change.remote || change.kind !== "put" || !this.session.isRunning(change.threadId))
+        this.branches.invalidate(change.threadId);
+      if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
+      if (change.remote && change.threadId === this.currentId) {
+        if (change.kind === "delete")
+          this.chat.showError("This thread was deleted in another tab. Sending a message here starts it afresh.");
+        this.scheduleRefresh();
+      } else if (change.threadId === this.currentId && !this.session.isRunning(change.threadId)) {
+        // Written here but not by a run of this tab: sync pulled another device's turns.
+        this.scheduleRefresh();
+      }
+    });
+  }
+
+  // ------------------------------------------------------------ threads
+
+  async showThreads(rows: ThreadRow[]): Promise<void> {
+    const threads = await this.#titles.threads(rows, this.session.vault);
+    this.threads = threads;
+    this.sidebar.update(threads, this.currentId);
+    this.updateHeading();
+  }
+
+  updateHeading(): void {
+    this.shell.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+  }
+
+  /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
+  openThread(id: string, push = true): void {
+    this.currentId = id;
+    this.viewing = undefined;
+    if (threadFromHash() !== id) {
+      if (push && threadFromHash()) history.pushState(null, "", `#/thread/${id}`);
+      else history.replaceState(null, "", `#/thread/${id}`);
+    }
+    this.sidebar.setCurrent(id);
+    this.updateHeading();
+    this.#unwatchElsewhere?.();
+    this.#busyElsewhere = false;
+    this.chat.setBusyElsewhere(false);
+    this.#unwatchElsewhere = this.session.watchElsewhere(id, (busy) => {
+      if (id !== this.currentId) return;
+      this.#busyElsewhere = busy;
+      this.chat.setBusyElsewhere(busy);
+      // Busy: the turn's problem line goes. Done: its answer (or, if that tab died, the cut-short turn) shows.
+      this.scheduleRefresh();
+    });
+    this.chat.showError(undefined);
+    this.toggleSidebar(false);
+    void this.refresh();
+  }
+
+  newThread(): void {
+    this.openThread(ulid());
+    this.chat.focus();
+  }
+
+  async rename(id: string, title: string): Promise<void> {
+    await this.db.threads.update(id, { title: await this.session.vault.seal(title, titlePlace(id)) });
+  }
+
+  async deleteThread(id: string): Promise<void> {
+    clearTimeout(this.#touchTimers.get(id));
+    this.#touchTimers.delete(id);
+    await this.session.deleteThread(id);
+    if (id === this.currentId) {
+      const next = this.threads.find((t) => t.id !== id);
+      if (next) this.openThread(next.id);
+      else this.newThread();
+    }
+  }
+
+  /** The sidebar's "last updated": touched by the tab that writes, seen by all through liveQuery. */
+  scheduleTouch(threadId: string): void {
+    clearTimeout(this.#touchTimers.get(threadId));
+    this.#touchTimers.set(
+      threadId,
+      setTimeout(() => {
+        this.#touchTimers.delete(threadId);
+        void this.db.touch(threadId).catch((e: unknown) => console.warn("touch", e));
+      }, 100),
+    );
+  }
+
+  // ------------------------------------------------------------ the open thread
+
+  scheduleRefresh(): void {
+    clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = setTimeout(() => {
+      if (!this.session.isRunning(this.currentId)) void this.refresh();
+    }, 50);
+  }
+
+  async refresh(): Promise<void> {
+    const seq = ++this.#refreshSeq;
+    const id = this.currentId;
+    try {
+      const snapshot = await this.session.state(id, this.viewing?.id);
+      if (seq !== this.#refreshSeq) return;
+      const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
+      const running = this.session.isRunning(id);
+      const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
+      this.chat.setRunning(running && !this.viewing);
+      const interactive = !this.viewing && !running && !paused;
+      this.chat.showMessages(messages, { interactive });
+      if (interactive) void this.showBranches(seq, id, messages);
+      // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
+      const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
+      this.chat.showProblem(problem);
+      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
+      this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
+      this.chat.setDisabled(
+        this.viewing
+          ? "Viewing an older checkpoint (read-only)"
+          : paused
+            ? "Approve or reject the memory first"
+            : undefined,
+      );
+      if (this.historyOpen) await refreshHistory(this);
+    } catch (error) {
+      if (seq === this.#refreshSeq) this.chat.showError(`Could not read the thread: ${messageOf(error)}`);
+    }
+  }
+
+  /**
+   * Adds the branch switchers once the thread's tree is read: after the
+   * messages, so a long thread shows at once (only a thread with branches is drawn again).
+   */
+  async showBranches(seq: number, id: string, messages: BaseMessage[]): Promise<void> {
+    this.#shown = { seq, id, messages };
+    // With History open, its own read of the whole thread feeds the cache (see app-history.ts): one read, not two.
+    if (this.historyOpen) return;
+    const stale = () => seq !== this.#refreshSeq || this.historyOpen;
+    try {
+      // When the page is idle: the conversation and the History panel come first.
+      await whenIdle();
+      if (stale() || !(await this.branches.update(id, stale))) return;
+      this.drawBranches();
+    } catch (error) {
+      // The conversation is shown already; only the switchers are missing.
+      console.warn("branches", error);
+    }
+  }
+
+  /** Draws the switchers of the conversation last shown, from the cache, if it has branches. */
+  drawBranches(): void {
+    const shown = this.#shown;
+    if (!shown || shown.seq !== this.#refreshSeq) return;
+    const { id, messages } = shown;
+    const switchers = new Map(
+      this.branches
+        .points(id)
+        .filter((point) => point.messageIndex < messages.length)
+        .map((point) => [point.messageIndex, branchSwitcher(point, (head) => void this.switchBranch(head))]),
+    );
+    if (switchers.size) this.chat.showMessages(messages, { interactive: true, branches: switchers });
+  }
+
+  /** Continues the conversation on another branch: a fork of its newest checkpoint becomes the latest. */
+  async switchBranch(headId: string): Promise<void> {
+    try {
+      await this.session.fork(this.currentId, headId);
+      await this.refresh();
+    } catch (error) {
+      this.chat.showError(`Could not switch to that version: ${messageOf(error)}`);
+    }
+  }
+
+  // ------------------------------------------------------------ layout, lock
+
+  toggleSidebar(open = !document.body.classList.contains("sidebar-open")): void {
+    document.body.classList.toggle("sidebar-open", open);
+    this.shell.menuButton.setAttribute("aria-expanded", String(open));
+  }
+
+  lock(passphrase: string): Promise<void> {
+    return this.replaceSession(() => this.session.lock(passphrase));
+  }
+
+  /** Moves to the session a lock change returns (lock, new passphrase, unlock for good). */
+  async replaceSession(change: () => Promise<Session>): Promise<void> {
+    this.locking = true;
+    try {
+      const next = await change();
+      this.knownLock = lockIdentity(next.vault.salt);
+      this.attach(next);
+      await this.showThreads(await this.db.threads.orderBy("updatedAt").reverse().toArray());
+      await this.refresh();
+    } finally {
+      this.locking = false;
+    }
+  }
+}

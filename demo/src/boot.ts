@@ -1,0 +1,51 @@
+/**
+ * How the app starts: a lock change cut short is finished first; then the
+ * plain vault opens at once, or the lock screen asks for the passphrase (and
+ * offers to erase everything). Apart from the App, which it never sees: it
+ * hands the opened session to the `start` it is given.
+ */
+import { Session, deleteDatabase } from "./session.js";
+import { DATABASES, plainVault, unlock } from "./settings.js";
+import type { DemoDB } from "./threads-db.js";
+import { h } from "./ui/dom.js";
+import { createLockScreen } from "./ui/lock.js";
+import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
+import { finishPendingDeletes } from "./vault-migration.js";
+
+/** Deletes every database of the app: the saver's and store's of both vaults, then the demo's own. */
+export async function eraseEverything(db: DemoDB): Promise<void> {
+  await Promise.all(
+    Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]),
+  );
+  await db.delete();
+}
+
+/**
+ * Opens the vault into `root` (the lock screen first, when the app is
+ * locked) and calls `start` with its session.
+ */
+export async function boot(db: DemoDB, root: HTMLElement, start: (session: Session) => Promise<void>): Promise<void> {
+  // A lock change cut short (the tab closed) is finished before anything else.
+  await finishPendingDeletes(db, () =>
+    root.replaceChildren(h("p", { class: "boot" }, "Finishing the lock: close the app's other tabs…")),
+  );
+  const lock = await db.lock();
+  if (!lock) return start(await Session.open(db, plainVault));
+  root.replaceChildren(
+    createLockScreen({
+      unlock: async (passphrase) => {
+        // A lock of the first format is the user's own: upgraded in place, not refused (vault-upgrade.ts).
+        const { vault, problems } = isV1Lock(lock)
+          ? await upgradeV1Lock(db, lock, passphrase)
+          : { vault: await unlock(lock, passphrase), problems: [] };
+        const session = await Session.open(db, vault);
+        session.problems.push(...problems);
+        await start(session);
+      },
+      erase: async () => {
+        await eraseEverything(db);
+        location.reload();
+      },
+    }),
+  );
+}

@@ -1,0 +1,76 @@
+/**
+ * A session's sync: the client replicating its saver to the server in the
+ * settings (none: sync off), and the status the sidebar shows. Apart from
+ * `Session` because it has its own life: restarted on a settings change,
+ * carried over to the next session on a lock change.
+ */
+import { SyncClient, type IndexedDBSaver, type SyncStatus } from "./lib.js";
+import { NO_SYNC, type SyncSettings } from "./sync.js";
+
+const STOPPED: SyncStatus = { state: "stopped", pending: 0, threads: 0, remote: false };
+
+/** The sync client of one saver, and who listens to its status. */
+export class SyncLink {
+  /** Where the saver syncs to (empty: nowhere). */
+  settings: SyncSettings = NO_SYNC;
+  #client: SyncClient | undefined;
+  #status: SyncStatus = STOPPED;
+  readonly #listeners = new Set<(status: SyncStatus) => void>();
+  #lastSyncedAt = 0;
+
+  /**
+   * @param saver the saver to replicate
+   * @param onSynced called after each round that synced something new (threads another device started
+   *   arrive in the saver without a sidebar row)
+   */
+  constructor(
+    readonly saver: IndexedDBSaver,
+    readonly onSynced: () => void,
+  ) {}
+
+  /** (Re)starts the client for `settings`; stops it when they name no server. */
+  start(settings: SyncSettings): void {
+    this.settings = settings;
+    this.close();
+    const { url, token } = settings;
+    if (!url || !token) {
+      this.#setStatus(STOPPED);
+      return;
+    }
+    const client = new SyncClient({ saver: this.saver, url, token, intervalMs: 2_000 });
+    this.#client = client;
+    client.subscribe((status) => {
+      if (this.#client !== client) return;
+      this.#setStatus(status);
+      if (status.lastSyncedAt && status.lastSyncedAt !== this.#lastSyncedAt) {
+        this.#lastSyncedAt = status.lastSyncedAt;
+        this.onSynced();
+      }
+    });
+    client.start();
+  }
+
+  /** One sync round now; resolves when both sides agree. */
+  async syncNow(): Promise<void> {
+    if (!this.#client) throw new Error("Sync is off: set a server URL and a token first.");
+    await this.#client.syncNow();
+  }
+
+  /** Tells `listener` the status now and on every change; returns the function that stops it. */
+  onStatus(listener: (status: SyncStatus) => void): () => void {
+    this.#listeners.add(listener);
+    listener(this.#status);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** Stops the client (the status stays as it was last told). */
+  close(): void {
+    this.#client?.close();
+    this.#client = undefined;
+  }
+
+  #setStatus(status: SyncStatus): void {
+    this.#status = status;
+    for (const listener of this.#listeners) listener(status);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * A session's reads and bookkeeping of threads that need no run: the
+ * history's paged read, finding the checkpoint an edit forks from, sidebar
+ * rows for threads that arrive in the saver (import, sync), and their titles.
+ * Functions of the saver, the demo's database and the vault they are given,
+ * so `Session` stays a thin facade over them.
+ */
+import type { BaseMessage } from "@langchain/core/messages";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import type { StateSnapshot } from "@langchain/langgraph/web";
+import { ulid } from "ulid";
+import { importThread, type IndexedDBSaver } from "./lib.js";
+import { titlePlace, type Vault } from "./settings.js";
+import type { DemoDB } from "./threads-db.js";
+
+/** Checkpoints in the history's first read (about four turns). */
+const FIRST_PAGE = 12;
+
+/** Reads a thread's state: the latest, or at one checkpoint. */
+export type ReadState = (threadId: string, checkpointId?: string) => Promise<StateSnapshot>;
+
+/** A thread's title from its first message. */
+export function titleFrom(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 48 ? `${line.slice(0, 47)}…` : line || "New thread";
+}
+
+/** The messages of a state (none before the first turn). */
+export function messagesOf(snapshot: StateSnapshot): BaseMessage[] {
+  return (snapshot.values.messages ?? []) as BaseMessage[];
+}
+
+/**
+ * Every checkpoint of the thread's root namespace, every branch, newest
+ * first, as the saver pages them in (raw tuples: no state is rebuilt).
+ */
+export async function* timeline(saver: IndexedDBSaver, threadId: string): AsyncGenerator<CheckpointTuple> {
+  const config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+  // A small first read, so the newest rows show at once; then the rest, older than it.
+  let last: CheckpointTuple | undefined;
+  for await (const tuple of saver.list(config, { limit: FIRST_PAGE })) yield (last = tuple);
+  if (!last) return;
+  yield* saver.list(config, { before: last.config });
+}
+
+/** The index of the last user message, or -1 when there is none. */
+export function lastQuestion(messages: BaseMessage[]): number {
+  let question = messages.length - 1;
+  while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
+  return question;
+}
+
+/**
+ * The checkpoint an edit of the user message at `index` forks from: the
+ * newest state with exactly the `index` messages before it that was waiting
+ * for input, found by walking the parents from the latest.
+ */
+export async function checkpointBefore(state: ReadState, threadId: string, index: number): Promise<string> {
+  let snapshot: StateSnapshot | undefined = await state(threadId);
+  let before: StateSnapshot | undefined;
+  while (snapshot) {
+    const count = messagesOf(snapshot).length;
+    if (count === index && !snapshot.next.includes("agent")) {
+      before = snapshot;
+      if (snapshot.next.length === 0) break;
+    }
+    if (count < index) break;
+    const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+    snapshot = parent ? await state(threadId, parent) : undefined;
+  }
+  if (!before) throw new Error("Could not find the checkpoint before this message.");
+  return before.config.configurable?.checkpoint_id as string;
+}
+
+/** Imports a thread file under a new id, with a sidebar row titled from it; returns the id. */
+export async function importThreadFile(
+  db: DemoDB,
+  vault: Vault,
+  saver: IndexedDBSaver,
+  state: ReadState,
+  file: Blob,
+  fileName: string,
+): Promise<string> {
+  const threadId = ulid();
+  await importThread(saver, file, { targetThreadId: threadId });
+  const first = messagesOf(await state(threadId)).find((m) => m.getType() === "human");
+  const title = first ? titleFrom(String(first.content)) : fileName.replace(/\.[^.]+$/, "");
+  await db.touch(threadId, () => vault.seal(`${title} (imported)`, titlePlace(threadId)));
+  return threadId;
+}
+
+/** Threads in the saver without a sidebar row (imported elsewhere, or a row lost): list them. */
+export async function adoptUnlistedThreads(
+  db: DemoDB,
+  vault: Vault,
+  saver: IndexedDBSaver,
+  state: ReadState,
+): Promise<void> {
+  const known = new Set(await db.threads.toCollection().primaryKeys());
+  for await (const thread of saver.listThreads()) {
+    if (known.has(thread.threadId)) continue;
+    const first = messagesOf(await state(thread.threadId)).find((m) => m.getType() === "human");
+    await db.touch(
+      thread.threadId,
+      () => vault.seal(first ? titleFrom(String(first.content)) : "Untitled", titlePlace(thread.threadId)),
+      thread.updatedAt,
+    );
+  }
+}
