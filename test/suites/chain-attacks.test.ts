@@ -18,7 +18,7 @@ import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { SyncClient } from "../../src/sync/client.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../../src/sync/protocol.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
-import { committed, done, openRaw } from "../support/reliability/raw.js";
+import { putRaw, readStore } from "../support/reliability/raw.js";
 
 const created: string[] = [];
 const open: IndexedDBSaver[] = [];
@@ -84,12 +84,7 @@ async function chainedThread(name: string): Promise<void> {
 /** Every row of `store`, after closing every saver. */
 async function readAll<T>(name: string, store: "checkpoints" | "blobs" | "writes"): Promise<T[]> {
   for (const saver of open.splice(0)) await saver.close();
-  const db = await openRaw(name);
-  try {
-    return (await done(db.transaction([store], "readonly").objectStore(store).getAll())) as T[];
-  } finally {
-    db.close();
-  }
+  return readStore<T>(name, store);
 }
 
 async function readRows(name: string): Promise<Map<string, CheckpointRow>> {
@@ -97,17 +92,10 @@ async function readRows(name: string): Promise<Map<string, CheckpointRow>> {
   return new Map(rows.map((row) => [`${row.thread_id}/${row.checkpoint_id}`, row]));
 }
 
-/** Puts `rows` back with raw IndexedDB. */
+/** Puts `rows` back with raw IndexedDB, after closing every saver. */
 async function writeRows(name: string, rows: CheckpointRow[]): Promise<void> {
   for (const saver of open.splice(0)) await saver.close();
-  const db = await openRaw(name);
-  try {
-    const tx = db.transaction(["checkpoints"], "readwrite");
-    for (const row of rows) tx.objectStore("checkpoints").put(row);
-    await committed(tx);
-  } finally {
-    db.close();
-  }
+  await putRaw(name, "checkpoints", rows);
 }
 
 const walk = (saver: IndexedDBSaver, checkpointId = "6", threadId = THREAD) =>
@@ -249,18 +237,11 @@ describe("the chains a saver remembers", () => {
     const running = await saverOn(name);
     await step(running, config("6"), "7");
     // While it runs, 7 is relinked to 5 (turn 6 would vanish), its chain recomputed.
-    const db = await openRaw(name);
-    try {
-      const tx = db.transaction(["checkpoints"], "readwrite");
-      const store = tx.objectStore("checkpoints");
-      const seven = (await done(store.get([THREAD, "", "7"]))) as CheckpointRow;
-      seven.parent_checkpoint_id = "5";
-      seven.chain = chainOf(seven, rows.get(`${THREAD}/5`)!.chain);
-      store.put(seven);
-      await committed(tx);
-    } finally {
-      db.close();
-    }
+    const stored = await readStore<CheckpointRow>(name, "checkpoints");
+    const seven = stored.find((row) => row.thread_id === THREAD && row.checkpoint_id === "7")!;
+    seven.parent_checkpoint_id = "5";
+    seven.chain = chainOf(seven, rows.get(`${THREAD}/5`)!.chain);
+    await putRaw(name, "checkpoints", [seven]);
     // The put of 8 seals the chain of 7 it remembers, not the edited one: walks through 7 fail.
     await step(running, config("7"), "8");
     await expect(walk(running, "8")).rejects.toBeInstanceOf(DecryptionError);

@@ -16,7 +16,7 @@ import { IndexedDBSaver } from "../../src/saver/index.js";
 import type { CheckpointRow } from "../../src/saver/schema.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
-import { committed, done, openRaw } from "../support/reliability/raw.js";
+import { putRaw, readStore } from "../support/reliability/raw.js";
 
 const created: string[] = [];
 const open: IndexedDBSaver[] = [];
@@ -63,27 +63,12 @@ async function chainedThread(prefix: string): Promise<string> {
 /** The thread's checkpoint rows, by id, after closing every saver. */
 async function readRows(name: string): Promise<Map<string, CheckpointRow>> {
   for (const saver of open.splice(0)) await saver.close();
-  const db = await openRaw(name);
-  try {
-    const tx = db.transaction(["checkpoints"], "readonly");
-    const rows = (await done(tx.objectStore("checkpoints").getAll())) as CheckpointRow[];
-    return new Map(rows.map((row) => [row.checkpoint_id, row]));
-  } finally {
-    db.close();
-  }
+  const rows = await readStore<CheckpointRow>(name, "checkpoints");
+  return new Map(rows.map((row) => [row.checkpoint_id, row]));
 }
 
 /** Puts `rows` back with raw IndexedDB. */
-async function writeRows(name: string, rows: CheckpointRow[]): Promise<void> {
-  const db = await openRaw(name);
-  try {
-    const tx = db.transaction(["checkpoints"], "readwrite");
-    for (const row of rows) tx.objectStore("checkpoints").put(row);
-    await committed(tx);
-  } finally {
-    db.close();
-  }
-}
+const writeRows = (name: string, rows: CheckpointRow[]) => putRaw(name, "checkpoints", rows);
 
 /** Recomputes the chains of `ids` (oldest first) from their clear fields, as an attacker can. */
 async function rechain(rows: Map<string, CheckpointRow>, ids: string[]): Promise<CheckpointRow[]> {

@@ -18,7 +18,7 @@ import type { CheckpointRow } from "../../src/saver/schema.js";
 import binding1Golden from "../golden/saver-encrypted.json";
 import { RAW_KEY, deleteDatabase, loadDatabase, readSaver, type DatabaseDump, type Tagged } from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
-import { done, openRaw } from "../support/reliability/raw.js";
+import { readStore } from "../support/reliability/raw.js";
 
 interface SaverGolden {
   dump: DatabaseDump;
@@ -49,13 +49,10 @@ async function saverOn(dump: DatabaseDump, edit?: (dump: DatabaseDump) => void):
 
 /** A t-chat checkpoint row as stored. */
 async function rawCheckpoint(dbName: string, checkpointId: string): Promise<CheckpointRow> {
-  const db = await openRaw(dbName);
-  try {
-    const tx = db.transaction(["checkpoints"], "readonly");
-    return (await done(tx.objectStore("checkpoints").get(["t-chat", "", checkpointId]))) as CheckpointRow;
-  } finally {
-    db.close();
-  }
+  const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
+  return rows.find(
+    (row) => row.thread_id === "t-chat" && row.checkpoint_ns === "" && row.checkpoint_id === checkpointId,
+  )!;
 }
 
 /** The records of one store of `dump`, to edit in place. */

@@ -43,6 +43,16 @@ export function committed(tx: IDBTransaction): Promise<void> {
   });
 }
 
+/** Every row of one store of the database `name`. */
+export async function readStore<T>(name: string, store: SaverStore, factory: IDBFactory = indexedDB): Promise<T[]> {
+  const db = await openRaw(name, undefined, undefined, factory);
+  try {
+    return (await done(db.transaction([store], "readonly").objectStore(store).getAll())) as T[];
+  } finally {
+    db.close();
+  }
+}
+
 /** Every row of every store of the saver's database `name`. */
 export async function scanAll(name: string, factory: IDBFactory = indexedDB): Promise<Record<SaverStore, unknown[]>> {
   const db = await openRaw(name, undefined, undefined, factory);
