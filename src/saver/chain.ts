@@ -86,7 +86,8 @@ const known = new WeakMap<SaverContext, Map<string, string>>();
 /** Chains remembered per saver (the heads of its busiest threads). */
 const MAX_KNOWN = 256;
 
-const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
+/** A checkpoint row's key as one string, for maps (here and in verify-links.ts). */
+export const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
   JSON.stringify([threadId, checkpointNs, checkpointId]);
 
 /**

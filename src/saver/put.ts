@@ -54,10 +54,14 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
-  const versionsCopy = { ...checkpoint.channel_versions };
   const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
-    const fields = { checkpoint_id: checkpointId, parent_checkpoint_id: parentId, channel_versions: versionsCopy };
+    // withoutValues holds a copy made before any await (putInput).
+    const fields = {
+      checkpoint_id: checkpointId,
+      parent_checkpoint_id: parentId,
+      channel_versions: withoutValues.channel_versions,
+    };
     // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
     const chain = authenticates(serde)
       ? await (await (chainModule ??= import("./chain.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
@@ -104,7 +108,7 @@ export async function put(
       checkpoint_id: checkpointId,
       checkpoint: checkpointBytes,
       metadata: metadataBytes,
-      channel_versions: versionsCopy,
+      channel_versions: withoutValues.channel_versions,
       created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;

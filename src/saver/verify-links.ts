@@ -8,7 +8,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "./rows.js";
 import type { CheckpointRow, Version } from "./schema.js";
 import { authenticates } from "./verify.js";
-import { chainOf } from "./chain.js";
+import { chainOf, keyOf } from "./chain.js";
 import { DecryptionError } from "../core/errors.js";
 
 /**
@@ -58,7 +58,7 @@ function tagOf(row: CheckpointRow): Uint8Array | undefined {
 }
 
 function provenKey(row: CheckpointRow): string {
-  return JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
+  return keyOf(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
 }
 
 /** True when `row` is, in every field a walk reads, a row already proven. */
