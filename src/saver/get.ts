@@ -14,7 +14,8 @@ import {
 import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
-import { latestRow, readDetails } from "./reads.js";
+import { latestRow, readDetails, type ReadTx } from "./reads.js";
+import { recentPut, sameVersions } from "./recent.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, sortWrites, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
@@ -30,17 +31,50 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const raw = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
-      const row = checkpointId
-        ? await tx
-            .objectStore("checkpoints")
-            .get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string])
-        : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
+      if (checkpointId === undefined) return readLatest(tx, ctx, threadId, checkpointNs);
+      const row = await tx
+        .objectStore("checkpoints")
+        .get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string]);
       return row ? readDetails(tx, ctx.db.ranges, row) : undefined;
     },
     "get checkpoint",
   );
   if (!raw) return undefined;
   return decodeTuple(ctx, serde, raw);
+}
+
+/**
+ * A namespace's newest row with its blobs and writes. When this saver put
+ * that namespace's last checkpoint, its details are asked for together with
+ * the row, in one round trip instead of two; they are used only if the row
+ * found is that very checkpoint with those very versions.
+ */
+async function readLatest(
+  tx: ReadTx,
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+): Promise<RawTuple | undefined> {
+  const ranges = ctx.db.ranges;
+  const guess = recentPut(ctx, threadId, checkpointNs);
+  const latest = latestRow(tx, ranges, threadId, checkpointNs);
+  if (!guess) {
+    const row = await latest;
+    return row ? readDetails(tx, ranges, row) : undefined;
+  }
+  const guessed = readDetails(tx, ranges, {
+    thread_id: threadId,
+    checkpoint_ns: checkpointNs,
+    checkpoint_id: guess.checkpointId,
+    channel_versions: guess.channelVersions,
+  } as CheckpointRow);
+  // Both settle before deciding, so neither is left to reject unheard.
+  const [row, details] = await Promise.all([latest, guessed]);
+  if (!row) return undefined;
+  if (row.checkpoint_id === guess.checkpointId && sameVersions(row.channel_versions, guess.channelVersions)) {
+    return { ...details, row };
+  }
+  return readDetails(tx, ranges, row);
 }
 
 /** A stored checkpoint row, its blobs and writes, decoded into a tuple. */

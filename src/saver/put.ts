@@ -33,6 +33,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { putInput } from "./put-input.js";
+import { rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -173,7 +174,10 @@ export async function put(
       return false;
     }
   });
-  if (stored) ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
+  if (stored) {
+    rememberPut(ctx, threadId, checkpointNs, { checkpointId, channelVersions: withoutValues.channel_versions });
+    ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
+  }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
 }
 
