@@ -233,6 +233,44 @@ async function singlePut(): Promise<BenchRow[]> {
   ];
 }
 
+/**
+ * `getTuple` of a thread's latest checkpoint by the saver that put it (its
+ * blobs and writes asked for with the row, one round trip: saver/recent.ts)
+ * vs by another saver on the same database, as another tab (two round
+ * trips), in paired interleaved rounds. A graph run makes this read at
+ * every invoke.
+ */
+async function latestAfterOwnPut(): Promise<BenchRow> {
+  const temp = tempSaver("latest");
+  const other = new IndexedDBSaver({ dbName: temp.dbName });
+  // A loop-shaped checkpoint: four channel versions, one with a value, and a pending write.
+  let config: RunnableConfig = { configurable: { thread_id: "latest", checkpoint_ns: "" } };
+  for (let step = 0; step < 20; step++) {
+    const versions = { notes: step + 1, __start__: step + 1, "branch:to:a": step + 1, "branch:to:b": step + 1 };
+    const checkpoint = {
+      ...emptyCheckpoint(),
+      id: uuid6(step),
+      channel_values: { notes: "n".repeat(400) },
+      channel_versions: versions,
+    };
+    config = await temp.saver.put(config, checkpoint, meta(step), { notes: step + 1 });
+    await temp.saver.putWrites(config, [["notes", `w${step}`]], `task-${step}`);
+  }
+  const latest = { configurable: { thread_id: "latest", checkpoint_ns: "" } };
+  const read = (saver: IndexedDBSaver) => () => saver.getTuple(latest);
+  const own: number[] = [];
+  const others: number[] = [];
+  await putRound(20, read(temp.saver));
+  await putRound(20, read(other));
+  for (let round = 0; round < 11; round++) {
+    own.push(await putRound(40, read(temp.saver)));
+    others.push(await putRound(40, read(other)));
+  }
+  await other.close();
+  await temp.done();
+  return pairedRow(SUITE, "getTuple latest, by the saver that put it", own, others, "by another saver (tab)", ms);
+}
+
 async function fill(saver: BaseCheckpointSaver, threadId: string, count: number): Promise<void> {
   let config: RunnableConfig = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
   for (let step = 0; step < count; step++) {
@@ -440,6 +478,7 @@ export const saverSuite: Suite = {
     const rows: BenchRow[] = [];
     rows.push(...(await graphLoop()));
     rows.push(...(await singlePut()));
+    rows.push(await latestAfterOwnPut());
     // `npm run bench -- saver write`: the write path alone (issue 13's goals 1 and 2).
     if (new URLSearchParams(location.search).get("only")?.split(",").includes("write")) return rows;
     rows.push(...(await readsAtDepth()));
