@@ -30,7 +30,6 @@ import { rawAccess, type SaverRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
-import { list } from "./list.js";
 import { put, putWrites } from "./put.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
@@ -159,8 +158,10 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     return getTuple(this.#ctx, config);
   }
 
-  override list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
-    return list(this.#ctx, config, options);
+  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    // A graph run never lists: the list code loads on the first call.
+    const { list } = await import("./list.js");
+    yield* list(this.#ctx, config, options);
   }
 
   override put(

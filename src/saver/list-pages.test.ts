@@ -1,7 +1,7 @@
 /**
  * `list()` reads a page of one namespace with one request for the page's
  * pending writes and one range read per channel for its blobs (see
- * reads.ts `readPage`). These tests hold those page reads to what a
+ * page.ts `readPage`). These tests hold those page reads to what a
  * checkpoint read alone (`getTuple`, one request each) returns, on a thread
  * built to trip them: other branches' versions crowding a page's version
  * range past the range read's cap, and writes of a checkpoint that was

@@ -8,7 +8,8 @@ import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
 import { assertId } from "./ids.js";
 import { ABOVE_STRINGS, checkpointRangeBounds } from "./keys.js";
-import { readDetails, readPage } from "./reads.js";
+import { readPage } from "./page.js";
+import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 
