@@ -10,7 +10,7 @@
  *     npx vitest run -c test/golden/generate-binding2.config.ts
  */
 import { it } from "vitest";
-import { writeEncryptedSaverGolden } from "./encrypted-saver-golden.js";
+import { writeEncryptedSaverGolden } from "./saver-golden.js";
 
 it("writes the binding version 2 golden file", () =>
   writeEncryptedSaverGolden("saver-encrypted-binding2.json", "golden-encrypted-binding2"), 120_000);

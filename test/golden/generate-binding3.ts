@@ -9,7 +9,7 @@
  *     npx vitest run -c test/golden/generate-binding3.config.ts
  */
 import { it } from "vitest";
-import { writeEncryptedSaverGolden } from "./encrypted-saver-golden.js";
+import { writeEncryptedSaverGolden } from "./saver-golden.js";
 
 it("writes the binding version 3 golden file", () =>
   writeEncryptedSaverGolden("saver-encrypted-binding3.json", "golden-encrypted-binding3"), 120_000);

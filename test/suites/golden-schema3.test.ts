@@ -1,0 +1,133 @@
+/**
+ * The golden databases of schema version 3 (test/golden/saver-plain-schema3
+ * and saver-encrypted-schema3.json, written once by
+ * test/golden/generate-schema3.ts): today's layout, frozen before a new row
+ * layout (issue 13) changes it. Each loads at version 3 exactly as dumped,
+ * opens with today's code, reads back every recorded answer, keeps every
+ * record as it was, and takes new checkpoints on top. A later schema must
+ * still pass this file: that is its upgrade test. Node and Chromium.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "../../src/saver/index.js";
+import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import encryptedGolden from "../golden/saver-encrypted-schema3.json";
+import plainGolden from "../golden/saver-plain-schema3.json";
+import {
+  RAW_KEY,
+  deleteDatabase,
+  dumpDatabase,
+  loadDatabase,
+  readSaver,
+  type DatabaseDump,
+  type Tagged,
+} from "../golden/shared.js";
+import { freshDbName } from "../support/databases.js";
+
+interface SaverGolden {
+  dump: DatabaseDump;
+  expected: Record<string, Tagged>;
+}
+
+const index = (name: string, keyPath: string | string[]) => ({ name, keyPath, unique: false, multiEntry: false });
+
+/** Schema version 3, spelled out: stores, key paths and indexes (SAVER_UPGRADES steps 1 to 3). */
+const SCHEMA_3 = {
+  version: 3,
+  stores: [
+    { name: "blobs", keyPath: ["thread_id", "checkpoint_ns", "channel", "version"], autoIncrement: false, indexes: [] },
+    {
+      name: "checkpoints",
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
+      autoIncrement: false,
+      indexes: [
+        index("by_checkpoint", "checkpoint_id"),
+        index("by_parent", ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]),
+        index("by_run", "run_id"),
+        index("by_thread_checkpoint", ["thread_id", "checkpoint_id"]),
+      ],
+    },
+    { name: "meta", keyPath: "name", autoIncrement: false, indexes: [] },
+    { name: "threads", keyPath: "thread_id", autoIncrement: false, indexes: [index("by_updated", "updated_at")] },
+    {
+      name: "writes",
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+      autoIncrement: false,
+      indexes: [index("by_channel", ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"])],
+    },
+  ],
+};
+
+function schemaOf(dump: DatabaseDump): unknown {
+  return { version: dump.version, stores: dump.stores.map(({ records: _records, ...schema }) => schema) };
+}
+
+const cases = [
+  { name: "plain (MsgpackSerializer)", golden: plainGolden as unknown as SaverGolden, serde: async () => undefined },
+  {
+    name: "encrypted (EncryptedSerializer.fromRawKey)",
+    golden: encryptedGolden as unknown as SaverGolden,
+    serde: () => EncryptedSerializer.fromRawKey(RAW_KEY),
+  },
+];
+
+const created: string[] = [];
+const savers: IndexedDBSaver[] = [];
+afterEach(async () => {
+  for (const saver of savers.splice(0)) await saver.close();
+  for (const name of created.splice(0)) await deleteDatabase(indexedDB, name);
+});
+
+describe.each(cases)("saver database of schema version 3: $name", ({ golden, serde }) => {
+  /** A saver on a fresh database loaded from the golden dump. */
+  async function open(): Promise<IndexedDBSaver> {
+    const name = freshDbName("golden-schema3");
+    created.push(name);
+    await loadDatabase(indexedDB, name, golden.dump);
+    const saver = new IndexedDBSaver({ dbName: name, serde: await serde() });
+    savers.push(saver);
+    return saver;
+  }
+
+  it("has the layout of schema version 3", () => {
+    expect(schemaOf(golden.dump)).toEqual(SCHEMA_3);
+  });
+
+  it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
+    const actual = await readSaver(await open());
+    expect(Object.keys(actual)).toEqual(Object.keys(golden.expected));
+    for (const key of Object.keys(golden.expected)) {
+      expect({ [key]: actual[key] }).toEqual({ [key]: golden.expected[key] });
+    }
+  });
+
+  it("keeps every record as it was once opened and read", async () => {
+    const saver = await open();
+    await readSaver(saver);
+    await saver.close();
+    const after = await dumpDatabase(indexedDB, saver.dbName);
+    for (const store of golden.dump.stores) {
+      const now = after.stores.find((s) => s.name === store.name)!;
+      expect({ [store.name]: now.records }).toEqual({ [store.name]: store.records });
+    }
+  });
+
+  it("takes a new checkpoint on top of the stored chat, and walks and lists across old and new rows", async () => {
+    const saver = await open();
+    const head = (await saver.getTuple({ configurable: { thread_id: "t-chat" } }))!;
+    const before = await saver.getDeltaChannelHistory({ config: head.config, channels: ["messages"] });
+    const next = await saver.put(
+      head.config,
+      { ...head.checkpoint, id: `${head.checkpoint.id}-next` },
+      { source: "update", step: 99, parents: {} },
+      {},
+    );
+    const tuple = await saver.getTuple(next);
+    expect(tuple?.checkpoint.channel_values).toEqual(head.checkpoint.channel_values);
+    expect(tuple?.parentConfig?.configurable?.checkpoint_id).toBe(head.checkpoint.id);
+    const walk = await saver.getDeltaChannelHistory({ config: next, channels: ["messages"] });
+    expect(walk.messages!.writes.length).toBeGreaterThanOrEqual(before.messages!.writes.length);
+    const listed = [];
+    for await (const item of saver.list({ configurable: { thread_id: "t-chat" } }, { limit: 2 })) listed.push(item);
+    expect(listed.map((item) => item.checkpoint.id)).toEqual([next.configurable!.checkpoint_id, head.checkpoint.id]);
+  });
+});
