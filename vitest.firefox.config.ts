@@ -6,7 +6,8 @@ import { preview } from "@vitest/browser-preview";
  * graph scenarios, the runs module, and the suites of issue 11 that depend
  * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
  * OPFS, key rotation, structural binding, export binding and the attacks on
- * stored rows. `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
+ * stored rows; the golden databases of schema version 3, and the latest
+ * read's guess against another tab's writes. `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
  * needs a real origin, which the fixed API host and port give.
  */
 export default defineConfig({
@@ -22,6 +23,8 @@ export default defineConfig({
       "test/suites/chain-binding.test.ts",
       "test/suites/export-binding.test.ts",
       "test/suites/security.test.ts",
+      "test/suites/golden-schema3.test.ts",
+      "src/saver/recent.test.ts",
     ],
     testTimeout: 60_000,
     browser: {
