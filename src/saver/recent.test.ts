@@ -52,6 +52,19 @@ describe("getTuple of the latest checkpoint after this saver's own put", () => {
     expect(tuple?.checkpoint.channel_values).toEqual({ a: "theirs" });
   });
 
+  it("returns another tab's newer checkpoint with the same versions, and its own pending writes", async () => {
+    const [saver, other] = twoTabs();
+    const first = await saver.put(root("t"), checkpoint(uuid6(0), { a: "same" }, { a: 1 }), meta, { a: 1 });
+    await saver.putWrites(first, [["a", "written on the first"]], "task-1");
+    // No channel changed: the newer checkpoint has the very versions this saver remembers.
+    const theirs = uuid6(1);
+    const second = await other.put(first, checkpoint(theirs, { a: "same" }, { a: 1 }), meta, {});
+    await other.putWrites(second, [["a", "written on the second"]], "task-2");
+    const tuple = await saver.getTuple(root("t"));
+    expect(tuple?.checkpoint.id).toBe(theirs);
+    expect(tuple?.pendingWrites).toEqual([["task-2", "a", "written on the second"]]);
+  });
+
   it("reads the row as it is now when another tab put the same checkpoint again with other versions", async () => {
     const [saver, other] = twoTabs();
     const id = uuid6(0);
