@@ -34,6 +34,9 @@ import { put, putWrites } from "./put.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
 
+/** The list module, loaded by the first `list()` of any saver and kept. */
+let listModule: Promise<typeof import("./list.js")> | undefined;
+
 export type { SaverRawAccess } from "./raw-access.js";
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
@@ -159,8 +162,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
-    // A graph run never lists: the list code loads on the first call.
-    const { list } = await import("./list.js");
+    // A graph run never lists: the list code loads on the first call, once
+    // (an app bundler's `import()` may check preloads on every call).
+    const { list } = await (listModule ??= import("./list.js"));
     yield* list(this.#ctx, config, options);
   }
 
