@@ -301,11 +301,7 @@ export class App {
       this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
       this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
       this.chat.setDisabled(
-        this.viewing
-          ? "Viewing an older checkpoint (read-only)"
-          : paused
-            ? "Approve or reject the memory first"
-            : undefined,
+        this.viewing ? "Read-only (older checkpoint)" : paused ? "Approve or reject the memory first" : undefined,
       );
       if (this.historyOpen) await refreshHistory(this);
     } catch (error) {
