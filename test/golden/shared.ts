@@ -693,3 +693,69 @@ export async function writeStoreScenario(store: BaseStore): Promise<void> {
   await store.put(["docs"], "readme", { text: "dogs and pets", n: 1, lang: "en", nested: { deep: [1, 2] } });
   await store.put(["users", "u1", "memories"], "m2", { text: "has two cats and dogs", lang: "en" });
 }
+
+// ---------------------------------------------------------------- frozen saver layouts
+
+/** The saver database layout of schema version 1 (SAVER_UPGRADES step 1), frozen. */
+export const SAVER_SCHEMA_1 = {
+  version: 1,
+  stores: [
+    { name: "blobs", keyPath: ["thread_id", "checkpoint_ns", "channel", "version"], autoIncrement: false, indexes: [] },
+    {
+      name: "checkpoints",
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
+      autoIncrement: false,
+      indexes: [
+        {
+          name: "by_parent",
+          keyPath: ["thread_id", "checkpoint_ns", "parent_checkpoint_id"],
+          unique: false,
+          multiEntry: false,
+        },
+        { name: "by_run", keyPath: "run_id", unique: false, multiEntry: false },
+      ],
+    },
+    { name: "meta", keyPath: "name", autoIncrement: false, indexes: [] },
+    {
+      name: "threads",
+      keyPath: "thread_id",
+      autoIncrement: false,
+      indexes: [{ name: "by_updated", keyPath: "updated_at", unique: false, multiEntry: false }],
+    },
+    {
+      name: "writes",
+      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+      autoIncrement: false,
+      indexes: [
+        {
+          name: "by_channel",
+          keyPath: ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"],
+          unique: false,
+          multiEntry: false,
+        },
+      ],
+    },
+  ],
+};
+
+/** Schema version 3: version 2 added two indexes of the checkpoints store for thread-wide and cross-thread `list`; version 3 changed no store (it marks row binding version 3). Frozen. */
+export const SAVER_SCHEMA_3 = {
+  version: 3,
+  stores: SAVER_SCHEMA_1.stores.map((s) =>
+    s.name !== "checkpoints"
+      ? s
+      : {
+          ...s,
+          indexes: [
+            { name: "by_checkpoint", keyPath: "checkpoint_id", unique: false, multiEntry: false },
+            ...s.indexes,
+            {
+              name: "by_thread_checkpoint",
+              keyPath: ["thread_id", "checkpoint_id"],
+              unique: false,
+              multiEntry: false,
+            },
+          ],
+        },
+  ),
+};

@@ -75,6 +75,8 @@ import {
   type StoreDump,
   withoutStacks,
   type Tagged,
+  SAVER_SCHEMA_1,
+  SAVER_SCHEMA_3,
 } from "../golden/shared.js";
 import { joinBytes } from "../../src/core/bytes.js";
 
@@ -146,74 +148,11 @@ function expectAnswers(actual: Record<string, Tagged>, expected: Record<string, 
 
 // ---------------------------------------------------------------- saver databases
 
-/** The saver database layout, frozen (SAVER_UPGRADES step 1). */
-const SAVER_SCHEMA = {
-  version: 1,
-  stores: [
-    { name: "blobs", keyPath: ["thread_id", "checkpoint_ns", "channel", "version"], autoIncrement: false, indexes: [] },
-    {
-      name: "checkpoints",
-      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
-      autoIncrement: false,
-      indexes: [
-        {
-          name: "by_parent",
-          keyPath: ["thread_id", "checkpoint_ns", "parent_checkpoint_id"],
-          unique: false,
-          multiEntry: false,
-        },
-        { name: "by_run", keyPath: "run_id", unique: false, multiEntry: false },
-      ],
-    },
-    { name: "meta", keyPath: "name", autoIncrement: false, indexes: [] },
-    {
-      name: "threads",
-      keyPath: "thread_id",
-      autoIncrement: false,
-      indexes: [{ name: "by_updated", keyPath: "updated_at", unique: false, multiEntry: false }],
-    },
-    {
-      name: "writes",
-      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-      autoIncrement: false,
-      indexes: [
-        {
-          name: "by_channel",
-          keyPath: ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"],
-          unique: false,
-          multiEntry: false,
-        },
-      ],
-    },
-  ],
-};
+/** The saver database layout of version 1, frozen (test/golden/shared.ts). */
+const SAVER_SCHEMA = SAVER_SCHEMA_1;
 
-/**
- * Today's layout (SAVER_UPGRADES step 2): step 1 plus two indexes of the
- * checkpoints store for thread-wide and cross-thread `list`. The rows are
- * the same, so the golden dumps (step 1) are "the previous version".
- */
-/** Today's layout: version 2 added two indexes; version 3 changed no store (it marks row binding version 3). */
-const SAVER_SCHEMA_NOW = {
-  version: 3,
-  stores: SAVER_SCHEMA.stores.map((s) =>
-    s.name !== "checkpoints"
-      ? s
-      : {
-          ...s,
-          indexes: [
-            { name: "by_checkpoint", keyPath: "checkpoint_id", unique: false, multiEntry: false },
-            ...s.indexes,
-            {
-              name: "by_thread_checkpoint",
-              keyPath: ["thread_id", "checkpoint_id"],
-              unique: false,
-              multiEntry: false,
-            },
-          ],
-        },
-  ),
-};
+/** Today's layout: schema version 3 (test/golden/shared.ts). */
+const SAVER_SCHEMA_NOW = SAVER_SCHEMA_3;
 
 /** Row fields written from the clock: the only part of a row that differs between two identical runs. */
 const CLOCK_FIELDS = new Set(["created_at", "updated_at", "deleted_at", "createdAt", "updatedAt", "created"]);

@@ -14,6 +14,7 @@ import encryptedGolden from "../golden/saver-encrypted-schema3.json";
 import plainGolden from "../golden/saver-plain-schema3.json";
 import {
   RAW_KEY,
+  SAVER_SCHEMA_3,
   deleteDatabase,
   dumpDatabase,
   loadDatabase,
@@ -27,35 +28,6 @@ interface SaverGolden {
   dump: DatabaseDump;
   expected: Record<string, Tagged>;
 }
-
-const index = (name: string, keyPath: string | string[]) => ({ name, keyPath, unique: false, multiEntry: false });
-
-/** Schema version 3, spelled out: stores, key paths and indexes (SAVER_UPGRADES steps 1 to 3). */
-const SCHEMA_3 = {
-  version: 3,
-  stores: [
-    { name: "blobs", keyPath: ["thread_id", "checkpoint_ns", "channel", "version"], autoIncrement: false, indexes: [] },
-    {
-      name: "checkpoints",
-      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
-      autoIncrement: false,
-      indexes: [
-        index("by_checkpoint", "checkpoint_id"),
-        index("by_parent", ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]),
-        index("by_run", "run_id"),
-        index("by_thread_checkpoint", ["thread_id", "checkpoint_id"]),
-      ],
-    },
-    { name: "meta", keyPath: "name", autoIncrement: false, indexes: [] },
-    { name: "threads", keyPath: "thread_id", autoIncrement: false, indexes: [index("by_updated", "updated_at")] },
-    {
-      name: "writes",
-      keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-      autoIncrement: false,
-      indexes: [index("by_channel", ["thread_id", "checkpoint_ns", "channel", "checkpoint_id"])],
-    },
-  ],
-};
 
 function schemaOf(dump: DatabaseDump): unknown {
   return { version: dump.version, stores: dump.stores.map(({ records: _records, ...schema }) => schema) };
@@ -89,7 +61,7 @@ describe.each(cases)("saver database of schema version 3: $name", ({ golden, ser
   }
 
   it("has the layout of schema version 3", () => {
-    expect(schemaOf(golden.dump)).toEqual(SCHEMA_3);
+    expect(schemaOf(golden.dump)).toEqual(SAVER_SCHEMA_3);
   });
 
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
