@@ -15,8 +15,16 @@ import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { latestRow, readDetails, type ReadTx } from "./reads.js";
-import { recentPut, sameVersions } from "./recent.js";
-import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, sortWrites, type RawTuple } from "./rows.js";
+import { recentPut } from "./recent.js";
+import {
+  decodeBlob,
+  decodeCheckpoint,
+  decodeMetadata,
+  decodeWrite,
+  sameVersions,
+  sortWrites,
+  type RawTuple,
+} from "./rows.js";
 import type { CheckpointRow } from "./schema.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "./versions.js";
@@ -57,21 +65,22 @@ async function readLatest(
 ): Promise<RawTuple | undefined> {
   const ranges = ctx.db.ranges;
   const guess = recentPut(ctx, threadId, checkpointNs);
-  const latest = latestRow(tx, ranges, threadId, checkpointNs);
-  if (!guess) {
-    const row = await latest;
-    return row ? readDetails(tx, ranges, row) : undefined;
-  }
-  const guessed = readDetails(tx, ranges, {
-    thread_id: threadId,
-    checkpoint_ns: checkpointNs,
-    checkpoint_id: guess.checkpointId,
-    channel_versions: guess.channelVersions,
-  } as CheckpointRow);
+  const guessed =
+    guess &&
+    readDetails(tx, ranges, {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: guess.checkpointId,
+      channel_versions: guess.channelVersions,
+    } as CheckpointRow);
   // Both settle before deciding, so neither is left to reject unheard.
-  const [row, details] = await Promise.all([latest, guessed]);
+  const [row, details] = await Promise.all([latestRow(tx, ranges, threadId, checkpointNs), guessed]);
   if (!row) return undefined;
-  if (row.checkpoint_id === guess.checkpointId && sameVersions(row.channel_versions, guess.channelVersions)) {
+  if (
+    details &&
+    row.checkpoint_id === guess?.checkpointId &&
+    sameVersions(row.channel_versions, guess.channelVersions)
+  ) {
     return { ...details, row };
   }
   return readDetails(tx, ranges, row);

@@ -39,12 +39,3 @@ export function rememberPut(ctx: SaverContext, threadId: string, checkpointNs: s
 export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: string): RecentPut | undefined {
   return recents.get(ctx)?.get(keyOf(threadId, checkpointNs));
 }
-
-/** True when `versions` (a row's, as stored) are exactly the remembered ones. */
-export function sameVersions(versions: unknown, remembered: Record<string, Version>): boolean {
-  if (typeof versions !== "object" || versions === null) return false;
-  const stored = versions as Record<string, unknown>;
-  const keys = Object.keys(remembered);
-  if (Object.keys(stored).length !== keys.length) return false;
-  return keys.every((key) => Object.hasOwn(stored, key) && stored[key] === remembered[key]);
-}

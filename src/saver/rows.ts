@@ -197,8 +197,14 @@ export function assertVersionsMatch(
   }
 }
 
-/** True when a row's clear channel versions are exactly `stored` (same channels, same values and types). */
-export function sameVersions(plain: Record<string, Version>, stored: Record<string, Version>): boolean {
+/**
+ * True when a row's clear channel versions are exactly `stored` (same
+ * channels, same values and types). `plain` comes from a row anyone with
+ * the database files can edit, so it may be anything: not an object is false.
+ */
+export function sameVersions(plain: unknown, stored: Record<string, Version>): boolean {
+  if (typeof plain !== "object" || plain === null) return false;
+  const versions = plain as Record<string, unknown>;
   const keys = Object.keys(stored);
-  return keys.length === Object.keys(plain).length && keys.every((key) => plain[key] === stored[key]);
+  return keys.length === Object.keys(versions).length && keys.every((key) => versions[key] === stored[key]);
 }

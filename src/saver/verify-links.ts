@@ -65,15 +65,12 @@ function provenKey(row: CheckpointRow): string {
 function isProven(proven: Map<string, Proven>, row: CheckpointRow): boolean {
   const entry = proven.get(provenKey(row));
   const tag = tagOf(row);
-  const plain: unknown = row.channel_versions;
   return (
     entry !== undefined &&
     tag !== undefined &&
     entry.parent === row.parent_checkpoint_id &&
     entry.chain === row.chain &&
     tag.every((byte, i) => byte === entry.tag[i]) &&
-    typeof plain === "object" &&
-    plain !== null &&
     sameVersions(row.channel_versions, entry.versions)
   );
 }
