@@ -14,6 +14,7 @@ import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import type { BaseCheckpointSaver, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import { Command, Overwrite, Send } from "@langchain/langgraph/web";
+import { expect } from "vitest";
 
 // ---------------------------------------------------------------- base64
 
@@ -248,6 +249,23 @@ export function deleteDatabase(factory: IDBFactory, name: string): Promise<void>
     req.onerror = () => reject(req.error);
     req.onblocked = () => resolve();
   });
+}
+
+/** A saver golden file: the database dump and every read recorded. */
+export interface SaverGolden {
+  dump: DatabaseDump;
+  expected: Record<string, Tagged>;
+}
+
+/** A dump without its records: what the code's upgrades must still create. */
+export function schemaOf(dump: DatabaseDump): unknown {
+  return { version: dump.version, stores: dump.stores.map(({ records: _records, ...schema }) => schema) };
+}
+
+/** Expects each recorded answer, key by key (a failure names the read that changed). */
+export function expectAnswers(actual: Record<string, Tagged>, expected: Record<string, Tagged>): void {
+  expect(Object.keys(actual)).toEqual(Object.keys(expected));
+  for (const key of Object.keys(expected)) expect({ [key]: actual[key] }).toEqual({ [key]: expected[key] });
 }
 
 /** Every store of a database: schema and records, tagged. */

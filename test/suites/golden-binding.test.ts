@@ -16,14 +16,18 @@ import binding3Golden from "../golden/saver-encrypted-binding3.json";
 import { chainOf } from "../../src/saver/chain.js";
 import type { CheckpointRow } from "../../src/saver/schema.js";
 import binding1Golden from "../golden/saver-encrypted.json";
-import { RAW_KEY, deleteDatabase, loadDatabase, readSaver, type DatabaseDump, type Tagged } from "../golden/shared.js";
+import {
+  RAW_KEY,
+  deleteDatabase,
+  expectAnswers,
+  loadDatabase,
+  readSaver,
+  type DatabaseDump,
+  type SaverGolden,
+  type Tagged,
+} from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
 import { readStore } from "../support/reliability/raw.js";
-
-interface SaverGolden {
-  dump: DatabaseDump;
-  expected: Record<string, Tagged>;
-}
 
 const v2 = binding2Golden as unknown as SaverGolden;
 const v3 = binding3Golden as unknown as SaverGolden;
@@ -76,9 +80,7 @@ function swapChannels(dump: DatabaseDump): string {
 
 describe("saver database of row binding version 2 (encrypted)", () => {
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
-    const actual = await readSaver(await saverOn(v2.dump));
-    expect(Object.keys(actual)).toEqual(Object.keys(v2.expected));
-    for (const key of Object.keys(v2.expected)) expect({ [key]: actual[key] }).toEqual({ [key]: v2.expected[key] });
+    expectAnswers(await readSaver(await saverOn(v2.dump)), v2.expected);
   });
 
   it("binds a write's channel: two swapped channels fail to read (the version 1 golden cannot tell)", async () => {
@@ -147,9 +149,7 @@ describe("saver database of row binding version 3 (encrypted, hash chain of pare
   });
 
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
-    const actual = await readSaver(await saverOn(v3.dump));
-    expect(Object.keys(actual)).toEqual(Object.keys(v3.expected));
-    for (const key of Object.keys(v3.expected)) expect({ [key]: actual[key] }).toEqual({ [key]: v3.expected[key] });
+    expectAnswers(await readSaver(await saverOn(v3.dump)), v3.expected);
   });
 
   it("each row's chain is the hash of its clear fields and its parent's chain (the algorithm is frozen)", () => {

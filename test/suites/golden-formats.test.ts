@@ -77,13 +77,11 @@ import {
   type Tagged,
   SAVER_SCHEMA_1,
   SAVER_SCHEMA_3,
+  expectAnswers,
+  schemaOf,
+  type SaverGolden,
 } from "../golden/shared.js";
 import { joinBytes } from "../../src/core/bytes.js";
-
-interface SaverGolden {
-  dump: DatabaseDump;
-  expected: Record<string, Tagged>;
-}
 
 const plainSaver = saverPlainGolden as unknown as SaverGolden;
 const encryptedSaver = saverEncryptedGolden as unknown as SaverGolden & {
@@ -122,11 +120,6 @@ async function loadFresh(prefix: string, dump: DatabaseDump): Promise<string> {
   return name;
 }
 
-/** A dump without its records: what the code's upgrades must still create. */
-function schemaOf(dump: DatabaseDump): unknown {
-  return { version: dump.version, stores: dump.stores.map(({ records: _records, ...schema }) => schema) };
-}
-
 function store(dump: DatabaseDump, name: string): StoreDump {
   const found = dump.stores.find((s) => s.name === name);
   if (!found) throw new Error(`no store ${name}`);
@@ -138,12 +131,6 @@ function bin(value: Tagged): Uint8Array {
   const tagged = (value as { $bin: [string, string] }).$bin;
   expect(tagged[0]).toBe("Uint8Array");
   return fromBase64(tagged[1]);
-}
-
-/** Expects each recorded answer, key by key (a failure names the read that changed). */
-function expectAnswers(actual: Record<string, Tagged>, expected: Record<string, Tagged>): void {
-  expect(Object.keys(actual)).toEqual(Object.keys(expected));
-  for (const key of Object.keys(expected)) expect({ [key]: actual[key] }).toEqual({ [key]: expected[key] });
 }
 
 // ---------------------------------------------------------------- saver databases

@@ -15,23 +15,15 @@ import plainGolden from "../golden/saver-plain-schema3.json";
 import {
   RAW_KEY,
   SAVER_SCHEMA_3,
+  expectAnswers,
+  schemaOf,
   deleteDatabase,
   dumpDatabase,
   loadDatabase,
   readSaver,
-  type DatabaseDump,
-  type Tagged,
+  type SaverGolden,
 } from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
-
-interface SaverGolden {
-  dump: DatabaseDump;
-  expected: Record<string, Tagged>;
-}
-
-function schemaOf(dump: DatabaseDump): unknown {
-  return { version: dump.version, stores: dump.stores.map(({ records: _records, ...schema }) => schema) };
-}
 
 const cases = [
   { name: "plain (MsgpackSerializer)", golden: plainGolden as unknown as SaverGolden, serde: async () => undefined },
@@ -65,11 +57,7 @@ describe.each(cases)("saver database of schema version 3: $name", ({ golden, ser
   });
 
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
-    const actual = await readSaver(await open());
-    expect(Object.keys(actual)).toEqual(Object.keys(golden.expected));
-    for (const key of Object.keys(golden.expected)) {
-      expect({ [key]: actual[key] }).toEqual({ [key]: golden.expected[key] });
-    }
+    expectAnswers(await readSaver(await open()), golden.expected);
   });
 
   it("keeps every record as it was once opened and read", async () => {
