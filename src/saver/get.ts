@@ -14,8 +14,8 @@ import {
 import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
-import { latestRow, readDetails, type ReadTx } from "./reads.js";
-import { recentPut } from "./recent.js";
+import { blobKey, latestRow, readDetails, type BlobReads, type ReadTx } from "./reads.js";
+import { keptValues, recentPut, rememberPut } from "./recent.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -39,7 +39,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const raw = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
-      if (checkpointId === undefined) return readLatest(tx, ctx, threadId, checkpointNs);
+      if (checkpointId === undefined) return readLatest(tx, ctx, serde, threadId, checkpointNs);
       const row = await tx
         .objectStore("checkpoints")
         .get(checkpointKey(threadId, checkpointNs, checkpointId) as [string, string, string]);
@@ -48,31 +48,52 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     "get checkpoint",
   );
   if (!raw) return undefined;
+  if (checkpointId === undefined) {
+    const { row, blobs } = raw;
+    rememberPut(ctx, threadId, checkpointNs, {
+      checkpointId: row.checkpoint_id,
+      channelVersions: row.channel_versions,
+      values: keptValues(serde, row.channel_versions, blobs, undefined),
+    });
+  }
   return decodeTuple(ctx, serde, raw);
 }
 
 /**
  * A namespace's newest row with its blobs and writes. When this saver put
- * that namespace's last checkpoint, its details are asked for together with
- * the row, in one round trip instead of two; they are used only if the row
- * found is that very checkpoint with those very versions.
+ * (or read) that namespace's last checkpoint, its details are asked for
+ * together with the row, in one round trip instead of two, and the values it
+ * kept are not asked for at all; they are used only if the row found is that
+ * very checkpoint with those very versions.
  */
 async function readLatest(
   tx: ReadTx,
   ctx: SaverContext,
+  serde: SerializerProtocol,
   threadId: string,
   checkpointNs: string,
 ): Promise<RawTuple | undefined> {
   const ranges = ctx.db.ranges;
   const guess = recentPut(ctx, threadId, checkpointNs);
+  const kept: BlobReads = new Map();
+  if (guess?.values?.serde === serde) {
+    for (const [channel, blob] of guess.values.blobs) {
+      kept.set(blobKey(threadId, checkpointNs, channel, guess.channelVersions[channel]!), Promise.resolve(blob));
+    }
+  }
   const guessed =
     guess &&
-    readDetails(tx, ranges, {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs,
-      checkpoint_id: guess.checkpointId,
-      channel_versions: guess.channelVersions,
-    } as CheckpointRow);
+    readDetails(
+      tx,
+      ranges,
+      {
+        thread_id: threadId,
+        checkpoint_ns: checkpointNs,
+        checkpoint_id: guess.checkpointId,
+        channel_versions: guess.channelVersions,
+      } as CheckpointRow,
+      kept,
+    );
   // Both settle before deciding, so neither is left to reject unheard.
   const [row, details] = await Promise.all([latestRow(tx, ranges, threadId, checkpointNs), guessed]);
   if (!row) return undefined;

@@ -33,7 +33,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { putInput } from "./put-input.js";
-import { rememberPut } from "./recent.js";
+import { keptValues, recentPut, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -55,6 +55,7 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
+  let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[] } | undefined;
   const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // withoutValues holds a copy made before any await (putInput).
@@ -149,6 +150,7 @@ export async function put(
         },
         "put checkpoint",
       );
+      written = { serde, blobs };
       return true;
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
@@ -174,8 +176,19 @@ export async function put(
       return false;
     }
   });
-  if (stored) {
-    rememberPut(ctx, threadId, checkpointNs, { checkpointId, channelVersions: withoutValues.channel_versions });
+  if (stored && written) {
+    const channelVersions = withoutValues.channel_versions;
+    const parent = recentPut(ctx, threadId, checkpointNs);
+    rememberPut(ctx, threadId, checkpointNs, {
+      checkpointId,
+      channelVersions,
+      values: keptValues(
+        written.serde,
+        channelVersions,
+        written.blobs,
+        parent?.checkpointId === parentId ? parent : undefined,
+      ),
+    });
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };

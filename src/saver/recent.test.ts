@@ -8,8 +8,10 @@
  */
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
+import { EncryptedSerializer } from "../serde/index.js";
+import { KEPT_BYTES_LIMIT, KEPT_VALUE_LIMIT } from "./recent.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();
@@ -101,5 +103,111 @@ describe("getTuple of the latest checkpoint after this saver's own put", () => {
     const childTuple = await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: "child:1" } });
     expect(rootTuple?.checkpoint.channel_values).toEqual({ a: "root" });
     expect(childTuple?.checkpoint.channel_values).toEqual({ a: "child" });
+  });
+});
+
+/** Counts the `get` requests on the blobs store from now on. */
+function countBlobGets(): () => number {
+  let count = 0;
+  const original = IDBObjectStore.prototype.get;
+  vi.spyOn(IDBObjectStore.prototype, "get").mockImplementation(function (this: IDBObjectStore, query) {
+    if (this.name === "blobs") count += 1;
+    return original.call(this, query);
+  });
+  return () => count;
+}
+
+describe("getTuple of the latest checkpoint reads no value this saver kept", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("keeps the values it put, and an unchanged channel's value from the checkpoint before", async () => {
+    const [saver, other] = twoTabs();
+    const first = await saver.put(root("t"), checkpoint(uuid6(0), { a: "kept", b: 1 }, { a: 1, b: 1 }), meta, {
+      a: 1,
+      b: 1,
+    });
+    // Only b changes: a's value is the first checkpoint's, which this saver put too.
+    await saver.put(first, checkpoint(uuid6(1), { a: "kept", b: 2 }, { a: 1, b: 2 }), meta, { b: 2 });
+    const gets = countBlobGets();
+    const tuple = await saver.getTuple(root("t"));
+    expect(gets()).toBe(0);
+    expect(tuple?.checkpoint.channel_values).toEqual({ a: "kept", b: 2 });
+    // Another saver on the database knows nothing and reads both: the count is real.
+    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "kept", b: 2 });
+    expect(gets()).toBe(2);
+  });
+
+  it("keeps the values it read", async () => {
+    const [saver, other] = twoTabs();
+    await other.put(root("t"), checkpoint(uuid6(0), { a: "theirs" }, { a: 1 }), meta, { a: 1 });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "theirs" });
+    const gets = countBlobGets();
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "theirs" });
+    expect(gets()).toBe(0);
+  });
+
+  it("asks again for a version that had no stored value: one may have been stored since", async () => {
+    const [saver, other] = twoTabs();
+    const id = uuid6(0);
+    // b has a version but no value (as a delta channel between snapshots).
+    await saver.put(root("t"), checkpoint(id, { a: "one" }, { a: 1, b: 1 }), meta, { a: 1, b: 1 });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "one" });
+    // A value appears at that very version (as prune stores a delta channel's snapshot).
+    await other.put(root("t"), checkpoint(id, { a: "one", b: "snapshot" }, { a: 1, b: 1 }), meta, { b: 1 });
+    const gets = countBlobGets();
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "one", b: "snapshot" });
+    expect(gets()).toBe(1);
+  });
+
+  it("keeps a value only under the version it was stored at", async () => {
+    const [saver] = twoTabs();
+    // The value goes in at version 1, while the checkpoint says version 2: nothing is stored at 2.
+    await saver.put(root("t"), checkpoint(uuid6(0), { a: "one" }, { a: 2 }), meta, { a: 1 });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({});
+  });
+
+  it("does not carry a value over to another version of its channel", async () => {
+    const [saver] = twoTabs();
+    const first = await saver.put(root("t"), checkpoint(uuid6(0), { a: "one" }, { a: 1 }), meta, { a: 1 });
+    // The child says a is at version 2 but stores no value for it: a has no value there.
+    await saver.put(first, checkpoint(uuid6(1), {}, { a: 2 }), meta, {});
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({});
+  });
+
+  it("reads a value larger than the limit again, and forgets the oldest values past the byte budget", async () => {
+    const [saver] = twoTabs();
+    const big = "x".repeat(KEPT_VALUE_LIMIT + 1);
+    await saver.put(root("big"), checkpoint(uuid6(0), { a: big, b: "small" }, { a: 1, b: 1 }), meta, { a: 1, b: 1 });
+    let gets = countBlobGets();
+    expect((await saver.getTuple(root("big")))?.checkpoint.channel_values).toEqual({ a: big, b: "small" });
+    expect(gets()).toBe(1);
+    vi.restoreAllMocks();
+
+    // Values just under the limit in enough threads to pass the budget: the first thread's go.
+    const value = "y".repeat(KEPT_VALUE_LIMIT - 1024);
+    const threads = Math.ceil(KEPT_BYTES_LIMIT / (KEPT_VALUE_LIMIT - 1024)) + 1;
+    for (let i = 0; i < threads; i++) {
+      await saver.put(root(`t${i}`), checkpoint(uuid6(i), { a: value }, { a: 1 }), meta, { a: 1 });
+    }
+    gets = countBlobGets();
+    expect((await saver.getTuple(root(`t${threads - 1}`)))?.checkpoint.channel_values).toEqual({ a: value });
+    expect(gets()).toBe(0);
+    expect((await saver.getTuple(root("t0")))?.checkpoint.channel_values).toEqual({ a: value });
+    expect(gets()).toBe(1);
+  });
+
+  it("leaves the kept bytes unused once a new key seals the values", async () => {
+    const saver = track(
+      new IndexedDBSaver({
+        dbName: freshDbName("recent-key"),
+        serde: await EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(1)),
+      }),
+    );
+    await saver.put(root("t"), checkpoint(uuid6(0), { a: "secret" }, { a: 1 }), meta, { a: 1 });
+    // Every value is sealed again under a fresh data key; the kept bytes are under the old one.
+    await saver.rekey();
+    const gets = countBlobGets();
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "secret" });
+    expect(gets()).toBe(1);
   });
 });

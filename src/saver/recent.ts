@@ -1,41 +1,120 @@
 /**
- * The checkpoint this saver put last in each namespace, so `getTuple` of a
- * namespace's latest can ask for that checkpoint's blobs and writes in the
- * same round trip as the latest row itself (a graph run asks for the latest
- * checkpoint at every invoke, and it is almost always the one this saver
- * just put). A guess only: the read checks it against the row it finds, in
- * the same transaction, and reads the row's own details when it was wrong.
+ * The checkpoint this saver put (or read) last in each namespace, so
+ * `getTuple` of a namespace's latest can ask for that checkpoint's writes in
+ * the same round trip as the latest row itself (a graph run asks for the
+ * latest checkpoint at every invoke, and it is almost always the one this
+ * saver just put). A guess only: the read checks it against the row it
+ * finds, in the same transaction, and reads the row's own details when it
+ * was wrong.
+ *
+ * The guess also keeps the stored bytes of that checkpoint's channel values,
+ * so the read need not fetch them again. That rests on one property of the
+ * layout: a value is stored once per `(thread, namespace, channel, version)`
+ * and versions carry a random branch tag (versions.ts), so a value stored
+ * under one key never changes while a row refers to it. An absent value may
+ * appear (`prune` stores a delta channel's snapshot at a version that had
+ * none), so absences are never kept: those channels are read every time.
+ * Only the serializer that wrote the bytes may open them: a key change binds
+ * a new serializer, and the kept bytes are then left unused.
  */
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
-import type { Version } from "./schema.js";
+import type { BlobRow, Version } from "./schema.js";
 
-/** A namespace's checkpoint put last: its id and the versions of its stored values. */
+/** The stored value of each channel version a checkpoint refers to, as far as this saver knows them. */
+export interface KeptValues {
+  /** The serializer the bytes were sealed with or read by: they are used only while it is the bound one. */
+  serde: SerializerProtocol;
+  /** Per channel, the blob row of its version. */
+  blobs: Map<string, BlobRow>;
+}
+
+/** A namespace's checkpoint put last: its id, the versions of its stored values, and the values kept. */
 export interface RecentPut {
   checkpointId: string;
   channelVersions: Record<string, Version>;
+  values?: KeptValues;
 }
 
 /** Namespaces remembered per saver: enough for the threads of a busy page, small enough to forget. */
 const LIMIT = 64;
 
-const recents = new WeakMap<SaverContext, Map<string, RecentPut>>();
+/** Bytes of values kept per saver at most; the oldest namespaces' values go first. */
+export const KEPT_BYTES_LIMIT = 4 * 1024 * 1024;
+
+/** One value larger than this is never kept (read again instead). */
+export const KEPT_VALUE_LIMIT = 256 * 1024;
+
+interface Recents {
+  map: Map<string, RecentPut>;
+  bytes: number;
+}
+
+const recents = new WeakMap<SaverContext, Recents>();
 
 function keyOf(threadId: string, checkpointNs: string): string {
   return `${threadId}\u0000${checkpointNs}`;
 }
 
-/** Remembers the checkpoint `put` just committed as its namespace's newest. */
+function bytesOf(values: KeptValues | undefined): number {
+  let bytes = 0;
+  for (const blob of values?.blobs.values() ?? []) bytes += blob.value[1].byteLength;
+  return bytes;
+}
+
+/** Remembers `put` (just committed, or just read) as its namespace's newest checkpoint. */
 export function rememberPut(ctx: SaverContext, threadId: string, checkpointNs: string, put: RecentPut): void {
-  let map = recents.get(ctx);
-  if (!map) recents.set(ctx, (map = new Map()));
+  let state = recents.get(ctx);
+  if (!state) recents.set(ctx, (state = { map: new Map(), bytes: 0 }));
+  const { map } = state;
   const key = keyOf(threadId, checkpointNs);
+  state.bytes -= bytesOf(map.get(key)?.values);
   // Re-inserted, so the map's order is the order of use and the oldest goes first.
   map.delete(key);
   map.set(key, put);
-  if (map.size > LIMIT) map.delete(map.keys().next().value!);
+  state.bytes += bytesOf(put.values);
+  if (map.size > LIMIT) {
+    const [oldest, entry] = map.entries().next().value!;
+    state.bytes -= bytesOf(entry.values);
+    map.delete(oldest);
+  }
+  for (const entry of map.values()) {
+    if (state.bytes <= KEPT_BYTES_LIMIT) break;
+    state.bytes -= bytesOf(entry.values);
+    delete entry.values;
+  }
 }
 
 /** The checkpoint this saver put last in a namespace, if it remembers one. */
 export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: string): RecentPut | undefined {
-  return recents.get(ctx)?.get(keyOf(threadId, checkpointNs));
+  return recents.get(ctx)?.map.get(keyOf(threadId, checkpointNs));
+}
+
+/**
+ * The values to keep for a checkpoint with `versions`: each channel's blob
+ * from `blobs` (the checkpoint's own, written or read) when it is of that
+ * version, else the kept one of `parent` when the version is unchanged.
+ * Channels neither holds are left out (read from the database next time).
+ */
+export function keptValues(
+  serde: SerializerProtocol,
+  versions: Record<string, Version>,
+  blobs: Iterable<BlobRow | undefined>,
+  parent: RecentPut | undefined,
+): KeptValues {
+  const own = new Map<string, BlobRow>();
+  for (const blob of blobs) if (blob) own.set(blob.channel, blob);
+  const inherited = parent?.values?.serde === serde ? parent : undefined;
+  const kept = new Map<string, BlobRow>();
+  for (const [channel, version] of Object.entries(versions)) {
+    const mine = own.get(channel);
+    const blob =
+      mine?.version === version
+        ? mine
+        : inherited?.channelVersions[channel] === version
+          ? inherited.values!.blobs.get(channel)
+          : undefined;
+    if (blob && blob.value[1].byteLength <= KEPT_VALUE_LIMIT) kept.set(channel, blob);
+  }
+  return { serde, blobs: kept };
 }
