@@ -42,6 +42,14 @@ function createPartsStores(db: IDBDatabase): void {
   db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("by_updated", "updated_at");
   db.createObjectStore("threads0", { keyPath: "thread_id" });
   db.createObjectStore("meta", { keyPath: "name" });
+  // A read-free guard (a design for issue 13, not the saver's layout): a
+  // deleted thread leaves a marker row whose `guard` equals the live row's,
+  // so the live row's put fails on the unique index instead of waiting for a
+  // read; a retired key leaves a marker that the writer record collides with.
+  const guarded = db.createObjectStore("threadsG", { keyPath: "thread_id" });
+  guarded.createIndex("by_updated", "updated_at");
+  guarded.createIndex("by_guard", "guard", { unique: true });
+  db.createObjectStore("metaG", { keyPath: "name" }).createIndex("by_key", "key_id", { unique: true });
 }
 
 /** Opens the breakdown database. */
@@ -211,6 +219,36 @@ function shapes(payload: Uint8Array): Shape[] {
       },
     },
     {
+      name: "row + 4 indexes, inline, + threads row + tombstone read awaited",
+      stores: ["cp4", "threads", "meta"],
+      commit: true,
+      issue: (tx, n) => {
+        const read = request(tx.objectStore("meta").get(`tombstone\u0000${thread}`));
+        tx.objectStore("cp4").put(cpRow(n, true));
+        threadRow(tx, n);
+        return read.then(() => undefined);
+      },
+    },
+    {
+      name: "row + 4 indexes, inline, + threads row with a unique guard",
+      stores: ["cp4", "threadsG"],
+      commit: true,
+      issue: (tx, n) => {
+        tx.objectStore("cp4").put(cpRow(n, true));
+        tx.objectStore("threadsG").put({ ...rowsOf(payload, n).thread, guard: [thread, "epoch-1"] });
+      },
+    },
+    {
+      name: "… + writer record with a unique key guard (no read)",
+      stores: ["cp4", "threadsG", "metaG"],
+      commit: true,
+      issue: (tx, n) => {
+        tx.objectStore("cp4").put(cpRow(n, true));
+        tx.objectStore("threadsG").put({ ...rowsOf(payload, n).thread, guard: [thread, "epoch-1"] });
+        tx.objectStore("metaG").put({ name: "writer", key_id: "key-1" });
+      },
+    },
+    {
       name: "row + 4 indexes + 3 blob puts",
       stores: ["cp4", "blobs"],
       commit: true,
@@ -370,5 +408,7 @@ export class ShapedFloorSaver extends MemorySaver {
 export const LOOP_SHAPES = [
   "row + 4 indexes (schema 2), inline",
   "row + 4 indexes, inline, + tombstone read awaited",
+  "row + 4 indexes, inline, + threads row + tombstone read awaited",
+  "… + writer record with a unique key guard (no read)",
   "… + tombstone read awaited (today's tx)",
 ] as const;

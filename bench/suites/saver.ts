@@ -13,6 +13,7 @@ import {
   uuid6,
   type Checkpoint,
   type CheckpointMetadata,
+  type CheckpointTuple,
 } from "@langchain/langgraph-checkpoint";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -52,9 +53,32 @@ class FloorSaver extends MemorySaver {
   readonly #db: Promise<IDBDatabase>;
   #key = 0;
 
-  constructor(readonly dbName: string) {
+  /**
+   * With `readsLatest`, each `getTuple` first reads the row of the last put
+   * in a raw read-only transaction: the least a saver that answers from the
+   * database, not from memory, must wait for at the start of every invoke.
+   */
+  constructor(
+    readonly dbName: string,
+    readonly readsLatest = false,
+  ) {
     super();
     this.#db = openRaw(dbName);
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    if (this.readsLatest) {
+      const db = await this.#db;
+      await new Promise<void>((resolve, reject) => {
+        const request = db
+          .transaction("rows", "readonly")
+          .objectStore("rows")
+          .get(this.#key - 1);
+        request.onsuccess = () => resolve();
+        request.onerror = () => reject(request.error);
+      });
+    }
+    return super.getTuple(config);
   }
 
   override async put(
@@ -117,26 +141,30 @@ async function graphLoop(): Promise<BenchRow[]> {
   for (const durability of ["async", "sync", "exit"] as const) {
     const temp = tempSaver(`loop-${durability}`);
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
+    const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);
     const memory = new MemorySaver();
     // The floor with a put-shaped transaction in place of the tiny commit.
     const shaped = LOOP_SHAPES.map(
       (shape, i) => new ShapedFloorSaver(`bench-shaped-${durability}-${i}-${Date.now()}`, LOOP_PAYLOAD, shape),
     );
-    const times = { memory: [] as number[], floor: [] as number[], ours: [] as number[] };
+    const times = { memory: [] as number[], floor: [] as number[], reading: [] as number[], ours: [] as number[] };
     const shapedTimes = shaped.map(() => [] as number[]);
     // A warm-up round each, then rounds interleaved so drift hits all of them.
     await loopRound(memory, durability, "warm");
     await loopRound(floor, durability, "warm");
+    await loopRound(reading, durability, "warm");
     await loopRound(temp.saver, durability, "warm");
     for (const saver of shaped) await loopRound(saver, durability, "warm");
     for (let round = 0; round < rounds; round++) {
       times.memory.push(await loopRound(memory, durability, `t${round}`));
       times.floor.push(await loopRound(floor, durability, `t${round}`));
+      times.reading.push(await loopRound(reading, durability, `t${round}`));
       times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
       for (const [i, saver] of shaped.entries()) shapedTimes[i]!.push(await loopRound(saver, durability, `t${round}`));
     }
     await temp.done();
     await floor.done();
+    await reading.done();
     for (const saver of shaped) await saver.done();
     const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
     rows.push(
@@ -145,6 +173,9 @@ async function graphLoop(): Promise<BenchRow[]> {
       }),
     );
     rows.push(row(SUITE, `  floor (${durability}) vs MemorySaver`, floorMs, memoryMs, "MemorySaver", ms));
+    rows.push(
+      pairedRow(SUITE, `  floor + 1 raw read/getTuple (${durability})`, times.reading, times.floor, "floor", ms),
+    );
     for (const [i, shape] of LOOP_SHAPES.entries()) {
       rows.push(
         pairedRow(SUITE, `  floor, 1 tx "${shape}"/put (${durability})`, shapedTimes[i]!, times.floor, "floor", ms),
@@ -235,14 +266,13 @@ async function singlePut(): Promise<BenchRow[]> {
 
 /**
  * `getTuple` of a thread's latest checkpoint by the saver that put it (its
- * blobs and writes asked for with the row, one round trip: saver/recent.ts)
- * vs by another saver on the same database, as another tab (two round
- * trips), in paired interleaved rounds. A graph run makes this read at
- * every invoke.
+ * writes asked for with the row, one round trip, and the values it put not
+ * read again: saver/recent.ts) vs the same rows read with raw IndexedDB by a
+ * reader that holds nothing (the newest row, then its blobs and writes), in
+ * paired interleaved rounds. A graph run makes this read at every invoke.
  */
 async function latestAfterOwnPut(): Promise<BenchRow> {
   const temp = tempSaver("latest");
-  const other = new IndexedDBSaver({ dbName: temp.dbName });
   // A loop-shaped checkpoint: four channel versions, one with a value, and a pending write.
   let config: RunnableConfig = { configurable: { thread_id: "latest", checkpoint_ns: "" } };
   for (let step = 0; step < 20; step++) {
@@ -257,18 +287,47 @@ async function latestAfterOwnPut(): Promise<BenchRow> {
     await temp.saver.putWrites(config, [["notes", `w${step}`]], `task-${step}`);
   }
   const latest = { configurable: { thread_id: "latest", checkpoint_ns: "" } };
-  const read = (saver: IndexedDBSaver) => () => saver.getTuple(latest);
+  const raw = await new Promise<IDBDatabase>((resolve, reject) => {
+    const request = indexedDB.open(temp.dbName);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
   const own: number[] = [];
-  const others: number[] = [];
-  await putRound(20, read(temp.saver));
-  await putRound(20, read(other));
+  const raws: number[] = [];
+  const ours = () => temp.saver.getTuple(latest);
+  const rawRead = () => rawLatest(raw, "latest", "");
+  await putRound(20, ours);
+  await putRound(20, rawRead);
   for (let round = 0; round < 11; round++) {
-    own.push(await putRound(40, read(temp.saver)));
-    others.push(await putRound(40, read(other)));
+    own.push(await putRound(40, ours));
+    raws.push(await putRound(40, rawRead));
   }
-  await other.close();
+  raw.close();
   await temp.done();
-  return pairedRow(SUITE, "getTuple latest, by the saver that put it", own, others, "by another saver (tab)", ms);
+  return pairedRow(SUITE, "getTuple latest, by the saver that put it", own, raws, "raw IDB, row then details", ms);
+}
+
+/** A namespace's newest row, then its blobs and pending writes, with raw IndexedDB (no decoding). */
+function rawLatest(db: IDBDatabase, threadId: string, ns: string): Promise<unknown[]> {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(["checkpoints", "blobs", "writes"], "readonly");
+    tx.onerror = () => reject(tx.error);
+    const cursor = tx
+      .objectStore("checkpoints")
+      .openCursor(IDBKeyRange.bound([threadId, ns], [threadId, ns, []]), "prev");
+    cursor.onsuccess = () => {
+      const row = cursor.result?.value as { checkpoint_id: string; channel_versions: Record<string, number> };
+      const requests = Object.entries(row.channel_versions).map(([channel, version]) =>
+        tx.objectStore("blobs").get([threadId, ns, channel, version]),
+      );
+      requests.push(
+        tx
+          .objectStore("writes")
+          .getAll(IDBKeyRange.bound([threadId, ns, row.checkpoint_id], [threadId, ns, row.checkpoint_id, []])),
+      );
+      tx.oncomplete = () => resolve(requests.map((request) => request.result as unknown));
+    };
+  });
 }
 
 async function fill(saver: BaseCheckpointSaver, threadId: string, count: number): Promise<void> {
