@@ -48,6 +48,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     "get checkpoint",
   );
   if (!raw) return undefined;
+  // Kept before decoding, as copies: a decoder may write into the bytes it reads.
   if (checkpointId === undefined) {
     const { row, blobs } = raw;
     rememberPut(ctx, threadId, checkpointNs, {
@@ -78,7 +79,10 @@ async function readLatest(
   const kept: BlobReads = new Map();
   if (guess?.values?.serde === serde) {
     for (const [channel, blob] of guess.values.blobs) {
-      kept.set(blobKey(threadId, checkpointNs, channel, guess.channelVersions[channel]!), Promise.resolve(blob));
+      kept.set(
+        blobKey(threadId, checkpointNs, channel, guess.channelVersions[channel]!),
+        Promise.resolve(blob),
+      );
     }
   }
   const guessed =

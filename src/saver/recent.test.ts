@@ -10,7 +10,7 @@ import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointMetadata } from
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
-import { EncryptedSerializer } from "../serde/index.js";
+import { EncryptedSerializer, MsgpackSerializer } from "../serde/index.js";
 import { KEPT_BYTES_LIMIT, KEPT_VALUE_LIMIT } from "./recent.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
@@ -194,6 +194,24 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
     expect(gets()).toBe(0);
     expect((await saver.getTuple(root("t0")))?.checkpoint.channel_values).toEqual({ a: value });
     expect(gets()).toBe(1);
+  });
+
+  it("keeps its own copy of the bytes, which a decoder may write into", async () => {
+    const inner = new MsgpackSerializer();
+    // Reads, then scribbles over the bytes it was given (as an in-place decryption would).
+    const scribbling = {
+      dumpsTyped: (value: unknown) => inner.dumpsTyped(value),
+      loadsTyped: async (type: string, data: Uint8Array | string) => {
+        const value = await inner.loadsTyped(type, data);
+        if (data instanceof Uint8Array) data.fill(0);
+        return value;
+      },
+    };
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("recent-scribble"), serde: scribbling }));
+    await saver.put(root("t"), checkpoint(uuid6(0), { a: "intact" }, { a: 1 }), meta, { a: 1 });
+    for (let read = 0; read < 3; read++) {
+      expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "intact" });
+    }
   });
 
   it("leaves the kept bytes unused once a new key seals the values", async () => {

@@ -108,13 +108,19 @@ export function keptValues(
   const kept = new Map<string, BlobRow>();
   for (const [channel, version] of Object.entries(versions)) {
     const mine = own.get(channel);
-    const blob =
-      mine?.version === version
-        ? mine
-        : inherited?.channelVersions[channel] === version
-          ? inherited.values!.blobs.get(channel)
-          : undefined;
-    if (blob && blob.value[1].byteLength <= KEPT_VALUE_LIMIT) kept.set(channel, blob);
+    if (mine?.version === version) {
+      // A copy: the serializer that made the bytes may reuse its buffer, and one that reads them may write into it.
+      if (mine.value[1].byteLength <= KEPT_VALUE_LIMIT) kept.set(channel, copyOf(mine));
+      continue;
+    }
+    // Kept already, so a private copy.
+    const carried = inherited?.channelVersions[channel] === version ? inherited.values!.blobs.get(channel) : undefined;
+    if (carried) kept.set(channel, carried);
   }
   return { serde, blobs: kept };
+}
+
+/** `blob` with its own copy of the bytes. */
+function copyOf(blob: BlobRow): BlobRow {
+  return { ...blob, value: [blob.value[0], blob.value[1].slice()] };
 }
