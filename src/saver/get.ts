@@ -53,8 +53,9 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     const { row, blobs } = raw;
     rememberPut(ctx, threadId, checkpointNs, {
       checkpointId: row.checkpoint_id,
+      createdAt: row.created_at,
       channelVersions: row.channel_versions,
-      values: keptValues(serde, row.channel_versions, blobs, undefined),
+      values: keptValues(serde, row.channel_versions, blobs),
     });
   }
   return decodeTuple(ctx, serde, raw);
@@ -65,7 +66,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
  * (or read) that namespace's last checkpoint, its details are asked for
  * together with the row, in one round trip instead of two, and the values it
  * kept are not asked for at all; they are used only if the row found is that
- * very checkpoint with those very versions.
+ * very row (id, stamp and versions).
  */
 async function readLatest(
   tx: ReadTx,
@@ -79,10 +80,7 @@ async function readLatest(
   const kept: BlobReads = new Map();
   if (guess?.values?.serde === serde) {
     for (const [channel, blob] of guess.values.blobs) {
-      kept.set(
-        blobKey(threadId, checkpointNs, channel, guess.channelVersions[channel]!),
-        Promise.resolve(blob),
-      );
+      kept.set(blobKey(threadId, checkpointNs, channel, guess.channelVersions[channel]!), Promise.resolve(blob));
     }
   }
   const guessed =
@@ -104,6 +102,7 @@ async function readLatest(
   if (
     details &&
     row.checkpoint_id === guess?.checkpointId &&
+    row.created_at === guess.createdAt &&
     sameVersions(row.channel_versions, guess.channelVersions)
   ) {
     return { ...details, row };

@@ -33,7 +33,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { putInput } from "./put-input.js";
-import { keptValues, recentPut, rememberPut } from "./recent.js";
+import { keptValues, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -55,7 +55,7 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
-  let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[] } | undefined;
+  let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; createdAt: number } | undefined;
   const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // withoutValues holds a copy made before any await (putInput).
@@ -150,7 +150,7 @@ export async function put(
         },
         "put checkpoint",
       );
-      written = { serde, blobs };
+      written = { serde, blobs, createdAt: now };
       return true;
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
@@ -178,16 +178,11 @@ export async function put(
   });
   if (stored && written) {
     const channelVersions = withoutValues.channel_versions;
-    const parent = recentPut(ctx, threadId, checkpointNs);
     rememberPut(ctx, threadId, checkpointNs, {
       checkpointId,
+      createdAt: written.createdAt,
       channelVersions,
-      values: keptValues(
-        written.serde,
-        channelVersions,
-        written.blobs,
-        parent?.checkpointId === parentId ? parent : undefined,
-      ),
+      values: keptValues(written.serde, channelVersions, written.blobs),
     });
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }

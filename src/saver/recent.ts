@@ -7,18 +7,27 @@
  * finds, in the same transaction, and reads the row's own details when it
  * was wrong.
  *
- * The guess also keeps the stored bytes of that checkpoint's channel values,
- * so the read need not fetch them again. That rests on one property of the
- * layout: a value is stored once per `(thread, namespace, channel, version)`
- * and versions carry a random branch tag (versions.ts), so a value stored
- * under one key never changes while a row refers to it. An absent value may
- * appear (`prune` stores a delta channel's snapshot at a version that had
- * none), so absences are never kept: those channels are read every time.
- * Only the serializer that wrote the bytes may open them: a key change binds
- * a new serializer, and the kept bytes are then left unused.
+ * The guess also keeps the stored bytes of the values stored or read with
+ * that checkpoint's row, so the read need not fetch them again. That rests
+ * on the layout: a value is stored once per `(thread, namespace, channel,
+ * version)`, versions carry a random branch tag (versions.ts), and a blob is
+ * deleted only once no row names it (`prune`, `deleteForRuns`,
+ * `deleteThread`); so while the row found is the very row kept (same id,
+ * versions and `created_at` stamp), its values are the bytes kept. Only a
+ * put naming an existing version with another value (versions of a caller's
+ * own making) can change them: this saver's own put replaces what it keeps
+ * for the namespace, another tab's put of the same checkpoint stamps its row
+ * anew, and another tab's change notice drops what is kept for the thread
+ * (until it arrives, another tab's such put of an older checkpoint goes
+ * unseen here). An absent value may appear (`prune` stores a delta channel's
+ * snapshot at a version that had none), so absences are never kept: those
+ * channels are read every time. Only the serializer that wrote the bytes may
+ * open them: a key change binds a new serializer, and the kept bytes are
+ * then left unused.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
+import type { CheckpointChange } from "./events.js";
 import type { BlobRow, Version } from "./schema.js";
 
 /** The stored value of each channel version a checkpoint refers to, as far as this saver knows them. */
@@ -29,9 +38,11 @@ export interface KeptValues {
   blobs: Map<string, BlobRow>;
 }
 
-/** A namespace's checkpoint put last: its id, the versions of its stored values, and the values kept. */
+/** A namespace's checkpoint put last: its id, its row's stamp, the versions of its stored values, and the values kept. */
 export interface RecentPut {
   checkpointId: string;
+  /** The row's `created_at`: a put of the same checkpoint again (another tab, an import) stamps it anew. */
+  createdAt: number | undefined;
   channelVersions: Record<string, Version>;
   values?: KeptValues;
 }
@@ -48,12 +59,14 @@ export const KEPT_VALUE_LIMIT = 256 * 1024;
 interface Recents {
   map: Map<string, RecentPut>;
   bytes: number;
+  /** Drops what is kept for a thread another tab changed. */
+  onChange(change: CheckpointChange): void;
 }
 
 const recents = new WeakMap<SaverContext, Recents>();
 
 function keyOf(threadId: string, checkpointNs: string): string {
-  return `${threadId}\u0000${checkpointNs}`;
+  return JSON.stringify([threadId, checkpointNs]);
 }
 
 function bytesOf(values: KeptValues | undefined): number {
@@ -65,7 +78,9 @@ function bytesOf(values: KeptValues | undefined): number {
 /** Remembers `put` (just committed, or just read) as its namespace's newest checkpoint. */
 export function rememberPut(ctx: SaverContext, threadId: string, checkpointNs: string, put: RecentPut): void {
   let state = recents.get(ctx);
-  if (!state) recents.set(ctx, (state = { map: new Map(), bytes: 0 }));
+  if (!state) recents.set(ctx, (state = newRecents()));
+  // Every time, not once: after the saver's close() the feed's channel is shut, and this reopens it.
+  ctx.feed.subscribe(state.onChange);
   const { map } = state;
   const key = keyOf(threadId, checkpointNs);
   state.bytes -= bytesOf(map.get(key)?.values);
@@ -85,6 +100,22 @@ export function rememberPut(ctx: SaverContext, threadId: string, checkpointNs: s
   }
 }
 
+function newRecents(): Recents {
+  const state: Recents = {
+    map: new Map(),
+    bytes: 0,
+    onChange(change) {
+      if (!change.remote) return;
+      for (const [key, entry] of state.map) {
+        if ((JSON.parse(key) as [string, string])[0] !== change.threadId) continue;
+        state.bytes -= bytesOf(entry.values);
+        state.map.delete(key);
+      }
+    },
+  };
+  return state;
+}
+
 /** The checkpoint this saver put last in a namespace, if it remembers one. */
 export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: string): RecentPut | undefined {
   return recents.get(ctx)?.map.get(keyOf(threadId, checkpointNs));
@@ -92,30 +123,22 @@ export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: str
 
 /**
  * The values to keep for a checkpoint with `versions`: each channel's blob
- * from `blobs` (the checkpoint's own, written or read) when it is of that
- * version, else the kept one of `parent` when the version is unchanged.
- * Channels neither holds are left out (read from the database next time).
+ * from `blobs` (stored or read with the checkpoint's row, in the same
+ * transaction) when it is of that version. Nothing is carried over from a
+ * parent: its blobs may have been deleted with it (`deleteForRuns`,
+ * `prune`) before a child that still names them was put.
  */
 export function keptValues(
   serde: SerializerProtocol,
   versions: Record<string, Version>,
   blobs: Iterable<BlobRow | undefined>,
-  parent: RecentPut | undefined,
 ): KeptValues {
-  const own = new Map<string, BlobRow>();
-  for (const blob of blobs) if (blob) own.set(blob.channel, blob);
-  const inherited = parent?.values?.serde === serde ? parent : undefined;
   const kept = new Map<string, BlobRow>();
-  for (const [channel, version] of Object.entries(versions)) {
-    const mine = own.get(channel);
-    if (mine?.version === version) {
-      // A copy: the serializer that made the bytes may reuse its buffer, and one that reads them may write into it.
-      if (mine.value[1].byteLength <= KEPT_VALUE_LIMIT) kept.set(channel, copyOf(mine));
-      continue;
+  for (const blob of blobs) {
+    // A copy: the serializer that made the bytes may reuse its buffer, and one that reads them may write into it.
+    if (blob && versions[blob.channel] === blob.version && blob.value[1].byteLength <= KEPT_VALUE_LIMIT) {
+      kept.set(blob.channel, copyOf(blob));
     }
-    // Kept already, so a private copy.
-    const carried = inherited?.channelVersions[channel] === version ? inherited.values!.blobs.get(channel) : undefined;
-    if (carried) kept.set(channel, carried);
   }
   return { serde, blobs: kept };
 }
