@@ -145,6 +145,23 @@ function shapes(payload: Uint8Array): Shape[] {
     if (withThread) tx.objectStore("threads").put(rows.thread);
   };
   const all = ["cp4", "blobs", "threads", "meta"];
+  const tombstoneRead = (tx: IDBTransaction) => request(tx.objectStore("meta").get(`tombstone\u0000${thread}`));
+  const guardedThreadRow = (tx: IDBTransaction, n: number) =>
+    tx.objectStore("threadsG").put({ ...rowsOf(payload, n).thread, guard: [thread, "epoch-1"] });
+  /**
+   * The inline row after `extra`'s requests (reads first, as the saver
+   * issues them); a promise `extra` returns is awaited before the commit.
+   */
+  const inlineAnd = (name: string, stores: string[], extra: (tx: IDBTransaction, n: number) => unknown): Shape => ({
+    name,
+    stores: ["cp4", ...stores],
+    commit: true,
+    issue: (tx, n) => {
+      const pending = extra(tx, n);
+      tx.objectStore("cp4").put(cpRow(n, true));
+      return pending instanceof Promise ? pending.then(() => undefined) : undefined;
+    },
+  });
   return [
     {
       name: "plain store, tx.commit()",
@@ -170,84 +187,32 @@ function shapes(payload: Uint8Array): Shape[] {
       commit: true,
       issue: (tx, n) => void tx.objectStore("cp4").put(cpRow(n, true)),
     },
-    {
-      name: "row + 4 indexes, inline, + threads row",
-      stores: ["cp4", "threads"],
-      commit: true,
-      issue: (tx, n) => {
-        tx.objectStore("cp4").put(cpRow(n, true));
-        threadRow(tx, n);
-      },
-    },
-    {
-      name: "row + 4 indexes, inline, + tombstone read awaited",
-      stores: ["cp4", "meta"],
-      commit: true,
-      issue: (tx, n) => {
-        const read = request(tx.objectStore("meta").get(`tombstone\u0000${thread}`));
-        tx.objectStore("cp4").put(cpRow(n, true));
-        return read.then(() => undefined);
-      },
-    },
-    {
-      name: "row + 4 indexes, inline, + threads row w/o index",
-      stores: ["cp4", "threads0"],
-      commit: true,
-      issue: (tx, n) => {
-        tx.objectStore("cp4").put(cpRow(n, true));
-        tx.objectStore("threads0").put(rowsOf(payload, n).thread);
-      },
-    },
-    {
-      // The same overwrite with the index key unchanged: is it the index entry that moves?
-      name: "row + 4 indexes, inline, + threads row, index key unchanged",
-      stores: ["cp4", "threads"],
-      commit: true,
-      issue: (tx, n) => {
-        tx.objectStore("cp4").put(cpRow(n, true));
-        tx.objectStore("threads").put({ ...rowsOf(payload, n).thread, updated_at: 0 });
-      },
-    },
-    {
-      name: "row + 4 indexes, inline, + 2nd small put, same store",
-      stores: ["cp4"],
-      commit: true,
-      issue: (tx, n) => {
-        const store = tx.objectStore("cp4");
-        store.put(cpRow(n, true));
-        store.put({ ...cpRow(n, false), checkpoint_ns: "x", checkpoint: ["msgpack", new Uint8Array(40)] });
-      },
-    },
-    {
-      name: "row + 4 indexes, inline, + threads row + tombstone read awaited",
-      stores: ["cp4", "threads", "meta"],
-      commit: true,
-      issue: (tx, n) => {
-        const read = request(tx.objectStore("meta").get(`tombstone\u0000${thread}`));
-        tx.objectStore("cp4").put(cpRow(n, true));
-        threadRow(tx, n);
-        return read.then(() => undefined);
-      },
-    },
-    {
-      name: "row + 4 indexes, inline, + threads row with a unique guard",
-      stores: ["cp4", "threadsG"],
-      commit: true,
-      issue: (tx, n) => {
-        tx.objectStore("cp4").put(cpRow(n, true));
-        tx.objectStore("threadsG").put({ ...rowsOf(payload, n).thread, guard: [thread, "epoch-1"] });
-      },
-    },
-    {
-      name: "… + writer record with a unique key guard (no read)",
-      stores: ["cp4", "threadsG", "metaG"],
-      commit: true,
-      issue: (tx, n) => {
-        tx.objectStore("cp4").put(cpRow(n, true));
-        tx.objectStore("threadsG").put({ ...rowsOf(payload, n).thread, guard: [thread, "epoch-1"] });
-        tx.objectStore("metaG").put({ name: "writer", key_id: "key-1" });
-      },
-    },
+    inlineAnd("row + 4 indexes, inline, + threads row", ["threads"], threadRow),
+    inlineAnd("row + 4 indexes, inline, + tombstone read awaited", ["meta"], tombstoneRead),
+    inlineAnd("row + 4 indexes, inline, + threads row w/o index", ["threads0"], (tx, n) =>
+      tx.objectStore("threads0").put(rowsOf(payload, n).thread),
+    ),
+    // The same overwrite with the index key unchanged: is it the index entry that moves?
+    inlineAnd("row + 4 indexes, inline, + threads row, index key unchanged", ["threads"], (tx, n) =>
+      tx.objectStore("threads").put({ ...rowsOf(payload, n).thread, updated_at: 0 }),
+    ),
+    inlineAnd("row + 4 indexes, inline, + 2nd small put, same store", [], (tx, n) =>
+      tx
+        .objectStore("cp4")
+        .put({ ...cpRow(n, false), checkpoint_ns: "x", checkpoint: ["msgpack", new Uint8Array(40)] }),
+    ),
+    inlineAnd("row + 4 indexes, inline, + threads row + tombstone read awaited", ["threads", "meta"], (tx, n) => {
+      const read = tombstoneRead(tx);
+      threadRow(tx, n);
+      return read;
+    }),
+    inlineAnd("row + 4 indexes, inline, + threads row with a unique guard", ["threadsG"], (tx, n) =>
+      guardedThreadRow(tx, n),
+    ),
+    inlineAnd("… + writer record with a unique key guard (no read)", ["threadsG", "metaG"], (tx, n) => {
+      guardedThreadRow(tx, n);
+      tx.objectStore("metaG").put({ name: "writer", key_id: "key-1" });
+    }),
     {
       name: "row + 4 indexes + 3 blob puts",
       stores: ["cp4", "blobs"],
@@ -260,7 +225,7 @@ function shapes(payload: Uint8Array): Shape[] {
       stores: all,
       commit: true,
       issue: (tx, n) => {
-        const read = request(tx.objectStore("meta").get(`tombstone\u0000${thread}`));
+        const read = tombstoneRead(tx);
         split(tx, n);
         return read.then(() => undefined);
       },
