@@ -11,7 +11,7 @@ import type { CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
-import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import { blobIdentity } from "../core/identity.js";
 
 /**
  * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
@@ -39,43 +39,26 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
         (row): row is CheckpointRow => !!row && stillVerified(verified, row),
       );
       if (doomed.length === 0) return [];
-      const doomedIds = new Set(
-        doomed.map((row) => `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`),
-      );
-      // With versions unique per branch, the checkpoints that use a blob are
-      // connected: a surviving user of a doomed row's blob is its parent or
-      // a child. Look only there.
-      const neighbours = await Promise.all(
-        doomed.map(async (row) => {
-          const children = await checkpoints
-            .index("by_parent")
-            .getAll([row.thread_id, row.checkpoint_ns, row.checkpoint_id]);
-          const parent = row.parent_checkpoint_id
-            ? await checkpoints.get([row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id])
-            : undefined;
-          return [...children, ...(parent ? [parent] : [])];
-        }),
-      );
+      for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
+      // The rows left, read after the deletes: a doomed row's blob stays if any of them names it. Not only
+      // a doomed row's parent and children: once a checkpoint between two users of a blob is gone (an
+      // earlier deleteForRuns, a prune), the users left are not neighbours.
+      const threads = [...new Set(doomed.map((row) => row.thread_id))];
+      const remaining = await Promise.all(threads.map((threadId) => threadRows(tx, ranges, "checkpoints", threadId)));
       const used = new Set<string>();
-      for (const row of neighbours.flat()) {
-        if (doomedIds.has(`${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`))
-          continue;
+      for (const row of remaining.flat()) {
         for (const [channel, version] of Object.entries(row.channel_versions)) {
           used.add(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`);
         }
       }
       for (const row of doomed) {
-        deleteCheckpointRows(ctx, tx, row);
         for (const [channel, version] of Object.entries(row.channel_versions)) {
           if (!used.has(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`)) {
             issue(storeDelete(tx.objectStore("blobs"), [row.thread_id, row.checkpoint_ns, channel, version]));
           }
         }
       }
-      const threads = [...new Set(doomed.map((row) => row.thread_id))];
-      for (const threadId of threads) {
-        await refreshThread(ctx, tx, threadId, await threadRows(tx, ranges, "checkpoints", threadId));
-      }
+      for (const [i, threadId] of threads.entries()) await refreshThread(ctx, tx, threadId, remaining[i]!);
       return threads;
     },
     "delete checkpoints of runs",

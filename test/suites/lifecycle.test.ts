@@ -240,6 +240,27 @@ describe("deleteForRuns (Python suite)", () => {
     await saver.deleteForRuns(["run1"]);
     expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ a: "kept" });
   });
+
+  it("keeps a blob a surviving checkpoint uses after the checkpoints between were deleted", async () => {
+    const dbName = freshDbName("lifecycle");
+    const saver = newSaver(dbName);
+    // Three runs, one checkpoint each; a's value is stored with the first and unchanged since.
+    const version = saver.getNextVersion(undefined);
+    let config: RunnableConfig = cfg("t");
+    for (const [step, runId] of ["run1", "run2", "run3"].entries()) {
+      config = await saver.put(
+        { ...config, metadata: { run_id: runId } },
+        { ...emptyCheckpoint(), id: uuid6(step), channel_values: { a: "kept" }, channel_versions: { a: version } },
+        { source: "loop", step, parents: {} },
+        step === 0 ? { a: version } : {},
+      );
+    }
+    // Once run2 is gone, run1's checkpoint and run3's are no longer neighbours.
+    await saver.deleteForRuns(["run2"]);
+    await saver.deleteForRuns(["run1"]);
+    const reader = newSaver(dbName);
+    expect((await reader.getTuple(cfg("t")))?.checkpoint.channel_values).toEqual({ a: "kept" });
+  });
 });
 
 describe("listThreads", () => {
