@@ -31,6 +31,7 @@ import { createSaverContext, type SaverContext } from "./context.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
+import { forgetRecent } from "./recent.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "./versions.js";
 
@@ -289,6 +290,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   /** Closes the database connection; the next call reopens it. */
   async close(): Promise<void> {
     this.#ctx.feed.close();
+    // Other tabs' notices no longer arrive: what the latest reads kept may go stale.
+    forgetRecent(this.#ctx);
     // Bind again on reopen (and listen for key changes again).
     this.#ctx.unbind();
     await this.#ctx.db.close();

@@ -169,6 +169,30 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
     );
   });
 
+  it("drops what it kept for a thread it deletes, copies into or prunes", async () => {
+    const [saver, other] = twoTabs();
+    const [older, newer] = [uuid6(0), uuid6(1)];
+    await saver.put(root("t"), checkpoint(newer, { a: "old" }, { a: 1 }), meta, { a: 1 });
+    await saver.copyThread("t", "s");
+    // An older checkpoint naming the same version with another value rewrites the copy's blob.
+    await saver.put(root("s"), checkpoint(older, { a: "new" }, { a: 1 }), meta, { a: 1 });
+    await saver.deleteThread("t");
+    // The newest row comes back with its very id, versions and stamp.
+    await saver.copyThread("s", "t");
+    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "new" });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "new" });
+  });
+
+  it("forgets what it kept when closed, since other tabs' notices no longer reach it", async () => {
+    const [saver, other] = twoTabs();
+    const [older, newer] = [uuid6(0), uuid6(1)];
+    await saver.put(root("t"), checkpoint(newer, { a: "kept" }, { a: 1 }), meta, { a: 1 });
+    await saver.close();
+    await other.put(root("t"), checkpoint(older, { a: "rewritten" }, { a: 1 }), meta, { a: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "rewritten" });
+  });
+
   it("keeps the values it read", async () => {
     const [saver, other] = twoTabs();
     await other.put(root("t"), checkpoint(uuid6(0), { a: "theirs" }, { a: 1 }), meta, { a: 1 });

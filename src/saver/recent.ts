@@ -19,7 +19,8 @@
  * for the namespace, another tab's put of the same checkpoint stamps its row
  * anew, and another tab's change notice drops what is kept for the thread
  * (until it arrives, another tab's such put of an older checkpoint goes
- * unseen here). An absent value may appear (`prune` stores a delta channel's
+ * unseen here), as do this saver's own deletes, copies and prunes, and
+ * `close()`. An absent value may appear (`prune` stores a delta channel's
  * snapshot at a version that had none), so absences are never kept: those
  * channels are read every time. Only the serializer that wrote the bytes may
  * open them: a key change binds a new serializer, and the kept bytes are
@@ -59,7 +60,7 @@ export const KEPT_VALUE_LIMIT = 256 * 1024;
 interface Recents {
   map: Map<string, RecentPut>;
   bytes: number;
-  /** Drops what is kept for a thread another tab changed. */
+  /** Drops what is kept for a thread another tab changed, or this saver deleted, copied into or pruned. */
   onChange(change: CheckpointChange): void;
 }
 
@@ -105,7 +106,8 @@ function newRecents(): Recents {
     map: new Map(),
     bytes: 0,
     onChange(change) {
-      if (!change.remote) return;
+      // This saver's own put already replaced what it keeps; anything else may have deleted or moved rows.
+      if (!change.remote && change.kind === "put") return;
       for (const [key, entry] of state.map) {
         if ((JSON.parse(key) as [string, string])[0] !== change.threadId) continue;
         state.bytes -= bytesOf(entry.values);
@@ -114,6 +116,14 @@ function newRecents(): Recents {
     },
   };
   return state;
+}
+
+/**
+ * Forgets everything (the saver closes): its channel shuts, so no other
+ * tab's notice would reach what it kept until it is used again.
+ */
+export function forgetRecent(ctx: SaverContext): void {
+  recents.delete(ctx);
 }
 
 /** The checkpoint this saver put last in a namespace, if it remembers one. */
