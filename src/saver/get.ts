@@ -15,7 +15,7 @@ import type { SaverContext } from "./context.js";
 import { configIds } from "./ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { blobKey, latestRow, readDetails, type BlobReads, type ReadTx } from "./reads.js";
-import { keptValues, recentPut, rememberPut } from "./recent.js";
+import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -36,6 +36,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
   // Bind first: a wrong passphrase fails before any row is read.
   const serde = await ctx.serde();
+  const mark = checkpointId === undefined ? changeMark(ctx) : 0;
   const raw = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
     async (tx) => {
@@ -51,12 +52,18 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   // Kept before decoding, as copies: a decoder may write into the bytes it reads.
   if (checkpointId === undefined) {
     const { row, blobs } = raw;
-    rememberPut(ctx, threadId, checkpointNs, {
-      checkpointId: row.checkpoint_id,
-      createdAt: row.created_at,
-      channelVersions: row.channel_versions,
-      values: keptValues(serde, row.channel_versions, blobs),
-    });
+    rememberPut(
+      ctx,
+      threadId,
+      checkpointNs,
+      {
+        checkpointId: row.checkpoint_id,
+        createdAt: row.created_at,
+        channelVersions: row.channel_versions,
+        values: keptValues(serde, row.channel_versions, blobs),
+      },
+      mark,
+    );
   }
   return decodeTuple(ctx, serde, raw);
 }

@@ -33,7 +33,7 @@ import {
   type WriteRow,
 } from "./schema.js";
 import { putInput } from "./put-input.js";
-import { keptValues, rememberPut } from "./recent.js";
+import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -55,6 +55,7 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
+  const mark = changeMark(ctx);
   let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; createdAt: number } | undefined;
   const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
@@ -178,12 +179,18 @@ export async function put(
   });
   if (stored && written) {
     const channelVersions = withoutValues.channel_versions;
-    rememberPut(ctx, threadId, checkpointNs, {
-      checkpointId,
-      createdAt: written.createdAt,
-      channelVersions,
-      values: keptValues(written.serde, channelVersions, written.blobs),
-    });
+    rememberPut(
+      ctx,
+      threadId,
+      checkpointNs,
+      {
+        checkpointId,
+        createdAt: written.createdAt,
+        channelVersions,
+        values: keptValues(written.serde, channelVersions, written.blobs),
+      },
+      mark,
+    );
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };

@@ -11,7 +11,10 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
 import { EncryptedSerializer, MsgpackSerializer } from "../serde/index.js";
-import { KEPT_BYTES_LIMIT, KEPT_VALUE_LIMIT } from "./recent.js";
+import { KEPT_BYTES_LIMIT, KEPT_VALUE_LIMIT, changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
+import { ChangeFeed } from "./events.js";
+import type { SaverContext } from "./context.js";
+import type { BlobRow } from "./schema.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();
@@ -191,6 +194,42 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
     await other.put(root("t"), checkpoint(older, { a: "rewritten" }, { a: 1 }), meta, { a: 1 });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "rewritten" });
+  });
+
+  it("keeps no values read or stored before a change notice that arrived since", () => {
+    // Only the feed of a context is used here.
+    const feed = new ChangeFeed(freshDbName("recent-mark"));
+    const ctx = { feed } as unknown as SaverContext;
+    const serde = new MsgpackSerializer();
+    const blob: BlobRow = {
+      thread_id: "t",
+      checkpoint_ns: "",
+      channel: "a",
+      version: 1,
+      value: ["msgpack", new Uint8Array(4)],
+    };
+    const remember = (mark: number) =>
+      rememberPut(
+        ctx,
+        "t",
+        "",
+        {
+          checkpointId: "c",
+          createdAt: 1,
+          channelVersions: { a: 1 },
+          values: keptValues(serde, { a: 1 }, [blob]),
+        },
+        mark,
+      );
+    remember(changeMark(ctx));
+    expect(recentPut(ctx, "t", "")?.values?.blobs.size).toBe(1);
+    // A read or a commit, then (say while a journal records it) a notice of another change to the thread.
+    const mark = changeMark(ctx);
+    feed.emit({ threadId: "t", kind: "delete" });
+    remember(mark);
+    expect(recentPut(ctx, "t", "")?.checkpointId).toBe("c");
+    expect(recentPut(ctx, "t", "")?.values).toBeUndefined();
+    feed.close();
   });
 
   it("keeps the values it read", async () => {

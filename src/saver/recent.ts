@@ -20,7 +20,8 @@
  * anew, and another tab's change notice drops what is kept for the thread
  * (until it arrives, another tab's such put of an older checkpoint goes
  * unseen here), as do this saver's own deletes, copies and prunes, and
- * `close()`. An absent value may appear (`prune` stores a delta channel's
+ * `close()`; and values whose transaction came before such a notice that
+ * arrived before they are kept are not kept ({@link changeMark}). An absent value may appear (`prune` stores a delta channel's
  * snapshot at a version that had none), so absences are never kept: those
  * channels are read every time. Only the serializer that wrote the bytes may
  * open them: a key change binds a new serializer, and the kept bytes are
@@ -60,6 +61,8 @@ export const KEPT_VALUE_LIMIT = 256 * 1024;
 interface Recents {
   map: Map<string, RecentPut>;
   bytes: number;
+  /** Changes that dropped kept values so far: see {@link changeMark}. */
+  changes: number;
   /** Drops what is kept for a thread another tab changed, or this saver deleted, copied into or pruned. */
   onChange(change: CheckpointChange): void;
 }
@@ -76,12 +79,37 @@ function bytesOf(values: KeptValues | undefined): number {
   return bytes;
 }
 
-/** Remembers `put` (just committed, or just read) as its namespace's newest checkpoint. */
-export function rememberPut(ctx: SaverContext, threadId: string, checkpointNs: string, put: RecentPut): void {
+function stateOf(ctx: SaverContext): Recents {
   let state = recents.get(ctx);
   if (!state) recents.set(ctx, (state = newRecents()));
   // Every time, not once: after the saver's close() the feed's channel is shut, and this reopens it.
   ctx.feed.subscribe(state.onChange);
+  return state;
+}
+
+/**
+ * A mark to take before the transaction whose rows {@link rememberPut} will
+ * keep: a change notice that arrives in between (say while a journal records
+ * the commit) may concern rows that transaction saw, so their values are
+ * then not kept.
+ */
+export function changeMark(ctx: SaverContext): number {
+  return stateOf(ctx).changes;
+}
+
+/**
+ * Remembers `put` (just committed, or just read) as its namespace's newest
+ * checkpoint; its values only if no change was announced since `mark`.
+ */
+export function rememberPut(
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+  put: RecentPut,
+  mark: number,
+): void {
+  const state = stateOf(ctx);
+  if (mark !== state.changes) delete put.values;
   const { map } = state;
   const key = keyOf(threadId, checkpointNs);
   state.bytes -= bytesOf(map.get(key)?.values);
@@ -105,9 +133,11 @@ function newRecents(): Recents {
   const state: Recents = {
     map: new Map(),
     bytes: 0,
+    changes: 0,
     onChange(change) {
       // This saver's own put already replaced what it keeps; anything else may have deleted or moved rows.
       if (!change.remote && change.kind === "put") return;
+      state.changes++;
       for (const [key, entry] of state.map) {
         if ((JSON.parse(key) as [string, string])[0] !== change.threadId) continue;
         state.bytes -= bytesOf(entry.values);
