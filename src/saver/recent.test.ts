@@ -11,7 +11,15 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
 import { EncryptedSerializer, MsgpackSerializer } from "../serde/index.js";
-import { KEPT_BYTES_LIMIT, KEPT_VALUE_LIMIT, changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
+import {
+  KEPT_BYTES_LIMIT,
+  KEPT_VALUE_LIMIT,
+  changeMark,
+  forgetRecent,
+  keptValues,
+  recentPut,
+  rememberPut,
+} from "./recent.js";
 import { ChangeFeed } from "./events.js";
 import type { SaverContext } from "./context.js";
 import type { BlobRow } from "./schema.js";
@@ -228,6 +236,25 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
     feed.emit({ threadId: "t", kind: "delete" });
     remember(mark);
     expect(recentPut(ctx, "t", "")?.checkpointId).toBe("c");
+    expect(recentPut(ctx, "t", "")?.values).toBeUndefined();
+    feed.close();
+  });
+
+  it("keeps no values read or stored across a close", () => {
+    const feed = new ChangeFeed(freshDbName("recent-close"));
+    const ctx = { feed } as unknown as SaverContext;
+    const blob: BlobRow = {
+      thread_id: "t",
+      checkpoint_ns: "",
+      channel: "a",
+      version: 1,
+      value: ["msgpack", new Uint8Array(4)],
+    };
+    const mark = changeMark(ctx);
+    // The saver closes while a put or a read is in flight.
+    forgetRecent(ctx);
+    const values = keptValues(new MsgpackSerializer(), { a: 1 }, [blob]);
+    rememberPut(ctx, "t", "", { checkpointId: "c", createdAt: 1, channelVersions: { a: 1 }, values }, mark);
     expect(recentPut(ctx, "t", "")?.values).toBeUndefined();
     feed.close();
   });

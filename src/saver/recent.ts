@@ -153,7 +153,12 @@ function newRecents(): Recents {
  * tab's notice would reach what it kept until it is used again.
  */
 export function forgetRecent(ctx: SaverContext): void {
-  recents.delete(ctx);
+  const state = recents.get(ctx);
+  if (!state) return;
+  state.map.clear();
+  state.bytes = 0;
+  // A put or read in flight across the close keeps no values either.
+  state.changes++;
 }
 
 /** The checkpoint this saver put last in a namespace, if it remembers one. */
