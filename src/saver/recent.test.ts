@@ -118,6 +118,36 @@ describe("getTuple of the latest checkpoint after this saver's own put", () => {
   });
 });
 
+/**
+ * A context with only what recent.ts uses (the change feed), and a way to
+ * remember checkpoint "c" of thread "t" with one kept value under a mark.
+ */
+function feedContext(prefix: string) {
+  const feed = new ChangeFeed(freshDbName(prefix));
+  const ctx = { feed } as unknown as SaverContext;
+  const blob: BlobRow = {
+    thread_id: "t",
+    checkpoint_ns: "",
+    channel: "a",
+    version: 1,
+    value: ["msgpack", new Uint8Array(4)],
+  };
+  const remember = (mark: number) =>
+    rememberPut(
+      ctx,
+      "t",
+      "",
+      {
+        checkpointId: "c",
+        createdAt: 1,
+        channelVersions: { a: 1 },
+        values: keptValues(new MsgpackSerializer(), { a: 1 }, [blob]),
+      },
+      mark,
+    );
+  return { feed, ctx, remember };
+}
+
 /** Counts the `get` requests on the blobs store from now on. */
 function countBlobGets(): () => number {
   let count = 0;
@@ -205,30 +235,7 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
   });
 
   it("keeps no values read or stored before a change notice that arrived since", () => {
-    // Only the feed of a context is used here.
-    const feed = new ChangeFeed(freshDbName("recent-mark"));
-    const ctx = { feed } as unknown as SaverContext;
-    const serde = new MsgpackSerializer();
-    const blob: BlobRow = {
-      thread_id: "t",
-      checkpoint_ns: "",
-      channel: "a",
-      version: 1,
-      value: ["msgpack", new Uint8Array(4)],
-    };
-    const remember = (mark: number) =>
-      rememberPut(
-        ctx,
-        "t",
-        "",
-        {
-          checkpointId: "c",
-          createdAt: 1,
-          channelVersions: { a: 1 },
-          values: keptValues(serde, { a: 1 }, [blob]),
-        },
-        mark,
-      );
+    const { feed, ctx, remember } = feedContext("recent-mark");
     remember(changeMark(ctx));
     expect(recentPut(ctx, "t", "")?.values?.blobs.size).toBe(1);
     // A read or a commit, then (say while a journal records it) a notice of another change to the thread.
@@ -241,20 +248,11 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
   });
 
   it("keeps no values read or stored across a close", () => {
-    const feed = new ChangeFeed(freshDbName("recent-close"));
-    const ctx = { feed } as unknown as SaverContext;
-    const blob: BlobRow = {
-      thread_id: "t",
-      checkpoint_ns: "",
-      channel: "a",
-      version: 1,
-      value: ["msgpack", new Uint8Array(4)],
-    };
+    const { feed, ctx, remember } = feedContext("recent-close");
     const mark = changeMark(ctx);
     // The saver closes while a put or a read is in flight.
     forgetRecent(ctx);
-    const values = keptValues(new MsgpackSerializer(), { a: 1 }, [blob]);
-    rememberPut(ctx, "t", "", { checkpointId: "c", createdAt: 1, channelVersions: { a: 1 }, values }, mark);
+    remember(mark);
     expect(recentPut(ctx, "t", "")?.values).toBeUndefined();
     feed.close();
   });
