@@ -12,14 +12,14 @@ import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { walkAncestors } from "./walk.js";
 import { decodeMetadata, encode, rowRef } from "./rows.js";
-import { deleteCheckpointRows } from "./runs.js";
+import { blobName, deleteCheckpointRows, namedBlobs } from "./runs.js";
 import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
 import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
-import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import { checkpointIdentity } from "../core/identity.js";
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -141,13 +141,9 @@ async function pruneThread(
           .objectStore("blobs")
           .getAllKeys(ranges.bound(...(Object.values(prefixBounds(threadId)) as [IDBValidKey, IDBValidKey]))),
       ]);
-      const used = new Set<string>();
-      for (const row of remaining) {
-        for (const [channel, version] of Object.entries(row.channel_versions))
-          used.add(blobIdentity(row.checkpoint_ns, channel, version));
-      }
+      const used = namedBlobs(remaining);
       for (const key of blobKeys)
-        if (!used.has(blobIdentity(key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+        if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

@@ -7,7 +7,7 @@ import type { SaverContext } from "./context.js";
 import { assertId } from "./ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
-import type { CheckpointRow } from "./schema.js";
+import type { CheckpointRow, Version } from "./schema.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
@@ -45,15 +45,10 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
       // earlier deleteForRuns, a prune), the users left are not neighbours.
       const threads = [...new Set(doomed.map((row) => row.thread_id))];
       const remaining = await Promise.all(threads.map((threadId) => threadRows(tx, ranges, "checkpoints", threadId)));
-      const used = new Set<string>();
-      for (const row of remaining.flat()) {
-        for (const [channel, version] of Object.entries(row.channel_versions)) {
-          used.add(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`);
-        }
-      }
+      const used = namedBlobs(remaining.flat());
       for (const row of doomed) {
         for (const [channel, version] of Object.entries(row.channel_versions)) {
-          if (!used.has(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`)) {
+          if (!used.has(blobName(row.thread_id, row.checkpoint_ns, channel, version))) {
             issue(storeDelete(tx.objectStore("blobs"), [row.thread_id, row.checkpoint_ns, channel, version]));
           }
         }
@@ -65,6 +60,25 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
     false,
   );
   for (const threadId of touched) ctx.feed.emit({ threadId, kind: "delete-runs" });
+}
+
+/** A blob's key as a string, for the sets {@link namedBlobs} builds. */
+export function blobName(threadId: string, checkpointNs: string, channel: string, version: Version): string {
+  return `${threadId}\u0000${blobIdentity(checkpointNs, channel, version)}`;
+}
+
+/**
+ * The blobs that `rows` name (as {@link blobName}s): a deleting write keeps a
+ * blob while any checkpoint left names it, and deletes it otherwise.
+ */
+export function namedBlobs(rows: CheckpointRow[]): Set<string> {
+  const named = new Set<string>();
+  for (const row of rows) {
+    for (const [channel, version] of Object.entries(row.channel_versions)) {
+      named.add(blobName(row.thread_id, row.checkpoint_ns, channel, version));
+    }
+  }
+  return named;
 }
 
 /** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
