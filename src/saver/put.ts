@@ -56,8 +56,9 @@ export async function put(
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
   const mark = changeMark(ctx);
+  // Set once the checkpoint is committed (a late write rolled back leaves it unset).
   let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; createdAt: number } | undefined;
-  const stored = await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
+  await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // withoutValues holds a copy made before any await (putInput).
     const fields = {
@@ -152,7 +153,6 @@ export async function put(
         "put checkpoint",
       );
       written = { serde, blobs, createdAt: now };
-      return true;
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled
@@ -174,10 +174,9 @@ export async function put(
         "record a late write",
         false,
       );
-      return false;
     }
   });
-  if (stored && written) {
+  if (written) {
     const channelVersions = withoutValues.channel_versions;
     rememberPut(
       ctx,
