@@ -13,9 +13,7 @@ import {
   uuid6,
   type Checkpoint,
   type CheckpointMetadata,
-  type CheckpointTuple,
 } from "@langchain/langgraph-checkpoint";
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { IndexedDBSaver, MsgpackSerializer } from "../../src/index.js";
 import { chat } from "../../test/support/chat-graph.js";
@@ -31,7 +29,8 @@ import {
   type BenchRow,
   type Suite,
 } from "../harness.js";
-import { LOOP_SHAPES, ShapedFloorSaver, putParts } from "./put-parts.js";
+import { graphLoop, openRaw } from "./loop.js";
+import { putParts } from "./put-parts.js";
 
 const SUITE = "saver";
 const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
@@ -41,148 +40,6 @@ function tempSaver(label: string) {
   const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   const saver = new IndexedDBSaver({ dbName });
   return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
-}
-
-/**
- * The floor of the graph loop: MemorySaver plus one tiny raw IndexedDB
- * readwrite commit per put, awaited until `complete`. A saver that resolves
- * only once its data is committed cannot beat one commit per put, since
- * LangGraph chains its puts.
- */
-class FloorSaver extends MemorySaver {
-  readonly #db: Promise<IDBDatabase>;
-  #key = 0;
-
-  /**
-   * With `readsLatest`, each `getTuple` first reads the row of the last put
-   * in a raw read-only transaction: the least a saver that answers from the
-   * database, not from memory, must wait for at the start of every invoke.
-   */
-  constructor(
-    readonly dbName: string,
-    readonly readsLatest = false,
-  ) {
-    super();
-    this.#db = openRaw(dbName);
-  }
-
-  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    if (this.readsLatest) {
-      const db = await this.#db;
-      await new Promise<void>((resolve, reject) => {
-        const request = db
-          .transaction("rows", "readonly")
-          .objectStore("rows")
-          .get(this.#key - 1);
-        request.onsuccess = () => resolve();
-        request.onerror = () => reject(request.error);
-      });
-    }
-    return super.getTuple(config);
-  }
-
-  override async put(
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-  ): Promise<RunnableConfig> {
-    const result = await super.put(config, checkpoint, metadata);
-    const db = await this.#db;
-    await new Promise<void>((resolve, reject) => {
-      const tx = db.transaction("rows", "readwrite");
-      tx.objectStore("rows").put(checkpoint.id, this.#key++);
-      tx.oncomplete = () => resolve();
-      tx.onerror = tx.onabort = () => reject(tx.error);
-    });
-    return result;
-  }
-
-  async done(): Promise<void> {
-    (await this.#db).close();
-    await deleteDatabase(this.dbName);
-  }
-}
-
-/** The "graph loop" of issue 13: two nodes, each appending 200 characters. */
-function loopGraph(saver: BaseCheckpointSaver) {
-  const State = Annotation.Root({
-    notes: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-  });
-  return new StateGraph(State)
-    .addNode("first", (s) => ({ notes: [`${s.notes.length}`.padEnd(200, "a")] }))
-    .addNode("second", (s) => ({ notes: [`${s.notes.length}`.padEnd(200, "b")] }))
-    .addEdge(START, "first")
-    .addEdge("first", "second")
-    .addEdge("second", END)
-    .compile({ checkpointer: saver });
-}
-
-type Durability = "async" | "sync" | "exit";
-/** The bytes a put-shaped floor transaction writes per put (about a loop checkpoint's). */
-const LOOP_PAYLOAD = new Uint8Array(2048).fill(7);
-const INVOKES_PER_THREAD = 30;
-
-/**
- * Milliseconds per invoke of the loop on `saver`: `INVOKES_PER_THREAD`
- * invokes on a fresh thread, the mean.
- */
-async function loopRound(saver: BaseCheckpointSaver, durability: Durability, thread: string): Promise<number> {
-  const graph = loopGraph(saver);
-  const config = { configurable: { thread_id: thread }, durability };
-  const start = performance.now();
-  for (let i = 0; i < INVOKES_PER_THREAD; i++) await graph.invoke({ notes: [] }, config);
-  return (performance.now() - start) / INVOKES_PER_THREAD;
-}
-
-/** The graph loop with each durability: ours vs the floor vs MemorySaver, interleaved round by round. */
-async function graphLoop(): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  const rounds = 7;
-  for (const durability of ["async", "sync", "exit"] as const) {
-    const temp = tempSaver(`loop-${durability}`);
-    const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
-    const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);
-    const memory = new MemorySaver();
-    // The floor with a put-shaped transaction in place of the tiny commit.
-    const shaped = LOOP_SHAPES.map(
-      (shape, i) => new ShapedFloorSaver(`bench-shaped-${durability}-${i}-${Date.now()}`, LOOP_PAYLOAD, shape),
-    );
-    const times = { memory: [] as number[], floor: [] as number[], reading: [] as number[], ours: [] as number[] };
-    const shapedTimes = shaped.map(() => [] as number[]);
-    // A warm-up round each, then rounds interleaved so drift hits all of them.
-    await loopRound(memory, durability, "warm");
-    await loopRound(floor, durability, "warm");
-    await loopRound(reading, durability, "warm");
-    await loopRound(temp.saver, durability, "warm");
-    for (const saver of shaped) await loopRound(saver, durability, "warm");
-    for (let round = 0; round < rounds; round++) {
-      times.memory.push(await loopRound(memory, durability, `t${round}`));
-      times.floor.push(await loopRound(floor, durability, `t${round}`));
-      times.reading.push(await loopRound(reading, durability, `t${round}`));
-      times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
-      for (const [i, saver] of shaped.entries()) shapedTimes[i]!.push(await loopRound(saver, durability, `t${round}`));
-    }
-    await temp.done();
-    await floor.done();
-    await reading.done();
-    for (const saver of shaped) await saver.done();
-    const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
-    rows.push(
-      row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms, {
-        max: 1.2,
-      }),
-    );
-    rows.push(row(SUITE, `  floor (${durability}) vs MemorySaver`, floorMs, memoryMs, "MemorySaver", ms));
-    rows.push(
-      pairedRow(SUITE, `  floor + 1 raw read/getTuple (${durability})`, times.reading, times.floor, "floor", ms),
-    );
-    for (const [i, shape] of LOOP_SHAPES.entries()) {
-      rows.push(
-        pairedRow(SUITE, `  floor, 1 tx "${shape}"/put (${durability})`, shapedTimes[i]!, times.floor, "floor", ms),
-      );
-    }
-  }
-  return rows;
 }
 
 /** A checkpoint whose serialized form is about 2 KB. */
@@ -197,16 +54,6 @@ function twoKbCheckpoint(id: string): { checkpoint: Checkpoint; versions: Record
   };
   const versions = { messages: 1, notes: 1, step: 1 };
   return { checkpoint: { ...emptyCheckpoint(), id, channel_values: values, channel_versions: versions }, versions };
-}
-
-/** Opens a one-store database for the raw baseline. */
-function openRaw(name: string): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
-    const request = indexedDB.open(name, 1);
-    request.onupgradeneeded = () => request.result.createObjectStore("rows");
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
 }
 
 /** One round of `count` puts: ms per put. */

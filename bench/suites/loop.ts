@@ -1,0 +1,240 @@
+/**
+ * The graph loop of issue 13 (a 2-node graph, 200-character appends, 30
+ * invokes per thread) against its floor: MemorySaver plus one tiny raw
+ * IndexedDB commit per put. Beside it, bounds of what other designs could
+ * reach: the floor with one raw read per invoke, the floor with a
+ * put-shaped transaction, and this saver with its puts not awaited.
+ */
+import {
+  MemorySaver,
+  type BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { IndexedDBSaver } from "../../src/index.js";
+import { deleteDatabase, median, ms, pairedRow, row, type BenchRow } from "../harness.js";
+import { LOOP_SHAPES, ShapedFloorSaver } from "./put-parts.js";
+
+const SUITE = "saver";
+
+/** A saver on a fresh database; `done()` closes and deletes it. */
+function tempSaver<S extends IndexedDBSaver>(label: string, make: (dbName: string) => S) {
+  const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const saver = make(dbName);
+  return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
+}
+
+/**
+ * NOT a product, a bound: this saver with `put` and `putWrites` not awaited
+ * (each starts at once and resolves before its commit; every read waits for
+ * all of them first). It is what a write-behind mode could reach at best,
+ * with no ordering or failure handling, which a real one would need: in the
+ * loop, a saver's commits then overlap the graph's work instead of lying on
+ * its path, so what remains is the work each write costs the main thread.
+ */
+class UnawaitedPutsBound extends IndexedDBSaver {
+  readonly #pending = new Set<Promise<unknown>>();
+
+  #track(write: Promise<unknown>): void {
+    this.#pending.add(write);
+    const untrack = () => void this.#pending.delete(write);
+    write.then(untrack, untrack);
+  }
+
+  /** Waits until every write started so far has committed (rejecting with the first failure). */
+  async settle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+  }
+
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    this.#track(super.put(config, checkpoint, metadata, newVersions));
+    const { thread_id, checkpoint_ns = "" } = config.configurable ?? {};
+    return { configurable: { thread_id, checkpoint_ns, checkpoint_id: checkpoint.id } };
+  }
+
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    this.#track(super.putWrites(config, writes, taskId));
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    await this.settle();
+    return super.getTuple(config);
+  }
+}
+
+/** Opens a one-store database for the raw baseline. */
+export function openRaw(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(name, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore("rows");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+/**
+ * The floor of the graph loop: MemorySaver plus one tiny raw IndexedDB
+ * readwrite commit per put, awaited until `complete`. A saver that resolves
+ * only once its data is committed cannot beat one commit per put, since
+ * LangGraph chains its puts.
+ */
+class FloorSaver extends MemorySaver {
+  readonly #db: Promise<IDBDatabase>;
+  #key = 0;
+
+  /**
+   * With `readsLatest`, each `getTuple` first reads the row of the last put
+   * in a raw read-only transaction: the least a saver that answers from the
+   * database, not from memory, must wait for at the start of every invoke.
+   */
+  constructor(
+    readonly dbName: string,
+    readonly readsLatest = false,
+  ) {
+    super();
+    this.#db = openRaw(dbName);
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    if (this.readsLatest) {
+      const db = await this.#db;
+      await new Promise<void>((resolve, reject) => {
+        const request = db
+          .transaction("rows", "readonly")
+          .objectStore("rows")
+          .get(this.#key - 1);
+        request.onsuccess = () => resolve();
+        request.onerror = () => reject(request.error);
+      });
+    }
+    return super.getTuple(config);
+  }
+
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+  ): Promise<RunnableConfig> {
+    const result = await super.put(config, checkpoint, metadata);
+    const db = await this.#db;
+    await new Promise<void>((resolve, reject) => {
+      const tx = db.transaction("rows", "readwrite");
+      tx.objectStore("rows").put(checkpoint.id, this.#key++);
+      tx.oncomplete = () => resolve();
+      tx.onerror = tx.onabort = () => reject(tx.error);
+    });
+    return result;
+  }
+
+  async done(): Promise<void> {
+    (await this.#db).close();
+    await deleteDatabase(this.dbName);
+  }
+}
+
+/** The "graph loop" of issue 13: two nodes, each appending 200 characters. */
+function loopGraph(saver: BaseCheckpointSaver) {
+  const State = Annotation.Root({
+    notes: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  });
+  return new StateGraph(State)
+    .addNode("first", (s) => ({ notes: [`${s.notes.length}`.padEnd(200, "a")] }))
+    .addNode("second", (s) => ({ notes: [`${s.notes.length}`.padEnd(200, "b")] }))
+    .addEdge(START, "first")
+    .addEdge("first", "second")
+    .addEdge("second", END)
+    .compile({ checkpointer: saver });
+}
+
+type Durability = "async" | "sync" | "exit";
+/** The bytes a put-shaped floor transaction writes per put (about a loop checkpoint's). */
+const LOOP_PAYLOAD = new Uint8Array(2048).fill(7);
+const INVOKES_PER_THREAD = 30;
+
+/**
+ * Milliseconds per invoke of the loop on `saver`: `INVOKES_PER_THREAD`
+ * invokes on a fresh thread, the mean.
+ */
+async function loopRound(saver: BaseCheckpointSaver, durability: Durability, thread: string): Promise<number> {
+  const graph = loopGraph(saver);
+  const config = { configurable: { thread_id: thread }, durability };
+  const start = performance.now();
+  for (let i = 0; i < INVOKES_PER_THREAD; i++) await graph.invoke({ notes: [] }, config);
+  // The bound's last writes count too.
+  if (saver instanceof UnawaitedPutsBound) await saver.settle();
+  return (performance.now() - start) / INVOKES_PER_THREAD;
+}
+
+/** The graph loop with each durability: ours vs the floor vs MemorySaver, interleaved round by round. */
+export async function graphLoop(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const rounds = 7;
+  for (const durability of ["async", "sync", "exit"] as const) {
+    const temp = tempSaver(`loop-${durability}`, (dbName) => new IndexedDBSaver({ dbName }));
+    const unawaited = tempSaver(`loop-unawaited-${durability}`, (dbName) => new UnawaitedPutsBound({ dbName }));
+    const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
+    const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);
+    const memory = new MemorySaver();
+    // The floor with a put-shaped transaction in place of the tiny commit.
+    const shaped = LOOP_SHAPES.map(
+      (shape, i) => new ShapedFloorSaver(`bench-shaped-${durability}-${i}-${Date.now()}`, LOOP_PAYLOAD, shape),
+    );
+    const times = {
+      memory: [] as number[],
+      floor: [] as number[],
+      reading: [] as number[],
+      ours: [] as number[],
+      unawaited: [] as number[],
+    };
+    const shapedTimes = shaped.map(() => [] as number[]);
+    // A warm-up round each, then rounds interleaved so drift hits all of them.
+    await loopRound(memory, durability, "warm");
+    await loopRound(floor, durability, "warm");
+    await loopRound(reading, durability, "warm");
+    await loopRound(temp.saver, durability, "warm");
+    await loopRound(unawaited.saver, durability, "warm");
+    for (const saver of shaped) await loopRound(saver, durability, "warm");
+    for (let round = 0; round < rounds; round++) {
+      times.memory.push(await loopRound(memory, durability, `t${round}`));
+      times.floor.push(await loopRound(floor, durability, `t${round}`));
+      times.reading.push(await loopRound(reading, durability, `t${round}`));
+      times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
+      times.unawaited.push(await loopRound(unawaited.saver, durability, `t${round}`));
+      for (const [i, saver] of shaped.entries()) shapedTimes[i]!.push(await loopRound(saver, durability, `t${round}`));
+    }
+    await temp.done();
+    await unawaited.done();
+    await floor.done();
+    await reading.done();
+    for (const saver of shaped) await saver.done();
+    const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
+    rows.push(
+      row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms, {
+        max: 1.2,
+      }),
+    );
+    rows.push(row(SUITE, `  floor (${durability}) vs MemorySaver`, floorMs, memoryMs, "MemorySaver", ms));
+    rows.push(
+      pairedRow(SUITE, `  floor + 1 raw read/getTuple (${durability})`, times.reading, times.floor, "floor", ms),
+    );
+    rows.push(
+      pairedRow(SUITE, `  bound: ours, puts not awaited (${durability})`, times.unawaited, times.floor, "floor", ms),
+    );
+    for (const [i, shape] of LOOP_SHAPES.entries()) {
+      rows.push(
+        pairedRow(SUITE, `  floor, 1 tx "${shape}"/put (${durability})`, shapedTimes[i]!, times.floor, "floor", ms),
+      );
+    }
+  }
+  return rows;
+}
