@@ -2,7 +2,11 @@
  * Writes of a running graph: `put` (a checkpoint with the channel values it
  * changed) and `putWrites` (a task's pending writes). Everything is
  * serialized before the transaction opens; the transaction only issues
- * requests, the tombstone read first, so a put costs one round trip.
+ * requests, its reads first (the key record, the parent checkpoint's key),
+ * so a put costs one round trip. Only a put whose parent is gone reads the
+ * thread's tombstone (a run still in flight on a deleted thread is dropped);
+ * if the thread was not deleted, it stores every value it has, not only the
+ * changed ones, since the parent's may have gone with it.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -32,7 +36,7 @@ import {
   type Tombstone,
   type WriteRow,
 } from "./schema.js";
-import { putInput } from "./put-input.js";
+import { putInput, type PutInput } from "./put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
@@ -52,7 +56,7 @@ export async function put(
 ): Promise<RunnableConfig> {
   // Copy synchronously: the caller may reuse these objects once we await.
   const input = putInput(config, checkpoint, metadata);
-  const { threadId, checkpointNs, checkpointId, parentId, withoutValues, values } = input;
+  const { threadId, checkpointNs, checkpointId, parentId, withoutValues } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
   const mark = changeMark(ctx);
@@ -85,25 +89,7 @@ export async function put(
         storedMetadata,
         rowRef.metadata(threadId, checkpointNs, checkpointId),
       ),
-      Promise.all(
-        Object.entries(versions)
-          .filter(([channel]) => Object.hasOwn(values, channel))
-          .map(async ([channel, version]): Promise<BlobRow> => {
-            assertId("channel", channel);
-            return {
-              thread_id: threadId,
-              checkpoint_ns: checkpointNs,
-              channel,
-              version,
-              value: await encode(
-                serde,
-                `serialize channel "${channel}"`,
-                values[channel],
-                rowRef.blob(threadId, checkpointNs, channel, version),
-              ),
-            };
-          }),
-      ),
+      serializeValues(serde, input, versions),
     ]);
 
     const row: CheckpointRow = {
@@ -121,17 +107,19 @@ export async function put(
 
     const now = ctx.now();
     row.created_at = now;
-    try {
-      await ctx.writes.write(
+    /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
+    const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
+      ctx.writes.write(
         ["checkpoints", "blobs", "threads", "meta"],
         async (tx) => {
-          // Every request goes out in this tick, the tombstone and key reads
-          // first: in the common case (no tombstone) the put costs one round trip.
-          const tombstoneRead = readTombstone(tx, threadId);
+          // Every request goes out in this tick, the reads first: in the
+          // common case (the parent there) the put costs one round trip.
           const keyRead = tx.objectStore("meta").get("key");
-          const blobStore = tx.objectStore("blobs");
-          for (const blob of blobs) issue(storePut(blobStore, blob));
           const checkpoints = tx.objectStore("checkpoints");
+          const parentRead =
+            parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
+          const blobStore = tx.objectStore("blobs");
+          for (const blob of stored) issue(storePut(blobStore, blob));
           issue(storePut(checkpoints, row));
           if (checkpointNs === "") {
             issue(
@@ -142,17 +130,32 @@ export async function put(
               }),
             );
           }
-          const [tombstone, key] = await Promise.all([tombstoneRead, keyRead]);
+          const [key, parentKey] = await Promise.all([keyRead, parentRead]);
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
-          if (tombstone && parentId !== undefined) {
-            const parentExists = (await checkpoints.getKey([threadId, checkpointNs, parentId])) !== undefined;
-            if (isDeadCheckpoint(tombstone, parentId, parentExists)) throw new LateWrite(tombstone);
-          }
+          if (parentId === undefined || parentKey !== undefined) return;
+          // The parent is gone: deleted with its thread (this is a late write of a run still in flight,
+          // or a child of one), or with its run.
+          const tombstone = await readTombstone(tx, threadId);
+          if (tombstone && isDeadCheckpoint(tombstone, parentId, false)) throw new LateWrite(tombstone);
+          if (!everyValue) throw new ParentGone();
         },
         "put checkpoint",
       );
-      written = { serde, blobs, createdAt: now };
+
+    try {
+      // The values this put stores: those of the channels it changed...
+      let stored = blobs;
+      try {
+        await writeCheckpoint(stored, false);
+      } catch (error) {
+        if (!(error instanceof ParentGone)) throw error;
+        // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
+        // and this put, say), and with it maybe the values this put did not change: then all of them.
+        stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
+        await writeCheckpoint(stored, true);
+      }
+      written = { serde, blobs: stored, createdAt: now };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled
@@ -193,6 +196,40 @@ export async function put(
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
+}
+
+/** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
+class ParentGone extends Error {}
+
+/** Serializes the values of `input` whose channels `versions` names, as blob rows at those versions. */
+function serializeValues(serde: BoundSerializer["serde"], input: PutInput, versions: ChannelVersions) {
+  const { threadId, checkpointNs, values } = input;
+  return Promise.all(
+    Object.entries(versions)
+      .filter(([channel]) => Object.hasOwn(values, channel))
+      .map(async ([channel, version]): Promise<BlobRow> => {
+        assertId("channel", channel);
+        return {
+          thread_id: threadId,
+          checkpoint_ns: checkpointNs,
+          channel,
+          version,
+          value: await encode(
+            serde,
+            `serialize channel "${channel}"`,
+            values[channel],
+            rowRef.blob(threadId, checkpointNs, channel, version),
+          ),
+        };
+      }),
+  );
+}
+
+/** The versions of the channels the checkpoint has but `newVersions` does not: those it carries over. */
+function unchangedVersions(input: PutInput, newVersions: ChannelVersions): ChannelVersions {
+  return Object.fromEntries(
+    Object.entries(input.withoutValues.channel_versions).filter(([channel]) => !Object.hasOwn(newVersions, channel)),
+  );
 }
 
 /** Stores a task's pending writes (first wins, special channels replace); resolves once committed. */

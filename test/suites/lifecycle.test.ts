@@ -261,6 +261,32 @@ describe("deleteForRuns (Python suite)", () => {
     const reader = newSaver(dbName);
     expect((await reader.getTuple(cfg("t")))?.checkpoint.channel_values).toEqual({ a: "kept" });
   });
+
+  it("a put on top of a checkpoint its run's delete removed meanwhile keeps the values it did not change", async () => {
+    const dbName = freshDbName("lifecycle");
+    const saver = newSaver(dbName);
+    const [a, b] = [saver.getNextVersion(undefined), saver.getNextVersion(undefined)];
+    // run1's checkpoint stores a and b; run2 read it as its latest and is about to put on top of it.
+    const parent = await saver.put(
+      { ...cfg("t"), metadata: { run_id: "run1" } },
+      { ...emptyCheckpoint(), id: uuid6(0), channel_values: { a: "old a", b: "b" }, channel_versions: { a, b } },
+      { source: "loop", step: 0, parents: {} },
+      { a, b },
+    );
+    // Another tab deletes run1 (its checkpoint, and the values no other checkpoint names)...
+    await newSaver(dbName).deleteForRuns(["run1"]);
+    // ...before run2's checkpoint, which changed only a, is put.
+    const a2 = saver.getNextVersion(a);
+    const child = await saver.put(
+      { ...parent, metadata: { run_id: "run2" } },
+      { ...emptyCheckpoint(), id: uuid6(1), channel_values: { a: "new a", b: "b" }, channel_versions: { a: a2, b } },
+      { source: "loop", step: 1, parents: {} },
+      { a: a2 },
+    );
+    const reader = newSaver(dbName);
+    expect((await reader.getTuple(child))?.checkpoint.channel_values).toEqual({ a: "new a", b: "b" });
+    expect((await saver.getTuple(cfg("t")))?.checkpoint.channel_values).toEqual({ a: "new a", b: "b" });
+  });
 });
 
 describe("listThreads", () => {
