@@ -5,8 +5,16 @@
  * the saver and the sync server's saver, which must store the same thing.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { copyCheckpoint, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import {
+  copyCheckpoint,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import { assertId, configIds } from "./ids.js";
+import { encode, rowRef } from "./rows.js";
+import type { BlobRow } from "./schema.js";
 
 /** A put's input, ready to serialize. */
 export interface PutInput {
@@ -36,4 +44,32 @@ export function putInput(config: RunnableConfig, checkpoint: Checkpoint, metadat
   const runId: unknown = config.metadata?.run_id;
   if (stored.run_id === undefined && runId !== undefined) stored.run_id = runId;
   return { threadId, checkpointNs, checkpointId: checkpoint.id, parentId, withoutValues, values, metadata: stored };
+}
+
+/** Serializes the values of `input` whose channels `versions` names, as blob rows at those versions. */
+export function serializeValues(
+  serde: SerializerProtocol,
+  input: PutInput,
+  versions: ChannelVersions,
+): Promise<BlobRow[]> {
+  const { threadId, checkpointNs, values } = input;
+  return Promise.all(
+    Object.entries(versions)
+      .filter(([channel]) => Object.hasOwn(values, channel))
+      .map(async ([channel, version]): Promise<BlobRow> => {
+        assertId("channel", channel);
+        return {
+          thread_id: threadId,
+          checkpoint_ns: checkpointNs,
+          channel,
+          version,
+          value: await encode(
+            serde,
+            `serialize channel "${channel}"`,
+            values[channel],
+            rowRef.blob(threadId, checkpointNs, channel, version),
+          ),
+        };
+      }),
+  );
 }

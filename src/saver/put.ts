@@ -36,7 +36,7 @@ import {
   type Tombstone,
   type WriteRow,
 } from "./schema.js";
-import { putInput, type PutInput } from "./put-input.js";
+import { putInput, serializeValues, type PutInput } from "./put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
@@ -200,30 +200,6 @@ export async function put(
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}
-
-/** Serializes the values of `input` whose channels `versions` names, as blob rows at those versions. */
-function serializeValues(serde: BoundSerializer["serde"], input: PutInput, versions: ChannelVersions) {
-  const { threadId, checkpointNs, values } = input;
-  return Promise.all(
-    Object.entries(versions)
-      .filter(([channel]) => Object.hasOwn(values, channel))
-      .map(async ([channel, version]): Promise<BlobRow> => {
-        assertId("channel", channel);
-        return {
-          thread_id: threadId,
-          checkpoint_ns: checkpointNs,
-          channel,
-          version,
-          value: await encode(
-            serde,
-            `serialize channel "${channel}"`,
-            values[channel],
-            rowRef.blob(threadId, checkpointNs, channel, version),
-          ),
-        };
-      }),
-  );
-}
 
 /** The versions of the channels the checkpoint has but `newVersions` does not: those it carries over. */
 function unchangedVersions(input: PutInput, newVersions: ChannelVersions): ChannelVersions {

@@ -23,7 +23,7 @@ import {
 import type { Pool } from "pg";
 import { assertId, configIds, missingThreadIdMessage } from "../saver/ids.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { putInput } from "../saver/put-input.js";
+import { putInput, serializeValues } from "../saver/put-input.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -111,7 +111,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     const input = putInput(config, checkpoint, metadata);
-    const { threadId, checkpointNs, parentId, withoutValues, values } = input;
+    const { threadId, checkpointNs, parentId, withoutValues } = input;
     const id = input.checkpointId;
     const storedMetadata = input.metadata;
     const serde = this.serde;
@@ -132,20 +132,11 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
         rowRef.metadata(threadId, checkpointNs, id),
       ),
       channel_versions: { ...checkpoint.channel_versions },
-      blobs: await Promise.all(
-        Object.entries(newVersions)
-          .filter(([channel]) => Object.prototype.hasOwnProperty.call(values, channel))
-          .map(async ([channel, version]) => ({
-            channel,
-            version,
-            value: await encode(
-              serde,
-              `serialize channel "${channel}"`,
-              values[channel],
-              rowRef.blob(threadId, checkpointNs, channel, version),
-            ),
-          })),
-      ),
+      blobs: (await serializeValues(serde, input, newVersions)).map(({ channel, version, value }) => ({
+        channel,
+        version,
+        value,
+      })),
       writes: [],
     };
     if (parentId !== undefined) wire.parent_checkpoint_id = parentId;
