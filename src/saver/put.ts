@@ -3,10 +3,10 @@
  * changed) and `putWrites` (a task's pending writes). Everything is
  * serialized before the transaction opens; the transaction only issues
  * requests, its reads first (the key record, the parent checkpoint's key),
- * so a put costs one round trip. Only a put whose parent is gone reads the
- * thread's tombstone (a run still in flight on a deleted thread is dropped);
- * if the thread was not deleted, it stores every value it has, not only the
- * changed ones, since the parent's may have gone with it.
+ * so a put costs one round trip. Only a put whose parent is missing reads
+ * the thread's tombstone (a run still in flight on a deleted thread is
+ * dropped); unless the tombstone drops it, it stores every value it has, not
+ * only the changed ones, since the parent's may have gone with the parent.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -134,8 +134,8 @@ export async function put(
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
           if (parentId === undefined || parentKey !== undefined) return;
-          // The parent is gone: deleted with its thread (this is a late write of a run still in flight,
-          // or a child of one), or with its run.
+          // The parent is missing: deleted with its thread (then this may be a late write of a run still
+          // in flight, or a child of one), with its run, or pruned; or it never existed here.
           const tombstone = await readTombstone(tx, threadId);
           if (tombstone && isDeadCheckpoint(tombstone, parentId, false)) throw new LateWrite(tombstone);
           if (!everyValue) throw new ParentGone();
