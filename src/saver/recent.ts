@@ -21,9 +21,10 @@
  * (until it arrives, another tab's such put of an older checkpoint goes
  * unseen here), as do this saver's own deletes, copies and prunes, and
  * `close()`; and values whose transaction came before such a notice that
- * arrived before they are kept are not kept ({@link changeMark}). An absent value may appear (`prune` stores a delta channel's
- * snapshot at a version that had none), so absences are never kept: those
- * channels are read every time. Only the serializer that wrote the bytes may
+ * arrived before they are kept are not kept ({@link changeMark}). An absent
+ * value may appear (`prune` stores a delta channel's snapshot at a version
+ * that had none), so absences are never kept: those channels are read every
+ * time. Only the serializer that wrote the bytes may
  * open them: a key change binds a new serializer, and the kept bytes are
  * then left unused.
  */
@@ -170,8 +171,10 @@ export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: str
  * The values to keep for a checkpoint with `versions`: each channel's blob
  * from `blobs` (stored or read with the checkpoint's row, in the same
  * transaction) when it is of that version. Nothing is carried over from a
- * parent: its blobs may have been deleted with it (`deleteForRuns`,
- * `prune`) before a child that still names them was put.
+ * parent: only bytes this transaction stored or read are known to be the
+ * stored ones. (A parent's blobs may be deleted with it, by another tab's
+ * `deleteForRuns` say, before a child that names them is put; such a put
+ * finds its parent missing and stores every value itself, see put.ts.)
  */
 export function keptValues(
   serde: SerializerProtocol,
