@@ -1,4 +1,5 @@
-/** What every bench suite shares: timing, ratios, rows of the printed table. */
+/** What every bench suite shares: timing, ratios, rows of the printed table, temporary savers. */
+import { IndexedDBSaver } from "../src/index.js";
 
 /** One line of the table `npm run bench` prints. */
 export interface BenchRow {
@@ -101,6 +102,19 @@ export function deleteDatabase(name: string): Promise<void> {
     const request = indexedDB.deleteDatabase(name);
     request.onsuccess = request.onerror = request.onblocked = () => resolve();
   });
+}
+
+/**
+ * A saver on a fresh database (`make` builds it, a plain IndexedDBSaver by
+ * default); `done()` closes it and deletes its database.
+ */
+export function tempSaver<S extends IndexedDBSaver = IndexedDBSaver>(
+  label: string,
+  make: (dbName: string) => S = (dbName) => new IndexedDBSaver({ dbName }) as S,
+) {
+  const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const saver = make(dbName);
+  return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
 }
 
 /** Sum of every serialized byte (Uint8Array) in every row of every store of a database. */

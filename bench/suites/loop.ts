@@ -17,17 +17,10 @@ import {
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { IndexedDBSaver } from "../../src/index.js";
-import { deleteDatabase, median, ms, pairedRow, row, type BenchRow } from "../harness.js";
+import { deleteDatabase, median, ms, pairedRow, row, tempSaver, type BenchRow } from "../harness.js";
 import { LOOP_SHAPES, ShapedFloorSaver } from "./put-parts.js";
 
 const SUITE = "saver";
-
-/** A saver on a fresh database; `done()` closes and deletes it. */
-function tempSaver<S extends IndexedDBSaver>(label: string, make: (dbName: string) => S) {
-  const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  const saver = make(dbName);
-  return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
-}
 
 /**
  * NOT a product, a bound: this saver with `put` and `putWrites` not awaited
@@ -180,7 +173,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const rounds = 7;
   for (const durability of ["async", "sync", "exit"] as const) {
-    const temp = tempSaver(`loop-${durability}`, (dbName) => new IndexedDBSaver({ dbName }));
+    const temp = tempSaver(`loop-${durability}`);
     const unawaited = tempSaver(`loop-unawaited-${durability}`, (dbName) => new UnawaitedPutsBound({ dbName }));
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
     const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);

@@ -15,11 +15,12 @@ import {
   type CheckpointMetadata,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { IndexedDBSaver, MsgpackSerializer } from "../../src/index.js";
+import { MsgpackSerializer } from "../../src/index.js";
 import { chat } from "../../test/support/chat-graph.js";
 import {
   bytes,
   deleteDatabase,
+  tempSaver,
   median,
   ms,
   msPerCall,
@@ -34,13 +35,6 @@ import { putParts } from "./put-parts.js";
 
 const SUITE = "saver";
 const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
-
-/** A saver on a fresh database; `done()` closes and deletes it. */
-function tempSaver(label: string) {
-  const dbName = `bench-${label}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  const saver = new IndexedDBSaver({ dbName });
-  return { saver, dbName, done: async () => (await saver.close(), await deleteDatabase(dbName)) };
-}
 
 /** A checkpoint whose serialized form is about 2 KB. */
 function twoKbCheckpoint(id: string): { checkpoint: Checkpoint; versions: Record<string, number> } {
