@@ -15,10 +15,11 @@
  *   run before the first transaction and observe read-write transactions,
  *   without subclassing or patching IndexedDB's objects.
  *
- * What lives in idb/: this runner, the request helpers (requests.ts) and the
+ * What lives in idb/: this runner, opening a connection (open.ts), the
+ * shared types (types.ts), the request helpers (requests.ts) and the
  * group-commit batcher (batch.ts). It imports only core/.
  */
-import { unwrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
+import { unwrap, type DBSchema, type IDBPDatabase, type StoreNames } from "idb";
 import {
   DatabaseClosedError,
   IndexedDBCheckpointError,
@@ -27,19 +28,12 @@ import {
 } from "../core/errors.js";
 import { isDomError, observeTransaction, transactionError, type WriteObserver } from "./requests.js";
 import { openDatabase } from "./open.js";
+import type { Tx, Upgrade } from "./types.js";
+
+export type { Tx, Upgrade } from "./types.js";
 
 /** IndexedDB's durability hint for readwrite transactions. */
 export type Durability = "default" | "relaxed" | "strict";
-
-/**
- * One schema step. Steps run in order inside the `versionchange` transaction;
- * the database version is the number of steps, so a step, once released, is
- * never edited, only followed by a new one.
- */
-export type Upgrade<Schema extends DBSchema> = (
-  db: IDBPDatabase<Schema>,
-  tx: IDBPTransaction<Schema, StoreNames<Schema>[], "versionchange">,
-) => void;
 
 /**
  * A declared extension point around the connection and read-write
@@ -76,13 +70,6 @@ export interface DatabaseOptions<Schema extends DBSchema> {
   /** Hooks around the connection and read-write transactions (see {@link DatabaseSeam}). */
   seam?: DatabaseSeam;
 }
-
-/** A read-only or read-write transaction over some stores of `Schema`. */
-export type Tx<Schema extends DBSchema, Mode extends IDBTransactionMode> = IDBPTransaction<
-  Schema,
-  StoreNames<Schema>[],
-  Mode
->;
 
 /**
  * Work to do inside one transaction. It must only issue requests on `tx`

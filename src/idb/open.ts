@@ -11,7 +11,7 @@ import {
   IndexedDBUnavailableError,
   toPackageError,
 } from "../core/errors.js";
-import type { Tx, Upgrade } from "./database.js";
+import type { Tx, Upgrade } from "./types.js";
 
 /** What the owner of a connection is told while one opens and lives. */
 export interface OpenHooks<Schema extends DBSchema> {

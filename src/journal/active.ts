@@ -6,8 +6,17 @@
  */
 import type { WriteOp } from "../idb/requests.js";
 import { frameRecord, parseJournal } from "./format.js";
-import { isEmpty, newestReflected, rangeSpec, isKeyRange, replay, snapshot, type Op, type Payload } from "./raw.js";
-import type { Resync } from "./seam.js";
+import {
+  isEmpty,
+  newestReflected,
+  rangeSpec,
+  isKeyRange,
+  replay,
+  snapshot,
+  type Op,
+  type Payload,
+  type Resync,
+} from "./raw.js";
 import type { JournalBackend, RecoveryReport } from "./types.js";
 import { joinBytes } from "../core/bytes.js";
 

@@ -33,4 +33,5 @@ export {
 } from "./types.js";
 export { MemoryJournalBackend, resetMemoryJournals } from "./memory-backend.js";
 export { defaultMarker, memoryMarker } from "./wipe-marker.js";
-export { JournalSeam, type JournalSeamOptions, type Resync } from "./seam.js";
+export { JournalSeam, type JournalSeamOptions } from "./seam.js";
+export type { Resync } from "./raw.js";

@@ -29,6 +29,14 @@ export interface RangeSpec {
 /** A journal record's payload. */
 export type Payload = { h: number; db: string } | { o: Op[] } | { snap: Record<string, unknown[]> };
 
+/**
+ * What the journal re-appends after a recovery: the current rows of the
+ * newest checkpoints that `records` (the journal's last records) touched,
+ * since their own append may have been cut off by the crash. The saver knows
+ * its schema; the journal does not.
+ */
+export type Resync = (db: IDBDatabase, records: readonly Payload[]) => Promise<Op[]>;
+
 /** True for an `IDBKeyRange` (duck-typed: fake-indexeddb's and the browser's classes differ). */
 export function isKeyRange(value: unknown): value is IDBKeyRange {
   return (

@@ -8,7 +8,7 @@
 import type { DatabaseSeam } from "../idb/database.js";
 import type { WriteObserver } from "../idb/requests.js";
 import type { ActiveJournal } from "./active.js";
-import type { Op, Payload } from "./raw.js";
+import type { Op, Resync } from "./raw.js";
 import {
   DatabaseWipedError,
   type JournalBackend,
@@ -17,14 +17,6 @@ import {
   type WipeMarker,
 } from "./types.js";
 import { defaultMarker } from "./wipe-marker.js";
-
-/**
- * What the journal re-appends after a recovery: the current rows of the
- * newest checkpoints that `records` (the journal's last records) touched,
- * since their own append may have been cut off by the crash. The saver knows
- * its schema; the journal does not.
- */
-export type Resync = (db: IDBDatabase, records: readonly Payload[]) => Promise<Op[]>;
 
 /** Options of {@link JournalSeam}. */
 export interface JournalSeamOptions {

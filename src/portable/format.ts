@@ -76,7 +76,6 @@ import type {
   CheckpointPendingWrite,
 } from "@langchain/langgraph-checkpoint";
 
-import type { ThreadExportInput } from "./options.js";
 import { ThreadExportError, ThreadFileError } from "./errors.js";
 import { joinBytes } from "../core/bytes.js";
 
@@ -228,6 +227,9 @@ export function parseJson(payload: Uint8Array, what: string): unknown {
     throw new ThreadFileError(`The langgraph-thread ${what} is not valid UTF-8 JSON.`, { cause: error });
   }
 }
+
+/** Anything `importThread` reads a file from. */
+export type ThreadExportInput = Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array>;
 
 /** The whole input as bytes. */
 export async function readAll(file: ThreadExportInput): Promise<Uint8Array> {

@@ -7,8 +7,7 @@ import type { ThreadExportCounts, ThreadExportHeader } from "./format.js";
 /** An exported thread: a Blob (the default) or bytes (`as: "bytes"`). */
 export type ThreadExport = Blob | Uint8Array;
 
-/** Anything `importThread` reads a file from. */
-export type ThreadExportInput = Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array>;
+export type { ThreadExportInput } from "./format.js";
 
 /** Progress of an export or import. */
 export interface ThreadTransferProgress {

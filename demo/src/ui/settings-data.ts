@@ -8,7 +8,23 @@ import { databasesOf } from "../settings.js";
 import { databaseBytes, originUsage, saverBytes } from "../storage.js";
 import { field, formatBytes, h, replace } from "./dom.js";
 import { icon } from "./icons.js";
-import type { SettingsContext } from "./settings.js";
+import type { Session } from "../session.js";
+import type { SidebarThread } from "./sidebar.js";
+
+/** What the settings dialog asks of the app (it lives here, below settings.ts, which imports this file). */
+export interface SettingsContext {
+  session(): Session;
+  threads(): SidebarThread[];
+  /** Locks (migrating the data); resolves when the new session is in place. */
+  lock(passphrase: string): Promise<void>;
+  /** Forgets the key in this tab: back to the lock screen. */
+  lockNow(): void;
+  /** A new passphrase for the locked data. */
+  changePassphrase(passphrase: string): Promise<void>;
+  /** Decrypts everything back into the plain databases and removes the lock. */
+  removeLock(): Promise<void>;
+  openThread(threadId: string): void;
+}
 
 function download(blob: Blob, name: string): void {
   const url = URL.createObjectURL(blob);

@@ -5,24 +5,9 @@
 import type { Session } from "../session.js";
 import { MIN_PASSPHRASE_LENGTH, type ModelSettings } from "../settings.js";
 import { field, h, replace } from "./dom.js";
-import { memorySection, storageSection } from "./settings-data.js";
+import { memorySection, storageSection, type SettingsContext } from "./settings-data.js";
 import { icon } from "./icons.js";
-import type { SidebarThread } from "./sidebar.js";
 import { AUTO_LOCK_CHOICES, autoLockMinutes, setAutoLockMinutes } from "../auto-lock.js";
-
-export interface SettingsContext {
-  session(): Session;
-  threads(): SidebarThread[];
-  /** Locks (migrating the data); resolves when the new session is in place. */
-  lock(passphrase: string): Promise<void>;
-  /** Forgets the key in this tab: back to the lock screen. */
-  lockNow(): void;
-  /** A new passphrase for the locked data. */
-  changePassphrase(passphrase: string): Promise<void>;
-  /** Decrypts everything back into the plain databases and removes the lock. */
-  removeLock(): Promise<void>;
-  openThread(threadId: string): void;
-}
 
 const PASSPHRASE_HINT = `At least ${MIN_PASSPHRASE_LENGTH} characters, e.g. a few unrelated words.`;
 

@@ -9,7 +9,7 @@ import { IV_BYTES, TAG_BYTES } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { MsgpackSerializer } from "../msgpack/index.js";
 import { utf8, isUint8Array } from "../../core/bytes.js";
-import type { EncryptedSerializerOptions } from "./index.js";
+import type { EncryptedSerializerOptions } from "./options.js";
 import {
   BIND_ROW,
   type Binding,
