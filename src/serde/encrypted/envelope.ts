@@ -1,7 +1,8 @@
 /**
  * The envelope of one encrypted value (format version, binding, key id,
  * inner type, IV, ciphertext and tag) and its associated data: how a value
- * is sealed to its row and opened only there. Frozen: see the golden files.
+ * is sealed to its row and opened only there. The byte layout is specified
+ * in docs/encryption.md ("Formats"); frozen: see the golden files.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { RowRef } from "../protocol.js";
@@ -93,7 +94,7 @@ export function pushF64(out: number[], n: number): void {
   for (let i = 0; i < 8; i++) out.push(view.getUint8(i));
 }
 
-/** The associated data of one value (see the module comment). */
+/** The associated data of one value (docs/encryption.md, "Formats"). */
 export function associatedData(header: Uint8Array, binding: Binding): Bytes {
   const tail: number[] = [];
   if (binding.kind === BIND_CONTEXT) {

@@ -2,67 +2,15 @@
  * `EncryptedSerializer`: a `SerializerProtocol` that encrypts what an inner
  * serializer produces with AES-GCM (WebCrypto), for any LangGraph.js
  * checkpoint saver, and with two extras when it serves IndexedDBSaver or
- * IndexedDBStore (see binding.ts): every value is bound to its row, and rows
- * are encrypted under a random data key kept wrapped in the database.
+ * IndexedDBStore (through serde/protocol.ts): every value is bound to its
+ * row, and rows are encrypted under a random data key (DEK) kept wrapped
+ * under the serializer's key (the KEK) in the database.
  *
- * ## Envelope (format version 1)
- *
- * A value is stored as `[type, bytes]` where `type` is the inner type plus
- * `+aes-gcm` (`msgpack+aes-gcm`, `json+aes-gcm`, `bytes+aes-gcm`; never
- * `+aes`, which is Python's EAX format) and `bytes` is:
- *
- * | offset   | size   | field                                                          |
- * |---------:|-------:|----------------------------------------------------------------|
- * | 0        | 1      | format version, `0x01`                                         |
- * | 1        | 1      | binding: `0x00` fixed context (`dumpsTyped`), `0x01` row (`dumpsTypedForRow`) |
- * | 2        | 8      | key id of the sealing key (`keyId` in crypto.ts)               |
- * | 10       | 1      | L, length of the inner type tag in bytes (1-255)               |
- * | 11       | L      | the inner serializer's type tag, UTF-8 (`msgpack`)             |
- * | 11+L     | 12     | IV, fresh random bytes for every value                          |
- * | 23+L     | n + 16 | AES-GCM ciphertext of the inner serializer's n bytes, then the 128-bit tag |
- *
- * Overhead: 39 + L bytes per value (46 for msgpack). Everything before the
- * IV is the header; the associated data (authenticated, not stored) is
- *
- * ```
- * "langgraph-checkpoint-indexeddb:aes-gcm:v1" ‖ header ‖ binding
- * binding (context) = str(context)
- * binding (row)     = u32(part count) ‖ per part: 0x73 ‖ str(part) for a string,
- *                                                  0x6E ‖ float64 for a number
- * str(s)            = u32(s.length) ‖ s as UTF-16 code units
- * ```
- *
- * (all integers big-endian). So neither the header (which key, which inner
- * type decides how the plaintext is parsed) nor the row can change without
- * failing authentication. Strings go in as UTF-16 code units, not UTF-8, so
- * two ids that differ only in lone surrogates still bind differently.
- *
- * The inner type is in the envelope, not only in the type tag, because
- * MemorySaver (and possibly other savers) drop the tag and call
- * `loadsTyped("json", bytes)`: an envelope under one of our keys is
- * recognised and opened whatever tag it comes with, and the tag, when it is
- * there, must agree with the header.
- *
- * ## Keys
- *
- * The key a serializer is made with is a key-encryption key (KEK). Used with
- * any saver through `dumpsTyped`, it seals values itself. Used with
- * IndexedDBSaver/IndexedDBStore, `forDatabase` makes a random AES-256 data
- * key (DEK) per database, wraps it under the KEK, and the storage keeps that
- * {@link AesGcmKeyRecord} in its `meta` store; rows are sealed with the DEK.
- * A new passphrase re-wraps the DEK (`rewrapFor`), no row changes; a new DEK
- * (`beginRekey`/`endRekey`, driven by `rekeyDatabase` in binding.ts)
- * re-encrypts rows.
- *
- * ## IV budget
- *
- * IVs are 96 random bits per value. NIST SP 800-38D §8.3 caps random-IV
- * AES-GCM at 2^32 encryptions per key (keeping the chance of a repeated IV
- * under 2^-32). A DEK is per database and every checkpoint, channel value,
- * pending write or store item written costs one encryption: 2^32 is about
- * 4.3 billion, so a million encryptions a day get there in about 12 years. `rekeyDatabase` starts a
- * fresh DEK (a fresh budget) whenever an app wants one; the passphrase KEK
- * itself only ever encrypts the few wrapped DEKs.
+ * The envelope's bytes, the associated data, the key record and the IV
+ * budget are specified once, in docs/encryption.md ("Formats" and "Keys");
+ * the golden files freeze them. Here: a new passphrase re-wraps the DEK
+ * (`rewrapFor`), no row changes; a new DEK (`beginRekey`/`endRekey`, driven
+ * by `rekeyDatabase` in serde/rekey.ts) re-encrypts rows.
  *
  * What lives in serde/encrypted/: this serializer (index.ts), the envelope
  * and its associated data (envelope.ts), key records and the keyring
