@@ -1,5 +1,5 @@
 // Fails when a module of src/ exports a declaration without a JSDoc comment.
-// The contract (DEVELOPERS.md): JSDoc on every export, so an editor's hover
+// The rule: JSDoc on every export, so an editor's hover
 // and the generated .d.ts explain each name. Re-exports (`export { x } from`)
 // carry the doc of their source; of an overloaded function, the first
 // signature needs it.

@@ -14,7 +14,7 @@
 //   import an entry. Before the folder layout lands every file sits here, so
 //   the check passes trivially on a flat tree.
 // - src/<folder>/**: the layer named <folder>, which must be listed in LAYERS.
-// - tests (*.test.ts) and test helpers (src/test-support/) are not checked.
+// - tests (*.test.ts) and test helpers (a test-support/ folder) are not checked.
 //
 // Type-only imports (`import type`, `export type`) follow the same rules,
 // except that they are allowed to a layer that may only be loaded lazily
@@ -90,7 +90,7 @@ export function moduleReferences(fileName, source) {
       ts.isLiteralTypeNode(node.argument) &&
       ts.isStringLiteral(node.argument.literal)
     ) {
-      add(node.argument.literal, "type", node); // `import("./x.js").T` in a type
+      add(node.argument.literal, "type", node); // `import("<module>").T` in a type
     }
     ts.forEachChild(node, visit);
   };
@@ -124,7 +124,7 @@ function allowedBy(allowed, target) {
 }
 
 /**
- * Checks a set of sources. `files`: Map of path relative to src/ ("saver/saver.ts") to source text.
+ * Checks a set of sources. `files`: Map of path relative to src/ ("saver/index.ts") to source text.
  * Returns the violations, each `{ file, line, specifier, target, message }`.
  */
 export function checkLayers(files, layers = LAYERS) {

@@ -36,7 +36,7 @@ import { toBase64 } from "./core/bytes.js";
 
 export type { PageThreadState, SeededThread } from "./playwright/page.js";
 
-/** The global the injected script defines (see `playwright-page.ts`). */
+/** The global the injected script defines (see `playwright/page.ts`). */
 const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v1";
 
 /** The prebuilt script's file name, next to this module in `dist/`. */

@@ -8,7 +8,7 @@
  * file lives in OPFS, which anyone who can edit the profile's files can
  * edit, and crafted bytes must not decode to msgpackr's own objects.
  *
- * Payloads (see journal.ts): a header `{ h: generation }` first, then
+ * Payloads (written by active.ts): a header `{ h: generation }` first, then
  * `{ o: ops }` (one committed transaction) or `{ snap: rows }` (a snapshot
  * of the whole database, written by compaction).
  */

@@ -1,5 +1,5 @@
 /**
- * The crash journal (journal.ts): record framing, and the saver restoring a
+ * The crash journal (journal/): record framing, and the saver restoring a
  * wiped or lagging database from a journal (the memory backend, so it runs
  * the same in Node and Chromium; the OPFS backend has its own browser test).
  * Saver-level tests go through the saver's `journal` option.

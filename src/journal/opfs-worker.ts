@@ -2,7 +2,7 @@
  * The dedicated worker that owns the journal's OPFS files: only a worker may
  * use `FileSystemSyncAccessHandle`, whose `flush()` is what makes an append
  * durable. It runs from a Blob URL built from this function's source (see
- * journal-opfs.ts), so it must stay self-contained: no imports, no outside
+ * opfs-backend.ts), so it must stay self-contained: no imports, no outside
  * names.
  *
  * Requests: `{ id, op, file, bytes?, length? }` with op one of

@@ -53,7 +53,7 @@ nameErrors({ DatabaseWipedError });
 
 /**
  * The file a journal lives in. Implementations: OPFS through a worker
- * (journal-opfs.ts) and memory (tests). Calls never overlap: the journal
+ * (opfs-backend.ts) and memory (tests). Calls never overlap: the journal
  * queues them.
  */
 export interface JournalBackend {

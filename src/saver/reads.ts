@@ -1,6 +1,6 @@
 /**
  * The saver's read plans: sequences of requests issued inside one read
- * transaction (opened by db.ts), returning rows still serialized.
+ * transaction (opened by idb/database.ts), returning rows still serialized.
  */
 import type { KeyRanges, Tx } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";

@@ -13,9 +13,9 @@
  *    every write;
  * 4. after it completes: decode (serializer), filter, rank, page.
  *
- * Layout and key ranges: `store-schema.ts`. Searches: `store-search.ts`,
- * with the query semantics (quirks included) in `store-query.ts` and the
- * cache in `store-cache.ts`. Row decoding: `store-codec.ts`.
+ * Layout and key ranges: `schema.ts`. Searches: `search.ts`, with the
+ * query semantics (quirks included) in `query.ts` and the cache in
+ * `cache.ts`. Row decoding: `codec.ts`.
  */
 import {
   BaseStore,

@@ -483,7 +483,7 @@ export function msgpackClassValue(): Record<string, unknown> {
   };
 }
 
-/** The EXT codes of src/msgpack-types.ts as frozen today (and Python's DeltaSnapshot code 7). */
+/** The EXT codes of src/serde/msgpack/wire.ts as frozen today (and Python's DeltaSnapshot code 7). */
 export const FROZEN_EXT = {
   DELTA_SNAPSHOT: 7,
   UNDEFINED: 48,

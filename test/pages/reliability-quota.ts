@@ -1,5 +1,5 @@
 /**
- * The page of the quota test (src/quota.node.test.ts): an IndexedDBSaver on a
+ * The page of the quota test (test/suites/quota.node.test.ts): an IndexedDBSaver on a
  * real origin, driven through `window.quotaPage`. Every answer is plain data.
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";

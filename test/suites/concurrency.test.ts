@@ -17,7 +17,7 @@
  *   also when the app retries while still blocked, and works once that
  *   connection closes;
  * - a connection lost without a `close` event (WebKit) is replaced on the
- *   next call, as db.ts's one-retry rule promises (saver, Database layer,
+ *   next call, as idb/database.ts's one-retry rule promises (saver, Database layer,
  *   IndexedDBStore).
  *
  * Runs in Node (fake-indexeddb) and Chromium.

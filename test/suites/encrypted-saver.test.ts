@@ -7,7 +7,7 @@
  * real IndexedDB in Chromium.
  *
  * Key changes go through `saver.changeKey(next)` / `saver.rekey()` when the
- * saver has them, and otherwise through the same binding.ts helpers driven
+ * saver has them, and otherwise through the same serde/rekey.ts helpers driven
  * over the raw database (the code the saver methods wrap).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -37,7 +37,7 @@ import { request, withRaw } from "../support/raw-idb.js";
 
 const MARKER = "MARKER-c0ffee-do-not-store-in-clear";
 const SALT = "encrypted-saver.test";
-/** Fast PBKDF2 for tests (encrypted.test.ts runs the 600,000 default). */
+/** Fast PBKDF2 for tests (serde/encrypted/encrypted.test.ts runs the 600,000 default). */
 const ITERATIONS = 1_000;
 
 const serdeFor = (passphrase: string, options: { allowPlaintext?: boolean } = {}) =>
@@ -242,7 +242,7 @@ type KeyChangingSaver = IndexedDBSaver & {
   rekey?: () => Promise<void>;
 };
 
-/** The saver's key record in `meta`, for the binding.ts helpers, over a raw connection. */
+/** The saver's key record in `meta`, for the serde/rekey.ts helpers, over a raw connection. */
 function rawRecords(db: IDBDatabase): KeyRecordAccess {
   return {
     read: async () =>
@@ -265,7 +265,7 @@ function rawRecords(db: IDBDatabase): KeyRecordAccess {
   };
 }
 
-/** The saver's rows rewritten by `rewrite`, over a raw connection: what `saver.rekey()` does through db.ts. */
+/** The saver's rows rewritten by `rewrite`, over a raw connection: what `saver.rekey()` does through idb/database.ts. */
 function rawRewriteAll(db: IDBDatabase): (rewrite: ValueRewriter) => Promise<number> {
   return async (rewrite) => {
     let changed = 0;

@@ -1,10 +1,11 @@
 /**
  * The golden databases of the row binding versions (issue 11 item 2):
- * test/golden/saver-encrypted-binding2.json and -binding3.json, written by
+ * test/golden/saver-encrypted-binding2.json and
+ * test/golden/saver-encrypted-binding3.json, written by
  * test/golden/generate-binding<N>.ts. Version 2 seals checkpoints with their
  * parent link and writes with their channel and task path; version 3 adds
  * each checkpoint row's hash chain (src/saver/chain.ts). The version 1
- * golden (saver-encrypted.json, read by golden-formats.test.ts) still reads
+ * golden (test/golden/saver-encrypted.json, read by golden-formats.test.ts) still reads
  * beside them. Node and Chromium.
  */
 import { afterEach, describe, expect, it } from "vitest";

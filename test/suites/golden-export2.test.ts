@@ -4,10 +4,10 @@
  * encrypted IndexedDBSaver's export of the golden thread, its records sealed
  * with `EncryptedSerializer.fromRawKey(RAW_KEY)` and bound to the file and
  * their place. Version 2 files carry a random export id and random IVs: with
- * the same fixed inputs (export2.ts: the clock, a seeded getRandomValues)
+ * the same fixed inputs (test/golden/export2.ts: the clock, a seeded getRandomValues)
  * the export is deterministic, so re-exports are compared byte for byte.
  * The same saver's `unencrypted: true` export is version 1 and, with the
- * same clock, the very bytes of export.json. Node and Chromium.
+ * same clock, the very bytes of test/golden/export.json. Node and Chromium.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";

@@ -1,6 +1,6 @@
 /**
- * The golden databases of schema version 3 (test/golden/saver-plain-schema3
- * and saver-encrypted-schema3.json, written once by
+ * The golden databases of schema version 3 (test/golden/saver-plain-schema3.json
+ * and test/golden/saver-encrypted-schema3.json, written once by
  * test/golden/generate-schema3.ts): today's layout, frozen before a new row
  * layout (issue 13) changes it. Each loads at version 3 exactly as dumped,
  * opens with today's code, reads back every recorded answer, keeps every

@@ -12,7 +12,7 @@
  * from `saver.getNextVersion` and is listed in `newVersions`; ids are uuid6.
  *
  * A failure names its seed and operation; replay one seed with
- * `PROPERTY_SEEDS=<seed> npx vitest run src/saver.property.test.ts`
+ * `PROPERTY_SEEDS=<seed> npx vitest run test/suites/saver.property.test.ts`
  * (`PROPERTY_OPS` changes the length).
  */
 import {

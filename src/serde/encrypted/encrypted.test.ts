@@ -518,7 +518,7 @@ describe("EncryptedSerializer: database keys (forDatabase, rewrapFor, rekey)", (
   });
 });
 
-/** A database in memory: a key record and rows of `[type, bytes]` by row ref, for the binding.ts helpers. */
+/** A database in memory: a key record and rows of `[type, bytes]` by row ref, for the rekey.ts helpers. */
 class MemoryDatabase {
   record: KeyRecord | undefined;
   readonly rows = new Map<string, { row: RowRef; value: [string, Uint8Array] }>();
@@ -568,7 +568,7 @@ class MemoryDatabase {
   }
 }
 
-describe("binding.ts key changes (changeDatabaseKey, rekeyDatabase)", () => {
+describe("serde/rekey.ts key changes (changeDatabaseKey, rekeyDatabase)", () => {
   const rows: RowRef[] = [
     ["checkpoint", "t", "", "1"],
     ["metadata", "t", "", "1"],

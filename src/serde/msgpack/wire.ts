@@ -7,8 +7,8 @@
  * state shared by every Packr/Unpackr in the page, so registering at import
  * time would be a side effect (the package is `sideEffects: false`) and two
  * places registering codes could silently disagree. Everything that decides
- * what the bytes look like lives here; `msgpack.ts` only lowers values to
- * the wire shapes below and revives them.
+ * what the bytes look like lives here; `encoder.ts` only lowers values to
+ * the wire shapes below, and `revival.ts` revives them.
  *
  * Payload layout (format version 1):
  *

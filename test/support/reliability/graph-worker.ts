@@ -1,6 +1,6 @@
 /**
- * A dedicated worker for `worker.browser.test.ts`: runs the chat graph of
- * test/chat-graph.ts (from `@langchain/langgraph/web`) on an IndexedDBSaver
+ * A dedicated worker for `test/suites/worker.browser.test.ts`: runs the chat graph of
+ * test/support/chat-graph.ts (from `@langchain/langgraph/web`) on an IndexedDBSaver
  * inside the worker, one message per request, and answers with the
  * resulting messages. Errors come back as data.
  */

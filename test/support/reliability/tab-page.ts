@@ -1,5 +1,5 @@
 /**
- * A "tab" for `tabs.browser.test.ts`: loaded as a module script into a
+ * A "tab" for `test/suites/tabs.browser.test.ts`: loaded as a module script into a
  * same-origin iframe (its own document, JS realm and IndexedDB connections,
  * sharing the origin's databases with the test page), it drives its own
  * IndexedDBSaver and raw connections on request. Everything crosses the

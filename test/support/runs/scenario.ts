@@ -40,7 +40,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** The chat graph of test/chat-graph.ts with a slow `agent`; `delta` keeps messages on `MessagesDeltaValue`. */
+/** The chat graph of test/support/chat-graph.ts with a slow `agent`; `delta` keeps messages on `MessagesDeltaValue`. */
 export function slowChatGraph(saver: BaseCheckpointSaver, delta = false) {
   const State = new StateSchema({ messages: delta ? MessagesDeltaValue : MessagesValue });
   return new StateGraph(State)
