@@ -1,6 +1,9 @@
 /**
  * langgraph-checkpoint-indexeddb: LangGraph.js persistence in the browser.
- * Re-exports only; each module has one job (see README, "Layout").
+ * What an app uses; re-exports only. Plumbing for extending the package sits
+ * in subpaths: `./serde` (the serializer protocol, the encrypted format),
+ * `./runs` (runOnThread's lock and channel names), `./journal` (journal
+ * backends). See docs/layout.md.
  */
 export {
   IndexedDBSaver,
@@ -40,45 +43,16 @@ export {
   type CopyThreadsOptions,
   type CopyThreadsProgress,
   type CopyThreadsResult,
-  type BlobRecord,
-  type CheckpointRecord,
 } from "./portable/index.js";
 export {
   EncryptedSerializer,
-  inspectEnvelope,
-  AES_GCM_SUFFIX,
   DEFAULT_PBKDF2_ITERATIONS,
   type EncryptedSerializerOptions,
   type PassphraseOptions,
-  type AesGcmKeyRecord,
-  type WrappedDataKey,
-  type EnvelopeInfo,
 } from "./serde/encrypted/index.js";
+export type { ChangeKeyOptions } from "./serde/rekey.js";
 export type { Durability } from "./idb/database.js";
-export {
-  DatabaseWipedError,
-  MemoryJournalBackend,
-  type JournalOption,
-  type JournalBackend,
-  type RecoveryReport,
-  type WipeMarker,
-} from "./journal/index.js";
-export type {
-  RowRef,
-  RowBoundSerializer,
-  DatabaseKeyedSerializer,
-  DatabaseBinding,
-  KeyRecord,
-} from "./serde/protocol.js";
-export type {
-  KeyRecordAccess,
-  RewrappableSerializer,
-  RekeyableSerializer,
-  DataKeyRotation,
-  ChangeKeyOptions,
-  StoredValue,
-  ValueRewriter,
-} from "./serde/rekey.js";
+export { DatabaseWipedError, type JournalOption, type RecoveryReport } from "./journal/index.js";
 export {
   runOnThread,
   isThreadRunning,
@@ -91,8 +65,6 @@ export {
   type RunSaver,
 } from "./runs/coordinator.js";
 export { ThreadBusyError, RunInterruptedError } from "./runs/errors.js";
-export { runLockName, type RunLockManager, type RunLock, type RunLockOptions } from "./runs/locks.js";
-export { runChannelName } from "./runs/signals.js";
 export {
   IndexedDBCheckpointError,
   DatabaseBlockedError,

@@ -20,11 +20,11 @@ import {
   EncryptedSerializer,
   IndexedDBSaver,
   IndexedDBStore,
-  MemoryJournalBackend,
   MsgpackSerializer,
   importThread,
-  inspectEnvelope,
 } from "../../src/index.js";
+import { MemoryJournalBackend } from "../../src/journal.js";
+import { inspectEnvelope } from "../../src/serde.js";
 import { parseJournal } from "../../src/journal/format.js";
 import { chatGraph } from "../support/chat-graph.js";
 import {

@@ -8,9 +8,12 @@ import { describe, expect, it } from "vitest";
 import * as root from "../../src/index.js";
 import * as store from "../../src/store.js";
 import * as sync from "../../src/sync.js";
+import * as serde from "../../src/serde.js";
+import * as runs from "../../src/runs.js";
+import * as journal from "../../src/journal.js";
 import { DecryptionError, IndexedDBCheckpointError } from "../../src/index.js";
 
-const errorClasses = Object.entries({ ...root, ...store, ...sync }).filter(
+const errorClasses = Object.entries({ ...root, ...store, ...sync, ...serde, ...runs, ...journal }).filter(
   (entry): entry is [string, typeof IndexedDBCheckpointError] =>
     typeof entry[1] === "function" && entry[1].prototype instanceof Error,
 );

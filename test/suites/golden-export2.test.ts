@@ -11,13 +11,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
-import {
-  EncryptedSerializer,
-  IndexedDBSaver,
-  importThread,
-  inspectEnvelope,
-  readThreadExportHeader,
-} from "../../src/index.js";
+import { EncryptedSerializer, IndexedDBSaver, importThread, readThreadExportHeader } from "../../src/index.js";
+import { inspectEnvelope } from "../../src/serde.js";
 import exportGolden from "../golden/export.json";
 import export2Golden from "../golden/export-v2.json";
 import { exportFrames, withFixedInputs } from "../golden/export2.js";

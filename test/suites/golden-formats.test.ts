@@ -30,13 +30,13 @@ import {
   EncryptedSerializer,
   IndexedDBSaver,
   IndexedDBStore,
-  MemoryJournalBackend,
   MsgpackSerializer,
   importThread,
-  inspectEnvelope,
   readThreadExportHeader,
   type RecoveryReport,
 } from "../../src/index.js";
+import { MemoryJournalBackend } from "../../src/journal.js";
+import { inspectEnvelope } from "../../src/serde.js";
 import { frameRecord, parseJournal } from "../../src/journal/format.js";
 import { replayFile } from "../../src/journal/raw.js";
 import exportGolden from "../golden/export.json";
