@@ -185,7 +185,10 @@ export function missingPaths(root, files) {
   const missing = [];
   for (const file of files) {
     const text = readFileSync(join(root, file), "utf8");
-    const parts = file.endsWith(".md") ? [{ text }] : sourceComments(file, text);
+    // Parsing is the costly part: a code file whose every cited path resolves needs none.
+    const markdown = file.endsWith(".md");
+    if (!markdown && citedFiles(text).every((path) => resolves(root, file, path))) continue;
+    const parts = markdown ? [{ text }] : sourceComments(file, text);
     for (const part of parts) {
       for (const path of citedFiles(part.text)) {
         if (resolves(root, file, path)) continue;
