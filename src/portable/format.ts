@@ -18,51 +18,10 @@
  * versions are kept verbatim, so a graph continues on the target exactly
  * where it stopped on the source.
  *
- * ## File layout (format `"langgraph-thread"`, version 1)
- *
- * All integers are unsigned big-endian. The file is:
- *
- * ```text
- * offset 0, 8 bytes   signature 89 4C 47 54 0D 0A 1A 0A  ("\x89LGT\r\n\x1A\n")
- * offset 8            frames, back to back, until the end of the file
- *
- * frame:  1 byte      kind (an ASCII letter)
- *         4 bytes     payload length n (uint32, big-endian)
- *         n bytes     payload
- * ```
- *
- * Frame kinds (an upper-case kind is critical: a reader that does not know
- * it must refuse the file; a lower-case kind is ancillary and may be skipped):
- *
- * | kind | count | payload |
- * |---|---|---|
- * | `H` 0x48 | first frame, once | UTF-8 JSON {@link ThreadExportHeader} |
- * | `B` 0x42 | one per distinct `(namespace, channel, version)` value | serializer bytes of {@link BlobRecord} |
- * | `C` 0x43 | one per checkpoint | serializer bytes of {@link CheckpointRecord} |
- * | `E` 0x45 | last frame, once | UTF-8 JSON {@link ThreadExportTrailer} |
- *
- * - "Serializer bytes" are what `serde.dumpsTyped(record)` returned; every
- *   record of a file has the same type tag, named by `header.serde`
- *   (`"msgpack"`: `MsgpackSerializer`, which round-trips LangChain
- *   messages, `Send`, `Command`, interrupts, `DeltaSnapshot`, `Map`, `Set`,
- *   `Date`, `Uint8Array`, `undefined`...).
- * - Checkpoint frames come parent first within each namespace (ascending
- *   checkpoint id otherwise), so a reader can `put` them in file order.
- * - A `B` frame precedes the first `C` frame that references it; a `C`
- *   frame lists in `blobs` the channels whose value is the blob of its
- *   `(namespace, channel, channel_versions[channel])`, and carries other
- *   values inline in `values`. Channels in `channel_versions` that are in
- *   neither had no value (delta channels between snapshots): absent stays absent.
- * - The trailer's `crc32` (IEEE 802.3, as zlib's) covers every byte before
- *   the trailer frame (signature included); its counts repeat the header's.
- *   It is a checksum against accidents, not against an attacker.
- *
- * ## Version 2: records bound to their place
- *
- * The same layout; the header adds `exportId`, and every `B`/`C` record is
- * `serde.dumpsTypedForRow(record, frameRef(header, position, kind))` (an
- * `EncryptedSerializer`): see frames.ts. Written when the serializer binds
- * rows; files of plain serializers stay version 1.
+ * The file format (versions 1 and 2: signature, frames, header, records,
+ * trailer and CRC, and version 2's records bound to their place, see
+ * frames.ts) is specified once, in docs/export-format.md; the golden files
+ * under test/golden/ freeze it.
  *
  * Import files are untrusted input: validate before use, and refuse
  * `"json"` records (`refuseJson`) when the file comes from elsewhere.
