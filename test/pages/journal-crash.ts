@@ -1,5 +1,5 @@
 /**
- * The page of the crash test (src/journal-crash.node.test.ts). On load:
+ * The page of the crash test (test/suites/journal-crash.node.test.ts). On load:
  * opens the saver (restoring from the journal if it has one), checks the
  * thread's newest checkpoint and its history, reports them on the console
  * (`crash:state {...}`), then resumes the run (or starts it), acknowledging
