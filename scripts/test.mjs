@@ -80,6 +80,7 @@ for (const phase of PHASES) {
   const wall = (performance.now() - start) / 1000;
   const cpu = steps.reduce((sum, step) => sum + step.cpu, 0);
   results.push({ phase: phase.name, wall, cpu });
+  console.log(`=== ${phase.name}: ${wall.toFixed(1)} s wall, ${cpu.toFixed(1)} s CPU`);
   failed = steps.find((step) => step.status !== 0);
   if (failed) break;
 }
