@@ -313,7 +313,7 @@ describe.concurrent("journal crash test (SIGKILL of Chromium mid-run)", () => {
     expect(figures).toHaveLength(KILLS);
     expect(final.count).toBe(steps);
     expect(final.logLength).toBe(steps);
-  }, 360_000);
+  }, 600_000);
 
   it("without a journal, a wipe is reported, never silent; the newest checkpoint stays consistent", async ({
     expect,
@@ -327,5 +327,5 @@ describe.concurrent("journal crash test (SIGKILL of Chromium mid-run)", () => {
     expect(figures).toHaveLength(KILLS);
     expect(final.problems).toEqual([]);
     expect(final.count).toBe(steps);
-  }, 360_000);
+  }, 600_000);
 });
