@@ -18,7 +18,7 @@ const TEST_FILES = ["**/*.test.ts", "test/**", "e2e/**", "src/test-support/**"];
 export default defineConfig(
   {
     ignores: [
-      "dist/",
+      "**/dist/",
       "coverage/",
       "test-results/",
       "e2e/screenshots/",

@@ -1,6 +1,7 @@
 import { defineConfig } from "vitest/config";
 import { playwright } from "@vitest/browser-playwright";
 import { chromiumArgs, chromiumPath } from "./test/support/chromium.js";
+import { configuredDepth } from "./test/support/depth-config.js";
 
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
@@ -12,6 +13,9 @@ const chromium = playwright({
  * - `chromium`: the same tests (bar `*.node.test.ts`) plus `*.browser.test.ts`
  *   in real Chromium through Vitest browser mode;
  * - `bench`: `npm run bench`, in Chromium, never part of `npm test`.
+ *
+ * Two files at a time in each project (Vitest's default here would be
+ * cores - 1 = 1): no test of these projects measures time.
  */
 export default defineConfig({
   build: {
@@ -22,6 +26,8 @@ export default defineConfig({
   },
   test: {
     globals: true,
+    maxWorkers: 2,
+    provide: { testDepth: configuredDepth() },
     projects: [
       {
         extends: true,

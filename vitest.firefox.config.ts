@@ -1,9 +1,10 @@
 import { defineConfig } from "vitest/config";
 import { preview } from "@vitest/browser-preview";
+import { configuredDepth } from "./test/support/depth-config.js";
 
 /**
  * Firefox (Debian's firefox-esr) runs the official conformance suite, the
- * graph scenarios, the runs module, and the suites of issue 11 that depend
+ * graph scenarios, the runs module, and the security suites that depend
  * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
  * OPFS, key rotation, structural binding, export binding and the attacks on
  * stored rows; the golden databases of schema version 3, and the latest
@@ -13,6 +14,7 @@ import { preview } from "@vitest/browser-preview";
 export default defineConfig({
   test: {
     globals: true,
+    provide: { testDepth: configuredDepth() },
     include: [
       "test/suites/conformance.test.ts",
       "test/suites/graphs.test.ts",

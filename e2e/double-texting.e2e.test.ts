@@ -6,16 +6,10 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
 
-const harness = useHarness();
-
-/** Types and sends without waiting for an answer. */
-async function fire(page: Page, text: string): Promise<void> {
-  const composer = page.getByTestId("composer");
-  await composer.fill(text);
-  await composer.press("Enter");
-}
+// A tab's message meets another tab's run still in progress: the model's pace.
+const harness = useHarness({ pace: "model" });
 
 /** Two tabs on one thread that has an opening turn, both showing it. */
 async function twoTabs(): Promise<[Page, Page]> {
@@ -48,7 +42,7 @@ test("two tabs send 5 messages each at once on one thread: every message answere
       for (let i = 1; i <= 5; i++) {
         const text = `tab ${tab === 0 ? "A" : "B"} message ${i}`;
         sent.push(text);
-        await fire(page, text);
+        await submit(page, text);
       }
     }),
   );
@@ -76,7 +70,7 @@ test("while another tab answers, this tab does not call that turn cut short (nor
   const [a, b] = await twoTabs();
   // A long answer in A: B sees the question land and the thread busy elsewhere.
   const question = Array.from({ length: 300 }, (_, i) => `w${i}`).join(" ");
-  await fire(a, question);
+  await submit(a, question);
   await b.getByTestId("busy-elsewhere").waitFor();
   await expect.poll(() => transcript(b)).toHaveLength(3);
   // B knows the turn is being answered elsewhere: no "cut short", no Retry (it would answer it twice)…
@@ -92,9 +86,9 @@ test("while another tab answers, this tab does not call that turn cut short (nor
 
 test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
   const [a, b] = await twoTabs();
-  await fire(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
+  await submit(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
   await b.getByTestId("busy-elsewhere").waitFor();
-  await fire(b, "waiting in tab B");
+  await submit(b, "waiting in tab B");
   await b.getByTestId("stop").waitFor();
   // Waiting is not thinking: the banner says another tab is answering, and only it.
   expect(await b.getByTestId("thinking").count()).toBe(0);

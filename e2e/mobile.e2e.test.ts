@@ -104,7 +104,8 @@ test("on a phone, a short thread title is shown whole in the top bar", async () 
 });
 
 test("on a phone, the composer's hint and the Stop button are not cut off", async () => {
-  const page = await harness().page();
+  // The answer must still be streaming for Stop to show.
+  const page = await harness().page("", { pace: "model" });
   await ready(page);
   const composer = page.getByTestId("composer");
   const stop = page.getByTestId("stop");

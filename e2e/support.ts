@@ -1,10 +1,14 @@
 /**
  * What every end-to-end test shares: launching Debian's Chromium, a fresh
  * context per test that records console errors, and the chat gestures.
+ *
+ * Pages open at the fast pace (`?pace=0`: the demo's local model answers at
+ * once) unless a test asks for the model's pace: only tests about streaming,
+ * Stop, or a run still in progress need it.
  */
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
 import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
 
@@ -12,6 +16,19 @@ export const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+}
+
+/**
+ * How the demo's local model answers: `fast` (at once, `?pace=0`) or `model`
+ * (thinks 150 ms, then streams in 15 ms steps, as a remote model would).
+ */
+export type Pace = "fast" | "model";
+
+/** What a harness opens: the viewport of its context and the pace of its pages. */
+export interface HarnessOptions {
+  viewport?: { width: number; height: number };
+  /** The pace of the pages this harness opens (default `fast`). */
+  pace?: Pace;
 }
 
 /** A fresh context (fresh storage) whose pages record console errors and uncaught exceptions. */
@@ -22,9 +39,10 @@ export class Harness {
   constructor(
     readonly browser: Browser,
     readonly baseURL: string,
+    readonly pace: Pace = "fast",
   ) {}
 
-  async open(options: { viewport?: { width: number; height: number } } = {}): Promise<this> {
+  async open(options: HarnessOptions = {}): Promise<this> {
     this.context = await this.browser.newContext({
       viewport: options.viewport ?? { width: 1280, height: 800 },
       acceptDownloads: true,
@@ -32,14 +50,14 @@ export class Harness {
     return this;
   }
 
-  /** A new tab on the demo, ready to type in. */
-  async page(path = ""): Promise<Page> {
+  /** A new tab on the demo at `path` (relative to the demo), at the harness's pace unless `pace` says otherwise. */
+  async page(path = "", options: { pace?: Pace } = {}): Promise<Page> {
     const page = await this.context.newPage();
     page.on("console", (message) => {
       if (message.type() === "error") this.errors.push(`console: ${message.text()}`);
     });
     page.on("pageerror", (error) => this.errors.push(`pageerror: ${error.message}`));
-    await page.goto(new URL(path, this.baseURL).href);
+    await page.goto(paced(new URL(path, this.baseURL), options.pace ?? this.pace));
     return page;
   }
 
@@ -48,11 +66,18 @@ export class Harness {
   }
 }
 
+/** `url` with the demo's pace parameter for `pace`; a pace the address already names is kept. */
+export function paced(url: URL, pace: Pace): string {
+  const next = new URL(url);
+  if (pace === "fast" && !next.searchParams.has("pace")) next.searchParams.set("pace", "0");
+  return next.href;
+}
+
 /**
  * Registers the hooks of a test file: one Chromium for the file, a fresh
  * context per test, and no console error allowed. Returns the current harness.
  */
-export function useHarness(options: { viewport?: { width: number; height: number } } = {}): () => Harness {
+export function useHarness(options: HarnessOptions = {}): () => Harness {
   let browser: Browser;
   let harness: Harness;
   beforeAll(async () => {
@@ -62,13 +87,28 @@ export function useHarness(options: { viewport?: { width: number; height: number
     await browser?.close();
   });
   beforeEach(async () => {
-    harness = await new Harness(browser, inject("baseURL")).open(options);
+    harness = await new Harness(browser, inject("baseURL"), options.pace).open(options);
   });
   afterEach(async () => {
     await harness.close();
     expect(harness.errors).toEqual([]);
   });
   return () => harness;
+}
+
+/** The assistant's messages of the page. */
+export const assistants = (page: Page): Locator => page.locator('[data-testid="message"][data-role="assistant"]');
+
+/** A message of `words` words, long enough that its answer streams for a while at the model's pace. */
+export function longMessage(words: number): string {
+  return Array.from({ length: words }, (_, i) => `word${i}`).join(" ");
+}
+
+/** Types a message and sends it with Enter, without waiting for anything. */
+export async function submit(page: Page, text: string): Promise<void> {
+  const composer = page.getByTestId("composer");
+  await composer.fill(text);
+  await composer.press("Enter");
 }
 
 /** Waits until the chat is ready for input. */

@@ -15,8 +15,7 @@ import { joinBytes } from "../core/bytes.js";
 import { withRaw, request } from "../../test/support/raw-idb.js";
 import { hex, planted } from "../../test/support/crafted-journal.js";
 
-const wired = "recovery" in IndexedDBSaver.prototype;
-/** The saver once wired to the journal (/tmp/journal-saver.patch). */
+/** The saver typed with its journal methods. */
 type JournaledSaver = IndexedDBSaver & { recovery(): Promise<RecoveryReport> };
 const journaled = (params: Record<string, unknown>) =>
   new IndexedDBSaver(params as IndexedDBSaverParams) as JournaledSaver;
@@ -74,7 +73,7 @@ describe("OPFS journal backend", () => {
   });
 });
 
-describe.skipIf(!wired)("saver with journal: opfs", () => {
+describe("saver with journal: opfs", () => {
   it("restores a wiped database from OPFS", async () => {
     const name = unique();
     const first = journaled({ dbName: name, journal: "opfs" });

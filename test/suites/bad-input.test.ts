@@ -6,7 +6,7 @@
  *   `thread_id`, in every method and every id position;
  * - values that cannot be serialized (functions, symbols, cycles):
  *   `SerializationError`, and no partial checkpoint;
- * - a 20 MB value, stored and read back;
+ * - a large value (4 MiB at the fast depth, 20 MiB at the full depth), stored and read back;
  * - rows of random bytes written straight into every object store (after
  *   `saver.close()`): reading one gives a package error (`SerializationError`
  *   for a value, the row named), the other rows still read and write;
@@ -29,6 +29,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { byDepth } from "../support/depth.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { Database } from "../../src/idb/database.js";
 import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
@@ -371,13 +372,20 @@ describe("values that cannot be serialized", () => {
   });
 });
 
-describe("a 20 MB value", () => {
+/**
+ * MiB of the large value: 4 at the fast depth, 20 at the full depth. Either
+ * is far past every size where the encoding changes form (msgpack's 32-bit
+ * lengths from 64 KiB, Chromium's blob-backed IndexedDB values from 64 KiB).
+ */
+const BIG_MIB = byDepth(4, 20);
+
+describe(`a ${BIG_MIB} MiB value`, () => {
   it("is stored and read back, as a channel value and as a write", async () => {
     const saver = newSaver();
     const before = await seeded(saver);
-    const big = new Uint8Array(20 * 1024 * 1024);
+    const big = new Uint8Array(BIG_MIB * 1024 * 1024);
     for (let i = 0; i < big.length; i += 65_536) crypto.getRandomValues(big.subarray(i, i + 65_536));
-    const text = "0123456789abcdef".repeat((20 * 1024 * 1024) / 16);
+    const text = "0123456789abcdef".repeat((BIG_MIB * 1024 * 1024) / 16);
     const started = performance.now();
     const config = await saver.put(cfg("big"), checkpoint({ blob: big, small: 1 }, { blob: 1, small: 1 }), meta(0), {
       blob: 1,
@@ -390,7 +398,7 @@ describe("a 20 MB value", () => {
     const value = tuple?.checkpoint.channel_values.blob as Uint8Array;
     expect(value).toBeInstanceOf(Uint8Array);
     expect(value.length).toBe(big.length);
-    // Compare without a 20 MB diff on failure.
+    // Compare without a diff of megabytes on failure.
     let same = true;
     for (let i = 0; i < big.length && same; i += 4099) same = value[i] === big[i];
     expect(same && value[big.length - 1] === big[big.length - 1]).toBe(true);
@@ -398,7 +406,7 @@ describe("a 20 MB value", () => {
     expect(tuple?.pendingWrites?.[0]?.[2] === text).toBe(true);
     expect(await snapshot(saver)).toEqual(before);
     console.info(
-      `[bad-input] 20 MB value + 20 MB write: stored in ${stored.toFixed(0)} ms, read back in ${read.toFixed(0)} ms`,
+      `[bad-input] ${BIG_MIB} MiB value + ${BIG_MIB} MiB write: stored in ${stored.toFixed(0)} ms, read back in ${read.toFixed(0)} ms`,
     );
   }, 60_000);
 });

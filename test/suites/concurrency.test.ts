@@ -36,11 +36,16 @@ import { Database } from "../../src/idb/database.js";
 import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
 import { DatabaseBlockedError, IndexedDBCheckpointError } from "../../src/core/errors.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { byDepth } from "../support/depth.js";
 import { checkEverything, runSupersteps, watchLists, type Recorded } from "../support/reliability/supersteps.js";
 import { losableFactory, newerSchemaFactory } from "../support/reliability/factories.js";
 import { captureUnhandledRejections, describeReasons, openRaw } from "../support/reliability/raw.js";
 
-const STEPS = 200;
+/**
+ * Supersteps per saver: 80 at the fast depth, 200 at the full depth
+ * (docs/testing.md). 80 puts take one thread past a page of `list()` (64).
+ */
+const STEPS = byDepth(80, 200);
 const savers: IndexedDBSaver[] = [];
 const names = new Set<string>();
 

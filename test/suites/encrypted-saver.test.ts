@@ -6,28 +6,17 @@
  * reopens it with a new saver. Runs on fake-indexeddb in Node and on the
  * real IndexedDB in Chromium.
  *
- * Key changes go through `saver.changeKey(next)` / `saver.rekey()` when the
- * saver has them, and otherwise through the same serde/rekey.ts helpers driven
- * over the raw database (the code the saver methods wrap).
+ * Key changes go through `saver.changeKey(next)` / `saver.rekey()`.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import {
-  emptyCheckpoint,
-  uuid6,
-  type CheckpointMetadata,
-  type CheckpointTuple,
-  type SerializerProtocol,
-} from "@langchain/langgraph-checkpoint";
+import { emptyCheckpoint, uuid6, type CheckpointMetadata, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
 import { sameClone } from "../../src/core/equality.js";
-import type { KeyRecord } from "../../src/serde/protocol.js";
-import { changeDatabaseKey, rekeyDatabase, type KeyRecordAccess, type ValueRewriter } from "../../src/serde/rekey.js";
 import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
-import { rowRef } from "../../src/saver/rows.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import type { CheckpointRow, ThreadRow, TypedBytes } from "../../src/saver/schema.js";
 import { IndexedDBStore } from "../../src/store/index.js";
@@ -236,109 +225,16 @@ function readersOf(slot: Slot, rows: Record<string, unknown[]>): Set<string> {
 
 // ------------------------------------------------------------------ key changes
 
-/** A saver once it has the key-change methods (see the encryption report). */
-type KeyChangingSaver = IndexedDBSaver & {
-  changeKey?: (next: SerializerProtocol, options?: { rewrapOnly?: boolean }) => Promise<void>;
-  rekey?: () => Promise<void>;
-};
-
-/** The saver's key record in `meta`, for the serde/rekey.ts helpers, over a raw connection. */
-function rawRecords(db: IDBDatabase): KeyRecordAccess {
-  return {
-    read: async () =>
-      ((await request(db.transaction("meta").objectStore("meta").get("key"))) as { value: KeyRecord } | undefined)
-        ?.value,
-    replace: (expected, next) =>
-      new Promise<boolean>((resolve, reject) => {
-        const tx = db.transaction("meta", "readwrite");
-        const meta = tx.objectStore("meta");
-        let done = false;
-        meta.get("key").onsuccess = (event) => {
-          const current = ((event.target as IDBRequest).result as { value: KeyRecord } | undefined)?.value;
-          if (!sameClone(current, expected)) return;
-          meta.put({ name: "key", value: next });
-          done = true;
-        };
-        tx.oncomplete = () => resolve(done);
-        tx.onerror = () => reject(tx.error);
-      }),
-  };
-}
-
-/** The saver's rows rewritten by `rewrite`, over a raw connection: what `saver.rekey()` does through idb/database.ts. */
-function rawRewriteAll(db: IDBDatabase): (rewrite: ValueRewriter) => Promise<number> {
-  return async (rewrite) => {
-    let changed = 0;
-    for (const store of ["checkpoints", "blobs", "writes", "threads"]) {
-      const rows = (await request(db.transaction(store).objectStore(store).getAll())) as Record<string, unknown>[];
-      const updated: unknown[] = [];
-      for (const row of rows) {
-        const next = await rewriteRawRow(store, row, rewrite);
-        if (next) updated.push(next);
-      }
-      if (updated.length === 0) continue;
-      const tx = db.transaction(store, "readwrite");
-      for (const row of updated) tx.objectStore(store).put(row);
-      await new Promise<void>((resolve, reject) => {
-        tx.oncomplete = () => resolve();
-        tx.onerror = () => reject(tx.error);
-      });
-      changed += updated.length;
-    }
-    return changed;
-  };
-}
-
-async function rewriteRawRow(store: string, row: Record<string, unknown>, rewrite: ValueRewriter): Promise<unknown> {
-  const t = row.thread_id as string;
-  const ns = row.checkpoint_ns as string;
-  if (store === "checkpoints") {
-    const id = row.checkpoint_id as string;
-    const checkpoint = await rewrite(
-      row.checkpoint as TypedBytes,
-      rowRef.checkpoint(t, ns, id, row.parent_checkpoint_id as string | undefined),
-    );
-    const metadata = await rewrite(row.metadata as TypedBytes, rowRef.metadata(t, ns, id));
-    return checkpoint || metadata
-      ? { ...row, checkpoint: checkpoint ?? row.checkpoint, metadata: metadata ?? row.metadata }
-      : undefined;
-  }
-  if (store === "blobs" || store === "writes") {
-    const ref =
-      store === "blobs"
-        ? rowRef.blob(t, ns, row.channel as string, row.version as number)
-        : rowRef.write(
-            t,
-            ns,
-            row.checkpoint_id as string,
-            row.task_id as string,
-            row.idx as number,
-            row.channel as string,
-            row.task_path as string,
-          );
-    const value = await rewrite(row.value as TypedBytes, ref);
-    return value ? { ...row, value } : undefined;
-  }
-  const latest = (row as unknown as ThreadRow).latest;
-  if (!latest) return undefined;
-  const metadata = await rewrite(latest.metadata, rowRef.metadata(t, latest.checkpoint_ns, latest.checkpoint_id));
-  return metadata ? { ...row, latest: { ...latest, metadata } } : undefined;
-}
-
+/** Changes the saver's key (rewrapping only), then closes it. */
 async function changeKey(saver: IndexedDBSaver, next: EncryptedSerializer): Promise<void> {
-  const method = (saver as KeyChangingSaver).changeKey;
-  if (typeof method === "function") await method.call(saver, next, { rewrapOnly: true });
+  await saver.changeKey(next, { rewrapOnly: true });
   await saver.close();
-  if (typeof method !== "function")
-    await withRaw(saver.dbName, (db) => changeDatabaseKey(saver.serde, next, rawRecords(db)));
 }
 
+/** Re-encrypts every row of the saver under a fresh data key, then closes it. */
 async function rekey(saver: IndexedDBSaver): Promise<void> {
-  const method = (saver as KeyChangingSaver).rekey;
-  if (typeof method === "function") await method.call(saver);
+  await saver.rekey();
   await saver.close();
-  if (typeof method !== "function")
-    await withRaw(saver.dbName, (db) => rekeyDatabase(saver.serde, rawRecords(db), rawRewriteAll(db)));
 }
 
 async function keyRecord(name: string): Promise<AesGcmKeyRecord> {
@@ -723,56 +619,41 @@ describe("IndexedDBSaver + EncryptedSerializer: reopening and key rotation (must
     await strict.close();
   });
 
-  it.skipIf(!("rekey" in IndexedDBSaver.prototype))(
-    "rekey while the same saver keeps writing leaves every row under the new key",
-    async () => {
-      const dbName = newDbName();
-      const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-      const fixture = await populate(saver);
-      const [, live] = await Promise.all([
-        (saver as KeyChangingSaver).rekey!(),
-        populate(saver, ["thread-live-1", "thread-live-2"]),
-      ]);
-      const before = new Map([...(await readAll(saver, fixture)), ...(await readAll(saver, live))]);
-      await saver.close();
-      const record = await keyRecord(dbName);
-      expect(record.keys).toHaveLength(1);
-      for (const slot of slots(await dump(dbName))) {
-        expect(inspectEnvelope((slot.row[slot.field] as TypedBytes)[1])?.keyId, slot.label).toBe(record.keys[0]!.id);
-      }
-      const reopened = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
-      expect(new Map([...(await readAll(reopened, fixture)), ...(await readAll(reopened, live))])).toEqual(before);
-      await reopened.close();
-    },
-  );
+  it("rekey while the same saver keeps writing leaves every row under the new key", async () => {
+    const dbName = newDbName();
+    const saver = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    const fixture = await populate(saver);
+    const [, live] = await Promise.all([saver.rekey(), populate(saver, ["thread-live-1", "thread-live-2"])]);
+    const before = new Map([...(await readAll(saver, fixture)), ...(await readAll(saver, live))]);
+    await saver.close();
+    const record = await keyRecord(dbName);
+    expect(record.keys).toHaveLength(1);
+    for (const slot of slots(await dump(dbName))) {
+      expect(inspectEnvelope((slot.row[slot.field] as TypedBytes)[1])?.keyId, slot.label).toBe(record.keys[0]!.id);
+    }
+    const reopened = new IndexedDBSaver({ dbName, serde: await serdeFor("pass") });
+    expect(new Map([...(await readAll(reopened, fixture)), ...(await readAll(reopened, live))])).toEqual(before);
+    await reopened.close();
+  });
 });
 
-/** A store once it has the key-change methods (see the encryption report). */
-type KeyChangingStore = IndexedDBStore & {
-  changeKey?: (next: SerializerProtocol) => Promise<void>;
-  rekey?: () => Promise<void>;
-};
-
 describe("IndexedDBStore + EncryptedSerializer: key rotation (must-show 4)", () => {
-  it.skipIf(!("changeKey" in IndexedDBStore.prototype && "rekey" in IndexedDBStore.prototype))(
-    "changeKey and rekey keep every item readable under the new passphrase only",
-    async () => {
-      const dbName = newDbName();
-      const store = new IndexedDBStore({ dbName, serde: await serdeFor("old") }) as KeyChangingStore;
-      await store.put(["user-1"], "a", { text: `${MARKER} a` });
-      await store.put(["user-1", "notes"], "b", { text: `${MARKER} b` });
-      await store.changeKey!(await serdeFor("new"));
-      await store.put(["user-1"], "c", { text: `${MARKER} c` });
-      await store.rekey!();
-      await store.close();
-      expect(containsText(await dump(dbName), MARKER)).toBe(false);
-      const old = new IndexedDBStore({ dbName, serde: await serdeFor("old") });
-      await expect(old.get(["user-1"], "a")).rejects.toBeInstanceOf(DecryptionError);
-      await old.close();
-      const reopened = new IndexedDBStore({ dbName, serde: await serdeFor("new") });
-      const items = await reopened.search(["user-1"]);
-      expect(items.map((item) => item.value.text).sort()).toEqual([`${MARKER} a`, `${MARKER} b`, `${MARKER} c`]);
-      await reopened.close();
-    },
-  );
+  it("changeKey and rekey keep every item readable under the new passphrase only", async () => {
+    const dbName = newDbName();
+    const store = new IndexedDBStore({ dbName, serde: await serdeFor("old") });
+    await store.put(["user-1"], "a", { text: `${MARKER} a` });
+    await store.put(["user-1", "notes"], "b", { text: `${MARKER} b` });
+    await store.changeKey(await serdeFor("new"));
+    await store.put(["user-1"], "c", { text: `${MARKER} c` });
+    await store.rekey();
+    await store.close();
+    expect(containsText(await dump(dbName), MARKER)).toBe(false);
+    const old = new IndexedDBStore({ dbName, serde: await serdeFor("old") });
+    await expect(old.get(["user-1"], "a")).rejects.toBeInstanceOf(DecryptionError);
+    await old.close();
+    const reopened = new IndexedDBStore({ dbName, serde: await serdeFor("new") });
+    const items = await reopened.search(["user-1"]);
+    expect(items.map((item) => item.value.text).sort()).toEqual([`${MARKER} a`, `${MARKER} b`, `${MARKER} c`]);
+    await reopened.close();
+  });
 });

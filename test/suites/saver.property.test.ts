@@ -13,7 +13,9 @@
  *
  * A failure names its seed and operation; replay one seed with
  * `PROPERTY_SEEDS=<seed> npx vitest run test/suites/saver.property.test.ts`
- * (`PROPERTY_OPS` changes the length).
+ * (`PROPERTY_OPS` changes the length). Each seed runs 500 operations at the
+ * fast depth (`npm test`) and 1,000 at the full depth (`npm run test:full`);
+ * docs/testing.md shows a planted bug caught at both.
  */
 import {
   ERROR,
@@ -30,10 +32,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { byDepth } from "../support/depth.js";
 
 const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
 const SEEDS = (env.PROPERTY_SEEDS ?? "1,2,3,4").split(",").map(Number);
-const OPS = Number(env.PROPERTY_OPS ?? 1000);
+const OPS = Number(env.PROPERTY_OPS ?? byDepth(500, 1000));
 
 const THREADS = ["t0", "t1", "t2", "t3"];
 const NAMESPACES = ["", "", "", "inner:1"];

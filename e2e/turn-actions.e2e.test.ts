@@ -1,0 +1,255 @@
+/**
+ * Turns that don't go as planned: the reader scrolled up, Stop, Retry after a
+ * reload mid-answer, a model error in words, an endpoint that cannot be
+ * reached, Regenerate, and Edit (a fork of the checkpoint before the
+ * message). The long turn that is measured is in turns.e2e.test.ts.
+ */
+import type { Page, Route } from "playwright";
+import { expect, inject, test } from "vitest";
+import { assistants, longMessage, ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+test("the reader scrolled up is not pulled down: a button offers the new text", async () => {
+  const page = await harness().page("", { pace: "model" });
+  await ready(page);
+  for (const n of [1, 2, 3]) await send(page, `${longMessage(60)} filler ${n}`);
+  await submit(page, longMessage(400));
+  await page.locator(".message.streaming").waitFor();
+  await page.locator(".messages").evaluate((log) => (log.scrollTop = 0));
+  await page.getByTestId("new-messages").waitFor();
+  expect(await page.locator(".messages").evaluate((log) => log.scrollTop)).toBeLessThan(50);
+  await screenshot(page, "new-messages");
+  await page.getByTestId("new-messages").click();
+  await expect
+    .poll(() => page.locator(".messages").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight))
+    .toBeLessThan(50);
+});
+
+test("thinking, then Stop: the turn says it was stopped, and Retry answers it", async () => {
+  const page = await harness().page("", { pace: "model" });
+  await ready(page);
+  await submit(page, longMessage(400));
+  await page.getByTestId("thinking").waitFor();
+  expect(await page.locator(".messages").getAttribute("aria-busy")).toBe("true");
+  await page.locator(".message.streaming").waitFor();
+  await screenshot(page, "streaming");
+  await page.getByTestId("stop").click();
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("stopped");
+  expect(await page.getByTestId("stop").isVisible()).toBe(false);
+  expect(await assistants(page).count()).toBe(0);
+  expect(await page.locator(".messages").getAttribute("aria-busy")).toBe("false");
+  await screenshot(page, "stopped");
+
+  await page.getByTestId("retry").click();
+  await assistants(page).first().waitFor({ timeout: 20_000 });
+  expect(await page.getByTestId("turn-status").count()).toBe(0);
+  expect((await transcript(page))[1]).toContain("word399");
+});
+
+test("a reload mid-answer: the turn shows it was cut short, and Retry finishes it", async () => {
+  const page = await harness().page("", { pace: "model" });
+  await ready(page);
+  await send(page, "first");
+  await submit(page, longMessage(400));
+  await page.locator(".message.streaming").waitFor();
+  await page.reload();
+  await ready(page);
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("interrupted");
+  expect(await status.textContent()).toContain("cut short");
+  await screenshot(page, "interrupted");
+  await page.getByTestId("retry").click();
+  await expect.poll(() => assistants(page).count(), { timeout: 20_000 }).toBe(2);
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect(await page.getByTestId("turn-status").count()).toBe(0);
+});
+
+test("a model error reads as a sentence, not JSON, with Retry", async () => {
+  const baseURL = inject("baseURL");
+  const h = harness();
+  const page = await h.page();
+  let calls = 0;
+  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+    calls += 1;
+    if (calls === 1) {
+      await route.fulfill({
+        status: 401,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          error: {
+            message: "Incorrect API key provided: sk-test.",
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        }),
+      });
+    } else {
+      await route.fulfill({
+        status: 200,
+        headers: { "content-type": "text/event-stream" },
+        body: `data: ${JSON.stringify({ choices: [{ delta: { content: "Now it **works**." } }] })}\n\ndata: [DONE]\n\n`,
+      });
+    }
+  });
+  await ready(page);
+  await page.getByTestId("settings").click();
+  await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
+  await page.getByRole("textbox", { name: "Base URL" }).fill(`${baseURL}mock-llm/v1`);
+  await page.getByRole("textbox", { name: "Model" }).fill("test-model");
+  await page.getByRole("button", { name: "Save model" }).click();
+  await page.getByText("Saved.").waitFor();
+  await page.keyboard.press("Escape");
+
+  await submit(page, "hello endpoint");
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("failed");
+  const message = (await status.textContent()) ?? "";
+  expect(message).toContain("Incorrect API key provided");
+  expect(message).not.toContain("{");
+  await screenshot(page, "failed");
+  await page.reload();
+  await ready(page);
+  await status.waitFor();
+  expect(await status.textContent()).toContain("Incorrect API key provided");
+  await page.getByTestId("retry").click();
+  await assistants(page).first().waitFor();
+  expect(await assistants(page).first().locator("strong").textContent()).toBe("works");
+  // The browser logs the 401 it was given, twice (before and after the reload): expected here, and only that.
+  const expected = (line: string) => /status of 401/.test(line);
+  expect(h.errors.filter(expected).length).toBeGreaterThan(0);
+  h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
+});
+
+test("an endpoint that cannot be reached says so in words, also after a reload", async () => {
+  const h = harness();
+  const page = await h.page();
+  await page.route("**/mock-llm/v1/chat/completions", (route: Route) => route.abort("connectionrefused"));
+  await ready(page);
+  await useEndpoint(page);
+  await submit(page, "is anyone there?");
+  const status = page.getByTestId("turn-status");
+  await status.waitFor();
+  expect(await status.getAttribute("data-kind")).toBe("failed");
+  const reachable = /Could not reach the model endpoint/;
+  expect(await status.textContent()).toMatch(reachable);
+  await screenshot(page, "unreachable");
+  await page.reload();
+  await ready(page);
+  await status.waitFor();
+  expect(await status.textContent()).toMatch(reachable);
+  expect(await status.textContent()).not.toContain("Failed to fetch");
+  // The browser logs the refused request: expected here, and only that.
+  const expected = (line: string) => /ERR_CONNECTION_REFUSED|ERR_FAILED/.test(line);
+  h.errors.splice(0, h.errors.length, ...h.errors.filter((line) => !expected(line)));
+});
+
+/** Points the app at a mock OpenAI-compatible endpoint (a route: same origin, no network). */
+async function useEndpoint(page: Page): Promise<void> {
+  await page.getByTestId("settings").click();
+  await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
+  await page.getByRole("textbox", { name: "Base URL" }).fill(`${inject("baseURL")}mock-llm/v1`);
+  await page.getByRole("textbox", { name: "Model" }).fill("test-model");
+  await page.getByRole("button", { name: "Save model" }).click();
+  await page.getByText("Saved.").waitFor();
+  await page.keyboard.press("Escape");
+}
+
+test("Regenerate asks the model again for the last answer, on a new branch", async () => {
+  const page = await harness().page();
+  let calls = 0;
+  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+    calls += 1;
+    const body = `data: ${JSON.stringify({ choices: [{ delta: { content: `answer number ${calls}` } }] })}\n\ndata: [DONE]\n\n`;
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body });
+  });
+  await ready(page);
+  await useEndpoint(page);
+  await send(page, "one");
+  await send(page, "two");
+  expect(await page.getByTestId("regenerate").count()).toBe(1);
+  await page.getByTestId("regenerate").click();
+  await expect
+    .poll(() => transcript(page))
+    .toEqual(["user: one", "assistant: answer number 1", "user: two", "assistant: answer number 3"]);
+  expect(calls).toBe(3);
+  await page.getByTestId("show-history").click();
+  await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
+  // The first answer to "two" is kept on the other branch.
+  await expect.poll(() => page.locator("#history .answer", { hasText: "answer number 2" }).count()).toBe(1);
+});
+
+test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "turn one");
+  await send(page, "turn two");
+  await send(page, "turn three");
+  const users = page.locator('[data-testid="message"][data-role="user"]');
+  expect(await page.getByTestId("edit").count()).toBe(3);
+
+  // Escape cancels an edit.
+  await page.getByTestId("edit").nth(1).click();
+  await page.getByTestId("edit-text").waitFor();
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.getByTestId("edit-text").count()).toBe(0);
+  expect(await transcript(page)).toHaveLength(6);
+
+  await page.getByTestId("edit").nth(1).click();
+  await page.getByTestId("edit-text").fill("turn two, edited");
+  await screenshot(page, "editing");
+  await page.getByTestId("edit-save").click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  const edited = await transcript(page);
+  expect(edited[0]).toBe("user: turn one");
+  expect(edited[2]).toBe("user: turn two, edited");
+  expect(edited[3]).toContain("turn two, edited");
+  expect(edited.join("\n")).not.toContain("turn three");
+  expect(await users.count()).toBe(2);
+
+  // The original conversation is still there, as a branch of its own.
+  await page.getByTestId("show-history").click();
+  await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
+  // Message counts appear once the older pages have streamed in (see chat.e2e.test.ts).
+  await expect
+    .poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count())
+    .toBeGreaterThan(0);
+  await screenshot(page, "edited");
+
+  // The edited message carries a switcher between its versions; switching continues on the other branch.
+  await page.keyboard.press("Escape");
+  const position = page.getByTestId("branch-position");
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+  expect(await page.getByTestId("branch-next").isDisabled()).toBe(true);
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(6);
+  expect((await transcript(page))[4]).toBe("user: turn three");
+  await expect.poll(() => position.allTextContents()).toEqual(["1 / 2"]);
+  await screenshot(page, "branch-switched");
+  await page.getByTestId("branch-next").click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect((await transcript(page))[2]).toBe("user: turn two, edited");
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+
+  // Editing the very first message forks before everything.
+  await page.getByTestId("edit").first().click();
+  await page.getByTestId("edit-text").fill("a new start");
+  await page.getByTestId("edit-save").click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  expect((await transcript(page))[0]).toBe("user: a new start");
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  expect((await transcript(page))[0]).toBe("user: a new start");
+  // After a reload the switcher is read back from the saver: the older version is the edited branch.
+  await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(4);
+  expect((await transcript(page))[2]).toBe("user: turn two, edited");
+});
