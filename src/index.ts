@@ -93,6 +93,7 @@ export {
 export { ThreadBusyError, RunInterruptedError } from "./runs/errors.js";
 export { runLockName, type RunLockManager, type RunLock, type RunLockOptions } from "./runs/locks.js";
 export { runChannelName } from "./runs/signals.js";
+export { interruptWith, UnsupportedLangGraphError, SUPPORTED_LANGGRAPH } from "./interrupt/index.js";
 export {
   IndexedDBCheckpointError,
   DatabaseBlockedError,
