@@ -34,7 +34,7 @@ import {
   type Vault,
 } from "./settings.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
-import { prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
+import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
 import {
   allQueued,
   enqueue,
@@ -277,6 +277,9 @@ export class Session {
     return withMigrationLock(async () => {
       // Leftovers of an earlier migration cut short.
       await runPendingDeletes(this.db, Object.values(databasesOf(vault)));
+      // Until the lock record changes, the copies are leftovers: a tab closed mid-copy has them deleted at
+      // the next start, so encrypted databases without a lock record always mean a lost record.
+      await this.db.settings.put(pendingDeletes(Object.values(databasesOf(vault))));
       const next = new Session(this.db, vault, this.userId, this.#model);
       await copyVaultData(this, next, this.userId);
       await storeTexts(this.db, vault, await openTexts(this.db, this.vault), this.#settings(), row, from);
