@@ -13,8 +13,8 @@
  * (approve, approve with edited text, or reject with a reason) comes back as
  * `Command({ resume })` and the agent sees its outcome in the ToolMessage.
  * Threads paused by the earlier demo's static breakpoint (`interruptBefore:
- * ["tools"]`, `next: ["tools"]` without a question) resume with `invoke(null)`,
- * which reaches the question.
+ * ["tools"]`, `next: ["tools"]` without a question) take the same
+ * `Command({ resume })`: LangGraph gives it to the first question asked.
  */
 import { type AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import {

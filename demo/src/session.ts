@@ -204,13 +204,13 @@ export class Session {
   /**
    * Answers the paused save_memory question with `Command({ resume })`. A
    * thread paused by the earlier demo's breakpoint (before `tools`, no
-   * question yet) first runs on to the question.
+   * question yet) takes the same answer: LangGraph hands a resume without a
+   * pending question to the first one the node asks.
    */
   answer(threadId: string, answer: ApprovalAnswer, onEvent: (event: RunEvent) => void): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       const state = await this.state(threadId);
       if (!state.next.includes(APPROVAL_NODE)) return;
-      if (!state.tasks.some((task) => task.interrupts.length > 0)) await this.#run(threadId, null, onEvent);
       await this.#run(threadId, new Command<ApprovalAnswer, Record<string, never>, never>({ resume: answer }), onEvent);
     });
   }
