@@ -27,6 +27,7 @@ export default defineConfig({
       "test/suites/security.test.ts",
       "test/suites/golden-schema3.test.ts",
       "src/saver/recent.test.ts",
+      "test/suites/interrupt-differential.browser.test.ts",
     ],
     testTimeout: 60_000,
     browser: {

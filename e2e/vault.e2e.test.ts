@@ -309,3 +309,47 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
   // The model settings were re-sealed too: a row that did not open bound would be reported here.
   expect(await page.getByTestId("vault-problem").count()).toBe(0);
 });
+
+test("a deleted lock row opens nothing: the app refuses and explains instead of booting unlocked", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "a locked secret");
+  await lock(page);
+  await editDemoDb(page, "settings", `store.delete("lock");`);
+  await page.reload();
+  await page.getByTestId("missing-lock").waitFor();
+  expect(await page.getByTestId("missing-lock").textContent()).toContain("lock record");
+  expect(await page.getByTestId("composer").count()).toBe(0);
+  // No plain database was made beside the encrypted ones, which are left alone.
+  const names = await databaseNames(page);
+  expect(names).not.toContain("demo-checkpoints");
+  expect(names).toContain("demo-checkpoints-locked");
+  // The explicit reset starts afresh.
+  await page.getByTestId("erase").click();
+  await page.getByTestId("confirm-erase").click();
+  await ready(page);
+  expect(await databaseNames(page)).not.toContain("demo-checkpoints-locked");
+});
+
+test("a lock cut off while copying leaves no encrypted copy behind: the next start opens the plain data", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "kept plain");
+  // The tab "dies" before the lock record is written: that write never happens.
+  await page.evaluate(() => {
+    const put = IDBObjectStore.prototype.put;
+    IDBObjectStore.prototype.put = function (value: unknown, key?: IDBValidKey) {
+      if ((value as { key?: unknown } | null)?.key === "lock") throw new DOMException("tab closed", "AbortError");
+      return put.call(this, value, key);
+    };
+  });
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill(PASSPHRASE);
+  await page.getByTestId("lock").click();
+  await expect.poll(() => databaseNames(page), { timeout: 30_000 }).toContain("demo-checkpoints-locked");
+  await page.close();
+  const next = await harness().page();
+  await ready(next);
+  await expect.poll(() => transcript(next)).toContain("user: kept plain");
+  await expect.poll(() => databaseNames(next)).not.toContain("demo-checkpoints-locked");
+});

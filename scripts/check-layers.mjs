@@ -42,6 +42,8 @@ export const LAYERS = {
   portable: { imports: ["serde", "core"] },
   playwright: { imports: ["portable", "saver", "core"] },
   runs: { imports: ["saver", "core"] },
+  // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
+  interrupt: { imports: ["core"] },
   // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
   sync: { imports: ["saver", "idb", "serde", "core"] },
   // Node only: the wire protocol, and the saver's pure row codecs for its server-side saver.

@@ -65,6 +65,7 @@ export {
   type RunSaver,
 } from "./runs/coordinator.js";
 export { ThreadBusyError, RunInterruptedError } from "./runs/errors.js";
+export { interruptWith, UnsupportedLangGraphError, SUPPORTED_LANGGRAPH } from "./interrupt/index.js";
 export {
   IndexedDBCheckpointError,
   DatabaseBlockedError,

@@ -3,15 +3,18 @@
  * (`@langchain/langgraph/web`, so no AsyncLocalStorage: config is passed to
  * nodes by hand).
  *
- *   START → agent ─┬─ save_memory call ──→ tools  (paused before: approval) → agent
- *                  ├─ other tool calls ──→ recall (no approval)             → agent
+ *   START → agent ─┬─ save_memory call ──→ tools  (asks for approval) → agent
+ *                  ├─ other tool calls ──→ recall (no approval)     → agent
  *                  └─ plain answer ──────→ END
  *
- * The approval is a static breakpoint (`interruptBefore: ["tools"]`), not
- * `interrupt()`, which needs AsyncLocalStorage in the browser. The saver
- * persists the pause, so the approval survives a reload: the thread's state
- * has `next: ["tools"]` until the user approves (`invoke(null)`) or rejects
- * (`updateState` with a ToolMessage as the `tools` node, then `invoke(null)`).
+ * The approval is asked inside the `tools` node with `interruptWith(config, …)`
+ * (LangGraph's `interrupt()` needs AsyncLocalStorage, which the browser lacks).
+ * The saver persists the pause, so the question survives a reload; the answer
+ * (approve, approve with edited text, or reject with a reason) comes back as
+ * `Command({ resume })` and the agent sees its outcome in the ToolMessage.
+ * Threads paused by the earlier demo's static breakpoint (`interruptBefore:
+ * ["tools"]`, `next: ["tools"]` without a question) take the same
+ * `Command({ resume })`: LangGraph gives it to the first question asked.
  */
 import { type AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import {
@@ -24,6 +27,7 @@ import {
   type BaseStore,
   type LangGraphRunnableConfig,
 } from "@langchain/langgraph/web";
+import { interruptWith } from "./lib.js";
 import { ulid } from "ulid";
 import { contentWords } from "./embeddings.js";
 import type { ChatModel } from "./model.js";
@@ -78,17 +82,24 @@ export function pendingApproval(messages: BaseMessage[]) {
   return (lastAI(messages)?.tool_calls ?? []).filter((call) => call.name === SAVE_MEMORY);
 }
 
-/** ToolMessages saying the user rejected each pending call. */
-export function rejectionMessages(messages: BaseMessage[]): ToolMessage[] {
-  return (lastAI(messages)?.tool_calls ?? []).map(
-    (call) =>
-      new ToolMessage({
-        tool_call_id: call.id ?? "",
-        name: call.name,
-        status: "error",
-        content: "Rejected by the user: not saved.",
-      }),
-  );
+/** What the approval card asks: the memories the pending save_memory calls would keep. */
+export interface ApprovalQuestion {
+  tool: typeof SAVE_MEMORY;
+  memories: string[];
+}
+
+/** The user's answer: save (the texts as edited, one per call), or not, with a reason the agent reads. */
+export type ApprovalAnswer = { decision: "approve"; memories?: string[] } | { decision: "reject"; reason?: string };
+
+/** Asks once for every save_memory call of the turn, before anything is saved (the node reruns on resume). */
+function askApproval(calls: { args: Record<string, unknown> }[], config: LangGraphRunnableConfig): ApprovalAnswer {
+  if (calls.length === 0) return { decision: "approve" };
+  const memories = calls.map((call) => String(call.args.memory ?? "").trim());
+  const answer = interruptWith<ApprovalQuestion, ApprovalAnswer>(config, { tool: SAVE_MEMORY, memories });
+  if (answer?.decision !== "approve" && answer?.decision !== "reject") {
+    throw new Error(`An approval answer is { decision: "approve" | "reject" }; got ${JSON.stringify(answer)}.`);
+  }
+  return answer;
 }
 
 /** Runs the last AI message's tool calls against the store. */
@@ -101,14 +112,34 @@ async function runTools(
   const userId = (config.configurable as Partial<AgentConfigurable> | undefined)?.user_id;
   if (!userId) throw new Error("Pass `user_id` in `configurable`: memories are kept per user.");
   const namespace = memoryNamespace(userId);
+  const calls = lastAI(state.messages)?.tool_calls ?? [];
+  const answer = askApproval(
+    calls.filter((call) => call.name === SAVE_MEMORY),
+    config,
+  );
   const messages: ToolMessage[] = [];
-  for (const call of lastAI(state.messages)?.tool_calls ?? []) {
+  let saved = 0;
+  for (const call of calls) {
     let content: string;
-    if (call.name === SAVE_MEMORY) {
-      const text = String(call.args.memory ?? "").trim();
+    if (call.name === SAVE_MEMORY && answer.decision === "reject") {
+      const reason = answer.reason?.trim() || "no reason given";
+      messages.push(
+        new ToolMessage({
+          tool_call_id: call.id ?? "",
+          name: call.name,
+          status: "error",
+          content: `Rejected by the user: ${reason}`,
+        }),
+      );
+      continue;
+    } else if (call.name === SAVE_MEMORY) {
+      const proposed = String(call.args.memory ?? "").trim();
+      const edited = answer.decision === "approve" ? answer.memories?.[saved]?.trim() : undefined;
+      const text = edited || proposed;
+      saved += 1;
       const memory: Memory = { text, savedAt: Date.now() };
       await store.put(namespace, ulid(), { ...memory });
-      content = `Saved: ${text}`;
+      content = text === proposed ? `Saved: ${text}` : `Saved as edited by the user: ${text}`;
     } else if (call.name === "recall_memories") {
       // A query with content words: semantic search (the store's index); else everything.
       const query = String(call.args.query ?? "").trim();
@@ -150,7 +181,7 @@ export function buildAgent(options: { checkpointer: BaseCheckpointSaver; store: 
     )
     .addEdge(APPROVAL_NODE, "agent")
     .addEdge("recall", "agent")
-    .compile({ checkpointer: options.checkpointer, store: options.store, interruptBefore: [APPROVAL_NODE] });
+    .compile({ checkpointer: options.checkpointer, store: options.store });
 }
 
 export type Agent = ReturnType<typeof buildAgent>;

@@ -4,6 +4,7 @@
  * thread is read again when it ends. Functions of the {@link RunTarget}
  * they are given (the App is one), so the App keeps only its wiring.
  */
+import type { ApprovalAnswer } from "./agent.js";
 import { errorText } from "./errors.js";
 import { RunNotStarted, type RunEvent } from "./runs.js";
 import type { Session } from "./session.js";
@@ -73,16 +74,12 @@ export function runOnCurrent(
 }
 
 /** Answers the approval card of the open thread. */
-export function decide(app: RunTarget, decision: "approve" | "reject"): void {
+export function decide(app: RunTarget, answer: ApprovalAnswer): void {
   const id = app.currentId;
   // The composer was disabled while the card waited: enable it first, so the focus can go back to it.
   app.chat.setDisabled(undefined);
   app.chat.showApproval(undefined);
   app.chat.focus();
   app.chat.setRunning(true);
-  afterRun(
-    app,
-    id,
-    decision === "approve" ? app.session.approve(id, eventsFor(app, id)) : app.session.reject(id, eventsFor(app, id)),
-  );
+  afterRun(app, id, app.session.answer(id, answer, eventsFor(app, id)));
 }

@@ -83,8 +83,8 @@ export class App {
   });
   readonly chat = createChat({
     onSend: (text) => sendMessage(this, text),
-    onApprove: () => decide(this, "approve"),
-    onReject: () => decide(this, "reject"),
+    onApprove: (memories) => decide(this, { decision: "approve", memories }),
+    onReject: (reason) => decide(this, { decision: "reject", reason }),
     onFork: () => void forkViewed(this),
     onBackToLatest: () => void viewCheckpoint(this, undefined),
     onStop: () => this.session.stop(this.currentId),

@@ -8,9 +8,9 @@ import { Session, deleteDatabase } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import type { DemoDB } from "./threads-db.js";
 import { h } from "./ui/dom.js";
-import { createLockScreen } from "./ui/lock.js";
+import { createLockScreen, createMissingLockScreen } from "./ui/lock.js";
 import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
-import { finishPendingDeletes } from "./vault-migration.js";
+import { finishPendingDeletes, lockedDataWithoutLock } from "./vault-migration.js";
 
 /** Deletes every database of the app: the saver's and store's of both vaults, then the demo's own. */
 export async function eraseEverything(db: DemoDB): Promise<void> {
@@ -30,7 +30,16 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
     root.replaceChildren(h("p", { class: "boot" }, "Finishing the lock: close the app's other tabs…")),
   );
   const lock = await db.lock();
-  if (!lock) return start(await Session.open(db, plainVault));
+  const erase = async () => {
+    await eraseEverything(db);
+    location.reload();
+  };
+  if (!lock) {
+    const orphaned = await lockedDataWithoutLock();
+    if (orphaned.length === 0) return start(await Session.open(db, plainVault));
+    root.replaceChildren(createMissingLockScreen({ erase, retry: () => location.reload() }));
+    return;
+  }
   root.replaceChildren(
     createLockScreen({
       unlock: async (passphrase) => {
@@ -42,10 +51,7 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
         session.problems.push(...problems);
         await start(session);
       },
-      erase: async () => {
-        await eraseEverything(db);
-        location.reload();
-      },
+      erase,
     }),
   );
 }

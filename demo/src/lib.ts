@@ -14,5 +14,6 @@ export {
   THREAD_EXPORT_EXTENSION,
   runOnThread,
   watchThreadRunning,
+  interruptWith,
 } from "../../src/index.js";
 export { SyncClient, type SyncStatus } from "../../src/sync.js";

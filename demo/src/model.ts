@@ -87,9 +87,13 @@ export function localReply(messages: BaseMessage[]): AIMessage {
     const lines = trailingToolResults(messages).map(({ name, args, result }) => {
       const text = String(result.content);
       if (name === "save_memory") {
-        return result.status === "error" || /^rejected/i.test(text)
-          ? "Okay, I won't remember that."
-          : `Got it. I'll remember that ${secondPerson(text.replace(/^Saved:\s*/, ""))}.`;
+        // The user's reason for a rejection is in the tool's result: the assistant says it heard it.
+        const reason = /^Rejected by the user: (.+)$/i.exec(text)?.[1];
+        if (result.status === "error" || /^rejected/i.test(text))
+          return reason && reason !== "no reason given"
+            ? `Okay, I won't remember that (you said: ${reason}).`
+            : "Okay, I won't remember that.";
+        return `Got it. I'll remember that ${secondPerson(text.replace(/^Saved(?: as edited by the user)?:\s*/, ""))}.`;
       }
       if (name === "recall_memories") {
         const memories = JSON.parse(text) as string[];

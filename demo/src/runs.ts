@@ -102,6 +102,9 @@ export function turnProblem(state: RunState, threadId: string, snapshot: StateSn
   return state.stopped.has(threadId) ? { kind: "stopped" } : { kind: "interrupted" };
 }
 
+/** What a run starts with: a new message, an answer to the approval question, or nothing (go on). */
+export type RunInput = Parameters<Agent["stream"]>[0];
+
 /**
  * Streams one run (from `checkpointId` when given: a fork). A stop ends it
  * quietly (the turn shows it was stopped); any other error is thrown.
@@ -110,7 +113,7 @@ export async function runThread(
   state: RunState,
   context: RunContext,
   threadId: string,
-  input: { messages: BaseMessage[] } | null,
+  input: RunInput,
   onEvent: (event: RunEvent) => void,
   checkpointId?: string,
 ): Promise<void> {
@@ -132,7 +135,9 @@ export async function runThread(
       });
       for await (const [mode, chunk] of stream) {
         if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
-        else onEvent({ kind: "values", messages: (chunk as { messages?: BaseMessage[] }).messages ?? [] });
+        // A pause streams only its `__interrupt__`: nothing to draw.
+        else if ((chunk as { messages?: BaseMessage[] }).messages)
+          onEvent({ kind: "values", messages: (chunk as { messages: BaseMessage[] }).messages });
       }
     },
   };

@@ -4,15 +4,15 @@
  * runs are in runs.ts, thread reads and imports in session-threads.ts, the
  * lock change's data moves in session-lock.ts, sync in session-sync.ts.
  */
-import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { HumanMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import type { StateSnapshot } from "@langchain/langgraph/web";
+import { Command, type StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import {
   buildAgent,
   listMemories,
   memoryNamespace,
-  rejectionMessages,
+  type ApprovalAnswer,
   APPROVAL_NODE,
   type Agent,
   type AgentConfigurable,
@@ -34,12 +34,13 @@ import {
   type Vault,
 } from "./settings.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
-import { prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
+import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
 import {
   allQueued,
   enqueue,
   newRunState,
   runThread,
+  type RunInput,
   stopRun,
   turnProblem,
   type RunEvent,
@@ -200,22 +201,17 @@ export class Session {
     });
   }
 
-  /** Approves the paused save_memory call: the `tools` node runs. */
-  approve(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
-      if (!(await this.state(threadId)).next.includes(APPROVAL_NODE)) return;
-      await this.#run(threadId, null, onEvent);
-    });
-  }
-
-  /** Rejects it: a ToolMessage as if `tools` had run, then the agent answers. */
-  reject(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+  /**
+   * Answers the paused save_memory question with `Command({ resume })`. A
+   * thread paused by the earlier demo's breakpoint (before `tools`, no
+   * question yet) takes the same answer: LangGraph hands a resume without a
+   * pending question to the first one the node asks.
+   */
+  answer(threadId: string, answer: ApprovalAnswer, onEvent: (event: RunEvent) => void): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       const state = await this.state(threadId);
       if (!state.next.includes(APPROVAL_NODE)) return;
-      const messages = state.values.messages as BaseMessage[];
-      await this.agent.updateState(this.config(threadId), { messages: rejectionMessages(messages) }, APPROVAL_NODE);
-      await this.#run(threadId, null, onEvent);
+      await this.#run(threadId, new Command<ApprovalAnswer, Record<string, never>, never>({ resume: answer }), onEvent);
     });
   }
 
@@ -277,6 +273,9 @@ export class Session {
     return withMigrationLock(async () => {
       // Leftovers of an earlier migration cut short.
       await runPendingDeletes(this.db, Object.values(databasesOf(vault)));
+      // Until the lock record changes, the copies are leftovers: a tab closed mid-copy has them deleted at
+      // the next start, so encrypted databases without a lock record always mean a lost record.
+      await this.db.settings.put(pendingDeletes(Object.values(databasesOf(vault))));
       const next = new Session(this.db, vault, this.userId, this.#model);
       await copyVaultData(this, next, this.userId);
       await storeTexts(this.db, vault, await openTexts(this.db, this.vault), this.#settings(), row, from);
@@ -351,12 +350,7 @@ export class Session {
     return adoptUnlistedThreads(this.db, this.vault, this.saver, (id) => this.state(id));
   }
 
-  #run(
-    threadId: string,
-    input: { messages: BaseMessage[] } | null,
-    onEvent: (event: RunEvent) => void,
-    checkpointId?: string,
-  ): Promise<void> {
+  #run(threadId: string, input: RunInput, onEvent: (event: RunEvent) => void, checkpointId?: string): Promise<void> {
     return runThread(this.#runs, this, threadId, input, onEvent, checkpointId);
   }
 }

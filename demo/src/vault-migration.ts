@@ -73,6 +73,18 @@ export function finishPendingDeletes(db: DemoDB, onBlocked?: () => void): Promis
   return withMigrationLock(() => runPendingDeletes(db, [], onBlocked));
 }
 
+/**
+ * The encrypted databases that exist while the demo's database has no lock
+ * record. A lock row deleted (by hand, a profile edit, a cleaner) must not
+ * open the app into plain databases beside the encrypted ones: what the user
+ * typed next would be stored unencrypted. A lock change cut short leaves none
+ * (its copies are marked for deletion until the lock record changes).
+ */
+export async function lockedDataWithoutLock(): Promise<string[]> {
+  const existing = await existingDatabases();
+  return Object.values(DATABASES.locked).filter((name) => existing.has(name));
+}
+
 /** Unlocked with the right passphrase, but the encrypted databases are gone: nothing is opened or made anew. */
 export class MissingVaultDataError extends Error {
   override name = "MissingVaultDataError";

@@ -45,7 +45,7 @@ export interface RunSaver {
   readonly dbName: string;
   subscribe(listener: (change: CheckpointChange) => void): () => void;
   getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
-  deleteForRuns(runIds: string[]): Promise<void>;
+  deleteForRuns(runIds: string[], options: { threadId: string }): Promise<void>;
 }
 
 /** A compiled LangGraph graph, as far as `runOnThread` uses it. */
@@ -142,7 +142,11 @@ export async function runOnThread<Input, Output>(
   const hold = () => {
     ran = true;
     channel.post({ type: "started", threadId, runId });
-    return runHolding(graph, input, config, { saver, threadId, runId, channel, signal: options.signal });
+    // The run's own lock, held inside the thread's: a waiting run believes a
+    // "stopping" answer only from the run id this lock names.
+    return locks.request(holderLockName(name, runId), {}, () =>
+      runHolding(graph, input, config, { saver, threadId, runId, channel, signal: options.signal }),
+    );
   };
   try {
     if (strategy === "enqueue") return await locks.request(name, withSignal(options.signal), hold);
@@ -151,13 +155,15 @@ export async function runOnThread<Input, Output>(
     );
     if (now) return now.output;
     if (strategy === "reject") throw new ThreadBusyError(threadId, saver.dbName);
-    const stopping = askToStop(channel, threadId, runId, strategy);
+    const stopping = askToStop(channel, { threadId, runId, strategy, lockName: name, locks });
     try {
       return await locks.request(name, withSignal(options.signal), async () => {
         stopping.cancel();
         // The holder rolls itself back before releasing; this covers a holder
         // that answered and then died before it could.
-        if (strategy === "rollback" && stopping.runIds.size > 0) await saver.deleteForRuns([...stopping.runIds]);
+        if (strategy === "rollback" && stopping.runIds.size > 0) {
+          await saver.deleteForRuns([...stopping.runIds], { threadId });
+        }
         return hold();
       });
     } finally {
@@ -251,19 +257,41 @@ function resolveSaver(graph: InvokableGraph<unknown, unknown>, saver: RunSaver |
   return candidate as RunSaver;
 }
 
+/** The lock a run holds, inside its thread's lock `threadLock`, for as long as it runs. */
+function holderLockName(threadLock: string, runId: string): string {
+  return `${threadLock}:holder:${encodeURIComponent(runId)}`;
+}
+
+interface StopRequest {
+  threadId: string;
+  runId: string;
+  strategy: StopStrategy;
+  lockName: string;
+  locks: RunLockManager;
+}
+
 /**
- * Asks whoever holds the thread to stop, again every STOP_RESEND_MS until one
- * answers (the request can reach a holder that has the lock but is not yet
- * listening), and collects the ids of the runs that said they will stop.
+ * Asks whoever holds the thread to stop, again every STOP_RESEND_MS until the
+ * holder answers (the request can reach a holder that has the lock but is not
+ * yet listening), and collects the ids of the runs that said they will stop.
+ * An answer counts only from a run that holds this thread's holder lock: any
+ * endpoint on the channel can post, and a rollback deletes what it names.
  */
-function askToStop(channel: RunChannel, threadId: string, runId: string, strategy: StopStrategy) {
+function askToStop(channel: RunChannel, { threadId, runId, strategy, lockName, locks }: StopRequest) {
   const runIds = new Set<string>();
   const send = () => channel.post({ type: "stop", threadId, from: runId, strategy });
   const timer = setInterval(send, STOP_RESEND_MS);
   const off = channel.listen((message) => {
     if (message.type !== "stopping" || message.to !== runId || message.threadId !== threadId) return;
-    runIds.add(message.runId);
-    clearInterval(timer);
+    const holder = holderLockName(lockName, message.runId);
+    locks.query().then(
+      ({ held }) => {
+        if (!held.includes(holder)) return;
+        runIds.add(message.runId);
+        clearInterval(timer);
+      },
+      () => undefined,
+    );
   });
   send();
   return {
@@ -336,7 +364,7 @@ async function runHolding<Input, Output>(
   } catch (error) {
     // A rollback was promised to the newer run ("stopping"): keep the promise
     // whatever ended this one.
-    if (asked === "rollback") await saver.deleteForRuns([runId]);
+    if (asked === "rollback") await saver.deleteForRuns([runId], { threadId });
     if (!stop.signal.aborted || signal?.aborted) throw error;
     throw new RunInterruptedError(threadId, runId, asked!, { cause: error });
   } finally {
@@ -346,7 +374,7 @@ async function runHolding<Input, Output>(
   // Stopped too late to abort (the graph had finished): a promised rollback
   // still happens; an interrupt has nothing left to stop.
   if (asked === "rollback") {
-    await saver.deleteForRuns([runId]);
+    await saver.deleteForRuns([runId], { threadId });
     throw new RunInterruptedError(threadId, runId, "rollback");
   }
   return output;

@@ -253,10 +253,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
    * every thread and namespace, with their pending writes and the channel
    * values only they use. Finds them through the run index (no scan).
+   *
+   * @param options.threadId Only this thread's checkpoints (run ids may repeat across threads).
    */
-  async deleteForRuns(runIds: string[]): Promise<void> {
+  async deleteForRuns(runIds: string[], options?: { threadId?: string }): Promise<void> {
     const { deleteForRuns } = await import("./runs.js");
-    return deleteForRuns(this.#ctx, runIds);
+    return deleteForRuns(this.#ctx, runIds, options);
   }
 
   /**

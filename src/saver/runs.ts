@@ -13,14 +13,30 @@ import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity } from "../core/identity.js";
 
+/** Options of {@link deleteForRuns}. */
+export interface DeleteForRunsOptions {
+  /**
+   * Only this thread's checkpoints: run ids are the app's to choose and may
+   * repeat across threads, so rolling one run back must not reach the others.
+   */
+  threadId?: string;
+}
+
 /**
  * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
- * every thread and namespace, with their pending writes and the channel
- * values only they use. Finds them through the run index (no scan).
+ * every thread (or only `options.threadId`) and namespace, with their pending
+ * writes and the channel values only they use. Finds them through the run
+ * index (no scan).
  */
-export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promise<void> {
+export async function deleteForRuns(
+  ctx: SaverContext,
+  runIds: string[],
+  options: DeleteForRunsOptions = {},
+): Promise<void> {
   if (!Array.isArray(runIds)) throw new Error("deleteForRuns: runIds must be an array of run ids.");
   for (const runId of runIds) assertId("run_id", runId);
+  const only = options.threadId;
+  if (only !== undefined) assertId("thread_id", only);
   if (runIds.length === 0) return;
   const ranges = ctx.db.ranges;
   // Decrypting cannot happen inside the deleting transaction: check first.
@@ -32,7 +48,7 @@ export async function deleteForRuns(ctx: SaverContext, runIds: string[]): Promis
       const keyLists = await Promise.all(
         [...new Set(runIds)].map((runId) => checkpoints.index("by_run").getAllKeys(runId)),
       );
-      const keys = keyLists.flat();
+      const keys = keyLists.flat().filter((key) => only === undefined || (key as IDBValidKey[])[0] === only);
       if (keys.length === 0) return [];
       // A row put or changed since the check was not verified: it stays.
       const doomed = (await Promise.all(keys.map((key) => checkpoints.get(key)))).filter(

@@ -15,8 +15,10 @@ import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
   onSend(text: string): void;
-  onApprove(): void;
-  onReject(): void;
+  /** Save, with the memories as the user left them in the editor (one per pending call). */
+  onApprove(memories: string[]): void;
+  /** Do not save; the agent reads the reason. */
+  onReject(reason: string): void;
   onFork(): void;
   onBackToLatest(): void;
   onStop(): void;
@@ -353,9 +355,31 @@ export function createChat(actions: ChatActions) {
       const hadFocus = approval.contains(document.activeElement);
       const wasUsable = approval.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
       const memories = calls.map((call) => String(call.args.memory ?? ""));
+      // The editors keep what the user typed across re-renders of the same card.
+      const typed = [...approval.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
+        (el) => el.value,
+      );
+      const editors = memories.map((_, i) =>
+        h("textarea", { class: "memory-edit", testid: "approval-args", rows: 2, "aria-label": `Memory ${i + 1}` }),
+      );
+      editors.forEach((editor, i) => (editor.value = typed.length === memories.length ? typed[i]! : memories[i]!));
+      const reasonField = approval.querySelector<HTMLInputElement>('[data-testid="approval-reason"]');
+      const reason = h("input", {
+        type: "text",
+        testid: "approval-reason",
+        placeholder: "Why not? (the assistant reads this)",
+        "aria-label": "Reason for rejecting",
+      });
+      reason.value = reasonField?.value ?? "";
       const approve = h(
         "button",
-        { class: "primary", type: "button", testid: "approve", disabled, onclick: () => actions.onApprove() },
+        {
+          class: "primary",
+          type: "button",
+          testid: "approve",
+          disabled,
+          onclick: () => actions.onApprove(editors.map((editor) => editor.value)),
+        },
         "Approve",
       );
       replace(
@@ -364,13 +388,19 @@ export function createChat(actions: ChatActions) {
           "section",
           { class: "approval", testid: "approval", role: "region", "aria-label": "Approval needed" },
           h("h2", {}, "Save to long-term memory?"),
-          h("p", {}, "The assistant wants to remember:"),
+          h("p", {}, "The assistant wants to remember (edit it before saving if you like):"),
           h("ul", {}, ...memories.map((memory) => h("li", { class: "memory-text" }, `“${secondPerson(memory)}”`))),
+          ...editors,
+          reason,
           h(
             "div",
             { class: "actions" },
             approve,
-            h("button", { type: "button", testid: "reject", disabled, onclick: () => actions.onReject() }, "Reject"),
+            h(
+              "button",
+              { type: "button", testid: "reject", disabled, onclick: () => actions.onReject(reason.value) },
+              "Reject",
+            ),
           ),
         ),
       );

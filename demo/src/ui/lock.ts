@@ -13,7 +13,7 @@ export interface LockScreenActions {
  * "Erase all data", asked twice: the first press shows what it does and a
  * second, explicit button; Cancel or Escape takes it back.
  */
-function eraseControls(unlockButton: HTMLButtonElement, actions: LockScreenActions): HTMLElement {
+function eraseControls(unlockButton: HTMLButtonElement, actions: Pick<LockScreenActions, "erase">): HTMLElement {
   const slot = h("div", { class: "erase" });
   const ask = (): void => {
     const erase = h(
@@ -101,6 +101,40 @@ export function createLockScreen(actions: LockScreenActions): HTMLElement {
   });
   queueMicrotask(() => input.focus());
   return h("main", { class: "lock-screen" }, form);
+}
+
+/**
+ * The app was locked, its encrypted data is here, but the lock record (the
+ * passphrase's salt and check value) is gone: nothing is opened, neither the
+ * encrypted data (the passphrase cannot be checked) nor plain databases
+ * beside it (what the user typed would be stored unencrypted).
+ */
+export function createMissingLockScreen(actions: { erase(): Promise<void>; retry(): void }): HTMLElement {
+  const retry = h("button", { class: "primary", type: "button", onclick: () => actions.retry() }, "Try again");
+  return h(
+    "main",
+    { class: "lock-screen" },
+    h(
+      "div",
+      { class: "lock-card", role: "alert", testid: "missing-lock" },
+      h("h1", {}, icon("lock"), " Lock record missing"),
+      h(
+        "p",
+        {},
+        "This app was locked with a passphrase and its encrypted threads and memories are still in this browser, " +
+          "but the lock record that opens them (its salt and check value) has been deleted. Nothing was opened, " +
+          "and nothing you type is stored until this is settled.",
+      ),
+      h(
+        "p",
+        {},
+        "If another tab is changing the lock, wait and try again. Otherwise the encrypted data cannot be opened " +
+          "without the record: erase everything to start again.",
+      ),
+      h("div", { class: "actions" }, retry),
+      eraseControls(retry, actions),
+    ),
+  );
 }
 
 /** A banner over the app: what the vault refused while opening (rows it did not seal). */

@@ -1,0 +1,55 @@
+/**
+ * The approval card asks through interruptWith (a question inside the tools
+ * node, answered with Command({ resume })): approve with the memory edited,
+ * reject with a reason the assistant reads; the question survives a reload,
+ * shows in a second tab, and leaves both once one tab answers it.
+ */
+import type { Page } from "playwright";
+import { expect, test } from "vitest";
+import { ready, send, useHarness } from "./support.js";
+
+const harness = useHarness();
+
+const lastAssistant = async (page: Page): Promise<string> =>
+  (await page.locator('[data-testid="message"][data-role="assistant"]').last().textContent()) ?? "";
+
+test("an edited memory is saved as edited, across a reload and in two tabs", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "remember that my favourite tree is the oak", { expectReply: false });
+  await page.getByTestId("approval").waitFor();
+  await page.reload();
+  await ready(page);
+  const editor = page.getByTestId("approval-args");
+  await editor.waitFor();
+  expect(await editor.inputValue()).toContain("oak");
+
+  // A second tab of the same thread sees the question.
+  const other = await harness().page();
+  await ready(other);
+  await other.getByTestId("approval").waitFor();
+
+  await editor.fill("my favourite tree is the birch");
+  await page.getByTestId("approve").click();
+  await expect.poll(() => lastAssistant(page)).toContain("birch");
+  expect(await lastAssistant(page)).not.toContain("oak");
+  // Answered once: the card leaves both tabs, and the other tab shows the one answer.
+  await expect.poll(() => other.getByTestId("approval").count()).toBe(0);
+  await expect.poll(() => lastAssistant(other)).toContain("birch");
+  const replies = await page.locator('[data-testid="message"][data-role="assistant"]').allTextContents();
+  expect(replies.filter((text) => text.includes("birch"))).toHaveLength(1);
+
+  await send(page, "what do you remember about me?");
+  expect(await lastAssistant(page)).toContain("birch");
+});
+
+test("a rejection's reason reaches the assistant, and nothing is saved", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "remember that my pin is 1234", { expectReply: false });
+  await page.getByTestId("approval-reason").fill("that is a secret");
+  await page.getByTestId("reject").click();
+  await expect.poll(() => lastAssistant(page)).toContain("you said: that is a secret");
+  await send(page, "what do you remember about me?");
+  expect(await lastAssistant(page)).not.toContain("1234");
+});
