@@ -40,7 +40,8 @@ export const LAYERS = {
   saver: { imports: ["idb", "serde", "journal", "core"], dynamic: ["portable"] },
   store: { imports: ["idb", "serde", "core"] },
   portable: { imports: ["serde", "core"] },
-  playwright: { imports: ["portable", "saver", "core"] },
+  // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
+  playwright: { imports: ["portable", "saver", "runs", "core"] },
   runs: { imports: ["saver", "core"] },
   // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
   sync: { imports: ["saver", "idb", "serde", "core"] },

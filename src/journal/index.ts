@@ -34,3 +34,4 @@ export {
 export { MemoryJournalBackend, resetMemoryJournals } from "./memory-backend.js";
 export { defaultMarker, memoryMarker } from "./wipe-marker.js";
 export { JournalSeam, type JournalSeamOptions, type Resync } from "./seam.js";
+export { forgetDatabaseTraces, type ForgottenTraces } from "./forget.js";
