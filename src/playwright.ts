@@ -48,3 +48,17 @@ export {
   type WaitForThreadIdleOptions,
 } from "./playwright/waits.js";
 export type { PageThreadState, SeededThread } from "./playwright/protocol.js";
+export {
+  langgraphTest,
+  type LanggraphOptions,
+  type LanggraphFixture,
+  type LanggraphTestFixtures,
+  type LanggraphTestType,
+  type ThreadsSnapshot,
+} from "./playwright/fixture.js";
+export {
+  threadMatchers,
+  type ThreadMatcherOptions,
+  type ThreadMessagesOptions,
+  type ExpectedMessage,
+} from "./playwright/matchers.js";

@@ -15,11 +15,16 @@ const unique = () => `playwright-clear-${Date.now()}-${Math.random().toString(36
 /** Writes one checkpoint of thread "t" (which sets the wipe marker) and closes. */
 async function writeOne(dbName: string, journal: "off" | "opfs" = "off"): Promise<void> {
   const saver = new IndexedDBSaver({ dbName, journal });
-  await saver.put({ configurable: { thread_id: "t", checkpoint_ns: "" } }, emptyCheckpoint(), {
-    source: "input",
-    step: -1,
-    parents: {},
-  });
+  await saver.put(
+    { configurable: { thread_id: "t", checkpoint_ns: "" } },
+    emptyCheckpoint(),
+    {
+      source: "input",
+      step: -1,
+      parents: {},
+    },
+    {},
+  );
   // The marker is written after the commit, without being awaited by put.
   await new Promise((resolve) => setTimeout(resolve, 50));
   await saver.close();

@@ -15,7 +15,7 @@ import { IndexedDBSaver } from "../saver/index.js";
 import { deleteSaverDatabase } from "../saver/delete-database.js";
 import { isThreadRunning } from "../runs/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
-import { isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
+import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
 import { PAGE_API_KEY, type PageApi, type PageThreadState } from "./protocol.js";
 
@@ -46,6 +46,30 @@ async function withSaver<T>(dbName: string, work: (saver: IndexedDBSaver) => Pro
 /** LangGraph's own channels: `__start__`, `__pregel_tasks`, `branch:to:x`, `join:…`. */
 function isInternal(channel: string): boolean {
   return channel.startsWith("__") || channel.includes(":");
+}
+
+/**
+ * The nodes whose trigger channel (`branch:to:<node>`) holds a value and
+ * changed since they last ran (as LangGraph finds its next tasks: a consumed
+ * trigger gets a new version but no value).
+ */
+function nextNodes(checkpoint: Checkpoint): string[] {
+  const prefix = "branch:to:";
+  const next: string[] = [];
+  for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
+    if (!channel.startsWith(prefix) || !Object.hasOwn(checkpoint.channel_values ?? {}, channel)) continue;
+    const node = channel.slice(prefix.length);
+    const seen = checkpoint.versions_seen?.[node]?.[channel];
+    if (seen === undefined || compareVersions(version, seen) > 0) next.push(node);
+  }
+  return next.sort();
+}
+
+/** Channel versions are numbers or strings that sort as they grow (the saver's `"<counter>.<random>"`). */
+function compareVersions(a: string | number, b: string | number): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  const [x, y] = [String(a), String(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** The page API. */
@@ -115,6 +139,11 @@ export const pageApi: PageApi = {
           channel,
           toData(value) ?? null,
         ]),
+        next: nextNodes(tuple.checkpoint),
+        interrupts: (tuple.pendingWrites ?? [])
+          .filter(([, channel]) => channel === "__interrupt__")
+          .flatMap(([, , value]) => (Array.isArray(value) ? value : [value]))
+          .map((item) => toData(item) as { value: unknown; id?: string }),
       };
       const parent: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
       if (typeof parent === "string") state.parentCheckpointId = parent;
@@ -134,6 +163,27 @@ export const pageApi: PageApi = {
       return tuple?.checkpoint.id;
     });
     return checkpointId === undefined ? { running } : { running, checkpointId };
+  },
+
+  async count(threadId, options) {
+    await requireDatabase("toHaveCheckpointCount", options.dbName);
+    return withSaver(options.dbName, async (saver) => {
+      let count = 0;
+      for await (const _ of saver.list({
+        configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
+      }))
+        count++;
+      return count;
+    });
+  },
+
+  async threads(options) {
+    await requireDatabase("snapshot", options.dbName);
+    return withSaver(options.dbName, async (saver) => {
+      const ids: string[] = [];
+      for await (const thread of saver.listThreads()) ids.push(thread.threadId);
+      return ids;
+    });
   },
 
   async exportThread(threadId, options) {

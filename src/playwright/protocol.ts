@@ -48,6 +48,13 @@ export interface PageThreadState {
   metadata: Record<string, unknown>;
   /** Pending writes of the checkpoint: `[taskId, channel, value]`. */
   pendingWrites: [string, string, unknown][];
+  /**
+   * The nodes due to run next: those whose `branch:to:<node>` channel has a
+   * version the node has not seen. An interrupted run is paused before them.
+   */
+  next: string[];
+  /** The interrupts pending on the checkpoint (`__interrupt__` writes): `{ value, id? }` each. */
+  interrupts: { value: unknown; id?: string }[];
 }
 
 /** Options every page call takes. */
@@ -90,5 +97,7 @@ export interface PageApi {
   read(threadId: string, options: PageReadOptions): Promise<PageThreadState | null>;
   activity(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<PageThreadActivity>;
   exportThread(threadId: string, options: PageDbOptions): Promise<string>;
+  count(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<number>;
+  threads(options: PageDbOptions): Promise<string[]>;
   clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<PageClearResult>;
 }
