@@ -39,6 +39,8 @@ interface Pending {
 /** A journal in OPFS, through its own dedicated worker. */
 export class OpfsJournalBackend implements JournalBackend {
   readonly #base: string;
+  /** `.a`, `.b` and the pointer (see {@link journalFiles}). */
+  readonly #files: string[];
   #worker: Worker | undefined;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -48,14 +50,15 @@ export class OpfsJournalBackend implements JournalBackend {
 
   constructor(dbName: string) {
     this.#base = encodeURIComponent(dbName);
+    this.#files = journalFiles(dbName);
   }
 
   #file(which: number): string {
-    return journalFiles(decodeURIComponent(this.#base))[which]!;
+    return this.#files[which]!;
   }
 
   #pointer(): string {
-    return journalFiles(decodeURIComponent(this.#base))[2]!;
+    return this.#files[2]!;
   }
 
   #call(
