@@ -51,8 +51,12 @@ function explain(page: Page, helper: string, error: unknown): unknown {
   return error;
 }
 
-/** Injects the page script unless this document already has it. */
-async function ensurePageApi(page: Page): Promise<void> {
+/**
+ * Injects the page script unless this document already has it. The waits
+ * call it before they start their clock: the first injection (a build, when
+ * running from the sources) must not eat a wait's timeout.
+ */
+export async function ensurePageApi(page: Page): Promise<void> {
   const present = await page.evaluate(
     (key) => typeof (globalThis as Record<string, unknown>)[key] === "object",
     PAGE_API_KEY,

@@ -5,7 +5,7 @@
  * fails with what was last seen.
  */
 import type { Page } from "playwright";
-import { callPage } from "./inject.js";
+import { callPage, ensurePageApi } from "./inject.js";
 import type { PageThreadActivity, PageThreadState } from "./protocol.js";
 import { DEFAULT_PAGE_DB_NAME, readThreadState, type ReadThreadStateOptions } from "./threads.js";
 
@@ -44,13 +44,18 @@ interface Seen<T> {
   error?: unknown;
 }
 
-/** Polls `read` until `done` says so, or fails after `timeout` saying what was seen last. */
+/**
+ * Polls `read` until `done` says so, or fails after `timeout` saying what
+ * was seen last. The clock starts once the page script is in place.
+ */
 async function poll<T>(
+  page: Page,
   options: WaitOptions,
   read: () => Promise<T>,
   done: (value: T) => boolean,
   failure: (seen: Seen<T>, timeout: number) => string,
 ): Promise<T> {
+  await ensurePageApi(page).catch(() => undefined); // a failure shows in the first read
   const timeout = options.timeout ?? 10_000;
   const interval = options.pollInterval ?? 100;
   const deadline = Date.now() + timeout;
@@ -92,6 +97,7 @@ export async function waitForThreadIdle(
   const stableFor = options.stableFor ?? 250;
   let quietSince: { at: number; checkpointId: string } | undefined;
   const activity = await poll<PageThreadActivity>(
+    page,
     options,
     () => callPage(page, "waitForThreadIdle", "activity", threadId, { dbName, checkpointNs: options.checkpointNs }),
     (seen) => {
@@ -144,6 +150,7 @@ export async function waitForCheckpoint(
   const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
   let predicateError: unknown;
   const state = await poll<PageThreadState | undefined>(
+    page,
     options,
     () => readThreadState(page, threadId, { ...options, dbName }),
     (seen) => {
