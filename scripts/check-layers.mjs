@@ -40,7 +40,8 @@ export const LAYERS = {
   saver: { imports: ["idb", "serde", "journal", "core"], dynamic: ["portable"] },
   store: { imports: ["idb", "serde", "core"] },
   portable: { imports: ["serde", "core"] },
-  playwright: { imports: ["portable", "saver", "core"] },
+  // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
+  playwright: { imports: ["portable", "saver", "runs", "core"] },
   runs: { imports: ["saver", "core"] },
   // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
   interrupt: { imports: ["core"] },

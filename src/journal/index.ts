@@ -35,3 +35,4 @@ export { MemoryJournalBackend, resetMemoryJournals } from "./memory-backend.js";
 export { defaultMarker, memoryMarker } from "./wipe-marker.js";
 export { JournalSeam, type JournalSeamOptions } from "./seam.js";
 export type { Resync } from "./raw.js";
+export { forgetDatabaseTraces, type ForgottenTraces } from "./forget.js";

@@ -15,6 +15,12 @@ import { journalWorkerMain } from "./opfs-worker.js";
 /** The OPFS folder holding every journal of this package. */
 export const JOURNAL_DIRECTORY = "langgraph-checkpoint-indexeddb";
 
+/** The OPFS files (in {@link JOURNAL_DIRECTORY}) of the journal of `dbName`: its two halves and the pointer. */
+export function journalFiles(dbName: string): string[] {
+  const base = encodeURIComponent(dbName);
+  return [`${base}.a.journal`, `${base}.b.journal`, `${base}.active`];
+}
+
 let workerUrl: string | undefined;
 
 /** True where the OPFS journal can work: a worker with OPFS. */
@@ -33,6 +39,8 @@ interface Pending {
 /** A journal in OPFS, through its own dedicated worker. */
 export class OpfsJournalBackend implements JournalBackend {
   readonly #base: string;
+  /** `.a`, `.b` and the pointer (see {@link journalFiles}). */
+  readonly #files: string[];
   #worker: Worker | undefined;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -42,10 +50,15 @@ export class OpfsJournalBackend implements JournalBackend {
 
   constructor(dbName: string) {
     this.#base = encodeURIComponent(dbName);
+    this.#files = journalFiles(dbName);
   }
 
   #file(which: number): string {
-    return `${this.#base}.${which === 0 ? "a" : "b"}.journal`;
+    return this.#files[which]!;
+  }
+
+  #pointer(): string {
+    return this.#files[2]!;
   }
 
   #call(
@@ -86,7 +99,7 @@ export class OpfsJournalBackend implements JournalBackend {
   }
 
   async open(): Promise<Uint8Array> {
-    const pointer = (await this.#call("read", `${this.#base}.active`)) ?? new Uint8Array(0);
+    const pointer = (await this.#call("read", this.#pointer())) ?? new Uint8Array(0);
     const parsed = parsePointer(pointer);
     this.#active = parsed?.which ?? 0;
     this.#generation = parsed?.generation ?? 0;
@@ -107,7 +120,7 @@ export class OpfsJournalBackend implements JournalBackend {
     const next = 1 - this.#active;
     await this.#call("write", this.#file(next), { bytes });
     const generation = this.#generation + 1;
-    await this.#call("overwrite", `${this.#base}.active`, { bytes: pointerBytes(next, generation) });
+    await this.#call("overwrite", this.#pointer(), { bytes: pointerBytes(next, generation) });
     this.#active = next;
     this.#generation = generation;
     // The old file is no longer read; empty it to give the space back.

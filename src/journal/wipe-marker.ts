@@ -22,13 +22,18 @@ export function forgetMemoryMarkers(): void {
   memoryMarkers.clear();
 }
 
+/** The marker's OPFS file name (also its `localStorage` key where there is no OPFS). */
+export function markerName(dbName: string): string {
+  return `langgraph-idb-${encodeURIComponent(dbName)}.marker`;
+}
+
 /**
  * The marker for `dbName` in this environment: a small OPFS file where there
  * is OPFS (it survives Chromium deleting a corrupted IndexedDB), else
  * `localStorage`, else memory.
  */
 export function defaultMarker(dbName: string): WipeMarker {
-  const fileName = `langgraph-idb-${encodeURIComponent(dbName)}.marker`;
+  const fileName = markerName(dbName);
   const storage = (
     globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }
   ).navigator?.storage;

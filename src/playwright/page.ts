@@ -1,76 +1,24 @@
 /**
  * The code the Playwright helpers (`./playwright`) run inside a page: seed a
- * thread from an export, read a thread's latest state as plain data, clear
- * threads. It is bundled with everything it needs (saver, serializer,
- * importer) into one self-contained script, so the page under test does not
- * have to expose the library; `installPageApi()` puts the API on
- * `globalThis[PAGE_API_KEY]`.
+ * thread from an export, read a thread's latest state as plain data, tell
+ * whether a run holds it, export it, clear threads or the whole database.
+ * `installPageApi()` puts the API on `globalThis[PAGE_API_KEY]`.
  *
- * playwright/: this page code alone; the Node side is the `./playwright`
- * entry (src/playwright.ts). It imports portable/, saver/ and core/.
- * Not part of the package's public entry. @internal
+ * It is bundled (bundle.ts) into one self-contained script, injected into
+ * the page under test, which so does not have to expose the library. The
+ * bundle aliases `@langchain/core/load` to plain-load.ts: values are read as
+ * plain records and written back unchanged, never revived into classes.
+ * Not part of any entry that apps bundle.
  */
-import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
-import { isDeltaSnapshot, type CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
-import { messagesDeltaReducer } from "@langchain/langgraph/web";
-import { fromBase64, toBase64 } from "../core/bytes.js";
-import { ThreadImportError, importThread, type IfThreadExists } from "../portable/index.js";
+import { ThreadImportError, importThread } from "../portable/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { DatabaseBlockedError } from "../core/errors.js";
+import { deleteSaverDatabase } from "../saver/delete-database.js";
+import { isThreadRunning } from "../runs/index.js";
+import { fromBase64, toBase64 } from "../core/bytes.js";
+import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
+import { replayDelta, toData } from "./plain-data.js";
+import { PAGE_API_KEY, type PageApi, type PageThreadState } from "./protocol.js";
 
-/** The global the page API lives under (versioned: a newer helper never uses an older script). */
-export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v1";
-
-/** What {@link PageApi.seed} reports. */
-export interface SeededThread {
-  /** The thread written. */
-  threadId: string;
-  checkpoints: number;
-  blobs: number;
-  writes: number;
-  /** The saver the file came from. */
-  source: string;
-}
-
-/** A thread's latest checkpoint as JSON-able data. */
-export interface PageThreadState {
-  threadId: string;
-  checkpointNs: string;
-  checkpointId: string;
-  parentCheckpointId?: string;
-  /** The checkpoint's timestamp (ISO 8601). */
-  createdAt: string;
-  /**
-   * Channel values: delta channels (`MessagesDeltaValue`) rebuilt from their
-   * history, LangGraph's internal channels left out unless `internal: true`.
-   * Messages become `{ type, content, id?, name?, tool_calls?, tool_call_id?, additional_kwargs? }`.
-   */
-  values: Record<string, unknown>;
-  metadata: Record<string, unknown>;
-  /** Pending writes of the checkpoint: `[taskId, channel, value]`. */
-  pendingWrites: [string, string, unknown][];
-}
-
-/** Options every page call takes. */
-export interface PageDbOptions {
-  /** The IndexedDBSaver database name. */
-  dbName: string;
-}
-
-/** The functions installed in the page. */
-export interface PageApi {
-  seed(
-    base64: string,
-    options: PageDbOptions & { threadId?: string; ifExists?: IfThreadExists },
-  ): Promise<SeededThread>;
-  read(
-    threadId: string,
-    options: PageDbOptions & { checkpointNs?: string; internal?: boolean; deltaChannels?: string[] },
-  ): Promise<PageThreadState | null>;
-  clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<string[]>;
-}
-
-/** Runs `work` with a saver on `dbName`, closed afterwards (so the app's upgrades and deletes are not blocked). */
 /**
  * Refuses a database the page does not have, listing those it has: opening
  * it would create an empty one and answer "no thread", hiding a wrong
@@ -85,6 +33,7 @@ async function requireDatabase(helper: string, dbName: string): Promise<void> {
   );
 }
 
+/** Runs `work` with a saver on `dbName`, closed afterwards (so the app's upgrades and deletes are not blocked). */
 async function withSaver<T>(dbName: string, work: (saver: IndexedDBSaver) => Promise<T>): Promise<T> {
   const saver = new IndexedDBSaver({ dbName });
   try {
@@ -99,85 +48,28 @@ function isInternal(channel: string): boolean {
   return channel.startsWith("__") || channel.includes(":");
 }
 
-/** `[true, value]` for an `Overwrite` (class or wire shape). */
-function overwriteOf(value: unknown): [boolean, unknown] {
-  if (typeof value === "object" && value !== null) {
-    if ("__overwrite__" in value) return [true, (value as Record<string, unknown>).__overwrite__];
-    const record = value as { type?: unknown; value?: unknown; lg_name?: unknown };
-    if ((record.type === "__overwrite__" || record.lg_name === "Overwrite") && "value" in record)
-      return [true, record.value];
-  }
-  return [false, undefined];
-}
-
 /**
- * A delta channel's value from its seed and writes, as `DeltaChannel` does:
- * the last Overwrite resets the base; the rest go through the reducer, which
- * is LangGraph's messages reducer when the channel holds messages, else
- * concatenation.
+ * The nodes whose trigger channel (`branch:to:<node>`) holds a value and
+ * changed since they last ran (as LangGraph finds its next tasks: a consumed
+ * trigger gets a new version but no value).
  */
-function replay(seed: unknown, writes: CheckpointPendingWrite[]): unknown {
-  let base: unknown = isDeltaSnapshot(seed) ? (seed as { value: unknown }).value : seed;
-  let values = writes.map((write) => write[2]);
-  for (let i = values.length - 1; i >= 0; i--) {
-    const [isOverwrite, value] = overwriteOf(values[i]);
-    if (isOverwrite) {
-      base = value ?? [];
-      values = values.slice(i + 1);
-      break;
-    }
+function nextNodes(checkpoint: Checkpoint): string[] {
+  const prefix = "branch:to:";
+  const next: string[] = [];
+  for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
+    if (!channel.startsWith(prefix) || !Object.hasOwn(checkpoint.channel_values ?? {}, channel)) continue;
+    const node = channel.slice(prefix.length);
+    const seen = checkpoint.versions_seen?.[node]?.[channel];
+    if (seen === undefined || compareVersions(version, seen) > 0) next.push(node);
   }
-  const current = Array.isArray(base) ? base : base === undefined || base === null ? [] : [base];
-  if (values.length === 0) return current;
-  const flat = values.flatMap((value) => (Array.isArray(value) ? value : [value]));
-  if ([...current, ...flat].every((item) => isBaseMessage(item))) {
-    return messagesDeltaReducer(current as BaseMessage[], values as BaseMessage[][]);
-  }
-  return [...current, ...flat];
+  return next.sort();
 }
 
-/** A message's fields, plain. */
-function messageData(message: BaseMessage): Record<string, unknown> {
-  const data: Record<string, unknown> = { type: message.getType(), content: toData(message.content) };
-  if (message.id !== undefined) data.id = message.id;
-  if (message.name !== undefined) data.name = message.name;
-  const extra = message as { tool_calls?: unknown[]; tool_call_id?: unknown };
-  if (extra.tool_calls?.length) data.tool_calls = toData(extra.tool_calls);
-  if (extra.tool_call_id !== undefined) data.tool_call_id = extra.tool_call_id;
-  if (message.additional_kwargs && Object.keys(message.additional_kwargs).length > 0) {
-    data.additional_kwargs = toData(message.additional_kwargs);
-  }
-  return data;
-}
-
-/** Any value as JSON-able data (undefined is dropped from objects, null in arrays). */
-function toData(value: unknown, depth = 0): unknown {
-  if (depth > 200) return "[too deep]";
-  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
-  if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value !== "object") return undefined;
-  if (isBaseMessage(value)) return messageData(value);
-  if (isDeltaSnapshot(value)) return toData((value as { value: unknown }).value, depth + 1);
-  if (value instanceof Date) return value.toISOString();
-  if (value instanceof Uint8Array) return { $bytes: toBase64(value) };
-  if (value instanceof Error) return { name: value.name, message: value.message };
-  if (value instanceof Set) return [...value].map((item) => toData(item, depth + 1) ?? null);
-  if (value instanceof Map) {
-    const entries = [...value];
-    return entries.every(([key]) => typeof key === "string")
-      ? Object.fromEntries(entries.map(([key, item]) => [key, toData(item, depth + 1)]))
-      : entries.map(([key, item]) => [toData(key, depth + 1), toData(item, depth + 1)]);
-  }
-  if (Array.isArray(value)) return value.map((item) => toData(item, depth + 1) ?? null);
-  const withJson = value as { toJSON?: () => unknown };
-  if (typeof withJson.toJSON === "function") return toData(withJson.toJSON(), depth + 1);
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    const data = toData(item, depth + 1);
-    if (data !== undefined) out[key] = data;
-  }
-  return out;
+/** Channel versions are numbers or strings that sort as they grow (the saver's `"<counter>.<random>"`). */
+function compareVersions(a: string | number, b: string | number): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  const [x, y] = [String(a), String(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** The page API. */
@@ -230,7 +122,7 @@ export const pageApi: PageApi = {
           // A delta channel: named as one, counted as one by the loop, or seeded by a snapshot.
           const isDelta =
             options.deltaChannels?.includes(channel) || counters.includes(channel) || isDeltaSnapshot(entry.seed);
-          if (isDelta) values[channel] = replay(entry.seed, entry.writes);
+          if (isDelta) values[channel] = replayDelta(entry.seed, entry.writes);
         }
       }
       for (const channel of Object.keys(values)) if (!options.internal && isInternal(channel)) delete values[channel];
@@ -247,6 +139,11 @@ export const pageApi: PageApi = {
           channel,
           toData(value) ?? null,
         ]),
+        next: nextNodes(tuple.checkpoint),
+        interrupts: (tuple.pendingWrites ?? [])
+          .filter(([, channel]) => channel === "__interrupt__")
+          .flatMap(([, , value]) => (Array.isArray(value) ? value : [value]))
+          .map((item) => toData(item) as { value: unknown; id?: string }),
       };
       const parent: unknown = tuple.parentConfig?.configurable?.checkpoint_id;
       if (typeof parent === "string") state.parentCheckpointId = parent;
@@ -254,40 +151,62 @@ export const pageApi: PageApi = {
     });
   },
 
+  async activity(threadId, options) {
+    // The lock first: a run that ends between the two reads is then seen with its last checkpoint.
+    const running = await isThreadRunning(threadId, { dbName: options.dbName });
+    const names = typeof indexedDB.databases === "function" ? await indexedDB.databases() : undefined;
+    if (names && !names.some((db) => db.name === options.dbName)) return { running };
+    const checkpointId = await withSaver(options.dbName, async (saver) => {
+      const tuple = await saver.getTuple({
+        configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
+      });
+      return tuple?.checkpoint.id;
+    });
+    return checkpointId === undefined ? { running } : { running, checkpointId };
+  },
+
+  async count(threadId, options) {
+    await requireDatabase("toHaveCheckpointCount", options.dbName);
+    return withSaver(options.dbName, async (saver) => {
+      let count = 0;
+      for await (const _ of saver.list({
+        configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
+      }))
+        count++;
+      return count;
+    });
+  },
+
+  async threads(options) {
+    await requireDatabase("snapshot", options.dbName);
+    return withSaver(options.dbName, async (saver) => {
+      const ids: string[] = [];
+      for await (const thread of saver.listThreads()) ids.push(thread.threadId);
+      return ids;
+    });
+  },
+
+  async exportThread(threadId, options) {
+    await requireDatabase("exportThreadFromPage", options.dbName);
+    return withSaver(options.dbName, async (saver) => toBase64(await saver.exportThread(threadId, { as: "bytes" })));
+  },
+
   async clear(options) {
     await requireDatabase("clearThreads", options.dbName);
     if (options.deleteDatabase) {
-      await new Promise<void>((resolve, reject) => {
-        const request = indexedDB.deleteDatabase(options.dbName);
-        const timer = setTimeout(
-          () =>
-            reject(
-              new DatabaseBlockedError(
-                `clearThreads: deleting database "${options.dbName}" is blocked by an open connection that does not close on versionchange.`,
-              ),
-            ),
-          10_000,
-        );
-        request.onsuccess = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        request.onerror = () => {
-          clearTimeout(timer);
-          reject(request.error);
-        };
-      });
-      return [];
+      const forgotten = await deleteSaverDatabase(options.dbName);
+      return { threadIds: [], ...forgotten };
     }
-    return withSaver(options.dbName, async (saver) => {
-      let threadIds = options.threadIds;
-      if (!threadIds) {
-        threadIds = [];
-        for await (const thread of saver.listThreads()) threadIds.push(thread.threadId);
+    const threadIds = await withSaver(options.dbName, async (saver) => {
+      let ids = options.threadIds;
+      if (!ids) {
+        ids = [];
+        for await (const thread of saver.listThreads()) ids.push(thread.threadId);
       }
-      for (const threadId of threadIds) await saver.deleteThread(threadId);
-      return threadIds;
+      for (const threadId of ids) await saver.deleteThread(threadId);
+      return ids;
     });
+    return { threadIds, marker: false, journalFiles: 0 };
   },
 };
 

@@ -9,8 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clearThreads, readThreadState, seedThread } from "../../src/playwright.js";
-import { exportThread } from "../../src/portable/index.js";
+import { isBaseMessage } from "@langchain/core/messages";
+import {
+  clearThreads,
+  exportThreadFromPage,
+  readThreadState,
+  seedThread,
+  waitForCheckpoint,
+  waitForThreadIdle,
+} from "../../src/playwright.js";
+import { exportThread, importThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
@@ -158,6 +166,54 @@ describe("seedThread, readThreadState and clearThreads", () => {
       await expect(seedThread(page, corrupt, { dbName: "app", threadId: "other" })).rejects.toThrow(/ThreadFileError/);
     } finally {
       await page.close();
+    }
+  }, 60_000);
+
+  it("exports a seeded thread from the page with its LangChain messages intact, and waits on it", async () => {
+    // The page script keeps LangChain records as plain data: what it writes and exports must still revive as classes.
+    const scenario = new Scenario();
+    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-export") });
+    await scenario.untilInterrupted(local, "t");
+    const expected = await scenario.graph(local).getState(config("t"));
+    const file = await exportThread(local, "t", { as: "bytes" });
+    await local.close();
+    await deleteDatabase(local.dbName);
+
+    const page = await browser.newPage();
+    const back = new IndexedDBSaver({ dbName: freshDbName("playwright-export-back") });
+    try {
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app", threadId: "seeded" });
+      const exported = await exportThreadFromPage(page, "seeded", { dbName: "app" });
+      await importThread(back, exported, { targetThreadId: "t" });
+      const state = await scenario.graph(back).getState(config("t"));
+      expect(state.values.messages.length).toBe(expected.values.messages.length);
+      expect(state.values.messages.every((m: unknown) => isBaseMessage(m))).toBe(true);
+      expect(state.values.messages.map((m: { toDict(): unknown }) => m.toDict())).toEqual(
+        expected.values.messages.map((m: { toDict(): unknown }) => m.toDict()),
+      );
+      expect(state.values.log).toEqual(expected.values.log);
+      await expect(exportThreadFromPage(page, "seeded", { dbName: "nope" })).rejects.toThrow(
+        /no IndexedDB database "nope"/,
+      );
+
+      // Nothing runs it in this page: idle at once, on its latest checkpoint; a predicate that holds returns that state.
+      const latest = (await readThreadState(page, "seeded", { dbName: "app" }))!;
+      expect(await waitForThreadIdle(page, "seeded", { dbName: "app", stableFor: 0 })).toBe(latest.checkpointId);
+      expect(latest.next.length + latest.interrupts.length).toBeGreaterThan(0);
+      const seen = await waitForCheckpoint(page, "seeded", (s) => s.interrupts.length > 0, { dbName: "app" });
+      expect(seen.checkpointId).toBe(latest.checkpointId);
+      // A run holding the thread's lock keeps it busy; the timeout says so.
+      await page.evaluate(() => {
+        void navigator.locks.request("langgraph-checkpoint-indexeddb:v1:app:run:seeded", () => new Promise(() => {}));
+      });
+      await expect(waitForThreadIdle(page, "seeded", { dbName: "app", timeout: 400 })).rejects.toThrow(
+        `waitForThreadIdle: thread "seeded" of database "app" was not idle after 400 ms: last seen, a run still held the thread (latest checkpoint ${latest.checkpointId})`,
+      );
+    } finally {
+      await page.close();
+      await back.close();
+      await deleteDatabase(back.dbName);
     }
   }, 60_000);
 });

@@ -1,0 +1,38 @@
+/**
+ * Playwright config of the example: the app on Vite, a setup project that
+ * records a conversation through the app and saves it as a storage state,
+ * and the tests, in Debian's Chromium (Playwright cannot download its own
+ * browsers on these machines). `npm run test:examples` runs it.
+ */
+import { defineConfig } from "@playwright/test";
+import { chromiumArgs, chromiumPath } from "../../test/support/chromium.mjs";
+
+const port = Number(process.env.EXAMPLE_PORT ?? 41873);
+/** The streaming proof's runs: a few in `npm test`, 50 in `npm run test:full`. */
+export const STREAM_RUNS = Number(process.env.STREAM_RUNS ?? 3);
+
+export default defineConfig({
+  testDir: "tests",
+  outputDir: "../../test-results/example-playwright",
+  fullyParallel: false,
+  workers: 1,
+  reporter: process.env.CI ? "dot" : "list",
+  timeout: 60_000,
+  expect: { timeout: 5_000 },
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
+  },
+  webServer: {
+    // A production build: a dev server makes each new context load hundreds of modules (12-15 s here).
+    command: `npx vite build --config vite.config.ts && npx vite preview --config vite.config.ts --host 127.0.0.1 --port ${port} --strictPort`,
+    cwd: import.meta.dirname,
+    url: `http://127.0.0.1:${port}/`,
+    reuseExistingServer: false,
+    timeout: 60_000,
+  },
+  projects: [
+    { name: "setup", testMatch: /.*\.setup\.ts/ },
+    { name: "chromium", testMatch: /.*\.spec\.ts/, dependencies: ["setup"] },
+  ],
+});

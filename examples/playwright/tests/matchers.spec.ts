@@ -1,0 +1,60 @@
+/** Every matcher fails with a message that says what it saw. */
+import { stripVTControlCharacters } from "node:util";
+import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
+
+const { expect } = test;
+test.use({ langgraphOptions: { dbName: "example-app" } });
+
+/** The message of the error `assertion` fails with. */
+async function failure(assertion: Promise<unknown>): Promise<string> {
+  const error = await assertion.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error, "the assertion should have failed").toBeInstanceOf(Error);
+  // Strip the terminal colours of the diff.
+  return stripVTControlCharacters((error as Error).message);
+}
+
+test("wrong expectations fail with readable messages", async ({ page, langgraph }) => {
+  await page.goto("/");
+  await page.getByTestId("composer").fill("hi");
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("t1");
+  const options = { dbName: "example-app", timeout: 300 };
+
+  const messages = await failure(expect(page).toHaveThreadMessages("t1", ["hi", "You said: bye"], options));
+  expect(messages).toContain('Messages of thread "t1" of database "example-app" (- expected, + received)');
+  expect(messages).toContain('- ai: "You said: bye"');
+  expect(messages).toContain('+ ai: "You said: hi"');
+  expect(messages).toContain("Retried for 300 ms.");
+
+  const count = await failure(expect(page).toHaveCheckpointCount("t1", 7, options));
+  expect(count).toContain('Checkpoints of thread "t1" of database "example-app":');
+  expect(count).toMatch(/Expected: 7\s+Received: 3/);
+
+  const interrupted = await failure(expect(page).toBeInterruptedAt("t1", "save", options));
+  expect(interrupted).toContain('to be interrupted at "save"');
+  expect(interrupted).toContain("Received: not interrupted: the run has finished (with no node due");
+
+  const missing = await failure(expect(page).toHaveThreadMessages("nope", [], options));
+  expect(missing).toContain('thread "nope" of database "example-app" has no checkpoint.');
+
+  const wrongDb = await failure(expect(page).toHaveCheckpointCount("t1", 3, { ...options, dbName: "other" }));
+  expect(wrongDb).toContain('no IndexedDB database "other"; it has "example-app"');
+});
+
+test("the waits time out saying what they saw last", async ({ page, langgraph }) => {
+  await page.goto("/");
+  await page.getByTestId("composer").fill("hi");
+  await page.getByTestId("send").click();
+  const idle = await langgraph.waitForIdle("t1");
+  const since = await failure(langgraph.waitForIdle("t1", { since: idle, timeout: 300 }));
+  expect(since).toContain(`waitForThreadIdle: thread "t1" of database "example-app" was not idle after 300 ms`);
+  expect(since).toContain(`its latest checkpoint was still ${idle} (the one given as since)`);
+  const never = await failure(
+    langgraph.waitForCheckpoint("t1", (state) => (state.values.messages as unknown[]).length === 4, { timeout: 300 }),
+  );
+  expect(never).toContain('waitForCheckpoint: no checkpoint of thread "t1" in database "example-app" passed');
+  expect(never).toContain('"content": "You said: hi"');
+});

@@ -1,0 +1,27 @@
+/**
+ * The setup project: records a conversation through the app once, keeps it
+ * as an `.lgthread` export, and saves a storage state with it seeded under
+ * the thread id "seeded", for tests that start from it with
+ * `test.use({ storageState })`.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { langgraphTest as setup } from "langgraph-checkpoint-indexeddb/playwright";
+import { RECORDED_THREAD, SEEDED_STATE } from "./paths.js";
+
+setup.use({ langgraphOptions: { dbName: "example-app", cleanup: false } });
+
+setup("record a conversation and save it as a storage state", async ({ page, langgraph }) => {
+  await page.goto("/?thread=recorded");
+  await page.getByTestId("composer").fill("hello there");
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("recorded");
+  const file = await langgraph.exportThread("recorded");
+  await mkdir(dirname(RECORDED_THREAD), { recursive: true });
+  await writeFile(RECORDED_THREAD, file);
+
+  await langgraph.clear({ deleteDatabase: true });
+  await page.reload();
+  await langgraph.seed(RECORDED_THREAD, { threadId: "seeded" });
+  await page.context().storageState({ path: SEEDED_STATE, indexedDB: true });
+});

@@ -1,0 +1,72 @@
+/**
+ * Forgetting a database's traces outside IndexedDB: its wipe marker and its
+ * OPFS journal. Deleting the database alone leaves both behind, and the next
+ * saver on that name then finds a database "recreated empty after holding
+ * data" and reports it wiped (or, with `onWipe: "throw"`, fails every call),
+ * or restores the deleted rows from the journal.
+ */
+import { JOURNAL_DIRECTORY, journalFiles } from "./opfs-backend.js";
+import { markerName } from "./wipe-marker.js";
+
+/** What {@link forgetDatabaseTraces} removed. */
+export interface ForgottenTraces {
+  /** The wipe marker was there (OPFS file or `localStorage` entry) and is gone. */
+  marker: boolean;
+  /** Journal files removed. */
+  journalFiles: number;
+}
+
+/**
+ * Removes the wipe marker and the OPFS journal of `dbName`. Call it once the
+ * database itself is deleted. A journal still held open by a saver (its
+ * worker owns the files) cannot be removed: that is an error naming it, since
+ * the journal would otherwise bring the deleted rows back.
+ */
+export async function forgetDatabaseTraces(dbName: string): Promise<ForgottenTraces> {
+  const forgotten: ForgottenTraces = { marker: false, journalFiles: 0 };
+  const name = markerName(dbName);
+  try {
+    const local = (globalThis as { localStorage?: Storage }).localStorage;
+    if (local?.getItem(name) !== null && local?.getItem(name) !== undefined) {
+      local.removeItem(name);
+      forgotten.marker = true;
+    }
+  } catch {
+    // No localStorage here (opaque origin, some workers): no marker there either.
+  }
+  const storage = (
+    globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }
+  ).navigator?.storage;
+  if (typeof storage?.getDirectory !== "function") return forgotten;
+  let root: FileSystemDirectoryHandle;
+  try {
+    root = await storage.getDirectory();
+  } catch {
+    return forgotten; // OPFS refused (some private modes): nothing was written there.
+  }
+  if (await removeIfPresent(root, name)) forgotten.marker = true;
+  let folder: FileSystemDirectoryHandle;
+  try {
+    folder = await root.getDirectoryHandle(JOURNAL_DIRECTORY);
+  } catch {
+    return forgotten;
+  }
+  for (const file of journalFiles(dbName)) {
+    if (await removeIfPresent(folder, file)) forgotten.journalFiles++;
+  }
+  return forgotten;
+}
+
+/** Removes `name` from `folder`; false when it was not there. */
+async function removeIfPresent(folder: FileSystemDirectoryHandle, name: string): Promise<boolean> {
+  try {
+    await folder.removeEntry(name);
+    return true;
+  } catch (error) {
+    if (error instanceof DOMException && error.name === "NotFoundError") return false;
+    throw new Error(
+      `Could not remove ${JSON.stringify(name)} from the Origin Private File System: ${error instanceof Error ? error.message : String(error)}. A saver with journal: "opfs" may still hold it open; close that saver (or reload the page) first.`,
+      { cause: error },
+    );
+  }
+}

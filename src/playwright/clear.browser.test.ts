@@ -1,0 +1,75 @@
+/**
+ * Clearing a database from a test leaves the app healthy: in real Chromium,
+ * the page API's `clear({ deleteDatabase })` also removes the wipe marker and
+ * the OPFS journal, so the app's next saver reports nothing "wiped", does not
+ * fail with `onWipe: "throw"`, and restores nothing from a journal. A plain
+ * `indexedDB.deleteDatabase` is the control: it leaves the app "wiped".
+ */
+import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import { describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "../saver/index.js";
+import { pageApi } from "./page.js";
+
+const unique = () => `playwright-clear-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** Writes one checkpoint of thread "t" (which sets the wipe marker) and closes. */
+async function writeOne(dbName: string, journal: "off" | "opfs" = "off"): Promise<void> {
+  const saver = new IndexedDBSaver({ dbName, journal });
+  await saver.put(
+    { configurable: { thread_id: "t", checkpoint_ns: "" } },
+    emptyCheckpoint(),
+    {
+      source: "input",
+      step: -1,
+      parents: {},
+    },
+    {},
+  );
+  // The marker is written after the commit, without being awaited by put.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await saver.close();
+}
+
+function rawDelete(name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(name);
+    request.onsuccess = () => resolve();
+    request.onerror = () => reject(request.error);
+  });
+}
+
+describe("clear with deleteDatabase", () => {
+  it("removes the wipe marker: the app's next open is not reported wiped (a raw delete is)", async () => {
+    const control = unique();
+    await writeOne(control);
+    await rawDelete(control);
+    const stale = new IndexedDBSaver({ dbName: control });
+    expect((await stale.recovery()).kind).toBe("wiped");
+    await stale.close();
+    await pageApi.clear({ dbName: control, deleteDatabase: true });
+
+    const dbName = unique();
+    await writeOne(dbName);
+    const result = await pageApi.clear({ dbName, deleteDatabase: true });
+    expect(result).toEqual({ threadIds: [], marker: true, journalFiles: 0 });
+    const app = new IndexedDBSaver({ dbName, onWipe: "throw" });
+    expect((await app.recovery()).kind).toBe("ok");
+    expect(await app.getTuple({ configurable: { thread_id: "t" } })).toBeUndefined();
+    await app.close();
+    await pageApi.clear({ dbName, deleteDatabase: true });
+  });
+
+  it("removes the OPFS journal: nothing deleted comes back from it", async () => {
+    const dbName = unique();
+    await writeOne(dbName, "opfs");
+    const result = await pageApi.clear({ dbName, deleteDatabase: true });
+    expect(result.marker).toBe(true);
+    expect(result.journalFiles).toBeGreaterThanOrEqual(2);
+    const app = new IndexedDBSaver({ dbName, journal: "opfs", onWipe: "throw" });
+    const report = await app.recovery();
+    expect(report).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect(await app.getTuple({ configurable: { thread_id: "t" } })).toBeUndefined();
+    await app.close();
+    await pageApi.clear({ dbName, deleteDatabase: true });
+  });
+});

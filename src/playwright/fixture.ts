@@ -1,0 +1,173 @@
+/**
+ * `langgraphTest`: Playwright Test's `test`, extended with a `langgraph`
+ * object bound to the test's page and the app's database, and an `expect`
+ * that has the thread matchers. Options come from `test.use({ langgraphOptions })`.
+ * After each test the database is deleted with its wipe marker and journal,
+ * so the next test (or a reused context) starts from nothing.
+ */
+import {
+  test as base,
+  expect as baseExpect,
+  type Page,
+  type PlaywrightTestArgs,
+  type PlaywrightTestOptions,
+  type PlaywrightWorkerArgs,
+  type PlaywrightWorkerOptions,
+  type TestType,
+} from "@playwright/test";
+import { threadMatchers } from "./matchers.js";
+import type { PageThreadState, SeededThread } from "./protocol.js";
+import {
+  DEFAULT_PAGE_DB_NAME,
+  clearThreads,
+  exportThreadFromPage,
+  readThreadState,
+  seedThread,
+  type ReadThreadStateOptions,
+  type SeedThreadOptions,
+  type ThreadFileInput,
+} from "./threads.js";
+import { callPage } from "./inject.js";
+import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
+
+/** Options of the `langgraph` fixture, set with `test.use({ langgraphOptions: { … } })`. */
+export interface LanggraphOptions {
+  /** The `dbName` the app gives its IndexedDBSaver; default `"langgraph"`. */
+  dbName?: string;
+  /**
+   * After each test: `"database"` (default) deletes the database with its
+   * wipe marker and journal; `"threads"` deletes its threads only; `false`
+   * keeps everything (for a test that saves a storage state).
+   */
+  cleanup?: "database" | "threads" | false;
+}
+
+/** Every thread of a database as exports, from `langgraph.snapshot()`. */
+export interface ThreadsSnapshot {
+  /** The database it was taken from. */
+  dbName: string;
+  /** Thread id to `.lgthread` bytes. */
+  threads: Map<string, Uint8Array>;
+}
+
+/** What a test gets as `langgraph`: the helpers, bound to its page and database. */
+export interface LanggraphFixture {
+  /** The page the helpers act on (the test's `page`). */
+  readonly page: Page;
+  /** The database they use. */
+  readonly dbName: string;
+  /** {@link seedThread} into this database. */
+  seed(file: ThreadFileInput, options?: Omit<SeedThreadOptions, "dbName">): Promise<SeededThread>;
+  /** {@link readThreadState} of this database. */
+  read(threadId: string, options?: Omit<ReadThreadStateOptions, "dbName">): Promise<PageThreadState | undefined>;
+  /** Deletes threads (all by default), or the database with its marker and journal (`{ deleteDatabase: true }`). */
+  clear(options?: { threadIds?: string[]; deleteDatabase?: boolean }): Promise<void>;
+  /** {@link waitForThreadIdle} on this database. */
+  waitForIdle(threadId: string, options?: Omit<WaitForThreadIdleOptions, "dbName">): Promise<string>;
+  /** {@link waitForCheckpoint} on this database. */
+  waitForCheckpoint(
+    threadId: string,
+    predicate: (state: PageThreadState) => boolean,
+    options?: Omit<WaitOptions, "dbName">,
+  ): Promise<PageThreadState>;
+  /** {@link exportThreadFromPage} from this database. */
+  exportThread(threadId: string): Promise<Uint8Array>;
+  /** Every thread of the database, exported. */
+  snapshot(): Promise<ThreadsSnapshot>;
+  /** Replaces the database's threads with those of a snapshot. */
+  restore(snapshot: ThreadsSnapshot): Promise<void>;
+}
+
+/** True when the page has an origin with IndexedDB (it has navigated to the app). */
+async function hasOrigin(page: Page): Promise<boolean> {
+  if (page.isClosed()) return false;
+  return page.evaluate(() => typeof indexedDB !== "undefined" && location.origin !== "null").catch(() => false);
+}
+
+/** The helpers bound to `page` and `dbName`. */
+function bind(page: Page, dbName: string): LanggraphFixture {
+  const databaseExists = () =>
+    page.evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName);
+  return {
+    page,
+    dbName,
+    seed: (file, options) => seedThread(page, file, { ...options, dbName }),
+    read: (threadId, options) => readThreadState(page, threadId, { ...options, dbName }),
+    clear: async (options) => {
+      await clearThreads(page, { ...options, dbName });
+    },
+    waitForIdle: (threadId, options) => waitForThreadIdle(page, threadId, { ...options, dbName }),
+    waitForCheckpoint: (threadId, predicate, options) =>
+      waitForCheckpoint(page, threadId, predicate, { ...options, dbName }),
+    exportThread: (threadId) => exportThreadFromPage(page, threadId, { dbName }),
+    snapshot: async () => {
+      const threads = new Map<string, Uint8Array>();
+      if (!(await databaseExists())) return { dbName, threads };
+      for (const threadId of await callPage(page, "snapshot", "threads", { dbName })) {
+        threads.set(threadId, await exportThreadFromPage(page, threadId, { dbName }));
+      }
+      return { dbName, threads };
+    },
+    restore: async (snapshot) => {
+      if (await databaseExists()) await clearThreads(page, { dbName });
+      for (const [threadId, file] of snapshot.threads) await seedThread(page, file, { dbName, threadId });
+    },
+  };
+}
+
+/** The fixtures `langgraphTest` adds. */
+export interface LanggraphTestFixtures {
+  /** The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`). */
+  langgraphOptions: LanggraphOptions;
+  /** The helpers, bound to the test's page. */
+  langgraph: LanggraphFixture;
+}
+
+const extended = base.extend<LanggraphTestFixtures>({
+  langgraphOptions: [{}, { option: true }],
+  langgraph: async ({ page, langgraphOptions }, use) => {
+    const dbName = langgraphOptions.dbName ?? DEFAULT_PAGE_DB_NAME;
+    const fixture = bind(page, dbName);
+    await use(fixture);
+    const cleanup = langgraphOptions.cleanup ?? "database";
+    if (cleanup === false || !(await hasOrigin(page))) return;
+    const exists = await page
+      .evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName)
+      .catch(() => false);
+    // Also when the database is gone: its wipe marker may not be.
+    if (cleanup === "database" || !exists)
+      await clearThreads(page, { dbName, deleteDatabase: true }).catch(() => undefined);
+    else await clearThreads(page, { dbName });
+  },
+});
+
+/** Playwright's `expect` with the thread matchers. */
+const expectWithMatchers = baseExpect.extend(threadMatchers);
+
+/** The type of {@link langgraphTest}: Playwright's `test` with the fixtures, whose `expect` has the matchers. */
+export interface LanggraphTestType extends TestType<
+  PlaywrightTestArgs & PlaywrightTestOptions & LanggraphTestFixtures,
+  PlaywrightWorkerArgs & PlaywrightWorkerOptions
+> {
+  /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
+  expect: typeof expectWithMatchers;
+}
+
+/**
+ * Playwright Test's `test` with the `langgraph` fixture; extend it again
+ * with `langgraphTest.extend({ … })`. Its `expect` (`langgraphTest.expect`)
+ * has `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`.
+ *
+ * @example
+ * ```ts
+ * import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
+ * const { expect } = test;
+ * test.use({ langgraphOptions: { dbName: "my-app" } });
+ * test("answers", async ({ page, langgraph }) => {
+ *   await page.goto("/");
+ *   await langgraph.seed("fixtures/chat.lgthread", { threadId: "t1" });
+ *   await expect(page).toHaveThreadMessages("t1", ["hi", /You said/], { dbName: "my-app" });
+ * });
+ * ```
+ */
+export const langgraphTest: LanggraphTestType = Object.assign(extended, { expect: expectWithMatchers });

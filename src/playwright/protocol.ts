@@ -1,0 +1,103 @@
+/**
+ * What the Node side of `./playwright` and the script it injects into pages
+ * share: the global the page API lives under and the shapes that cross
+ * `page.evaluate`. Types and one constant only, so the Node side never loads
+ * the page code.
+ */
+import type { IfThreadExists } from "../portable/index.js";
+
+/**
+ * The global the page API lives under. Versioned: a helper never uses a
+ * script injected by another release with a different API.
+ */
+export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v2";
+
+/** What seeding a thread reports. */
+export interface SeededThread {
+  /** The thread written. */
+  threadId: string;
+  /** Checkpoints written. */
+  checkpoints: number;
+  /** Channel values written. */
+  blobs: number;
+  /** Pending writes written. */
+  writes: number;
+  /** The saver the file came from. */
+  source: string;
+}
+
+/** A thread's latest checkpoint as JSON-able data. */
+export interface PageThreadState {
+  /** The thread. */
+  threadId: string;
+  /** Its namespace (`""`: the root graph). */
+  checkpointNs: string;
+  /** The latest checkpoint's id. */
+  checkpointId: string;
+  /** The checkpoint it follows. */
+  parentCheckpointId?: string;
+  /** The checkpoint's timestamp (ISO 8601). */
+  createdAt: string;
+  /**
+   * Channel values: delta channels (`MessagesDeltaValue`) rebuilt from their
+   * history, LangGraph's internal channels left out unless `internal: true`.
+   * Messages become `{ type, content, id?, name?, tool_calls?, tool_call_id?, additional_kwargs? }`.
+   */
+  values: Record<string, unknown>;
+  /** The checkpoint's metadata (`source`, `step`, `run_id`, …). */
+  metadata: Record<string, unknown>;
+  /** Pending writes of the checkpoint: `[taskId, channel, value]`. */
+  pendingWrites: [string, string, unknown][];
+  /**
+   * The nodes due to run next: those whose `branch:to:<node>` channel has a
+   * version the node has not seen. An interrupted run is paused before them.
+   */
+  next: string[];
+  /** The interrupts pending on the checkpoint (`__interrupt__` writes): `{ value, id? }` each. */
+  interrupts: { value: unknown; id?: string }[];
+}
+
+/** Options every page call takes. */
+export interface PageDbOptions {
+  /** The IndexedDBSaver database name. */
+  dbName: string;
+}
+
+/** Options of reading a thread in the page. */
+export interface PageReadOptions extends PageDbOptions {
+  checkpointNs?: string;
+  internal?: boolean;
+  deltaChannels?: string[];
+}
+
+/** Whether a thread is busy, as the page sees it. */
+export interface PageThreadActivity {
+  /** A run holds the thread's lock (`isThreadRunning`). */
+  running: boolean;
+  /** The latest committed checkpoint's id, if any. */
+  checkpointId?: string;
+}
+
+/** What clearing a database reports. */
+export interface PageClearResult {
+  /** Threads deleted (empty when the database was deleted). */
+  threadIds: string[];
+  /** The wipe marker was removed with the database. */
+  marker: boolean;
+  /** OPFS journal files removed with the database. */
+  journalFiles: number;
+}
+
+/** The functions the injected script installs in the page. */
+export interface PageApi {
+  seed(
+    base64: string,
+    options: PageDbOptions & { threadId?: string; ifExists?: IfThreadExists },
+  ): Promise<SeededThread>;
+  read(threadId: string, options: PageReadOptions): Promise<PageThreadState | null>;
+  activity(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<PageThreadActivity>;
+  exportThread(threadId: string, options: PageDbOptions): Promise<string>;
+  count(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<number>;
+  threads(options: PageDbOptions): Promise<string[]>;
+  clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<PageClearResult>;
+}

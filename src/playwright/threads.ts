@@ -1,0 +1,141 @@
+/**
+ * Seeding, reading, exporting and clearing threads in a page's database:
+ * the Node side of the page API.
+ */
+import type { Page } from "playwright";
+import type { IfThreadExists } from "../portable/index.js";
+import { fromBase64, toBase64 } from "../core/bytes.js";
+import { callPage } from "./inject.js";
+import type { PageThreadState, SeededThread } from "./protocol.js";
+
+/** The `dbName` an IndexedDBSaver uses when given none. */
+export const DEFAULT_PAGE_DB_NAME = "langgraph";
+
+/** Which database: the `dbName` the app gives its `IndexedDBSaver`. */
+export interface PageDatabaseOptions {
+  /** Default `"langgraph"`, IndexedDBSaver's default. */
+  dbName?: string;
+}
+
+/** Options of {@link seedThread}. */
+export interface SeedThreadOptions extends PageDatabaseOptions {
+  /** Seed under this thread id instead of the file's. */
+  threadId?: string;
+  /** When the thread already exists in the page: `"error"` (default), `"replace"` or `"merge"`. */
+  ifExists?: IfThreadExists;
+}
+
+/** Options of {@link readThreadState}. */
+export interface ReadThreadStateOptions extends PageDatabaseOptions {
+  /** Read a subgraph's namespace instead of the root graph (`""`). */
+  checkpointNs?: string;
+  /** Keep LangGraph's internal channels (`__start__`, `branch:to:…`). Default false. */
+  internal?: boolean;
+  /**
+   * Channels to rebuild from their write history when absent from the
+   * checkpoint. Delta channels are found by themselves (the loop's
+   * `counters_since_delta_snapshot`, or a `DeltaSnapshot` seed); name them here
+   * if a thread has none of those yet.
+   */
+  deltaChannels?: string[];
+}
+
+/** Options of {@link clearThreads}. */
+export interface ClearThreadsOptions extends PageDatabaseOptions {
+  /** Only these threads. Default: every thread in the database. */
+  threadIds?: string[];
+  /**
+   * Delete the whole database instead (`indexedDB.deleteDatabase`), with its
+   * wipe marker and OPFS journal, so that the app's next open finds a new
+   * database and reports nothing "wiped". The app's open connection must
+   * close on `versionchange`, as IndexedDBSaver's does.
+   */
+  deleteDatabase?: boolean;
+}
+
+/** An exported thread, or the path of a file holding one. */
+export type ThreadFileInput = Uint8Array | ArrayBuffer | Blob | string;
+
+/** The file's bytes (a path is read from disk). */
+export async function fileBytes(file: ThreadFileInput): Promise<Uint8Array> {
+  if (typeof file === "string") {
+    const fs = (await import("node:fs/promises" as string)) as { readFile(path: string): Promise<Uint8Array> };
+    return new Uint8Array(await fs.readFile(file));
+  }
+  if (file instanceof Uint8Array) return file;
+  if (file instanceof ArrayBuffer) return new Uint8Array(file);
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+/**
+ * Imports an exported thread (from `exportThread`, {@link exportThreadFromPage},
+ * or a saved `.lgthread` file) into the page's IndexedDBSaver database.
+ *
+ * @param page A Playwright page at the app's origin.
+ * @param file The export as bytes or a Blob, or a file path.
+ * @returns The thread id written and the counts.
+ */
+export async function seedThread(
+  page: Page,
+  file: ThreadFileInput,
+  options: SeedThreadOptions = {},
+): Promise<SeededThread> {
+  const base64 = toBase64(await fileBytes(file));
+  return callPage(page, "seedThread", "seed", base64, {
+    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    threadId: options.threadId,
+    ifExists: options.ifExists,
+  });
+}
+
+/**
+ * The latest checkpoint of a thread in the page, as JSON-able data: channel
+ * values (delta channels rebuilt), metadata, pending writes; or `undefined`
+ * when the thread has no checkpoint there. A database the page does not have
+ * is an error that lists the ones it has (a wrong `dbName`), not an empty answer.
+ */
+export async function readThreadState(
+  page: Page,
+  threadId: string,
+  options: ReadThreadStateOptions = {},
+): Promise<PageThreadState | undefined> {
+  const state = await callPage(page, "readThreadState", "read", threadId, {
+    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    checkpointNs: options.checkpointNs,
+    internal: options.internal,
+    deltaChannels: options.deltaChannels,
+  });
+  return state ?? undefined;
+}
+
+/**
+ * A thread of the page's database as an `.lgthread` export (the bytes
+ * `saver.exportThread` gives): record a conversation once through the app,
+ * save the bytes as a fixture, and {@link seedThread} it in later tests.
+ */
+export async function exportThreadFromPage(
+  page: Page,
+  threadId: string,
+  options: PageDatabaseOptions = {},
+): Promise<Uint8Array> {
+  const base64 = await callPage(page, "exportThreadFromPage", "exportThread", threadId, {
+    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+  });
+  return fromBase64(base64);
+}
+
+/**
+ * Deletes threads from the page's database (every thread by default), or the
+ * whole database with its wipe marker and journal (`deleteDatabase: true`).
+ * A database the page does not have is an error that lists the ones it has.
+ *
+ * @returns The thread ids deleted (empty when the database was deleted).
+ */
+export async function clearThreads(page: Page, options: ClearThreadsOptions = {}): Promise<string[]> {
+  const result = await callPage(page, "clearThreads", "clear", {
+    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    threadIds: options.threadIds,
+    deleteDatabase: options.deleteDatabase,
+  });
+  return result.threadIds;
+}
