@@ -80,6 +80,9 @@ declare module "fastify" {
   }
 }
 
+/** Largest body of `PUT /key`: a key record is a few hundred bytes. */
+const KEY_BODY_BYTES = 64 * 1024;
+
 /** A body as MessagePack. */
 function send(reply: FastifyReply, body: unknown): FastifyReply {
   return reply.type(SYNC_MEDIA_TYPE).send(Buffer.from(encodeBody(body)));
@@ -186,27 +189,30 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 
-  // Every other route needs a user.
-  const authenticated = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  // Every other route needs a user, known from the headers alone before a
+  // byte of the body is read (onRequest runs before parsing): a stranger's
+  // body costs the server nothing but the bytes it discards.
+  const authenticated = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const header = request.headers.authorization;
     const match = typeof header === "string" ? /^Bearer (\S+)$/.exec(header) : null;
     const userId = match ? await options.authenticate(match[1]!) : undefined;
     if (typeof userId !== "string" || userId.length === 0) {
-      await reply
+      // Returning the reply ends the request here: no parsing, no handler.
+      return reply
         .code(401)
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
-      return;
     }
     request.userId = userId;
+    return undefined;
   };
 
-  app.get(`${SYNC_PATH}/hello`, { preHandler: authenticated }, async (request, reply) =>
+  app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) =>
     send(reply, await hello(pool, request.userId)),
   );
-  app.get(`${SYNC_PATH}/threads`, { preHandler: authenticated }, async (request, reply) =>
+  app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) =>
     send(reply, await threads(pool, request.userId)),
   );
-  app.get(`${SYNC_PATH}/pull`, { preHandler: authenticated }, async (request, reply) => {
+  app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const since = intParam(query.since, "since", 0, Number.MAX_SAFE_INTEGER);
     const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
@@ -221,10 +227,10 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       await pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined),
     );
   });
-  app.post(`${SYNC_PATH}/push`, { preHandler: authenticated }, async (request, reply) => {
+  app.post(`${SYNC_PATH}/push`, { onRequest: authenticated }, async (request, reply) => {
     return send(reply, await push(pool, request.userId, parsePushRequest(request.body)));
   });
-  app.put(`${SYNC_PATH}/key`, { preHandler: authenticated }, async (request, reply) => {
+  app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
     const { keyRecord } = parseKeyRequest(request.body);
     return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.userId, keyRecord) });
   });

@@ -139,25 +139,35 @@ export function push(pool: Pool, userId: string, request: PushRequest): Promise<
     const order = live
       .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
-    seq = await assignSeq(client, userId, seq, order, request.device);
+    seq = await assignSeq(client, userId, seq, order, request.device, live);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq };
   });
 }
 
-/** Gives the changed checkpoints (keys from {@link cpKey}) the next sequence numbers, in order; returns the new last one. */
+/**
+ * Gives the changed checkpoints (keys from {@link cpKey}) the next sequence
+ * numbers, in order, and returns the new last one. Each row's `origin`
+ * becomes the pushing device only where that device now holds all of it:
+ * pulls skip a device's own rows, and a row that also holds another
+ * device's writes, which this push did not carry, must still reach it.
+ * (Kept per row, the last pusher alone would hide those writes from it for
+ * good.)
+ */
 async function assignSeq(
   client: PoolClient,
   userId: string,
   seq: number,
   order: string[],
   device: string | undefined,
+  pushed: readonly WireCheckpoint[],
 ): Promise<number> {
   if (order.length === 0) return seq;
   const parts = order.map((key) => key.split("\u0000"));
+  const foreign = device === undefined ? new Set<string>() : await heldBeyond(client, userId, parts, pushed);
   await client.query(
-    `UPDATE lgsync_checkpoints SET seq = x.s, origin = $6
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
+    `UPDATE lgsync_checkpoints SET seq = x.s, origin = x.o
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS x(t, n, c, s, o)
      WHERE user_id = $1 AND thread_id = x.t AND checkpoint_ns = x.n AND checkpoint_id = x.c`,
     [
       userId,
@@ -165,10 +175,47 @@ async function assignSeq(
       parts.map((p) => p[1]),
       parts.map((p) => p[2]),
       parts.map((_, i) => seq + 1 + i),
-      device ?? null,
+      order.map((key) => (foreign.has(key) ? null : (device ?? null))),
     ],
   );
   return seq + order.length;
+}
+
+/**
+ * The checkpoints among `parts` whose stored writes include one (by task id
+ * and idx) that `pushed` does not carry. Values need no comparing: a
+ * regular write keeps its first value on every side, and a special write
+ * just pushed replaced the stored one.
+ */
+async function heldBeyond(
+  client: PoolClient,
+  userId: string,
+  parts: string[][],
+  pushed: readonly WireCheckpoint[],
+): Promise<Set<string>> {
+  const carried = pushed.flatMap((c) =>
+    c.writes.map((w) => [c.thread_id, c.checkpoint_ns, c.checkpoint_id, w] as const),
+  );
+  const result = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
+    `SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
+     WHERE NOT EXISTS (
+       SELECT 1 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::int[]) AS p(t, n, c, task, idx)
+       WHERE p.t = w.thread_id AND p.n = w.checkpoint_ns AND p.c = w.checkpoint_id AND p.task = w.task_id AND p.idx = w.idx)`,
+    [
+      userId,
+      parts.map((p) => p[0]),
+      parts.map((p) => p[1]),
+      parts.map((p) => p[2]),
+      carried.map(([t]) => t),
+      carried.map(([, n]) => n),
+      carried.map(([, , c]) => c),
+      carried.map(([, , , w]) => w.task_id),
+      carried.map(([, , , w]) => w.idx),
+    ],
+  );
+  return new Set(result.rows.map((row) => cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)));
 }
 
 /**
@@ -195,18 +242,17 @@ export function addWrites(
     );
     const max = tombstone.rows[0]?.max_deleted_id;
     if (max !== undefined && target.checkpoint_id <= max) return;
-    const changed = await insertWrites(client, userId, [
-      {
-        ...target,
-        checkpoint: ["", new Uint8Array()],
-        metadata: ["", new Uint8Array()],
-        channel_versions: {},
-        blobs: [],
-        writes,
-      },
-    ]);
+    const bundle: WireCheckpoint = {
+      ...target,
+      checkpoint: ["", new Uint8Array()],
+      metadata: ["", new Uint8Array()],
+      channel_versions: {},
+      blobs: [],
+      writes,
+    };
+    const changed = await insertWrites(client, userId, [bundle]);
     if (changed.length === 0) return;
-    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device);
+    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device, [bundle]);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
   });
 }
