@@ -23,7 +23,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { hello, pull, threads } from "./reads.js";
-import { SyncHttpError, push, putKey } from "./store.js";
+import { SyncHttpError, isConnectionLost, push, putKey } from "./store.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -159,6 +159,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       const code = status === 413 ? "too_large" : status === 415 ? "unsupported_media_type" : "bad_request";
       const message = status === 415 ? `Send bodies as ${SYNC_MEDIA_TYPE}.` : error.message;
       return reply.code(status).send(errorBody(code, message));
+    }
+    if (isConnectionLost(error)) {
+      return reply
+        .code(503)
+        .header("retry-after", "1")
+        .send(errorBody("unavailable", "The sync server's database is unavailable; nothing was applied. Try again."));
     }
     request.log.error(error);
     return reply

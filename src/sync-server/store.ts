@@ -30,20 +30,49 @@ export class SyncHttpError extends Error {
   }
 }
 
-/** Runs `work` in a transaction on one pooled connection. */
+/**
+ * Runs `work` in a transaction on one pooled connection. A connection the
+ * database drops while it is checked out (a restart between two queries)
+ * emits `error` with no query to take it, and the pool listens only while a
+ * connection is idle: without a listener here that event would end the
+ * process. The broken connection is destroyed, not returned to the pool.
+ */
 export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on("error", onError);
   try {
     await client.query(begin);
     const result = await work(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    broken ??= isConnectionLost(error) ? (error as Error) : undefined;
+    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
+}
+
+/** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
+
+/**
+ * Whether `error` says the database went away or is not there yet (a
+ * restart, a failover, too many connections): the request was not applied,
+ * and the same request may succeed in a moment.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as Error & { code?: unknown }).code;
+  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
+    return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
 }
 
 /** A checkpoint's identity within a user. */
