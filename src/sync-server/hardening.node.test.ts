@@ -193,3 +193,97 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
     expect((await call("POST", "/push", token, encodeBody(request("x\ud83d\ude00")))).status).toBe(200);
   });
 });
+
+describe("sync server: what one user may store and ask for", () => {
+  let limited: SyncServer;
+  let limitedUrl: string;
+  beforeAll(async () => {
+    ({ server: limited, url: limitedUrl } = await startServer({
+      limits: { maxCheckpointBytes: 1024 * 1024, maxPushCheckpoints: 2, requestsPerMinute: 30 },
+    }));
+  }, 60_000);
+  afterAll(() => limited?.close(), 30_000);
+
+  const to = async (method: string, path: string, token: string, body?: unknown) => {
+    const response = await fetch(`${limitedUrl}/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
+      body: body === undefined ? undefined : (encodeBody(body) as Uint8Array<ArrayBuffer>),
+    });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const parsed = (response.headers.get("content-type") ?? "").startsWith(SYNC_MEDIA_TYPE)
+      ? decodeBody(bytes)
+      : JSON.parse(new TextDecoder().decode(bytes));
+    return {
+      status: response.status,
+      body: parsed as Record<string, unknown>,
+      bytes: bytes.length,
+      headers: response.headers,
+    };
+  };
+  const heavy = (threadId: string, task: string, size: number): WireCheckpoint => {
+    const checkpoint = bundle(threadId, [task]);
+    checkpoint.writes[0]!.value = ["msgpack", new Uint8Array(size)];
+    return checkpoint;
+  };
+  const pushOf = (...checkpoints: WireCheckpoint[]): PushRequest => ({
+    v: SYNC_PROTOCOL_VERSION,
+    checkpoints,
+    deletes: [],
+  });
+
+  it("refuses writes that would grow one checkpoint past its cap across pushes, applying nothing", async () => {
+    const { token } = newUser("cap");
+    expect((await to("POST", "/push", token, pushOf(heavy("t", "a", 600 * 1024)))).status).toBe(200);
+    const second = await to("POST", "/push", token, pushOf(heavy("t", "b", 600 * 1024)));
+    expect(second.status).toBe(413);
+    expect(second.body).toMatchObject({ error: { code: "checkpoint_too_large" } });
+    expect((second.body.error as { message: string }).message).toMatch(/over this server's limit of 1048576/);
+    const page = await to("GET", "/pull?since=0&limit=1", token);
+    expect(page.bytes).toBeLessThan(700 * 1024);
+  });
+
+  it("builds a pull page from stored sizes: no page past its budget, and every change arrives page by page", async () => {
+    const { token } = newUser("pages");
+    for (let i = 0; i < 6; i++) {
+      const a = heavy(`t${i}`, "a", 900 * 1024);
+      const b = heavy(`t${i}b`, "a", 900 * 1024);
+      expect((await to("POST", "/push", token, pushOf(a, b))).status).toBe(200);
+    }
+    const seen: string[] = [];
+    let since = 0;
+    for (let round = 0; round < 10; round++) {
+      const page = await to("GET", `/pull?since=${since}&limit=100`, token);
+      const body = page.body as unknown as PullResponse;
+      expect(page.bytes).toBeLessThanOrEqual(8 * 1024 * 1024);
+      for (const change of body.changes) if (change.kind === "checkpoint") seen.push(change.checkpoint.thread_id);
+      since = body.cursor;
+      if (!body.more) break;
+    }
+    expect(seen.sort()).toEqual(
+      Array.from({ length: 6 }, (_, i) => [`t${i}`, `t${i}b`])
+        .flat()
+        .sort(),
+    );
+  });
+
+  it("refuses a push of more checkpoints than the server takes at once", async () => {
+    const { token } = newUser("many");
+    const three = pushOf(bundle("a", []), bundle("b", []), bundle("c", []));
+    const refused = await to("POST", "/push", token, three);
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ error: { code: "too_many_checkpoints" } });
+  });
+
+  it("limits each user's requests a minute, with Retry-After, without touching another user", async () => {
+    const { token } = newUser("rate");
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await to("GET", "/hello", token)).status);
+    expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
+    const last = await to("GET", "/hello", token);
+    expect(last.status).toBe(429);
+    expect(last.body).toMatchObject({ error: { code: "rate_limited" } });
+    expect(Number(last.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await to("GET", "/hello", newUser("other").token)).status).toBe(200);
+  });
+});

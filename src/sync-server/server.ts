@@ -6,6 +6,7 @@
 /// <reference types="node" />
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import pg from "pg";
+import rateLimit from "@fastify/rate-limit";
 import {
   DEFAULT_MAX_BODY_BYTES,
   MAX_PULL_LIMIT,
@@ -23,7 +24,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { hello, pull, threads } from "./reads.js";
-import { SyncHttpError, isConnectionLost, push, putKey } from "./store.js";
+import { DEFAULT_STORE_LIMITS, SyncHttpError, isConnectionLost, push, putKey, type StoreLimits } from "./store.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -38,6 +39,8 @@ export interface SyncServerOptions {
   authenticate: (token: string) => string | undefined | Promise<string | undefined>;
   /** Largest request body accepted, in bytes (413 beyond). Default 16 MiB. */
   maxBodyBytes?: number;
+  /** What one user may store and ask for; each limit has a default. */
+  limits?: SyncServerLimits;
   /** Pool size when the server makes its own pool. Default 10. */
   maxConnections?: number;
   /** Log requests (Fastify's logger). Default false. */
@@ -48,6 +51,24 @@ export interface SyncServerOptions {
    * Default: none (same origin, or a reverse proxy in front).
    */
   corsOrigins?: readonly string[] | "*";
+}
+
+/** Limits a deployer sets on each user. Every refusal is an error body whose message says the limit. */
+export interface SyncServerLimits {
+  /**
+   * Largest a checkpoint may grow with its pending writes, in bytes, across
+   * every push (413 `checkpoint_too_large`; the push is not applied). It
+   * also bounds a pull's response, which sends a checkpoint whole. Default 16 MiB.
+   */
+  maxCheckpointBytes?: number;
+  /** Most checkpoints one push may carry (413 `too_many_checkpoints`). Default 1,000 (devices send 64). */
+  maxPushCheckpoints?: number;
+  /**
+   * Requests one user may make per minute to one server process, counted
+   * after authentication and before the body is read (429 `rate_limited`,
+   * with Retry-After). Default 1,200.
+   */
+  requestsPerMinute?: number;
 }
 
 /** Where to listen. */
@@ -139,6 +160,11 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     throw error;
   }
 
+  const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
+  const storeLimits: StoreLimits = {
+    maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
+  };
+
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
   app.decorateRequest("userId", "");
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
@@ -212,6 +238,22 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     return undefined;
   };
 
+  // Per user, after `authenticated` (onRequest) and before the body is read (preParsing).
+  await app.register(rateLimit, {
+    hook: "preParsing",
+    max: options.limits?.requestsPerMinute ?? 1200,
+    timeWindow: 60_000,
+    keyGenerator: (request) => request.userId || request.ip,
+    allowList: (request) => request.url.startsWith(`${SYNC_PATH}/health`),
+    // Thrown, so the error handler answers it like every other refusal (Retry-After is already set).
+    errorResponseBuilder: (_request, context) =>
+      new SyncHttpError(
+        429,
+        "rate_limited",
+        `Over this server's limit of ${context.max} requests a minute; try again in ${context.after}.`,
+      ),
+  });
+
   app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) =>
     send(reply, await hello(pool, request.userId)),
   );
@@ -234,7 +276,15 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     );
   });
   app.post(`${SYNC_PATH}/push`, { onRequest: authenticated }, async (request, reply) => {
-    return send(reply, await push(pool, request.userId, parsePushRequest(request.body)));
+    const body = parsePushRequest(request.body);
+    if (body.checkpoints.length > maxPushCheckpoints) {
+      throw new SyncHttpError(
+        413,
+        "too_many_checkpoints",
+        `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
+      );
+    }
+    return send(reply, await push(pool, request.userId, storeLimits, body));
   });
   app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
     const { keyRecord } = parseKeyRequest(request.body);
@@ -243,7 +293,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   return {
     app,
-    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde),
+    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde, storeLimits),
     async listen(listenOptions: ListenOptions = {}): Promise<string> {
       const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
       return address.replace("[::1]", "127.0.0.1");

@@ -80,8 +80,17 @@ export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;
 }
 
+/** Limits a deployer sets on what one user may store (see `SyncServerOptions.limits`). */
+export interface StoreLimits {
+  /** Largest a checkpoint may grow with its pending writes, in bytes, across every push. */
+  maxCheckpointBytes: number;
+}
+
+/** The limits a server applies when its options name none. */
+export const DEFAULT_STORE_LIMITS: StoreLimits = { maxCheckpointBytes: 16 * 1024 * 1024 };
+
 /** Stores a push: deletes first, then checkpoints (idempotent), in one transaction. */
-export function push(pool: Pool, userId: string, request: PushRequest): Promise<PushResponse> {
+export function push(pool: Pool, userId: string, limits: StoreLimits, request: PushRequest): Promise<PushResponse> {
   return transaction(pool, "BEGIN", async (client) => {
     await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
     const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
@@ -161,7 +170,9 @@ export function push(pool: Pool, userId: string, request: PushRequest): Promise<
       );
       for (const row of inserted.rows) changed.add(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id));
       await insertBlobs(client, userId, live);
-      for (const key of await insertWrites(client, userId, live)) changed.add(key);
+      const grown = await insertWrites(client, userId, live);
+      for (const key of grown) changed.add(key);
+      await assertWithinLimit(client, userId, grown, limits.maxCheckpointBytes);
     }
 
     // New sequence numbers, in push order (parents before children).
@@ -259,6 +270,7 @@ export function addWrites(
   target: Pick<WireCheckpoint, "thread_id" | "checkpoint_ns" | "checkpoint_id">,
   writes: WireWrite[],
   device?: string,
+  limits: StoreLimits = DEFAULT_STORE_LIMITS,
 ): Promise<void> {
   return transaction(pool, "BEGIN", async (client) => {
     await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
@@ -281,9 +293,38 @@ export function addWrites(
     };
     const changed = await insertWrites(client, userId, [bundle]);
     if (changed.length === 0) return;
+    await assertWithinLimit(client, userId, changed, limits.maxCheckpointBytes);
     const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device, [bundle]);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
   });
+}
+
+/**
+ * Refuses (413, and the push rolls back) when a checkpoint whose writes just
+ * grew now holds more than `max` bytes of writes and row: writes accumulate
+ * across pushes, and a pull must be able to send a checkpoint whole.
+ */
+async function assertWithinLimit(client: PoolClient, userId: string, keys: string[], max: number): Promise<void> {
+  if (keys.length === 0) return;
+  const parts = [...new Set(keys)].map((key) => key.split("\u0000"));
+  const over = await client.query<{ thread_id: string; checkpoint_id: string; bytes: string }>(
+    `SELECT x.t AS thread_id, x.c AS checkpoint_id,
+       coalesce((SELECT sum(octet_length(w.value)) FROM lgsync_writes w
+                 WHERE w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c), 0)
+       + coalesce((SELECT octet_length(c.checkpoint) + octet_length(c.metadata) FROM lgsync_checkpoints c
+                   WHERE c.user_id = $1 AND c.thread_id = x.t AND c.checkpoint_ns = x.n AND c.checkpoint_id = x.c), 0) AS bytes
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)`,
+    [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2])],
+  );
+  const first = over.rows.find((row) => Number(row.bytes) > max);
+  if (first) {
+    throw new SyncHttpError(
+      413,
+      "checkpoint_too_large",
+      `Checkpoint ${first.checkpoint_id} of thread ${JSON.stringify(first.thread_id)} would hold ${first.bytes} bytes ` +
+        `with its pending writes, over this server's limit of ${max}; nothing of this push was applied.`,
+    );
+  }
 }
 
 /** Channel values: one row per (thread, namespace, channel, version); a value already there stays. */
