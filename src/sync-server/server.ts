@@ -10,6 +10,7 @@ import rateLimit from "@fastify/rate-limit";
 import {
   DEFAULT_MAX_BODY_BYTES,
   MAX_PULL_LIMIT,
+  MAX_PULL_WAIT_SECONDS,
   ProtocolError,
   SYNC_MEDIA_TYPE,
   SYNC_PATH,
@@ -23,6 +24,7 @@ import {
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
+import { PushNotifier } from "./notify.js";
 import { hello, pull, threads } from "./reads.js";
 import { DEFAULT_STORE_LIMITS, SyncHttpError, isConnectionLost, push, putKey, type StoreLimits } from "./store.js";
 
@@ -165,6 +167,14 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
   };
 
+  const notifier = new PushNotifier(() => new pg.Client(pool.options));
+  try {
+    await notifier.start();
+  } catch (error) {
+    if (ownPool) await pool.end();
+    throw error;
+  }
+
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
   app.decorateRequest("userId", "");
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
@@ -264,16 +274,24 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     const query = request.query as Record<string, unknown>;
     const since = intParam(query.since, "since", 0, Number.MAX_SAFE_INTEGER);
     const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
+    const waitSeconds = intParam(query.wait, "wait", 0, MAX_PULL_WAIT_SECONDS);
     const thread = query.thread;
     if (thread !== undefined && (typeof thread !== "string" || thread.length === 0))
       throw new ProtocolError('Query parameter "thread" must be a thread id.');
     const device = query.device;
     if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))
       throw new ProtocolError('Query parameter "device" must be a device id.');
-    return send(
-      reply,
-      await pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined),
-    );
+    const read = () =>
+      pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined);
+    if (waitSeconds === 0) return send(reply, await read());
+    // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
+    const gone = new AbortController();
+    request.raw.once("close", () => gone.abort());
+    const woken = notifier.next(request.userId, waitSeconds * 1000, gone.signal);
+    const first = await read();
+    if (first.cursor !== since) return send(reply, first);
+    await woken;
+    return send(reply, await read());
   });
   app.post(`${SYNC_PATH}/push`, { onRequest: authenticated }, async (request, reply) => {
     const body = parsePushRequest(request.body);
@@ -303,6 +321,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       // (each push is one transaction: a cut one is either committed or not).
       const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
       grace.unref();
+      await notifier.close(); // long polls answer now, so closing need not wait for them
       await app.close();
       clearTimeout(grace);
       if (ownPool) await pool.end();

@@ -17,6 +17,7 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
+import { notifyPush } from "./notify.js";
 
 /** An error with the HTTP status the server answers with. */
 export class SyncHttpError extends Error {
@@ -96,7 +97,8 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
       userId,
     ]);
-    let seq = Number(locked.rows[0]!.seq);
+    const before = Number(locked.rows[0]!.seq);
+    let seq = before;
 
     for (const del of request.deletes) {
       const next = seq + 1;
@@ -181,6 +183,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
     seq = await assignSeq(client, userId, seq, order, request.device, live);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
+    if (seq !== before) await notifyPush(client, userId);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq };
   });
 }
@@ -296,6 +299,7 @@ export function addWrites(
     await assertWithinLimit(client, userId, changed, limits.maxCheckpointBytes);
     const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device, [bundle]);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
+    await notifyPush(client, userId);
   });
 }
 

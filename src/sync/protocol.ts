@@ -28,6 +28,12 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Largest number of changes one pull returns. */
 export const MAX_PULL_LIMIT = 1000;
 
+/**
+ * Longest a pull may wait for a change (`wait`, in seconds) when there is
+ * none yet: a long poll, woken by any server process's push of the user.
+ */
+export const MAX_PULL_WAIT_SECONDS = 30;
+
 /** A serialized value: the serializer's type tag and its bytes. */
 export type WireBytes = [type: string, data: Uint8Array];
 
@@ -104,9 +110,11 @@ export type WireChange =
   { kind: "checkpoint"; seq: number; checkpoint: WireCheckpoint } | { kind: "delete"; seq: number; delete: WireDelete };
 
 /**
- * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D]`: changes after
- * `since`; with `device`, the changes that device pushed itself are skipped
- * (the cursor still moves past them).
+ * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D][&wait=S]`: changes
+ * after `since`; with `device`, the changes that device pushed itself are
+ * skipped (the cursor still moves past them); with `wait`, a pull that finds
+ * nothing new waits up to S seconds ({@link MAX_PULL_WAIT_SECONDS} at most)
+ * for a push and answers with it.
  */
 export interface PullResponse {
   v: typeof SYNC_PROTOCOL_VERSION;
