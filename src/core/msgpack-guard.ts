@@ -31,15 +31,37 @@ export const RAW = 1;
 export const FOLLOWED = 2;
 
 /**
+ * Bounds on the work of decoding one payload, for bytes from strangers (a
+ * sync request body): the byte limit alone does not bound it, since a 16 MiB
+ * body may declare millions of map keys, and msgpackr builds an object for
+ * each before anyone can look at it.
+ */
+export interface DecodeLimits {
+  /** Values in all, containers' entries included. */
+  readonly maxValues: number;
+  /** Entries of one map, or items of one array. */
+  readonly maxContainer: number;
+  /** Containers nested in one another. */
+  readonly maxDepth: number;
+}
+
+/**
  * Walks the MessagePack value at the start of `bytes` and returns the offset
  * of the first token it refuses (an extension whose type `kinds[type]` marks
- * {@link REFUSED}, a {@link FOLLOWED} type in any form but fixext 1, or 0xC1),
- * else -1.
+ * {@link REFUSED}, a {@link FOLLOWED} type in any form but fixext 1, 0xC1,
+ * or, given `limits`, a container past them), else -1.
  * @param kinds What each of the 256 extension type bytes may be.
+ * @param limits Bounds on the values the payload may declare.
  * @internal
  */
-export function refusedAt(bytes: Uint8Array, kinds: Uint8Array): number {
+export function refusedAt(bytes: Uint8Array, kinds: Uint8Array, limits?: DecodeLimits): number {
   let pending = 1; // values still to walk past
+  let values = 1;
+  // With limits, the values left in each open container, innermost last.
+  // Finished containers leave lazily, so one nested in its parent's last
+  // slot still counts its parent's level. Without limits nothing is kept:
+  // the walk stays O(1) in memory however deep the nesting.
+  const open: number[] = [];
   let at = 0;
   // The big-endian unsigned integer in the next `size` bytes. Past the end
   // it reads 0s and the walk stops: msgpackr then reports the truncation.
@@ -48,17 +70,30 @@ export function refusedAt(bytes: Uint8Array, kinds: Uint8Array): number {
     while (size--) value = value * 256 + (bytes[at++] ?? 0);
     return value;
   };
+  // A container of `entries` entries holding `slots` values; false when it is past the limits.
+  const enter = (entries: number, slots: number): boolean => {
+    pending += slots;
+    if (!limits || slots === 0) return true;
+    values += slots;
+    if (entries > limits.maxContainer || values > limits.maxValues || open.length >= limits.maxDepth) return false;
+    open.push(slots);
+    return true;
+  };
   while (pending > 0 && at < bytes.length) {
     pending--;
+    if (limits) {
+      while (open.length > 0 && open[open.length - 1] === 0) open.pop();
+      if (open.length > 0) open[open.length - 1]!--;
+    }
     const start = at;
     const token = bytes[at++]!;
     // Positive fixint (0x40-0x7f too: with no record definition they stay integers), negative fixint.
     if (token < 0x80 || token >= 0xe0) continue;
-    if (token < 0x90)
-      pending += (token & 15) * 2; // fixmap
-    else if (token < 0xa0)
-      pending += token & 15; // fixarray
-    else if (token < 0xc0)
+    if (token < 0x90) {
+      if (!enter(token & 15, (token & 15) * 2)) return start; // fixmap
+    } else if (token < 0xa0) {
+      if (!enter(token & 15, token & 15)) return start; // fixarray
+    } else if (token < 0xc0)
       at += token & 31; // fixstr
     else if ((token >= 0xc4 && token <= 0xc9) || (token >= 0xd4 && token <= 0xdb)) {
       // bin, ext and str 8/16/32 (a length of 1, 2 or 4 bytes), fixext 1/2/4/8/16
@@ -70,11 +105,13 @@ export function refusedAt(bytes: Uint8Array, kinds: Uint8Array): number {
         // The type byte (0x72 in fixext 1/2 is msgpackr's record definition).
         const kind = kinds[bytes[at++]!];
         if (kind === REFUSED || (kind === FOLLOWED && token !== 0xd4)) return start;
-        if (kind === FOLLOWED) pending++; // its data is one filler byte
+        if (kind === FOLLOWED && !enter(1, 1)) return start; // its data is one filler byte, then one value
       }
       at += length;
     } else if (token >= 0xdc) {
-      pending += uint(token & 1 ? 4 : 2) * (token >= 0xde ? 2 : 1); // array, map 16/32
+      // array, map 16/32
+      const entries = uint(token & 1 ? 4 : 2);
+      if (!enter(entries, entries * (token >= 0xde ? 2 : 1))) return start;
     } else if (token === 0xc1) return start;
     else if (token >= 0xca) at += 1 << (token >= 0xcc ? (token - 0xcc) & 3 : token - 0xc8); // float, int
     // else nil, false, true

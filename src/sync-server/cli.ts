@@ -8,10 +8,44 @@
  *   or `SYNC_TOKENS_FILE`: a JSON file `{ "<token>": "<user id>" }`. One is required.
  * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
+ * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_CHECKPOINT_BYTES`,
+ *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`.
+ *
+ * The server's own dependencies (fastify, pg, @fastify/rate-limit) are
+ * optional peers of the package, which browser apps never need: the server
+ * module is loaded only once they are known to be there, so a missing one is
+ * a sentence saying what to install, not a stack.
  */
 /// <reference types="node" />
 import { readFileSync } from "node:fs";
-import { createSyncServer } from "./server.js";
+
+/** What the server needs installed beside this package. */
+const SERVER_PACKAGES = ["fastify", "pg", "@fastify/rate-limit"];
+
+/** Loads the server module, or says which of its packages to install. */
+async function loadServer(): Promise<typeof import("./server.js")> {
+  try {
+    return await import("./server.js");
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ERR_MODULE_NOT_FOUND") throw error;
+    const missing = SERVER_PACKAGES.filter((name) => String((error as Error).message).includes(`'${name}'`));
+    throw new Error(
+      `The sync server needs ${missing.length > 0 ? missing.join(" and ") : "its dependencies"} installed beside ` +
+        `langgraph-checkpoint-indexeddb: npm install ${SERVER_PACKAGES.join(" ")}`,
+      { cause: error },
+    );
+  }
+}
+
+/** An environment variable as a positive integer, or undefined when unset. */
+function positive(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name];
+  if (value === undefined || value === "") return undefined;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed <= 0)
+    throw new Error(`${name} must be a positive integer, not "${value}".`);
+  return parsed;
+}
 
 /** Reads the token table from the environment. */
 function tokens(env: NodeJS.ProcessEnv): Map<string, string> {
@@ -39,10 +73,16 @@ async function main(): Promise<void> {
     throw new Error(
       "Set SYNC_TOKENS=token=user[,token=user...] or SYNC_TOKENS_FILE=tokens.json: no request would be accepted otherwise.",
     );
+  const { createSyncServer } = await loadServer();
   const server = await createSyncServer({
     connectionString,
     authenticate: (token) => table.get(token),
-    maxBodyBytes: env.SYNC_MAX_BODY_BYTES ? Number(env.SYNC_MAX_BODY_BYTES) : undefined,
+    maxBodyBytes: positive(env, "SYNC_MAX_BODY_BYTES"),
+    limits: {
+      maxCheckpointBytes: positive(env, "SYNC_MAX_CHECKPOINT_BYTES"),
+      maxPushCheckpoints: positive(env, "SYNC_MAX_PUSH_CHECKPOINTS"),
+      requestsPerMinute: positive(env, "SYNC_REQUESTS_PER_MINUTE"),
+    },
     logger: env.SYNC_LOG === "1",
     corsOrigins:
       env.SYNC_CORS_ORIGINS === "*"

@@ -85,7 +85,20 @@ interface CheckpointDbRow {
   origin: string | null;
 }
 
-/** Changes after `since`, in sequence order, each checkpoint complete, all from one snapshot. */
+/** A change-log entry of a pull, before any value is loaded. */
+type Entry = { seq: number; cp?: CheckpointHead; del?: { thread_id: string; max_deleted_id: string } };
+
+/** A checkpoint row's columns without its bytes, and their size. */
+type CheckpointHead = Omit<CheckpointDbRow, "checkpoint" | "metadata"> & { own_bytes: number };
+
+/**
+ * Changes after `since`, in sequence order, each checkpoint complete, all
+ * from one snapshot. The page is chosen from stored sizes before any value
+ * is loaded, so neither the response nor what the server holds to build it
+ * grows past {@link PULL_RESPONSE_BYTES}, bar a first checkpoint larger
+ * than that on its own (the cap on one checkpoint bounds it), whatever the
+ * data.
+ */
 export function pull(
   pool: Pool,
   userId: string,
@@ -98,9 +111,10 @@ export function pull(
     const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
     const [cps, dels] = await Promise.all([
-      client.query<CheckpointDbRow>(
-        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type, checkpoint,
-           metadata_type, metadata, channel_versions, run_id, origin
+      client.query<CheckpointHead>(
+        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type,
+           metadata_type, channel_versions, run_id, origin,
+           octet_length(checkpoint) + octet_length(metadata) AS own_bytes
          FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
         args,
       ),
@@ -109,7 +123,6 @@ export function pull(
         args,
       ),
     ]);
-    type Entry = { seq: number; cp?: CheckpointDbRow; del?: { thread_id: string; max_deleted_id: string } };
     const entries: Entry[] = [
       ...cps.rows.map((cp): Entry => ({ seq: Number(cp.seq), cp })),
       ...dels.rows.map((del): Entry => ({
@@ -121,31 +134,122 @@ export function pull(
     const chosen = entries.slice(0, limit);
     // The asking device's own pushes are skipped: it has them.
     const own = (e: Entry) => device !== undefined && e.cp !== undefined && e.cp.origin === device;
-    const checkpoints = chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!);
-    const details = await readDetails(client, userId, checkpoints);
+    const sizes = await storedSizes(
+      client,
+      userId,
+      chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!),
+    );
 
-    const changes: WireChange[] = [];
+    // The page: every entry up to the first checkpoint that would take it past the budget.
+    const page: Entry[] = [];
     let cursor = since;
     let bytes = 0;
     for (const entry of chosen) {
-      if (changes.length > 0 && bytes > PULL_RESPONSE_BYTES) {
-        more = true;
-        break;
+      if (entry.cp && !own(entry)) {
+        const size = sizes.get(entry.cp)!;
+        if (page.length > 0 && bytes + size > PULL_RESPONSE_BYTES) {
+          more = true;
+          break;
+        }
+        bytes += size;
       }
       cursor = entry.seq;
-      if (own(entry)) continue;
-      if (entry.del) {
-        changes.push({ kind: "delete", seq: entry.seq, delete: entry.del });
-        continue;
-      }
-      const wire = details.get(entry.cp!)!;
-      bytes += wire.checkpoint[1].length + wire.metadata[1].length;
-      for (const blob of wire.blobs) bytes += blob.value[1].length;
-      for (const write of wire.writes) bytes += write.value[1].length;
-      changes.push({ kind: "checkpoint", seq: entry.seq, checkpoint: wire });
+      if (!own(entry)) page.push(entry);
     }
+    const rows = await readRows(
+      client,
+      userId,
+      page.filter((e) => e.cp).map((e) => e.cp!),
+    );
+    const details = await readDetails(client, userId, rows);
+    const wires = new Map(rows.map((row) => [row.seq, details.get(row)!]));
+    const changes: WireChange[] = page.map((entry) =>
+      entry.del
+        ? { kind: "delete", seq: entry.seq, delete: entry.del }
+        : { kind: "checkpoint", seq: entry.seq, checkpoint: wires.get(entry.cp!.seq)! },
+    );
     return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
   });
+}
+
+/** What each checkpoint weighs on the wire (its bytes, its blobs, its writes), from stored sizes alone. */
+async function storedSizes(
+  client: PoolClient,
+  userId: string,
+  heads: CheckpointHead[],
+): Promise<Map<CheckpointHead, number>> {
+  const result = new Map<CheckpointHead, number>();
+  if (heads.length === 0) return result;
+  const versions = heads.map((head) => JSON.parse(head.channel_versions) as Record<string, string | number>);
+  const blobKeys = distinctBlobKeys(heads, versions);
+  const [blobs, writes] = await Promise.all([
+    client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; bytes: number }>(
+      `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, octet_length(b.value) AS bytes
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
+       JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
+      [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
+    ),
+    client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; bytes: string }>(
+      `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(octet_length(w.value)) AS bytes
+       FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+       JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
+       GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id`,
+      [userId, heads.map((r) => r.thread_id), heads.map((r) => r.checkpoint_ns), heads.map((r) => r.checkpoint_id)],
+    ),
+  ]);
+  const blobBytes = new Map(
+    blobs.rows.map((b) => [blobId(b.thread_id, b.checkpoint_ns, b.channel, b.version), b.bytes]),
+  );
+  const writeBytes = new Map(
+    writes.rows.map((w) => [cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id), Number(w.bytes)]),
+  );
+  heads.forEach((head, i) => {
+    let size =
+      Number(head.own_bytes) + (writeBytes.get(cpKey(head.thread_id, head.checkpoint_ns, head.checkpoint_id)) ?? 0);
+    for (const [channel, version] of Object.entries(versions[i]!))
+      size += blobBytes.get(blobId(head.thread_id, head.checkpoint_ns, channel, versionKey(version))) ?? 0;
+    result.set(head, size);
+  });
+  return result;
+}
+
+/** The full rows (with their bytes) of the checkpoints a page sends. */
+async function readRows(client: PoolClient, userId: string, heads: CheckpointHead[]): Promise<CheckpointDbRow[]> {
+  if (heads.length === 0) return [];
+  const result = await client.query<CheckpointDbRow>(
+    `SELECT c.seq, c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.chain, c.checkpoint_type,
+       c.checkpoint, c.metadata_type, c.metadata, c.channel_versions, c.run_id, c.origin
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     JOIN lgsync_checkpoints c ON c.user_id = $1 AND c.thread_id = x.t AND c.checkpoint_ns = x.n AND c.checkpoint_id = x.c
+     ORDER BY c.seq`,
+    [userId, heads.map((r) => r.thread_id), heads.map((r) => r.checkpoint_ns), heads.map((r) => r.checkpoint_id)],
+  );
+  return result.rows;
+}
+
+/** A blob's identity within a user. */
+function blobId(threadId: string, ns: string, channel: string, version: string): string {
+  return `${threadId}\u0000${ns}\u0000${channel}\u0000${version}`;
+}
+
+/** Each distinct blob the rows reference, once: unchanged channels share a version across checkpoints. */
+function distinctBlobKeys(
+  rows: readonly Pick<CheckpointDbRow, "thread_id" | "checkpoint_ns">[],
+  versions: readonly Record<string, string | number>[],
+): [string, string, string, string][] {
+  const keys: [string, string, string, string][] = [];
+  const seen = new Set<string>();
+  rows.forEach((row, i) => {
+    for (const [channel, version] of Object.entries(versions[i]!)) {
+      const key: [string, string, string, string] = [row.thread_id, row.checkpoint_ns, channel, versionKey(version)];
+      const id = blobId(...key);
+      if (!seen.has(id)) {
+        seen.add(id);
+        keys.push(key);
+      }
+    }
+  });
+  return keys;
 }
 
 /** The blobs each checkpoint references and its writes, read in the pull's snapshot. */
@@ -157,19 +261,7 @@ async function readDetails(
   const result = new Map<CheckpointDbRow, WireCheckpoint>();
   if (rows.length === 0) return result;
   const versions = rows.map((row) => JSON.parse(row.channel_versions) as Record<string, string | number>);
-  // Each distinct blob once: unchanged channels share a version across checkpoints.
-  const blobKeys: [string, string, string, string][] = [];
-  const seen = new Set<string>();
-  rows.forEach((row, i) => {
-    for (const [channel, version] of Object.entries(versions[i]!)) {
-      const key: [string, string, string, string] = [row.thread_id, row.checkpoint_ns, channel, versionKey(version)];
-      const id = key.join("\u0000");
-      if (!seen.has(id)) {
-        seen.add(id);
-        blobKeys.push(key);
-      }
-    }
-  });
+  const blobKeys = distinctBlobKeys(rows, versions);
   const [blobs, writes] = await Promise.all([
     client.query<{
       thread_id: string;
@@ -192,9 +284,7 @@ async function readDetails(
       [userId, rows.map((r) => r.thread_id), rows.map((r) => r.checkpoint_ns), rows.map((r) => r.checkpoint_id)],
     ),
   ]);
-  const blobMap = new Map(
-    blobs.rows.map((b) => [`${b.thread_id}\u0000${b.checkpoint_ns}\u0000${b.channel}\u0000${b.version}`, b]),
-  );
+  const blobMap = new Map(blobs.rows.map((b) => [blobId(b.thread_id, b.checkpoint_ns, b.channel, b.version), b]));
   const writeMap = new Map<string, WireWrite[]>();
   for (const w of writes.rows) {
     const key = cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id);
@@ -217,9 +307,7 @@ async function readDetails(
     if (row.chain !== null) wire.chain = row.chain;
     if (row.run_id !== null) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(wire.channel_versions)) {
-      const blob = blobMap.get(
-        `${row.thread_id}\u0000${row.checkpoint_ns}\u0000${channel}\u0000${versionKey(version)}`,
-      );
+      const blob = blobMap.get(blobId(row.thread_id, row.checkpoint_ns, channel, versionKey(version)));
       if (blob)
         wire.blobs.push({
           channel,

@@ -37,7 +37,7 @@ import type { BlobRow, CheckpointRow, WriteRow } from "../saver/schema.js";
 import { nextChannelVersion } from "../saver/versions.js";
 import { SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
 import { newestId, readCheckpoints, readWrites } from "./reads.js";
-import { addWrites, push } from "./store.js";
+import { DEFAULT_STORE_LIMITS, addWrites, push, type StoreLimits } from "./store.js";
 
 /** The device id the server's own writes carry: every browser pulls them. */
 const SERVER_DEVICE = "server";
@@ -56,13 +56,24 @@ const SERVER_DEVICE = "server";
 export class SyncServerSaver extends BaseCheckpointSaver<number> {
   readonly #pool: Pool;
   readonly #userId: string;
+  readonly #limits: StoreLimits;
 
-  constructor(pool: Pool, userId: string, serde: SerializerProtocol = new MsgpackSerializer()) {
+  /**
+   * @param limits What one checkpoint may hold, as the server that made it
+   *   applies to devices (`createSyncServer`'s `limits`).
+   */
+  constructor(
+    pool: Pool,
+    userId: string,
+    serde: SerializerProtocol = new MsgpackSerializer(),
+    limits: StoreLimits = DEFAULT_STORE_LIMITS,
+  ) {
     super(serde);
     if (typeof userId !== "string" || userId.length === 0)
       throw new TypeError("SyncServerSaver: a user id is required.");
     this.#pool = pool;
     this.#userId = userId;
+    this.#limits = limits;
   }
 
   /** Versions unique across forks, as `IndexedDBSaver` makes them (devices and server share blobs). */
@@ -141,7 +152,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     };
     if (parentId !== undefined) wire.parent_checkpoint_id = parentId;
     if (typeof storedMetadata.run_id === "string") wire.run_id = storedMetadata.run_id;
-    await push(this.#pool, this.#userId, {
+    await push(this.#pool, this.#userId, this.#limits, {
       v: SYNC_PROTOCOL_VERSION,
       device: SERVER_DEVICE,
       checkpoints: [wire],
@@ -188,6 +199,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
       { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId },
       rows,
       SERVER_DEVICE,
+      this.#limits,
     );
   }
 
@@ -195,7 +207,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     assertId("thread_id", threadId);
     const max = await newestId(this.#pool, this.#userId, threadId);
     if (max === undefined) return;
-    await push(this.#pool, this.#userId, {
+    await push(this.#pool, this.#userId, this.#limits, {
       v: SYNC_PROTOCOL_VERSION,
       device: SERVER_DEVICE,
       checkpoints: [],

@@ -6,9 +6,11 @@
 /// <reference types="node" />
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import pg from "pg";
+import rateLimit from "@fastify/rate-limit";
 import {
   DEFAULT_MAX_BODY_BYTES,
   MAX_PULL_LIMIT,
+  MAX_PULL_WAIT_SECONDS,
   ProtocolError,
   SYNC_MEDIA_TYPE,
   SYNC_PATH,
@@ -22,8 +24,9 @@ import {
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
+import { PushNotifier } from "./notify.js";
 import { hello, pull, threads } from "./reads.js";
-import { SyncHttpError, push, putKey } from "./store.js";
+import { DEFAULT_STORE_LIMITS, SyncHttpError, isConnectionLost, push, putKey, type StoreLimits } from "./store.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -38,6 +41,8 @@ export interface SyncServerOptions {
   authenticate: (token: string) => string | undefined | Promise<string | undefined>;
   /** Largest request body accepted, in bytes (413 beyond). Default 16 MiB. */
   maxBodyBytes?: number;
+  /** What one user may store and ask for; each limit has a default. */
+  limits?: SyncServerLimits;
   /** Pool size when the server makes its own pool. Default 10. */
   maxConnections?: number;
   /** Log requests (Fastify's logger). Default false. */
@@ -48,6 +53,24 @@ export interface SyncServerOptions {
    * Default: none (same origin, or a reverse proxy in front).
    */
   corsOrigins?: readonly string[] | "*";
+}
+
+/** Limits a deployer sets on each user. Every refusal is an error body whose message says the limit. */
+export interface SyncServerLimits {
+  /**
+   * Largest a checkpoint may grow with its pending writes, in bytes, across
+   * every push (413 `checkpoint_too_large`; the push is not applied). It
+   * also bounds a pull's response, which sends a checkpoint whole. Default 16 MiB.
+   */
+  maxCheckpointBytes?: number;
+  /** Most checkpoints one push may carry (413 `too_many_checkpoints`). Default 1,000 (devices send 64). */
+  maxPushCheckpoints?: number;
+  /**
+   * Requests one user may make per minute to one server process, counted
+   * after authentication and before the body is read (429 `rate_limited`,
+   * with Retry-After). Default 1,200.
+   */
+  requestsPerMinute?: number;
 }
 
 /** Where to listen. */
@@ -79,6 +102,9 @@ declare module "fastify" {
     userId: string;
   }
 }
+
+/** Largest body of `PUT /key`: a key record is a few hundred bytes. */
+const KEY_BODY_BYTES = 64 * 1024;
 
 /** A body as MessagePack. */
 function send(reply: FastifyReply, body: unknown): FastifyReply {
@@ -136,6 +162,19 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     throw error;
   }
 
+  const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
+  const storeLimits: StoreLimits = {
+    maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
+  };
+
+  const notifier = new PushNotifier(() => new pg.Client(pool.options));
+  try {
+    await notifier.start();
+  } catch (error) {
+    if (ownPool) await pool.end();
+    throw error;
+  }
+
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
   app.decorateRequest("userId", "");
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
@@ -156,6 +195,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       const code = status === 413 ? "too_large" : status === 415 ? "unsupported_media_type" : "bad_request";
       const message = status === 415 ? `Send bodies as ${SYNC_MEDIA_TYPE}.` : error.message;
       return reply.code(status).send(errorBody(code, message));
+    }
+    if (isConnectionLost(error)) {
+      return reply
+        .code(503)
+        .header("retry-after", "1")
+        .send(errorBody("unavailable", "The sync server's database is unavailable; nothing was applied. Try again."));
     }
     request.log.error(error);
     return reply
@@ -186,52 +231,87 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 
-  // Every other route needs a user.
-  const authenticated = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  // Every other route needs a user, known from the headers alone before a
+  // byte of the body is read (onRequest runs before parsing): a stranger's
+  // body costs the server nothing but the bytes it discards.
+  const authenticated = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const header = request.headers.authorization;
     const match = typeof header === "string" ? /^Bearer (\S+)$/.exec(header) : null;
     const userId = match ? await options.authenticate(match[1]!) : undefined;
     if (typeof userId !== "string" || userId.length === 0) {
-      await reply
+      // Returning the reply ends the request here: no parsing, no handler.
+      return reply
         .code(401)
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
-      return;
     }
     request.userId = userId;
+    return undefined;
   };
 
-  app.get(`${SYNC_PATH}/hello`, { preHandler: authenticated }, async (request, reply) =>
+  // Per user, after `authenticated` (onRequest) and before the body is read (preParsing).
+  await app.register(rateLimit, {
+    hook: "preParsing",
+    max: options.limits?.requestsPerMinute ?? 1200,
+    timeWindow: 60_000,
+    keyGenerator: (request) => request.userId || request.ip,
+    allowList: (request) => request.url.startsWith(`${SYNC_PATH}/health`),
+    // Thrown, so the error handler answers it like every other refusal (Retry-After is already set).
+    errorResponseBuilder: (_request, context) =>
+      new SyncHttpError(
+        429,
+        "rate_limited",
+        `Over this server's limit of ${context.max} requests a minute; try again in ${context.after}.`,
+      ),
+  });
+
+  app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) =>
     send(reply, await hello(pool, request.userId)),
   );
-  app.get(`${SYNC_PATH}/threads`, { preHandler: authenticated }, async (request, reply) =>
+  app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) =>
     send(reply, await threads(pool, request.userId)),
   );
-  app.get(`${SYNC_PATH}/pull`, { preHandler: authenticated }, async (request, reply) => {
+  app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const since = intParam(query.since, "since", 0, Number.MAX_SAFE_INTEGER);
     const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
+    const waitSeconds = intParam(query.wait, "wait", 0, MAX_PULL_WAIT_SECONDS);
     const thread = query.thread;
     if (thread !== undefined && (typeof thread !== "string" || thread.length === 0))
       throw new ProtocolError('Query parameter "thread" must be a thread id.');
     const device = query.device;
     if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))
       throw new ProtocolError('Query parameter "device" must be a device id.');
-    return send(
-      reply,
-      await pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined),
-    );
+    const read = () =>
+      pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined);
+    if (waitSeconds === 0) return send(reply, await read());
+    // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
+    const gone = new AbortController();
+    request.raw.once("close", () => gone.abort());
+    const woken = notifier.next(request.userId, waitSeconds * 1000, gone.signal);
+    const first = await read();
+    if (first.cursor !== since) return send(reply, first);
+    await woken;
+    return send(reply, await read());
   });
-  app.post(`${SYNC_PATH}/push`, { preHandler: authenticated }, async (request, reply) => {
-    return send(reply, await push(pool, request.userId, parsePushRequest(request.body)));
+  app.post(`${SYNC_PATH}/push`, { onRequest: authenticated }, async (request, reply) => {
+    const body = parsePushRequest(request.body);
+    if (body.checkpoints.length > maxPushCheckpoints) {
+      throw new SyncHttpError(
+        413,
+        "too_many_checkpoints",
+        `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
+      );
+    }
+    return send(reply, await push(pool, request.userId, storeLimits, body));
   });
-  app.put(`${SYNC_PATH}/key`, { preHandler: authenticated }, async (request, reply) => {
+  app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
     const { keyRecord } = parseKeyRequest(request.body);
     return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.userId, keyRecord) });
   });
 
   return {
     app,
-    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde),
+    saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde, storeLimits),
     async listen(listenOptions: ListenOptions = {}): Promise<string> {
       const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
       return address.replace("[::1]", "127.0.0.1");
@@ -241,6 +321,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       // (each push is one transaction: a cut one is either committed or not).
       const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
       grace.unref();
+      await notifier.close(); // long polls answer now, so closing need not wait for them
       await app.close();
       clearTimeout(grace);
       if (ownPool) await pool.end();

@@ -17,6 +17,7 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
+import { notifyPush } from "./notify.js";
 
 /** An error with the HTTP status the server answers with. */
 export class SyncHttpError extends Error {
@@ -30,20 +31,49 @@ export class SyncHttpError extends Error {
   }
 }
 
-/** Runs `work` in a transaction on one pooled connection. */
+/**
+ * Runs `work` in a transaction on one pooled connection. A connection the
+ * database drops while it is checked out (a restart between two queries)
+ * emits `error` with no query to take it, and the pool listens only while a
+ * connection is idle: without a listener here that event would end the
+ * process. The broken connection is destroyed, not returned to the pool.
+ */
 export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on("error", onError);
   try {
     await client.query(begin);
     const result = await work(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    broken ??= isConnectionLost(error) ? (error as Error) : undefined;
+    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
+}
+
+/** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
+
+/**
+ * Whether `error` says the database went away or is not there yet (a
+ * restart, a failover, too many connections): the request was not applied,
+ * and the same request may succeed in a moment.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as Error & { code?: unknown }).code;
+  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
+    return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
 }
 
 /** A checkpoint's identity within a user. */
@@ -51,14 +81,24 @@ export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;
 }
 
+/** Limits a deployer sets on what one user may store (see `SyncServerOptions.limits`). */
+export interface StoreLimits {
+  /** Largest a checkpoint may grow with its pending writes, in bytes, across every push. */
+  maxCheckpointBytes: number;
+}
+
+/** The limits a server applies when its options name none. */
+export const DEFAULT_STORE_LIMITS: StoreLimits = { maxCheckpointBytes: 16 * 1024 * 1024 };
+
 /** Stores a push: deletes first, then checkpoints (idempotent), in one transaction. */
-export function push(pool: Pool, userId: string, request: PushRequest): Promise<PushResponse> {
+export function push(pool: Pool, userId: string, limits: StoreLimits, request: PushRequest): Promise<PushResponse> {
   return transaction(pool, "BEGIN", async (client) => {
     await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
     const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
       userId,
     ]);
-    let seq = Number(locked.rows[0]!.seq);
+    const before = Number(locked.rows[0]!.seq);
+    let seq = before;
 
     for (const del of request.deletes) {
       const next = seq + 1;
@@ -132,32 +172,45 @@ export function push(pool: Pool, userId: string, request: PushRequest): Promise<
       );
       for (const row of inserted.rows) changed.add(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id));
       await insertBlobs(client, userId, live);
-      for (const key of await insertWrites(client, userId, live)) changed.add(key);
+      const grown = await insertWrites(client, userId, live);
+      for (const key of grown) changed.add(key);
+      await assertWithinLimit(client, userId, grown, limits.maxCheckpointBytes);
     }
 
     // New sequence numbers, in push order (parents before children).
     const order = live
       .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
-    seq = await assignSeq(client, userId, seq, order, request.device);
+    seq = await assignSeq(client, userId, seq, order, request.device, live);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
+    if (seq !== before) await notifyPush(client, userId);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq };
   });
 }
 
-/** Gives the changed checkpoints (keys from {@link cpKey}) the next sequence numbers, in order; returns the new last one. */
+/**
+ * Gives the changed checkpoints (keys from {@link cpKey}) the next sequence
+ * numbers, in order, and returns the new last one. Each row's `origin`
+ * becomes the pushing device only where that device now holds all of it:
+ * pulls skip a device's own rows, and a row that also holds another
+ * device's writes, which this push did not carry, must still reach it.
+ * (Kept per row, the last pusher alone would hide those writes from it for
+ * good.)
+ */
 async function assignSeq(
   client: PoolClient,
   userId: string,
   seq: number,
   order: string[],
   device: string | undefined,
+  pushed: readonly WireCheckpoint[],
 ): Promise<number> {
   if (order.length === 0) return seq;
   const parts = order.map((key) => key.split("\u0000"));
+  const foreign = device === undefined ? new Set<string>() : await heldBeyond(client, userId, parts, pushed);
   await client.query(
-    `UPDATE lgsync_checkpoints SET seq = x.s, origin = $6
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
+    `UPDATE lgsync_checkpoints SET seq = x.s, origin = x.o
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS x(t, n, c, s, o)
      WHERE user_id = $1 AND thread_id = x.t AND checkpoint_ns = x.n AND checkpoint_id = x.c`,
     [
       userId,
@@ -165,10 +218,47 @@ async function assignSeq(
       parts.map((p) => p[1]),
       parts.map((p) => p[2]),
       parts.map((_, i) => seq + 1 + i),
-      device ?? null,
+      order.map((key) => (foreign.has(key) ? null : (device ?? null))),
     ],
   );
   return seq + order.length;
+}
+
+/**
+ * The checkpoints among `parts` whose stored writes include one (by task id
+ * and idx) that `pushed` does not carry. Values need no comparing: a
+ * regular write keeps its first value on every side, and a special write
+ * just pushed replaced the stored one.
+ */
+async function heldBeyond(
+  client: PoolClient,
+  userId: string,
+  parts: string[][],
+  pushed: readonly WireCheckpoint[],
+): Promise<Set<string>> {
+  const carried = pushed.flatMap((c) =>
+    c.writes.map((w) => [c.thread_id, c.checkpoint_ns, c.checkpoint_id, w] as const),
+  );
+  const result = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
+    `SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
+     WHERE NOT EXISTS (
+       SELECT 1 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::int[]) AS p(t, n, c, task, idx)
+       WHERE p.t = w.thread_id AND p.n = w.checkpoint_ns AND p.c = w.checkpoint_id AND p.task = w.task_id AND p.idx = w.idx)`,
+    [
+      userId,
+      parts.map((p) => p[0]),
+      parts.map((p) => p[1]),
+      parts.map((p) => p[2]),
+      carried.map(([t]) => t),
+      carried.map(([, n]) => n),
+      carried.map(([, , c]) => c),
+      carried.map(([, , , w]) => w.task_id),
+      carried.map(([, , , w]) => w.idx),
+    ],
+  );
+  return new Set(result.rows.map((row) => cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)));
 }
 
 /**
@@ -183,6 +273,7 @@ export function addWrites(
   target: Pick<WireCheckpoint, "thread_id" | "checkpoint_ns" | "checkpoint_id">,
   writes: WireWrite[],
   device?: string,
+  limits: StoreLimits = DEFAULT_STORE_LIMITS,
 ): Promise<void> {
   return transaction(pool, "BEGIN", async (client) => {
     await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
@@ -195,20 +286,49 @@ export function addWrites(
     );
     const max = tombstone.rows[0]?.max_deleted_id;
     if (max !== undefined && target.checkpoint_id <= max) return;
-    const changed = await insertWrites(client, userId, [
-      {
-        ...target,
-        checkpoint: ["", new Uint8Array()],
-        metadata: ["", new Uint8Array()],
-        channel_versions: {},
-        blobs: [],
-        writes,
-      },
-    ]);
+    const bundle: WireCheckpoint = {
+      ...target,
+      checkpoint: ["", new Uint8Array()],
+      metadata: ["", new Uint8Array()],
+      channel_versions: {},
+      blobs: [],
+      writes,
+    };
+    const changed = await insertWrites(client, userId, [bundle]);
     if (changed.length === 0) return;
-    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device);
+    await assertWithinLimit(client, userId, changed, limits.maxCheckpointBytes);
+    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device, [bundle]);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
+    await notifyPush(client, userId);
   });
+}
+
+/**
+ * Refuses (413, and the push rolls back) when a checkpoint whose writes just
+ * grew now holds more than `max` bytes of writes and row: writes accumulate
+ * across pushes, and a pull must be able to send a checkpoint whole.
+ */
+async function assertWithinLimit(client: PoolClient, userId: string, keys: string[], max: number): Promise<void> {
+  if (keys.length === 0) return;
+  const parts = [...new Set(keys)].map((key) => key.split("\u0000"));
+  const over = await client.query<{ thread_id: string; checkpoint_id: string; bytes: string }>(
+    `SELECT x.t AS thread_id, x.c AS checkpoint_id,
+       coalesce((SELECT sum(octet_length(w.value)) FROM lgsync_writes w
+                 WHERE w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c), 0)
+       + coalesce((SELECT octet_length(c.checkpoint) + octet_length(c.metadata) FROM lgsync_checkpoints c
+                   WHERE c.user_id = $1 AND c.thread_id = x.t AND c.checkpoint_ns = x.n AND c.checkpoint_id = x.c), 0) AS bytes
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)`,
+    [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2])],
+  );
+  const first = over.rows.find((row) => Number(row.bytes) > max);
+  if (first) {
+    throw new SyncHttpError(
+      413,
+      "checkpoint_too_large",
+      `Checkpoint ${first.checkpoint_id} of thread ${JSON.stringify(first.thread_id)} would hold ${first.bytes} bytes ` +
+        `with its pending writes, over this server's limit of ${max}; nothing of this push was applied.`,
+    );
+  }
 }
 
 /** Channel values: one row per (thread, namespace, channel, version); a value already there stays. */

@@ -91,3 +91,51 @@ describe("WireCheckpoint.chain", () => {
     }
   }
 });
+
+describe("decodeBody: decoding work bounded", () => {
+  const limits = { maxValues: 100, maxContainer: 10, maxDepth: 3 };
+  const refuses = (value: unknown) =>
+    expect(() => decodeBody(encodeBody(value), limits)).toThrow(/within the protocol's limits/);
+
+  it("reads bodies at the limits", () => {
+    const atLimits = {
+      a: [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
+      b: Object.fromEntries(range(10).map((i) => [`k${i}`, i])),
+    };
+    expect(decodeBody(encodeBody(atLimits), limits)).toEqual(atLimits);
+  });
+
+  it("refuses a map or an array past the container limit, too deep a nesting, and too many values", () => {
+    refuses(range(11));
+    refuses(Object.fromEntries(range(11).map((i) => [`k${i}`, i])));
+    refuses({ a: { b: { c: { d: 1 } } } });
+    refuses(range(10).map(() => range(10)));
+  });
+
+  it("keeps the protocol's own limits by default", () => {
+    expect(() => decodeBody(encodeBody(range(60_000)))).toThrow(ProtocolError);
+    expect(decodeBody(encodeBody(range(50_000)))).toHaveLength(50_000);
+  });
+});
+
+describe("ids the wire cannot carry as they are", () => {
+  it.each([
+    ["U+0000", "x\u0000y", /must not contain U\+0000/],
+    ["a lone high surrogate", "x\ud800", /lone surrogate/],
+    ["a lone low surrogate", "x\udbff", /lone surrogate/],
+  ])("refuses a thread id with %s", (_label, threadId, message) => {
+    const push = { v: SYNC_PROTOCOL_VERSION, checkpoints: [checkpoint({ thread_id: threadId })], deletes: [] };
+    expect(() => parsePushRequest(push)).toThrow(message);
+  });
+
+  it("takes a well-formed surrogate pair, and two ids that differ only in lone surrogates never meet", () => {
+    const push = { v: SYNC_PROTOCOL_VERSION, checkpoints: [checkpoint({ thread_id: "x\ud83d\ude00" })], deletes: [] };
+    expect(parsePushRequest(push).checkpoints[0]!.thread_id).toBe("x\ud83d\ude00");
+    // What MessagePack makes of them: one id, which is why they are refused before encoding.
+    expect(decodeBody(encodeBody("x\ud800"))).toBe(decodeBody(encodeBody("x\udbff")));
+  });
+});
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}

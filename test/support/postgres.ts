@@ -41,6 +41,10 @@ export interface RunningPostgres {
   url: string;
   /** Stops the server and deletes its directory. */
   stop(): Promise<void>;
+  /** Stops the server at once (as a crash would: `-m immediate`), keeping its data. */
+  kill(): Promise<void>;
+  /** Starts a killed server again, on the same port and data. */
+  restart(): Promise<void>;
 }
 
 /** The directory holding `initdb`, `pg_ctl` and `postgres`, or a message saying what to do. */
@@ -134,19 +138,9 @@ export async function startPostgres(): Promise<RunningPostgres> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
       const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`;
+      const start = ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "-t", "30", "start"];
       try {
-        await run(join(bin, "pg_ctl"), [
-          "-D",
-          data,
-          "-l",
-          join(dir, "server.log"),
-          "-o",
-          options,
-          "-w",
-          "-t",
-          "30",
-          "start",
-        ]);
+        await run(join(bin, "pg_ctl"), start);
       } catch (error) {
         lastError = error;
         continue; // the port was taken in between: try another
@@ -154,6 +148,8 @@ export async function startPostgres(): Promise<RunningPostgres> {
       let stopped: Promise<void> | undefined;
       return {
         url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+        kill: () => run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]).then(() => undefined),
+        restart: () => run(join(bin, "pg_ctl"), start).then(() => undefined),
         stop: () =>
           (stopped ??= run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])
             .then(() => undefined)

@@ -9,7 +9,7 @@ import pg from "pg";
 import type { BaseCheckpointSaver, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { SyncClient, type SyncClientOptions } from "../../../src/sync.js";
-import { createSyncServer, type SyncServer } from "../../../src/sync-server.js";
+import { createSyncServer, type SyncServer, type SyncServerOptions } from "../../../src/sync-server.js";
 import { acquirePostgres } from "../postgres.js";
 import { chatGraph, plain } from "../chat-graph.js";
 
@@ -34,13 +34,14 @@ export function postgresUrl(): Promise<string> {
 
 /** A sync server on the test database, listening on a free loopback port. */
 export async function startServer(
-  options: { port?: number; maxBodyBytes?: number; corsOrigins?: string[] } = {},
+  options: Pick<SyncServerOptions, "maxBodyBytes" | "corsOrigins" | "limits"> & { port?: number } = {},
 ): Promise<{ server: SyncServer; url: string }> {
   const server = await createSyncServer({
     connectionString: await postgresUrl(),
     authenticate,
     maxBodyBytes: options.maxBodyBytes,
     corsOrigins: options.corsOrigins,
+    limits: options.limits,
   });
   const address = await server.listen({ port: options.port ?? 0 });
   return { server, url: address };

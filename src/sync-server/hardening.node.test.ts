@@ -1,0 +1,289 @@
+/**
+ * The sync server against requests meant to hurt it: a stranger's body is
+ * never read, an authenticated body is bounded in decoding work as well as
+ * in bytes, each route takes the body it needs, and a checkpoint that
+ * several devices add writes to reaches every one of them. Real server on
+ * loopback, real PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newUser, startServer } from "../../test/support/sync/harness.js";
+import {
+  SYNC_MEDIA_TYPE,
+  SYNC_PROTOCOL_VERSION,
+  decodeBody,
+  encodeBody,
+  type PullResponse,
+  type PushRequest,
+  type WireCheckpoint,
+  type WireWrite,
+} from "../sync/protocol.js";
+import type { SyncServer } from "../sync-server.js";
+
+let server: SyncServer;
+let url: string;
+
+beforeAll(async () => {
+  ({ server, url } = await startServer());
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+}, 30_000);
+
+async function call(method: string, path: string, token: string | undefined, body?: Uint8Array) {
+  const headers: Record<string, string> = {};
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = SYNC_MEDIA_TYPE;
+  const response = await fetch(`${url}/v1${path}`, { method, headers, body: body as Uint8Array<ArrayBuffer> });
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const parsed = (response.headers.get("content-type") ?? "").startsWith(SYNC_MEDIA_TYPE)
+    ? decodeBody(bytes)
+    : JSON.parse(new TextDecoder().decode(bytes));
+  return { status: response.status, body: parsed as Record<string, unknown> };
+}
+
+/**
+ * A request through Fastify's `inject`, with no HTTP client in this process
+ * to share the event loop with: what {@link longestStall} sees is the
+ * server's own work.
+ */
+async function inject(method: "POST" | "PUT", path: string, token: string | undefined, body: Uint8Array) {
+  const headers: Record<string, string> = { "content-type": SYNC_MEDIA_TYPE };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  const response = await server.app.inject({ method, url: `/v1${path}`, headers, payload: Buffer.from(body) });
+  const msgpack = String(response.headers["content-type"] ?? "").startsWith(SYNC_MEDIA_TYPE);
+  const parsed: unknown = msgpack ? decodeBody(response.rawPayload) : response.json();
+  return { status: response.statusCode, body: parsed as Record<string, unknown> };
+}
+
+/** A MessagePack map32 of `count` distinct short keys, each to 0: cheap to send, costly to decode. */
+function manyKeys(count: number): Uint8Array {
+  const out = new Uint8Array(5 + count * 8);
+  const view = new DataView(out.buffer);
+  out[0] = 0xdf;
+  view.setUint32(1, count);
+  let at = 5;
+  for (let i = 0; i < count; i++) {
+    const key = i.toString(36);
+    out[at++] = 0xa0 | key.length;
+    for (let j = 0; j < key.length; j++) out[at++] = key.charCodeAt(j);
+    out[at++] = 0;
+  }
+  return out.subarray(0, at);
+}
+
+/**
+ * Runs `work` and returns the CPU time this process spent meanwhile, in ms:
+ * the work a request costs the server (the event loop is held for as long),
+ * measured so that other processes taking the cores do not count.
+ */
+async function cpuSpent<T>(work: () => Promise<T>): Promise<{ result: T; cpuMs: number }> {
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  return { result, cpuMs: (used.user + used.system) / 1000 };
+}
+
+describe("sync server: requests meant to stall it", () => {
+  const body = manyKeys(2_000_000); // about 14 MiB, under the 16 MiB body limit
+
+  it("answers a stranger's huge body with 401 without decoding it", async () => {
+    const { result, cpuMs } = await cpuSpent(() => inject("POST", "/push", undefined, body));
+    expect(result.status).toBe(401);
+    expect(result.body).toMatchObject({ error: { code: "unauthorized" } });
+    // Decoding it took 7.7-8.7 s; unread, it costs what `inject` takes to hand it over (about 70 ms here).
+    expect(cpuMs).toBeLessThan(200);
+  });
+
+  it("answers a stranger's malformed body with 401, not 400", async () => {
+    const { status } = await call("POST", "/push", "nope", new Uint8Array([0xc1, 0xc1]));
+    expect(status).toBe(401);
+    expect((await call("PUT", "/key", undefined, new Uint8Array([0xc1]))).status).toBe(401);
+  });
+
+  it("bounds an authenticated body's decoding work, not only its bytes", async () => {
+    const { token } = newUser("stall");
+    const { result, cpuMs } = await cpuSpent(() => inject("POST", "/push", token, body));
+    expect(result.status).toBe(400);
+    expect(String((result.body.error as { message: string }).message)).toMatch(/within the protocol's limits/);
+    // Reading 14 MiB and refusing its first token: about 220 ms here, where decoding it took seconds.
+    expect(cpuMs).toBeLessThan(1000);
+    // Nesting is bounded too.
+    const deep = new Uint8Array(200).fill(0x91); // 200 one-item arrays, one in another
+    expect((await call("POST", "/push", token, deep)).status).toBe(400);
+  });
+
+  it("gives the key route the body it needs: kilobytes", async () => {
+    const { token } = newUser("key");
+    const record = encodeBody({ v: SYNC_PROTOCOL_VERSION, keyRecord: new Uint8Array(100 * 1024) });
+    const { status, body: error } = await call("PUT", "/key", token, record);
+    expect(status).toBe(413);
+    expect(error).toMatchObject({ error: { code: "too_large" } });
+  });
+});
+
+/** A checkpoint bundle with the given writes (one task each, idx 0). */
+function bundle(threadId: string, tasks: string[]): WireCheckpoint {
+  const writes: WireWrite[] = tasks.map((task) => ({
+    task_id: task,
+    idx: 0,
+    channel: "results",
+    task_path: `~__pregel_pull, ${task}`,
+    value: ["msgpack", new Uint8Array([0xa1, task.charCodeAt(task.length - 1)])],
+  }));
+  return {
+    thread_id: threadId,
+    checkpoint_ns: "",
+    checkpoint_id: "1f0aaaaa-0000-6000-8000-000000000001",
+    checkpoint: ["msgpack", new Uint8Array([0x80])],
+    metadata: ["msgpack", new Uint8Array([0x80])],
+    channel_versions: {},
+    blobs: [],
+    writes,
+  };
+}
+
+describe("sync server: writes several devices add to one checkpoint", () => {
+  it("a device's pull still brings the writes another device added before its own push", async () => {
+    const { token } = newUser("origin");
+    const push = async (device: string, tasks: string[]) => {
+      const request: PushRequest = { v: SYNC_PROTOCOL_VERSION, device, checkpoints: [bundle("t", tasks)], deletes: [] };
+      const { status } = await call("POST", "/push", token, encodeBody(request));
+      expect(status).toBe(200);
+    };
+    const pull = async (device: string, since: number) =>
+      (await call("GET", `/pull?since=${since}&device=${device}`, token)).body as unknown as PullResponse;
+
+    await push("A", ["t1", "t2"]); // a failed step: two pending writes
+    const first = await pull("A", 0);
+    expect(first.changes).toEqual([]); // its own
+    await pull("B", 0);
+    await push("B", ["t1", "t2", "t3"]); // B resumes: one more write
+    await push("A", ["t1", "t2", "t4"]); // A resumes without having pulled
+
+    const page = await pull("A", first.cursor);
+    const writes = page.changes.flatMap((c) => (c.kind === "checkpoint" ? c.checkpoint.writes : []));
+    expect(writes.map((w) => w.task_id).sort()).toEqual(["t1", "t2", "t3", "t4"]);
+
+    // Once A holds everything and pushes it, its own row is skipped again.
+    await push("A", ["t1", "t2", "t3", "t4"]);
+    const after = await pull("A", page.cursor);
+    expect(after.changes).toEqual([]);
+    // B still gets A's write.
+    const forB = await pull("B", 0);
+    const bWrites = forB.changes.flatMap((c) => (c.kind === "checkpoint" ? c.checkpoint.writes : []));
+    expect(bWrites.map((w) => w.task_id).sort()).toEqual(["t1", "t2", "t3", "t4"]);
+  });
+});
+
+describe("sync server: ids that PostgreSQL cannot hold", () => {
+  it("refuses a thread id with U+0000 with a clear 400, not a 500", async () => {
+    const { token } = newUser("ids");
+    const request = (threadId: string): PushRequest => ({
+      v: SYNC_PROTOCOL_VERSION,
+      checkpoints: [bundle(threadId, [])],
+      deletes: [],
+    });
+    const { status, body } = await call("POST", "/push", token, encodeBody(request("x\u0000y")));
+    expect(status).toBe(400);
+    expect((body.error as { message: string }).message).toMatch(/must not contain U\+0000/);
+    // Lone surrogates never reach the server: MessagePack's UTF-8 turns them
+    // into U+FFFD, so the protocol's parser refuses them before sending
+    // (protocol.test.ts). A well-formed pair is an id like any other.
+    expect((await call("POST", "/push", token, encodeBody(request("x\ud83d\ude00")))).status).toBe(200);
+  });
+});
+
+describe("sync server: what one user may store and ask for", () => {
+  let limited: SyncServer;
+  let limitedUrl: string;
+  beforeAll(async () => {
+    ({ server: limited, url: limitedUrl } = await startServer({
+      limits: { maxCheckpointBytes: 1024 * 1024, maxPushCheckpoints: 2, requestsPerMinute: 30 },
+    }));
+  }, 60_000);
+  afterAll(() => limited?.close(), 30_000);
+
+  const to = async (method: string, path: string, token: string, body?: unknown) => {
+    const response = await fetch(`${limitedUrl}/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
+      body: body === undefined ? undefined : (encodeBody(body) as Uint8Array<ArrayBuffer>),
+    });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const parsed = (response.headers.get("content-type") ?? "").startsWith(SYNC_MEDIA_TYPE)
+      ? decodeBody(bytes)
+      : JSON.parse(new TextDecoder().decode(bytes));
+    return {
+      status: response.status,
+      body: parsed as Record<string, unknown>,
+      bytes: bytes.length,
+      headers: response.headers,
+    };
+  };
+  const heavy = (threadId: string, task: string, size: number): WireCheckpoint => {
+    const checkpoint = bundle(threadId, [task]);
+    checkpoint.writes[0]!.value = ["msgpack", new Uint8Array(size)];
+    return checkpoint;
+  };
+  const pushOf = (...checkpoints: WireCheckpoint[]): PushRequest => ({
+    v: SYNC_PROTOCOL_VERSION,
+    checkpoints,
+    deletes: [],
+  });
+
+  it("refuses writes that would grow one checkpoint past its cap across pushes, applying nothing", async () => {
+    const { token } = newUser("cap");
+    expect((await to("POST", "/push", token, pushOf(heavy("t", "a", 600 * 1024)))).status).toBe(200);
+    const second = await to("POST", "/push", token, pushOf(heavy("t", "b", 600 * 1024)));
+    expect(second.status).toBe(413);
+    expect(second.body).toMatchObject({ error: { code: "checkpoint_too_large" } });
+    expect((second.body.error as { message: string }).message).toMatch(/over this server's limit of 1048576/);
+    const page = await to("GET", "/pull?since=0&limit=1", token);
+    expect(page.bytes).toBeLessThan(700 * 1024);
+  });
+
+  it("builds a pull page from stored sizes: no page past its budget, and every change arrives page by page", async () => {
+    const { token } = newUser("pages");
+    for (let i = 0; i < 6; i++) {
+      const a = heavy(`t${i}`, "a", 900 * 1024);
+      const b = heavy(`t${i}b`, "a", 900 * 1024);
+      expect((await to("POST", "/push", token, pushOf(a, b))).status).toBe(200);
+    }
+    const seen: string[] = [];
+    let since = 0;
+    for (let round = 0; round < 10; round++) {
+      const page = await to("GET", `/pull?since=${since}&limit=100`, token);
+      const body = page.body as unknown as PullResponse;
+      expect(page.bytes).toBeLessThanOrEqual(8 * 1024 * 1024);
+      for (const change of body.changes) if (change.kind === "checkpoint") seen.push(change.checkpoint.thread_id);
+      since = body.cursor;
+      if (!body.more) break;
+    }
+    expect(seen.sort()).toEqual(
+      Array.from({ length: 6 }, (_, i) => [`t${i}`, `t${i}b`])
+        .flat()
+        .sort(),
+    );
+  });
+
+  it("refuses a push of more checkpoints than the server takes at once", async () => {
+    const { token } = newUser("many");
+    const three = pushOf(bundle("a", []), bundle("b", []), bundle("c", []));
+    const refused = await to("POST", "/push", token, three);
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ error: { code: "too_many_checkpoints" } });
+  });
+
+  it("limits each user's requests a minute, with Retry-After, without touching another user", async () => {
+    const { token } = newUser("rate");
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await to("GET", "/hello", token)).status);
+    expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
+    const last = await to("GET", "/hello", token);
+    expect(last.status).toBe(429);
+    expect(last.body).toMatchObject({ error: { code: "rate_limited" } });
+    expect(Number(last.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await to("GET", "/hello", newUser("other").token)).status).toBe(200);
+  });
+});
