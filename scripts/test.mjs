@@ -27,6 +27,8 @@ const PHASES = [
   { name: "chromium", steps: ["test:browser"] },
   { name: "firefox", steps: ["test:firefox"] },
   { name: "e2e", steps: ["test:e2e:parallel"] },
+  // The Playwright kit's example project (examples/playwright), through @playwright/test.
+  { name: "examples", steps: ["test:examples"] },
   // Measures time: alone.
   { name: "e2e timed", steps: ["test:e2e:timed"] },
 ];

@@ -1,6 +1,6 @@
 /**
  * The 128-bit XXH3 variant LangGraph.js names interrupts with (its
- * `src/hash.ts`, MIT, itself a port of xxh3-ts), reproduced bit for bit.
+ * hash module, MIT, itself a port of xxh3-ts), reproduced bit for bit.
  *
  * Why not a hashing library: an interrupt id is only useful if it equals the
  * id LangGraph computes when it matches `Command({ resume: { [id]: value } })`,

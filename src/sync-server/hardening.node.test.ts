@@ -189,7 +189,7 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
     expect((body.error as { message: string }).message).toMatch(/must not contain U\+0000/);
     // Lone surrogates never reach the server: MessagePack's UTF-8 turns them
     // into U+FFFD, so the protocol's parser refuses them before sending
-    // (protocol.test.ts). A well-formed pair is an id like any other.
+    // (src/sync/protocol.test.ts). A well-formed pair is an id like any other.
     expect((await call("POST", "/push", token, encodeBody(request("x\ud83d\ude00")))).status).toBe(200);
   });
 });
