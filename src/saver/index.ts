@@ -26,7 +26,7 @@ import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import type { ChangeKeyOptions } from "../serde/rekey.js";
 import { createSaverDatabase } from "./database.js";
-import { rawAccess, type SaverRawAccess } from "./raw-access.js";
+import { registerRawAccess } from "./raw-access.js";
 import { createSaverContext, type SaverContext } from "./context.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
@@ -38,7 +38,6 @@ import { nextChannelVersion } from "./versions.js";
 /** The list module, loaded by the first `list()` of any saver and kept. */
 let listModule: Promise<typeof import("./list.js")> | undefined;
 
-export type { SaverRawAccess } from "./raw-access.js";
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
 /**
@@ -73,16 +72,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     const { db, journal } = createSaverDatabase(params);
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
+    registerRawAccess(this, this.#ctx);
   }
 
   /** The IndexedDB database name. */
   get dbName(): string {
     return this.#ctx.db.name;
-  }
-
-  /** Raw rows, writes and change feed, for replication (src/sync/). Not public API. @internal */
-  _rawAccess(): SaverRawAccess {
-    return rawAccess(this.#ctx);
   }
 
   /**

@@ -2,15 +2,18 @@
  * What replication (src/sync/) needs of a saver beyond its public API: its
  * database (raw rows, so ciphertext travels exactly as stored), its write
  * queue (in order with the saver's own writes, and through idb's write
- * helpers so the journal sees them), its change feed and its clock.
- * Not public API: reached only through the internal `_rawAccess()`.
+ * helpers so the journal sees them), its change feed, its clock and its key
+ * record. Not public API: the saver registers its context here when it is
+ * constructed, and only code that imports this module reaches it, so the
+ * class carries no method for it and a look-alike object is refused.
  */
 import type { Database } from "../idb/database.js";
+import type { KeyRecord } from "../serde/protocol.js";
 import type { SaverContext } from "./context.js";
 import type { SaverSchema, SaverStoreName } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
 
-/** A saver's raw rows, writes, change feed and clock. @internal */
+/** A saver's raw rows, writes, change feed, clock and key record. @internal */
 export interface SaverRawAccess {
   /** The saver's database (reads). */
   readonly db: Database<SaverSchema>;
@@ -20,14 +23,39 @@ export interface SaverRawAccess {
   emit(change: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }): void;
   /** A timestamp in ms that strictly increases within the saver. */
   now(): number;
+  /** The database's encryption key record, if any. */
+  readKeyRecord(): Promise<KeyRecord | undefined>;
+  /**
+   * Stores `record` as the database's key record, with the key-id copy the
+   * saver keeps beside it, unless the database has one; resolves with the
+   * record now stored (the given one, or the one already there).
+   */
+  adoptKeyRecord(record: KeyRecord): Promise<KeyRecord>;
 }
 
-/** The raw access of the saver whose context is `ctx`. @internal */
-export function rawAccess(ctx: SaverContext): SaverRawAccess {
-  return {
+/** The raw access of every live saver, by saver. */
+const registry = new WeakMap<object, SaverRawAccess>();
+
+/** Makes the raw access of the saver whose context is `ctx` reachable from `saver`. @internal */
+export function registerRawAccess(saver: object, ctx: SaverContext): void {
+  registry.set(saver, {
     db: ctx.db,
     write: (stores, work, action) => ctx.writes.write(stores, work, action, false),
     emit: (change) => ctx.feed.emit(change),
     now: () => ctx.now(),
-  };
+    readKeyRecord: () => ctx.readKeyRecord(),
+    async adoptKeyRecord(record) {
+      let existing: KeyRecord | undefined;
+      await ctx.storeKeyRecord(record, async (tx) => {
+        existing = (await tx.objectStore("meta").get("key"))?.value as KeyRecord | undefined;
+        return existing === undefined;
+      });
+      return existing ?? record;
+    },
+  });
+}
+
+/** The raw access of `saver`, or undefined when it is not an `IndexedDBSaver` (of this copy of the package). @internal */
+export function rawAccessOf(saver: unknown): SaverRawAccess | undefined {
+  return typeof saver === "object" && saver !== null ? registry.get(saver) : undefined;
 }

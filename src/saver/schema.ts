@@ -95,10 +95,21 @@ export interface ThreadRow {
   latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
 }
 
+/** What the `meta` record names of tombstones start with: the thread id follows. */
+const TOMBSTONE_PREFIX = "tombstone\u0000";
+
 /** The `meta` record name of a thread's tombstone (the copy `put` reads). */
 export function tombstoneName(threadId: string): string {
-  return `tombstone\u0000${threadId}`;
+  return `${TOMBSTONE_PREFIX}${threadId}`;
 }
+
+/** The thread whose tombstone the `meta` record `name` is (see {@link tombstoneName}). */
+export function tombstoneThread(name: string): string {
+  return name.slice(TOMBSTONE_PREFIX.length);
+}
+
+/** Bounds of every tombstone's `meta` record name: the prefix, up to the next code unit after its U+0000. */
+export const TOMBSTONE_NAMES = { lower: TOMBSTONE_PREFIX, upper: "tombstone\u0001" } as const;
 
 /**
  * The namespace of a thread's tombstone copy in the `writes` store. No real

@@ -5,8 +5,17 @@
  * dropped instead of resurrecting it.
  */
 import { SerializationError } from "../core/errors.js";
-import type { Tx } from "../idb/database.js";
-import { tombstoneName, type SaverSchema, type SaverStoreName, type Tombstone } from "./schema.js";
+import type { KeyRanges, Tx } from "../idb/database.js";
+import { storePut } from "../idb/requests.js";
+import {
+  TOMBSTONE_NAMES,
+  tombstoneName,
+  tombstoneThread,
+  tombstoneWrite,
+  type SaverSchema,
+  type SaverStoreName,
+  type Tombstone,
+} from "./schema.js";
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
 export const TOMBSTONE_DROPPED_LIMIT = 1000;
@@ -50,8 +59,46 @@ export function asTombstone(value: unknown, threadId: string): Tombstone | undef
 
 /** Reads a thread's tombstone in `tx` (undefined when the thread was never deleted). */
 export async function readTombstone(
-  tx: Tx<SaverSchema, "readwrite">,
+  tx: Tx<SaverSchema, IDBTransactionMode>,
   threadId: string,
 ): Promise<Tombstone | undefined> {
   return asTombstone((await tx.objectStore("meta").get(tombstoneName(threadId)))?.value, threadId);
+}
+
+/** Every tombstone of the database, by thread id, checked as {@link readTombstone} checks one. */
+export async function readTombstones(
+  tx: Tx<SaverSchema, IDBTransactionMode>,
+  ranges: KeyRanges,
+): Promise<Map<string, Tombstone>> {
+  const rows = await tx.objectStore("meta").getAll(ranges.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper));
+  const tombstones = new Map<string, Tombstone>();
+  for (const row of rows) {
+    const threadId = tombstoneThread(row.name);
+    tombstones.set(threadId, asTombstone(row.value, threadId)!);
+  }
+  return tombstones;
+}
+
+/**
+ * Stores the tombstone of `threadId` at `maxDeletedId`, or at `previous`'s
+ * if that is higher (a tombstone never moves back: writes it dropped stay
+ * dropped), keeping the late writes `previous` remembers. Writes both
+ * copies; resolves once the requests succeeded.
+ */
+export async function raiseTombstone(
+  tx: WriteTx,
+  threadId: string,
+  previous: Tombstone | undefined,
+  maxDeletedId: string,
+): Promise<Tombstone> {
+  const tombstone: Tombstone = {
+    max_deleted_id: previous && previous.max_deleted_id > maxDeletedId ? previous.max_deleted_id : maxDeletedId,
+    dropped: previous?.dropped ?? [],
+    deleted_at: Date.now(),
+  };
+  await Promise.all([
+    storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)),
+    storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone }),
+  ]);
+  return tombstone;
 }

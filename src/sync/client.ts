@@ -5,6 +5,7 @@
  * holds the cross-tab lock, and reports status.
  */
 import type { IndexedDBSaver } from "../saver/index.js";
+import { rawAccessOf, type SaverRawAccess } from "../saver/raw-access.js";
 import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 
@@ -92,6 +93,7 @@ interface LockManagerLike {
  */
 export class SyncClient {
   readonly #options: SyncClientOptions;
+  readonly #access: SaverRawAccess;
   readonly #transport: SyncTransport;
   readonly #listeners = new Set<SyncStatusListener>();
   #status: SyncStatus = { state: "stopped", pending: 0, threads: 0, remote: false };
@@ -107,8 +109,9 @@ export class SyncClient {
   readonly #onOnline = () => this.#schedule(0);
 
   constructor(options: SyncClientOptions) {
-    if (!options.saver || typeof options.saver._rawAccess !== "function")
-      throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
+    const access = rawAccessOf(options.saver);
+    if (!access) throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
+    this.#access = access;
     if (typeof options.url !== "string" || !/^https?:\/\//.test(options.url))
       throw new TypeError('SyncClient: `url` must be the server\'s http(s) base URL, e.g. "http://127.0.0.1:8787".');
     if (typeof options.token !== "string" || options.token.length === 0)
@@ -229,7 +232,7 @@ export class SyncClient {
     this.#set({ state: "syncing", error: undefined, retryAt: undefined, threads: 0 });
     try {
       const result = await syncRound({
-        access: saver._rawAccess(),
+        access: this.#access,
         serde: saver.serde,
         unlock: () => saver.unlock(),
         transport: this.#transport,
@@ -245,7 +248,7 @@ export class SyncClient {
     } catch (error) {
       const offline = error instanceof SyncError && error.code === "offline";
       // What waits, counted locally: the round may have failed before counting.
-      const pending = await countPending(saver._rawAccess(), this.#options.url.replace(/\/+$/, "")).catch(
+      const pending = await countPending(this.#access, this.#options.url.replace(/\/+$/, "")).catch(
         () => this.#status.pending,
       );
       this.#set({ state: offline ? "offline" : "error", threads: 0, pending, error: (error as Error).message });
