@@ -79,6 +79,7 @@ import type {
 import type { ThreadExportInput } from "./options.js";
 import { ThreadExportError, ThreadFileError } from "./errors.js";
 import { joinBytes } from "../core/bytes.js";
+import type { Version } from "../rows/shapes.js";
 
 // ------------------------------------------------------------------ format
 
@@ -163,7 +164,7 @@ export interface BlobRecord {
   /** Channel name. */
   channel: string;
   /** The channel version this value belongs to (its type is kept). */
-  version: string | number;
+  version: Version;
   /** The channel value. */
   value: unknown;
 }

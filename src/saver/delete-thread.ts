@@ -5,10 +5,10 @@
  */
 import { issue, storeDelete } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { assertId } from "./ids.js";
+import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
-import { TOMBSTONE_NS, tombstoneName, tombstoneWriteKey, type Tombstone } from "./schema.js";
+import { TOMBSTONE_NS, tombstoneName, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
 import { THREAD_STORES, raiseTombstone, readTombstone, type WriteTx } from "./tombstones.js";
 
 /** Deletes every row of `threadId` and leaves its tombstone. */

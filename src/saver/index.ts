@@ -33,7 +33,7 @@ import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
 import { forgetRecent } from "./recent.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
-import { nextChannelVersion } from "./versions.js";
+import { nextChannelVersion } from "../rows/versions.js";
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
 let listModule: Promise<typeof import("./list.js")> | undefined;

@@ -31,7 +31,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
-import type { BlobRow, Version } from "./schema.js";
+import type { BlobRow, Version } from "../rows/shapes.js";
 
 /** The stored value of each channel version a checkpoint refers to, as far as this saver knows them. */
 export interface KeptValues {

@@ -7,15 +7,8 @@
 import { SerializationError } from "../core/errors.js";
 import type { KeyRanges, Tx } from "../idb/database.js";
 import { storePut } from "../idb/requests.js";
-import {
-  TOMBSTONE_NAMES,
-  tombstoneName,
-  tombstoneThread,
-  tombstoneWrite,
-  type SaverSchema,
-  type SaverStoreName,
-  type Tombstone,
-} from "./schema.js";
+import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { TOMBSTONE_NAMES, tombstoneName, tombstoneThread, tombstoneWrite, type Tombstone } from "../rows/shapes.js";
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
 export const TOMBSTONE_DROPPED_LIMIT = 1000;

@@ -7,7 +7,7 @@ import type { KeyRanges } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { ReadTx } from "./reads.js";
-import type { BlobRow, CheckpointRow, Version, WriteRow } from "./schema.js";
+import type { BlobRow, CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 
 /** What the ancestor walk found for the delta-channel history. */
 export interface AncestorWalk {

@@ -12,6 +12,7 @@
  */
 import { Packr } from "msgpackr";
 import { refusedAt } from "../core/msgpack-guard.js";
+import type { TypedBytes, Version } from "../rows/shapes.js";
 
 /** Version of the protocol; every body carries it as `v`. */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -28,11 +29,11 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Largest number of changes one pull returns. */
 export const MAX_PULL_LIMIT = 1000;
 
-/** A serialized value: the serializer's type tag and its bytes. */
-export type WireBytes = [type: string, data: Uint8Array];
+/** A serialized value as the saver stores it: the serializer's type tag and its bytes. */
+export type WireBytes = TypedBytes;
 
-/** A channel version, number or string as LangGraph made it. */
-export type WireVersion = string | number;
+/** A channel version, number or string as LangGraph made it (and the saver stores it). */
+export type WireVersion = Version;
 
 /** One channel value at one version. */
 export interface WireBlob {

@@ -12,7 +12,7 @@ import { addIfAbsent, issue, storePut } from "../idb/requests.js";
 import { deleteUpTo } from "../saver/delete-thread.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import type { CheckpointRow, Tombstone, WriteRow } from "../saver/schema.js";
+import type { CheckpointRow, Tombstone, WriteRow } from "../rows/shapes.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete } from "./protocol.js";

@@ -9,7 +9,7 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { isTombstoneWrite } from "../saver/schema.js";
+import { isTombstoneWrite } from "../rows/shapes.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireWrite } from "./protocol.js";
 

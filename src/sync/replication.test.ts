@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { SerializationError } from "../core/errors.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { rawAccessOf } from "../saver/raw-access.js";
-import { KEY_ID_WRITE_KEY, tombstoneName, type WriteRow } from "../saver/schema.js";
+import { KEY_ID_WRITE_KEY, tombstoneName, type WriteRow } from "../rows/shapes.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { SyncClient } from "./client.js";
 import type { WireChange } from "./protocol.js";

@@ -7,7 +7,7 @@
  * never leaves the cursor ahead of the rows, or rows without their record.
  */
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import type { MetaRow } from "../saver/schema.js";
+import type { MetaRow } from "../rows/shapes.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
 import { storePut } from "../idb/requests.js";
