@@ -13,7 +13,7 @@ import { rawAccessOf } from "../saver/raw-access.js";
 import { KEY_ID_WRITE_KEY, tombstoneName, type WriteRow } from "../rows/shapes.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { SyncClient } from "./client.js";
-import type { WireChange } from "./protocol.js";
+import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, encodeBody, type WireChange } from "./protocol.js";
 import { applyChanges } from "./pull.js";
 import { localInventory, readThread } from "./push.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
@@ -131,5 +131,39 @@ describe("replication through the saver's functions", () => {
       TypeError,
     );
     new SyncClient({ saver, url: "http://127.0.0.1:1", token: "t" }).close();
+  });
+});
+
+describe("SyncClient's lock", () => {
+  it("runs one round of a database at a time, also where Web Locks are missing", async () => {
+    const saver = await saverWith([]);
+    let inHello = 0;
+    let most = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    /** A server with nothing to pull whose first hello waits for `release`. */
+    const fetch = async (url: string): Promise<Response> => {
+      const path = new URL(url).pathname;
+      let body: unknown = { v: SYNC_PROTOCOL_VERSION, changes: [], cursor: 0, more: false };
+      if (path.endsWith("/hello")) {
+        inHello += 1;
+        most = Math.max(most, inHello);
+        if (inHello === 1) await held;
+        inHello -= 1;
+        body = { v: 1, user: "u", keyRecord: null, hasData: false, seq: 0 };
+      }
+      const bytes = encodeBody(body) as Uint8Array<ArrayBuffer>;
+      return new Response(bytes, { headers: { "content-type": SYNC_MEDIA_TYPE } });
+    };
+    const options = { saver, url: "http://sync.invalid", token: "t", fetch };
+    const [a, b] = [new SyncClient(options), new SyncClient(options)];
+    const rounds = Promise.all([a.syncNow(), b.syncNow()]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(inHello).toBe(1); // b waits for a's round
+    release();
+    await rounds;
+    expect(most).toBe(1);
+    a.close();
+    b.close();
   });
 });
