@@ -369,13 +369,3 @@ export function parseKeyRequest(value: unknown): KeyRequest {
     throw new ProtocolError("keyRecord must be non-empty bytes.");
   return { v: SYNC_PROTOCOL_VERSION, keyRecord: value.keyRecord };
 }
-
-/** The storage key of a channel version: its type kept, so 1 and "1" differ. */
-export function versionKey(version: WireVersion): string {
-  return typeof version === "number" ? `n:${String(version)}` : `s:${version}`;
-}
-
-/** The inverse of {@link versionKey}. */
-export function versionFromKey(key: string): WireVersion {
-  return key.startsWith("n:") ? Number(key.slice(2)) : key.slice(2);
-}
