@@ -38,29 +38,20 @@ export type CrossTabName =
  * make two pairs collide.
  */
 export function crossTabName(name: CrossTabName): string {
-  const db = encodeURIComponent(name.dbName);
-  switch (name.kind) {
-    case "changes":
-      // The first name the package shipped, with the database name as given:
-      // tabs of every build since listen here for changes and key changes.
-      return `${PACKAGE}:v${LAYOUT}:${name.dbName}`;
-    case "runs":
-      return `${PACKAGE}:v${LAYOUT}:${db}:runs`;
-    case "run":
-      return `${PACKAGE}:v${LAYOUT}:${db}:run:${encodeURIComponent(name.threadId)}`;
-    case "key":
-      return `${PACKAGE}:v${LAYOUT}:${db}:key`;
-    case "sync-status":
-      // Shipped before the layout above (the version follows "sync", the
-      // database name as given). Renaming it would leave tabs of those builds
-      // showing their own stale status while another tab syncs.
-      return `${PACKAGE}:sync:v1:${name.dbName}`;
-    case "sync":
-      // Shipped without a version. It stays so: a version in a lock's name
-      // splits the lock between builds, and a tab of this build and a tab of
-      // an earlier one would then sync one database at the same time.
-      return `${PACKAGE}:sync:${name.dbName}`;
-  }
+  const { kind, dbName } = name;
+  // Three names shipped before the current layout, kept byte for byte:
+  // - "changes", with the database name as given: tabs of every build since
+  //   listen there for changes and key changes;
+  // - "sync-status" (the version after "sync"): renamed, tabs of earlier
+  //   builds would show their own stale status while another tab syncs;
+  // - "sync", a lock shipped without a version, and kept so: a version in a
+  //   lock's name splits the lock between builds, and a tab of this build
+  //   and one of an earlier build would then sync one database at once.
+  if (kind === "changes") return `${PACKAGE}:v1:${dbName}`;
+  if (kind === "sync-status") return `${PACKAGE}:sync:v1:${dbName}`;
+  if (kind === "sync") return `${PACKAGE}:sync:${dbName}`;
+  const thread = name.kind === "run" ? `:${encodeURIComponent(name.threadId)}` : "";
+  return `${PACKAGE}:v${LAYOUT}:${encodeURIComponent(dbName)}:${kind}${thread}`;
 }
 
 /**

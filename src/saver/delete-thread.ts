@@ -3,13 +3,13 @@
  * tombstone (see tombstones.ts), so the late writes of a run still in
  * flight are dropped. Loaded on demand: most apps delete rarely.
  */
-import { issue, storeDelete } from "../idb/requests.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
-import { TOMBSTONE_NS, tombstoneName, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
-import { THREAD_STORES, raiseTombstone, readTombstone, type WriteTx } from "./tombstones.js";
+import { TOMBSTONE_NS, tombstoneName, tombstoneWrite, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
+import { THREAD_STORES, readTombstone, type WriteTx } from "./tombstones.js";
 
 /** Deletes every row of `threadId` and leaves its tombstone. */
 export async function deleteThread(ctx: SaverContext, threadId: string): Promise<void> {
@@ -66,6 +66,30 @@ export async function deleteUpTo(
   // Channel values are shared along a thread's history: they go only with its last checkpoint.
   if (checkpointsGone) issue(storeDelete(tx.objectStore("blobs"), range));
   return raiseTombstone(tx, threadId, previous, upTo);
+}
+
+/**
+ * Stores the tombstone of `threadId` at `maxDeletedId`, or at `previous`'s
+ * if that is higher (a tombstone never moves back: writes it dropped stay
+ * dropped), keeping the late writes `previous` remembers. Writes both
+ * copies; resolves once the requests succeeded.
+ */
+async function raiseTombstone(
+  tx: WriteTx,
+  threadId: string,
+  previous: Tombstone | undefined,
+  maxDeletedId: string,
+): Promise<Tombstone> {
+  const tombstone: Tombstone = {
+    max_deleted_id: previous && previous.max_deleted_id > maxDeletedId ? previous.max_deleted_id : maxDeletedId,
+    dropped: previous?.dropped ?? [],
+    deleted_at: Date.now(),
+  };
+  await Promise.all([
+    storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)),
+    storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone }),
+  ]);
+  return tombstone;
 }
 
 /**

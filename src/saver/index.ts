@@ -26,7 +26,7 @@ import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import type { ChangeKeyOptions } from "../serde/rekey.js";
 import { createSaverDatabase } from "./database.js";
-import { registerRawAccess } from "./raw-access.js";
+import { registerContext } from "./registry.js";
 import { createSaverContext, type SaverContext } from "./context.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
@@ -72,7 +72,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     const { db, journal } = createSaverDatabase(params);
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
-    registerRawAccess(this, this.#ctx);
+    registerContext(this, this.#ctx);
   }
 
   /** The IndexedDB database name. */

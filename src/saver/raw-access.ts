@@ -3,13 +3,13 @@
  * database (raw rows, so ciphertext travels exactly as stored), its write
  * queue (in order with the saver's own writes, and through idb's write
  * helpers so the journal sees them), its change feed, its clock and its key
- * record. Not public API: the saver registers its context here when it is
- * constructed, and only code that imports this module reaches it, so the
- * class carries no method for it and a look-alike object is refused.
+ * record. Not public API: the saver registers its context (registry.ts)
+ * when it is constructed, and only code that imports these modules reaches
+ * it, so the class carries no method for it and a look-alike is refused.
  */
 import type { Database } from "../idb/database.js";
 import type { KeyRecord } from "../serde/protocol.js";
-import type { SaverContext } from "./context.js";
+import { contextOf } from "./registry.js";
 import type { SaverSchema, SaverStoreName } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
 
@@ -33,12 +33,14 @@ export interface SaverRawAccess {
   adoptKeyRecord(record: KeyRecord): Promise<KeyRecord>;
 }
 
-/** The raw access of every live saver, by saver. */
-const registry = new WeakMap<object, SaverRawAccess>();
-
-/** Makes the raw access of the saver whose context is `ctx` reachable from `saver`. @internal */
-export function registerRawAccess(saver: object, ctx: SaverContext): void {
-  registry.set(saver, {
+/**
+ * The raw access of `saver`, or undefined when it is not an `IndexedDBSaver`
+ * (of this copy of the package). @internal
+ */
+export function rawAccessOf(saver: unknown): SaverRawAccess | undefined {
+  const ctx = contextOf(saver);
+  if (!ctx) return undefined;
+  return {
     db: ctx.db,
     write: (stores, work, action) => ctx.writes.write(stores, work, action, false),
     emit: (change) => ctx.feed.emit(change),
@@ -52,10 +54,5 @@ export function registerRawAccess(saver: object, ctx: SaverContext): void {
       });
       return existing ?? record;
     },
-  });
-}
-
-/** The raw access of `saver`, or undefined when it is not an `IndexedDBSaver` (of this copy of the package). @internal */
-export function rawAccessOf(saver: unknown): SaverRawAccess | undefined {
-  return typeof saver === "object" && saver !== null ? registry.get(saver) : undefined;
+  };
 }

@@ -6,9 +6,8 @@
  */
 import { SerializationError } from "../core/errors.js";
 import type { KeyRanges, Tx } from "../idb/database.js";
-import { storePut } from "../idb/requests.js";
 import type { SaverSchema, SaverStoreName } from "./schema.js";
-import { TOMBSTONE_NAMES, tombstoneName, tombstoneThread, tombstoneWrite, type Tombstone } from "../rows/shapes.js";
+import { TOMBSTONE_NAMES, tombstoneName, tombstoneThread, type Tombstone } from "../rows/shapes.js";
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
 export const TOMBSTONE_DROPPED_LIMIT = 1000;
@@ -70,28 +69,4 @@ export async function readTombstones(
     tombstones.set(threadId, asTombstone(row.value, threadId)!);
   }
   return tombstones;
-}
-
-/**
- * Stores the tombstone of `threadId` at `maxDeletedId`, or at `previous`'s
- * if that is higher (a tombstone never moves back: writes it dropped stay
- * dropped), keeping the late writes `previous` remembers. Writes both
- * copies; resolves once the requests succeeded.
- */
-export async function raiseTombstone(
-  tx: WriteTx,
-  threadId: string,
-  previous: Tombstone | undefined,
-  maxDeletedId: string,
-): Promise<Tombstone> {
-  const tombstone: Tombstone = {
-    max_deleted_id: previous && previous.max_deleted_id > maxDeletedId ? previous.max_deleted_id : maxDeletedId,
-    dropped: previous?.dropped ?? [],
-    deleted_at: Date.now(),
-  };
-  await Promise.all([
-    storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)),
-    storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone }),
-  ]);
-  return tombstone;
 }
