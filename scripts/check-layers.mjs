@@ -36,19 +36,22 @@ export const LAYERS = {
   core: { imports: [] },
   idb: { imports: ["core"] },
   serde: { imports: ["core"] },
+  // The row format the browser saver, the sync server and export share: shapes,
+  // codecs, ids, channel versions. Pure: it opens no database.
+  rows: { imports: ["serde", "core"] },
   journal: { imports: ["idb", "core"] },
-  saver: { imports: ["idb", "serde", "journal", "core"], dynamic: ["portable"] },
+  saver: { imports: ["rows", "idb", "serde", "journal", "core"], dynamic: ["portable"] },
   store: { imports: ["idb", "serde", "core"] },
-  portable: { imports: ["serde", "core"] },
+  portable: { imports: ["rows", "serde", "core"] },
   // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
   playwright: { imports: ["portable", "saver", "runs", "core"] },
   runs: { imports: ["saver", "core"] },
   // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
   interrupt: { imports: ["core"] },
   // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
-  sync: { imports: ["saver", "idb", "serde", "core"] },
-  // Node only: the wire protocol, and the saver's pure row codecs for its server-side saver.
-  "sync-server": { imports: ["sync/protocol", "saver", "serde", "core"] },
+  sync: { imports: ["saver", "rows", "idb", "serde", "core"] },
+  // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
+  "sync-server": { imports: ["sync/protocol", "rows", "serde", "core"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

@@ -32,11 +32,12 @@ const CLEAN = {
     `}`,
   ].join("\n"),
   "store/store.ts": `import { x } from "../idb/db.js";\nimport { m } from "../serde/binding.js";\nexport const s = [x, m];`,
-  "portable/portable.ts": `import { m } from "../serde/binding.js";\nexport const p = m;`,
+  "rows/codec.ts": `import { m } from "../serde/binding.js";\nimport { e } from "../core/bytes.js";\nexport const r = [m, e];`,
+  "portable/portable.ts": `import { m } from "../serde/binding.js";\nimport type { r } from "../rows/codec.js";\nexport const p = m;`,
   "playwright/page.ts": `import { p } from "../portable/portable.js";\nimport { exportThread } from "../saver/saver.js";\nexport const page = [p, exportThread];`,
   "sync/protocol.ts": `export const PROTOCOL = 1;`,
   "sync/client.ts": `import { exportThread } from "../saver/saver.js";\nexport const c = exportThread;`,
-  "sync-server/server.ts": `import { PROTOCOL } from "../sync/protocol.js";\nimport { e } from "../core/bytes.js";\nexport const s = [PROTOCOL, e];`,
+  "sync-server/server.ts": `import { PROTOCOL } from "../sync/protocol.js";\nimport { r } from "../rows/codec.js";\nexport const s = [PROTOCOL, r];`,
   // Tests and test helpers are not checked.
   "core/bytes.test.ts": `import { IndexedDBSaver } from "../index.js";\nimport { f } from "../../test/support/f.js";`,
   "test-support/fixtures.ts": `import { IndexedDBSaver } from "../index.js";`,
@@ -106,6 +107,23 @@ describe("check-layers", () => {
     const found = check({ ...CLEAN, "sync-server/bad.ts": `import { c } from "../sync/client.js";` });
     assert.equal(found.length, 1);
     assert.match(found[0], /layer sync-server may not import sync \(src\/sync\/client\.ts\)/);
+  });
+
+  it("keeps the row codecs pure and the sync server off the browser saver", () => {
+    const found = check({
+      ...CLEAN,
+      "rows/ids.ts": `import { x } from "../idb/db.js";`,
+      "rows/shapes.ts": `import { exportThread } from "../saver/saver.js";`,
+      "sync-server/saver.ts": `import { exportThread } from "../saver/saver.js";`,
+    });
+    assert.deepEqual(
+      found.map((line) => line.split(" (")[0]),
+      [
+        "rows/ids.ts:1 layer rows may not import idb",
+        "rows/shapes.ts:1 layer rows may not import saver",
+        "sync-server/saver.ts:1 layer sync-server may not import saver",
+      ],
+    );
   });
 
   it("forbids a layer importing an entry point, test code, or code outside src/", () => {

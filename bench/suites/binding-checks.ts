@@ -16,8 +16,8 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { EncryptedSerializer, IndexedDBSaver } from "../../src/index.js";
 import type { DatabaseKeyedSerializer } from "../../src/serde/protocol.js";
-import { decodeCheckpoint, decodeMetadata, encode, rowRef } from "../../src/saver/rows.js";
-import type { CheckpointRow } from "../../src/saver/schema.js";
+import { decodeCheckpoint, decodeMetadata, encode, rowRef } from "../../src/rows/codec.js";
+import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { verifyCheckpointFields } from "../../src/saver/verify.js";
 import { deleteDatabase, median, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
 

@@ -28,6 +28,7 @@ import { ThreadExportError } from "./errors.js";
 import { joinBytes, toHex, utf8 } from "../core/bytes.js";
 import { BOUND_EXPORT_VERSION, bindsFrames, encodeFrame } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import type { Version } from "../rows/shapes.js";
 // ------------------------------------------------------------------ export
 
 /** One checkpoint as the first pass over `list` saw it. */
@@ -188,7 +189,7 @@ async function* exportChunks(
     };
     for (const channel of Object.keys(values)) {
       const value = values[channel];
-      const version = ownValue(versions, channel) as string | number | undefined;
+      const version = ownValue(versions, channel) as Version | undefined;
       if (version === undefined) {
         record.values[channel] = value;
         continue;
@@ -252,7 +253,7 @@ export async function planExport(
     writes += tuple.pendingWrites?.length ?? 0;
     const versions = tuple.checkpoint.channel_versions ?? {};
     for (const channel of Object.keys(tuple.checkpoint.channel_values ?? {})) {
-      const version = ownValue(versions, channel) as string | number | undefined;
+      const version = ownValue(versions, channel) as Version | undefined;
       if (version !== undefined) blobKeys.add(blobIdentity(ns, channel, version));
     }
   }

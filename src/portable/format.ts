@@ -37,6 +37,7 @@ import type {
 
 import { ThreadExportError, ThreadFileError } from "./errors.js";
 import { joinBytes } from "../core/bytes.js";
+import type { Version } from "../rows/shapes.js";
 
 // ------------------------------------------------------------------ format
 
@@ -121,7 +122,7 @@ export interface BlobRecord {
   /** Channel name. */
   channel: string;
   /** The channel version this value belongs to (its type is kept). */
-  version: string | number;
+  version: Version;
   /** The channel value. */
   value: unknown;
 }

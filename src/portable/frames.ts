@@ -26,6 +26,7 @@ import {
 import { ThreadFileError } from "./errors.js";
 import { errorMessage } from "../core/guards.js";
 import { DecryptionError } from "../core/errors.js";
+import type { TypedBytes } from "../rows/shapes.js";
 
 /** The format version of files whose records are bound to their place. */
 export const BOUND_EXPORT_VERSION = 2;
@@ -68,7 +69,7 @@ export function encodeFrame(
   index: number,
   kind: number,
   record: unknown,
-): Promise<[string, Uint8Array]> {
+): Promise<TypedBytes> {
   return header.version >= BOUND_EXPORT_VERSION && isRowBound(serde)
     ? serde.dumpsTypedForRow(record, frameRef(header, index, kind))
     : serde.dumpsTyped(record);

@@ -3,6 +3,8 @@
  * (Web Locks, or the in-process stand-in) live in core/locks.ts, which the
  * key changes of the saver and the store use too.
  */
+import { crossTabName } from "../core/channel.js";
+
 export {
   InProcessLockManager,
   defaultLockManager,
@@ -11,9 +13,6 @@ export {
   type RunLockOptions,
 } from "../core/locks.js";
 
-/** Why the lock names carry a version: a future layout must not mix with this one. */
-const LOCK_PREFIX = "langgraph-checkpoint-indexeddb:v1";
-
 /**
  * The Web Locks name that a run on `threadId` of database `dbName` holds:
  * `langgraph-checkpoint-indexeddb:v1:<dbName>:run:<threadId>`, each part
@@ -21,5 +20,5 @@ const LOCK_PREFIX = "langgraph-checkpoint-indexeddb:v1";
  * contract: other code may query or request it.
  */
 export function runLockName(dbName: string, threadId: string): string {
-  return `${LOCK_PREFIX}:${encodeURIComponent(dbName)}:run:${encodeURIComponent(threadId)}`;
+  return crossTabName({ kind: "run", dbName, threadId });
 }

@@ -7,6 +7,9 @@
  * another version ignore each other instead of misreading.
  */
 
+import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
+import { Listeners } from "../core/listeners.js";
+
 /** Version of the messages on the channel. */
 const PROTOCOL = 1;
 
@@ -26,7 +29,7 @@ type Wire = RunMessage & { v: typeof PROTOCOL };
 
 /** The channel name of a database's run messages. */
 export function runChannelName(dbName: string): string {
-  return `langgraph-checkpoint-indexeddb:v${PROTOCOL}:${encodeURIComponent(dbName)}:runs`;
+  return crossTabName({ kind: "runs", dbName });
 }
 
 /**
@@ -37,34 +40,24 @@ export function runChannelName(dbName: string): string {
  */
 export class RunChannel {
   readonly #channel: BroadcastChannel | undefined;
-  readonly #listeners = new Set<(message: RunMessage) => void>();
+  readonly #listeners = new Listeners<RunMessage>();
 
   constructor(dbName: string) {
-    if (typeof BroadcastChannel === "undefined") return;
-    const channel = new BroadcastChannel(runChannelName(dbName));
-    // Node keeps the process alive while a channel is open.
-    (channel as unknown as { unref?: () => void }).unref?.();
-    channel.onmessage = (event: MessageEvent<unknown>) => {
-      const message = event.data as Partial<Wire> | null;
+    this.#channel = openChannel(runChannelName(dbName), (data) => {
+      const message = data as Partial<Wire> | null;
       if (!message || message.v !== PROTOCOL || typeof message.threadId !== "string") return;
-      for (const listener of [...this.#listeners]) listener(message as RunMessage);
-    };
-    this.#channel = channel;
+      this.#listeners.deliver(message as RunMessage);
+    });
   }
 
   /** Adds a listener; returns the function that removes it. */
   listen(listener: (message: RunMessage) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 
-  /** Sends to every other endpoint on this database's channel. */
+  /** Sends to every other endpoint on this database's channel (dropped once it is closed: nobody left to tell). */
   post(message: RunMessage): void {
-    try {
-      this.#channel?.postMessage({ ...message, v: PROTOCOL } satisfies Wire);
-    } catch {
-      // A closed channel: nobody left to tell.
-    }
+    postQuietly(this.#channel, { ...message, v: PROTOCOL } satisfies Wire);
   }
 
   close(): void {

@@ -11,7 +11,7 @@
  *     chain = SHA-256("lgcp-chain.1", id, parent id, channel versions, parent's chain)
  *
  * and seals it with the checkpoint (it is part of the row's associated
- * data, rows.ts). Once one row's `chain` is authentic (its checkpoint
+ * data, rows/codec.ts). Once one row's `chain` is authentic (its checkpoint
  * decrypted), hashing its clear fields with its parent's clear `chain`
  * proves both, and so on up: one decryption and one hash per ancestor prove
  * the whole path. The hash has no key, so an attacker can compute chains for
@@ -24,8 +24,8 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sha256 } from "@noble/hashes/sha2.js";
 import type { SaverContext } from "./context.js";
-import { decodeCheckpoint, sameVersions } from "./rows.js";
-import type { CheckpointRow, Version } from "./schema.js";
+import { decodeCheckpoint, sameVersions } from "../rows/codec.js";
+import type { CheckpointRow, Version } from "../rows/shapes.js";
 
 /** The fields of a row its chain covers. */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions">;

@@ -11,7 +11,8 @@ import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import { keyIdWrite, type MetaRow, type SaverSchema, type SaverStoreName } from "./schema.js";
+import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
 

@@ -5,12 +5,12 @@
 import { issue, storePut } from "../idb/requests.js";
 import { isRowBound, withCurrentKey } from "../serde/protocol.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { assertId } from "./ids.js";
+import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
-import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "./rows.js";
-import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "./schema.js";
+import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
+import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
 import { latestOf, threadSummary } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 

@@ -5,42 +5,91 @@
  */
 import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { assertId } from "./ids.js";
+import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
-import { TOMBSTONE_NS, tombstoneName, tombstoneWrite, tombstoneWriteKey, type Tombstone } from "./schema.js";
-import { THREAD_STORES, readTombstone } from "./tombstones.js";
+import type { KeyRanges } from "../idb/database.js";
+import { TOMBSTONE_NS, tombstoneName, tombstoneWrite, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
+import { THREAD_STORES, readTombstone, type WriteTx } from "./tombstones.js";
 
 /** Deletes every row of `threadId` and leaves its tombstone. */
 export async function deleteThread(ctx: SaverContext, threadId: string): Promise<void> {
   assertId("thread_id", threadId);
   const deleted = await ctx.writes.write(
     THREAD_STORES,
-    async (tx) => {
-      const bounds = prefixBounds(threadId);
-      const range = ctx.db.ranges.bound(bounds.lower, bounds.upper);
-      const [previous, checkpointKeys, allWriteKeys] = await Promise.all([
-        readTombstone(tx, threadId),
-        tx.objectStore("checkpoints").getAllKeys(range),
-        tx.objectStore("writes").getAllKeys(range),
-      ]);
-      const writeKeys = allWriteKeys.filter((key) => key[1] !== TOMBSTONE_NS);
-      if (checkpointKeys.length === 0 && writeKeys.length === 0) return false;
-      let maxId = previous?.max_deleted_id ?? "";
-      for (const key of checkpointKeys) if (key[2] > maxId) maxId = key[2];
-      for (const key of writeKeys) if (key[2] > maxId) maxId = key[2];
-      issue(storeDelete(tx.objectStore("checkpoints"), range));
-      issue(storeDelete(tx.objectStore("blobs"), range));
-      issue(storeDelete(tx.objectStore("writes"), range));
-      issue(storeDelete(tx.objectStore("threads"), threadId));
-      const tombstone: Tombstone = { max_deleted_id: maxId, dropped: previous?.dropped ?? [], deleted_at: Date.now() };
-      issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)));
-      await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone });
-      return true;
-    },
+    async (tx) => (await deleteUpTo(tx, ctx.db.ranges, threadId)) !== undefined,
     "delete thread",
     false,
   );
   if (deleted) ctx.feed.emit({ threadId, kind: "delete" });
+}
+
+/**
+ * Deletes the rows of `threadId` whose checkpoint id is at most
+ * `maxDeletedId` (every row when it is not given) and raises the thread's
+ * tombstone to it, in `tx`. Without `maxDeletedId`, a thread with no rows is
+ * left as it is and the result is undefined. A thread left with no rows
+ * loses its summary; one that keeps some (a delete from another device, up
+ * to what that device had) needs its summary rewritten by the caller.
+ * Resolves to the tombstone now stored.
+ */
+export async function deleteUpTo(
+  tx: WriteTx,
+  ranges: KeyRanges,
+  threadId: string,
+  maxDeletedId?: string,
+): Promise<Tombstone | undefined> {
+  const bounds = prefixBounds(threadId);
+  const range = ranges.bound(bounds.lower, bounds.upper);
+  const [previous, checkpointKeys, allWriteKeys] = await Promise.all([
+    readTombstone(tx, threadId),
+    tx.objectStore("checkpoints").getAllKeys(range),
+    tx.objectStore("writes").getAllKeys(range),
+  ]);
+  const writeKeys = allWriteKeys.filter((key) => key[1] !== TOMBSTONE_NS);
+  let max = maxDeletedId;
+  if (max === undefined) {
+    if (checkpointKeys.length === 0 && writeKeys.length === 0) return undefined;
+    max = previous?.max_deleted_id ?? "";
+    for (const key of [...checkpointKeys, ...writeKeys]) if (key[2] > max) max = key[2];
+  }
+  const upTo = max;
+  const checkpointsGone = checkpointKeys.every((key) => key[2] <= upTo);
+  if (checkpointsGone && writeKeys.every((key) => key[2] <= upTo)) {
+    // The whole thread: range deletes (the tombstone copy goes too, and is written again below).
+    issue(storeDelete(tx.objectStore("checkpoints"), range));
+    issue(storeDelete(tx.objectStore("writes"), range));
+    issue(storeDelete(tx.objectStore("threads"), threadId));
+  } else {
+    for (const key of checkpointKeys) if (key[2] <= upTo) issue(storeDelete(tx.objectStore("checkpoints"), key));
+    for (const key of writeKeys) if (key[2] <= upTo) issue(storeDelete(tx.objectStore("writes"), key));
+  }
+  // Channel values are shared along a thread's history: they go only with its last checkpoint.
+  if (checkpointsGone) issue(storeDelete(tx.objectStore("blobs"), range));
+  return raiseTombstone(tx, threadId, previous, upTo);
+}
+
+/**
+ * Stores the tombstone of `threadId` at `maxDeletedId`, or at `previous`'s
+ * if that is higher (a tombstone never moves back: writes it dropped stay
+ * dropped), keeping the late writes `previous` remembers. Writes both
+ * copies; resolves once the requests succeeded.
+ */
+async function raiseTombstone(
+  tx: WriteTx,
+  threadId: string,
+  previous: Tombstone | undefined,
+  maxDeletedId: string,
+): Promise<Tombstone> {
+  const tombstone: Tombstone = {
+    max_deleted_id: previous && previous.max_deleted_id > maxDeletedId ? previous.max_deleted_id : maxDeletedId,
+    dropped: previous?.dropped ?? [],
+    deleted_at: Date.now(),
+  };
+  await Promise.all([
+    storePut(tx.objectStore("writes"), tombstoneWrite(threadId, tombstone)),
+    storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: tombstone }),
+  ]);
+  return tombstone;
 }
 
 /**

@@ -18,6 +18,7 @@ import {
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "./index.js";
+import { rawAccessOf } from "./raw-access.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { byDepth } from "../../test/support/depth.js";
 
@@ -203,9 +204,9 @@ describe("kept delta walks", () => {
     await saver.getDeltaChannelHistory({ config: tuples[0]!.config, channels: ["messages"] });
     // The next reads never reach the database: a closed connection would make them reopen it.
     const reads: string[] = [];
-    const db = (saver as unknown as { _rawAccess(): { db: { read: (...a: unknown[]) => unknown } } })._rawAccess().db;
+    const db = rawAccessOf(saver)!.db;
     const read = db.read.bind(db);
-    db.read = (...args: unknown[]) => (reads.push(String(args[2])), read(...(args as Parameters<typeof read>)));
+    db.read = ((...args: Parameters<typeof read>) => (reads.push(String(args[2])), read(...args))) as typeof db.read;
     for (const tuple of tuples.slice(1, -1)) {
       const history = await saver.getDeltaChannelHistory({ config: tuple.config, channels: ["messages"] });
       const step = tuple.metadata!.step;

@@ -7,10 +7,10 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { compareWritesSortKeys, type DeltaChannelHistory } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { walksOf, type ChannelWalk } from "./delta-cache.js";
-import { assertId, configIds } from "./ids.js";
+import { assertId, configIds } from "../rows/ids.js";
 import { latestRow } from "./reads.js";
 import { walkAncestors } from "./walk.js";
-import { decodeBlob, decodeWrite, writeSortKey } from "./rows.js";
+import { decodeBlob, decodeWrite, writeSortKey } from "../rows/codec.js";
 import { checkChains, finishLinkCheck, type LinkCheck } from "./verify-links.js";
 
 /**

@@ -4,7 +4,8 @@
  * (as Dexie's `x-storagemutated-1`), so tabs running an older build of the
  * package ignore messages they would not understand instead of misreading them.
  */
-import { openChannel } from "../core/channel.js";
+import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
+import { Listeners } from "../core/listeners.js";
 
 /** What happened to a thread. */
 export type ChangeKind = "put" | "delete" | "copy" | "prune" | "delete-runs";
@@ -46,27 +47,25 @@ interface WireMessage {
  */
 export class ChangeFeed {
   readonly #channelName: string;
-  readonly #listeners = new Set<ChangeListener>();
+  readonly #listeners = new Listeners<CheckpointChange>();
   readonly #sender = Math.random().toString(36).slice(2);
   #channel: BroadcastChannel | undefined;
   #onKey: (() => void) | undefined;
 
   constructor(dbName: string) {
-    this.#channelName = `langgraph-checkpoint-indexeddb:v${PROTOCOL}:${dbName}`;
+    this.#channelName = crossTabName({ kind: "changes", dbName });
   }
 
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: ChangeListener): () => void {
-    this.#listeners.add(listener);
+    const remove = this.#listeners.add(listener);
     this.#ensureChannel();
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return remove;
   }
 
   /** Tells local listeners and other tabs about a committed change. */
   emit(change: Omit<CheckpointChange, "remote">): void {
-    this.#deliver({ ...change, remote: false });
+    this.#listeners.deliver({ ...change, remote: false });
     this.#post({ v: PROTOCOL, sender: this.#sender, change });
   }
 
@@ -82,11 +81,7 @@ export class ChangeFeed {
   }
 
   #post(message: WireMessage): void {
-    try {
-      this.#ensureChannel()?.postMessage(message);
-    } catch {
-      // A closed or unsupported channel: local listeners were told already.
-    }
+    postQuietly(this.#ensureChannel(), message);
   }
 
   /** Closes the channel; a later emit or subscribe reopens it. */
@@ -100,21 +95,8 @@ export class ChangeFeed {
       const message = data as Partial<WireMessage> | null;
       if (!message || message.v !== PROTOCOL || message.sender === this.#sender) return;
       if (message.key) this.#onKey?.();
-      if (message.change) this.#deliver({ ...message.change, remote: true });
+      if (message.change) this.#listeners.deliver({ ...message.change, remote: true });
     });
     return this.#channel;
-  }
-
-  #deliver(change: CheckpointChange): void {
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener(change);
-      } catch (error) {
-        // One failing listener must not stop the others or the write.
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    }
   }
 }

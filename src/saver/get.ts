@@ -12,7 +12,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
-import { configIds } from "./ids.js";
+import { configIds } from "../rows/ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { blobKey, latestRow, readDetails, type BlobReads, type ReadTx } from "./reads.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
@@ -24,10 +24,10 @@ import {
   sameVersions,
   sortWrites,
   type RawTuple,
-} from "./rows.js";
-import type { CheckpointRow } from "./schema.js";
+} from "../rows/codec.js";
+import type { CheckpointRow } from "../rows/shapes.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
-import { nextChannelVersion } from "./versions.js";
+import { nextChannelVersion } from "../rows/versions.js";
 
 /** The checkpoint `config` names (or the namespace's latest), with its values and pending writes. */
 export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promise<CheckpointTuple | undefined> {

@@ -26,19 +26,18 @@ import type { ExportThreadOptions } from "../portable/index.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import type { ChangeKeyOptions } from "../serde/rekey.js";
 import { createSaverDatabase } from "./database.js";
-import { rawAccess, type SaverRawAccess } from "./raw-access.js";
+import { registerContext } from "./registry.js";
 import { createSaverContext, type SaverContext } from "./context.js";
 import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
 import { forgetRecent } from "./recent.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
-import { nextChannelVersion } from "./versions.js";
+import { nextChannelVersion } from "../rows/versions.js";
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
 let listModule: Promise<typeof import("./list.js")> | undefined;
 
-export type { SaverRawAccess } from "./raw-access.js";
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
 /**
@@ -73,16 +72,12 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     const { db, journal } = createSaverDatabase(params);
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
+    registerContext(this, this.#ctx);
   }
 
   /** The IndexedDB database name. */
   get dbName(): string {
     return this.#ctx.db.name;
-  }
-
-  /** Raw rows, writes and change feed, for replication (src/sync/). Not public API. @internal */
-  _rawAccess(): SaverRawAccess {
-    return rawAccess(this.#ctx);
   }
 
   /**
@@ -152,7 +147,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   /**
    * Channel versions unique across forks: the integer part counts, a random
-   * fraction tells branches apart (see versions.ts).
+   * fraction tells branches apart (see rows/versions.ts).
    */
   override getNextVersion(current: number | undefined): number {
     return nextChannelVersion(current as number | string | undefined);

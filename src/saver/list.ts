@@ -6,12 +6,12 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
-import { assertId } from "./ids.js";
+import { assertId } from "../rows/ids.js";
 import { ABOVE_STRINGS, checkpointRangeBounds } from "./keys.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
-import { decodeMetadata, type RawTuple } from "./rows.js";
-import type { CheckpointRow } from "./schema.js";
+import { decodeMetadata, type RawTuple } from "../rows/codec.js";
+import type { CheckpointRow } from "../rows/shapes.js";
 
 /** Rows per read transaction when `list` pages through a namespace. */
 export const LIST_PAGE = 64;

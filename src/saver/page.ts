@@ -7,8 +7,8 @@
 import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
 import { blobKey, readDetails, type BlobReads, type ReadTx } from "./reads.js";
-import type { RawTuple } from "./rows.js";
-import type { CheckpointRow, Version, WriteRow } from "./schema.js";
+import type { RawTuple } from "../rows/codec.js";
+import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 
 /**
  * A page of checkpoint rows with their blobs and writes (each blob read once

@@ -19,10 +19,11 @@ import {
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { assertId, configIds, missingThreadIdMessage } from "./ids.js";
+import { assertId, configIds, missingThreadIdMessage } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
-import { encode, rowRef } from "./rows.js";
+import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
+import type { SaverSchema, SaverStoreName } from "./schema.js";
 import {
   KEY_ID_WRITE_KEY,
   keyIdWrite,
@@ -31,12 +32,10 @@ import {
   tombstoneWriteKey,
   type BlobRow,
   type CheckpointRow,
-  type SaverSchema,
-  type SaverStoreName,
   type Tombstone,
   type WriteRow,
-} from "./schema.js";
-import { putInput, serializeValues, type PutInput } from "./put-input.js";
+} from "../rows/shapes.js";
+import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";

@@ -5,8 +5,9 @@
 import type { KeyRanges, Tx } from "../idb/database.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
-import type { RawTuple } from "./rows.js";
-import type { BlobRow, CheckpointRow, SaverSchema, Version, WriteRow } from "./schema.js";
+import type { RawTuple } from "../rows/codec.js";
+import type { SaverSchema } from "./schema.js";
+import type { BlobRow, CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 
 /** A transaction that can at least read the saver's stores. */
 export type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;

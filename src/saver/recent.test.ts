@@ -22,7 +22,7 @@ import {
 } from "./recent.js";
 import { ChangeFeed } from "./events.js";
 import type { SaverContext } from "./context.js";
-import type { BlobRow } from "./schema.js";
+import type { BlobRow } from "../rows/shapes.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();

@@ -10,7 +10,7 @@
  * The guess also keeps the stored bytes of the values stored or read with
  * that checkpoint's row, so the read need not fetch them again. That rests
  * on the layout: a value is stored once per `(thread, namespace, channel,
- * version)`, versions carry a random branch tag (versions.ts), and a blob is
+ * version)`, versions carry a random branch tag (rows/versions.ts), and a blob is
  * deleted only once no row names it (`prune`, `deleteForRuns`,
  * `deleteThread`); so while the row found is the very row kept (same id,
  * versions and `created_at` stamp), its values are the bytes kept. Only a
@@ -31,7 +31,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
-import type { BlobRow, Version } from "./schema.js";
+import type { BlobRow, Version } from "../rows/shapes.js";
 
 /** The stored value of each channel version a checkpoint refers to, as far as this saver knows them. */
 export interface KeptValues {

@@ -4,10 +4,10 @@
  */
 import { issue, storeDelete } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { assertId } from "./ids.js";
+import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
-import type { CheckpointRow, Version } from "./schema.js";
+import type { CheckpointRow, Version } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";

@@ -7,11 +7,12 @@ import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { prefixBounds } from "./keys.js";
 import { LIST_PAGE } from "./list.js";
-import { decode, rowRef } from "./rows.js";
-import type { CheckpointRow, ThreadRow } from "./schema.js";
+import { decode, rowRef } from "../rows/codec.js";
+import type { CheckpointRow, ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import type { ListThreadsOptions, ThreadInfo } from "./types.js";
 import { storeDelete, storePut } from "../idb/requests.js";
+import type { KeyRanges } from "../idb/database.js";
 
 /** The checkpoint `listThreads` shows a thread by: the newest root one, else the newest. */
 export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
@@ -139,4 +140,25 @@ export async function refreshThread(
   // No checkpoints left: no summary, so listThreads does not show it.
   if (!latest) return void (await storeDelete(tx.objectStore("threads"), threadId));
   await storePut(tx.objectStore("threads"), threadSummary(threadId, ctx.now(), latest));
+}
+
+/**
+ * Rewrites a thread's summary from its stored rows, in `tx`: the newest root
+ * checkpoint, else the newest of any namespace (as {@link latestOf} picks);
+ * no checkpoint left, no summary. For rows that arrived without a `put`
+ * (replication).
+ */
+export async function summarizeThread(
+  tx: WriteTx,
+  ranges: KeyRanges,
+  threadId: string,
+  updatedAt: number,
+): Promise<void> {
+  const root = prefixBounds(threadId, "");
+  const checkpoints = tx.objectStore("checkpoints");
+  const newest =
+    (await checkpoints.openCursor(ranges.bound(root.lower, root.upper), "prev")) ??
+    (await checkpoints.index("by_thread_checkpoint").openCursor(ranges.bound([threadId], [threadId, []]), "prev"));
+  if (!newest) return void (await storeDelete(tx.objectStore("threads"), threadId));
+  await storePut(tx.objectStore("threads"), threadSummary(threadId, updatedAt, newest.value));
 }

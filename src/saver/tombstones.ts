@@ -5,8 +5,9 @@
  * dropped instead of resurrecting it.
  */
 import { SerializationError } from "../core/errors.js";
-import type { Tx } from "../idb/database.js";
-import { tombstoneName, type SaverSchema, type SaverStoreName, type Tombstone } from "./schema.js";
+import type { KeyRanges, Tx } from "../idb/database.js";
+import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { TOMBSTONE_NAMES, tombstoneName, tombstoneThread, type Tombstone } from "../rows/shapes.js";
 
 /** How many checkpoint ids of late writes a tombstone remembers. */
 export const TOMBSTONE_DROPPED_LIMIT = 1000;
@@ -50,8 +51,22 @@ export function asTombstone(value: unknown, threadId: string): Tombstone | undef
 
 /** Reads a thread's tombstone in `tx` (undefined when the thread was never deleted). */
 export async function readTombstone(
-  tx: Tx<SaverSchema, "readwrite">,
+  tx: Tx<SaverSchema, IDBTransactionMode>,
   threadId: string,
 ): Promise<Tombstone | undefined> {
   return asTombstone((await tx.objectStore("meta").get(tombstoneName(threadId)))?.value, threadId);
+}
+
+/** Every tombstone of the database, by thread id, checked as {@link readTombstone} checks one. */
+export async function readTombstones(
+  tx: Tx<SaverSchema, IDBTransactionMode>,
+  ranges: KeyRanges,
+): Promise<Map<string, Tombstone>> {
+  const rows = await tx.objectStore("meta").getAll(ranges.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper));
+  const tombstones = new Map<string, Tombstone>();
+  for (const row of rows) {
+    const threadId = tombstoneThread(row.name);
+    tombstones.set(threadId, asTombstone(row.value, threadId)!);
+  }
+  return tombstones;
 }

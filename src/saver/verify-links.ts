@@ -5,8 +5,8 @@
  * it, and it remembers what it proved (the walks repeat over the same rows).
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "./rows.js";
-import type { CheckpointRow, Version } from "./schema.js";
+import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "../rows/codec.js";
+import type { CheckpointRow, Version } from "../rows/shapes.js";
 import { authenticates } from "./verify.js";
 import { chainOf, keyOf } from "./chain.js";
 import { DecryptionError } from "../core/errors.js";

@@ -6,8 +6,8 @@
  */
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverContext } from "./context.js";
-import { decodeMetadata } from "./rows.js";
-import type { CheckpointRow, TypedBytes } from "./schema.js";
+import { decodeMetadata } from "../rows/codec.js";
+import type { CheckpointRow, TypedBytes } from "../rows/shapes.js";
 import { authenticates, verifyRunId } from "./verify.js";
 
 /**

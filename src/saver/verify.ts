@@ -4,7 +4,7 @@
  * id and channel versions in the clear (they are keys and index keys, read
  * inside transactions); anyone who can edit the profile's files can change
  * them. The parent link is part of the checkpoint's binding (version 2, see
- * rows.ts), the run id and versions are inside the sealed metadata and
+ * rows/codec.ts), the run id and versions are inside the sealed metadata and
  * checkpoint: wherever one of them steers a read or a delete, it is checked
  * here (the walks up the parent chain: verify-links.ts), and a mismatch is a
  * `DecryptionError`. Without encryption nothing is
@@ -14,8 +14,8 @@
 import type { Checkpoint, CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { DecryptionError } from "../core/errors.js";
 import { isRowBound } from "../serde/protocol.js";
-import { assertVersionsMatch } from "./rows.js";
-import type { CheckpointRow } from "./schema.js";
+import { assertVersionsMatch } from "../rows/codec.js";
+import type { CheckpointRow } from "../rows/shapes.js";
 
 /** True when `serde` authenticates rows, so their clear fields can be checked. */
 export function authenticates(serde: SerializerProtocol): boolean {

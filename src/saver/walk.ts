@@ -4,10 +4,11 @@
  * lazily loaded delta history and prune use it.
  */
 import type { KeyRanges } from "../idb/database.js";
+import { versionKey } from "../core/identity.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { ReadTx } from "./reads.js";
-import type { BlobRow, CheckpointRow, Version, WriteRow } from "./schema.js";
+import type { BlobRow, CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 
 /** What the ancestor walk found for the delta-channel history. */
 export interface AncestorWalk {
@@ -25,11 +26,6 @@ export interface AncestorWalk {
 
 /** Rows fetched per request while walking up the parent chain. */
 const WALK_BATCH = 128;
-
-/** A version as a set member: IndexedDB tells 1 and "1" apart, and so must we. */
-function versionKey(version: Version): string {
-  return `${typeof version}:${String(version)}`;
-}
 
 /** Index of `id` in the ascending `ids`, or -1. */
 function indexOf(ids: string[], id: string): number {

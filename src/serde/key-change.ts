@@ -7,17 +7,14 @@
  */
 import { defaultLockManager } from "../core/locks.js";
 import { DecryptionError, KeyChangedError } from "../core/errors.js";
-import { openChannel } from "../core/channel.js";
-
-/** The channels' and locks' common prefix (versioned, as the change channel's). */
-const PREFIX = "langgraph-checkpoint-indexeddb:v1";
+import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
 
 /**
  * The Web Locks name a key change of database `dbName` holds:
  * `langgraph-checkpoint-indexeddb:v1:<dbName>:key`, the name URI-encoded.
  */
 export function keyLockName(dbName: string): string {
-  return `${PREFIX}:${encodeURIComponent(dbName)}:key`;
+  return crossTabName({ kind: "key", dbName });
 }
 
 /**
@@ -42,7 +39,7 @@ export class KeyChangeChannel {
   #listener: (() => void) | undefined;
 
   constructor(dbName: string) {
-    this.#name = `${PREFIX}:${dbName}`;
+    this.#name = crossTabName({ kind: "changes", dbName });
   }
 
   /** Calls `listener` when another tab or instance announces a key change. */
@@ -53,11 +50,8 @@ export class KeyChangeChannel {
 
   /** Tells the others that the key record changed. */
   announce(): void {
-    try {
-      this.#open()?.postMessage({ v: 1, sender: this.#sender, key: true });
-    } catch {
-      // A closed or unsupported channel: the write transactions still check the key.
-    }
+    // Dropped on a closed channel: the write transactions still check the key.
+    postQuietly(this.#open(), { v: 1, sender: this.#sender, key: true });
   }
 
   close(): void {

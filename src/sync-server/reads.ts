@@ -7,8 +7,6 @@
 import type { Pool, PoolClient } from "pg";
 import {
   SYNC_PROTOCOL_VERSION,
-  versionFromKey,
-  versionKey,
   type HelloResponse,
   type PullResponse,
   type ThreadsResponse,
@@ -16,6 +14,7 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
+import { versionFromKey, versionKey } from "../core/identity.js";
 import { cpKey, transaction } from "./store.js";
 
 /** Largest response a pull assembles (bytes of values), beyond its first change. */

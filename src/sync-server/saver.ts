@@ -21,20 +21,25 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { Pool } from "pg";
-import { assertId, configIds, missingThreadIdMessage } from "../saver/ids.js";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { putInput, serializeValues } from "../saver/put-input.js";
 import {
+  assertId,
+  configIds,
   decodeBlob,
   decodeCheckpoint,
   decodeMetadata,
   decodeWrite,
   encode,
+  missingThreadIdMessage,
+  nextChannelVersion,
+  putInput,
   rowRef,
+  serializeValues,
   sortWrites,
-} from "../saver/rows.js";
-import type { BlobRow, CheckpointRow, WriteRow } from "../saver/schema.js";
-import { nextChannelVersion } from "../saver/versions.js";
+  type BlobRow,
+  type CheckpointRow,
+  type WriteRow,
+} from "../rows/index.js";
 import { SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
 import { newestId, readCheckpoints, readWrites } from "./reads.js";
 import { DEFAULT_STORE_LIMITS, addWrites, push, type StoreLimits } from "./store.js";

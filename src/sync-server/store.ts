@@ -11,13 +11,13 @@
 import type { Pool, PoolClient } from "pg";
 import {
   SYNC_PROTOCOL_VERSION,
-  versionKey,
   type PushRequest,
   type PushResponse,
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
 import { notifyPush } from "./notify.js";
+import { versionKey } from "../core/identity.js";
 
 /** An error with the HTTP status the server answers with. */
 export class SyncHttpError extends Error {

@@ -5,6 +5,10 @@
  * holds the cross-tab lock, and reports status.
  */
 import type { IndexedDBSaver } from "../saver/index.js";
+import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
+import { Listeners } from "../core/listeners.js";
+import { defaultLockManager } from "../core/locks.js";
+import { rawAccessOf, type SaverRawAccess } from "../saver/raw-access.js";
 import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 
@@ -66,11 +70,6 @@ export interface SyncNowOptions {
 /** Version of the status messages between tabs. */
 const STATUS_PROTOCOL = 1;
 
-/** The lock navigator.locks may offer (absent in Node 20). */
-interface LockManagerLike {
-  request<T>(name: string, callback: () => Promise<T>): Promise<T>;
-}
-
 /**
  * Replicates an `IndexedDBSaver` with a sync server (`createSyncServer`):
  * pushes what the server lacks, pulls what this browser lacks, deletes
@@ -92,8 +91,9 @@ interface LockManagerLike {
  */
 export class SyncClient {
   readonly #options: SyncClientOptions;
+  readonly #access: SaverRawAccess;
   readonly #transport: SyncTransport;
-  readonly #listeners = new Set<SyncStatusListener>();
+  readonly #listeners = new Listeners<SyncStatus>();
   #status: SyncStatus = { state: "stopped", pending: 0, threads: 0, remote: false };
   /** Rounds of this client run one after another. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -107,8 +107,9 @@ export class SyncClient {
   readonly #onOnline = () => this.#schedule(0);
 
   constructor(options: SyncClientOptions) {
-    if (!options.saver || typeof options.saver._rawAccess !== "function")
-      throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
+    const access = rawAccessOf(options.saver);
+    if (!access) throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
+    this.#access = access;
     if (typeof options.url !== "string" || !/^https?:\/\//.test(options.url))
       throw new TypeError('SyncClient: `url` must be the server\'s http(s) base URL, e.g. "http://127.0.0.1:8787".');
     if (typeof options.token !== "string" || options.token.length === 0)
@@ -120,17 +121,10 @@ export class SyncClient {
       fetch: options.fetch,
       timeoutMs: options.timeoutMs,
     });
-    if (typeof BroadcastChannel !== "undefined") {
-      const channel = new BroadcastChannel(
-        `langgraph-checkpoint-indexeddb:sync:v${STATUS_PROTOCOL}:${options.saver.dbName}`,
-      );
-      (channel as unknown as { unref?: () => void }).unref?.();
-      channel.onmessage = (event: MessageEvent<unknown>) => {
-        const message = event.data as { v?: number; status?: SyncStatus } | null;
-        if (message?.v === STATUS_PROTOCOL && message.status) this.#deliver({ ...message.status, remote: true });
-      };
-      this.#channel = channel;
-    }
+    this.#channel = openChannel(crossTabName({ kind: "sync-status", dbName: options.saver.dbName }), (data) => {
+      const message = data as { v?: number; status?: SyncStatus } | null;
+      if (message?.v === STATUS_PROTOCOL && message.status) this.#deliver({ ...message.status, remote: true });
+    });
   }
 
   /** The latest status (this tab's, or the syncing tab's). */
@@ -140,8 +134,7 @@ export class SyncClient {
 
   /** Listens to status changes; returns the function that stops listening. */
   subscribe(listener: SyncStatusListener): () => void {
-    this.#listeners.add(listener);
-    return () => void this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 
   /**
@@ -217,11 +210,14 @@ export class SyncClient {
     (this.#timer as { unref?: () => void }).unref?.();
   }
 
-  /** Runs `work` holding the origin-wide sync lock (where Web Locks exist). */
+  /**
+   * Runs `work` holding the sync lock of the saver's database: Web Locks
+   * across the origin's tabs and workers, or where they are missing the
+   * in-process stand-in (as runs and key changes do), so two clients of one
+   * page still never run rounds of one database at once.
+   */
   #locked<T>(work: () => Promise<T>): Promise<T> {
-    const locks = (globalThis.navigator as { locks?: LockManagerLike } | undefined)?.locks;
-    if (!locks) return work();
-    return locks.request(`langgraph-checkpoint-indexeddb:sync:${this.#options.saver.dbName}`, work);
+    return defaultLockManager().request(crossTabName({ kind: "sync", dbName: this.#options.saver.dbName }), {}, work);
   }
 
   async #round(options: SyncNowOptions): Promise<SyncResult> {
@@ -229,7 +225,7 @@ export class SyncClient {
     this.#set({ state: "syncing", error: undefined, retryAt: undefined, threads: 0 });
     try {
       const result = await syncRound({
-        access: saver._rawAccess(),
+        access: this.#access,
         serde: saver.serde,
         unlock: () => saver.unlock(),
         transport: this.#transport,
@@ -245,7 +241,7 @@ export class SyncClient {
     } catch (error) {
       const offline = error instanceof SyncError && error.code === "offline";
       // What waits, counted locally: the round may have failed before counting.
-      const pending = await countPending(saver._rawAccess(), this.#options.url.replace(/\/+$/, "")).catch(
+      const pending = await countPending(this.#access, this.#options.url.replace(/\/+$/, "")).catch(
         () => this.#status.pending,
       );
       this.#set({ state: offline ? "offline" : "error", threads: 0, pending, error: (error as Error).message });
@@ -257,23 +253,11 @@ export class SyncClient {
     const status: SyncStatus = { ...this.#status, ...patch, remote: false };
     for (const key of Object.keys(status) as (keyof SyncStatus)[]) if (status[key] === undefined) delete status[key];
     this.#deliver(status);
-    try {
-      this.#channel?.postMessage({ v: STATUS_PROTOCOL, status });
-    } catch {
-      // A closed channel: local listeners were told already.
-    }
+    postQuietly(this.#channel, { v: STATUS_PROTOCOL, status });
   }
 
   #deliver(status: SyncStatus): void {
     this.#status = status;
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener(status);
-      } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
-      }
-    }
+    this.#listeners.deliver(status);
   }
 }

@@ -7,9 +7,11 @@
  */
 import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
-import type { SaverRawAccess } from "../saver/index.js";
+import { checkpointIdentity } from "../core/identity.js";
+import type { SaverRawAccess } from "../saver/raw-access.js";
 import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
-import { adoptKeyRecord, applyChanges, localInventory, readKeyRecord, readThread } from "./local.js";
+import { applyChanges } from "./pull.js";
+import { localInventory, readThread } from "./push.js";
 import { deviceId, lastScope, readSyncState, recordPushed, rememberUser, type ThreadSyncUpdate } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -80,7 +82,7 @@ async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, ha
     }
     return;
   }
-  let local = await readKeyRecord(ctx.access);
+  let local = await ctx.access.readKeyRecord();
   if (serverRecord) {
     let remote: KeyRecord;
     try {
@@ -94,7 +96,7 @@ async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, ha
         { status: 0, code: "key_mismatch", retryable: false, cause: error },
       );
     }
-    if (local === undefined) local = await adoptKeyRecord(ctx.access, remote);
+    if (local === undefined) local = await ctx.access.adoptKeyRecord(remote);
     if (!sameClone(local, remote)) {
       throw new SyncError(
         "This browser's database is encrypted under another data key than the synced one (it was written before its first sync). Sync a fresh database (a new dbName) on this device, or export its threads and import them after syncing.",
@@ -111,7 +113,7 @@ async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, ha
   }
   if (local === undefined) {
     await ctx.unlock(); // binding a keyed serializer creates the record
-    local = await readKeyRecord(ctx.access);
+    local = await ctx.access.readKeyRecord();
     if (local === undefined) throw new Error("The encrypted saver did not create a key record.");
   }
   const stored = (await ctx.transport.putKey(encodeBody(local))).keyRecord;
@@ -141,7 +143,7 @@ export async function pendingChanges(
     if (wanted && !wanted.has(threadId)) continue;
     const known = state.threads.get(threadId)?.fps ?? {};
     for (const local of await readThread(access, threadId)) {
-      if (known[`${local.wire.checkpoint_ns}\u0000${local.wire.checkpoint_id}`] === local.fingerprint) continue;
+      if (known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] === local.fingerprint) continue;
       result.checkpoints.push(local.wire);
       result.fps.set(local.wire, local.fingerprint);
     }
@@ -194,7 +196,7 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
     for (const c of batch)
       updates.push({
         threadId: c.thread_id,
-        fps: [[`${c.checkpoint_ns}\u0000${c.checkpoint_id}`, pending.fps.get(c)!]],
+        fps: [[checkpointIdentity(c.checkpoint_ns, c.checkpoint_id), pending.fps.get(c)!]],
       });
     await recordPushed(ctx.access, scope, updates);
     result.pushed += batch.length;

@@ -9,7 +9,7 @@
 import { emptyCheckpoint, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../saver/index.js";
-import { KEY_ID_WRITE_KEY } from "../saver/schema.js";
+import { KEY_ID_WRITE_KEY } from "../rows/shapes.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { SyncClient } from "./client.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "./protocol.js";

@@ -12,6 +12,7 @@
  */
 import { Packr } from "msgpackr";
 import { refusedAt, type DecodeLimits } from "../core/msgpack-guard.js";
+import type { TypedBytes, Version } from "../rows/shapes.js";
 
 /** Version of the protocol; every body carries it as `v`. */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -34,11 +35,11 @@ export const MAX_PULL_LIMIT = 1000;
  */
 export const MAX_PULL_WAIT_SECONDS = 30;
 
-/** A serialized value: the serializer's type tag and its bytes. */
-export type WireBytes = [type: string, data: Uint8Array];
+/** A serialized value as the saver stores it: the serializer's type tag and its bytes. */
+export type WireBytes = TypedBytes;
 
-/** A channel version, number or string as LangGraph made it. */
-export type WireVersion = string | number;
+/** A channel version, number or string as LangGraph made it (and the saver stores it). */
+export type WireVersion = Version;
 
 /** One channel value at one version. */
 export interface WireBlob {
@@ -396,14 +397,4 @@ export function parseKeyRequest(value: unknown): KeyRequest {
   if (!(value.keyRecord instanceof Uint8Array) || value.keyRecord.length === 0)
     throw new ProtocolError("keyRecord must be non-empty bytes.");
   return { v: SYNC_PROTOCOL_VERSION, keyRecord: value.keyRecord };
-}
-
-/** The storage key of a channel version: its type kept, so 1 and "1" differ. */
-export function versionKey(version: WireVersion): string {
-  return typeof version === "number" ? `n:${String(version)}` : `s:${version}`;
-}
-
-/** The inverse of {@link versionKey}. */
-export function versionFromKey(key: string): WireVersion {
-  return key.startsWith("n:") ? Number(key.slice(2)) : key.slice(2);
 }

@@ -6,8 +6,8 @@
  * batch, its fingerprints and the cursor commit in ONE transaction: a crash
  * never leaves the cursor ahead of the rows, or rows without their record.
  */
-import type { SaverRawAccess } from "../saver/index.js";
-import type { MetaRow } from "../saver/schema.js";
+import type { SaverRawAccess } from "../saver/raw-access.js";
+import type { MetaRow } from "../rows/shapes.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
 import { storePut } from "../idb/requests.js";

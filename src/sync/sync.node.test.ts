@@ -16,7 +16,7 @@ import {
   state,
   type Device,
 } from "../../test/support/sync/harness.js";
-import type { CheckpointRow } from "../saver/schema.js";
+import type { CheckpointRow } from "../rows/shapes.js";
 import type { SyncServer } from "../sync-server.js";
 import { SyncClient } from "./client.js";
 

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { chainOf } from "../../src/saver/chain.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { BlobRow, CheckpointRow, WriteRow } from "../../src/saver/schema.js";
+import type { BlobRow, CheckpointRow, WriteRow } from "../../src/rows/shapes.js";
 import { importThread } from "../../src/portable/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { SyncClient } from "../../src/sync/client.js";

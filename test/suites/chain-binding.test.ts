@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { chainOf } from "../../src/saver/chain.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { CheckpointRow } from "../../src/saver/schema.js";
+import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { putRaw, readStore } from "../support/reliability/raw.js";

@@ -18,7 +18,7 @@ import { EncryptedSerializer, inspectEnvelope, type AesGcmKeyRecord } from "../.
 import { DecryptionError } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { CheckpointRow, ThreadRow, TypedBytes } from "../../src/saver/schema.js";
+import type { CheckpointRow, ThreadRow, TypedBytes } from "../../src/rows/shapes.js";
 import { IndexedDBStore } from "../../src/store/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { containsText } from "../support/plaintext.js";

@@ -15,7 +15,7 @@ import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import binding2Golden from "../golden/saver-encrypted-binding2.json";
 import binding3Golden from "../golden/saver-encrypted-binding3.json";
 import { chainOf } from "../../src/saver/chain.js";
-import type { CheckpointRow } from "../../src/saver/schema.js";
+import type { CheckpointRow } from "../../src/rows/shapes.js";
 import binding1Golden from "../golden/saver-encrypted.json";
 import {
   RAW_KEY,

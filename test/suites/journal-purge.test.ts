@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryJournalBackend, resetMemoryJournals } from "../../src/journal/index.js";
 import { EncryptedSerializer, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { BlobRow } from "../../src/saver/schema.js";
+import type { BlobRow } from "../../src/rows/shapes.js";
 import { joinBytes } from "../../src/core/bytes.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { containsText } from "../support/plaintext.js";

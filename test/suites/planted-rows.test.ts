@@ -9,7 +9,7 @@ import { emptyCheckpoint, type CheckpointMetadata, type SerializerProtocol } fro
 import { describe, expect, it } from "vitest";
 import { DecryptionError, SerializationError } from "../../src/core/errors.js";
 import { FORMAT_MAGIC, FORMAT_VERSION } from "../../src/serde/msgpack/wire.js";
-import { KEY_ID_WRITE_KEY, keyIdWrite } from "../../src/saver/schema.js";
+import { KEY_ID_WRITE_KEY, keyIdWrite } from "../../src/rows/shapes.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import type { AesGcmKeyRecord } from "../../src/serde/encrypted/key-record.js";

@@ -13,8 +13,8 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { assertId, configIds } from "./ids.js";
-import { encode, rowRef } from "./rows.js";
-import type { BlobRow } from "./schema.js";
+import { encode, rowRef } from "./codec.js";
+import type { BlobRow } from "./shapes.js";
 
 /** A put's input, ready to serialize. */
 export interface PutInput {

@@ -14,7 +14,7 @@ import {
 import { dumpForRow, loadForRow, type RowRef } from "../serde/protocol.js";
 import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import { errorMessage } from "../core/guards.js";
-import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./schema.js";
+import type { BlobRow, CheckpointRow, TypedBytes, Version, WriteRow } from "./shapes.js";
 
 /** Rows one read transaction gathered for one checkpoint, still serialized. */
 export interface RawTuple {
@@ -29,7 +29,7 @@ export interface RawTuple {
  * serializers). Binding version 2 (`checkpoint.2`, `write.2`) also names the
  * clear fields that steer reads: a checkpoint's parent link, a write's
  * channel and task path. Version 3 (`checkpoint.3`) adds the row's `chain`
- * (chain.ts). Rows written before version 2 carry version 1 (the `legacy`
+ * (saver/chain.ts). Rows written before version 2 carry version 1 (the `legacy`
  * refs) and still read: see {@link decode}.
  */
 export const rowRef = {

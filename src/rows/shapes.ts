@@ -1,0 +1,182 @@
+/**
+ * The saver's row shapes, as stored in IndexedDB and carried by the sync
+ * protocol and the sync server's tables: ids, parent links, run ids and
+ * channel versions as plain fields (they are keys or index keys, and the
+ * history walk reads them inside one transaction); every value LangGraph
+ * gives (checkpoint, metadata, channel values, pending writes) as
+ * `[type, bytes]` from the serializer, so an encrypting serializer covers
+ * all of them. Also the saver's own rows among them: tombstones and the
+ * key-id copy. A frozen format: field names and these rows' keys are on
+ * users' disks.
+ */
+
+/** A serialized value: the serializer's type tag and its bytes. */
+export type TypedBytes = [type: string, data: Uint8Array];
+
+/** A channel version as LangGraph hands it over. */
+export type Version = string | number;
+
+/** One checkpoint, without its channel values (those live in `blobs`). */
+export interface CheckpointRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  /** The checkpoint it was put on top of (`config.configurable.checkpoint_id`). */
+  parent_checkpoint_id?: string;
+  /**
+   * Row binding version 3 (encrypting serializers only): a SHA-256 over this
+   * row's id, parent link and channel versions and its parent's `chain`, 64
+   * lowercase hex characters, also sealed with the checkpoint. Walks up the
+   * parent chain check links by hashing instead of decrypting every
+   * ancestor (see saver/chain.ts). Absent on binding version 1 and 2 rows.
+   */
+  chain?: string;
+  /** The checkpoint with `channel_values` removed. */
+  checkpoint: TypedBytes;
+  metadata: TypedBytes;
+  /**
+   * Versions of the channels that have a stored value at this checkpoint, a
+   * plain copy so one read transaction can fetch the blobs (the authoritative
+   * copy is inside `checkpoint`).
+   */
+  channel_versions: Record<string, Version>;
+  /** `metadata.run_id`, indexed for `deleteForRuns`. */
+  run_id?: string;
+  /** When this row was first written (ms since the epoch). */
+  created_at: number;
+}
+
+/** One channel's value at one version. Versions without a value have no row. */
+export interface BlobRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  channel: string;
+  version: Version;
+  value: TypedBytes;
+}
+
+/** One pending write of a task against a checkpoint. */
+export interface WriteRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  task_id: string;
+  /** Position in the task's write list, or the negative slot of a special channel. */
+  idx: number;
+  channel: string;
+  value: TypedBytes;
+  /** The task's path, for `writesSortKey` order ("" when not given). */
+  task_path: string;
+  /** Only on a thread's tombstone copy (see {@link tombstoneWrite}). */
+  tombstone?: Tombstone;
+  /** Only on the key-id copy (see {@link keyIdWrite}). */
+  key_id?: string;
+}
+
+/** Marks a deleted thread so late writes of a run still in flight stay dropped. */
+export interface Tombstone {
+  /** Checkpoint ids up to this one (string order) belonged to the deleted thread. */
+  max_deleted_id: string;
+  /** Checkpoints a late `put` tried to add after the delete; their writes are dropped too. */
+  dropped: string[];
+  deleted_at: number;
+}
+
+/**
+ * Per-thread summary for `listThreads`, written blind (no read first) by
+ * every root-namespace put, so a put costs one round trip. What would need a
+ * read-modify-write (creation time, checkpoint count) is derived when listing.
+ */
+export interface ThreadRow {
+  thread_id: string;
+  updated_at: number;
+  /** The root checkpoint put last: its id and serialized metadata. */
+  latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
+}
+
+/** What the `meta` record names of tombstones start with: the thread id follows. */
+const TOMBSTONE_PREFIX = "tombstone\u0000";
+
+/** The `meta` record name of a thread's tombstone (the copy `put` reads). */
+export function tombstoneName(threadId: string): string {
+  return `${TOMBSTONE_PREFIX}${threadId}`;
+}
+
+/** The thread whose tombstone the `meta` record `name` is (see {@link tombstoneName}). */
+export function tombstoneThread(name: string): string {
+  return name.slice(TOMBSTONE_PREFIX.length);
+}
+
+/** Bounds of every tombstone's `meta` record name: the prefix, up to the next code unit after its U+0000. */
+export const TOMBSTONE_NAMES = { lower: TOMBSTONE_PREFIX, upper: "tombstone\u0001" } as const;
+
+/**
+ * The namespace of a thread's tombstone copy in the `writes` store. No real
+ * namespace starts with U+0000, and it sorts before them all but the root's.
+ */
+export const TOMBSTONE_NS = "\u0000tombstone";
+
+/**
+ * The tombstone copy `putWrites` reads. A second copy in `writes` keeps
+ * `putWrites` transactions to the `writes` store alone, so they never wait
+ * for a `put` of the same run (IndexedDB runs read-write transactions with
+ * disjoint stores side by side).
+ */
+export function tombstoneWrite(threadId: string, tombstone: Tombstone): WriteRow {
+  return {
+    thread_id: threadId,
+    checkpoint_ns: TOMBSTONE_NS,
+    checkpoint_id: "",
+    task_id: "",
+    idx: 0,
+    channel: TOMBSTONE_NS,
+    task_path: "",
+    value: ["tombstone", new Uint8Array(0)],
+    tombstone,
+  };
+}
+
+/** The key of a thread's tombstone copy in `writes`. */
+export function tombstoneWriteKey(threadId: string): [string, string, string, string, number] {
+  return [threadId, TOMBSTONE_NS, "", "", 0];
+}
+
+/**
+ * The copy of the database's current data key id that `putWrites` checks
+ * in its own transaction (see {@link keyIdWrite}): in the tombstone
+ * namespace under the empty thread id, which no thread has, so every reader
+ * skips it as it skips tombstone copies.
+ */
+export const KEY_ID_WRITE_KEY: [string, string, string, string, number] = ["", TOMBSTONE_NS, "", "", 0];
+
+/**
+ * The key-id copy, written with every key record: like the tombstone copy,
+ * it keeps `putWrites` on the `writes` store alone while it checks that the
+ * key its values were sealed under is still the database's.
+ */
+export function keyIdWrite(keyId: string): WriteRow {
+  const [thread_id, checkpoint_ns, checkpoint_id, task_id, idx] = KEY_ID_WRITE_KEY;
+  const value: TypedBytes = ["key", new Uint8Array(0)];
+  return {
+    thread_id,
+    checkpoint_ns,
+    checkpoint_id,
+    task_id,
+    idx,
+    channel: checkpoint_ns,
+    task_path: "",
+    value,
+    key_id: keyId,
+  };
+}
+
+/** True for a tombstone copy or the key-id copy, which thread-wide reads of `writes` skip. */
+export function isTombstoneWrite(row: WriteRow): boolean {
+  return row.checkpoint_ns === TOMBSTONE_NS;
+}
+
+/** A small named record: format version, the serializer's key record, tombstones. */
+export interface MetaRow {
+  name: string;
+  value: unknown;
+}

@@ -1,0 +1,166 @@
+/**
+ * The pull side of replication: applies changes other devices pushed to an
+ * `IndexedDBSaver`'s stores, as stored (see push.ts), through the saver's
+ * own rules for tombstones, deletes and thread summaries.
+ *
+ * A pulled batch is applied in ONE read-write transaction (checkpoints, their
+ * blobs, writes, thread summaries, tombstones): a reader sees all of it or
+ * none. Only IndexedDB requests are awaited inside it.
+ */
+import { blobIdentity } from "../core/identity.js";
+import { addIfAbsent, issue, storePut } from "../idb/requests.js";
+import { deleteUpTo } from "../saver/delete-thread.js";
+import { prefixBounds } from "../saver/keys.js";
+import type { SaverRawAccess } from "../saver/raw-access.js";
+import type { CheckpointRow, Tombstone, WriteRow } from "../rows/shapes.js";
+import { summarizeThread } from "../saver/threads.js";
+import { readTombstone } from "../saver/tombstones.js";
+import type { WireChange, WireCheckpoint, WireDelete } from "./protocol.js";
+import { checkpointKeyOf, writesFingerprint } from "./push.js";
+import { updateSyncState, type ThreadSyncUpdate } from "./state.js";
+
+/** What applying a pulled batch did. */
+export interface Applied {
+  /** Fingerprints of the checkpoints stored or merged, as now stored locally. */
+  fingerprints: Map<string, string>;
+  /** Deletes applied (a thread's tombstone raised). */
+  deletes: WireDelete[];
+  /** Threads that changed. */
+  threads: Set<string>;
+}
+
+/**
+ * Applies pulled changes, in order, in one transaction. Checkpoints are
+ * added if absent (they are immutable), blobs likewise, writes by the
+ * `putWrites` rules (regular: first wins; special: replace). A checkpoint at
+ * or below its thread's tombstone is dropped; a delete removes every
+ * checkpoint at or below its `max_deleted_id` and raises the tombstone.
+ * The sync state (fingerprints, the new cursor) commits in the same transaction.
+ */
+export async function applyChanges(
+  access: SaverRawAccess,
+  changes: WireChange[],
+  sync: { scope: string; cursor: number },
+): Promise<Applied> {
+  const now = access.now();
+  const events: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }[] = [];
+  const applied = await access.write(
+    ["checkpoints", "blobs", "writes", "threads", "meta"],
+    async (tx) => {
+      events.length = 0; // a retried transaction starts over
+      const result: Applied = { fingerprints: new Map(), deletes: [], threads: new Set() };
+      const ranges = access.db.ranges;
+      const checkpoints = tx.objectStore("checkpoints");
+      const writes = tx.objectStore("writes");
+      const blobs = tx.objectStore("blobs");
+      const tombstones = new Map<string, Tombstone | undefined>();
+      const tombstoneOf = async (threadId: string): Promise<void> =>
+        void tombstones.set(threadId, await readTombstone(tx, threadId));
+
+      // Requests go out without waiting where order alone is enough
+      // (IndexedDB runs a transaction's requests in issue order): tombstones
+      // first, then the rows, then the read-backs and summaries.
+      await Promise.all(
+        [...new Set(changes.map((c) => (c.kind === "delete" ? c.delete.thread_id : c.checkpoint.thread_id)))].map(
+          tombstoneOf,
+        ),
+      );
+      const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
+      const summaries = new Set<string>();
+      const seenBlobs = new Set<string>();
+      for (const change of changes) {
+        if (change.kind === "delete") {
+          const { thread_id: threadId, max_deleted_id: max } = change.delete;
+          tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max));
+          summaries.add(threadId);
+          result.deletes.push(change.delete);
+          result.threads.add(threadId);
+          events.push({ threadId, kind: "delete" });
+          continue;
+        }
+        const wire = change.checkpoint;
+        const tombstone = tombstones.get(wire.thread_id);
+        if (tombstone && wire.checkpoint_id <= tombstone.max_deleted_id) continue;
+        const row: CheckpointRow = {
+          thread_id: wire.thread_id,
+          checkpoint_ns: wire.checkpoint_ns,
+          checkpoint_id: wire.checkpoint_id,
+          checkpoint: wire.checkpoint,
+          metadata: wire.metadata,
+          channel_versions: { ...wire.channel_versions },
+          created_at: now,
+        };
+        if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
+        // Sealed with the checkpoint (binding version 3): without it the row no longer opens.
+        if (wire.chain !== undefined) row.chain = wire.chain;
+        if (wire.run_id !== undefined) row.run_id = wire.run_id;
+        const added = addIfAbsent(checkpoints, row);
+        issue(added);
+        for (const blob of wire.blobs) {
+          // Unchanged channels share one version across checkpoints: add it once.
+          const blobKey = `${wire.thread_id}\u0000${blobIdentity(wire.checkpoint_ns, blob.channel, blob.version)}`;
+          if (seenBlobs.has(blobKey)) continue;
+          seenBlobs.add(blobKey);
+          issue(
+            addIfAbsent(blobs, {
+              thread_id: wire.thread_id,
+              checkpoint_ns: wire.checkpoint_ns,
+              channel: blob.channel,
+              version: blob.version,
+              value: blob.value,
+            }),
+          );
+        }
+        for (const write of wire.writes) {
+          const row: WriteRow = {
+            thread_id: wire.thread_id,
+            checkpoint_ns: wire.checkpoint_ns,
+            checkpoint_id: wire.checkpoint_id,
+            task_id: write.task_id,
+            idx: write.idx,
+            channel: write.channel,
+            task_path: write.task_path,
+            value: write.value,
+          };
+          issue(write.idx < 0 ? storePut(writes, row) : addIfAbsent(writes, row));
+        }
+        stored.push({ wire, added });
+        if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
+        result.threads.add(wire.thread_id);
+      }
+      // What is stored now (after first-wins merges): the fingerprints to remember.
+      await Promise.all(
+        stored.map(async ({ wire, added }) => {
+          const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
+          const [isNew, rows] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
+          result.fingerprints.set(
+            checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id),
+            writesFingerprint(rows),
+          );
+          if (isNew || wire.writes.length > 0)
+            events.push({
+              threadId: wire.thread_id,
+              checkpointNs: wire.checkpoint_ns,
+              checkpointId: wire.checkpoint_id,
+              kind: "put",
+            });
+        }),
+      );
+      await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
+      const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
+        threadId: d.thread_id,
+        tomb: d.max_deleted_id,
+      }));
+      for (const [key, fp] of result.fingerprints) {
+        const at = key.indexOf("\u0000");
+        updates.push({ threadId: key.slice(0, at), fps: [[key.slice(at + 1), fp]] });
+      }
+      await updateSyncState(tx, sync.scope, updates, sync.cursor);
+      return result;
+    },
+    "apply pulled changes",
+  );
+  // Told once committed: other tabs re-read and find the pulled rows.
+  for (const event of events) access.emit(event);
+  return applied;
+}

@@ -1,0 +1,130 @@
+/**
+ * The push side of replication: what an `IndexedDBSaver` holds, read as the
+ * wire carries it. Rows move as stored (`[type, bytes]`, ciphertext for an
+ * encrypted saver, bound to the same thread/namespace/checkpoint/channel ids
+ * on every device), so nothing is decoded or re-encoded here. The pull side,
+ * which applies what other devices pushed, is pull.ts.
+ */
+import { crc32 } from "../core/crc32.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import { prefixBounds } from "../saver/keys.js";
+import type { SaverRawAccess } from "../saver/raw-access.js";
+import { isTombstoneWrite } from "../rows/shapes.js";
+import { readTombstones } from "../saver/tombstones.js";
+import type { WireCheckpoint, WireWrite } from "./protocol.js";
+
+/** The identity of a checkpoint across devices. */
+export function checkpointKeyOf(threadId: string, ns: string, id: string): string {
+  return `${threadId}\u0000${checkpointIdentity(ns, id)}`;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * A fingerprint of a checkpoint's pending writes: the checkpoint row itself
+ * never changes once put, but writes may be added later (and special ones
+ * replaced), which must be pushed again.
+ */
+export function writesFingerprint(
+  writes: readonly Pick<WireWrite, "task_id" | "idx" | "channel" | "task_path" | "value">[],
+): string {
+  const sorted = [...writes].sort((a, b) =>
+    a.task_id !== b.task_id ? (a.task_id < b.task_id ? -1 : 1) : a.idx - b.idx,
+  );
+  let crc = 0;
+  for (const write of sorted) {
+    crc = crc32(
+      crc,
+      encoder.encode(
+        `${write.task_id}\u0000${write.idx}\u0000${write.channel}\u0000${write.task_path}\u0000${write.value[0]}\u0000`,
+      ),
+    );
+    crc = crc32(crc, write.value[1]);
+  }
+  return `${sorted.length}:${(crc >>> 0).toString(16)}`;
+}
+
+/**
+ * What is stored locally: thread ids with checkpoints, and tombstones
+ * (thread id to max deleted id). A malformed tombstone fails the read
+ * (`SerializationError`), as it fails the saver's own writes to that thread.
+ */
+export async function localInventory(
+  access: SaverRawAccess,
+): Promise<{ threads: string[]; tombstones: Map<string, string> }> {
+  return access.db.read(
+    ["checkpoints", "meta"],
+    async (tx) => {
+      const [keys, stored] = await Promise.all([
+        tx.objectStore("checkpoints").getAllKeys(),
+        readTombstones(tx, access.db.ranges),
+      ]);
+      const threads = [...new Set(keys.map((key) => key[0]))];
+      const tombstones = new Map([...stored].map(([threadId, tombstone]) => [threadId, tombstone.max_deleted_id]));
+      return { threads, tombstones };
+    },
+    "read what to sync",
+  );
+}
+
+/** A local checkpoint as a push bundle, with its writes' fingerprint. */
+export interface LocalCheckpoint {
+  key: string;
+  fingerprint: string;
+  wire: WireCheckpoint;
+}
+
+/** Every checkpoint of a thread as stored, in push order (namespace, then id: parents first). */
+export async function readThread(access: SaverRawAccess, threadId: string): Promise<LocalCheckpoint[]> {
+  const { checkpoints, blobs, writes } = await access.db.read(
+    ["checkpoints", "blobs", "writes"],
+    async (tx) => {
+      const bounds = prefixBounds(threadId);
+      const range = access.db.ranges.bound(bounds.lower, bounds.upper);
+      const [checkpoints, blobs, writes] = await Promise.all([
+        tx.objectStore("checkpoints").getAll(range),
+        tx.objectStore("blobs").getAll(range),
+        tx.objectStore("writes").getAll(range),
+      ]);
+      return { checkpoints, blobs, writes };
+    },
+    "read a thread to sync",
+  );
+  const blobIndex = new Map(blobs.map((blob) => [blobIdentity(blob.checkpoint_ns, blob.channel, blob.version), blob]));
+  const writesByCheckpoint = new Map<string, WireWrite[]>();
+  for (const write of writes) {
+    if (isTombstoneWrite(write)) continue;
+    const key = checkpointKeyOf(write.thread_id, write.checkpoint_ns, write.checkpoint_id);
+    const list = writesByCheckpoint.get(key) ?? [];
+    list.push({
+      task_id: write.task_id,
+      idx: write.idx,
+      channel: write.channel,
+      task_path: write.task_path,
+      value: write.value,
+    });
+    writesByCheckpoint.set(key, list);
+  }
+  return checkpoints.map((row) => {
+    const key = checkpointKeyOf(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+    const rowWrites = writesByCheckpoint.get(key) ?? [];
+    const wire: WireCheckpoint = {
+      thread_id: row.thread_id,
+      checkpoint_ns: row.checkpoint_ns,
+      checkpoint_id: row.checkpoint_id,
+      checkpoint: row.checkpoint,
+      metadata: row.metadata,
+      channel_versions: row.channel_versions,
+      blobs: [],
+      writes: rowWrites,
+    };
+    if (row.parent_checkpoint_id !== undefined) wire.parent_checkpoint_id = row.parent_checkpoint_id;
+    if (row.chain !== undefined) wire.chain = row.chain;
+    if (row.run_id !== undefined) wire.run_id = row.run_id;
+    for (const [channel, version] of Object.entries(row.channel_versions)) {
+      const blob = blobIndex.get(blobIdentity(row.checkpoint_ns, channel, version));
+      if (blob) wire.blobs.push({ channel, version, value: blob.value });
+    }
+    return { key, fingerprint: writesFingerprint(rowWrites), wire };
+  });
+}
