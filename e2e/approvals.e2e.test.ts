@@ -13,12 +13,17 @@ const harness = useHarness();
 const lastAssistant = async (page: Page): Promise<string> =>
   (await page.locator('[data-testid="message"][data-role="assistant"]').last().textContent()) ?? "";
 
-test("an edited memory is saved as edited, across a reload and in two tabs", async () => {
+test("an edited memory is saved as edited, across a reload, a closed page and in two tabs", async () => {
+  const first = await harness().page();
+  await ready(first);
+  await send(first, "remember that my favourite tree is the oak", { expectReply: false });
+  await first.getByTestId("approval").waitFor();
+  await first.reload();
+  await ready(first);
+  await first.getByTestId("approval-args").waitFor();
+  // The page closes with the question pending; a new page finds it and answers it.
+  await first.close();
   const page = await harness().page();
-  await ready(page);
-  await send(page, "remember that my favourite tree is the oak", { expectReply: false });
-  await page.getByTestId("approval").waitFor();
-  await page.reload();
   await ready(page);
   const editor = page.getByTestId("approval-args");
   await editor.waitFor();

@@ -47,6 +47,8 @@ export class Harness {
       viewport: options.viewport ?? { width: 1280, height: 800 },
       acceptDownloads: true,
     });
+    // Playwright's 30 s for a wait is tight when two Chromiums share 2 cores; tests still end at 60 s.
+    this.context.setDefaultTimeout(45_000);
     return this;
   }
 

@@ -20,6 +20,8 @@ export default defineConfig({
     globalSetup: ["./global-setup.ts"],
     environment: "node",
     testTimeout: 60_000,
+    // expect.poll's default second is shorter than a page load on a loaded 2-core machine.
+    expect: { poll: { timeout: 15_000 } },
     hookTimeout: 60_000,
     // Each file drives its own Chromium; two at a time suit a 2-core machine.
     maxWorkers: 2,

@@ -13,6 +13,8 @@ export default defineConfig({
     globalSetup: ["./global-setup.ts"],
     environment: "node",
     testTimeout: 60_000,
+    // expect.poll's default second is shorter than a page load on a loaded 2-core machine.
+    expect: { poll: { timeout: 15_000 } },
     hookTimeout: 60_000,
     maxWorkers: 1,
     fileParallelism: false,
