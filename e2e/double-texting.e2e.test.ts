@@ -86,7 +86,9 @@ test("while another tab answers, this tab does not call that turn cut short (nor
 
 test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
   const [a, b] = await twoTabs();
-  await submit(a, Array.from({ length: 300 }, (_, i) => `w${i}`).join(" "));
+  // Long enough (about 15 s at the model's pace) that A is still answering when B's Stop is clicked,
+  // even on a loaded machine: once A is done, B's short turn runs and its Stop goes away.
+  await submit(a, Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" "));
   await b.getByTestId("busy-elsewhere").waitFor();
   await submit(b, "waiting in tab B");
   await b.getByTestId("stop").waitFor();
