@@ -6,14 +6,15 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
+import { runLockName } from "../src/runs/locks.js";
+import { type Pace, ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
 
 // A tab's message meets another tab's run still in progress: the model's pace.
 const harness = useHarness({ pace: "model" });
 
 /** Two tabs on one thread that has an opening turn, both showing it. */
-async function twoTabs(): Promise<[Page, Page]> {
-  const a = await harness().page();
+async function twoTabs(pace?: Pace): Promise<[Page, Page]> {
+  const a = await harness().page("", pace ? { pace } : {});
   await ready(a);
   await send(a, "opening message");
   const b = await harness().page(new URL(a.url()).hash);
@@ -67,9 +68,10 @@ test("two tabs send 5 messages each at once on one thread: every message answere
 }, 180_000);
 
 test("while another tab answers, this tab does not call that turn cut short (nor offer Retry)", async () => {
-  const [a, b] = await twoTabs();
+  // A answers at the slow pace (about 9 s for this question): B's checks all fall inside A's answer.
+  const [a, b] = await twoTabs("slow");
   // A long answer in A: B sees the question land and the thread busy elsewhere.
-  const question = Array.from({ length: 300 }, (_, i) => `w${i}`).join(" ");
+  const question = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
   await submit(a, question);
   await b.getByTestId("busy-elsewhere").waitFor();
   await expect.poll(() => transcript(b)).toHaveLength(3);
@@ -85,10 +87,31 @@ test("while another tab answers, this tab does not call that turn cut short (nor
 });
 
 test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
-  const [a, b] = await twoTabs();
-  // Long enough (about 15 s at the model's pace) that A is still answering when B's Stop is clicked,
-  // even on a loaded machine: once A is done, B's short turn runs and its Stop goes away.
-  await submit(a, Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" "));
+  // Tab A holds the thread's run lock, as its run would, until the test lets go: how long another
+  // tab answers is then up to the test, not to a race with the model's pace on a loaded machine.
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "opening message");
+  const threadId = decodeURIComponent(new URL(a.url()).hash.replace("#/thread/", ""));
+  await a.evaluate(
+    async (name) => {
+      await new Promise<void>((held) => {
+        void navigator.locks.request(
+          name,
+          () =>
+            new Promise<void>((release) => {
+              Object.assign(window, { releaseRunLock: release });
+              held();
+            }),
+        );
+      });
+    },
+    runLockName("demo-checkpoints", threadId),
+  );
+  // B opens the thread while it is held, and finds it busy in another tab.
+  const b = await harness().page(new URL(a.url()).hash);
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
   await b.getByTestId("busy-elsewhere").waitFor();
   await submit(b, "waiting in tab B");
   await b.getByTestId("stop").waitFor();
@@ -98,8 +121,11 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
   await b.getByTestId("stop").click();
   // Nothing of it was sent: the text is back in B's composer, to send later or drop.
   await expect.poll(() => b.getByTestId("composer").inputValue()).toBe("waiting in tab B");
-  await expect.poll(() => transcript(a), { timeout: 30_000 }).toHaveLength(4);
-  await expect.poll(() => transcript(b), { timeout: 30_000 }).toEqual(await transcript(a));
+  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
+  // The stopped message never ran, not even once the thread was free.
+  expect(await transcript(b)).toEqual(await transcript(a));
+  expect(await transcript(b)).toHaveLength(2);
   expect((await transcript(b)).join("\n")).not.toContain("waiting in tab B");
   expect(await b.getByTestId("turn-status").count()).toBe(0);
 });

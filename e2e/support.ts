@@ -19,10 +19,11 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /**
- * How the demo's local model answers: `fast` (at once, `?pace=0`) or `model`
- * (thinks 150 ms, then streams in 15 ms steps, as a remote model would).
+ * How the demo's local model answers: `fast` (at once, `?pace=0`), `model`
+ * (thinks 150 ms, then streams in 15 ms steps, as a remote model would) or
+ * `slow` (60 ms steps, `?pace=slow`: a long answer takes about 9 s).
  */
-export type Pace = "fast" | "model";
+export type Pace = "fast" | "model" | "slow";
 
 /** What a harness opens: the viewport of its context and the pace of its pages. */
 export interface HarnessOptions {
@@ -71,7 +72,7 @@ export class Harness {
 /** `url` with the demo's pace parameter for `pace`; a pace the address already names is kept. */
 export function paced(url: URL, pace: Pace): string {
   const next = new URL(url);
-  if (pace === "fast" && !next.searchParams.has("pace")) next.searchParams.set("pace", "0");
+  if (pace !== "model" && !next.searchParams.has("pace")) next.searchParams.set("pace", pace === "fast" ? "0" : "slow");
   return next.href;
 }
 

@@ -165,9 +165,13 @@ const MAX_STEPS = 150;
 /**
  * `?pace=0` in the page's address: the local model answers at once, to build
  * long threads quickly (a demo of a 300-turn history, and its test).
+ * `?pace=slow`: four times slower steps (a long answer takes about 9 s), to
+ * watch another tab answer, or to try Stop.
  */
-function paced(): boolean {
-  return typeof location === "undefined" || new URLSearchParams(location.search).get("pace") !== "0";
+function pace(): "instant" | "model" | "slow" {
+  if (typeof location === "undefined") return "model";
+  const value = new URLSearchParams(location.search).get("pace");
+  return value === "0" ? "instant" : value === "slow" ? "slow" : "model";
 }
 
 /** Waits, or rejects at once with the signal's reason when the run is stopped. */
@@ -195,14 +199,15 @@ export const localModel: ChatModel = {
   async respond(messages, { onToken, signal }) {
     const reply = localReply(messages);
     const pieces = String(reply.content).match(/\S+\s*/g) ?? [];
-    if (!paced()) {
+    const speed = pace();
+    if (speed === "instant") {
       for (const piece of pieces) onToken?.(piece);
       return reply;
     }
     await pause(THINK_MS, signal);
     const perStep = Math.max(1, Math.ceil(pieces.length / MAX_STEPS));
     for (let i = 0; i < pieces.length; i++) {
-      if (i > 0 && i % perStep === 0) await pause(STEP_MS, signal);
+      if (i > 0 && i % perStep === 0) await pause(speed === "slow" ? 4 * STEP_MS : STEP_MS, signal);
       onToken?.(pieces[i]!);
     }
     return reply;
