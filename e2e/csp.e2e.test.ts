@@ -1,16 +1,14 @@
 /**
- * The Content-Security-Policy (demo/csp.ts): the dev server sends it, the
+ * The Content-Security-Policy (demo/csp.ts): the server sends it, the
  * page carries it, it is enforced (a remote image is refused), and the app
  * runs under it with no violation: a chat turn, an export, the package's
  * OPFS journal worker (a blob: worker). The built app with its service
  * worker is checked in offline.e2e.test.ts.
  */
-import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 import { cspViolations, ready, recordCspViolations, send, useHarness } from "./support.js";
 
 const harness = useHarness();
-const librarySource = fileURLToPath(new URL("../src/index.ts", import.meta.url));
 
 test("the page runs under a strict CSP with no violation", async () => {
   await recordCspViolations(harness().context);
@@ -62,7 +60,7 @@ test("the page runs under a strict CSP with no violation", async () => {
   // The package's OPFS journal, as an app turns it on: its worker starts from a blob: URL.
   // (A string, so that Vitest leaves the page's dynamic import alone.)
   const journaled = (await page.evaluate(`(async () => {
-    const lib = await import(${JSON.stringify(`/@fs${librarySource}`)});
+    const lib = await import("/e2e/internals.js");
     const saver = new lib.IndexedDBSaver({ dbName: "csp-journal", journal: "opfs" });
     const checkpoint = {
       v: 4,

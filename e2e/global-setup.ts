@@ -1,13 +1,18 @@
 /**
- * Starts the demo's Vite dev server on a free port, waits until a first page
- * load has pre-bundled every dependency (so no test sees Vite reload the page
- * to add one), and hands the URL to the tests (`inject("baseURL")`).
+ * Builds the demo once, as `npm run demo:build` does, plus two entries the
+ * tests import in the page (`/e2e/internals.js`: e2e/demo-internals.ts;
+ * `/e2e/quick-start.js`: the README's quick start), serves the build as
+ * `npm run demo:preview` does on a free loopback port, and hands the URL to
+ * the tests (`inject("baseURL")`). A built page loads in a few requests;
+ * the dev server's hundreds of modules per fresh context were most of the
+ * suite's time.
  */
-import { createServer as createNetServer } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
-import { createServer, type ViteDevServer } from "vite";
-import { launchChromium } from "./support.js";
+import { build, preview, type PreviewServer } from "vite";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,45 +20,46 @@ declare module "vitest" {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+let server: PreviewServer | undefined;
+let outDir: string | undefined;
 
-let vite: ViteDevServer | undefined;
+/** Entries built beside the app, each at `/e2e/<name>.js`. */
+const TEST_ENTRIES = {
+  internals: fileURLToPath(new URL("./demo-internals.ts", import.meta.url)),
+  "quick-start": fileURLToPath(new URL("../examples/quick-start.ts", import.meta.url)),
+};
 
 export async function setup(project: TestProject): Promise<void> {
   const root = fileURLToPath(new URL("../demo", import.meta.url));
-  const port = await freePort();
-  vite = await createServer({
+  outDir = mkdtempSync(join(tmpdir(), "demo-e2e-"));
+  await build({
     root,
     configFile: `${root}/vite.config.ts`,
     logLevel: "warn",
-    // No file watching or hot reload: an edit elsewhere in the tree must not
-    // reload a page in the middle of a test.
-    server: { port, strictPort: true, host: "127.0.0.1", hmr: false, watch: null },
+    build: {
+      outDir,
+      emptyOutDir: true,
+      rolldownOptions: {
+        input: { index: `${root}/index.html`, ...TEST_ENTRIES },
+        // An app build drops entries' exports (Vite's default); the tests import these.
+        preserveEntrySignatures: "exports-only",
+        output: {
+          entryFileNames: (chunk) => (chunk.name in TEST_ENTRIES ? "e2e/[name].js" : "assets/[name]-[hash].js"),
+        },
+      },
+    },
   });
-  await vite.listen();
-  const baseURL = `http://127.0.0.1:${port}/`;
-
-  // Warm up: one real page load, until the app is interactive.
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(baseURL);
-    await page.getByTestId("composer").waitFor({ timeout: 60_000 });
-  } finally {
-    await browser.close();
-  }
-  project.provide("baseURL", baseURL);
+  server = await preview({
+    root,
+    configFile: `${root}/vite.config.ts`,
+    logLevel: "warn",
+    build: { outDir },
+    preview: { port: 0, strictPort: false, host: "127.0.0.1" },
+  });
+  project.provide("baseURL", server.resolvedUrls!.local[0]!);
 }
 
 export async function teardown(): Promise<void> {
-  await vite?.close();
+  await server?.close();
+  if (outDir) rmSync(outDir, { recursive: true, force: true });
 }

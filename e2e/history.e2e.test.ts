@@ -11,11 +11,10 @@ const harness = useHarness();
 
 /** Writes `turns` turns into a new thread with the app's Session; returns the thread id. */
 async function seed(page: Page, turns: number): Promise<string> {
-  // A string, evaluated as written: the page's own module loader imports the app's modules.
+  // A string, evaluated as written: the page's own module loader imports the app's modules
+  // (built beside the app by e2e/global-setup.ts, from e2e/demo-internals.ts).
   return page.evaluate(`(async () => {
-    const [{ Session }, { DemoDB }, { plainVault }] = await Promise.all([
-      import("/src/session.ts"), import("/src/threads-db.ts"), import("/src/settings.ts"),
-    ]);
+    const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
     const session = await Session.open(new DemoDB(), plainVault);
     const threadId = "SEED" + Date.now();
     for (let i = 1; i <= ${turns}; i++) await session.send(threadId, "question number " + i, () => undefined);

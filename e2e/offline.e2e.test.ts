@@ -4,10 +4,8 @@
  * worker that precaches the app, so with the network off the page reloads,
  * shows the saved conversation, and the local model still answers.
  */
-import { fileURLToPath } from "node:url";
 import type { Browser } from "playwright";
-import { build, preview, type PreviewServer } from "vite";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import {
   Harness,
   cspViolations,
@@ -19,29 +17,20 @@ import {
   transcript,
 } from "./support.js";
 
-const root = fileURLToPath(new URL("../demo", import.meta.url));
-let server: PreviewServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  await build({ root, configFile: `${root}/vite.config.ts`, logLevel: "warn" });
-  server = await preview({
-    root,
-    configFile: `${root}/vite.config.ts`,
-    logLevel: "warn",
-    preview: { port: 0, host: "127.0.0.1" },
-  });
   browser = await launchChromium();
-}, 240_000);
+});
 
 afterAll(async () => {
   await browser?.close();
-  await server?.close();
 });
 
 test("the built demo reloads and answers with the network off", { timeout: 120_000 }, async () => {
-  const url = server.resolvedUrls!.local[0]!;
-  const harness = await new Harness(browser, url).open();
+  // The build every e2e test uses (e2e/global-setup.ts), with its service worker let in.
+  const url = inject("baseURL");
+  const harness = await new Harness(browser, url).open({ serviceWorkers: "allow" });
   await recordCspViolations(harness.context);
   try {
     // The preview server sends the Content-Security-Policy, and the built page carries it (demo/csp.ts).

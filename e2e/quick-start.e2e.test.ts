@@ -1,6 +1,6 @@
 /**
  * The README's quick start is examples/quick-start.ts, word for word (checked
- * here), and it runs in Chromium: loaded as a module from the dev server, it
+ * here), and it runs in Chromium: built with the demo and loaded as a module, it
  * answers, and a second load (a reload) continues the same thread.
  */
 import { readFile } from "node:fs/promises";
@@ -26,8 +26,8 @@ test("the quick start runs in the browser and keeps the thread across a reload",
   page.on("console", (message) => {
     if (message.type() === "log") logs.push(message.text());
   });
-  // Vite serves files of the repository under /@fs/; the module runs once per page load.
-  const run = () => page.evaluate(`import("/@fs${example}")`);
+  // Built beside the app as /e2e/quick-start.js (e2e/global-setup.ts); the module runs once per page load.
+  const run = () => page.evaluate(`import("/e2e/quick-start.js")`);
   await run();
   await expect.poll(() => logs).toContain("2 You said: hi");
   await page.reload();

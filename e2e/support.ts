@@ -30,6 +30,12 @@ export interface HarnessOptions {
   viewport?: { width: number; height: number };
   /** The pace of the pages this harness opens (default `fast`). */
   pace?: Pace;
+  /**
+   * Whether the built app's service worker may register (default: blocked).
+   * Each fresh context would otherwise precache the whole app again; only
+   * the offline test is about it.
+   */
+  serviceWorkers?: "allow" | "block";
 }
 
 /** A fresh context (fresh storage) whose pages record console errors and uncaught exceptions. */
@@ -47,6 +53,7 @@ export class Harness {
     this.context = await this.browser.newContext({
       viewport: options.viewport ?? { width: 1280, height: 800 },
       acceptDownloads: true,
+      serviceWorkers: options.serviceWorkers ?? "block",
     });
     // Playwright's 30 s for a wait is tight when two Chromiums share 2 cores; tests still end at 60 s.
     this.context.setDefaultTimeout(45_000);

@@ -245,7 +245,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
   // Rewrites the vault as the first format wrote it: lock row without `v`,
   // texts sealed with the key but not bound to their place.
   await page.evaluate(`(async () => {
-    const { EncryptedSerializer } = await import("/src/lib.ts");
+    const { EncryptedSerializer } = await import("/e2e/internals.js");
     const db = await new Promise((resolve, reject) => {
       const request = indexedDB.open("langgraph-demo");
       request.onsuccess = () => resolve(request.result);

@@ -1,6 +1,6 @@
 /**
  * End-to-end tests of the demo: Playwright's library API driven from Vitest
- * in Node, against the Vite dev server that `global-setup.ts` starts on a
+ * in Node, against the demo built and served once by `global-setup.ts` on a
  * free port. Run with `npx vitest run -c e2e/vitest.config.ts`.
  */
 import { defineConfig } from "vitest/config";
