@@ -1,36 +1,49 @@
 #!/usr/bin/env node
 // `npm test` (and `npm run test:full`): every check and test suite, in
-// phases. The steps of a phase run side by side, each an npm script, with
-// its output lines prefixed by its name; the next phase starts once every
-// step of this one has passed. At the end a table gives each phase's wall
-// and CPU seconds (CPU: user + system of the step's whole process tree, as
-// bash's `times` counts it), the figures docs/testing.md records.
+// phases. A phase's steps run side by side, each an npm script, with its
+// output lines prefixed by its name. Phases run side by side too: a phase
+// starts once the phase it comes `after` has passed, so the suite runs in
+// lanes, and a phase marked `alone` waits for every other one and then has
+// the machine to itself. At the end a table gives each phase's wall and CPU
+// seconds (CPU: user + system of the step's whole process tree, as bash's
+// `times` counts it) and the whole run's wall time: the figures
+// docs/testing.md records.
 //
 //   node scripts/test.mjs [--depth=fast|full] [--from=<phase>] [--only=<phase>]
 //
 // --depth=full sets TEST_DEPTH=full for every step (test/support/depth.ts).
-// Steps share a phase only where they do not compete for the 2 cores the
-// suite is sized for, and never beside a step that measures time (the
-// timed e2e pass of `test:e2e` runs alone in its own phase). A new suite
-// is one more step: add its npm script to the phase it fits.
+// --only runs one phase; --from runs that phase and every phase after it in
+// the list, each as soon as the phases it comes after have passed or were
+// left out. A new suite is one more step: add its npm script to the phase it
+// fits, and never beside a step that measures time.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
-/** The phases, in order; each step is an npm script of package.json. */
+/**
+ * The phases, each an npm script list (run side by side). The lanes mix what
+ * waits (the crash test's Chromium restarts, Firefox, page loads) with what
+ * computes (tsc, ESLint, Vitest's Node files), so that the 2 cores stay busy:
+ * - the Node project starts at once: its crash test is the longest chain;
+ * - static checks, the package, the e2e pass and the example project follow
+ *   one another (the e2e pass builds the demo once);
+ * - Firefox, mostly waiting on its own browser, runs beside them;
+ * - Chromium follows the Node project;
+ * - the timed e2e files measure time, so they run last and alone.
+ */
 const PHASES = [
+  { name: "node", steps: ["test:node"] },
   // tsc and ESLint are each one busy core.
   { name: "static checks", steps: ["typecheck", "check:static"] },
+  { name: "firefox", steps: ["test:firefox"], after: "static checks" },
   // check:package builds dist/, which check:size:limits then bundles.
-  { name: "package", steps: ["check:package"] },
-  { name: "size", steps: ["check:size:limits"] },
-  { name: "node", steps: ["test:node"] },
-  { name: "chromium", steps: ["test:browser"] },
-  { name: "firefox", steps: ["test:firefox"] },
-  { name: "e2e", steps: ["test:e2e:parallel"] },
+  { name: "package", steps: ["check:package"], after: "static checks" },
+  { name: "size", steps: ["check:size:limits"], after: "package" },
+  { name: "chromium", steps: ["test:browser"], after: "node" },
+  { name: "e2e", steps: ["test:e2e:parallel"], after: "size" },
   // The Playwright kit's example project (examples/playwright), through @playwright/test.
-  { name: "examples", steps: ["test:examples"] },
+  { name: "examples", steps: ["test:examples"], after: "e2e" },
   // Measures time: alone.
-  { name: "e2e timed", steps: ["test:e2e:timed"] },
+  { name: "e2e timed", steps: ["test:e2e:timed"], alone: true },
 ];
 
 const options = Object.fromEntries(
@@ -69,29 +82,56 @@ function runStep(script) {
   });
 }
 
+const chosen = new Set(
+  options.only !== undefined
+    ? [options.only]
+    : PHASES.slice(options.from === undefined ? 0 : PHASES.findIndex((p) => p.name === options.from)).map(
+        (p) => p.name,
+      ),
+);
 const results = [];
-let failed;
-let started = options.from === undefined;
-for (const phase of PHASES) {
-  if (options.only !== undefined && phase.name !== options.only) continue;
-  if (phase.name === options.from) started = true;
-  if (!started) continue;
+const failures = [];
+const finished = new Map();
+const suiteStart = performance.now();
+
+/** Runs one phase (its steps side by side); resolves true if every step passed. */
+async function runPhase(phase) {
   console.log(`\n=== ${phase.name}: ${phase.steps.join(" + ")} (depth ${depth})`);
   const start = performance.now();
   const steps = await Promise.all(phase.steps.map(runStep));
   const wall = (performance.now() - start) / 1000;
   const cpu = steps.reduce((sum, step) => sum + step.cpu, 0);
-  results.push({ phase: phase.name, wall, cpu });
+  const startedAt = (start - suiteStart) / 1000;
+  results.push({ phase: phase.name, startedAt, wall, cpu });
   console.log(`=== ${phase.name}: ${wall.toFixed(1)} s wall, ${cpu.toFixed(1)} s CPU`);
-  failed = steps.find((step) => step.status !== 0);
-  if (failed) break;
+  failures.push(...steps.filter((step) => step.status !== 0));
+  return steps.every((step) => step.status === 0);
 }
 
-const total = results.reduce((sum, r) => ({ wall: sum.wall + r.wall, cpu: sum.cpu + r.cpu }), { wall: 0, cpu: 0 });
-console.log(`\n${"phase".padEnd(18)} ${"wall s".padStart(8)} ${"CPU s".padStart(8)}`);
-for (const r of [...results, { phase: "total", ...total }])
-  console.log(`${r.phase.padEnd(18)} ${r.wall.toFixed(1).padStart(8)} ${r.cpu.toFixed(1).padStart(8)}`);
-if (failed) {
-  console.error(`\nnpm test: ${failed.script} failed (exit ${failed.status})`);
-  process.exit(failed.status || 1);
+/** Whether `phase` runs: after its predecessor passed (or was left out), and never after a failure. */
+function ready(phase) {
+  if (phase.after === undefined || !chosen.has(phase.after)) return Promise.resolve(true);
+  return finished.get(phase.after);
+}
+
+for (const phase of PHASES.filter((p) => chosen.has(p.name) && !p.alone))
+  finished.set(
+    phase.name,
+    ready(phase).then((ok) => (ok && failures.length === 0 ? runPhase(phase) : false)),
+  );
+await Promise.all(finished.values());
+for (const phase of PHASES.filter((p) => chosen.has(p.name) && p.alone))
+  if (failures.length === 0) await runPhase(phase);
+const elapsed = (performance.now() - suiteStart) / 1000;
+
+const cpu = results.reduce((sum, r) => sum + r.cpu, 0);
+console.log(`\n${"phase".padEnd(18)} ${"start s".padStart(8)} ${"wall s".padStart(8)} ${"CPU s".padStart(8)}`);
+for (const r of results)
+  console.log(
+    `${r.phase.padEnd(18)} ${r.startedAt.toFixed(1).padStart(8)} ${r.wall.toFixed(1).padStart(8)} ${r.cpu.toFixed(1).padStart(8)}`,
+  );
+console.log(`${"total".padEnd(18)} ${"".padStart(8)} ${elapsed.toFixed(1).padStart(8)} ${cpu.toFixed(1).padStart(8)}`);
+if (failures.length > 0) {
+  for (const failed of failures) console.error(`\nnpm test: ${failed.script} failed (exit ${failed.status})`);
+  process.exit(failures[0].status || 1);
 }
