@@ -3,6 +3,9 @@ import { playwright } from "@vitest/browser-playwright";
 import { chromiumArgs, chromiumPath } from "./test/support/chromium.js";
 import { configuredDepth } from "./test/support/depth-config.js";
 
+/** The crash test: its own project (see below). */
+const CRASH_TEST = "test/suites/journal-crash.node.test.ts";
+
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
 });
@@ -10,6 +13,8 @@ const chromium = playwright({
 /**
  * One config for the library build and every Vitest project:
  * - `node`: unit and conformance tests on fake-indexeddb;
+ * - `crash`: the journal's crash test (SIGKILLs of a real Chromium), apart
+ *   so that `npm test` runs it beside the other suites: it mostly waits;
  * - `chromium`: the same tests (bar `*.node.test.ts`) plus `*.browser.test.ts`
  *   in real Chromium through Vitest browser mode;
  * - `bench`: `npm run bench`, in Chromium, never part of `npm test`.
@@ -35,12 +40,16 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["**/*.browser.test.ts"],
+          exclude: ["**/*.browser.test.ts", CRASH_TEST],
           setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
           globalSetup: ["test/support/postgres-global-setup.ts"],
           testTimeout: 30_000,
         },
+      },
+      {
+        extends: true,
+        test: { name: "crash", environment: "node", include: [CRASH_TEST], testTimeout: 600_000 },
       },
       {
         extends: true,

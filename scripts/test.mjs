@@ -23,14 +23,16 @@ import { createInterface } from "node:readline";
  * The phases, each an npm script list (run side by side). The lanes mix what
  * waits (the crash test's Chromium restarts, Firefox, page loads) with what
  * computes (tsc, ESLint, Vitest's Node files), so that the 2 cores stay busy:
- * - the Node project starts at once: its crash test is the longest chain;
+ * - the crash test starts at once: it is the longest chain, and mostly waits;
+ * - the Node project starts at once too, and Chromium's follows it;
  * - static checks, the package, the e2e pass and the example project follow
  *   one another (the e2e pass builds the demo once);
  * - Firefox, mostly waiting on its own browser, runs beside them;
- * - Chromium follows the Node project;
  * - the timed e2e files measure time, so they run last and alone.
  */
 const PHASES = [
+  // Chromium restarting after SIGKILLs, 40 times: mostly waiting, so it runs beside everything.
+  { name: "crash", steps: ["test:crash"] },
   { name: "node", steps: ["test:node"] },
   // tsc and ESLint are each one busy core.
   { name: "static checks", steps: ["typecheck", "check:static"] },

@@ -1,11 +1,13 @@
 /**
  * The page of the crash test (test/suites/journal-crash.node.test.ts). On load:
  * opens the saver (restoring from the journal if it has one), checks the
- * thread's newest checkpoint and its history, reports them on the console
- * (`crash:state {...}`), then resumes the run (or starts it), acknowledging
- * each superstep once its checkpoint `put` resolved (`crash:ack <count>`),
- * and says `crash:done {...}` at the end. Query: `db`, `journal` (opfs|off),
- * `steps`, `delay` (ms per node).
+ * thread's newest checkpoint and its history, reports them (`state`), then
+ * resumes the run (or starts it), acknowledging each superstep once its
+ * checkpoint `put` resolved (`ack`), and says `done` at the end, or `error`.
+ * Reports go to the test's server (POST /crash-report, in order), so that
+ * the test can open this page as Chromium's start page, with no DevTools
+ * connection to set up after each restart. Query: `db`, `journal`
+ * (opfs|off), `steps`, `delay` (ms per node), `session` (names the reports).
  */
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -23,9 +25,19 @@ const State = Annotation.Root({
   log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
 });
 
+const session = query.get("session") ?? "";
+let reports: Promise<unknown> = Promise.resolve();
+
+/** Sends one report; reports leave one after another, so they arrive in order. */
 function say(kind: string, value: unknown): void {
-  console.log(`crash:${kind} ${JSON.stringify(value)}`);
+  const body = JSON.stringify({ session, kind, value });
+  reports = reports.then(() =>
+    fetch("/crash-report", { method: "POST", body, keepalive: true }).catch(() => undefined),
+  );
 }
+
+addEventListener("error", (event) => say("error", String(event.error?.stack ?? event.message)));
+addEventListener("unhandledrejection", (event) => say("error", String(event.reason?.stack ?? event.reason)));
 
 /** Problems with the stored thread: an inconsistent newest checkpoint or history. */
 async function check(
