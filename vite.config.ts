@@ -44,7 +44,8 @@ export default defineConfig({
           setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
           globalSetup: ["test/support/postgres-global-setup.ts"],
-          testTimeout: 30_000,
+          // Sync tests start server processes: on a loaded machine that alone can take tens of seconds.
+          testTimeout: 60_000,
         },
       },
       {
