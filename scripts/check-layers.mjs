@@ -44,7 +44,8 @@ export const LAYERS = {
   store: { imports: ["idb", "serde", "core"] },
   portable: { imports: ["rows", "serde", "core"] },
   // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
-  playwright: { imports: ["portable", "saver", "runs", "core"] },
+  // serde/: the page reads an encrypted app's database with the app's EncryptedSerializer.
+  playwright: { imports: ["portable", "saver", "runs", "serde", "core"] },
   runs: { imports: ["saver", "core"] },
   // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
   interrupt: { imports: ["core"] },

@@ -48,6 +48,13 @@ export {
   type WaitForThreadIdleOptions,
 } from "./playwright/waits.js";
 export type { PageThreadState, SeededThread } from "./playwright/protocol.js";
+export type { AppEncryption } from "./playwright/encryption.js";
+export {
+  toStorageState,
+  type ToStorageStateOptions,
+  type LanggraphStorageState,
+  type StorageStateDatabase,
+} from "./playwright/storage-state.js";
 export {
   langgraphTest,
   type LanggraphOptions,

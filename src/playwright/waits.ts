@@ -7,12 +7,16 @@
 import type { Page } from "playwright";
 import { callPage, ensurePageApi } from "./inject.js";
 import type { PageThreadActivity, PageThreadState } from "./protocol.js";
-import { DEFAULT_PAGE_DB_NAME, readThreadState, type ReadThreadStateOptions } from "./threads.js";
+import {
+  DEFAULT_PAGE_DB_NAME,
+  pageDb,
+  readThreadState,
+  type PageDatabaseOptions,
+  type ReadThreadStateOptions,
+} from "./threads.js";
 
 /** Options of the waits. */
-export interface WaitOptions {
-  /** The app's database name; default `"langgraph"`. */
-  dbName?: string;
+export interface WaitOptions extends PageDatabaseOptions {
   /** Give up after this many ms (default 10,000). */
   timeout?: number;
   /** Read again this often (ms, default 100). */
@@ -99,7 +103,11 @@ export async function waitForThreadIdle(
   const activity = await poll<PageThreadActivity>(
     page,
     options,
-    () => callPage(page, "waitForThreadIdle", "activity", threadId, { dbName, checkpointNs: options.checkpointNs }),
+    () =>
+      callPage(page, "waitForThreadIdle", "activity", threadId, {
+        ...pageDb(options),
+        checkpointNs: options.checkpointNs,
+      }),
     (seen) => {
       const quiet = !seen.running && seen.checkpointId !== undefined && seen.checkpointId !== options.since;
       if (!quiet) {
