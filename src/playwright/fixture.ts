@@ -30,6 +30,8 @@ import {
   type ThreadFileInput,
 } from "./threads.js";
 import { callPage } from "./inject.js";
+import { readSyncStatus, trackSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./sync-status.js";
+import { openTab, setOffline } from "./tabs.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
 
 /** Options of the `langgraph` fixture, set with `test.use({ langgraphOptions: { … } })`. */
@@ -83,6 +85,17 @@ export interface LanggraphFixture {
   snapshot(): Promise<ThreadsSnapshot>;
   /** Replaces the database's threads with those of a snapshot. */
   restore(snapshot: ThreadsSnapshot): Promise<void>;
+  /** {@link openTab}: a second tab of the app on the same storage, with these helpers bound to it. */
+  openTab(url?: string): Promise<LanggraphFixture>;
+  /** {@link setOffline} for the page's context (every tab), waiting until the page sees it. */
+  setOffline(offline: boolean): Promise<void>;
+  /** {@link readSyncStatus}: the app's latest SyncClient status for this database, if one was posted. */
+  syncStatus(): Promise<PageSyncStatus | undefined>;
+  /** {@link waitForSyncStatus} for this database. */
+  waitForSyncStatus(
+    predicate: (status: PageSyncStatus) => boolean,
+    options?: Omit<WaitOptions, "dbName" | "encryption">,
+  ): Promise<PageSyncStatus>;
 }
 
 /** True when the page has an origin with IndexedDB (it has navigated to the app). */
@@ -121,6 +134,10 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
       if (await databaseExists()) await clearThreads(page, db);
       for (const [threadId, file] of snapshot.threads) await seedThread(page, file, { ...db, threadId });
     },
+    openTab: async (url) => bind(await openTab(page, url), options),
+    setOffline: (offline) => setOffline(page, offline),
+    syncStatus: () => readSyncStatus(page, db),
+    waitForSyncStatus: (predicate, waitOptions) => waitForSyncStatus(page, predicate, { ...waitOptions, ...db }),
   };
 }
 
@@ -136,6 +153,8 @@ const extended = base.extend<LanggraphTestFixtures>({
   langgraphOptions: [{}, { option: true }],
   langgraph: async ({ page, langgraphOptions }, use) => {
     const dbName = langgraphOptions.dbName ?? DEFAULT_PAGE_DB_NAME;
+    // Before the test's first navigation, so that the app's first status is seen.
+    await trackSyncStatus(page.context(), { dbName });
     const fixture = bind(page, langgraphOptions);
     await use(fixture);
     const cleanup = langgraphOptions.cleanup ?? "database";

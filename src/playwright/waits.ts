@@ -43,23 +43,24 @@ export interface WaitForThreadIdleOptions extends WaitOptions {
 }
 
 /** Where a wait stands: what it saw last. */
-interface Seen<T> {
+export interface Seen<T> {
   value?: T;
   error?: unknown;
 }
 
 /**
  * Polls `read` until `done` says so, or fails after `timeout` saying what
- * was seen last. The clock starts once the page script is in place.
+ * was seen last. With `page`, the clock starts once the page script is in
+ * place (its first injection must not eat the timeout).
  */
-async function poll<T>(
-  page: Page,
+export async function poll<T>(
+  page: Page | undefined,
   options: WaitOptions,
   read: () => Promise<T>,
   done: (value: T) => boolean,
   failure: (seen: Seen<T>, timeout: number) => string,
 ): Promise<T> {
-  await ensurePageApi(page).catch(() => undefined); // a failure shows in the first read
+  if (page) await ensurePageApi(page).catch(() => undefined); // a failure shows in the first read
   const timeout = options.timeout ?? 10_000;
   const interval = options.pollInterval ?? 100;
   const deadline = Date.now() + timeout;

@@ -9,7 +9,18 @@
 import { createServer, type Server } from "node:http";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readThreadState, seedThread, toStorageState, type AppEncryption } from "../../src/playwright.js";
+import {
+  openTab,
+  readSyncStatus,
+  readThreadState,
+  seedThread,
+  setOffline,
+  toStorageState,
+  trackSyncStatus,
+  waitForSyncStatus,
+  waitForThreadIdle,
+  type AppEncryption,
+} from "../../src/playwright.js";
 import { callPage } from "../../src/playwright/inject.js";
 import { exportThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
@@ -170,6 +181,49 @@ describe("an app that encrypts", () => {
       } finally {
         await other.context.close();
       }
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
+
+describe("tabs, offline and sync status", () => {
+  it("opens a second tab on the same storage, goes offline and back, and reads the sync status recorder", async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await trackSyncStatus(context, { dbName: "app" });
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app", threadId: "shared" });
+      const tab = await openTab(page);
+      expect(tab.url()).toBe(page.url());
+      expect(await readThreadState(tab, "shared", { dbName: "app" })).toEqual(
+        await readThreadState(page, "shared", { dbName: "app" }),
+      );
+      // A run in the second tab holds the thread for the first one too.
+      await tab.evaluate(() => {
+        void navigator.locks.request("langgraph-checkpoint-indexeddb:v1:app:run:shared", () => new Promise(() => {}));
+      });
+      await expect(waitForThreadIdle(page, "shared", { dbName: "app", timeout: 300 })).rejects.toThrow(
+        /a run still held the thread/,
+      );
+      await tab.close();
+      await waitForThreadIdle(page, "shared", { dbName: "app", stableFor: 0 });
+
+      await setOffline(page, true);
+      expect(await page.evaluate(() => navigator.onLine)).toBe(false);
+      await expect(page.evaluate(async (url) => (await fetch(url)).status, origin)).rejects.toThrow();
+      await setOffline(page, false);
+      expect(await page.evaluate(async (url) => (await fetch(url)).status, origin)).toBe(200);
+
+      // The recorder is in the page (installed before it loaded); this page has no SyncClient, so nothing was posted.
+      expect(await readSyncStatus(page, { dbName: "app" })).toBeUndefined();
+      await expect(waitForSyncStatus(page, () => true, { dbName: "app", timeout: 200 })).rejects.toThrow(
+        /no SyncClient status of database "app" passed the predicate within 200 ms; no SyncClient posted a status since the page loaded/,
+      );
+      await expect(readSyncStatus(page, { dbName: "other" })).rejects.toThrow(
+        /does not record the SyncClient status of database "other"\. Call trackSyncStatus/,
+      );
     } finally {
       await context.close();
     }
