@@ -1,7 +1,13 @@
 /**
  * `langgraph-checkpoint-indexeddb/playwright`: helpers for apps tested with
  * Playwright. Seed a page's IndexedDBSaver database from an exported thread
- * file, read a thread's latest state from the page, clear threads.
+ * file, read a thread's latest state from the page, clear threads; wait on
+ * real signals (`waitForThreadIdle`, `waitForCheckpoint`); the
+ * `langgraphTest` fixture and its matchers; storage states built from
+ * exports without a browser (`toStorageState`); apps that encrypt (every
+ * helper takes `encryption`); a second tab (`openTab`), the network going
+ * away (`setOffline`) and the app's SyncClient status (`trackSyncStatus`,
+ * `readSyncStatus`, `waitForSyncStatus`).
  *
  * The page does not have to expose this library: the first call on a page
  * (and again after each navigation) injects a small self-contained script
