@@ -46,21 +46,28 @@ export interface LanggraphStorageState {
   }[];
 }
 
-/** The part of fake-indexeddb used here. */
-interface FakeIndexedDB {
-  IDBFactory: new () => IDBFactory;
-  IDBKeyRange: typeof IDBKeyRange;
-}
+/** The part of fake-indexeddb used here: its factory and its `IDB*` classes. */
+type FakeIndexedDB = { IDBFactory: new () => IDBFactory } & Record<string, unknown>;
 
 async function loadFakeIndexedDB(): Promise<FakeIndexedDB> {
+  let fake: FakeIndexedDB;
   try {
-    return (await import("fake-indexeddb" as string)) as FakeIndexedDB;
+    fake = (await import("fake-indexeddb" as string)) as FakeIndexedDB;
   } catch (error) {
     throw new Error(
       "langgraph-checkpoint-indexeddb/playwright: toStorageState imports the threads with the saver itself, in Node, on fake-indexeddb, which is not installed. Install it as a dev dependency: npm install -D fake-indexeddb",
       { cause: error },
     );
   }
+  // The saver (and idb under it) use the IDB* classes as globals, as in a
+  // browser: key ranges, and `instanceof IDBRequest`. Node has none, so
+  // fake-indexeddb's fill the gaps (as `fake-indexeddb/auto` does, but
+  // without a global `indexedDB`); classes already there are left alone.
+  const globals = globalThis as Record<string, unknown>;
+  for (const [name, value] of Object.entries(fake)) {
+    if (/^IDB[A-Za-z]+$/.test(name) && typeof value === "function") globals[name] ??= value;
+  }
+  return fake;
 }
 
 /**
@@ -76,6 +83,9 @@ async function loadFakeIndexedDB(): Promise<FakeIndexedDB> {
  * neither unless `opfs: true`): the saver opens such a database as an
  * existing one, reports `"ok"`, and starts its journal from it.
  *
+ * Needs fake-indexeddb (an optional peer dependency), whose `IDB*` classes
+ * it defines as globals where Node has none (not `indexedDB` itself).
+ *
  * @param files Exports (`.lgthread` bytes or file paths).
  * @param options The origin, and the app's `dbName` and encryption.
  */
@@ -86,9 +96,6 @@ export async function toStorageState(
   const origin = checkOrigin(options.origin);
   const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
   const fake = await loadFakeIndexedDB();
-  // The saver builds key ranges from the global, as in a browser; Node has none of its own.
-  const globals = globalThis as { IDBKeyRange?: typeof IDBKeyRange };
-  globals.IDBKeyRange ??= fake.IDBKeyRange;
   const factory = new fake.IDBFactory();
   const [{ IndexedDBSaver }, { importThread }, { serializerFor }] = await Promise.all([
     import("../saver/index.js"),
