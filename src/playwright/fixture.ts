@@ -143,7 +143,11 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
 
 /** The fixtures `langgraphTest` adds. */
 export interface LanggraphTestFixtures {
-  /** The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`). */
+  /**
+   * The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`).
+   * Apart from `langgraph`: a value `test.use` gives a fixture replaces it,
+   * so `langgraph` itself could not be both the options and the helpers.
+   */
   langgraphOptions: LanggraphOptions;
   /** The helpers, bound to the test's page. */
   langgraph: LanggraphFixture;
