@@ -28,6 +28,9 @@ export default defineConfig({
       "test/suites/golden-schema3.test.ts",
       "src/saver/recent.test.ts",
       "test/suites/interrupt-differential.browser.test.ts",
+      // The page side of the ./playwright kit: clear's marker and journal, the SyncClient status recorder.
+      "src/playwright/clear.browser.test.ts",
+      "src/playwright/sync-status.browser.test.ts",
     ],
     testTimeout: 60_000,
     browser: {

@@ -44,7 +44,9 @@ export const LAYERS = {
   store: { imports: ["idb", "serde", "core"] },
   portable: { imports: ["rows", "serde", "core"] },
   // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
-  playwright: { imports: ["portable", "saver", "runs", "core"] },
+  // serde/: the page reads an encrypted app's database with the app's EncryptedSerializer.
+  // sync/: only the SyncStatus type, for the status a test reads from the page.
+  playwright: { imports: ["portable", "saver", "runs", "serde", "core"], dynamic: ["sync"] },
   runs: { imports: ["saver", "core"] },
   // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
   interrupt: { imports: ["core"] },

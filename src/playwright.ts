@@ -1,7 +1,13 @@
 /**
  * `langgraph-checkpoint-indexeddb/playwright`: helpers for apps tested with
  * Playwright. Seed a page's IndexedDBSaver database from an exported thread
- * file, read a thread's latest state from the page, clear threads.
+ * file, read a thread's latest state from the page, clear threads; wait on
+ * real signals (`waitForThreadIdle`, `waitForCheckpoint`); the
+ * `langgraphTest` fixture and its matchers; storage states built from
+ * exports without a browser (`toStorageState`); apps that encrypt (every
+ * helper takes `encryption`); a second tab (`openTab`), the network going
+ * away (`setOffline`) and the app's SyncClient status (`trackSyncStatus`,
+ * `readSyncStatus`, `waitForSyncStatus`).
  *
  * The page does not have to expose this library: the first call on a page
  * (and again after each navigation) injects a small self-contained script
@@ -48,6 +54,15 @@ export {
   type WaitForThreadIdleOptions,
 } from "./playwright/waits.js";
 export type { PageThreadState, SeededThread } from "./playwright/protocol.js";
+export type { AppEncryption } from "./playwright/encryption.js";
+export { openTab, setOffline } from "./playwright/tabs.js";
+export { trackSyncStatus, readSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./playwright/sync-status.js";
+export {
+  toStorageState,
+  type ToStorageStateOptions,
+  type LanggraphStorageState,
+  type StorageStateDatabase,
+} from "./playwright/storage-state.js";
 export {
   langgraphTest,
   type LanggraphOptions,

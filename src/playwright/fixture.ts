@@ -15,12 +15,14 @@ import {
   type PlaywrightWorkerOptions,
   type TestType,
 } from "@playwright/test";
+import type { AppEncryption } from "./encryption.js";
 import { threadMatchers } from "./matchers.js";
 import type { PageThreadState, SeededThread } from "./protocol.js";
 import {
   DEFAULT_PAGE_DB_NAME,
   clearThreads,
   exportThreadFromPage,
+  pageDb,
   readThreadState,
   seedThread,
   type ReadThreadStateOptions,
@@ -28,12 +30,16 @@ import {
   type ThreadFileInput,
 } from "./threads.js";
 import { callPage } from "./inject.js";
+import { readSyncStatus, trackSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./sync-status.js";
+import { openTab, setOffline } from "./tabs.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
 
 /** Options of the `langgraph` fixture, set with `test.use({ langgraphOptions: { … } })`. */
 export interface LanggraphOptions {
   /** The `dbName` the app gives its IndexedDBSaver; default `"langgraph"`. */
   dbName?: string;
+  /** The app's `EncryptedSerializer` settings, when it encrypts (a passphrase and salt, or the key). */
+  encryption?: AppEncryption;
   /**
    * After each test: `"database"` (default) deletes the database with its
    * wipe marker and journal; `"threads"` deletes its threads only; `false`
@@ -57,18 +63,21 @@ export interface LanggraphFixture {
   /** The database they use. */
   readonly dbName: string;
   /** {@link seedThread} into this database. */
-  seed(file: ThreadFileInput, options?: Omit<SeedThreadOptions, "dbName">): Promise<SeededThread>;
+  seed(file: ThreadFileInput, options?: Omit<SeedThreadOptions, "dbName" | "encryption">): Promise<SeededThread>;
   /** {@link readThreadState} of this database. */
-  read(threadId: string, options?: Omit<ReadThreadStateOptions, "dbName">): Promise<PageThreadState | undefined>;
+  read(
+    threadId: string,
+    options?: Omit<ReadThreadStateOptions, "dbName" | "encryption">,
+  ): Promise<PageThreadState | undefined>;
   /** Deletes threads (all by default), or the database with its marker and journal (`{ deleteDatabase: true }`). */
   clear(options?: { threadIds?: string[]; deleteDatabase?: boolean }): Promise<void>;
   /** {@link waitForThreadIdle} on this database. */
-  waitForIdle(threadId: string, options?: Omit<WaitForThreadIdleOptions, "dbName">): Promise<string>;
+  waitForIdle(threadId: string, options?: Omit<WaitForThreadIdleOptions, "dbName" | "encryption">): Promise<string>;
   /** {@link waitForCheckpoint} on this database. */
   waitForCheckpoint(
     threadId: string,
     predicate: (state: PageThreadState) => boolean,
-    options?: Omit<WaitOptions, "dbName">,
+    options?: Omit<WaitOptions, "dbName" | "encryption">,
   ): Promise<PageThreadState>;
   /** {@link exportThreadFromPage} from this database. */
   exportThread(threadId: string): Promise<Uint8Array>;
@@ -76,6 +85,17 @@ export interface LanggraphFixture {
   snapshot(): Promise<ThreadsSnapshot>;
   /** Replaces the database's threads with those of a snapshot. */
   restore(snapshot: ThreadsSnapshot): Promise<void>;
+  /** {@link openTab}: a second tab of the app on the same storage, with these helpers bound to it. */
+  openTab(url?: string): Promise<LanggraphFixture>;
+  /** {@link setOffline} for the page's context (every tab), waiting until the page sees it. */
+  setOffline(offline: boolean): Promise<void>;
+  /** {@link readSyncStatus}: the app's latest SyncClient status for this database, if one was posted. */
+  syncStatus(): Promise<PageSyncStatus | undefined>;
+  /** {@link waitForSyncStatus} for this database. */
+  waitForSyncStatus(
+    predicate: (status: PageSyncStatus) => boolean,
+    options?: Omit<WaitOptions, "dbName" | "encryption">,
+  ): Promise<PageSyncStatus>;
 }
 
 /** True when the page has an origin with IndexedDB (it has navigated to the app). */
@@ -84,40 +104,50 @@ async function hasOrigin(page: Page): Promise<boolean> {
   return page.evaluate(() => typeof indexedDB !== "undefined" && location.origin !== "null").catch(() => false);
 }
 
-/** The helpers bound to `page` and `dbName`. */
-function bind(page: Page, dbName: string): LanggraphFixture {
+/** The helpers bound to `page` and the app's database. */
+function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
+  const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
+  const db = { dbName, encryption: options.encryption };
   const databaseExists = () =>
     page.evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName);
   return {
     page,
     dbName,
-    seed: (file, options) => seedThread(page, file, { ...options, dbName }),
-    read: (threadId, options) => readThreadState(page, threadId, { ...options, dbName }),
+    seed: (file, options) => seedThread(page, file, { ...options, ...db }),
+    read: (threadId, options) => readThreadState(page, threadId, { ...options, ...db }),
     clear: async (options) => {
-      await clearThreads(page, { ...options, dbName });
+      await clearThreads(page, { ...options, ...db });
     },
-    waitForIdle: (threadId, options) => waitForThreadIdle(page, threadId, { ...options, dbName }),
+    waitForIdle: (threadId, options) => waitForThreadIdle(page, threadId, { ...options, ...db }),
     waitForCheckpoint: (threadId, predicate, options) =>
-      waitForCheckpoint(page, threadId, predicate, { ...options, dbName }),
-    exportThread: (threadId) => exportThreadFromPage(page, threadId, { dbName }),
+      waitForCheckpoint(page, threadId, predicate, { ...options, ...db }),
+    exportThread: (threadId) => exportThreadFromPage(page, threadId, db),
     snapshot: async () => {
       const threads = new Map<string, Uint8Array>();
       if (!(await databaseExists())) return { dbName, threads };
-      for (const threadId of await callPage(page, "snapshot", "threads", { dbName })) {
-        threads.set(threadId, await exportThreadFromPage(page, threadId, { dbName }));
+      for (const threadId of await callPage(page, "snapshot", "threads", pageDb(db))) {
+        threads.set(threadId, await exportThreadFromPage(page, threadId, db));
       }
       return { dbName, threads };
     },
     restore: async (snapshot) => {
-      if (await databaseExists()) await clearThreads(page, { dbName });
-      for (const [threadId, file] of snapshot.threads) await seedThread(page, file, { dbName, threadId });
+      if (await databaseExists()) await clearThreads(page, db);
+      for (const [threadId, file] of snapshot.threads) await seedThread(page, file, { ...db, threadId });
     },
+    openTab: async (url) => bind(await openTab(page, url), options),
+    setOffline: (offline) => setOffline(page, offline),
+    syncStatus: () => readSyncStatus(page, db),
+    waitForSyncStatus: (predicate, waitOptions) => waitForSyncStatus(page, predicate, { ...waitOptions, ...db }),
   };
 }
 
 /** The fixtures `langgraphTest` adds. */
 export interface LanggraphTestFixtures {
-  /** The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`). */
+  /**
+   * The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`).
+   * Apart from `langgraph`: a value `test.use` gives a fixture replaces it,
+   * so `langgraph` itself could not be both the options and the helpers.
+   */
   langgraphOptions: LanggraphOptions;
   /** The helpers, bound to the test's page. */
   langgraph: LanggraphFixture;
@@ -127,7 +157,9 @@ const extended = base.extend<LanggraphTestFixtures>({
   langgraphOptions: [{}, { option: true }],
   langgraph: async ({ page, langgraphOptions }, use) => {
     const dbName = langgraphOptions.dbName ?? DEFAULT_PAGE_DB_NAME;
-    const fixture = bind(page, dbName);
+    // Before the test's first navigation, so that the app's first status is seen.
+    await trackSyncStatus(page.context(), { dbName });
+    const fixture = bind(page, langgraphOptions);
     await use(fixture);
     const cleanup = langgraphOptions.cleanup ?? "database";
     if (cleanup === false || !(await hasOrigin(page))) return;
@@ -137,7 +169,7 @@ const extended = base.extend<LanggraphTestFixtures>({
     // Also when the database is gone: its wipe marker may not be.
     if (cleanup === "database" || !exists)
       await clearThreads(page, { dbName, deleteDatabase: true }).catch(() => undefined);
-    else await clearThreads(page, { dbName });
+    else await clearThreads(page, { dbName, encryption: langgraphOptions.encryption });
   },
 });
 

@@ -6,12 +6,16 @@
 import type { ExpectMatcherState, MatcherReturnType, Page } from "@playwright/test";
 import { callPage } from "./inject.js";
 import type { PageThreadState } from "./protocol.js";
-import { DEFAULT_PAGE_DB_NAME, readThreadState } from "./threads.js";
+import {
+  DEFAULT_PAGE_DB_NAME,
+  pageDb,
+  readThreadState,
+  type PageDatabaseOptions,
+  type ReadThreadStateOptions,
+} from "./threads.js";
 
 /** Options every matcher takes. */
-export interface ThreadMatcherOptions {
-  /** The app's database name; default `"langgraph"`. */
-  dbName?: string;
+export interface ThreadMatcherOptions extends PageDatabaseOptions {
   /** Retry for this long (ms); default the `expect` timeout. */
   timeout?: number;
   /** A subgraph's namespace instead of the root graph (`""`). */
@@ -134,8 +138,13 @@ async function retrying(
 }
 
 /** The read options shared by the matchers. */
-function readOptions(options: ThreadMatcherOptions) {
-  return { dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME, checkpointNs: options.checkpointNs };
+function readOptions(options: ThreadMatcherOptions): ReadThreadStateOptions {
+  return { dbName: options.dbName, encryption: options.encryption, checkpointNs: options.checkpointNs };
+}
+
+/** The same, as the page API takes them. */
+function pageReadOptions(options: ThreadMatcherOptions) {
+  return { ...pageDb(options), checkpointNs: options.checkpointNs };
 }
 
 /** The thread named in messages. */
@@ -192,7 +201,7 @@ export const threadMatchers = {
     options: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
     return retrying(this, "toHaveCheckpointCount", options, async () => {
-      const count = await callPage(page, "toHaveCheckpointCount", "count", threadId, readOptions(options));
+      const count = await callPage(page, "toHaveCheckpointCount", "count", threadId, pageReadOptions(options));
       return {
         pass: count === expected,
         message: (s) =>
@@ -215,7 +224,7 @@ export const threadMatchers = {
     options: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
     return retrying(this, "toBeInterruptedAt", options, async () => {
-      const { running } = await callPage(page, "toBeInterruptedAt", "activity", threadId, readOptions(options));
+      const { running } = await callPage(page, "toBeInterruptedAt", "activity", threadId, pageReadOptions(options));
       const state = await readThreadState(page, threadId, readOptions(options));
       const questions = (state?.interrupts ?? []).map((item) => interruptText(item.value));
       const nodes = state?.next ?? [];

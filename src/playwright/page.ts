@@ -17,7 +17,8 @@ import { isThreadRunning } from "../runs/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
 import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
-import { PAGE_API_KEY, type PageApi, type PageThreadState } from "./protocol.js";
+import { serializerFor } from "./page-serde.js";
+import { PAGE_API_KEY, type PageApi, type PageDbOptions, type PageThreadState } from "./protocol.js";
 
 /**
  * Refuses a database the page does not have, listing those it has: opening
@@ -33,14 +34,34 @@ async function requireDatabase(helper: string, dbName: string): Promise<void> {
   );
 }
 
-/** Runs `work` with a saver on `dbName`, closed afterwards (so the app's upgrades and deletes are not blocked). */
-async function withSaver<T>(dbName: string, work: (saver: IndexedDBSaver) => Promise<T>): Promise<T> {
-  const saver = new IndexedDBSaver({ dbName });
+/**
+ * Runs `work` with a saver on the database (with the app's serializer when
+ * encryption settings are given), closed afterwards so that the app's
+ * upgrades and deletes are not blocked.
+ */
+async function withSaver<T>(options: PageDbOptions, work: (saver: IndexedDBSaver) => Promise<T>): Promise<T> {
+  const serde = await serializerFor(options.encryption);
+  const saver = new IndexedDBSaver({ dbName: options.dbName, ...(serde ? { serde } : {}) });
   try {
     return await work(saver);
+  } catch (error) {
+    throw options.encryption ? error : explainEncrypted(options.dbName, error);
   } finally {
     await saver.close();
   }
+}
+
+/**
+ * Values the default serializer cannot read because the app encrypts them
+ * fail with a message that says so, instead of the serializer's own.
+ */
+function explainEncrypted(dbName: string, error: unknown): unknown {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!/aes-gcm/i.test(message)) return error;
+  return new Error(
+    `database "${dbName}" is encrypted (its values are sealed with EncryptedSerializer), and no key was given. Pass the app's settings: { encryption: { passphrase, salt } } or { encryption: { key } } (in the fixture: test.use({ langgraphOptions: { encryption } })).`,
+    { cause: error },
+  );
 }
 
 /** LangGraph's own channels: `__start__`, `__pregel_tasks`, `branch:to:x`, `join:…`. */
@@ -75,7 +96,7 @@ function compareVersions(a: string | number, b: string | number): number {
 /** The page API. */
 export const pageApi: PageApi = {
   async seed(base64, options) {
-    return withSaver(options.dbName, async (saver) => {
+    return withSaver(options, async (saver) => {
       const result = await importThread(saver, fromBase64(base64), {
         targetThreadId: options.threadId,
         ifExists: options.ifExists,
@@ -101,7 +122,7 @@ export const pageApi: PageApi = {
 
   async read(threadId, options) {
     await requireDatabase("readThreadState", options.dbName);
-    return withSaver(options.dbName, async (saver) => {
+    return withSaver(options, async (saver) => {
       const tuple = await saver.getTuple({
         configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
       });
@@ -156,7 +177,7 @@ export const pageApi: PageApi = {
     const running = await isThreadRunning(threadId, { dbName: options.dbName });
     const names = typeof indexedDB.databases === "function" ? await indexedDB.databases() : undefined;
     if (names && !names.some((db) => db.name === options.dbName)) return { running };
-    const checkpointId = await withSaver(options.dbName, async (saver) => {
+    const checkpointId = await withSaver(options, async (saver) => {
       const tuple = await saver.getTuple({
         configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
       });
@@ -167,7 +188,7 @@ export const pageApi: PageApi = {
 
   async count(threadId, options) {
     await requireDatabase("toHaveCheckpointCount", options.dbName);
-    return withSaver(options.dbName, async (saver) => {
+    return withSaver(options, async (saver) => {
       let count = 0;
       for await (const _ of saver.list({
         configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },
@@ -179,7 +200,7 @@ export const pageApi: PageApi = {
 
   async threads(options) {
     await requireDatabase("snapshot", options.dbName);
-    return withSaver(options.dbName, async (saver) => {
+    return withSaver(options, async (saver) => {
       const ids: string[] = [];
       for await (const thread of saver.listThreads()) ids.push(thread.threadId);
       return ids;
@@ -188,7 +209,7 @@ export const pageApi: PageApi = {
 
   async exportThread(threadId, options) {
     await requireDatabase("exportThreadFromPage", options.dbName);
-    return withSaver(options.dbName, async (saver) => toBase64(await saver.exportThread(threadId, { as: "bytes" })));
+    return withSaver(options, async (saver) => toBase64(await saver.exportThread(threadId, { as: "bytes" })));
   },
 
   async clear(options) {
@@ -197,7 +218,7 @@ export const pageApi: PageApi = {
       const forgotten = await deleteSaverDatabase(options.dbName);
       return { threadIds: [], ...forgotten };
     }
-    const threadIds = await withSaver(options.dbName, async (saver) => {
+    const threadIds = await withSaver(options, async (saver) => {
       let ids = options.threadIds;
       if (!ids) {
         ids = [];
@@ -207,6 +228,17 @@ export const pageApi: PageApi = {
       return ids;
     });
     return { threadIds, marker: false, journalFiles: 0 };
+  },
+
+  async recovery(options) {
+    await requireDatabase("recovery", options.dbName);
+    const saver = new IndexedDBSaver({ dbName: options.dbName, journal: options.journal ?? "off" });
+    try {
+      const { kind, recoveredWrites } = await saver.recovery();
+      return { kind, recoveredWrites };
+    } finally {
+      await saver.close();
+    }
   },
 };
 

@@ -10,7 +10,7 @@ import type { IfThreadExists } from "../portable/index.js";
  * The global the page API lives under. Versioned: a helper never uses a
  * script injected by another release with a different API.
  */
-export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v2";
+export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v3";
 
 /** What seeding a thread reports. */
 export interface SeededThread {
@@ -57,10 +57,24 @@ export interface PageThreadState {
   interrupts: { value: unknown; id?: string }[];
 }
 
+/** The app's `EncryptedSerializer` settings as JSON (see encryption.ts). */
+export interface PageEncryption {
+  passphrase?: string;
+  salt?: { text: string } | { base64: string };
+  iterations?: number;
+  insecureTestOnlyWeakKdf?: boolean;
+  /** The raw key's base64. */
+  key?: string;
+  context?: string;
+  allowPlaintext?: boolean;
+}
+
 /** Options every page call takes. */
 export interface PageDbOptions {
   /** The IndexedDBSaver database name. */
   dbName: string;
+  /** The app's encryption; without it the saver's default serializer reads. */
+  encryption?: PageEncryption;
 }
 
 /** Options of reading a thread in the page. */
@@ -100,4 +114,6 @@ export interface PageApi {
   count(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<number>;
   threads(options: PageDbOptions): Promise<string[]>;
   clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<PageClearResult>;
+  /** Opens the database as an app would (optionally with the OPFS journal) and says what recovery found. */
+  recovery(options: PageDbOptions & { journal?: "opfs" }): Promise<{ kind: string; recoveredWrites: number }>;
 }

@@ -6,15 +6,29 @@ import type { Page } from "playwright";
 import type { IfThreadExists } from "../portable/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
 import { callPage } from "./inject.js";
-import type { PageThreadState, SeededThread } from "./protocol.js";
+import { toPageEncryption, type AppEncryption } from "./encryption.js";
+import type { PageDbOptions, PageThreadState, SeededThread } from "./protocol.js";
 
 /** The `dbName` an IndexedDBSaver uses when given none. */
 export const DEFAULT_PAGE_DB_NAME = "langgraph";
 
-/** Which database: the `dbName` the app gives its `IndexedDBSaver`. */
+/** Which database: the `dbName` the app gives its `IndexedDBSaver`, and its encryption. */
 export interface PageDatabaseOptions {
   /** Default `"langgraph"`, IndexedDBSaver's default. */
   dbName?: string;
+  /**
+   * The app's `EncryptedSerializer` settings, when it encrypts: a passphrase
+   * with its salt (and rounds), or the raw key. Without them, reading an
+   * encrypted database fails saying so.
+   */
+  encryption?: AppEncryption;
+}
+
+/** The database options as the page API takes them. */
+export function pageDb(options: PageDatabaseOptions): PageDbOptions {
+  const encryption = toPageEncryption(options.encryption);
+  const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
+  return encryption ? { dbName, encryption } : { dbName };
 }
 
 /** Options of {@link seedThread}. */
@@ -82,7 +96,7 @@ export async function seedThread(
 ): Promise<SeededThread> {
   const base64 = toBase64(await fileBytes(file));
   return callPage(page, "seedThread", "seed", base64, {
-    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    ...pageDb(options),
     threadId: options.threadId,
     ifExists: options.ifExists,
   });
@@ -100,7 +114,7 @@ export async function readThreadState(
   options: ReadThreadStateOptions = {},
 ): Promise<PageThreadState | undefined> {
   const state = await callPage(page, "readThreadState", "read", threadId, {
-    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    ...pageDb(options),
     checkpointNs: options.checkpointNs,
     internal: options.internal,
     deltaChannels: options.deltaChannels,
@@ -118,9 +132,7 @@ export async function exportThreadFromPage(
   threadId: string,
   options: PageDatabaseOptions = {},
 ): Promise<Uint8Array> {
-  const base64 = await callPage(page, "exportThreadFromPage", "exportThread", threadId, {
-    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
-  });
+  const base64 = await callPage(page, "exportThreadFromPage", "exportThread", threadId, pageDb(options));
   return fromBase64(base64);
 }
 
@@ -133,7 +145,7 @@ export async function exportThreadFromPage(
  */
 export async function clearThreads(page: Page, options: ClearThreadsOptions = {}): Promise<string[]> {
   const result = await callPage(page, "clearThreads", "clear", {
-    dbName: options.dbName ?? DEFAULT_PAGE_DB_NAME,
+    ...pageDb(options),
     threadIds: options.threadIds,
     deleteDatabase: options.deleteDatabase,
   });

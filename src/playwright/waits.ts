@@ -7,12 +7,16 @@
 import type { Page } from "playwright";
 import { callPage, ensurePageApi } from "./inject.js";
 import type { PageThreadActivity, PageThreadState } from "./protocol.js";
-import { DEFAULT_PAGE_DB_NAME, readThreadState, type ReadThreadStateOptions } from "./threads.js";
+import {
+  DEFAULT_PAGE_DB_NAME,
+  pageDb,
+  readThreadState,
+  type PageDatabaseOptions,
+  type ReadThreadStateOptions,
+} from "./threads.js";
 
 /** Options of the waits. */
-export interface WaitOptions {
-  /** The app's database name; default `"langgraph"`. */
-  dbName?: string;
+export interface WaitOptions extends PageDatabaseOptions {
   /** Give up after this many ms (default 10,000). */
   timeout?: number;
   /** Read again this often (ms, default 100). */
@@ -39,23 +43,24 @@ export interface WaitForThreadIdleOptions extends WaitOptions {
 }
 
 /** Where a wait stands: what it saw last. */
-interface Seen<T> {
+export interface Seen<T> {
   value?: T;
   error?: unknown;
 }
 
 /**
  * Polls `read` until `done` says so, or fails after `timeout` saying what
- * was seen last. The clock starts once the page script is in place.
+ * was seen last. With `page`, the clock starts once the page script is in
+ * place (its first injection must not eat the timeout).
  */
-async function poll<T>(
-  page: Page,
+export async function poll<T>(
+  page: Page | undefined,
   options: WaitOptions,
   read: () => Promise<T>,
   done: (value: T) => boolean,
   failure: (seen: Seen<T>, timeout: number) => string,
 ): Promise<T> {
-  await ensurePageApi(page).catch(() => undefined); // a failure shows in the first read
+  if (page) await ensurePageApi(page).catch(() => undefined); // a failure shows in the first read
   const timeout = options.timeout ?? 10_000;
   const interval = options.pollInterval ?? 100;
   const deadline = Date.now() + timeout;
@@ -99,7 +104,11 @@ export async function waitForThreadIdle(
   const activity = await poll<PageThreadActivity>(
     page,
     options,
-    () => callPage(page, "waitForThreadIdle", "activity", threadId, { dbName, checkpointNs: options.checkpointNs }),
+    () =>
+      callPage(page, "waitForThreadIdle", "activity", threadId, {
+        ...pageDb(options),
+        checkpointNs: options.checkpointNs,
+      }),
     (seen) => {
       const quiet = !seen.running && seen.checkpointId !== undefined && seen.checkpointId !== options.since;
       if (!quiet) {

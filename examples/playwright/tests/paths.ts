@@ -8,3 +8,5 @@ const out = (name: string) =>
 export const RECORDED_THREAD = out("recorded.lgthread");
 /** The storage state with that conversation seeded as thread "seeded". */
 export const SEEDED_STATE = out("seeded.json");
+/** A storage state built from the recorded file by toStorageState, with no browser, as thread "from-file". */
+export const FILE_STATE = out("from-file.json");

@@ -1,0 +1,38 @@
+/**
+ * The app's serializer, rebuilt from the encryption settings a test passed
+ * (their JSON form): what the page script reads and writes an encrypted
+ * database with, and what `toStorageState` imports with in Node. Keys are
+ * derived once per settings: PBKDF2 at the app's rounds takes up to a second,
+ * and the waits read many times.
+ */
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { fromBase64 } from "../core/bytes.js";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import type { PageEncryption } from "./protocol.js";
+
+const serializers = new Map<string, Promise<EncryptedSerializer>>();
+
+/** The serializer for `encryption`, or undefined (the saver's default) without settings. */
+export function serializerFor(encryption: PageEncryption | undefined): Promise<SerializerProtocol | undefined> {
+  if (!encryption) return Promise.resolve(undefined);
+  const id = JSON.stringify(encryption);
+  let serializer = serializers.get(id);
+  if (!serializer) {
+    const common = { context: encryption.context, allowPlaintext: encryption.allowPlaintext };
+    serializer =
+      encryption.key !== undefined
+        ? EncryptedSerializer.fromRawKey(encryption.key, common)
+        : EncryptedSerializer.fromPassphrase(encryption.passphrase ?? "", {
+            ...common,
+            salt:
+              encryption.salt && "base64" in encryption.salt
+                ? fromBase64(encryption.salt.base64)
+                : (encryption.salt?.text ?? ""),
+            iterations: encryption.iterations,
+            insecureTestOnlyWeakKdf: encryption.insecureTestOnlyWeakKdf,
+          });
+    serializers.set(id, serializer);
+    serializer.catch(() => serializers.delete(id));
+  }
+  return serializer;
+}
