@@ -175,6 +175,25 @@ export function isTombstoneWrite(row: WriteRow): boolean {
   return row.checkpoint_ns === TOMBSTONE_NS;
 }
 
+/**
+ * A checkpoint `prune` or `deleteForRuns` removed (a `meta` record, see
+ * {@link removedName}): sync never stores it again, whatever a pull sends,
+ * so a server replaying rows this device pushed earlier cannot bring a
+ * rolled-back checkpoint back as the thread's head.
+ */
+export interface RemovedCheckpoint {
+  /** When it was removed (ms since the epoch). */
+  removed_at: number;
+}
+
+/** What the `meta` record names of removed checkpoints start with: thread, namespace and id follow. */
+const REMOVED_PREFIX = "removed\u0000";
+
+/** The `meta` record name marking one checkpoint as removed (see {@link RemovedCheckpoint}). */
+export function removedName(threadId: string, checkpointNs: string, checkpointId: string): string {
+  return `${REMOVED_PREFIX}${threadId}\u0000${checkpointNs}\u0000${checkpointId}`;
+}
+
 /** A small named record: format version, the serializer's key record, tombstones. */
 export interface MetaRow {
   name: string;

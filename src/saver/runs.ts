@@ -2,12 +2,12 @@
  * Removing checkpoints by run: `deleteForRuns` (through the run index), and
  * the removal of one checkpoint row with its writes, shared with prune.
  */
-import { issue, storeDelete } from "../idb/requests.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
-import type { CheckpointRow, Version } from "../rows/shapes.js";
+import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
@@ -100,6 +100,14 @@ export function namedBlobs(rows: CheckpointRow[]): Set<string> {
 /** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
 export function deleteCheckpointRows(ctx: SaverContext, tx: WriteTx, row: CheckpointRow): void {
   issue(storeDelete(tx.objectStore("checkpoints"), [row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
+  // Remembered, so a pull replaying the row (a hostile server) does not bring it back.
+  const marker: RemovedCheckpoint = { removed_at: Date.now() };
+  issue(
+    storePut(tx.objectStore("meta"), {
+      name: removedName(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
+      value: marker,
+    }),
+  );
   const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
   issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
 }

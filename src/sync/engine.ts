@@ -11,7 +11,7 @@ import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
 import { applyChanges } from "./pull.js";
-import { localInventory, readThread } from "./push.js";
+import { localInventory, readThread, specialDigests } from "./push.js";
 import { deviceId, lastScope, readSyncState, recordPushed, rememberUser, type ThreadSyncUpdate } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -193,11 +193,14 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
     }
     await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, device, checkpoints: batch, deletes });
     const updates: ThreadSyncUpdate[] = deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
-    for (const c of batch)
+    for (const c of batch) {
+      const key = checkpointIdentity(c.checkpoint_ns, c.checkpoint_id);
       updates.push({
         threadId: c.thread_id,
-        fps: [[checkpointIdentity(c.checkpoint_ns, c.checkpoint_id), pending.fps.get(c)!]],
+        fps: [[key, pending.fps.get(c)!]],
+        seen: [[key, specialDigests(c.writes)]],
       });
+    }
     await recordPushed(ctx.access, scope, updates);
     result.pushed += batch.length;
     result.pushedDeletes += deletes.length;

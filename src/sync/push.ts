@@ -45,6 +45,22 @@ export function writesFingerprint(
 }
 
 /**
+ * A digest of one special write (negative idx: the channels whose writes
+ * replace, such as `__interrupt__`): its slot and its value, so a value seen
+ * earlier in that slot is recognised when a pull sends it again.
+ */
+export function specialDigest(write: Pick<WireWrite, "task_id" | "idx" | "channel" | "value">): string {
+  let crc = crc32(0, encoder.encode(`${write.channel}\u0000${write.value[0]}\u0000`));
+  crc = crc32(crc, write.value[1]);
+  return `${write.task_id}\u0000${write.idx}\u0000${write.value[1].length}:${(crc >>> 0).toString(16)}`;
+}
+
+/** The digests of a checkpoint's special writes (see {@link specialDigest}). */
+export function specialDigests(writes: readonly WireWrite[]): string[] {
+  return writes.filter((write) => write.idx < 0).map(specialDigest);
+}
+
+/**
  * What is stored locally: thread ids with checkpoints, and tombstones
  * (thread id to max deleted id). A malformed tombstone fails the read
  * (`SerializationError`), as it fails the saver's own writes to that thread.
