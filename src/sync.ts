@@ -13,6 +13,7 @@ export {
   type SyncStatusListener,
 } from "./sync/client.js";
 export type { SyncProgress, SyncResult } from "./sync/engine.js";
+export type { SkippedThread } from "./sync/send.js";
 export { SyncError, type FetchLike } from "./sync/transport.js";
 export {
   SYNC_MEDIA_TYPE,

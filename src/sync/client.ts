@@ -10,6 +10,7 @@ import { Listeners } from "../core/listeners.js";
 import { defaultLockManager } from "../core/locks.js";
 import { rawAccessOf, type SaverRawAccess } from "../saver/raw-access.js";
 import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
+import type { SkippedThread } from "./send.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 
 /** Options of {@link SyncClient}. */
@@ -52,6 +53,11 @@ export interface SyncStatus {
   lastSyncedAt?: number;
   /** The last failure's message while `offline` or `error`. */
   error?: string;
+  /**
+   * Threads the last round left out, each with the reason (ids the server
+   * cannot store, rows it refused); the other threads synced.
+   */
+  skipped?: SkippedThread[];
   /** When the next attempt is due (continuous mode, after a failure). */
   retryAt?: number;
   /** True when this status comes from another tab (the one holding the sync lock). */
@@ -236,7 +242,12 @@ export class SyncClient {
         pullLimit: this.#options.pullLimit ?? 200,
         onProgress: (progress: SyncProgress) => this.#set({ pending: progress.pending, threads: progress.threads }),
       });
-      this.#set({ state: this.#running ? "idle" : "stopped", threads: 0, lastSyncedAt: Date.now() });
+      this.#set({
+        state: this.#running ? "idle" : "stopped",
+        threads: 0,
+        lastSyncedAt: Date.now(),
+        skipped: result.skipped.length > 0 ? result.skipped : undefined,
+      });
       return result;
     } catch (error) {
       const offline = error instanceof SyncError && error.code === "offline";

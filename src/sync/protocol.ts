@@ -12,6 +12,7 @@
  */
 import { Packr } from "msgpackr";
 import { refusedAt, type DecodeLimits } from "../core/msgpack-guard.js";
+import { idDefect } from "../rows/ids.js";
 import type { TypedBytes, Version } from "../rows/shapes.js";
 
 /** Version of the protocol; every body carries it as `v`. */
@@ -236,16 +237,10 @@ function id(value: unknown, where: string, allowEmpty = false): string {
   if (!allowEmpty && value.length === 0) throw new ProtocolError(`${where} must not be empty.`);
   if (value.length > MAX_ID_LENGTH) throw new ProtocolError(`${where} is longer than ${MAX_ID_LENGTH} characters.`);
   if (FORBIDDEN_IDS.has(value)) throw new ProtocolError(`${where} must not be "${value}".`);
-  // PostgreSQL text holds neither, so either would fail the whole push (U+0000)
-  // or merge two ids into one (a lone surrogate becomes U+FFFD).
-  if (value.includes("\u0000")) throw new ProtocolError(`${where} must not contain U+0000.`);
-  if (LONE_SURROGATE.test(value))
-    throw new ProtocolError(`${where} must be well-formed UTF-16: it holds a lone surrogate.`);
+  const defect = idDefect(value);
+  if (defect !== undefined) throw new ProtocolError(`${where} ${defect}.`);
   return value;
 }
-
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * A checkpoint namespace: namespaces starting with U+0000 hold the saver's
@@ -320,6 +315,8 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
       if (!Number.isSafeInteger(write.idx)) throw new ProtocolError(`${w}.idx must be an integer.`);
       if (typeof write.task_path !== "string" || write.task_path.length > MAX_ID_LENGTH)
         throw new ProtocolError(`${w}.task_path must be a string.`);
+      const pathDefect = idDefect(write.task_path);
+      if (pathDefect !== undefined) throw new ProtocolError(`${w}.task_path ${pathDefect}.`);
       return {
         task_id: id(write.task_id, `${w}.task_id`),
         idx: write.idx as number,
