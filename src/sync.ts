@@ -24,4 +24,5 @@ export {
   type WireChange,
   type WireCheckpoint,
   type WireDelete,
+  type WireRemoved,
 } from "./sync/protocol.js";

@@ -9,7 +9,7 @@ import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete } from "./protocol.js";
+import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete, parseRemoved } from "./protocol.js";
 import { applyChanges } from "./pull.js";
 import { localInventory, readThread } from "./push.js";
 import { sendPending, type PendingChanges, type SkippedThread } from "./send.js";
@@ -133,7 +133,7 @@ export async function pendingChanges(
 ): Promise<PendingChanges> {
   const [inventory, state] = await Promise.all([localInventory(access), readSyncState(access, scope)]);
   const wanted = threadIds ? new Set(threadIds) : undefined;
-  const result: PendingChanges = { deletes: [], checkpoints: [], fps: new Map(), skipped: [] };
+  const result: PendingChanges = { deletes: [], removed: [], checkpoints: [], fps: new Map(), skipped: [] };
   // Checked by the rules the server applies: a thread it would refuse is skipped, named, not sent.
   const refused = (threadId: string, check: () => unknown): boolean => {
     try {
@@ -151,6 +151,13 @@ export async function pendingChanges(
     const known = state.threads.get(threadId)?.tomb;
     const wire = { thread_id: threadId, max_deleted_id: max };
     if ((known === undefined || max > known) && !refused(threadId, () => parseDelete(wire))) result.deletes.push(wire);
+  }
+  // A removal the server needs: of a checkpoint it is known to hold.
+  for (const removed of inventory.removed) {
+    if (wanted && !wanted.has(removed.thread_id)) continue;
+    const known = state.threads.get(removed.thread_id)?.fps ?? {};
+    if (known[checkpointIdentity(removed.checkpoint_ns, removed.checkpoint_id)] === undefined) continue;
+    if (!refused(removed.thread_id, () => parseRemoved(removed))) result.removed.push(removed);
   }
   for (const threadId of inventory.threads) {
     if (wanted && !wanted.has(threadId)) continue;
@@ -178,9 +185,9 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const touched = new Set<string>();
 
   const pending = await pendingChanges(ctx.access, scope, ctx.threadIds);
-  let left = pending.deletes.length + pending.checkpoints.length;
+  let left = pending.deletes.length + pending.removed.length + pending.checkpoints.length;
   for (const c of pending.checkpoints) touched.add(c.thread_id);
-  for (const d of pending.deletes) touched.add(d.thread_id);
+  for (const d of [...pending.deletes, ...pending.removed]) touched.add(d.thread_id);
   const report = (phase: SyncProgress["phase"]) =>
     ctx.onProgress({ phase, pending: left, threads: touched.size, pushed: result.pushed, pulled: result.pulled });
   report("push");
@@ -227,5 +234,5 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
 export async function countPending(access: SaverRawAccess, url: string): Promise<number> {
   const scope = (await lastScope(access, url)) ?? `${url}\u0000`;
   const pending = await pendingChanges(access, scope);
-  return pending.deletes.length + pending.checkpoints.length;
+  return pending.deletes.length + pending.removed.length + pending.checkpoints.length;
 }

@@ -10,12 +10,13 @@
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { addIfAbsent, issue, storePut } from "../idb/requests.js";
 import { deleteUpTo } from "../saver/delete-thread.js";
+import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import { removedName, type CheckpointRow, type Tombstone, type WriteRow } from "../rows/shapes.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
-import type { WireChange, WireCheckpoint, WireDelete, WireWrite } from "./protocol.js";
+import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
@@ -56,12 +57,20 @@ async function applySpecialWrites(
   return { replayed, seen };
 }
 
+/** The thread a change is about. */
+function threadOf(change: WireChange): string {
+  if (change.kind === "delete") return change.delete.thread_id;
+  return change.kind === "removed" ? change.removed.thread_id : change.checkpoint.thread_id;
+}
+
 /** What applying a pulled batch did. */
 export interface Applied {
   /** Fingerprints of the checkpoints stored or merged, as now stored locally. */
   fingerprints: Map<string, string>;
   /** Deletes applied (a thread's tombstone raised). */
   deletes: WireDelete[];
+  /** Checkpoints removed (prune or deleteForRuns on another device). */
+  removed: WireRemoved[];
   /** Threads that changed. */
   threads: Set<string>;
 }
@@ -85,7 +94,7 @@ export async function applyChanges(
     ["checkpoints", "blobs", "writes", "threads", "meta"],
     async (tx) => {
       events.length = 0; // a retried transaction starts over
-      const result: Applied = { fingerprints: new Map(), deletes: [], threads: new Set() };
+      const result: Applied = { fingerprints: new Map(), deletes: [], removed: [], threads: new Set() };
       const ranges = access.db.ranges;
       const checkpoints = tx.objectStore("checkpoints");
       const writes = tx.objectStore("writes");
@@ -110,17 +119,25 @@ export async function applyChanges(
       // Requests go out without waiting where order alone is enough
       // (IndexedDB runs a transaction's requests in issue order): tombstones
       // first, then the rows, then the read-backs and summaries.
-      await Promise.all(
-        [...new Set(changes.map((c) => (c.kind === "delete" ? c.delete.thread_id : c.checkpoint.thread_id)))].map(
-          tombstoneOf,
-        ),
-      );
+      await Promise.all([...new Set(changes.map(threadOf))].map(tombstoneOf));
       await Promise.all(changes.map((c) => (c.kind === "checkpoint" ? markRemoved(c.checkpoint) : undefined)));
       const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
       const special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[] = [];
+      const pruned = new Set<string>();
       for (const change of changes) {
+        if (change.kind === "removed") {
+          const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } = change.removed;
+          removeCheckpoint(tx, ranges, threadId, ns, id);
+          removed.add(checkpointKeyOf(threadId, ns, id));
+          pruned.add(threadId);
+          summaries.add(threadId);
+          result.removed.push(change.removed);
+          result.threads.add(threadId);
+          events.push({ threadId, kind: "delete" });
+          continue;
+        }
         if (change.kind === "delete") {
           const { thread_id: threadId, max_deleted_id: max } = change.delete;
           tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max));
@@ -201,11 +218,15 @@ export async function applyChanges(
             });
         }),
       );
+      // Channel values only removed checkpoints used go with them.
+      await Promise.all([...pruned].map((threadId) => deleteUnusedBlobs(tx, ranges, threadId)));
       await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
         threadId: d.thread_id,
         tomb: d.max_deleted_id,
       }));
+      for (const r of result.removed)
+        updates.push({ threadId: r.thread_id, gone: [checkpointIdentity(r.checkpoint_ns, r.checkpoint_id)] });
       for (const [key, fp] of result.fingerprints) {
         const at = key.indexOf("\u0000");
         const local = key.slice(at + 1);

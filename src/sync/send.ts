@@ -8,7 +8,13 @@
  */
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireDelete } from "./protocol.js";
+import {
+  SYNC_PROTOCOL_VERSION,
+  type PushRequest,
+  type WireCheckpoint,
+  type WireDelete,
+  type WireRemoved,
+} from "./protocol.js";
 import { specialDigests } from "./push.js";
 import { recordPushed, type ThreadSyncUpdate } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
@@ -23,6 +29,8 @@ export interface SkippedThread {
 /** Local changes the server lacks. */
 export interface PendingChanges {
   deletes: WireDelete[];
+  /** Checkpoints removed here (prune, deleteForRuns) that the server holds. */
+  removed: WireRemoved[];
   checkpoints: WireCheckpoint[];
   fps: Map<WireCheckpoint, string>;
   /** Threads that cannot be sent at all (ids the protocol refuses, stored before the saver refused them). */
@@ -63,9 +71,15 @@ function bundleBytes(c: WireCheckpoint): number {
  */
 export async function sendPending(ctx: SendContext, pending: PendingChanges): Promise<SkippedThread[]> {
   const skipped = new Map(pending.skipped.map((s) => [s.threadId, s.reason]));
-  const send = async (checkpoints: WireCheckpoint[], deletes: WireDelete[]): Promise<void> => {
-    await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, device: ctx.device, checkpoints, deletes });
+  const send = async (checkpoints: WireCheckpoint[], deletes: WireDelete[], removed: WireRemoved[]): Promise<void> => {
+    const request: PushRequest = { v: SYNC_PROTOCOL_VERSION, device: ctx.device, checkpoints, deletes };
+    if (removed.length > 0) request.removed = removed;
+    const answer = await ctx.transport.push(request);
     const updates: ThreadSyncUpdate[] = deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
+    // A server that predates removals does not count them: they go again next round.
+    if (answer.removed !== undefined)
+      for (const r of removed)
+        updates.push({ threadId: r.thread_id, gone: [checkpointIdentity(r.checkpoint_ns, r.checkpoint_id)] });
     for (const c of checkpoints) {
       const key = checkpointIdentity(c.checkpoint_ns, c.checkpoint_id);
       updates.push({
@@ -75,12 +89,14 @@ export async function sendPending(ctx: SendContext, pending: PendingChanges): Pr
       });
     }
     await recordPushed(ctx.access, ctx.scope, updates);
-    ctx.onSent(checkpoints.length, deletes.length);
+    ctx.onSent(checkpoints.length, deletes.length + removed.length);
   };
+  // Deletes and removals go with the first batch, before any checkpoint.
   let deletes = pending.deletes;
+  let removed = pending.removed;
   const queue = pending.checkpoints;
   let index = 0;
-  while (deletes.length > 0 || index < queue.length) {
+  while (deletes.length > 0 || removed.length > 0 || index < queue.length) {
     const batch: WireCheckpoint[] = [];
     let bytes = 0;
     while (index < queue.length && batch.length < ctx.batchSize) {
@@ -92,18 +108,17 @@ export async function sendPending(ctx: SendContext, pending: PendingChanges): Pr
       batch.push(next);
       bytes += size;
     }
-    if (batch.length === 0 && deletes.length === 0) continue;
+    if (batch.length === 0 && deletes.length === 0 && removed.length === 0) continue;
     try {
-      await send(batch, deletes);
+      await send(batch, deletes, removed);
     } catch (error) {
       if (!refusedRows(error)) throw error;
       // One thread at a time: the refused ones are skipped, the others go through.
-      for (const threadId of new Set([...deletes.map((d) => d.thread_id), ...batch.map((c) => c.thread_id)])) {
+      const threads = new Set([...deletes, ...removed, ...batch].map((change) => change.thread_id));
+      for (const threadId of threads) {
+        const mine = <T extends { thread_id: string }>(list: T[]) => list.filter((c) => c.thread_id === threadId);
         try {
-          await send(
-            batch.filter((c) => c.thread_id === threadId),
-            deletes.filter((d) => d.thread_id === threadId),
-          );
+          await send(mine(batch), mine(deletes), mine(removed));
         } catch (alone) {
           if (!refusedRows(alone)) throw alone;
           skipped.set(threadId, alone.message);
@@ -111,6 +126,7 @@ export async function sendPending(ctx: SendContext, pending: PendingChanges): Pr
       }
     }
     deletes = [];
+    removed = [];
   }
   return [...skipped].map(([threadId, reason]) => ({ threadId, reason }));
 }

@@ -77,6 +77,8 @@ export interface ThreadSyncUpdate {
   tomb?: string;
   /** Special-write digests now seen (`ns \0 id` to digests), added to those kept. */
   seen?: [string, string[]][];
+  /** Checkpoints (`ns \0 id`) the server no longer has: removed, their removal known to it. */
+  gone?: string[];
 }
 
 /** One thread's record in `tx` (an empty one when there is none). */
@@ -119,6 +121,10 @@ export async function updateSyncState(
           for (const key of Object.keys(seen)) if (gone(key)) delete seen[key];
         }
         for (const [key, fp] of update.fps ?? []) next.fps[key] = fp;
+        for (const key of update.gone ?? []) {
+          delete next.fps[key];
+          delete seen[key];
+        }
         for (const [key, digests] of update.seen ?? []) {
           const kept = (seen[key] ?? []).filter((digest) => !digests.includes(digest));
           seen[key] = [...kept, ...digests].slice(-SEEN_LIMIT);
