@@ -14,6 +14,7 @@ export {
 } from "./sync/client.js";
 export type { SyncProgress, SyncResult } from "./sync/engine.js";
 export type { SkippedThread } from "./sync/send.js";
+export type { SyncProblem, SyncProblemCode } from "./sync/problems.js";
 export { SyncError, type FetchLike } from "./sync/transport.js";
 export {
   SYNC_MEDIA_TYPE,

@@ -12,7 +12,7 @@ import type { SaverRawAccess } from "../saver/raw-access.js";
 import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete, parseRemoved } from "./protocol.js";
 import { applyChanges } from "./pull.js";
 import { localInventory, readThread } from "./push.js";
-import { sendPending, type PendingChanges, type SkippedThread } from "./send.js";
+import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
 import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -142,7 +142,8 @@ export async function pendingChanges(
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       const reason = `Thread ${JSON.stringify(threadId)} cannot be synced: ${error.message}`;
-      if (!result.skipped.some((s) => s.threadId === threadId)) result.skipped.push({ threadId, reason });
+      if (!result.skipped.some((s) => s.threadId === threadId))
+        result.skipped.push(skippedThread(threadId, "invalid_id", reason));
       return true;
     }
   };

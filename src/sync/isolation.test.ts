@@ -57,7 +57,14 @@ describe("sync failures stay with their thread", () => {
     const result = await sync.syncNow();
     expect([...stored].sort()).toEqual(["a/1", "b/1"]);
     expect(result.pushed).toBe(2);
-    expect(result.skipped).toEqual([{ threadId: "refused", reason: expect.stringMatching(/not welcome/) }]);
+    expect(result.skipped).toEqual([
+      {
+        threadId: "refused",
+        code: "refused",
+        reason: expect.stringMatching(/not welcome/),
+        message: expect.stringMatching(/refused this conversation/),
+      },
+    ]);
     expect(sync.status.skipped?.map((s) => s.threadId)).toEqual(["refused"]);
     // The next round tries the refused thread again, and only it.
     stored.clear();
@@ -77,6 +84,13 @@ describe("sync failures stay with their thread", () => {
     const sync = new SyncClient({ saver: reopened, url: "http://sync.invalid", token: "t", fetch: strict(stored) });
     const result = await sync.syncNow();
     expect([...stored]).toEqual(["a/1"]);
-    expect(result.skipped).toEqual([{ threadId: "x\u0000y", reason: expect.stringMatching(/U\+0000/) }]);
+    expect(result.skipped).toEqual([
+      {
+        threadId: "x\u0000y",
+        code: "invalid_id",
+        reason: expect.stringMatching(/U\+0000/),
+        message: expect.stringMatching(/cannot store/),
+      },
+    ]);
   });
 });

@@ -22,8 +22,21 @@ import { SyncError, type SyncTransport } from "./transport.js";
 /** A thread left out of a round, and why (for the status line). */
 export interface SkippedThread {
   threadId: string;
-  /** What the client or the server said about it. */
+  /** `invalid_id`: an id the server cannot store exactly; `refused`: the server refused its rows. */
+  code: "invalid_id" | "refused";
+  /** What the client or the server said about it (for developers). */
   reason: string;
+  /** A sentence an app can show. */
+  message: string;
+}
+
+/** A skipped thread's entry, with the sentence for its code. */
+export function skippedThread(threadId: string, code: SkippedThread["code"], reason: string): SkippedThread {
+  const message =
+    code === "invalid_id"
+      ? "This conversation's id holds characters the sync server cannot store, so it stays on this device."
+      : "The sync server refused this conversation (too large, or not valid for it), so it stays on this device.";
+  return { threadId, code, reason, message };
 }
 
 /** Local changes the server lacks. */
@@ -70,7 +83,7 @@ function bundleBytes(c: WireCheckpoint): number {
  * skipped (those of `pending.skipped` and those the server refused).
  */
 export async function sendPending(ctx: SendContext, pending: PendingChanges): Promise<SkippedThread[]> {
-  const skipped = new Map(pending.skipped.map((s) => [s.threadId, s.reason]));
+  const skipped = new Map(pending.skipped.map((s) => [s.threadId, s]));
   const send = async (checkpoints: WireCheckpoint[], deletes: WireDelete[], removed: WireRemoved[]): Promise<void> => {
     const request: PushRequest = { v: SYNC_PROTOCOL_VERSION, device: ctx.device, checkpoints, deletes };
     if (removed.length > 0) request.removed = removed;
@@ -121,12 +134,12 @@ export async function sendPending(ctx: SendContext, pending: PendingChanges): Pr
           await send(mine(batch), mine(deletes), mine(removed));
         } catch (alone) {
           if (!refusedRows(alone)) throw alone;
-          skipped.set(threadId, alone.message);
+          skipped.set(threadId, skippedThread(threadId, "refused", alone.message));
         }
       }
     }
     deletes = [];
     removed = [];
   }
-  return [...skipped].map(([threadId, reason]) => ({ threadId, reason }));
+  return [...skipped.values()];
 }
