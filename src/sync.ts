@@ -13,6 +13,8 @@ export {
   type SyncStatusListener,
 } from "./sync/client.js";
 export type { SyncProgress, SyncResult } from "./sync/engine.js";
+export type { SkippedThread } from "./sync/send.js";
+export type { SyncProblem, SyncProblemCode } from "./sync/problems.js";
 export { SyncError, type FetchLike } from "./sync/transport.js";
 export {
   SYNC_MEDIA_TYPE,
@@ -23,4 +25,5 @@ export {
   type WireChange,
   type WireCheckpoint,
   type WireDelete,
+  type WireRemoved,
 } from "./sync/protocol.js";

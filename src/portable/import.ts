@@ -14,6 +14,7 @@ import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { type BlobRecord, type CheckpointRecord, KIND, assertThreadId, readAll } from "./format.js";
 import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
 import { ThreadImportError } from "./errors.js";
+import { assertStorableId } from "../rows/ids.js";
 import { decodeRecord } from "./frames.js";
 import { validate } from "./validate.js";
 import { errorMessage } from "../core/guards.js";
@@ -61,6 +62,7 @@ export async function importThread(
   const { header, counts } = valid;
   const threadId = options.targetThreadId ?? header.threadId;
   assertThreadId(threadId, "importThread");
+  assertStorableId("thread_id", threadId);
 
   const exists = await threadExists(saver, threadId);
   if (exists && ifExists === "error") {

@@ -49,6 +49,41 @@ export function assertId(field: string, value: unknown, options: AssertIdOptions
   }
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why `value` would not round-trip as an id through every place a thread
+ * goes (the sync server's PostgreSQL text, JSON exports), or undefined:
+ * PostgreSQL text holds no U+0000 (a push holding one fails), and a lone
+ * surrogate becomes U+FFFD there, so two ids become one.
+ */
+export function idDefect(value: string): string | undefined {
+  if (value.includes("\u0000")) return "must not contain U+0000";
+  if (LONE_SURROGATE.test(value)) return "must be well-formed UTF-16: it holds a lone surrogate";
+  return undefined;
+}
+
+/**
+ * {@link assertId} for an id about to be written (`put`, `putWrites`, a
+ * copy's or an import's target): also refuses what {@link idDefect} names,
+ * so every id a saver stores round-trips exactly. Reads keep accepting such
+ * ids, which databases written before this check may hold.
+ */
+export function assertStorableId(
+  field: string,
+  value: unknown,
+  options: AssertIdOptions = {},
+): asserts value is string {
+  assertId(field, value, options);
+  const defect = idDefect(value);
+  if (defect !== undefined) {
+    throw new Error(
+      `Invalid "${field}" ${JSON.stringify(value)}: an id ${defect}, or it would not come back the same from the sync server or an export.`,
+    );
+  }
+}
+
 /** The message LangGraph's own savers give for a config without `thread_id`. */
 export function missingThreadIdMessage(action: string): string {
   return `Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property. When using a checkpointer, you must pass a "thread_id" so the checkpointer knows which conversation thread to persist state for. Example: graph.stream(input, { configurable: { thread_id: "my-thread-id" } })`;

@@ -12,7 +12,7 @@ import {
   type CheckpointMetadata,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { assertId, configIds } from "./ids.js";
+import { assertStorableId, configIds } from "./ids.js";
 import { encode, rowRef } from "./codec.js";
 import type { BlobRow } from "./shapes.js";
 
@@ -38,11 +38,16 @@ export function putInput(config: RunnableConfig, checkpoint: Checkpoint, metadat
     );
   }
   const { threadId, checkpointNs, checkpointId: parentId } = configIds(config, "put checkpoint");
-  assertId("checkpoint.id", checkpoint.id);
+  // The first place an id enters: refuse those that would not round-trip (reads still accept them).
+  assertStorableId("thread_id", threadId);
+  assertStorableId("checkpoint_ns", checkpointNs, { allowEmpty: true });
+  if (parentId !== undefined) assertStorableId("checkpoint_id", parentId);
+  assertStorableId("checkpoint.id", checkpoint.id);
   const { channel_values: values, ...withoutValues } = { ...checkpoint, ...copyCheckpoint(checkpoint) };
   const stored: Record<string, unknown> = { ...metadata };
   const runId: unknown = config.metadata?.run_id;
   if (stored.run_id === undefined && runId !== undefined) stored.run_id = runId;
+  if (typeof stored.run_id === "string") assertStorableId("metadata.run_id", stored.run_id);
   return { threadId, checkpointNs, checkpointId: checkpoint.id, parentId, withoutValues, values, metadata: stored };
 }
 
@@ -57,7 +62,7 @@ export function serializeValues(
     Object.entries(versions)
       .filter(([channel]) => Object.hasOwn(values, channel))
       .map(async ([channel, version]): Promise<BlobRow> => {
-        assertId("channel", channel);
+        assertStorableId("channel", channel);
         return {
           thread_id: threadId,
           checkpoint_ns: checkpointNs,

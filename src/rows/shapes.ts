@@ -175,6 +175,44 @@ export function isTombstoneWrite(row: WriteRow): boolean {
   return row.checkpoint_ns === TOMBSTONE_NS;
 }
 
+/**
+ * A checkpoint `prune` or `deleteForRuns` removed (a `meta` record, see
+ * {@link removedName}): sync never stores it again, whatever a pull sends,
+ * so a server replaying rows this device pushed earlier cannot bring a
+ * rolled-back checkpoint back as the thread's head.
+ */
+export interface RemovedCheckpoint {
+  /** When it was removed (ms since the epoch). */
+  removed_at: number;
+}
+
+/** What the `meta` record names of removed checkpoints start with: thread, namespace and id follow. */
+const REMOVED_PREFIX = "removed\u0000";
+
+/** The `meta` record name marking one checkpoint as removed (see {@link RemovedCheckpoint}). */
+export function removedName(threadId: string, checkpointNs: string, checkpointId: string): string {
+  return `${REMOVED_PREFIX}${threadId}\u0000${checkpointNs}\u0000${checkpointId}`;
+}
+
+/** Bounds of every removed checkpoint's `meta` record name. */
+export const REMOVED_NAMES = { lower: REMOVED_PREFIX, upper: "removed\u0001" } as const;
+
+/**
+ * The checkpoint a {@link removedName} names: split from the end, since
+ * checkpoint ids and namespaces hold no U+0000 while a thread id stored
+ * before the saver refused it may.
+ */
+export function removedOf(name: string): { threadId: string; checkpointNs: string; checkpointId: string } {
+  const rest = name.slice(REMOVED_PREFIX.length);
+  const idAt = rest.lastIndexOf("\u0000");
+  const nsAt = rest.lastIndexOf("\u0000", idAt - 1);
+  return {
+    threadId: rest.slice(0, nsAt),
+    checkpointNs: rest.slice(nsAt + 1, idAt),
+    checkpointId: rest.slice(idAt + 1),
+  };
+}
+
 /** A small named record: format version, the serializer's key record, tombstones. */
 export interface MetaRow {
   name: string;

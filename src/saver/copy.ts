@@ -5,7 +5,7 @@
 import { issue, storePut } from "../idb/requests.js";
 import { isRowBound, withCurrentKey } from "../serde/protocol.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { assertId } from "../rows/ids.js";
+import { assertId, assertStorableId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
@@ -24,7 +24,7 @@ import { THREAD_STORES } from "./tombstones.js";
  */
 export async function copyThread(ctx: SaverContext, sourceThreadId: string, targetThreadId: string): Promise<void> {
   assertId("sourceThreadId", sourceThreadId);
-  assertId("targetThreadId", targetThreadId);
+  assertStorableId("targetThreadId", targetThreadId);
   if (sourceThreadId === targetThreadId) throw new Error("copyThread: the source and target thread ids are the same.");
   const ranges = ctx.db.ranges;
   const source = await ctx.db.read(

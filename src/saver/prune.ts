@@ -3,16 +3,15 @@
  * keeping delta-channel history), or delete whole threads.
  */
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { issue, storeDelete, storePut } from "../idb/requests.js";
+import { issue, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
-import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { walkAncestors } from "./walk.js";
 import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
-import { blobName, deleteCheckpointRows, namedBlobs } from "./runs.js";
+import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
 import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
@@ -134,16 +133,7 @@ async function pruneThread(
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
       for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
-      // Blobs no remaining checkpoint uses (rows put meanwhile included).
-      const [remaining, blobKeys] = await Promise.all([
-        threadRows(tx, ranges, "checkpoints", threadId),
-        tx
-          .objectStore("blobs")
-          .getAllKeys(ranges.bound(...(Object.values(prefixBounds(threadId)) as [IDBValidKey, IDBValidKey]))),
-      ]);
-      const used = namedBlobs(remaining);
-      for (const key of blobKeys)
-        if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+      const remaining = await deleteUnusedBlobs(tx, ranges, threadId);
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

@@ -19,7 +19,7 @@ import {
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { assertId, configIds, missingThreadIdMessage } from "../rows/ids.js";
+import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
@@ -224,15 +224,19 @@ export async function putWrites(
   }
   const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
   if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
-  assertId("task_id", taskId);
+  assertStorableId("thread_id", threadId);
+  assertStorableId("checkpoint_ns", checkpointNs, { allowEmpty: true });
+  assertStorableId("checkpoint_id", checkpointId);
+  assertStorableId("task_id", taskId);
   if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
+  assertStorableId("task_path", taskPath, { allowEmpty: true });
   if (writes.length === 0) return;
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
 
     const rows = await Promise.all(
       writes.map(async ([channel, value], position): Promise<WriteRow> => {
-        assertId("channel", channel);
+        assertStorableId("channel", channel);
         const idx = WRITES_IDX_MAP[channel] ?? position;
         return {
           thread_id: threadId,

@@ -2,14 +2,15 @@
  * Removing checkpoints by run: `deleteForRuns` (through the run index), and
  * the removal of one checkpoint row with its writes, shared with prune.
  */
-import { issue, storeDelete } from "../idb/requests.js";
+import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
-import type { CheckpointRow, Version } from "../rows/shapes.js";
+import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
+import type { KeyRanges } from "../idb/database.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity } from "../core/identity.js";
 
@@ -99,7 +100,34 @@ export function namedBlobs(rows: CheckpointRow[]): Set<string> {
 
 /** Deletes one checkpoint row and its writes (its blobs are the caller's business). */
 export function deleteCheckpointRows(ctx: SaverContext, tx: WriteTx, row: CheckpointRow): void {
-  issue(storeDelete(tx.objectStore("checkpoints"), [row.thread_id, row.checkpoint_ns, row.checkpoint_id]));
-  const bounds = prefixBounds(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-  issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
+  removeCheckpoint(tx, ctx.db.ranges, row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+}
+
+/**
+ * Deletes one checkpoint with its writes and marks it removed (its blobs are
+ * the caller's business): sync sends the removal to the server, and no pull
+ * stores the checkpoint again, even one replaying rows this device pushed.
+ */
+export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: string, ns: string, id: string): void {
+  issue(storeDelete(tx.objectStore("checkpoints"), [threadId, ns, id]));
+  const marker: RemovedCheckpoint = { removed_at: Date.now() };
+  issue(storePut(tx.objectStore("meta"), { name: removedName(threadId, ns, id), value: marker }));
+  const bounds = prefixBounds(threadId, ns, id);
+  issue(storeDelete(tx.objectStore("writes"), ranges.bound(bounds.lower, bounds.upper)));
+}
+
+/**
+ * Deletes the blobs of `threadId` that no checkpoint left names (rows put
+ * meanwhile included); resolves to the checkpoints left.
+ */
+export async function deleteUnusedBlobs(tx: WriteTx, ranges: KeyRanges, threadId: string): Promise<CheckpointRow[]> {
+  const bounds = prefixBounds(threadId);
+  const [remaining, blobKeys] = await Promise.all([
+    threadRows(tx, ranges, "checkpoints", threadId),
+    tx.objectStore("blobs").getAllKeys(ranges.bound(bounds.lower, bounds.upper)),
+  ]);
+  const used = namedBlobs(remaining);
+  for (const key of blobKeys)
+    if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+  return remaining;
 }

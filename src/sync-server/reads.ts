@@ -11,6 +11,7 @@ import {
   type PullResponse,
   type ThreadsResponse,
   type WireChange,
+  type WireRemoved,
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
@@ -85,7 +86,12 @@ interface CheckpointDbRow {
 }
 
 /** A change-log entry of a pull, before any value is loaded. */
-type Entry = { seq: number; cp?: CheckpointHead; del?: { thread_id: string; max_deleted_id: string } };
+type Entry = {
+  seq: number;
+  cp?: CheckpointHead;
+  del?: { thread_id: string; max_deleted_id: string };
+  rm?: WireRemoved & { origin: string | null };
+};
 
 /** A checkpoint row's columns without its bytes, and their size. */
 type CheckpointHead = Omit<CheckpointDbRow, "checkpoint" | "metadata"> & { own_bytes: number };
@@ -105,11 +111,12 @@ export function pull(
   limit: number,
   threadId?: string,
   device?: string,
+  withRemoved = false,
 ): Promise<PullResponse> {
   return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
     const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
-    const [cps, dels] = await Promise.all([
+    const [cps, dels, rms] = await Promise.all([
       client.query<CheckpointHead>(
         `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type,
            metadata_type, channel_versions, run_id, origin,
@@ -121,6 +128,14 @@ export function pull(
         `SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
         args,
       ),
+      // Clients that do not ask for removals would refuse the kind; their cursor still passes them.
+      withRemoved
+        ? client.query<WireRemoved & { seq: string; origin: string | null }>(
+            `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, origin FROM lgsync_removed
+             WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
+            args,
+          )
+        : { rows: [] },
     ]);
     const entries: Entry[] = [
       ...cps.rows.map((cp): Entry => ({ seq: Number(cp.seq), cp })),
@@ -128,11 +143,12 @@ export function pull(
         seq: Number(del.seq),
         del: { thread_id: del.thread_id, max_deleted_id: del.max_deleted_id },
       })),
+      ...rms.rows.map((rm): Entry => ({ seq: Number(rm.seq), rm })),
     ].sort((a, b) => a.seq - b.seq);
     let more = entries.length > limit;
     const chosen = entries.slice(0, limit);
     // The asking device's own pushes are skipped: it has them.
-    const own = (e: Entry) => device !== undefined && e.cp !== undefined && e.cp.origin === device;
+    const own = (e: Entry) => device !== undefined && (e.cp ?? e.rm)?.origin === device;
     const sizes = await storedSizes(
       client,
       userId,
@@ -162,11 +178,14 @@ export function pull(
     );
     const details = await readDetails(client, userId, rows);
     const wires = new Map(rows.map((row) => [row.seq, details.get(row)!]));
-    const changes: WireChange[] = page.map((entry) =>
-      entry.del
-        ? { kind: "delete", seq: entry.seq, delete: entry.del }
-        : { kind: "checkpoint", seq: entry.seq, checkpoint: wires.get(entry.cp!.seq)! },
-    );
+    const changes: WireChange[] = page.map((entry): WireChange => {
+      if (entry.del) return { kind: "delete", seq: entry.seq, delete: entry.del };
+      if (entry.rm) {
+        const { thread_id, checkpoint_ns, checkpoint_id } = entry.rm;
+        return { kind: "removed", seq: entry.seq, removed: { thread_id, checkpoint_ns, checkpoint_id } };
+      }
+      return { kind: "checkpoint", seq: entry.seq, checkpoint: wires.get(entry.cp!.seq)! };
+    });
     return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
   });
 }

@@ -78,6 +78,18 @@ export const SYNC_SCHEMA: readonly string[] = [
      PRIMARY KEY (user_id, thread_id)
    )`,
   `CREATE INDEX IF NOT EXISTS lgsync_tombstones_seq ON lgsync_tombstones (user_id, seq)`,
+  // Checkpoints removed by prune or deleteForRuns on a device: kept (ids only)
+  // so that no later push brings one back, and pulled by every device.
+  `CREATE TABLE IF NOT EXISTS lgsync_removed (
+     user_id text NOT NULL,
+     thread_id text NOT NULL,
+     checkpoint_ns text NOT NULL,
+     checkpoint_id text NOT NULL,
+     seq bigint NOT NULL,
+     origin text,
+     PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
+   )`,
+  `CREATE INDEX IF NOT EXISTS lgsync_removed_seq ON lgsync_removed (user_id, seq)`,
 ];
 
 /**

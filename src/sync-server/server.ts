@@ -281,8 +281,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     const device = query.device;
     if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))
       throw new ProtocolError('Query parameter "device" must be a device id.');
+    const withRemoved = query.removed === "1";
     const read = () =>
-      pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined);
+      pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined, withRemoved);
     if (waitSeconds === 0) return send(reply, await read());
     // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
     const gone = new AbortController();

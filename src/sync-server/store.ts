@@ -17,6 +17,7 @@ import {
   type WireWrite,
 } from "../sync/protocol.js";
 import { notifyPush } from "./notify.js";
+import { applyRemovals, removedAmong } from "./removals.js";
 import { versionKey } from "../core/identity.js";
 
 /** An error with the HTTP status the server answers with. */
@@ -128,8 +129,10 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       );
     }
 
-    // Checkpoints of a thread deleted after them are dropped: a device that
-    // had not seen the delete must not bring them back.
+    seq = await applyRemovals(client, userId, seq, request.removed ?? [], request.device);
+
+    // Checkpoints of a thread deleted after them, or removed, are dropped: a
+    // device that had not seen the delete must not bring them back.
     const threadIds = [...new Set(request.checkpoints.map((c) => c.thread_id))];
     const tombstones = new Map<string, string>();
     if (threadIds.length > 0) {
@@ -139,9 +142,13 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       );
       for (const row of found.rows) tombstones.set(row.thread_id, row.max_deleted_id);
     }
+    const removed = await removedAmong(client, userId, request.checkpoints, cpKey);
     const live = request.checkpoints.filter((c) => {
       const max = tombstones.get(c.thread_id);
-      return max === undefined || c.checkpoint_id > max;
+      return (
+        (max === undefined || c.checkpoint_id > max) &&
+        !removed.has(cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
+      );
     });
     const dropped = request.checkpoints.length - live.length;
 
@@ -184,7 +191,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     seq = await assignSeq(client, userId, seq, order, request.device, live);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     if (seq !== before) await notifyPush(client, userId);
-    return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq };
+    return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq, removed: request.removed?.length ?? 0 };
   });
 }
 

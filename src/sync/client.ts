@@ -10,6 +10,8 @@ import { Listeners } from "../core/listeners.js";
 import { defaultLockManager } from "../core/locks.js";
 import { rawAccessOf, type SaverRawAccess } from "../saver/raw-access.js";
 import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
+import { syncProblem, type SyncProblem } from "./problems.js";
+import type { SkippedThread } from "./send.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 
 /** Options of {@link SyncClient}. */
@@ -50,8 +52,18 @@ export interface SyncStatus {
   threads: number;
   /** When the last round completed (ms since the epoch). */
   lastSyncedAt?: number;
-  /** The last failure's message while `offline` or `error`. */
+  /**
+   * The last failure as an app shows it, while `offline` or `error`: a code
+   * to switch on and a sentence for the person using the app.
+   */
+  problem?: SyncProblem;
+  /** The last failure's message while `offline` or `error` (for developers: it quotes the server). */
   error?: string;
+  /**
+   * Threads the last round left out, each with the reason (ids the server
+   * cannot store, rows it refused); the other threads synced.
+   */
+  skipped?: SkippedThread[];
   /** When the next attempt is due (continuous mode, after a failure). */
   retryAt?: number;
   /** True when this status comes from another tab (the one holding the sync lock). */
@@ -202,7 +214,7 @@ export class SyncClient {
           const max = this.#options.maxBackoffMs ?? 60_000;
           // Full jitter: many devices coming back online do not retry in step.
           const delay = Math.min(max, min * 2 ** (this.#failures - 1)) * (0.5 + Math.random() / 2);
-          this.#set({ retryAt: Date.now() + delay, error: (error as Error).message });
+          this.#set({ retryAt: Date.now() + delay, error: (error as Error).message, problem: syncProblem(error) });
           this.#schedule(delay);
         },
       );
@@ -222,7 +234,7 @@ export class SyncClient {
 
   async #round(options: SyncNowOptions): Promise<SyncResult> {
     const saver = this.#options.saver;
-    this.#set({ state: "syncing", error: undefined, retryAt: undefined, threads: 0 });
+    this.#set({ state: "syncing", error: undefined, problem: undefined, retryAt: undefined, threads: 0 });
     try {
       const result = await syncRound({
         access: this.#access,
@@ -236,7 +248,12 @@ export class SyncClient {
         pullLimit: this.#options.pullLimit ?? 200,
         onProgress: (progress: SyncProgress) => this.#set({ pending: progress.pending, threads: progress.threads }),
       });
-      this.#set({ state: this.#running ? "idle" : "stopped", threads: 0, lastSyncedAt: Date.now() });
+      this.#set({
+        state: this.#running ? "idle" : "stopped",
+        threads: 0,
+        lastSyncedAt: Date.now(),
+        skipped: result.skipped.length > 0 ? result.skipped : undefined,
+      });
       return result;
     } catch (error) {
       const offline = error instanceof SyncError && error.code === "offline";
@@ -244,7 +261,13 @@ export class SyncClient {
       const pending = await countPending(this.#access, this.#options.url.replace(/\/+$/, "")).catch(
         () => this.#status.pending,
       );
-      this.#set({ state: offline ? "offline" : "error", threads: 0, pending, error: (error as Error).message });
+      this.#set({
+        state: offline ? "offline" : "error",
+        threads: 0,
+        pending,
+        error: (error as Error).message,
+        problem: syncProblem(error),
+      });
       throw error;
     }
   }

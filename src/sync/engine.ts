@@ -9,10 +9,11 @@ import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type WireCheckpoint, type WireDelete } from "./protocol.js";
+import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete, parseRemoved } from "./protocol.js";
 import { applyChanges } from "./pull.js";
 import { localInventory, readThread } from "./push.js";
-import { deviceId, lastScope, readSyncState, recordPushed, rememberUser, type ThreadSyncUpdate } from "./state.js";
+import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
+import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
@@ -26,6 +27,12 @@ export interface SyncResult {
   pulled: number;
   /** Threads that changed on either side. */
   threads: number;
+  /**
+   * Threads not pushed in this round, each with the reason: ids the protocol
+   * refuses (stored before the saver refused them), or rows the server
+   * refused. The other threads synced; these stay local.
+   */
+  skipped: SkippedThread[];
 }
 
 /** Progress inside a round, for a status line. */
@@ -57,13 +64,6 @@ export interface RoundContext {
   /** Changes per pull request. */
   pullLimit: number;
   onProgress: (progress: SyncProgress) => void;
-}
-
-/** Local changes the server lacks. */
-export interface PendingChanges {
-  deletes: WireDelete[];
-  checkpoints: WireCheckpoint[];
-  fps: Map<WireCheckpoint, string>;
 }
 
 /**
@@ -133,30 +133,46 @@ export async function pendingChanges(
 ): Promise<PendingChanges> {
   const [inventory, state] = await Promise.all([localInventory(access), readSyncState(access, scope)]);
   const wanted = threadIds ? new Set(threadIds) : undefined;
-  const result: PendingChanges = { deletes: [], checkpoints: [], fps: new Map() };
+  const result: PendingChanges = { deletes: [], removed: [], checkpoints: [], fps: new Map(), skipped: [] };
+  // Checked by the rules the server applies: a thread it would refuse is skipped, named, not sent.
+  const refused = (threadId: string, check: () => unknown): boolean => {
+    try {
+      check();
+      return false;
+    } catch (error) {
+      if (!(error instanceof ProtocolError)) throw error;
+      const reason = `Thread ${JSON.stringify(threadId)} cannot be synced: ${error.message}`;
+      if (!result.skipped.some((s) => s.threadId === threadId))
+        result.skipped.push(skippedThread(threadId, "invalid_id", reason));
+      return true;
+    }
+  };
   for (const [threadId, max] of inventory.tombstones) {
     if (wanted && !wanted.has(threadId)) continue;
     const known = state.threads.get(threadId)?.tomb;
-    if (known === undefined || max > known) result.deletes.push({ thread_id: threadId, max_deleted_id: max });
+    const wire = { thread_id: threadId, max_deleted_id: max };
+    if ((known === undefined || max > known) && !refused(threadId, () => parseDelete(wire))) result.deletes.push(wire);
+  }
+  // A removal the server needs: of a checkpoint it is known to hold.
+  for (const removed of inventory.removed) {
+    if (wanted && !wanted.has(removed.thread_id)) continue;
+    const known = state.threads.get(removed.thread_id)?.fps ?? {};
+    if (known[checkpointIdentity(removed.checkpoint_ns, removed.checkpoint_id)] === undefined) continue;
+    if (!refused(removed.thread_id, () => parseRemoved(removed))) result.removed.push(removed);
   }
   for (const threadId of inventory.threads) {
     if (wanted && !wanted.has(threadId)) continue;
     const known = state.threads.get(threadId)?.fps ?? {};
-    for (const local of await readThread(access, threadId)) {
-      if (known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] === local.fingerprint) continue;
+    const changed = (await readThread(access, threadId)).filter(
+      (local) => known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] !== local.fingerprint,
+    );
+    if (changed.some((local) => refused(threadId, () => parseCheckpoint(local.wire)))) continue;
+    for (const local of changed) {
       result.checkpoints.push(local.wire);
       result.fps.set(local.wire, local.fingerprint);
     }
   }
   return result;
-}
-
-/** Bytes of values a bundle carries. */
-function bundleBytes(c: WireCheckpoint): number {
-  let n = c.checkpoint[1].length + c.metadata[1].length;
-  for (const blob of c.blobs) n += blob.value[1].length;
-  for (const write of c.writes) n += write.value[1].length;
-  return n;
 }
 
 /** Runs one round. */
@@ -166,45 +182,34 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const scope = `${ctx.url}\u0000${hello.user}`;
   const device = await deviceId(ctx.access);
   await rememberUser(ctx.access, ctx.url, hello.user);
-  const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0 };
+  const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0, skipped: [] };
   const touched = new Set<string>();
 
   const pending = await pendingChanges(ctx.access, scope, ctx.threadIds);
-  let left = pending.deletes.length + pending.checkpoints.length;
+  let left = pending.deletes.length + pending.removed.length + pending.checkpoints.length;
   for (const c of pending.checkpoints) touched.add(c.thread_id);
-  for (const d of pending.deletes) touched.add(d.thread_id);
+  for (const d of [...pending.deletes, ...pending.removed]) touched.add(d.thread_id);
   const report = (phase: SyncProgress["phase"]) =>
     ctx.onProgress({ phase, pending: left, threads: touched.size, pushed: result.pushed, pulled: result.pulled });
   report("push");
 
-  // Deletes go with the first batch, before any checkpoint.
-  let deletes = pending.deletes;
-  let index = 0;
-  while (deletes.length > 0 || index < pending.checkpoints.length) {
-    const batch: WireCheckpoint[] = [];
-    let bytes = 0;
-    while (index < pending.checkpoints.length && batch.length < ctx.batchSize) {
-      const next = pending.checkpoints[index]!;
-      const size = bundleBytes(next);
-      if (batch.length > 0 && bytes + size > ctx.batchBytes) break;
-      batch.push(next);
-      bytes += size;
-      index += 1;
-    }
-    await ctx.transport.push({ v: SYNC_PROTOCOL_VERSION, device, checkpoints: batch, deletes });
-    const updates: ThreadSyncUpdate[] = deletes.map((d) => ({ threadId: d.thread_id, tomb: d.max_deleted_id }));
-    for (const c of batch)
-      updates.push({
-        threadId: c.thread_id,
-        fps: [[checkpointIdentity(c.checkpoint_ns, c.checkpoint_id), pending.fps.get(c)!]],
-      });
-    await recordPushed(ctx.access, scope, updates);
-    result.pushed += batch.length;
-    result.pushedDeletes += deletes.length;
-    left -= batch.length + deletes.length;
-    deletes = [];
-    report("push");
-  }
+  result.skipped = await sendPending(
+    {
+      access: ctx.access,
+      transport: ctx.transport,
+      scope,
+      device,
+      batchSize: ctx.batchSize,
+      batchBytes: ctx.batchBytes,
+      onSent: (checkpoints, deletes) => {
+        result.pushed += checkpoints;
+        result.pushedDeletes += deletes;
+        left -= checkpoints + deletes;
+        report("push");
+      },
+    },
+    pending,
+  );
 
   let { cursor } = await readSyncState(ctx.access, scope);
   for (;;) {
@@ -230,5 +235,5 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
 export async function countPending(access: SaverRawAccess, url: string): Promise<number> {
   const scope = (await lastScope(access, url)) ?? `${url}\u0000`;
   const pending = await pendingChanges(access, scope);
-  return pending.deletes.length + pending.checkpoints.length;
+  return pending.deletes.length + pending.removed.length + pending.checkpoints.length;
 }

@@ -12,6 +12,7 @@
  */
 import { Packr } from "msgpackr";
 import { refusedAt, type DecodeLimits } from "../core/msgpack-guard.js";
+import { idDefect } from "../rows/ids.js";
 import type { TypedBytes, Version } from "../rows/shapes.js";
 
 /** Version of the protocol; every body carries it as `v`. */
@@ -86,6 +87,17 @@ export interface WireDelete {
   max_deleted_id: string;
 }
 
+/**
+ * One checkpoint removed by `prune` or `deleteForRuns` (runOnThread's
+ * rollback) on some device: with its pending writes, it is gone on every
+ * device and the server, and no push brings it back.
+ */
+export interface WireRemoved {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+}
+
 /** `POST /v1/push`: checkpoints and deletes the server may lack. Deletes apply first. */
 export interface PushRequest {
   v: typeof SYNC_PROTOCOL_VERSION;
@@ -93,6 +105,8 @@ export interface PushRequest {
   device?: string;
   checkpoints: WireCheckpoint[];
   deletes: WireDelete[];
+  /** Checkpoints removed, applied with the deletes (before any checkpoint); servers that predate them ignore it. */
+  removed?: WireRemoved[];
 }
 
 /** What a push changed. */
@@ -104,18 +118,23 @@ export interface PushResponse {
   dropped: number;
   /** The user's change sequence after the push. */
   seq: number;
+  /** Removals applied or already known; absent from servers that predate them (the device then sends them again). */
+  removed?: number;
 }
 
 /** One entry of the change log, in sequence order. */
 export type WireChange =
-  { kind: "checkpoint"; seq: number; checkpoint: WireCheckpoint } | { kind: "delete"; seq: number; delete: WireDelete };
+  | { kind: "checkpoint"; seq: number; checkpoint: WireCheckpoint }
+  | { kind: "delete"; seq: number; delete: WireDelete }
+  | { kind: "removed"; seq: number; removed: WireRemoved };
 
 /**
- * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D][&wait=S]`: changes
- * after `since`; with `device`, the changes that device pushed itself are
- * skipped (the cursor still moves past them); with `wait`, a pull that finds
- * nothing new waits up to S seconds ({@link MAX_PULL_WAIT_SECONDS} at most)
- * for a push and answers with it.
+ * `GET /v1/pull?since=N&limit=M[&thread=T][&device=D][&wait=S][&removed=1]`:
+ * changes after `since`; with `device`, the changes that device pushed
+ * itself are skipped (the cursor still moves past them); with `wait`, a pull
+ * that finds nothing new waits up to S seconds ({@link MAX_PULL_WAIT_SECONDS}
+ * at most) for a push and answers with it; with `removed=1`, removals come
+ * too (`kind: "removed"`: clients that predate them would refuse the kind).
  */
 export interface PullResponse {
   v: typeof SYNC_PROTOCOL_VERSION;
@@ -236,16 +255,10 @@ function id(value: unknown, where: string, allowEmpty = false): string {
   if (!allowEmpty && value.length === 0) throw new ProtocolError(`${where} must not be empty.`);
   if (value.length > MAX_ID_LENGTH) throw new ProtocolError(`${where} is longer than ${MAX_ID_LENGTH} characters.`);
   if (FORBIDDEN_IDS.has(value)) throw new ProtocolError(`${where} must not be "${value}".`);
-  // PostgreSQL text holds neither, so either would fail the whole push (U+0000)
-  // or merge two ids into one (a lone surrogate becomes U+FFFD).
-  if (value.includes("\u0000")) throw new ProtocolError(`${where} must not contain U+0000.`);
-  if (LONE_SURROGATE.test(value))
-    throw new ProtocolError(`${where} must be well-formed UTF-16: it holds a lone surrogate.`);
+  const defect = idDefect(value);
+  if (defect !== undefined) throw new ProtocolError(`${where} ${defect}.`);
   return value;
 }
-
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * A checkpoint namespace: namespaces starting with U+0000 hold the saver's
@@ -320,6 +333,8 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
       if (!Number.isSafeInteger(write.idx)) throw new ProtocolError(`${w}.idx must be an integer.`);
       if (typeof write.task_path !== "string" || write.task_path.length > MAX_ID_LENGTH)
         throw new ProtocolError(`${w}.task_path must be a string.`);
+      const pathDefect = idDefect(write.task_path);
+      if (pathDefect !== undefined) throw new ProtocolError(`${w}.task_path ${pathDefect}.`);
       return {
         task_id: id(write.task_id, `${w}.task_id`),
         idx: write.idx as number,
@@ -346,6 +361,16 @@ export function parseDelete(value: unknown, where = "delete"): WireDelete {
   };
 }
 
+/** Checks one removal and returns it typed. */
+export function parseRemoved(value: unknown, where = "removed"): WireRemoved {
+  if (!isObject(value)) throw new ProtocolError(`${where} must be an object.`);
+  return {
+    thread_id: id(value.thread_id, `${where}.thread_id`),
+    checkpoint_ns: namespace(value.checkpoint_ns, `${where}.checkpoint_ns`),
+    checkpoint_id: id(value.checkpoint_id, `${where}.checkpoint_id`),
+  };
+}
+
 function checkVersion(value: Obj): void {
   if (value.v !== SYNC_PROTOCOL_VERSION) {
     throw new ProtocolError(
@@ -364,6 +389,8 @@ export function parsePushRequest(value: unknown): PushRequest {
     deletes: list(value.deletes, "deletes").map((d, i) => parseDelete(d, `deletes[${i}]`)),
   };
   if (value.device !== undefined) request.device = id(value.device, "device");
+  if (value.removed !== undefined)
+    request.removed = list(value.removed, "removed").map((r, i) => parseRemoved(r, `removed[${i}]`));
   return request;
 }
 
@@ -385,7 +412,9 @@ export function parsePullResponse(value: unknown): PullResponse {
     if (change.kind === "checkpoint")
       return { kind: "checkpoint", seq, checkpoint: parseCheckpoint(change.checkpoint, `${where}.checkpoint`) };
     if (change.kind === "delete") return { kind: "delete", seq, delete: parseDelete(change.delete, `${where}.delete`) };
-    throw new ProtocolError(`${where}.kind must be "checkpoint" or "delete".`);
+    if (change.kind === "removed")
+      return { kind: "removed", seq, removed: parseRemoved(change.removed, `${where}.removed`) };
+    throw new ProtocolError(`${where}.kind must be "checkpoint", "delete" or "removed".`);
   });
   return { v: SYNC_PROTOCOL_VERSION, changes, cursor: value.cursor as number, more: value.more };
 }

@@ -7,17 +7,61 @@
  * blobs, writes, thread summaries, tombstones): a reader sees all of it or
  * none. Only IndexedDB requests are awaited inside it.
  */
-import { blobIdentity } from "../core/identity.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { addIfAbsent, issue, storePut } from "../idb/requests.js";
 import { deleteUpTo } from "../saver/delete-thread.js";
+import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import type { CheckpointRow, Tombstone, WriteRow } from "../rows/shapes.js";
+import { removedName, type CheckpointRow, type Tombstone, type WriteRow } from "../rows/shapes.js";
 import { summarizeThread } from "../saver/threads.js";
-import { readTombstone } from "../saver/tombstones.js";
-import type { WireChange, WireCheckpoint, WireDelete } from "./protocol.js";
-import { checkpointKeyOf, writesFingerprint } from "./push.js";
-import { updateSyncState, type ThreadSyncUpdate } from "./state.js";
+import { readTombstone, type WriteTx } from "../saver/tombstones.js";
+import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
+import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
+import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
+
+/** The fingerprint recorded for a checkpoint whose pulled special write was refused as a replay. */
+const REPLAYED = "replayed";
+
+/**
+ * Puts pulled special writes (negative idx: they replace), in order, except
+ * replays: a value this device pushed or pulled in that slot before, sent
+ * again over a different stored value, is an older one coming back (a
+ * hostile server, or a device that had not seen the newer one) and does not
+ * replace it. Resolves to the checkpoints with a refused replay and the
+ * digests of what was put, by checkpoint key.
+ */
+async function applySpecialWrites(
+  tx: WriteTx,
+  special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[],
+  records: Map<string, ThreadSyncRecord>,
+): Promise<{ replayed: Set<string>; seen: Map<string, string[]> }> {
+  const writes = tx.objectStore("writes");
+  const locals = await Promise.all(
+    special.map(({ row }) => writes.get([row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.task_id, row.idx])),
+  );
+  const replayed = new Set<string>();
+  const seen = new Map<string, string[]>();
+  for (const [i, { wire, write, row }] of special.entries()) {
+    const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
+    const digest = specialDigest(write);
+    const local = locals[i];
+    const known = records.get(wire.thread_id)?.seen?.[checkpointIdentity(wire.checkpoint_ns, wire.checkpoint_id)];
+    if (local && specialDigest(local) !== digest && known?.includes(digest)) {
+      replayed.add(key);
+      continue;
+    }
+    issue(storePut(writes, row));
+    seen.set(key, [...(seen.get(key) ?? []), digest]);
+  }
+  return { replayed, seen };
+}
+
+/** The thread a change is about. */
+function threadOf(change: WireChange): string {
+  if (change.kind === "delete") return change.delete.thread_id;
+  return change.kind === "removed" ? change.removed.thread_id : change.checkpoint.thread_id;
+}
 
 /** What applying a pulled batch did. */
 export interface Applied {
@@ -25,6 +69,8 @@ export interface Applied {
   fingerprints: Map<string, string>;
   /** Deletes applied (a thread's tombstone raised). */
   deletes: WireDelete[];
+  /** Checkpoints removed (prune or deleteForRuns on another device). */
+  removed: WireRemoved[];
   /** Threads that changed. */
   threads: Set<string>;
 }
@@ -48,27 +94,50 @@ export async function applyChanges(
     ["checkpoints", "blobs", "writes", "threads", "meta"],
     async (tx) => {
       events.length = 0; // a retried transaction starts over
-      const result: Applied = { fingerprints: new Map(), deletes: [], threads: new Set() };
+      const result: Applied = { fingerprints: new Map(), deletes: [], removed: [], threads: new Set() };
       const ranges = access.db.ranges;
       const checkpoints = tx.objectStore("checkpoints");
       const writes = tx.objectStore("writes");
       const blobs = tx.objectStore("blobs");
       const tombstones = new Map<string, Tombstone | undefined>();
-      const tombstoneOf = async (threadId: string): Promise<void> =>
-        void tombstones.set(threadId, await readTombstone(tx, threadId));
+      const records = new Map<string, ThreadSyncRecord>();
+      const tombstoneOf = async (threadId: string): Promise<void> => {
+        const [tombstone, record] = await Promise.all([
+          readTombstone(tx, threadId),
+          readThreadSync(tx, sync.scope, threadId),
+        ]);
+        tombstones.set(threadId, tombstone);
+        records.set(threadId, record);
+      };
+      // Checkpoints this device removed (prune, deleteForRuns) stay removed.
+      const removed = new Set<string>();
+      const markRemoved = async ({ thread_id, checkpoint_ns, checkpoint_id }: WireCheckpoint): Promise<void> => {
+        if ((await tx.objectStore("meta").getKey(removedName(thread_id, checkpoint_ns, checkpoint_id))) !== undefined)
+          removed.add(checkpointKeyOf(thread_id, checkpoint_ns, checkpoint_id));
+      };
 
       // Requests go out without waiting where order alone is enough
       // (IndexedDB runs a transaction's requests in issue order): tombstones
       // first, then the rows, then the read-backs and summaries.
-      await Promise.all(
-        [...new Set(changes.map((c) => (c.kind === "delete" ? c.delete.thread_id : c.checkpoint.thread_id)))].map(
-          tombstoneOf,
-        ),
-      );
+      await Promise.all([...new Set(changes.map(threadOf))].map(tombstoneOf));
+      await Promise.all(changes.map((c) => (c.kind === "checkpoint" ? markRemoved(c.checkpoint) : undefined)));
       const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
+      const special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[] = [];
+      const pruned = new Set<string>();
       for (const change of changes) {
+        if (change.kind === "removed") {
+          const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } = change.removed;
+          removeCheckpoint(tx, ranges, threadId, ns, id);
+          removed.add(checkpointKeyOf(threadId, ns, id));
+          pruned.add(threadId);
+          summaries.add(threadId);
+          result.removed.push(change.removed);
+          result.threads.add(threadId);
+          events.push({ threadId, kind: "delete" });
+          continue;
+        }
         if (change.kind === "delete") {
           const { thread_id: threadId, max_deleted_id: max } = change.delete;
           tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max));
@@ -81,6 +150,7 @@ export async function applyChanges(
         const wire = change.checkpoint;
         const tombstone = tombstones.get(wire.thread_id);
         if (tombstone && wire.checkpoint_id <= tombstone.max_deleted_id) continue;
+        if (removed.has(checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id))) continue;
         const row: CheckpointRow = {
           thread_id: wire.thread_id,
           checkpoint_ns: wire.checkpoint_ns,
@@ -122,21 +192,23 @@ export async function applyChanges(
             task_path: write.task_path,
             value: write.value,
           };
-          issue(write.idx < 0 ? storePut(writes, row) : addIfAbsent(writes, row));
+          if (write.idx < 0) special.push({ wire, write, row });
+          else issue(addIfAbsent(writes, row));
         }
         stored.push({ wire, added });
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
       }
+      const { replayed, seen } = await applySpecialWrites(tx, special, records);
       // What is stored now (after first-wins merges): the fingerprints to remember.
       await Promise.all(
         stored.map(async ({ wire, added }) => {
           const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
           const [isNew, rows] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
-          result.fingerprints.set(
-            checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id),
-            writesFingerprint(rows),
-          );
+          const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
+          // A refused replay leaves the server holding an older value than this
+          // device: no fingerprint matches, so the next round pushes ours again.
+          result.fingerprints.set(key, replayed.has(key) ? REPLAYED : writesFingerprint(rows));
           if (isNew || wire.writes.length > 0)
             events.push({
               threadId: wire.thread_id,
@@ -146,14 +218,19 @@ export async function applyChanges(
             });
         }),
       );
+      // Channel values only removed checkpoints used go with them.
+      await Promise.all([...pruned].map((threadId) => deleteUnusedBlobs(tx, ranges, threadId)));
       await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
         threadId: d.thread_id,
         tomb: d.max_deleted_id,
       }));
+      for (const r of result.removed)
+        updates.push({ threadId: r.thread_id, gone: [checkpointIdentity(r.checkpoint_ns, r.checkpoint_id)] });
       for (const [key, fp] of result.fingerprints) {
         const at = key.indexOf("\u0000");
-        updates.push({ threadId: key.slice(0, at), fps: [[key.slice(at + 1), fp]] });
+        const local = key.slice(at + 1);
+        updates.push({ threadId: key.slice(0, at), fps: [[local, fp]], seen: [[local, seen.get(key) ?? []]] });
       }
       await updateSyncState(tx, sync.scope, updates, sync.cursor);
       return result;

@@ -9,9 +9,9 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { isTombstoneWrite } from "../rows/shapes.js";
+import { REMOVED_NAMES, isTombstoneWrite, removedOf } from "../rows/shapes.js";
 import { readTombstones } from "../saver/tombstones.js";
-import type { WireCheckpoint, WireWrite } from "./protocol.js";
+import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
 
 /** The identity of a checkpoint across devices. */
 export function checkpointKeyOf(threadId: string, ns: string, id: string): string {
@@ -45,23 +45,45 @@ export function writesFingerprint(
 }
 
 /**
- * What is stored locally: thread ids with checkpoints, and tombstones
- * (thread id to max deleted id). A malformed tombstone fails the read
+ * A digest of one special write (negative idx: the channels whose writes
+ * replace, such as `__interrupt__`): its slot and its value, so a value seen
+ * earlier in that slot is recognised when a pull sends it again.
+ */
+export function specialDigest(write: Pick<WireWrite, "task_id" | "idx" | "channel" | "value">): string {
+  let crc = crc32(0, encoder.encode(`${write.channel}\u0000${write.value[0]}\u0000`));
+  crc = crc32(crc, write.value[1]);
+  return `${write.task_id}\u0000${write.idx}\u0000${write.value[1].length}:${(crc >>> 0).toString(16)}`;
+}
+
+/** The digests of a checkpoint's special writes (see {@link specialDigest}). */
+export function specialDigests(writes: readonly WireWrite[]): string[] {
+  return writes.filter((write) => write.idx < 0).map(specialDigest);
+}
+
+/**
+ * What is stored locally: thread ids with checkpoints, tombstones (thread
+ * id to max deleted id), and checkpoints removed by prune or deleteForRuns. A malformed tombstone fails the read
  * (`SerializationError`), as it fails the saver's own writes to that thread.
  */
 export async function localInventory(
   access: SaverRawAccess,
-): Promise<{ threads: string[]; tombstones: Map<string, string> }> {
+): Promise<{ threads: string[]; tombstones: Map<string, string>; removed: WireRemoved[] }> {
   return access.db.read(
     ["checkpoints", "meta"],
     async (tx) => {
-      const [keys, stored] = await Promise.all([
+      const ranges = access.db.ranges;
+      const [keys, stored, removedNames] = await Promise.all([
         tx.objectStore("checkpoints").getAllKeys(),
-        readTombstones(tx, access.db.ranges),
+        readTombstones(tx, ranges),
+        tx.objectStore("meta").getAllKeys(ranges.bound(REMOVED_NAMES.lower, REMOVED_NAMES.upper)),
       ]);
       const threads = [...new Set(keys.map((key) => key[0]))];
       const tombstones = new Map([...stored].map(([threadId, tombstone]) => [threadId, tombstone.max_deleted_id]));
-      return { threads, tombstones };
+      const removed = removedNames.map((name): WireRemoved => {
+        const { threadId, checkpointNs, checkpointId } = removedOf(name);
+        return { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId };
+      });
+      return { threads, tombstones, removed };
     },
     "read what to sync",
   );

@@ -18,7 +18,17 @@ export interface ThreadSyncRecord {
   fps: Record<string, string>;
   /** The newest `max_deleted_id` the server is known to have. */
   tomb?: string;
+  /**
+   * `ns \0 checkpoint id` to digests of the special writes (negative idx,
+   * those replace) this device pushed or pulled there, oldest first: a pull
+   * that sends one of them again over a different stored value is a replay,
+   * and does not put the older value back.
+   */
+  seen?: Record<string, string[]>;
 }
+
+/** How many special-write digests one checkpoint keeps (a checkpoint sees a few interrupts and resumes). */
+const SEEN_LIMIT = 64;
 
 /** A device's sync state with one server and user. */
 export interface SyncState {
@@ -65,6 +75,23 @@ export interface ThreadSyncUpdate {
   fps?: [string, string][];
   /** A delete now known to the server: drops fingerprints at or below it. */
   tomb?: string;
+  /** Special-write digests now seen (`ns \0 id` to digests), added to those kept. */
+  seen?: [string, string[]][];
+  /** Checkpoints (`ns \0 id`) the server no longer has: removed, their removal known to it. */
+  gone?: string[];
+}
+
+/** One thread's record in `tx` (an empty one when there is none). */
+export async function readThreadSync(
+  tx: Tx<SaverSchema, IDBTransactionMode>,
+  scope: string,
+  threadId: string,
+): Promise<ThreadSyncRecord> {
+  return (
+    ((await tx.objectStore("meta").get(threadName(scope, threadId)))?.value as ThreadSyncRecord | undefined) ?? {
+      fps: {},
+    }
+  );
 }
 
 /** Merges updates (and a new cursor) into the state inside `tx`; only IndexedDB requests are awaited. */
@@ -80,19 +107,30 @@ export async function updateSyncState(
   await Promise.all(
     [...byThread].map(async ([threadId, list]) => {
       const name = threadName(scope, threadId);
-      const current = ((await meta.get(name))?.value as ThreadSyncRecord | undefined) ?? { fps: {} };
+      const current = await readThreadSync(tx, scope, threadId);
       const next: ThreadSyncRecord = {
         fps: { ...current.fps },
         ...(current.tomb !== undefined ? { tomb: current.tomb } : {}),
       };
+      const seen: Record<string, string[]> = { ...current.seen };
       for (const update of list) {
         if (update.tomb !== undefined) {
           if (next.tomb === undefined || update.tomb > next.tomb) next.tomb = update.tomb;
-          for (const key of Object.keys(next.fps))
-            if (key.slice(key.indexOf("\u0000") + 1) <= update.tomb) delete next.fps[key];
+          const gone = (key: string) => key.slice(key.indexOf("\u0000") + 1) <= update.tomb!;
+          for (const key of Object.keys(next.fps)) if (gone(key)) delete next.fps[key];
+          for (const key of Object.keys(seen)) if (gone(key)) delete seen[key];
         }
         for (const [key, fp] of update.fps ?? []) next.fps[key] = fp;
+        for (const key of update.gone ?? []) {
+          delete next.fps[key];
+          delete seen[key];
+        }
+        for (const [key, digests] of update.seen ?? []) {
+          const kept = (seen[key] ?? []).filter((digest) => !digests.includes(digest));
+          seen[key] = [...kept, ...digests].slice(-SEEN_LIMIT);
+        }
       }
+      if (Object.keys(seen).length > 0) next.seen = seen;
       await storePut(meta, { name, value: next } satisfies MetaRow);
     }),
   );

@@ -4,6 +4,8 @@
  * browsers); the server is the real Fastify app on loopback.
  */
 import { createHash } from "node:crypto";
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
 import { done, openRaw } from "../../test/support/reliability/raw.js";
@@ -17,6 +19,7 @@ import {
   type Device,
 } from "../../test/support/sync/harness.js";
 import type { CheckpointRow } from "../rows/shapes.js";
+import type { IndexedDBSaver } from "../saver/index.js";
 import type { SyncServer } from "../sync-server.js";
 import { SyncClient } from "./client.js";
 
@@ -308,5 +311,79 @@ describe("sync carries a checkpoint row's chain", () => {
     await a.sync.syncNow();
     expect(chains(await rows(a))).toEqual(chains(onB));
     await close(a, b);
+  });
+});
+
+/** Checkpoint ids of `threadId` on the server. */
+async function serverIds(user: string, threadId: string): Promise<string[]> {
+  const pool = await inspector();
+  try {
+    const { rows } = await pool.query<{ checkpoint_id: string }>(
+      "SELECT checkpoint_id FROM lgsync_checkpoints WHERE user_id = $1 AND thread_id = $2 ORDER BY checkpoint_id",
+      [user, threadId],
+    );
+    return rows.map((row) => row.checkpoint_id);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Puts checkpoint `id` of run `runId` on top of `parent` (thread "t"). */
+function put(saver: IndexedDBSaver, parent: RunnableConfig | undefined, id: string, runId: string) {
+  const config = parent ?? { configurable: { thread_id: "t", checkpoint_ns: "" } };
+  const metadata = { source: "loop", step: Number(id), parents: {}, run_id: runId } as CheckpointMetadata;
+  return saver.put(config, { ...emptyCheckpoint(), id }, metadata, {});
+}
+
+// Deletes replicate: what prune and deleteForRuns removed is removed everywhere, for good.
+describe("deletes replicate", () => {
+  it("prune on A: removed on B, on the server and never sent to a new device", async () => {
+    const { user, token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    await chat(a.saver, "t", ["one", "two", "three"]);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    const before = await checkpointIds(b.saver, "t");
+
+    await a.saver.prune(["t"]);
+    const kept = await checkpointIds(a.saver, "t");
+    expect(kept.length).toBeLessThan(before.length);
+    expect((await a.sync.syncNow()).pushedDeletes).toBe(before.length - kept.length);
+    await b.sync.syncNow();
+    expect(await checkpointIds(b.saver, "t")).toEqual(kept);
+    expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
+    expect(await serverIds(user, "t")).toEqual(kept.map((id) => id.split("|")[1]).sort());
+
+    const c = device(url, token);
+    await c.sync.syncNow();
+    expect(await checkpointIds(c.saver, "t")).toEqual(kept);
+    // Nothing left to send either way.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
+  });
+
+  it("deleteForRuns on A (a rolled-back run): gone everywhere, and B cannot push it back", async () => {
+    const { user, token } = newUser();
+    const a = device(url, token);
+    const b = device(url, token);
+    const c1 = await put(a.saver, undefined, "1", "r1");
+    const c2 = await put(a.saver, c1, "2", "r2");
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    // B adds a write on the rolled-back checkpoint before it hears of the rollback.
+    await b.saver.putWrites(c2, [["x", "late"]], "task");
+
+    await a.saver.deleteForRuns(["r2"], { threadId: "t" });
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+    for (const saver of [a.saver, b.saver]) {
+      expect((await saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe("1");
+      expect(await saver.getTuple({ configurable: { thread_id: "t", checkpoint_id: "2" } })).toBeUndefined();
+    }
+    expect(await serverIds(user, "t")).toEqual(["1"]);
+    const c = device(url, token);
+    await c.sync.syncNow();
+    expect((await c.saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe("1");
   });
 });

@@ -67,7 +67,8 @@ export class SyncTransport {
 
   pull(since: number, limit: number, device?: string): Promise<PullResponse> {
     const own = device === undefined ? "" : `&device=${encodeURIComponent(device)}`;
-    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}`, undefined, parsePullResponse);
+    // removed=1: this client applies removals (older ones would refuse the change kind).
+    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}&removed=1`, undefined, parsePullResponse);
   }
 
   putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
