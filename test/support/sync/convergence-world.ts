@@ -289,12 +289,12 @@ export async function serverInventory(pool: pg.Pool, user: string): Promise<Inve
 }
 
 /**
- * The replicated content of an inventory, one line per checkpoint, sorted:
- * its identity, parent, bytes, the values its versions reference and its
- * pending writes. Two stores hold the same set exactly when these match.
+ * The replicated content of an inventory, one line per checkpoint (by its
+ * key): its identity, parent, bytes, the values its versions reference and
+ * its pending writes. Two stores hold the same set exactly when these match.
  */
-export function replicatedLines(inv: Inventory): string[] {
-  const lines: string[] = [];
+export function replicatedLines(inv: Inventory): Map<string, string> {
+  const lines = new Map<string, string>();
   for (const [key, cp] of inv.checkpoints) {
     const values = Object.entries(cp.versions)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -305,7 +305,8 @@ export function replicatedLines(inv: Inventory): string[] {
     const writes = [...(inv.writes.get(key) ?? new Map<string, string>())]
       .map(([k, v]) => `${k.replaceAll("\u0000", "/")}:${v}`)
       .sort();
-    lines.push(
+    lines.set(
+      key,
       [
         key.replaceAll("\u0000", "|"),
         cp.parent ?? "-",
@@ -316,7 +317,7 @@ export function replicatedLines(inv: Inventory): string[] {
       ].join(" "),
     );
   }
-  return lines.sort();
+  return lines;
 }
 
 /** What the oracle knows was removed on purpose, so a hole it leaves is not a finding. */
