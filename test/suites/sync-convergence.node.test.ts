@@ -16,7 +16,7 @@ const first = Number(process.env.CONVERGENCE_FIRST_SEED ?? 1);
 const count = Number(process.env.CONVERGENCE_SEEDS ?? byDepth(20, 200));
 const seeds = only !== undefined ? [Number(only)] : Array.from({ length: count }, (_, i) => first + i);
 /** Operations per seed before quiescence. */
-const OPS = Number(process.env.CONVERGENCE_OPS ?? byDepth(24, 60));
+const OPS = Number(process.env.CONVERGENCE_OPS ?? byDepth(16, 60));
 
 let world: ConvergenceWorld;
 
@@ -37,6 +37,7 @@ describe("sync convergence under random operations and faults", () => {
         // PostgreSQL restarts cost about a second: every fourth seed has them.
         const log = await runSeed(world, seed, { ops: OPS, postgresRestarts: seed % 4 === 0 });
         console.log(`convergence seed ${seed}: ${Math.round(performance.now() - started)} ms, ${log.at(-1)}`);
+        if (process.env.CONVERGENCE_VERBOSE) console.log(log.join("\n"));
       } catch (error) {
         if (!(error instanceof ConvergenceFailure)) throw error;
         // The other seeds still run: a soak reports every failing seed.

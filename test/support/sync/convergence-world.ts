@@ -172,55 +172,84 @@ function versionsOf(raw: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-/** Reads a device's database raw, in one read-only transaction. */
-export async function deviceInventory(factory: IDBFactory, dbName: string): Promise<Inventory> {
+/**
+ * Reads a device's database raw, in one read-only transaction. Without
+ * `full`, values are neither read nor digested (blobs and writes by key
+ * only): enough for {@link pageInvariants}, and far cheaper per page.
+ */
+export async function deviceInventory(factory: IDBFactory, dbName: string, full = true): Promise<Inventory> {
   const db = await new Promise<IDBDatabase>((done, fail) => {
     const open = factory.open(dbName);
     open.onsuccess = () => done(open.result);
     open.onerror = () => fail(open.error);
   });
   try {
-    const names = ["checkpoints", "blobs", "writes", "meta"] as const;
-    const tx = db.transaction([...names], "readonly");
-    const all = names.map(
-      (name) =>
-        new Promise<Record<string, unknown>[]>((done, fail) => {
-          const request = tx.objectStore(name).getAll();
-          request.onsuccess = () => done(request.result as Record<string, unknown>[]);
-          request.onerror = () => fail(request.error);
-        }),
-    );
-    const [checkpoints, blobs, writes, meta] = await Promise.all(all);
+    const tx = db.transaction(["checkpoints", "blobs", "writes", "meta"], "readonly");
+    const read = <T>(name: string, keysOnly = false) =>
+      new Promise<T[]>((done, fail) => {
+        const store = tx.objectStore(name);
+        const request = keysOnly ? store.getAllKeys() : store.getAll();
+        request.onsuccess = () => done(request.result as T[]);
+        request.onerror = () => fail(request.error);
+      });
+    type Row = Record<string, unknown>;
+    const [checkpoints, blobRows, writeRows, meta] = await Promise.all([
+      read<Row>("checkpoints"),
+      read<Row | unknown[]>("blobs", !full),
+      read<Row | unknown[]>("writes", !full),
+      read<Row>("meta"),
+    ]);
+    // Keys only: the key paths are [thread, ns, channel, version] and [thread, ns, checkpoint, task, idx].
+    const blobs = full
+      ? (blobRows as Row[])
+      : (blobRows as unknown[][]).map(([thread_id, checkpoint_ns, channel, version]) => ({
+          thread_id,
+          checkpoint_ns,
+          channel,
+          version,
+        }));
+    const writes = full
+      ? (writeRows as Row[])
+      : (writeRows as unknown[][]).map(([thread_id, checkpoint_ns, checkpoint_id, task_id, idx]) => ({
+          thread_id,
+          checkpoint_ns,
+          checkpoint_id,
+          task_id,
+          idx,
+          channel: "",
+        }));
+    const valueDigest = (value: unknown) => (full ? digest(...(value as Typed)) : "");
     const inv = emptyInventory();
-    for (const row of checkpoints!) {
+    for (const row of checkpoints) {
       const [thread, ns, id] = [row.thread_id, row.checkpoint_ns, row.checkpoint_id] as string[];
-      const [ct, cb] = row.checkpoint as Typed;
-      const [mt, mb] = row.metadata as Typed;
       inv.checkpoints.set(cpKey(thread!, ns!, id!), {
         thread: thread!,
         ns: ns!,
         id: id!,
         parent: row.parent_checkpoint_id as string | undefined,
         runId: row.run_id as string | undefined,
-        body: `${digest(ct, cb)}:${digest(mt, mb)}`,
+        body: `${valueDigest(row.checkpoint)}:${valueDigest(row.metadata)}`,
         versions: versionsOf(row.channel_versions as Record<string, unknown>),
       });
     }
-    for (const row of blobs!) {
-      const [type, bytes] = row.value as Typed;
-      inv.blobs.set(
-        `${String(row.thread_id)}\0${String(row.checkpoint_ns)}\0${String(row.channel)}\0${typedVersion(row.version)}`,
-        digest(type, bytes),
-      );
+    for (const row of blobs) {
+      const key = `${String(row.thread_id)}\0${String(row.checkpoint_ns)}\0${String(row.channel)}`;
+      inv.blobs.set(`${key}\0${typedVersion(row.version)}`, valueDigest((row as Row).value));
     }
-    for (const row of writes!) {
+    for (const row of writes) {
       // Namespaces starting with U+0000 are the saver's own rows (a tombstone's copy), never replicated.
       if (String(row.checkpoint_ns).startsWith("\u0000")) continue;
-      const [type, bytes] = row.value as Typed;
       const cp = cpKey(row.thread_id as string, row.checkpoint_ns as string, row.checkpoint_id as string);
-      addWrite(inv, cp, row.task_id as string, row.idx as number, row.channel as string, digest(type, bytes));
+      addWrite(
+        inv,
+        cp,
+        row.task_id as string,
+        row.idx as number,
+        row.channel as string,
+        valueDigest((row as Row).value),
+      );
     }
-    for (const row of meta!) {
+    for (const row of meta) {
       const value = row.value as { max_deleted_id?: unknown } | undefined;
       const name = String(row.name);
       if (name.startsWith("tombstone\u0000") && typeof value?.max_deleted_id === "string")
