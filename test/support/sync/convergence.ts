@@ -336,7 +336,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
             const head = await device.saver.getTuple(config(candidate));
             if (head?.pendingWrites?.some(([, channel]) => channel === "__error__")) failed.push(candidate);
           }
-          const fails = random() < 0.4 ? [pick(["a", "b"])] : [];
+          const fails = pick([[], ["a"], ["b"]]);
           if (failed.length === 0) {
             line += ": nothing to resume";
             break;
