@@ -43,18 +43,19 @@ function runBatch(from, count) {
       { env, stdio: ["ignore", "pipe", "pipe"] },
     );
     const seeds = new Set();
-    let passed = 0;
+    const passed = new Set();
     let tail = "";
     const scan = (chunk) => {
       const text = chunk.toString();
       tail = (tail + text).slice(-20_000);
       for (const match of text.matchAll(/Convergence seed (\d+) failed/g)) seeds.add(Number(match[1]));
-      passed += [...text.matchAll(/^convergence seed \d+: /gm)].length;
+      // Lines carry colour codes before the text: match anywhere, count each seed once.
+      for (const match of text.matchAll(/convergence seed (\d+): /g)) passed.add(Number(match[1]));
       process.stdout.write(text);
     };
     child.stdout.on("data", scan);
     child.stderr.on("data", scan);
-    child.on("exit", (code) => resolve({ seeds: [...seeds], code, passed, tail }));
+    child.on("exit", (code) => resolve({ seeds: [...seeds], code, passed: passed.size, tail }));
   });
 }
 
