@@ -1,0 +1,133 @@
+/**
+ * The convergence test's servers: the package's sync server CLI
+ * (src/sync-server/cli.ts) running as real child processes, so a kill is a
+ * SIGKILL of a process holding PostgreSQL connections and open sockets, as
+ * a crash in production would be. The CLI is bundled once per test process
+ * with Vite (Node 20 runs no TypeScript), into node_modules/.cache so its
+ * bare imports (fastify, pg) resolve to the repository's packages.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "vite";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+/** A bundled CLI: where it is, and how to remove it. */
+export interface ServerBundle {
+  cli: string;
+  dir: string;
+  remove(): void;
+}
+
+/** Bundles the sync server CLI into a directory of this process. */
+export async function bundleServer(): Promise<ServerBundle> {
+  const dir = join(root, "node_modules", ".cache", `lgidb-convergence-server-${process.pid}`);
+  await build({
+    configFile: false,
+    logLevel: "error",
+    root,
+    build: {
+      ssr: join(root, "src/sync-server/cli.ts"),
+      outDir: dir,
+      emptyOutDir: true,
+      minify: false,
+      rollupOptions: { output: { format: "es", entryFileNames: "[name].mjs", chunkFileNames: "[name].mjs" } },
+    },
+  });
+  return { cli: join(dir, "cli.mjs"), dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A TCP port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.on("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** One server process on a fixed port: started, killed (SIGKILL), started again. */
+export class ServerProcess {
+  #child: ChildProcess | undefined;
+  #output = "";
+  readonly #tokensFile: string;
+  /** Exits nobody asked for (the server must survive its database restarting). */
+  readonly crashes: string[] = [];
+
+  constructor(
+    readonly port: number,
+    readonly bundle: ServerBundle,
+    readonly databaseUrl: string,
+    name: string,
+  ) {
+    this.#tokensFile = join(bundle.dir, `${name}-tokens.json`);
+  }
+
+  /** True while the process runs. */
+  get alive(): boolean {
+    return this.#child !== undefined;
+  }
+
+  /** The tail of what the process printed, for a failure report. */
+  get output(): string {
+    return this.#output.slice(-4000);
+  }
+
+  /**
+   * Starts the process and resolves once it listens. Tokens are
+   * `token-of-<user>` for every user in `users` (the file is re-read at each start).
+   */
+  async start(users: Iterable<string>): Promise<void> {
+    if (this.#child) return;
+    const tokens: Record<string, string> = {};
+    for (const user of users) tokens[`token-of-${user}`] = user;
+    mkdirSync(this.bundle.dir, { recursive: true });
+    writeFileSync(this.#tokensFile, JSON.stringify(tokens));
+    const child = spawn(process.execPath, [this.bundle.cli], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        DATABASE_URL: this.databaseUrl,
+        SYNC_TOKENS_FILE: this.#tokensFile,
+        PORT: String(this.port),
+        HOST: "127.0.0.1",
+        // The test sends far more requests per minute than a person would.
+        SYNC_REQUESTS_PER_MINUTE: "1000000",
+      },
+    });
+    this.#child = child;
+    await new Promise<void>((done, fail) => {
+      const onData = (chunk: Buffer) => {
+        this.#output += chunk.toString();
+        if (this.#output.includes("listening on")) done();
+      };
+      child.stdout!.on("data", onData);
+      child.stderr!.on("data", (chunk: Buffer) => void (this.#output += chunk.toString()));
+      child.once("exit", (code, signal) => {
+        this.#output += `\n[exited: ${code ?? signal}]\n`;
+        if (this.#child === child) {
+          this.#child = undefined;
+          this.crashes.push(this.output);
+        }
+        fail(new Error(`sync server on port ${this.port} exited (${code ?? signal}):\n${this.output}`));
+      });
+    });
+  }
+
+  /** Kills the process at once (SIGKILL) and waits for it to be gone. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (!child) return;
+    this.#child = undefined;
+    const exited = new Promise((done) => child.once("exit", done));
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
