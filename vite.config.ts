@@ -5,6 +5,8 @@ import { configuredDepth } from "./test/support/depth-config.js";
 
 /** The crash test: its own project (see below). */
 const CRASH_TEST = "test/suites/journal-crash.node.test.ts";
+/** The sync convergence test: its own project, run at the full depth only (see docs/testing.md). */
+const CONVERGENCE_TEST = "test/suites/sync-convergence.soak.test.ts";
 
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
@@ -15,6 +17,7 @@ const chromium = playwright({
  * - `node`: unit and conformance tests on fake-indexeddb;
  * - `crash`: the journal's crash test (SIGKILLs of a real Chromium), apart
  *   so that `npm test` runs it beside the other suites: it mostly waits;
+ * - `convergence`: sync under random operations and faults (full depth only);
  * - `chromium`: the same tests (bar `*.node.test.ts`) plus `*.browser.test.ts`
  *   in real Chromium through Vitest browser mode;
  * - `bench`: `npm run bench`, in Chromium, never part of `npm test`.
@@ -40,7 +43,7 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["**/*.browser.test.ts", CRASH_TEST],
+          exclude: ["**/*.browser.test.ts", CRASH_TEST, CONVERGENCE_TEST],
           setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
           globalSetup: ["test/support/postgres-global-setup.ts"],
@@ -51,6 +54,15 @@ export default defineConfig({
       {
         extends: true,
         test: { name: "crash", environment: "node", include: [CRASH_TEST], testTimeout: 600_000 },
+      },
+      {
+        extends: true,
+        test: {
+          name: "convergence",
+          environment: "node",
+          include: [CONVERGENCE_TEST],
+          setupFiles: ["test/support/setup-node.ts"],
+        },
       },
       {
         extends: true,

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// The long soak of the sync convergence test (test/suites/sync-convergence.node.test.ts):
+// The long soak of the sync convergence test (test/suites/sync-convergence.soak.test.ts):
 //   npm run soak:sync -- --seeds 1000 [--first 1] [--ops 40]
 //   npm run soak:sync -- --minutes 30 [--first 1]
 // Runs the seeds in batches (one Vitest run each: a PostgreSQL and two
 // server processes per batch), prints every failing seed with its op log as
 // the test reports it, and ends with a summary; exits 1 when any seed failed.
-// A failing seed replays alone: CONVERGENCE_SEED=n npx vitest run --project node test/suites/sync-convergence.node.test.ts
+// A failing seed replays alone: CONVERGENCE_SEED=n CONVERGENCE_OPS=k npx vitest run --project convergence
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 
@@ -37,11 +37,10 @@ function runBatch(from, count) {
   return new Promise((resolve) => {
     const env = { ...process.env, CONVERGENCE_FIRST_SEED: String(from), CONVERGENCE_SEEDS: String(count) };
     if (values.ops) env.CONVERGENCE_OPS = values.ops;
-    const child = spawn(
-      "npx",
-      ["vitest", "run", "--project", "node", "--silent=false", "test/suites/sync-convergence.node.test.ts"],
-      { env, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawn("npx", ["vitest", "run", "--project", "convergence", "--silent=false"], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const seeds = new Set();
     const passed = new Set();
     let tail = "";

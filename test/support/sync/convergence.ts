@@ -128,9 +128,10 @@ export class ConvergenceFailure extends Error {
     readonly seed: number,
     problem: string,
     readonly log: string[],
+    ops: number,
   ) {
     super(
-      `Convergence seed ${seed} failed: ${problem}\nReplay: CONVERGENCE_SEED=${seed} npx vitest run --project node test/suites/sync-convergence.node.test.ts\nOp log:\n${log.join("\n")}`,
+      `Convergence seed ${seed} failed: ${problem}\nReplay: CONVERGENCE_SEED=${seed} CONVERGENCE_OPS=${ops} npx vitest run --project convergence\nOp log:\n${log.join("\n")}`,
     );
   }
 }
@@ -154,7 +155,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const log: string[] = [];
   const fail = (problem: string): never => {
-    throw new ConvergenceFailure(seed, problem, log);
+    throw new ConvergenceFailure(seed, problem, log, options.ops);
   };
   const encrypted = random() < 0.3;
   await world.heal();

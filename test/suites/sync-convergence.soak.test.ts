@@ -2,8 +2,11 @@
  * Sync converges under random operations and faults (test/support/sync/convergence.ts):
  * 3–8 devices, two server processes on a PostgreSQL of this file's own,
  * connections cut, servers killed, PostgreSQL restarted; invariants after
- * every pulled page and at quiescence. `npm test` runs a bounded set of
- * seeds, `npm run test:full` more; `CONVERGENCE_SEED=n` replays one seed,
+ * every pulled page and at quiescence. Its own Vitest project
+ * (`convergence`), run by `npm run test:full` (200 seeds) and not yet by
+ * `npm test`: a soak of 147 longer seeds found 8 that end with a device
+ * holding a checkpoint without its parent, not yet explained (docs/testing.md).
+ * `npm run test:convergence` runs the bounded set; `CONVERGENCE_SEED=n` replays one seed,
  * and `npm run soak:sync` runs thousands (CONVERGENCE_FIRST_SEED and
  * CONVERGENCE_SEEDS choose the range, CONVERGENCE_OPS the length).
  */
