@@ -1,13 +1,15 @@
 /**
  * `langgraphTest`: Playwright Test's `test`, extended with a `langgraph`
  * object bound to the test's page and the app's database, and an `expect`
- * that has the thread matchers. Options come from `test.use({ langgraphOptions })`.
+ * that has the thread matchers. Options come from `test.use({ langgraph: { … } })`
+ * or, the same, `test.use({ langgraphOptions: { … } })`.
  * After each test the database is deleted with its wipe marker and journal,
  * so the next test (or a reused context) starts from nothing.
  */
 import {
   test as base,
   expect as baseExpect,
+  type Fixtures,
   type Page,
   type PlaywrightTestArgs,
   type PlaywrightTestOptions,
@@ -34,7 +36,7 @@ import { readSyncStatus, trackSyncStatus, waitForSyncStatus, type PageSyncStatus
 import { openTab, setOffline } from "./tabs.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
 
-/** Options of the `langgraph` fixture, set with `test.use({ langgraphOptions: { … } })`. */
+/** Options of the `langgraph` fixture, set with `test.use({ langgraph: { … } })` or `test.use({ langgraphOptions: { … } })`. */
 export interface LanggraphOptions {
   /** The `dbName` the app gives its IndexedDBSaver; default `"langgraph"`. */
   dbName?: string;
@@ -144,43 +146,88 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
 /** The fixtures `langgraphTest` adds. */
 export interface LanggraphTestFixtures {
   /**
-   * The fixture's options (`test.use({ langgraphOptions: { dbName: "my-app" } })`).
-   * Apart from `langgraph`: a value `test.use` gives a fixture replaces it,
-   * so `langgraph` itself could not be both the options and the helpers.
+   * The fixture's options, also given as `test.use({ langgraphOptions: { dbName: "my-app" } })`
+   * (the spelling that suits a `test.extend` of your own).
    */
   langgraphOptions: LanggraphOptions;
-  /** The helpers, bound to the test's page. */
+  /**
+   * The helpers, bound to the test's page. `test.use({ langgraph: { dbName: "my-app" } })` sets
+   * their options: Playwright hands such a value to the test as it is, so the test's set-up
+   * binds the helpers onto that object for the test, and takes them off again afterwards.
+   */
   langgraph: LanggraphFixture;
+  /** Binds the helpers onto options given as `test.use({ langgraph: { … } })` (internal, automatic). */
+  _langgraphOptionsAsValue: void;
+}
+
+/** Sets the helpers up on `page`, hands them to `run`, then leaves nothing behind. */
+async function withHelpers(
+  page: Page,
+  options: LanggraphOptions,
+  run: (fixture: LanggraphFixture) => Promise<void>,
+): Promise<void> {
+  const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
+  // Before the test's first navigation, so that the app's first status is seen.
+  await trackSyncStatus(page.context(), { dbName });
+  await run(bind(page, options));
+  const cleanup = options.cleanup ?? "database";
+  if (cleanup === false || !(await hasOrigin(page))) return;
+  const exists = await page
+    .evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName)
+    .catch(() => false);
+  // Also when the database is gone: its wipe marker may not be.
+  if (cleanup === "database" || !exists)
+    await clearThreads(page, { dbName, deleteDatabase: true }).catch(() => undefined);
+  else await clearThreads(page, { dbName, encryption: options.encryption });
+}
+
+/** Whether `value` is options given in place of the helpers (`test.use({ langgraph: { … } })`). */
+function isOptionsValue(value: unknown): value is LanggraphOptions & Record<string, unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { seed?: unknown }).seed !== "function";
 }
 
 const extended = base.extend<LanggraphTestFixtures>({
   langgraphOptions: [{}, { option: true }],
   langgraph: async ({ page, langgraphOptions }, use) => {
-    const dbName = langgraphOptions.dbName ?? DEFAULT_PAGE_DB_NAME;
-    // Before the test's first navigation, so that the app's first status is seen.
-    await trackSyncStatus(page.context(), { dbName });
-    const fixture = bind(page, langgraphOptions);
-    await use(fixture);
-    const cleanup = langgraphOptions.cleanup ?? "database";
-    if (cleanup === false || !(await hasOrigin(page))) return;
-    const exists = await page
-      .evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName)
-      .catch(() => false);
-    // Also when the database is gone: its wipe marker may not be.
-    if (cleanup === "database" || !exists)
-      await clearThreads(page, { dbName, deleteDatabase: true }).catch(() => undefined);
-    else await clearThreads(page, { dbName, encryption: langgraphOptions.encryption });
+    await withHelpers(page, langgraphOptions, use);
   },
+  _langgraphOptionsAsValue: [
+    async ({ page, langgraph, langgraphOptions }, use) => {
+      if (!isOptionsValue(langgraph)) return use();
+      const options: LanggraphOptions = { ...langgraphOptions, ...langgraph };
+      // The object is the one `test.use` was given, shared by the tests that use it: each test
+      // binds its own helpers onto it, and puts the options back as they were afterwards.
+      const given = { ...langgraph };
+      await withHelpers(page, options, async (helpers) => {
+        Object.assign(langgraph, helpers);
+        try {
+          await use();
+        } finally {
+          for (const key of Object.keys(langgraph)) delete langgraph[key];
+          Object.assign(langgraph, given);
+        }
+      });
+    },
+    { auto: true },
+  ],
 });
 
 /** Playwright's `expect` with the thread matchers. */
 const expectWithMatchers = baseExpect.extend(threadMatchers);
 
+type LanggraphTestArgs = PlaywrightTestArgs & PlaywrightTestOptions & LanggraphTestFixtures;
+type LanggraphWorkerArgs = PlaywrightWorkerArgs & PlaywrightWorkerOptions;
+
 /** The type of {@link langgraphTest}: Playwright's `test` with the fixtures, whose `expect` has the matchers. */
-export interface LanggraphTestType extends TestType<
-  PlaywrightTestArgs & PlaywrightTestOptions & LanggraphTestFixtures,
-  PlaywrightWorkerArgs & PlaywrightWorkerOptions
-> {
+export interface LanggraphTestType extends TestType<LanggraphTestArgs, LanggraphWorkerArgs> {
+  /** Playwright's `test.use`, where `langgraph` may be given its options: `test.use({ langgraph: { dbName: "my-app" } })`. */
+  use(
+    fixtures: Omit<Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>, "langgraph"> & {
+      langgraph?: LanggraphOptions;
+    },
+  ): void;
+  /** Playwright's `test.use`. */
+  use(fixtures: Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>): void;
   /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
   expect: typeof expectWithMatchers;
 }
@@ -194,7 +241,7 @@ export interface LanggraphTestType extends TestType<
  * ```ts
  * import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
  * const { expect } = test;
- * test.use({ langgraphOptions: { dbName: "my-app" } });
+ * test.use({ langgraph: { dbName: "my-app" } });
  * test("answers", async ({ page, langgraph }) => {
  *   await page.goto("/");
  *   await langgraph.seed("fixtures/chat.lgthread", { threadId: "t1" });
@@ -202,4 +249,6 @@ export interface LanggraphTestType extends TestType<
  * });
  * ```
  */
-export const langgraphTest: LanggraphTestType = Object.assign(extended, { expect: expectWithMatchers });
+// Playwright types `use({ langgraph })` as the helpers; the options object is accepted at run time
+// (the auto fixture `_langgraphOptionsAsValue` binds the helpers onto it), so the type says so.
+export const langgraphTest = Object.assign(extended, { expect: expectWithMatchers }) as unknown as LanggraphTestType;

@@ -2,7 +2,7 @@
 import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
 
 const { expect } = test;
-test.use({ langgraphOptions: { dbName: "example-app" } });
+test.use({ langgraph: { dbName: "example-app" } });
 
 test("answers, and the thread holds both messages", async ({ page, langgraph }) => {
   await page.goto("/");

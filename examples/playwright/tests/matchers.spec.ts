@@ -3,7 +3,7 @@ import { stripVTControlCharacters } from "node:util";
 import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
 
 const { expect } = test;
-test.use({ langgraphOptions: { dbName: "example-app" } });
+test.use({ langgraph: { dbName: "example-app" } });
 
 /** The message of the error `assertion` fails with. */
 async function failure(assertion: Promise<unknown>): Promise<string> {
