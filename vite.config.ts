@@ -6,7 +6,7 @@ import { configuredDepth } from "./test/support/depth-config.js";
 /** The crash test: its own project (see below). */
 const CRASH_TEST = "test/suites/journal-crash.node.test.ts";
 /** The sync convergence test: its own project, run at the full depth only (see docs/testing.md). */
-const CONVERGENCE_TEST = "test/suites/sync-convergence.soak.test.ts";
+const CONVERGENCE_TEST = "test/suites/sync-convergence.node.test.ts";
 
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },

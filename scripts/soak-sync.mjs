@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The long soak of the sync convergence test (test/suites/sync-convergence.soak.test.ts):
+// The long soak of the sync convergence test (test/suites/sync-convergence.node.test.ts):
 //   npm run soak:sync -- --seeds 1000 [--first 1] [--ops 40]
 //   npm run soak:sync -- --minutes 30 [--first 1]
 // Runs the seeds in batches (one Vitest run each: a PostgreSQL and two
