@@ -7,7 +7,7 @@ import { build, preview } from "vite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { chromium } from "playwright";
-import { chromiumArgs as args, chromiumPath as executablePath } from "../test/support/chromium.mjs";
+import { chromiumArgs as args, fullChromiumPath as executablePath } from "../test/support/chromium.mjs";
 import { fileURLToPath } from "node:url";
 import { dirname, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
