@@ -7,6 +7,14 @@ import { configuredDepth } from "./test/support/depth-config.js";
 const CRASH_TEST = "test/suites/journal-crash.node.test.ts";
 /** The sync convergence test: its own project, run at the full depth only (see docs/testing.md). */
 const CONVERGENCE_TEST = "test/suites/sync-convergence.node.test.ts";
+/**
+ * Node tests about a module's state at its first import in a realm (msgpackr's
+ * extension registry, the per-realm lock fallback): each file in a fresh
+ * process. Every other Node file shares its worker with the files before it
+ * (`isolate: false`): re-importing LangGraph, the validation suite and
+ * fake-indexeddb per file cost about 40% of the Node project's CPU.
+ */
+const FIRST_IMPORT_TESTS = ["src/serde/msgpack/msgpack.test.ts", "src/runs/locks.test.ts"];
 
 const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
@@ -14,7 +22,8 @@ const chromium = playwright({
 
 /**
  * One config for the library build and every Vitest project:
- * - `node`: unit and conformance tests on fake-indexeddb;
+ * - `node`: unit and conformance tests on fake-indexeddb (and `node-isolated`,
+ *   the few that need a fresh process per file);
  * - `crash`: the journal's crash test (SIGKILLs of a real Chromium), apart
  *   so that `npm test` runs it beside the other suites: it mostly waits;
  * - `convergence`: sync under random operations and faults (full depth only);
@@ -43,12 +52,22 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["**/*.browser.test.ts", CRASH_TEST, CONVERGENCE_TEST],
+          exclude: ["**/*.browser.test.ts", CRASH_TEST, CONVERGENCE_TEST, ...FIRST_IMPORT_TESTS],
           setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
           globalSetup: ["test/support/postgres-global-setup.ts"],
           // Sync tests start server processes: on a loaded machine that alone can take tens of seconds.
           testTimeout: 60_000,
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "node-isolated",
+          environment: "node",
+          include: FIRST_IMPORT_TESTS,
+          setupFiles: ["test/support/setup-node.ts"],
         },
       },
       {
