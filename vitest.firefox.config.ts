@@ -33,6 +33,11 @@ export default defineConfig({
       "src/playwright/sync-status.browser.test.ts",
     ],
     testTimeout: 60_000,
+    // The files share their page, as in the Chromium project (see vite.config.ts).
+    isolate: false,
+    // The preview provider's page never closes by itself (test/firefox/run.mjs ends its process
+    // group): waiting Vitest's default 10 s for it after the last test proves nothing.
+    teardownTimeout: 1_000,
     browser: {
       enabled: true,
       provider: preview(),
