@@ -9,13 +9,29 @@
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright";
-import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
+import { afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
 import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
 
 export const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+}
+
+let shared: Promise<Browser> | undefined;
+
+/**
+ * One Chromium per test worker, shared by the files it runs one after
+ * another (the e2e configs set `isolate: false`): each test still gets a
+ * fresh context, i.e. fresh storage, and a launch is seconds of CPU on
+ * this 2-core machine. Playwright ends the browser when the worker exits.
+ */
+function sharedChromium(): Promise<Browser> {
+  shared ??= launchChromium().then((browser) => {
+    browser.once("disconnected", () => (shared = undefined));
+    return browser;
+  });
+  return shared;
 }
 
 /**
@@ -84,17 +100,14 @@ export function paced(url: URL, pace: Pace): string {
 }
 
 /**
- * Registers the hooks of a test file: one Chromium for the file, a fresh
+ * Registers the hooks of a test file: the worker's Chromium, a fresh
  * context per test, and no console error allowed. Returns the current harness.
  */
 export function useHarness(options: HarnessOptions = {}): () => Harness {
   let browser: Browser;
   let harness: Harness;
   beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
+    browser = await sharedChromium();
   });
   beforeEach(async () => {
     harness = await new Harness(browser, inject("baseURL"), options.pace).open(options);

@@ -12,6 +12,8 @@ export default defineConfig({
     include: TIMED_FILES,
     globalSetup: ["./global-setup.ts"],
     environment: "node",
+    // Files of a worker share its module state, and so its Chromium (e2e/support.ts).
+    isolate: false,
     testTimeout: 60_000,
     // expect.poll's default second is shorter than a page load on a loaded 2-core machine.
     expect: { poll: { timeout: 15_000 } },
