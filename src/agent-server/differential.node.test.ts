@@ -6,7 +6,7 @@
  * sequence of event kinds, the same streamed values and updates, the same
  * states and the same history. Ids (threads, runs, checkpoints, tasks,
  * interrupts, messages) differ between servers, so each is replaced by its
- * order of first appearance.
+ * order of first appearance (`relabel`).
  */
 import { Client } from "@langchain/langgraph-sdk";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
@@ -15,6 +15,7 @@ import { afterAll, expect, it } from "vitest";
 import { IndexedDBSaver } from "../saver/index.js";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { relabel } from "../../test/support/interrupt-scenarios.js";
 import { createLocalAgentServer } from "./index.js";
 
 type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
@@ -32,20 +33,6 @@ function memoryThreads(): ThreadSaver {
     },
     delete: async (id) => void threads.delete(id),
   };
-}
-
-const ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}|run-[0-9a-z-]+/g;
-
-/** `value` as JSON with every id replaced by its order of first appearance. */
-function relabel(value: unknown): unknown {
-  const labels = new Map<string, string>();
-  const text = JSON.stringify(value) ?? "null";
-  return JSON.parse(
-    text.replace(ID, (id) => {
-      if (!labels.has(id)) labels.set(id, `<id${labels.size + 1}>`);
-      return labels.get(id)!;
-    }),
-  );
 }
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
