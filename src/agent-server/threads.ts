@@ -54,8 +54,17 @@ export interface AgentThreadStore {
   close(): Promise<void>;
 }
 
+/**
+ * A stored record: the thread and its creation order, which breaks ties of
+ * `created_at` (threads created in one millisecond) as the Agent Server's
+ * insertion order does.
+ */
+interface ThreadRow extends ThreadRecord {
+  seq: number;
+}
+
 interface ThreadSchema extends DBSchema {
-  threads: { key: string; value: ThreadRecord };
+  threads: { key: string; value: ThreadRow; indexes: { seq: number } };
 }
 
 /** Options of {@link IndexedDBThreadStore}. */
@@ -74,7 +83,7 @@ export class IndexedDBThreadStore implements AgentThreadStore {
     this.#db = new Database<ThreadSchema>({
       name: params.dbName,
       indexedDB: params.indexedDB,
-      upgrades: [(db) => void db.createObjectStore("threads", { keyPath: "thread_id" })],
+      upgrades: [(db) => void db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("seq", "seq")],
     });
   }
 
@@ -84,22 +93,31 @@ export class IndexedDBThreadStore implements AgentThreadStore {
   }
 
   /** The thread record, or undefined. */
-  get(threadId: string): Promise<ThreadRecord | undefined> {
-    return this.#db.read(["threads"], (tx) => tx.objectStore("threads").get(threadId), "read a thread");
+  async get(threadId: string): Promise<ThreadRecord | undefined> {
+    const row = await this.#db.read(["threads"], (tx) => tx.objectStore("threads").get(threadId), "read a thread");
+    return row && toRecord(row);
   }
 
   /** Creates the thread, or returns the one already there. */
   create(threadId: string, metadata: ThreadMetadata): Promise<{ thread: ThreadRecord; created: boolean }> {
     const now = new Date().toISOString();
-    const fresh: ThreadRecord = { thread_id: threadId, created_at: now, updated_at: now, metadata, status: "idle" };
     return this.#db.write(
       ["threads"],
       async (tx) => {
         const threads = tx.objectStore("threads");
         const existing = await threads.get(threadId);
-        if (existing) return { thread: existing, created: false };
-        await threads.put(fresh);
-        return { thread: fresh, created: true };
+        if (existing) return { thread: toRecord(existing), created: false };
+        const last = await threads.index("seq").openCursor(null, "prev");
+        const row: ThreadRow = {
+          thread_id: threadId,
+          created_at: now,
+          updated_at: now,
+          metadata,
+          status: "idle",
+          seq: (last?.value.seq ?? 0) + 1,
+        };
+        await threads.put(row);
+        return { thread: toRecord(row), created: true };
       },
       "create a thread",
     );
@@ -117,14 +135,14 @@ export class IndexedDBThreadStore implements AgentThreadStore {
         const threads = tx.objectStore("threads");
         const existing = await threads.get(threadId);
         if (!existing) return undefined;
-        const next: ThreadRecord = {
+        const next: ThreadRow = {
           ...existing,
           metadata: { ...existing.metadata, ...changes.metadata },
           status: changes.status ?? existing.status,
           updated_at: now,
         };
         await threads.put(next);
-        return next;
+        return toRecord(next);
       },
       "update a thread",
     );
@@ -163,6 +181,10 @@ export class IndexedDBThreadStore implements AgentThreadStore {
   close(): Promise<void> {
     return this.#db.close();
   }
+}
+
+function toRecord({ seq: _seq, ...record }: ThreadRow): ThreadRecord {
+  return record;
 }
 
 function compare(a: string, b: string): number {
