@@ -4,35 +4,19 @@
  * Web Locks. One pass over what a chat UI does: stream tokens, pause on an
  * approval and resume it, and a second message enqueued behind a running one.
  */
-import { Client } from "@langchain/langgraph-sdk";
 import { afterEach, expect, it } from "vitest";
-import { IndexedDBSaver } from "../saver/index.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { createLocalAgentServer, type LocalAgentServer } from "./index.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+afterEach(closeServers);
 
-interface Chat {
+type Chat = {
   messages: { type: string; content: string }[];
-}
+};
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
 
 it("serves the SDK Client in the page: tokens, an approval resumed, a second message enqueued", async () => {
-  const dbName = freshDbName("agent-server-page");
-  const saver = new IndexedDBSaver({ dbName });
-  const server: LocalAgentServer = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    await deleteDatabase(dbName);
-    await deleteDatabase(`${dbName}-agent-threads`);
-  });
-  const client = new Client<Chat>({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch } });
+  const { client } = await openServer<Chat>("agent-server-page");
   const thread = await client.threads.create({ metadata: { app: "page" } });
 
   const tokens: string[] = [];

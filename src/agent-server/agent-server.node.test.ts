@@ -4,40 +4,16 @@
  * and `useStream` call, interrupts and resume, history, forks, cancel, and
  * the four multitask strategies.
  */
-import { Client } from "@langchain/langgraph-sdk";
 import { afterEach, describe, expect, it } from "vitest";
-import { IndexedDBSaver } from "../saver/index.js";
-import { IndexedDBStore } from "../store/index.js";
-import { freshDbName, deleteDatabase } from "../../test/support/databases.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { createLocalAgentServer, type LocalAgentServer } from "./index.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 
-interface Chat {
+type Chat = {
   messages: { type: string; content: string }[];
-}
+};
 
-const opened: { server: LocalAgentServer; saver: IndexedDBSaver; store: IndexedDBStore; dbName: string }[] = [];
-afterEach(async () => {
-  for (const { server, saver, store, dbName } of opened.splice(0)) {
-    await server.close();
-    await saver.close();
-    await store.close();
-    for (const name of [dbName, `${dbName}-agent-threads`, `${dbName}-store`]) await deleteDatabase(name);
-  }
-});
+afterEach(closeServers);
 
-async function setup() {
-  const dbName = freshDbName("agent-server");
-  const saver = new IndexedDBSaver({ dbName });
-  const store = new IndexedDBStore({ dbName: `${dbName}-store` });
-  const server = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver, store });
-  opened.push({ server, saver, store, dbName });
-  const client = new Client<Chat>({
-    apiUrl: "http://local.invalid",
-    callerOptions: { fetch: server.fetch, maxRetries: 0 },
-  });
-  return { client, server, saver };
-}
+const setup = () => openServer<Chat>("agent-server", true);
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);

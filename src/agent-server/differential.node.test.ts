@@ -12,11 +12,9 @@ import { Client } from "@langchain/langgraph-sdk";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { createEmbedServer, type ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
 import { afterAll, expect, it } from "vitest";
-import { IndexedDBSaver } from "../saver/index.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { relabel } from "../../test/support/interrupt-scenarios.js";
-import { createLocalAgentServer } from "./index.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 
 type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
 
@@ -85,10 +83,7 @@ async function conversation(fetch: Fetch) {
 }
 
 let embedFetch: Fetch | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups) await cleanup();
-});
+afterAll(closeServers);
 
 it("LangGraph's embed server and the local agent server answer the same conversation alike", async () => {
   const embed = createEmbedServer({
@@ -96,15 +91,7 @@ it("LangGraph's embed server and the local agent server answer the same conversa
     threads: memoryThreads(),
     checkpointer: new MemorySaver(),
   });
-  const dbName = freshDbName("agent-diff");
-  const saver = new IndexedDBSaver({ dbName });
-  const local = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver });
-  cleanups.push(async () => {
-    await local.close();
-    await saver.close();
-    await deleteDatabase(dbName);
-    await deleteDatabase(`${dbName}-agent-threads`);
-  });
+  const { server: local } = await openServer("agent-diff");
   embedFetch = (input, init) => Promise.resolve(embed.request(input, init));
   const theirs = await conversation(embedFetch);
   const ours = await conversation(local.fetch);

@@ -8,30 +8,12 @@
  * their debug/tasks/checkpoints event shapes; the differential test covers
  * the runs against their server instead.
  */
-import { Client } from "@langchain/langgraph-sdk";
 import { afterEach, describe, expect, it } from "vitest";
-import { IndexedDBSaver } from "../saver/index.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { createLocalAgentServer } from "./index.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
+afterEach(closeServers);
 
-async function client(): Promise<Client> {
-  const dbName = freshDbName("agent-embed-threads");
-  const saver = new IndexedDBSaver({ dbName });
-  const server = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    await deleteDatabase(dbName);
-    await deleteDatabase(`${dbName}-agent-threads`);
-  });
-  return new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
-}
+const client = async () => (await openServer("agent-embed-threads")).client;
 
 describe("threads crud (LangGraph's embed-server scenarios)", () => {
   it("create, read, update, delete thread", async () => {
