@@ -1,7 +1,8 @@
 /**
  * The "threads crud" scenarios of LangGraph's own embed-server tests
- * (langgraphjs, libs/langgraph-api/tests/embed.test.mts, read at commit
- * f8bdf16d4, langgraph-api 1.4.5; npm's 1.5.1 embed routes are the same),
+ * (the embed test file of the langgraph-api library in the langgraphjs
+ * repository, read at commit f8bdf16d4, langgraph-api 1.4.5; the
+ * snapshot holds no later tag than the npm 1.5.1 pinned here),
  * rewritten against createLocalAgentServer and its IndexedDB thread store:
  * the same SDK calls and the same expectations on ids, metadata, order and
  * paging. Their "runs" scenarios need their test graphs (not published) and
