@@ -54,6 +54,8 @@ export const LAYERS = {
   sync: { imports: ["saver", "rows", "idb", "serde", "core"] },
   // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
   "sync-server": { imports: ["sync/protocol", "rows", "serde", "core"] },
+  // The Agent Server routes: runs go through runOnThread, thread records through idb/.
+  "agent-server": { imports: ["runs", "idb", "core"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

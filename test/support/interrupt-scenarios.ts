@@ -33,7 +33,7 @@ export type Trace = unknown;
 const ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}/g;
 
 /** Replaces every uuid and 32-hex id by `<idN>`, N its order of first appearance. */
-function relabel(value: unknown): Trace {
+export function relabel(value: unknown): Trace {
   const labels = new Map<string, string>();
   // Absent and undefined are one here: savers differ in whether a round trip keeps an undefined key.
   const text = JSON.stringify(value) ?? "null";

@@ -25,7 +25,7 @@ import {
 } from "../../../src/index.js";
 
 /** Waits `ms`, or until `signal` aborts (then rejects). */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);

@@ -1,0 +1,231 @@
+/**
+ * The local agent server through the LangGraph SDK's own `Client` (its
+ * `fetch` is the server's), in Node on fake-indexeddb: every route the SDK
+ * and `useStream` call, interrupts and resume, history, forks, cancel, and
+ * the four multitask strategies.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+
+type Chat = {
+  messages: { type: string; content: string }[];
+};
+
+afterEach(closeServers);
+
+const setup = () => openServer<Chat>("agent-server", true);
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
+
+async function collect<T extends { event: string }>(stream: AsyncIterable<T>): Promise<T[]> {
+  const parts: T[] = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+describe("threads", () => {
+  it("create, get, patch, search by metadata, delete (with the thread's checkpoints)", async () => {
+    const { client, saver } = await setup();
+    const a = await client.threads.create({ metadata: { user: "ann", topic: { id: 1 } } });
+    const b = await client.threads.create({ metadata: { user: "bob" } });
+    expect(a).toMatchObject({ metadata: { user: "ann" }, status: "idle" });
+    expect(await client.threads.get(a.thread_id)).toEqual(a);
+    await expect(client.threads.create({ threadId: a.thread_id })).rejects.toThrow(/409/);
+    expect((await client.threads.create({ threadId: a.thread_id, ifExists: "do_nothing" })).thread_id).toBe(
+      a.thread_id,
+    );
+
+    const patched = await client.threads.update(b.thread_id, { metadata: { tag: "x" } });
+    expect(patched.metadata).toEqual({ user: "bob", tag: "x" });
+    const found = await client.threads.search({ metadata: { topic: { id: 1 } } });
+    expect(found.map((t) => t.thread_id)).toEqual([a.thread_id]);
+    expect((await client.threads.search({ sortBy: "created_at", sortOrder: "asc" })).map((t) => t.thread_id)).toEqual([
+      a.thread_id,
+      b.thread_id,
+    ]);
+    expect(await client.threads.search({ limit: 1, offset: 1, sortOrder: "asc" })).toHaveLength(1);
+
+    await client.runs.wait(a.thread_id, "agent", { input: human("hi") });
+    expect(await saver.getTuple({ configurable: { thread_id: a.thread_id } })).toBeDefined();
+    await client.threads.delete(a.thread_id);
+    await expect(client.threads.get(a.thread_id)).rejects.toThrow(/404/);
+    expect(await saver.getTuple({ configurable: { thread_id: a.thread_id } })).toBeUndefined();
+  });
+
+  it("refuses bad input with 422 and names the field, writing nothing", async () => {
+    const { client, server } = await setup();
+    await expect(client.threads.search({ limit: -1 })).rejects.toThrow(/422/);
+    const bad = await server.fetch("http://local.invalid/threads", { method: "POST", body: "{not json" });
+    expect(bad.status).toBe(422);
+    expect(await client.threads.search()).toEqual([]);
+    const thread = await client.threads.create();
+    const res = await server.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "agent", stream_mode: ["nope"] }),
+    });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toMatchObject({ message: expect.stringContaining("stream_mode") });
+    await expect(client.runs.wait(thread.thread_id, "missing", { input: human("x") })).rejects.toThrow(/404/);
+  });
+});
+
+describe("runs", () => {
+  it("stream values, updates, messages-tuple, custom and events; state, history, status", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    const parts = await collect(
+      client.runs.stream(thread.thread_id, "agent", {
+        input: human("hello"),
+        streamMode: ["values", "updates", "messages-tuple", "custom", "events"],
+      }),
+    );
+    const kinds = new Set(parts.map((p) => p.event));
+    expect([...kinds].sort()).toEqual(["custom", "events", "messages", "metadata", "updates", "values"]);
+    expect(parts[0]!.event).toBe("metadata");
+    const tokens = parts
+      .filter((p) => p.event === "messages")
+      .map((p) => (p.data as unknown as [{ content: string }])[0].content);
+    expect(tokens.join("")).toBe("echo hello");
+    expect(tokens.length).toBeGreaterThan(1);
+    expect(parts.find((p) => p.event === "custom")!.data).toEqual({ thinking: "hello" });
+    expect(texts(parts.filter((p) => p.event === "values").at(-1)!.data)).toEqual(["human: hello", "ai: echo hello"]);
+
+    const state = await client.threads.getState<Chat>(thread.thread_id);
+    expect(texts(state.values)).toEqual(["human: hello", "ai: echo hello"]);
+    expect(state.checkpoint.thread_id).toBe(thread.thread_id);
+    const history = await client.threads.getHistory<Chat>(thread.thread_id, { limit: 10 });
+    expect(history.map((s) => s.values.messages?.length ?? 0)).toEqual([2, 1, 0]);
+    expect(history[0]!.parent_checkpoint?.checkpoint_id).toBe(history[1]!.checkpoint.checkpoint_id);
+    expect((await client.threads.getState(thread.thread_id, history[1]!.checkpoint.checkpoint_id!)).values).toEqual(
+      history[1]!.values,
+    );
+    expect(await client.threads.get(thread.thread_id)).toMatchObject({
+      status: "idle",
+      metadata: { graph_id: "agent" },
+    });
+    expect((await client.threads.search({ metadata: { graph_id: "agent" } })).map((t) => t.thread_id)).toEqual([
+      thread.thread_id,
+    ]);
+  });
+
+  it("pauses on interruptWith, shows the interrupt, and resumes with a Command", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("approve: save it?") });
+    const paused = await client.threads.getState(thread.thread_id);
+    expect(paused.next).toEqual(["approve"]);
+    expect(paused.tasks[0]!.interrupts[0]).toMatchObject({ value: { question: "approve: save it?" } });
+    expect((await client.threads.get(thread.thread_id)).status).toBe("interrupted");
+
+    const parts = await collect(
+      client.runs.stream(thread.thread_id, "agent", { command: { resume: "yes" }, streamMode: ["values"] }),
+    );
+    expect(texts(parts.at(-1)!.data)).toEqual(["human: approve: save it?", "ai: approved: yes"]);
+    expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
+  });
+
+  it("updates state, and forks from an earlier checkpoint", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(thread.thread_id, "agent", { input: human("two") });
+    const history = await client.threads.getHistory<Chat>(thread.thread_id, { limit: 20 });
+    const afterOne = history.find((s) => s.values.messages?.length === 2 && s.next.length === 0)!;
+
+    const fork = await client.runs.wait(thread.thread_id, "agent", {
+      input: human("other"),
+      checkpointId: afterOne.checkpoint.checkpoint_id!,
+    });
+    expect(texts(fork)).toEqual(["human: one", "ai: echo one", "human: other", "ai: echo other"]);
+    const forked = await client.threads.getState<Chat>(thread.thread_id);
+    expect(texts(forked.values)).toEqual(texts(fork));
+
+    const update = await client.threads.updateState(thread.thread_id, { values: human("added"), asNode: "agent" });
+    // The Agent Server answers { checkpoint } (the SDK's type says { configurable }).
+    expect((update as unknown as { checkpoint: { checkpoint_id: string } }).checkpoint.checkpoint_id).toBeTruthy();
+    expect(texts((await client.threads.getState(thread.thread_id)).values).at(-1)).toBe("human: added");
+  });
+
+  it("runs in the background: get, join, join the stream from the start and from an event id, cancel", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, "agent", {
+      input: human("slow"),
+      config: { configurable: { delay_ms: 150 } },
+      streamMode: ["values", "updates"],
+    });
+    expect(["pending", "running"]).toContain(run.status);
+    const joined = await collect(client.runs.joinStream(thread.thread_id, run.run_id));
+    expect(joined.map((p) => p.event)).toEqual(["metadata", "values", "updates", "values"]);
+    const resumed = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "1" }));
+    expect(resumed.map((p) => p.event)).toEqual(["updates", "values"]);
+    expect(texts(await client.runs.join(thread.thread_id, run.run_id))).toEqual(["human: slow", "ai: echo slow"]);
+    expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
+    expect((await client.runs.list(thread.thread_id)).map((r) => r.run_id)).toEqual([run.run_id]);
+
+    const long = await client.runs.create(thread.thread_id, "agent", {
+      input: human("never"),
+      config: { configurable: { delay_ms: 5_000 } },
+    });
+    const started = Date.now();
+    await client.runs.cancel(thread.thread_id, long.run_id, true, "rollback");
+    expect(Date.now() - started).toBeLessThan(4_000);
+    expect((await client.runs.get(thread.thread_id, long.run_id)).status).toBe("interrupted");
+    expect(texts((await client.threads.getState(thread.thread_id)).values)).toEqual(["human: slow", "ai: echo slow"]);
+  });
+});
+
+describe("multitask strategies: a second message while the first runs", () => {
+  async function doubleText(strategy: "reject" | "enqueue" | "interrupt" | "rollback") {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    const first = await client.runs.create(thread.thread_id, "agent", {
+      input: human("first"),
+      config: { configurable: { delay_ms: 400 } },
+    });
+    await waitFor(async () => (await client.runs.get(thread.thread_id, first.run_id)).status === "running");
+    const second = client.runs.wait(thread.thread_id, "agent", { input: human("second"), multitaskStrategy: strategy });
+    const outcome = await second.then(
+      (values) => ({ values }),
+      (error: Error) => ({ error }),
+    );
+    await client.runs.join(thread.thread_id, first.run_id);
+    const firstStatus = (await client.runs.get(thread.thread_id, first.run_id)).status;
+    const final = texts((await client.threads.getState(thread.thread_id)).values);
+    return { outcome, firstStatus, final };
+  }
+
+  it("reject: the second is refused (409), the first finishes", async () => {
+    const { outcome, firstStatus, final } = await doubleText("reject");
+    expect("error" in outcome && outcome.error.message).toMatch(/409/);
+    expect(firstStatus).toBe("success");
+    expect(final).toEqual(["human: first", "ai: echo first"]);
+  });
+
+  it("enqueue: the second runs after the first, on its result", async () => {
+    const { firstStatus, final } = await doubleText("enqueue");
+    expect(firstStatus).toBe("success");
+    expect(final).toEqual(["human: first", "ai: echo first", "human: second", "ai: echo second"]);
+  });
+
+  it("interrupt: the first stops keeping its input, the second answers", async () => {
+    const { firstStatus, final } = await doubleText("interrupt");
+    expect(firstStatus).toBe("interrupted");
+    expect(final).toEqual(["human: first", "human: second", "ai: echo second"]);
+  });
+
+  it("rollback: the first is stopped and erased, the second answers alone", async () => {
+    const { firstStatus, final } = await doubleText("rollback");
+    expect(firstStatus).toBe("interrupted");
+    expect(final).toEqual(["human: second", "ai: echo second"]);
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("waitFor: timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

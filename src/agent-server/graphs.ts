@@ -1,0 +1,53 @@
+/**
+ * The graphs a local agent server serves: compiled LangGraph graphs, given
+ * the server's saver and store when they were compiled without, and refused
+ * when compiled with another saver (their runs would not be the server's
+ * threads).
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { EventStreamingGraph } from "./stream.js";
+import type { Snapshot } from "./state.js";
+
+/** What the server uses of a compiled graph (a LangGraph `CompiledStateGraph` has it all). */
+export interface ServedGraph extends EventStreamingGraph {
+  checkpointer?: unknown;
+  store?: unknown;
+  getState(config: RunnableConfig, options?: { subgraphs?: boolean }): Promise<Snapshot>;
+  getStateHistory(
+    config: RunnableConfig,
+    options?: { limit?: number; before?: RunnableConfig; filter?: Record<string, unknown> },
+  ): AsyncIterable<Snapshot>;
+  updateState(config: RunnableConfig, values: unknown, asNode?: string): Promise<RunnableConfig>;
+}
+
+/**
+ * Binds each graph to `saver` and `store` (where it has none) and checks it
+ * has no other saver.
+ *
+ * @throws Error When a graph was compiled with another checkpointer.
+ */
+export function bindGraphs(
+  graphs: Readonly<Record<string, ServedGraph>>,
+  saver: object,
+  store: object | undefined,
+): Readonly<Record<string, ServedGraph>> {
+  const names = Object.keys(graphs);
+  if (names.length === 0)
+    throw new Error("createLocalAgentServer: graphs must name at least one graph, e.g. { graphs: { agent: graph } }.");
+  for (const name of names) {
+    const graph = graphs[name]!;
+    if (typeof graph.streamEvents !== "function" || typeof graph.getState !== "function") {
+      throw new Error(
+        `createLocalAgentServer: graphs.${name} is not a compiled LangGraph graph (call .compile() on it).`,
+      );
+    }
+    if (graph.checkpointer !== undefined && graph.checkpointer !== saver) {
+      throw new Error(
+        `createLocalAgentServer: graphs.${name} was compiled with another checkpointer; compile it with the server's saver, or with none.`,
+      );
+    }
+    graph.checkpointer = saver;
+    if (store !== undefined && graph.store === undefined) graph.store = store;
+  }
+  return graphs;
+}

@@ -1,0 +1,117 @@
+/**
+ * agent-server/: the LangGraph Agent Server routes the SDK's `Client` and
+ * `useStream` call, served by a `fetch` function in the page or a worker, on
+ * the IndexedDB saver and store. Runs go through runs/ (`runOnThread`), thread
+ * records through idb/. It imports runs/, idb/, core/, and Hono and LangGraph
+ * (optional peers of this entry only).
+ */
+import type { BaseStore } from "@langchain/langgraph-checkpoint";
+import type { RunSaver } from "../runs/coordinator.js";
+import type { RunLockManager } from "../runs/locks.js";
+import { bindGraphs, type ServedGraph } from "./graphs.js";
+import { createRoutes } from "./routes.js";
+import { RunRegistry } from "./runs.js";
+import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
+
+export { IndexedDBThreadStore } from "./threads.js";
+export type {
+  AgentThreadStore,
+  IndexedDBThreadStoreParams,
+  ThreadRecord,
+  ThreadStatus,
+  ThreadMetadata,
+  ThreadSearchOptions,
+} from "./threads.js";
+export type { ServedGraph } from "./graphs.js";
+export type { RunRecord, RunStatus } from "./runs.js";
+export type { StreamMode } from "./stream.js";
+
+/** What the server needs of its saver: an `IndexedDBSaver` has it all. */
+export interface AgentServerSaver extends RunSaver {
+  deleteThread(threadId: string): Promise<void>;
+}
+
+/** Options of {@link createLocalAgentServer}. */
+export interface LocalAgentServerOptions {
+  /** The graphs served, by the `assistant_id` clients name them with. */
+  graphs: Readonly<Record<string, ServedGraph>>;
+  /** The checkpoint saver every graph runs on (an `IndexedDBSaver`). */
+  saver: AgentServerSaver;
+  /** The long-term memory store the graphs get (an `IndexedDBStore`), if any. */
+  store?: BaseStore;
+  /**
+   * Where thread records live. Default: an {@link IndexedDBThreadStore} in
+   * the database `<saver.dbName>-agent-threads`, beside the saver's.
+   */
+  threads?: AgentThreadStore;
+  /** Lock manager of `runOnThread`; default `navigator.locks` (or its in-process fallback). */
+  locks?: RunLockManager;
+  /** An `IDBFactory` for the default thread store; default `globalThis.indexedDB`. */
+  indexedDB?: IDBFactory;
+}
+
+/** A local agent server: a `fetch` handler to give the SDK's `Client`, and `close`. */
+export interface LocalAgentServer {
+  /** Answers an Agent Server request (any origin; only the path, query and body are read). */
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  /** Cancels the runs still going, waits for them, and closes the thread store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the LangGraph Agent Server routes from the page (or a worker) on
+ * IndexedDB: threads, state and history, state updates, runs with streaming
+ * (`values`, `updates`, `messages-tuple`, `custom`, `events`), `Command`
+ * resume, forks from a checkpoint, and the four multitask strategies across
+ * tabs through `runOnThread`.
+ *
+ * @example
+ * ```ts
+ * const server = await createLocalAgentServer({ graphs: { agent: graph }, saver, store });
+ * const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch } });
+ * ```
+ */
+export async function createLocalAgentServer(options: LocalAgentServerOptions): Promise<LocalAgentServer> {
+  const { saver, store } = options;
+  const graphs = bindGraphs(options.graphs, saver, store);
+  const threads =
+    options.threads ??
+    new IndexedDBThreadStore({ dbName: `${saver.dbName}-agent-threads`, indexedDB: options.indexedDB });
+  const runs = new RunRegistry(
+    saver,
+    {
+      started: async (run) => void (await threads.patch(run.thread_id, { status: "busy" })),
+      ended: async (run, error) => {
+        const graph = graphs[run.assistant_id];
+        const state =
+          error === undefined && graph
+            ? await graph.getState({ configurable: { thread_id: run.thread_id } })
+            : undefined;
+        const paused = state?.tasks.some((task) => task.interrupts.length > 0) ?? false;
+        await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
+      },
+    },
+    options.locks,
+  );
+  const app = createRoutes({
+    graphs,
+    threads,
+    runs,
+    dbName: saver.dbName,
+    locks: options.locks,
+    deleteCheckpoints: (threadId) => saver.deleteThread(threadId),
+  });
+  let closed = false;
+  return {
+    fetch: async (input, init) => {
+      if (closed) throw new Error("The local agent server is closed.");
+      return app.fetch(new Request(input, init));
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await runs.close();
+      await threads.close();
+    },
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * Reading a request's JSON body: each field checked for its type, a wrong one
+ * answered 422 with the field named, before anything runs or is written.
+ */
+import type { Context } from "hono";
+import { isPlainObject } from "../core/guards.js";
+
+/** A request the server refuses: answered 422 with this message. */
+export class BadRequest extends Error {}
+
+/** The request's JSON body as an object (an empty body is `{}`). */
+export async function body(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new BadRequest("The request body is not JSON.");
+  }
+  if (!isPlainObject(json)) throw new BadRequest("The request body must be a JSON object.");
+  return json;
+}
+
+function field<T>(
+  json: Record<string, unknown>,
+  key: string,
+  what: string,
+  ok: (value: unknown) => value is T,
+): T | undefined {
+  const value = json[key];
+  if (value === undefined || value === null) return undefined;
+  if (!ok(value)) throw new BadRequest(`${key} must be ${what}; got ${JSON.stringify(value)}.`);
+  return value;
+}
+
+/** `json[key]` if it is a string, undefined if absent or null. */
+export function optionalString(json: Record<string, unknown>, key: string): string | undefined {
+  return field(json, key, "a string", (value): value is string => typeof value === "string");
+}
+
+/** `json[key]` if it is a non-negative integer, undefined if absent or null. */
+export function optionalNumber(json: Record<string, unknown>, key: string): number | undefined {
+  return field(
+    json,
+    key,
+    "a non-negative integer",
+    (value): value is number => Number.isInteger(value) && (value as number) >= 0,
+  );
+}
+
+/** `json[key]` if it is a boolean, undefined if absent or null. */
+export function optionalBoolean(json: Record<string, unknown>, key: string): boolean | undefined {
+  return field(json, key, "a boolean", (value): value is boolean => typeof value === "boolean");
+}
+
+/** `json[key]` if it is a JSON object, undefined if absent or null. */
+export function optionalObject(json: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
+  return field(json, key, "an object", isPlainObject);
+}
+
+/** `value` if it is one of `allowed`. */
+export function checkOneOf<T extends string>(value: string, allowed: readonly T[], key: string): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new BadRequest(`${key} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)}.`);
+  }
+  return value as T;
+}

@@ -1,0 +1,192 @@
+/**
+ * The Agent Server's thread records (id, metadata, status, timestamps) in
+ * IndexedDB. They live in a database of their own beside the saver's
+ * (`<saver dbName>-agent-threads` by default), so the saver's schema and
+ * format stay untouched and the records can be dropped without touching a
+ * checkpoint. Metadata is kept as structured-cloned JSON and searched by
+ * exact match on each given key, as the Agent Server does.
+ */
+import type { DBSchema } from "idb";
+import { Database } from "../idb/database.js";
+import { sameClone } from "../core/equality.js";
+
+/** What the Agent Server says of a thread: idle, running, paused on an interrupt, or failed. */
+export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
+
+/** JSON metadata of a thread. */
+export type ThreadMetadata = Record<string, unknown>;
+
+/** One thread record, as the Agent Server's thread routes return it. */
+export interface ThreadRecord {
+  thread_id: string;
+  created_at: string;
+  updated_at: string;
+  metadata: ThreadMetadata;
+  status: ThreadStatus;
+}
+
+/** Options of {@link AgentThreadStore.search}. */
+export interface ThreadSearchOptions {
+  /** Every key given must equal the thread's (deep equality of JSON values). */
+  metadata?: ThreadMetadata;
+  status?: ThreadStatus;
+  limit: number;
+  offset: number;
+  sortBy: "created_at" | "updated_at" | "thread_id";
+  sortOrder: "asc" | "desc";
+}
+
+/**
+ * Where `createLocalAgentServer` keeps thread records: an
+ * {@link IndexedDBThreadStore} by default, or any object with these methods.
+ */
+export interface AgentThreadStore {
+  get(threadId: string): Promise<ThreadRecord | undefined>;
+  /** Creates the thread, or returns the existing one unchanged. */
+  create(threadId: string, metadata: ThreadMetadata): Promise<{ thread: ThreadRecord; created: boolean }>;
+  /** Merges `metadata` into the thread's (and sets `status` if given); undefined if there is no such thread. */
+  patch(
+    threadId: string,
+    changes: { metadata?: ThreadMetadata; status?: ThreadStatus },
+  ): Promise<ThreadRecord | undefined>;
+  delete(threadId: string): Promise<boolean>;
+  search(options: ThreadSearchOptions): Promise<{ threads: ThreadRecord[]; total: number }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A stored record: the thread and its creation order, which breaks ties of
+ * `created_at` (threads created in one millisecond) as the Agent Server's
+ * insertion order does.
+ */
+interface ThreadRow extends ThreadRecord {
+  seq: number;
+}
+
+interface ThreadSchema extends DBSchema {
+  threads: { key: string; value: ThreadRow; indexes: { seq: number } };
+}
+
+/** Options of {@link IndexedDBThreadStore}. */
+export interface IndexedDBThreadStoreParams {
+  /** The database name, e.g. `"langgraph-agent-threads"`. */
+  dbName: string;
+  /** An `IDBFactory`; default `globalThis.indexedDB`. */
+  indexedDB?: IDBFactory;
+}
+
+/** Thread records in an IndexedDB database of their own. */
+export class IndexedDBThreadStore implements AgentThreadStore {
+  readonly #db: Database<ThreadSchema>;
+
+  constructor(params: IndexedDBThreadStoreParams) {
+    this.#db = new Database<ThreadSchema>({
+      name: params.dbName,
+      indexedDB: params.indexedDB,
+      upgrades: [(db) => void db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("seq", "seq")],
+    });
+  }
+
+  /** The database name. */
+  get dbName(): string {
+    return this.#db.name;
+  }
+
+  /** The thread record, or undefined. */
+  async get(threadId: string): Promise<ThreadRecord | undefined> {
+    const row = await this.#db.read(["threads"], (tx) => tx.objectStore("threads").get(threadId), "read a thread");
+    return row && toRecord(row);
+  }
+
+  /** Creates the thread, or returns the one already there. */
+  create(threadId: string, metadata: ThreadMetadata): Promise<{ thread: ThreadRecord; created: boolean }> {
+    const now = new Date().toISOString();
+    return this.#db.write(
+      ["threads"],
+      async (tx) => {
+        const threads = tx.objectStore("threads");
+        const existing = await threads.get(threadId);
+        if (existing) return { thread: toRecord(existing), created: false };
+        const last = await threads.index("seq").openCursor(null, "prev");
+        const row: ThreadRow = {
+          thread_id: threadId,
+          created_at: now,
+          updated_at: now,
+          metadata,
+          status: "idle",
+          seq: (last?.value.seq ?? 0) + 1,
+        };
+        await threads.put(row);
+        return { thread: toRecord(row), created: true };
+      },
+      "create a thread",
+    );
+  }
+
+  /** Merges metadata and sets the status; undefined if the thread does not exist. */
+  patch(
+    threadId: string,
+    changes: { metadata?: ThreadMetadata; status?: ThreadStatus },
+  ): Promise<ThreadRecord | undefined> {
+    const now = new Date().toISOString();
+    return this.#db.write(
+      ["threads"],
+      async (tx) => {
+        const threads = tx.objectStore("threads");
+        const existing = await threads.get(threadId);
+        if (!existing) return undefined;
+        const next: ThreadRow = {
+          ...existing,
+          metadata: { ...existing.metadata, ...changes.metadata },
+          status: changes.status ?? existing.status,
+          updated_at: now,
+        };
+        await threads.put(next);
+        return toRecord(next);
+      },
+      "update a thread",
+    );
+  }
+
+  /** Deletes the record; false if there was none. */
+  delete(threadId: string): Promise<boolean> {
+    return this.#db.write(
+      ["threads"],
+      async (tx) => {
+        const threads = tx.objectStore("threads");
+        if ((await threads.count(threadId)) === 0) return false;
+        await threads.delete(threadId);
+        return true;
+      },
+      "delete a thread",
+    );
+  }
+
+  /** The threads matching `options`, sorted and paged, and how many match in all. */
+  async search(options: ThreadSearchOptions): Promise<{ threads: ThreadRecord[]; total: number }> {
+    const all = await this.#db.read(["threads"], (tx) => tx.objectStore("threads").getAll(), "search threads");
+    const matching = all.filter(
+      (thread) =>
+        (options.status === undefined || thread.status === options.status) &&
+        Object.entries(options.metadata ?? {}).every(([key, value]) => sameClone(thread.metadata[key], value)),
+    );
+    const direction = options.sortOrder === "asc" ? 1 : -1;
+    const key = options.sortBy;
+    // Ties (same millisecond) fall back to the id, which the server makes time-ordered.
+    matching.sort((a, b) => direction * (compare(a[key], b[key]) || compare(a.thread_id, b.thread_id)));
+    return { threads: matching.slice(options.offset, options.offset + options.limit), total: matching.length };
+  }
+
+  /** Closes the connection. */
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+}
+
+function toRecord({ seq: _seq, ...record }: ThreadRow): ThreadRecord {
+  return record;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

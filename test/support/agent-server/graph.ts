@@ -1,0 +1,47 @@
+/**
+ * The graph the local agent server tests serve (Node and Chromium): a chat
+ * whose "model" streams its answer token by token (messages-tuple), writes a
+ * custom event, waits `delay_ms` (from `config.configurable`, stopping early
+ * when the run is aborted), and asks for an approval through `interruptWith`
+ * when a message starts with "approve:".
+ */
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { FakeListChatModel } from "@langchain/core/utils/testing";
+import {
+  END,
+  MessagesValue,
+  START,
+  StateGraph,
+  StateSchema,
+  type LangGraphRunnableConfig,
+} from "@langchain/langgraph/web";
+import { interruptWith } from "../../../src/interrupt/index.js";
+import { sleep } from "../runs/scenario.js";
+
+function lastText(messages: BaseMessage[]): string {
+  return String(messages[messages.length - 1]?.content ?? "");
+}
+
+/** The chat graph, uncompiled checkpointer-wise: the server binds its saver. */
+export function agentGraph() {
+  const State = new StateSchema({ messages: MessagesValue });
+  return new StateGraph(State)
+    .addNode("agent", async (state, config: LangGraphRunnableConfig) => {
+      config.writer?.({ thinking: lastText(state.messages) });
+      await sleep(Number(config.configurable?.delay_ms ?? 0), config.signal);
+      const model = new FakeListChatModel({ responses: [`echo ${lastText(state.messages)}`] });
+      const answer = await model.invoke(state.messages, config);
+      return { messages: [answer] };
+    })
+    .addNode("approve", async (state, config: LangGraphRunnableConfig) => {
+      const answer = interruptWith<{ question: string }, string>(config, { question: lastText(state.messages) });
+      return { messages: [new AIMessage(`approved: ${answer}`)] };
+    })
+    .addConditionalEdges(START, (state) => (lastText(state.messages).startsWith("approve:") ? "approve" : "agent"), [
+      "agent",
+      "approve",
+    ])
+    .addEdge("agent", END)
+    .addEdge("approve", END)
+    .compile();
+}
