@@ -7,7 +7,7 @@ import { configuredDepth } from "./test/support/depth-config.js";
  * graph scenarios, the runs module, and the security suites that depend
  * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
  * OPFS, key rotation, structural binding, export binding and the attacks on
- * stored rows; the golden databases of schema version 3, and the latest
+ * stored rows; the golden databases of schema version 3 and of row format 1, and the latest
  * read's guess against another tab's writes. `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
  * needs a real origin, which the fixed API host and port give.
  */
@@ -26,6 +26,7 @@ export default defineConfig({
       "test/suites/export-binding.test.ts",
       "test/suites/security.test.ts",
       "test/suites/golden-schema3.test.ts",
+      "test/suites/golden-format1.test.ts",
       "src/saver/recent.test.ts",
       "test/suites/interrupt-differential.browser.test.ts",
       // The page side of the ./playwright kit: clear's marker and journal, the SyncClient status recorder.

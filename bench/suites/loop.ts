@@ -19,6 +19,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { IndexedDBSaver } from "../../src/index.js";
 import { deleteDatabase, median, ms, pairedRow, row, tempSaver, type BenchRow } from "../harness.js";
 import { LOOP_SHAPES, ShapedFloorSaver } from "./put-parts.js";
+import { countRequests, describeCounts, requestTotal } from "../requests.js";
 
 const SUITE = "saver";
 
@@ -168,11 +169,38 @@ async function loopRound(saver: BaseCheckpointSaver, durability: Durability, thr
   return (performance.now() - start) / INVOKES_PER_THREAD;
 }
 
+/**
+ * IndexedDB requests per invoke of the loop (transactions apart), ours
+ * against the floor's, one untimed round each after a warm-up; the
+ * breakdown by kind is logged.
+ */
+async function requestsPerInvoke(durability: Durability): Promise<BenchRow> {
+  const temp = tempSaver(`loop-count-${durability}`);
+  const floor = new FloorSaver(`bench-floor-count-${durability}-${Date.now()}`);
+  await loopRound(temp.saver, durability, "warm");
+  await loopRound(floor, durability, "warm");
+  const ours = await countRequests(() => loopRound(temp.saver, durability, "counted"));
+  const floors = await countRequests(() => loopRound(floor, durability, "counted"));
+  await temp.done();
+  await floor.done();
+  for (const [who, counts] of [
+    ["ours", ours],
+    ["floor", floors],
+  ] as const) {
+    console.log(`bench: requests per invoke (${durability}), ${who}: ${describeCounts(counts, INVOKES_PER_THREAD)}`);
+  }
+  const perInvoke = (counts: Record<string, number>) => requestTotal(counts) / INVOKES_PER_THREAD;
+  return row(SUITE, `IndexedDB requests per invoke (${durability})`, perInvoke(ours), perInvoke(floors), "floor", (n) =>
+    n.toFixed(1),
+  );
+}
+
 /** The graph loop with each durability: ours vs the floor vs MemorySaver, interleaved round by round. */
 export async function graphLoop(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const rounds = 7;
   for (const durability of ["async", "sync", "exit"] as const) {
+    rows.push(await requestsPerInvoke(durability));
     const temp = tempSaver(`loop-${durability}`);
     const unawaited = tempSaver(`loop-unawaited-${durability}`, (dbName) => new UnawaitedPutsBound({ dbName }));
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);

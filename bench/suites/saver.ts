@@ -32,6 +32,7 @@ import {
 } from "../harness.js";
 import { graphLoop, openRaw } from "./loop.js";
 import { putParts } from "./put-parts.js";
+import { inlineThreshold } from "./inline-threshold.js";
 
 const SUITE = "saver";
 const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
@@ -376,11 +377,15 @@ export const saverSuite: Suite = {
   name: SUITE,
   async run() {
     const rows: BenchRow[] = [];
+    const only = new URLSearchParams(location.search).get("only")?.split(",") ?? [];
+    // `npm run bench -- saver inline`: the inline-value threshold alone (row format 2).
+    if (only.includes("inline")) return inlineThreshold();
     rows.push(...(await graphLoop()));
     rows.push(...(await singlePut()));
     rows.push(await latestAfterOwnPut());
     // `npm run bench -- saver write`: the write path alone (issue 13's goals 1 and 2).
-    if (new URLSearchParams(location.search).get("only")?.split(",").includes("write")) return rows;
+    if (only.includes("write")) return rows;
+    rows.push(...(await inlineThreshold()));
     rows.push(...(await readsAtDepth()));
     rows.push(...(await wideLists()));
     rows.push(await deltaWalk());

@@ -11,7 +11,7 @@ import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { checkSaverFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
 import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
@@ -61,10 +61,18 @@ export function checkKeyRow(ctx: SaverContext, bound: BoundSerializer, row: Meta
 export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): SaverContext {
   let bound: Promise<BoundSerializer> | undefined;
   let lastTime = 0;
+  // Every operation binds its serializer first, so this read (the format
+  // record beside the key record, in the same round trip) is where a
+  // database of a newer row format is refused before any row is touched.
   const readRecord = () =>
     db.read(
       ["meta"],
-      async (tx) => (await tx.objectStore("meta").get("key"))?.value as KeyRecord | undefined,
+      async (tx) => {
+        const meta = tx.objectStore("meta");
+        const [key, format] = await Promise.all([meta.get("key"), meta.get("format")]);
+        checkSaverFormat(db.name, format?.value);
+        return key?.value as KeyRecord | undefined;
+      },
       "read the key record",
     );
   /**

@@ -26,7 +26,7 @@ import {
 import { MemoryJournalBackend } from "../../src/journal.js";
 import { inspectEnvelope } from "../../src/serde.js";
 import { parseJournal } from "../../src/journal/format.js";
-import { chatGraph } from "../support/chat-graph.js";
+import { writeSaverScenario } from "./saver-golden.js";
 import {
   APP_TYPES,
   FROZEN_EXT,
@@ -36,8 +36,6 @@ import {
   cp,
   fixedError,
   latePutIsDropped,
-  writeDeletedThread,
-  writeGoldenThread,
   writeStoreScenario,
   comparable,
   dumpDatabase,
@@ -56,21 +54,6 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 function write(name: string, value: unknown): void {
   writeFileSync(join(here, name), JSON.stringify(value, null, 1) + "\n");
-}
-
-async function writeSaverScenario(saver: IndexedDBSaver): Promise<void> {
-  await writeGoldenThread(saver);
-  // A real graph with a MessagesDeltaValue channel.
-  const chat = async (threadId: string, turns: string[]) => {
-    const graph = chatGraph(saver, true);
-    for (const text of turns) await graph.invoke({ messages: [new HumanMessage(text)] }, { configurable: { thread_id: threadId } });
-    return graph;
-  };
-  await chat("t-chat", ["hello", "again"]);
-  const graph = await chat("t-pruned", ["one", "two", "three"]);
-  // keep_latest with the graph's channels: the kept checkpoint gets a DeltaSnapshot blob.
-  await saver.prune(["t-pruned"], { channels: graph.channels as Record<string, unknown> });
-  await writeDeletedThread(saver);
 }
 
 async function saverFixture(name: string, serde: SerializerProtocol | undefined): Promise<Record<string, unknown>> {

@@ -37,3 +37,23 @@ export async function writeSaverGolden(file: string, dbName: string, serde?: Ser
 export async function writeEncryptedSaverGolden(file: string, dbName: string): Promise<void> {
   await writeSaverGolden(file, dbName, await EncryptedSerializer.fromRawKey(RAW_KEY));
 }
+
+/**
+ * The first golden files' saver scenario (generate.ts): the golden thread, a
+ * chat on a MessagesDeltaValue channel, a pruned chat (its kept checkpoint
+ * gets a DeltaSnapshot) and a deleted thread.
+ */
+export async function writeSaverScenario(saver: IndexedDBSaver): Promise<void> {
+  await writeGoldenThread(saver);
+  // A real graph with a MessagesDeltaValue channel.
+  const chat = async (threadId: string, turns: string[]) => {
+    const graph = chatGraph(saver, true);
+    for (const text of turns) await graph.invoke({ messages: [new HumanMessage(text)] }, { configurable: { thread_id: threadId } });
+    return graph;
+  };
+  await chat("t-chat", ["hello", "again"]);
+  const graph = await chat("t-pruned", ["one", "two", "three"]);
+  // keep_latest with the graph's channels: the kept checkpoint gets a DeltaSnapshot blob.
+  await saver.prune(["t-pruned"], { channels: graph.channels as Record<string, unknown> });
+  await writeDeletedThread(saver);
+}

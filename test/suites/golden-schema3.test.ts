@@ -18,11 +18,11 @@ import {
   expectAnswers,
   schemaOf,
   deleteDatabase,
-  dumpDatabase,
   loadDatabase,
   readSaver,
   type SaverGolden,
 } from "../golden/shared.js";
+import { expectPutOnTopOfChat, expectRecordsKept } from "../golden/saver-checks.js";
 import { freshDbName } from "../support/databases.js";
 
 const cases = [
@@ -64,30 +64,10 @@ describe.each(cases)("saver database of schema version 3: $name", ({ golden, ser
     const saver = await open();
     await readSaver(saver);
     await saver.close();
-    const after = await dumpDatabase(indexedDB, saver.dbName);
-    for (const store of golden.dump.stores) {
-      const now = after.stores.find((s) => s.name === store.name)!;
-      expect({ [store.name]: now.records }).toEqual({ [store.name]: store.records });
-    }
+    await expectRecordsKept(saver.dbName, golden.dump);
   });
 
   it("takes a new checkpoint on top of the stored chat, and walks and lists across old and new rows", async () => {
-    const saver = await open();
-    const head = (await saver.getTuple({ configurable: { thread_id: "t-chat" } }))!;
-    const before = await saver.getDeltaChannelHistory({ config: head.config, channels: ["messages"] });
-    const next = await saver.put(
-      head.config,
-      { ...head.checkpoint, id: `${head.checkpoint.id}-next` },
-      { source: "update", step: 99, parents: {} },
-      {},
-    );
-    const tuple = await saver.getTuple(next);
-    expect(tuple?.checkpoint.channel_values).toEqual(head.checkpoint.channel_values);
-    expect(tuple?.parentConfig?.configurable?.checkpoint_id).toBe(head.checkpoint.id);
-    const walk = await saver.getDeltaChannelHistory({ config: next, channels: ["messages"] });
-    expect(walk.messages!.writes.length).toBeGreaterThanOrEqual(before.messages!.writes.length);
-    const listed = [];
-    for await (const item of saver.list({ configurable: { thread_id: "t-chat" } }, { limit: 2 })) listed.push(item);
-    expect(listed.map((item) => item.checkpoint.id)).toEqual([next.configurable!.checkpoint_id, head.checkpoint.id]);
+    await expectPutOnTopOfChat(await open());
   });
 });
