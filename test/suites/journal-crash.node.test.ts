@@ -2,8 +2,8 @@
  * Crash test of the journal: a page runs a slow graph on IndexedDBSaver,
  * acknowledging each superstep once its checkpoint is committed; Chromium's
  * whole process group is killed (SIGKILL) at a random moment of a superstep,
- * then restarted on the same profile, 20 times with `journal: "opfs"` and 20
- * times without. After each restart the page checks the thread (never empty,
+ * then restarted on the same profile, 12 times with `journal: "opfs"` and 12
+ * times without at the fast depth (20 and 20 at the full depth). After each restart the page checks the thread (never empty,
  * newest checkpoint consistent, history linked) and resumes the run; at the
  * end every step ran exactly once. Two of the kills also delete the origin's
  * IndexedDB directory before the restart (a forced wipe, as Chromium does to
@@ -14,7 +14,7 @@
  * so they share the 2 cores well). At the fast depth the run ends
  * {@link FAST_TAIL} supersteps after the last restart's acknowledged count;
  * the full depth (`npm run test:full`) runs on to {@link STEPS}. Either way
- * the last session resumes a thread killed 20 times and must finish with every
+ * the last session resumes a thread killed that many times and must finish with every
  * step once.
  *
  * Figures go to the console and, with JOURNAL_CRASH_REPORT=path, to a JSON file.
@@ -33,7 +33,12 @@ import { byDepth } from "../support/depth.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const pages = resolve(here, "../pages");
-const KILLS = Number(process.env.JOURNAL_CRASH_KILLS ?? 20);
+/**
+ * Kills per scenario. Each is a Chromium start (most of this test's two
+ * minutes); 12 still place two forced wipes with kills before, between and
+ * after them, so the fast depth checks every property the full one does.
+ */
+const KILLS = Number(process.env.JOURNAL_CRASH_KILLS ?? byDepth(12, 20));
 /** Supersteps of the run while kills remain: far more than 20 short sessions reach (about 200). */
 const STEPS = 1500;
 /** Supersteps the last session runs past the count acknowledged before the last kill, at the fast depth. */
