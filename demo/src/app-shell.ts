@@ -6,6 +6,39 @@
 import { h } from "./ui/dom.js";
 import { icon } from "./ui/icons.js";
 
+/** The layout's breakpoints, as in style.css: a phone's drawer, and a tablet's width. */
+export const phoneScreen = matchMedia("(max-width: 760px)");
+export const tabletScreen = matchMedia("(min-width: 761px) and (max-width: 1100px)");
+
+/** Whether the thread list is on screen: the phone's drawer open, or a wider screen's column not collapsed. */
+export function sidebarShown(): boolean {
+  return phoneScreen.matches
+    ? document.body.classList.contains("sidebar-open")
+    : !document.body.classList.contains("sidebar-collapsed");
+}
+
+/**
+ * Shows or hides the thread list: on a phone a drawer over the chat, on a
+ * wider screen a column that can be collapsed to give the chat the room.
+ */
+export function toggleSidebar(menuButton: HTMLElement, open = !sidebarShown()): void {
+  if (phoneScreen.matches) document.body.classList.toggle("sidebar-open", open);
+  else document.body.classList.toggle("sidebar-collapsed", !open);
+  menuButton.setAttribute("aria-expanded", String(sidebarShown()));
+}
+
+/**
+ * Closes the phone's drawer (a thread was chosen, the scrim tapped, Escape);
+ * a wide screen's column stays. Focus inside the drawer goes back to the menu button.
+ */
+export function closeDrawer(menuButton: HTMLElement, sidebar: HTMLElement, focusMenu = false): void {
+  if (!document.body.classList.contains("sidebar-open")) return;
+  const hadFocus = sidebar.contains(document.activeElement);
+  document.body.classList.remove("sidebar-open");
+  menuButton.setAttribute("aria-expanded", String(sidebarShown()));
+  if (focusMenu || hadFocus) menuButton.focus();
+}
+
 /** The parts the shell lays out, and what its own controls do. */
 export interface ShellParts {
   sidebar: HTMLElement;
@@ -34,9 +67,11 @@ export function createShell(parts: ShellParts) {
       type: "button",
       "aria-label": "Show threads",
       "aria-controls": "sidebar",
-      "aria-expanded": "false",
+      // A wide screen shows the list from the start; a phone's drawer starts closed.
+      "aria-expanded": String(!phoneScreen.matches),
+      testid: "toggle-sidebar",
     },
-    "☰",
+    icon("sidebar"),
   );
   const historyButton = h(
     "button",

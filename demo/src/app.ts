@@ -10,7 +10,7 @@ import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { forkViewed, refreshHistory, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
 import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
-import { createShell } from "./app-shell.js";
+import { closeDrawer, createShell, phoneScreen, sidebarShown, tabletScreen, toggleSidebar } from "./app-shell.js";
 import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
@@ -25,6 +25,9 @@ import { createHistory } from "./ui/history.js";
 import { branchSwitcher } from "./ui/messages.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
+
+/** The page's own title (index.html), after the open thread's in the tab. */
+const APP_TITLE = "IndexedDB LangGraph chat";
 
 /** Identifies a lock by its salt, to notice another tab locking or erasing. */
 function lockIdentity(salt: Uint8Array | undefined): string {
@@ -53,6 +56,7 @@ export class App {
   threads: SidebarThread[] = [];
   rows: Row[] = [];
   historyReads = 0;
+  readonly streamed = new Map<string, string>();
   /** The open thread's checkpoint tree, for the branch switchers (read through whichever session is current). */
   readonly branches = new BranchCache((threadId) => this.session.timeline(threadId));
   locking = false;
@@ -72,6 +76,8 @@ export class App {
   #busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
+  #sidebarGaveWay = false;
 
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
@@ -97,19 +103,19 @@ export class App {
       const shown = viewCheckpoint(this, id);
       // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach
       // (and takes the focus, which was on a row that is now hidden).
-      if (matchMedia("(max-width: 760px)").matches) {
+      if (phoneScreen.matches) {
         showHistoryPanel(this, false);
         void shown.then(() => this.chat.focusFork());
       }
     },
-    onClose: () => toggleHistory(this, false),
+    onClose: () => this.setHistory(false),
   });
   readonly settings = createSettings({
     session: () => this.session,
     threads: () => this.threads,
     lock: (passphrase) => this.lock(passphrase),
     lockNow: () => location.reload(),
-    changePassphrase: (passphrase) => this.replaceSession(() => this.session.changePassphrase(passphrase)),
+    changePassphrase: (current, next) => this.replaceSession(() => this.session.changePassphrase(current, next)),
     removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
   });
@@ -120,12 +126,12 @@ export class App {
     settings: this.settings.el,
     onMenu: () => this.toggleSidebar(),
     onHistory: () => {
-      toggleHistory(this, !this.historyOpen);
+      this.setHistory(!this.historyOpen);
       // The panel comes last in the page: without this, the keyboard reaches it after everything else.
       if (this.historyOpen) this.history.focus();
     },
     onSettings: () => this.settings.open(),
-    onScrim: () => this.toggleSidebar(false),
+    onScrim: () => this.closeDrawer(true),
   });
 
   /**
@@ -149,8 +155,9 @@ export class App {
       if (id && id !== this.currentId) this.openThread(id, false);
     });
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented)
-        toggleHistory(this, false);
+      if (event.key !== "Escape" || this.settings.el.open || event.defaultPrevented) return;
+      if (document.body.classList.contains("sidebar-open")) this.closeDrawer(true);
+      else if (this.historyOpen) this.setHistory(false);
     });
     db.liveThreads().subscribe({
       next: (rows) => void this.showThreads(rows),
@@ -212,8 +219,11 @@ export class App {
     this.updateHeading();
   }
 
+  /** The top bar's heading and the tab's title follow the open thread. */
   updateHeading(): void {
-    this.shell.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    const title = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    this.shell.heading.textContent = title;
+    document.title = `${title} · ${APP_TITLE}`;
   }
 
   /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
@@ -237,7 +247,7 @@ export class App {
       this.scheduleRefresh();
     });
     this.chat.showError(undefined);
-    this.toggleSidebar(false);
+    this.closeDrawer();
     void this.refresh();
   }
 
@@ -294,6 +304,9 @@ export class App {
       this.chat.setRunning(running && !this.viewing);
       const interactive = !this.viewing && !running && !paused;
       this.chat.showMessages(messages, { interactive });
+      // Opened again mid-answer: everything streamed so far, then the rest as it comes.
+      const streamed = running && !this.viewing && this.streamed.get(id);
+      if (streamed) this.chat.appendToken(streamed);
       if (interactive) void this.showBranches(seq, id, messages);
       // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
       const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
@@ -355,9 +368,25 @@ export class App {
 
   // ------------------------------------------------------------ layout, lock
 
-  toggleSidebar(open = !document.body.classList.contains("sidebar-open")): void {
-    document.body.classList.toggle("sidebar-open", open);
-    this.shell.menuButton.setAttribute("aria-expanded", String(open));
+  /** Opens or closes History, making room for it: a phone's drawer closes, a tablet's thread list gives way. */
+  setHistory(open: boolean): void {
+    if (open) this.closeDrawer();
+    if (open && tabletScreen.matches && sidebarShown()) {
+      this.toggleSidebar(false);
+      this.#sidebarGaveWay = true;
+    } else if (!open && this.#sidebarGaveWay) {
+      this.toggleSidebar(true);
+      this.#sidebarGaveWay = false;
+    }
+    toggleHistory(this, open);
+  }
+
+  toggleSidebar(open?: boolean): void {
+    toggleSidebar(this.shell.menuButton, open);
+  }
+
+  closeDrawer(focusMenu = false): void {
+    closeDrawer(this.shell.menuButton, this.sidebar.el, focusMenu);
   }
 
   lock(passphrase: string): Promise<void> {
