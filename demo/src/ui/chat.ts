@@ -51,8 +51,10 @@ const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new lin
  */
 const SHORT_PLACEHOLDER = "Message the assistant…";
 const narrowScreen = matchMedia("(max-width: 760px)");
-function placeholder(): string {
-  return narrowScreen.matches ? SHORT_PLACEHOLDER : PLACEHOLDER;
+/** Below this width (px) the chat's full hint wraps too (a tablet with History open): the short one. */
+const NARROW_CHAT = 560;
+function placeholder(chatWidth = Infinity): string {
+  return narrowScreen.matches || chatWidth < NARROW_CHAT ? SHORT_PLACEHOLDER : PLACEHOLDER;
 }
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
@@ -164,12 +166,13 @@ export function createChat(actions: ChatActions) {
   });
   composer.addEventListener("input", autosize);
   narrowScreen.addEventListener("change", () => {
-    if (!disabledReason) composer.placeholder = placeholder();
+    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
   });
   // The log narrowed or widened (History opened, the thread list collapsed, a phone turned): its text
   // reflowed, so a reader at the end is put back at the end, not left mid-answer.
   new ResizeObserver(() => {
     if (atBottom) stickToEnd();
+    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
   }).observe(log);
   log.addEventListener("scroll", () => {
     atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
@@ -388,7 +391,7 @@ export function createChat(actions: ChatActions) {
       disabledReason = reason;
       composer.disabled = Boolean(reason);
       send.disabled = Boolean(reason);
-      composer.placeholder = reason ?? placeholder();
+      composer.placeholder = reason ?? placeholder(log.clientWidth);
     },
     showError(message: string | undefined): void {
       error.hidden = !message;
