@@ -53,6 +53,22 @@ test("two threads stay apart", async () => {
   expect(alpha.filter((line) => line.startsWith("user:"))).toEqual(["user: alpha one", "user: alpha two"]);
   expect(alpha.join("\n")).not.toContain("beta");
 
+  // Search across threads, from the keyboard: a word of an answer finds its thread, a title finds its own.
+  await page.keyboard.press("Control+k");
+  const search = page.getByTestId("thread-search");
+  expect(await search.evaluate((el) => el === document.activeElement)).toBe(true);
+  await search.fill("two");
+  await expect.poll(() => page.getByTestId("thread").allTextContents()).toEqual([expect.stringContaining("alpha")]);
+  await search.fill("BETA");
+  await expect.poll(() => page.getByTestId("thread").allTextContents()).toEqual([expect.stringContaining("beta")]);
+  await search.press("Escape");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+  // Shift+Escape: back to the composer; Ctrl+Shift+O: a new chat.
+  await page.keyboard.press("Shift+Escape");
+  expect(await page.getByTestId("composer").evaluate((el) => el === document.activeElement)).toBe(true);
+  await page.keyboard.press("Control+Shift+O");
+  await expect.poll(() => transcript(page)).toEqual([]);
+
   await page.getByTestId("thread").filter({ hasText: "beta one" }).click();
   await expect.poll(() => transcript(page)).toHaveLength(2);
   const beta = await transcript(page);

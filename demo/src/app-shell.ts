@@ -29,14 +29,41 @@ export function toggleSidebar(menuButton: HTMLElement, open = !sidebarShown()): 
 
 /**
  * Closes the phone's drawer (a thread was chosen, the scrim tapped, Escape);
- * a wide screen's column stays. Focus inside the drawer goes back to the menu button.
+ * a wide screen's column stays. Focus inside the drawer goes back to the
+ * menu button. Says whether the drawer was open.
  */
-export function closeDrawer(menuButton: HTMLElement, sidebar: HTMLElement, focusMenu = false): void {
-  if (!document.body.classList.contains("sidebar-open")) return;
+export function closeDrawer(menuButton: HTMLElement, sidebar: HTMLElement, focusMenu = false): boolean {
+  if (!document.body.classList.contains("sidebar-open")) return false;
   const hadFocus = sidebar.contains(document.activeElement);
   document.body.classList.remove("sidebar-open");
   menuButton.setAttribute("aria-expanded", String(sidebarShown()));
   if (focusMenu || hadFocus) menuButton.focus();
+  return true;
+}
+
+/**
+ * Makes room for History as it opens: a phone's drawer closes (History covers
+ * the screen; the drawer would be left underneath), and a tablet's thread
+ * list gives way (the list, the chat and History side by side leave the chat
+ * too narrow). `gaveWay`: the list gave way when History opened, so it comes
+ * back as History closes. Returns whether the list has now given way.
+ */
+export function roomForHistory(
+  menuButton: HTMLElement,
+  sidebar: HTMLElement,
+  open: boolean,
+  gaveWay: boolean,
+): boolean {
+  if (!open) {
+    if (gaveWay) toggleSidebar(menuButton, true);
+    return false;
+  }
+  closeDrawer(menuButton, sidebar);
+  if (tabletScreen.matches && sidebarShown()) {
+    toggleSidebar(menuButton, false);
+    return true;
+  }
+  return gaveWay;
 }
 
 /** The parts the shell lays out, and what its own controls do. */

@@ -10,12 +10,14 @@ import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { forkViewed, refreshHistory, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
 import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
-import { closeDrawer, createShell, phoneScreen, sidebarShown, tabletScreen, toggleSidebar } from "./app-shell.js";
+import { installKeys } from "./app-keys.js";
+import { closeDrawer, createShell, phoneScreen, roomForHistory, sidebarShown, toggleSidebar } from "./app-shell.js";
 import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
 import { describeSync } from "./sync.js";
+import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
 import type { DemoDB, ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
@@ -86,7 +88,11 @@ export class App {
       void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
     onDelete: (id) =>
       void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
+    onSearch: (query) => this.#search.matching(this.threads, query),
   });
+  readonly #search = createThreadSearch(
+    async (id) => ((await this.session.state(id)).values as { messages?: BaseMessage[] }).messages ?? [],
+  );
   readonly chat = createChat({
     onSend: (text) => sendMessage(this, text),
     onApprove: (memories) => decide(this, { decision: "approve", memories }),
@@ -154,11 +160,7 @@ export class App {
       const id = threadFromHash();
       if (id && id !== this.currentId) this.openThread(id, false);
     });
-    document.addEventListener("keydown", (event) => {
-      if (event.key !== "Escape" || this.settings.el.open || event.defaultPrevented) return;
-      if (document.body.classList.contains("sidebar-open")) this.closeDrawer(true);
-      else if (this.historyOpen) this.setHistory(false);
-    });
+    installKeys(document, this);
     db.liveThreads().subscribe({
       next: (rows) => void this.showThreads(rows),
       error: (e: unknown) => console.warn("threads query", e),
@@ -189,6 +191,7 @@ export class App {
         )
       : undefined;
     this.#titles.clear();
+    this.#search.clear();
     this.#unsyncStatus?.();
     this.#unsyncStatus = session.onSyncStatus((status) =>
       this.sidebar.setSyncStatus(describeSync(status), status.state),
@@ -249,6 +252,12 @@ export class App {
     this.chat.showError(undefined);
     this.closeDrawer();
     void this.refresh();
+  }
+
+  /** Shows the thread list (a phone's drawer, a collapsed column) with the focus in its search. */
+  searchThreads(): void {
+    if (!sidebarShown()) this.toggleSidebar(true);
+    this.sidebar.focusSearch();
   }
 
   newThread(): void {
@@ -368,16 +377,9 @@ export class App {
 
   // ------------------------------------------------------------ layout, lock
 
-  /** Opens or closes History, making room for it: a phone's drawer closes, a tablet's thread list gives way. */
+  /** Opens or closes History, making room for it (see {@link roomForHistory}). */
   setHistory(open: boolean): void {
-    if (open) this.closeDrawer();
-    if (open && tabletScreen.matches && sidebarShown()) {
-      this.toggleSidebar(false);
-      this.#sidebarGaveWay = true;
-    } else if (!open && this.#sidebarGaveWay) {
-      this.toggleSidebar(true);
-      this.#sidebarGaveWay = false;
-    }
+    this.#sidebarGaveWay = roomForHistory(this.shell.menuButton, this.sidebar.el, open, this.#sidebarGaveWay);
     toggleHistory(this, open);
   }
 
@@ -385,8 +387,9 @@ export class App {
     toggleSidebar(this.shell.menuButton, open);
   }
 
-  closeDrawer(focusMenu = false): void {
-    closeDrawer(this.shell.menuButton, this.sidebar.el, focusMenu);
+  /** Closes the phone's drawer; says whether it was open. */
+  closeDrawer(focusMenu = false): boolean {
+    return closeDrawer(this.shell.menuButton, this.sidebar.el, focusMenu);
   }
 
   lock(passphrase: string): Promise<void> {
