@@ -58,3 +58,28 @@ test("a rejection's reason reaches the assistant, and nothing is saved", async (
   await send(page, "what do you remember about me?");
   expect(await lastAssistant(page)).not.toContain("1234");
 });
+
+test("Regenerate after an approved memory rewrites the answer only; the same memory is saved once", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "remember that I have two cats", { expectReply: false });
+  await page.getByTestId("approve").click();
+  await expect.poll(() => lastAssistant(page)).toContain("remember that you have two cats");
+  // Done: the note says what the assistant did, in the past.
+  const call = page.getByTestId("tool-call");
+  expect(await call.textContent()).toContain("Asked to save a memory");
+  expect(await call.getAttribute("data-done")).toBe("true");
+
+  await page.getByTestId("regenerate").click();
+  // A new version of the answer (a fork before the model's last step), without the question again.
+  await expect.poll(() => page.getByTestId("branch-position").allTextContents()).toEqual(["2 / 2"]);
+  expect(await page.getByTestId("approval").count()).toBe(0);
+  expect(await page.getByTestId("message").count()).toBe(2);
+
+  // Said again and approved: already known, not saved twice.
+  await send(page, "remember that I have two cats", { expectReply: false });
+  await page.getByTestId("approve").click();
+  await expect.poll(() => lastAssistant(page)).toContain("already remember");
+  await send(page, "what do you remember about me?");
+  expect((await lastAssistant(page)).match(/two cats/g)).toHaveLength(1);
+});

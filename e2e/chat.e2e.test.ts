@@ -3,7 +3,7 @@
  * travel forks from an earlier checkpoint while keeping the original branch.
  */
 import { expect, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { longMessage, ready, screenshot, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
 
@@ -17,6 +17,13 @@ test("a conversation is still there after a reload", async () => {
   expect(before[0]).toBe("user: Hello there");
   expect(before[3]).toContain("Tell me about IndexedDB");
   await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+  // Each message says when it was written; the tab's title is the thread's.
+  const times = await page
+    .getByTestId("message-time")
+    .evaluateAll((nodes) => nodes.map((n) => n.getAttribute("datetime")));
+  expect(times).toHaveLength(4);
+  for (const time of times) expect(Math.abs(Date.now() - Date.parse(time!))).toBeLessThan(120_000);
+  await expect.poll(() => page.title()).toBe("Hello there · IndexedDB LangGraph chat");
   await screenshot(page, "chat");
 
   await page.reload();
@@ -36,17 +43,46 @@ test("two threads stay apart", async () => {
   await send(page, "beta one");
   await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
 
+  await expect.poll(() => page.title()).toContain("beta one");
+
   await page.getByTestId("thread").filter({ hasText: "alpha one" }).click();
   await expect.poll(() => transcript(page)).toHaveLength(4);
+  await expect.poll(() => page.title()).toContain("alpha one");
+
   const alpha = await transcript(page);
   expect(alpha.filter((line) => line.startsWith("user:"))).toEqual(["user: alpha one", "user: alpha two"]);
   expect(alpha.join("\n")).not.toContain("beta");
+
+  // Search across threads, from the keyboard: a word of an answer finds its thread, a title finds its own.
+  await page.keyboard.press("Control+k");
+  const search = page.getByTestId("thread-search");
+  expect(await search.evaluate((el) => el === document.activeElement)).toBe(true);
+  await search.fill("two");
+  await expect.poll(() => page.getByTestId("thread").allTextContents()).toEqual([expect.stringContaining("alpha")]);
+  await search.fill("BETA");
+  await expect.poll(() => page.getByTestId("thread").allTextContents()).toEqual([expect.stringContaining("beta")]);
+  await search.press("Escape");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+  // Shift+Escape: back to the composer; Ctrl+Shift+O: a new chat.
+  await page.keyboard.press("Shift+Escape");
+  expect(await page.getByTestId("composer").evaluate((el) => el === document.activeElement)).toBe(true);
+  await page.keyboard.press("Control+Shift+O");
+  await expect.poll(() => transcript(page)).toEqual([]);
 
   await page.getByTestId("thread").filter({ hasText: "beta one" }).click();
   await expect.poll(() => transcript(page)).toHaveLength(2);
   const beta = await transcript(page);
   expect(beta[0]).toBe("user: beta one");
   expect(beta.join("\n")).not.toContain("alpha");
+
+  // A long pasted message folds, with "Show more".
+  await send(page, longMessage(400));
+  const pasted = page.locator('[data-testid="message"][data-role="user"]').last();
+  const clipped = () => pasted.evaluate((el) => el.scrollHeight > el.clientHeight + 1);
+  expect(await clipped()).toBe(true);
+  await page.getByTestId("show-more").click();
+  expect(await clipped()).toBe(false);
+  expect(await page.getByTestId("show-more").getAttribute("aria-expanded")).toBe("true");
 });
 
 test("fork from an earlier checkpoint: later turns leave the view, the old branch stays", async () => {

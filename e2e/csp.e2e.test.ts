@@ -46,6 +46,25 @@ test("the page runs under a strict CSP with no violation", async () => {
   // A chat turn (with its Markdown rendering and the store's search).
   await send(page, "hello, what can you do?");
 
+  // Code: highlighted by a chunk loaded only now that a code block appears, with Copy on the block and on the
+  // message (under the same policy: no eval, no inline style).
+  const highlighter = () =>
+    page.evaluate(
+      () => performance.getEntriesByType("resource").filter((e) => /\/common-[\w-]+\.js$/.test(e.name)).length,
+    );
+  expect(await highlighter()).toBe(0);
+  await harness().context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  await send(page, "```js\nconst answer = 42; // the code\n```");
+  const code = page.locator('[data-role="assistant"] pre code').last();
+  await code.locator(".hljs-keyword").first().waitFor();
+  expect(await code.locator(".hljs-keyword").first().textContent()).toBe("const");
+  expect(await highlighter()).toBe(1);
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+  await page.getByTestId("copy-code").last().click();
+  await expect.poll(clipboard).toBe("const answer = 42; // the code\n");
+  await page.getByTestId("copy").last().click();
+  await expect.poll(clipboard).toContain("> ```js");
+
   // An export: the file is made and downloaded through a blob: link.
   await page.getByTestId("settings").click();
   const download = page.waitForEvent("download");

@@ -75,7 +75,12 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   await page.getByTestId("lock").click();
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
 
+  // Not without the passphrase in use: someone at an unlocked screen cannot lock the owner out.
+  await page.getByTestId("current-passphrase").fill("not the passphrase");
   await page.getByTestId("new-passphrase").fill("second passphrase");
+  await page.getByTestId("change-passphrase").click();
+  await page.getByText("That passphrase is not right.").waitFor({ timeout: 30_000 });
+  await page.getByTestId("current-passphrase").fill("first passphrase");
   await page.getByTestId("change-passphrase").click();
   await page.getByText("Passphrase changed.").waitFor({ timeout: 30_000 });
   await screenshot(page, "settings-locked");

@@ -46,6 +46,17 @@ test("readable and usable on a phone", async () => {
   await page.getByRole("button", { name: "Show threads" }).click();
   await page.getByTestId("thread").first().waitFor();
   await screenshot(page, "mobile-sidebar");
+  // Escape closes the drawer, and the focus goes back to the menu button.
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("toggle-sidebar");
+  // History opened over the drawer takes its place: the drawer is not left underneath.
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await page.getByTestId("show-history").click();
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#history").isVisible()).toBe(false);
+  await page.getByRole("button", { name: "Show threads" }).click();
   await page.getByTestId("thread").filter({ hasText: "Hello from a phone" }).click();
   await page.getByTestId("approval").waitFor();
 
@@ -119,5 +130,33 @@ test("on a phone, the composer's hint and the Stop button are not cut off", asyn
   expect(await hintCut()).toBe(false);
   await screenshot(page, "mobile-streaming");
   await stop.click();
-  await page.getByTestId("turn-status").waitFor();
+  await page.getByTestId("stopped-note").waitFor();
+  // Retry on a stopped answer writes it again, whole, in its place.
+  await page.getByTestId("retry").click();
+  await expect.poll(() => page.getByTestId("stopped-note").count(), { timeout: 20_000 }).toBe(0);
+  expect(await page.getByTestId("message").last().textContent()).toContain("word299");
+});
+
+test("on a tablet, History leaves the chat its room, the thread list collapses, and the last answer stays in view", async () => {
+  const page = await harness().page();
+  await page.setViewportSize({ width: 820, height: 1180 });
+  await ready(page);
+  for (let i = 0; i < 8; i++) await send(page, `tablet turn ${i} ${"with a long line of words ".repeat(8)}`);
+  const chat = page.locator(".chat");
+  const log = page.locator(".messages");
+  const gap = () => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+  await expect.poll(gap).toBeLessThan(50);
+  await page.getByTestId("show-history").click();
+  await page.getByTestId("checkpoint").first().waitFor();
+  expect((await chat.boundingBox())!.width).toBeGreaterThanOrEqual(440);
+  expect(await page.locator("#sidebar").isVisible()).toBe(false);
+  // The narrower log reflowed: the reader who was at the end is still there.
+  await expect.poll(gap).toBeLessThan(50);
+  await screenshot(page, "tablet-history");
+  await page.keyboard.press("Escape");
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(true);
+  // The list can be collapsed by hand too.
+  await page.getByTestId("toggle-sidebar").click();
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);
+  expect(await page.getByTestId("toggle-sidebar").getAttribute("aria-expanded")).toBe("false");
 });

@@ -26,27 +26,47 @@ test("the reader scrolled up is not pulled down: a button offers the new text", 
     .toBeLessThan(50);
 });
 
-test("thinking, then Stop: the turn says it was stopped, and Retry answers it", async () => {
-  const page = await harness().page("", { pace: "model" });
+test("Stop keeps what was written, marked stopped, also after a thread switch mid-answer, a reload and the next turn", async () => {
+  // The slow pace: the answer is still streaming after a trip to another thread and back.
+  const page = await harness().page("", { pace: "slow" });
   await ready(page);
   await submit(page, longMessage(400));
   await page.getByTestId("thinking").waitFor();
   expect(await page.locator(".messages").getAttribute("aria-busy")).toBe("true");
-  await page.locator(".message.streaming").waitFor();
+  const streaming = page.locator(".message.streaming");
+  await expect.poll(() => streaming.textContent()).toContain("word30 ");
   await screenshot(page, "streaming");
+
+  // Another thread, then back: the bubble shows the answer from its first word, not from where it was left.
+  await page.getByTestId("new-thread").click();
+  await page.locator(".welcome").waitFor();
+  await page.getByTestId("thread").filter({ hasText: "word0" }).click();
+  await expect.poll(() => streaming.textContent()).toMatch(/^You said: “word0 word1 word2 .* word3\d+ /);
+
   await page.getByTestId("stop").click();
-  const status = page.getByTestId("turn-status");
-  await status.waitFor();
-  expect(await status.getAttribute("data-kind")).toBe("stopped");
+  const note = page.getByTestId("stopped-note");
+  await note.waitFor();
   expect(await page.getByTestId("stop").isVisible()).toBe(false);
-  expect(await assistants(page).count()).toBe(0);
   expect(await page.locator(".messages").getAttribute("aria-busy")).toBe("false");
+  // The text streamed so far is kept as the answer, with Retry.
+  const kept = (await assistants(page).first().textContent()) ?? "";
+  expect(kept).toMatch(/^You said: “word0 word1 /);
+  expect(kept).not.toContain("word399");
+  expect(await page.getByTestId("retry").count()).toBe(1);
   await screenshot(page, "stopped");
 
-  await page.getByTestId("retry").click();
-  await assistants(page).first().waitFor({ timeout: 20_000 });
-  expect(await page.getByTestId("turn-status").count()).toBe(0);
-  expect((await transcript(page))[1]).toContain("word399");
+  // Saved: after a reload (at once from here on), and after the next turn, still there and still marked.
+  const url = new URL(page.url());
+  url.searchParams.set("pace", "0");
+  await page.goto(url.href);
+  await ready(page);
+  await note.waitFor();
+  expect(await assistants(page).first().textContent()).toBe(kept);
+  await send(page, "after the stop");
+  expect(await note.count()).toBe(1);
+  expect(await assistants(page).first().textContent()).toBe(kept);
+  // Retry belongs to the latest turn only.
+  expect(await page.getByTestId("retry").count()).toBe(0);
 });
 
 test("a reload mid-answer: the turn shows it was cut short, and Retry finishes it", async () => {
@@ -200,6 +220,18 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   await page.keyboard.press("Escape");
   await expect.poll(() => page.getByTestId("edit-text").count()).toBe(0);
   expect(await transcript(page)).toHaveLength(6);
+  // The focus goes back to the message's Edit button, not to the page.
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("edit");
+  expect(
+    await page
+      .getByTestId("edit")
+      .nth(1)
+      .evaluate((el) => el === document.activeElement),
+  ).toBe(true);
+  // Message actions are buttons one sees and hits: body-sized text, at least 28 px tall.
+  const edit = page.getByTestId("edit").nth(1);
+  expect((await edit.boundingBox())!.height).toBeGreaterThanOrEqual(28);
+  expect(await edit.evaluate((el) => parseFloat(getComputedStyle(el).fontSize))).toBeGreaterThanOrEqual(13);
 
   await page.getByTestId("edit").nth(1).click();
   await page.getByTestId("edit-text").fill("turn two, edited");

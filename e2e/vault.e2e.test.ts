@@ -232,6 +232,7 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
   await page.locator('select[name="provider"]').selectOption("openai");
   expect(await page.locator(".remote-fields").textContent()).toContain("encrypted with your passphrase");
+  await page.getByTestId("current-passphrase").fill("ten chars!");
   await page.getByTestId("new-passphrase").fill("too short");
   await page.getByTestId("change-passphrase").click();
   await page.getByText(/at least 10 characters/).waitFor();

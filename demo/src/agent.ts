@@ -16,7 +16,7 @@
  * ["tools"]`, `next: ["tools"]` without a question) take the same
  * `Command({ resume })`: LangGraph gives it to the first question asked.
  */
-import { type AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import {
   END,
   MessagesDeltaValue,
@@ -70,6 +70,50 @@ export async function listMemories(store: BaseStore, userId: string): Promise<{ 
   return items
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
     .map((item) => ({ key: item.key, text: String((item.value as Partial<Memory>).text) }));
+}
+
+/**
+ * An answer the user stopped: the text streamed until then, kept as the
+ * agent's message (as ChatGPT and Claude.ai keep it) and marked, so the page
+ * says it was stopped, also after a reload and after later turns.
+ */
+export function stoppedAnswer(text: string): AIMessage {
+  return stamped(new AIMessage({ content: text, response_metadata: { stopped_by_user: true } }));
+}
+
+/**
+ * Marks when a message was written (`additional_kwargs.created_at`, ms since
+ * the epoch), for the time shown beside it. The model never sees it: the
+ * endpoint client sends content and tool calls only.
+ */
+export function stamped<T extends BaseMessage>(message: T, at = Date.now()): T {
+  message.additional_kwargs = { ...message.additional_kwargs, created_at: at };
+  return message;
+}
+
+/** When a message was written, if it says (messages of older versions of the demo do not). */
+export function createdAt(message: BaseMessage): number | undefined {
+  const at = message.additional_kwargs?.created_at;
+  return typeof at === "number" ? at : undefined;
+}
+
+/** Whether `message` is an answer the user stopped (see {@link stoppedAnswer}). */
+export function isStopped(message: BaseMessage): boolean {
+  return (
+    message.getType() === "ai" &&
+    (message.response_metadata as { stopped_by_user?: unknown } | undefined)?.stopped_by_user === true
+  );
+}
+
+/** Memory texts compared as the user would: case, spacing and a final full stop do not matter. */
+function sameMemory(a: string, b: string): boolean {
+  const norm = (text: string) =>
+    text
+      .toLowerCase()
+      .replace(/\s+/g, " ")
+      .replace(/[.!\s]+$/, "")
+      .trim();
+  return norm(a) === norm(b);
 }
 
 function lastAI(messages: BaseMessage[]): AIMessage | undefined {
@@ -137,9 +181,15 @@ async function runTools(
       const edited = answer.decision === "approve" ? answer.memories?.[saved]?.trim() : undefined;
       const text = edited || proposed;
       saved += 1;
-      const memory: Memory = { text, savedAt: Date.now() };
-      await store.put(namespace, ulid(), { ...memory });
-      content = text === proposed ? `Saved: ${text}` : `Saved as edited by the user: ${text}`;
+      // Saying the same thing twice (or answering a regenerated question again) keeps one memory.
+      const known = await listMemories(store, userId);
+      if (known.some((memory) => sameMemory(memory.text, text))) {
+        content = `Already saved: ${text}`;
+      } else {
+        const memory: Memory = { text, savedAt: Date.now() };
+        await store.put(namespace, ulid(), { ...memory });
+        content = text === proposed ? `Saved: ${text}` : `Saved as edited by the user: ${text}`;
+      }
     } else if (call.name === "recall_memories") {
       // A query with content words: semantic search (the store's index); else everything.
       const query = String(call.args.query ?? "").trim();
@@ -165,7 +215,7 @@ export function buildAgent(options: { checkpointer: BaseCheckpointSaver; store: 
         signal: config.signal,
         onToken: (text) => config.writer?.({ type: "token", text } satisfies TokenChunk),
       });
-      return { messages: [reply] };
+      return { messages: [stamped(reply)] };
     })
     .addNode(APPROVAL_NODE, runTools)
     .addNode("recall", runTools)

@@ -18,6 +18,11 @@ export interface RunTarget {
   readonly currentId: string;
   /** Set while an older checkpoint is on screen (read-only: no run starts, no event shows). */
   readonly viewing: { id: string } | undefined;
+  /**
+   * The text each thread's model step has streamed so far: a thread opened
+   * again mid-answer shows all of it, not only what arrives after.
+   */
+  readonly streamed: Map<string, string>;
   /** Reads the open thread again and draws it. */
   refresh(): Promise<void>;
 }
@@ -25,6 +30,8 @@ export interface RunTarget {
 /** A run's events, shown while its thread is open at the latest state. */
 function eventsFor(app: RunTarget, threadId: string): (event: RunEvent) => void {
   return (event) => {
+    if (event.kind === "token") app.streamed.set(threadId, (app.streamed.get(threadId) ?? "") + event.text);
+    else app.streamed.delete(threadId);
     if (threadId !== app.currentId || app.viewing) return;
     if (event.kind === "token") app.chat.appendToken(event.text);
     // The step's checkpoint may still be in flight: drafts until the run ends and refresh() reads the saver.
@@ -39,6 +46,7 @@ function afterRun(app: RunTarget, threadId: string, run: Promise<void>): void {
       if (!(error instanceof RunNotStarted)) console.warn("run failed:", errorText(error));
     })
     .finally(() => {
+      app.streamed.delete(threadId);
       if (threadId === app.currentId) void app.refresh();
     });
 }

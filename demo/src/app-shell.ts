@@ -6,6 +6,66 @@
 import { h } from "./ui/dom.js";
 import { icon } from "./ui/icons.js";
 
+/** The layout's breakpoints, as in style.css: a phone's drawer, and a tablet's width. */
+export const phoneScreen = matchMedia("(max-width: 760px)");
+export const tabletScreen = matchMedia("(min-width: 761px) and (max-width: 1100px)");
+
+/** Whether the thread list is on screen: the phone's drawer open, or a wider screen's column not collapsed. */
+export function sidebarShown(): boolean {
+  return phoneScreen.matches
+    ? document.body.classList.contains("sidebar-open")
+    : !document.body.classList.contains("sidebar-collapsed");
+}
+
+/**
+ * Shows or hides the thread list: on a phone a drawer over the chat, on a
+ * wider screen a column that can be collapsed to give the chat the room.
+ */
+export function toggleSidebar(menuButton: HTMLElement, open = !sidebarShown()): void {
+  if (phoneScreen.matches) document.body.classList.toggle("sidebar-open", open);
+  else document.body.classList.toggle("sidebar-collapsed", !open);
+  menuButton.setAttribute("aria-expanded", String(sidebarShown()));
+}
+
+/**
+ * Closes the phone's drawer (a thread was chosen, the scrim tapped, Escape);
+ * a wide screen's column stays. Focus inside the drawer goes back to the
+ * menu button. Says whether the drawer was open.
+ */
+export function closeDrawer(menuButton: HTMLElement, sidebar: HTMLElement, focusMenu = false): boolean {
+  if (!document.body.classList.contains("sidebar-open")) return false;
+  const hadFocus = sidebar.contains(document.activeElement);
+  document.body.classList.remove("sidebar-open");
+  menuButton.setAttribute("aria-expanded", String(sidebarShown()));
+  if (focusMenu || hadFocus) menuButton.focus();
+  return true;
+}
+
+/**
+ * Makes room for History as it opens: a phone's drawer closes (History covers
+ * the screen; the drawer would be left underneath), and a tablet's thread
+ * list gives way (the list, the chat and History side by side leave the chat
+ * too narrow). `gaveWay`: the list gave way when History opened, so it comes
+ * back as History closes. Returns whether the list has now given way.
+ */
+export function roomForHistory(
+  menuButton: HTMLElement,
+  sidebar: HTMLElement,
+  open: boolean,
+  gaveWay: boolean,
+): boolean {
+  if (!open) {
+    if (gaveWay) toggleSidebar(menuButton, true);
+    return false;
+  }
+  closeDrawer(menuButton, sidebar);
+  if (tabletScreen.matches && sidebarShown()) {
+    toggleSidebar(menuButton, false);
+    return true;
+  }
+  return gaveWay;
+}
+
 /** The parts the shell lays out, and what its own controls do. */
 export interface ShellParts {
   sidebar: HTMLElement;
@@ -34,9 +94,11 @@ export function createShell(parts: ShellParts) {
       type: "button",
       "aria-label": "Show threads",
       "aria-controls": "sidebar",
-      "aria-expanded": "false",
+      // A wide screen shows the list from the start; a phone's drawer starts closed.
+      "aria-expanded": String(!phoneScreen.matches),
+      testid: "toggle-sidebar",
     },
-    "☰",
+    icon("sidebar"),
   );
   const historyButton = h(
     "button",

@@ -10,12 +10,14 @@ import { ulid } from "ulid";
 import { APPROVAL_NODE, pendingApproval } from "./agent.js";
 import { forkViewed, refreshHistory, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
 import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
-import { createShell } from "./app-shell.js";
+import { installKeys } from "./app-keys.js";
+import { closeDrawer, createShell, phoneScreen, roomForHistory, sidebarShown, toggleSidebar } from "./app-shell.js";
 import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
 import { describeSync } from "./sync.js";
+import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
 import type { DemoDB, ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
@@ -25,6 +27,9 @@ import { createHistory } from "./ui/history.js";
 import { branchSwitcher } from "./ui/messages.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
+
+/** The page's own title (index.html), after the open thread's in the tab. */
+const APP_TITLE = "IndexedDB LangGraph chat";
 
 /** Identifies a lock by its salt, to notice another tab locking or erasing. */
 function lockIdentity(salt: Uint8Array | undefined): string {
@@ -53,6 +58,7 @@ export class App {
   threads: SidebarThread[] = [];
   rows: Row[] = [];
   historyReads = 0;
+  readonly streamed = new Map<string, string>();
   /** The open thread's checkpoint tree, for the branch switchers (read through whichever session is current). */
   readonly branches = new BranchCache((threadId) => this.session.timeline(threadId));
   locking = false;
@@ -72,6 +78,8 @@ export class App {
   #busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
+  #sidebarGaveWay = false;
 
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
@@ -80,7 +88,11 @@ export class App {
       void this.rename(id, title).catch((e: unknown) => this.chat.showError(`Could not rename: ${messageOf(e)}`)),
     onDelete: (id) =>
       void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
+    onSearch: (query) => this.#search.matching(this.threads, query),
   });
+  readonly #search = createThreadSearch(
+    async (id) => ((await this.session.state(id)).values as { messages?: BaseMessage[] }).messages ?? [],
+  );
   readonly chat = createChat({
     onSend: (text) => sendMessage(this, text),
     onApprove: (memories) => decide(this, { decision: "approve", memories }),
@@ -97,19 +109,19 @@ export class App {
       const shown = viewCheckpoint(this, id);
       // On a phone the panel covers the chat: step aside, keeping the selection, so Fork is in reach
       // (and takes the focus, which was on a row that is now hidden).
-      if (matchMedia("(max-width: 760px)").matches) {
+      if (phoneScreen.matches) {
         showHistoryPanel(this, false);
         void shown.then(() => this.chat.focusFork());
       }
     },
-    onClose: () => toggleHistory(this, false),
+    onClose: () => this.setHistory(false),
   });
   readonly settings = createSettings({
     session: () => this.session,
     threads: () => this.threads,
     lock: (passphrase) => this.lock(passphrase),
     lockNow: () => location.reload(),
-    changePassphrase: (passphrase) => this.replaceSession(() => this.session.changePassphrase(passphrase)),
+    changePassphrase: (current, next) => this.replaceSession(() => this.session.changePassphrase(current, next)),
     removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
   });
@@ -120,12 +132,12 @@ export class App {
     settings: this.settings.el,
     onMenu: () => this.toggleSidebar(),
     onHistory: () => {
-      toggleHistory(this, !this.historyOpen);
+      this.setHistory(!this.historyOpen);
       // The panel comes last in the page: without this, the keyboard reaches it after everything else.
       if (this.historyOpen) this.history.focus();
     },
     onSettings: () => this.settings.open(),
-    onScrim: () => this.toggleSidebar(false),
+    onScrim: () => this.closeDrawer(true),
   });
 
   /**
@@ -148,10 +160,7 @@ export class App {
       const id = threadFromHash();
       if (id && id !== this.currentId) this.openThread(id, false);
     });
-    document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.historyOpen && !this.settings.el.open && !event.defaultPrevented)
-        toggleHistory(this, false);
-    });
+    installKeys(document, this);
     db.liveThreads().subscribe({
       next: (rows) => void this.showThreads(rows),
       error: (e: unknown) => console.warn("threads query", e),
@@ -182,6 +191,7 @@ export class App {
         )
       : undefined;
     this.#titles.clear();
+    this.#search.clear();
     this.#unsyncStatus?.();
     this.#unsyncStatus = session.onSyncStatus((status) =>
       this.sidebar.setSyncStatus(describeSync(status), status.state),
@@ -212,8 +222,11 @@ export class App {
     this.updateHeading();
   }
 
+  /** The top bar's heading and the tab's title follow the open thread. */
   updateHeading(): void {
-    this.shell.heading.textContent = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    const title = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    this.shell.heading.textContent = title;
+    document.title = `${title} · ${APP_TITLE}`;
   }
 
   /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
@@ -237,8 +250,14 @@ export class App {
       this.scheduleRefresh();
     });
     this.chat.showError(undefined);
-    this.toggleSidebar(false);
+    this.closeDrawer();
     void this.refresh();
+  }
+
+  /** Shows the thread list (a phone's drawer, a collapsed column) with the focus in its search. */
+  searchThreads(): void {
+    if (!sidebarShown()) this.toggleSidebar(true);
+    this.sidebar.focusSearch();
   }
 
   newThread(): void {
@@ -294,6 +313,9 @@ export class App {
       this.chat.setRunning(running && !this.viewing);
       const interactive = !this.viewing && !running && !paused;
       this.chat.showMessages(messages, { interactive });
+      // Opened again mid-answer: everything streamed so far, then the rest as it comes.
+      const streamed = running && !this.viewing && this.streamed.get(id);
+      if (streamed) this.chat.appendToken(streamed);
       if (interactive) void this.showBranches(seq, id, messages);
       // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
       const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
@@ -355,9 +377,19 @@ export class App {
 
   // ------------------------------------------------------------ layout, lock
 
-  toggleSidebar(open = !document.body.classList.contains("sidebar-open")): void {
-    document.body.classList.toggle("sidebar-open", open);
-    this.shell.menuButton.setAttribute("aria-expanded", String(open));
+  /** Opens or closes History, making room for it (see {@link roomForHistory}). */
+  setHistory(open: boolean): void {
+    this.#sidebarGaveWay = roomForHistory(this.shell.menuButton, this.sidebar.el, open, this.#sidebarGaveWay);
+    toggleHistory(this, open);
+  }
+
+  toggleSidebar(open?: boolean): void {
+    toggleSidebar(this.shell.menuButton, open);
+  }
+
+  /** Closes the phone's drawer; says whether it was open. */
+  closeDrawer(focusMenu = false): boolean {
+    return closeDrawer(this.shell.menuButton, this.sidebar.el, focusMenu);
   }
 
   lock(passphrase: string): Promise<void> {

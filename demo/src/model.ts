@@ -93,6 +93,8 @@ export function localReply(messages: BaseMessage[]): AIMessage {
           return reason && reason !== "no reason given"
             ? `Okay, I won't remember that (you said: ${reason}).`
             : "Okay, I won't remember that.";
+        const known = /^Already saved:\s*(.+)$/is.exec(text)?.[1];
+        if (known) return `I already remember that ${secondPerson(known)}.`;
         return `Got it. I'll remember that ${secondPerson(text.replace(/^Saved(?: as edited by the user)?:\s*/, ""))}.`;
       }
       if (name === "recall_memories") {

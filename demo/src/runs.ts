@@ -7,7 +7,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph/web";
-import { APPROVAL_NODE, type Agent, type TokenChunk } from "./agent.js";
+import { APPROVAL_NODE, stoppedAnswer, type Agent, type TokenChunk } from "./agent.js";
 import { errorText, isAbort } from "./errors.js";
 import { runOnThread, type IndexedDBSaver } from "./lib.js";
 
@@ -102,6 +102,19 @@ export function turnProblem(state: RunState, threadId: string, snapshot: StateSn
   return state.stopped.has(threadId) ? { kind: "stopped" } : { kind: "interrupted" };
 }
 
+/**
+ * Keeps a stopped model call's text as the agent's answer, marked stopped
+ * (see `stoppedAnswer`): the turn ends there, and Retry asks again. Only a
+ * stop during the model's step: a stop in a tool step leaves that step due
+ * (the turn shows it was stopped, and Retry runs it).
+ */
+async function keepStopped(context: RunContext, threadId: string, text: string): Promise<void> {
+  const config = context.config(threadId);
+  const snapshot = await context.agent.getState(config);
+  if (!snapshot.next.includes("agent")) return;
+  await context.agent.updateState(config, { messages: [stoppedAnswer(text)] }, "agent");
+}
+
 /** What a run starts with: a new message, an answer to the approval question, or nothing (go on). */
 export type RunInput = Parameters<Agent["stream"]>[0];
 
@@ -122,6 +135,8 @@ export async function runThread(
   state.controllers.set(threadId, controller);
   state.stopped.delete(threadId);
   state.failed.delete(threadId);
+  /** The model's text of the step in progress: what a stop keeps. */
+  let partial = "";
   // The run holds the thread's Web Lock: a send from another tab on the same
   // thread waits for it ("enqueue") and then runs on its answer, so two tabs
   // never answer from the same parent (no lost message, no hidden branch).
@@ -133,14 +148,27 @@ export async function runThread(
         ...options,
         streamMode: ["custom", "values"],
       });
-      for await (const [mode, chunk] of stream) {
-        if (mode === "custom") onEvent({ kind: "token", text: (chunk as TokenChunk).text });
-        // A pause streams only its `__interrupt__`: nothing to draw.
-        else if ((chunk as { messages?: BaseMessage[] }).messages)
-          onEvent({ kind: "values", messages: (chunk as { messages: BaseMessage[] }).messages });
+      try {
+        await forward(stream);
+      } catch (error) {
+        // Still holding the thread's lock: no other tab writes between the stop and its answer kept.
+        if (controller.signal.aborted) await keepStopped(context, threadId, partial);
+        throw error;
       }
     },
   };
+  async function forward(stream: AsyncIterable<[string, unknown]>): Promise<void> {
+    for await (const [mode, chunk] of stream) {
+      if (mode === "custom") {
+        partial += (chunk as TokenChunk).text;
+        onEvent({ kind: "token", text: (chunk as TokenChunk).text });
+      } else if ((chunk as { messages?: BaseMessage[] }).messages) {
+        // A step ended: its text is in the messages now. (A pause streams only its `__interrupt__`.)
+        partial = "";
+        onEvent({ kind: "values", messages: (chunk as { messages: BaseMessage[] }).messages });
+      }
+    }
+  }
   try {
     await runOnThread(streamer, input, context.config(threadId, checkpointId), {
       multitask: "enqueue",

@@ -43,11 +43,29 @@ export async function* timeline(saver: IndexedDBSaver, threadId: string): AsyncG
   yield* saver.list(config, { before: last.config });
 }
 
-/** The index of the last user message, or -1 when there is none. */
-export function lastQuestion(messages: BaseMessage[]): number {
-  let question = messages.length - 1;
-  while (question >= 0 && messages[question]!.getType() !== "human") question -= 1;
-  return question;
+/** The index of the turn's answer (its last message, from the agent), or -1 when the turn has none. */
+export function lastAnswer(messages: BaseMessage[]): number {
+  const last = messages.length - 1;
+  return last >= 0 && messages[last]!.getType() === "ai" ? last : -1;
+}
+
+/**
+ * The newest ancestor of the latest state (itself included) that `match`
+ * takes, walking the parents until `past` says the walk went too far.
+ */
+async function findAncestor(
+  state: ReadState,
+  threadId: string,
+  match: (snapshot: StateSnapshot) => boolean,
+  past: (snapshot: StateSnapshot) => boolean,
+): Promise<string | undefined> {
+  let snapshot: StateSnapshot | undefined = await state(threadId);
+  while (snapshot && !past(snapshot)) {
+    if (match(snapshot)) return snapshot.config.configurable?.checkpoint_id as string;
+    const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+    snapshot = parent ? await state(threadId, parent) : undefined;
+  }
+  return undefined;
 }
 
 /**
@@ -70,6 +88,23 @@ export async function checkpointBefore(state: ReadState, threadId: string, index
   }
   if (!before) throw new Error("Could not find the checkpoint before this message.");
   return before.config.configurable?.checkpoint_id as string;
+}
+
+/**
+ * The checkpoint a new answer forks from: the newest state with the `count`
+ * messages before the answer, where the model's step was due (after a tool's
+ * result, or after the question). Running from there asks the model again and
+ * nothing else: a memory approved in that turn is not asked for again.
+ */
+export async function checkpointBeforeAnswer(state: ReadState, threadId: string, count: number): Promise<string> {
+  const found = await findAncestor(
+    state,
+    threadId,
+    (snapshot) => messagesOf(snapshot).length === count && snapshot.next.includes("agent"),
+    (snapshot) => messagesOf(snapshot).length < count,
+  );
+  if (!found) throw new Error("Could not find the checkpoint before this answer.");
+  return found;
 }
 
 /** Imports a thread file under a new id, with a sidebar row titled from it; returns the id. */

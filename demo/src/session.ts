@@ -14,6 +14,7 @@ import {
   memoryNamespace,
   type ApprovalAnswer,
   APPROVAL_NODE,
+  stamped,
   type Agent,
   type AgentConfigurable,
 } from "./agent.js";
@@ -30,6 +31,7 @@ import {
   plainVault,
   saveModelSettings,
   titlePlace,
+  unlock,
   type ModelSettings,
   type Vault,
 } from "./settings.js";
@@ -49,8 +51,9 @@ import {
 import {
   adoptUnlistedThreads,
   checkpointBefore,
+  checkpointBeforeAnswer,
   importThreadFile,
-  lastQuestion,
+  lastAnswer,
   messagesOf,
   timeline,
   titleFrom,
@@ -152,7 +155,7 @@ export class Session {
   send(threadId: string, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       await this.db.touch(threadId, () => this.vault.seal(titleFrom(text), titlePlace(threadId)));
-      await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent);
+      await this.#run(threadId, { messages: [stamped(new HumanMessage(text))] }, onEvent);
     });
   }
 
@@ -176,17 +179,22 @@ export class Session {
   }
 
   /**
-   * A new answer to the last question: the question is sent again from the
-   * checkpoint before it (as Edit does, with the same text). Running the
-   * agent again from its own old checkpoint would not do: LangGraph reuses a
-   * task's saved writes, so the "new" answer would be the old one. The old
-   * answer stays on its own branch.
+   * A new answer in place of the last one: a fork of the checkpoint before
+   * the model's final step of the turn, run from there. Only that step runs
+   * again: a memory saved earlier in the turn is not asked for (or saved)
+   * again. Running from the old checkpoint itself would not do: LangGraph
+   * reuses a task's saved writes, so the "new" answer would be the old one;
+   * the fork has none. The old answer stays on its own branch.
    */
-  async regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    const messages = messagesOf(await this.state(threadId));
-    const question = lastQuestion(messages);
-    if (question < 0) return;
-    await this.edit(threadId, question, String(messages[question]!.content), onEvent);
+  regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
+    return enqueue(this.#runs, threadId, async () => {
+      const messages = messagesOf(await this.state(threadId));
+      const answer = lastAnswer(messages);
+      if (answer < 0) return;
+      const before = await checkpointBeforeAnswer((id, at) => this.state(id, at), threadId, answer);
+      await this.agent.updateState(this.config(threadId, before), { messages: [] });
+      await this.#run(threadId, null, onEvent);
+    });
   }
 
   /**
@@ -197,7 +205,7 @@ export class Session {
   edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       const before = await checkpointBefore((id, at) => this.state(id, at), threadId, index);
-      await this.#run(threadId, { messages: [new HumanMessage(text)] }, onEvent, before);
+      await this.#run(threadId, { messages: [stamped(new HumanMessage(text))] }, onEvent, before);
     });
   }
 
@@ -287,12 +295,17 @@ export class Session {
   }
 
   /**
-   * A new passphrase: the saver and store rotate their data key
+   * A new passphrase, once `current` is proved right: the saver and store rotate their data key
    * (`changeKey`: every row re-encrypted under a fresh one), the demo's own sealed texts are
    * sealed again, and the lock record gets the new salt and check value.
    */
-  async changePassphrase(passphrase: string): Promise<Session> {
+  async changePassphrase(current: string, passphrase: string): Promise<Session> {
     if (!this.vault.locked) throw new Error("Not locked.");
+    // An unlocked, unattended screen is not enough to lock the owner out: the current passphrase is proved
+    // on the stored check value first (a wrong one throws WrongPassphraseError, and nothing changes).
+    const lock = await this.db.lock();
+    if (!lock) throw new Error("The lock record is missing: reload the page.");
+    await unlock(lock, current);
     await allQueued(this.#runs);
     const { vault, row } = await createLock(passphrase);
     // Read the texts with the old key first: after changeKey only the new one opens the databases.

@@ -7,9 +7,10 @@
  * reader is already at the bottom (reading the layout once per frame, not per
  * token). A 20,000-character answer used to force a layout per token.
  */
-import type { BaseMessage } from "@langchain/core/messages";
+import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
+import { isStopped } from "../agent.js";
 import type { TurnProblem } from "../runs.js";
-import { secondPerson } from "../model.js";
+import { createApproval } from "./approval.js";
 import { h, replace } from "./dom.js";
 import { editor, renderMessage, text } from "./messages.js";
 
@@ -50,8 +51,10 @@ const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new lin
  */
 const SHORT_PLACEHOLDER = "Message the assistant…";
 const narrowScreen = matchMedia("(max-width: 760px)");
-function placeholder(): string {
-  return narrowScreen.matches ? SHORT_PLACEHOLDER : PLACEHOLDER;
+/** Below this width (px) the chat's full hint wraps too (a tablet with History open): the short one. */
+const NARROW_CHAT = 560;
+function placeholder(chatWidth = Infinity): string {
+  return narrowScreen.matches || chatWidth < NARROW_CHAT ? SHORT_PLACEHOLDER : PLACEHOLDER;
 }
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
@@ -83,7 +86,12 @@ export function createChat(actions: ChatActions) {
     "↓ New messages",
   );
   const banner = h("div", { class: "viewing-banner", hidden: true });
-  const approval = h("div", { class: "approval-slot" });
+  const approval = createApproval({
+    onApprove: (memories) => actions.onApprove(memories),
+    onReject: (reason) => actions.onReject(reason),
+    onGone: () => composer.focus(),
+    onShown: () => followSoon(),
+  });
   // Another tab (or worker) is answering on this thread: say so; a message sent now waits for it.
   const elsewhere = h(
     "div",
@@ -158,8 +166,14 @@ export function createChat(actions: ChatActions) {
   });
   composer.addEventListener("input", autosize);
   narrowScreen.addEventListener("change", () => {
-    if (!disabledReason) composer.placeholder = placeholder();
+    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
   });
+  // The log narrowed or widened (History opened, the thread list collapsed, a phone turned): its text
+  // reflowed, so a reader at the end is put back at the end, not left mid-answer.
+  new ResizeObserver(() => {
+    if (atBottom) stickToEnd();
+    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
+  }).observe(log);
   log.addEventListener("scroll", () => {
     atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
     if (atBottom) newMessages.hidden = true;
@@ -170,7 +184,7 @@ export function createChat(actions: ChatActions) {
     { class: "chat", "aria-label": "Chat" },
     banner,
     h("div", { class: "log-wrap" }, log, newMessages),
-    approval,
+    approval.el,
     elsewhere,
     error,
     form,
@@ -240,7 +254,8 @@ export function createChat(actions: ChatActions) {
     const original = bubble.textContent ?? "";
     const form = editor(original, (value) => {
       form.replaceWith(bubble);
-      if (value === undefined) bubble.querySelector<HTMLElement>("button")?.focus();
+      // Cancelled: back to the message's own Edit button, not to the page.
+      if (value === undefined) bubble.nextElementSibling?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
       else actions.onEdit(index, value);
     });
     bubble.replaceWith(form);
@@ -270,15 +285,19 @@ export function createChat(actions: ChatActions) {
       let lastAnswer = -1;
       for (let i = messages.length - 1; i >= 0; i--) {
         if (messages[i]!.getType() === "human") break;
-        if (messages[i]!.getType() === "ai" && text(messages[i]!)) {
+        if (messages[i]!.getType() === "ai" && (text(messages[i]!) || isStopped(messages[i]!))) {
           lastAnswer = i;
           break;
         }
       }
+      const answered = new Set(
+        messages.flatMap((message) => (message.getType() === "tool" ? [(message as ToolMessage).tool_call_id] : [])),
+      );
       const nodes = messages.flatMap((message, index) =>
         renderMessage(message, {
           draft,
           index,
+          answered,
           onEdit: interactive ? startEdit : undefined,
           onRegenerate: interactive && index === lastAnswer ? () => actions.onRegenerate() : undefined,
           branches: options.branches?.get(index),
@@ -342,73 +361,8 @@ export function createChat(actions: ChatActions) {
       placeTail();
       if (status) followSoon();
     },
-    showApproval(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
-      const wasShown = approval.childElementCount > 0;
-      if (!calls || calls.length === 0) {
-        // Focus goes back to the composer if it was on the card that goes away.
-        const hadFocus = approval.contains(document.activeElement);
-        replace(approval);
-        if (hadFocus) composer.focus();
-        return;
-      }
-      // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
-      const hadFocus = approval.contains(document.activeElement);
-      const wasUsable = approval.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
-      const memories = calls.map((call) => String(call.args.memory ?? ""));
-      // The editors keep what the user typed across re-renders of the same card.
-      const typed = [...approval.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
-        (el) => el.value,
-      );
-      const editors = memories.map((_, i) =>
-        h("textarea", { class: "memory-edit", testid: "approval-args", rows: 2, "aria-label": `Memory ${i + 1}` }),
-      );
-      editors.forEach((editor, i) => (editor.value = typed.length === memories.length ? typed[i]! : memories[i]!));
-      const reasonField = approval.querySelector<HTMLInputElement>('[data-testid="approval-reason"]');
-      const reason = h("input", {
-        type: "text",
-        testid: "approval-reason",
-        placeholder: "Why not? (the assistant reads this)",
-        "aria-label": "Reason for rejecting",
-      });
-      reason.value = reasonField?.value ?? "";
-      const approve = h(
-        "button",
-        {
-          class: "primary",
-          type: "button",
-          testid: "approve",
-          disabled,
-          onclick: () => actions.onApprove(editors.map((editor) => editor.value)),
-        },
-        "Approve",
-      );
-      replace(
-        approval,
-        h(
-          "section",
-          { class: "approval", testid: "approval", role: "region", "aria-label": "Approval needed" },
-          h("h2", {}, "Save to long-term memory?"),
-          h("p", {}, "The assistant wants to remember (edit it before saving if you like):"),
-          h("ul", {}, ...memories.map((memory) => h("li", { class: "memory-text" }, `“${secondPerson(memory)}”`))),
-          ...editors,
-          reason,
-          h(
-            "div",
-            { class: "actions" },
-            approve,
-            h(
-              "button",
-              { type: "button", testid: "reject", disabled, onclick: () => actions.onReject(reason.value) },
-              "Reject",
-            ),
-          ),
-        ),
-      );
-      // A card that just appeared (or just became usable) takes the focus: the next thing to do is
-      // to decide. A re-render of the same card keeps it on the card.
-      if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();
-      followSoon();
-    },
+    /** The approval card for the pending save_memory calls, or none; `disabled` while a run goes on. */
+    showApproval: approval.show,
     /** Shows or hides the "viewing an older checkpoint" banner. */
     showViewing(viewing: Viewing | undefined): void {
       banner.hidden = !viewing;
@@ -437,7 +391,7 @@ export function createChat(actions: ChatActions) {
       disabledReason = reason;
       composer.disabled = Boolean(reason);
       send.disabled = Boolean(reason);
-      composer.placeholder = reason ?? placeholder();
+      composer.placeholder = reason ?? placeholder(log.clientWidth);
     },
     showError(message: string | undefined): void {
       error.hidden = !message;

@@ -145,12 +145,21 @@ export function createHistory(actions: HistoryActions) {
     byId: Map<string, Row>,
     viewingId: string | undefined,
     latestId: string | undefined,
+    forkedFrom?: Row,
   ): HTMLLIElement {
     const end = turn.rows[0]!;
     const key = turn.rows[turn.rows.length - 1]!.id;
     // The question is on the turn's input checkpoint (not read yet while older pages stream in).
-    const question = turn.rows.find((row) => row.source === "input")?.input;
-    const answer = answerOf(turn.rows);
+    let question = turn.rows.find((row) => row.source === "input")?.input;
+    let answer = answerOf(turn.rows);
+    // A branch that starts mid-turn (a regenerated answer) continues the turn it forked from: its
+    // question is that turn's, and its answer was written by the step that ran from the fork point.
+    if (question === undefined && forkedFrom) {
+      let row: Row | undefined = forkedFrom;
+      while (row && row.source !== "input") row = row.parentId ? byId.get(row.parentId) : undefined;
+      question = row?.input;
+      answer ||= answerOf([forkedFrom]);
+    }
     const selected = viewingId ? turn.rows.some((row) => row.id === viewingId) : end.id === latestId;
     const steps = h("ol", { class: "steps" });
     const toggle = h(
@@ -225,7 +234,13 @@ export function createHistory(actions: HistoryActions) {
             index === 0 ? "Current branch" : `Branch ${index + 1}`,
             branch.forkedFrom ? h("span", { class: "muted" }, ` · from step ${branch.forkedFrom.step}`) : null,
           ),
-          h("ol", { class: "turns" }, ...turns(branch.rows).map((turn) => turnItem(turn, byId, viewingId, latestId))),
+          h(
+            "ol",
+            { class: "turns" },
+            ...turns(branch.rows).map((turn, i, list) =>
+              turnItem(turn, byId, viewingId, latestId, i === list.length - 1 ? branch.forkedFrom : undefined),
+            ),
+          ),
         ),
       ),
     );

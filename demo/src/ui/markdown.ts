@@ -20,6 +20,20 @@ purify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+/**
+ * Classes kept: a code block's language from the Markdown fence (what the
+ * highlighter reads), and highlight.js's own token classes on its spans.
+ * Anything else a model writes in `class` goes.
+ */
+const LANGUAGE_CLASS = /^language-[\w+#.-]{1,40}$/;
+const TOKEN_CLASSES = /^(?:hljs-[\w-]+|[\w-]+_)(?: (?:hljs-[\w-]+|[\w-]+_))*$/;
+purify.addHook("uponSanitizeAttribute", (node, data) => {
+  if (data.attrName !== "class") return;
+  const tag = node.tagName;
+  data.keepAttr =
+    (tag === "CODE" && LANGUAGE_CLASS.test(data.attrValue)) || (tag === "SPAN" && TOKEN_CLASSES.test(data.attrValue));
+});
+
 const SANITIZE = {
   // Text formatting only: no forms, media or styles from a model's answer.
   ALLOWED_TAGS: [
@@ -50,7 +64,7 @@ const SANITIZE = {
     "td",
     "span",
   ],
-  ALLOWED_ATTR: ["href", "title", "start", "align"],
+  ALLOWED_ATTR: ["href", "title", "start", "align", "class"],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
 };
 
@@ -77,5 +91,12 @@ export function renderMarkdown(text: string): DocumentFragment {
   // A <template> parses without running anything (no scripts, no image loads) before the nodes are adopted.
   const template = document.createElement("template");
   template.innerHTML = sanitizedHtml(text);
+  return template.content;
+}
+
+/** A highlighter's HTML (token spans only) as sanitized DOM: it passes DOMPurify like every other HTML here. */
+export function renderHighlighted(html: string): DocumentFragment {
+  const template = document.createElement("template");
+  template.innerHTML = purify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"] });
   return template.content;
 }

@@ -4,10 +4,12 @@
  * calls and results as short notes.
  */
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
+import { SAVE_MEMORY, createdAt, isStopped } from "../agent.js";
 import type { BranchPoint } from "../branches.js";
 import { secondPerson } from "../model.js";
 import { h } from "./dom.js";
-import { icon } from "./icons.js";
+import { icon, type IconName } from "./icons.js";
+import { copyTo, decorateCodeBlocks } from "./code-blocks.js";
 import { renderMarkdown } from "./markdown.js";
 
 /** The plain text of a message's content. */
@@ -17,10 +19,14 @@ export function text(message: BaseMessage): string {
   return content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
 }
 
-function toolCallLabel(name: string, args: Record<string, unknown>): string {
-  if (name === "save_memory") return `Wants to save a memory: “${secondPerson(String(args.memory ?? ""))}”`;
-  if (name === "recall_memories") return "Looking up memories…";
-  return `Calling ${name}`;
+/** A tool call's note: what the assistant is doing, then, once its result is in, what it did. */
+function toolCallLabel(name: string, args: Record<string, unknown>, done: boolean): string {
+  if (name === SAVE_MEMORY) {
+    const memory = `“${secondPerson(String(args.memory ?? ""))}”`;
+    return done ? `Asked to save a memory: ${memory}` : `Wants to save a memory: ${memory}`;
+  }
+  if (name === "recall_memories") return done ? "Looked up memories" : "Looking up memories…";
+  return done ? `Called ${name}` : `Calling ${name}…`;
 }
 
 function toolResultLabel(message: ToolMessage): string {
@@ -36,6 +42,56 @@ function toolResultLabel(message: ToolMessage): string {
   return message.status === "error" ? `✗ ${content}` : `✓ ${content}`;
 }
 
+/** A message's action: an icon and a word, big enough to find and to hit. */
+function toolButton(testid: string, name: IconName, label: string, description: string, onclick: () => void) {
+  return h(
+    "button",
+    { type: "button", class: "tool", testid, "aria-label": description, onclick },
+    icon(name),
+    h("span", {}, label),
+  );
+}
+
+/** Copies the message as written (an answer's Markdown source). */
+function copyButton(body: string): HTMLButtonElement {
+  const button = toolButton("copy", "copy", "Copy", "Copy this message", () => copyTo(button, () => body));
+  return button;
+}
+
+/** When the message was written, if it says: the time (today) or the date, the full moment on hover. */
+function timeOf(message: BaseMessage): HTMLElement | undefined {
+  const at = createdAt(message);
+  if (at === undefined) return undefined;
+  const date = new Date(at);
+  const today = date.toDateString() === new Date().toDateString();
+  return h(
+    "time",
+    { class: "message-time", testid: "message-time", dateTime: date.toISOString(), title: date.toLocaleString() },
+    today
+      ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+      : date.toLocaleDateString([], { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" }),
+  );
+}
+
+/** A pasted wall of text folds to a few lines, with "Show more": the conversation around it stays readable. */
+const FOLD_CHARS = 1_200;
+const FOLD_LINES = 12;
+function isLong(body: string): boolean {
+  return body.length > FOLD_CHARS || body.split("\n").length > FOLD_LINES;
+}
+
+function foldButton(bubble: HTMLElement): HTMLButtonElement {
+  bubble.classList.add("folded");
+  const label = h("span", {}, "Show more");
+  const button = h("button", { type: "button", class: "tool", testid: "show-more", "aria-expanded": "false" }, label);
+  button.addEventListener("click", () => {
+    const folded = bubble.classList.toggle("folded");
+    button.setAttribute("aria-expanded", String(!folded));
+    label.textContent = folded ? "Show more" : "Show less";
+  });
+  return button;
+}
+
 /** What a message may offer, decided by the chat (only at the latest state, when idle). */
 export interface MessageOptions {
   draft: boolean;
@@ -43,6 +99,8 @@ export interface MessageOptions {
   index: number;
   onEdit?: (index: number, bubble: HTMLElement) => void;
   onRegenerate?: () => void;
+  /** Tool calls whose result is in the thread: their notes speak in the past. */
+  answered?: ReadonlySet<string>;
   /** A branch switcher to show under the message, if branches diverge there. */
   branches?: Node;
 }
@@ -57,27 +115,21 @@ export function renderMessage(message: BaseMessage, options: MessageOptions): No
   const testid = draft ? undefined : "message";
   if (type === "human") {
     // textContent only: what the user typed is never parsed as HTML or Markdown.
+    const body = text(message);
     const bubble = h(
       "div",
       { class: `message user${draft ? " draft" : ""}`, testid, dataset: { role: "user", index: options.index } },
-      text(message),
+      body,
     );
     const tools = h(
       "div",
       { class: "message-tools user" },
+      isLong(body) && foldButton(bubble),
+      !draft && copyButton(body),
       options.onEdit &&
-        h(
-          "button",
-          {
-            type: "button",
-            class: "tool",
-            testid: "edit",
-            "aria-label": "Edit this message",
-            onclick: () => options.onEdit!(options.index, bubble),
-          },
-          "Edit",
-        ),
+        toolButton("edit", "pencil", "Edit", "Edit this message", () => options.onEdit!(options.index, bubble)),
       options.branches,
+      timeOf(message),
     );
     return tools.childElementCount ? [bubble, tools] : [bubble];
   }
@@ -99,31 +151,49 @@ export function renderMessage(message: BaseMessage, options: MessageOptions): No
         renderMarkdown(body),
       ),
     );
+    decorateCodeBlocks(nodes[0] as HTMLElement);
   }
   for (const call of (message as AIMessage).tool_calls ?? []) {
-    nodes.push(
-      h("div", { class: "tool-note", testid: "tool-call" }, icon("tool"), toolCallLabel(call.name, call.args)),
-    );
-  }
-  if (options.onRegenerate && body) {
+    const done = options.answered?.has(call.id ?? "") ?? false;
     nodes.push(
       h(
         "div",
-        { class: "message-tools" },
-        h(
-          "button",
-          {
-            type: "button",
-            class: "tool",
-            testid: "regenerate",
-            "aria-label": "Regenerate this answer",
-            onclick: () => options.onRegenerate!(),
-          },
-          "Regenerate",
-        ),
+        { class: "tool-note", testid: "tool-call", dataset: { done: String(done) } },
+        icon("tool"),
+        toolCallLabel(call.name, call.args, done),
       ),
     );
   }
+  const stopped = isStopped(message);
+  if (stopped) {
+    // Kept with its marker, also once later turns follow; the latest one offers Retry (a new answer).
+    nodes.push(
+      h(
+        "div",
+        { class: "turn-status stopped", testid: "stopped-note" },
+        h("p", {}, body ? "You stopped this answer." : "You stopped this answer before it began."),
+        options.onRegenerate &&
+          h(
+            "button",
+            { type: "button", class: "primary", testid: "retry", onclick: () => options.onRegenerate!() },
+            "Retry",
+          ),
+      ),
+    );
+  }
+  const tools = h(
+    "div",
+    { class: "message-tools" },
+    !draft && body && copyButton(body),
+    !stopped &&
+      body &&
+      options.onRegenerate &&
+      toolButton("regenerate", "refresh", "Regenerate", "Regenerate this answer", () => options.onRegenerate!()),
+    // A regenerated answer's versions.
+    options.branches,
+    body && timeOf(message),
+  );
+  if (tools.childElementCount) nodes.push(tools);
   return nodes;
 }
 

@@ -20,7 +20,8 @@ export interface SettingsContext {
   /** Forgets the key in this tab: back to the lock screen. */
   lockNow(): void;
   /** A new passphrase for the locked data. */
-  changePassphrase(passphrase: string): Promise<void>;
+  /** Re-keys the vault with `next`, once `current` is proved to be the passphrase in use. */
+  changePassphrase(current: string, next: string): Promise<void>;
   /** Decrypts everything back into the plain databases and removes the lock. */
   removeLock(): Promise<void>;
   openThread(threadId: string): void;

@@ -25,6 +25,13 @@ function secretHint(session: Session): string {
 export function createSettings(context: SettingsContext) {
   /** Change the passphrase, or remove the lock (asked twice). */
   function lockedForms(): HTMLElement {
+    const current = h("input", {
+      type: "password",
+      id: "current-passphrase",
+      testid: "current-passphrase",
+      autocomplete: "current-password",
+      required: true,
+    });
     const next = h("input", {
       type: "password",
       id: "new-passphrase",
@@ -34,13 +41,20 @@ export function createSettings(context: SettingsContext) {
     });
     const status = h("p", { class: "status" });
     const change = h("button", { type: "submit", testid: "change-passphrase" }, "Change passphrase");
-    const form = h("form", {}, field("New passphrase", next, PASSPHRASE_HINT), change);
+    const form = h(
+      "form",
+      {},
+      field("Current passphrase", current),
+      field("New passphrase", next, PASSPHRASE_HINT),
+      change,
+    );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       change.disabled = true;
       status.textContent = "Changing the passphrase…";
-      context.changePassphrase(next.value).then(
+      context.changePassphrase(current.value, next.value).then(
         () => {
+          current.value = "";
           next.value = "";
           change.disabled = false;
           status.textContent = "Passphrase changed.";

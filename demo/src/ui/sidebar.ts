@@ -13,6 +13,8 @@ export interface SidebarActions {
   onOpen(id: string): void;
   onRename(id: string, title: string): void;
   onDelete(id: string): void;
+  /** The ids of the threads whose title or messages match `query`. */
+  onSearch(query: string): Promise<Set<string>>;
 }
 
 export function createSidebar(actions: SidebarActions) {
@@ -20,6 +22,48 @@ export function createSidebar(actions: SidebarActions) {
   const empty = h("p", { class: "muted empty-threads" }, "No threads yet. Send a message to start one.");
   // Sync between devices (Settings → Sync): one line. Not a live region: only the message log announces.
   const syncStatus = h("p", { class: "sync-status", testid: "sync-status" }, "Sync off");
+  const search = h("input", {
+    type: "search",
+    class: "thread-search",
+    testid: "thread-search",
+    placeholder: "Search threads (Ctrl+K)",
+    "aria-label": "Search threads, titles and messages",
+    autocomplete: "off",
+  });
+  const noMatch = h("p", { class: "muted empty-threads", hidden: true }, "No thread matches.");
+  /** The threads the search found, or undefined when nothing is searched. */
+  let matches: Set<string> | undefined;
+  let searchTimer: ReturnType<typeof setTimeout> | undefined;
+  let searchSeq = 0;
+  function runSearch(): void {
+    const query = search.value.trim();
+    const seq = ++searchSeq;
+    if (!query) {
+      matches = undefined;
+      render();
+      return;
+    }
+    actions.onSearch(query).then(
+      (found) => {
+        if (seq !== searchSeq) return;
+        matches = found;
+        render();
+      },
+      (error: unknown) => console.warn("search", error),
+    );
+  }
+  search.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(runSearch, 150);
+  });
+  search.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && search.value) {
+      // Clears the search first; a second Escape goes on to whatever Escape closes.
+      event.preventDefault();
+      search.value = "";
+      runSearch();
+    }
+  });
   const el = h(
     "nav",
     { class: "sidebar", id: "sidebar", "aria-label": "Threads" },
@@ -28,8 +72,10 @@ export function createSidebar(actions: SidebarActions) {
       { class: "primary new-thread", testid: "new-thread", type: "button", onclick: () => actions.onNew() },
       "+ New thread",
     ),
+    search,
     list,
     empty,
+    noMatch,
     syncStatus,
   );
   let threads: SidebarThread[] = [];
@@ -143,8 +189,10 @@ export function createSidebar(actions: SidebarActions) {
   }
 
   function render(): void {
-    replace(list, ...threads.map(item));
+    const shown = matches ? threads.filter((thread) => matches!.has(thread.id)) : threads;
+    replace(list, ...shown.map(item));
     empty.hidden = threads.length > 0;
+    noMatch.hidden = !matches || shown.length > 0;
   }
 
   // Keep "5 min ago" true.
@@ -162,7 +210,14 @@ export function createSidebar(actions: SidebarActions) {
     update(next: SidebarThread[], current: string): void {
       threads = next;
       currentId = current;
-      render();
+      // A thread changed: a search on screen looks again (its messages may now match).
+      if (search.value.trim()) runSearch();
+      else render();
+    },
+    /** Puts the focus in the search field. */
+    focusSearch(): void {
+      search.focus();
+      search.select();
     },
     setCurrent(id: string): void {
       currentId = id;

@@ -1,0 +1,92 @@
+/**
+ * The approval card: what the assistant wants to remember, an editor per
+ * memory, a reason for a rejection, Approve and Reject. Re-rendering the same
+ * card keeps what was typed and where the focus was.
+ */
+import { secondPerson } from "../model.js";
+import { h, replace } from "./dom.js";
+
+/** What the card's buttons do, and where the focus goes when it goes away. */
+export interface ApprovalActions {
+  /** Save, with the memories as the user left them in the editor (one per pending call). */
+  onApprove(memories: string[]): void;
+  /** Do not save; the agent reads the reason. */
+  onReject(reason: string): void;
+  /** The card went away while it had the focus. */
+  onGone(): void;
+  /** The card appeared or changed: the log may follow it. */
+  onShown(): void;
+}
+
+/** The slot under the log that holds the card, and the function that (re)draws or hides it. */
+export function createApproval(actions: ApprovalActions) {
+  const slot = h("div", { class: "approval-slot" });
+
+  function show(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
+    const wasShown = slot.childElementCount > 0;
+    // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
+    const hadFocus = slot.contains(document.activeElement);
+    if (!calls || calls.length === 0) {
+      replace(slot);
+      if (hadFocus) actions.onGone();
+      return;
+    }
+    const wasUsable = slot.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
+    const memories = calls.map((call) => String(call.args.memory ?? ""));
+    // The editors keep what the user typed across re-renders of the same card.
+    const typed = [...slot.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
+      (el) => el.value,
+    );
+    const editors = memories.map((_, i) =>
+      h("textarea", { class: "memory-edit", testid: "approval-args", rows: 2, "aria-label": `Memory ${i + 1}` }),
+    );
+    editors.forEach((editor, i) => (editor.value = typed.length === memories.length ? typed[i]! : memories[i]!));
+    const reasonField = slot.querySelector<HTMLInputElement>('[data-testid="approval-reason"]');
+    const reason = h("input", {
+      type: "text",
+      testid: "approval-reason",
+      placeholder: "Why not? (the assistant reads this)",
+      "aria-label": "Reason for rejecting",
+    });
+    reason.value = reasonField?.value ?? "";
+    const approve = h(
+      "button",
+      {
+        class: "primary",
+        type: "button",
+        testid: "approve",
+        disabled,
+        onclick: () => actions.onApprove(editors.map((editor) => editor.value)),
+      },
+      "Approve",
+    );
+    replace(
+      slot,
+      h(
+        "section",
+        { class: "approval", testid: "approval", role: "region", "aria-label": "Approval needed" },
+        h("h2", {}, "Save to long-term memory?"),
+        h("p", {}, "The assistant wants to remember (edit it before saving if you like):"),
+        h("ul", {}, ...memories.map((memory) => h("li", { class: "memory-text" }, `“${secondPerson(memory)}”`))),
+        ...editors,
+        reason,
+        h(
+          "div",
+          { class: "actions" },
+          approve,
+          h(
+            "button",
+            { type: "button", testid: "reject", disabled, onclick: () => actions.onReject(reason.value) },
+            "Reject",
+          ),
+        ),
+      ),
+    );
+    // A card that just appeared (or just became usable) takes the focus: the next thing to do is
+    // to decide. A re-render of the same card keeps it on the card.
+    if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();
+    actions.onShown();
+  }
+
+  return { el: slot, show };
+}
