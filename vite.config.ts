@@ -21,14 +21,18 @@ const chromium = playwright({
   launchOptions: { executablePath: chromiumPath, args: chromiumArgs },
 });
 
-/** Headless Chromium through Vitest browser mode, as the browser projects run it. */
-const inChromium = {
+/**
+ * Headless Chromium through Vitest browser mode, as the browser projects run
+ * it: a new object per project, since Vitest names each project's instances
+ * in place.
+ */
+const inChromium = () => ({
   enabled: true,
   headless: true,
   provider: chromium,
   instances: [{ browser: "chromium" as const }],
   screenshotFailures: false,
-};
+});
 
 /**
  * One config for the library build and every Vitest project:
@@ -102,12 +106,12 @@ export default defineConfig({
           testTimeout: 60_000,
           // Files share their page (as the Node files share their worker): about 30% less CPU.
           isolate: false,
-          browser: inChromium,
+          browser: inChromium(),
         },
       },
       {
         extends: true,
-        test: { name: "chromium-isolated", include: FIRST_IMPORT_TESTS, browser: inChromium },
+        test: { name: "chromium-isolated", include: FIRST_IMPORT_TESTS, browser: inChromium() },
       },
       {
         extends: true,
