@@ -49,7 +49,8 @@ export interface ConvergenceWorld {
 
 /** Starts PostgreSQL and two sync server processes on it, knowing the users of `seeds`. */
 export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWorld> {
-  const [postgres, bundle] = await Promise.all([startPostgres(), bundleServer()]);
+  // PostgreSQL is crashed on purpose: what it acknowledged must survive that, as in production.
+  const [postgres, bundle] = await Promise.all([startPostgres({ durableCommits: true }), bundleServer()]);
   const pool = new pg.Pool({ connectionString: postgres.url, max: 2 });
   pool.on("error", () => undefined); // PostgreSQL restarts on purpose
   const run = Date.now().toString(36);
