@@ -5,20 +5,10 @@
  * is split into pages between the two.
  */
 import { emptyCheckpoint, uuid6, type Checkpoint } from "@langchain/langgraph-checkpoint";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { device, newUser, startServer } from "../../test/support/sync/harness.js";
-import type { SyncServer } from "../sync-server.js";
+import { describe, expect, it } from "vitest";
+import { device, newUser, serverForFile } from "../../test/support/sync/harness.js";
 
-let server: SyncServer;
-let url: string;
-
-beforeAll(async () => {
-  ({ server, url } = await startServer());
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-}, 30_000);
+const served = serverForFile();
 
 const config = (id?: string) => ({
   configurable: { thread_id: "t", checkpoint_ns: "", ...(id ? { checkpoint_id: id } : {}) },
@@ -27,7 +17,7 @@ const config = (id?: string) => ({
 describe("pull order", () => {
   it("a parent that gained writes after its child was pushed still lands before (or with) the child", async () => {
     const { token } = newUser("order");
-    const a = device(url, token);
+    const a = device(served.url, token);
     const ids = [uuid6(-1), uuid6(-1), uuid6(-1)];
     let parent: string | undefined;
     for (const id of ids) {
@@ -43,7 +33,7 @@ describe("pull order", () => {
 
     // B pulls one change per page, and looks at its database before each page.
     const orphans: string[] = [];
-    const b = device(url, token, {
+    const b = device(served.url, token, {
       client: {
         pullLimit: 1,
         fetch: async (input, init) => {
