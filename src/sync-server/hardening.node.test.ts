@@ -6,7 +6,7 @@
  * loopback, real PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newUser, startServer } from "../../test/support/sync/harness.js";
+import { newUser, serverForFile, startServer, wireCheckpoint } from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -19,22 +19,13 @@ import {
 } from "../sync/protocol.js";
 import type { SyncServer } from "../sync-server.js";
 
-let server: SyncServer;
-let url: string;
-
-beforeAll(async () => {
-  ({ server, url } = await startServer());
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-}, 30_000);
+const served = serverForFile();
 
 async function call(method: string, path: string, token: string | undefined, body?: Uint8Array) {
   const headers: Record<string, string> = {};
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = SYNC_MEDIA_TYPE;
-  const response = await fetch(`${url}/v1${path}`, { method, headers, body: body as Uint8Array<ArrayBuffer> });
+  const response = await fetch(`${served.url}/v1${path}`, { method, headers, body: body as Uint8Array<ArrayBuffer> });
   const bytes = new Uint8Array(await response.arrayBuffer());
   const parsed = (response.headers.get("content-type") ?? "").startsWith(SYNC_MEDIA_TYPE)
     ? decodeBody(bytes)
@@ -50,7 +41,7 @@ async function call(method: string, path: string, token: string | undefined, bod
 async function inject(method: "POST" | "PUT", path: string, token: string | undefined, body: Uint8Array) {
   const headers: Record<string, string> = { "content-type": SYNC_MEDIA_TYPE };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
-  const response = await server.app.inject({ method, url: `/v1${path}`, headers, payload: Buffer.from(body) });
+  const response = await served.server.app.inject({ method, url: `/v1${path}`, headers, payload: Buffer.from(body) });
   const msgpack = String(response.headers["content-type"] ?? "").startsWith(SYNC_MEDIA_TYPE);
   const parsed: unknown = msgpack ? decodeBody(response.rawPayload) : response.json();
   return { status: response.statusCode, body: parsed as Record<string, unknown> };
@@ -131,16 +122,7 @@ function bundle(threadId: string, tasks: string[]): WireCheckpoint {
     task_path: `~__pregel_pull, ${task}`,
     value: ["msgpack", new Uint8Array([0xa1, task.charCodeAt(task.length - 1)])],
   }));
-  return {
-    thread_id: threadId,
-    checkpoint_ns: "",
-    checkpoint_id: "1f0aaaaa-0000-6000-8000-000000000001",
-    checkpoint: ["msgpack", new Uint8Array([0x80])],
-    metadata: ["msgpack", new Uint8Array([0x80])],
-    channel_versions: {},
-    blobs: [],
-    writes,
-  };
+  return wireCheckpoint(threadId, writes);
 }
 
 describe("sync server: writes several devices add to one checkpoint", () => {

@@ -3,8 +3,8 @@
  * process on the same database commits a push of that user, and only then.
  * Two servers on the real PostgreSQL, plain HTTP clients speaking the protocol.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newUser, startServer } from "../../test/support/sync/harness.js";
+import { describe, expect, it } from "vitest";
+import { newUser, serverForFile, wireCheckpoint } from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -13,17 +13,8 @@ import {
   type PullResponse,
   type PushRequest,
 } from "../sync/protocol.js";
-import type { SyncServer } from "../sync-server.js";
 
-const servers: { server: SyncServer; url: string }[] = [];
-
-beforeAll(async () => {
-  servers.push(await startServer(), await startServer());
-}, 60_000);
-
-afterAll(async () => {
-  for (const { server } of servers) await server.close();
-}, 30_000);
+const servers = [serverForFile(), serverForFile()];
 
 async function pull(url: string, token: string, query: string): Promise<PullResponse> {
   const response = await fetch(`${url}/v1/pull?${query}`, { headers: { authorization: `Bearer ${token}` } });
@@ -35,18 +26,7 @@ async function push(url: string, token: string, threadId: string): Promise<void>
   const request: PushRequest = {
     v: SYNC_PROTOCOL_VERSION,
     device: "pusher",
-    checkpoints: [
-      {
-        thread_id: threadId,
-        checkpoint_ns: "",
-        checkpoint_id: "1f0aaaaa-0000-6000-8000-000000000001",
-        checkpoint: ["msgpack", new Uint8Array([0x80])],
-        metadata: ["msgpack", new Uint8Array([0x80])],
-        channel_versions: {},
-        blobs: [],
-        writes: [],
-      },
-    ],
+    checkpoints: [wireCheckpoint(threadId)],
     deletes: [],
   };
   const response = await fetch(`${url}/v1/push`, {

@@ -17,6 +17,7 @@ import {
 } from "../sync/protocol.js";
 import { versionFromKey, versionKey } from "../core/identity.js";
 import { cpKey, transaction } from "./store.js";
+import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 
 /** Largest response a pull assembles (bytes of values), beyond its first change. */
 const PULL_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -69,21 +70,8 @@ export async function newestId(pool: Pool, userId: string, threadId: string): Pr
   return result.rows[0]?.max ?? undefined;
 }
 
-interface CheckpointDbRow {
-  seq: string;
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  chain: string | null;
-  checkpoint_type: string;
-  checkpoint: Buffer;
-  metadata_type: string;
-  metadata: Buffer;
-  channel_versions: string;
-  run_id: string | null;
-  origin: string | null;
-}
+/** A checkpoint row as stored, with its bytes. */
+type CheckpointDbRow = Omit<CheckpointHead, "own_bytes"> & { checkpoint: Buffer; metadata: Buffer };
 
 /** A change-log entry of a pull, before any value is loaded. */
 type Entry = {
@@ -93,16 +81,14 @@ type Entry = {
   rm?: WireRemoved & { origin: string | null };
 };
 
-/** A checkpoint row's columns without its bytes, and their size. */
-type CheckpointHead = Omit<CheckpointDbRow, "checkpoint" | "metadata"> & { own_bytes: number };
-
 /**
  * Changes after `since`, in sequence order, each checkpoint complete, all
  * from one snapshot. The page is chosen from stored sizes before any value
  * is loaded, so neither the response nor what the server holds to build it
  * grows past {@link PULL_RESPONSE_BYTES}, bar a first checkpoint larger
  * than that on its own (the cap on one checkpoint bounds it), whatever the
- * data.
+ * data. A checkpoint comes after those of its ancestors the log puts after
+ * it (ancestors.ts): a device never holds a checkpoint without its parent.
  */
 export function pull(
   pool: Pool,
@@ -118,10 +104,8 @@ export function pull(
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
     const [cps, dels, rms] = await Promise.all([
       client.query<CheckpointHead>(
-        `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type,
-           metadata_type, channel_versions, run_id, origin,
-           octet_length(checkpoint) + octet_length(metadata) AS own_bytes
-         FROM lgsync_checkpoints WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
+        `SELECT ${headColumns("c")}
+         FROM lgsync_checkpoints c WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
         args,
       ),
       client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
@@ -148,20 +132,28 @@ export function pull(
     let more = entries.length > limit;
     const chosen = entries.slice(0, limit);
     // The asking device's own pushes are skipped: it has them.
-    const own = (e: Entry) => device !== undefined && (e.cp ?? e.rm)?.origin === device;
-    const sizes = await storedSizes(
-      client,
-      userId,
-      chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!),
-    );
+    const mine = (row: { origin: string | null } | undefined) => device !== undefined && row?.origin === device;
+    const own = (e: Entry) => mine(e.cp ?? e.rm);
+    const heads = chosen.filter((e) => e.cp).map((e) => e.cp!);
+    const ancestors = await ancestorsAfter(client, userId, since, heads);
+    const sizes = await storedSizes(client, userId, [
+      ...chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!),
+      ...[...ancestors.values()].filter((head) => !mine(head)),
+    ]);
 
-    // The page: every entry up to the first checkpoint that would take it past the budget.
+    // The page: every entry up to the first checkpoint that would take it past
+    // the budget, each checkpoint after the ancestors the log puts after it.
     const page: Entry[] = [];
+    const carried = new Set<string>();
+    const keyOf = (head: CheckpointHead) => cpKey(head.thread_id, head.checkpoint_ns, head.checkpoint_id);
     let cursor = since;
     let bytes = 0;
     for (const entry of chosen) {
-      if (entry.cp && !own(entry)) {
-        const size = sizes.get(entry.cp)!;
+      let sent: CheckpointHead[] = [];
+      if (entry.cp && !own(entry) && !carried.has(keyOf(entry.cp))) {
+        const skip = (head: CheckpointHead) => carried.has(keyOf(head)) || mine(head);
+        sent = [...ancestorsBefore(entry.cp, ancestors, skip), entry.cp];
+        const size = sent.reduce((sum, head) => sum + sizes.get(head)!, 0);
         if (page.length > 0 && bytes + size > PULL_RESPONSE_BYTES) {
           more = true;
           break;
@@ -169,7 +161,14 @@ export function pull(
         bytes += size;
       }
       cursor = entry.seq;
-      if (!own(entry)) page.push(entry);
+      if (!entry.cp) {
+        if (!own(entry)) page.push(entry);
+        continue;
+      }
+      for (const head of sent) {
+        carried.add(keyOf(head));
+        page.push({ seq: Number(head.seq), cp: head });
+      }
     }
     const rows = await readRows(
       client,

@@ -4,9 +4,9 @@
  * stays up. Real server on loopback, real PostgreSQL.
  */
 import { Packr } from "msgpackr";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chat } from "../../test/support/chat-graph.js";
-import { device, newUser, startServer } from "../../test/support/sync/harness.js";
+import { device, newUser, serverForFile, startServer } from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   decodeBody,
@@ -15,18 +15,8 @@ import {
   type ThreadsResponse,
   type HelloResponse,
 } from "../sync/protocol.js";
-import type { SyncServer } from "../sync-server.js";
 
-let server: SyncServer;
-let url: string;
-
-beforeAll(async () => {
-  ({ server, url } = await startServer({ maxBodyBytes: 256 * 1024 }));
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-}, 30_000);
+const served = serverForFile({ maxBodyBytes: 256 * 1024 });
 
 async function call(method: string, path: string, token: string | undefined, body?: unknown, type = SYNC_MEDIA_TYPE) {
   const headers: Record<string, string> = {};
@@ -39,7 +29,7 @@ async function call(method: string, path: string, token: string | undefined, bod
         ? (body as Uint8Array<ArrayBuffer> | string)
         : (encodeBody(body) as Uint8Array<ArrayBuffer>);
   }
-  const response = await fetch(`${url}/v1${path}`, { method, headers, body: payload });
+  const response = await fetch(`${served.url}/v1${path}`, { method, headers, body: payload });
   const bytes = new Uint8Array(await response.arrayBuffer());
   const contentType = response.headers.get("content-type") ?? "";
   const parsed: unknown = contentType.startsWith(SYNC_MEDIA_TYPE)
@@ -70,7 +60,7 @@ describe("sync server: auth and isolation", () => {
   it("another user's token gets nothing of ours, and changes nothing of ours, on every route", async () => {
     const ada = newUser("ada");
     const eve = newUser("eve");
-    const a = device(url, ada.token);
+    const a = device(served.url, ada.token);
     await chat(a.saver, "secret-thread", ["ada's secret"]);
     await a.sync.syncNow();
     const adaThreads = (await call("GET", "/threads", ada.token)).body as unknown as ThreadsResponse;
@@ -95,7 +85,7 @@ describe("sync server: auth and isolation", () => {
         })
       ).status,
     ).toBe(200);
-    const e = device(url, eve.token);
+    const e = device(served.url, eve.token);
     await chat(e.saver, "secret-thread", ["eve writes here"]);
     await e.sync.syncNow();
     expect((await call("PUT", "/key", eve.token, { v: 1, keyRecord: new Uint8Array([9, 9]) })).status).toBe(409); // eve has plaintext data now
@@ -103,7 +93,7 @@ describe("sync server: auth and isolation", () => {
     // Ada's data is untouched: same thread, same checkpoints, no key record.
     expect((await call("GET", "/threads", ada.token)).body).toEqual(adaThreads);
     expect((await call("GET", "/hello", ada.token)).body).toMatchObject({ keyRecord: null, hasData: true });
-    const b = device(url, ada.token);
+    const b = device(served.url, ada.token);
     await b.sync.syncNow();
     const onB = await b.saver.getTuple({ configurable: { thread_id: "secret-thread" } });
     expect(JSON.stringify(onB?.checkpoint.channel_values)).toContain("ada's secret");
@@ -173,7 +163,7 @@ describe("sync server: bad requests", () => {
       expect((result.body.error as { message: string }).message, `${method} ${path}`).toMatch(message);
     }
     // Still up, and nothing was stored for the user.
-    expect((await fetch(`${url}/v1/health`)).status).toBe(200);
+    expect((await fetch(`${served.url}/v1/health`)).status).toBe(200);
     expect(((await call("GET", "/threads", token)).body as unknown as ThreadsResponse).threads).toEqual([]);
   });
 });
@@ -204,7 +194,7 @@ describe("sync server: CORS", () => {
       });
       expect(other.headers.get("access-control-allow-origin")).toBeNull();
       // Without the option, no CORS headers at all.
-      const plain = await fetch(`${url}/v1/hello`, {
+      const plain = await fetch(`${served.url}/v1/hello`, {
         headers: { origin: "http://app.example", authorization: `Bearer ${token}` },
       });
       expect(plain.headers.get("access-control-allow-origin")).toBeNull();

@@ -6,21 +6,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { chat } from "../../test/support/chat-graph.js";
-import { checkpointIds, device, inspector, newUser, startServer, state } from "../../test/support/sync/harness.js";
+import { checkpointIds, device, inspector, newUser, state, serverForFile } from "../../test/support/sync/harness.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
-import type { SyncServer } from "../sync-server.js";
 
-let server: SyncServer;
-let url: string;
 let pool: pg.Pool;
 
+const served = serverForFile();
+
 beforeAll(async () => {
-  ({ server, url } = await startServer());
   pool = await inspector();
 }, 60_000);
 
 afterAll(async () => {
-  await server?.close();
   await pool?.end();
 }, 30_000);
 
@@ -50,7 +47,7 @@ async function serverBytes(user: string): Promise<Buffer[]> {
 describe("encrypted sync", () => {
   it("the server stores no plaintext; B reads everything with the passphrase", async () => {
     const { user, token } = newUser("e2e");
-    const a = device(url, token, { serde: await passphrase("correct horse") });
+    const a = device(served.url, token, { serde: await passphrase("correct horse") });
     await chat(a.saver, "private", [`my ${MARKER} secret`, "second turn"]);
     await a.sync.syncNow();
 
@@ -63,7 +60,7 @@ describe("encrypted sync", () => {
     ]);
     expect(types.rows.map((r) => r.type).every((t) => t.endsWith("+aes-gcm"))).toBe(true);
 
-    const b = device(url, token, { serde: await passphrase("correct horse") });
+    const b = device(served.url, token, { serde: await passphrase("correct horse") });
     await b.sync.syncNow();
     expect(await state(b.saver, "private")).toEqual(await state(a.saver, "private"));
     expect((await state(b.saver, "private")).messages[0]).toEqual(["human", `my ${MARKER} secret`]);
@@ -76,15 +73,15 @@ describe("encrypted sync", () => {
     expect(await state(a.saver, "private")).toEqual(await state(b.saver, "private"));
 
     // A wrong passphrase is refused before the record or any row is stored.
-    const c = device(url, token, { serde: await passphrase("wrong") });
+    const c = device(served.url, token, { serde: await passphrase("wrong") });
     await expect(c.sync.syncNow()).rejects.toMatchObject({ code: "key_mismatch", retryable: false });
     await expect(c.sync.syncNow()).rejects.toThrow(/Wrong passphrase or key/);
     expect(await checkpointIds(c.saver, "private")).toEqual([]);
 
     // A plaintext saver is refused, and so is an encrypted database that made its own key first.
-    const plain = device(url, token);
+    const plain = device(served.url, token);
     await expect(plain.sync.syncNow()).rejects.toMatchObject({ code: "encrypted_user", retryable: false });
-    const early = device(url, token, { serde: await passphrase("correct horse") });
+    const early = device(served.url, token, { serde: await passphrase("correct horse") });
     await chat(early.saver, "x", ["written before the first sync"]);
     await expect(early.sync.syncNow()).rejects.toMatchObject({ code: "key_mismatch" });
     for (const d of [a, b, c, plain, early]) {
@@ -95,11 +92,11 @@ describe("encrypted sync", () => {
 
   it("the marker search finds plaintext when there is some", async () => {
     const { user, token } = newUser("plain");
-    const a = device(url, token);
+    const a = device(served.url, token);
     await chat(a.saver, "open", [`my ${MARKER} secret`]);
     await a.sync.syncNow();
     expect((await serverBytes(user)).some((value) => value.includes(MARKER))).toBe(true);
-    const encrypted = device(url, token, { serde: await passphrase("p") });
+    const encrypted = device(served.url, token, { serde: await passphrase("p") });
     await expect(encrypted.sync.syncNow()).rejects.toMatchObject({ code: "plaintext_user" });
     for (const d of [a, encrypted]) {
       d.sync.close();

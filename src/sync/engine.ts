@@ -11,7 +11,7 @@ import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete, parseRemoved } from "./protocol.js";
 import { applyChanges } from "./pull.js";
-import { localInventory, readThread } from "./push.js";
+import { localInventory, readThread, withoutExchanged } from "./push.js";
 import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
 import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
@@ -162,14 +162,17 @@ export async function pendingChanges(
   }
   for (const threadId of inventory.threads) {
     if (wanted && !wanted.has(threadId)) continue;
-    const known = state.threads.get(threadId)?.fps ?? {};
+    const record = state.threads.get(threadId);
+    const known = record?.fps ?? {};
     const changed = (await readThread(access, threadId)).filter(
       (local) => known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] !== local.fingerprint,
     );
     if (changed.some((local) => refused(threadId, () => parseCheckpoint(local.wire)))) continue;
     for (const local of changed) {
-      result.checkpoints.push(local.wire);
-      result.fps.set(local.wire, local.fingerprint);
+      const seen = record?.seen?.[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)];
+      const wire = withoutExchanged(local.wire, seen);
+      result.checkpoints.push(wire);
+      result.fps.set(wire, local.fingerprint);
     }
   }
   return result;

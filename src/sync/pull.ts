@@ -29,19 +29,21 @@ const REPLAYED = "replayed";
  * again over a different stored value, is an older one coming back (a
  * hostile server, or a device that had not seen the newer one) and does not
  * replace it. Resolves to the checkpoints with a refused replay and the
- * digests of what was put, by checkpoint key.
+ * digests of what was put and of the local values kept over a replay, by
+ * checkpoint key.
  */
 async function applySpecialWrites(
   tx: WriteTx,
   special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[],
   records: Map<string, ThreadSyncRecord>,
-): Promise<{ replayed: Set<string>; seen: Map<string, string[]> }> {
+): Promise<{ replayed: Set<string>; seen: Map<string, string[]>; kept: Map<string, string[]> }> {
   const writes = tx.objectStore("writes");
   const locals = await Promise.all(
     special.map(({ row }) => writes.get([row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.task_id, row.idx])),
   );
   const replayed = new Set<string>();
   const seen = new Map<string, string[]>();
+  const kept = new Map<string, string[]>();
   for (const [i, { wire, write, row }] of special.entries()) {
     const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
     const digest = specialDigest(write);
@@ -49,12 +51,13 @@ async function applySpecialWrites(
     const known = records.get(wire.thread_id)?.seen?.[checkpointIdentity(wire.checkpoint_ns, wire.checkpoint_id)];
     if (local && specialDigest(local) !== digest && known?.includes(digest)) {
       replayed.add(key);
+      kept.set(key, [...(kept.get(key) ?? []), specialDigest(local)]);
       continue;
     }
     issue(storePut(writes, row));
     seen.set(key, [...(seen.get(key) ?? []), digest]);
   }
-  return { replayed, seen };
+  return { replayed, seen, kept };
 }
 
 /** The thread a change is about. */
@@ -199,7 +202,7 @@ export async function applyChanges(
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
       }
-      const { replayed, seen } = await applySpecialWrites(tx, special, records);
+      const { replayed, seen, kept } = await applySpecialWrites(tx, special, records);
       // What is stored now (after first-wins merges): the fingerprints to remember.
       await Promise.all(
         stored.map(async ({ wire, added }) => {
@@ -230,7 +233,13 @@ export async function applyChanges(
       for (const [key, fp] of result.fingerprints) {
         const at = key.indexOf("\u0000");
         const local = key.slice(at + 1);
-        updates.push({ threadId: key.slice(0, at), fps: [[local, fp]], seen: [[local, seen.get(key) ?? []]] });
+        updates.push({
+          threadId: key.slice(0, at),
+          fps: [[local, fp]],
+          seen: [[local, seen.get(key) ?? []]],
+          // Kept over a replay: the server holds another value, so ours goes again.
+          unseen: [[local, kept.get(key) ?? []]],
+        });
       }
       await updateSyncState(tx, sync.scope, updates, sync.cursor);
       return result;

@@ -55,6 +55,19 @@ export function specialDigest(write: Pick<WireWrite, "task_id" | "idx" | "channe
   return `${write.task_id}\u0000${write.idx}\u0000${write.value[1].length}:${(crc >>> 0).toString(16)}`;
 }
 
+/**
+ * `wire` without the special writes whose value this device already
+ * exchanged with the server (`seen`: pushed or pulled there). Such a value
+ * tells the server nothing new, and sent with a checkpoint pushed for
+ * another reason (a regular write added) it would replace a newer value
+ * another device put in that slot since.
+ */
+export function withoutExchanged(wire: WireCheckpoint, seen: readonly string[] | undefined): WireCheckpoint {
+  if (seen === undefined || seen.length === 0) return wire;
+  const writes = wire.writes.filter((write) => write.idx >= 0 || !seen.includes(specialDigest(write)));
+  return writes.length === wire.writes.length ? wire : { ...wire, writes };
+}
+
 /** The digests of a checkpoint's special writes (see {@link specialDigest}). */
 export function specialDigests(writes: readonly WireWrite[]): string[] {
   return writes.filter((write) => write.idx < 0).map(specialDigest);

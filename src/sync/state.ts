@@ -77,6 +77,12 @@ export interface ThreadSyncUpdate {
   tomb?: string;
   /** Special-write digests now seen (`ns \0 id` to digests), added to those kept. */
   seen?: [string, string[]][];
+  /**
+   * Special-write digests to forget (`ns \0 id` to digests): a local value
+   * kept over a refused replay, which the server no longer holds, so the
+   * next push sends it again.
+   */
+  unseen?: [string, string[]][];
   /** Checkpoints (`ns \0 id`) the server no longer has: removed, their removal known to it. */
   gone?: string[];
 }
@@ -129,6 +135,8 @@ export async function updateSyncState(
           const kept = (seen[key] ?? []).filter((digest) => !digests.includes(digest));
           seen[key] = [...kept, ...digests].slice(-SEEN_LIMIT);
         }
+        for (const [key, digests] of update.unseen ?? [])
+          if (seen[key]) seen[key] = seen[key].filter((digest) => !digests.includes(digest));
       }
       if (Object.keys(seen).length > 0) next.seen = seen;
       await storePut(meta, { name, value: next } satisfies MetaRow);

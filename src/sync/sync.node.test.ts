@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
 import { done, openRaw } from "../../test/support/reliability/raw.js";
 import {
@@ -14,25 +14,15 @@ import {
   device,
   inspector,
   newUser,
-  startServer,
   state,
   type Device,
+  serverForFile,
 } from "../../test/support/sync/harness.js";
 import type { CheckpointRow } from "../rows/shapes.js";
 import type { IndexedDBSaver } from "../saver/index.js";
-import type { SyncServer } from "../sync-server.js";
 import { SyncClient } from "./client.js";
 
-let server: SyncServer;
-let url: string;
-
-beforeAll(async () => {
-  ({ server, url } = await startServer());
-}, 60_000);
-
-afterAll(async () => {
-  await server?.close();
-}, 30_000);
+const served = serverForFile();
 
 async function close(...devices: Device[]): Promise<void> {
   for (const d of devices) {
@@ -44,8 +34,8 @@ async function close(...devices: Device[]): Promise<void> {
 describe("SyncClient with the sync server", () => {
   it("a thread started offline on A appears on B, equal", async () => {
     const { token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     const messages = await chat(a.saver, "t1", ["hello", "how are you"]);
     expect(await b.saver.getTuple({ configurable: { thread_id: "t1" } })).toBeUndefined();
 
@@ -77,8 +67,8 @@ describe("SyncClient with the sync server", () => {
 
   it("both write offline: every turn kept on both, one head, the other line a branch", async () => {
     const { token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     await chat(a.saver, "t", ["shared start"]);
     await a.sync.syncNow();
     await b.sync.syncNow();
@@ -114,8 +104,8 @@ describe("SyncClient with the sync server", () => {
 
   it("a delete on A removes the thread on B; a later run may start it afresh", async () => {
     const { token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     await chat(a.saver, "gone", ["one", "two"]);
     await chat(a.saver, "kept", ["stay"]);
     await a.sync.syncNow();
@@ -148,8 +138,8 @@ describe("SyncClient with the sync server", () => {
 
   it("pending writes added after a push are pushed again", async () => {
     const { token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     await chat(a.saver, "w", ["x"]);
     await a.sync.syncNow();
     const head = await a.saver.getTuple({ configurable: { thread_id: "w" } });
@@ -163,10 +153,10 @@ describe("SyncClient with the sync server", () => {
 
   it("a server-side agent continues a synced thread; the devices get its turns", async () => {
     const { user, token } = newUser();
-    const a = device(url, token);
+    const a = device(served.url, token);
     await chat(a.saver, "srv", ["from the phone"]);
     await a.sync.syncNow();
-    const agent = server.saverFor(user);
+    const agent = served.server.saverFor(user);
     expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
     await chat(agent, "srv", ["continued on the server"]);
     await a.sync.syncNow();
@@ -184,7 +174,7 @@ describe("SyncClient with the sync server", () => {
 
   it("reports status and progress a UI can show", async () => {
     const { token } = newUser();
-    const a = device(url, token);
+    const a = device(served.url, token);
     await chat(a.saver, "s1", ["a"]);
     await chat(a.saver, "s2", ["b"]);
     const statuses: string[] = [];
@@ -204,7 +194,7 @@ describe("SyncClient with the sync server", () => {
     await chat(a.saver, "s1", ["more"]);
     const unreachable = new SyncClient({
       saver: a.saver,
-      url,
+      url: served.url,
       token,
       fetch: () => Promise.reject(new TypeError("network down")),
     });
@@ -216,8 +206,8 @@ describe("SyncClient with the sync server", () => {
 
   it("continuous mode syncs local changes as they happen", async () => {
     const { token } = newUser();
-    const a = device(url, token, { client: { intervalMs: 50 } });
-    const b = device(url, token, { client: { intervalMs: 50 } });
+    const a = device(served.url, token, { client: { intervalMs: 50 } });
+    const b = device(served.url, token, { client: { intervalMs: 50 } });
     a.sync.start();
     b.sync.start();
     await chat(a.saver, "live", ["typed on A"]);
@@ -228,8 +218,8 @@ describe("SyncClient with the sync server", () => {
 
   it("continuous mode: a local change syncs soon even while the next poll is far off", async () => {
     const { token } = newUser();
-    const a = device(url, token, { client: { intervalMs: 60_000 } });
-    const b = device(url, token);
+    const a = device(served.url, token, { client: { intervalMs: 60_000 } });
+    const b = device(served.url, token);
     a.sync.start();
     await expect.poll(() => a.sync.status.state, { timeout: 10_000, interval: 20 }).toBe("idle"); // first round done, next poll in 60 s
     await chat(a.saver, "soon", ["typed on A"]);
@@ -280,8 +270,8 @@ const chains = (list: CheckpointRow[]) =>
 describe("sync carries a checkpoint row's chain", () => {
   it("pushed from A, stored by the server, pulled into B: the identical chain; rows without one stay without", async () => {
     const { user, token } = newUser("chain");
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     await chat(a.saver, "c", ["first", "second"]);
     const planted = await plantChains(a);
     expect(planted.filter((row) => row.chain !== undefined).length).toBeGreaterThan(2);
@@ -339,8 +329,8 @@ function put(saver: IndexedDBSaver, parent: RunnableConfig | undefined, id: stri
 describe("deletes replicate", () => {
   it("prune on A: removed on B, on the server and never sent to a new device", async () => {
     const { user, token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     await chat(a.saver, "t", ["one", "two", "three"]);
     await a.sync.syncNow();
     await b.sync.syncNow();
@@ -355,7 +345,7 @@ describe("deletes replicate", () => {
     expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
     expect(await serverIds(user, "t")).toEqual(kept.map((id) => id.split("|")[1]).sort());
 
-    const c = device(url, token);
+    const c = device(served.url, token);
     await c.sync.syncNow();
     expect(await checkpointIds(c.saver, "t")).toEqual(kept);
     // Nothing left to send either way.
@@ -364,8 +354,8 @@ describe("deletes replicate", () => {
 
   it("deleteForRuns on A (a rolled-back run): gone everywhere, and B cannot push it back", async () => {
     const { user, token } = newUser();
-    const a = device(url, token);
-    const b = device(url, token);
+    const a = device(served.url, token);
+    const b = device(served.url, token);
     const c1 = await put(a.saver, undefined, "1", "r1");
     const c2 = await put(a.saver, c1, "2", "r2");
     await a.sync.syncNow();
@@ -382,7 +372,7 @@ describe("deletes replicate", () => {
       expect(await saver.getTuple({ configurable: { thread_id: "t", checkpoint_id: "2" } })).toBeUndefined();
     }
     expect(await serverIds(user, "t")).toEqual(["1"]);
-    const c = device(url, token);
+    const c = device(served.url, token);
     await c.sync.syncNow();
     expect((await c.saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe("1");
   });

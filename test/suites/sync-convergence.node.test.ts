@@ -4,8 +4,7 @@
  * connections cut, servers killed, PostgreSQL restarted; invariants after
  * every pulled page and at quiescence. Its own Vitest project
  * (`convergence`), run by `npm run test:full` (200 seeds) and not yet by
- * `npm test`: a soak of 147 longer seeds found 8 that end with a device
- * holding a checkpoint without its parent, not yet explained (docs/testing.md).
+ * `npm test` (docs/testing.md, "Fast and full depths", has its soak).
  * `npm run test:convergence` runs the bounded set; `CONVERGENCE_SEED=n` replays one seed,
  * and `npm run soak:sync` runs thousands (CONVERGENCE_FIRST_SEED and
  * CONVERGENCE_SEEDS choose the range, CONVERGENCE_OPS the length).

@@ -6,7 +6,7 @@
  * - Otherwise a cluster is created in a temporary directory with Debian's
  *   server binaries (`/usr/lib/postgresql/<version>/bin`, or `POSTGRES_BIN`),
  *   listening on 127.0.0.1 at a free port, with durability off (fsync,
- *   synchronous commit) since it is deleted afterwards. PostgreSQL refuses to
+ *   synchronous commit unless asked for) since it is deleted afterwards. PostgreSQL refuses to
  *   run as root, so as root it runs as the `postgres` user via `runuser`.
  *
  * The vitest globalSetup (`postgres-global-setup.ts`) starts it in the
@@ -100,8 +100,20 @@ function run(bin: string, args: string[]): Promise<string> {
   });
 }
 
+/** How a throwaway cluster runs. */
+export interface PostgresOptions {
+  /**
+   * Commits are written to the operating system before they are
+   * acknowledged (`synchronous_commit=on`; fsync stays off). A test that
+   * crashes PostgreSQL (`kill`) needs it: with asynchronous commit, a crash
+   * loses the last fraction of a second of acknowledged transactions, which
+   * no production database does and which no client can recover from.
+   */
+  durableCommits?: boolean;
+}
+
 /** Creates and starts a throwaway cluster. */
-export async function startPostgres(): Promise<RunningPostgres> {
+export async function startPostgres(settings: PostgresOptions = {}): Promise<RunningPostgres> {
   const bin = findPostgresBin();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), "lgidb-postgres-"));
@@ -137,7 +149,7 @@ export async function startPostgres(): Promise<RunningPostgres> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = await freePort();
-      const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`;
+      const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=${settings.durableCommits ? "on" : "off"} -c full_page_writes=off -c max_connections=50`;
       const start = ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "-t", "30", "start"];
       try {
         await run(join(bin, "pg_ctl"), start);

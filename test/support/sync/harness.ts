@@ -6,10 +6,12 @@
 import { IDBFactory } from "fake-indexeddb";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
 import type { BaseCheckpointSaver, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { SyncClient, type SyncClientOptions } from "../../../src/sync.js";
 import { createSyncServer, type SyncServer, type SyncServerOptions } from "../../../src/sync-server.js";
+import type { WireCheckpoint } from "../../../src/sync/protocol.js";
 import { acquirePostgres } from "../postgres.js";
 import { chatGraph, plain } from "../chat-graph.js";
 
@@ -45,6 +47,44 @@ export async function startServer(
   });
   const address = await server.listen({ port: options.port ?? 0 });
   return { server, url: address };
+}
+
+/**
+ * One sync server for the calling test file: started before its tests,
+ * closed after them. Read `server` and `url` inside tests (they are set
+ * once the file's `beforeAll` ran).
+ */
+export function serverForFile(options: Parameters<typeof startServer>[0] = {}): { server: SyncServer; url: string } {
+  const running = { server: undefined as unknown as SyncServer, url: "" };
+  beforeAll(async () => {
+    Object.assign(running, await startServer(options));
+  }, 60_000);
+  afterAll(async () => {
+    await running.server?.close();
+  }, 30_000);
+  return running;
+}
+
+/**
+ * A checkpoint bundle as the wire carries it, as small as the protocol
+ * allows: an empty MessagePack map for the checkpoint and its metadata, no
+ * channel values, and `writes`.
+ */
+export function wireCheckpoint(
+  threadId: string,
+  writes: WireCheckpoint["writes"] = [],
+  checkpointId = "1f0aaaaa-0000-6000-8000-000000000001",
+): WireCheckpoint {
+  return {
+    thread_id: threadId,
+    checkpoint_ns: "",
+    checkpoint_id: checkpointId,
+    checkpoint: ["msgpack", new Uint8Array([0x80])],
+    metadata: ["msgpack", new Uint8Array([0x80])],
+    channel_versions: {},
+    blobs: [],
+    writes,
+  };
 }
 
 /** A device: its own IndexedDB (a separate factory), saver and sync client. */
