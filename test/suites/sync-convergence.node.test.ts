@@ -3,8 +3,8 @@
  * 3–8 devices, two server processes on a PostgreSQL of this file's own,
  * connections cut, servers killed, PostgreSQL restarted; invariants after
  * every pulled page and at quiescence. Its own Vitest project
- * (`convergence`), run by `npm run test:full` (200 seeds) and not yet by
- * `npm test` (docs/testing.md, "Fast and full depths", has its soak).
+ * (`convergence`): `npm test` runs 8 seeds beside the Firefox suite,
+ * `npm run test:full` 200 (docs/testing.md, "Fast and full depths", has its soak).
  * `npm run test:convergence` runs the bounded set; `CONVERGENCE_SEED=n` replays one seed,
  * and `npm run soak:sync` runs thousands (CONVERGENCE_FIRST_SEED and
  * CONVERGENCE_SEEDS choose the range, CONVERGENCE_OPS the length).
@@ -15,7 +15,7 @@ import { ConvergenceFailure, runSeed, startWorld, type ConvergenceWorld } from "
 
 const only = process.env.CONVERGENCE_SEED;
 const first = Number(process.env.CONVERGENCE_FIRST_SEED ?? 1);
-const count = Number(process.env.CONVERGENCE_SEEDS ?? byDepth(20, 200));
+const count = Number(process.env.CONVERGENCE_SEEDS ?? byDepth(8, 200));
 const seeds = only !== undefined ? [Number(only)] : Array.from({ length: count }, (_, i) => first + i);
 /** Operations per seed before quiescence. */
 const OPS = Number(process.env.CONVERGENCE_OPS ?? byDepth(16, 60));
