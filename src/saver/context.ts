@@ -11,7 +11,7 @@ import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import { checkSaverFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
+import { isNewerFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
 import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
@@ -64,17 +64,19 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
   // Every operation binds its serializer first, so this read (the format
   // record beside the key record, in the same round trip) is where a
   // database of a newer row format is refused before any row is touched.
-  const readRecord = () =>
-    db.read(
+  const readRecord = async () => {
+    const [key, format] = await db.read(
       ["meta"],
-      async (tx) => {
+      (tx) => {
         const meta = tx.objectStore("meta");
-        const [key, format] = await Promise.all([meta.get("key"), meta.get("format")]);
-        checkSaverFormat(db.name, format?.value);
-        return key?.value as KeyRecord | undefined;
+        return Promise.all([meta.get("key"), meta.get("format")]);
       },
       "read the key record",
     );
+    if (isNewerFormat(format?.value))
+      throw (await import("./format-refusal.js")).newerFormatError(db.name, format.value);
+    return key?.value as KeyRecord | undefined;
+  };
   /**
    * Stores the key record, with its key-id copy in `writes` (what putWrites
    * checks), in one transaction, when `write` (run first) says so.

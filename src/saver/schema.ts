@@ -6,7 +6,6 @@
 import type { DBSchema } from "idb";
 import type { Upgrade } from "../idb/database.js";
 import { issue } from "../idb/requests.js";
-import { IndexedDBCheckpointError } from "../core/errors.js";
 import type { BlobRow, CheckpointRow, MetaRow, ThreadRow, Version, WriteRow } from "../rows/shapes.js";
 
 /** The saver's IndexedDB schema, for idb's typed wrappers. */
@@ -91,17 +90,14 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
 export const SAVER_FORMAT = 1;
 
 /**
- * Refuses a database whose `meta` "format" record (`value`) names a newer
- * row format than this code reads: a later format may keep the schema
- * version and rewrite rows in place, so opening at the same version proves
- * nothing, and rows of a format this code misreads would be reported as
- * altered or, worse, overwritten in the old shape. Any other value (none, or
- * one altered outside the saver, which no version writes) is left to the
- * row checks, so the rows still read.
+ * Whether a `meta` "format" record (`value`) names a newer row format than
+ * this code reads: such a database is refused (saver/format-refusal.ts). A
+ * later format may keep the schema version and rewrite rows in place, so
+ * opening at the same version proves nothing, and rows of a format this code
+ * misreads would be reported as altered or, worse, overwritten in the old
+ * shape. Any other value (none, or one altered outside the saver, which no
+ * version writes) is left to the row checks, so the rows still read.
  */
-export function checkSaverFormat(dbName: string, value: unknown): void {
-  if (typeof value !== "number" || !Number.isInteger(value) || value <= SAVER_FORMAT) return;
-  throw new IndexedDBCheckpointError(
-    `IndexedDB database "${dbName}" holds checkpoints in row format ${value}, written by a newer version of langgraph-checkpoint-indexeddb; this one reads format ${SAVER_FORMAT}. Upgrade the package: nothing was read or written.`,
-  );
+export function isNewerFormat(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value > SAVER_FORMAT;
 }
