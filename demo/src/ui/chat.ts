@@ -174,8 +174,13 @@ export function createChat(actions: ChatActions) {
     if (atBottom) stickToEnd();
     if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
   }).observe(log);
+  // Only the reader scrolling up leaves the end. A scroll event comes a frame after the scroll:
+  // text appended meanwhile (a fast answer) must not read as the reader having left.
+  let lastTop = 0;
   log.addEventListener("scroll", () => {
-    atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
+    if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) atBottom = true;
+    else if (log.scrollTop < lastTop) atBottom = false;
+    lastTop = log.scrollTop;
     if (atBottom) newMessages.hidden = true;
   });
 
