@@ -155,10 +155,16 @@ function emptyInventory(): Inventory {
   return { checkpoints: new Map(), blobs: new Map(), writes: new Map(), tombstones: new Map() };
 }
 
-function addWrite(inv: Inventory, cp: string, task: string, idx: number, channel: string, value: string): void {
+/**
+ * Records the write that `row` places (thread_id, checkpoint_ns,
+ * checkpoint_id, task_id, idx, channel: the saver's rows and the server's
+ * name them alike) with `value`, its digest.
+ */
+function addWrite(inv: Inventory, row: Record<string, unknown>, value: string): void {
+  const cp = cpKey(row.thread_id as string, row.checkpoint_ns as string, row.checkpoint_id as string);
   let map = inv.writes.get(cp);
   if (!map) inv.writes.set(cp, (map = new Map()));
-  map.set(`${task}\u0000${idx}\u0000${channel}`, value);
+  map.set(`${row.task_id as string}\u0000${row.idx as number}\u0000${row.channel as string}`, value);
 }
 
 /** A channel version as text that keeps its type (the server stores `n:1` and `s:1` apart). */
@@ -239,15 +245,7 @@ export async function deviceInventory(factory: IDBFactory, dbName: string, full 
     for (const row of writes) {
       // Namespaces starting with U+0000 are the saver's own rows (a tombstone's copy), never replicated.
       if (String(row.checkpoint_ns).startsWith("\u0000")) continue;
-      const cp = cpKey(row.thread_id as string, row.checkpoint_ns as string, row.checkpoint_id as string);
-      addWrite(
-        inv,
-        cp,
-        row.task_id as string,
-        row.idx as number,
-        row.channel as string,
-        valueDigest((row as Row).value),
-      );
+      addWrite(inv, row, valueDigest((row as Row).value));
     }
     for (const row of meta) {
       const value = row.value as { max_deleted_id?: unknown } | undefined;
@@ -294,17 +292,7 @@ export async function serverInventory(pool: pg.Pool, user: string): Promise<Inve
     `SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value FROM lgsync_writes WHERE user_id = $1`,
     [user],
   );
-  for (const row of writes.rows) {
-    const cp = cpKey(row.thread_id as string, row.checkpoint_ns as string, row.checkpoint_id as string);
-    addWrite(
-      inv,
-      cp,
-      row.task_id as string,
-      row.idx as number,
-      row.channel as string,
-      digest(row.type as string, row.value as Buffer),
-    );
-  }
+  for (const row of writes.rows) addWrite(inv, row, digest(row.type as string, row.value as Buffer));
   const tombs = await pool.query<{ thread_id: string; max_deleted_id: string }>(
     "SELECT thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1",
     [user],
