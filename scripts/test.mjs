@@ -17,6 +17,9 @@
 // left out. A new suite is one more step: add its npm script to the phase it
 // fits, and never beside a step that measures time.
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 
 /**
@@ -68,7 +71,7 @@ function runStep(script) {
     // `times` prints the shell's own and then its children's user and system time.
     const child = spawn("bash", ["-c", `npm run --silent ${script}; status=$?; times >&3; exit $status`], {
       stdio: ["ignore", "pipe", "pipe", "pipe"],
-      env: { ...process.env, TEST_DEPTH: depth },
+      env: { ...process.env, TEST_DEPTH: depth, E2E_DEMO_BUILD: demoBuild },
     });
     const prefix = `[${script}] `;
     createInterface({ input: child.stdout }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
@@ -91,6 +94,9 @@ const listed =
         (p) => p.depth === undefined || p.depth === depth,
       );
 const chosen = new Set(listed.map((p) => p.name));
+// The e2e phases serve one build of the demo (e2e/global-setup.ts): built by the first, removed at the end.
+const demoBuild = mkdtempSync(join(tmpdir(), "demo-e2e-"));
+process.on("exit", () => rmSync(demoBuild, { recursive: true, force: true }));
 const results = [];
 const failures = [];
 const finished = new Map();
