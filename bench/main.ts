@@ -6,6 +6,7 @@ import type { BenchRow, Suite } from "./harness.js";
 import { bindingChecksSuite } from "./suites/binding-checks.js";
 import { encryptionSuite } from "./suites/encryption.js";
 import { historySuite } from "./suites/history.js";
+import { journalSuite } from "./suites/journal.js";
 import { loadSuite } from "./suites/load.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
@@ -21,6 +22,7 @@ const suites: Suite[] = [
   saverSuite,
   historySuite,
   encryptionSuite,
+  journalSuite,
   bindingChecksSuite,
   storeSuite,
   threadsSuite,

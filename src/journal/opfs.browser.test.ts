@@ -2,7 +2,8 @@
  * The OPFS journal in real Chromium: the worker appends and flushes, a
  * compaction swaps files, a wiped database comes back from OPFS, a second
  * holder of the journal is refused, a crafted record in the file is dropped
- * as corrupt, and what the journal costs per write.
+ * as corrupt. What the journal costs per write is measured by
+ * `npm run bench -- journal` (bench/suites/journal.ts).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
@@ -123,36 +124,5 @@ describe("saver with journal: opfs", () => {
     await reopened.close();
     await deleteDb(name);
     await removeJournal(name);
-  });
-
-  it("measures what the journal costs per superstep", async () => {
-    const steps = 100;
-    const figures: Record<string, number> = {};
-    for (const journal of ["off", "opfs", "off", "opfs"] as const) {
-      for (const durability of ["default", "strict"] as const) {
-        const name = unique();
-        const saver = journaled({ dbName: name, journal, durability });
-        await saver.recovery();
-        const started = performance.now();
-        await tickGraph(saver, steps).invoke({ count: 0 }, config("bench"));
-        const perStep = (performance.now() - started) / steps;
-        figures[`${journal}/${durability}`] = Math.min(figures[`${journal}/${durability}`] ?? Infinity, perStep);
-        // Recovery cost of a wiped database of this size.
-        if (journal === "opfs" && durability === "default") {
-          await saver.close();
-          await deleteDb(name);
-          const again = journaled({ dbName: name, journal });
-          const report = await again.recovery();
-          figures["restore-ms"] = report.elapsedMs;
-          await again.close();
-        } else {
-          await saver.close();
-        }
-        await deleteDb(name);
-        await removeJournal(name);
-      }
-    }
-    console.log(`journal-bench: ${JSON.stringify(figures)}`);
-    expect(figures["opfs/default"]).toBeGreaterThan(0);
   });
 });

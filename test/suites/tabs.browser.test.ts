@@ -4,7 +4,7 @@
  * and IndexedDB connections (what two tabs of an app have), sharing the
  * origin's databases with this test page.
  *
- * - Both pages run real graphs of 200 supersteps each at the same time, on
+ * - Both pages run real graphs of 80 supersteps each (200 at the full depth) at the same time, on
  *   different threads and on the same thread, while this page keeps listing:
  *   no checkpoint or write lost, no exception, every `list` answer consistent.
  * - Page B opens a newer schema version: page A's saver steps aside at once
@@ -19,11 +19,13 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { SAVER_UPGRADES } from "../../src/saver/schema.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { byDepth } from "../support/depth.js";
 import { checkEverything, checkListAnswer, type Recorded } from "../support/reliability/supersteps.js";
 import type { TabApi } from "../support/reliability/tab-page.js";
 import { openIframeTab, type IframeTab } from "../support/iframe-tab.js";
 
-const STEPS = 200;
+/** Supersteps per page: 80 still take each thread past one page of `list()` (64 checkpoints). */
+const STEPS = byDepth(80, 200);
 const PAGE_MODULE = new URL("../support/reliability/tab-page.ts", import.meta.url).href;
 
 type Tab = IframeTab<TabApi>;
