@@ -54,7 +54,24 @@ export default defineConfig({
     VitePWA({
       injectRegister: "script",
       registerType: "autoUpdate",
-      manifest: false,
+      // Installable: the plugin writes manifest.webmanifest, links it from index.html and
+      // precaches it and its icons (demo/public/icons, drawn by scripts/demo-icons.mjs).
+      manifest: {
+        id: "./",
+        name: "IndexedDB LangGraph chat",
+        short_name: "LangGraph chat",
+        description: "A LangGraph.js agent that runs in the browser and keeps its threads in IndexedDB.",
+        start_url: "./",
+        scope: "./",
+        display: "standalone",
+        background_color: "#f7f7f8",
+        theme_color: "#1f6feb",
+        icons: [
+          { src: "icons/icon-192.png", sizes: "192x192", type: "image/png", purpose: "any" },
+          { src: "icons/icon-512.png", sizes: "512x512", type: "image/png", purpose: "any" },
+          { src: "icons/maskable-512.png", sizes: "512x512", type: "image/png", purpose: "maskable" },
+        ],
+      },
       workbox: {
         globPatterns: ["**/*.{js,css,html,svg,wasm}"],
         // The LangChain/LangGraph chunk is larger than Workbox's 2 MiB default.
