@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { VitePWA } from "vite-plugin-pwa";
 import { CSP_HEADER, CSP_META } from "./csp.js";
+import { readmePage } from "./readme-page.js";
 
 /** The Content-Security-Policy on every response (see csp.ts). */
 const headers = { "Content-Security-Policy": CSP_HEADER };
@@ -40,6 +41,8 @@ export default defineConfig({
   // the network off. The dev server has none (devOptions off): nothing stale
   // while editing.
   plugins: [
+    // The package's README at /readme.html, where the About panel links.
+    readmePage(),
     {
       name: "demo-csp-meta",
       // The policy in the page itself too, for any static host of demo/dist.

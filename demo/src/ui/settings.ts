@@ -249,7 +249,8 @@ export function createSettings(context: SettingsContext) {
         "This demo runs a LangGraph.js agent in the page on ",
         h(
           "a",
-          { href: "https://www.npmjs.com/package/langgraph-checkpoint-indexeddb", target: "_blank", rel: "noopener" },
+          // The package's README, carried by the demo (demo/readme-page.ts): it opens offline too.
+          { href: "readme.html", target: "_blank", rel: "noopener", testid: "readme-link" },
           "langgraph-checkpoint-indexeddb",
         ),
         ": everything below is stored in this browser's IndexedDB.",
