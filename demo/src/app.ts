@@ -10,6 +10,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { ulid } from "ulid";
 import { forkViewed, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
 import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
+import { createThreadInstructions } from "./app-instructions.js";
 import { installKeys } from "./app-keys.js";
 import { drawBranches, refreshView, type Shown } from "./app-view.js";
 import { closeDrawer, createShell, phoneScreen, roomForHistory, sidebarShown, toggleSidebar } from "./app-shell.js";
@@ -81,21 +82,27 @@ export class App {
     onDelete: (id) =>
       void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
     onSearch: (query) => this.#search.matching(this.threads, query),
+    onInstructions: (id) => void this.instructions.edit(id),
   });
+  /** The threads' custom instructions: the note above the chat and their editor. */
+  readonly instructions = createThreadInstructions(this);
   readonly #search = createThreadSearch(
     async (id) => ((await this.session.state(id)).values as { messages?: BaseMessage[] }).messages ?? [],
   );
-  readonly chat = createChat({
-    onSend: (text) => sendMessage(this, text),
-    onApprove: (memories) => decide(this, { decision: "approve", memories }),
-    onReject: (reason) => decide(this, { decision: "reject", reason }),
-    onFork: () => void forkViewed(this),
-    onBackToLatest: () => void viewCheckpoint(this, undefined),
-    onStop: () => this.session.stop(this.currentId),
-    onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
-    onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
-    onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
-  });
+  readonly chat = createChat(
+    {
+      onSend: (text) => sendMessage(this, text),
+      onApprove: (memories) => decide(this, { decision: "approve", memories }),
+      onReject: (reason) => decide(this, { decision: "reject", reason }),
+      onFork: () => void forkViewed(this),
+      onBackToLatest: () => void viewCheckpoint(this, undefined),
+      onStop: () => this.session.stop(this.currentId),
+      onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
+      onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
+      onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
+    },
+    this.instructions.note,
+  );
   readonly history = createHistory({
     onView: (id) => {
       const shown = viewCheckpoint(this, id);
@@ -147,7 +154,7 @@ export class App {
     this.session = session;
     this.knownLock = lockIdentity(session.vault.salt);
     this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
-    root.replaceChildren(this.shell.el);
+    root.replaceChildren(this.shell.el, this.instructions.dialog);
     window.addEventListener("hashchange", () => {
       const id = threadFromHash();
       if (id && id !== this.currentId) this.openThread(id, false);
@@ -212,11 +219,22 @@ export class App {
     this.threads = threads;
     this.sidebar.update(threads, this.currentId);
     this.updateHeading();
+    // Another tab may have edited the open thread's instructions.
+    void this.instructions.show();
+  }
+
+  /** A thread's title, as the sidebar shows it. */
+  titleOf(threadId: string): string {
+    return this.threads.find((t) => t.id === threadId)?.title ?? "New thread";
+  }
+
+  showError(message: string): void {
+    this.chat.showError(message);
   }
 
   /** The top bar's heading and the tab's title follow the open thread. */
   updateHeading(): void {
-    const title = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    const title = this.titleOf(this.currentId);
     this.shell.heading.textContent = title;
     document.title = `${title} · ${APP_TITLE}`;
   }
@@ -243,6 +261,7 @@ export class App {
     });
     this.chat.showError(undefined);
     this.closeDrawer();
+    void this.instructions.show();
     void this.refresh();
   }
 

@@ -68,7 +68,8 @@ function problemText(problem: TurnProblem): string {
   return `The answer failed: ${problem.message}`;
 }
 
-export function createChat(actions: ChatActions) {
+/** The chat; `top`: shown above the conversation (the thread's custom instructions). */
+export function createChat(actions: ChatActions, top?: Node) {
   // The only live region of the app: new messages are announced from here.
   const log = h("div", {
     class: "messages",
@@ -168,6 +169,7 @@ export function createChat(actions: ChatActions) {
     "section",
     { class: "chat", "aria-label": "Chat" },
     banner,
+    top ?? null,
     h("div", { class: "log-wrap" }, log, scroll.button),
     approval.el,
     elsewhere,
