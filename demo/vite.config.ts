@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { VitePWA } from "vite-plugin-pwa";
 import { CSP_HEADER, CSP_META } from "./csp.js";
+import { readmePage } from "./readme-page.js";
 
 /** The Content-Security-Policy on every response (see csp.ts). */
 const headers = { "Content-Security-Policy": CSP_HEADER };
@@ -40,6 +41,8 @@ export default defineConfig({
   // the network off. The dev server has none (devOptions off): nothing stale
   // while editing.
   plugins: [
+    // The package's README at /readme.html, where the About panel links.
+    readmePage(),
     {
       name: "demo-csp-meta",
       // The policy in the page itself too, for any static host of demo/dist.
@@ -54,7 +57,24 @@ export default defineConfig({
     VitePWA({
       injectRegister: "script",
       registerType: "autoUpdate",
-      manifest: false,
+      // Installable: the plugin writes manifest.webmanifest, links it from index.html and
+      // precaches it and its icons (demo/public/icons, drawn by scripts/demo-icons.mjs).
+      manifest: {
+        id: "./",
+        name: "IndexedDB LangGraph chat",
+        short_name: "LangGraph chat",
+        description: "A LangGraph.js agent that runs in the browser and keeps its threads in IndexedDB.",
+        start_url: "./",
+        scope: "./",
+        display: "standalone",
+        background_color: "#f7f7f8",
+        theme_color: "#1f6feb",
+        icons: [
+          { src: "icons/icon-192.png", sizes: "192x192", type: "image/png", purpose: "any" },
+          { src: "icons/icon-512.png", sizes: "512x512", type: "image/png", purpose: "any" },
+          { src: "icons/maskable-512.png", sizes: "512x512", type: "image/png", purpose: "maskable" },
+        ],
+      },
       workbox: {
         globPatterns: ["**/*.{js,css,html,svg,wasm}"],
         // The LangChain/LangGraph chunk is larger than Workbox's 2 MiB default.

@@ -19,6 +19,12 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   // Unlocked, the saver keeps plaintext: the scan sees it (so it can see).
   await send(page, `my note ${before}`);
   expect((await plaintextHits(page, before)).length).toBeGreaterThan(0);
+  // The thread's custom instructions are its texts too.
+  const instructions = `instructions-${Math.random().toString(36).slice(2, 10)}`;
+  await page.getByTestId("thread-instructions").click();
+  await page.getByTestId("instructions-input").fill(instructions);
+  await page.getByTestId("instructions-save").click();
+  await page.getByTestId("instructions-note").waitFor();
 
   // A deleted thread must not trip the migration.
   await page.getByTestId("new-thread").click();
@@ -38,8 +44,9 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   await page.getByTestId("new-thread").click();
   await send(page, `the marker is ${after}`);
   expect(await plaintextHits(page, after)).toEqual([]);
-  // The thread from before the lock was re-encrypted, its plaintext deleted.
+  // The thread from before the lock was re-encrypted, its plaintext deleted; its instructions sealed.
   expect(await plaintextHits(page, before)).toEqual([]);
+  expect(await plaintextHits(page, instructions)).toEqual([]);
 
   await page.reload();
   await page.getByTestId("unlock-passphrase").waitFor();
@@ -61,6 +68,7 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
   await page.getByTestId("thread").filter({ hasText: before }).click();
   await expect.poll(() => transcript(page)).toContain(`user: my note ${before}`);
+  await expect.poll(() => page.getByTestId("instructions-text").textContent()).toBe(instructions);
   // And the session keeps working, still encrypted.
   await send(page, `more ${after}`);
   expect(await plaintextHits(page, after)).toEqual([]);

@@ -2,7 +2,8 @@
  * Offline after a reload: the production build (`npm run demo:build`,
  * served as `npm run demo:preview` serves it) registers a Workbox service
  * worker that precaches the app, so with the network off the page reloads,
- * shows the saved conversation, and the local model still answers.
+ * shows the saved conversation, and the local model still answers; the
+ * web app manifest and its icons are precached with it.
  */
 import type { Browser } from "playwright";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
@@ -50,6 +51,19 @@ test("the built demo reloads and answers with the network off", { timeout: 120_0
     await send(page, "written offline");
     expect(await transcript(page)).toHaveLength(4);
     await screenshot(page, "offline");
+    // What installing needs comes from the precache too: the manifest and each of its icons.
+    const installFiles = await page.evaluate(async () => {
+      const href = document.querySelector<HTMLLinkElement>('link[rel="manifest"]')!.href;
+      const manifest = (await (await fetch(href)).json()) as { icons: { src: string }[] };
+      const icons = manifest.icons.map((icon) => new URL(icon.src, href).href);
+      return Promise.all([href, ...icons].map(async (url) => `${new URL(url).pathname} ${(await fetch(url)).status}`));
+    });
+    expect(installFiles).toEqual([
+      "/manifest.webmanifest 200",
+      "/icons/icon-192.png 200",
+      "/icons/icon-512.png 200",
+      "/icons/maskable-512.png 200",
+    ]);
     // Nothing went to the network for it: the page came from the service worker.
     expect(await page.evaluate(() => navigator.serviceWorker.controller?.state)).toBe("activated");
     // The service worker's registration, precache and the offline reload ran under the policy.

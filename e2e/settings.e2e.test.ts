@@ -160,7 +160,14 @@ test("About names the package and where each feature lives in it", async () => {
   await page.getByTestId("settings").click();
   const about = page.getByTestId("about");
   await about.scrollIntoViewIfNeeded();
-  expect(await about.getByRole("link", { name: "langgraph-checkpoint-indexeddb" }).count()).toBe(1);
+  const link = about.getByRole("link", { name: "langgraph-checkpoint-indexeddb" });
+  expect(await link.count()).toBe(1);
+  // It leads to a page that exists: the package's README, carried by the demo.
+  const readme = await page.request.get(new URL((await link.getAttribute("href"))!, page.url()).href);
+  expect(readme.status()).toBe(200);
+  expect(readme.headers()["content-type"]).toMatch(/^text\/html/);
+  const readmeTitle = /^#\s+(.+)$/m.exec(await readFile(new URL("../README.md", import.meta.url), "utf8"))![1]!;
+  expect(await readme.text()).toContain(`<h1>${readmeTitle}</h1>`);
   const code = await about.locator("tbody td code").allTextContents();
   expect(code.length).toBeGreaterThanOrEqual(8);
   for (const path of ["src/saver/", "src/store/", "src/runs/", "src/sync/"]) {

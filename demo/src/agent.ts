@@ -16,7 +16,7 @@
  * ["tools"]`, `next: ["tools"]` without a question) take the same
  * `Command({ resume })`: LangGraph gives it to the first question asked.
  */
-import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import {
   END,
   MessagesDeltaValue,
@@ -207,11 +207,24 @@ async function runTools(
   return { messages };
 }
 
-/** Builds the agent on a saver and a store; `model()` is read on every turn (settings may change). */
-export function buildAgent(options: { checkpointer: BaseCheckpointSaver; store: BaseStore; model: () => ChatModel }) {
+/**
+ * Builds the agent on a saver and a store. `model()` is read on every turn
+ * (settings may change), and so are the thread's custom `instructions`: a
+ * system message put before the conversation for the model, never stored in
+ * the thread's state.
+ */
+export function buildAgent(options: {
+  checkpointer: BaseCheckpointSaver;
+  store: BaseStore;
+  model: () => ChatModel;
+  instructions?: (threadId: string) => Promise<string>;
+}) {
   return new StateGraph(AgentState)
     .addNode("agent", async (state, config) => {
-      const reply = await options.model().respond(state.messages, {
+      const threadId = (config.configurable as Partial<AgentConfigurable> | undefined)?.thread_id;
+      const instructions = threadId ? await options.instructions?.(threadId) : undefined;
+      const messages = instructions ? [new SystemMessage(instructions), ...state.messages] : state.messages;
+      const reply = await options.model().respond(messages, {
         signal: config.signal,
         onToken: (text) => config.writer?.({ type: "token", text } satisfies TokenChunk),
       });

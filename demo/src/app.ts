@@ -3,14 +3,16 @@
  * open tab live: the sidebar from Dexie's `liveQuery`, the open thread from
  * the saver's change feed (which carries other tabs' writes over a
  * BroadcastChannel). The page's layout is in app-shell.ts, starting runs in
- * app-runs.ts, the History panel's behaviour in app-history.ts.
+ * app-runs.ts, drawing the open thread in app-view.ts, the History panel's
+ * behaviour in app-history.ts.
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { ulid } from "ulid";
-import { APPROVAL_NODE, pendingApproval } from "./agent.js";
-import { forkViewed, refreshHistory, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
+import { forkViewed, showHistoryPanel, toggleHistory, viewCheckpoint } from "./app-history.js";
 import { decide, runOnCurrent, sendMessage } from "./app-runs.js";
+import { createThreadInstructions } from "./app-instructions.js";
 import { installKeys } from "./app-keys.js";
+import { drawBranches, refreshView, type Shown } from "./app-view.js";
 import { closeDrawer, createShell, phoneScreen, roomForHistory, sidebarShown, toggleSidebar } from "./app-shell.js";
 import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
@@ -24,7 +26,6 @@ import type { Row } from "./timeline.js";
 import { watchIdle } from "./auto-lock.js";
 import { createChat } from "./ui/chat.js";
 import { createHistory } from "./ui/history.js";
-import { branchSwitcher } from "./ui/messages.js";
 import { createSettings } from "./ui/settings.js";
 import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 
@@ -39,14 +40,6 @@ function lockIdentity(salt: Uint8Array | undefined): string {
 function threadFromHash(): string | undefined {
   const match = /^#\/thread\/([0-9A-Za-z]+)$/.exec(location.hash);
   return match?.[1];
-}
-
-/** Resolves when the page is idle (Safari has no requestIdleCallback: a short timer there). */
-function whenIdle(): Promise<void> {
-  return new Promise((resolve) => {
-    if (typeof requestIdleCallback === "function") requestIdleCallback(() => resolve(), { timeout: 1_000 });
-    else setTimeout(resolve, 50);
-  });
 }
 
 /** The running app: one per page, drawn into `root`. */
@@ -65,9 +58,9 @@ export class App {
   knownLock: string;
   readonly #titles = new TitleCache();
   #unsubscribe: () => void = () => undefined;
-  #refreshSeq = 0;
+  refreshSeq = 0;
   /** The conversation on screen at the latest state, idle: where branch switchers may go. */
-  #shown: { seq: number; id: string; messages: BaseMessage[] } | undefined;
+  shown: Shown | undefined;
   /** Stops the auto-lock's idle watch (only a locked app has one). */
   #unwatchIdle: (() => void) | undefined;
   /** Stops showing the session's sync status. */
@@ -75,7 +68,7 @@ export class App {
   /** Stops watching whether another tab runs the open thread. */
   #unwatchElsewhere: (() => void) | undefined;
   /** Another tab is running the open thread: its turn in flight is not "cut short". */
-  #busyElsewhere = false;
+  busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
@@ -89,21 +82,27 @@ export class App {
     onDelete: (id) =>
       void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
     onSearch: (query) => this.#search.matching(this.threads, query),
+    onInstructions: (id) => void this.instructions.edit(id),
   });
+  /** The threads' custom instructions: the note above the chat and their editor. */
+  readonly instructions = createThreadInstructions(this);
   readonly #search = createThreadSearch(
     async (id) => ((await this.session.state(id)).values as { messages?: BaseMessage[] }).messages ?? [],
   );
-  readonly chat = createChat({
-    onSend: (text) => sendMessage(this, text),
-    onApprove: (memories) => decide(this, { decision: "approve", memories }),
-    onReject: (reason) => decide(this, { decision: "reject", reason }),
-    onFork: () => void forkViewed(this),
-    onBackToLatest: () => void viewCheckpoint(this, undefined),
-    onStop: () => this.session.stop(this.currentId),
-    onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
-    onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
-    onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
-  });
+  readonly chat = createChat(
+    {
+      onSend: (text) => sendMessage(this, text),
+      onApprove: (memories) => decide(this, { decision: "approve", memories }),
+      onReject: (reason) => decide(this, { decision: "reject", reason }),
+      onFork: () => void forkViewed(this),
+      onBackToLatest: () => void viewCheckpoint(this, undefined),
+      onStop: () => this.session.stop(this.currentId),
+      onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
+      onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
+      onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
+    },
+    this.instructions.note,
+  );
   readonly history = createHistory({
     onView: (id) => {
       const shown = viewCheckpoint(this, id);
@@ -155,7 +154,7 @@ export class App {
     this.session = session;
     this.knownLock = lockIdentity(session.vault.salt);
     this.currentId = threadFromHash() ?? lastThreadId ?? ulid();
-    root.replaceChildren(this.shell.el);
+    root.replaceChildren(this.shell.el, this.instructions.dialog);
     window.addEventListener("hashchange", () => {
       const id = threadFromHash();
       if (id && id !== this.currentId) this.openThread(id, false);
@@ -220,11 +219,22 @@ export class App {
     this.threads = threads;
     this.sidebar.update(threads, this.currentId);
     this.updateHeading();
+    // Another tab may have edited the open thread's instructions.
+    void this.instructions.show();
+  }
+
+  /** A thread's title, as the sidebar shows it. */
+  titleOf(threadId: string): string {
+    return this.threads.find((t) => t.id === threadId)?.title ?? "New thread";
+  }
+
+  showError(message: string): void {
+    this.chat.showError(message);
   }
 
   /** The top bar's heading and the tab's title follow the open thread. */
   updateHeading(): void {
-    const title = this.threads.find((t) => t.id === this.currentId)?.title ?? "New thread";
+    const title = this.titleOf(this.currentId);
     this.shell.heading.textContent = title;
     document.title = `${title} · ${APP_TITLE}`;
   }
@@ -240,17 +250,18 @@ export class App {
     this.sidebar.setCurrent(id);
     this.updateHeading();
     this.#unwatchElsewhere?.();
-    this.#busyElsewhere = false;
+    this.busyElsewhere = false;
     this.chat.setBusyElsewhere(false);
     this.#unwatchElsewhere = this.session.watchElsewhere(id, (busy) => {
       if (id !== this.currentId) return;
-      this.#busyElsewhere = busy;
+      this.busyElsewhere = busy;
       this.chat.setBusyElsewhere(busy);
       // Busy: the turn's problem line goes. Done: its answer (or, if that tab died, the cut-short turn) shows.
       this.scheduleRefresh();
     });
     this.chat.showError(undefined);
     this.closeDrawer();
+    void this.instructions.show();
     void this.refresh();
   }
 
@@ -301,78 +312,14 @@ export class App {
     }, 50);
   }
 
-  async refresh(): Promise<void> {
-    const seq = ++this.#refreshSeq;
-    const id = this.currentId;
-    try {
-      const snapshot = await this.session.state(id, this.viewing?.id);
-      if (seq !== this.#refreshSeq) return;
-      const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
-      const running = this.session.isRunning(id);
-      const paused = !this.viewing && snapshot.next.includes(APPROVAL_NODE);
-      this.chat.setRunning(running && !this.viewing);
-      const interactive = !this.viewing && !running && !paused;
-      this.chat.showMessages(messages, { interactive });
-      // Opened again mid-answer: everything streamed so far, then the rest as it comes.
-      const streamed = running && !this.viewing && this.streamed.get(id);
-      if (streamed) this.chat.appendToken(streamed);
-      if (interactive) void this.showBranches(seq, id, messages);
-      // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
-      const problem = this.viewing || this.#busyElsewhere ? undefined : this.session.problem(id, snapshot);
-      this.chat.showProblem(problem);
-      this.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
-      this.chat.showViewing(this.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
-      this.chat.setDisabled(
-        this.viewing ? "Read-only (older checkpoint)" : paused ? "Approve or reject the memory first" : undefined,
-      );
-      if (this.historyOpen) await refreshHistory(this);
-    } catch (error) {
-      if (seq === this.#refreshSeq) this.chat.showError(`Could not read the thread: ${messageOf(error)}`);
-    }
+  /** Reads the open thread again and draws it (see app-view.ts). */
+  refresh(): Promise<void> {
+    return refreshView(this);
   }
 
-  /**
-   * Adds the branch switchers once the thread's tree is read: after the
-   * messages, so a long thread shows at once (only a thread with branches is drawn again).
-   */
-  async showBranches(seq: number, id: string, messages: BaseMessage[]): Promise<void> {
-    this.#shown = { seq, id, messages };
-    // With History open, its own read of the whole thread feeds the cache (see app-history.ts): one read, not two.
-    if (this.historyOpen) return;
-    const stale = () => seq !== this.#refreshSeq || this.historyOpen;
-    try {
-      // When the page is idle: the conversation and the History panel come first.
-      await whenIdle();
-      if (stale() || !(await this.branches.update(id, stale))) return;
-      this.drawBranches();
-    } catch (error) {
-      // The conversation is shown already; only the switchers are missing.
-      console.warn("branches", error);
-    }
-  }
-
-  /** Draws the switchers of the conversation last shown, from the cache, if it has branches. */
+  /** Draws the branch switchers of the conversation on screen from the cache. */
   drawBranches(): void {
-    const shown = this.#shown;
-    if (!shown || shown.seq !== this.#refreshSeq) return;
-    const { id, messages } = shown;
-    const switchers = new Map(
-      this.branches
-        .points(id)
-        .filter((point) => point.messageIndex < messages.length)
-        .map((point) => [point.messageIndex, branchSwitcher(point, (head) => void this.switchBranch(head))]),
-    );
-    if (switchers.size) this.chat.showMessages(messages, { interactive: true, branches: switchers });
-  }
-
-  /** Continues the conversation on another branch: a fork of its newest checkpoint becomes the latest. */
-  async switchBranch(headId: string): Promise<void> {
-    try {
-      await this.session.fork(this.currentId, headId);
-      await this.refresh();
-    } catch (error) {
-      this.chat.showError(`Could not switch to that version: ${messageOf(error)}`);
-    }
+    drawBranches(this);
   }
 
   // ------------------------------------------------------------ layout, lock

@@ -347,3 +347,28 @@ export function openAIModel(settings: ModelSettings): ChatModel {
 export function modelFor(settings: ModelSettings): ChatModel {
   return settings.provider === "openai" ? openAIModel(settings) : localModel;
 }
+
+/**
+ * The model ids an OpenAI-compatible endpoint lists at `GET /models`
+ * (`{"data": [{"id": …}, …]}`, as OpenAI, Ollama, LM Studio and vLLM answer),
+ * sorted. Throws an error that says why when it offers no list: many
+ * endpoints do not, and the model's name is then typed.
+ */
+export async function listModels(settings: Pick<ModelSettings, "baseUrl" | "apiKey">): Promise<string[]> {
+  const url = `${settings.baseUrl.replace(/\/+$/, "")}/models`;
+  const response = await fetch(url, {
+    headers: settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {},
+  });
+  if (!response.ok) {
+    const detail = endpointMessage(await response.text().catch(() => ""));
+    throw new Error(`it answered ${response.status} ${response.statusText}${detail ? `: ${detail}` : ""}`);
+  }
+  const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
+  if (!Array.isArray(body?.data)) throw new Error("its answer is not a list of models");
+  const ids = body.data.flatMap((entry: unknown) => {
+    const id = (entry as { id?: unknown } | null)?.id;
+    return typeof id === "string" && id ? [id] : [];
+  });
+  if (ids.length === 0) throw new Error("it lists no models");
+  return [...new Set(ids)].sort();
+}

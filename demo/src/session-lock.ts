@@ -7,7 +7,14 @@
  */
 import { memoryNamespace } from "./agent.js";
 import { copyThreads, type IndexedDBSaver, type IndexedDBStore } from "./lib.js";
-import { UnsealedTextError, settingRow, titlePlace, type ModelSettings, type Vault } from "./settings.js";
+import {
+  UnsealedTextError,
+  instructionsPlace,
+  settingRow,
+  titlePlace,
+  type ModelSettings,
+  type Vault,
+} from "./settings.js";
 import type { SyncSettings } from "./sync.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
 import { pendingDeletes } from "./vault-migration.js";
@@ -16,6 +23,8 @@ import { pendingDeletes } from "./vault-migration.js";
 export interface OpenText {
   id: string;
   title: string;
+  /** The thread's custom instructions, if it has any. */
+  instructions?: string;
 }
 
 /** One vault's saver and store. */
@@ -38,7 +47,7 @@ export async function copyVaultData(from: VaultData, to: VaultData, userId: stri
   await to.store.search(namespace, { limit: 1 });
 }
 
-/** The demo's own texts (thread titles), opened with `vault`; a refused one is not carried over. */
+/** The demo's own texts (thread titles and instructions), opened with `vault`; a refused one is not carried over. */
 export async function openTexts(db: DemoDB, vault: Vault): Promise<OpenText[]> {
   const threads = await db.threads.toArray();
   return Promise.all(
@@ -48,12 +57,18 @@ export async function openTexts(db: DemoDB, vault: Vault): Promise<OpenText[]> {
         if (error instanceof UnsealedTextError) return "(unreadable title)";
         throw error;
       }),
+      instructions: t.instructions
+        ? await vault.open(t.instructions, instructionsPlace(t.id)).catch((error: unknown) => {
+            if (error instanceof UnsealedTextError) return undefined;
+            throw error;
+          })
+        : undefined,
     })),
   );
 }
 
 /**
- * Seals the titles and settings with `vault`, and writes (or, with none,
+ * Seals the titles, instructions and settings with `vault`, and writes (or, with none,
  * deletes) the lock record, with the marker of the databases to delete
  * after it: all in one transaction.
  */
@@ -67,12 +82,16 @@ export async function storeTexts(
 ): Promise<void> {
   // Sealed before the transaction: Dexie commits one that waits on other async work (WebCrypto here).
   const sealed = await Promise.all(
-    texts.map(async (t) => ({ id: t.id, title: await vault.seal(t.title, titlePlace(t.id)) })),
+    texts.map(async (t) => ({
+      id: t.id,
+      title: await vault.seal(t.title, titlePlace(t.id)),
+      instructions: t.instructions ? await vault.seal(t.instructions, instructionsPlace(t.id)) : undefined,
+    })),
   );
   const model = await settingRow(vault, "model", settings.model);
   const sync = await settingRow(vault, "sync", settings.sync);
   await db.transaction("rw", db.threads, db.settings, async () => {
-    for (const t of sealed) await db.threads.update(t.id, { title: t.title });
+    for (const t of sealed) await db.threads.update(t.id, { title: t.title, instructions: t.instructions });
     await db.settings.put(model);
     await db.settings.put(sync);
     if (row) await db.settings.put(row);

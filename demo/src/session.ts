@@ -30,6 +30,7 @@ import {
   loadModelSettings,
   plainVault,
   saveModelSettings,
+  instructionsPlace,
   titlePlace,
   unlock,
   type ModelSettings,
@@ -87,7 +88,12 @@ export class Session {
       index: { dims: DIMS, embeddings: new HashEmbeddings(), fields: ["text"] },
     });
     this.#model = model;
-    this.agent = buildAgent({ checkpointer: this.saver, store: this.store, model: () => modelFor(this.#model) });
+    this.agent = buildAgent({
+      checkpointer: this.saver,
+      store: this.store,
+      model: () => modelFor(this.#model),
+      instructions: (threadId) => this.instructions(threadId),
+    });
     // Threads another device started arrive in the saver: give them a sidebar row.
     this.#sync = new SyncLink(this.saver, () => {
       void this.#adoptUnlistedThreads().catch((error: unknown) => console.warn("adopt threads", error));
@@ -118,6 +124,20 @@ export class Session {
   async setModel(settings: ModelSettings): Promise<void> {
     await saveModelSettings(this.db, this.vault, settings);
     this.#model = settings;
+  }
+
+  /** The thread's custom instructions ("" for none); a locked vault refuses ones it did not seal. */
+  async instructions(threadId: string): Promise<string> {
+    const row = await this.db.threads.get(threadId);
+    return row?.instructions ? this.vault.open(row.instructions, instructionsPlace(threadId)) : "";
+  }
+
+  /** Keeps (sealed) the thread's custom instructions; blank removes them. Only a thread with a row has any. */
+  async setInstructions(threadId: string, text: string): Promise<void> {
+    const value = text.trim();
+    const instructions = value ? await this.vault.seal(value, instructionsPlace(threadId)) : undefined;
+    if (!(await this.db.threads.update(threadId, { instructions })))
+      throw new Error("This thread is not saved yet: send a message first.");
   }
 
   config(threadId: string, checkpointId?: string) {

@@ -25,6 +25,8 @@ export type Place = readonly (string | number)[];
 
 /** The place of a thread's title. */
 export const titlePlace = (threadId: string): Place => ["threads", threadId, "title"];
+/** The place of a thread's custom instructions. */
+export const instructionsPlace = (threadId: string): Place => ["threads", threadId, "instructions"];
 /** The place of a JSON setting (`model`, `sync`). */
 export const settingPlace = (key: string): Place => ["settings", key, "value"];
 

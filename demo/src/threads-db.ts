@@ -17,6 +17,8 @@ export type StoredText = string | { type: string; data: Uint8Array };
 export interface ThreadRow {
   id: string;
   title: StoredText;
+  /** The thread's custom instructions (a system message the agent prepends), sealed like the title. */
+  instructions?: StoredText;
   createdAt: number;
   updatedAt: number;
 }

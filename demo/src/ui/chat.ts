@@ -11,6 +11,7 @@ import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { isStopped } from "../agent.js";
 import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
+import { createFollower } from "./chat-scroll.js";
 import { h, replace } from "./dom.js";
 import { editor, renderMessage, text } from "./messages.js";
 
@@ -60,9 +61,6 @@ function placeholder(chatWidth = Infinity): string {
 const COMPOSER_MAX = 200;
 /** Longer texts are not measured (see autosize). */
 const AUTOSIZE_LIMIT = 3_000;
-/** Within this many pixels of the end counts as "at the bottom". */
-const BOTTOM_SLACK = 48;
-
 function problemText(problem: TurnProblem): string {
   if (problem.kind === "stopped") return "You stopped this answer.";
   if (problem.kind === "interrupted")
@@ -70,7 +68,8 @@ function problemText(problem: TurnProblem): string {
   return `The answer failed: ${problem.message}`;
 }
 
-export function createChat(actions: ChatActions) {
+/** The chat; `top`: shown above the conversation (the thread's custom instructions). */
+export function createChat(actions: ChatActions, top?: Node) {
   // The only live region of the app: new messages are announced from here.
   const log = h("div", {
     class: "messages",
@@ -80,17 +79,12 @@ export function createChat(actions: ChatActions) {
     "aria-busy": "false",
     tabIndex: 0,
   });
-  const newMessages = h(
-    "button",
-    { type: "button", class: "new-messages", testid: "new-messages", hidden: true, onclick: () => stickToEnd() },
-    "↓ New messages",
-  );
   const banner = h("div", { class: "viewing-banner", hidden: true });
   const approval = createApproval({
     onApprove: (memories) => actions.onApprove(memories),
     onReject: (reason) => actions.onReject(reason),
     onGone: () => composer.focus(),
-    onShown: () => followSoon(),
+    onShown: () => scroll.followSoon(),
   });
   // Another tab (or worker) is answering on this thread: say so; a message sent now waits for it.
   const elsewhere = h(
@@ -133,7 +127,6 @@ export function createChat(actions: ChatActions) {
   let frame = 0;
   let running = false;
   let busyElsewhere = false;
-  let atBottom = true;
   let disabledReason: string | undefined;
   let status: HTMLElement | undefined;
 
@@ -168,63 +161,22 @@ export function createChat(actions: ChatActions) {
   narrowScreen.addEventListener("change", () => {
     if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
   });
-  // The log narrowed or widened (History opened, the thread list collapsed, a phone turned): its text
-  // reflowed, so a reader at the end is put back at the end, not left mid-answer.
-  new ResizeObserver(() => {
-    if (atBottom) stickToEnd();
+  const scroll = createFollower(log, () => {
     if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
-  }).observe(log);
-  // Only the reader scrolling up leaves the end. A scroll event comes a frame after the scroll:
-  // text appended meanwhile (a fast answer) must not read as the reader having left.
-  let lastTop = 0;
-  log.addEventListener("scroll", () => {
-    if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) atBottom = true;
-    else if (log.scrollTop < lastTop) atBottom = false;
-    lastTop = log.scrollTop;
-    if (atBottom) newMessages.hidden = true;
   });
 
   const el = h(
     "section",
     { class: "chat", "aria-label": "Chat" },
     banner,
-    h("div", { class: "log-wrap" }, log, newMessages),
+    top ?? null,
+    h("div", { class: "log-wrap" }, log, scroll.button),
     approval.el,
     elsewhere,
     error,
     form,
   );
 
-  function stickToEnd(): void {
-    log.scrollTop = log.scrollHeight;
-    atBottom = true;
-    newMessages.hidden = true;
-  }
-  /**
-   * After new content: follow it if the reader was at the bottom, else offer
-   * the button, but only if something is below the view. New content may
-   * also be shorter (an edit or a branch switch replaces the conversation):
-   * when it all fits, no scroll event comes, and the reader is at the end.
-   */
-  function follow(): void {
-    if (atBottom) stickToEnd();
-    else if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) stickToEnd();
-    else newMessages.hidden = false;
-  }
-  /**
-   * Follows at the next frame: the layout that reading the scroll height
-   * needs is then the frame's own, not a second one forced in the middle of
-   * a task (a 20,000-character message costs a long layout each time).
-   */
-  let followFrame = 0;
-  function followSoon(): void {
-    if (!followFrame) {
-      followFrame = requestAnimationFrame(() => {
-        followFrame = 0;
-        follow();
-      });
-    }
-  }
   function flush(): void {
     frame = 0;
     if (!pending) return;
@@ -236,7 +188,7 @@ export function createChat(actions: ChatActions) {
     }
     streaming.text.appendData(pending);
     pending = "";
-    follow();
+    scroll.follow();
   }
   function dropStream(): void {
     if (frame) cancelAnimationFrame(frame);
@@ -324,7 +276,7 @@ export function createChat(actions: ChatActions) {
       }
       replace(log, ...nodes);
       placeTail();
-      followSoon();
+      scroll.followSoon();
     },
     /** Adds the user's message at once, before the run echoes it. */
     addPendingUser(value: string): void {
@@ -332,8 +284,7 @@ export function createChat(actions: ChatActions) {
       log.append(h("div", { class: "message user draft" }, value));
       placeTail();
       // The reader sent it: show it, wherever they were.
-      atBottom = true;
-      followSoon();
+      scroll.toEnd();
     },
     /** Queues a token; the screen takes the batch on the next frame. */
     appendToken(token: string): void {
@@ -364,7 +315,7 @@ export function createChat(actions: ChatActions) {
           )
         : undefined;
       placeTail();
-      if (status) followSoon();
+      if (status) scroll.followSoon();
     },
     /** The approval card for the pending save_memory calls, or none; `disabled` while a run goes on. */
     showApproval: approval.show,

@@ -1,26 +1,15 @@
 /**
- * The settings dialog: passphrase lock, model, sync and About; the storage
- * and memory sections are in settings-data.ts.
+ * The settings dialog: passphrase lock, sync and About; the model section
+ * is in settings-model.ts, the storage and memory sections in settings-data.ts.
  */
-import type { Session } from "../session.js";
-import { MIN_PASSPHRASE_LENGTH, type ModelSettings } from "../settings.js";
+import { MIN_PASSPHRASE_LENGTH } from "../settings.js";
 import { field, h, replace } from "./dom.js";
 import { memorySection, storageSection, type SettingsContext } from "./settings-data.js";
+import { modelSection, secretHint } from "./settings-model.js";
 import { icon } from "./icons.js";
 import { AUTO_LOCK_CHOICES, autoLockMinutes, setAutoLockMinutes } from "../auto-lock.js";
 
 const PASSPHRASE_HINT = `At least ${MIN_PASSPHRASE_LENGTH} characters, e.g. a few unrelated words.`;
-
-/**
- * Where a secret field's value is kept. Unlocked, there is no key to
- * encrypt it with (a key kept next to it in the same storage would hide
- * nothing), so it says so plainly.
- */
-function secretHint(session: Session): string {
-  return session.vault.locked
-    ? "Kept in this browser only, encrypted with your passphrase."
-    : "Not encrypted: stored as plain text in this browser, readable by anyone with access to this browser profile. Lock the app with a passphrase to encrypt it.";
-}
 
 export function createSettings(context: SettingsContext) {
   /** Change the passphrase, or remove the lock (asked twice). */
@@ -125,53 +114,6 @@ export function createSettings(context: SettingsContext) {
     if (event.target === dialog) dialog.close();
   });
 
-  function modelSection(): HTMLElement {
-    const session = context.session();
-    const current = session.model;
-    const provider = h(
-      "select",
-      { name: "provider" },
-      h("option", { value: "local", selected: current.provider === "local" }, "Built-in local assistant (offline)"),
-      h("option", { value: "openai", selected: current.provider === "openai" }, "OpenAI-compatible endpoint"),
-    );
-    const baseUrl = h("input", { type: "url", value: current.baseUrl, placeholder: "https://api.openai.com/v1" });
-    const model = h("input", { value: current.model, placeholder: "gpt-4o-mini" });
-    const apiKey = h("input", { type: "password", value: current.apiKey, autocomplete: "off", placeholder: "sk-…" });
-    const remote = h(
-      "div",
-      { class: "remote-fields" },
-      field("Base URL", baseUrl),
-      field("Model", model),
-      field("API key", apiKey, secretHint(session)),
-    );
-    const status = h("p", { class: "status" });
-    const sync = () => (remote.hidden = provider.value !== "openai");
-    provider.addEventListener("change", sync);
-    sync();
-    const form = h(
-      "form",
-      {},
-      field("Provider", provider),
-      remote,
-      h("button", { class: "primary", type: "submit" }, "Save model"),
-      status,
-    );
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      const next: ModelSettings = {
-        provider: provider.value === "openai" ? "openai" : "local",
-        baseUrl: baseUrl.value.trim() || current.baseUrl,
-        model: model.value.trim() || current.model,
-        apiKey: apiKey.value,
-      };
-      session.setModel(next).then(
-        () => (status.textContent = "Saved."),
-        (error: unknown) => (status.textContent = `Could not save: ${(error as Error).message}`),
-      );
-    });
-    return h("section", { "aria-labelledby": "model-h" }, h("h3", { id: "model-h" }, "Model"), form);
-  }
-
   function syncSection(): HTMLElement {
     const session = context.session();
     const current = session.syncSettings;
@@ -249,7 +191,8 @@ export function createSettings(context: SettingsContext) {
         "This demo runs a LangGraph.js agent in the page on ",
         h(
           "a",
-          { href: "https://www.npmjs.com/package/langgraph-checkpoint-indexeddb", target: "_blank", rel: "noopener" },
+          // The package's README, carried by the demo (demo/readme-page.ts): it opens offline too.
+          { href: "readme.html", target: "_blank", rel: "noopener", testid: "readme-link" },
           "langgraph-checkpoint-indexeddb",
         ),
         ": everything below is stored in this browser's IndexedDB.",
@@ -349,7 +292,7 @@ export function createSettings(context: SettingsContext) {
     replace(
       content,
       lockSection(),
-      modelSection(),
+      modelSection(context.session()),
       syncSection(),
       storageSection(context, (threadId) => {
         // The copy is open behind the dialog: close it, there is nothing more to do here.

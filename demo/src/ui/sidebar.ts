@@ -13,6 +13,8 @@ export interface SidebarActions {
   onOpen(id: string): void;
   onRename(id: string, title: string): void;
   onDelete(id: string): void;
+  /** Opens the editor of the thread's custom instructions. */
+  onInstructions(id: string): void;
   /** The ids of the threads whose title or messages match `query`. */
   onSearch(query: string): Promise<Set<string>>;
 }
@@ -140,6 +142,18 @@ export function createSidebar(actions: SidebarActions) {
           },
         },
         icon("pencil"),
+      ),
+      h(
+        "button",
+        {
+          class: "icon",
+          type: "button",
+          testid: "thread-instructions",
+          title: "Instructions",
+          "aria-label": `Instructions for “${thread.title}”`,
+          onclick: () => actions.onInstructions(thread.id),
+        },
+        icon("note"),
       ),
       confirming === thread.id
         ? h(

@@ -1,0 +1,90 @@
+/**
+ * A thread's custom instructions on screen: the note above its conversation
+ * that shows them as such (with Edit), and the dialog that edits them,
+ * opened from the thread's menu in the sidebar or from the note.
+ */
+import { h } from "./dom.js";
+
+/** The note above the conversation; hidden while the thread has no instructions. */
+export function createInstructionsNote(onEdit: () => void) {
+  const text = h("p", { class: "instructions-text", testid: "instructions-text" });
+  const el = h(
+    "aside",
+    { class: "instructions-note", testid: "instructions-note", "aria-label": "Custom instructions", hidden: true },
+    h("strong", {}, "Custom instructions for this thread"),
+    text,
+    h("button", { type: "button", testid: "instructions-edit", onclick: () => onEdit() }, "Edit"),
+  );
+  return {
+    el,
+    /** Shows the thread's instructions, or hides the note for none. */
+    show(instructions: string | undefined): void {
+      el.hidden = !instructions;
+      text.textContent = instructions ?? "";
+    },
+  };
+}
+
+/** The editor: `save` keeps the text for the thread (blank removes it) and may fail with a message. */
+export function createInstructionsDialog(save: (threadId: string, text: string) => Promise<void>) {
+  const heading = h("h2", { id: "instructions-title" });
+  const input = h("textarea", {
+    id: "instructions-input",
+    testid: "instructions-input",
+    rows: 6,
+    placeholder: "e.g. Answer briefly, in French.",
+  });
+  const status = h("p", { class: "status" });
+  const submit = h("button", { class: "primary", type: "submit", testid: "instructions-save" }, "Save");
+  const form = h(
+    "form",
+    {},
+    h(
+      "label",
+      { class: "field" },
+      h("span", {}, "Instructions"),
+      input,
+      h(
+        "small",
+        { class: "muted" },
+        "Sent to the model as a system message before this thread's conversation, on every answer. Leave empty for none.",
+      ),
+    ),
+    h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => dialog.close() }, "Cancel")),
+    status,
+  );
+  const dialog = h(
+    "dialog",
+    { class: "instructions-dialog", "aria-labelledby": "instructions-title" },
+    h("header", {}, heading),
+    form,
+  );
+  let threadId = "";
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    status.textContent = "Saving…";
+    save(threadId, input.value).then(
+      () => {
+        submit.disabled = false;
+        dialog.close();
+      },
+      (error: unknown) => {
+        submit.disabled = false;
+        status.textContent = `Could not save: ${(error as Error).message}`;
+      },
+    );
+  });
+  return {
+    el: dialog,
+    /** Opens the editor on a thread's current instructions. */
+    open(id: string, title: string, current: string): void {
+      threadId = id;
+      heading.textContent = `Instructions for “${title}”`;
+      input.value = current;
+      status.textContent = "";
+      dialog.showModal();
+      input.focus();
+    },
+  };
+}
