@@ -18,7 +18,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
-import { checkKeyRow, type SaverContext } from "./context.js";
+import { checkKeyRow, type PutChecks, type SaverContext } from "./context.js";
 import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
@@ -140,6 +140,10 @@ export async function put(
           if (!everyValue) throw new ParentGone();
         },
         "put checkpoint",
+        true,
+        false,
+        // Its key and parent checks cover pending writes to the parent in its transaction (PutChecks).
+        parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
       );
 
     try {
@@ -259,9 +263,12 @@ export async function putWrites(
       // Fast path: the writes store alone, so this never waits for a put.
       await ctx.writes.write(
         ["writes"],
-        async (tx) => {
+        async (tx, notes) => {
           const store = tx.objectStore("writes");
-          const guardRead = readGuards(store, threadId);
+          if (notes.some((put) => coversWrites(put, threadId, checkpointNs, checkpointId, bound))) {
+            return void (await storeWrites(store, rows));
+          }
+          const guardRead = sharedGuards(tx, store, threadId);
           const stored = storeWrites(store, rows);
           issue(stored); // awaited below, unless the key or the tombstone aborts first
           const [tombstoneRow, keyCopy] = await guardRead;
@@ -306,6 +313,43 @@ export async function putWrites(
       );
     }
   });
+}
+
+/**
+ * Whether a put sharing the transaction checks what the guards of writes to
+ * `checkpointId` would: the key they were sealed under, and that the
+ * checkpoint is not one of a deleted thread (see {@link PutChecks}).
+ */
+function coversWrites(
+  put: PutChecks,
+  threadId: string,
+  checkpointNs: string,
+  checkpointId: string,
+  bound: BoundSerializer,
+): boolean {
+  return (
+    put.threadId === threadId &&
+    put.checkpointNs === checkpointNs &&
+    put.parentId === checkpointId &&
+    put.keyId === bound.keyId
+  );
+}
+
+/** Guard reads already issued in a transaction, by thread (see {@link sharedGuards}). */
+const guardReads = new WeakMap<object, Map<string, ReturnType<typeof readGuards>>>();
+
+/**
+ * The guard reads of `threadId` in `tx`, issued once for every putWrites
+ * sharing it: no write the batcher merges changes a tombstone copy or the
+ * key-id copy (those writes run in transactions of their own), so a second
+ * read in the same transaction would return the same rows.
+ */
+function sharedGuards(tx: object, store: WritesStore, threadId: string): ReturnType<typeof readGuards> {
+  let reads = guardReads.get(tx);
+  if (!reads) guardReads.set(tx, (reads = new Map()));
+  let read = reads.get(threadId);
+  if (!read) reads.set(threadId, (read = readGuards(store, threadId)));
+  return read;
 }
 
 /** The thread's tombstone copy and the key-id copy, read in one round trip (neither rejection left unhandled). */
