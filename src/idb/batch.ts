@@ -29,11 +29,12 @@ import type { Database, Tx } from "./database.js";
 
 /**
  * Work of one queued write: {@link TxWork} plus the notes of every write
- * sharing its transaction (its own among them, in call order).
+ * sharing its transaction (its own among them, in call order; undefined
+ * for writes without one).
  */
 export type BatchWork<Schema extends DBSchema, Note, R> = (
   tx: Tx<Schema, "readwrite">,
-  notes: readonly Note[],
+  notes: readonly (Note | undefined)[],
 ) => Promise<R> | R;
 
 /** Resolves in a later task: `scheduler.postTask` where there is one (no timer clamping), else a timer. */
@@ -133,7 +134,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
   }
 
   async #runAlone(job: Job<Schema, Note>): Promise<void> {
-    const notes = notesOf([job]);
+    const notes = [job.note];
     try {
       job.resolve(await this.#db.write(job.stores, (tx) => job.work(tx, notes), job.action));
     } catch (error) {
@@ -143,7 +144,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
 
   async #runTogether(batch: Job<Schema, Note>[]): Promise<void> {
     const stores = [...new Set(batch.flatMap((job) => job.stores))];
-    const notes = notesOf(batch);
+    const notes = batch.map((job) => job.note);
     let results: unknown[];
     try {
       results = await this.#db.write(
@@ -160,9 +161,4 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
     }
     batch.forEach((job, i) => job.resolve(results[i]));
   }
-}
-
-/** The notes of `jobs`, in call order. */
-function notesOf<Schema extends DBSchema, Note>(jobs: Job<Schema, Note>[]): readonly Note[] {
-  return jobs.flatMap((job) => (job.note === undefined ? [] : [job.note]));
 }

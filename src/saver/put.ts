@@ -18,7 +18,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
-import { checkKeyRow, type PutChecks, type SaverContext } from "./context.js";
+import { checkKeyRow, type SaverContext } from "./context.js";
 import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
@@ -265,10 +265,18 @@ export async function putWrites(
         ["writes"],
         async (tx, notes) => {
           const store = tx.objectStore("writes");
-          if (notes.some((put) => coversWrites(put, threadId, checkpointNs, checkpointId, bound))) {
+          // A put in this transaction checks the key and this checkpoint as its parent (PutChecks).
+          const covered = notes.some(
+            (put) =>
+              put?.parentId === checkpointId &&
+              put.threadId === threadId &&
+              put.checkpointNs === checkpointNs &&
+              put.keyId === bound.keyId,
+          );
+          if (covered) {
             return void (await storeWrites(store, rows));
           }
-          const guardRead = sharedGuards(tx, store, threadId);
+          const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows);
           issue(stored); // awaited below, unless the key or the tombstone aborts first
           const [tombstoneRow, keyCopy] = await guardRead;
@@ -292,7 +300,7 @@ export async function putWrites(
         async (tx) => {
           const store = tx.objectStore("writes");
           const [[tombstoneRow, keyCopy], key] = await Promise.all([
-            readGuards(store, threadId),
+            readGuards(tx, store, threadId),
             tx.objectStore("meta").get("key"),
           ]);
           checkKeyRow(ctx, bound, key);
@@ -315,46 +323,24 @@ export async function putWrites(
   });
 }
 
-/**
- * Whether a put sharing the transaction checks what the guards of writes to
- * `checkpointId` would: the key they were sealed under, and that the
- * checkpoint is not one of a deleted thread (see {@link PutChecks}).
- */
-function coversWrites(
-  put: PutChecks,
-  threadId: string,
-  checkpointNs: string,
-  checkpointId: string,
-  bound: BoundSerializer,
-): boolean {
-  return (
-    put.threadId === threadId &&
-    put.checkpointNs === checkpointNs &&
-    put.parentId === checkpointId &&
-    put.keyId === bound.keyId
-  );
-}
-
-/** Guard reads already issued in a transaction, by thread (see {@link sharedGuards}). */
-const guardReads = new WeakMap<object, Map<string, ReturnType<typeof readGuards>>>();
+/** The guard reads issued in each transaction, by thread (see {@link readGuards}). */
+const guardReads = new WeakMap<object, Map<string, Promise<[WriteRow | undefined, WriteRow | undefined]>>>();
 
 /**
- * The guard reads of `threadId` in `tx`, issued once for every putWrites
- * sharing it: no write the batcher merges changes a tombstone copy or the
- * key-id copy (those writes run in transactions of their own), so a second
- * read in the same transaction would return the same rows.
+ * The thread's tombstone copy and the key-id copy, read in one round trip
+ * (neither rejection left unhandled), once for every putWrites sharing `tx`:
+ * no write the batcher merges changes either copy (those writes run in
+ * transactions of their own), so a second read would return the same rows.
  */
-function sharedGuards(tx: object, store: WritesStore, threadId: string): ReturnType<typeof readGuards> {
+function readGuards(tx: object, store: WritesStore, threadId: string) {
   let reads = guardReads.get(tx);
   if (!reads) guardReads.set(tx, (reads = new Map()));
   let read = reads.get(threadId);
-  if (!read) reads.set(threadId, (read = readGuards(store, threadId)));
+  if (!read) {
+    read = Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
+    reads.set(threadId, read);
+  }
   return read;
-}
-
-/** The thread's tombstone copy and the key-id copy, read in one round trip (neither rejection left unhandled). */
-function readGuards(store: WritesStore, threadId: string) {
-  return Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
 }
 
 /**
