@@ -120,3 +120,32 @@ describe("WriteBatcher: a leading write waits one task for its follower", () => 
     ).toEqual([{ id: "kept" }, undefined]);
   });
 });
+
+describe("WriteBatcher: notes", () => {
+  it("each write sees the notes of every write in its transaction (undefined for none), and only its own when run alone", async () => {
+    const db = open();
+    const batcher = new WriteBatcher<Schema, string>(db);
+    const seen: (string | undefined)[][] = [];
+    const lead = batcher.write(
+      ["a"],
+      (tx, notes) => {
+        seen.push([...notes]);
+        issue(storePut(tx.objectStore("a"), { id: "lead" }));
+      },
+      "lead",
+      true,
+      true,
+    );
+    await hops(5);
+    const follower = batcher.write(["b"], (_tx, notes) => void seen.push([...notes]), "follow", true, false, "checks");
+    await Promise.all([lead, follower]);
+    expect(seen).toEqual([
+      [undefined, "checks"],
+      [undefined, "checks"],
+    ]);
+    seen.length = 0;
+    await batcher.write(["a"], (_tx, notes) => void seen.push([...notes]), "alone", true, false, "mine");
+    await batcher.write(["a"], (_tx, notes) => void seen.push([...notes]), "unnoted");
+    expect(seen).toEqual([["mine"], [undefined]]);
+  });
+});

@@ -18,9 +18,24 @@
  * or a deliberate abort such as a late write to a deleted thread), it rolled
  * back every write in it, so each one is run again in a transaction of its
  * own and gets its own outcome.
+ *
+ * A write may carry a note that every write sharing its transaction is
+ * shown (`notes`): a check one of them makes in the transaction (say, that
+ * a checkpoint exists) then need not be made again by the others, since a
+ * failed check aborts the shared transaction and each write runs alone.
  */
 import type { DBSchema, StoreNames } from "idb";
-import type { Database, TxWork } from "./database.js";
+import type { Database, Tx } from "./database.js";
+
+/**
+ * Work of one queued write: {@link TxWork} plus the notes of every write
+ * sharing its transaction (its own among them, in call order; undefined
+ * for writes without one).
+ */
+export type BatchWork<Schema extends DBSchema, Note, R> = (
+  tx: Tx<Schema, "readwrite">,
+  notes: readonly (Note | undefined)[],
+) => Promise<R> | R;
 
 /** Resolves in a later task: `scheduler.postTask` where there is one (no timer clamping), else a timer. */
 function nextTask(): Promise<void> {
@@ -30,9 +45,11 @@ function nextTask(): Promise<void> {
 }
 
 /** One queued write. */
-interface Job<Schema extends DBSchema> {
+interface Job<Schema extends DBSchema, Note> {
   stores: StoreNames<Schema>[];
-  work: TxWork<Schema, "readwrite", unknown>;
+  work: BatchWork<Schema, Note, unknown>;
+  /** Shown to every write of its transaction (see the module's note). */
+  note: Note | undefined;
   action: string;
   /** May share a transaction with its neighbours. */
   mergeable: boolean;
@@ -46,9 +63,9 @@ interface Job<Schema extends DBSchema> {
  * Queues writes to one database and commits neighbours together.
  * @internal
  */
-export class WriteBatcher<Schema extends DBSchema> {
+export class WriteBatcher<Schema extends DBSchema, Note = never> {
   readonly #db: Database<Schema>;
-  readonly #queue: Job<Schema>[] = [];
+  readonly #queue: Job<Schema, Note>[] = [];
   #busy = false;
 
   constructor(db: Database<Schema>) {
@@ -61,18 +78,22 @@ export class WriteBatcher<Schema extends DBSchema> {
    * `work` must only issue requests on the transaction, and must be safe to
    * run twice (the retry after a shared transaction failed). `leads`: the
    * write is usually followed at once by another (see the module's note).
+   * `note`: shown to `work` of every write sharing the transaction; a write
+   * that notes a check must make it, and fail the transaction when it fails.
    */
   write<R>(
     stores: StoreNames<Schema>[],
-    work: TxWork<Schema, "readwrite", R>,
+    work: BatchWork<Schema, Note, R>,
     action: string,
     mergeable = true,
     leads = false,
+    note?: Note,
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({
         stores,
         work,
+        note,
         action,
         mergeable,
         leads: mergeable && leads,
@@ -112,23 +133,25 @@ export class WriteBatcher<Schema extends DBSchema> {
     }
   }
 
-  async #runAlone(job: Job<Schema>): Promise<void> {
+  async #runAlone(job: Job<Schema, Note>): Promise<void> {
+    const notes = [job.note];
     try {
-      job.resolve(await this.#db.write(job.stores, job.work, job.action));
+      job.resolve(await this.#db.write(job.stores, (tx) => job.work(tx, notes), job.action));
     } catch (error) {
       job.reject(error);
     }
   }
 
-  async #runTogether(batch: Job<Schema>[]): Promise<void> {
+  async #runTogether(batch: Job<Schema, Note>[]): Promise<void> {
     const stores = [...new Set(batch.flatMap((job) => job.stores))];
+    const notes = batch.map((job) => job.note);
     let results: unknown[];
     try {
       results = await this.#db.write(
         stores,
         // Every job starts in this tick, in call order, so their requests
         // go out in that order.
-        (tx) => Promise.all(batch.map((job) => job.work(tx))),
+        (tx) => Promise.all(batch.map((job) => job.work(tx, notes))),
         `${batch[0]!.action} (with ${batch.length - 1} more writes)`,
       );
     } catch {

@@ -22,11 +22,27 @@ export interface SerdeSlot {
   set(serde: SerializerProtocol): void;
 }
 
+/**
+ * What a `put` checks in its transaction before it commits: that the
+ * database's key is still `keyId`, and that its parent checkpoint exists or
+ * is not one of a deleted thread (see put.ts). Pending writes aimed at that
+ * parent, in the same transaction and sealed under the same key, need no
+ * guard reads of their own: had either check failed, the put would have
+ * aborted the transaction, and each write would run again alone.
+ * @internal
+ */
+export interface PutChecks {
+  threadId: string;
+  checkpointNs: string;
+  parentId: string;
+  keyId: string | undefined;
+}
+
 /** The state shared by the saver's functions. @internal */
 export interface SaverContext {
   readonly db: Database<SaverSchema>;
-  /** Group commit of writes (see idb/batch.ts). */
-  readonly writes: WriteBatcher<SaverSchema>;
+  /** Group commit of writes (see idb/batch.ts), with what a put checks in its transaction. */
+  readonly writes: WriteBatcher<SaverSchema, PutChecks>;
   readonly feed: ChangeFeed;
   readonly slot: SerdeSlot;
   /** The serializer bound to this database, resolved once (a wrong passphrase fails here). */

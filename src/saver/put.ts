@@ -140,6 +140,10 @@ export async function put(
           if (!everyValue) throw new ParentGone();
         },
         "put checkpoint",
+        true,
+        false,
+        // Its key and parent checks cover pending writes to the parent in its transaction (PutChecks).
+        parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
       );
 
     try {
@@ -259,9 +263,20 @@ export async function putWrites(
       // Fast path: the writes store alone, so this never waits for a put.
       await ctx.writes.write(
         ["writes"],
-        async (tx) => {
+        async (tx, notes) => {
           const store = tx.objectStore("writes");
-          const guardRead = readGuards(store, threadId);
+          // A put in this transaction checks the key and this checkpoint as its parent (PutChecks).
+          const covered = notes.some(
+            (put) =>
+              put?.parentId === checkpointId &&
+              put.threadId === threadId &&
+              put.checkpointNs === checkpointNs &&
+              put.keyId === bound.keyId,
+          );
+          if (covered) {
+            return void (await storeWrites(store, rows));
+          }
+          const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows);
           issue(stored); // awaited below, unless the key or the tombstone aborts first
           const [tombstoneRow, keyCopy] = await guardRead;
@@ -285,7 +300,7 @@ export async function putWrites(
         async (tx) => {
           const store = tx.objectStore("writes");
           const [[tombstoneRow, keyCopy], key] = await Promise.all([
-            readGuards(store, threadId),
+            readGuards(tx, store, threadId),
             tx.objectStore("meta").get("key"),
           ]);
           checkKeyRow(ctx, bound, key);
@@ -308,9 +323,24 @@ export async function putWrites(
   });
 }
 
-/** The thread's tombstone copy and the key-id copy, read in one round trip (neither rejection left unhandled). */
-function readGuards(store: WritesStore, threadId: string) {
-  return Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
+/** The guard reads issued in each transaction, by thread (see {@link readGuards}). */
+const guardReads = new WeakMap<object, Map<string, Promise<[WriteRow | undefined, WriteRow | undefined]>>>();
+
+/**
+ * The thread's tombstone copy and the key-id copy, read in one round trip
+ * (neither rejection left unhandled), once for every putWrites sharing `tx`:
+ * no write the batcher merges changes either copy (those writes run in
+ * transactions of their own), so a second read would return the same rows.
+ */
+function readGuards(tx: object, store: WritesStore, threadId: string) {
+  let reads = guardReads.get(tx);
+  if (!reads) guardReads.set(tx, (reads = new Map()));
+  let read = reads.get(threadId);
+  if (!read) {
+    read = Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
+    reads.set(threadId, read);
+  }
+  return read;
 }
 
 /**
