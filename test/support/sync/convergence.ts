@@ -481,11 +481,9 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       const pruned = new Set(devices.flatMap((d) => [...d.removed.keys()].map((key) => key.split("\0")[0]!)));
       for (const device of devices) {
         const inv = await checkPage(device, "at quiescence", true);
-        // What this device removed itself (prune, deleteForRuns) is not replicated today: it may lack it.
+        // Removals replicate whatever the device knew of the server: every store holds the same set.
         const lines = replicatedLines(inv);
-        const missing = [...expected]
-          .filter(([key, line]) => lines.get(key) !== line && !(device.removed.has(key) && !lines.has(key)))
-          .map(([, line]) => line);
+        const missing = [...expected].filter(([key, line]) => lines.get(key) !== line).map(([, line]) => line);
         const extra = [...lines].filter(([key, line]) => expected.get(key) !== line).map(([, line]) => line);
         if (missing.length > 0 || extra.length > 0)
           fail(
