@@ -5,8 +5,11 @@ import { configuredDepth } from "./test/support/depth-config.js";
 
 /** The crash test: its own project (see below). */
 const CRASH_TEST = "test/suites/journal-crash.node.test.ts";
-/** The sync convergence test: its own project, run at the full depth only (see docs/testing.md). */
-const CONVERGENCE_TEST = "test/suites/sync-convergence.node.test.ts";
+/** The sync convergence test and its world's clean-up test: their own project (see docs/testing.md). */
+const CONVERGENCE_TESTS = [
+  "test/suites/sync-convergence.node.test.ts",
+  "test/suites/sync-convergence-world.node.test.ts",
+];
 /**
  * Tests about a module's state at its first import in a realm (msgpackr's
  * extension registry, the per-realm lock fallback): each file in a fresh
@@ -66,7 +69,7 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["**/*.browser.test.ts", CRASH_TEST, CONVERGENCE_TEST, ...FIRST_IMPORT_TESTS],
+          exclude: ["**/*.browser.test.ts", CRASH_TEST, ...CONVERGENCE_TESTS, ...FIRST_IMPORT_TESTS],
           setupFiles: ["test/support/setup-node.ts"],
           // A throwaway Postgres for the server round-trip tests (or POSTGRES_URL).
           globalSetup: ["test/support/postgres-global-setup.ts"],
@@ -93,7 +96,7 @@ export default defineConfig({
         test: {
           name: "convergence",
           environment: "node",
-          include: [CONVERGENCE_TEST],
+          include: CONVERGENCE_TESTS,
           setupFiles: ["test/support/setup-node.ts"],
         },
       },

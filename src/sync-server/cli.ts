@@ -8,7 +8,7 @@
  *   or `SYNC_TOKENS_FILE`: a JSON file `{ "<token>": "<user id>" }`. One is required.
  * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
- * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_CHECKPOINT_BYTES`,
+ * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
  *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`.
  *
  * The server's own dependencies (fastify, pg, @fastify/rate-limit) are
@@ -79,6 +79,7 @@ async function main(): Promise<void> {
     authenticate: (token) => table.get(token),
     maxBodyBytes: positive(env, "SYNC_MAX_BODY_BYTES"),
     limits: {
+      maxUserBytes: positive(env, "SYNC_MAX_USER_BYTES"),
       maxCheckpointBytes: positive(env, "SYNC_MAX_CHECKPOINT_BYTES"),
       maxPushCheckpoints: positive(env, "SYNC_MAX_PUSH_CHECKPOINTS"),
       requestsPerMinute: positive(env, "SYNC_REQUESTS_PER_MINUTE"),

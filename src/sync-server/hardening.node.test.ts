@@ -6,7 +6,7 @@
  * loopback, real PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newUser, serverForFile, startServer, wireCheckpoint } from "../../test/support/sync/harness.js";
+import { inspector, newUser, serverForFile, startServer, wireCheckpoint } from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -181,7 +181,12 @@ describe("sync server: what one user may store and ask for", () => {
   let limitedUrl: string;
   beforeAll(async () => {
     ({ server: limited, url: limitedUrl } = await startServer({
-      limits: { maxCheckpointBytes: 1024 * 1024, maxPushCheckpoints: 2, requestsPerMinute: 30 },
+      limits: {
+        maxCheckpointBytes: 1024 * 1024,
+        maxPushCheckpoints: 2,
+        requestsPerMinute: 30,
+        maxUserBytes: 11 * 1024 * 1024,
+      },
     }));
   }, 60_000);
   afterAll(() => limited?.close(), 30_000);
@@ -247,6 +252,62 @@ describe("sync server: what one user may store and ask for", () => {
         .flat()
         .sort(),
     );
+  });
+
+  it("keeps each user's stored bytes in a counter and refuses a push over the quota, applying nothing", async () => {
+    const { user, token } = newUser("quota");
+    const pool = await inspector();
+    // The counter against the rows themselves, after every kind of change.
+    const counted = async () => {
+      const { rows } = await pool.query<{ bytes: string; actual: string }>(
+        `SELECT u.bytes,
+           (SELECT coalesce(sum(octet_length(checkpoint) + octet_length(metadata)), 0) FROM lgsync_checkpoints WHERE user_id = $1)
+           + (SELECT coalesce(sum(octet_length(value)), 0) FROM lgsync_blobs WHERE user_id = $1)
+           + (SELECT coalesce(sum(octet_length(value)), 0) FROM lgsync_writes WHERE user_id = $1) AS actual
+         FROM lgsync_users u WHERE u.user_id = $1`,
+        [user],
+      );
+      expect(rows[0]!.bytes).toBe(rows[0]!.actual);
+      return Number(rows[0]!.bytes);
+    };
+    try {
+      for (let i = 0; i < 6; i++) {
+        const pair = pushOf(heavy(`t${i}`, "a", 900 * 1024), heavy(`t${i}b`, "a", 900 * 1024));
+        expect((await to("POST", "/push", token, pair)).status).toBe(200);
+      }
+      const full = await counted();
+      expect(full).toBeGreaterThan(12 * 900 * 1024);
+      // A special write replaced by a larger one, a removal, a thread's delete: the counter follows each.
+      const special = (size: number) => {
+        const checkpoint = heavy("t0", "a", 10);
+        checkpoint.writes.push({ ...checkpoint.writes[0]!, idx: -3, channel: "__interrupt__" });
+        checkpoint.writes[1]!.value = ["msgpack", new Uint8Array(size)];
+        return checkpoint;
+      };
+      expect((await to("POST", "/push", token, pushOf(special(1000)))).status).toBe(200);
+      expect((await to("POST", "/push", token, pushOf(special(5000)))).status).toBe(200);
+      expect(await counted()).toBe(full + 5000);
+      const t5 = heavy("t5", "a", 0);
+      const removal = { thread_id: "t5", checkpoint_ns: "", checkpoint_id: t5.checkpoint_id };
+      expect((await to("POST", "/push", token, { ...pushOf(), removed: [removal] })).status).toBe(200);
+      expect(await counted()).toBeLessThan(full + 5000 - 900 * 1024);
+
+      // Over the quota: refused whole, with a clear code; nothing of it stored.
+      const before = await counted();
+      const over = await to("POST", "/push", token, pushOf(heavy("u1", "a", 900 * 1024), heavy("u2", "a", 900 * 1024)));
+      expect(over.status).toBe(413);
+      expect(over.body).toMatchObject({ error: { code: "quota_exceeded" } });
+      expect((over.body.error as { message: string }).message).toMatch(/quota of 11534336 bytes per user/);
+      expect(await counted()).toBe(before);
+      // A delete frees space even over the quota, and the push then fits.
+      const del = { thread_id: "t1", max_deleted_id: "1f0aaaaa-0000-6000-8000-000000000001" };
+      expect((await to("POST", "/push", token, { ...pushOf(), deletes: [del] })).status).toBe(200);
+      expect(await counted()).toBeLessThan(before - 900 * 1024);
+      expect((await to("POST", "/push", token, pushOf(heavy("u1", "a", 900 * 1024)))).status).toBe(200);
+      await counted();
+    } finally {
+      await pool.end();
+    }
   });
 
   it("refuses a push of more checkpoints than the server takes at once", async () => {

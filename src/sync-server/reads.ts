@@ -19,6 +19,20 @@ import { versionFromKey, versionKey } from "../core/identity.js";
 import { cpKey, transaction } from "./store.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 
+/**
+ * Runs `queries` one after another on one client, resolving to their
+ * results in order: pg queues queries sent while one runs, with a
+ * deprecation warning (pg 9 refuses them), and one connection runs them in
+ * sequence anyway.
+ */
+async function inSequence<T extends readonly (() => Promise<unknown>)[]>(
+  ...queries: T
+): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }> {
+  const results: unknown[] = [];
+  for (const query of queries) results.push(await query());
+  return results as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };
+}
+
 /** Largest response a pull assembles (bytes of values), beyond its first change. */
 const PULL_RESPONSE_BYTES = 8 * 1024 * 1024;
 
@@ -102,25 +116,28 @@ export function pull(
   return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
     const threadFilter = threadId === undefined ? "" : "AND thread_id = $4";
     const args: unknown[] = [userId, since, limit + 1, ...(threadId === undefined ? [] : [threadId])];
-    const [cps, dels, rms] = await Promise.all([
-      client.query<CheckpointHead>(
-        `SELECT ${headColumns("c")}
+    const [cps, dels, rms] = await inSequence(
+      () =>
+        client.query<CheckpointHead>(
+          `SELECT ${headColumns("c")}
          FROM lgsync_checkpoints c WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
-        args,
-      ),
-      client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
-        `SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
-        args,
-      ),
+          args,
+        ),
+      () =>
+        client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
+          `SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
+          args,
+        ),
       // Clients that do not ask for removals would refuse the kind; their cursor still passes them.
       withRemoved
-        ? client.query<WireRemoved & { seq: string; origin: string | null }>(
-            `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, origin FROM lgsync_removed
+        ? () =>
+            client.query<WireRemoved & { seq: string; origin: string | null }>(
+              `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, origin FROM lgsync_removed
              WHERE user_id = $1 AND seq > $2 ${threadFilter} ORDER BY seq LIMIT $3`,
-            args,
-          )
-        : { rows: [] },
-    ]);
+              args,
+            )
+        : () => Promise.resolve({ rows: [] }),
+    );
     const entries: Entry[] = [
       ...cps.rows.map((cp): Entry => ({ seq: Number(cp.seq), cp })),
       ...dels.rows.map((del): Entry => ({
@@ -199,21 +216,23 @@ async function storedSizes(
   if (heads.length === 0) return result;
   const versions = heads.map((head) => JSON.parse(head.channel_versions) as Record<string, string | number>);
   const blobKeys = distinctBlobKeys(heads, versions);
-  const [blobs, writes] = await Promise.all([
-    client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; bytes: number }>(
-      `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, octet_length(b.value) AS bytes
+  const [blobs, writes] = await inSequence(
+    () =>
+      client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; bytes: number }>(
+        `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, octet_length(b.value) AS bytes
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
        JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
-      [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
-    ),
-    client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; bytes: string }>(
-      `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(octet_length(w.value)) AS bytes
+        [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
+      ),
+    () =>
+      client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; bytes: string }>(
+        `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(octet_length(w.value)) AS bytes
        FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
        JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
        GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id`,
-      [userId, heads.map((r) => r.thread_id), heads.map((r) => r.checkpoint_ns), heads.map((r) => r.checkpoint_id)],
-    ),
-  ]);
+        [userId, heads.map((r) => r.thread_id), heads.map((r) => r.checkpoint_ns), heads.map((r) => r.checkpoint_id)],
+      ),
+  );
   const blobBytes = new Map(
     blobs.rows.map((b) => [blobId(b.thread_id, b.checkpoint_ns, b.channel, b.version), b.bytes]),
   );
@@ -279,28 +298,30 @@ async function readDetails(
   if (rows.length === 0) return result;
   const versions = rows.map((row) => JSON.parse(row.channel_versions) as Record<string, string | number>);
   const blobKeys = distinctBlobKeys(rows, versions);
-  const [blobs, writes] = await Promise.all([
-    client.query<{
-      thread_id: string;
-      checkpoint_ns: string;
-      channel: string;
-      version: string;
-      type: string;
-      value: Buffer;
-    }>(
-      `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
+  const [blobs, writes] = await inSequence(
+    () =>
+      client.query<{
+        thread_id: string;
+        checkpoint_ns: string;
+        channel: string;
+        version: string;
+        type: string;
+        value: Buffer;
+      }>(
+        `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
        JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
-      [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
-    ),
-    client.query<WriteColumns & { thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
-      `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.type, w.value
+        [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
+      ),
+    () =>
+      client.query<WriteColumns & { thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
+        `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.type, w.value
        FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
        JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
        ORDER BY w.task_id, w.idx`,
-      [userId, rows.map((r) => r.thread_id), rows.map((r) => r.checkpoint_ns), rows.map((r) => r.checkpoint_id)],
-    ),
-  ]);
+        [userId, rows.map((r) => r.thread_id), rows.map((r) => r.checkpoint_ns), rows.map((r) => r.checkpoint_id)],
+      ),
+  );
   const blobMap = new Map(blobs.rows.map((b) => [blobId(b.thread_id, b.checkpoint_ns, b.channel, b.version), b]));
   const writeMap = new Map<string, WireWrite[]>();
   for (const w of writes.rows) {

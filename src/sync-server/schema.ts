@@ -9,6 +9,7 @@
  * when it is stored or gains writes, a tombstone when its thread is deleted.
  */
 import type { Pool } from "pg";
+import { QUOTA_SCHEMA } from "./quota.js";
 
 /** The statements that create the schema; idempotent, run by `setup()`. */
 export const SYNC_SCHEMA: readonly string[] = [
@@ -90,6 +91,7 @@ export const SYNC_SCHEMA: readonly string[] = [
      PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
    )`,
   `CREATE INDEX IF NOT EXISTS lgsync_removed_seq ON lgsync_removed (user_id, seq)`,
+  ...QUOTA_SCHEMA,
 ];
 
 /**

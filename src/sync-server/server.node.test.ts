@@ -203,3 +203,51 @@ describe("sync server: CORS", () => {
     }
   });
 });
+
+describe("sync server: queries on one connection", () => {
+  it("never sends a query while another runs on the same client (pg 9 refuses that)", async () => {
+    const { default: pg } = await import("pg");
+    const { createSyncServer } = await import("../sync-server.js");
+    const { authenticate, postgresUrl } = await import("../../test/support/sync/harness.js");
+    const pool = new pg.Pool({ connectionString: await postgresUrl(), max: 4 });
+    const overlaps: string[] = [];
+    pool.on("connect", (client) => {
+      let running = 0;
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) => {
+        if (running > 0) overlaps.push(String(args[0]).trim().split("\n")[0]!);
+        running += 1;
+        const last = args.at(-1);
+        if (typeof last === "function")
+          args[args.length - 1] = (...results: unknown[]) => {
+            running -= 1;
+            return (last as (...r: unknown[]) => unknown)(...results);
+          };
+        const result = query(...args);
+        if (result instanceof Promise) return result.finally(() => (running -= 1));
+        if (typeof last !== "function") running -= 1; // a submittable: not counted
+        return result;
+      };
+    });
+    const server = await createSyncServer({ pool, authenticate });
+    try {
+      const url = await server.listen({ port: 0 });
+      const { token } = newUser("serial");
+      const a = device(url, token);
+      const b = device(url, token);
+      await chat(a.saver, "t", ["one", "two"]);
+      await a.saver.prune(["t"]);
+      await a.sync.syncNow();
+      // B's pull reads checkpoints, deletes and removals, then sizes and values.
+      expect((await b.sync.syncNow()).pulled).toBeGreaterThan(0);
+      expect(overlaps).toEqual([]);
+      for (const d of [a, b]) {
+        d.sync.close();
+        await d.saver.close();
+      }
+    } finally {
+      await server.close();
+      await pool.end();
+    }
+  });
+});

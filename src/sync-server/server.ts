@@ -63,6 +63,14 @@ export interface SyncServerLimits {
    * also bounds a pull's response, which sends a checkpoint whole. Default 16 MiB.
    */
   maxCheckpointBytes?: number;
+  /**
+   * Most bytes of values one user may store on the server (checkpoints,
+   * channel values and pending writes as devices sent them, ciphertext for
+   * an encrypted user): a push that would go over it is refused whole (413
+   * `quota_exceeded`; devices show "server_full"), one that frees space
+   * always goes through. Default 1 GiB.
+   */
+  maxUserBytes?: number;
   /** Most checkpoints one push may carry (413 `too_many_checkpoints`). Default 1,000 (devices send 64). */
   maxPushCheckpoints?: number;
   /**
@@ -165,6 +173,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
   const storeLimits: StoreLimits = {
     maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
+    maxUserBytes: options.limits?.maxUserBytes ?? DEFAULT_STORE_LIMITS.maxUserBytes,
   };
 
   const notifier = new PushNotifier(() => new pg.Client(pool.options));

@@ -16,21 +16,13 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
+import { SyncHttpError } from "./errors.js";
 import { notifyPush } from "./notify.js";
+import { DEFAULT_MAX_USER_BYTES, assertWithinQuota } from "./quota.js";
 import { applyRemovals, removedAmong } from "./removals.js";
 import { versionKey } from "../core/identity.js";
 
-/** An error with the HTTP status the server answers with. */
-export class SyncHttpError extends Error {
-  override name = "SyncHttpError";
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { SyncHttpError };
 
 /**
  * Runs `work` in a transaction on one pooled connection. A connection the
@@ -86,19 +78,31 @@ export function cpKey(threadId: string, ns: string, id: string): string {
 export interface StoreLimits {
   /** Largest a checkpoint may grow with its pending writes, in bytes, across every push. */
   maxCheckpointBytes: number;
+  /** Most bytes of values one user may store (see quota.ts). */
+  maxUserBytes: number;
 }
 
 /** The limits a server applies when its options name none. */
-export const DEFAULT_STORE_LIMITS: StoreLimits = { maxCheckpointBytes: 16 * 1024 * 1024 };
+export const DEFAULT_STORE_LIMITS: StoreLimits = {
+  maxCheckpointBytes: 16 * 1024 * 1024,
+  maxUserBytes: DEFAULT_MAX_USER_BYTES,
+};
+
+/** Creates the user's row if needed and locks it; returns its sequence number and stored bytes. */
+async function lockUser(client: PoolClient, userId: string): Promise<{ seq: number; bytes: number }> {
+  await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
+  const locked = await client.query<{ seq: string; bytes: string }>(
+    "SELECT seq, bytes FROM lgsync_users WHERE user_id = $1 FOR UPDATE",
+    [userId],
+  );
+  return { seq: Number(locked.rows[0]!.seq), bytes: Number(locked.rows[0]!.bytes) };
+}
 
 /** Stores a push: deletes first, then checkpoints (idempotent), in one transaction. */
 export function push(pool: Pool, userId: string, limits: StoreLimits, request: PushRequest): Promise<PushResponse> {
   return transaction(pool, "BEGIN", async (client) => {
-    await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
-    const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
-      userId,
-    ]);
-    const before = Number(locked.rows[0]!.seq);
+    const locked = await lockUser(client, userId);
+    const before = locked.seq;
     let seq = before;
 
     for (const del of request.deletes) {
@@ -188,6 +192,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     const order = live
       .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
+    await assertWithinQuota(client, userId, locked.bytes, limits.maxUserBytes);
     seq = await assignSeq(client, userId, seq, order, request.device, live);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     if (seq !== before) await notifyPush(client, userId);
@@ -283,10 +288,7 @@ export function addWrites(
   limits: StoreLimits = DEFAULT_STORE_LIMITS,
 ): Promise<void> {
   return transaction(pool, "BEGIN", async (client) => {
-    await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
-    const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
-      userId,
-    ]);
+    const locked = await lockUser(client, userId);
     const tombstone = await client.query<{ max_deleted_id: string }>(
       "SELECT max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND thread_id = $2",
       [userId, target.thread_id],
@@ -304,7 +306,8 @@ export function addWrites(
     const changed = await insertWrites(client, userId, [bundle]);
     if (changed.length === 0) return;
     await assertWithinLimit(client, userId, changed, limits.maxCheckpointBytes);
-    const seq = await assignSeq(client, userId, Number(locked.rows[0]!.seq), [changed[0]!], device, [bundle]);
+    await assertWithinQuota(client, userId, locked.bytes, limits.maxUserBytes);
+    const seq = await assignSeq(client, userId, locked.seq, [changed[0]!], device, [bundle]);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     await notifyPush(client, userId);
   });

@@ -153,11 +153,13 @@ export async function pendingChanges(
     const wire = { thread_id: threadId, max_deleted_id: max };
     if ((known === undefined || max > known) && !refused(threadId, () => parseDelete(wire))) result.deletes.push(wire);
   }
-  // A removal the server needs: of a checkpoint it is known to hold.
+  // Every removal the server has not acknowledged, whether or not it is known to hold the
+  // checkpoint: a push whose answer was cut may have stored it all the same.
   for (const removed of inventory.removed) {
     if (wanted && !wanted.has(removed.thread_id)) continue;
-    const known = state.threads.get(removed.thread_id)?.fps ?? {};
-    if (known[checkpointIdentity(removed.checkpoint_ns, removed.checkpoint_id)] === undefined) continue;
+    const record = state.threads.get(removed.thread_id);
+    if (record?.tomb !== undefined && removed.checkpoint_id <= record.tomb) continue; // the delete covers it
+    if (record?.removed?.includes(checkpointIdentity(removed.checkpoint_ns, removed.checkpoint_id))) continue;
     if (!refused(removed.thread_id, () => parseRemoved(removed))) result.removed.push(removed);
   }
   for (const threadId of inventory.threads) {

@@ -34,6 +34,12 @@ const CASES: [string, (url: string, init: RequestInit) => Promise<Response>, Syn
     "offline",
     /Can't reach the sync server/,
   ],
+  [
+    "the user's quota on the server used up",
+    json(413, "quota_exceeded", "This push would store 2000 bytes for this user, over this server's quota of 1000"),
+    "server_full",
+    /space on the sync server is full/,
+  ],
   ["a database restarting", json(503, "unavailable", "PostgreSQL is unavailable"), "unavailable", /try again/],
   [
     "a proxy's page",

@@ -19,6 +19,8 @@ export type SyncProblemCode =
   | "rate_limited"
   /** A conversation is over the server's size limits (413). */
   | "too_large"
+  /** The user's space on the sync server is full (its quota): new changes stay on this device. */
+  | "server_full"
   /** This device ran out of storage (IndexedDB quota) while applying what it pulled. */
   | "device_full"
   /** The passphrase or data key does not match the other devices'. */
@@ -46,6 +48,8 @@ const MESSAGES: Record<SyncProblemCode, string> = {
   unavailable: "The sync server is having trouble right now. Sync will try again by itself.",
   rate_limited: "Sync is paused for a moment (too many requests). It will try again by itself.",
   too_large: "A conversation is too large for the sync server's limits. It stays on this device.",
+  server_full:
+    "Your space on the sync server is full. New changes stay on this device; delete old conversations to free space.",
   device_full: "This device is out of storage space, so synced changes could not be saved. Free some space.",
   key_mismatch:
     "This device's passphrase does not open the synced conversations. Enter the passphrase your other devices use.",
@@ -61,6 +65,8 @@ const TOO_LARGE = new Set(["too_large", "checkpoint_too_large", "too_many_checkp
 
 /** The code of a failure (see {@link SyncProblemCode}). */
 function problemCode(error: unknown): SyncProblemCode {
+  // Before the device's quota: the server's refusal names its quota too.
+  if (error instanceof SyncError && error.code === "quota_exceeded") return "server_full";
   if (isQuotaError(error)) return "device_full";
   if (!(error instanceof SyncError)) return "failed";
   if (error.code === "offline") return "offline";

@@ -25,6 +25,11 @@ export interface ThreadSyncRecord {
    * and does not put the older value back.
    */
   seen?: Record<string, string[]>;
+  /**
+   * `ns \0 checkpoint id` of the removals (prune, deleteForRuns) the server
+   * has acknowledged, pushed from here or pulled: the others go (again).
+   */
+  removed?: string[];
 }
 
 /** How many special-write digests one checkpoint keeps (a checkpoint sees a few interrupts and resumes). */
@@ -83,7 +88,7 @@ export interface ThreadSyncUpdate {
    * next push sends it again.
    */
   unseen?: [string, string[]][];
-  /** Checkpoints (`ns \0 id`) the server no longer has: removed, their removal known to it. */
+  /** Checkpoints (`ns \0 id`) the server no longer has: their removal acknowledged, so not sent again. */
   gone?: string[];
 }
 
@@ -119,17 +124,20 @@ export async function updateSyncState(
         ...(current.tomb !== undefined ? { tomb: current.tomb } : {}),
       };
       const seen: Record<string, string[]> = { ...current.seen };
+      const removed = new Set(current.removed);
       for (const update of list) {
         if (update.tomb !== undefined) {
           if (next.tomb === undefined || update.tomb > next.tomb) next.tomb = update.tomb;
           const gone = (key: string) => key.slice(key.indexOf("\u0000") + 1) <= update.tomb!;
           for (const key of Object.keys(next.fps)) if (gone(key)) delete next.fps[key];
           for (const key of Object.keys(seen)) if (gone(key)) delete seen[key];
+          for (const key of removed) if (gone(key)) removed.delete(key);
         }
         for (const [key, fp] of update.fps ?? []) next.fps[key] = fp;
         for (const key of update.gone ?? []) {
           delete next.fps[key];
           delete seen[key];
+          removed.add(key);
         }
         for (const [key, digests] of update.seen ?? []) {
           const kept = (seen[key] ?? []).filter((digest) => !digests.includes(digest));
@@ -139,6 +147,7 @@ export async function updateSyncState(
           if (seen[key]) seen[key] = seen[key].filter((digest) => !digests.includes(digest));
       }
       if (Object.keys(seen).length > 0) next.seen = seen;
+      if (removed.size > 0) next.removed = [...removed];
       await storePut(meta, { name, value: next } satisfies MetaRow);
     }),
   );

@@ -376,4 +376,32 @@ describe("deletes replicate", () => {
     await c.sync.syncNow();
     expect((await c.saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe("1");
   });
+
+  it("a removal goes even when the push of its checkpoint lost its answer (the server may hold it)", async () => {
+    const { user, token } = newUser();
+    let cutPush = true;
+    // The push reaches the server and commits; its answer never reaches the device.
+    const cutting = async (input: string, init: RequestInit): Promise<Response> => {
+      const response = await fetch(input, init);
+      if (!cutPush || !input.endsWith("/push")) return response;
+      cutPush = false;
+      await response.arrayBuffer();
+      throw new TypeError("fetch failed: the connection closed before the answer");
+    };
+    const a = device(served.url, token, { client: { fetch: cutting } });
+    const b = device(served.url, token);
+    const c1 = await put(a.saver, undefined, "1", "r1");
+    await put(a.saver, c1, "2", "r2");
+    await expect(a.sync.syncNow()).rejects.toMatchObject({ retryable: true });
+    expect(await serverIds(user, "t")).toEqual(["1", "2"]);
+
+    await a.saver.deleteForRuns(["r2"], { threadId: "t" });
+    expect((await a.sync.syncNow()).pushedDeletes).toBe(1);
+    expect(await serverIds(user, "t")).toEqual(["1"]);
+    await b.sync.syncNow();
+    expect((await b.saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe("1");
+    // Acknowledged once, it is not sent again; nor does B send back the removal it pulled.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
+    expect(await b.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
+  });
 });

@@ -45,6 +45,13 @@ export interface RunningPostgres {
   kill(): Promise<void>;
   /** Starts a killed server again, on the same port and data. */
   restart(): Promise<void>;
+  /**
+   * A command that stops it from any process, and the directory to delete
+   * then: `pg_ctl` leaves the server running when its starter dies, so a
+   * guard that outlives the starter needs these (test/support/reaper.ts).
+   */
+  stopCommand: readonly string[];
+  dir: string;
 }
 
 /** The directory holding `initdb`, `pg_ctl` and `postgres`, or a message saying what to do. */
@@ -85,10 +92,15 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The command line of a PostgreSQL binary, as the `postgres` user when we are root. */
+function commandLine(bin: string, args: string[]): [string, string[]] {
+  const asRoot = process.getuid?.() === 0;
+  return asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
+}
+
 /** Runs a PostgreSQL binary, as the `postgres` user when we are root. */
 function run(bin: string, args: string[]): Promise<string> {
-  const asRoot = process.getuid?.() === 0;
-  const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
+  const [file, argv] = commandLine(bin, args);
   return new Promise((resolve, reject) => {
     execFile(file, argv, { timeout: 60_000 }, (error, stdout, stderr) => {
       if (error)
@@ -158,12 +170,16 @@ export async function startPostgres(settings: PostgresOptions = {}): Promise<Run
         continue; // the port was taken in between: try another
       }
       let stopped: Promise<void> | undefined;
+      const immediateStop = ["-D", data, "-m", "immediate", "-w", "stop"];
+      const [stopFile, stopArgs] = commandLine(join(bin, "pg_ctl"), immediateStop);
       return {
         url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
-        kill: () => run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]).then(() => undefined),
+        stopCommand: [stopFile, ...stopArgs],
+        dir,
+        kill: () => run(join(bin, "pg_ctl"), immediateStop).then(() => undefined),
         restart: () => run(join(bin, "pg_ctl"), start).then(() => undefined),
         stop: () =>
-          (stopped ??= run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"])
+          (stopped ??= run(join(bin, "pg_ctl"), immediateStop)
             .then(() => undefined)
             .catch(() => undefined)
             .finally(cleanup)),

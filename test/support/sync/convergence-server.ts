@@ -9,35 +9,47 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "vite";
+import type { Reaper } from "../reaper.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
-/** A bundled CLI: where it is, and how to remove it. */
+/** A bundled script: where it is, and how to remove it. */
 export interface ServerBundle {
   cli: string;
   dir: string;
   remove(): void;
 }
 
-/** Bundles the sync server CLI into a directory of this process. */
-export async function bundleServer(): Promise<ServerBundle> {
-  const dir = join(root, "node_modules", ".cache", `lgidb-convergence-server-${process.pid}`);
+/**
+ * Bundles `entry` (a path from the repository's root) for Node into a
+ * directory of this process, named after `name`: at node_modules/.cache/<dir>,
+ * as deep as test/support/sync, so a bundled module that finds the root
+ * from its own URL (as this one does) finds the same root.
+ */
+export async function bundleForNode(entry: string, name: string): Promise<ServerBundle> {
+  const dir = join(root, "node_modules", ".cache", `lgidb-${name}-${process.pid}`);
   await build({
     configFile: false,
     logLevel: "error",
     root,
     build: {
-      ssr: join(root, "src/sync-server/cli.ts"),
+      ssr: join(root, entry),
       outDir: dir,
       emptyOutDir: true,
       minify: false,
       rollupOptions: { output: { format: "es", entryFileNames: "[name].mjs", chunkFileNames: "[name].mjs" } },
     },
   });
-  return { cli: join(dir, "cli.mjs"), dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  const file = join(dir, `${basename(entry, extname(entry))}.mjs`);
+  return { cli: file, dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Bundles the sync server CLI into a directory of this process. */
+export function bundleServer(): Promise<ServerBundle> {
+  return bundleForNode("src/sync-server/cli.ts", "convergence-server");
 }
 
 /** A TCP port nobody listens on right now. */
@@ -52,7 +64,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** One server process on a fixed port: started, killed (SIGKILL), started again. */
+/**
+ * One server process on a fixed port: started, killed (SIGKILL), started
+ * again. Each start is a process group of its own, held by the world's
+ * {@link Reaper} until it has exited, so no way this test process ends
+ * leaves it running.
+ */
 export class ServerProcess {
   #child: ChildProcess | undefined;
   #output = "";
@@ -65,6 +82,7 @@ export class ServerProcess {
     readonly bundle: ServerBundle,
     readonly databaseUrl: string,
     name: string,
+    readonly reaper: Reaper,
   ) {
     this.#tokensFile = join(bundle.dir, `${name}-tokens.json`);
   }
@@ -91,6 +109,7 @@ export class ServerProcess {
     writeFileSync(this.#tokensFile, JSON.stringify(tokens));
     const child = spawn(process.execPath, [this.bundle.cli], {
       cwd: root,
+      detached: true,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
         ...process.env,
@@ -103,6 +122,8 @@ export class ServerProcess {
       },
     });
     this.#child = child;
+    const release = this.reaper.hold({ group: child.pid! });
+    child.once("exit", release);
     await new Promise<void>((done, fail) => {
       const onData = (chunk: Buffer) => {
         this.#output += chunk.toString();
@@ -121,13 +142,22 @@ export class ServerProcess {
     });
   }
 
-  /** Kills the process at once (SIGKILL) and waits for it to be gone. */
+  /** The running process's id, if one runs. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** Kills the process group at once (SIGKILL) and waits for the process to be gone. */
   async kill(): Promise<void> {
     const child = this.#child;
     if (!child) return;
     this.#child = undefined;
     const exited = new Promise((done) => child.once("exit", done));
-    child.kill("SIGKILL");
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // Its group is gone already (the exit event is on its way).
+    }
     await exited;
   }
 }

@@ -18,6 +18,7 @@ import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { EncryptedSerializer } from "../../../src/serde/encrypted/index.js";
 import { SyncClient } from "../../../src/sync.js";
 import { startPostgres, type RunningPostgres } from "../postgres.js";
+import { Reaper } from "../reaper.js";
 import { seeded } from "./harness.js";
 import { bundleServer, freePort, ServerProcess, type ServerBundle } from "./convergence-server.js";
 import {
@@ -37,6 +38,8 @@ export interface ConvergenceWorld {
   pool: pg.Pool;
   servers: ServerProcess[];
   bundle: ServerBundle;
+  /** Holds every process and directory of the world until `close()` has ended them. */
+  reaper: Reaper;
   /** The user of a seed (fresh per world: a replay never meets an earlier run's rows). */
   userOf(seed: number): string;
   users: string[];
@@ -44,46 +47,74 @@ export interface ConvergenceWorld {
   postgresDown: boolean;
   /** Brings PostgreSQL and both server processes back, whatever a run left stopped. */
   heal(): Promise<void>;
+  /** Ends the servers, PostgreSQL and the bundle (each once, whatever a run left half-done). */
   close(): Promise<void>;
 }
 
-/** Starts PostgreSQL and two sync server processes on it, knowing the users of `seeds`. */
+/**
+ * Starts PostgreSQL and two sync server processes on it, knowing the users
+ * of `seeds`. Whatever it starts is held by a {@link Reaper} from the
+ * moment it exists: a start that fails, a run that throws past `close()`,
+ * or a test process killed outright leaves no server and no database running.
+ */
 export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWorld> {
-  // PostgreSQL is crashed on purpose: what it acknowledged must survive that, as in production.
-  const [postgres, bundle] = await Promise.all([startPostgres({ durableCommits: true }), bundleServer()]);
-  const pool = new pg.Pool({ connectionString: postgres.url, max: 2 });
-  pool.on("error", () => undefined); // PostgreSQL restarts on purpose
-  const run = Date.now().toString(36);
-  const userOf = (seed: number) => `conv-${run}-${seed}`;
-  const users = [...seeds].map(userOf);
-  const servers = [
-    new ServerProcess(await freePort(), bundle, postgres.url, "one"),
-    new ServerProcess(await freePort(), bundle, postgres.url, "two"),
-  ];
-  // The first creates the tables; the second then starts on them.
-  await servers[0]!.start(users);
-  await servers[1]!.start(users);
-  const world: ConvergenceWorld = {
-    postgres,
-    pool,
-    servers,
-    bundle,
-    userOf,
-    users,
-    postgresDown: false,
-    async heal() {
-      if (world.postgresDown) await postgres.restart();
-      world.postgresDown = false;
-      for (const server of servers) await server.start(users);
-    },
-    async close() {
-      for (const server of servers) await server.kill();
-      await pool.end().catch(() => undefined);
-      await postgres.stop();
-      bundle.remove();
-    },
+  const reaper = new Reaper();
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const close = async () => {
+    // Newest first: the servers go before their database, the bundle last.
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    await reaper.close();
   };
-  return world;
+  const bundling = bundleServer().then((bundle) => {
+    const release = reaper.hold({ remove: bundle.dir });
+    cleanups.push(() => (bundle.remove(), release()));
+    return bundle;
+  });
+  try {
+    // PostgreSQL is crashed on purpose: what it acknowledged must survive that, as in production.
+    const postgres = await startPostgres({ durableCommits: true });
+    const releasePostgres = [reaper.hold({ remove: postgres.dir }), reaper.hold({ run: postgres.stopCommand })];
+    cleanups.push(async () => {
+      await postgres.stop();
+      for (const release of releasePostgres) release();
+    });
+    const bundle = await bundling;
+    const pool = new pg.Pool({ connectionString: postgres.url, max: 2 });
+    pool.on("error", () => undefined); // PostgreSQL restarts on purpose
+    cleanups.push(() => pool.end().catch(() => undefined));
+    const run = Date.now().toString(36);
+    const userOf = (seed: number) => `conv-${run}-${seed}`;
+    const users = [...seeds].map(userOf);
+    const servers = [
+      new ServerProcess(await freePort(), bundle, postgres.url, "one", reaper),
+      new ServerProcess(await freePort(), bundle, postgres.url, "two", reaper),
+    ];
+    cleanups.push(() => Promise.all(servers.map((server) => server.kill())).then(() => undefined));
+    // The first creates the tables; the second then starts on them.
+    await servers[0]!.start(users);
+    await servers[1]!.start(users);
+    const world: ConvergenceWorld = {
+      postgres,
+      pool,
+      servers,
+      bundle,
+      reaper,
+      userOf,
+      users,
+      postgresDown: false,
+      async heal() {
+        if (world.postgresDown) await postgres.restart();
+        world.postgresDown = false;
+        for (const server of servers) await server.start(users);
+      },
+      close,
+    };
+    return world;
+  } catch (error) {
+    await bundling.catch(() => undefined);
+    await close();
+    throw error;
+  }
 }
 
 /** The operations a run draws from, with their weights. */
@@ -450,11 +481,9 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       const pruned = new Set(devices.flatMap((d) => [...d.removed.keys()].map((key) => key.split("\0")[0]!)));
       for (const device of devices) {
         const inv = await checkPage(device, "at quiescence", true);
-        // What this device removed itself (prune, deleteForRuns) is not replicated today: it may lack it.
+        // Removals replicate whatever the device knew of the server: every store holds the same set.
         const lines = replicatedLines(inv);
-        const missing = [...expected]
-          .filter(([key, line]) => lines.get(key) !== line && !(device.removed.has(key) && !lines.has(key)))
-          .map(([, line]) => line);
+        const missing = [...expected].filter(([key, line]) => lines.get(key) !== line).map(([, line]) => line);
         const extra = [...lines].filter(([key, line]) => expected.get(key) !== line).map(([, line]) => line);
         if (missing.length > 0 || extra.length > 0)
           fail(
