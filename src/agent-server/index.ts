@@ -16,6 +16,8 @@ import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
 
 export { IndexedDBThreadStore } from "./threads.js";
+export { exposeLocalAgentServer, connectLocalAgentServer } from "./port.js";
+export type { MessageEndpoint, RemoteAgentServer } from "./port.js";
 export type {
   AgentThreadStore,
   IndexedDBThreadStoreParams,
