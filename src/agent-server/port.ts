@@ -179,7 +179,8 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
     fetch: async (input, init) => {
       if (closed) throw new Error("connectLocalAgentServer: closed.");
       const request = new Request(input, init);
-      const body = request.body ? await request.arrayBuffer() : null;
+      // Not `request.body`: Firefox has no Request.body, and it reads null there whatever was sent.
+      const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
       const id = nextId++;
       return new Promise<Response>((resolve, reject) => {
         const entry: Pending = { head: resolve, fail: reject, body: undefined };
