@@ -7,6 +7,10 @@
 export {
   createLocalAgentServer,
   IndexedDBThreadStore,
+  exposeLocalAgentServer,
+  connectLocalAgentServer,
+  type MessageEndpoint,
+  type RemoteAgentServer,
   type LocalAgentServer,
   type LocalAgentServerOptions,
   type AgentServerSaver,

@@ -11,9 +11,13 @@ import type { RunLockManager } from "../runs/locks.js";
 import { bindGraphs, type ServedGraph } from "./graphs.js";
 import { createRoutes } from "./routes.js";
 import { RunRegistry } from "./runs.js";
+import { RunLog } from "./run-log.js";
+import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
 
 export { IndexedDBThreadStore } from "./threads.js";
+export { exposeLocalAgentServer, connectLocalAgentServer } from "./port.js";
+export type { MessageEndpoint, RemoteAgentServer } from "./port.js";
 export type {
   AgentThreadStore,
   IndexedDBThreadStoreParams,
@@ -23,7 +27,7 @@ export type {
   ThreadSearchOptions,
 } from "./threads.js";
 export type { ServedGraph } from "./graphs.js";
-export type { RunRecord, RunStatus } from "./runs.js";
+export type { RunRecord, RunStatus } from "./records.js";
 export type { StreamMode } from "./stream.js";
 
 /** What the server needs of its saver: an `IndexedDBSaver` has it all. */
@@ -41,7 +45,8 @@ export interface LocalAgentServerOptions {
   store?: BaseStore;
   /**
    * Where thread records live. Default: an {@link IndexedDBThreadStore} in
-   * the database `<saver.dbName>-agent-threads`, beside the saver's.
+   * the database `<saver.dbName>-agent-threads`, beside the saver's. Run
+   * records and their events live in that database whatever this is.
    */
   threads?: AgentThreadStore;
   /** Lock manager of `runOnThread`; default `navigator.locks` (or its in-process fallback). */
@@ -74,11 +79,12 @@ export interface LocalAgentServer {
 export async function createLocalAgentServer(options: LocalAgentServerOptions): Promise<LocalAgentServer> {
   const { saver, store } = options;
   const graphs = bindGraphs(options.graphs, saver, store);
-  const threads =
-    options.threads ??
-    new IndexedDBThreadStore({ dbName: `${saver.dbName}-agent-threads`, indexedDB: options.indexedDB });
+  const dbName = `${saver.dbName}-agent-threads`;
+  const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
+  const log = new RunLog(openAgentDatabase(dbName, options.indexedDB));
   const runs = new RunRegistry(
     saver,
+    log,
     {
       started: async (run) => void (await threads.patch(run.thread_id, { status: "busy" })),
       ended: async (run, error) => {
@@ -99,7 +105,10 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     runs,
     dbName: saver.dbName,
     locks: options.locks,
-    deleteCheckpoints: (threadId) => saver.deleteThread(threadId),
+    deleteCheckpoints: async (threadId) => {
+      await saver.deleteThread(threadId);
+      await log.deleteThread(threadId);
+    },
   });
   let closed = false;
   return {
@@ -112,6 +121,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
       closed = true;
       await runs.close();
       await threads.close();
+      await log.close();
     },
   };
 }

@@ -11,7 +11,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { AgentThreadStore, ThreadRecord, ThreadStatus } from "./threads.js";
-import type { LiveRun, RunRegistry } from "./runs.js";
+import type { RunHandle, RunRegistry } from "./runs.js";
 import { STREAM_MODES, toJsonText, type StreamMode } from "./stream.js";
 import { toThreadState, type Snapshot } from "./state.js";
 import {
@@ -32,6 +32,7 @@ export interface RouteContext {
   runs: RunRegistry;
   dbName: string;
   locks: RunLockManager | undefined;
+  /** Deletes the thread's checkpoints and runs. */
   deleteCheckpoints(threadId: string): Promise<void>;
 }
 
@@ -170,7 +171,7 @@ function registerRunRoutes(
   const { threads, runs } = context;
 
   /** Starts the run a body describes, or answers why it cannot. */
-  const startRun = async (c: Context): Promise<LiveRun | Response> => {
+  const startRun = async (c: Context): Promise<RunHandle | Response> => {
     const json = await body(c);
     const threadId = c.req.param("thread_id")!;
     const assistantId = optionalString(json, "assistant_id");
@@ -232,12 +233,13 @@ function registerRunRoutes(
       metadata: optionalObject(json, "metadata") ?? {},
     });
   };
-  const location = (run: LiveRun) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
-  const runOr404 = (c: Context): LiveRun | Response =>
-    runs.get(c.req.param("thread_id")!, c.req.param("run_id")!) ?? reply(c, { error: "Run not found" }, 404);
-  const finalValues = async (c: Context, run: LiveRun) => {
-    await run.done;
-    if (run.error !== undefined) return reply(c, { __error__: errorOf(run.error) });
+  const location = (run: RunHandle) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
+  const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
+    (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
+  const finalValues = async (c: Context, run: RunHandle) => {
+    let error: string | undefined;
+    for await (const event of run.follow()) if (event.event === "error") error = event.data;
+    if (error !== undefined) return reply(c, { __error__: JSON.parse(error) as unknown });
     const thread = await threads.get(run.record.thread_id);
     const graph = thread && context.graphs[run.record.assistant_id];
     const snapshot = graph ? await graph.getState({ configurable: { thread_id: run.record.thread_id } }) : undefined;
@@ -247,7 +249,7 @@ function registerRunRoutes(
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const run = await startRun(c);
     if (run instanceof Response) return run;
-    return sse(runs.follow(run), { "Content-Location": location(run) });
+    return sse(run.follow(), { "Content-Location": location(run) });
   });
   app.post("/threads/:thread_id/runs", async (c) => {
     const run = await startRun(c);
@@ -261,26 +263,26 @@ function registerRunRoutes(
     c.header("Content-Location", location(run));
     return finalValues(c, run);
   });
-  app.get("/threads/:thread_id/runs", (c) => reply(c, runs.list(c.req.param("thread_id"))));
-  app.get("/threads/:thread_id/runs/:run_id", (c) => {
-    const run = runOr404(c);
+  app.get("/threads/:thread_id/runs", async (c) => reply(c, await runs.list(c.req.param("thread_id"))));
+  app.get("/threads/:thread_id/runs/:run_id", async (c) => {
+    const run = await runOr404(c);
     return run instanceof Response ? run : reply(c, run.record);
   });
-  app.get("/threads/:thread_id/runs/:run_id/join", (c) => {
-    const run = runOr404(c);
+  app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
+    const run = await runOr404(c);
     return run instanceof Response ? run : finalValues(c, run);
   });
-  app.get("/threads/:thread_id/runs/:run_id/stream", (c) => {
-    const run = runOr404(c);
+  app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
+    const run = await runOr404(c);
     if (run instanceof Response) return run;
     const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
-    return sse(runs.follow(run, Number.isInteger(lastEventId) ? lastEventId : -1), {});
+    return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
   });
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
-    const run = runOr404(c);
+    const run = await runOr404(c);
     if (run instanceof Response) return run;
     const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
-    const cancelled = runs.cancel(run, action);
+    const cancelled = run.cancel(action);
     if (c.req.query("wait") === "1" || c.req.query("wait") === "true") await cancelled;
     else cancelled.catch(() => undefined);
     return c.body(null, 202);
@@ -293,12 +295,6 @@ function registerRunRoutes(
  */
 function reply(c: Context, value: unknown, status = 200): Response {
   return c.body(toJsonText(value), status as 200, { "Content-Type": "application/json" });
-}
-
-function errorOf(error: unknown): { error: string; message: string } {
-  return error instanceof Error
-    ? { error: error.name, message: error.message }
-    : { error: "Error", message: String(error) };
 }
 
 /** A server-sent-events response of `events`; the run goes on if the client leaves. */

@@ -3,35 +3,23 @@
  * one graph at a time across every tab and worker of the origin and a second
  * run follows its multitask strategy (reject, enqueue, interrupt, rollback).
  * A run's events are kept in order with their ids, so a client that joins
- * late, or reconnects with `Last-Event-ID`, reads them all from where it was.
+ * late, or reconnects with `Last-Event-ID`, reads them all from where it was;
+ * they are written to the run log and sent to the servers of other tabs that
+ * follow the run (see remote-run.ts), and the server holds the run's Web
+ * Lock until its final record is written.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { runOnThread, type MultitaskStrategy, type RunSaver } from "../runs/coordinator.js";
 import { RunInterruptedError } from "../runs/errors.js";
-import type { RunLockManager } from "../runs/locks.js";
+import { defaultLockManager, type RunLockManager } from "../runs/locks.js";
+import type { RunRecord, RunStatus, SentEvent } from "./records.js";
+import { AgentRunChannel } from "./run-channel.js";
+import type { RunLog } from "./run-log.js";
+import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteContext } from "./remote-run.js";
 import { errorData, streamRunEvents, toJsonText, type EventStreamingGraph, type StreamMode } from "./stream.js";
 
-/** A run's status, as the Agent Server reports it. */
-export type RunStatus = "pending" | "running" | "success" | "error" | "interrupted";
-
-/** A run, as the run routes return it. */
-export interface RunRecord {
-  run_id: string;
-  thread_id: string;
-  assistant_id: string;
-  created_at: string;
-  updated_at: string;
-  status: RunStatus;
-  metadata: Record<string, unknown>;
-  multitask_strategy: MultitaskStrategy;
-}
-
-/** One event as written to the SSE stream: `data` is JSON text already. */
-export interface SentEvent {
-  id: number;
-  event: string;
-  data: string;
-}
+/** How long events wait before they are written to the run log (one transaction per batch, not per token). */
+const SAVE_EVERY_MS = 50;
 
 /** What starts a run. */
 export interface RunSpec {
@@ -47,48 +35,86 @@ export interface RunSpec {
   metadata: Record<string, unknown>;
 }
 
-/** A run of this server, live or finished. */
-export interface LiveRun {
+/** A run, of this server or of another tab's: its record when found, its events, and how to cancel it. */
+export interface RunHandle {
   readonly record: RunRecord;
-  readonly events: SentEvent[];
-  /** Resolves once the run has ended, whatever the outcome. */
-  readonly done: Promise<void>;
-  /** What the run threw, if it failed. */
-  readonly error: unknown;
+  /** The run's events after `afterId` (all with -1), then each as it comes, until the run ends. */
+  follow(afterId?: number): AsyncGenerator<SentEvent>;
+  /** Stops the run (`"rollback"` also deletes its checkpoints); resolves once it has ended. */
+  cancel(action: "interrupt" | "rollback"): Promise<void>;
 }
 
-interface RunState extends LiveRun {
+interface RunState {
   record: RunRecord;
+  events: SentEvent[];
   done: Promise<void>;
-  error: unknown;
   finished: boolean;
   controller: AbortController;
   wake: Set<() => void>;
+  /** How many events the run log has. */
+  saved: number;
+  saving: Promise<void>;
+  saveTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Another server follows it: send its events on the channel. */
+  shared: boolean;
 }
 
 /** What the registry reports to the server as runs start and end. */
 export interface RunHooks {
   /** The run holds its thread and starts. */
   started(run: RunRecord): Promise<void>;
-  /** The run has ended (its checkpoints are committed). */
+  /** The run has ended (its checkpoints are committed), or was found cut short. */
   ended(run: RunRecord, error: unknown): Promise<void>;
 }
 
-/** Runs of one server, by thread. */
+/** Runs of one server, by id, and the runs of other servers found in the run log. */
 export class RunRegistry {
   readonly #saver: RunSaver;
-  readonly #locks: RunLockManager | undefined;
+  readonly #locks: RunLockManager;
   readonly #hooks: RunHooks;
+  readonly #log: RunLog;
+  readonly #channel: AgentRunChannel;
+  readonly #remote: RemoteContext;
   readonly #runs = new Map<string, RunState>();
+  readonly #offChannel: () => void;
 
-  constructor(saver: RunSaver, hooks: RunHooks, locks?: RunLockManager) {
+  constructor(saver: RunSaver, log: RunLog, hooks: RunHooks, locks?: RunLockManager) {
     this.#saver = saver;
     this.#hooks = hooks;
-    this.#locks = locks;
+    this.#log = log;
+    this.#locks = locks ?? defaultLockManager();
+    this.#channel = new AgentRunChannel(saver.dbName);
+    this.#remote = {
+      dbName: saver.dbName,
+      log,
+      channel: this.#channel,
+      locks: this.#locks,
+      lost: (record) => hooks.ended(record, new RunLostError(record.run_id)),
+    };
+    this.#offChannel = this.#channel.listen((message) => {
+      const state = this.#runs.get(message.runId);
+      if (!state) return;
+      if (message.type === "replay") {
+        state.shared = true;
+        const events = state.events.filter((event) => event.id > message.after);
+        this.#channel.post({
+          type: "events",
+          runId: message.runId,
+          to: message.from,
+          events,
+          finished: state.finished,
+        });
+      } else if (message.type === "cancel" && !state.finished) {
+        this.#cancel(state, message.action).catch(() => undefined);
+      }
+    });
   }
 
-  /** Starts a run; it waits for its thread as its strategy says. */
-  start(spec: RunSpec): LiveRun {
+  /**
+   * Starts a run; it waits for its thread as its strategy says. Resolves once
+   * its record is in the run log (another tab's server can find it).
+   */
+  async start(spec: RunSpec): Promise<RunHandle> {
     const now = new Date().toISOString();
     const runId = crypto.randomUUID();
     const state: RunState = {
@@ -104,34 +130,75 @@ export class RunRegistry {
       },
       events: [],
       done: Promise.resolve(),
-      error: undefined,
       finished: false,
       controller: new AbortController(),
       wake: new Set(),
+      saved: 0,
+      saving: Promise.resolve(),
+      saveTimer: undefined,
+      shared: false,
     };
     this.#runs.set(runId, state);
     this.#push(state, "metadata", { run_id: runId, attempt: 1 });
-    state.done = this.#execute(state, spec);
-    return state;
+    let recorded!: () => void;
+    const inLog = new Promise<void>((resolve) => (recorded = resolve));
+    // The lock first, then the record: a record not final whose lock is free is a run cut short.
+    const held = this.#locks.request(runnerLockName(this.#saver.dbName, runId), {}, async () => {
+      await this.#save(state);
+      recorded();
+      await this.#execute(state, spec);
+    });
+    state.done = held.catch(() => this.#finish(state));
+    await Promise.race([inLog, held]);
+    return this.#handle(state);
   }
 
-  /** The run `runId` of `threadId`, if this server started it. */
-  get(threadId: string, runId: string): LiveRun | undefined {
-    const run = this.#runs.get(runId);
-    return run?.record.thread_id === threadId ? run : undefined;
+  /** The run `runId` of `threadId`: this server's, or another's from the run log. */
+  async find(threadId: string, runId: string): Promise<RunHandle | undefined> {
+    const state = this.#runs.get(runId);
+    if (state) return state.record.thread_id === threadId ? this.#handle(state) : undefined;
+    const record = await remoteRecord(this.#remote, runId);
+    if (record?.thread_id !== threadId) return undefined;
+    return {
+      record,
+      follow: (afterId = -1) => followRemote(this.#remote, runId, afterId),
+      cancel: async (action) => {
+        this.#channel.post({ type: "cancel", runId, action });
+        const ending = followRemote(this.#remote, runId, Number.MAX_SAFE_INTEGER);
+        while (!(await ending.next()).done);
+      },
+    };
   }
 
-  /** The runs of `threadId` this server started, newest first. */
-  list(threadId: string): RunRecord[] {
-    return [...this.#runs.values()]
-      .filter((run) => run.record.thread_id === threadId)
-      .map((run) => run.record)
-      .reverse();
+  /** The runs of `threadId`, newest first: this server's as they stand, others' from the run log. */
+  async list(threadId: string): Promise<RunRecord[]> {
+    const stored = await this.#log.list(threadId);
+    return Promise.all(
+      stored.map(async (record) => {
+        const own = this.#runs.get(record.run_id);
+        return own ? own.record : ((await remoteRecord(this.#remote, record.run_id)) ?? record);
+      }),
+    );
   }
 
-  /** The run's events after `afterId` (all with -1), then each as it comes, until the run ends. */
-  async *follow(run: LiveRun, afterId = -1): AsyncGenerator<SentEvent> {
-    const state = run as RunState;
+  /** Cancels every run that has not ended and waits for them. */
+  async close(): Promise<void> {
+    const open = [...this.#runs.values()].filter((run) => !run.finished);
+    for (const run of open) run.controller.abort(new Error("The agent server was closed."));
+    await Promise.all(open.map((run) => run.done));
+    this.#offChannel();
+    this.#channel.close();
+  }
+
+  #handle(state: RunState): RunHandle {
+    return {
+      record: state.record,
+      follow: (afterId = -1) => this.#follow(state, afterId),
+      cancel: (action) => this.#cancel(state, action),
+    };
+  }
+
+  async *#follow(state: RunState, afterId: number): AsyncGenerator<SentEvent> {
     let next = afterId + 1;
     for (;;) {
       while (next < state.events.length) yield state.events[next++]!;
@@ -140,24 +207,12 @@ export class RunRegistry {
     }
   }
 
-  /**
-   * Stops the run (or takes it out of the queue). `"rollback"` also deletes
-   * the checkpoints it wrote. Resolves once it has ended.
-   */
-  async cancel(run: LiveRun, action: "interrupt" | "rollback"): Promise<void> {
-    const state = run as RunState;
+  async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
     state.controller.abort(new Error(`Run ${state.record.run_id} was cancelled.`));
     await state.done;
     if (action === "rollback") {
       await this.#saver.deleteForRuns([state.record.run_id], { threadId: state.record.thread_id });
     }
-  }
-
-  /** Cancels every run that has not ended and waits for them. */
-  async close(): Promise<void> {
-    const open = [...this.#runs.values()].filter((run) => !run.finished);
-    for (const run of open) run.controller.abort(new Error("The agent server was closed."));
-    await Promise.all(open.map((run) => run.done));
   }
 
   async #execute(state: RunState, spec: RunSpec): Promise<void> {
@@ -172,6 +227,7 @@ export class RunRegistry {
       },
     };
     const config = { ...spec.config, metadata: { ...spec.config.metadata, run_id: state.record.run_id } };
+    let failure: unknown;
     try {
       await runOnThread(runner, spec.input, config, {
         multitask: spec.multitask,
@@ -182,27 +238,58 @@ export class RunRegistry {
       this.#setStatus(state, "success");
     } catch (error) {
       const stopped = error instanceof RunInterruptedError || state.controller.signal.aborted;
-      this.#setStatus(state, stopped ? "interrupted" : "error");
+      // The error event before the final status: a final record always comes with all its events.
       if (!stopped) {
-        state.error = error;
+        failure = error;
         this.#push(state, "error", errorData(error));
       }
+      this.#setStatus(state, stopped ? "interrupted" : "error");
     }
     try {
-      await this.#hooks.ended(state.record, state.error);
+      await this.#hooks.ended(state.record, failure);
     } finally {
-      state.finished = true;
-      this.#wake(state);
+      try {
+        await this.#save(state);
+      } finally {
+        this.#finish(state);
+      }
     }
+  }
+
+  /** Marks the run ended: followers here and in other tabs stop waiting. */
+  #finish(state: RunState): void {
+    state.finished = true;
+    clearTimeout(state.saveTimer);
+    this.#wake(state);
+    if (state.shared) this.#channel.post({ type: "events", runId: state.record.run_id, events: [], finished: true });
   }
 
   #setStatus(state: RunState, status: RunStatus): void {
     state.record = { ...state.record, status, updated_at: new Date().toISOString() };
+    void this.#save(state).catch(() => undefined);
   }
 
   #push(state: RunState, event: string, data: unknown): void {
-    state.events.push({ id: state.events.length, event, data: toJsonText(data) });
+    const sent = { id: state.events.length, event, data: toJsonText(data) };
+    state.events.push(sent);
+    if (state.shared)
+      this.#channel.post({ type: "events", runId: state.record.run_id, events: [sent], finished: false });
+    state.saveTimer ??= setTimeout(() => void this.#save(state).catch(() => undefined), SAVE_EVERY_MS);
     this.#wake(state);
+  }
+
+  /** Writes the record and the events not yet written, after any write already under way. */
+  #save(state: RunState): Promise<void> {
+    clearTimeout(state.saveTimer);
+    state.saveTimer = undefined;
+    state.saving = state.saving
+      .catch(() => undefined)
+      .then(async () => {
+        const events = state.events.slice(state.saved);
+        await this.#log.save(state.record, events);
+        state.saved += events.length;
+      });
+    return state.saving;
   }
 
   #wake(state: RunState): void {

@@ -6,24 +6,12 @@
  * checkpoint. Metadata is kept as structured-cloned JSON and searched by
  * exact match on each given key, as the Agent Server does.
  */
-import type { DBSchema } from "idb";
-import { Database } from "../idb/database.js";
+import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
+import { openAgentDatabase, type AgentSchema, type ThreadRow } from "./schema.js";
+import type { ThreadMetadata, ThreadRecord, ThreadStatus } from "./records.js";
 
-/** What the Agent Server says of a thread: idle, running, paused on an interrupt, or failed. */
-export type ThreadStatus = "idle" | "busy" | "interrupted" | "error";
-
-/** JSON metadata of a thread. */
-export type ThreadMetadata = Record<string, unknown>;
-
-/** One thread record, as the Agent Server's thread routes return it. */
-export interface ThreadRecord {
-  thread_id: string;
-  created_at: string;
-  updated_at: string;
-  metadata: ThreadMetadata;
-  status: ThreadStatus;
-}
+export type { ThreadMetadata, ThreadRecord, ThreadStatus } from "./records.js";
 
 /** Options of {@link AgentThreadStore.search}. */
 export interface ThreadSearchOptions {
@@ -54,19 +42,6 @@ export interface AgentThreadStore {
   close(): Promise<void>;
 }
 
-/**
- * A stored record: the thread and its creation order, which breaks ties of
- * `created_at` (threads created in one millisecond) as the Agent Server's
- * insertion order does.
- */
-interface ThreadRow extends ThreadRecord {
-  seq: number;
-}
-
-interface ThreadSchema extends DBSchema {
-  threads: { key: string; value: ThreadRow; indexes: { seq: number } };
-}
-
 /** Options of {@link IndexedDBThreadStore}. */
 export interface IndexedDBThreadStoreParams {
   /** The database name, e.g. `"langgraph-agent-threads"`. */
@@ -77,14 +52,10 @@ export interface IndexedDBThreadStoreParams {
 
 /** Thread records in an IndexedDB database of their own. */
 export class IndexedDBThreadStore implements AgentThreadStore {
-  readonly #db: Database<ThreadSchema>;
+  readonly #db: Database<AgentSchema>;
 
   constructor(params: IndexedDBThreadStoreParams) {
-    this.#db = new Database<ThreadSchema>({
-      name: params.dbName,
-      indexedDB: params.indexedDB,
-      upgrades: [(db) => void db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("seq", "seq")],
-    });
+    this.#db = openAgentDatabase(params.dbName, params.indexedDB);
   }
 
   /** The database name. */

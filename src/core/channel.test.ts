@@ -18,6 +18,12 @@ describe("crossTabName", () => {
     expect(crossTabName({ kind: "key", dbName })).toBe("langgraph-checkpoint-indexeddb:v1:my%20app%3Av2%25:key");
     expect(crossTabName({ kind: "sync-status", dbName })).toBe("langgraph-checkpoint-indexeddb:sync:v1:my app:v2%");
     expect(crossTabName({ kind: "sync", dbName })).toBe("langgraph-checkpoint-indexeddb:sync:my app:v2%");
+    expect(crossTabName({ kind: "agent-runs", dbName })).toBe(
+      "langgraph-checkpoint-indexeddb:v1:my%20app%3Av2%25:agent-runs",
+    );
+    expect(crossTabName({ kind: "agent-run", dbName, runId: "r:1" })).toBe(
+      "langgraph-checkpoint-indexeddb:v1:my%20app%3Av2%25:agent-run:r%3A1",
+    );
   });
 
   it("never gives two databases or two threads one name in the encoded layout", () => {

@@ -11,6 +11,8 @@
  * and a change of layout is a new version, never an edit of these strings.
  */
 
+import { Listeners } from "./listeners.js";
+
 /** What every cross-tab name of the package starts with. */
 const PACKAGE = "langgraph-checkpoint-indexeddb";
 
@@ -30,7 +32,11 @@ export type CrossTabName =
   /** Channel: the syncing tab's status, for the others. */
   | { kind: "sync-status"; dbName: string }
   /** Lock: held by a sync round. */
-  | { kind: "sync"; dbName: string };
+  | { kind: "sync"; dbName: string }
+  /** Channel: a local agent server's run events and requests to the server running a run. */
+  | { kind: "agent-runs"; dbName: string }
+  /** Lock: held by the local agent server that runs `runId`, from its start until its record is final. */
+  | { kind: "agent-run"; dbName: string; runId: string };
 
 /**
  * The BroadcastChannel or Web Locks name of `name`. Names in the current
@@ -50,7 +56,12 @@ export function crossTabName(name: CrossTabName): string {
   if (kind === "changes") return `${PACKAGE}:v1:${dbName}`;
   if (kind === "sync-status") return `${PACKAGE}:sync:v1:${dbName}`;
   if (kind === "sync") return `${PACKAGE}:sync:${dbName}`;
-  const thread = name.kind === "run" ? `:${encodeURIComponent(name.threadId)}` : "";
+  const thread =
+    name.kind === "run"
+      ? `:${encodeURIComponent(name.threadId)}`
+      : name.kind === "agent-run"
+        ? `:${encodeURIComponent(name.runId)}`
+        : "";
   return `${PACKAGE}:v${LAYOUT}:${encodeURIComponent(dbName)}:${kind}${thread}`;
 }
 
@@ -77,5 +88,44 @@ export function postQuietly(channel: BroadcastChannel | undefined, message: unkn
     channel?.postMessage(message);
   } catch {
     // A closed channel: see above.
+  }
+}
+
+/**
+ * One endpoint on a channel of versioned messages: each message goes out
+ * with `v: version`, and only messages of that version which `accept`
+ * passes reach the listeners, so builds speaking another version ignore
+ * each other instead of misreading. A BroadcastChannel delivers to every
+ * other endpoint of the same name, in this context too, never back to the
+ * sender.
+ */
+export class VersionedChannel<Message extends object> {
+  readonly #channel: BroadcastChannel | undefined;
+  readonly #listeners = new Listeners<Message>();
+  readonly #version: number;
+
+  constructor(name: string, version: number, accept: (message: Record<string, unknown>) => boolean) {
+    this.#version = version;
+    this.#channel = openChannel(name, (data) => {
+      const message = data as Record<string, unknown> | null;
+      if (typeof message !== "object" || message === null || message.v !== version || !accept(message)) return;
+      this.#listeners.deliver(message as Message);
+    });
+  }
+
+  /** Adds a listener; returns the function that removes it. */
+  listen(listener: (message: Message) => void): () => void {
+    return this.#listeners.add(listener);
+  }
+
+  /** Sends to every other endpoint (dropped once it is closed: nobody left to tell). */
+  post(message: Message): void {
+    postQuietly(this.#channel, { ...message, v: this.#version });
+  }
+
+  /** Closes the endpoint and drops its listeners. */
+  close(): void {
+    this.#listeners.clear();
+    this.#channel?.close();
   }
 }

@@ -7,8 +7,7 @@
  * another version ignore each other instead of misreading.
  */
 
-import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
-import { Listeners } from "../core/listeners.js";
+import { crossTabName, VersionedChannel } from "../core/channel.js";
 
 /** Version of the messages on the channel. */
 const PROTOCOL = 1;
@@ -25,8 +24,6 @@ export type RunMessage =
   /** `runId` took or released the lock of `threadId`. */
   | { type: "started" | "ended"; threadId: string; runId: string };
 
-type Wire = RunMessage & { v: typeof PROTOCOL };
-
 /** The channel name of a database's run messages. */
 export function runChannelName(dbName: string): string {
   return crossTabName({ kind: "runs", dbName });
@@ -38,30 +35,8 @@ export function runChannelName(dbName: string): string {
  * name, in this context too, but never back to the sender.
  * @internal
  */
-export class RunChannel {
-  readonly #channel: BroadcastChannel | undefined;
-  readonly #listeners = new Listeners<RunMessage>();
-
+export class RunChannel extends VersionedChannel<RunMessage> {
   constructor(dbName: string) {
-    this.#channel = openChannel(runChannelName(dbName), (data) => {
-      const message = data as Partial<Wire> | null;
-      if (!message || message.v !== PROTOCOL || typeof message.threadId !== "string") return;
-      this.#listeners.deliver(message as RunMessage);
-    });
-  }
-
-  /** Adds a listener; returns the function that removes it. */
-  listen(listener: (message: RunMessage) => void): () => void {
-    return this.#listeners.add(listener);
-  }
-
-  /** Sends to every other endpoint on this database's channel (dropped once it is closed: nobody left to tell). */
-  post(message: RunMessage): void {
-    postQuietly(this.#channel, { ...message, v: PROTOCOL } satisfies Wire);
-  }
-
-  close(): void {
-    this.#listeners.clear();
-    this.#channel?.close();
+    super(runChannelName(dbName), PROTOCOL, (message) => typeof message.threadId === "string");
   }
 }

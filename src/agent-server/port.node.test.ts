@@ -1,0 +1,85 @@
+/**
+ * The worker mode's transport over a real MessageChannel (Node's): the SDK
+ * `Client` on `connectLocalAgentServer(port1)` talks to a server exposed on
+ * `port2` with `exposeLocalAgentServer`: JSON answers, errors, a streamed
+ * run whose events arrive before it ends, and a stream cancelled by the
+ * page, which cancels the server's side.
+ */
+import { Client } from "@langchain/langgraph-sdk";
+import { afterEach, expect, it } from "vitest";
+import { connectLocalAgentServer, exposeLocalAgentServer } from "./port.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+
+type Chat = { messages: { type: string; content: string }[] };
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+
+const closers: (() => void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) close();
+  await closeServers();
+});
+
+async function overPort() {
+  const { server } = await openServer<Chat>("agent-port");
+  const { port1, port2 } = new MessageChannel();
+  const stop = exposeLocalAgentServer(server, port2);
+  const remote = connectLocalAgentServer(port1);
+  closers.push(() => {
+    remote.close();
+    stop();
+    port1.close();
+    port2.close();
+  });
+  const client = new Client<Chat>({
+    apiUrl: "http://local.invalid",
+    callerOptions: { fetch: remote.fetch, maxRetries: 0 },
+  });
+  return { server, remote, client };
+}
+
+it("answers JSON and errors, and streams a run's events as they come", async () => {
+  const { client, remote } = await overPort();
+  const thread = await client.threads.create({ metadata: { via: "port" } });
+  expect((await client.threads.get(thread.thread_id)).metadata).toEqual({ via: "port" });
+  await expect(client.threads.get("missing")).rejects.toThrow(/404/);
+  const bad = await remote.fetch("http://local.invalid/threads", { method: "POST", body: "{nope" });
+  expect(bad.status).toBe(422);
+
+  const seen: { event: string; at: number }[] = [];
+  const started = Date.now();
+  for await (const part of client.runs.stream(thread.thread_id, "agent", {
+    input: human("hi"),
+    config: { configurable: { delay_ms: 300 } },
+    streamMode: ["values", "messages-tuple"],
+  })) {
+    seen.push({ event: part.event, at: Date.now() - started });
+  }
+  expect(seen.map((s) => s.event)).toEqual(expect.arrayContaining(["metadata", "values", "messages"]));
+  // The first event arrives while the node still waits (300 ms): streamed, not buffered to the end.
+  expect(seen.at(-1)!.at - seen[0]!.at).toBeGreaterThanOrEqual(250);
+  const deleted = await remote.fetch(`http://local.invalid/threads/${thread.thread_id}`, { method: "DELETE" });
+  expect(deleted.status).toBe(204);
+});
+
+it("a stream the page cancels is cancelled in the server; the run goes on and can be joined", async () => {
+  const { client, remote } = await overPort();
+  const thread = await client.threads.create();
+  const response = await remote.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/stream`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ assistant_id: "agent", input: human("bye"), config: { configurable: { delay_ms: 200 } } }),
+  });
+  const reader = response.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  expect(first).toContain("event: metadata");
+  await reader.cancel();
+  const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
+  const values = (await client.runs.join(thread.thread_id, runId)) as unknown as Chat;
+  expect(values.messages.map((m) => m.content)).toEqual(["bye", "echo bye"]);
+
+  const aborted = new AbortController();
+  aborted.abort(new Error("the page gave up"));
+  await expect(
+    remote.fetch(`http://local.invalid/threads/${thread.thread_id}`, { signal: aborted.signal }),
+  ).rejects.toThrow("the page gave up");
+});

@@ -1,0 +1,218 @@
+/**
+ * The worker mode: a local agent server in a dedicated or shared worker, and
+ * the page talking to it through a `fetch` of its own over a message port,
+ * so that graph runs and IndexedDB work leave the page's main thread free.
+ * A request crosses as its method, URL, headers and body bytes; the answer
+ * comes back as its status and headers, then its body chunk by chunk (the
+ * chunks' buffers transferred, not copied), so a run's server-sent events
+ * stream as they come. Cancelling the response body (or aborting the
+ * request's signal) cancels the worker's side. There is no backpressure:
+ * a body is sent as fast as the server produces it, which a run's event
+ * stream never outpaces.
+ */
+
+/** A message port, a `Worker` or a worker's global scope: anything that posts and receives messages. */
+export interface MessageEndpoint {
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+  addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
+  removeEventListener(type: "message", listener: (event: MessageEvent) => void): void;
+  /** A `MessagePort` delivers nothing until started. */
+  start?(): void;
+}
+
+/** Version of the messages below: a page and a worker of different builds refuse each other's. */
+const PROTOCOL = "langgraph-checkpoint-indexeddb:agent-server-port:v1";
+
+type ToServer =
+  | {
+      p: typeof PROTOCOL;
+      t: "request";
+      id: number;
+      method: string;
+      url: string;
+      headers: [string, string][];
+      body: ArrayBuffer | null;
+    }
+  | { p: typeof PROTOCOL; t: "cancel"; id: number };
+
+type ToPage =
+  | { p: typeof PROTOCOL; t: "head"; id: number; status: number; statusText: string; headers: [string, string][] }
+  | { p: typeof PROTOCOL; t: "chunk"; id: number; chunk: Uint8Array }
+  | { p: typeof PROTOCOL; t: "end"; id: number }
+  | { p: typeof PROTOCOL; t: "fail"; id: number; message: string };
+
+function isOurs<T extends { p: string }>(data: unknown): data is T {
+  return typeof data === "object" && data !== null && (data as { p?: unknown }).p === PROTOCOL;
+}
+
+/**
+ * Answers the requests that {@link connectLocalAgentServer} sends on
+ * `endpoint` with `server.fetch`: call it in the worker that runs the
+ * server (`self` in a dedicated worker, each `connect` event's port in a
+ * shared worker).
+ *
+ * @returns A function that stops answering (requests under way are cancelled).
+ * @example
+ * ```ts
+ * // in the worker
+ * const server = await createLocalAgentServer({ graphs: { agent: graph }, saver, store });
+ * exposeLocalAgentServer(server, self);
+ * ```
+ */
+export function exposeLocalAgentServer(
+  server: { fetch(input: Request): Promise<Response> },
+  endpoint: MessageEndpoint,
+): () => void {
+  const readers = new Map<number, ReadableStreamDefaultReader<Uint8Array>>();
+  const cancelled = new Set<number>();
+  const send = (message: ToPage, transfer: Transferable[] = []) => endpoint.postMessage(message, transfer);
+  const answer = async (request: Extract<ToServer, { t: "request" }>) => {
+    const { id } = request;
+    try {
+      const response = await server.fetch(
+        new Request(request.url, { method: request.method, headers: request.headers, body: request.body }),
+      );
+      send({
+        p: PROTOCOL,
+        t: "head",
+        id,
+        status: response.status,
+        statusText: response.statusText,
+        headers: [...response.headers],
+      });
+      if (!response.body) return send({ p: PROTOCOL, t: "end", id });
+      const reader = response.body.getReader();
+      readers.set(id, reader);
+      if (cancelled.has(id)) await reader.cancel();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        send({ p: PROTOCOL, t: "chunk", id, chunk: value }, [value.buffer]);
+      }
+      send({ p: PROTOCOL, t: "end", id });
+    } catch (error) {
+      send({ p: PROTOCOL, t: "fail", id, message: error instanceof Error ? error.message : String(error) });
+    } finally {
+      readers.delete(id);
+      cancelled.delete(id);
+    }
+  };
+  const onMessage = (event: MessageEvent) => {
+    const message: unknown = event.data;
+    if (!isOurs<ToServer>(message)) return;
+    if (message.t === "request") void answer(message);
+    else {
+      cancelled.add(message.id);
+      void readers
+        .get(message.id)
+        ?.cancel()
+        .catch(() => undefined);
+    }
+  };
+  endpoint.addEventListener("message", onMessage);
+  endpoint.start?.();
+  return () => {
+    endpoint.removeEventListener("message", onMessage);
+    for (const reader of readers.values()) void reader.cancel().catch(() => undefined);
+  };
+}
+
+/** A local agent server in a worker, as the page sees it. */
+export interface RemoteAgentServer {
+  /** Sends an Agent Server request to the worker: give it to the SDK's `Client` as `callerOptions.fetch`. */
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  /** Stops listening on the endpoint; requests under way fail. */
+  close(): void;
+}
+
+interface Pending {
+  head(response: Response): void;
+  fail(error: Error): void;
+  body: ReadableStreamDefaultController<Uint8Array> | undefined;
+}
+
+/**
+ * The page's side of the worker mode: a `fetch` that sends each request to
+ * the server a worker exposes on `endpoint` with {@link exposeLocalAgentServer}
+ * (a `Worker`, a `SharedWorker`'s `port`, or a `MessagePort`).
+ *
+ * @example
+ * ```ts
+ * const worker = new Worker(workerUrl, { type: "module" }); // a module that calls exposeLocalAgentServer
+ * const server = connectLocalAgentServer(worker);
+ * const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch } });
+ * ```
+ */
+export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentServer {
+  const pending = new Map<number, Pending>();
+  let nextId = 0;
+  let closed = false;
+  const onMessage = (event: MessageEvent) => {
+    const message: unknown = event.data;
+    if (!isOurs<ToPage>(message)) return;
+    const entry = pending.get(message.id);
+    if (!entry) return;
+    if (message.t === "head") {
+      const stream = new ReadableStream<Uint8Array>({
+        start: (controller) => void (entry.body = controller),
+        cancel: () => {
+          pending.delete(message.id);
+          endpoint.postMessage({ p: PROTOCOL, t: "cancel", id: message.id } satisfies ToServer);
+        },
+      });
+      const nullBody = message.status === 204 || message.status === 304;
+      entry.head(new Response(nullBody ? null : stream, message));
+    } else if (message.t === "chunk") entry.body?.enqueue(message.chunk);
+    else {
+      pending.delete(message.id);
+      const error =
+        message.t === "fail" ? new Error(`The agent server in the worker failed: ${message.message}`) : undefined;
+      if (error) {
+        entry.fail(error);
+        entry.body?.error(error);
+      } else entry.body?.close();
+    }
+  };
+  endpoint.addEventListener("message", onMessage);
+  endpoint.start?.();
+  return {
+    fetch: async (input, init) => {
+      if (closed) throw new Error("connectLocalAgentServer: closed.");
+      const request = new Request(input, init);
+      // Not `request.body`: Firefox has no Request.body, and it reads null there whatever was sent.
+      const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
+      const id = nextId++;
+      return new Promise<Response>((resolve, reject) => {
+        const entry: Pending = { head: resolve, fail: reject, body: undefined };
+        pending.set(id, entry);
+        const abort = () => {
+          entry.fail(request.signal.reason as Error);
+          entry.body?.error(request.signal.reason);
+          if (pending.delete(id)) endpoint.postMessage({ p: PROTOCOL, t: "cancel", id } satisfies ToServer);
+        };
+        if (request.signal.aborted) return abort();
+        request.signal.addEventListener("abort", abort, { once: true });
+        const message: ToServer = {
+          p: PROTOCOL,
+          t: "request",
+          id,
+          method: request.method,
+          url: request.url,
+          headers: [...request.headers],
+          body,
+        };
+        endpoint.postMessage(message, body ? [body] : []);
+      });
+    },
+    close: () => {
+      closed = true;
+      endpoint.removeEventListener("message", onMessage);
+      const error = new Error("connectLocalAgentServer: closed.");
+      for (const entry of pending.values()) {
+        entry.fail(error);
+        entry.body?.error(error);
+      }
+      pending.clear();
+    },
+  };
+}

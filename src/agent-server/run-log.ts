@@ -1,0 +1,108 @@
+/**
+ * Run records and their stream events in the agent server's database, so
+ * that a server in another tab, or in this tab after a reload, can report a
+ * run and replay what it streamed. The server running a run writes its
+ * events in batches (one transaction per batch, not per token) and its final
+ * record together with the last events, so a finished record always comes
+ * with every event of its run.
+ */
+import type { Database } from "../idb/database.js";
+import type { RunRecord, SentEvent } from "./records.js";
+import type { AgentSchema, RunEventRow } from "./schema.js";
+
+/** The statuses a run ends with. */
+const FINAL = new Set<RunRecord["status"]>(["success", "error", "interrupted"]);
+
+/** Whether `record` is the final record of its run. */
+export function isFinal(record: RunRecord): boolean {
+  return FINAL.has(record.status);
+}
+
+/** Run records and events of one agent server database. */
+export class RunLog {
+  readonly #db: Database<AgentSchema>;
+
+  constructor(db: Database<AgentSchema>) {
+    this.#db = db;
+  }
+
+  /** Writes `record` and `events` (events already written are written again, unchanged) in one transaction. */
+  save(record: RunRecord, events: readonly SentEvent[]): Promise<void> {
+    const rows: RunEventRow[] = events.map((event) => ({ ...event, run_id: record.run_id }));
+    return this.#db.write(
+      ["runs", "run_events"],
+      (tx) => {
+        void tx.objectStore("runs").put(record);
+        const store = tx.objectStore("run_events");
+        for (const row of rows) void store.put(row);
+      },
+      "save a run",
+    );
+  }
+
+  /** The run's record, or undefined. */
+  get(runId: string): Promise<RunRecord | undefined> {
+    return this.#db.read(["runs"], (tx) => tx.objectStore("runs").get(runId), "read a run");
+  }
+
+  /** The records of the thread's runs, newest first. */
+  async list(threadId: string): Promise<RunRecord[]> {
+    const records = await this.#db.read(
+      ["runs"],
+      (tx) => tx.objectStore("runs").index("thread_id").getAll(threadId),
+      "list runs",
+    );
+    return records.sort((a, b) => compare(b.created_at, a.created_at) || compare(b.run_id, a.run_id));
+  }
+
+  /** The run's stored events after the one with id `afterId` (all with -1), in order. */
+  async events(runId: string, afterId: number): Promise<SentEvent[]> {
+    const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
+    const rows = await this.#db.read(
+      ["run_events"],
+      (tx) => tx.objectStore("run_events").getAll(range),
+      "read a run's events",
+    );
+    return rows.map(({ id, event, data }) => ({ id, event, data }));
+  }
+
+  /** Sets a run's record to `record` if it is not final yet; the record now stored. */
+  settle(record: RunRecord): Promise<RunRecord> {
+    return this.#db.write(
+      ["runs"],
+      async (tx) => {
+        const runs = tx.objectStore("runs");
+        const stored = await runs.get(record.run_id);
+        if (stored && isFinal(stored)) return stored;
+        await runs.put(record);
+        return record;
+      },
+      "settle a run",
+    );
+  }
+
+  /** Deletes every run of the thread and their events. */
+  deleteThread(threadId: string): Promise<void> {
+    return this.#db.write(
+      ["runs", "run_events"],
+      async (tx) => {
+        const runIds = await tx.objectStore("runs").index("thread_id").getAllKeys(threadId);
+        const events = tx.objectStore("run_events");
+        for (const runId of runIds) {
+          void tx.objectStore("runs").delete(runId);
+          void events.delete(this.#db.ranges.bound([runId, -Infinity], [runId, Infinity]));
+        }
+      },
+      "delete a thread's runs",
+    );
+  }
+
+  /** Closes the connection. */
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

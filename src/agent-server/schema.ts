@@ -1,0 +1,45 @@
+/**
+ * The local agent server's own database (`<saver dbName>-agent-threads` by
+ * default), beside the saver's: thread records, run records, and each run's
+ * stream events, so that another tab's server, or this tab's after a reload,
+ * can report a run and replay what it streamed. Each upgrade step, once
+ * released, is never edited, only followed by a new one.
+ */
+import type { DBSchema } from "idb";
+import { Database } from "../idb/database.js";
+import type { Upgrade } from "../idb/types.js";
+import type { RunRecord, SentEvent, ThreadRecord } from "./records.js";
+
+/**
+ * A stored thread: the record and its creation order, which breaks ties of
+ * `created_at` (threads created in one millisecond) as the Agent Server's
+ * insertion order does.
+ */
+export interface ThreadRow extends ThreadRecord {
+  seq: number;
+}
+
+/** A stored run event: the event as sent, under its run. */
+export interface RunEventRow extends SentEvent {
+  run_id: string;
+}
+
+/** The schema of the agent server's database. */
+export interface AgentSchema extends DBSchema {
+  threads: { key: string; value: ThreadRow; indexes: { seq: number } };
+  runs: { key: string; value: RunRecord; indexes: { thread_id: string } };
+  run_events: { key: [string, number]; value: RunEventRow };
+}
+
+const UPGRADES: readonly Upgrade<AgentSchema>[] = [
+  (db) => void db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("seq", "seq"),
+  (db) => {
+    db.createObjectStore("runs", { keyPath: "run_id" }).createIndex("thread_id", "thread_id");
+    db.createObjectStore("run_events", { keyPath: ["run_id", "id"] });
+  },
+];
+
+/** A connection (opened lazily) to the agent server's database `name`. */
+export function openAgentDatabase(name: string, indexedDB: IDBFactory | undefined): Database<AgentSchema> {
+  return new Database<AgentSchema>({ name, indexedDB, upgrades: UPGRADES });
+}

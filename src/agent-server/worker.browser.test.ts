@@ -1,0 +1,65 @@
+/**
+ * The worker mode in Chromium: a local agent server in a dedicated worker,
+ * the page's SDK `Client` on `connectLocalAgentServer(worker)`; and the
+ * main thread's long tasks (PerformanceObserver "longtask") while a long
+ * graph run (1.2 s of CPU work in 60 ms slices) streams, with the server in
+ * the page and with it in the worker.
+ */
+import { Client } from "@langchain/langgraph-sdk";
+import { afterEach, expect, it } from "vitest";
+import { connectLocalAgentServer } from "./port.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+
+type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+
+afterEach(closeServers);
+
+const BUSY_MS = 1_200;
+
+/** Streams one long run through `fetch`; the main thread's long tasks meanwhile, and the answer's tokens. */
+async function longRun(fetch: Fetch) {
+  const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch, maxRetries: 0 } });
+  const thread = await client.threads.create();
+  const longTasks: number[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) longTasks.push(entry.duration);
+  });
+  observer.observe({ type: "longtask" });
+  let tokens = "";
+  for await (const part of client.runs.stream(thread.thread_id, "agent", {
+    input: { messages: [{ type: "human", content: "long" }] },
+    config: { configurable: { busy_ms: BUSY_MS } },
+    streamMode: ["messages-tuple"],
+  })) {
+    if (part.event === "messages") tokens += (part.data as unknown as [{ content: string }])[0].content;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  observer.disconnect();
+  return { tokens, count: longTasks.length, totalMs: Math.round(longTasks.reduce((a, b) => a + b, 0)) };
+}
+
+it("serves the SDK from a dedicated worker, leaving the main thread free of the run's long tasks", async () => {
+  const dbName = freshDbName("agent-worker");
+  const worker = new Worker(new URL("../../test/support/agent-server/server-worker.ts", import.meta.url), {
+    type: "module",
+  });
+  const remote = connectLocalAgentServer(worker);
+  try {
+    worker.postMessage({ dbName });
+    const inWorker = await longRun(remote.fetch);
+    const { server } = await openServer("agent-worker-page");
+    const inPage = await longRun(server.fetch);
+    console.log(
+      `main-thread long tasks during a ${BUSY_MS} ms run: page ${JSON.stringify(inPage)}, worker ${JSON.stringify(inWorker)}`,
+    );
+    expect(inWorker.tokens).toBe("echo long");
+    expect(inPage.tokens).toBe("echo long");
+    expect(inPage.totalMs).toBeGreaterThanOrEqual(BUSY_MS * 0.8);
+    expect(inWorker.totalMs).toBeLessThan(inPage.totalMs / 4);
+  } finally {
+    remote.close();
+    worker.terminate();
+    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  }
+});
