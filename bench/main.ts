@@ -8,6 +8,7 @@ import { encryptionSuite } from "./suites/encryption.js";
 import { historySuite } from "./suites/history.js";
 import { journalSuite } from "./suites/journal.js";
 import { loadSuite } from "./suites/load.js";
+import { peersSuite } from "./peers/suite.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
 import { threadsSuite } from "./suites/threads.js";
@@ -29,13 +30,16 @@ const suites: Suite[] = [
   loadSuite,
 ];
 
+// Run only when named (`npm run bench -- peers`): minutes of seeding four savers.
+const namedOnly: Suite[] = [peersSuite];
+
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");
   const rows: BenchRow[] = [];
   const environment = `${navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? navigator.userAgent}, ${navigator.hardwareConcurrency} cores, timer ${crossOriginIsolated ? "5" : "100"} µs`;
   try {
-    for (const suite of suites) {
-      if (only && !only.includes(suite.name)) continue;
+    for (const suite of [...suites, ...namedOnly]) {
+      if (only ? !only.includes(suite.name) : namedOnly.includes(suite)) continue;
       console.log(`bench: ${suite.name}…`);
       const suiteRows = await suite.run();
       for (const r of suiteRows)

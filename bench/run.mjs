@@ -28,6 +28,15 @@ function runSyncBench() {
 }
 if (only.length === 1 && only[0] === "sync") process.exit(runSyncBench());
 
+// The PGlite peer against the official conformance suite, in Node (minutes: a PGlite per test).
+if (only.length === 1 && only[0] === "pglite-conformance") {
+  const run = spawnSync("npx", ["vitest", "run", "-c", "bench/peers/vitest.config.ts"], {
+    cwd: resolve(here, ".."),
+    stdio: "inherit",
+  });
+  process.exit(run.status ?? 1);
+}
+
 // A production build served statically: what users ship, and no dev-server
 // dependency discovery reloading the page in the middle of a run.
 const outDir = mkdtempSync(resolve(tmpdir(), "lg-idb-bench-"));
@@ -78,6 +87,13 @@ try {
   rmSync(outDir, { recursive: true, force: true });
 }
 if (only.length === 0 && runSyncBench() !== 0) failed = true;
+// The bundle each peer adds to an app: ours from a fresh dist/, built after the
+// page's timings so the compiler does not share the machine with them.
+if (only.includes("peers")) {
+  const built = spawnSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: resolve(here, ".."), stdio: "inherit" });
+  if (built.status !== 0) failed = true;
+  else await (await import("./peers/bundle.mjs")).printBundles();
+}
 process.exit(failed ? 1 : 0);
 
 function printTable(rows) {

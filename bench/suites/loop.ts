@@ -136,8 +136,8 @@ class FloorSaver extends MemorySaver {
   }
 }
 
-/** The "graph loop" of issue 13: two nodes, each appending 200 characters. */
-function loopGraph(saver: BaseCheckpointSaver) {
+/** The "graph loop" of issue 13: two nodes, each appending 200 characters (the peers suite runs it too). */
+export function loopGraph(saver: BaseCheckpointSaver) {
   const State = Annotation.Root({
     notes: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
   });

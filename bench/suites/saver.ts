@@ -37,8 +37,8 @@ import { inlineThreshold } from "./inline-threshold.js";
 const SUITE = "saver";
 const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
 
-/** A checkpoint whose serialized form is about 2 KB. */
-function twoKbCheckpoint(id: string): { checkpoint: Checkpoint; versions: Record<string, number> } {
+/** A checkpoint whose serialized form is about 2 KB (the peers suite puts it too). */
+export function twoKbCheckpoint(id: string): { checkpoint: Checkpoint; versions: Record<string, number> } {
   const values = {
     messages: [
       { role: "user", content: "x".repeat(600) },

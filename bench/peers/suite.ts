@@ -1,0 +1,252 @@
+/**
+ * `npm run bench -- peers`: this saver beside the savers users would pick
+ * instead, in one page, on the same graphs and data, in alternating rounds
+ * (the order rotates each round), medians. Each figure is printed once per
+ * peer as ours / peer; the row against the fastest peer carries the goal
+ * (≤ 1.0×). Storage: ours, idb-keyval and PGlite on IndexedDB, sqlite-wasm
+ * on OPFS.
+ */
+import { HumanMessage } from "@langchain/core/messages";
+import { uuid6, type BaseCheckpointSaver, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { chatGraph } from "../../test/support/chat-graph.js";
+import { bytes, median, ms, row, type BenchRow, type Suite } from "../harness.js";
+import { twoKbCheckpoint } from "../suites/saver.js";
+import { CONTENDERS, type Contender } from "./contenders.js";
+import { toolLoop, toolLoopInput, twoNodeChat } from "./graphs.js";
+
+const SUITE = "peers";
+const ROUNDS = 3;
+const stamp = Date.now();
+const storage = (what: string, c: Contender) => `peers-${what}-${CONTENDERS.indexOf(c)}-${stamp}`;
+
+/** Per contender, the values of `rounds` rounds, run in turn with the starting contender rotating. */
+async function alternate(rounds: number, measure: (c: Contender, round: number) => Promise<number>) {
+  const values = CONTENDERS.map(() => [] as number[]);
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < CONTENDERS.length; k++) {
+      const i = (k + round) % CONTENDERS.length;
+      values[i]!.push(await measure(CONTENDERS[i]!, round));
+    }
+  }
+  return values.map((v) => median(v.filter((x) => !Number.isNaN(x))));
+}
+
+/** Rows of one figure: ours against each peer; the fastest peer's row carries the goal. */
+function figureRows(figure: string, values: (number | undefined)[], format = ms, note: string[] = []): BenchRow[] {
+  const [oursValue, ...peers] = values;
+  const measured = peers.filter((v): v is number => v !== undefined);
+  const fastest = Math.min(...measured);
+  console.log(
+    `bench: ${figure}: ${CONTENDERS.map((c, i) => `${c.name} ${values[i] === undefined ? "not run" : format(values[i]!)}`).join(", ")}`,
+  );
+  return peers.map((peer, i) => {
+    const name = CONTENDERS[i + 1]!.name;
+    if (peer === undefined || oursValue === undefined)
+      return {
+        suite: SUITE,
+        name: figure,
+        ours: oursValue === undefined ? "not run" : format(oursValue),
+        baseline: `not run${note[i] ? `: ${note[i]}` : ""}`,
+        baselineName: name,
+        ratio: "",
+      };
+    return row(SUITE, figure, oursValue, peer, name, format, peer === fastest ? { max: 1.0 } : undefined);
+  });
+}
+
+/** Opens every contender on storage named after `what`; `done` closes and drops them all. */
+async function openAll(what: string) {
+  const savers: BaseCheckpointSaver[] = [];
+  for (const c of CONTENDERS) savers.push(await c.open(storage(what, c)));
+  const saverOf = (c: Contender) => savers[CONTENDERS.indexOf(c)]!;
+  const done = async () => {
+    for (const [i, c] of CONTENDERS.entries()) {
+      await c.close(savers[i]!);
+      await c.drop(storage(what, c));
+    }
+  };
+  return { saverOf, done };
+}
+
+const INVOKES = 3;
+
+/** ms per invoke of a graph: `INVOKES` invokes on a fresh thread per round. */
+async function graphLoops(): Promise<BenchRow[]> {
+  const { saverOf, done } = await openAll("loop");
+  const chat = async (c: Contender, round: number) => {
+    const graph = twoNodeChat(saverOf(c));
+    const config = { configurable: { thread_id: `chat-${round}` } };
+    const start = performance.now();
+    for (let i = 0; i < INVOKES; i++) await graph.invoke({ notes: [] }, config);
+    return (performance.now() - start) / INVOKES;
+  };
+  const tools = async (c: Contender, round: number) => {
+    const graph = toolLoop(saverOf(c));
+    const config = { configurable: { thread_id: `tools-${round}` } };
+    const start = performance.now();
+    for (let i = 0; i < INVOKES; i++) await graph.invoke(toolLoopInput(), config);
+    return (performance.now() - start) / INVOKES;
+  };
+  // A warm-up round each (round -1: its own threads).
+  for (const c of CONTENDERS) {
+    await chat(c, -1);
+    await tools(c, -1);
+  }
+  const rows = [
+    ...figureRows("graph loop, 2-node chat, per invoke", await alternate(ROUNDS, chat)),
+    ...figureRows("graph loop, 6-superstep tool loop, per invoke", await alternate(ROUNDS, tools)),
+  ];
+  await done();
+  return rows;
+}
+
+const meta = (step: number): CheckpointMetadata => ({ source: "loop", step, parents: {} });
+const PUTS = 5;
+
+/** put of a 2 KB checkpoint, getTuple of the latest, list limit 10: on one thread per contender. */
+async function saverCalls(): Promise<BenchRow[]> {
+  const { saverOf, done } = await openAll("calls");
+  const configs = new Map<Contender, RunnableConfig>();
+  const put = async (c: Contender) => {
+    let config = configs.get(c) ?? { configurable: { thread_id: "calls", checkpoint_ns: "" } };
+    const start = performance.now();
+    for (let i = 0; i < PUTS; i++) {
+      const { checkpoint, versions } = twoKbCheckpoint(uuid6(i));
+      config = await saverOf(c).put(config, checkpoint, meta(i), versions);
+    }
+    configs.set(c, config);
+    return (performance.now() - start) / PUTS;
+  };
+  const latest = { configurable: { thread_id: "calls", checkpoint_ns: "" } };
+  const getTuple = async (c: Contender) => {
+    const start = performance.now();
+    for (let i = 0; i < PUTS; i++) if (!(await saverOf(c).getTuple(latest))) throw new Error(`${c.name}: no latest`);
+    return (performance.now() - start) / PUTS;
+  };
+  const list = async (c: Contender) => {
+    const start = performance.now();
+    for (let i = 0; i < PUTS; i++) {
+      let n = 0;
+      for await (const tuple of saverOf(c).list(latest, { limit: 10 })) n += tuple ? 1 : 0;
+      if (n !== 10) throw new Error(`${c.name}: list gave ${n} tuples`);
+    }
+    return (performance.now() - start) / PUTS;
+  };
+  for (const c of CONTENDERS) {
+    // Two warm-up rounds of puts: list then has its 10 from the start.
+    await put(c);
+    await put(c);
+    await getTuple(c);
+    await list(c);
+  }
+  const rows = [
+    ...figureRows("put of a 2 KB checkpoint", await alternate(ROUNDS, put)),
+    ...figureRows("getTuple latest", await alternate(ROUNDS, getTuple)),
+    ...figureRows("list limit 10", await alternate(ROUNDS, list)),
+  ];
+  await done();
+  return rows;
+}
+
+/** Adds `turns` turns to the delta chat of `threadId`, from turn `from`. */
+async function seed(saver: BaseCheckpointSaver, threadId: string, from: number, turns: number): Promise<void> {
+  const graph = chatGraph(saver, true);
+  const config = { configurable: { thread_id: threadId } };
+  for (let i = from; i < from + turns; i++)
+    await graph.invoke({ messages: [new HumanMessage(`question ${i}: ${"lorem ipsum ".repeat(6)}`)] }, config);
+}
+
+/** ms of reading the whole history of `threadId`. */
+async function history(saver: BaseCheckpointSaver, threadId: string): Promise<number> {
+  const graph = chatGraph(saver, true);
+  const start = performance.now();
+  let snapshots = 0;
+  for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: threadId } }))
+    snapshots += snapshot ? 1 : 0;
+  if (snapshots === 0) throw new Error(`history of ${threadId} is empty`);
+  return performance.now() - start;
+}
+
+/**
+ * A peer whose 100-turn history took longer than this is read once at 300
+ * turns, not in rounds (without a delta walk its time grows with the square
+ * of the turns).
+ */
+const HISTORY_ONCE_MS = 3_000;
+const HISTORY_ROUNDS = 3;
+const THREAD = "chat";
+/** Where the chat is seeded (turns so far) and each contender's storage.estimate growth. */
+const usage = () => navigator.storage.estimate().then((estimate) => estimate.usage ?? 0);
+
+/**
+ * The long-chat figures on one delta chat per contender, grown in steps:
+ * at 100 turns its getStateHistory; at 200 turns the bytes on disk (the
+ * `navigator.storage.estimate` usage growth while each contender wrote its
+ * own turns, one contender at a time) and cold starts (a new saver, that is a
+ * new worker, PGlite instance or idb-keyval load, and graph, to its first
+ * getState); at 300 turns its getStateHistory again. Contenders without
+ * `longChats` are left out with their reason.
+ */
+async function longChat(): Promise<BenchRow[]> {
+  const taking = CONTENDERS.filter((c) => c.longChats === true);
+  const notes = CONTENDERS.slice(1).map((c) => (c.longChats === true ? "" : c.longChats));
+  const savers = new Map<Contender, BaseCheckpointSaver>();
+  const grown = new Map<Contender, number>();
+  const grow = async (from: number, turns: number) => {
+    for (const c of taking) {
+      const before = await usage();
+      const start = performance.now();
+      await seed(savers.get(c)!, THREAD, from, turns);
+      grown.set(c, (grown.get(c) ?? 0) + (await usage()) - before);
+      console.log(`bench: ${c.name}: turns ${from}-${from + turns} in ${ms(performance.now() - start)}`);
+    }
+  };
+  const only = async (measure: (c: Contender, round: number) => Promise<number>, rounds: number) => {
+    const values = await alternate(rounds, (c, round) =>
+      taking.includes(c) ? measure(c, round) : Promise.resolve(NaN),
+    );
+    return values.map((v) => (Number.isNaN(v) ? undefined : v));
+  };
+  for (const c of taking) savers.set(c, await c.open(storage("chat", c)));
+  await grow(0, 100);
+  const h100 = await only((c) => history(savers.get(c)!, THREAD), HISTORY_ROUNDS);
+  await grow(100, 100);
+  const bytesUsed = CONTENDERS.map((c) => grown.get(c));
+  for (const c of taking) await c.close(savers.get(c)!);
+  const config = { configurable: { thread_id: THREAD } };
+  const cold = await only(async (c) => {
+    const start = performance.now();
+    const saver = await c.open(storage("chat", c));
+    const state = await chatGraph(saver, true).getState(config);
+    const elapsed = performance.now() - start;
+    if ((state.values.messages as unknown[]).length !== 400)
+      throw new Error(`${c.name}: cold start read the wrong state`);
+    await c.close(saver);
+    return elapsed;
+  }, ROUNDS);
+  for (const c of taking) savers.set(c, await c.open(storage("chat", c)));
+  await grow(200, 100);
+  const h300 = await only((c, round) => {
+    const once = h100[CONTENDERS.indexOf(c)]! > HISTORY_ONCE_MS;
+    return once && round > 0 ? Promise.resolve(NaN) : history(savers.get(c)!, THREAD);
+  }, HISTORY_ROUNDS);
+  for (const c of taking) {
+    await c.close(savers.get(c)!);
+    await c.drop(storage("chat", c));
+  }
+  return [
+    ...figureRows("getStateHistory, 100-turn delta chat", h100, ms, notes),
+    ...figureRows("getStateHistory, 300-turn delta chat", h300, ms, notes),
+    ...figureRows("cold start: new saver to first getState, 200-turn chat", cold, ms, notes),
+    ...figureRows("bytes on disk after a 200-turn chat (storage.estimate growth)", bytesUsed, bytes, notes),
+  ];
+}
+
+/** The peers suite. */
+export const peersSuite: Suite = {
+  name: SUITE,
+  async run() {
+    return [...(await graphLoops()), ...(await saverCalls()), ...(await longChat())];
+  },
+};
