@@ -139,7 +139,8 @@ test("without a list, the model is typed; a thread's custom instructions reach i
   await page.getByTestId("thread").filter({ hasText: "first question" }).click();
   await note.waitFor();
   await page.getByTestId("instructions-edit").click();
-  expect(await page.getByTestId("instructions-input").inputValue()).toBe("Answer like a pirate.");
+  // The editor opens once the thread's instructions are read (and unsealed).
+  await expect.poll(() => page.getByTestId("instructions-input").inputValue()).toBe("Answer like a pirate.");
   await page.getByTestId("instructions-input").fill("");
   await page.getByTestId("instructions-save").click();
   await expect.poll(() => note.isHidden()).toBe(true);
