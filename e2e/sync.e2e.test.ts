@@ -6,7 +6,7 @@
  */
 import type { Page } from "playwright";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { newUser, startServer } from "../test/support/sync/harness.js";
+import { newUser, releasePostgres, startServer } from "../test/support/sync/harness.js";
 import type { SyncServer } from "../src/sync-server.js";
 import { ready, screenshot, send, transcript, useHarness } from "./support.js";
 
@@ -20,6 +20,8 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await server?.close();
+  // The test database was started for this file (the e2e configs provide none): stop it.
+  await releasePostgres();
 });
 
 /** Opens Settings, sets the sync server and token, saves (which syncs once), and closes Settings. */

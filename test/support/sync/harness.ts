@@ -26,12 +26,23 @@ export function authenticate(token: string): string | undefined {
   return token.startsWith("token-of-") ? token.slice("token-of-".length) : undefined;
 }
 
-let url: Promise<string> | undefined;
+let acquired: ReturnType<typeof acquirePostgres> | undefined;
 
 /** The PostgreSQL URL for this run. */
 export function postgresUrl(): Promise<string> {
-  url ??= acquirePostgres().then((pgs) => pgs.url);
-  return url;
+  acquired ??= acquirePostgres();
+  return acquired.then((pgs) => pgs.url);
+}
+
+/**
+ * Stops the PostgreSQL server {@link postgresUrl} started for this process,
+ * if it started one (where no globalSetup provides one, as in e2e); a
+ * provided server is left to its owner.
+ */
+export async function releasePostgres(): Promise<void> {
+  const pgs = acquired;
+  acquired = undefined;
+  await (await pgs)?.release();
 }
 
 /** A sync server on the test database, listening on a free loopback port. */
