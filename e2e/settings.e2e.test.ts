@@ -20,6 +20,8 @@ test("storage view, export, delete and import a thread", async () => {
   await send(page, "second turn of the kept thread");
   const kept = await transcript(page);
   await page.getByTestId("new-thread").click();
+  // The new thread's empty log first: `send` counts the answers already shown.
+  await expect.poll(() => transcript(page)).toEqual([]);
   await send(page, "a short one");
   await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
 
