@@ -1,24 +1,33 @@
 /**
  * A long thread's history: rows appear as the checkpoints stream in, one row
- * per turn with a preview, steps on demand. Threads are built quickly with
- * `?pace=0` (the local model answers at once) through the app's own Session.
+ * per turn with a preview, steps on demand. The threads (100 and 300 turns,
+ * written through the app's own Session) are imported from the thread files
+ * of e2e/fixtures/ with the app's import, in a few seconds instead of the
+ * ~25 s that writing 300 turns takes (`npm run e2e:fixtures` writes them again).
  */
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
+import { HISTORY_FIXTURES } from "./fixtures/history.js";
 import { ready, screenshot, useHarness } from "./support.js";
 
 const harness = useHarness();
 
-/** Writes turns `from`..`to` into thread `threadId` with the app's Session. */
-async function seed(page: Page, threadId: string, from: number, to: number): Promise<void> {
+/** Imports the thread file at `path` (gzipped) with the app's Session, as its Import button does; returns the new thread's id. */
+async function importFixture(page: Page, path: string): Promise<string> {
+  const base64 = gunzipSync(readFileSync(path)).toString("base64");
   // A string, evaluated as written: the page's own module loader imports the app's modules
   // (built beside the app by e2e/global-setup.ts, from e2e/demo-internals.ts).
-  await page.evaluate(`(async () => {
+  const threadId = await page.evaluate(`(async () => {
     const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
     const session = await Session.open(new DemoDB(), plainVault);
-    for (let i = ${from}; i <= ${to}; i++) await session.send(${JSON.stringify(threadId)}, "question number " + i, () => undefined);
+    const bytes = Uint8Array.from(atob(${JSON.stringify(base64)}), (c) => c.charCodeAt(0));
+    const threadId = await session.importThread(new Blob([bytes]), "history.lgthread");
     await session.close();
+    return threadId;
   })()`);
+  return threadId as string;
 }
 
 /** Opens the history and times, in the page, its first row and its last. */
@@ -73,21 +82,18 @@ async function checkHistory(page: Page, threadId: string, turns: number, firstLi
   await screenshot(page, `history-${turns}`);
 }
 
-// One thread, timed at 100 turns and again at 300 (seeding is most of this file's time).
+// Timed at 100 turns and at 300.
 test(
   "history of 100 turns: first rows under 500 ms, all under 1000 ms; of 300 turns: first rows under 1000 ms, all under 1000 ms",
   { timeout: 240_000 },
   async () => {
     const page = await harness().page("?pace=0");
     await ready(page);
-    const threadId = `SEED${Date.now()}`;
-    await seed(page, threadId, 1, 100);
-    await checkHistory(page, threadId, 100, 500, 1_000);
-    // Away from the thread while it grows: the open view would redraw at every seeded turn.
-    await page.goto(new URL("?pace=0#/thread/ELSEWHERE", page.url()).href);
-    await seed(page, threadId, 101, 300);
+    const [hundred, threeHundred] = HISTORY_FIXTURES;
+    expect([hundred!.turns, threeHundred!.turns]).toEqual([100, 300]);
+    await checkHistory(page, await importFixture(page, hundred!.path), 100, 500, 1_000);
     // Issue 13's goal: every row of 300 turns in under 1 s (was 16.6 s, then 0.87 s). Measured 0.58-0.71 s
     // here (median 0.60 s of 7) after list() pages read their writes and blobs in a few requests.
-    await checkHistory(page, threadId, 300, 1_000, 1_000);
+    await checkHistory(page, await importFixture(page, threeHundred!.path), 300, 1_000, 1_000);
   },
 );
