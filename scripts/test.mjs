@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test` (and `npm run test:full`): every check and test suite, in
-// phases. A phase's steps run side by side, each an npm script, with its
-// output lines prefixed by its name. Phases run side by side too: a phase
+// phases. A phase's steps run side by side, each an npm script (or a list of
+// them, one after another), with its output lines prefixed by the script's name. Phases run side by side too: a phase
 // starts once the phase it comes `after` has passed, so the suite runs in
 // lanes, and a phase marked `alone` waits for every other one and then has
 // the machine to itself. At the end a table gives each phase's wall and CPU
@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 
 /**
- * The phases, each an npm script list (run side by side), one after
+ * The phases, each a list of steps (run side by side), one after
  * another: each comes `after` the one before. Lanes side by side were
  * measured here and lost: the crash test's Chromium restarts are busy, not
  * waiting (the static checks went from 77 s to 470 s beside them), and
@@ -32,12 +32,14 @@ import { createInterface } from "node:readline";
  * last, once every other phase is done.
  */
 const PHASES = [
-  // tsc and ESLint are each one busy core; the quick checks fill the gaps beside them.
-  { name: "static checks", steps: ["typecheck", "lint", "check:static:rest"] },
-  // check:package builds dist/, which check:size:limits then bundles.
-  { name: "package", steps: ["check:package"], after: "static checks" },
-  { name: "size", steps: ["check:size:limits"], after: "package" },
-  { name: "node", steps: ["test:node"], after: "size" },
+  // ESLint's type-aware pass is one busy core for most of a minute; the other core runs the rest
+  // in turn: tsc, the quick checks, the package (check:package builds dist/, which
+  // check:size:limits then bundles; ESLint ignores dist/).
+  {
+    name: "static checks",
+    steps: ["lint", ["typecheck", "check:static:rest", "check:package", "check:size:limits"]],
+  },
+  { name: "node", steps: ["test:node"], after: "static checks" },
   // Chromium restarting after SIGKILLs, 40 times.
   { name: "crash", steps: ["test:crash"], after: "node" },
   { name: "chromium", steps: ["test:browser"], after: "crash" },
@@ -65,8 +67,23 @@ for (const name of [options.from, options.only])
   if (name !== undefined && !PHASES.some((phase) => phase.name === name))
     throw new Error(`scripts/test.mjs: no phase "${name}" (phases: ${PHASES.map((p) => p.name).join(", ")})`);
 
+/**
+ * Runs one step: an npm script, or a list of them one after another (up to
+ * the first that fails); resolves with its exit status and CPU seconds.
+ */
+async function runStep(step) {
+  if (!Array.isArray(step)) return runScript(step);
+  let cpu = 0;
+  for (const script of step) {
+    const result = await runScript(script);
+    cpu += result.cpu;
+    if (result.status !== 0) return { ...result, cpu };
+  }
+  return { script: step.join(" → "), status: 0, cpu };
+}
+
 /** Runs one npm script; resolves with its exit status and CPU seconds. */
-function runStep(script) {
+function runScript(script) {
   return new Promise((resolve) => {
     // `times` prints the shell's own and then its children's user and system time.
     const child = spawn("bash", ["-c", `npm run --silent ${script}; status=$?; times >&3; exit $status`], {
@@ -104,7 +121,8 @@ const suiteStart = performance.now();
 
 /** Runs one phase (its steps side by side); resolves true if every step passed. */
 async function runPhase(phase) {
-  console.log(`\n=== ${phase.name}: ${phase.steps.join(" + ")} (depth ${depth})`);
+  const named = phase.steps.map((step) => (Array.isArray(step) ? step.join(" → ") : step));
+  console.log(`\n=== ${phase.name}: ${named.join(" + ")} (depth ${depth})`);
   const start = performance.now();
   const steps = await Promise.all(phase.steps.map(runStep));
   const wall = (performance.now() - start) / 1000;
