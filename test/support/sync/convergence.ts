@@ -210,6 +210,8 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       saver,
       url: link.url,
       token: `token-of-${user}`,
+      // One app on every device, whose databases have names of their own.
+      app: "convergence",
       batchSize: 2 + Math.floor(random() * 14),
       pullLimit: 3 + Math.floor(random() * 22),
       timeoutMs: 5000,
