@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { chat } from "../../test/support/chat-graph.js";
 import { device, newUser, serverForFile, type Device } from "../../test/support/sync/harness.js";
 import type { IndexedDBSaver } from "../saver/index.js";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { SyncClient } from "./client.js";
 import { SYNC_MEDIA_TYPE, decodeBody } from "./protocol.js";
 
@@ -91,6 +92,24 @@ describe("sync scoped per app", () => {
     expect(await threadIds(older.saver)).toEqual(["t-after", "t-before"]);
     upgraded.close();
     await close(old, second, notes, older);
+  });
+
+  it("each app has its own key record: an encrypted app and a plain one under one user", async () => {
+    const { token } = newUser();
+    const plainApp = device(served.url, token, { dbName: "chat" });
+    await chat(plainApp.saver, "t-plain", ["plain"]);
+    await plainApp.sync.syncNow();
+    const serde = await EncryptedSerializer.fromPassphrase("passphrase of the vault", {
+      salt: "apps-test-salt-0001",
+      iterations: 1000,
+      insecureTestOnlyWeakKdf: true,
+    });
+    const vault = device(served.url, token, { dbName: "vault", serde });
+    await chat(vault.saver, "t-sealed", ["sealed"]);
+    await vault.sync.syncNow(); // sharing the plain app's space, it would be refused (plaintext_user)
+    expect(await hello(token, "vault")).toMatchObject({ unscoped: false, keyRecord: expect.any(Uint8Array) });
+    expect(await hello(token, "chat")).toMatchObject({ unscoped: true, keyRecord: null });
+    await close(plainApp, vault);
   });
 
   it("the byte quota counts every app of the user", async () => {
