@@ -37,7 +37,9 @@ export class SyncLink {
       this.#setStatus(STOPPED);
       return;
     }
-    const client = new SyncClient({ saver: this.saver, url, token, intervalMs: 2_000 });
+    // One app whether the database is locked or not (each has its own dbName): a locked device and a
+    // plain one of the same user then meet, and the sync says why they cannot share threads.
+    const client = new SyncClient({ saver: this.saver, url, token, app: "langgraph-demo", intervalMs: 2_000 });
     this.#client = client;
     client.subscribe((status) => {
       if (this.#client !== client) return;

@@ -10,6 +10,7 @@
  */
 import type { PoolClient } from "pg";
 import { SyncHttpError } from "./errors.js";
+import { OWNER_OF_ROW, spaceOwner } from "./apps.js";
 
 /** What each table's row costs against the quota. */
 const SIZES = {
@@ -78,19 +79,19 @@ export const DEFAULT_MAX_USER_BYTES = 1024 ** 3;
 
 /**
  * Refuses (413 `quota_exceeded`, and the transaction rolls back) when the
- * user, locked by the caller, now stores more than `max` bytes and more
- * than `before`: a push that frees space (a delete) goes through even over
- * the quota, so a user over it can always get back under.
+ * user, across the spaces of all their apps, now stores more than `max`
+ * bytes, and the space locked by the caller grew past `before`: a push that
+ * frees space (a delete) goes through even over the quota, so a user over
+ * it can always get back under.
  */
-export async function assertWithinQuota(
-  client: PoolClient,
-  userId: string,
-  before: number,
-  max: number,
-): Promise<void> {
-  const row = await client.query<{ bytes: string }>("SELECT bytes FROM lgsync_users WHERE user_id = $1", [userId]);
+export async function assertWithinQuota(client: PoolClient, space: string, before: number, max: number): Promise<void> {
+  const row = await client.query<{ own: string; bytes: string }>(
+    `SELECT coalesce(sum(bytes) FILTER (WHERE user_id = $1), 0) AS own, coalesce(sum(bytes), 0) AS bytes
+     FROM lgsync_users WHERE ${OWNER_OF_ROW} = $2`,
+    [space, spaceOwner(space)],
+  );
   const bytes = Number(row.rows[0]!.bytes);
-  if (bytes > max && bytes > before)
+  if (bytes > max && Number(row.rows[0]!.own) > before)
     throw new SyncHttpError(
       413,
       "quota_exceeded",

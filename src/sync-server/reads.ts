@@ -359,7 +359,7 @@ async function readDetails(
 }
 
 /** Who the user is to the server: sequence, key record, whether it holds data. */
-export async function hello(pool: Pool, userId: string): Promise<HelloResponse> {
+export async function hello(pool: Pool, userId: string, user = userId): Promise<HelloResponse> {
   const result = await pool.query<{ seq: string | null; key_record: Buffer | null; has_data: boolean }>(
     `SELECT (SELECT seq FROM lgsync_users WHERE user_id = $1) AS seq,
             (SELECT key_record FROM lgsync_users WHERE user_id = $1) AS key_record,
@@ -369,7 +369,7 @@ export async function hello(pool: Pool, userId: string): Promise<HelloResponse> 
   const row = result.rows[0]!;
   return {
     v: SYNC_PROTOCOL_VERSION,
-    user: userId,
+    user,
     keyRecord: row.key_record ? new Uint8Array(row.key_record) : null,
     hasData: row.has_data,
     seq: Number(row.seq ?? 0),

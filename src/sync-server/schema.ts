@@ -9,6 +9,7 @@
  * when it is stored or gains writes, a tombstone when its thread is deleted.
  */
 import type { Pool } from "pg";
+import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
 
 /** The statements that create the schema; idempotent, run by `setup()`. */
@@ -92,6 +93,7 @@ export const SYNC_SCHEMA: readonly string[] = [
    )`,
   `CREATE INDEX IF NOT EXISTS lgsync_removed_seq ON lgsync_removed (user_id, seq)`,
   ...QUOTA_SCHEMA,
+  APPS_SCHEMA,
 ];
 
 /**

@@ -17,11 +17,13 @@ import {
   SYNC_PROTOCOL_VERSION,
   decodeBody,
   encodeBody,
+  parseApp,
   parseKeyRequest,
   parsePushRequest,
   type ErrorBody,
 } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { AppSpaces } from "./apps.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { PushNotifier } from "./notify.js";
@@ -108,6 +110,10 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The authenticated user. */
     userId: string;
+    /** The space the request's app replicates in (see apps.ts): what its queries are scoped by. */
+    space: string;
+    /** Whether `space` is the user's own (requests naming no app share it). */
+    unscoped: boolean;
   }
 }
 
@@ -186,6 +192,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
   app.decorateRequest("userId", "");
+  app.decorateRequest("space", "");
+  app.decorateRequest("unscoped", true);
+  const spaces = new AppSpaces(pool);
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
@@ -254,6 +263,10 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
     }
     request.userId = userId;
+    const app = (request.query as Record<string, unknown>).app;
+    const resolved = await spaces.resolve(userId, app === undefined ? undefined : parseApp(app));
+    request.space = resolved.space;
+    request.unscoped = resolved.unscoped;
     return undefined;
   };
 
@@ -273,11 +286,13 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       ),
   });
 
-  app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) =>
-    send(reply, await hello(pool, request.userId)),
-  );
+  app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) => {
+    const answer = await hello(pool, request.space, request.userId);
+    const named = (request.query as Record<string, unknown>).app;
+    return send(reply, typeof named === "string" ? { ...answer, app: named, unscoped: request.unscoped } : answer);
+  });
   app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) =>
-    send(reply, await threads(pool, request.userId)),
+    send(reply, await threads(pool, request.space)),
   );
   app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
@@ -292,12 +307,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       throw new ProtocolError('Query parameter "device" must be a device id.');
     const withRemoved = query.removed === "1";
     const read = () =>
-      pull(pool, request.userId, since, limit, thread as string | undefined, device as string | undefined, withRemoved);
+      pull(pool, request.space, since, limit, thread as string | undefined, device as string | undefined, withRemoved);
     if (waitSeconds === 0) return send(reply, await read());
     // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
     const gone = new AbortController();
     request.raw.once("close", () => gone.abort());
-    const woken = notifier.next(request.userId, waitSeconds * 1000, gone.signal);
+    const woken = notifier.next(request.space, waitSeconds * 1000, gone.signal);
     const first = await read();
     if (first.cursor !== since) return send(reply, first);
     await woken;
@@ -312,11 +327,11 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
         `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
       );
     }
-    return send(reply, await push(pool, request.userId, storeLimits, body));
+    return send(reply, await push(pool, request.space, storeLimits, body));
   });
   app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
     const { keyRecord } = parseKeyRequest(request.body);
-    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.userId, keyRecord) });
+    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.space, keyRecord) });
   });
 
   return {

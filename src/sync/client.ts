@@ -13,6 +13,7 @@ import { countPending, syncRound, type SyncProgress, type SyncResult } from "./e
 import { syncProblem, type SyncProblem } from "./problems.js";
 import type { SkippedThread } from "./send.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
+import { parseApp } from "./protocol.js";
 
 /** Options of {@link SyncClient}. */
 export interface SyncClientOptions {
@@ -22,6 +23,14 @@ export interface SyncClientOptions {
   url: string;
   /** The user's credential, sent as `Authorization: Bearer <token>`. */
   token: string;
+  /**
+   * The app this saver's threads belong to: a device replicates only with
+   * the devices of the same user naming the same app, so two apps sharing a
+   * server and a token keep their threads apart. Default: the saver's
+   * `dbName`. `null` names none: the user's own space, as clients that
+   * predate apps use (the first app of a user to name itself shares it).
+   */
+  app?: string | null;
   /** Replaces `globalThis.fetch` (tests, custom agents). */
   fetch?: FetchLike;
   /** Checkpoints per push request. Default 64. */
@@ -127,9 +136,16 @@ export class SyncClient {
     if (typeof options.token !== "string" || options.token.length === 0)
       throw new TypeError("SyncClient: `token` (the user's credential) is required.");
     this.#options = options;
+    let app: string | undefined;
+    try {
+      app = options.app === null ? undefined : parseApp(options.app ?? options.saver.dbName);
+    } catch (error) {
+      throw new TypeError(`SyncClient: \`app\`: ${(error as Error).message}`);
+    }
     this.#transport = new SyncTransport({
       url: options.url,
       token: options.token,
+      app,
       fetch: options.fetch,
       timeoutMs: options.timeoutMs,
     });

@@ -9,7 +9,15 @@ import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { ProtocolError, decodeBody, encodeBody, parseCheckpoint, parseDelete, parseRemoved } from "./protocol.js";
+import {
+  ProtocolError,
+  decodeBody,
+  encodeBody,
+  parseCheckpoint,
+  parseDelete,
+  parseRemoved,
+  type HelloResponse,
+} from "./protocol.js";
 import { applyChanges } from "./pull.js";
 import { localInventory, readThread, withoutExchanged } from "./push.js";
 import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
@@ -180,13 +188,32 @@ export async function pendingChanges(
   return result;
 }
 
+/**
+ * Which of the server's spaces the round talks to, as the sync state names
+ * it: the user's own space keeps the name it had before apps (so a device
+ * that synced then keeps its cursor), an app's own space is
+ * `<user>\u001f<app>`. A server that predates apps echoes none and serves the
+ * user's own space.
+ */
+export function spaceOf(hello: HelloResponse, app: string | undefined): string {
+  if (hello.app === undefined) return hello.user;
+  if (hello.app !== app || typeof hello.unscoped !== "boolean")
+    throw new SyncError(
+      `Sync server's answer to GET /hello breaks the protocol: it names app ${JSON.stringify(hello.app)}, ` +
+        `this device asked for ${JSON.stringify(app)}.`,
+      { status: 200, code: "bad_response", retryable: false },
+    );
+  return hello.unscoped ? hello.user : `${hello.user}\u001f${app}`;
+}
+
 /** Runs one round. */
 export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const hello = await ctx.transport.hello();
+  const space = spaceOf(hello, ctx.transport.app);
   await agreeOnKey(ctx, hello.keyRecord, hello.hasData);
-  const scope = `${ctx.url}\u0000${hello.user}`;
+  const scope = `${ctx.url}\u0000${space}`;
   const device = await deviceId(ctx.access);
-  await rememberUser(ctx.access, ctx.url, hello.user);
+  await rememberUser(ctx.access, ctx.url, space);
   const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0, skipped: [] };
   const touched = new Set<string>();
 

@@ -154,6 +154,19 @@ export interface HelloResponse {
   /** Whether the user has any checkpoint on the server. */
   hasData: boolean;
   seq: number;
+  /**
+   * The app the request named (`?app=`), echoed; absent from servers that
+   * predate apps (which serve every app of a user from one space) and when
+   * the request named none.
+   */
+  app?: string;
+  /**
+   * With `app`: true when the app answers from the user's own space, the one
+   * requests naming no app share (the first app of the user to name itself
+   * claims it, with whatever the server held before apps); false when it has
+   * a space of its own.
+   */
+  unscoped?: boolean;
 }
 
 /** `PUT /v1/key`: offers a key record; the first one stored wins. */
@@ -232,6 +245,23 @@ export function decodeBody(bytes: Uint8Array, limits: DecodeLimits = SYNC_DECODE
 }
 
 // ------------------------------------------------------------------ validation
+
+/** Longest app name (`?app=`) accepted. */
+export const MAX_APP_LENGTH = 128;
+
+/**
+ * Checks an app name, the scope of replication (`?app=` on every route):
+ * 1 to {@link MAX_APP_LENGTH} characters, no control characters, no lone
+ * surrogates, so it round-trips through a URL and PostgreSQL exactly.
+ */
+export function parseApp(value: unknown): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_APP_LENGTH)
+    throw new ProtocolError(`The app name must be a string of 1 to ${MAX_APP_LENGTH} characters.`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(value) || idDefect(value) !== undefined)
+    throw new ProtocolError(`The app name ${JSON.stringify(value)} holds a control character or a lone surrogate.`);
+  return value;
+}
 
 /** A body that does not follow the protocol. The server answers 400 with its message. */
 export class ProtocolError extends Error {

@@ -49,12 +49,20 @@ export class SyncTransport {
   readonly #token: string;
   readonly #fetch: FetchLike;
   readonly #timeoutMs: number;
+  readonly #app: string | undefined;
 
-  constructor(options: { url: string; token: string; fetch?: FetchLike; timeoutMs?: number }) {
+  /** @param options.app The app every request names (`?app=`), or none: the user's own space. */
+  constructor(options: { url: string; token: string; app?: string; fetch?: FetchLike; timeoutMs?: number }) {
     this.#base = `${options.url.replace(/\/+$/, "")}${SYNC_PATH}`;
+    this.#app = options.app;
     this.#token = options.token;
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** The app every request names, or undefined: the user's own space. */
+  get app(): string | undefined {
+    return this.#app;
   }
 
   hello(): Promise<HelloResponse> {
@@ -90,7 +98,9 @@ export class SyncTransport {
         headers["content-type"] = SYNC_MEDIA_TYPE;
         init.body = encodeBody(body) as Uint8Array<ArrayBuffer>;
       }
-      response = await this.#fetch(`${this.#base}${path}`, init);
+      const app =
+        this.#app === undefined ? "" : `${path.includes("?") ? "&" : "?"}app=${encodeURIComponent(this.#app)}`;
+      response = await this.#fetch(`${this.#base}${path}${app}`, init);
       // The whole body, or no answer at all: a cut connection lands here too.
       bytes = new Uint8Array(await response.arrayBuffer());
     } catch (error) {

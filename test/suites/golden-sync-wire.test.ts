@@ -1,5 +1,6 @@
 /**
- * The sync wire's `removed` list, frozen (test/golden/sync-wire-removed.json):
+ * The sync wire's `removed` list, frozen (test/golden/sync-wire-removed.json),
+ * and the hello answers of servers before and with apps (test/golden/sync-wire-apps.json):
  * the committed bytes of a push carrying removals, its answer's count and a
  * pull page of removals decode and parse to what they said when written,
  * and today's encoder writes the same bytes, so a server and a device of
@@ -7,9 +8,18 @@
  * Node and Chromium.
  */
 import { describe, expect, it } from "vitest";
-import { decodeBody, encodeBody, parsePullResponse, parsePushRequest } from "../../src/sync/protocol.js";
+import {
+  decodeBody,
+  encodeBody,
+  parsePullResponse,
+  parsePushRequest,
+  type HelloResponse,
+} from "../../src/sync/protocol.js";
+import { spaceOf } from "../../src/sync/engine.js";
 import golden from "../golden/sync-wire-removed.json";
 import { WIRE_REMOVED_BODIES } from "../golden/sync-wire-removed.js";
+import appsGolden from "../golden/sync-wire-apps.json";
+import { WIRE_APPS_BODIES } from "../golden/sync-wire-apps.js";
 
 const bytes = (base64: string) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 
@@ -31,5 +41,25 @@ describe("golden: the sync wire's removals", () => {
   it("today's encoder writes the frozen bytes", () => {
     for (const [name, body] of Object.entries(WIRE_REMOVED_BODIES))
       expect([...encodeBody(body)], name).toEqual([...bytes(golden[name as keyof typeof golden])]);
+  });
+});
+
+describe("golden: the sync wire's app scopes", () => {
+  it("hello answers from before and with apps read back, and name the space a device keeps its state under", () => {
+    const read = (name: keyof typeof appsGolden) => decodeBody(bytes(appsGolden[name])) as HelloResponse;
+    expect(read("helloBefore")).toEqual(WIRE_APPS_BODIES.helloBefore);
+    expect(read("helloUnscoped")).toEqual(WIRE_APPS_BODIES.helloUnscoped);
+    expect(read("helloOwn")).toEqual(WIRE_APPS_BODIES.helloOwn);
+    // A server from before apps, and the app holding the user's own space: the state as before apps.
+    expect(spaceOf(read("helloBefore"), "chat")).toBe("ada");
+    expect(spaceOf(read("helloUnscoped"), "chat")).toBe("ada");
+    expect(spaceOf(read("helloOwn"), "notes")).toBe("ada\u001fnotes");
+    // An answer for another app than the one asked for is refused.
+    expect(() => spaceOf(read("helloOwn"), "chat")).toThrow(/names app "notes"/);
+  });
+
+  it("today's encoder writes the frozen bytes", () => {
+    for (const [name, body] of Object.entries(WIRE_APPS_BODIES))
+      expect([...encodeBody(body)], name).toEqual([...bytes(appsGolden[name as keyof typeof appsGolden])]);
   });
 });

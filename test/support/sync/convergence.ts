@@ -170,6 +170,9 @@ export class ConvergenceFailure extends Error {
 
 const SALT = "convergence-salt-0001";
 
+/** Tries of each device's first round (which must succeed: encrypted devices adopt the key in it). */
+const FIRST_ROUND_ATTEMPTS = 3;
+
 /** Runs one seed; throws {@link ConvergenceFailure} with the op log on any violation. */
 export async function runSeed(world: ConvergenceWorld, seed: number, options: RunOptions): Promise<string[]> {
   const random = seeded(seed);
@@ -210,6 +213,8 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       saver,
       url: link.url,
       token: `token-of-${user}`,
+      // One app on every device, whose databases have names of their own.
+      app: "convergence",
       batchSize: 2 + Math.floor(random() * 14),
       pullLimit: 3 + Math.floor(random() * 22),
       timeoutMs: 5000,
@@ -305,9 +310,14 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
 
   async function drive(): Promise<void> {
     // Encrypted devices adopt the user's key before writing: each syncs once, in turn.
+    // A retryable failure (a request timed out on a loaded machine) is tried again, as a running
+    // client would; round() fails the seed at once on any other.
     for (const device of devices) {
-      const outcome = await round(device);
-      if (outcome.startsWith("failed")) fail(`device ${device.index}: first round ${outcome}`);
+      let outcome = await round(device);
+      for (let attempt = 1; attempt < FIRST_ROUND_ATTEMPTS && outcome.startsWith("failed"); attempt++)
+        outcome = await round(device);
+      if (outcome.startsWith("failed"))
+        fail(`device ${device.index}: first round failed ${FIRST_ROUND_ATTEMPTS} times, last ${outcome}`);
     }
 
     const weights = Object.entries(OPS).filter(([name]) => options.postgresRestarts || name !== "restartPostgres");

@@ -109,10 +109,10 @@ export interface Device {
 export function device(
   url: string,
   token: string,
-  options: { serde?: SerializerProtocol; client?: Partial<SyncClientOptions> } = {},
+  options: { serde?: SerializerProtocol; client?: Partial<SyncClientOptions>; dbName?: string } = {},
 ): Device {
   const factory = new IDBFactory();
-  const saver = new IndexedDBSaver({ dbName: "app", indexedDB: factory, serde: options.serde });
+  const saver = new IndexedDBSaver({ dbName: options.dbName ?? "app", indexedDB: factory, serde: options.serde });
   const sync = new SyncClient({ saver, url, token, minBackoffMs: 10, maxBackoffMs: 50, ...options.client });
   return { saver, sync, factory };
 }
