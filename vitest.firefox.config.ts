@@ -27,6 +27,7 @@ export default defineConfig({
       "test/suites/security.test.ts",
       "test/suites/golden-schema3.test.ts",
       "test/suites/golden-format1.test.ts",
+      "test/suites/golden-format1-sizes.test.ts",
       "src/saver/recent.test.ts",
       "test/suites/interrupt-differential.browser.test.ts",
       // The page side of the ./playwright kit: clear's marker and journal, the SyncClient status recorder.

@@ -5,7 +5,7 @@
  * records in `meta`), and its reads.
  */
 import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { checkpointId, comparable, cp, type ReadableSaver, type Tagged, type WritableSaver } from "./shared.js";
+import { checkpointId, collect, comparable, cp, type ReadableSaver, type Tagged, type WritableSaver } from "./shared.js";
 
 /** The thread `deleteForRuns` removed a run of. */
 export const FORMAT1_RUN_THREAD = "t-runs";
@@ -20,12 +20,6 @@ export async function writeRunsThread(saver: WritableSaver & { deleteForRuns(run
   await saver.put(at(40), cp(41, { n: 2 }, { n: 2 }), meta(0, "run-r2"), { n: 2 });
   await saver.put(at(41), cp(42, { n: 3 }, { n: 3 }), meta(1, "run-r2"), { n: 3 });
   await saver.deleteForRuns(["run-r2"], { threadId: thread });
-}
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of iterable) out.push(item);
-  return out;
 }
 
 /** The reads of the run-scoped thread, in comparable form. */

@@ -517,7 +517,8 @@ export interface ReadableSaver {
   listThreads(options?: { limit?: number }): AsyncGenerator<unknown>;
 }
 
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+/** Every item of `iterable`, in order. */
+export async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of iterable) out.push(item);
   return out;

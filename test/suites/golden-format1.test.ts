@@ -8,59 +8,20 @@
  * database to the same answers. A later row format must still pass this
  * file: it is that format's upgrade test. Node and Chromium.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { IndexedDBSaver, type RecoveryReport } from "../../src/index.js";
-import { MemoryJournalBackend } from "../../src/journal.js";
-import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { describe, expect, it } from "vitest";
+import type { IndexedDBSaver, RecoveryReport } from "../../src/index.js";
 import { readFormat1Extras } from "../golden/format1.js";
+import { journalGoldenCases, journalGoldenSavers } from "../golden/journal-goldens.js";
 import encryptedGolden from "../golden/saver-encrypted-format1.json";
 import plainGolden from "../golden/saver-plain-format1.json";
-import {
-  RAW_KEY,
-  SAVER_SCHEMA_3,
-  deleteDatabase,
-  expectAnswers,
-  fromBase64,
-  loadDatabase,
-  readSaver,
-  schemaOf,
-  type SaverGolden,
-} from "../golden/shared.js";
+import { SAVER_SCHEMA_3, expectAnswers, readSaver, schemaOf } from "../golden/shared.js";
 import { expectPutOnTopOfChat, expectRecordsKept } from "../golden/saver-checks.js";
-import { freshDbName } from "../support/databases.js";
 
-/** A format-1 golden: a saver golden with the journal its saver kept. */
-type Format1Golden = SaverGolden & { journal: string };
+const savers = journalGoldenSavers("golden-format1");
 
-const cases = [
-  { name: "plain (MsgpackSerializer)", golden: plainGolden as unknown as Format1Golden, serde: async () => undefined },
-  {
-    name: "encrypted (EncryptedSerializer.fromRawKey)",
-    golden: encryptedGolden as unknown as Format1Golden,
-    serde: () => EncryptedSerializer.fromRawKey(RAW_KEY),
-  },
-];
-
-const created: string[] = [];
-const savers: IndexedDBSaver[] = [];
-afterEach(async () => {
-  for (const saver of savers.splice(0)) await saver.close();
-  for (const name of created.splice(0)) {
-    MemoryJournalBackend.setFile(name, undefined);
-    await deleteDatabase(indexedDB, name);
-  }
-});
-
-describe.each(cases)("saver database of row format 1: $name", ({ golden, serde }) => {
-  /** A saver on a fresh database loaded from the golden dump. */
-  async function open(): Promise<IndexedDBSaver> {
-    const name = freshDbName("golden-format1");
-    created.push(name);
-    await loadDatabase(indexedDB, name, golden.dump);
-    const saver = new IndexedDBSaver({ dbName: name, serde: await serde() });
-    savers.push(saver);
-    return saver;
-  }
+describe.each(journalGoldenCases(plainGolden, encryptedGolden))("saver database of row format 1: $name", (testCase) => {
+  const { golden } = testCase;
+  const open = () => savers.open(testCase);
 
   /** Every answer the golden recorded, asked of `saver`. */
   async function answers(saver: IndexedDBSaver) {
@@ -89,17 +50,8 @@ describe.each(cases)("saver database of row format 1: $name", ({ golden, serde }
   });
 
   it("restores an emptied database from its journal alone, to the same answers", async () => {
-    const name = freshDbName("golden-format1-journal");
-    created.push(name);
-    MemoryJournalBackend.setFile(name, fromBase64(golden.journal));
     const reports: RecoveryReport[] = [];
-    const saver = new IndexedDBSaver({
-      dbName: name,
-      journal: "memory",
-      serde: await serde(),
-      onRecovery: (report) => reports.push(report),
-    });
-    savers.push(saver);
+    const saver = await savers.fromJournal(testCase, (report) => reports.push(report));
     expectAnswers(await answers(saver), golden.expected);
     expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
   });
