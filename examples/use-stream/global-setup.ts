@@ -18,7 +18,14 @@ const configFile = fileURLToPath(new URL("./vite.config.ts", import.meta.url));
 let server: PreviewServer | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
-  await build({ configFile });
+  // Vitest sets NODE_ENV=test, which Vite would honour: React's development build, Workbox's unminified one.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    await build({ configFile, mode: "production" });
+  } finally {
+    process.env.NODE_ENV = nodeEnv;
+  }
   server = await preview({ configFile, preview: { port: 0, strictPort: false, host: "127.0.0.1" } });
   project.provide("baseURL", server.resolvedUrls!.local[0]!);
 }

@@ -186,7 +186,10 @@ it("README: the lines that connect useStream to the local server are the example
   const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
   const section = readme.split("### `useStream` and the LangGraph SDK against the graph in the page")[1]!;
   const snippet = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
-  const sources = ["src/server.ts", "src/App.tsx"].map((file) => readFileSync(new URL(file, import.meta.url), "utf8"));
+  const sources = ["src/server.ts", "src/App.tsx"].map((file) =>
+    // Prettier may break a call over lines: compared with its whitespace collapsed.
+    readFileSync(new URL(file, import.meta.url), "utf8").replace(/\s+/g, " "),
+  );
   // Each code line, less its closing parentheses (the example passes more options), is in the example's source.
   const lines = snippet
     .split("\n")

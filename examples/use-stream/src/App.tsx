@@ -38,7 +38,7 @@ export function App() {
       showThreadInAddress(id);
     },
   };
-  // The README's line; `thread` keeps the thread's id in the address.
+  // The README's useStream line, plus `thread`: the thread's id kept in the address.
   const stream = useStream({
     client,
     assistantId: "agent",
