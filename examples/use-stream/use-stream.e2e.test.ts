@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { chromiumArgs, chromiumPath } from "../../test/support/chromium.js";
+import { messagesOnScreen, networkIsOff, streamingPart, takeExpected } from "./pages.js";
 
 let browser: Browser;
 let context: BrowserContext;
@@ -58,26 +59,12 @@ async function submit(page: Page, text: string): Promise<void> {
 
 /** The messages on screen, as `type: text`. */
 function transcript(page: Page): Promise<string[]> {
-  return page
-    .getByTestId("message")
-    .evaluateAll((nodes) =>
-      nodes.map(
-        (node) => `${(node as HTMLElement).dataset.role}: ${node.querySelector("[data-testid=text]")?.textContent}`,
-      ),
-    );
+  return page.getByTestId("message").evaluateAll(messagesOnScreen);
 }
 
 /** Waits until the last answer on screen is a strict, non-empty prefix of `full`: the answer is streaming. */
 async function streamingPartOf(page: Page, full: string): Promise<string> {
-  const handle = await page.waitForFunction(
-    (full) => {
-      const answers = document.querySelectorAll("[data-testid=message][data-role=ai] [data-testid=text]");
-      const text = answers[answers.length - 1]?.textContent ?? "";
-      return text.length > 0 && text.length < full.length && full.startsWith(text) ? text : false;
-    },
-    full,
-    { polling: "raf" },
-  );
+  const handle = await page.waitForFunction(streamingPart, full, { polling: "raf" });
   return (await handle.jsonValue()) as string;
 }
 
@@ -140,9 +127,7 @@ describe("useStream on the in-page Agent Server", () => {
     await page.reload();
     await shows(page.getByTestId("error"), "RunLostError");
     // useStream logs the error it shows: expected here, and only here.
-    const logged = errors.findIndex((error) => error.startsWith("console: RunLostError"));
-    expect(logged).toBeGreaterThanOrEqual(0);
-    errors.splice(logged, 1);
+    takeExpected(errors, (error) => error.startsWith("console: RunLostError"));
     expect((await transcript(page))[0]).toBe(`human: ${long}`);
     await submit(page, "still here?");
     await expect.poll(async () => (await transcript(page)).at(-1)).toBe("ai: echo still here?");
@@ -175,6 +160,9 @@ it("loads and answers with the network off after the first load", async () => {
   // The service worker has precached the build and controls the page (clientsClaim).
   await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
   await offline.setOffline(true);
+  // The network is off indeed: a request the service worker has not precached fails (and Chromium logs it).
+  expect(await page.evaluate(networkIsOff)).toBe(true);
+  takeExpected(errors, (error) => error.includes("ERR_INTERNET_DISCONNECTED"));
   await page.reload();
   await page.getByTestId("composer").waitFor();
   await submit(page, "offline?");

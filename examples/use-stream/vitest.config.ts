@@ -1,14 +1,19 @@
 /**
  * The useStream example's end-to-end test: Playwright's library API driven
  * from Vitest in Node, in Debian's Chromium, against the example built once
- * and served by `global-setup.ts`. `npm run test:examples:use-stream` runs it.
+ * and served by `global-setup.ts`; at the full depth (TEST_DEPTH=full), in
+ * firefox-esr too. `npm run test:examples:use-stream` runs it.
  */
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     root: import.meta.dirname,
-    include: ["*.e2e.test.ts"],
+    // The Firefox run (use-stream.firefox.e2e.test.ts) is for the full depth: its browser start and
+    // pages would double the cost the fast `npm test` pays for this example.
+    include: process.env.TEST_DEPTH === "full" ? ["*.e2e.test.ts"] : ["use-stream.e2e.test.ts"],
+    // One browser at a time on this 2-core machine.
+    fileParallelism: false,
     globalSetup: ["./global-setup.ts"],
     environment: "node",
     testTimeout: 60_000,

@@ -35,7 +35,9 @@ export function chatGraph(paceMs: number) {
   const State = new StateSchema({ messages: MessagesValue });
   return new StateGraph(State)
     .addNode("agent", async (state, config: LangGraphRunnableConfig) => {
-      const model = new FakeListChatModel({ responses: [`echo ${lastText(state.messages)}`], sleep: paceMs });
+      // No sleep at all at pace 0: a background tab clamps even a 0 ms timer (Firefox: to a second).
+      const sleep = paceMs > 0 ? paceMs : undefined;
+      const model = new FakeListChatModel({ responses: [`echo ${lastText(state.messages)}`], sleep });
       return { messages: [await model.invoke(state.messages, config)] };
     })
     .addNode("approve", async (state, config: LangGraphRunnableConfig) => {
