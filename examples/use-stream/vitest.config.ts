@@ -6,12 +6,15 @@
  */
 import { defineConfig } from "vitest/config";
 
+const depth = process.env.TEST_DEPTH ?? "fast";
+if (depth !== "fast" && depth !== "full") throw new Error(`TEST_DEPTH must be fast or full, not ${depth}`);
+
 export default defineConfig({
   test: {
     root: import.meta.dirname,
     // The Firefox run (use-stream.firefox.e2e.test.ts) is for the full depth: its browser start and
     // pages would double the cost the fast `npm test` pays for this example.
-    include: process.env.TEST_DEPTH === "full" ? ["*.e2e.test.ts"] : ["use-stream.e2e.test.ts"],
+    include: depth === "full" ? ["*.e2e.test.ts"] : ["use-stream.e2e.test.ts"],
     // One browser at a time on this 2-core machine.
     fileParallelism: false,
     globalSetup: ["./global-setup.ts"],
