@@ -34,7 +34,7 @@ export default defineConfig(
 
   // TypeScript: the recommended set, plus the type-aware promise rules.
   {
-    files: ["**/*.ts", "**/*.mts", "**/*.cts"],
+    files: ["**/*.ts", "**/*.tsx", "**/*.mts", "**/*.cts"],
     extends: [tseslint.configs.recommended],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

@@ -47,8 +47,9 @@ const PHASES = [
   // quarter of a core), so it runs beside Firefox, which waits on its own browser.
   { name: "firefox", steps: ["test:firefox", "test:convergence"], after: "chromium" },
   { name: "e2e", steps: ["test:e2e:parallel"], after: "firefox" },
-  // The Playwright kit's example project (examples/playwright), through @playwright/test.
-  { name: "examples", steps: ["test:examples"], after: "e2e" },
+  // The Playwright kit's example project (examples/playwright), through @playwright/test, beside the
+  // useStream example (examples/use-stream: its build, then one Chromium through Vitest).
+  { name: "examples", steps: ["test:examples", "test:examples:use-stream"], after: "e2e" },
   // Measures time: alone.
   { name: "e2e timed", steps: ["test:e2e:timed"], alone: true },
 ];

@@ -53,6 +53,12 @@ export interface LocalAgentServerOptions {
   locks?: RunLockManager;
   /** An `IDBFactory` for the default thread store; default `globalThis.indexedDB`. */
   indexedDB?: IDBFactory;
+  /**
+   * How many of a thread's newest runs keep their stream events (default 50):
+   * when a run ends, older finished runs' events are deleted and `joinStream`
+   * replays none of them; their records (status, times) stay.
+   */
+  keepRunEvents?: number;
 }
 
 /** A local agent server: a `fetch` handler to give the SDK's `Client`, and `close`. */
@@ -81,7 +87,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   const graphs = bindGraphs(options.graphs, saver, store);
   const dbName = `${saver.dbName}-agent-threads`;
   const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
-  const log = new RunLog(openAgentDatabase(dbName, options.indexedDB));
+  const log = new RunLog(openAgentDatabase(dbName, options.indexedDB), options.keepRunEvents);
   const runs = new RunRegistry(
     saver,
     log,

@@ -18,23 +18,47 @@ export function isFinal(record: RunRecord): boolean {
   return FINAL.has(record.status);
 }
 
+/** How many of a thread's newest runs keep their events, unless a server says otherwise. */
+export const KEEP_RUN_EVENTS = 50;
+
 /** Run records and events of one agent server database. */
 export class RunLog {
   readonly #db: Database<AgentSchema>;
+  readonly #keepEventsOf: number;
 
-  constructor(db: Database<AgentSchema>) {
+  /**
+   * @param keepEventsOf How many of a thread's newest runs keep their events:
+   *   when a run ends, the events of the thread's older finished runs are
+   *   deleted (their records stay). A run not finished keeps its events.
+   */
+  constructor(db: Database<AgentSchema>, keepEventsOf = KEEP_RUN_EVENTS) {
+    if (!Number.isInteger(keepEventsOf) || keepEventsOf < 1)
+      throw new Error(
+        `createLocalAgentServer: keepRunEvents must be a whole number of runs, 1 or more; got ${keepEventsOf}.`,
+      );
     this.#db = db;
+    this.#keepEventsOf = keepEventsOf;
   }
 
-  /** Writes `record` and `events` (events already written are written again, unchanged) in one transaction. */
+  /**
+   * Writes `record` and `events` (events already written are written again,
+   * unchanged) in one transaction; a final record also prunes the events of
+   * the thread's runs beyond the newest `keepEventsOf`.
+   */
   save(record: RunRecord, events: readonly SentEvent[]): Promise<void> {
     const rows: RunEventRow[] = events.map((event) => ({ ...event, run_id: record.run_id }));
     return this.#db.write(
       ["runs", "run_events"],
-      (tx) => {
-        void tx.objectStore("runs").put(record);
+      async (tx) => {
+        const runs = tx.objectStore("runs");
         const store = tx.objectStore("run_events");
+        void runs.put(record);
         for (const row of rows) void store.put(row);
+        if (!isFinal(record)) return;
+        const older = newestFirst(await runs.index("thread_id").getAll(record.thread_id)).slice(this.#keepEventsOf);
+        for (const run of older) {
+          if (isFinal(run)) void store.delete(this.#db.ranges.bound([run.run_id, -Infinity], [run.run_id, Infinity]));
+        }
       },
       "save a run",
     );
@@ -52,7 +76,7 @@ export class RunLog {
       (tx) => tx.objectStore("runs").index("thread_id").getAll(threadId),
       "list runs",
     );
-    return records.sort((a, b) => compare(b.created_at, a.created_at) || compare(b.run_id, a.run_id));
+    return newestFirst(records);
   }
 
   /** The run's stored events after the one with id `afterId` (all with -1), in order. */
@@ -101,6 +125,10 @@ export class RunLog {
   close(): Promise<void> {
     return this.#db.close();
   }
+}
+
+function newestFirst(records: RunRecord[]): RunRecord[] {
+  return records.sort((a, b) => compare(b.created_at, a.created_at) || compare(b.run_id, a.run_id));
 }
 
 function compare(a: string, b: string): number {
