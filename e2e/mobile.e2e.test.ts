@@ -35,6 +35,8 @@ test("readable and usable on a phone", async () => {
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();
   expect(await fitsWidth(page)).toBe(true);
+  // Nor taller: the top bar keeps its buttons on one line, none pushed below the screen.
+  expect(await page.evaluate(() => document.documentElement.scrollHeight <= window.innerHeight)).toBe(true);
   expect(await unnamedControls(page)).toEqual([]);
   await screenshot(page, "mobile-chat");
 

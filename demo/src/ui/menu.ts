@@ -72,7 +72,7 @@ export function createMenuButton(options: MenuOptions) {
       item.label,
     ),
   );
-  const menu = h("div", { class: "menu", id, role: "menu", "aria-label": options.label, hidden: true }, ...items);
+  const menu = h("div", { class: "popup-menu", id, role: "menu", "aria-label": options.label, hidden: true }, ...items);
   const el = h("div", { class: "menu-anchor" }, button, menu);
 
   const isOpen = () => !menu.hidden;
