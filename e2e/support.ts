@@ -155,9 +155,11 @@ export type ThreadAction = "Rename" | "Instructions" | "Delete";
 
 /**
  * Chooses `action` in the menu of the sidebar row `row` (a `.thread-item`
- * locator): opens the row's menu, then clicks the item.
+ * locator): hovers the row, opens its menu, then clicks the item.
  */
 export async function threadAction(row: Locator, action: ThreadAction): Promise<void> {
+  // As a mouse user does: where a pointer hovers, the row's "⋯" shows on hover.
+  await row.hover();
   await row.getByTestId("thread-menu").click();
   await row.getByRole("menuitem", { name: action }).click();
 }
