@@ -6,7 +6,7 @@
 import { AxeBuilder } from "@axe-core/playwright";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, useHarness } from "./support.js";
+import { ready, screenshot, send, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -145,19 +145,30 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
   await ready(page);
   await send(page, "a thread to keep");
   const item = page.locator(".thread-item.current");
-  await item.getByRole("button", { name: /^Delete/ }).click();
+  await threadAction(item, "Delete");
   await item.getByRole("button", { name: /^Confirm: delete/ }).waitFor();
   await page.keyboard.press("Escape");
   await expect.poll(() => item.getByRole("button", { name: /^Confirm: delete/ }).count()).toBe(0);
   expect(await page.getByTestId("thread").count()).toBe(1);
 
   await page.setViewportSize({ width: 390, height: 844 });
-  const small = await page.evaluate(() =>
-    Array.from(document.querySelectorAll<HTMLElement>("button, textarea"))
-      .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden")
-      .map((el) => ({ el: el.outerHTML.slice(0, 80), box: el.getBoundingClientRect() }))
-      .filter(({ box }) => box.height < 44 || box.width < 44)
-      .map(({ el, box }) => `${Math.round(box.width)}x${Math.round(box.height)} ${el}`),
-  );
-  expect(small).toEqual([]);
+  const small = () =>
+    page.evaluate(() =>
+      Array.from(document.querySelectorAll<HTMLElement>("button, textarea"))
+        .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden")
+        .map((el) => ({ el: el.outerHTML.slice(0, 80), box: el.getBoundingClientRect() }))
+        .filter(({ box }) => box.height < 44 || box.width < 44)
+        .map(({ el, box }) => `${Math.round(box.width)}x${Math.round(box.height)} ${el}`),
+    );
+  expect(await small()).toEqual([]);
+
+  // A thread's menu, open in the drawer: fingers reach its items, and axe finds nothing.
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await item.getByTestId("thread-menu").click();
+  await item.getByRole("menuitem").first().waitFor();
+  expect(await small()).toEqual([]);
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    expect(await audit(page), `${scheme}: thread menu`).toEqual([]);
+  }
 });

@@ -5,7 +5,7 @@
  * wrong one and opens everything with the right one.
  */
 import { expect, test } from "vitest";
-import { plaintextHits, ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { plaintextHits, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -21,7 +21,7 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   expect((await plaintextHits(page, before)).length).toBeGreaterThan(0);
   // The thread's custom instructions are its texts too.
   const instructions = `instructions-${Math.random().toString(36).slice(2, 10)}`;
-  await page.getByTestId("thread-instructions").click();
+  await threadAction(page.locator(".thread-item.current"), "Instructions");
   await page.getByTestId("instructions-input").fill(instructions);
   await page.getByTestId("instructions-save").click();
   await page.getByTestId("instructions-note").waitFor();
@@ -30,7 +30,7 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   await page.getByTestId("new-thread").click();
   await send(page, "short-lived thread");
   const doomed = page.locator(".thread-item", { hasText: "short-lived thread" });
-  await doomed.getByRole("button", { name: /^Delete/ }).click();
+  await threadAction(doomed, "Delete");
   await doomed.getByRole("button", { name: /^Confirm: delete/ }).click();
   await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
 

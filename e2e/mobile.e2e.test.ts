@@ -35,6 +35,8 @@ test("readable and usable on a phone", async () => {
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();
   expect(await fitsWidth(page)).toBe(true);
+  // Nor taller: the top bar keeps its buttons on one line, none pushed below the screen.
+  expect(await page.evaluate(() => document.documentElement.scrollHeight <= window.innerHeight)).toBe(true);
   expect(await unnamedControls(page)).toEqual([]);
   await screenshot(page, "mobile-chat");
 
@@ -46,6 +48,35 @@ test("readable and usable on a phone", async () => {
   await page.getByRole("button", { name: "Show threads" }).click();
   await page.getByTestId("thread").first().waitFor();
   await screenshot(page, "mobile-sidebar");
+  // A row's actions are one "⋯" menu: the title has the rest of the row, shown whole when it fits.
+  const row = page.locator(".thread-item", { hasText: "second thread on the phone" });
+  const room = await row.evaluate((li) => {
+    const title = li.querySelector<HTMLElement>(".thread-title")!;
+    return {
+      title: title.getBoundingClientRect().width,
+      row: li.getBoundingClientRect().width,
+      cut: title.scrollWidth > title.clientWidth,
+    };
+  });
+  expect(room.cut).toBe(false);
+  expect(room.row - room.title).toBeLessThan(70);
+  // The menu by keyboard: opens on its first item, the arrows wrap, Escape gives the focus back and leaves the drawer open.
+  const menuButton = row.getByTestId("thread-menu");
+  const focusedName = () => page.evaluate(() => document.activeElement?.textContent ?? "");
+  await menuButton.focus();
+  await page.keyboard.press("Enter");
+  expect(await menuButton.getAttribute("aria-expanded")).toBe("true");
+  await expect.poll(focusedName).toBe("Rename");
+  await page.keyboard.press("ArrowUp");
+  expect(await focusedName()).toBe("Delete");
+  await page.keyboard.press("Home");
+  await page.keyboard.press("ArrowDown");
+  expect(await focusedName()).toBe("Instructions");
+  await page.keyboard.press("Escape");
+  await expect.poll(() => row.getByRole("menu").isHidden()).toBe(true);
+  expect(await menuButton.getAttribute("aria-expanded")).toBe("false");
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("thread-menu");
+  expect(await page.locator("#sidebar").isVisible()).toBe(true);
   // Escape closes the drawer, and the focus goes back to the menu button.
   await page.keyboard.press("Escape");
   await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);

@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ready, send, transcript, useHarness } from "./support.js";
+import { ready, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -108,7 +108,7 @@ test("without a list, the model is typed; a thread's custom instructions reach i
   expect(await note.isHidden()).toBe(true);
 
   // Edited from the thread's menu in the sidebar.
-  await page.getByTestId("thread-instructions").click();
+  await threadAction(page.locator(".thread-item.current"), "Instructions");
   await page.getByTestId("instructions-input").fill("Answer like a pirate.");
   await page.getByTestId("instructions-save").click();
   await note.waitFor();

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page, Route } from "playwright";
 import { expect, inject, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -47,7 +47,7 @@ test("storage view, export, delete and import a thread", async () => {
 
   // Delete the thread, then bring it back from the file.
   const item = page.locator(".thread-item", { hasText: "keep this one" });
-  await item.getByRole("button", { name: /^Delete/ }).click();
+  await threadAction(item, "Delete");
   // Deleting asks once more.
   expect(await page.getByTestId("thread").count()).toBe(2);
   await item.getByRole("button", { name: /^Confirm: delete/ }).click();

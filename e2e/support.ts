@@ -150,6 +150,20 @@ export async function send(page: Page, text: string, options: { expectReply?: bo
   if (options.expectReply ?? true) await assistants.nth(before).waitFor();
 }
 
+/** An action of a sidebar thread's "⋯" menu. */
+export type ThreadAction = "Rename" | "Instructions" | "Delete";
+
+/**
+ * Chooses `action` in the menu of the sidebar row `row` (a `.thread-item`
+ * locator): hovers the row, opens its menu, then clicks the item.
+ */
+export async function threadAction(row: Locator, action: ThreadAction): Promise<void> {
+  // As a mouse user does: where a pointer hovers, the row's "⋯" shows on hover.
+  await row.hover();
+  await row.getByTestId("thread-menu").click();
+  await row.getByRole("menuitem", { name: action }).click();
+}
+
 /** The visible messages as `role: text`. */
 export async function transcript(page: Page): Promise<string[]> {
   return page

@@ -4,7 +4,7 @@
  * BroadcastChannel), without a reload.
  */
 import { expect, test } from "vitest";
-import { ready, send, transcript, useHarness } from "./support.js";
+import { ready, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -33,10 +33,7 @@ test("a message sent in one tab appears live in the other", async () => {
   expect((await transcript(a))[4]).toBe("user: reply from tab B");
 
   // A rename in A shows in B's sidebar.
-  await a
-    .locator(".thread-item.current")
-    .getByRole("button", { name: /^Rename/ })
-    .click();
+  await threadAction(a.locator(".thread-item.current"), "Rename");
   await a.getByRole("textbox", { name: "Thread title" }).fill("Renamed in A");
   await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
   await b.getByTestId("thread").filter({ hasText: "Renamed in A" }).waitFor();
@@ -58,7 +55,7 @@ test("Back returns to the previous thread; a thread deleted in another tab says 
   await ready(b);
   await expect.poll(() => transcript(b)).toHaveLength(2);
   const item = b.locator(".thread-item.current");
-  await item.getByRole("button", { name: /^Delete/ }).click();
+  await threadAction(item, "Delete");
   await item.getByRole("button", { name: /^Confirm: delete/ }).click();
   await a.getByText("This thread was deleted in another tab").waitFor();
   await expect.poll(() => transcript(a)).toEqual([]);

@@ -1,6 +1,9 @@
-/** The sidebar: new thread, and the threads (title, last updated), each renamable and deletable. */
+/**
+ * The sidebar: new thread, search, and the threads (title, last updated),
+ * each with a menu to rename it, edit its instructions or delete it.
+ */
 import { h, relativeTime, replace } from "./dom.js";
-import { icon } from "./icons.js";
+import { createMenuButton } from "./menu.js";
 
 export interface SidebarThread {
   id: string;
@@ -86,6 +89,9 @@ export function createSidebar(actions: SidebarActions) {
   /** A delete asks once more: the first click arms it for a few seconds. */
   let confirming: string | undefined;
   let confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A row's menu is open; `stale`: the list changed meanwhile. */
+  let menuOpen = false;
+  let stale = false;
 
   function item(thread: SidebarThread): HTMLLIElement {
     if (editing === thread.id) {
@@ -98,8 +104,12 @@ export function createSidebar(actions: SidebarActions) {
         render();
       };
       input.addEventListener("keydown", (event) => {
-        if (event.key === "Enter") finish(true);
-        if (event.key === "Escape") finish(false);
+        if (event.key !== "Enter" && event.key !== "Escape") return;
+        // Escape here ends the rename only, not the drawer around it.
+        event.preventDefault();
+        finish(event.key === "Enter");
+        // Done from the keyboard: the focus goes back to the row's menu, where the rename began.
+        rowOf(thread.id)?.querySelector<HTMLButtonElement>(".menu-button")?.focus();
       });
       input.addEventListener("blur", () => finish(true));
       queueMicrotask(() => {
@@ -129,32 +139,6 @@ export function createSidebar(actions: SidebarActions) {
           relativeTime(thread.updatedAt),
         ),
       ),
-      h(
-        "button",
-        {
-          class: "icon",
-          type: "button",
-          title: "Rename",
-          "aria-label": `Rename “${thread.title}”`,
-          onclick: () => {
-            editing = thread.id;
-            render();
-          },
-        },
-        icon("pencil"),
-      ),
-      h(
-        "button",
-        {
-          class: "icon",
-          type: "button",
-          testid: "thread-instructions",
-          title: "Instructions",
-          "aria-label": `Instructions for “${thread.title}”`,
-          onclick: () => actions.onInstructions(thread.id),
-        },
-        icon("note"),
-      ),
       confirming === thread.id
         ? h(
             "button",
@@ -166,45 +150,80 @@ export function createSidebar(actions: SidebarActions) {
                 confirming = undefined;
                 actions.onDelete(thread.id);
               },
-              // Escape takes the question back, and the focus returns to the delete button.
+              // Escape takes the question back, and the focus returns to the row's menu button.
               onkeydown: (event: KeyboardEvent) => {
                 if (event.key !== "Escape") return;
                 event.preventDefault();
                 confirming = undefined;
                 clearTimeout(confirmTimer);
                 render();
-                const row = list.querySelector(`[data-thread-id="${CSS.escape(thread.id)}"]`)?.parentElement;
-                row?.querySelector<HTMLButtonElement>(".icon.danger")?.focus();
+                rowOf(thread.id)?.querySelector<HTMLButtonElement>(".menu-button")?.focus();
               },
             },
             "Delete?",
           )
-        : h(
-            "button",
-            {
-              class: "icon danger",
-              type: "button",
-              title: "Delete",
-              "aria-label": `Delete “${thread.title}”`,
-              onclick: () => {
-                confirming = thread.id;
-                clearTimeout(confirmTimer);
-                confirmTimer = setTimeout(() => {
-                  confirming = undefined;
-                  render();
-                }, 4000);
-                render();
-                list.querySelector<HTMLButtonElement>(".confirm-delete")?.focus();
-              },
-            },
-            icon("trash"),
-          ),
+        : actionsMenu(thread),
     );
   }
 
+  /** The row's "⋯" menu: its actions in one button, so that the title keeps the row's width. */
+  function actionsMenu(thread: SidebarThread): HTMLElement {
+    return createMenuButton({
+      label: `Actions for “${thread.title}”`,
+      testid: "thread-menu",
+      onToggle: (open) => {
+        menuOpen = open;
+        if (!open && stale) render();
+      },
+      items: [
+        {
+          label: "Rename",
+          icon: "pencil",
+          onSelect: () => {
+            editing = thread.id;
+            render();
+          },
+        },
+        {
+          label: "Instructions",
+          icon: "note",
+          testid: "thread-instructions",
+          onSelect: () => actions.onInstructions(thread.id),
+        },
+        {
+          label: "Delete",
+          icon: "trash",
+          danger: true,
+          onSelect: () => {
+            confirming = thread.id;
+            clearTimeout(confirmTimer);
+            confirmTimer = setTimeout(() => {
+              confirming = undefined;
+              render();
+            }, 4000);
+            render();
+            list.querySelector<HTMLButtonElement>(".confirm-delete")?.focus();
+          },
+        },
+      ],
+    }).el;
+  }
+
+  function rowOf(id: string): HTMLElement | null | undefined {
+    return list.querySelector(`[data-thread-id="${CSS.escape(id)}"]`)?.parentElement;
+  }
+
   function render(): void {
+    // A row's menu is open: redrawn once it closes (a new row would drop the menu and its focus).
+    stale = menuOpen;
+    if (menuOpen) return;
     const shown = matches ? threads.filter((thread) => matches!.has(thread.id)) : threads;
+    // The rows are drawn anew: a row's button that had the focus gets it back (another tab's write redraws too).
+    const focused = document.activeElement;
+    const kept = focused instanceof HTMLButtonElement && list.contains(focused) ? focused.className : undefined;
+    const keptId = kept && focused!.closest("li")?.querySelector<HTMLElement>("[data-thread-id]")?.dataset.threadId;
     replace(list, ...shown.map(item));
+    if (keptId) rowOf(keptId)?.querySelector<HTMLButtonElement>(`button[class="${kept}"]`)?.focus();
     empty.hidden = threads.length > 0;
     noMatch.hidden = !matches || shown.length > 0;
   }
