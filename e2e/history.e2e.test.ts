@@ -91,9 +91,13 @@ test(
     await ready(page);
     const [hundred, threeHundred] = HISTORY_FIXTURES;
     expect([hundred!.turns, threeHundred!.turns]).toEqual([100, 300]);
-    await checkHistory(page, await importFixture(page, hundred!.path), 100, 500, 1_000);
+    // Both threads first: a page that reads right after a bulk write shares the disk with the
+    // database's own compaction of it, which seeding turn by turn never left behind.
+    const short = await importFixture(page, hundred!.path);
+    const long = await importFixture(page, threeHundred!.path);
+    await checkHistory(page, short, 100, 500, 1_000);
     // Issue 13's goal: every row of 300 turns in under 1 s (was 16.6 s, then 0.87 s). Measured 0.58-0.71 s
     // here (median 0.60 s of 7) after list() pages read their writes and blobs in a few requests.
-    await checkHistory(page, await importFixture(page, threeHundred!.path), 300, 1_000, 1_000);
+    await checkHistory(page, long, 300, 1_000, 1_000);
   },
 );
