@@ -38,8 +38,10 @@ export class SyncLink {
       return;
     }
     // One app whether the database is locked or not (each has its own dbName): a locked device and a
-    // plain one of the same user then meet, and the sync says why they cannot share threads.
-    const client = new SyncClient({ saver: this.saver, url, token, app: "langgraph-demo", intervalMs: 2_000 });
+    // plain one of the same user then meet, and the sync says why they cannot share threads. Live push
+    // (on by default) brings another device's turn within about a second; the interval is only the
+    // fallback for when its long poll is down.
+    const client = new SyncClient({ saver: this.saver, url, token, app: "langgraph-demo", intervalMs: 60_000 });
     this.#client = client;
     client.subscribe((status) => {
       if (this.#client !== client) return;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { chat } from "../../test/support/chat-graph.js";
-import { device, newUser, serverForFile, type Device } from "../../test/support/sync/harness.js";
+import { closeDevices, device, newUser, serverForFile } from "../../test/support/sync/harness.js";
 import type { IndexedDBSaver } from "../saver/index.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { SyncClient } from "./client.js";
@@ -18,13 +18,6 @@ async function threadIds(saver: IndexedDBSaver): Promise<string[]> {
   const ids: string[] = [];
   for await (const thread of saver.listThreads()) ids.push(thread.threadId);
   return ids.sort();
-}
-
-async function close(...devices: Device[]): Promise<void> {
-  for (const d of devices) {
-    d.sync.close();
-    await d.saver.close();
-  }
 }
 
 async function hello(token: string, app?: string): Promise<Record<string, unknown>> {
@@ -58,7 +51,7 @@ describe("sync scoped per app", () => {
     const notesHead = await notes.saver.getTuple({ configurable: { thread_id: "t-same" } });
     const chatHead = await chatA.saver.getTuple({ configurable: { thread_id: "t-same" } });
     expect(notesHead?.checkpoint.id).not.toBe(chatHead?.checkpoint.id);
-    await close(chatA, chatB, notes);
+    await closeDevices(chatA, chatB, notes);
   });
 
   it("what the server held before apps keeps syncing for the first app to name itself and for older clients", async () => {
@@ -91,7 +84,7 @@ describe("sync scoped per app", () => {
     await older.sync.syncNow();
     expect(await threadIds(older.saver)).toEqual(["t-after", "t-before"]);
     upgraded.close();
-    await close(old, second, notes, older);
+    await closeDevices(old, second, notes, older);
   });
 
   it("each app has its own key record: an encrypted app and a plain one under one user", async () => {
@@ -109,7 +102,7 @@ describe("sync scoped per app", () => {
     await vault.sync.syncNow(); // sharing the plain app's space, it would be refused (plaintext_user)
     expect(await hello(token, "vault")).toMatchObject({ unscoped: false, keyRecord: expect.any(Uint8Array) });
     expect(await hello(token, "chat")).toMatchObject({ unscoped: true, keyRecord: null });
-    await close(plainApp, vault);
+    await closeDevices(plainApp, vault);
   });
 
   it("the byte quota counts every app of the user", async () => {
@@ -126,7 +119,7 @@ describe("sync scoped per app", () => {
     const alone = device(served.url, fresh, { dbName: "notes" });
     await chat(alone.saver, "big-too", words(2));
     await alone.sync.syncNow();
-    await close(chatDevice, notes, alone);
+    await closeDevices(chatDevice, notes, alone);
   });
 
   it("refuses an app name it cannot keep exactly, on the device and on the server", async () => {
@@ -139,6 +132,6 @@ describe("sync scoped per app", () => {
     });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { code: "bad_request", message: /app name/ } });
-    await close(d);
+    await closeDevices(d);
   });
 });

@@ -14,6 +14,8 @@ import { syncProblem, type SyncProblem } from "./problems.js";
 import type { SkippedThread } from "./send.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
 import { parseApp } from "./protocol.js";
+import { runLive } from "./live.js";
+import { deviceId, lastScope, readSyncState } from "./state.js";
 
 /** Options of {@link SyncClient}. */
 export interface SyncClientOptions {
@@ -47,6 +49,13 @@ export interface SyncClientOptions {
   maxBackoffMs?: number;
   /** Per-request timeout. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * Live push: while running, keep one long poll open on the server, so
+   * another device's push starts a round here within about a second instead
+   * of at the next interval. When the poll fails or the server lacks it,
+   * it backs off and the interval rounds go on. Default true.
+   */
+  live?: boolean;
 }
 
 /** What the client is doing. */
@@ -125,6 +134,8 @@ export class SyncClient {
   #failures = 0;
   #unsubscribeFeed: (() => void) | undefined;
   #channel: BroadcastChannel | undefined;
+  /** Ends the live long poll; set while one runs. */
+  #live: AbortController | undefined;
   readonly #onOnline = () => this.#schedule(0);
 
   constructor(options: SyncClientOptions) {
@@ -180,8 +191,9 @@ export class SyncClient {
 
   /**
    * Syncs continuously: a round now, after every local change (debounced),
-   * every `intervalMs`, and when the browser comes back online; after a
-   * failure, retries with exponential backoff.
+   * every `intervalMs`, when the browser comes back online, and (with
+   * `live`, after the first round) as soon as another device pushes; after
+   * a failure, retries with exponential backoff.
    */
   start(): void {
     if (this.#running) return;
@@ -191,9 +203,11 @@ export class SyncClient {
     this.#schedule(0);
   }
 
-  /** Stops continuous sync (a round in flight finishes). */
+  /** Stops continuous sync and aborts the live long poll (a round in flight finishes). */
   stop(): void {
     this.#running = false;
+    this.#live?.abort();
+    this.#live = undefined;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unsubscribeFeed?.();
@@ -219,23 +233,60 @@ export class SyncClient {
     this.#due = due;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      void this.syncNow().then(
-        () => {
-          this.#failures = 0;
-          this.#schedule(this.#options.intervalMs ?? 10_000);
-        },
-        (error: unknown) => {
-          this.#failures += 1;
-          const min = this.#options.minBackoffMs ?? 1000;
-          const max = this.#options.maxBackoffMs ?? 60_000;
-          // Full jitter: many devices coming back online do not retry in step.
-          const delay = Math.min(max, min * 2 ** (this.#failures - 1)) * (0.5 + Math.random() / 2);
-          this.#set({ retryAt: Date.now() + delay, error: (error as Error).message, problem: syncProblem(error) });
-          this.#schedule(delay);
-        },
-      );
+      void this.#scheduledRound();
     }, delayMs);
     (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * A round of continuous sync: on success the next one is due in
+   * `intervalMs` (and the live poll starts, if on); on failure, after a
+   * backoff. Resolves whether it succeeded.
+   */
+  #scheduledRound(): Promise<boolean> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    return this.syncNow().then(
+      () => {
+        this.#failures = 0;
+        this.#schedule(this.#options.intervalMs ?? 10_000);
+        this.#startLive();
+        return true;
+      },
+      (error: unknown) => {
+        this.#failures += 1;
+        const delay = this.#backoff(this.#failures);
+        this.#set({ retryAt: Date.now() + delay, error: (error as Error).message, problem: syncProblem(error) });
+        this.#schedule(delay);
+        return false;
+      },
+    );
+  }
+
+  /** Full jitter: many devices coming back online do not retry in step. */
+  #backoff(failures: number): number {
+    const min = this.#options.minBackoffMs ?? 1000;
+    const max = this.#options.maxBackoffMs ?? 60_000;
+    return Math.min(max, min * 2 ** (failures - 1)) * (0.5 + Math.random() / 2);
+  }
+
+  /** Opens the live long poll once a round has found the server (its cursor is known by then). */
+  #startLive(): void {
+    if (!this.#running || this.#live || this.#options.live === false) return;
+    const live = new AbortController();
+    this.#live = live;
+    const url = this.#options.url.replace(/\/+$/, "");
+    void runLive({
+      transport: this.#transport,
+      position: async () => {
+        const scope = await lastScope(this.#access, url);
+        const { cursor } = scope === undefined ? { cursor: 0 } : await readSyncState(this.#access, scope);
+        return { cursor, device: await deviceId(this.#access) };
+      },
+      round: () => this.#scheduledRound(),
+      backoff: (failures) => this.#backoff(failures),
+      signal: live.signal,
+    });
   }
 
   /**

@@ -17,19 +17,13 @@ import {
   state,
   type Device,
   serverForFile,
+  closeDevices,
 } from "../../test/support/sync/harness.js";
 import type { CheckpointRow } from "../rows/shapes.js";
 import type { IndexedDBSaver } from "../saver/index.js";
 import { SyncClient } from "./client.js";
 
 const served = serverForFile();
-
-async function close(...devices: Device[]): Promise<void> {
-  for (const d of devices) {
-    d.sync.close();
-    await d.saver.close();
-  }
-}
 
 describe("SyncClient with the sync server", () => {
   it("a thread started offline on A appears on B, equal", async () => {
@@ -62,7 +56,7 @@ describe("SyncClient with the sync server", () => {
     // Nothing left to do: a second round moves nothing.
     expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pulled: 0 });
     expect(await b.sync.syncNow()).toMatchObject({ pushed: 0 });
-    await close(a, b);
+    await closeDevices(a, b);
   });
 
   it("both write offline: every turn kept on both, one head, the other line a branch", async () => {
@@ -99,7 +93,7 @@ describe("SyncClient with the sync server", () => {
       const branch = await chatGraph(saver).getState({ configurable: { thread_id: "t", checkpoint_id: other.id } });
       expect(plain(branch.values.messages)).toEqual(other.messages);
     }
-    await close(a, b);
+    await closeDevices(a, b);
   });
 
   it("a delete on A removes the thread on B; a later run may start it afresh", async () => {
@@ -133,7 +127,7 @@ describe("SyncClient with the sync server", () => {
       ["human", "fresh start"],
       ["ai", "echo fresh start (#1)"],
     ]);
-    await close(a, b);
+    await closeDevices(a, b);
   });
 
   it("pending writes added after a push are pushed again", async () => {
@@ -148,7 +142,7 @@ describe("SyncClient with the sync server", () => {
     await b.sync.syncNow();
     const onB = await b.saver.getTuple({ configurable: { thread_id: "w" } });
     expect(onB?.pendingWrites).toEqual([["task-late", "note", { added: "later" }]]);
-    await close(a, b);
+    await closeDevices(a, b);
   });
 
   it("a server-side agent continues a synced thread; the devices get its turns", async () => {
@@ -169,7 +163,7 @@ describe("SyncClient with the sync server", () => {
     await chat(a.saver, "srv", ["phone again"]);
     await a.sync.syncNow();
     expect(await state(agent, "srv")).toEqual(await state(a.saver, "srv"));
-    await close(a);
+    await closeDevices(a);
   });
 
   it("reports status and progress a UI can show", async () => {
@@ -201,7 +195,7 @@ describe("SyncClient with the sync server", () => {
     await expect(unreachable.syncNow()).rejects.toMatchObject({ code: "offline" });
     expect(unreachable.status).toMatchObject({ state: "offline", pending: 3 });
     unreachable.close();
-    await close(a, offline);
+    await closeDevices(a, offline);
   });
 
   it("continuous mode syncs local changes as they happen", async () => {
@@ -213,7 +207,7 @@ describe("SyncClient with the sync server", () => {
     await chat(a.saver, "live", ["typed on A"]);
     const expected = await state(a.saver, "live");
     await expect.poll(() => state(b.saver, "live"), { timeout: 10_000, interval: 50 }).toEqual(expected);
-    await close(a, b);
+    await closeDevices(a, b);
   });
 
   it("continuous mode: a local change syncs soon even while the next poll is far off", async () => {
@@ -224,7 +218,7 @@ describe("SyncClient with the sync server", () => {
     await expect.poll(() => a.sync.status.state, { timeout: 10_000, interval: 20 }).toBe("idle"); // first round done, next poll in 60 s
     await chat(a.saver, "soon", ["typed on A"]);
     await expect.poll(async () => (await b.sync.syncNow()).pulled, { timeout: 5000, interval: 100 }).toBeGreaterThan(0);
-    await close(a, b);
+    await closeDevices(a, b);
   });
 });
 
@@ -300,7 +294,7 @@ describe("sync carries a checkpoint row's chain", () => {
     expect((await b.sync.syncNow()).pushed).toBe(onB.length - planted.length);
     await a.sync.syncNow();
     expect(chains(await rows(a))).toEqual(chains(onB));
-    await close(a, b);
+    await closeDevices(a, b);
   });
 });
 

@@ -73,22 +73,47 @@ export class SyncTransport {
     return this.#call("POST", "/push", request);
   }
 
-  pull(since: number, limit: number, device?: string): Promise<PullResponse> {
+  /**
+   * A page of changes after `since`. With `wait`, a long poll: a server that
+   * has nothing new holds the request up to `wait.seconds` for another
+   * device's push (the per-request timeout counts from the end of that
+   * wait), and `wait.signal` ends it early.
+   */
+  pull(
+    since: number,
+    limit: number,
+    device?: string,
+    wait?: { seconds: number; signal: AbortSignal },
+  ): Promise<PullResponse> {
     const own = device === undefined ? "" : `&device=${encodeURIComponent(device)}`;
+    const held = wait === undefined ? "" : `&wait=${wait.seconds}`;
     // removed=1: this client applies removals (older ones would refuse the change kind).
-    return this.#call("GET", `/pull?since=${since}&limit=${limit}${own}&removed=1`, undefined, parsePullResponse);
+    return this.#call(
+      "GET",
+      `/pull?since=${since}&limit=${limit}${own}${held}&removed=1`,
+      undefined,
+      parsePullResponse,
+      wait,
+    );
   }
 
   putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
     return this.#call("PUT", "/key", { v: SYNC_PROTOCOL_VERSION, keyRecord });
   }
 
-  async #call<R>(method: string, path: string, body?: unknown, parse?: (value: unknown) => R): Promise<R> {
+  async #call<R>(
+    method: string,
+    path: string,
+    body?: unknown,
+    parse?: (value: unknown) => R,
+    wait?: { seconds: number; signal: AbortSignal },
+  ): Promise<R> {
     const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new Error(`no answer within ${this.#timeoutMs} ms`)),
-      this.#timeoutMs,
-    );
+    const limitMs = this.#timeoutMs + (wait?.seconds ?? 0) * 1000;
+    const timer = setTimeout(() => controller.abort(new Error(`no answer within ${limitMs} ms`)), limitMs);
+    const cancel = () => controller.abort(wait?.signal.reason);
+    if (wait?.signal.aborted) cancel();
+    wait?.signal.addEventListener("abort", cancel, { once: true });
     let response: Response;
     let bytes: Uint8Array;
     try {
@@ -115,6 +140,7 @@ export class SyncTransport {
       );
     } finally {
       clearTimeout(timer);
+      wait?.signal.removeEventListener("abort", cancel);
     }
     if (!response.ok) {
       let code = "http_error";

@@ -117,6 +117,14 @@ export function device(
   return { saver, sync, factory };
 }
 
+/** Stops each device's sync client and closes its saver. */
+export async function closeDevices(...devices: Device[]): Promise<void> {
+  for (const d of devices) {
+    d.sync.close();
+    await d.saver.close();
+  }
+}
+
 /** A pg pool on the test database, for looking at the server's tables. */
 export async function inspector(): Promise<pg.Pool> {
   return new pg.Pool({ connectionString: await postgresUrl(), max: 2 });

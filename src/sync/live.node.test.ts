@@ -1,0 +1,140 @@
+/**
+ * Live push on the client: a started SyncClient keeps a long poll open on
+ * the real server (PostgreSQL), so another device's push lands within about
+ * a second while the interval is ten minutes; without the server's long
+ * poll it backs off and the interval carries on; stop() aborts the poll.
+ */
+import { describe, expect, it } from "vitest";
+import { chat } from "../../test/support/chat-graph.js";
+import { closeDevices, device, newUser, serverForFile, state, type Device } from "../../test/support/sync/harness.js";
+import type { FetchLike } from "./transport.js";
+
+const served = serverForFile();
+const TEN_MINUTES = 600_000;
+// Devices of one process sharing a dbName hear each other's writes as tabs do (BroadcastChannel), which
+// starts a round by itself: A and B get databases of their own and name one app.
+const A = { dbName: "live-a", client: { app: "live" } };
+const onB = (client: object) => ({ dbName: "live-b", client: { app: "live", ...client } });
+
+/** A fetch that counts the long polls it sends and those still waiting for an answer. */
+function countingFetch(rewrite: (url: string) => string = (url) => url) {
+  const polls = { sent: 0, open: 0, aborted: 0 };
+  const fetch: FetchLike = async (input, init) => {
+    const poll = input.includes("wait=");
+    if (poll) {
+      polls.sent += 1;
+      polls.open += 1;
+    }
+    try {
+      return await globalThis.fetch(rewrite(input), init);
+    } finally {
+      if (poll) {
+        polls.open -= 1;
+        if (init.signal?.aborted) polls.aborted += 1;
+      }
+    }
+  };
+  return { fetch, polls };
+}
+
+/** Resolves once `check` holds, polling every 20 ms; rejects after `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Applying pulled rows is a local change, which starts one more round 200 ms later: let it pass. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
+const idle = (d: Device) => d.sync.status.state === "idle" && d.sync.status.lastSyncedAt !== undefined;
+const lastMessage = async (d: Device) => (await state(d.saver, "t")).messages.at(-1);
+
+describe("SyncClient live push", () => {
+  it("B sees A's pushed turn within about a second while its interval is ten minutes", async () => {
+    const { token } = newUser("live");
+    const a = device(served.url, token, A);
+    const counted = countingFetch();
+    const b = device(served.url, token, onB({ intervalMs: TEN_MINUTES, fetch: counted.fetch }));
+    await chat(a.saver, "t", ["first"]);
+    await a.sync.syncNow();
+    b.sync.start();
+    await until(() => idle(b) && counted.polls.open === 1, 5_000, "B's first round and its long poll");
+    await settle();
+    const before = await lastMessage(b);
+
+    await chat(a.saver, "t", ["second"]);
+    const sentAt = performance.now();
+    await a.sync.syncNow();
+    await until(async () => (await state(b.saver, "t")).messages.length > 2, 5_000, "A's turn on B");
+    const delay = performance.now() - sentAt;
+    console.log(`live push on the client: A's turn on B ${Math.round(delay)} ms after A's round started`);
+    // The interval alone would bring it in ten minutes; a notification, a poll's answer and one round take far less.
+    expect(delay).toBeLessThan(2_500);
+    expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
+    expect(await lastMessage(b)).not.toEqual(before);
+    await closeDevices(a, b);
+  });
+
+  it("with live off, the turn waits for the interval", async () => {
+    const { token } = newUser("off");
+    const a = device(served.url, token, A);
+    const counted = countingFetch();
+    const b = device(served.url, token, onB({ intervalMs: TEN_MINUTES, live: false, fetch: counted.fetch }));
+    await chat(a.saver, "t", ["first"]);
+    await a.sync.syncNow();
+    b.sync.start();
+    await until(() => idle(b), 5_000, "B's first round");
+    await settle();
+    await chat(a.saver, "t", ["second"]);
+    await a.sync.syncNow();
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect((await state(b.saver, "t")).messages).toHaveLength(2);
+    expect(counted.polls.sent).toBe(0);
+    await closeDevices(a, b);
+  });
+
+  it("a server without the long poll: the poll backs off instead of spinning, and the interval still brings the turn", async () => {
+    const { token } = newUser("old");
+    const a = device(served.url, token, A);
+    // An older server ignores `wait`: dropping it from the URL answers every poll at once.
+    const counted = countingFetch((url) => url.replace(/&wait=\d+/, ""));
+    const b = device(
+      served.url,
+      token,
+      onB({ intervalMs: 400, minBackoffMs: 200, maxBackoffMs: 400, fetch: counted.fetch }),
+    );
+    b.sync.start();
+    await until(() => idle(b), 5_000, "B's first round");
+    await chat(a.saver, "t", ["first"]);
+    await a.sync.syncNow();
+    const started = performance.now();
+    await until(
+      async () => (await b.saver.getTuple({ configurable: { thread_id: "t" } })) !== undefined,
+      5_000,
+      "A's turn on B",
+    );
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (performance.now() - started))));
+    b.sync.stop();
+    expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
+    // Answered at once, each poll counts as a failure: about one per backoff (100-400 ms), not hundreds.
+    expect(counted.polls.sent).toBeGreaterThan(0);
+    expect(counted.polls.sent).toBeLessThan(15);
+    await closeDevices(a, b);
+  });
+
+  it("stop() aborts the open long poll", async () => {
+    const { token } = newUser("stop");
+    const counted = countingFetch();
+    const b = device(served.url, token, onB({ intervalMs: TEN_MINUTES, fetch: counted.fetch }));
+    b.sync.start();
+    await until(() => idle(b) && counted.polls.open === 1, 5_000, "the long poll open");
+    b.sync.stop();
+    await until(() => counted.polls.open === 0, 1_000, "the long poll closed");
+    expect(counted.polls).toEqual({ sent: 1, open: 0, aborted: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(counted.polls.sent).toBe(1); // none after stop
+    await closeDevices(b);
+  });
+});
