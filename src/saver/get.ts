@@ -16,6 +16,7 @@ import { configIds } from "../rows/ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { blobKey, latestRow, readDetails, type BlobReads, type ReadTx } from "./reads.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
+import { freshLatest, keepRead, ticket } from "./fresh-cache.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -36,6 +37,12 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
   // Bind first: a wrong passphrase fails before any row is read.
   const serde = await ctx.serde();
+  if (checkpointId === undefined) {
+    // Provably current (fresh-cache.ts): no other saver can have written since.
+    const kept = freshLatest(ctx, threadId, checkpointNs, serde);
+    if (kept) return decodeTuple(ctx, serde, kept);
+  }
+  const fresh = checkpointId === undefined ? ticket(ctx, threadId, checkpointNs, false) : undefined;
   const mark = checkpointId === undefined ? changeMark(ctx) : 0;
   const raw = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
@@ -51,6 +58,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   if (!raw) return undefined;
   // Kept before decoding, as copies: a decoder may write into the bytes it reads.
   if (checkpointId === undefined) {
+    keepRead(ctx, fresh, serde, raw);
     const { row, blobs } = raw;
     rememberPut(
       ctx,
