@@ -7,7 +7,7 @@ import { Database } from "../idb/database.js";
 import { JournalSeam } from "../journal/index.js";
 import { SAVER_STORE_NAMES, SAVER_UPGRADES, type SaverSchema } from "./schema.js";
 import type { IndexedDBSaverParams } from "./types.js";
-import { registerLease, WriteLease } from "./write-lease.js";
+import { leaseGate } from "./fresh.js";
 
 /** The database and its journal seam. @internal */
 export interface SaverDatabase {
@@ -28,7 +28,6 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     // Needed only after a recovery with a journal: loaded then.
     resync: async (raw, records) => (await import("./journal-adapter.js")).resyncNewestRows(raw, records),
   });
-  const lease = new WriteLease(name);
   const db = new Database<SaverSchema>({
     name,
     upgrades: SAVER_UPGRADES,
@@ -37,9 +36,8 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     blockedTimeoutMs: params.blockedTimeoutMs,
     seam: journal,
     // Every write holds the lease: savers that answer reads from memory rely on it (fresh-cache.ts).
-    beforeWrite: () => lease.ensure(),
+    beforeWrite: leaseGate(name, params.freshReads !== false, (): object => db),
   });
-  registerLease(db, { lease, freshReads: params.freshReads !== false });
   journal.attach(() => db.rawConnection());
   return { db, journal };
 }

@@ -42,7 +42,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
-import { leaseOf } from "./write-lease.js";
+import { WriteLease, type LeaseRecord } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { BlobRow, CheckpointRow, TypedBytes, WriteRow } from "../rows/shapes.js";
 
@@ -307,6 +307,18 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
   if (entry) dropNamespace(state, threadId, ns);
 }
 
+/**
+ * Forgets what is kept of a namespace after a write of this saver failed
+ * (it may have committed all the same), and that `checkpointId` may have
+ * writes this saver cannot account for.
+ */
+export function forgetFailed(ctx: SaverContext, threadId: string, ns: string, checkpointId: string): void {
+  const state = states.get(ctx);
+  if (!state) return;
+  remember(state, idKey(threadId, ns, checkpointId), null);
+  dropNamespace(state, threadId, ns);
+}
+
 function remember(state: FreshState, key: string, writes: WriteRow[] | null): void {
   state.written.delete(key);
   state.written.set(key, writes);
@@ -326,6 +338,20 @@ export function closeFresh(ctx: SaverContext): void {
     state.touched.clear();
   }
   leaseOf(ctx.db)?.lease.close();
+}
+
+const leases = new WeakMap<object, LeaseRecord>();
+
+/** Makes the write lease of a saver's database `db` (here, so that it loads with the cache). @internal */
+export function registerLease(db: object, dbName: string, freshReads: boolean): LeaseRecord {
+  const record = { lease: new WriteLease(dbName), freshReads };
+  leases.set(db, record);
+  return record;
+}
+
+/** The lease of a saver's database, once its first write has taken it. */
+function leaseOf(db: object): LeaseRecord | undefined {
+  return leases.get(db);
 }
 
 /** How many namespaces a saver keeps now (for tests and diagnostics). @internal */

@@ -32,7 +32,7 @@ import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
 import { forgetRecent } from "./recent.js";
-import { closeFresh } from "./fresh-cache.js";
+import { freshModule } from "./fresh.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -291,7 +291,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     // Other tabs' notices no longer arrive: what the latest reads kept may go stale.
     forgetRecent(this.#ctx);
     // Nothing answered from memory once the lease is let go (another saver may write).
-    closeFresh(this.#ctx);
+    freshModule()?.closeFresh(this.#ctx);
     // Bind again on reopen (and listen for key changes again).
     this.#ctx.unbind();
     await this.#ctx.db.close();

@@ -37,7 +37,7 @@ import {
 } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
-import { keepPut, keepWrites, ticket } from "./fresh-cache.js";
+import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -60,9 +60,14 @@ export async function put(
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
   const mark = changeMark(ctx);
-  const fresh = ticket(ctx, threadId, checkpointNs, true);
+  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   // Set once the checkpoint is committed (a late write rolled back leaves it unset).
   let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; row: CheckpointRow } | undefined;
+  // On any failure, what this saver keeps of the namespace goes: the checkpoint may have committed.
+  const dropKept = (error: unknown) => {
+    freshModule()?.keepPut(ctx, ticket, undefined, threadId, checkpointNs);
+    throw error;
+  };
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // withoutValues holds a copy made before any await (putInput).
@@ -183,9 +188,9 @@ export async function put(
         false,
       );
     }
-  });
+  }).catch(dropKept);
   // Before the change notice, which would otherwise drop the namespace's entry (fresh-cache.ts).
-  keepPut(ctx, fresh, written, threadId, checkpointNs);
+  freshModule()?.keepPut(ctx, ticket, written, threadId, checkpointNs);
   if (written) {
     const channelVersions = withoutValues.channel_versions;
     rememberPut(
@@ -239,7 +244,7 @@ export async function putWrites(
   if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
   assertStorableId("task_path", taskPath, { allowEmpty: true });
   if (writes.length === 0) return;
-  const fresh = ticket(ctx, threadId, checkpointNs, true);
+  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
 
@@ -296,7 +301,7 @@ export async function putWrites(
         // The checkpoint of this superstep usually follows: share its commit.
         true,
       );
-      keepWrites(ctx, fresh, rows, true);
+      freshModule()?.keepWrites(ctx, ticket, rows, true);
     } catch (error) {
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
@@ -326,8 +331,12 @@ export async function putWrites(
         false,
       );
       // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
-      keepWrites(ctx, fresh, rows, false);
+      freshModule()?.keepWrites(ctx, ticket, rows, false);
     }
+  }).catch((error: unknown) => {
+    // The writes may have committed all the same.
+    freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
+    throw error;
   });
 }
 

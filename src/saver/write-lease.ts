@@ -148,15 +148,3 @@ export interface LeaseRecord {
   lease: WriteLease;
   freshReads: boolean;
 }
-
-const leases = new WeakMap<object, LeaseRecord>();
-
-/** Records the lease of a saver's database (see database.ts). @internal */
-export function registerLease(db: object, record: LeaseRecord): void {
-  leases.set(db, record);
-}
-
-/** The lease of a saver's database, if it has one. @internal */
-export function leaseOf(db: object): LeaseRecord | undefined {
-  return leases.get(db);
-}
