@@ -5,19 +5,7 @@
  * request, as another tab of the app would.
  */
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
-import { IndexedDBSaver } from "../../../src/index.js";
-
-// As in runs/run-page.ts: this frame has no Vitest runner, so the saver's on-demand modules need the pass-through.
-(globalThis as { __vitest_browser_runner__?: unknown }).__vitest_browser_runner__ ??= {
-  wrapDynamicImport: (load: () => unknown) => load(),
-};
-
-const savers = new Map<string, IndexedDBSaver>();
-function saverFor(dbName: string): IndexedDBSaver {
-  let saver = savers.get(dbName);
-  if (!saver) savers.set(dbName, (saver = new IndexedDBSaver({ dbName })));
-  return saver;
-}
+import { pageSavers, saverFor } from "../iframe-page.js";
 
 const api = {
   /** Puts a checkpoint with `a: value` (at version `version`) on top of `parentId` in thread "t"; resolves with its id. */
@@ -39,7 +27,7 @@ const api = {
   },
   /** Closes every saver of the tab. */
   async close(): Promise<void> {
-    await Promise.all([...savers.values()].map((saver) => saver.close()));
+    await Promise.all([...pageSavers.values()].map((saver) => saver.close()));
   },
 };
 
