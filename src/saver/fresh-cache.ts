@@ -219,6 +219,7 @@ export function freshLatest(
   // Re-inserted: the map's order is the order of use, the oldest goes first.
   state.entries.delete(key);
   state.entries.set(key, entry);
+  leaseOf(ctx.db)?.lease.used();
   return copyRaw(entry.raw);
 }
 
