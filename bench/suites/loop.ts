@@ -202,6 +202,8 @@ export async function graphLoop(): Promise<BenchRow[]> {
   for (const durability of ["async", "sync", "exit"] as const) {
     rows.push(await requestsPerInvoke(durability));
     const temp = tempSaver(`loop-${durability}`);
+    // Every read from IndexedDB: what the loop costs without answers from memory (saver/fresh-cache.ts).
+    const reads = tempSaver(`loop-reads-${durability}`, (dbName) => new IndexedDBSaver({ dbName, freshReads: false }));
     const unawaited = tempSaver(`loop-unawaited-${durability}`, (dbName) => new UnawaitedPutsBound({ dbName }));
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
     const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);
@@ -215,6 +217,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
       floor: [] as number[],
       reading: [] as number[],
       ours: [] as number[],
+      reads: [] as number[],
       unawaited: [] as number[],
     };
     const shapedTimes = shaped.map(() => [] as number[]);
@@ -223,6 +226,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
     await loopRound(floor, durability, "warm");
     await loopRound(reading, durability, "warm");
     await loopRound(temp.saver, durability, "warm");
+    await loopRound(reads.saver, durability, "warm");
     await loopRound(unawaited.saver, durability, "warm");
     for (const saver of shaped) await loopRound(saver, durability, "warm");
     for (let round = 0; round < rounds; round++) {
@@ -230,10 +234,12 @@ export async function graphLoop(): Promise<BenchRow[]> {
       times.floor.push(await loopRound(floor, durability, `t${round}`));
       times.reading.push(await loopRound(reading, durability, `t${round}`));
       times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
+      times.reads.push(await loopRound(reads.saver, durability, `t${round}`));
       times.unawaited.push(await loopRound(unawaited.saver, durability, `t${round}`));
       for (const [i, saver] of shaped.entries()) shapedTimes[i]!.push(await loopRound(saver, durability, `t${round}`));
     }
     await temp.done();
+    await reads.done();
     await unawaited.done();
     await floor.done();
     await reading.done();
@@ -243,6 +249,9 @@ export async function graphLoop(): Promise<BenchRow[]> {
       row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms, {
         max: 1.2,
       }),
+    );
+    rows.push(
+      pairedRow(SUITE, `  ours vs freshReads: false (${durability})`, times.ours, times.reads, "freshReads: false", ms),
     );
     rows.push(row(SUITE, `  floor (${durability}) vs MemorySaver`, floorMs, memoryMs, "MemorySaver", ms));
     rows.push(

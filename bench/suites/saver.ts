@@ -15,7 +15,7 @@ import {
   type CheckpointMetadata,
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { MsgpackSerializer } from "../../src/index.js";
+import { IndexedDBSaver, MsgpackSerializer } from "../../src/index.js";
 import { chat } from "../../test/support/chat-graph.js";
 import {
   bytes,
@@ -147,6 +147,56 @@ async function latestAfterOwnPut(): Promise<BenchRow> {
   raw.close();
   await temp.done();
   return pairedRow(SUITE, "getTuple latest, by the saver that put it", own, raws, "raw IDB, row then details", ms);
+}
+
+/**
+ * The same reads by a saver that answers the latest from memory (the
+ * default, saver/fresh-cache.ts) and by one with `freshReads: false`, on
+ * the same loop-shaped thread, in paired interleaved rounds: getTuple latest
+ * and list limit 10 (which always reads).
+ */
+async function freshReads(): Promise<BenchRow[]> {
+  const savers = [
+    tempSaver("fresh-on"),
+    tempSaver("fresh-off", (dbName) => new IndexedDBSaver({ dbName, freshReads: false })),
+  ];
+  const latest = { configurable: { thread_id: "fresh", checkpoint_ns: "" } };
+  for (const { saver } of savers) {
+    let config: RunnableConfig = latest;
+    for (let step = 0; step < 20; step++) {
+      const versions = { notes: step + 1, __start__: step + 1 };
+      const checkpoint = {
+        ...emptyCheckpoint(),
+        id: uuid6(step),
+        channel_values: { notes: "n".repeat(400) },
+        channel_versions: versions,
+      };
+      config = await saver.put(config, checkpoint, meta(step), { notes: step + 1 });
+      await saver.putWrites(config, [["notes", `w${step}`]], `task-${step}`);
+      // A graph reads the latest at each invoke.
+      if (step === 0) await saver.getTuple(latest);
+    }
+  }
+  const get = savers.map(
+    ({ saver }) =>
+      () =>
+        saver.getTuple(latest),
+  );
+  const list = savers.map(({ saver }) => async () => {
+    for await (const _ of saver.list(latest, { limit: 10 })) void _;
+  });
+  const times = { get: [[], []] as number[][], list: [[], []] as number[][] };
+  for (let round = 0; round < 11; round++) {
+    for (const i of [0, 1]) times.get[i]!.push(await putRound(40, get[i]!));
+    for (const i of [0, 1]) times.list[i]!.push(await putRound(10, list[i]!));
+  }
+  for (const temp of savers) await temp.done();
+  const versus = (figure: string, times: number[][]) =>
+    pairedRow(SUITE, figure, times[0]!, times[1]!, "freshReads: false", ms);
+  return [
+    versus("getTuple latest, from memory vs freshReads: false", times.get),
+    versus("list limit 10, default vs freshReads: false", times.list),
+  ];
 }
 
 /** A namespace's newest row, then its blobs and pending writes, with raw IndexedDB (no decoding). */
@@ -383,6 +433,7 @@ export const saverSuite: Suite = {
     rows.push(...(await graphLoop()));
     rows.push(...(await singlePut()));
     rows.push(await latestAfterOwnPut());
+    rows.push(...(await freshReads()));
     // `npm run bench -- saver write`: the write path alone (issue 13's goals 1 and 2).
     if (only.includes("write")) return rows;
     rows.push(...(await inlineThreshold()));

@@ -36,7 +36,9 @@ export type CrossTabName =
   /** Channel: a local agent server's run events and requests to the server running a run. */
   | { kind: "agent-runs"; dbName: string }
   /** Lock: held by the local agent server that runs `runId`, from its start until its record is final. */
-  | { kind: "agent-run"; dbName: string; runId: string };
+  | { kind: "agent-run"; dbName: string; runId: string }
+  /** Lock and channel: the saver's write lease (who may write, and answer reads from memory), and requests for it. */
+  | { kind: "write-lease"; dbName: string };
 
 /**
  * The BroadcastChannel or Web Locks name of `name`. Names in the current

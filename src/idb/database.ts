@@ -69,6 +69,12 @@ export interface DatabaseOptions<Schema extends DBSchema> {
   blockedTimeoutMs?: number;
   /** Hooks around the connection and read-write transactions (see {@link DatabaseSeam}). */
   seam?: DatabaseSeam;
+  /**
+   * Asked right before each read-write transaction is created: `undefined`
+   * to create it now, or a promise to wait for, after which it is asked
+   * again (a write lease, see saver/write-lease.ts).
+   */
+  beforeWrite?: () => Promise<void> | undefined;
 }
 
 /**
@@ -104,12 +110,15 @@ export class Database<Schema extends DBSchema> {
   readonly #durability: Durability;
   readonly #blockedTimeoutMs: number;
   readonly #seam: DatabaseSeam | undefined;
+  readonly #beforeWrite: (() => Promise<void> | undefined) | undefined;
   #connection: Promise<IDBPDatabase<Schema>> | undefined;
   /** The connection whose `beforeUse` has completed (so later calls skip it). */
   #seamPassed: Promise<IDBPDatabase<Schema>> | undefined;
   /** Writes started, and writes not yet settled: see {@link Database.writeMark}. */
   #writesStarted = 0;
   #writesInFlight = 0;
+  /** Connections opened and dropped: see {@link Database.connectionMark}. */
+  #connections = 0;
   /** Listeners told when another tab asks us to close for its upgrade. */
   readonly #versionChangeListeners = new Set<() => void>();
 
@@ -123,6 +132,7 @@ export class Database<Schema extends DBSchema> {
     this.#durability = options.durability ?? "default";
     this.#blockedTimeoutMs = options.blockedTimeoutMs ?? DEFAULT_BLOCKED_TIMEOUT_MS;
     this.#seam = options.seam;
+    this.#beforeWrite = options.beforeWrite;
   }
 
   /** The schema version this code writes: the number of upgrade steps. */
@@ -177,7 +187,10 @@ export class Database<Schema extends DBSchema> {
       hooks: {
         created: () => this.#seam?.created?.(),
         // A new connection may follow another tab's upgrade or a restore: what was read before is suspect.
-        opened: () => void this.#writesStarted++,
+        opened: () => {
+          this.#writesStarted++;
+          this.#connections++;
+        },
         failed: () => void (this.#connection = undefined),
         versionChange: (db) => {
           // Another tab wants to upgrade: step aside, reopen on next use.
@@ -192,6 +205,7 @@ export class Database<Schema extends DBSchema> {
   /** Forget `db` if it is the cached connection, and close it. */
   #drop(db: IDBPDatabase<Schema>): void {
     this.#writesStarted++;
+    this.#connections++;
     const cached = this.#connection;
     if (cached) {
       void cached.then(
@@ -229,6 +243,14 @@ export class Database<Schema extends DBSchema> {
     return this.#writesInFlight === 0 ? this.#writesStarted : undefined;
   }
 
+  /**
+   * A mark that changes whenever a connection opens or closes (another
+   * tab's upgrade, a restore, `close()`): what was read before is suspect.
+   */
+  get connectionMark(): number {
+    return this.#connections;
+  }
+
   async #run<Mode extends IDBTransactionMode, R>(
     stores: StoreNames<Schema>[],
     mode: Mode,
@@ -240,6 +262,10 @@ export class Database<Schema extends DBSchema> {
     for (let attempt = 0; ; attempt++) {
       const pending = this.connection();
       const db = await pending;
+      if (mode === "readwrite" && this.#beforeWrite) {
+        // Asked again after each wait, so the transaction is created in the same tick as the last yes.
+        for (let wait = this.#beforeWrite(); wait; wait = this.#beforeWrite()) await wait;
+      }
       let tx: Tx<Schema, Mode>;
       try {
         tx = db.transaction(stores, mode, { durability: this.#durability }) as unknown as Tx<Schema, Mode>;

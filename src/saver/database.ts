@@ -7,6 +7,7 @@ import { Database } from "../idb/database.js";
 import { JournalSeam } from "../journal/index.js";
 import { SAVER_STORE_NAMES, SAVER_UPGRADES, type SaverSchema } from "./schema.js";
 import type { IndexedDBSaverParams } from "./types.js";
+import { leaseGate } from "./fresh.js";
 
 /** The database and its journal seam. @internal */
 export interface SaverDatabase {
@@ -34,6 +35,8 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     durability: params.durability,
     blockedTimeoutMs: params.blockedTimeoutMs,
     seam: journal,
+    // Every write holds the lease: savers that answer reads from memory rely on it (fresh-cache.ts).
+    beforeWrite: leaseGate(name, params.freshReads !== false, (): object => db),
   });
   journal.attach(() => db.rawConnection());
   return { db, journal };

@@ -16,6 +16,7 @@ import { configIds } from "../rows/ids.js";
 import { checkpointKey, prefixBounds } from "./keys.js";
 import { blobKey, latestRow, readDetails, type BlobReads, type ReadTx } from "./reads.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
+import { freshModule } from "./fresh.js";
 import {
   decodeBlob,
   decodeCheckpoint,
@@ -36,6 +37,11 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
   // Bind first: a wrong passphrase fails before any row is read.
   const serde = await ctx.serde();
+  const fresh = checkpointId === undefined ? freshModule() : undefined;
+  // Provably current (fresh-cache.ts): no other saver can have written since.
+  const kept = fresh?.freshLatest(ctx, threadId, checkpointNs, serde);
+  if (kept) return decodeTuple(ctx, serde, kept);
+  const ticket = fresh?.ticket(ctx, threadId, checkpointNs, false);
   const mark = checkpointId === undefined ? changeMark(ctx) : 0;
   const raw = await ctx.db.read(
     ["checkpoints", "blobs", "writes"],
@@ -51,6 +57,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   if (!raw) return undefined;
   // Kept before decoding, as copies: a decoder may write into the bytes it reads.
   if (checkpointId === undefined) {
+    fresh?.keepRead(ctx, ticket, serde, raw);
     const { row, blobs } = raw;
     rememberPut(
       ctx,

@@ -32,6 +32,7 @@ import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
 import { forgetRecent } from "./recent.js";
+import { freshModule } from "./fresh.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -289,6 +290,8 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     this.#ctx.feed.close();
     // Other tabs' notices no longer arrive: what the latest reads kept may go stale.
     forgetRecent(this.#ctx);
+    // Nothing answered from memory once the lease is let go (another saver may write).
+    freshModule()?.closeFresh(this.#ctx);
     // Bind again on reopen (and listen for key changes again).
     this.#ctx.unbind();
     await this.#ctx.db.close();

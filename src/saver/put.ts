@@ -37,6 +37,7 @@ import {
 } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
+import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
@@ -59,8 +60,14 @@ export async function put(
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
   const mark = changeMark(ctx);
+  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   // Set once the checkpoint is committed (a late write rolled back leaves it unset).
-  let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; createdAt: number } | undefined;
+  let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; row: CheckpointRow } | undefined;
+  // On any failure, what this saver keeps of the namespace goes: the checkpoint may have committed.
+  const dropKept = (error: unknown) => {
+    freshModule()?.keepPut(ctx, ticket, undefined, threadId, checkpointNs);
+    throw error;
+  };
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // withoutValues holds a copy made before any await (putInput).
@@ -158,7 +165,7 @@ export async function put(
         stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
         await writeCheckpoint(stored, true);
       }
-      written = { serde, blobs: stored, createdAt: now };
+      written = { serde, blobs: stored, row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled
@@ -181,7 +188,9 @@ export async function put(
         false,
       );
     }
-  });
+  }).catch(dropKept);
+  // Before the change notice, which would otherwise drop the namespace's entry (fresh-cache.ts).
+  freshModule()?.keepPut(ctx, ticket, written, threadId, checkpointNs);
   if (written) {
     const channelVersions = withoutValues.channel_versions;
     rememberPut(
@@ -190,7 +199,7 @@ export async function put(
       checkpointNs,
       {
         checkpointId,
-        createdAt: written.createdAt,
+        createdAt: written.row.created_at,
         channelVersions,
         values: keptValues(written.serde, channelVersions, written.blobs),
       },
@@ -235,6 +244,7 @@ export async function putWrites(
   if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
   assertStorableId("task_path", taskPath, { allowEmpty: true });
   if (writes.length === 0) return;
+  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
 
@@ -291,6 +301,7 @@ export async function putWrites(
         // The checkpoint of this superstep usually follows: share its commit.
         true,
       );
+      freshModule()?.keepWrites(ctx, ticket, rows, true);
     } catch (error) {
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
@@ -319,7 +330,13 @@ export async function putWrites(
         "put writes",
         false,
       );
+      // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
+      freshModule()?.keepWrites(ctx, ticket, rows, false);
     }
+  }).catch((error: unknown) => {
+    // The writes may have committed all the same.
+    freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
+    throw error;
   });
 }
 

@@ -27,6 +27,13 @@ export interface IndexedDBSaverParams {
   onRecovery?: (report: RecoveryReport) => void;
   /** `"throw"`: operations reject with `DatabaseWipedError` when a wiped database could not be restored. Default `"report"`. */
   onWipe?: "report" | "throw";
+  /**
+   * `getTuple` of a namespace's latest checkpoint answered from memory while
+   * provably current: this saver holds the database's write lease, so no
+   * other tab or saver can have written since (see docs/fresh-reads.md).
+   * Default `true`; `false` reads IndexedDB every time.
+   */
+  freshReads?: boolean;
 }
 
 /**

@@ -4,22 +4,9 @@
  * Web Locks client), it sends messages through runOnThread on request.
  * Results cross the realm boundary as JSON.
  */
-import { IndexedDBSaver, runOnThread, type MultitaskStrategy } from "../../../src/index.js";
+import { runOnThread, type MultitaskStrategy } from "../../../src/index.js";
+import { saverFor } from "../iframe-page.js";
 import { send, slowChatGraph } from "./scenario.js";
-
-// Vitest's browser mode rewrites import() into __vitest_browser_runner__.wrapDynamicImport(...)
-// in the modules it serves. This frame is a page of our own with no runner in it; give it the
-// same pass-through that Vitest gives workers, or the saver's on-demand modules cannot load.
-(globalThis as { __vitest_browser_runner__?: unknown }).__vitest_browser_runner__ ??= {
-  wrapDynamicImport: (load: () => unknown) => load(),
-};
-
-const savers = new Map<string, IndexedDBSaver>();
-function saverFor(dbName: string): IndexedDBSaver {
-  let saver = savers.get(dbName);
-  if (!saver) savers.set(dbName, (saver = new IndexedDBSaver({ dbName })));
-  return saver;
-}
 
 const api = {
   /** Sends one message with runOnThread; resolves with the Outcome as JSON. */

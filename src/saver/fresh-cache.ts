@@ -1,0 +1,410 @@
+/**
+ * Latest checkpoints answered from memory, when provably fresh.
+ *
+ * What is kept: per namespace, the stored rows of its newest checkpoint (the
+ * checkpoint row, its channel values' blobs, its pending writes), as one
+ * `getTuple` of the namespace's latest would read them. A read of the latest
+ * keeps what it read; this saver's own `put` and `putWrites` update it once
+ * their transaction has committed. A hit decodes copies of the kept bytes,
+ * so each caller gets objects of its own and cannot change what is kept.
+ *
+ * Why a hit cannot be stale: an entry is served only while this saver holds
+ * its database's write lease (write-lease.ts), and has held it without a
+ * break since the entry's rows were read or written. While it holds the
+ * lease no other saver (tab, worker, another saver of this page) can create
+ * a write transaction on the database, and losing it first drops every
+ * entry, synchronously, before the saver asking for it can write. What this
+ * saver itself writes is accounted for:
+ * - its put and putWrites update the entry after commit (never on an aborted
+ *   transaction), by the rules the transaction applied (a newer checkpoint
+ *   replaces the entry, carrying the blobs of the channels it did not change
+ *   from the entry; a special write replaces, a regular one is kept only if
+ *   its `(task_id, idx)` is new); when an update cannot be proven (the lease
+ *   was not held throughout, something was dropped meanwhile, a value is
+ *   unknown), the namespace's entry is dropped instead;
+ * - every other write of the saver (delete, copy, prune, deleteForRuns,
+ *   sync's apply) announces itself on the change feed before it resolves,
+ *   which drops the thread's entries; a key change binds a new serializer,
+ *   and entries are served only to the serializer that kept them;
+ * - a read keeps what it read only if no write of this saver to that
+ *   namespace started, and nothing was dropped, while it ran;
+ * - a connection that closes or reopens (another tab's upgrade, a restore,
+ *   `close()`) drops everything.
+ * Writes stored for a checkpoint before its put (a graph with async
+ * durability) are remembered by id, so that put's entry carries them; a put
+ * whose id received writes this saver cannot account for fills nothing.
+ *
+ * Bounds: {@link MAX_ENTRIES} namespaces (least recently used go first),
+ * {@link MAX_BYTES} of stored bytes in all, and no entry over
+ * {@link MAX_ENTRY_BYTES}. `freshReads: false` turns it off (the lease is
+ * still taken for writes: other savers rely on it). `list` always reads.
+ */
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { SaverContext } from "./context.js";
+import type { CheckpointChange } from "./events.js";
+import { WriteLease, type LeaseRecord } from "./write-lease.js";
+import type { RawTuple } from "../rows/codec.js";
+import type { BlobRow, CheckpointRow, TypedBytes, WriteRow } from "../rows/shapes.js";
+
+/** Namespaces kept per saver. */
+export const MAX_ENTRIES = 64;
+/** Stored bytes kept per saver at most. */
+export const MAX_BYTES = 8 * 1024 * 1024;
+/** A checkpoint whose rows are larger than this is read every time. */
+export const MAX_ENTRY_BYTES = 1024 * 1024;
+/** Checkpoint ids with writes of this saver but no entry yet, remembered at most. */
+const MAX_WRITTEN = 256;
+
+interface Entry {
+  raw: RawTuple;
+  serde: SerializerProtocol;
+  bytes: number;
+  /** Set by a put's update: that put's own change notice, which follows, must not drop it. */
+  ownPut?: string;
+}
+
+/** What a read or write saw when it started; see {@link ticket}. */
+export interface FreshTicket {
+  generation: number;
+  epoch: number;
+  connection: number;
+  clock: number;
+}
+
+interface FreshState {
+  entries: Map<string, Entry>;
+  bytes: number;
+  /** Bumped by every drop: a ticket of an earlier generation updates nothing. */
+  generation: number;
+  /** Counts starts of this saver's writes and updates of entries: the last per namespace is in `touched`. */
+  clock: number;
+  touched: Map<string, number>;
+  /** Writes to checkpoints not kept yet, by checkpoint; `null` once some may have been missed. */
+  written: Map<string, WriteRow[] | null>;
+  /** Set when `written` forgot an id: puts then fill nothing (until close). */
+  lostTrack: boolean;
+  connection: number;
+}
+
+const states = new WeakMap<SaverContext, FreshState>();
+
+const nsKey = (threadId: string, checkpointNs: string) => JSON.stringify([threadId, checkpointNs]);
+const idKey = (threadId: string, checkpointNs: string, id: string) => JSON.stringify([threadId, checkpointNs, id]);
+
+function stateOf(ctx: SaverContext): FreshState | undefined {
+  const lease = leaseOf(ctx.db);
+  if (!lease?.freshReads) return undefined;
+  let state = states.get(ctx);
+  if (!state) {
+    const created: FreshState = (state = {
+      entries: new Map(),
+      bytes: 0,
+      generation: 0,
+      clock: 0,
+      touched: new Map(),
+      written: new Map(),
+      lostTrack: false,
+      connection: ctx.db.connectionMark,
+    });
+    states.set(ctx, created);
+    lease.lease.onLost(() => dropAll(created));
+    const onChange = (change: CheckpointChange) => onFeed(created, change);
+    changeListeners.set(created, onChange);
+  }
+  // Every time, not once: after the saver's close() the feed's channel is shut, and this reopens it.
+  ctx.feed.subscribe(changeListeners.get(state)!);
+  if (state.connection !== ctx.db.connectionMark) {
+    dropAll(state);
+    state.connection = ctx.db.connectionMark;
+  }
+  return state;
+}
+
+const changeListeners = new WeakMap<FreshState, (change: CheckpointChange) => void>();
+
+function onFeed(state: FreshState, change: CheckpointChange): void {
+  if (!change.remote && change.kind === "put" && change.checkpointNs !== undefined) {
+    const entry = state.entries.get(nsKey(change.threadId, change.checkpointNs));
+    if (entry?.ownPut !== undefined && entry.ownPut === change.checkpointId) {
+      delete entry.ownPut;
+      return;
+    }
+  }
+  dropThread(state, change.threadId);
+}
+
+function remove(state: FreshState, key: string): void {
+  const entry = state.entries.get(key);
+  if (!entry) return;
+  state.bytes -= entry.bytes;
+  state.entries.delete(key);
+}
+
+function dropAll(state: FreshState): void {
+  state.generation++;
+  state.entries.clear();
+  state.bytes = 0;
+  for (const key of state.written.keys()) state.written.set(key, null);
+}
+
+function dropThread(state: FreshState, threadId: string): void {
+  state.generation++;
+  const owns = (key: string) => (JSON.parse(key) as string[])[0] === threadId;
+  for (const key of [...state.entries.keys()]) if (owns(key)) remove(state, key);
+  for (const key of state.written.keys()) if (owns(key)) state.written.set(key, null);
+}
+
+/** Drops a namespace's entry (an update of it could not be proven); reads of it in flight keep nothing. */
+function dropNamespace(state: FreshState, threadId: string, checkpointNs: string): void {
+  const key = nsKey(threadId, checkpointNs);
+  remove(state, key);
+  touch(state, key);
+}
+
+/**
+ * What a read or a write of `(threadId, checkpointNs)` sees as it starts, to
+ * hand back with what it read or wrote; `undefined` when nothing it returns
+ * could be kept (the lease is not held). A write marks the namespace touched.
+ */
+export function ticket(
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+  write: boolean,
+): FreshTicket | undefined {
+  const state = stateOf(ctx);
+  const lease = leaseOf(ctx.db)?.lease;
+  if (!state) return undefined;
+  if (write) touch(state, nsKey(threadId, checkpointNs));
+  if (!lease?.held) return undefined;
+  return { generation: state.generation, epoch: lease.epoch, connection: state.connection, clock: state.clock };
+}
+
+function touch(state: FreshState, key: string): void {
+  state.touched.delete(key);
+  state.touched.set(key, ++state.clock);
+  // Forgetting a touch could let a read keep rows older than a write: drop instead.
+  if (state.touched.size > MAX_ENTRIES * 4) {
+    state.touched.delete(state.touched.keys().next().value!);
+    state.generation++;
+  }
+}
+
+/** Whether what `t` saw still holds: the lease held throughout, nothing dropped, the same connection. */
+function valid(ctx: SaverContext, state: FreshState, t: FreshTicket | undefined): t is FreshTicket {
+  const lease = leaseOf(ctx.db)?.lease;
+  return (
+    t !== undefined &&
+    lease !== undefined &&
+    lease.held &&
+    lease.epoch === t.epoch &&
+    state.generation === t.generation &&
+    state.connection === t.connection &&
+    ctx.db.connectionMark === t.connection
+  );
+}
+
+/** The kept rows of a namespace's latest checkpoint (copies), if provably current and kept for `serde`. */
+export function freshLatest(
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+  serde: SerializerProtocol,
+): RawTuple | undefined {
+  const state = states.get(ctx);
+  if (!state || !leaseOf(ctx.db)?.lease.held || state.connection !== ctx.db.connectionMark) return undefined;
+  const key = nsKey(threadId, checkpointNs);
+  const entry = state.entries.get(key);
+  if (!entry || entry.serde !== serde) return undefined;
+  // Re-inserted: the map's order is the order of use, the oldest goes first.
+  state.entries.delete(key);
+  state.entries.set(key, entry);
+  leaseOf(ctx.db)?.lease.used();
+  return copyRaw(entry.raw);
+}
+
+/** Keeps what a read of the latest found, if nothing this saver wrote or dropped overlapped the read. */
+export function keepRead(
+  ctx: SaverContext,
+  t: FreshTicket | undefined,
+  serde: SerializerProtocol,
+  raw: RawTuple,
+): void {
+  const state = states.get(ctx);
+  if (!state || !valid(ctx, state, t)) return;
+  const key = nsKey(raw.row.thread_id, raw.row.checkpoint_ns);
+  if ((state.touched.get(key) ?? 0) > t.clock) return;
+  keep(state, key, { raw: copyRaw(raw), serde, bytes: 0 });
+}
+
+/**
+ * Updates the namespace's entry after this saver's put committed: `written`
+ * holds its row, the blobs it stored and the serializer that sealed them
+ * (undefined: the put was rolled back as a late write). Drops the entry
+ * when the update cannot be proven.
+ */
+export function keepPut(
+  ctx: SaverContext,
+  t: FreshTicket | undefined,
+  written: { serde: SerializerProtocol; row: CheckpointRow; blobs: BlobRow[] } | undefined,
+  threadId: string,
+  ns: string,
+): void {
+  const state = states.get(ctx);
+  if (!state) return;
+  const key = nsKey(threadId, ns);
+  // A read that began before this commit may have read before it: it keeps nothing.
+  touch(state, key);
+  if (!written) return dropNamespace(state, threadId, ns);
+  const { serde, row, blobs: stored } = written;
+  const id = row.checkpoint_id;
+  const entry = state.entries.get(key);
+  const writes = state.written.get(idKey(threadId, ns, id));
+  const base = entry?.raw;
+  // Only a newer checkpoint on top of a kept one, with every value known, becomes the entry.
+  if (!valid(ctx, state, t) || state.lostTrack || !entry || entry.serde !== serde || writes === null || !base) {
+    return dropNamespace(state, threadId, ns);
+  }
+  if (id <= base.row.checkpoint_id) return dropNamespace(state, threadId, ns);
+  const baseVersions = Object.keys(base.row.channel_versions);
+  const blobs: (BlobRow | undefined)[] = [];
+  for (const [channel, version] of Object.entries(row.channel_versions)) {
+    const own = stored.find((blob) => blob.channel === channel && blob.version === version);
+    const at = baseVersions.indexOf(channel);
+    if (own) blobs.push(copyBlob(own));
+    else if (at >= 0 && base.row.channel_versions[channel] === version) blobs.push(base.blobs[at]);
+    else return dropNamespace(state, threadId, ns);
+  }
+  state.written.delete(idKey(threadId, ns, id));
+  const raw: RawTuple = { row: copyRow(row), blobs, writes: (writes ?? []).map(copyWrite) };
+  keep(state, key, { raw, serde, bytes: 0, ownPut: id });
+}
+
+/**
+ * Updates the entry after this saver's putWrites of `rows` (one task's, one
+ * checkpoint's) committed; `stored` false when the transaction may have
+ * dropped some (a deleted thread's writes): the namespace is dropped then.
+ */
+export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: WriteRow[], stored: boolean): void {
+  const state = states.get(ctx);
+  const first = rows[0];
+  if (!state || !first) return;
+  const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } = first;
+  const key = nsKey(threadId, ns);
+  touch(state, key);
+  const entry = state.entries.get(key);
+  if (!valid(ctx, state, t) || !stored) {
+    remember(state, idKey(threadId, ns, id), null);
+    return dropNamespace(state, threadId, ns);
+  }
+  if (entry && entry.raw.row.checkpoint_id === id) {
+    const raw = { ...entry.raw, writes: mergeWrites(entry.raw.writes, rows) };
+    return keep(state, key, { ...entry, raw, bytes: 0 });
+  }
+  // An older checkpoint's writes change no latest; a newer one's are kept for its put.
+  if (entry && id < entry.raw.row.checkpoint_id) return;
+  const known = state.written.get(idKey(threadId, ns, id));
+  remember(state, idKey(threadId, ns, id), known === null ? null : mergeWrites(known ?? [], rows));
+  if (entry) dropNamespace(state, threadId, ns);
+}
+
+/**
+ * Forgets what is kept of a namespace after a write of this saver failed
+ * (it may have committed all the same), and that `checkpointId` may have
+ * writes this saver cannot account for.
+ */
+export function forgetFailed(ctx: SaverContext, threadId: string, ns: string, checkpointId: string): void {
+  const state = states.get(ctx);
+  if (!state) return;
+  remember(state, idKey(threadId, ns, checkpointId), null);
+  dropNamespace(state, threadId, ns);
+}
+
+function remember(state: FreshState, key: string, writes: WriteRow[] | null): void {
+  state.written.delete(key);
+  state.written.set(key, writes);
+  if (state.written.size > MAX_WRITTEN) {
+    state.written.delete(state.written.keys().next().value!);
+    state.lostTrack = true;
+  }
+}
+
+/** Forgets everything and lets the lease go (the saver closes). */
+export function closeFresh(ctx: SaverContext): void {
+  const state = states.get(ctx);
+  if (state) {
+    dropAll(state);
+    state.written.clear();
+    state.lostTrack = false;
+    state.touched.clear();
+  }
+  leaseOf(ctx.db)?.lease.close();
+}
+
+const leases = new WeakMap<object, LeaseRecord>();
+
+/** Makes the write lease of a saver's database `db` (here, so that it loads with the cache). @internal */
+export function registerLease(db: object, dbName: string, freshReads: boolean): LeaseRecord {
+  const record = { lease: new WriteLease(dbName), freshReads };
+  leases.set(db, record);
+  return record;
+}
+
+/** The lease of a saver's database, once its first write has taken it. */
+function leaseOf(db: object): LeaseRecord | undefined {
+  return leases.get(db);
+}
+
+/** How many namespaces a saver keeps now (for tests and diagnostics). @internal */
+export function freshSize(ctx: SaverContext): number {
+  return states.get(ctx)?.entries.size ?? 0;
+}
+
+function keep(state: FreshState, key: string, entry: Entry): void {
+  remove(state, key);
+  state.clock++;
+  state.touched.delete(key);
+  state.touched.set(key, state.clock);
+  entry.bytes = sizeOf(entry.raw);
+  if (entry.bytes > MAX_ENTRY_BYTES) return;
+  state.entries.set(key, entry);
+  state.bytes += entry.bytes;
+  for (const [oldest] of state.entries) {
+    if (state.entries.size <= MAX_ENTRIES && state.bytes <= MAX_BYTES) break;
+    remove(state, oldest);
+  }
+}
+
+/** The `putWrites` rules: a special write (negative idx) replaces, a regular one is kept only if new. */
+function mergeWrites(kept: WriteRow[], rows: WriteRow[]): WriteRow[] {
+  const merged = [...kept];
+  for (const row of rows) {
+    const at = merged.findIndex((w) => w.task_id === row.task_id && w.idx === row.idx);
+    if (at < 0) merged.push(copyWrite(row));
+    else if (row.idx < 0) merged[at] = copyWrite(row);
+  }
+  return merged;
+}
+
+function sizeOf(raw: RawTuple): number {
+  let bytes = raw.row.checkpoint[1].byteLength + raw.row.metadata[1].byteLength;
+  for (const blob of raw.blobs) bytes += blob?.value[1].byteLength ?? 0;
+  for (const write of raw.writes) bytes += write.value[1].byteLength;
+  return bytes;
+}
+
+// Copies of the bytes: the serializer that made them may reuse its buffer,
+// and a decoder may write into the bytes it reads.
+const copyBytes = ([type, data]: TypedBytes): TypedBytes => [type, data.slice()];
+const copyRow = (row: CheckpointRow): CheckpointRow => ({
+  ...row,
+  checkpoint: copyBytes(row.checkpoint),
+  metadata: copyBytes(row.metadata),
+});
+const copyBlob = (blob: BlobRow): BlobRow => ({ ...blob, value: copyBytes(blob.value) });
+const copyWrite = (write: WriteRow): WriteRow => ({ ...write, value: copyBytes(write.value) });
+const copyRaw = (raw: RawTuple): RawTuple => ({
+  row: copyRow(raw.row),
+  blobs: raw.blobs.map((blob) => blob && copyBlob(blob)),
+  writes: raw.writes.map(copyWrite),
+});

@@ -1,0 +1,201 @@
+/**
+ * The write lease must not outlive a holder that stops running tasks: a
+ * frozen or suspended page never answers a request for it. A holder lets it
+ * go by itself after its idle period, and a page lets it go when hidden,
+ * frozen or unloaded. A "frozen" holder here is one whose BroadcastChannel
+ * endpoints were made deaf (requests for the lease never reach it), so only
+ * its own timer can let the lease go. Runs in Node (fake-indexeddb, the
+ * in-process locks) and Chromium (Web Locks); the page events only where
+ * there is a document.
+ */
+import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { IndexedDBSaver } from "./index.js";
+import { contextOf } from "./registry.js";
+import { freshSize } from "./fresh-cache.js";
+import { IDLE_RELEASE_MS, WriteLease } from "./write-lease.js";
+import { crossTabName } from "../core/channel.js";
+import { freshDbName, trackSavers } from "../../test/support/databases.js";
+
+const track = trackSavers<IndexedDBSaver>();
+const meta: CheckpointMetadata = { source: "loop", step: 1, parents: {} };
+const latest = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+// Captured before any test fakes timers: the deadlines below run on real time.
+const realSetTimeout = globalThis.setTimeout;
+
+/** A BroadcastChannel that neither delivers nor receives: the endpoint of a page that no longer runs. */
+class DeafChannel {
+  onmessage: unknown = null;
+  postMessage(): void {}
+  close(): void {}
+  addEventListener(): void {}
+  removeEventListener(): void {}
+}
+
+/** Runs `open` with deaf BroadcastChannels, so what it opens never hears a request. */
+async function deaf<T>(open: () => Promise<T>): Promise<T> {
+  vi.stubGlobal("BroadcastChannel", DeafChannel);
+  try {
+    return await open();
+  } finally {
+    vi.unstubAllGlobals();
+  }
+}
+
+/** `promise`, or a rejection after `ms` of real time. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) =>
+      realSetTimeout(() => reject(new Error(`${what}: still waiting after ${ms} ms`)), ms),
+    ),
+  ]);
+}
+
+const leases: WriteLease[] = [];
+/** A lease of `dbName` closed after the test. */
+function lease(dbName: string, idleMs?: number): WriteLease {
+  const made = new WriteLease(dbName, undefined, idleMs);
+  leases.push(made);
+  return made;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.unstubAllGlobals();
+  for (const made of leases.splice(0)) made.close();
+});
+
+function put(saver: IndexedDBSaver, parent: string | undefined, value: string, version: number) {
+  const configurable = { ...latest.configurable, ...(parent ? { checkpoint_id: parent } : {}) };
+  const checkpoint = {
+    ...emptyCheckpoint(),
+    id: uuid6(0),
+    channel_values: { a: value },
+    channel_versions: { a: version },
+  };
+  return saver.put({ configurable }, checkpoint, meta, { a: version });
+}
+
+describe("a holder that stops answering", () => {
+  it("lets the lease go after its idle period: another saver then gets it with no request answered", async () => {
+    const dbName = freshDbName("lease-idle");
+    // Control: a deaf holder with a long idle period keeps the lease, so the requests really go unanswered.
+    const stuck = lease(dbName, 60_000);
+    await deaf(() => stuck.ensure()!);
+    const asking = lease(dbName);
+    const asked = asking.ensure()!;
+    await expect(within(asked, 200, "control")).rejects.toThrow(/still waiting/);
+    stuck.close();
+    await asked;
+    asking.close();
+
+    const holder = lease(dbName, 50);
+    await deaf(() => holder.ensure()!);
+    const lost = vi.fn();
+    holder.onLost(lost);
+    const waiter = lease(dbName);
+    await within(waiter.ensure()!, 2_000, "the waiting saver");
+    expect(waiter.held).toBe(true);
+    expect(holder.held).toBe(false);
+    expect(lost).toHaveBeenCalledTimes(1);
+  });
+
+  it("keeps it for the idle period after each use, then lets go", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const holder = lease(freshDbName("lease-use"), 100);
+    await holder.ensure();
+    vi.advanceTimersByTime(99);
+    holder.used();
+    vi.advanceTimersByTime(99);
+    expect(holder.ensure()).toBeUndefined();
+    vi.advanceTimersByTime(99);
+    expect(holder.held).toBe(true);
+    vi.advanceTimersByTime(1);
+    expect(holder.held).toBe(false);
+  });
+
+  it("a frozen saver's answers from memory end with its idle period; its next read comes from IndexedDB, current", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const dbName = freshDbName("lease-frozen");
+    const frozen = track(new IndexedDBSaver({ dbName }));
+    const reads = vi.spyOn(contextOf(frozen)!.db, "read");
+    const first = await deaf(async () => {
+      const config = await put(frozen, undefined, "mine", 1);
+      await frozen.getTuple(latest);
+      return config;
+    });
+    // Served from memory, which keeps the lease another idle period.
+    vi.advanceTimersByTime(IDLE_RELEASE_MS - 1);
+    const before = reads.mock.calls.length;
+    expect((await frozen.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "mine" });
+    expect(reads.mock.calls.length).toBe(before);
+    vi.advanceTimersByTime(IDLE_RELEASE_MS - 1);
+    expect(freshSize(contextOf(frozen)!)).toBe(1);
+
+    const other = track(new IndexedDBSaver({ dbName }));
+    const writing = put(other, first.configurable?.checkpoint_id as string, "theirs", 2);
+    await vi.advanceTimersByTimeAsync(1);
+    await within(writing, 2_000, "the other saver's put");
+    expect(freshSize(contextOf(frozen)!)).toBe(0);
+    const tuple = await frozen.getTuple(latest);
+    expect(tuple?.checkpoint.channel_values).toEqual({ a: "theirs" });
+    expect(reads.mock.calls.length).toBe(before + 1);
+  });
+});
+
+describe.runIf(typeof document !== "undefined")("a page that is hidden, frozen or unloaded", () => {
+  let visibility: DocumentVisibilityState = "visible";
+  const setVisibility = (state: DocumentVisibilityState) => {
+    visibility = state;
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => visibility });
+  };
+  afterEach(() => {
+    // The own property shadows the prototype's getter; deleting it restores the page's real state.
+    delete (document as { visibilityState?: unknown }).visibilityState;
+  });
+
+  for (const [event, target, state] of [
+    ["visibilitychange", () => document, "hidden"],
+    ["freeze", () => document, "visible"],
+    ["pagehide", () => window, "visible"],
+  ] as const) {
+    it(`lets the lease go on ${event}`, async () => {
+      const holder = lease(freshDbName("lease-page"), 60_000);
+      await holder.ensure();
+      const lost = vi.fn();
+      holder.onLost(lost);
+      setVisibility(state);
+      target().dispatchEvent(new Event(event));
+      expect(holder.held).toBe(false);
+      expect(lost).toHaveBeenCalledTimes(1);
+    });
+  }
+
+  it("keeps it on a visibilitychange to visible", async () => {
+    const holder = lease(freshDbName("lease-page"), 60_000);
+    await holder.ensure();
+    setVisibility("visible");
+    document.dispatchEvent(new Event("visibilitychange"));
+    expect(holder.held).toBe(true);
+  });
+
+  it("a hidden page takes the lease for each write and gives it back right after; reads come from IndexedDB", async () => {
+    setVisibility("hidden");
+    const dbName = freshDbName("lease-hidden");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const reads = vi.spyOn(contextOf(saver)!.db, "read");
+    const name = crossTabName({ kind: "write-lease", dbName });
+    const heldNow = async () => (await navigator.locks.query()).held?.some((lock) => lock.name === name);
+    const first = await put(saver, undefined, "one", 1);
+    expect(await heldNow()).toBe(false);
+    await put(saver, first.configurable?.checkpoint_id as string, "two", 2);
+    expect(await heldNow()).toBe(false);
+    const before = reads.mock.calls.length;
+    for (let i = 1; i <= 2; i++) {
+      expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "two" });
+      expect(reads).toHaveBeenCalledTimes(before + i);
+    }
+    expect(freshSize(contextOf(saver)!)).toBe(0);
+  });
+});

@@ -1,0 +1,230 @@
+/**
+ * The write lease of a saver's database: an exclusive Web Lock that every
+ * saver of this package holds while it creates a read-write transaction on
+ * the database, and keeps afterwards until another saver (another tab, a
+ * worker, another saver in this page) asks for it.
+ *
+ * What it proves: while a saver holds the lease, no other saver can create
+ * a read-write transaction on the database. So whatever this saver read or
+ * wrote while holding it stays what the database holds, apart from its own
+ * writes, until the lease is lost (fresh-cache.ts answers reads from memory
+ * on that ground). Losing the lease is synchronous on the holder's side: a
+ * request arrives (a BroadcastChannel message), the holder forgets what it
+ * kept, then lets the lock go; the asking saver gets the lock only after
+ * that, so no write of its can slip in while the holder still trusts its
+ * memory. Transactions the holder created before letting go come first in
+ * IndexedDB's order (transactions with overlapping scopes run in the order
+ * they were created), so the next holder's reads see them.
+ *
+ * The cost: a saver alone on its database takes the lock once and keeps it
+ * while it is busy; savers writing in turn hand it over at each turn (one
+ * lock grant and one message, well under a millisecond between tabs). A
+ * request is repeated every {@link ASK_AGAIN_MS} while it waits, since the
+ * holder may have taken the lock again (for a write of its own) before the
+ * request was queued.
+ *
+ * Liveness: a holder that stops running tasks (a frozen or suspended
+ * background tab, a page paused in a debugger) never answers a request, and
+ * every other saver's writes would wait for it. So the lease is kept only
+ * while giving it back is cheap and the holder surely runs: it is let go
+ * after {@link IDLE_RELEASE_MS} with no write and no read answered from
+ * memory, and, where there is a document, as soon as the page is hidden,
+ * frozen or unloaded (browsers freeze or suspend hidden pages, never
+ * visible ones). A hidden page still writes: it takes the lease for each
+ * write and lets it go right after the transaction is created.
+ *
+ * Where BroadcastChannel is missing there is no way to ask a holder, so no
+ * saver holds the lease, writes wait for nothing, and nothing is answered
+ * from memory. Where Web Locks are missing (Node), core/locks.ts's
+ * in-process stand-in coordinates the savers of one realm, which is every
+ * saver that shares an in-memory IndexedDB there.
+ */
+import { crossTabName, VersionedChannel } from "../core/channel.js";
+import { Listeners } from "../core/listeners.js";
+import { defaultLockManager, type RunLockManager } from "../core/locks.js";
+
+/** How often a waiting saver asks the holder again (see the module comment). */
+export const ASK_AGAIN_MS = 20;
+
+/**
+ * How long a saver keeps the lease with no write and no read answered from
+ * memory. A graph run's writes come in bursts: supersteps measured 8.9 ms
+ * apart at the median and 19 ms at p99 (docs/benchmarks.md, load rows), so
+ * one second keeps the lease across a run's steps with a 50x margin. Letting
+ * it go costs little: the next write takes it again (one uncontended lock
+ * grant) and the next latest read goes to IndexedDB once (about 1 ms, the
+ * getTuple row there). What it bounds: a holder that stops running right
+ * after a write (frozen, paused) blocks other savers' writes this long.
+ * Gaps longer than this (a model call, a user typing) would need an idle
+ * period no one should wait for, so they are not bridged.
+ */
+export const IDLE_RELEASE_MS = 1000;
+
+/** Whether this is a page that is hidden now (a hidden page may be frozen at any time). */
+const pageHidden = (): boolean => typeof document !== "undefined" && document.visibilityState === "hidden";
+
+/** Version of the request messages. */
+const PROTOCOL = 1;
+
+interface LeaseRequest {
+  sender: string;
+}
+
+/** One saver's side of its database's write lease. @internal */
+export class WriteLease {
+  readonly #name: string;
+  readonly #locks: RunLockManager;
+  readonly #sender = Math.random().toString(36).slice(2);
+  readonly #lost = new Listeners<void>();
+  #channel: VersionedChannel<LeaseRequest> | undefined;
+  #held = false;
+  #epoch = 0;
+  #release: (() => void) | undefined;
+  #acquiring: Promise<void> | undefined;
+  readonly #idleMs: number;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+  #unwatchPage: (() => void) | undefined;
+
+  constructor(dbName: string, locks: RunLockManager = defaultLockManager(), idleMs = IDLE_RELEASE_MS) {
+    this.#name = crossTabName({ kind: "write-lease", dbName });
+    this.#locks = locks;
+    this.#idleMs = idleMs;
+  }
+
+  /** Whether this environment can hold a lease (it needs a channel to be asked for it). */
+  static get supported(): boolean {
+    return typeof BroadcastChannel !== "undefined";
+  }
+
+  /** Whether this saver holds the lease right now. */
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /** Changes whenever the lease is taken or lost: equal epochs with `held` mean it was held throughout. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** Calls `listener` synchronously when the lease is lost (before another saver can write). */
+  onLost(listener: () => void): () => void {
+    return this.#lost.add(listener);
+  }
+
+  /**
+   * `undefined` when this saver may create a read-write transaction now
+   * (it holds the lease, or leases are unsupported here); otherwise a
+   * promise that settles once it holds it. Callers check again after
+   * awaiting: the lease may have been asked for meanwhile. The caller
+   * creates its transaction in the same tick as an `undefined`.
+   */
+  ensure(): Promise<void> | undefined {
+    if (!WriteLease.supported) return undefined;
+    if (!this.#held) return (this.#acquiring ??= this.#acquire());
+    this.used();
+    return undefined;
+  }
+
+  /**
+   * The lease was used (a write, a read answered from memory): it is kept
+   * {@link IDLE_RELEASE_MS} longer, or, on a hidden page, let go once the
+   * current task's transaction is created (a microtask later).
+   */
+  used(): void {
+    if (!this.#held) return;
+    if (pageHidden()) queueMicrotask(() => this.#drop());
+    else this.#keepIdle();
+  }
+
+  #keepIdle(): void {
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => this.#drop(), this.#idleMs);
+    (this.#idle as { unref?: () => void }).unref?.();
+  }
+
+  async #acquire(): Promise<void> {
+    const channel = (this.#channel ??= new VersionedChannel<LeaseRequest>(
+      this.#name,
+      PROTOCOL,
+      (message) => typeof message.sender === "string",
+    ));
+    channel.listen(this.#onRequest);
+    this.#unwatchPage ??= this.#watchPage();
+    let granted!: () => void;
+    const got = new Promise<void>((resolve) => (granted = resolve));
+    const holding = this.#locks.request(this.#name, {}, async () => {
+      this.#held = true;
+      this.#epoch++;
+      this.#acquiring = undefined;
+      // Not used() on a hidden page: the waiting write has yet to take it (its next ensure() lets it go).
+      this.#keepIdle();
+      granted();
+      await new Promise<void>((resolve) => (this.#release = resolve));
+    });
+    // Settles when let go; a lock manager that fails leaves this saver without the lease.
+    holding.catch(() => this.#drop());
+    const ask = () => channel.post({ sender: this.#sender });
+    ask();
+    const timer = setInterval(ask, ASK_AGAIN_MS);
+    (timer as { unref?: () => void }).unref?.();
+    try {
+      await Promise.race([got, holding]);
+    } finally {
+      clearInterval(timer);
+      this.#acquiring = undefined;
+    }
+  }
+
+  /** Another saver asks for the lease: forget, then let go. */
+  readonly #onRequest = (message: LeaseRequest): void => {
+    if (message.sender !== this.#sender && this.#held) this.#drop();
+  };
+
+  /**
+   * Lets the lease go whenever the page is hidden, frozen or unloaded: a
+   * hidden page may be frozen with no further event, and a frozen one never
+   * answers a request. Nothing to watch where there is no document (workers).
+   */
+  #watchPage(): (() => void) | undefined {
+    if (typeof document === "undefined") return undefined;
+    const onHide = () => {
+      if (pageHidden()) this.#drop();
+    };
+    const onGone = () => this.#drop();
+    document.addEventListener("visibilitychange", onHide);
+    document.addEventListener("freeze", onGone);
+    globalThis.addEventListener("pagehide", onGone);
+    return () => {
+      document.removeEventListener("visibilitychange", onHide);
+      document.removeEventListener("freeze", onGone);
+      globalThis.removeEventListener("pagehide", onGone);
+    };
+  }
+
+  #drop(): void {
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    const wasHeld = this.#held;
+    this.#held = false;
+    this.#epoch++;
+    if (wasHeld) this.#lost.deliver();
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
+
+  /** Lets the lease go and stops listening (the saver closes); the next write takes it again. */
+  close(): void {
+    this.#drop();
+    this.#channel?.close();
+    this.#channel = undefined;
+    this.#unwatchPage?.();
+    this.#unwatchPage = undefined;
+  }
+}
+
+/** A saver database's lease, and whether that saver answers reads from memory. @internal */
+export interface LeaseRecord {
+  lease: WriteLease;
+  freshReads: boolean;
+}
