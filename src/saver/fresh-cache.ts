@@ -42,7 +42,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
-import { WriteLease, type LeaseRecord } from "./write-lease.js";
+import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { BlobRow, CheckpointRow, TypedBytes, WriteRow } from "../rows/shapes.js";
 
@@ -339,20 +339,6 @@ export function closeFresh(ctx: SaverContext): void {
     state.touched.clear();
   }
   leaseOf(ctx.db)?.lease.close();
-}
-
-const leases = new WeakMap<object, LeaseRecord>();
-
-/** Makes the write lease of a saver's database `db` (here, so that it loads with the cache). @internal */
-export function registerLease(db: object, dbName: string, freshReads: boolean): LeaseRecord {
-  const record = { lease: new WriteLease(dbName), freshReads };
-  leases.set(db, record);
-  return record;
-}
-
-/** The lease of a saver's database, once its first write has taken it. */
-function leaseOf(db: object): LeaseRecord | undefined {
-  return leases.get(db);
 }
 
 /** How many namespaces a saver keeps now (for tests and diagnostics). @internal */

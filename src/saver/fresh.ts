@@ -1,16 +1,19 @@
 /**
  * The eager side of answers from memory (fresh-cache.ts) and of the write
  * lease (write-lease.ts): the gate every write of a saver's database passes,
- * and where the saver's functions find the cache. Both modules load with the
- * first write: until a saver holds the lease nothing can be proven fresh, so
- * until then there is nothing to keep and nothing to load.
+ * and where the saver's functions find the cache. The lease is taken by
+ * every write, so it loads with the saver; the cache loads beside the first
+ * write (until a saver holds the lease nothing can be proven fresh, so until
+ * then there is nothing to keep). A cache that cannot be fetched (a page
+ * offline before it was ever loaded, a deploy that removed the chunk) leaves
+ * the saver reading IndexedDB as without it: writes never wait for it.
  */
-import type { LeaseRecord } from "./write-lease.js";
+import { leaseOf, registerLease, type LeaseRecord } from "./write-lease.js";
 
 type FreshModule = typeof import("./fresh-cache.js");
 
 let loaded: FreshModule | undefined;
-let loading: Promise<FreshModule> | undefined;
+let loading: Promise<unknown> | undefined;
 
 /** The cache's functions, once a write has loaded them (`undefined` before: nothing is kept). @internal */
 export function freshModule(): FreshModule | undefined {
@@ -18,21 +21,30 @@ export function freshModule(): FreshModule | undefined {
 }
 
 /**
- * The `beforeWrite` gate of a saver's database (see idb/database.ts): the
- * first write loads the lease and the cache, every write holds the lease.
- * Where BroadcastChannel is missing no lease can be asked for, so none is
- * taken (and nothing is answered from memory). `db()` is the database the
- * gate guards, known once it is built. @internal
+ * The `beforeWrite` gate of a saver's database (see idb/database.ts): every
+ * write holds the lease, and the first one of a saver that answers from
+ * memory starts loading the cache. Where BroadcastChannel is missing no lease
+ * can be asked for, so none is taken (and nothing is answered from memory).
+ * `db()` is the database the gate guards, known once it is built. @internal
  */
 export function leaseGate(dbName: string, freshReads: boolean, db: () => object): () => Promise<void> | undefined {
   let record: LeaseRecord | undefined;
-  let starting: Promise<void> | undefined;
   return () => {
-    if (record) return record.lease.ensure();
-    if (typeof BroadcastChannel === "undefined") return undefined;
-    return (starting ??= (loading ??= import("./fresh-cache.js")).then((module) => {
-      loaded = module;
-      record = module.registerLease(db(), dbName, freshReads);
-    }));
+    if (!record) {
+      if (typeof BroadcastChannel === "undefined") return undefined;
+      record = registerLease(db(), dbName, freshReads);
+      if (freshReads)
+        loading ??= import("./fresh-cache.js").then(
+          (module) => (loaded = module),
+          // Not fetched: this page answers every read from IndexedDB; a later saver tries again.
+          () => (loading = undefined),
+        );
+    }
+    return record.lease.ensure();
   };
+}
+
+/** Lets a closing saver's lease go (once the cache, if loaded, has dropped what it kept). @internal */
+export function closeLease(db: object): void {
+  leaseOf(db)?.lease.close();
 }

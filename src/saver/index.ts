@@ -32,7 +32,7 @@ import type { ChangeListener } from "./events.js";
 import { getTuple } from "./get.js";
 import { put, putWrites } from "./put.js";
 import { forgetRecent } from "./recent.js";
-import { freshModule } from "./fresh.js";
+import { closeLease, freshModule } from "./fresh.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -292,6 +292,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     forgetRecent(this.#ctx);
     // Nothing answered from memory once the lease is let go (another saver may write).
     freshModule()?.closeFresh(this.#ctx);
+    closeLease(this.#ctx.db);
     // Bind again on reopen (and listen for key changes again).
     this.#ctx.unbind();
     await this.#ctx.db.close();

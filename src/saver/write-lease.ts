@@ -228,3 +228,22 @@ export interface LeaseRecord {
   lease: WriteLease;
   freshReads: boolean;
 }
+
+const leases = new WeakMap<object, LeaseRecord>();
+
+/**
+ * Makes the write lease of a saver's database `db`, at its first write.
+ * Loaded with the saver, not with the cache: every write must take the
+ * lease whether or not this saver's cache could be fetched, or another
+ * saver could answer from memory past it. @internal
+ */
+export function registerLease(db: object, dbName: string, freshReads: boolean): LeaseRecord {
+  const record = { lease: new WriteLease(dbName), freshReads };
+  leases.set(db, record);
+  return record;
+}
+
+/** The lease of a saver's database, once its first write has taken it. @internal */
+export function leaseOf(db: object): LeaseRecord | undefined {
+  return leases.get(db);
+}
