@@ -33,12 +33,16 @@ export function leaseGate(dbName: string, freshReads: boolean, db: () => object)
     if (!record) {
       if (typeof BroadcastChannel === "undefined") return undefined;
       record = registerLease(db(), dbName, freshReads);
+      // Called from a promise, so that an import that throws where it is called fails like one
+      // that cannot fetch its chunk (Vitest's browser mode wraps import() in a helper that workers lack).
       if (freshReads)
-        loading ??= import("./fresh-cache.js").then(
-          (module) => (loaded = module),
-          // Not fetched: this page answers every read from IndexedDB; a later saver tries again.
-          () => (loading = undefined),
-        );
+        loading ??= Promise.resolve()
+          .then(() => import("./fresh-cache.js"))
+          .then(
+            (module) => (loaded = module),
+            // Not loaded: this saver answers every read from IndexedDB; a later one tries again.
+            () => (loading = undefined),
+          );
     }
     return record.lease.ensure();
   };
