@@ -8,12 +8,12 @@
  * offline before it was ever loaded, a deploy that removed the chunk) leaves
  * the saver reading IndexedDB as without it: writes never wait for it.
  */
-import { leaseOf, registerLease, type LeaseRecord } from "./write-lease.js";
+import { WriteLease, leaseOf, registerLease, type LeaseRecord } from "./write-lease.js";
 
 type FreshModule = typeof import("./fresh-cache.js");
 
 let loaded: FreshModule | undefined;
-let loading: Promise<unknown> | undefined;
+let loading: Promise<void> | undefined;
 
 /** The cache's functions, once a write has loaded them (`undefined` before: nothing is kept). @internal */
 export function freshModule(): FreshModule | undefined {
@@ -23,29 +23,38 @@ export function freshModule(): FreshModule | undefined {
 /**
  * The `beforeWrite` gate of a saver's database (see idb/database.ts): every
  * write holds the lease, and the first one of a saver that answers from
- * memory starts loading the cache. Where BroadcastChannel is missing no lease
- * can be asked for, so none is taken (and nothing is answered from memory).
+ * memory waits for the cache to load (or to fail to), so that what it
+ * writes can be kept. Where BroadcastChannel is missing no lease can be
+ * asked for, so none is taken (and nothing is answered from memory).
  * `db()` is the database the gate guards, known once it is built. @internal
  */
 export function leaseGate(dbName: string, freshReads: boolean, db: () => object): () => Promise<void> | undefined {
   let record: LeaseRecord | undefined;
   return () => {
     if (!record) {
-      if (typeof BroadcastChannel === "undefined") return undefined;
+      if (!WriteLease.supported) return undefined;
       record = registerLease(db(), dbName, freshReads);
-      // Called from a promise, so that an import that throws where it is called fails like one
-      // that cannot fetch its chunk (Vitest's browser mode wraps import() in a helper that workers lack).
-      if (freshReads)
-        loading ??= Promise.resolve()
-          .then(() => import("./fresh-cache.js"))
-          .then(
-            (module) => (loaded = module),
-            // Not loaded: this saver answers every read from IndexedDB; a later one tries again.
-            () => (loading = undefined),
-          );
+      // Asked again once settled (idb/database.ts), then it takes the lease.
+      if (freshReads && !loaded) return loadCache();
     }
     return record.lease.ensure();
   };
+}
+
+/**
+ * Loads the cache; settles either way. Called from a promise, so that an
+ * import that throws where it is called fails like one that cannot fetch
+ * its chunk (Vitest's browser mode wraps import() in a helper that workers
+ * lack). Not loaded: this page answers every read from IndexedDB, and a
+ * later saver's first write tries again.
+ */
+function loadCache(): Promise<void> {
+  return (loading ??= Promise.resolve()
+    .then(() => import("./fresh-cache.js"))
+    .then(
+      (module) => void (loaded = module),
+      () => void (loading = undefined),
+    ));
 }
 
 /** Lets a closing saver's lease go (once the cache, if loaded, has dropped what it kept). @internal */

@@ -143,12 +143,7 @@ export class WriteLease {
   }
 
   async #acquire(): Promise<void> {
-    const channel = (this.#channel ??= new VersionedChannel<LeaseRequest>(
-      this.#name,
-      PROTOCOL,
-      (message) => typeof message.sender === "string",
-    ));
-    channel.listen(this.#onRequest);
+    const channel = (this.#channel ??= this.#openChannel());
     this.#unwatchPage ??= this.#watchPage();
     let granted!: () => void;
     const got = new Promise<void>((resolve) => (granted = resolve));
@@ -173,6 +168,17 @@ export class WriteLease {
       clearInterval(timer);
       this.#acquiring = undefined;
     }
+  }
+
+  /** The channel other savers ask for the lease on, answered by {@link WriteLease.#onRequest}. */
+  #openChannel(): VersionedChannel<LeaseRequest> {
+    const channel = new VersionedChannel<LeaseRequest>(
+      this.#name,
+      PROTOCOL,
+      (message) => typeof message.sender === "string",
+    );
+    channel.listen(this.#onRequest);
+    return channel;
   }
 
   /** Another saver asks for the lease: forget, then let go. */
