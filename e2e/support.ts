@@ -141,13 +141,27 @@ export async function ready(page: Page): Promise<void> {
 
 /** Types a message, sends it with Enter, and waits for the assistant's reply to it. */
 export async function send(page: Page, text: string, options: { expectReply?: boolean } = {}): Promise<void> {
-  const assistants = page.locator('[data-testid="message"][data-role="assistant"]');
-  const before = await assistants.count();
   const composer = page.getByTestId("composer");
   await composer.fill(text);
   await composer.press("Enter");
   await page.locator('[data-testid="message"][data-role="user"]', { hasText: text }).last().waitFor();
-  if (options.expectReply ?? true) await assistants.nth(before).waitFor();
+  if (!(options.expectReply ?? true)) return;
+  // The reply is an assistant message after this user message. Counting the
+  // assistant messages before sending raced a thread switch: right after
+  // "New thread" the old thread's messages could still be counted, and the
+  // wait was for one more reply than the new thread would ever hold.
+  await page.waitForFunction(
+    (sent) => {
+      const messages = [...document.querySelectorAll<HTMLElement>('[data-testid="message"]')];
+      let mine = -1;
+      messages.forEach((message, index) => {
+        if (message.dataset.role === "user" && (message.textContent ?? "").includes(sent)) mine = index;
+      });
+      return mine >= 0 && messages.slice(mine + 1).some((m) => m.dataset.role === "assistant" && m.checkVisibility());
+    },
+    text,
+    { polling: 50 },
+  );
 }
 
 /** An action of a sidebar thread's "⋯" menu. */
