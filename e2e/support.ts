@@ -152,10 +152,12 @@ export async function send(page: Page, text: string, options: { expectReply?: bo
   // wait was for one more reply than the new thread would ever hold.
   await page.waitForFunction(
     (sent) => {
+      // Whitespace normalized as Playwright's `hasText` does (markdown collapses runs of spaces).
+      const normal = (text: string) => text.replace(/\s+/g, " ").trim();
       const messages = [...document.querySelectorAll<HTMLElement>('[data-testid="message"]')];
       let mine = -1;
       messages.forEach((message, index) => {
-        if (message.dataset.role === "user" && (message.textContent ?? "").includes(sent)) mine = index;
+        if (message.dataset.role === "user" && normal(message.textContent ?? "").includes(normal(sent))) mine = index;
       });
       return mine >= 0 && messages.slice(mine + 1).some((m) => m.dataset.role === "assistant" && m.checkVisibility());
     },
