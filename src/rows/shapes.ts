@@ -42,7 +42,11 @@ export interface CheckpointRow {
   channel_versions: Record<string, Version>;
   /** `metadata.run_id`, indexed for `deleteForRuns`. */
   run_id?: string;
-  /** When this row was first written (ms since the epoch). */
+  /**
+   * When this row was written (ms since the epoch), stamped in the
+   * transaction that stores it: sync finds new checkpoints by it (schema
+   * version 4, index `by_created`).
+   */
   created_at: number;
 }
 
@@ -67,6 +71,12 @@ export interface WriteRow {
   value: TypedBytes;
   /** The task's path, for `writesSortKey` order ("" when not given). */
   task_path: string;
+  /**
+   * When the saver stored this write (ms since the epoch, stamped in its
+   * transaction; schema version 4): sync finds new writes by it. Absent on
+   * rows of older versions, pulled rows and the tombstone and key-id copies.
+   */
+  written_at?: number;
   /** Only on a thread's tombstone copy (see {@link tombstoneWrite}). */
   tombstone?: Tombstone;
   /** Only on the key-id copy (see {@link keyIdWrite}). */

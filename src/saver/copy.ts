@@ -129,9 +129,12 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
             `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
           );
         }
-        for (const row of moved.checkpoints) issue(storePut(tx.objectStore("checkpoints"), row));
+        // Stamped as new rows in this transaction, so sync finds the copy (sync/changes.ts).
+        const now = ctx.now();
+        for (const row of moved.checkpoints)
+          issue(storePut(tx.objectStore("checkpoints"), { ...row, created_at: now }));
         for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
-        for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), write));
+        for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), { ...write, written_at: now }));
         if (latest) {
           await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
         }

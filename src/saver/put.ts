@@ -111,8 +111,6 @@ export async function put(
     if (chain !== undefined) row.chain = chain;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
 
-    const now = ctx.now();
-    row.created_at = now;
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
     const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
       ctx.writes.write(
@@ -126,6 +124,11 @@ export async function put(
             parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
           const blobStore = tx.objectStore("blobs");
           for (const blob of stored) issue(storePut(blobStore, blob));
+          // Stamped once the transaction exists: a sync round that reads after
+          // it was created sees the row, and one that read before it finds a
+          // later stamp (sync/changes.ts).
+          const now = ctx.now();
+          row.created_at = now;
           issue(storePut(checkpoints, row));
           if (checkpointNs === "") {
             issue(
@@ -284,10 +287,10 @@ export async function putWrites(
               put.keyId === bound.keyId,
           );
           if (covered) {
-            return void (await storeWrites(store, rows));
+            return void (await storeWrites(store, rows, ctx.now()));
           }
           const guardRead = readGuards(tx, store, threadId);
-          const stored = storeWrites(store, rows);
+          const stored = storeWrites(store, rows, ctx.now());
           issue(stored); // awaited below, unless the key or the tombstone aborts first
           const [tombstoneRow, keyCopy] = await guardRead;
           checkWriteKey(bound, keyCopy);
@@ -325,7 +328,7 @@ export async function putWrites(
             (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
           // Writes of a run still in flight on a deleted thread are dropped.
           if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
-          await storeWrites(store, rows);
+          await storeWrites(store, rows, ctx.now());
         },
         "put writes",
         false,
@@ -374,6 +377,8 @@ function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void
  * special channels (negative idx) replace, regular writes keep the first
  * value stored under (task_id, idx).
  */
-function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<unknown> {
+function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<unknown> {
+  // Stamped in the transaction, as a put stamps its checkpoint (sync/changes.ts).
+  for (const write of rows) write.written_at = now;
   return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

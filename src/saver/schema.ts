@@ -18,6 +18,7 @@ export interface SaverSchema extends DBSchema {
       by_parent: [string, string, string];
       by_thread_checkpoint: [string, string];
       by_checkpoint: string;
+      by_created: number;
     };
   };
   blobs: {
@@ -27,7 +28,7 @@ export interface SaverSchema extends DBSchema {
   writes: {
     key: [string, string, string, string, number];
     value: WriteRow;
-    indexes: { by_channel: [string, string, string, string] };
+    indexes: { by_channel: [string, string, string, string]; by_written: number };
   };
   threads: {
     key: string;
@@ -84,6 +85,18 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // as altered. Opening at version 3 makes them refuse the database as
   // "written by a newer version of this package" instead.
   () => {},
+  // 4: what changed since a time, for sync's rounds (sync/changes.ts): a
+  // checkpoint row's `created_at` and a pending write's `written_at` are
+  // stamped in the transaction that stores them, so a round reads the rows
+  // stamped since its last scan instead of every thread. Rows written before
+  // (no `written_at`) are not indexed; the first round after this step scans
+  // everything once, as every round did before. Older versions of this
+  // package refuse the database as newer, which they must: they would store
+  // writes without the stamp, and sync would never see them.
+  (_db, tx) => {
+    tx.objectStore("checkpoints").createIndex("by_created", "created_at");
+    tx.objectStore("writes").createIndex("by_written", "written_at");
+  },
 ];
 
 /** Version of the row format inside the stores, kept in `meta` as "format". */

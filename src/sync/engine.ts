@@ -19,7 +19,8 @@ import {
   type HelloResponse,
 } from "./protocol.js";
 import { applyChanges } from "./pull.js";
-import { localInventory, readThread, withoutExchanged } from "./push.js";
+import { localInventory, readCheckpoints, readThread, withoutExchanged, type LocalCheckpoint } from "./push.js";
+import { SCAN_SLACK_MS, changedSince, readScan, recordScan, type Replayed } from "./changes.js";
 import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
 import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
@@ -35,6 +36,12 @@ export interface SyncResult {
   pulled: number;
   /** Threads that changed on either side. */
   threads: number;
+  /**
+   * Local checkpoints read to find what to push: those stamped since the
+   * last round (and threads it could not send), or every one on a round
+   * that scans everything (the first).
+   */
+  scanned: number;
   /**
    * Threads not pushed in this round, each with the reason: ids the protocol
    * refuses (stored before the saver refused them), or rows the server
@@ -133,15 +140,64 @@ async function agreeOnKey(ctx: RoundContext, serverRecord: Uint8Array | null, ha
   }
 }
 
-/** Finds what the server lacks, from the local rows and the sync state. */
+/** What a round finds to push, and what it records at its end (changes.ts). */
+export interface RoundChanges extends PendingChanges {
+  /** `Date.now()` before anything was read: the next round's `since`. */
+  started: number;
+  /** The replayed entries read (they leave the list at the round's end). */
+  replayed: Replayed;
+  /** Checkpoints read to find what changed (the round's cost). */
+  read: number;
+  /** Whether the round scanned every thread (no usable scan record). */
+  full: boolean;
+}
+
+/**
+ * Finds what the server lacks, from the local rows and the sync state: the
+ * rows stamped since the last round's scan (and the threads it left to read
+ * again), or every thread when there is no usable record (changes.ts).
+ */
 export async function pendingChanges(
   access: SaverRawAccess,
   scope: string,
   threadIds?: string[],
-): Promise<PendingChanges> {
-  const [inventory, state] = await Promise.all([localInventory(access), readSyncState(access, scope)]);
+): Promise<RoundChanges> {
+  const started = Date.now();
+  const { scan, replayed } = await readScan(access, scope, threadIds);
+  // A clock set back past the recorded time cannot be trusted to stamp later rows later.
+  const full = scan === undefined || started < scan.since;
   const wanted = threadIds ? new Set(threadIds) : undefined;
-  const result: PendingChanges = { deletes: [], removed: [], checkpoints: [], fps: new Map(), skipped: [] };
+  const [inventory, changedKeys] = await Promise.all([
+    localInventory(access, { threads: full }),
+    full ? [] : changedSince(access, scan.since - SCAN_SLACK_MS),
+  ]);
+  const locals: LocalCheckpoint[] = [];
+  if (full) {
+    for (const threadId of inventory.threads)
+      if (!wanted || wanted.has(threadId)) locals.push(...(await readThread(access, threadId)));
+  } else {
+    const whole = new Set([...scan.retry, ...Object.keys(replayed)].filter((id) => !wanted || wanted.has(id)));
+    for (const threadId of whole) locals.push(...(await readThread(access, threadId)));
+    const keys = changedKeys.filter(([threadId]) => !whole.has(threadId) && (!wanted || wanted.has(threadId)));
+    locals.push(...(await readCheckpoints(access, keys)));
+  }
+  const threadsRead = new Set(locals.map((local) => local.wire.thread_id));
+  const state = await readSyncState(
+    access,
+    scope,
+    full ? undefined : [...threadsRead, ...inventory.tombstones.keys(), ...inventory.removed.map((r) => r.thread_id)],
+  );
+  const result: RoundChanges = {
+    deletes: [],
+    removed: [],
+    checkpoints: [],
+    fps: new Map(),
+    skipped: [],
+    started,
+    replayed,
+    read: locals.length,
+    full,
+  };
   // Checked by the rules the server applies: a thread it would refuse is skipped, named, not sent.
   const refused = (threadId: string, check: () => unknown): boolean => {
     try {
@@ -170,11 +226,13 @@ export async function pendingChanges(
     if (record?.removed?.includes(checkpointIdentity(removed.checkpoint_ns, removed.checkpoint_id))) continue;
     if (!refused(removed.thread_id, () => parseRemoved(removed))) result.removed.push(removed);
   }
-  for (const threadId of inventory.threads) {
-    if (wanted && !wanted.has(threadId)) continue;
+  const byThread = new Map<string, LocalCheckpoint[]>();
+  for (const local of locals)
+    byThread.set(local.wire.thread_id, [...(byThread.get(local.wire.thread_id) ?? []), local]);
+  for (const [threadId, read] of byThread) {
     const record = state.threads.get(threadId);
     const known = record?.fps ?? {};
-    const changed = (await readThread(access, threadId)).filter(
+    const changed = read.filter(
       (local) => known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] !== local.fingerprint,
     );
     if (changed.some((local) => refused(threadId, () => parseCheckpoint(local.wire)))) continue;
@@ -214,10 +272,11 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const scope = `${ctx.url}\u0000${space}`;
   const device = await deviceId(ctx.access);
   await rememberUser(ctx.access, ctx.url, space);
-  const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0, skipped: [] };
+  const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0, scanned: 0, skipped: [] };
   const touched = new Set<string>();
 
   const pending = await pendingChanges(ctx.access, scope, ctx.threadIds);
+  result.scanned = pending.read;
   let left = pending.deletes.length + pending.removed.length + pending.checkpoints.length;
   for (const c of pending.checkpoints) touched.add(c.thread_id);
   for (const d of [...pending.deletes, ...pending.removed]) touched.add(d.thread_id);
@@ -256,6 +315,9 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
     if (!page.more) break;
   }
   result.threads = touched.size;
+  // The next round reads what was stamped since this one started, and again the threads not sent.
+  const retry = [...new Set([...pending.skipped, ...result.skipped].map((skipped) => skipped.threadId))];
+  await recordScan(ctx.access, scope, ctx.threadIds, { since: pending.started, retry }, pending.replayed);
   return result;
 }
 

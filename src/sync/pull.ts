@@ -18,6 +18,7 @@ import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
+import { addReplayed } from "./changes.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
 /** The fingerprint recorded for a checkpoint whose pulled special write was refused as a replay. */
@@ -242,6 +243,12 @@ export async function applyChanges(
         });
       }
       await updateSyncState(tx, sync.scope, updates, sync.cursor);
+      // Ours goes again (a refused replay, a value kept over one): the next round reads the thread
+      // whole, whatever its rows' stamps (changes.ts).
+      const again = new Set<string>();
+      for (const [key, fp] of result.fingerprints)
+        if (fp === REPLAYED || (kept.get(key)?.length ?? 0) > 0) again.add(key.slice(0, key.indexOf("\u0000")));
+      if (again.size > 0) await addReplayed(tx, sync.scope, again, now);
       return result;
     },
     "apply pulled changes",

@@ -9,7 +9,15 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { REMOVED_NAMES, isTombstoneWrite, removedOf } from "../rows/shapes.js";
+import {
+  REMOVED_NAMES,
+  isTombstoneWrite,
+  removedOf,
+  type BlobRow,
+  type CheckpointRow,
+  type Version,
+  type WriteRow,
+} from "../rows/shapes.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
 
@@ -74,19 +82,22 @@ export function specialDigests(writes: readonly WireWrite[]): string[] {
 }
 
 /**
- * What is stored locally: thread ids with checkpoints, tombstones (thread
- * id to max deleted id), and checkpoints removed by prune or deleteForRuns. A malformed tombstone fails the read
+ * What is stored locally: thread ids with checkpoints (unless
+ * `options.threads` is false), tombstones (thread id to max deleted id), and
+ * checkpoints removed by prune or deleteForRuns. A malformed tombstone fails the read
  * (`SerializationError`), as it fails the saver's own writes to that thread.
  */
 export async function localInventory(
   access: SaverRawAccess,
+  options: { threads: boolean } = { threads: true },
 ): Promise<{ threads: string[]; tombstones: Map<string, string>; removed: WireRemoved[] }> {
   return access.db.read(
     ["checkpoints", "meta"],
     async (tx) => {
       const ranges = access.db.ranges;
       const [keys, stored, removedNames] = await Promise.all([
-        tx.objectStore("checkpoints").getAllKeys(),
+        // Every checkpoint key only when asked: a round that knows what changed lists no thread.
+        options.threads ? tx.objectStore("checkpoints").getAllKeys() : [],
         readTombstones(tx, ranges),
         tx.objectStore("meta").getAllKeys(ranges.bound(REMOVED_NAMES.lower, REMOVED_NAMES.upper)),
       ]);
@@ -125,7 +136,66 @@ export async function readThread(access: SaverRawAccess, threadId: string): Prom
     },
     "read a thread to sync",
   );
-  const blobIndex = new Map(blobs.map((blob) => [blobIdentity(blob.checkpoint_ns, blob.channel, blob.version), blob]));
+  return bundles(checkpoints, blobs, writes);
+}
+
+/**
+ * The checkpoints of `keys` as stored (those still there), with their
+ * values and writes, in push order: what a round reads when it knows what
+ * changed (changes.ts), at the cost of those checkpoints alone.
+ */
+export async function readCheckpoints(
+  access: SaverRawAccess,
+  keys: readonly (readonly [string, string, string])[],
+): Promise<LocalCheckpoint[]> {
+  if (keys.length === 0) return [];
+  const { checkpoints, blobs, writes } = await access.db.read(
+    ["checkpoints", "blobs", "writes"],
+    async (tx) => {
+      const ranges = access.db.ranges;
+      const [rows, writes] = await Promise.all([
+        Promise.all(keys.map((key) => tx.objectStore("checkpoints").get([...key]))),
+        Promise.all(
+          keys.map(([threadId, ns, id]) => {
+            const bounds = prefixBounds(threadId, ns, id);
+            return tx.objectStore("writes").getAll(ranges.bound(bounds.lower, bounds.upper));
+          }),
+        ),
+      ]);
+      const checkpoints = rows.filter((row) => row !== undefined);
+      const wanted = new Map<string, [string, string, string, Version]>();
+      for (const row of checkpoints)
+        for (const [channel, version] of Object.entries(row.channel_versions))
+          wanted.set(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`, [
+            row.thread_id,
+            row.checkpoint_ns,
+            channel,
+            version,
+          ]);
+      const blobs = await Promise.all([...wanted.values()].map((key) => tx.objectStore("blobs").get(key)));
+      return { checkpoints, blobs: blobs.filter((blob) => blob !== undefined), writes: writes.flat() };
+    },
+    "read changed checkpoints to sync",
+  );
+  checkpoints.sort((a, b) => compareKeys(a, b));
+  return bundles(checkpoints, blobs, writes);
+}
+
+/** Push order: thread, namespace, then id (parents first), as the store's key order. */
+function compareKeys(a: CheckpointRow, b: CheckpointRow): number {
+  for (const field of ["thread_id", "checkpoint_ns", "checkpoint_id"] as const)
+    if (a[field] !== b[field]) return a[field] < b[field] ? -1 : 1;
+  return 0;
+}
+
+/** Checkpoint rows as push bundles, each with its blobs and writes from those given. */
+function bundles(checkpoints: CheckpointRow[], blobs: BlobRow[], writes: WriteRow[]): LocalCheckpoint[] {
+  const blobIndex = new Map(
+    blobs.map((blob) => [
+      `${blob.thread_id}\u0000${blobIdentity(blob.checkpoint_ns, blob.channel, blob.version)}`,
+      blob,
+    ]),
+  );
   const writesByCheckpoint = new Map<string, WireWrite[]>();
   for (const write of writes) {
     if (isTombstoneWrite(write)) continue;
@@ -157,7 +227,7 @@ export async function readThread(access: SaverRawAccess, threadId: string): Prom
     if (row.chain !== undefined) wire.chain = row.chain;
     if (row.run_id !== undefined) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(row.channel_versions)) {
-      const blob = blobIndex.get(blobIdentity(row.checkpoint_ns, channel, version));
+      const blob = blobIndex.get(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`);
       if (blob) wire.blobs.push({ channel, version, value: blob.value });
     }
     return { key, fingerprint: writesFingerprint(rowWrites), wire };

@@ -53,11 +53,28 @@ function threadName(scope: string, threadId: string): string {
   return `${prefix(scope)}thread\u0000${threadId}`;
 }
 
-/** Reads the whole state of `scope`. */
-export function readSyncState(access: SaverRawAccess, scope: string): Promise<SyncState> {
+/**
+ * Reads the state of `scope`: every thread's record, or only those of
+ * `threads` (a round that knows what changed reads no other).
+ */
+export function readSyncState(access: SaverRawAccess, scope: string, threads?: Iterable<string>): Promise<SyncState> {
   return access.db.read(
     ["meta"],
     async (tx) => {
+      if (threads !== undefined) {
+        const meta = tx.objectStore("meta");
+        const ids = [...new Set(threads)];
+        const [cursor, ...records] = await Promise.all([
+          meta.get(cursorName(scope)),
+          ...ids.map((threadId) => meta.get(threadName(scope, threadId))),
+        ]);
+        const state: SyncState = { cursor: typeof cursor?.value === "number" ? cursor.value : 0, threads: new Map() };
+        ids.forEach((threadId, i) => {
+          const record = records[i];
+          if (record !== undefined) state.threads.set(threadId, record.value as ThreadSyncRecord);
+        });
+        return state;
+      }
       const start = prefix(scope);
       const rows = await tx.objectStore("meta").getAll(access.db.ranges.bound(start, `${start}\uffff`));
       const state: SyncState = { cursor: 0, threads: new Map() };

@@ -778,3 +778,24 @@ export const SAVER_SCHEMA_3 = {
         },
   ),
 };
+
+/**
+ * Schema version 4: version 3 plus the indexes of what changed since a time
+ * (sync's rounds, src/sync/changes.ts): checkpoints by `created_at`, writes
+ * by `written_at`. No row changes shape; writes stored from version 4 on
+ * carry `written_at`.
+ */
+export const SAVER_SCHEMA_4 = {
+  version: 4,
+  stores: SAVER_SCHEMA_3.stores.map((s) => {
+    const added =
+      s.name === "checkpoints"
+        ? [{ name: "by_created", keyPath: "created_at", unique: false, multiEntry: false }]
+        : s.name === "writes"
+          ? [{ name: "by_written", keyPath: "written_at", unique: false, multiEntry: false }]
+          : [];
+    return added.length === 0
+      ? s
+      : { ...s, indexes: [...s.indexes, ...added].sort((a, b) => (a.name < b.name ? -1 : 1)) };
+  }),
+};

@@ -589,7 +589,7 @@ describe("databases of other versions", () => {
         (_db, tx) => {
           (
             tx.objectStore("checkpoints") as unknown as { createIndex(name: string, keyPath: string): unknown }
-          ).createIndex("by_created", "created_at");
+          ).createIndex("by_next", "created_at");
           void tx.objectStore("meta").put({ name: "upgraded_to", value: 2 });
         },
       ],

@@ -125,7 +125,8 @@ describe("storage state", () => {
       contexts.push(fromFiles.context);
       // Equal but for the times the import wrote (each import stamps the thread row when it runs;
       // two stamps in one millisecond differ by fractions of it: src/saver/context.ts now()).
-      const untimed = (value: unknown) => JSON.stringify(value).replace(/"(created|updated)_at":[\d.]+/g, '"$1_at":0');
+      const untimed = (value: unknown) =>
+        JSON.stringify(value).replace(/"(created|updated|written)_at":[\d.]+/g, '"$1_at":0');
       expect(untimed(await dump(fromFiles.page, "app"))).toEqual(untimed(original));
       expect(await readThreadState(fromFiles.page, "seeded", { dbName: "app" })).toEqual(state);
 
