@@ -11,7 +11,7 @@ import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
 import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import { isNewerFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
+import { SAVER_FORMAT, isNewerFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
 import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
@@ -90,7 +90,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       "read the key record",
     );
     if (isNewerFormat(format?.value))
-      throw (await import("./format-refusal.js")).newerFormatError(db.name, format.value);
+      throw (await import("../serde/failures.js")).newerFormatError(db.name, format.value, SAVER_FORMAT);
     return key?.value as KeyRecord | undefined;
   };
   /**
@@ -141,7 +141,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
         },
         async (error: unknown) => {
           bound = undefined;
-          throw changed ? (await import("../serde/key-change.js")).keyChanged(db.name, error) : error;
+          throw changed ? (await import("../serde/failures.js")).keyChanged(db.name, error) : error;
         },
       );
       return bound;

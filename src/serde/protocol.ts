@@ -164,7 +164,7 @@ export async function withCurrentKey<T>(
       if (!(error instanceof StaleKeyWrite)) throw error;
       unbind();
       // Rare: the rest (and the error's text) loads on demand.
-      const { keyChanged } = await import("./key-change.js");
+      const { keyChanged } = await import("./failures.js");
       if (tries > 0) throw keyChanged(dbName, error, "changed again");
       try {
         await bind();

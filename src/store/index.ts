@@ -37,7 +37,8 @@ import { type PreparedIndex, embedPuts, embedQueries } from "./embed.js";
 import { serializePuts, writePuts } from "./write.js";
 import { STORE_NAMES, openStore } from "./format.js";
 import { rewriteAll, storeKeyRecords } from "./rekey.js";
-import { KeyChangeChannel, keyChanged, withKeyLock } from "../serde/key-change.js";
+import { KeyChangeChannel, withKeyLock } from "../serde/key-change.js";
+import { keyChanged } from "../serde/key-changed.js";
 
 /** Options of {@link IndexedDBStore}. */
 export interface IndexedDBStoreParams {

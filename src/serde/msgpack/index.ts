@@ -110,7 +110,7 @@ export class MsgpackSerializer implements SerializerProtocol {
     try {
       root = unpackPayload(data, revival);
     } catch (error) {
-      if (error instanceof RefusedToken) throw (await import("./refusal.js")).refusal(data, error.at);
+      if (error instanceof RefusedToken) throw (await import("../failures.js")).refusal(data, error.at);
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
         cause: error,
@@ -172,7 +172,7 @@ export class MsgpackSerializer implements SerializerProtocol {
 /** The error for a failed encode, naming where the value failed (the explanation loads only now). */
 async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
   try {
-    return (await import("./explain.js")).encodeError(error, value);
+    return (await import("../failures.js")).encodeError(error, value);
   } catch {
     // The explanation could not load (an offline app missing the chunk): the failure stands, unexplained.
     return new SerializationError("MsgpackSerializer cannot store this value (why could not be told).", {
