@@ -13,6 +13,10 @@ import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "../rows/codec.js";
 import { checkChains, finishLinkCheck, type LinkCheck } from "./verify-links.js";
 
+// What prune (maintenance.ts) walks with, through this module: the walk ships as one chunk, loaded by either.
+export { walkAncestors } from "./walk.js";
+export { verifyParentLinks } from "./verify-links.js";
+
 /**
  * The delta-channel history walk in one read-only transaction: parent links
  * from the checkpoint rows, seeds from the blobs, and each channel's writes

@@ -270,7 +270,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * @param options.filter Strict equality on the latest checkpoint's metadata.
    */
   async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo> {
-    const { listThreads } = await import("./threads.js");
+    const { listThreads } = await maintenance();
     yield* listThreads(this.#ctx, options);
   }
 

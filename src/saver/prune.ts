@@ -5,14 +5,11 @@
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { issue, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
-import { walkAncestors } from "./walk.js";
 import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
-import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
@@ -75,6 +72,8 @@ async function pruneThread(
     }
   }
   if (kept.length === rows.length) return;
+  // The delta walk's chunk (delta-history.ts), loaded with the first prune that deletes.
+  const { getDeltaChannelHistory, verifyParentLinks, walkAncestors } = await import("./delta-history.js");
   // The kept rows' clear versions decide which blobs survive: check them.
   await verifyParentLinks(serde, kept, rows);
 
