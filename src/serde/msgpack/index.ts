@@ -29,8 +29,8 @@
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
 import { packPayload, RefusedToken, unpackPayload } from "./wire.js";
-import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
-import { Encoder } from "./encoder.js";
+import { MAX_DEPTH, type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
+import { Encoder, TooDeep, Unencodable } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
@@ -172,7 +172,7 @@ export class MsgpackSerializer implements SerializerProtocol {
 /** The error for a failed encode, naming where the value failed (the explanation loads only now). */
 async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
   try {
-    return (await import("../failures.js")).encodeError(error, value);
+    return (await import("../failures.js")).encodeError(error, value, { Unencodable, TooDeep, maxDepth: MAX_DEPTH });
   } catch {
     // The explanation could not load (an offline app missing the chunk): the failure stands, unexplained.
     return new SerializationError("MsgpackSerializer cannot store this value (why could not be told).", {
