@@ -143,7 +143,7 @@ if (args.has("--json")) {
 }
 
 if (over) {
-  const what = `${over} figure${over === 1 ? " is" : "s are"} over their limit in size-limits.json`;
+  const what = `${over} figure${over === 1 ? " is over its limit" : "s are over their limits"} in size-limits.json`;
   if (enforce) {
     console.error(`check-size: ${what}`);
     process.exitCode = 1;
