@@ -40,7 +40,7 @@ export function owner(id) {
   return id.includes("/dist/") || id.startsWith("dist/") ? pkg.name : id;
 }
 
-/** A module id as a reader wants it: `dist/saver/put.js`, `msgpackr/pack.js`, `vite/preload-helper.js`. */
+/** A module id as a reader wants it: dist/ paths from the project, packages' paths from their folder. */
 function shortId(id) {
   return id
     .replace(/^\0/, "")
