@@ -7,9 +7,9 @@
 // sends it. Per entry:
 // - up front: the entry chunk and its static imports (limit `gzipLimit`);
 // - all: every chunk the app may load, up front or through import() (`allGzipLimit`);
-// - the scenario's: with `scenario` (a module run on the built app in Node by
-//   app-bundle's runApp, e.g. scripts/size-chat.mjs: a chat app's calls before its
-//   first answer), the chunks those calls loaded (`scenarioGzipLimit`);
+// - each of `scenarios`: a module run on the built app in Node by app-bundle's runApp
+//   (e.g. scripts/size-chat.mjs: a chat app's calls before its first answer), and
+//   the chunks its calls loaded (the scenario's `gzipLimit`);
 // - without --limits-only: each chunk with its modules, the raw size (the same
 //   build unminified) and each dependency's share: its bytes before minification
 //   and its gzip cost, measured as the gzip saved when that dependency is left out.
@@ -36,7 +36,6 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const LIMITS = [
   ["gzipLimit", "up front"],
   ["allGzipLimit", "all"],
-  ["scenarioGzipLimit", "scenario"],
 ];
 
 if (!args.has("--no-build")) {
@@ -72,20 +71,21 @@ async function measure(code, external = [], minify = true) {
 const report = [];
 let over = 0;
 for (const entry of config.entries) {
-  if (limitsOnly && !LIMITS.some(([limit]) => entry[limit] !== undefined)) continue;
+  const scenarios = entry.scenarios ?? [];
+  if (limitsOnly && !LIMITS.some(([limit]) => entry[limit] !== undefined) && scenarios.length === 0) continue;
   const sizes = await measure(entry.code);
   const figures = { "up front": sizes.initial.gzip, all: sizes.initial.gzip + sizes.lazy.gzip };
-  let loaded;
-  if (entry.scenario) {
-    loaded = runApp(sizes.app, join(root, entry.scenario));
-    figures.scenario = sumGzip(sizes.app.chunks.filter((chunk) => loaded.includes(chunk.fileName)));
+  const limits = Object.fromEntries(LIMITS.map(([limit, figure]) => [figure, entry[limit]]));
+  const loaded = new Map();
+  for (const scenario of scenarios) {
+    const chunks = runApp(sizes.app, join(root, scenario.script));
+    loaded.set(scenario.name, chunks);
+    figures[scenario.name] = sumGzip(sizes.app.chunks.filter((chunk) => chunks.includes(chunk.fileName)));
+    limits[scenario.name] = scenario.gzipLimit;
   }
-  const checks = LIMITS.filter(([limit]) => entry[limit] !== undefined).map(([limit, figure]) => ({
-    figure,
-    limit: entry[limit],
-    size: figures[figure],
-    over: figures[figure] > entry[limit],
-  }));
+  const checks = Object.entries(limits)
+    .filter(([, limit]) => limit !== undefined)
+    .map(([figure, limit]) => ({ figure, limit, size: figures[figure], over: figures[figure] > limit }));
   over += checks.filter((check) => check.over).length;
   sizes.raw = limitsOnly ? undefined : (await measure(entry.code, [], false)).all;
   const shares = [];
@@ -97,14 +97,15 @@ for (const entry of config.entries) {
       gzip: figures.all - (without.initial.gzip + without.lazy.gzip),
     });
   }
-  report.push({ name: entry.name, scenario: entry.scenario, figures, checks, loaded, ...sizes, shares });
+  report.push({ name: entry.name, figures, checks, loaded, ...sizes, shares });
 }
 
 if (args.has("--json")) {
   console.log(
     JSON.stringify(
-      report.map(({ minBytes, app, ...rest }) => ({
+      report.map(({ minBytes, app, loaded, ...rest }) => ({
         ...rest,
+        loaded: Object.fromEntries(loaded),
         minBytes: Object.fromEntries(minBytes),
         chunks: app.chunks.map((chunk) => ({ ...chunk, code: undefined })),
       })),
@@ -124,11 +125,14 @@ if (args.has("--json")) {
       `  up front: ${r.initial.chunks} chunk(s), ${kb(r.initial.min)} min, ${kb(r.initial.gzip)} gzip; ` +
         `lazy: ${r.lazy.chunks} chunk(s), ${kb(r.lazy.min)} min, ${kb(r.lazy.gzip)} gzip; ` +
         `all ${kb(r.figures.all)} gzip` +
-        (r.scenario ? `; ${r.scenario} loaded ${r.loaded.length} chunk(s), ${kb(r.figures.scenario)} gzip` : ""),
+        [...r.loaded]
+          .map(([name, chunks]) => `; ${name}: ${chunks.length} chunk(s), ${kb(r.figures[name])} gzip`)
+          .join(""),
     );
     if (limitsOnly) continue;
     for (const chunk of [...r.app.chunks].sort((a, b) => b.gzip - a.gzip)) {
-      const when = chunk.upFront ? "up front" : r.loaded?.includes(chunk.fileName) ? "lazy, scenario" : "lazy";
+      const by = [...r.loaded].filter(([, chunks]) => chunks.includes(chunk.fileName)).map(([name]) => name);
+      const when = chunk.upFront ? "up front" : ["lazy", ...by].join(", ");
       const modules = chunk.modules.map((module) => `${module.id} ${module.bytes}`).join(", ");
       console.log(`    ${String(chunk.gzip).padStart(6)} B  ${chunk.fileName} (${when}): ${modules}`);
     }
