@@ -24,7 +24,14 @@ import {
   type OperationResults,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { checkKeyId, keyIdOf, withCurrentKey, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
+import {
+  checkKeyId,
+  keyChanged,
+  keyIdOf,
+  withCurrentKey,
+  type BoundSerializer,
+  type KeyRecord,
+} from "../serde/protocol.js";
 import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/rekey.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
@@ -38,7 +45,6 @@ import { serializePuts, writePuts } from "./write.js";
 import { STORE_NAMES, openStore } from "./format.js";
 import { rewriteAll, storeKeyRecords } from "./rekey.js";
 import { KeyChangeChannel, withKeyLock } from "../serde/key-change.js";
-import { keyChanged } from "../serde/key-changed.js";
 
 /** Options of {@link IndexedDBStore}. */
 export interface IndexedDBStoreParams {
@@ -336,9 +342,9 @@ export class IndexedDBStore extends BaseStore {
         if (bound?.keyId !== undefined) this.#keyChannel.listen(() => this.#stale());
         return bound;
       },
-      (error: unknown) => {
+      async (error: unknown) => {
         this.#ready = undefined;
-        throw this.#keyChanged ? keyChanged(this.#db.name, error) : error;
+        throw this.#keyChanged ? await keyChanged(this.#db.name, error) : error;
       },
     );
     return this.#ready;

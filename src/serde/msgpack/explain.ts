@@ -3,8 +3,6 @@
  * or the cycle. Only a failing `dumpsTyped` needs this, so it loads then
  * (with `import()`), not with the serializer.
  */
-import { SerializationError } from "../../core/errors.js";
-import { errorMessage } from "../../core/guards.js";
 import type { TooDeep, Unencodable } from "./encoder.js";
 
 /**
@@ -83,25 +81,24 @@ export function findCycle(root: unknown): string | undefined {
   return visit(root, "$");
 }
 
-/** The SerializationError for a failed encode, naming the path to the value (or the cycle) that could not be stored. */
-export function encodeError(error: unknown, root: unknown, encoder: EncoderFacts): SerializationError {
+/**
+ * The SerializationError's message for a failed encode, naming the path to
+ * the value (or the cycle) that could not be stored; undefined for an error
+ * the encoder did not raise itself (the serializer tells it as it is).
+ */
+export function encodeErrorMessage(error: unknown, root: unknown, encoder: EncoderFacts): string | undefined {
   if (error instanceof encoder.Unencodable) {
     const path =
       safely(() => findPath(root, (value) => value === error.value, encoder.maxDepth)) ??
       "$ (inside a toJSON() result)";
     const advice = error.advice ? ` ${error.advice}` : "";
-    return new SerializationError(`MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`);
+    return `MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`;
   }
   if (error instanceof encoder.TooDeep) {
     const cycle = safely(() => findCycle(root));
-    return new SerializationError(
-      cycle
-        ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
-        : `MsgpackSerializer cannot store a value nested more than ${encoder.maxDepth} levels deep.`,
-    );
+    return cycle
+      ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
+      : `MsgpackSerializer cannot store a value nested more than ${encoder.maxDepth} levels deep.`;
   }
-  if (error instanceof SerializationError) return error;
-  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
-    cause: error,
-  });
+  return undefined;
 }

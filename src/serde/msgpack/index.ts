@@ -110,7 +110,9 @@ export class MsgpackSerializer implements SerializerProtocol {
     try {
       root = unpackPayload(data, revival);
     } catch (error) {
-      if (error instanceof RefusedToken) throw (await import("../failures.js")).refusal(data, error.at);
+      if (error instanceof RefusedToken) {
+        throw new SerializationError((await import("../failures.js")).refusalMessage(data, error.at));
+      }
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
         cause: error,
@@ -171,12 +173,22 @@ export class MsgpackSerializer implements SerializerProtocol {
 
 /** The error for a failed encode, naming where the value failed (the explanation loads only now). */
 async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
+  let explained: string | undefined;
   try {
-    return (await import("../failures.js")).encodeError(error, value, { Unencodable, TooDeep, maxDepth: MAX_DEPTH });
+    explained = (await import("../failures.js")).encodeErrorMessage(error, value, {
+      Unencodable,
+      TooDeep,
+      maxDepth: MAX_DEPTH,
+    });
   } catch {
     // The explanation could not load (an offline app missing the chunk): the failure stands, unexplained.
     return new SerializationError("MsgpackSerializer cannot store this value (why could not be told).", {
       cause: error,
     });
   }
+  if (explained) return new SerializationError(explained);
+  if (error instanceof SerializationError) return error;
+  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
+    cause: error,
+  });
 }
