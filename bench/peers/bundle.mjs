@@ -1,15 +1,14 @@
 #!/usr/bin/env node
 // The bundle each saver adds to an app (`npm run bench -- peers` prints it after the
-// page's figures; `node bench/peers/bundle.mjs` alone): a Vite app build of a one-line
-// entry per saver (ESM, minified, @langchain/* left to the app, which has LangGraph
-// anyway), ours from the built dist/ through the package's `exports`. Every file the
-// build emits counts, each gzipped on its own as a server sends it: JS chunks (those
-// the entry loads up front, and the rest) and assets (wasm, data, workers' files).
-import { build } from "vite";
-import { gzipSync } from "node:zlib";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// page's figures; `node bench/peers/bundle.mjs` alone): the app build of a one-line
+// entry per saver that scripts/check-size.mjs makes too (scripts/app-bundle.mjs: Vite,
+// ESM, minified, @langchain/* left to the app, which has LangGraph anyway), ours from
+// the built dist/ through the package's `exports`. Every file the build emits counts,
+// each gzipped on its own as a server sends it: JS chunks (those the entry loads up
+// front, and the rest) and assets (wasm, data, workers' files).
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { buildApp, kb, sumGzip } from "../../scripts/app-bundle.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -35,65 +34,20 @@ export const APPS = [
   },
 ];
 
-/** The built file an import of this package resolves to, through its own `exports`. */
-function resolveExport(source) {
-  const target = pkg.exports[source === pkg.name ? "." : `.${source.slice(pkg.name.length)}`];
-  return join(root, typeof target === "string" ? target : target.import);
-}
-
-const gzip = (bytes) => gzipSync(bytes, { level: 9 }).length;
-
-/** Sizes of the app build of `code`: per-file gzip sums, up front and in all. */
+/** Sizes of the app build of `code` (scripts/app-bundle.mjs): per-file gzip sums, up front and in all. */
 export async function measureApp(code) {
-  if (!existsSync(join(root, "dist/index.js"))) throw new Error("bundle: dist/ is missing: run `npm run build` first");
-  const dir = mkdtempSync(join(tmpdir(), "peers-bundle-"));
-  writeFileSync(join(dir, "entry.js"), code);
-  try {
-    const built = await build({
-      root: dir,
-      logLevel: "silent",
-      configFile: false,
-      resolve: {
-        alias: [{ find: new RegExp(`^${pkg.name}(/[a-z-]+)?$`), replacement: "$&", customResolver: resolveExport }],
-      },
-      worker: { format: "es" },
-      build: {
-        write: false,
-        minify: "oxc",
-        target: "es2022",
-        modulePreload: false,
-        rollupOptions: { input: join(dir, "entry.js"), external: [/^@langchain\//], output: { format: "es" } },
-      },
-    });
-    const outputs = (Array.isArray(built) ? built[0] : built).output;
-    const chunks = outputs.filter((o) => o.type === "chunk");
-    const byName = new Map(chunks.map((c) => [c.fileName, c]));
-    const upFront = new Set();
-    const queue = [chunks.find((c) => c.isEntry).fileName];
-    while (queue.length) {
-      const name = queue.pop();
-      if (upFront.has(name)) continue;
-      upFront.add(name);
-      for (const imported of byName.get(name).imports) if (byName.has(imported)) queue.push(imported);
-    }
-    const size = (o) => gzip(Buffer.from(o.type === "chunk" ? o.code : o.source));
-    const assets = outputs.filter((o) => o.type === "asset");
-    const sum = (list) => list.reduce((total, o) => total + size(o), 0);
-    return {
-      files: outputs.length,
-      chunks: chunks.length,
-      upFront: sum(chunks.filter((c) => upFront.has(c.fileName))),
-      js: sum(chunks),
-      assets: sum(assets),
-      assetNames: assets.map((a) => `${a.fileName} ${(size(a) / 1024).toFixed(1)} KB`),
-      chunkSizes: chunks.map((c) => [c.fileName, upFront.has(c.fileName), size(c)]),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const app = await buildApp(code);
+  const { chunks, assets } = app;
+  return {
+    files: chunks.length + assets.length,
+    chunks: chunks.length,
+    upFront: sumGzip(chunks.filter((c) => c.upFront)),
+    js: sumGzip(chunks),
+    assets: sumGzip(assets),
+    assetNames: assets.map((a) => `${a.fileName} ${kb(a.gzip)}`),
+    chunkSizes: chunks.map((c) => [c.fileName, c.upFront, c.gzip]),
+  };
 }
-
-const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
 
 /** Prints one line per saver, ours / each peer as a ratio of everything the app ships. */
 export async function printBundles() {

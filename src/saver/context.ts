@@ -9,12 +9,20 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { WriteBatcher } from "../idb/batch.js";
 import type { Database } from "../idb/database.js";
-import { bindSerializer, checkKeyId, keyIdOf, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
+import {
+  bindSerializer,
+  checkKeyId,
+  keyChanged,
+  keyIdOf,
+  type BoundSerializer,
+  type KeyRecord,
+} from "../serde/protocol.js";
 import { ChangeFeed } from "./events.js";
-import { isNewerFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
+import { SAVER_FORMAT, isNewerFormat, type SaverSchema, type SaverStoreName } from "./schema.js";
 import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
+import { IndexedDBCheckpointError } from "../core/errors.js";
 
 /** Where the facade keeps its serializer (`BaseCheckpointSaver#serde`), which `changeKey` replaces. */
 export interface SerdeSlot {
@@ -89,8 +97,10 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       },
       "read the key record",
     );
-    if (isNewerFormat(format?.value))
-      throw (await import("./format-refusal.js")).newerFormatError(db.name, format.value);
+    if (isNewerFormat(format?.value)) {
+      const { newerFormatMessage } = await import("../serde/failures.js");
+      throw new IndexedDBCheckpointError(newerFormatMessage(db.name, format.value, SAVER_FORMAT));
+    }
     return key?.value as KeyRecord | undefined;
   };
   /**
@@ -141,7 +151,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
         },
         async (error: unknown) => {
           bound = undefined;
-          throw changed ? (await import("../serde/key-change.js")).keyChanged(db.name, error) : error;
+          throw changed ? await keyChanged(db.name, error) : error;
         },
       );
       return bound;

@@ -11,7 +11,11 @@ import { assertId, configIds } from "../rows/ids.js";
 import { latestRow } from "./reads.js";
 import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "../rows/codec.js";
-import { checkChains, finishLinkCheck, type LinkCheck } from "./verify-links.js";
+import type { LinkCheck } from "./verify-links.js";
+import { authenticates } from "./verify.js";
+
+// What prune (maintenance.ts) walks with, through this module: the walk ships as one chunk, loaded by either.
+export { walkAncestors } from "./walk.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links
@@ -38,6 +42,8 @@ export async function getDeltaChannelHistory(
   // Taken before the read: a write that starts meanwhile keeps this walk from being kept.
   const mark = walks.mark();
   const serde = await ctx.serde();
+  // Sealed rows' links are checked by the encryption-only chunk, loaded before the read (not inside it).
+  const sealed = authenticates(serde) ? await import("./sealed.js") : undefined;
   // The links and versions that chose the path and the seeds (a no-op
   // without encryption): hashed while the walk's last reads are out,
   // decrypted while the writes decode.
@@ -49,13 +55,13 @@ export async function getDeltaChannelHistory(
         ? await tx.objectStore("checkpoints").get([threadId, checkpointNs, checkpointId])
         : await latestRow(tx, ctx.db.ranges, threadId, checkpointNs);
       const walk = await walkAncestors(tx, ctx.db.ranges, target, channels, (rows, tail) => {
-        links = checkChains(serde, target ? [target, ...rows] : [], tail ? [tail] : []);
+        links = sealed?.checkChains(serde, target ? [target, ...rows] : [], tail ? [tail] : []);
       });
       return { target, ...walk };
     },
     "read delta channel history",
   );
-  const verified = finishLinkCheck(links);
+  const verified = sealed?.finishLinkCheck(links);
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
   const [, decoded] = await Promise.all([
     verified,

@@ -39,6 +39,9 @@ import { nextChannelVersion } from "../rows/versions.js";
 /** The list module, loaded by the first `list()` of any saver and kept. */
 let listModule: Promise<typeof import("./list.js")> | undefined;
 
+/** The maintenance chunk (maintenance.ts), loaded by the first call of one of its methods. */
+const maintenance = () => import("./maintenance.js");
+
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
 /**
@@ -127,7 +130,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * await saver.changeKey(await EncryptedSerializer.fromPassphrase(newPassphrase, { salt }));
    */
   async changeKey(next: SerializerProtocol, options?: ChangeKeyOptions): Promise<void> {
-    const { changeKey } = await import("./rekey.js");
+    const { changeKey } = await maintenance();
     await changeKey(this.#ctx, next, options);
     this.#given = next;
   }
@@ -142,7 +145,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * under the new key (docs/encryption.md, "Other tabs during a key change").
    */
   async rekey(): Promise<void> {
-    const { rekey } = await import("./rekey.js");
+    const { rekey } = await maintenance();
     return rekey(this.#ctx);
   }
 
@@ -179,7 +182,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }
 
   override async deleteThread(threadId: string): Promise<void> {
-    return (await import("./delete-thread.js")).deleteThread(this.#ctx, threadId);
+    return (await maintenance()).deleteThread(this.#ctx, threadId);
   }
 
   /**
@@ -212,7 +215,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * Only call it when no run of the deleted thread is still going.
    */
   async clearTombstone(threadId: string): Promise<void> {
-    return (await import("./delete-thread.js")).clearTombstone(this.#ctx, threadId);
+    return (await maintenance()).clearTombstone(this.#ctx, threadId);
   }
 
   /**
@@ -224,7 +227,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * copy itself is one transaction.
    */
   async copyThread(sourceThreadId: string, targetThreadId: string): Promise<void> {
-    const { copyThread } = await import("./copy.js");
+    const { copyThread } = await maintenance();
     return copyThread(this.#ctx, sourceThreadId, targetThreadId);
   }
 
@@ -241,7 +244,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * to the nearest snapshot are kept.
    */
   async prune(threadIds: string[], options?: PruneOptions): Promise<void> {
-    const { prune } = await import("./prune.js");
+    const { prune } = await maintenance();
     return prune(this.#ctx, threadIds, options);
   }
 
@@ -253,7 +256,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * @param options.threadId Only this thread's checkpoints (run ids may repeat across threads).
    */
   async deleteForRuns(runIds: string[], options?: { threadId?: string }): Promise<void> {
-    const { deleteForRuns } = await import("./runs.js");
+    const { deleteForRuns } = await maintenance();
     return deleteForRuns(this.#ctx, runIds, options);
   }
 
@@ -267,7 +270,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * @param options.filter Strict equality on the latest checkpoint's metadata.
    */
   async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo> {
-    const { listThreads } = await import("./threads.js");
+    const { listThreads } = await maintenance();
     yield* listThreads(this.#ctx, options);
   }
 

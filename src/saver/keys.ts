@@ -42,3 +42,10 @@ export function checkpointRangeBounds(
   if (before === undefined) return { ...prefixBounds(threadId, checkpointNs), upperOpen: false };
   return { lower: [threadId, checkpointNs], upper: [threadId, checkpointNs, before], upperOpen: true };
 }
+
+/**
+ * Rows per read transaction when `list` and `listThreads` page through a
+ * namespace. Here rather than in list.ts: listThreads (threads.ts, a chunk of
+ * its own) would otherwise import the list chunk statically.
+ */
+export const LIST_PAGE = 64;

@@ -7,14 +7,11 @@ import type { CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from 
 import type { SaverContext } from "./context.js";
 import { decodeTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
-import { ABOVE_STRINGS, checkpointRangeBounds } from "./keys.js";
+import { ABOVE_STRINGS, LIST_PAGE, checkpointRangeBounds } from "./keys.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "../rows/codec.js";
 import type { CheckpointRow } from "../rows/shapes.js";
-
-/** Rows per read transaction when `list` pages through a namespace. */
-export const LIST_PAGE = 64;
 
 /** What one pager reads: which rows, how many per transaction, with or without their details. */
 interface PageQuery {

@@ -5,20 +5,18 @@
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { issue, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { getDeltaChannelHistory } from "./delta-history.js";
 import { getTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
-import { walkAncestors } from "./walk.js";
 import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
-import { verifyParentLinks } from "./verify-links.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
 import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
 import { checkpointIdentity } from "../core/identity.js";
+import { authenticates } from "./verify.js";
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -75,8 +73,12 @@ async function pruneThread(
     }
   }
   if (kept.length === rows.length) return;
+  // The delta walk's chunk (delta-history.ts), loaded with the first prune that deletes; sealed rows' links
+  // are checked by the encryption-only chunk (sealed.ts): without encryption there is nothing to check.
+  const { getDeltaChannelHistory, walkAncestors } = await import("./delta-history.js");
+  const sealed = authenticates(serde) ? await import("./sealed.js") : undefined;
   // The kept rows' clear versions decide which blobs survive: check them.
-  await verifyParentLinks(serde, kept, rows);
+  await sealed?.verifyParentLinks(serde, kept, rows);
 
   // Delta channels the kept checkpoints rebuild from ancestors' writes.
   const snapshots: BlobRow[] = [];
@@ -120,7 +122,7 @@ async function pruneThread(
         "walk delta history",
       );
       // The kept chain follows parent links: check them before deleting around them.
-      await verifyParentLinks(serde, [row, ...walk.rows], walk.tail ? [walk.tail] : []);
+      await sealed?.verifyParentLinks(serde, [row, ...walk.rows], walk.tail ? [walk.tail] : []);
       const depth = Math.max(...chained.map((channel) => walk.seeds.get(channel)?.depth ?? walk.path.length - 1));
       for (const id of walk.path.slice(0, depth + 1)) keep.add(checkpointIdentity(row.checkpoint_ns, id));
     }

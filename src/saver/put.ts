@@ -41,8 +41,8 @@ import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
-/** The hash chain module (chain.ts), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
-let chainModule: Promise<typeof import("./chain.js")> | undefined;
+/** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
+let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
 
 type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
@@ -78,7 +78,7 @@ export async function put(
     };
     // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
     const chain = authenticates(serde)
-      ? await (await (chainModule ??= import("./chain.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
+      ? await (await (sealedModule ??= import("./sealed.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
       : undefined;
 
     // Serialize everything before the transaction opens.

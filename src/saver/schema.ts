@@ -104,7 +104,7 @@ export const SAVER_FORMAT = 1;
 
 /**
  * Whether a `meta` "format" record (`value`) names a newer row format than
- * this code reads: such a database is refused (saver/format-refusal.ts). A
+ * this code reads: such a database is refused (serde/failures.ts `newerFormatMessage`). A
  * later format may keep the schema version and rewrite rows in place, so
  * opening at the same version proves nothing, and rows of a format this code
  * misreads would be reported as altered or, worse, overwritten in the old

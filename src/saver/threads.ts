@@ -5,8 +5,7 @@
  */
 import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
-import { prefixBounds } from "./keys.js";
-import { LIST_PAGE } from "./list.js";
+import { LIST_PAGE, prefixBounds } from "./keys.js";
 import { decode, rowRef } from "../rows/codec.js";
 import type { CheckpointRow, ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";

@@ -14,7 +14,7 @@
  * `dumpsTyped`/`loadsTyped`.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { DecryptionError, IndexedDBCheckpointError } from "../core/errors.js";
+import { DecryptionError, IndexedDBCheckpointError, KeyChangedError } from "../core/errors.js";
 
 /**
  * Names the row a value lives in, most significant part first, for example
@@ -163,16 +163,29 @@ export async function withCurrentKey<T>(
     } catch (error) {
       if (!(error instanceof StaleKeyWrite)) throw error;
       unbind();
-      // Rare: the rest (and the error's text) loads on demand.
-      const { keyChanged } = await import("./key-change.js");
-      if (tries > 0) throw keyChanged(dbName, error, "changed again");
+      // Rare: the error's text loads on demand.
+      if (tries > 0) throw await keyChanged(dbName, error, "changed again");
       try {
         await bind();
       } catch (bindError) {
-        throw keyChanged(dbName, bindError);
+        throw await keyChanged(dbName, bindError);
       }
     }
   }
+}
+
+/**
+ * The error of a storage instance whose key another tab changed: `cause`, a
+ * `DecryptionError` from binding again (the key does not open the new
+ * record), becomes a `KeyChangedError`; anything else stays as it is, unless
+ * `reason` says the key changed again during the retry. Its text loads with
+ * the rare failures (failures.ts).
+ * @internal
+ */
+export async function keyChanged(dbName: string, cause: unknown, reason?: string): Promise<unknown> {
+  if (!reason && !(cause instanceof DecryptionError)) return cause;
+  const { keyChangedMessage } = await import("./failures.js");
+  return new KeyChangedError(keyChangedMessage(dbName, reason), { cause });
 }
 
 /**

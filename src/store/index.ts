@@ -24,7 +24,14 @@ import {
   type OperationResults,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { checkKeyId, keyIdOf, withCurrentKey, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
+import {
+  checkKeyId,
+  keyChanged,
+  keyIdOf,
+  withCurrentKey,
+  type BoundSerializer,
+  type KeyRecord,
+} from "../serde/protocol.js";
 import { changeDatabaseKey, rekeyDatabase, type ChangeKeyOptions } from "../serde/rekey.js";
 import { Database, type Durability, type Tx } from "../idb/database.js";
 import { DEFAULT_CACHE_ITEMS, NamespaceCache } from "./cache.js";
@@ -37,7 +44,7 @@ import { type PreparedIndex, embedPuts, embedQueries } from "./embed.js";
 import { serializePuts, writePuts } from "./write.js";
 import { STORE_NAMES, openStore } from "./format.js";
 import { rewriteAll, storeKeyRecords } from "./rekey.js";
-import { KeyChangeChannel, keyChanged, withKeyLock } from "../serde/key-change.js";
+import { KeyChangeChannel, withKeyLock } from "../serde/key-change.js";
 
 /** Options of {@link IndexedDBStore}. */
 export interface IndexedDBStoreParams {
@@ -335,9 +342,9 @@ export class IndexedDBStore extends BaseStore {
         if (bound?.keyId !== undefined) this.#keyChannel.listen(() => this.#stale());
         return bound;
       },
-      (error: unknown) => {
+      async (error: unknown) => {
         this.#ready = undefined;
-        throw this.#keyChanged ? keyChanged(this.#db.name, error) : error;
+        throw this.#keyChanged ? await keyChanged(this.#db.name, error) : error;
       },
     );
     return this.#ready;

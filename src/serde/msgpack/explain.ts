@@ -3,10 +3,19 @@
  * or the cycle. Only a failing `dumpsTyped` needs this, so it loads then
  * (with `import()`), not with the serializer.
  */
-import { SerializationError } from "../../core/errors.js";
-import { errorMessage } from "../../core/guards.js";
-import { TooDeep, Unencodable } from "./encoder.js";
-import { MAX_DEPTH } from "./options.js";
+import type { TooDeep, Unencodable } from "./encoder.js";
+
+/**
+ * The encoder's error classes and depth limit, handed over by the serializer
+ * rather than imported: a lazy chunk that imports modules of the serializer
+ * (encoder.ts, options.ts) made Rolldown split msgpackr out of an app's
+ * up-front chunk into a file of its own (docs/benchmarks.md, "Bundle").
+ */
+export interface EncoderFacts {
+  Unencodable: typeof Unencodable;
+  TooDeep: typeof TooDeep;
+  maxDepth: number;
+}
 
 /** Diagnostics must not replace the error they explain (a getter may throw). */
 export function safely<T>(diagnose: () => T): T | undefined {
@@ -38,11 +47,11 @@ export function childrenOf(value: object): Array<[string, unknown]> {
 }
 
 /** Path (`$.a[0].b`) to the first value matching `match`, for error messages. */
-export function findPath(root: unknown, match: (value: unknown) => boolean): string | undefined {
+export function findPath(root: unknown, match: (value: unknown) => boolean, maxDepth: number): string | undefined {
   const done = new Set<object>();
   const visit = (value: unknown, path: string, depth: number): string | undefined => {
     if (match(value)) return path;
-    if (typeof value !== "object" || value === null || done.has(value) || depth > MAX_DEPTH) return undefined;
+    if (typeof value !== "object" || value === null || done.has(value) || depth > maxDepth) return undefined;
     done.add(value);
     for (const [step, child] of childrenOf(value)) {
       const found = visit(child, path + step, depth + 1);
@@ -72,23 +81,24 @@ export function findCycle(root: unknown): string | undefined {
   return visit(root, "$");
 }
 
-/** The SerializationError for a failed encode, naming the path to the value (or the cycle) that could not be stored. */
-export function encodeError(error: unknown, root: unknown): SerializationError {
-  if (error instanceof Unencodable) {
-    const path = safely(() => findPath(root, (value) => value === error.value)) ?? "$ (inside a toJSON() result)";
+/**
+ * The SerializationError's message for a failed encode, naming the path to
+ * the value (or the cycle) that could not be stored; undefined for an error
+ * the encoder did not raise itself (the serializer tells it as it is).
+ */
+export function encodeErrorMessage(error: unknown, root: unknown, encoder: EncoderFacts): string | undefined {
+  if (error instanceof encoder.Unencodable) {
+    const path =
+      safely(() => findPath(root, (value) => value === error.value, encoder.maxDepth)) ??
+      "$ (inside a toJSON() result)";
     const advice = error.advice ? ` ${error.advice}` : "";
-    return new SerializationError(`MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`);
+    return `MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`;
   }
-  if (error instanceof TooDeep) {
+  if (error instanceof encoder.TooDeep) {
     const cycle = safely(() => findCycle(root));
-    return new SerializationError(
-      cycle
-        ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
-        : `MsgpackSerializer cannot store a value nested more than ${MAX_DEPTH} levels deep.`,
-    );
+    return cycle
+      ? `MsgpackSerializer cannot store a circular reference: ${cycle} refers back to an object that contains it. Break the cycle before saving.`
+      : `MsgpackSerializer cannot store a value nested more than ${encoder.maxDepth} levels deep.`;
   }
-  if (error instanceof SerializationError) return error;
-  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
-    cause: error,
-  });
+  return undefined;
 }

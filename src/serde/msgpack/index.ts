@@ -29,8 +29,8 @@
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
 import { packPayload, RefusedToken, unpackPayload } from "./wire.js";
-import { type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
-import { Encoder } from "./encoder.js";
+import { MAX_DEPTH, type MsgpackClass, type MsgpackSerializerOptions, type RegisteredClass, TYPE } from "./options.js";
+import { Encoder, TooDeep, Unencodable } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
@@ -110,7 +110,9 @@ export class MsgpackSerializer implements SerializerProtocol {
     try {
       root = unpackPayload(data, revival);
     } catch (error) {
-      if (error instanceof RefusedToken) throw (await import("./refusal.js")).refusal(data, error.at);
+      if (error instanceof RefusedToken) {
+        throw new SerializationError((await import("../failures.js")).refusalMessage(data, error.at));
+      }
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
         cause: error,
@@ -171,12 +173,22 @@ export class MsgpackSerializer implements SerializerProtocol {
 
 /** The error for a failed encode, naming where the value failed (the explanation loads only now). */
 async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
+  let explained: string | undefined;
   try {
-    return (await import("./explain.js")).encodeError(error, value);
+    explained = (await import("../failures.js")).encodeErrorMessage(error, value, {
+      Unencodable,
+      TooDeep,
+      maxDepth: MAX_DEPTH,
+    });
   } catch {
     // The explanation could not load (an offline app missing the chunk): the failure stands, unexplained.
     return new SerializationError("MsgpackSerializer cannot store this value (why could not be told).", {
       cause: error,
     });
   }
+  if (explained) return new SerializationError(explained);
+  if (error instanceof SerializationError) return error;
+  return new SerializationError(`MsgpackSerializer could not serialize the value: ${errorMessage(error)}`, {
+    cause: error,
+  });
 }

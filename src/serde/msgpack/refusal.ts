@@ -3,7 +3,6 @@
  * never is for bytes this format wrote), so its text costs nothing up front.
  * @module
  */
-import { SerializationError } from "../../core/errors.js";
 
 // What msgpackr would have made of the codes it reads by itself.
 const MSGPACKR_CODES: Record<number, string> = {
@@ -22,19 +21,15 @@ const MSGPACKR_CODES: Record<number, string> = {
 const TYPE_OFFSET: Record<number, number> = { 0xc7: 2, 0xc8: 3, 0xc9: 5, 0xd4: 1, 0xd5: 1, 0xd6: 1, 0xd7: 1, 0xd8: 1 };
 
 /**
- * The `SerializationError` for the token at `at` of `payload` (header included).
+ * The `SerializationError`'s message for the token at `at` of `payload` (header included).
  * @internal
  */
-export function refusal(payload: Uint8Array, at: number): SerializationError {
+export function refusalMessage(payload: Uint8Array, at: number): string {
   const token = payload[at]!;
   if (token === 0xc1) {
-    return new SerializationError(
-      `Refusing a MsgpackSerializer payload with the never-used MessagePack byte 0xc1 at byte ${at}: this format never writes it, so the bytes were crafted or corrupted.`,
-    );
+    return `Refusing a MsgpackSerializer payload with the never-used MessagePack byte 0xc1 at byte ${at}: this format never writes it, so the bytes were crafted or corrupted.`;
   }
   const type = payload[at + TYPE_OFFSET[token]!]!;
   const meaning = MSGPACKR_CODES[type];
-  return new SerializationError(
-    `Refusing a MsgpackSerializer payload with MessagePack extension type 0x${type.toString(16).padStart(2, "0")}${meaning ? ` (msgpackr's ${meaning})` : ""} at byte ${at}: this format never writes it in this form, so the bytes were crafted or corrupted.`,
-  );
+  return `Refusing a MsgpackSerializer payload with MessagePack extension type 0x${type.toString(16).padStart(2, "0")}${meaning ? ` (msgpackr's ${meaning})` : ""} at byte ${at}: this format never writes it in this form, so the bytes were crafted or corrupted.`;
 }
