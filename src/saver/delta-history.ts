@@ -11,7 +11,7 @@ import { assertId, configIds } from "../rows/ids.js";
 import { latestRow } from "./reads.js";
 import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "../rows/codec.js";
-import { checkChains, finishLinkCheck, type LinkCheck } from "./verify-links.js";
+import { checkChains, checkListedWrites, finishLinkCheck, type LinkCheck } from "./verify-links.js";
 
 /**
  * The delta-channel history walk in one read-only transaction: parent links
@@ -55,7 +55,13 @@ export async function getDeltaChannelHistory(
     },
     "read delta channel history",
   );
-  const verified = finishLinkCheck(links);
+  // Then the writes each proven child lists for its parent (binding version 4): all there.
+  const verified = finishLinkCheck(links).then(() => {
+    const { target, path, rows, seeds } = walked;
+    if (links === undefined || target === undefined) return;
+    const depths = channels.map((channel) => seeds.get(channel)?.depth ?? path.length - 1);
+    checkListedWrites([target, ...rows], path, channels, depths, walked.writesByChannel);
+  });
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
   const [, decoded] = await Promise.all([
     verified,

@@ -43,6 +43,8 @@ import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, read
 
 /** The hash chain module (chain.ts), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let chainModule: Promise<typeof import("./chain.js")> | undefined;
+/** The same, once loaded: putWrites notes the writes it committed there, for the next put's `parent_writes`. */
+let chainLoaded: typeof import("./chain.js") | undefined;
 
 type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
@@ -76,19 +78,18 @@ export async function put(
       parent_checkpoint_id: parentId,
       channel_versions: withoutValues.channel_versions,
     };
-    // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
-    const chain = authenticates(serde)
-      ? await (await (chainModule ??= import("./chain.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
-      : undefined;
+    // Binding versions 3 and 4 (chain.ts): only rows an encrypting serializer seals have a chain to check.
+    const chains = authenticates(serde) ? (chainLoaded ??= await (chainModule ??= import("./chain.js"))) : undefined;
+    /** The checkpoint sealed with its chain; `stored`: the row is there already and keeps its chain. */
+    const seal = async (stored: boolean) => {
+      const chained = await chains?.chainFor(ctx, serde, threadId, checkpointNs, fields, stored);
+      const ref = rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId, chained?.chain);
+      return { chained, bytes: await encode(serde, "serialize the checkpoint", withoutValues, ref) };
+    };
 
     // Serialize everything before the transaction opens.
-    const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
-      encode(
-        serde,
-        "serialize the checkpoint",
-        withoutValues,
-        rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId, chain),
-      ),
+    const [sealed, metadataBytes, blobs] = await Promise.all([
+      seal(false),
       encode(
         serde,
         "serialize the checkpoint metadata",
@@ -102,13 +103,21 @@ export async function put(
       thread_id: threadId,
       checkpoint_ns: checkpointNs,
       checkpoint_id: checkpointId,
-      checkpoint: checkpointBytes,
+      checkpoint: sealed.bytes,
       metadata: metadataBytes,
       channel_versions: withoutValues.channel_versions,
       created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
-    if (chain !== undefined) row.chain = chain;
+    const applyChain = (chained: typeof sealed.chained) => {
+      delete row.chain;
+      delete row.parent_writes;
+      if (chained !== undefined) row.chain = chained.chain;
+      if (chained?.parent_writes !== undefined) row.parent_writes = chained.parent_writes;
+    };
+    applyChain(sealed.chained);
+    // Set once the row is sealed again over the chain it has (Rechain): then it is put as it is.
+    let resealed = false;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
 
     const now = ctx.now();
@@ -124,6 +133,11 @@ export async function put(
           const checkpoints = tx.objectStore("checkpoints");
           const parentRead =
             parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
+          // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
+          const selfRead =
+            row.parent_writes === undefined || resealed
+              ? undefined
+              : checkpoints.get([threadId, checkpointNs, checkpointId]);
           const blobStore = tx.objectStore("blobs");
           for (const blob of stored) issue(storePut(blobStore, blob));
           issue(storePut(checkpoints, row));
@@ -136,9 +150,10 @@ export async function put(
               }),
             );
           }
-          const [key, parentKey] = await Promise.all([keyRead, parentRead]);
+          const [key, parentKey, self] = await Promise.all([keyRead, parentRead, selfRead]);
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
+          if (self !== undefined && self.chain !== row.chain) throw new Rechain();
           if (parentId === undefined || parentKey !== undefined) return;
           // The parent is missing: deleted with its thread (then this may be a late write of a run still
           // in flight, or a child of one), with its run, or pruned; or it never existed here.
@@ -156,14 +171,25 @@ export async function put(
     try {
       // The values this put stores: those of the channels it changed...
       let stored = blobs;
+      const attempt = async (everyValue: boolean) => {
+        try {
+          await writeCheckpoint(stored, everyValue);
+        } catch (error) {
+          if (!(error instanceof Rechain)) throw error;
+          const again = await seal((resealed = true));
+          row.checkpoint = again.bytes;
+          applyChain(again.chained);
+          await writeCheckpoint(stored, everyValue);
+        }
+      };
       try {
-        await writeCheckpoint(stored, false);
+        await attempt(false);
       } catch (error) {
         if (!(error instanceof ParentGone)) throw error;
         // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
         // and this put, say), and with it maybe the values this put did not change: then all of them.
         stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
-        await writeCheckpoint(stored, true);
+        await attempt(true);
       }
       written = { serde, blobs: stored, row };
     } catch (error) {
@@ -212,6 +238,9 @@ export async function put(
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}
+
+/** Aborts a put of a row already stored under another chain, to seal it again over that chain (see `put`). */
+class Rechain extends Error {}
 
 /** The versions of the channels the checkpoint has but `newVersions` does not: those it carries over. */
 function unchangedVersions(input: PutInput, newVersions: ChannelVersions): ChannelVersions {
@@ -271,7 +300,7 @@ export async function putWrites(
     );
     try {
       // Fast path: the writes store alone, so this never waits for a put.
-      await ctx.writes.write(
+      const added = await ctx.writes.write(
         ["writes"],
         async (tx, notes) => {
           const store = tx.objectStore("writes");
@@ -283,9 +312,7 @@ export async function putWrites(
               put.checkpointNs === checkpointNs &&
               put.keyId === bound.keyId,
           );
-          if (covered) {
-            return void (await storeWrites(store, rows));
-          }
+          if (covered) return storeWrites(store, rows);
           const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows);
           issue(stored); // awaited below, unless the key or the tombstone aborts first
@@ -294,7 +321,7 @@ export async function putWrites(
           const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
           // A deleted thread: roll back and take the careful path.
           if (tombstone) throw new LateWrite(tombstone);
-          await stored;
+          return stored;
         },
         "put writes",
         true,
@@ -302,6 +329,8 @@ export async function putWrites(
         true,
       );
       freshModule()?.keepWrites(ctx, ticket, rows, true);
+      // For the `parent_writes` of this checkpoint's children (binding version 4): the writes stored, not those a first write kept out.
+      if (authenticates(serde)) chainLoaded?.noteWrites(ctx, added);
     } catch (error) {
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
@@ -372,8 +401,10 @@ function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void
 /**
  * Issues the requests that store `rows`, decided per write, not per batch:
  * special channels (negative idx) replace, regular writes keep the first
- * value stored under (task_id, idx).
+ * value stored under (task_id, idx). Resolves to the rows stored.
  */
-function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<unknown> {
-  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
+function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<WriteRow[]> {
+  return Promise.all(
+    rows.map((write) => (write.idx < 0 ? storePut(store, write).then(() => true) : addIfAbsent(store, write))),
+  ).then((stored) => rows.filter((_, i) => stored[i]));
 }

@@ -84,6 +84,12 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // as altered. Opening at version 3 makes them refuse the database as
   // "written by a newer version of this package" instead.
   () => {},
+  // 4: no change to the stores. An encrypting saver now writes row binding
+  // version 4 (`parent_writes` on each checkpoint row, hashed into its
+  // chain: chain.ts), whose chains versions of this package before it hash
+  // without the list: every walk would report the rows as altered. Opening
+  // at version 4 makes them refuse the database instead, as step 3 did.
+  () => {},
 ];
 
 /** Version of the row format inside the stores, kept in `meta` as "format". */

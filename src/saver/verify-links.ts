@@ -6,9 +6,9 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "../rows/codec.js";
-import type { CheckpointRow, Version } from "../rows/shapes.js";
+import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 import { authenticates } from "./verify.js";
-import { chainOf, keyOf } from "./chain.js";
+import { chainOf, coverageOf, keyOf } from "./chain.js";
 import { DecryptionError } from "../core/errors.js";
 
 /**
@@ -19,9 +19,15 @@ import { DecryptionError } from "../core/errors.js";
 interface Proven {
   parent: string | undefined;
   chain: string | undefined;
+  /** Its `parent_writes` as hashed (version 4), so an edited list is no longer the row proven. */
+  writes: string | undefined;
   versions: Record<string, Version>;
   tag: Uint8Array;
 }
+
+/** A row's `parent_writes` as compared with what was proven. */
+const writesText = (row: CheckpointRow) =>
+  row.parent_writes === undefined ? undefined : JSON.stringify(coverageOf(row.parent_writes));
 
 /** Bytes of the sealed checkpoint remembered per proven row: a full AES-GCM tag. */
 const TAG_BYTES = 16;
@@ -70,6 +76,7 @@ function isProven(proven: Map<string, Proven>, row: CheckpointRow): boolean {
     tag !== undefined &&
     entry.parent === row.parent_checkpoint_id &&
     entry.chain === row.chain &&
+    entry.writes === writesText(row) &&
     tag.every((byte, i) => byte === entry.tag[i]) &&
     sameVersions(row.channel_versions, entry.versions)
   );
@@ -81,7 +88,13 @@ function remember(proven: Map<string, Proven>, row: CheckpointRow, versions: Rec
   const key = provenKey(row);
   proven.delete(key);
   if (proven.size >= MAX_PROVEN) proven.delete(proven.keys().next().value!);
-  proven.set(key, { parent: row.parent_checkpoint_id, chain: row.chain, versions, tag: tag.slice() });
+  proven.set(key, {
+    parent: row.parent_checkpoint_id,
+    chain: row.chain,
+    writes: writesText(row),
+    versions,
+    tag: tag.slice(),
+  });
 }
 
 /** What {@link checkChains} left to do: rows to decrypt, and rows their chains proved once those open. */
@@ -173,4 +186,46 @@ export async function verifyParentLinks(
   others: readonly CheckpointRow[] = [],
 ): Promise<void> {
   await finishLinkCheck(checkChains(serde, rows, others));
+}
+
+/**
+ * Row binding version 4: checks that each checkpoint on a walked path
+ * still holds the pending writes its child lists (`parent_writes`, hashed
+ * into the child's chain, so call this once the chains are proven). A
+ * walk reads one channel's writes for the part of the path it needs, so
+ * only the listed writes to that channel on that part are looked for: a
+ * deleted one, or one moved to another key or channel, would silently drop
+ * a turn from the history it rebuilds. Extra writes are not an error: a
+ * sync merge or a late task adds writes after a child lists its parent's,
+ * and a write's value opens only at its own key (its binding).
+ *
+ * `covering[d]` lists the writes of `path[d]` (the target for depth 0, then
+ * each path row for its parent); `depths[i]` is the deepest index of
+ * `path` whose writes were read for `channels[i]`. Throws
+ * `DecryptionError` naming the thread, the checkpoint and the write.
+ */
+export function checkListedWrites(
+  covering: readonly CheckpointRow[],
+  path: readonly string[],
+  channels: readonly string[],
+  depths: readonly number[],
+  writesByChannel: readonly (readonly WriteRow[])[],
+): void {
+  channels.forEach((channel, i) => {
+    let found: Set<string> | undefined;
+    for (let depth = 0; depth <= depths[i]! && depth < covering.length; depth++) {
+      const child = covering[depth]!;
+      // Only a proven chain vouches for its list (rows without one list nothing).
+      if (child.chain === undefined || !Array.isArray(child.parent_writes)) continue;
+      for (const entry of child.parent_writes) {
+        const [taskId, idx, listed] = Array.isArray(entry) ? entry : [];
+        if (listed !== channel) continue;
+        found ??= new Set(writesByChannel[i]!.map((w) => JSON.stringify([w.checkpoint_id, w.task_id, w.idx])));
+        if (found.has(JSON.stringify([path[depth], taskId, idx]))) continue;
+        throw new DecryptionError(
+          `Checkpoint ${path[depth]!} of thread "${child.thread_id}" (namespace "${child.checkpoint_ns}") is missing its pending write to "${channel}" of task ${taskId} (idx ${String(idx)}), which its child ${child.checkpoint_id} lists: write rows were deleted or altered outside the saver.`,
+        );
+      }
+    }
+  });
 }
