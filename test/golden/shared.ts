@@ -778,3 +778,6 @@ export const SAVER_SCHEMA_3 = {
         },
   ),
 };
+
+/** Schema version 4: no store changed since version 3 (it marks row binding version 4: issue 23). Frozen. */
+export const SAVER_SCHEMA_4 = { ...SAVER_SCHEMA_3, version: 4 };

@@ -76,7 +76,7 @@ import {
   withoutStacks,
   type Tagged,
   SAVER_SCHEMA_1,
-  SAVER_SCHEMA_3,
+  SAVER_SCHEMA_4,
   expectAnswers,
   schemaOf,
   type SaverGolden,
@@ -138,8 +138,8 @@ function bin(value: Tagged): Uint8Array {
 /** The saver database layout of version 1, frozen (test/golden/shared.ts). */
 const SAVER_SCHEMA = SAVER_SCHEMA_1;
 
-/** Today's layout: schema version 3 (test/golden/shared.ts). */
-const SAVER_SCHEMA_NOW = SAVER_SCHEMA_3;
+/** Today's layout: schema version 4 (test/golden/shared.ts). */
+const SAVER_SCHEMA_NOW = SAVER_SCHEMA_4;
 
 /** Row fields written from the clock: the only part of a row that differs between two identical runs. */
 const CLOCK_FIELDS = new Set(["created_at", "updated_at", "deleted_at", "createdAt", "updatedAt", "created"]);
@@ -176,7 +176,7 @@ const saverCases = [
 ];
 
 describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
-  it("has the frozen layout of version 1; today's upgrades create version 3, the same plus two indexes", async () => {
+  it("has the frozen layout of version 1; today's upgrades create version 4, the same plus two indexes", async () => {
     expect(schemaOf(golden.dump)).toEqual(SAVER_SCHEMA);
     const name = freshName("saver-schema");
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
