@@ -35,7 +35,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { sha256 } from "@noble/hashes/sha2.js";
 import type { SaverContext } from "./context.js";
-import { decodeCheckpoint, sameVersions } from "../rows/codec.js";
+import { decodeCheckpoint, encode, rowRef, sameVersions } from "../rows/codec.js";
 import { prefixBounds } from "./keys.js";
 import type { CheckpointRow, Version, WriteKey, WriteRow } from "../rows/shapes.js";
 
@@ -171,15 +171,18 @@ function tablesOf(ctx: SaverContext): { chains: Map<string, string>; writes: Map
 }
 
 /**
- * Notes pending writes just committed (putWrites' fast path), for the
+ * Notes pending writes just committed (putWrites' fast path, with the
+ * result of storing each), for the
  * `parent_writes` of their checkpoint's children. Writes that reach the
  * store another way (the careful path, a sync pull, an import) are not
  * noted: a child lists them only if it reads its parent's writes (a put
  * whose parent's chain is not remembered).
  */
-export function noteWrites(ctx: SaverContext, rows: readonly WriteRow[]): void {
+export function noteWrites(ctx: SaverContext, rows: readonly WriteRow[], results: readonly unknown[]): void {
   const { writes } = tablesOf(ctx);
-  for (const write of rows) {
+  for (const [i, write] of rows.entries()) {
+    // A regular write a first one kept out (addIfAbsent: false) is not what is stored under its key.
+    if (results[i] === false) continue;
     const key = keyOf(write.thread_id, write.checkpoint_ns, write.checkpoint_id);
     let keys = writes.get(key);
     if (!keys) {
@@ -252,7 +255,7 @@ function chained(fields: ChainFields, parentWrites: Iterable<WriteKey>, parentCh
  * thread) must keep the chain it has, which its children hash: `put` finds
  * the row in its transaction and asks again with `stored`.
  */
-export function chainFor(
+function chainFor(
   ctx: SaverContext,
   serde: SerializerProtocol,
   threadId: string,
@@ -270,6 +273,29 @@ export function chainFor(
   }
   const noted = parentKey === undefined ? undefined : tables.writes.get(parentKey);
   return remember(ctx, threadId, checkpointNs, fields.checkpoint_id, chained(fields, noted?.values() ?? [], cached));
+}
+
+/**
+ * Seals `row` (about to be put by an encrypting saver) with its chain:
+ * sets its `chain` and `parent_writes` (or removes them: no chain) and its
+ * `checkpoint`, the sealed `checkpoint` value. `stored`: see {@link chainFor}.
+ */
+export async function seal(
+  ctx: SaverContext,
+  serde: SerializerProtocol,
+  row: CheckpointRow,
+  checkpoint: unknown,
+  stored = false,
+): Promise<void> {
+  const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: id, parent_checkpoint_id: parentId } = row;
+  const fields = { checkpoint_id: id, parent_checkpoint_id: parentId, channel_versions: row.channel_versions };
+  const chained = await chainFor(ctx, serde, threadId, checkpointNs, fields, stored);
+  const ref = rowRef.checkpoint(threadId, checkpointNs, id, parentId, chained?.chain);
+  row.checkpoint = await encode(serde, "serialize the checkpoint", checkpoint, ref);
+  delete row.chain;
+  delete row.parent_writes;
+  if (chained) row.chain = chained.chain;
+  if (chained?.parent_writes) row.parent_writes = chained.parent_writes;
 }
 
 /**

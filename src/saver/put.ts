@@ -72,24 +72,20 @@ export async function put(
   };
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
-    // withoutValues holds a copy made before any await (putInput).
-    const fields = {
-      checkpoint_id: checkpointId,
-      parent_checkpoint_id: parentId,
-      channel_versions: withoutValues.channel_versions,
-    };
     // Binding versions 3 and 4 (chain.ts): only rows an encrypting serializer seals have a chain to check.
     const chains = authenticates(serde) ? (chainLoaded ??= await (chainModule ??= import("./chain.js"))) : undefined;
-    /** The checkpoint sealed with its chain; `stored`: the row is there already and keeps its chain. */
-    const seal = async (stored: boolean) => {
-      const chained = await chains?.chainFor(ctx, serde, threadId, checkpointNs, fields, stored);
-      const ref = rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId, chained?.chain);
-      return { chained, bytes: await encode(serde, "serialize the checkpoint", withoutValues, ref) };
-    };
 
     // Serialize everything before the transaction opens.
-    const [sealed, metadataBytes, blobs] = await Promise.all([
-      seal(false),
+    const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
+      // withoutValues holds a copy made before any await (putInput).
+      chains
+        ? undefined
+        : encode(
+            serde,
+            "serialize the checkpoint",
+            withoutValues,
+            rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
+          ),
       encode(
         serde,
         "serialize the checkpoint metadata",
@@ -103,22 +99,17 @@ export async function put(
       thread_id: threadId,
       checkpoint_ns: checkpointNs,
       checkpoint_id: checkpointId,
-      checkpoint: sealed.bytes,
+      checkpoint: checkpointBytes!,
       metadata: metadataBytes,
       channel_versions: withoutValues.channel_versions,
       created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
-    const applyChain = (chained: typeof sealed.chained) => {
-      delete row.chain;
-      delete row.parent_writes;
-      if (chained !== undefined) row.chain = chained.chain;
-      if (chained?.parent_writes !== undefined) row.parent_writes = chained.parent_writes;
-    };
-    applyChain(sealed.chained);
-    // Set once the row is sealed again over the chain it has (Rechain): then it is put as it is.
-    let resealed = false;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
+    // Its chain, the parent's writes it lists, and its checkpoint sealed with them.
+    await chains?.seal(ctx, serde, row, withoutValues);
+    // Set once a row found stored under another chain is sealed again over that chain (Rechain).
+    let resealed = false;
 
     const now = ctx.now();
     row.created_at = now;
@@ -135,9 +126,7 @@ export async function put(
             parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
           // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
           const selfRead =
-            row.parent_writes === undefined || resealed
-              ? undefined
-              : checkpoints.get([threadId, checkpointNs, checkpointId]);
+            row.parent_writes && !resealed ? checkpoints.get([threadId, checkpointNs, checkpointId]) : undefined;
           const blobStore = tx.objectStore("blobs");
           for (const blob of stored) issue(storePut(blobStore, blob));
           issue(storePut(checkpoints, row));
@@ -153,7 +142,7 @@ export async function put(
           const [key, parentKey, self] = await Promise.all([keyRead, parentRead, selfRead]);
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
-          if (self !== undefined && self.chain !== row.chain) throw new Rechain();
+          if (self && self.chain !== row.chain) throw new Rechain();
           if (parentId === undefined || parentKey !== undefined) return;
           // The parent is missing: deleted with its thread (then this may be a late write of a run still
           // in flight, or a child of one), with its run, or pruned; or it never existed here.
@@ -168,28 +157,25 @@ export async function put(
         parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
       );
 
+    /** The same; a row stored already under another chain is sealed again over that chain, then written. */
+    const writeRow = (stored: BlobRow[], everyValue: boolean) =>
+      writeCheckpoint(stored, everyValue).catch(async (error: unknown) => {
+        if (!(error instanceof Rechain)) throw error;
+        await chains!.seal(ctx, serde, row, withoutValues, (resealed = true));
+        await writeCheckpoint(stored, everyValue);
+      });
+
     try {
       // The values this put stores: those of the channels it changed...
       let stored = blobs;
-      const attempt = async (everyValue: boolean) => {
-        try {
-          await writeCheckpoint(stored, everyValue);
-        } catch (error) {
-          if (!(error instanceof Rechain)) throw error;
-          const again = await seal((resealed = true));
-          row.checkpoint = again.bytes;
-          applyChain(again.chained);
-          await writeCheckpoint(stored, everyValue);
-        }
-      };
       try {
-        await attempt(false);
+        await writeRow(stored, false);
       } catch (error) {
         if (!(error instanceof ParentGone)) throw error;
         // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
         // and this put, say), and with it maybe the values this put did not change: then all of them.
         stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
-        await attempt(true);
+        await writeRow(stored, true);
       }
       written = { serde, blobs: stored, row };
     } catch (error) {
@@ -239,7 +225,7 @@ export async function put(
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}
 
-/** Aborts a put of a row already stored under another chain, to seal it again over that chain (see `put`). */
+/** Aborts a put of a row stored already under another chain, to seal it again over that chain (see `put`). */
 class Rechain extends Error {}
 
 /** The versions of the channels the checkpoint has but `newVersions` does not: those it carries over. */
@@ -329,8 +315,9 @@ export async function putWrites(
         true,
       );
       freshModule()?.keepWrites(ctx, ticket, rows, true);
-      // For the `parent_writes` of this checkpoint's children (binding version 4): the writes stored, not those a first write kept out.
-      if (authenticates(serde)) chainLoaded?.noteWrites(ctx, added);
+      // For the `parent_writes` of its children (binding version 4, encrypting savers: only they load
+      // chain.ts): the writes stored, not those a first write kept out.
+      chainLoaded?.noteWrites(ctx, rows, added);
     } catch (error) {
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
@@ -401,10 +388,9 @@ function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void
 /**
  * Issues the requests that store `rows`, decided per write, not per batch:
  * special channels (negative idx) replace, regular writes keep the first
- * value stored under (task_id, idx). Resolves to the rows stored.
+ * value stored under (task_id, idx). Resolves to one result per row, `false`
+ * for a regular write a first one kept out.
  */
-function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<WriteRow[]> {
-  return Promise.all(
-    rows.map((write) => (write.idx < 0 ? storePut(store, write).then(() => true) : addIfAbsent(store, write))),
-  ).then((stored) => rows.filter((_, i) => stored[i]));
+function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<unknown[]> {
+  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

@@ -245,6 +245,8 @@ describe("row binding version 4: honest histories raise no false alarm", () => {
     let saver = await saverOn(name);
     const one = await step(saver, config(), "1", true);
     await saver.putWrites(one, [["messages", "a"]], "task-a");
+    // The same task's write at the same idx again, to another channel: the first stays, and only it is listed.
+    await saver.putWrites(one, [["other", "kept out"]], "task-a");
     const two = await step(saver, one, "2");
     // Another device's write to 1, merged later (a sync pull does the same), then a fork of 1 that lists it.
     await saver.putWrites(one, [["messages", "b"]], "task-b");
@@ -275,6 +277,8 @@ describe("row binding version 4: honest histories raise no false alarm", () => {
     saver = await saverOn(name);
     expect((await walk(saver, "3")).messages!.writes.map(([, , value]) => value)).toEqual(["a", "b", "c"]);
     expect((await walk(saver, "2b")).messages!.writes.map(([, , value]) => value)).toEqual(["a", "b"]);
+    const both = await saver.getDeltaChannelHistory({ config: config("2"), channels: ["messages", "other"] });
+    expect(both.other!.writes).toEqual([]);
     void twoB;
   });
 
