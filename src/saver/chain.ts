@@ -81,7 +81,7 @@ function isWriteKey(entry: unknown): entry is WriteKey {
  * row holds, so an edited list never hashes like a written one (and a
  * structured-clone cycle planted there cannot hang or throw).
  */
-export function coverageOf(list: unknown): unknown {
+function coverageOf(list: unknown): unknown {
   return Array.isArray(list) ? list.map((entry) => (isWriteKey(entry) ? entry : "?")) : "?";
 }
 

@@ -8,7 +8,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "../rows/codec.js";
 import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 import { authenticates } from "./verify.js";
-import { chainOf, coverageOf, keyOf } from "./chain.js";
+import { chainOf, keyOf } from "./chain.js";
 import { DecryptionError } from "../core/errors.js";
 
 /**
@@ -19,15 +19,29 @@ import { DecryptionError } from "../core/errors.js";
 interface Proven {
   parent: string | undefined;
   chain: string | undefined;
-  /** Its `parent_writes` as hashed (version 4), so an edited list is no longer the row proven. */
-  writes: string | undefined;
+  /** Its `parent_writes` (version 4), so an edited list is no longer the row proven. */
+  writes: unknown;
   versions: Record<string, Version>;
   tag: Uint8Array;
 }
 
-/** A row's `parent_writes` as compared with what was proven. */
-const writesText = (row: CheckpointRow) =>
-  row.parent_writes === undefined ? undefined : JSON.stringify(coverageOf(row.parent_writes));
+/** True when two `parent_writes` lists (one as stored, one as proven) hold the same keys in the same order. */
+function sameList(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b)) return a === undefined && b === undefined;
+  return (
+    a.length === b.length &&
+    a.every((entry: unknown, i) => {
+      const other: unknown = b[i];
+      return (
+        Array.isArray(entry) &&
+        Array.isArray(other) &&
+        entry.length === 3 &&
+        other.length === 3 &&
+        entry.every((part, j) => part === other[j])
+      );
+    })
+  );
+}
 
 /** Bytes of the sealed checkpoint remembered per proven row: a full AES-GCM tag. */
 const TAG_BYTES = 16;
@@ -76,7 +90,7 @@ function isProven(proven: Map<string, Proven>, row: CheckpointRow): boolean {
     tag !== undefined &&
     entry.parent === row.parent_checkpoint_id &&
     entry.chain === row.chain &&
-    entry.writes === writesText(row) &&
+    sameList(row.parent_writes, entry.writes) &&
     tag.every((byte, i) => byte === entry.tag[i]) &&
     sameVersions(row.channel_versions, entry.versions)
   );
@@ -91,7 +105,7 @@ function remember(proven: Map<string, Proven>, row: CheckpointRow, versions: Rec
   proven.set(key, {
     parent: row.parent_checkpoint_id,
     chain: row.chain,
-    writes: writesText(row),
+    writes: row.parent_writes,
     versions,
     tag: tag.slice(),
   });
@@ -220,8 +234,9 @@ export function checkListedWrites(
       for (const entry of child.parent_writes) {
         const [taskId, idx, listed] = Array.isArray(entry) ? entry : [];
         if (listed !== channel) continue;
-        found ??= new Set(writesByChannel[i]!.map((w) => JSON.stringify([w.checkpoint_id, w.task_id, w.idx])));
-        if (found.has(JSON.stringify([path[depth], taskId, idx]))) continue;
+        // Ids hold no U+0000 (the saver refuses it), so the joined key is unambiguous.
+        found ??= new Set(writesByChannel[i]!.map((w) => `${w.checkpoint_id}\u0000${w.task_id}\u0000${w.idx}`));
+        if (found.has(`${path[depth]!}\u0000${String(taskId)}\u0000${String(idx)}`)) continue;
         throw new DecryptionError(
           `Checkpoint ${path[depth]!} of thread "${child.thread_id}" (namespace "${child.checkpoint_ns}") is missing its pending write to "${channel}" of task ${taskId} (idx ${String(idx)}), which its child ${child.checkpoint_id} lists: write rows were deleted or altered outside the saver.`,
         );
