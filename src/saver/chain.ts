@@ -82,7 +82,9 @@ function isWriteKey(entry: unknown): entry is WriteKey {
  * structured-clone cycle planted there cannot hang or throw).
  */
 function coverageOf(list: unknown): unknown {
-  return Array.isArray(list) ? list.map((entry) => (isWriteKey(entry) ? entry : "?")) : "?";
+  if (!Array.isArray(list)) return "?";
+  // As written (every walk hashes every ancestor's list): no copy.
+  return list.every(isWriteKey) ? list : list.map((entry) => (isWriteKey(entry) ? entry : "?"));
 }
 
 /**
