@@ -26,6 +26,7 @@ import { chainOf } from "../../src/saver/chain.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import type { CheckpointRow, WriteRow } from "../../src/rows/shapes.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { importThread } from "../../src/portable/index.js";
 import { chatGraph, plain } from "../support/chat-graph.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { committed, openRaw, putRaw, readStore } from "../support/reliability/raw.js";
@@ -236,6 +237,42 @@ describe("the lists a walk has proven", () => {
     // A walk from a new head (not derived from the walk kept for 4) over the rows proven before.
     await step(saver, config("4"), "5");
     await expect(walk(saver, "5")).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
+describe("row binding version 4 after copyThread, rekey and export/import", () => {
+  it("the copy, the rekeyed thread and the imported thread keep their lists: a listed write deleted from each fails closed", async () => {
+    const name = newDatabase("chain-writes-moves");
+    let saver = await saverOn(name);
+    let at = config();
+    for (const id of ["1", "2", "3", "4"]) {
+      at = await step(saver, at, id, id === "1");
+      if (id !== "4") await saver.putWrites(at, [["messages", `turn ${id}`]], `task-${id}`);
+    }
+    await saver.copyThread(THREAD, "copy");
+    await saver.rekey();
+    const serde = await EncryptedSerializer.fromRawKey(KEY);
+    await importThread(saver, await saver.exportThread(THREAD), { targetThreadId: "imported", serde });
+    await closeAll();
+    const turns = ["turn 1", "turn 2", "turn 3"];
+    const walkOf = (s: IndexedDBSaver, threadId: string) =>
+      s.getDeltaChannelHistory({
+        config: { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+        channels: ["messages"],
+      });
+    const rows = await readStore<CheckpointRow>(name, "checkpoints");
+    const writes = await readStore<WriteRow>(name, "writes");
+    for (const threadId of [THREAD, "copy", "imported"]) {
+      saver = await saverOn(name);
+      expect((await walkOf(saver, threadId)).messages!.writes.map(([, , value]) => value)).toEqual(turns);
+      const three = rows.find((row) => row.thread_id === threadId && row.checkpoint_id === "3")!;
+      expect(three.parent_writes).toEqual([["task-2", 0, "messages"]]);
+      const two = writes.find((w) => w.thread_id === threadId && w.checkpoint_id === "2")!;
+      await deleteWrites(name, [two]);
+      await expect(walkOf(await saverOn(name), threadId)).rejects.toBeInstanceOf(DecryptionError);
+      await closeAll();
+      await putRaw(name, "writes", [two]);
+    }
   });
 });
 
