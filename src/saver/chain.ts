@@ -181,7 +181,10 @@ function tablesOf(ctx: SaverContext): { chains: Map<string, string>; writes: Map
  * whose parent's chain is not remembered).
  */
 export function noteWrites(ctx: SaverContext, rows: readonly WriteRow[], results: readonly unknown[]): void {
-  const { writes } = tablesOf(ctx);
+  // Only a context that put or proved a chain has children to list them
+  // (and a plain saver in the same page never gets a table or a listener).
+  const writes = committed.get(ctx);
+  if (!writes) return;
   for (const [i, write] of rows.entries()) {
     // A regular write a first one kept out (addIfAbsent: false) is not what is stored under its key.
     if (results[i] === false) continue;
