@@ -174,8 +174,8 @@ function tablesOf(ctx: SaverContext): { chains: Map<string, string>; writes: Map
 
 /**
  * Notes pending writes just committed (putWrites' fast path, with the
- * result of storing each), for the
- * `parent_writes` of their checkpoint's children. Writes that reach the
+ * result of storing each), for the `parent_writes` of their checkpoint's
+ * children. Writes that reach the
  * store another way (the careful path, a sync pull, an import) are not
  * noted: a child lists them only if it reads its parent's writes (a put
  * whose parent's chain is not remembered).
@@ -320,8 +320,10 @@ function remember<C extends Chained | undefined>(
   chains.delete(key);
   if (chained === undefined) return chained;
   if (chains.size >= MAX_KNOWN) chains.delete(chains.keys().next().value!);
-  // Remembered before the put commits: a chain depends only on the fields
-  // hashed, so if this put rolls back, a later put of the same row has it too.
+  // Remembered before the put commits. If it rolls back, a later put of
+  // the same row computes and remembers its chain again (its list may have
+  // grown); only a child put in between, over a parent that failed, would
+  // hash a chain no stored row has, and its walks would fail closed.
   chains.set(key, chained.chain);
   return chained;
 }
