@@ -31,6 +31,15 @@ export interface CheckpointRow {
    * ancestor (see saver/chain.ts). Absent on binding version 1 and 2 rows.
    */
   chain?: string;
+  /**
+   * Row binding version 4 (encrypting serializers only, with `chain`): the
+   * keys of the pending writes the parent checkpoint held when this row
+   * was put (the writes the step that made it consumed), sorted, and hashed
+   * into `chain`. Readers that rebuild state from an ancestor's writes
+   * (the delta-channel walk) fail closed when one of them is missing (see
+   * saver/chain.ts). Absent on rows of binding versions 1 to 3.
+   */
+  parent_writes?: WriteKey[];
   /** The checkpoint with `channel_values` removed. */
   checkpoint: TypedBytes;
   metadata: TypedBytes;
@@ -49,6 +58,9 @@ export interface CheckpointRow {
    */
   created_at: number;
 }
+
+/** A pending write's key as a checkpoint row lists it: task id, idx, channel. */
+export type WriteKey = [taskId: string, idx: number, channel: string];
 
 /** One channel's value at one version. Versions without a value have no row. */
 export interface BlobRow {

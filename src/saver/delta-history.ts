@@ -61,7 +61,13 @@ export async function getDeltaChannelHistory(
     },
     "read delta channel history",
   );
-  const verified = sealed?.finishLinkCheck(links);
+  // Then the writes each proven child lists for its parent (binding version 4): all there.
+  const verified = sealed?.finishLinkCheck(links).then(() => {
+    const { target, path, rows, seeds } = walked;
+    if (links === undefined || target === undefined) return;
+    const depths = channels.map((channel) => seeds.get(channel)?.depth ?? path.length - 1);
+    sealed.checkListedWrites([target, ...rows], path, channels, depths, walked.writesByChannel);
+  });
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
   const [, decoded] = await Promise.all([
     verified,

@@ -43,6 +43,8 @@ import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, read
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
+/** The same, once loaded: putWrites notes the writes it committed there, for the next put's `parent_writes`. */
+let sealedLoaded: typeof import("./sealed.js") | undefined;
 
 type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
@@ -70,25 +72,20 @@ export async function put(
   };
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
-    // withoutValues holds a copy made before any await (putInput).
-    const fields = {
-      checkpoint_id: checkpointId,
-      parent_checkpoint_id: parentId,
-      channel_versions: withoutValues.channel_versions,
-    };
-    // Binding version 3 (chain.ts): only rows an encrypting serializer seals have a chain to check.
-    const chain = authenticates(serde)
-      ? await (await (sealedModule ??= import("./sealed.js"))).chainFor(ctx, serde, threadId, checkpointNs, fields)
-      : undefined;
+    // Binding versions 3 and 4 (chain.ts): only rows an encrypting serializer seals have a chain to check.
+    const chains = authenticates(serde) ? (sealedLoaded ??= await (sealedModule ??= import("./sealed.js"))) : undefined;
 
     // Serialize everything before the transaction opens.
     const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
-      encode(
-        serde,
-        "serialize the checkpoint",
-        withoutValues,
-        rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId, chain),
-      ),
+      // withoutValues holds a copy made before any await (putInput).
+      chains
+        ? undefined
+        : encode(
+            serde,
+            "serialize the checkpoint",
+            withoutValues,
+            rowRef.checkpoint(threadId, checkpointNs, checkpointId, parentId),
+          ),
       encode(
         serde,
         "serialize the checkpoint metadata",
@@ -102,14 +99,17 @@ export async function put(
       thread_id: threadId,
       checkpoint_ns: checkpointNs,
       checkpoint_id: checkpointId,
-      checkpoint: checkpointBytes,
+      checkpoint: checkpointBytes!,
       metadata: metadataBytes,
       channel_versions: withoutValues.channel_versions,
       created_at: 0,
     };
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
-    if (chain !== undefined) row.chain = chain;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
+    // Its chain, the parent's writes it lists, and its checkpoint sealed with them.
+    await chains?.seal(ctx, serde, row, withoutValues);
+    // Set once a row found stored under another chain is sealed again over that chain (Rechain).
+    let resealed = false;
 
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
     const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
@@ -122,6 +122,9 @@ export async function put(
           const checkpoints = tx.objectStore("checkpoints");
           const parentRead =
             parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
+          // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
+          const selfRead =
+            row.parent_writes && !resealed ? checkpoints.get([threadId, checkpointNs, checkpointId]) : undefined;
           const blobStore = tx.objectStore("blobs");
           for (const blob of stored) issue(storePut(blobStore, blob));
           // Stamped once the transaction exists: a sync round that reads after
@@ -139,9 +142,10 @@ export async function put(
               }),
             );
           }
-          const [key, parentKey] = await Promise.all([keyRead, parentRead]);
+          const [key, parentKey, self] = await Promise.all([keyRead, parentRead, selfRead]);
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
+          if (self && self.chain !== row.chain) throw new Rechain();
           if (parentId === undefined || parentKey !== undefined) return;
           // The parent is missing: deleted with its thread (then this may be a late write of a run still
           // in flight, or a child of one), with its run, or pruned; or it never existed here.
@@ -156,17 +160,25 @@ export async function put(
         parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
       );
 
+    /** The same; a row stored already under another chain is sealed again over that chain, then written. */
+    const writeRow = (stored: BlobRow[], everyValue: boolean) =>
+      writeCheckpoint(stored, everyValue).catch(async (error: unknown) => {
+        if (!(error instanceof Rechain)) throw error;
+        await chains!.seal(ctx, serde, row, withoutValues, (resealed = true));
+        await writeCheckpoint(stored, everyValue);
+      });
+
     try {
       // The values this put stores: those of the channels it changed...
       let stored = blobs;
       try {
-        await writeCheckpoint(stored, false);
+        await writeRow(stored, false);
       } catch (error) {
         if (!(error instanceof ParentGone)) throw error;
         // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
         // and this put, say), and with it maybe the values this put did not change: then all of them.
         stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
-        await writeCheckpoint(stored, true);
+        await writeRow(stored, true);
       }
       written = { serde, blobs: stored, row };
     } catch (error) {
@@ -215,6 +227,9 @@ export async function put(
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}
+
+/** Aborts a put of a row stored already under another chain, to seal it again over that chain (see `put`). */
+class Rechain extends Error {}
 
 /** The versions of the channels the checkpoint has but `newVersions` does not: those it carries over. */
 function unchangedVersions(input: PutInput, newVersions: ChannelVersions): ChannelVersions {
@@ -274,7 +289,7 @@ export async function putWrites(
     );
     try {
       // Fast path: the writes store alone, so this never waits for a put.
-      await ctx.writes.write(
+      const added = await ctx.writes.write(
         ["writes"],
         async (tx, notes) => {
           const store = tx.objectStore("writes");
@@ -286,9 +301,7 @@ export async function putWrites(
               put.checkpointNs === checkpointNs &&
               put.keyId === bound.keyId,
           );
-          if (covered) {
-            return void (await storeWrites(store, rows, ctx.now()));
-          }
+          if (covered) return storeWrites(store, rows, ctx.now());
           const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows, ctx.now());
           issue(stored); // awaited below, unless the key or the tombstone aborts first
@@ -297,7 +310,7 @@ export async function putWrites(
           const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
           // A deleted thread: roll back and take the careful path.
           if (tombstone) throw new LateWrite(tombstone);
-          await stored;
+          return stored;
         },
         "put writes",
         true,
@@ -305,6 +318,9 @@ export async function putWrites(
         true,
       );
       freshModule()?.keepWrites(ctx, ticket, rows, true);
+      // For the `parent_writes` of its children (binding version 4, encrypting savers: only they load
+      // sealed.ts): the writes stored, not those a first write kept out.
+      sealedLoaded?.noteWrites(ctx, rows, added);
     } catch (error) {
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
@@ -375,9 +391,10 @@ function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void
 /**
  * Issues the requests that store `rows`, decided per write, not per batch:
  * special channels (negative idx) replace, regular writes keep the first
- * value stored under (task_id, idx).
+ * value stored under (task_id, idx). Resolves to one result per row, `false`
+ * for a regular write a first one kept out.
  */
-function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<unknown> {
+function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<unknown[]> {
   // Stamped in the transaction, as a put stamps its checkpoint (sync/changes.ts).
   for (const write of rows) write.written_at = now;
   return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));

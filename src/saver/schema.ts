@@ -90,9 +90,12 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // stamped in the transaction that stores them, so a round reads the rows
   // stamped since its last scan instead of every thread. Rows written before
   // (no `written_at`) are not indexed; the first round after this step scans
-  // everything once, as every round did before. Older versions of this
-  // package refuse the database as newer, which they must: they would store
-  // writes without the stamp, and sync would never see them.
+  // everything once, as every round did before. The same step marks row
+  // binding version 4 (`parent_writes` on each checkpoint row an encrypting
+  // saver writes, hashed into its chain: chain.ts). Older versions of this
+  // package refuse the database as newer, which they must on both counts:
+  // they would store writes without the stamp, which sync would never see,
+  // and hash version-4 chains without the list, reporting the rows altered.
   (_db, tx) => {
     tx.objectStore("checkpoints").createIndex("by_created", "created_at");
     tx.objectStore("writes").createIndex("by_written", "written_at");

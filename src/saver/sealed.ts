@@ -5,5 +5,5 @@
  * (verify-links.ts). A saver without encryption never loads it: its delta
  * walks and prunes have no sealed links to check.
  */
-export { chainFor } from "./chain.js";
-export { checkChains, finishLinkCheck, verifyParentLinks, type LinkCheck } from "./verify-links.js";
+export { noteWrites, seal } from "./chain.js";
+export { checkChains, checkListedWrites, finishLinkCheck, verifyParentLinks, type LinkCheck } from "./verify-links.js";

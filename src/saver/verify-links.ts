@@ -6,7 +6,7 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "../rows/codec.js";
-import type { CheckpointRow, Version } from "../rows/shapes.js";
+import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 import { authenticates } from "./verify.js";
 import { chainOf, keyOf } from "./chain.js";
 import { DecryptionError } from "../core/errors.js";
@@ -19,8 +19,28 @@ import { DecryptionError } from "../core/errors.js";
 interface Proven {
   parent: string | undefined;
   chain: string | undefined;
+  /** Its `parent_writes` (version 4), so an edited list is no longer the row proven. */
+  writes: unknown;
   versions: Record<string, Version>;
   tag: Uint8Array;
+}
+
+/** True when two `parent_writes` lists (one as stored, one as proven) hold the same keys in the same order. */
+function sameList(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b)) return a === undefined && b === undefined;
+  return (
+    a.length === b.length &&
+    a.every((entry: unknown, i) => {
+      const other: unknown = b[i];
+      return (
+        Array.isArray(entry) &&
+        Array.isArray(other) &&
+        entry.length === 3 &&
+        other.length === 3 &&
+        entry.every((part, j) => part === other[j])
+      );
+    })
+  );
 }
 
 /** Bytes of the sealed checkpoint remembered per proven row: a full AES-GCM tag. */
@@ -70,6 +90,7 @@ function isProven(proven: Map<string, Proven>, row: CheckpointRow): boolean {
     tag !== undefined &&
     entry.parent === row.parent_checkpoint_id &&
     entry.chain === row.chain &&
+    sameList(row.parent_writes, entry.writes) &&
     tag.every((byte, i) => byte === entry.tag[i]) &&
     sameVersions(row.channel_versions, entry.versions)
   );
@@ -81,7 +102,13 @@ function remember(proven: Map<string, Proven>, row: CheckpointRow, versions: Rec
   const key = provenKey(row);
   proven.delete(key);
   if (proven.size >= MAX_PROVEN) proven.delete(proven.keys().next().value!);
-  proven.set(key, { parent: row.parent_checkpoint_id, chain: row.chain, versions, tag: tag.slice() });
+  proven.set(key, {
+    parent: row.parent_checkpoint_id,
+    chain: row.chain,
+    writes: row.parent_writes,
+    versions,
+    tag: tag.slice(),
+  });
 }
 
 /** What {@link checkChains} left to do: rows to decrypt, and rows their chains proved once those open. */
@@ -173,4 +200,47 @@ export async function verifyParentLinks(
   others: readonly CheckpointRow[] = [],
 ): Promise<void> {
   await finishLinkCheck(checkChains(serde, rows, others));
+}
+
+/**
+ * Row binding version 4: checks that each checkpoint on a walked path
+ * still holds the pending writes its child lists (`parent_writes`, hashed
+ * into the child's chain, so call this once the chains are proven). A
+ * walk reads one channel's writes for the part of the path it needs, so
+ * only the listed writes to that channel on that part are looked for: a
+ * deleted one, or one moved to another key or channel, would silently drop
+ * a turn from the history it rebuilds. Extra writes are not an error: a
+ * sync merge or a late task adds writes after a child lists its parent's,
+ * and a write's value opens only at its own key (its binding).
+ *
+ * `covering[d]` lists the writes of `path[d]` (the target for depth 0, then
+ * each path row for its parent); `depths[i]` is the deepest index of
+ * `path` whose writes were read for `channels[i]`. Throws
+ * `DecryptionError` naming the thread, the checkpoint and the write.
+ */
+export function checkListedWrites(
+  covering: readonly CheckpointRow[],
+  path: readonly string[],
+  channels: readonly string[],
+  depths: readonly number[],
+  writesByChannel: readonly (readonly WriteRow[])[],
+): void {
+  channels.forEach((channel, i) => {
+    let found: Set<string> | undefined;
+    for (let depth = 0; depth <= depths[i]! && depth < covering.length; depth++) {
+      const child = covering[depth]!;
+      // Only a proven chain vouches for its list (rows without one list nothing).
+      if (child.chain === undefined || !Array.isArray(child.parent_writes)) continue;
+      for (const entry of child.parent_writes) {
+        const [taskId, idx, listed] = Array.isArray(entry) ? entry : [];
+        if (listed !== channel) continue;
+        // Ids hold no U+0000 (the saver refuses it), so the joined key is unambiguous.
+        found ??= new Set(writesByChannel[i]!.map((w) => `${w.checkpoint_id}\u0000${w.task_id}\u0000${w.idx}`));
+        if (found.has(`${path[depth]!}\u0000${String(taskId)}\u0000${String(idx)}`)) continue;
+        throw new DecryptionError(
+          `Checkpoint ${path[depth]!} of thread "${child.thread_id}" (namespace "${child.checkpoint_ns}") is missing its pending write to "${channel}" of task ${taskId} (idx ${String(idx)}), which its child ${child.checkpoint_id} lists: write rows were deleted or altered outside the saver.`,
+        );
+      }
+    }
+  });
 }

@@ -21,6 +21,8 @@ export interface CheckpointHead {
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
   chain: string | null;
+  /** JSON text of the row's `parent_writes` (binding version 4), or NULL. */
+  parent_writes: string | null;
   checkpoint_type: string;
   metadata_type: string;
   channel_versions: string;
@@ -38,6 +40,7 @@ export function headColumns(alias: string): string {
     "checkpoint_id",
     "parent_checkpoint_id",
     "chain",
+    "parent_writes",
     "checkpoint_type",
     "metadata_type",
     "channel_versions",

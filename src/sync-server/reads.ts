@@ -59,7 +59,7 @@ export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQue
     if (query.checkpointNs !== undefined) add("checkpoint_ns = ?", query.checkpointNs);
     if (query.checkpointId !== undefined) add("checkpoint_id = ?", query.checkpointId);
     if (query.before !== undefined) add(`checkpoint_id COLLATE "C" < ?`, query.before);
-    let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, checkpoint_type, checkpoint,
+    let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, parent_writes, checkpoint_type, checkpoint,
         metadata_type, metadata, channel_versions, run_id, origin
       FROM lgsync_checkpoints WHERE ${where.join(" AND ")}
       ORDER BY checkpoint_id COLLATE "C" DESC, thread_id, checkpoint_ns`;
@@ -253,7 +253,7 @@ async function storedSizes(
 async function readRows(client: PoolClient, userId: string, heads: CheckpointHead[]): Promise<CheckpointDbRow[]> {
   if (heads.length === 0) return [];
   const result = await client.query<CheckpointDbRow>(
-    `SELECT c.seq, c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.chain, c.checkpoint_type,
+    `SELECT c.seq, c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.chain, c.parent_writes, c.checkpoint_type,
        c.checkpoint, c.metadata_type, c.metadata, c.channel_versions, c.run_id, c.origin
      FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
      JOIN lgsync_checkpoints c ON c.user_id = $1 AND c.thread_id = x.t AND c.checkpoint_ns = x.n AND c.checkpoint_id = x.c
@@ -343,6 +343,8 @@ async function readDetails(
     };
     if (row.parent_checkpoint_id !== null) wire.parent_checkpoint_id = row.parent_checkpoint_id;
     if (row.chain !== null) wire.chain = row.chain;
+    if (row.parent_writes !== null)
+      wire.parent_writes = JSON.parse(row.parent_writes) as WireCheckpoint["parent_writes"];
     if (row.run_id !== null) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(wire.channel_versions)) {
       const blob = blobMap.get(blobId(row.thread_id, row.checkpoint_ns, channel, versionKey(version)));

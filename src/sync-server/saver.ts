@@ -237,6 +237,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
     // So is a version 3 row's `chain`; this saver writes plaintext rows without one.
     if (wire.chain !== undefined) row.chain = wire.chain;
+    if (wire.parent_writes !== undefined) row.parent_writes = wire.parent_writes;
     const blobs: BlobRow[] = wire.blobs.map((b) => ({
       thread_id: t,
       checkpoint_ns: ns,

@@ -48,6 +48,14 @@ export const SYNC_SCHEMA: readonly string[] = [
        ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS chain text;
      END IF;
    END $$`,
+  // The row's `parent_writes` (row binding version 4) as JSON text, added
+  // the same way; NULL on older rows.
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                    AND table_name = 'lgsync_checkpoints' AND column_name = 'parent_writes') THEN
+       ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS parent_writes text;
+     END IF;
+   END $$`,
   `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
   `CREATE TABLE IF NOT EXISTS lgsync_blobs (
      user_id text NOT NULL,

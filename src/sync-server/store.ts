@@ -160,10 +160,10 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     if (live.length > 0) {
       const inserted = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
         `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
-           chain, checkpoint_type, checkpoint, metadata_type, metadata, channel_versions, run_id, seq)
-         SELECT $1, t, n, c, p, h, ct, cb, mt, mb, cv, r, 0
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bytea[], $9::text[], $10::bytea[], $11::text[], $12::text[])
-           AS x(t, n, c, p, h, ct, cb, mt, mb, cv, r)
+           chain, parent_writes, checkpoint_type, checkpoint, metadata_type, metadata, channel_versions, run_id, seq)
+         SELECT $1, t, n, c, p, h, pw, ct, cb, mt, mb, cv, r, 0
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bytea[], $10::text[], $11::bytea[], $12::text[], $13::text[])
+           AS x(t, n, c, p, h, pw, ct, cb, mt, mb, cv, r)
          ON CONFLICT DO NOTHING
          RETURNING thread_id, checkpoint_ns, checkpoint_id`,
         [
@@ -173,6 +173,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
           live.map((c) => c.checkpoint_id),
           live.map((c) => c.parent_checkpoint_id ?? null),
           live.map((c) => c.chain ?? null),
+          live.map((c) => (c.parent_writes === undefined ? null : JSON.stringify(c.parent_writes))),
           live.map((c) => c.checkpoint[0]),
           live.map((c) => c.checkpoint[1]),
           live.map((c) => c.metadata[0]),

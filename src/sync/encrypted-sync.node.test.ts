@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { chat } from "../../test/support/chat-graph.js";
+import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
+import { DecryptionError } from "../core/errors.js";
+import type { IndexedDBSaver } from "../saver/index.js";
 import { checkpointIds, device, inspector, newUser, state, serverForFile } from "../../test/support/sync/harness.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 
@@ -99,6 +101,51 @@ describe("encrypted sync", () => {
     const encrypted = device(served.url, token, { serde: await passphrase("p") });
     await expect(encrypted.sync.syncNow()).rejects.toMatchObject({ code: "plaintext_user" });
     for (const d of [a, encrypted]) {
+      d.sync.close();
+      await d.saver.close();
+    }
+  });
+
+  it("row binding version 4 travels: B walks A's delta history; writes of an earlier step the server drops fail closed on C", async () => {
+    const { user, token } = newUser("e2e-v4");
+    const serde = await passphrase("correct horse");
+    const a = device(served.url, token, { serde });
+    await chat(a.saver, "delta", ["one", "two", "three"], true);
+    await a.sync.syncNow();
+    const b = device(served.url, token, { serde: await passphrase("correct horse") });
+    await b.sync.syncNow();
+    /** Every snapshot's messages, newest first (each walks the delta channel). */
+    const history = async (saver: IndexedDBSaver) => {
+      const out: [string, string][][] = [];
+      const graph = chatGraph(saver, true);
+      for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: "delta" } }))
+        out.push(plain(snapshot.values.messages));
+      return out;
+    };
+    const honest = await history(a.saver);
+    expect(await history(b.saver)).toEqual(honest);
+    const lists = await pool.query<{ parent_writes: string | null }>(
+      "SELECT parent_writes FROM lgsync_checkpoints WHERE user_id = $1",
+      [user],
+    );
+    expect(lists.rows.every((row) => row.parent_writes !== null)).toBe(true);
+    expect(lists.rows.some((row) => JSON.parse(row.parent_writes!).length > 0)).toBe(true);
+    // A server that drops an earlier step's writes to the delta channel (it holds no key).
+    const oldest = await pool.query<{ checkpoint_id: string }>(
+      `SELECT checkpoint_id FROM lgsync_writes WHERE user_id = $1 AND channel = 'messages'
+       AND checkpoint_id IN (SELECT parent_checkpoint_id FROM lgsync_checkpoints WHERE user_id = $1)
+       ORDER BY checkpoint_id LIMIT 1`,
+      [user],
+    );
+    const dropped = await pool.query(
+      "DELETE FROM lgsync_writes WHERE user_id = $1 AND checkpoint_id = $2 AND channel = 'messages'",
+      [user, oldest.rows[0]!.checkpoint_id],
+    );
+    expect(dropped.rowCount).toBeGreaterThan(0);
+    const c = device(served.url, token, { serde: await passphrase("correct horse") });
+    await c.sync.syncNow();
+    await expect(history(c.saver)).rejects.toBeInstanceOf(DecryptionError);
+    for (const d of [a, b, c]) {
       d.sync.close();
       await d.saver.close();
     }

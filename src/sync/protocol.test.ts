@@ -92,6 +92,36 @@ describe("WireCheckpoint.chain", () => {
   }
 });
 
+describe("WireCheckpoint.parent_writes (row binding version 4)", () => {
+  const LIST = [
+    ["task-a", -3, "__interrupt__"],
+    ["task-a", 0, "messages"],
+  ];
+  for (const [side, parse] of sides) {
+    it(`${side}: a list of [task id, idx, channel] is carried verbatim; absent or null means none`, () => {
+      expect(parse(checkpoint({ chain: CHAIN, parent_writes: LIST }))).toMatchObject({ parent_writes: LIST });
+      for (const cp of [checkpoint({ chain: CHAIN }), checkpoint({ chain: CHAIN, parent_writes: null })]) {
+        expect("parent_writes" in (parse(cp) as Record<string, unknown>)).toBe(false);
+      }
+    });
+
+    const malformed: [string, unknown][] = [
+      ["not a list", "task-a"],
+      ["an entry of two", [["task-a", 0]]],
+      ["a fractional idx", [["task-a", 0.5, "messages"]]],
+      ["an idx as a string", [["task-a", "0", "messages"]]],
+      ["a channel holding U+0000", [["task-a", 0, "mess\u0000ages"]]],
+      ["an empty task id", [["", 0, "messages"]]],
+    ];
+    for (const [what, list] of malformed) {
+      it(`${side}: ${what} is refused with a ProtocolError naming the field`, () => {
+        expect(() => parse(checkpoint({ chain: CHAIN, parent_writes: list }))).toThrow(ProtocolError);
+        expect(() => parse(checkpoint({ chain: CHAIN, parent_writes: list }))).toThrow(/\.parent_writes/);
+      });
+    }
+  }
+});
+
 describe("decodeBody: decoding work bounded", () => {
   const limits = { maxValues: 100, maxContainer: 10, maxDepth: 3 };
   const refuses = (value: unknown) =>

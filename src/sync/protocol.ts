@@ -72,6 +72,13 @@ export interface WireCheckpoint {
    * value. Absent on older (binding version 1 and 2) and plaintext rows.
    */
   chain?: string;
+  /**
+   * The row's `parent_writes` (row binding version 4, with `chain`): the
+   * keys (task id, idx, channel) of the parent's pending writes hashed into
+   * the chain, carried verbatim both ways for the same reason. Absent on
+   * rows of binding versions 1 to 3.
+   */
+  parent_writes?: [taskId: string, idx: number, channel: string][];
   /** The checkpoint without channel values. */
   checkpoint: WireBytes;
   metadata: WireBytes;
@@ -327,6 +334,16 @@ function chain(value: unknown, where: string): string {
   return value;
 }
 
+/** A row's `parent_writes`: write keys as the saver writes them (ids and safe integers), nothing else. */
+function writeKeys(value: unknown, where: string): [string, number, string][] {
+  return list(value, where).map((entry, i) => {
+    const w = `${where}[${i}]`;
+    if (!Array.isArray(entry) || entry.length !== 3) throw new ProtocolError(`${w} must be [task_id, idx, channel].`);
+    if (!Number.isSafeInteger(entry[1])) throw new ProtocolError(`${w}[1] must be an integer.`);
+    return [id(entry[0], `${w}[0]`), entry[1] as number, id(entry[2], `${w}[2]`)];
+  });
+}
+
 function list(value: unknown, where: string): unknown[] {
   if (!Array.isArray(value)) throw new ProtocolError(`${where} must be an array.`);
   return value;
@@ -378,6 +395,8 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
     result.parent_checkpoint_id = id(value.parent_checkpoint_id, `${where}.parent_checkpoint_id`);
   }
   if (value.chain !== undefined && value.chain !== null) result.chain = chain(value.chain, `${where}.chain`);
+  if (value.parent_writes !== undefined && value.parent_writes !== null)
+    result.parent_writes = writeKeys(value.parent_writes, `${where}.parent_writes`);
   if (value.run_id !== undefined && value.run_id !== null) result.run_id = id(value.run_id, `${where}.run_id`);
   return result;
 }

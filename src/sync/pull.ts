@@ -167,6 +167,8 @@ export async function applyChanges(
         if (wire.parent_checkpoint_id !== undefined) row.parent_checkpoint_id = wire.parent_checkpoint_id;
         // Sealed with the checkpoint (binding version 3): without it the row no longer opens.
         if (wire.chain !== undefined) row.chain = wire.chain;
+        // Hashed into that chain (binding version 4): without it the chain no longer proves the row.
+        if (wire.parent_writes !== undefined) row.parent_writes = wire.parent_writes;
         if (wire.run_id !== undefined) row.run_id = wire.run_id;
         const added = addIfAbsent(checkpoints, row);
         issue(added);

@@ -225,6 +225,7 @@ function bundles(checkpoints: CheckpointRow[], blobs: BlobRow[], writes: WriteRo
     };
     if (row.parent_checkpoint_id !== undefined) wire.parent_checkpoint_id = row.parent_checkpoint_id;
     if (row.chain !== undefined) wire.chain = row.chain;
+    if (row.parent_writes !== undefined) wire.parent_writes = row.parent_writes;
     if (row.run_id !== undefined) wire.run_id = row.run_id;
     for (const [channel, version] of Object.entries(row.channel_versions)) {
       const blob = blobIndex.get(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`);

@@ -783,7 +783,8 @@ export const SAVER_SCHEMA_3 = {
  * Schema version 4: version 3 plus the indexes of what changed since a time
  * (sync's rounds, src/sync/changes.ts): checkpoints by `created_at`, writes
  * by `written_at`. No row changes shape; writes stored from version 4 on
- * carry `written_at`.
+ * carry `written_at`. The same step marks row binding version 4 (issue 23).
+ * Frozen.
  */
 export const SAVER_SCHEMA_4 = {
   version: 4,

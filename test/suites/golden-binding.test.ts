@@ -1,10 +1,12 @@
 /**
  * The golden databases of the row binding versions (issue 11 item 2):
  * test/golden/saver-encrypted-binding2.json and
- * test/golden/saver-encrypted-binding3.json, written by
+ * test/golden/saver-encrypted-binding3.json and
+ * test/golden/saver-encrypted-binding4.json, written by
  * test/golden/generate-binding<N>.ts. Version 2 seals checkpoints with their
  * parent link and writes with their channel and task path; version 3 adds
- * each checkpoint row's hash chain (src/saver/chain.ts). The version 1
+ * each checkpoint row's hash chain (src/saver/chain.ts); version 4 adds to
+ * it the keys of the parent's pending writes (issue 23). The version 1
  * golden (test/golden/saver-encrypted.json, read by golden-formats.test.ts) still reads
  * beside them. Node and Chromium.
  */
@@ -14,8 +16,9 @@ import { IndexedDBSaver } from "../../src/saver/index.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import binding2Golden from "../golden/saver-encrypted-binding2.json";
 import binding3Golden from "../golden/saver-encrypted-binding3.json";
+import binding4Golden from "../golden/saver-encrypted-binding4.json";
 import { chainOf } from "../../src/saver/chain.js";
-import type { CheckpointRow } from "../../src/rows/shapes.js";
+import type { CheckpointRow, WriteRow } from "../../src/rows/shapes.js";
 import binding1Golden from "../golden/saver-encrypted.json";
 import {
   RAW_KEY,
@@ -32,6 +35,7 @@ import { readStore } from "../support/reliability/raw.js";
 
 const v2 = binding2Golden as unknown as SaverGolden;
 const v3 = binding3Golden as unknown as SaverGolden;
+const v4 = binding4Golden as unknown as SaverGolden;
 const v1 = binding1Golden as unknown as SaverGolden;
 const created: string[] = [];
 const savers: IndexedDBSaver[] = [];
@@ -181,5 +185,86 @@ describe("saver database of row binding version 3 (encrypted, hash chain of pare
       relinked.chain = chainOf(relinked, chat[chat.length - 4]!.chain);
     });
     await expect(saver.getDeltaChannelHistory(chatConfig)).rejects.toBeInstanceOf(DecryptionError);
+  });
+});
+
+describe("saver database of row binding version 4 (encrypted, the parent's writes in the hash chain)", () => {
+  const chatConfig = { config: { configurable: { thread_id: "t-chat" } }, channels: ["messages"] };
+
+  it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
+    expectAnswers(await readSaver(await saverOn(v4.dump)), v4.expected);
+  });
+
+  it("each row's chain hashes its parent's writes as listed, and every listed write is stored (the algorithm is frozen)", () => {
+    const checkpoints = rows(v4.dump, "checkpoints") as unknown as CheckpointRow[];
+    const writes = rows(v4.dump, "writes") as unknown as WriteRow[];
+    let listed = 0;
+    for (const row of checkpoints) {
+      const parent = checkpoints.find(
+        (other) =>
+          other.thread_id === row.thread_id &&
+          other.checkpoint_ns === row.checkpoint_ns &&
+          other.checkpoint_id === row.parent_checkpoint_id,
+      );
+      expect(row.parent_writes).toBeDefined();
+      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+      for (const [taskId, idx, channel] of row.parent_writes!) {
+        listed++;
+        const stored = writes.find(
+          (w) =>
+            w.thread_id === row.thread_id &&
+            w.checkpoint_id === row.parent_checkpoint_id &&
+            w.task_id === taskId &&
+            w.idx === idx,
+        );
+        expect(stored?.channel).toBe(channel);
+      }
+    }
+    expect(listed).toBeGreaterThan(5);
+  });
+
+  it("a listed delta-channel write deleted: the walk fails closed; the version 3 golden cannot tell", async () => {
+    const deleteOne = (dump: DatabaseDump) => {
+      const store = dump.stores.find((s) => s.name === "writes")!;
+      const at = store.records.findIndex(([, value]) => {
+        const w = value as unknown as WriteRow;
+        const checkpoints = rows(dump, "checkpoints") as unknown as CheckpointRow[];
+        return (
+          w.thread_id === "t-chat" &&
+          w.channel === "messages" &&
+          checkpoints.some((row) => row.thread_id === "t-chat" && row.parent_checkpoint_id === w.checkpoint_id)
+        );
+      });
+      store.records.splice(at, 1);
+    };
+    await expect((await saverOn(v4.dump, deleteOne)).getDeltaChannelHistory(chatConfig)).rejects.toBeInstanceOf(
+      DecryptionError,
+    );
+    const old = (await (await saverOn(v3.dump, deleteOne)).getDeltaChannelHistory(chatConfig)).messages!;
+    const honest = (await (await saverOn(v3.dump)).getDeltaChannelHistory(chatConfig)).messages!;
+    expect(old.writes.length).toBe(honest.writes.length - 1);
+  });
+
+  it("a version 3 database gets version 4 rows on top of its own, and a fresh saver walks across both", async () => {
+    const saver = await saverOn(v3.dump);
+    const head = (await saver.getTuple({ configurable: { thread_id: "t-chat" } }))!;
+    await saver.putWrites(head.config, [["messages", "late"]], "task-late");
+    const next = await saver.put(
+      head.config,
+      { ...head.checkpoint, id: `${head.checkpoint.id}-next` },
+      { source: "update", step: 99, parents: {} },
+      {},
+    );
+    const walk = { config: next, channels: ["messages"] };
+    const history = await saver.getDeltaChannelHistory(walk);
+    const fresh = new IndexedDBSaver({ dbName: saver.dbName, serde: await EncryptedSerializer.fromRawKey(RAW_KEY) });
+    savers.push(fresh);
+    expect(await fresh.getDeltaChannelHistory(walk)).toEqual(history);
+    expect(history.messages!.writes.at(-1)![2]).toBe("late");
+    const row = await rawCheckpoint(saver.dbName, next.configurable!.checkpoint_id as string);
+    expect(row.parent_writes).toEqual([["task-late", 0, "messages"]]);
+    const parent = await rawCheckpoint(saver.dbName, head.checkpoint.id);
+    expect(parent.parent_writes).toBeUndefined();
+    expect(chainOf(row, parent.chain)).toBe(row.chain);
   });
 });

@@ -138,7 +138,7 @@ function bin(value: Tagged): Uint8Array {
 /** The saver database layout of version 1, frozen (test/golden/shared.ts). */
 const SAVER_SCHEMA = SAVER_SCHEMA_1;
 
-/** Today's layout: schema version 3 (test/golden/shared.ts). */
+/** Today's layout: schema version 4 (test/golden/shared.ts). */
 const SAVER_SCHEMA_NOW = SAVER_SCHEMA_4;
 
 /** Row fields written from the clock: the only part of a row that differs between two identical runs. */
