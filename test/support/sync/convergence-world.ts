@@ -263,6 +263,12 @@ export function replicatedLines(inv: Inventory): Map<string, string> {
 export interface Removals {
   /** Thread → `ns\0id` of checkpoints removed by prune or deleteForRuns on some device. */
   byThread: Map<string, Set<string>>;
+  /**
+   * Copy → the newest tombstone its sources had where they were copied: a
+   * copy carries the checkpoints a delete left without their parent (another
+   * device had continued the deleted line), but not the tombstone.
+   */
+  copiedTombstones: Map<string, string>;
 }
 
 /**
@@ -282,7 +288,9 @@ export function pageInvariants(inv: Inventory, removals: Removals, knownBlobs: S
     if (tomb !== undefined && cp.id <= tomb) problems.push(`${shown} is at or below its thread's tombstone ${tomb}`);
     if (cp.parent !== undefined && !inv.checkpoints.has(cpKey(cp.thread, cp.ns, cp.parent))) {
       const removed = removals.byThread.get(cp.thread)?.has(`${cp.ns}\0${cp.parent}`);
-      if (!removed && !(tomb !== undefined && cp.parent <= tomb)) problems.push(`${shown} has no parent ${cp.parent}`);
+      const copied = removals.copiedTombstones.get(cp.thread);
+      const deleted = (tomb !== undefined && cp.parent <= tomb) || (copied !== undefined && cp.parent <= copied);
+      if (!removed && !deleted) problems.push(`${shown} has no parent ${cp.parent}`);
     }
     for (const [channel, version] of Object.entries(cp.versions)) {
       const blob = `${cp.thread}\0${cp.ns}\0${channel}\0${version}`;

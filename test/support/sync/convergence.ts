@@ -205,7 +205,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const user = world.userOf(seed);
   if (!world.users.includes(user)) throw new Error(`seed ${seed} was not given to startWorld`);
   const live = () => world.servers.filter((s) => s.alive).map((s) => s.port);
-  const removals: Removals = { byThread: new Map() };
+  const removals: Removals = { byThread: new Map(), copiedTombstones: new Map() };
   const deletes: { thread: string; max: string }[] = [];
   /** Every value (`thread\0ns\0channel\0version`) any store was seen holding. */
   const knownBlobs = new Set<string>();
@@ -404,6 +404,13 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           // A copy carries the source's holes: what was removed there is removed here too.
           const holes = removals.byThread.get(thread);
           if (holes) removals.byThread.set(target, new Set(holes));
+          // And the parents a delete took from under its checkpoints (the tombstone stays with the source).
+          const tombs = [before.tombstones.get(thread), removals.copiedTombstones.get(thread)];
+          const newest = tombs
+            .filter((id) => id !== undefined)
+            .sort()
+            .at(-1);
+          if (newest !== undefined) removals.copiedTombstones.set(target, newest);
           threads.push(target);
           line += ` ${thread} -> ${target} (${[...before.checkpoints.values()].filter((c) => c.thread === thread).length} checkpoints)`;
           break;
