@@ -1,16 +1,18 @@
 /**
  * The seeded randomized convergence run of sync (the oracle style of
  * Jepsen and ElectricSQL): devices (IndexedDBSavers on separate
- * fake-indexeddb factories, each with a SyncClient behind its own cutting
+ * fake-indexeddb factories, and with `chromium` one in a real Chromium page,
+ * convergence-chromium.ts; each with a SyncClient behind its own cutting
  * proxy) run random operations chosen by a seeded PRNG, while faults hit
- * the network, the two server processes and PostgreSQL. The oracle checks
+ * the network, the two server processes, PostgreSQL and the Chromium
+ * device's tab (closed mid-round, a new one opened). The oracle checks
  * after every pulled page that each device's database is whole, and at
  * quiescence that every device and the server hold the same rows.
  *
  * A run is a function of its seed: the same seed replays the same
  * operations (`CONVERGENCE_SEED=n`). Where a connection is cut depends on
  * timing too, so a replay hits the same operations with the same faults
- * armed, not always the same byte.
+ * armed, not always the same byte (nor, for a closed tab, the same instant).
  */
 import { IDBFactory } from "fake-indexeddb";
 import pg from "pg";
