@@ -102,7 +102,10 @@ type Entry = {
  * grows past {@link PULL_RESPONSE_BYTES}, bar a first checkpoint larger
  * than that on its own (the cap on one checkpoint bounds it), whatever the
  * data. A checkpoint comes after those of its ancestors the log puts after
- * it (ancestors.ts): a device never holds a checkpoint without its parent.
+ * it (ancestors.ts), and after its thread's delete when the log puts that
+ * later and it covers the checkpoint's parent (or an ancestor carried with
+ * it): a device never holds a checkpoint without its parent, nor without
+ * the tombstone that explains where the parent went.
  */
 export function pull(
   pool: Pool,
@@ -153,6 +156,7 @@ export function pull(
     const own = (e: Entry) => mine(e.cp ?? e.rm);
     const heads = chosen.filter((e) => e.cp).map((e) => e.cp!);
     const ancestors = await ancestorsAfter(client, userId, since, heads);
+    const tombs = await laterTombstones(client, userId, since, heads);
     const sizes = await storedSizes(client, userId, [
       ...chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!),
       ...[...ancestors.values()].filter((head) => !mine(head)),
@@ -162,6 +166,8 @@ export function pull(
     // the budget, each checkpoint after the ancestors the log puts after it.
     const page: Entry[] = [];
     const carried = new Set<string>();
+    /** Threads whose later delete this page carried ahead (it is not sent again at its own place). */
+    const carriedTombs = new Set<string>();
     const keyOf = (head: CheckpointHead) => cpKey(head.thread_id, head.checkpoint_ns, head.checkpoint_id);
     let cursor = since;
     let bytes = 0;
@@ -179,8 +185,17 @@ export function pull(
       }
       cursor = entry.seq;
       if (!entry.cp) {
-        if (!own(entry)) page.push(entry);
+        if (!own(entry) && !(entry.del && carriedTombs.has(entry.del.thread_id))) page.push(entry);
         continue;
+      }
+      // A parent that a later delete removed on the server: the delete goes first (its seq is later:
+      // the device applies it early, as it would at its own place, and meets no checkpoint it covers).
+      const tomb = tombs.get(entry.cp.thread_id);
+      const parentGone = (head: CheckpointHead) =>
+        head.parent_checkpoint_id !== null && head.parent_checkpoint_id <= tomb!.max_deleted_id;
+      if (tomb && Number(tomb.seq) > entry.seq && !carriedTombs.has(tomb.thread_id) && sent.some(parentGone)) {
+        carriedTombs.add(tomb.thread_id);
+        page.push({ seq: Number(tomb.seq), del: { thread_id: tomb.thread_id, max_deleted_id: tomb.max_deleted_id } });
       }
       for (const head of sent) {
         carried.add(keyOf(head));
@@ -204,6 +219,22 @@ export function pull(
     });
     return { v: SYNC_PROTOCOL_VERSION, changes, cursor, more };
   });
+}
+
+/** The tombstones of the threads of `heads` that the log puts after `since`, by thread. */
+async function laterTombstones(
+  client: PoolClient,
+  userId: string,
+  since: number,
+  heads: CheckpointHead[],
+): Promise<Map<string, { seq: string; thread_id: string; max_deleted_id: string }>> {
+  const threads = [...new Set(heads.filter((h) => h.parent_checkpoint_id !== null).map((h) => h.thread_id))];
+  if (threads.length === 0) return new Map();
+  const result = await client.query<{ seq: string; thread_id: string; max_deleted_id: string }>(
+    "SELECT seq, thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2 AND thread_id = ANY($3::text[])",
+    [userId, since, threads],
+  );
+  return new Map(result.rows.map((row) => [row.thread_id, row]));
 }
 
 /** What each checkpoint weighs on the wire (its bytes, its blobs, its writes), from stored sizes alone. */

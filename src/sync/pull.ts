@@ -81,8 +81,9 @@ export interface Applied {
 
 /**
  * Applies pulled changes, in order, in one transaction. Checkpoints are
- * added if absent (they are immutable), blobs likewise, writes by the
- * `putWrites` rules (regular: first wins; special: replace). A checkpoint at
+ * added if absent (they are immutable), blobs likewise; a regular write
+ * takes the server's value (the first the server took: the same on every
+ * device), a special write replaces unless it is a replay. A checkpoint at
  * or below its thread's tombstone is dropped; a delete removes every
  * checkpoint at or below its `max_deleted_id` and raises the tombstone.
  * The sync state (fingerprints, the new cursor) commits in the same transaction.
@@ -199,7 +200,9 @@ export async function applyChanges(
             value: write.value,
           };
           if (write.idx < 0) special.push({ wire, write, row });
-          else issue(addIfAbsent(writes, row));
+          // The server's value is the first it took, for every device: one this device wrote into
+          // the same slot while apart gives way (keeping it, the device never matched the server).
+          else issue(storePut(writes, row));
         }
         stored.push({ wire, added });
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);

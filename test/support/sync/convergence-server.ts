@@ -119,6 +119,8 @@ export class ServerProcess {
         HOST: "127.0.0.1",
         // The test sends far more requests per minute than a person would.
         SYNC_REQUESTS_PER_MINUTE: "1000000",
+        // The Chromium device's page is served from another origin than its link to the servers.
+        SYNC_CORS_ORIGINS: "*",
       },
     });
     this.#child = child;

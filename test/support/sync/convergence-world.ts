@@ -1,54 +1,17 @@
 /**
- * The parts of the sync convergence test (convergence.ts runs them): the
- * graph the devices run, a device's network link (a TCP proxy that can be
- * offline or cut connections mid-request and mid-response), and the oracle's
- * view of a device's database and of the server's tables, read raw (not
- * through the saver or the sync code under test) so the invariants are
- * checked by code that shares nothing with what they check.
+ * The parts of the sync convergence test (convergence.ts runs them): a
+ * device's network link (a TCP proxy that can be offline or cut connections
+ * mid-request and mid-response), and the oracle's view of a device's
+ * database (its rows read raw by convergence-rows.ts, in Node or in a
+ * Chromium page) and of the server's tables, not through the saver or the
+ * sync code under test, so the invariants are checked by code that shares
+ * nothing with what they check. The graph the devices run is in
+ * convergence-graph.ts.
  */
 import { createHash } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { Annotation, END, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
-
-const State = Annotation.Root({
-  log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-});
-
-/** A tool node that throws when the invocation's `configurable.fail` names it. */
-function tool(name: string) {
-  return (state: typeof State.State, config: LangGraphRunnableConfig) => {
-    const fail = config.configurable?.fail as string[] | undefined;
-    if (fail?.includes(name)) throw new Error(`tool ${name} failed (on purpose)`);
-    return { log: [`${name}@${state.log.length}`] };
-  };
-}
-
-/**
- * agent → sub (a subgraph: checkpoints under its own `checkpoint_ns`) →
- * two tools in parallel → END. A failing tool leaves the step's checkpoint
- * with the other tool's pending writes, for a resume on any device.
- */
-export function convergenceGraph(saver: BaseCheckpointSaver) {
-  const sub = new StateGraph(State)
-    .addNode("inner", (state) => ({ log: [`inner@${state.log.length}`] }))
-    .addEdge(START, "inner")
-    .addEdge("inner", END)
-    .compile();
-  return new StateGraph(State)
-    .addNode("agent", (state) => ({ log: [`agent@${state.log.length}`] }))
-    .addNode("sub", sub)
-    .addNode("toolA", tool("a"))
-    .addNode("toolB", tool("b"))
-    .addEdge(START, "agent")
-    .addEdge("agent", "sub")
-    .addEdge("sub", "toolA")
-    .addEdge("sub", "toolB")
-    .addEdge("toolA", END)
-    .addEdge("toolB", END)
-    .compile({ checkpointer: saver });
-}
+import type { DeviceRows } from "./convergence-rows.js";
 
 /** A device's way to the servers: offline, or cutting connections after a random byte count. */
 export class Link {
@@ -179,84 +142,43 @@ function versionsOf(raw: Record<string, unknown>): Record<string, string> {
 }
 
 /**
- * Reads a device's database raw, in one read-only transaction. Without
- * `full`, values are neither read nor digested (blobs and writes by key
- * only): enough for {@link pageInvariants}, and far cheaper per page.
+ * The oracle's view of a device's rows (read by {@link readDeviceRows}, in
+ * Node or in a Chromium page). Without `full`, values were not read and are
+ * not digested (blobs and writes by key only): enough for
+ * {@link pageInvariants}, and far cheaper per page.
  */
-export async function deviceInventory(factory: IDBFactory, dbName: string, full = true): Promise<Inventory> {
-  const db = await new Promise<IDBDatabase>((done, fail) => {
-    const open = factory.open(dbName);
-    open.onsuccess = () => done(open.result);
-    open.onerror = () => fail(open.error);
-  });
-  try {
-    const tx = db.transaction(["checkpoints", "blobs", "writes", "meta"], "readonly");
-    const read = <T>(name: string, keysOnly = false) =>
-      new Promise<T[]>((done, fail) => {
-        const store = tx.objectStore(name);
-        const request = keysOnly ? store.getAllKeys() : store.getAll();
-        request.onsuccess = () => done(request.result as T[]);
-        request.onerror = () => fail(request.error);
-      });
-    type Row = Record<string, unknown>;
-    const [checkpoints, blobRows, writeRows, meta] = await Promise.all([
-      read<Row>("checkpoints"),
-      read<Row | unknown[]>("blobs", !full),
-      read<Row | unknown[]>("writes", !full),
-      read<Row>("meta"),
-    ]);
-    // Keys only: the key paths are [thread, ns, channel, version] and [thread, ns, checkpoint, task, idx].
-    const blobs = full
-      ? (blobRows as Row[])
-      : (blobRows as unknown[][]).map(([thread_id, checkpoint_ns, channel, version]) => ({
-          thread_id,
-          checkpoint_ns,
-          channel,
-          version,
-        }));
-    const writes = full
-      ? (writeRows as Row[])
-      : (writeRows as unknown[][]).map(([thread_id, checkpoint_ns, checkpoint_id, task_id, idx]) => ({
-          thread_id,
-          checkpoint_ns,
-          checkpoint_id,
-          task_id,
-          idx,
-          channel: "",
-        }));
-    const valueDigest = (value: unknown) => (full ? digest(...(value as Typed)) : "");
-    const inv = emptyInventory();
-    for (const row of checkpoints) {
-      const [thread, ns, id] = [row.thread_id, row.checkpoint_ns, row.checkpoint_id] as string[];
-      inv.checkpoints.set(cpKey(thread!, ns!, id!), {
-        thread: thread!,
-        ns: ns!,
-        id: id!,
-        parent: row.parent_checkpoint_id as string | undefined,
-        runId: row.run_id as string | undefined,
-        body: `${valueDigest(row.checkpoint)}:${valueDigest(row.metadata)}`,
-        versions: versionsOf(row.channel_versions as Record<string, unknown>),
-      });
-    }
-    for (const row of blobs) {
-      const key = `${String(row.thread_id)}\0${String(row.checkpoint_ns)}\0${String(row.channel)}`;
-      inv.blobs.set(`${key}\0${typedVersion(row.version)}`, valueDigest((row as Row).value));
-    }
-    for (const row of writes) {
-      // Namespaces starting with U+0000 are the saver's own rows (a tombstone's copy), never replicated.
-      if (String(row.checkpoint_ns).startsWith("\u0000")) continue;
-      addWrite(inv, row, valueDigest((row as Row).value));
-    }
-    for (const row of meta) {
-      const value = row.value as { max_deleted_id?: unknown } | undefined;
-      const name = String(row.name);
-      if (name.startsWith("tombstone\u0000") && typeof value?.max_deleted_id === "string")
-        inv.tombstones.set(name.slice("tombstone\u0000".length), value.max_deleted_id);
-    }
-    return inv;
-  } finally {
-    db.close();
+export function deviceInventory(rows: DeviceRows, full: boolean): Inventory {
+  type Row = Record<string, unknown>;
+  const valueDigest = (value: unknown) => (full ? digest(...(value as Typed)) : "");
+  const inv = emptyInventory();
+  for (const row of rows.checkpoints) {
+    const [thread, ns, id] = [row.thread_id, row.checkpoint_ns, row.checkpoint_id] as string[];
+    inv.checkpoints.set(cpKey(thread!, ns!, id!), {
+      thread: thread!,
+      ns: ns!,
+      id: id!,
+      parent: row.parent_checkpoint_id as string | undefined,
+      runId: row.run_id as string | undefined,
+      body: `${valueDigest(row.checkpoint)}:${valueDigest(row.metadata)}`,
+      versions: versionsOf(row.channel_versions as Record<string, unknown>),
+    });
   }
+  for (const row of rows.blobs) {
+    const key = `${String(row.thread_id)}\0${String(row.checkpoint_ns)}\0${String(row.channel)}`;
+    inv.blobs.set(`${key}\0${typedVersion(row.version)}`, valueDigest((row as Row).value));
+  }
+  for (const row of rows.writes) {
+    // Namespaces starting with U+0000 are the saver's own rows (a tombstone's copy), never replicated.
+    if (String(row.checkpoint_ns).startsWith("\u0000")) continue;
+    addWrite(inv, row, valueDigest((row as Row).value));
+  }
+  for (const row of rows.meta) {
+    const value = row.value as { max_deleted_id?: unknown } | undefined;
+    const name = String(row.name);
+    if (name.startsWith("tombstone\u0000") && typeof value?.max_deleted_id === "string")
+      inv.tombstones.set(name.slice("tombstone\u0000".length), value.max_deleted_id);
+  }
+  return inv;
 }
 
 /** Reads what the server holds for `user`. */
@@ -341,6 +263,12 @@ export function replicatedLines(inv: Inventory): Map<string, string> {
 export interface Removals {
   /** Thread → `ns\0id` of checkpoints removed by prune or deleteForRuns on some device. */
   byThread: Map<string, Set<string>>;
+  /**
+   * Copy → the newest tombstone its sources had where they were copied: a
+   * copy carries the checkpoints a delete left without their parent (another
+   * device had continued the deleted line), but not the tombstone.
+   */
+  copiedTombstones: Map<string, string>;
 }
 
 /**
@@ -360,7 +288,9 @@ export function pageInvariants(inv: Inventory, removals: Removals, knownBlobs: S
     if (tomb !== undefined && cp.id <= tomb) problems.push(`${shown} is at or below its thread's tombstone ${tomb}`);
     if (cp.parent !== undefined && !inv.checkpoints.has(cpKey(cp.thread, cp.ns, cp.parent))) {
       const removed = removals.byThread.get(cp.thread)?.has(`${cp.ns}\0${cp.parent}`);
-      if (!removed && !(tomb !== undefined && cp.parent <= tomb)) problems.push(`${shown} has no parent ${cp.parent}`);
+      const copied = removals.copiedTombstones.get(cp.thread);
+      const deleted = (tomb !== undefined && cp.parent <= tomb) || (copied !== undefined && cp.parent <= copied);
+      if (!removed && !deleted) problems.push(`${shown} has no parent ${cp.parent}`);
     }
     for (const [channel, version] of Object.entries(cp.versions)) {
       const blob = `${cp.thread}\0${cp.ns}\0${channel}\0${version}`;

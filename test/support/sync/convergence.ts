@@ -1,28 +1,28 @@
 /**
  * The seeded randomized convergence run of sync (the oracle style of
  * Jepsen and ElectricSQL): devices (IndexedDBSavers on separate
- * fake-indexeddb factories, each with a SyncClient behind its own cutting
+ * fake-indexeddb factories, and with `chromium` one in a real Chromium page,
+ * convergence-chromium.ts; each with a SyncClient behind its own cutting
  * proxy) run random operations chosen by a seeded PRNG, while faults hit
- * the network, the two server processes and PostgreSQL. The oracle checks
+ * the network, the two server processes, PostgreSQL and the Chromium
+ * device's tab (closed mid-round, a new one opened). The oracle checks
  * after every pulled page that each device's database is whole, and at
  * quiescence that every device and the server hold the same rows.
  *
  * A run is a function of its seed: the same seed replays the same
  * operations (`CONVERGENCE_SEED=n`). Where a connection is cut depends on
  * timing too, so a replay hits the same operations with the same faults
- * armed, not always the same byte.
+ * armed, not always the same byte (nor, for a closed tab, the same instant).
  */
 import { IDBFactory } from "fake-indexeddb";
 import pg from "pg";
-import { IndexedDBSaver } from "../../../src/saver/index.js";
-import { EncryptedSerializer } from "../../../src/serde/encrypted/index.js";
-import { SyncClient } from "../../../src/sync.js";
 import { startPostgres, type RunningPostgres } from "../postgres.js";
 import { Reaper } from "../reaper.js";
 import { seeded } from "./harness.js";
 import { bundleServer, freePort, ServerProcess, type ServerBundle } from "./convergence-server.js";
+import { ChromiumDevice, startChromiumSite, type ChromiumSite } from "./convergence-chromium.js";
+import { openDevice, type DeviceOps, type DeviceSetup } from "./convergence-device.js";
 import {
-  convergenceGraph,
   deviceInventory,
   Link,
   pageInvariants,
@@ -45,6 +45,8 @@ export interface ConvergenceWorld {
   users: string[];
   /** True while a run has PostgreSQL stopped. */
   postgresDown: boolean;
+  /** The Chromium devices' page, server and browser: started at the first seed that asks. */
+  chromium(): Promise<ChromiumSite>;
   /** Brings PostgreSQL and both server processes back, whatever a run left stopped. */
   heal(): Promise<void>;
   /** Ends the servers, PostgreSQL and the bundle (each once, whatever a run left half-done). */
@@ -82,6 +84,11 @@ export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWo
     const pool = new pg.Pool({ connectionString: postgres.url, max: 2 });
     pool.on("error", () => undefined); // PostgreSQL restarts on purpose
     cleanups.push(() => pool.end().catch(() => undefined));
+    let site: Promise<ChromiumSite> | undefined;
+    cleanups.push(async () => {
+      const started = await site?.catch(() => undefined);
+      await started?.close();
+    });
     const run = Date.now().toString(36);
     const userOf = (seed: number) => `conv-${run}-${seed}`;
     const users = [...seeds].map(userOf);
@@ -102,6 +109,7 @@ export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWo
       userOf,
       users,
       postgresDown: false,
+      chromium: () => (site ??= startChromiumSite(reaper)),
       async heal() {
         if (world.postgresDown) await postgres.restart();
         world.postgresDown = false;
@@ -132,8 +140,20 @@ const OPS = {
   cut: 5,
   killServer: 2,
   restartPostgres: 1,
+  /** Only in a seed with a Chromium device (which it hits): its tab closed mid-round, a new one opened. */
+  closeTab: 4,
 } as const;
 type OpName = keyof typeof OPS;
+
+/** The events of a round after which the fault "a tab closed mid-round" closes the tab. */
+const TAB_CLOSE_EVENTS = [
+  "GET /v1/hello",
+  "POST /v1/push",
+  "/v1/push answered",
+  "GET /v1/pull",
+  "/v1/pull answered",
+  "/v1/pull answered",
+] as const;
 
 /** How big a run is. */
 export interface RunOptions {
@@ -141,14 +161,16 @@ export interface RunOptions {
   ops: number;
   /** Whether PostgreSQL may be restarted (it costs about a second). */
   postgresRestarts: boolean;
+  /** Whether one device (device `seed % count`) is a Chromium page rather than a Node saver. */
+  chromium: boolean;
 }
 
 interface Device {
   index: number;
-  dbName: string;
-  factory: IDBFactory;
-  saver: IndexedDBSaver;
-  sync: SyncClient;
+  /** Its saver and sync client, in Node or in a Chromium page. */
+  ops: DeviceOps;
+  /** Set on the Chromium device. */
+  chromium?: ChromiumDevice;
   link: Link;
   /** `thread\0ns\0id` removed by prune or deleteForRuns here, with the op index. */
   removed: Map<string, number>;
@@ -160,15 +182,14 @@ export class ConvergenceFailure extends Error {
     readonly seed: number,
     problem: string,
     readonly log: string[],
-    ops: number,
+    options: RunOptions,
   ) {
+    const env = `CONVERGENCE_SEED=${seed} CONVERGENCE_OPS=${options.ops} CONVERGENCE_CHROMIUM=${options.chromium ? 1 : 0}`;
     super(
-      `Convergence seed ${seed} failed: ${problem}\nReplay: CONVERGENCE_SEED=${seed} CONVERGENCE_OPS=${ops} npx vitest run --project convergence\nOp log:\n${log.join("\n")}`,
+      `Convergence seed ${seed} failed: ${problem}\nReplay: ${env} npx vitest run --project convergence\nOp log:\n${log.join("\n")}`,
     );
   }
 }
-
-const SALT = "convergence-salt-0001";
 
 /** Tries of each device's first round (which must succeed: encrypted devices adopt the key in it). */
 const FIRST_ROUND_ATTEMPTS = 3;
@@ -179,56 +200,39 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const log: string[] = [];
   const fail = (problem: string): never => {
-    throw new ConvergenceFailure(seed, problem, log, options.ops);
+    throw new ConvergenceFailure(seed, problem, log, options);
   };
   const encrypted = random() < 0.3;
   await world.heal();
   const user = world.userOf(seed);
   if (!world.users.includes(user)) throw new Error(`seed ${seed} was not given to startWorld`);
   const live = () => world.servers.filter((s) => s.alive).map((s) => s.port);
-  const removals: Removals = { byThread: new Map() };
+  const removals: Removals = { byThread: new Map(), copiedTombstones: new Map() };
   const deletes: { thread: string; max: string }[] = [];
   /** Every value (`thread\0ns\0channel\0version`) any store was seen holding. */
   const knownBlobs = new Set<string>();
   const threads = ["t0", "t1", "t2"];
   const count = 3 + Math.floor(random() * 6);
-  log.push(`seed ${seed}: ${count} devices, ${encrypted ? "encrypted" : "plain"} user ${user}`);
-
-  const devices: Device[] = [];
-  for (let index = 0; index < count; index++) {
-    const link = new Link(live, seeded(seed * 1000 + index));
-    await link.listen();
-    const factory = new IDBFactory();
-    const dbName = `device-${index}`;
-    const serde = encrypted
-      ? await EncryptedSerializer.fromPassphrase("convergence", {
-          salt: SALT,
-          iterations: 1000,
-          insecureTestOnlyWeakKdf: true,
-        })
-      : undefined;
-    const saver = new IndexedDBSaver({ dbName, indexedDB: factory, serde });
-    const device: Device = { index, dbName, factory, saver, link, removed: new Map(), sync: undefined! };
-    device.sync = new SyncClient({
-      saver,
-      url: link.url,
-      token: `token-of-${user}`,
-      // One app on every device, whose databases have names of their own.
-      app: "convergence",
-      batchSize: 2 + Math.floor(random() * 14),
-      pullLimit: 3 + Math.floor(random() * 22),
-      timeoutMs: 5000,
-      // Before each pull the previous page is committed: check the database then.
-      fetch: async (input, init) => {
-        if (input.includes("/v1/pull")) await checkPage(device, "before a pull");
-        return fetch(input, init);
+  // Not drawn from `random`: a seed without Chromium draws what it drew before Chromium devices existed.
+  const chromiumIndex = options.chromium ? seed % count : -1;
+  log.push(
+    `seed ${seed}: ${count} devices${chromiumIndex >= 0 ? ` (d${chromiumIndex} in Chromium)` : ""}, ${encrypted ? "encrypted" : "plain"} user ${user}`,
+  );
+  /** A page check that failed before a pull: the SyncClient reports the fetch's error as a retryable failure. */
+  let pageFailure: unknown;
+  // Before each pull the previous page is committed: check the database then.
+  const checkBeforePull = (device: Device) =>
+    checkPage(device, "before a pull").then(
+      () => undefined,
+      (error: unknown) => {
+        // Only findings: a check cut short by the run closing the Chromium device's tab is none.
+        if (error instanceof ConvergenceFailure) pageFailure ??= error;
+        throw error;
       },
-    });
-    devices.push(device);
-  }
+    );
 
   async function inventory(device: Device, full = false): Promise<Inventory> {
-    const inv = await deviceInventory(device.factory, device.dbName, full);
+    const inv = deviceInventory(await device.ops.rows(full), full);
     for (const blob of inv.blobs.keys()) knownBlobs.add(blob);
     return inv;
   }
@@ -246,33 +250,28 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
 
   /** One round; a retryable failure (a fault) is fine, any other is a finding. */
   async function round(device: Device): Promise<string> {
-    try {
-      const result = await device.sync.syncNow();
-      return `pushed ${result.pushed}+${result.pushedDeletes}, pulled ${result.pulled}`;
-    } catch (error) {
-      if ((error as { retryable?: boolean }).retryable !== true)
-        fail(`device ${device.index}: sync failed for good: ${(error as Error).message}`);
-      return `failed (${(error as { code?: string }).code}: ${(error as Error).message.slice(0, 80)})`;
-    } finally {
-      await checkPage(device, "after a round");
-    }
+    const outcome = await device.ops.syncNow();
+    if (pageFailure !== undefined) throw pageFailure;
+    await checkPage(device, "after a round");
+    if (outcome.ok) return `pushed ${outcome.pushed}+${outcome.pushedDeletes}, pulled ${outcome.pulled}`;
+    if (!outcome.retryable) fail(`device ${device.index}: sync failed for good: ${outcome.message}`);
+    return `failed (${outcome.code}: ${outcome.message.slice(0, 80)})`;
   }
 
-  /** Runs a graph operation that should succeed or fail as `expected`. */
+  /** Runs the graph on `device` (`input` null resumes); it should succeed or fail as `expected`. */
   async function graphOp(
     device: Device,
-    work: () => Promise<unknown>,
+    input: { log: string[] } | null,
+    configurable: Record<string, unknown>,
     expected: "ok" | "fail" | "either",
   ): Promise<string> {
+    const failure = await device.ops.invoke(input, configurable);
     let outcome = "ok";
-    const failing = expected !== "ok";
-    try {
-      await work();
+    if (failure === null) {
       if (expected === "fail") fail(`device ${device.index}: a failing tool did not fail the run`);
-    } catch (error) {
-      // Both tools failing in one step is an AggregateError of the two.
-      const errors = error instanceof AggregateError ? (error.errors as Error[]) : [error as Error];
-      if (!failing || !errors.every((e) => /failed \(on purpose\)/.test(e?.message))) throw error;
+    } else {
+      if (expected === "ok" || !failure.messages.every((m) => /failed \(on purpose\)/.test(m)))
+        fail(`device ${device.index}: the run threw: ${failure.stack}`);
       outcome = "failed on purpose";
     }
     await inventory(device); // notes the values it wrote (knownBlobs)
@@ -292,17 +291,37 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
     return n;
   }
 
-  const config = (thread: string, extra: Record<string, unknown> = {}) => ({
-    configurable: { thread_id: thread, ...extra },
-  });
+  const config = (thread: string, extra: Record<string, unknown> = {}) => ({ thread_id: thread, ...extra });
   const failSet = () => pick([["a"], ["b"], ["a", "b"]]);
 
+  const devices: Device[] = [];
   try {
+    for (let index = 0; index < count; index++) {
+      const link = new Link(live, seeded(seed * 1000 + index));
+      await link.listen();
+      const setup: DeviceSetup = {
+        dbName: `device-${index}`,
+        url: link.url,
+        token: `token-of-${user}`,
+        batchSize: 2 + Math.floor(random() * 14),
+        pullLimit: 3 + Math.floor(random() * 22),
+        encrypted,
+      };
+      const device: Device = { index, link, removed: new Map(), ops: undefined! };
+      devices.push(device);
+      if (index === chromiumIndex) {
+        device.chromium = await ChromiumDevice.open(await world.chromium(), setup, () => checkBeforePull(device));
+        device.ops = device.chromium;
+      } else
+        device.ops = await openDevice(setup, new IDBFactory(), async (input, init) => {
+          if (input.includes("/v1/pull")) await checkBeforePull(device);
+          return fetch(input, init);
+        });
+    }
     await drive();
   } finally {
     for (const device of devices) {
-      device.sync.close();
-      await device.saver.close();
+      await device.ops?.close();
       await device.link.close();
     }
   }
@@ -320,7 +339,10 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
         fail(`device ${device.index}: first round failed ${FIRST_ROUND_ATTEMPTS} times, last ${outcome}`);
     }
 
-    const weights = Object.entries(OPS).filter(([name]) => options.postgresRestarts || name !== "restartPostgres");
+    const weights = Object.entries(OPS).filter(
+      ([name]) =>
+        (options.postgresRestarts || name !== "restartPostgres") && (chromiumIndex >= 0 || name !== "closeTab"),
+    );
     const total = weights.reduce((sum, [, w]) => sum + w, 0);
     let postgresDownUntil = -1;
     const serverBackAt = new Map<ServerProcess, number>();
@@ -340,26 +362,23 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       const opStarted = performance.now();
       let r = random() * total;
       const name = weights.find(([, w]) => (r -= w) < 0)![0] as OpName;
-      const device = pick(devices);
+      const picked = pick(devices);
+      // A tab is closed on the Chromium device, whichever device was drawn.
+      const device = name === "closeTab" ? devices[chromiumIndex]! : picked;
       const thread = pick(threads);
-      const graph = convergenceGraph(device.saver);
       let line = `#${op} d${device.index} ${name}`;
       switch (name) {
         case "turn":
-          line += ` ${thread}: ${await graphOp(device, () => graph.invoke({ log: [`u${op}`] }, config(thread)), "ok")}`;
+          line += ` ${thread}: ${await graphOp(device, { log: [`u${op}`] }, config(thread), "ok")}`;
           break;
         case "failTurn": {
           const fails = failSet();
-          line += ` ${thread} fail=${fails.join("")}: ${await graphOp(device, () => graph.invoke({ log: [`u${op}`] }, config(thread, { fail: fails })), "fail")}`;
+          line += ` ${thread} fail=${fails.join("")}: ${await graphOp(device, { log: [`u${op}`] }, config(thread, { fail: fails }), "fail")}`;
           break;
         }
         case "resume": {
           // A thread whose head here holds a failed step, so resumes meet (the findings were there).
-          const failed: string[] = [];
-          for (const candidate of threads) {
-            const head = await device.saver.getTuple(config(candidate));
-            if (head?.pendingWrites?.some(([, channel]) => channel === "__error__")) failed.push(candidate);
-          }
+          const failed = await device.ops.failedThreads(threads);
           const fails = pick([[], ["a"], ["b"]]);
           if (failed.length === 0) {
             line += ": nothing to resume";
@@ -367,29 +386,33 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           }
           const at = pick(failed);
           // The named tool fails only if its task is among those still to run: either outcome is fine.
-          line += ` ${at} fail=${fails.join("") || "-"}: ${await graphOp(device, () => graph.invoke(null, config(at, { fail: fails })), fails.length > 0 ? "either" : "ok")}`;
+          line += ` ${at} fail=${fails.join("") || "-"}: ${await graphOp(device, null, config(at, { fail: fails }), fails.length > 0 ? "either" : "ok")}`;
           break;
         }
         case "fork": {
-          const ids: string[] = [];
-          // Root checkpoints only: a subgraph's id given as the root's parent names no root checkpoint.
-          for await (const t of device.saver.list(config(thread)))
-            if (t.config.configurable?.checkpoint_ns === "") ids.push(t.checkpoint.id);
+          const ids = await device.ops.rootIds(thread);
           if (ids.length === 0) {
             line += ` ${thread}: empty`;
             break;
           }
           const at = pick(ids.sort());
-          line += ` ${thread}@${at}: ${await graphOp(device, () => graph.invoke({ log: [`f${op}`] }, config(thread, { checkpoint_id: at })), "ok")}`;
+          line += ` ${thread}@${at}: ${await graphOp(device, { log: [`f${op}`] }, config(thread, { checkpoint_id: at }), "ok")}`;
           break;
         }
         case "copy": {
           const target = `c${op}`;
           const before = await inventory(device);
-          await device.saver.copyThread(thread, target);
+          await device.ops.copyThread(thread, target);
           // A copy carries the source's holes: what was removed there is removed here too.
           const holes = removals.byThread.get(thread);
           if (holes) removals.byThread.set(target, new Set(holes));
+          // And the parents a delete took from under its checkpoints (the tombstone stays with the source).
+          const tombs = [before.tombstones.get(thread), removals.copiedTombstones.get(thread)];
+          const newest = tombs
+            .filter((id) => id !== undefined)
+            .sort()
+            .at(-1);
+          if (newest !== undefined) removals.copiedTombstones.set(target, newest);
           threads.push(target);
           line += ` ${thread} -> ${target} (${[...before.checkpoints.values()].filter((c) => c.thread === thread).length} checkpoints)`;
           break;
@@ -397,7 +420,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
         case "deleteThread": {
           const before = await inventory(device);
           const ids = [...before.checkpoints.values()].filter((c) => c.thread === thread).map((c) => c.id);
-          await device.saver.deleteThread(thread);
+          await device.ops.deleteThread(thread);
           const max = ids.sort().at(-1);
           if (max !== undefined) deletes.push({ thread, max });
           line += ` ${thread} (up to ${max ?? "nothing"})`;
@@ -409,9 +432,8 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           const runs = [...before.checkpoints.values()]
             .filter((c) => c.thread === thread && c.runId)
             .map((c) => c.runId!);
-          if (name === "prune") await device.saver.prune([thread], { keepLast: 1 + Math.floor(random() * 2) });
-          else if (runs.length > 0)
-            await device.saver.deleteForRuns([pick([...new Set(runs)].sort())], { threadId: thread });
+          if (name === "prune") await device.ops.prune(thread, 1 + Math.floor(random() * 2));
+          else if (runs.length > 0) await device.ops.deleteForRuns(pick([...new Set(runs)].sort()), thread);
           const removed = noteRemoved(device, before, await inventory(device), thread, op);
           line += ` ${thread}: removed ${removed}`;
           break;
@@ -427,6 +449,16 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           device.link.cutChance = device.link.cutChance > 0 ? 0 : 0.3 + random() * 0.5;
           line += ` -> cut chance ${device.link.cutChance.toFixed(2)}`;
           break;
+        case "closeTab": {
+          // Up to 20 ms after a request goes out or its answer comes back: mid-request, mid-response,
+          // or while a pushed batch or a pulled page is applied (the answer of a pull, twice as often).
+          const event = pick(TAB_CLOSE_EVENTS);
+          const at = await device.chromium!.closeTabMidRound(event, random() * 20);
+          // The new tab finds a whole database: a page the closed tab was applying is all there or not at all.
+          await checkPage(device, "in the new tab");
+          line += `: ${at}`;
+          break;
+        }
         case "killServer": {
           const server = pick(world.servers);
           if (!server.alive) break;
@@ -500,7 +532,6 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
             `device ${device.index} differs from the server:\n  missing: ${missing.slice(0, 6).join("\n    ")}\n  extra: ${extra.slice(0, 6).join("\n    ")}`,
           );
         // Same head per namespace, as the saver reads it, and the same state.
-        const graph = convergenceGraph(device.saver);
         const states = new Map<string, unknown>();
         const heads = new Map<string, string>();
         for (const cp of inv.checkpoints.values()) {
@@ -509,17 +540,10 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
         }
         for (const [key, id] of heads) {
           const [thread, ns] = key.split("\0") as [string, string];
-          const tuple = await device.saver.getTuple(config(thread, { checkpoint_ns: ns }));
-          if (tuple?.checkpoint.id !== id)
-            fail(`device ${device.index}: head of ${thread}|${ns} is ${tuple?.checkpoint.id}, not ${id}`);
+          const head = await device.ops.head(thread, ns);
+          if (head !== id) fail(`device ${device.index}: head of ${thread}|${ns} is ${head}, not ${id}`);
           if (ns !== "" || pruned.has(thread)) continue;
-          const snapshot = await graph.getState(config(thread));
-          states.set(thread, {
-            values: snapshot.values,
-            next: snapshot.next,
-            id: snapshot.config.configurable?.checkpoint_id,
-            tasks: snapshot.tasks.map((t) => [t.name, t.error !== undefined]),
-          });
+          states.set(thread, await device.ops.state(thread));
         }
         if (reference === undefined) reference = { device: device.index, states };
         else if (JSON.stringify([...states]) !== JSON.stringify([...reference.states]))
