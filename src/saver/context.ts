@@ -62,6 +62,11 @@ export interface SaverContext {
   storeKeyRecord(record: KeyRecord, when: (tx: WriteTx) => Promise<boolean>): Promise<boolean>;
   /** A timestamp in ms that strictly increases within this saver. */
   now(): number;
+  /**
+   * The `meta` "format" record's value as last read or written: a put that
+   * keeps values inline writes 2 in its own transaction while it is not.
+   */
+  rowFormat: unknown;
 }
 
 /**
@@ -91,6 +96,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
     );
     if (isNewerFormat(format?.value))
       throw (await import("./format-refusal.js")).newerFormatError(db.name, format.value);
+    ctx.rowFormat = format?.value;
     return key?.value as KeyRecord | undefined;
   };
   /**
@@ -159,6 +165,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       lastTime = Math.max(Date.now(), lastTime + 0.001);
       return lastTime;
     },
+    rowFormat: undefined,
   };
   return ctx;
 }

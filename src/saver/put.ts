@@ -23,7 +23,7 @@ import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids
 import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
-import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT, type SaverSchema, type SaverStoreName } from "./schema.js";
 import {
   KEY_ID_WRITE_KEY,
   keyIdWrite,
@@ -110,6 +110,9 @@ export async function put(
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
     if (chain !== undefined) row.chain = chain;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
+    // Row format 2: small values ride in the row; the others get blob rows.
+    const outside = inlineSmall(row, blobs);
+    const markFormat = row.inline !== undefined && ctx.rowFormat !== SAVER_FORMAT;
 
     const now = ctx.now();
     row.created_at = now;
@@ -127,6 +130,8 @@ export async function put(
           const blobStore = tx.objectStore("blobs");
           for (const blob of stored) issue(storePut(blobStore, blob));
           issue(storePut(checkpoints, row));
+          // The first format 2 row marks the database so, in its own transaction.
+          if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
           if (checkpointNs === "") {
             issue(
               storePut(tx.objectStore("threads"), {
@@ -155,17 +160,20 @@ export async function put(
 
     try {
       // The values this put stores: those of the channels it changed...
-      let stored = blobs;
+      let stored = outside;
+      let unchanged: BlobRow[] = [];
       try {
         await writeCheckpoint(stored, false);
       } catch (error) {
         if (!(error instanceof ParentGone)) throw error;
         // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
         // and this put, say), and with it maybe the values this put did not change: then all of them.
-        stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
+        unchanged = await serializeValues(serde, input, unchangedVersions(input, versions));
+        stored = [...outside, ...unchanged];
         await writeCheckpoint(stored, true);
       }
-      written = { serde, blobs: stored, row };
+      if (markFormat) ctx.rowFormat = SAVER_FORMAT;
+      written = { serde, blobs: [...blobs, ...unchanged], row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled
@@ -208,6 +216,33 @@ export async function put(
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
+}
+
+/**
+ * Moves into `row` the values of `blobs` at the row's own versions that are
+ * small (INLINE_MAX each, INLINE_ROW_MAX in all, smallest first); returns
+ * the others, which keep blob rows.
+ */
+function inlineSmall(row: CheckpointRow, blobs: BlobRow[]): BlobRow[] {
+  const outside: BlobRow[] = [];
+  const inline: Record<string, BlobRow["value"]> = {};
+  const keys: NonNullable<CheckpointRow["inline_keys"]> = [];
+  let room = INLINE_ROW_MAX;
+  for (const blob of [...blobs].sort((a, b) => a.value[1].byteLength - b.value[1].byteLength)) {
+    const size = blob.value[1].byteLength;
+    if (size > INLINE_MAX || size > room || row.channel_versions[blob.channel] !== blob.version) {
+      outside.push(blob);
+      continue;
+    }
+    room -= size;
+    inline[blob.channel] = blob.value;
+    keys.push([row.thread_id, row.checkpoint_ns, blob.channel, blob.version]);
+  }
+  if (keys.length > 0) {
+    row.inline = inline;
+    row.inline_keys = keys;
+  }
+  return outside;
 }
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */

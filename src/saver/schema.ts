@@ -18,6 +18,7 @@ export interface SaverSchema extends DBSchema {
       by_parent: [string, string, string];
       by_thread_checkpoint: [string, string];
       by_checkpoint: string;
+      by_value: [string, string, string, Version];
     };
   };
   blobs: {
@@ -84,10 +85,35 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // as altered. Opening at version 3 makes them refuse the database as
   // "written by a newer version of this package" instead.
   () => {},
+  // 4: row format 2. A checkpoint row may hold the small values of the
+  // channel versions it introduced (`inline`); this index over their blob
+  // keys finds the row holding a value an ancestor introduced in one read.
+  // Format 1 rows have no `inline_keys` and are not indexed: no row is
+  // rewritten, so there is nothing to half-upgrade (the step runs in the
+  // version change transaction: all or nothing). Older versions of this
+  // package open at version 3 and refuse this database by its version.
+  (_db, tx) => {
+    tx.objectStore("checkpoints").createIndex("by_value", "inline_keys", { multiEntry: true });
+  },
 ];
 
-/** Version of the row format inside the stores, kept in `meta` as "format". */
-export const SAVER_FORMAT = 1;
+/**
+ * Version of the row format inside the stores, kept in `meta` as "format":
+ * 2 once a checkpoint row holds values inline (written in that row's
+ * transaction). Format 1 rows (every value in `blobs`) still read.
+ */
+export const SAVER_FORMAT = 2;
+
+/**
+ * The largest serialized value (bytes) a format 2 row keeps inline, and the
+ * most a row keeps inline in all: above them a value gets a blob row.
+ * Measured (bench/suites/inline-threshold.ts, docs/benchmarks.md): inline
+ * saves 10-20% of a put up to 8 KiB, while every read of the row that does
+ * not want its values (a `list` page, a parent walk) pays for them from 4 KiB.
+ */
+export const INLINE_MAX = 2048;
+/** See {@link INLINE_MAX}. */
+export const INLINE_ROW_MAX = 6144;
 
 /**
  * Whether a `meta` "format" record (`value`) names a newer row format than

@@ -9,7 +9,7 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { REMOVED_NAMES, isTombstoneWrite, removedOf } from "../rows/shapes.js";
+import { REMOVED_NAMES, inlineBlobs, isTombstoneWrite, removedOf } from "../rows/shapes.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
 
@@ -125,7 +125,13 @@ export async function readThread(access: SaverRawAccess, threadId: string): Prom
     },
     "read a thread to sync",
   );
-  const blobIndex = new Map(blobs.map((blob) => [blobIdentity(blob.checkpoint_ns, blob.channel, blob.version), blob]));
+  // Row format 2 values held inline go on the wire as the blobs they stand for (format 1 bundles).
+  const blobIndex = new Map(
+    [...blobs, ...checkpoints.flatMap(inlineBlobs)].map((blob) => [
+      blobIdentity(blob.checkpoint_ns, blob.channel, blob.version),
+      blob,
+    ]),
+  );
   const writesByCheckpoint = new Map<string, WireWrite[]>();
   for (const write of writes) {
     if (isTombstoneWrite(write)) continue;

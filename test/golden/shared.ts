@@ -778,3 +778,16 @@ export const SAVER_SCHEMA_3 = {
         },
   ),
 };
+
+/** Schema version 4: row format 2's `by_value` index (multiEntry over the blob keys of the values a row holds inline). Frozen. */
+export const SAVER_SCHEMA_4 = {
+  version: 4,
+  stores: SAVER_SCHEMA_3.stores.map((s) =>
+    s.name !== "checkpoints"
+      ? s
+      : {
+          ...s,
+          indexes: [...s.indexes, { name: "by_value", keyPath: "inline_keys", unique: false, multiEntry: true }],
+        },
+  ),
+};
