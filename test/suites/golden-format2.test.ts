@@ -16,8 +16,8 @@ import { describe, expect, it } from "vitest";
 import { IndexedDBSaver, importThread } from "../../src/index.js";
 import { openDatabase } from "../../src/idb/open.js";
 import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
-import { SIZES_THREAD } from "../golden/format1-sizes.js";
-import { INLINE_THREAD, readFormat2 } from "../golden/format2.js";
+import { SIZES_THREAD, writeSizesThread } from "../golden/format1-sizes.js";
+import { INLINE_THREAD, readFormat2, writeInlineThread } from "../golden/format2.js";
 import { journalGoldenCases, journalGoldenSavers } from "../golden/journal-goldens.js";
 import encryptedGolden from "../golden/saver-encrypted-format2.json";
 import plainGolden from "../golden/saver-plain-format2.json";
@@ -103,6 +103,17 @@ describe.each(journalGoldenCases(plainGolden, encryptedGolden))("saver database 
       } finally {
         await target.close();
       }
+    }
+  });
+
+  it("the same writes today give the recorded answers", async () => {
+    const saver = new IndexedDBSaver({ dbName: freshDbName("golden-format2-today"), serde: await testCase.serde() });
+    try {
+      await writeSizesThread(saver);
+      await writeInlineThread(saver);
+      expectAnswers(await readFormat2(saver), expected);
+    } finally {
+      await saver.close();
     }
   });
 
