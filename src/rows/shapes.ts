@@ -74,13 +74,6 @@ export function inlineBlob(row: CheckpointRow, channel: string, version: Version
   return { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, channel, version, value };
 }
 
-/** Every value `row` holds inline, as blob rows (what export, sync and deletes see). */
-export function inlineBlobs(row: CheckpointRow): BlobRow[] {
-  return Object.keys(row.inline ?? {}).flatMap(
-    (channel) => inlineBlob(row, channel, row.channel_versions[channel]!) ?? [],
-  );
-}
-
 /** One pending write of a task against a checkpoint. */
 export interface WriteRow {
   thread_id: string;

@@ -10,7 +10,8 @@ import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
-import { inlineBlobs, isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
+import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 import { latestOf, threadSummary } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 

@@ -8,7 +8,8 @@ import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
 import { blobKey, readDetails, readValue, type BlobReads, type ReadTx } from "./reads.js";
 import type { RawTuple } from "../rows/codec.js";
-import { inlineBlobs, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
+import { type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 
 /**
  * A page of checkpoint rows with their blobs and writes (each blob read once

@@ -16,35 +16,29 @@ import {
   type CheckpointMetadata,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
-import type { IDBPObjectStore } from "idb";
-import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
+import { issue, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
+import { storeWrites, type WritesStore } from "./write-rows.js";
 import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
-import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
-import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT, type SaverSchema, type SaverStoreName } from "./schema.js";
+import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
 import {
   KEY_ID_WRITE_KEY,
-  keyIdWrite,
-  tombstoneName,
-  tombstoneWrite,
   tombstoneWriteKey,
   type BlobRow,
   type CheckpointRow,
-  type Tombstone,
   type WriteRow,
 } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
-import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
+import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
 /** The hash chain module (chain.ts), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let chainModule: Promise<typeof import("./chain.js")> | undefined;
 
-type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
@@ -176,25 +170,8 @@ export async function put(
       written = { serde, blobs: [...blobs, ...unchanged], row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
-      // A run still in flight on a deleted thread: its checkpoint was rolled
-      // back; remember the id so its writes and children are dropped too.
-      await ctx.writes.write(
-        ["meta", "writes"],
-        async (tx) => {
-          const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
-          const next: Tombstone = {
-            ...current,
-            dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT),
-          };
-          // Its writes may have come first (putWrites before put): drop them too.
-          const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
-          issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
-          issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, next)));
-          await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: next });
-        },
-        "record a late write",
-        false,
-      );
+      // A run still in flight on a deleted thread: its checkpoint was rolled back (rare: loaded on demand).
+      await (await import("./late-put.js")).recordLatePut(ctx, threadId, checkpointNs, checkpointId, error.tombstone);
     }
   }).catch(dropKept);
   // Before the change notice, which would otherwise drop the namespace's entry (fresh-cache.ts).
@@ -341,30 +318,8 @@ export async function putWrites(
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
       if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
-      await ctx.writes.write(
-        ["writes", "checkpoints", "meta"],
-        async (tx) => {
-          const store = tx.objectStore("writes");
-          const [[tombstoneRow, keyCopy], key] = await Promise.all([
-            readGuards(tx, store, threadId),
-            tx.objectStore("meta").get("key"),
-          ]);
-          checkKeyRow(ctx, bound, key);
-          // The record is the truth: a copy that says otherwise (planted or
-          // altered outside the saver) is put right, not obeyed forever.
-          if (keyCopy && keyCopy.key_id !== bound.keyId) {
-            issue(bound.keyId ? storePut(store, keyIdWrite(bound.keyId)) : storeDelete(store, KEY_ID_WRITE_KEY));
-          }
-          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
-          const exists =
-            (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
-          // Writes of a run still in flight on a deleted thread are dropped.
-          if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
-          await storeWrites(store, rows);
-        },
-        "put writes",
-        false,
-      );
+      // Rare (a deleted thread, a key change): loaded on demand.
+      await (await import("./late-put.js")).putWritesCarefully(ctx, bound, rows);
       // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
       freshModule()?.keepWrites(ctx, ticket, rows, false);
     }
@@ -402,13 +357,4 @@ function readGuards(tx: object, store: WritesStore, threadId: string) {
  */
 function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void {
   checkKeyId(bound, copy ? copy.key_id : bound.keyId);
-}
-
-/**
- * Issues the requests that store `rows`, decided per write, not per batch:
- * special channels (negative idx) replace, regular writes keep the first
- * value stored under (task_id, idx).
- */
-function storeWrites(store: WritesStore, rows: WriteRow[]): Promise<unknown> {
-  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

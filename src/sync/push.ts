@@ -9,7 +9,8 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { REMOVED_NAMES, inlineBlobs, isTombstoneWrite, removedOf } from "../rows/shapes.js";
+import { REMOVED_NAMES, isTombstoneWrite, removedOf } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
 
