@@ -16,6 +16,8 @@ import { describe, expect, it } from "vitest";
 import { IndexedDBSaver, importThread } from "../../src/index.js";
 import { openDatabase } from "../../src/idb/open.js";
 import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
+import { rawAccessOf } from "../../src/saver/raw-access.js";
+import { readThread } from "../../src/sync/push.js";
 import { SIZES_THREAD, writeSizesThread } from "../golden/format1-sizes.js";
 import { INLINE_THREAD, readFormat2, writeInlineThread } from "../golden/format2.js";
 import { journalGoldenCases, journalGoldenSavers } from "../golden/journal-goldens.js";
@@ -115,6 +117,25 @@ describe.each(journalGoldenCases(plainGolden, encryptedGolden))("saver database 
     } finally {
       await saver.close();
     }
+  });
+
+  it("pushes the size thread to the sync wire as the format 1 golden of the same writes does", async () => {
+    const plain = testCase.name.startsWith("plain");
+    const format1 = plain ? sizesOf.plain : sizesOf.encrypted;
+    const bundles = async (saver: IndexedDBSaver) =>
+      (await readThread(rawAccessOf(saver)!, SIZES_THREAD)).map(({ wire }) => ({
+        ...wire,
+        blobs: [...wire.blobs].sort((a, b) => (a.channel < b.channel ? -1 : 1)),
+      }));
+    const [ours, theirs] = [
+      await bundles(await open()),
+      await bundles(await savers.open({ ...testCase, golden: format1 as unknown as typeof golden })),
+    ];
+    const shape = (list: typeof ours) =>
+      list.map((wire) => [wire.checkpoint_id, wire.blobs.map((blob) => `${blob.channel}@${String(blob.version)}`)]);
+    expect(shape(ours)).toEqual(shape(theirs));
+    // MsgpackSerializer's bytes are deterministic: the same bundles, byte for byte. (Encrypted ones differ by their IVs.)
+    if (plain) expect(ours).toEqual(theirs);
   });
 
   it("restores an emptied database from its journal alone, to the same answers", async () => {
