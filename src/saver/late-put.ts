@@ -71,8 +71,7 @@ export function putWritesCarefully(ctx: SaverContext, bound: BoundSerializer, ro
         issue(bound.keyId ? storePut(store, keyIdWrite(bound.keyId)) : storeDelete(store, KEY_ID_WRITE_KEY));
       }
       const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
-      const exists =
-        (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
+      const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
       // Writes of a run still in flight on a deleted thread are dropped.
       if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
       await storeWrites(store, rows);

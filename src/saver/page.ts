@@ -8,7 +8,7 @@ import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
 import { blobKey, readDetails, readValue, type BlobReads, type ReadTx } from "./reads.js";
 import type { RawTuple } from "../rows/codec.js";
-import { type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
+import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 
 /**

@@ -39,7 +39,6 @@ import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone } from "./tombs
 /** The hash chain module (chain.ts), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let chainModule: Promise<typeof import("./chain.js")> | undefined;
 
-
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
   ctx: SaverContext,
