@@ -57,6 +57,15 @@ export interface CheckpointRow {
    * version 4, index `by_created`).
    */
   created_at: number;
+  /**
+   * Row format 2: the small values of the channel versions this checkpoint
+   * introduced, by channel, each at this row's `channel_versions[channel]`
+   * and sealed exactly as the blob row it replaces (same bytes, same row
+   * binding), so it moves to `blobs` unchanged when the row goes.
+   */
+  inline?: Record<string, TypedBytes>;
+  /** The blob keys of `inline` (`[thread, ns, channel, version]`), indexed multiEntry (`by_value`). */
+  inline_keys?: [string, string, string, Version][];
 }
 
 /** A pending write's key as a checkpoint row lists it: task id, idx, channel. */
@@ -69,6 +78,16 @@ export interface BlobRow {
   channel: string;
   version: Version;
   value: TypedBytes;
+}
+
+/**
+ * The value of `channel` at `version` that `row` holds inline, as the blob
+ * row it stands for; undefined unless the row holds it at that version.
+ */
+export function inlineBlob(row: CheckpointRow, channel: string, version: Version): BlobRow | undefined {
+  const value = row.inline && Object.hasOwn(row.inline, channel) ? row.inline[channel] : undefined;
+  if (value === undefined || row.channel_versions?.[channel] !== version) return undefined;
+  return { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, channel, version, value };
 }
 
 /** One pending write of a task against a checkpoint. */

@@ -70,6 +70,11 @@ export interface SaverContext {
   storeKeyRecord(record: KeyRecord, when: (tx: WriteTx) => Promise<boolean>): Promise<boolean>;
   /** A timestamp in ms that strictly increases within this saver. */
   now(): number;
+  /**
+   * The `meta` "format" record's value as last read or written: a put that
+   * keeps values inline writes 2 in its own transaction while it is not.
+   */
+  rowFormat: unknown;
 }
 
 /**
@@ -101,6 +106,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       const { newerFormatMessage } = await import("../serde/failures.js");
       throw new IndexedDBCheckpointError(newerFormatMessage(db.name, format.value, SAVER_FORMAT));
     }
+    ctx.rowFormat = format?.value;
     return key?.value as KeyRecord | undefined;
   };
   /**
@@ -169,6 +175,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       lastTime = Math.max(Date.now(), lastTime + 0.001);
       return lastTime;
     },
+    rowFormat: undefined,
   };
   return ctx;
 }

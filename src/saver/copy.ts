@@ -11,6 +11,7 @@ import { threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
 import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 import { latestOf, threadSummary } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 
@@ -47,15 +48,41 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
     // Re-bind each value to its new row when the serializer binds rows;
     // otherwise the bytes are valid anywhere and are copied as they are.
     const rebind = isRowBound(serde);
+    /** A blob row (or a value held inline, as one) bound to the target thread. */
+    const moveBlob = async (blob: BlobRow): Promise<BlobRow> => {
+      if (!rebind) return { ...blob, thread_id: t };
+      const value = await decodeBlob(serde, blob);
+      return {
+        ...blob,
+        thread_id: t,
+        value: await encode(
+          serde,
+          "re-encrypt a channel value",
+          value,
+          rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version),
+        ),
+      };
+    };
+    /** Row format 2: the values a row holds inline, and their index keys, for the target thread. */
+    const moveInline = async (row: CheckpointRow): Promise<Pick<CheckpointRow, "inline" | "inline_keys">> => {
+      if (row.inline === undefined) return {};
+      const moved = await Promise.all(inlineBlobs(row).map(moveBlob));
+      return {
+        inline: Object.fromEntries(moved.map((blob) => [blob.channel, blob.value])),
+        inline_keys: moved.map((blob) => [t, blob.checkpoint_ns, blob.channel, blob.version]),
+      };
+    };
     const moved = {
       checkpoints: await Promise.all(
         source.checkpoints.map(async (row): Promise<CheckpointRow> => {
-          if (!rebind) return { ...row, thread_id: t };
+          const inline = await moveInline(row);
+          if (!rebind) return { ...row, ...inline, thread_id: t };
           const [checkpoint, metadata] = await Promise.all([decodeCheckpoint(serde, row), decodeMetadata(serde, row)]);
           // The copy re-seals the clear fields as they are: check them first.
           verifyCheckpointFields(row, checkpoint, metadata, true);
           return {
             ...row,
+            ...inline,
             thread_id: t,
             checkpoint: await encode(
               serde,
@@ -72,22 +99,7 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
           };
         }),
       ),
-      blobs: await Promise.all(
-        source.blobs.map(async (blob): Promise<BlobRow> => {
-          if (!rebind) return { ...blob, thread_id: t };
-          const value = await decodeBlob(serde, blob);
-          return {
-            ...blob,
-            thread_id: t,
-            value: await encode(
-              serde,
-              "re-encrypt a channel value",
-              value,
-              rowRef.blob(t, blob.checkpoint_ns, blob.channel, blob.version),
-            ),
-          };
-        }),
-      ),
+      blobs: await Promise.all(source.blobs.map(moveBlob)),
       writes: await Promise.all(
         source.writes.map(async (write): Promise<WriteRow> => {
           if (!rebind) return { ...write, thread_id: t };

@@ -10,6 +10,7 @@ import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
 import { TOMBSTONE_NS, tombstoneName, tombstoneWrite, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
 import { THREAD_STORES, readTombstone, type WriteTx } from "./tombstones.js";
+import { keepUsedInline, namedBlobs } from "./runs.js";
 
 /** Deletes every row of `threadId` and leaves its tombstone. */
 export async function deleteThread(ctx: SaverContext, threadId: string): Promise<void> {
@@ -60,8 +61,18 @@ export async function deleteUpTo(
     issue(storeDelete(tx.objectStore("writes"), range));
     issue(storeDelete(tx.objectStore("threads"), threadId));
   } else {
+    // Read before the deletes (requests run in issue order): see below.
+    const read = tx.objectStore("checkpoints").getAll(range);
     for (const key of checkpointKeys) if (key[2] <= upTo) issue(storeDelete(tx.objectStore("checkpoints"), key));
     for (const key of writeKeys) if (key[2] <= upTo) issue(storeDelete(tx.objectStore("writes"), key));
+    // Row format 2: values the deleted rows held inline that the rows kept name become blob rows.
+    const rows = await read;
+    const kept = rows.filter((row) => row.checkpoint_id > upTo);
+    keepUsedInline(
+      tx,
+      rows.filter((row) => row.checkpoint_id <= upTo),
+      namedBlobs(kept),
+    );
   }
   // Channel values are shared along a thread's history: they go only with its last checkpoint.
   if (checkpointsGone) issue(storeDelete(tx.objectStore("blobs"), range));

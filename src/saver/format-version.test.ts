@@ -69,4 +69,49 @@ describe.each(serializers)("the row format record ($name)", ({ serde }) => {
     const reader = track(new IndexedDBSaver({ dbName, serde: await serde() }));
     expect((await reader.getTuple(thread))?.checkpoint.id).toBe("c1");
   });
+
+  it("a format 1 database says format 2 from the put of its first row holding a value inline", async () => {
+    const dbName = await databaseOfFormat(1);
+    const saver = track(new IndexedDBSaver({ dbName, serde: await serde() }));
+    const first = await saver.getTuple(thread);
+    // Only a value too large to sit inline: the row is as format 1 wrote it, the record stays.
+    const big = await saver.put(
+      first!.config,
+      { ...emptyCheckpoint(), id: "c2", channel_values: { a: "x".repeat(4096) }, channel_versions: { a: 1 } },
+      meta,
+      { a: 1 },
+    );
+    expect(await formatOf(dbName)).toBe(1);
+    await saver.put(
+      big,
+      {
+        ...emptyCheckpoint(),
+        id: "c3",
+        channel_values: { a: "x".repeat(4096), b: 1 },
+        channel_versions: { a: 1, b: 1 },
+      },
+      meta,
+      { b: 1 },
+    );
+    expect(await formatOf(dbName)).toBe(SAVER_FORMAT);
+    expect((await saver.getTuple(thread))?.checkpoint.channel_values).toEqual({ a: "x".repeat(4096), b: 1 });
+  });
 });
+
+/** The `meta` "format" record's value of database `dbName`, read outside the saver. */
+async function formatOf(dbName: string): Promise<unknown> {
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    const request = indexedDB.open(dbName);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  try {
+    return await new Promise((resolve, reject) => {
+      const request = db.transaction("meta").objectStore("meta").get("format");
+      request.onsuccess = () => resolve((request.result as { value: unknown } | undefined)?.value);
+      request.onerror = () => reject(request.error);
+    });
+  } finally {
+    db.close();
+  }
+}

@@ -7,6 +7,7 @@
  */
 import type { Op, Payload } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
+import { inlineBlob, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -46,7 +47,7 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
     if (ns.startsWith("\u0000")) continue; // a tombstone copy, not a namespace
     threads.add(threadId);
     const range = KeyRange.bound([threadId, ns], [threadId, ns, []]);
-    const rows: { checkpoint_id: string; channel_versions: Record<string, string | number> }[] = [];
+    const rows: CheckpointRow[] = [];
     await new Promise<void>((resolve, reject) => {
       const cursor = tx.objectStore("checkpoints").openCursor(range, "prev");
       cursor.onerror = () => reject(cursor.error);
@@ -59,10 +60,18 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
     });
     for (const row of rows) {
       ops.push(["checkpoints", 0, row]);
+      const checkpoints = tx.objectStore("checkpoints");
       const blobs = await Promise.all(
-        Object.entries(row.channel_versions).map(([channel, version]) =>
-          request(tx.objectStore("blobs").get([threadId, ns, channel, version])),
-        ),
+        Object.entries(row.channel_versions).map(async ([channel, version]) => {
+          // Row format 2: a value this row holds inline comes back with it; one an
+          // ancestor holds inline is re-appended as the blob row it stands for.
+          if (inlineBlob(row, channel, version)) return undefined;
+          const key = [threadId, ns, channel, version];
+          const blob = (await request(tx.objectStore("blobs").get(key))) as BlobRow | undefined;
+          if (blob || !checkpoints.indexNames.contains("by_value")) return blob;
+          const holder = (await request(checkpoints.index("by_value").get(key))) as CheckpointRow | undefined;
+          return holder && inlineBlob(holder, channel, version);
+        }),
       );
       for (const blob of blobs) if (blob !== undefined) ops.push(["blobs", 0, blob]);
       const writes = await request(

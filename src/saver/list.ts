@@ -83,7 +83,11 @@ export async function* list(
     const details =
       filterEntries.length === 0
         ? page.slice(0, chosen.length)
-        : await ctx.db.read(["blobs", "writes"], (tx) => readPage(tx, ctx.db.ranges, chosen), "list checkpoints");
+        : await ctx.db.read(
+            ["checkpoints", "blobs", "writes"],
+            (tx) => readPage(tx, ctx.db.ranges, chosen),
+            "list checkpoints",
+          );
     for (const raw of details) {
       yield await decodeTuple(ctx, serde, raw, metadataById.get(raw.row));
       if (remaining !== undefined && --remaining <= 0) return;

@@ -6,9 +6,10 @@
  */
 import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
-import { blobKey, readDetails, type BlobReads, type ReadTx } from "./reads.js";
+import { blobKey, readDetails, readValue, type BlobReads, type ReadTx } from "./reads.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 
 /**
  * A page of checkpoint rows with their blobs and writes (each blob read once
@@ -24,6 +25,12 @@ export function readPage(
 ): Promise<RawTuple[]> {
   if (!withDetails) return Promise.resolve(rows.map((row): RawTuple => ({ row, blobs: [], writes: [] })));
   const blobReads: BlobReads = new Map();
+  // Row format 2: a page's rows hold most of each other's values inline.
+  for (const row of rows) {
+    for (const blob of inlineBlobs(row)) {
+      blobReads.set(blobKey(row.thread_id, row.checkpoint_ns, blob.channel, blob.version), Promise.resolve(blob));
+    }
+  }
   const pageWrites = contiguous && rows.length > 1 ? readPageWrites(tx, ranges, rows) : undefined;
   if (contiguous && rows.length > 1) readPageBlobs(tx, ranges, rows, blobReads);
   return Promise.all(
@@ -87,6 +94,7 @@ function readPageBlobs(tx: ReadTx, ranges: KeyRanges, rows: CheckpointRow[], blo
   for (const row of rows) {
     if (typeof row.channel_versions !== "object" || row.channel_versions === null) return;
     for (const [channel, version] of Object.entries(row.channel_versions)) {
+      if (blobReads.has(blobKey(t, ns, channel, version))) continue;
       const versions = byChannel.get(channel);
       if (!versions) byChannel.set(channel, [version]);
       else if (!versions.includes(version)) versions.push(version);
@@ -98,17 +106,12 @@ function readPageBlobs(tx: ReadTx, ranges: KeyRanges, rows: CheckpointRow[], blo
     versions.sort(versionOrder);
     const cap = versions.length * 2;
     const range = ranges.bound([t, ns, channel, versions[0]!], [t, ns, channel, versions[versions.length - 1]!]);
-    const read = blobStore.getAll(range, cap).then((found) => ({
-      byVersion: new Map(found.map((blob) => [blob.version, blob])),
-      complete: found.length < cap,
-    }));
+    const read = blobStore.getAll(range, cap).then((found) => new Map(found.map((blob) => [blob.version, blob])));
     for (const version of versions) {
+      // Missed (a crowded range, or a value inline in a row outside the page): read on its own.
       blobReads.set(
         blobKey(t, ns, channel, version),
-        read.then(
-          ({ byVersion, complete }) =>
-            byVersion.get(version) ?? (complete ? undefined : blobStore.get([t, ns, channel, version])),
-        ),
+        read.then((byVersion) => byVersion.get(version) ?? readValue(tx, t, ns, channel, version)),
       );
     }
   }

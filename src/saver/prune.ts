@@ -135,7 +135,7 @@ async function pruneThread(
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
       for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
-      const remaining = await deleteUnusedBlobs(tx, ranges, threadId);
+      const remaining = await deleteUnusedBlobs(tx, ranges, threadId, doomed);
       await refreshThread(ctx, tx, threadId, remaining);
     },
     "prune thread",

@@ -16,37 +16,31 @@ import {
   type CheckpointMetadata,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
-import type { IDBPObjectStore } from "idb";
-import { addIfAbsent, issue, storeDelete, storePut } from "../idb/requests.js";
+import { issue, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
+import { storeWrites, type WritesStore } from "./write-rows.js";
+import { putWritesCarefully, recordLatePut } from "./late-put.js";
 import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
-import { prefixBounds } from "./keys.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
-import type { SaverSchema, SaverStoreName } from "./schema.js";
+import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
 import {
   KEY_ID_WRITE_KEY,
-  keyIdWrite,
-  tombstoneName,
-  tombstoneWrite,
   tombstoneWriteKey,
   type BlobRow,
   type CheckpointRow,
-  type Tombstone,
   type WriteRow,
 } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, rememberPut } from "./recent.js";
 import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
-import { LateWrite, TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
+import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
 /** The same, once loaded: putWrites notes the writes it committed there, for the next put's `parent_writes`. */
 let sealedLoaded: typeof import("./sealed.js") | undefined;
-
-type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes", "readwrite">;
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
@@ -110,6 +104,9 @@ export async function put(
     await chains?.seal(ctx, serde, row, withoutValues);
     // Set once a row found stored under another chain is sealed again over that chain (Rechain).
     let resealed = false;
+    // Row format 2: small values ride in the row; the others get blob rows.
+    const outside = inlineSmall(row, blobs);
+    const markFormat = row.inline !== undefined && ctx.rowFormat !== SAVER_FORMAT;
 
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
     const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
@@ -133,6 +130,8 @@ export async function put(
           const now = ctx.now();
           row.created_at = now;
           issue(storePut(checkpoints, row));
+          // The first format 2 row marks the database so, in its own transaction.
+          if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
           if (checkpointNs === "") {
             issue(
               storePut(tx.objectStore("threads"), {
@@ -170,38 +169,24 @@ export async function put(
 
     try {
       // The values this put stores: those of the channels it changed...
-      let stored = blobs;
+      let stored = outside;
+      let unchanged: BlobRow[] = [];
       try {
         await writeRow(stored, false);
       } catch (error) {
         if (!(error instanceof ParentGone)) throw error;
         // ...unless its parent checkpoint is gone (another tab's deleteForRuns between this run's read
         // and this put, say), and with it maybe the values this put did not change: then all of them.
-        stored = [...blobs, ...(await serializeValues(serde, input, unchangedVersions(input, versions)))];
+        unchanged = await serializeValues(serde, input, unchangedVersions(input, versions));
+        stored = [...outside, ...unchanged];
         await writeRow(stored, true);
       }
-      written = { serde, blobs: stored, row };
+      if (markFormat) ctx.rowFormat = SAVER_FORMAT;
+      written = { serde, blobs: [...blobs, ...unchanged], row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
-      // A run still in flight on a deleted thread: its checkpoint was rolled
-      // back; remember the id so its writes and children are dropped too.
-      await ctx.writes.write(
-        ["meta", "writes"],
-        async (tx) => {
-          const current = (await readTombstone(tx, threadId)) ?? error.tombstone;
-          const next: Tombstone = {
-            ...current,
-            dropped: [...current.dropped, checkpointId].slice(-TOMBSTONE_DROPPED_LIMIT),
-          };
-          // Its writes may have come first (putWrites before put): drop them too.
-          const bounds = prefixBounds(threadId, checkpointNs, checkpointId);
-          issue(storeDelete(tx.objectStore("writes"), ctx.db.ranges.bound(bounds.lower, bounds.upper)));
-          issue(storePut(tx.objectStore("writes"), tombstoneWrite(threadId, next)));
-          await storePut(tx.objectStore("meta"), { name: tombstoneName(threadId), value: next });
-        },
-        "record a late write",
-        false,
-      );
+      // A run still in flight on a deleted thread: its checkpoint was rolled back.
+      await recordLatePut(ctx, threadId, checkpointNs, checkpointId, error.tombstone);
     }
   }).catch(dropKept);
   // Before the change notice, which would otherwise drop the namespace's entry (fresh-cache.ts).
@@ -223,6 +208,33 @@ export async function put(
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
+}
+
+/**
+ * Moves into `row` the values of `blobs` at the row's own versions that are
+ * small (INLINE_MAX each, INLINE_ROW_MAX in all, smallest first); returns
+ * the others, which keep blob rows.
+ */
+function inlineSmall(row: CheckpointRow, blobs: BlobRow[]): BlobRow[] {
+  const outside: BlobRow[] = [];
+  const inline: Record<string, BlobRow["value"]> = {};
+  const keys: NonNullable<CheckpointRow["inline_keys"]> = [];
+  let room = INLINE_ROW_MAX;
+  for (const blob of [...blobs].sort((a, b) => a.value[1].byteLength - b.value[1].byteLength)) {
+    const size = blob.value[1].byteLength;
+    if (size > INLINE_MAX || size > room || row.channel_versions[blob.channel] !== blob.version) {
+      outside.push(blob);
+      continue;
+    }
+    room -= size;
+    inline[blob.channel] = blob.value;
+    keys.push([row.thread_id, row.checkpoint_ns, blob.channel, blob.version]);
+  }
+  if (keys.length > 0) {
+    row.inline = inline;
+    row.inline_keys = keys;
+  }
+  return outside;
 }
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
@@ -325,30 +337,8 @@ export async function putWrites(
       // The key-id copy disagreed (another tab changed the key, or the copy
       // was altered): the careful path asks the key record itself.
       if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
-      await ctx.writes.write(
-        ["writes", "checkpoints", "meta"],
-        async (tx) => {
-          const store = tx.objectStore("writes");
-          const [[tombstoneRow, keyCopy], key] = await Promise.all([
-            readGuards(tx, store, threadId),
-            tx.objectStore("meta").get("key"),
-          ]);
-          checkKeyRow(ctx, bound, key);
-          // The record is the truth: a copy that says otherwise (planted or
-          // altered outside the saver) is put right, not obeyed forever.
-          if (keyCopy && keyCopy.key_id !== bound.keyId) {
-            issue(bound.keyId ? storePut(store, keyIdWrite(bound.keyId)) : storeDelete(store, KEY_ID_WRITE_KEY));
-          }
-          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
-          const exists =
-            (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
-          // Writes of a run still in flight on a deleted thread are dropped.
-          if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
-          await storeWrites(store, rows, ctx.now());
-        },
-        "put writes",
-        false,
-      );
+      // Rare: a deleted thread, a key change.
+      await putWritesCarefully(ctx, bound, rows);
       // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
       freshModule()?.keepWrites(ctx, ticket, rows, false);
     }
@@ -386,16 +376,4 @@ function readGuards(tx: object, store: WritesStore, threadId: string) {
  */
 function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void {
   checkKeyId(bound, copy ? copy.key_id : bound.keyId);
-}
-
-/**
- * Issues the requests that store `rows`, decided per write, not per batch:
- * special channels (negative idx) replace, regular writes keep the first
- * value stored under (task_id, idx). Resolves to one result per row, `false`
- * for a regular write a first one kept out.
- */
-function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<unknown[]> {
-  // Stamped in the transaction, as a put stamps its checkpoint (sync/changes.ts).
-  for (const write of rows) write.written_at = now;
-  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
 }

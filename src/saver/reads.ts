@@ -7,7 +7,7 @@ import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { SaverSchema } from "./schema.js";
-import type { BlobRow, CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
+import { inlineBlob, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 
 /** A transaction that can at least read the saver's stores. */
 export type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
@@ -37,6 +37,26 @@ export function blobKey(t: string, ns: string, channel: string, version: Version
   return JSON.stringify([t, ns, channel, typeof version, String(version)]);
 }
 
+/**
+ * The value of `channel` at `version`, as a blob row: from `blobs` (row
+ * format 1, and large values) or from the format 2 row that holds it
+ * inline, found by the `by_value` index; both asked at once, one round trip.
+ */
+export function readValue(
+  tx: ReadTx,
+  t: string,
+  ns: string,
+  channel: string,
+  version: Version,
+): Promise<BlobRow | undefined> {
+  const key: [string, string, string, Version] = [t, ns, channel, version];
+  const holder = tx.objectStore("checkpoints").index("by_value").get(key);
+  return Promise.all([tx.objectStore("blobs").get(key), holder]).then(
+    ([blob, row]) =>
+      blob ?? (row && row.thread_id === t && row.checkpoint_ns === ns ? inlineBlob(row, channel, version) : undefined),
+  );
+}
+
 /** The blobs and writes of one checkpoint row. */
 export async function readDetails(
   tx: ReadTx,
@@ -50,14 +70,14 @@ export async function readDetails(
       `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" has no channel versions: the row was altered outside the saver.`,
     );
   }
-  const blobStore = tx.objectStore("blobs");
   const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id } = row;
   const bounds = prefixBounds(t, ns, id);
   const readBlob = (channel: string, version: Version) => {
     const key = blobKey(t, ns, channel, version);
     let read = blobReads.get(key);
     if (!read) {
-      read = blobStore.get([t, ns, channel, version]);
+      const own = inlineBlob(row, channel, version);
+      read = own ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
       blobReads.set(key, read);
     }
     return read;

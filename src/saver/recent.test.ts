@@ -148,6 +148,13 @@ function feedContext(prefix: string) {
   return { feed, ctx, remember };
 }
 
+/**
+ * A value too large to sit inline in its checkpoint's row (row format 2):
+ * these tests are about values in blob rows, which another checkpoint naming
+ * the same version can rewrite.
+ */
+const large = (text: string) => text.padEnd(4096, ".");
+
 /** Counts the `get` requests on the blobs store from now on. */
 function countBlobGets(): () => number {
   let count = 0;
@@ -164,13 +171,16 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
 
   it("keeps the values it put", async () => {
     const [saver, other] = twoTabs();
-    await saver.put(root("t"), checkpoint(uuid6(0), { a: "kept", b: 1 }, { a: 1, b: 1 }), meta, { a: 1, b: 1 });
+    await saver.put(root("t"), checkpoint(uuid6(0), { a: large("kept"), b: large("b") }, { a: 1, b: 1 }), meta, {
+      a: 1,
+      b: 1,
+    });
     const gets = countBlobGets();
     const tuple = await saver.getTuple(root("t"));
     expect(gets()).toBe(0);
-    expect(tuple?.checkpoint.channel_values).toEqual({ a: "kept", b: 1 });
+    expect(tuple?.checkpoint.channel_values).toEqual({ a: large("kept"), b: large("b") });
     // Another saver on the database knows nothing and reads both: the count is real.
-    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "kept", b: 1 });
+    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("kept"), b: large("b") });
     expect(gets()).toBe(2);
   });
 
@@ -201,38 +211,38 @@ describe("getTuple of the latest checkpoint reads no value this saver kept", () 
     const [saver, other] = twoTabs();
     const older = uuid6(0);
     const newer = uuid6(1);
-    await saver.put(root("t"), checkpoint(newer, { a: "kept" }, { a: 1 }), meta, { a: 1 });
+    await saver.put(root("t"), checkpoint(newer, { a: large("kept") }, { a: 1 }), meta, { a: 1 });
     // An older checkpoint naming the same version with another value (versions of the caller's own
     // making): the newest row is unchanged, only its value's bytes are not.
-    await other.put(root("t"), checkpoint(older, { a: "rewritten" }, { a: 1 }), meta, { a: 1 });
-    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "rewritten" });
+    await other.put(root("t"), checkpoint(older, { a: large("rewritten") }, { a: 1 }), meta, { a: 1 });
+    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("rewritten") });
     await vi.waitFor(async () =>
-      expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "rewritten" }),
+      expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("rewritten") }),
     );
   });
 
   it("drops what it kept for a thread it deletes, copies into or prunes", async () => {
     const [saver, other] = twoTabs();
     const [older, newer] = [uuid6(0), uuid6(1)];
-    await saver.put(root("t"), checkpoint(newer, { a: "old" }, { a: 1 }), meta, { a: 1 });
+    await saver.put(root("t"), checkpoint(newer, { a: large("old") }, { a: 1 }), meta, { a: 1 });
     await saver.copyThread("t", "s");
     // An older checkpoint naming the same version with another value rewrites the copy's blob.
-    await saver.put(root("s"), checkpoint(older, { a: "new" }, { a: 1 }), meta, { a: 1 });
+    await saver.put(root("s"), checkpoint(older, { a: large("new") }, { a: 1 }), meta, { a: 1 });
     await saver.deleteThread("t");
     // The newest row comes back with its very id, versions and stamp.
     await saver.copyThread("s", "t");
-    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "new" });
-    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "new" });
+    expect((await other.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("new") });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("new") });
   });
 
   it("forgets what it kept when closed, since other tabs' notices no longer reach it", async () => {
     const [saver, other] = twoTabs();
     const [older, newer] = [uuid6(0), uuid6(1)];
-    await saver.put(root("t"), checkpoint(newer, { a: "kept" }, { a: 1 }), meta, { a: 1 });
+    await saver.put(root("t"), checkpoint(newer, { a: large("kept") }, { a: 1 }), meta, { a: 1 });
     await saver.close();
-    await other.put(root("t"), checkpoint(older, { a: "rewritten" }, { a: 1 }), meta, { a: 1 });
+    await other.put(root("t"), checkpoint(older, { a: large("rewritten") }, { a: 1 }), meta, { a: 1 });
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "rewritten" });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: large("rewritten") });
   });
 
   it("keeps no values read or stored before a change notice that arrived since", () => {

@@ -19,6 +19,7 @@ import type { SaverContext } from "./context.js";
 import { checkpointRefs, rowRef, writeRefs } from "../rows/codec.js";
 import type { SaverSchema } from "./schema.js";
 import { isTombstoneWrite, type BlobRow, type CheckpointRow, type ThreadRow, type WriteRow } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 import { storePut } from "../idb/requests.js";
 import { withKeyLock } from "../serde/key-change.js";
 
@@ -155,16 +156,21 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
   switch (store) {
     case "checkpoints": {
       const r = row as CheckpointRow;
-      const [checkpoint, metadata] = await Promise.all([
+      const inline = inlineBlobs(r);
+      const [checkpoint, metadata, values] = await Promise.all([
         rewriteEither(rewrite, r.checkpoint, checkpointRefs(r)),
         rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),
+        // Row format 2: values held inline are bound as their blob rows.
+        Promise.all(
+          inline.map((b) => rewrite(b.value, rowRef.blob(b.thread_id, b.checkpoint_ns, b.channel, b.version))),
+        ),
       ]);
-      if (!checkpoint && !metadata) return undefined;
-      return {
-        ...r,
-        checkpoint: checkpoint ?? r.checkpoint,
-        metadata: metadata ?? r.metadata,
-      } as SaverSchema[S]["value"];
+      if (!checkpoint && !metadata && !values.some(Boolean)) return undefined;
+      const rewritten = { ...r, checkpoint: checkpoint ?? r.checkpoint, metadata: metadata ?? r.metadata };
+      if (inline.length > 0) {
+        rewritten.inline = Object.fromEntries(inline.map((b, i) => [b.channel, values[i] ?? b.value]));
+      }
+      return rewritten as SaverSchema[S]["value"];
     }
     case "blobs": {
       const r = row as BlobRow;

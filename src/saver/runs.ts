@@ -8,6 +8,7 @@ import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import type { KeyRanges } from "../idb/database.js";
@@ -63,6 +64,7 @@ export async function deleteForRuns(
       const threads = [...new Set(doomed.map((row) => row.thread_id))];
       const remaining = await Promise.all(threads.map((threadId) => threadRows(tx, ranges, "checkpoints", threadId)));
       const used = namedBlobs(remaining.flat());
+      keepUsedInline(tx, doomed, used);
       for (const row of doomed) {
         for (const [channel, version] of Object.entries(row.channel_versions)) {
           if (!used.has(blobName(row.thread_id, row.checkpoint_ns, channel, version))) {
@@ -117,10 +119,31 @@ export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: strin
 }
 
 /**
- * Deletes the blobs of `threadId` that no checkpoint left names (rows put
- * meanwhile included); resolves to the checkpoints left.
+ * Row format 2: the values deleted rows (`doomed`) held inline that a
+ * checkpoint left still names (`used`) move to blob rows, bytes unchanged
+ * (an inline value is sealed as its blob row would be).
  */
-export async function deleteUnusedBlobs(tx: WriteTx, ranges: KeyRanges, threadId: string): Promise<CheckpointRow[]> {
+export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<string>): void {
+  for (const row of doomed) {
+    for (const blob of inlineBlobs(row)) {
+      if (used.has(blobName(blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version))) {
+        issue(storePut(tx.objectStore("blobs"), blob));
+      }
+    }
+  }
+}
+
+/**
+ * Deletes the blobs of `threadId` that no checkpoint left names (rows put
+ * meanwhile included), and keeps as blobs the values the deleted rows
+ * `doomed` held inline that those left name; resolves to the checkpoints left.
+ */
+export async function deleteUnusedBlobs(
+  tx: WriteTx,
+  ranges: KeyRanges,
+  threadId: string,
+  doomed: CheckpointRow[] = [],
+): Promise<CheckpointRow[]> {
   const bounds = prefixBounds(threadId);
   const [remaining, blobKeys] = await Promise.all([
     threadRows(tx, ranges, "checkpoints", threadId),
@@ -129,5 +152,6 @@ export async function deleteUnusedBlobs(tx: WriteTx, ranges: KeyRanges, threadId
   const used = namedBlobs(remaining);
   for (const key of blobKeys)
     if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
+  keepUsedInline(tx, doomed, used);
   return remaining;
 }

@@ -19,6 +19,7 @@ export interface SaverSchema extends DBSchema {
       by_thread_checkpoint: [string, string];
       by_checkpoint: string;
       by_created: number;
+      by_value: [string, string, string, Version];
     };
   };
   blobs: {
@@ -85,25 +86,47 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // as altered. Opening at version 3 makes them refuse the database as
   // "written by a newer version of this package" instead.
   () => {},
-  // 4: what changed since a time, for sync's rounds (sync/changes.ts): a
-  // checkpoint row's `created_at` and a pending write's `written_at` are
-  // stamped in the transaction that stores them, so a round reads the rows
-  // stamped since its last scan instead of every thread. Rows written before
-  // (no `written_at`) are not indexed; the first round after this step scans
-  // everything once, as every round did before. The same step marks row
-  // binding version 4 (`parent_writes` on each checkpoint row an encrypting
-  // saver writes, hashed into its chain: chain.ts). Older versions of this
-  // package refuse the database as newer, which they must on both counts:
-  // they would store writes without the stamp, which sync would never see,
-  // and hash version-4 chains without the list, reporting the rows altered.
+  // 4: three things, one step (one release). Row format 2: a checkpoint
+  // row may hold the small values of the channel versions it introduced
+  // (`inline`); `by_value` over their blob keys finds the row holding a value
+  // an ancestor introduced in one read. Format 1 rows have no `inline_keys`
+  // and are not indexed: no row is rewritten, so there is nothing to
+  // half-upgrade (the step runs in the version change transaction: all or
+  // nothing). What changed since a time, for sync's rounds
+  // (sync/changes.ts): a checkpoint row's `created_at` and a pending write's
+  // `written_at` are stamped in the transaction that stores them, so a round
+  // reads the rows stamped since its last scan instead of every thread; rows
+  // written before carry no `written_at`, and the first round after this step
+  // scans everything once, as every round did before. Row binding version 4
+  // (`parent_writes` on each checkpoint row an encrypting saver writes,
+  // hashed into its chain: chain.ts). Older versions of this package open at
+  // version 3 and refuse this database by its version, which they must: they
+  // would misread inline values, store writes without the stamp (sync would
+  // never see them) and hash version-4 chains without the list.
   (_db, tx) => {
+    tx.objectStore("checkpoints").createIndex("by_value", "inline_keys", { multiEntry: true });
     tx.objectStore("checkpoints").createIndex("by_created", "created_at");
     tx.objectStore("writes").createIndex("by_written", "written_at");
   },
 ];
 
-/** Version of the row format inside the stores, kept in `meta` as "format". */
-export const SAVER_FORMAT = 1;
+/**
+ * Version of the row format inside the stores, kept in `meta` as "format":
+ * 2 once a checkpoint row holds values inline (written in that row's
+ * transaction). Format 1 rows (every value in `blobs`) still read.
+ */
+export const SAVER_FORMAT = 2;
+
+/**
+ * The largest serialized value (bytes) a format 2 row keeps inline, and the
+ * most a row keeps inline in all: above them a value gets a blob row.
+ * Measured (bench/suites/inline-threshold.ts, docs/benchmarks.md): inline
+ * saves 10-20% of a put up to 8 KiB, while every read of the row that does
+ * not want its values (a `list` page, a parent walk) pays for them from 4 KiB.
+ */
+export const INLINE_MAX = 2048;
+/** See {@link INLINE_MAX}. */
+export const INLINE_ROW_MAX = 6144;
 
 /**
  * Whether a `meta` "format" record (`value`) names a newer row format than

@@ -8,7 +8,7 @@ import { versionKey } from "../core/identity.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { ReadTx } from "./reads.js";
-import type { BlobRow, CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
+import { inlineBlob, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 
 /** What the ancestor walk found for the delta-channel history. */
 export interface AncestorWalk {
@@ -45,7 +45,8 @@ function indexOf(ids: string[], id: string): number {
  * The delta-channel history walk, in a few requests of one transaction
  * whatever the depth:
  * 1. every checkpoint id of the namespace, and for each channel the versions
- *    that have a stored value (keys only);
+ *    that have a blob row (keys only); a value held inline (row format 2)
+ *    is found in the row that introduced it, which the walk reads anyway;
  * 2. the parent chain, read in batches of rows just below the current id
  *    (a parent is almost always older, so its id sorts lower; when it is not,
  *    it is read on its own), checked against those versions in memory;
@@ -78,7 +79,7 @@ export async function walkAncestors(
   const valued = new Map(
     channels.map((channel, i) => [channel, new Set(blobKeyLists[i]!.map((key) => versionKey(key[3])))]),
   );
-  const seedAt = new Map<string, { version: Version; depth: number }>();
+  const seedAt = new Map<string, { version: Version; depth: number; inline?: BlobRow }>();
   const remaining = new Set(channels);
   const fetched = new Map<string, CheckpointRow>();
   // Parent links come from rows anyone with the database files can edit: a
@@ -108,8 +109,19 @@ export async function walkAncestors(
     pathRows.push(row);
     for (const channel of remaining) {
       const version = row.channel_versions[channel];
-      if (version !== undefined && valued.get(channel)!.has(versionKey(version))) {
+      if (version === undefined) continue;
+      if (valued.get(channel)!.has(versionKey(version))) {
         seedAt.set(channel, { version, depth });
+        remaining.delete(channel);
+        continue;
+      }
+      // Row format 2: the row that introduced the version holds it inline; the seed is the
+      // youngest row at that version, where a blob row would have stopped the walk.
+      const inline = inlineBlob(row, channel, version);
+      if (inline) {
+        let youngest = depth;
+        while (youngest > 0 && pathRows[youngest - 1]!.channel_versions[channel] === version) youngest--;
+        seedAt.set(channel, { version, depth: youngest, inline });
         remaining.delete(channel);
       }
     }
@@ -121,7 +133,7 @@ export async function walkAncestors(
     Promise.all(
       channels.map((channel) => {
         const seed = seedAt.get(channel);
-        return seed ? blobStore.get([threadId, checkpointNs, channel, seed.version]) : undefined;
+        return seed?.inline ?? (seed ? blobStore.get([threadId, checkpointNs, channel, seed.version]) : undefined);
       }),
     ),
     Promise.all(

@@ -131,9 +131,12 @@ export async function applyChanges(
       const seenBlobs = new Set<string>();
       const special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[] = [];
       const pruned = new Set<string>();
+      const gone: Promise<CheckpointRow | undefined>[] = [];
       for (const change of changes) {
         if (change.kind === "removed") {
           const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } = change.removed;
+          // Read before the delete (requests run in issue order): the values it holds inline may be used.
+          gone.push(checkpoints.get([threadId, ns, id]));
           removeCheckpoint(tx, ranges, threadId, ns, id);
           removed.add(checkpointKeyOf(threadId, ns, id));
           pruned.add(threadId);
@@ -228,7 +231,17 @@ export async function applyChanges(
         }),
       );
       // Channel values only removed checkpoints used go with them.
-      await Promise.all([...pruned].map((threadId) => deleteUnusedBlobs(tx, ranges, threadId)));
+      const goneRows = (await Promise.all(gone)).filter((row) => row !== undefined);
+      await Promise.all(
+        [...pruned].map((threadId) =>
+          deleteUnusedBlobs(
+            tx,
+            ranges,
+            threadId,
+            goneRows.filter((row) => row.thread_id === threadId),
+          ),
+        ),
+      );
       await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
         threadId: d.thread_id,

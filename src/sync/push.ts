@@ -18,6 +18,8 @@ import {
   type Version,
   type WriteRow,
 } from "../rows/shapes.js";
+import { inlineBlobs } from "../rows/inline.js";
+import { readValue } from "../saver/reads.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
 
@@ -172,7 +174,10 @@ export async function readCheckpoints(
             channel,
             version,
           ]);
-      const blobs = await Promise.all([...wanted.values()].map((key) => tx.objectStore("blobs").get(key)));
+      // A value an ancestor introduced: its blob row, or (row format 2) the ancestor row holding it inline.
+      const blobs = await Promise.all(
+        [...wanted.values()].map(([threadId, ns, channel, version]) => readValue(tx, threadId, ns, channel, version)),
+      );
       return { checkpoints, blobs: blobs.filter((blob) => blob !== undefined), writes: writes.flat() };
     },
     "read changed checkpoints to sync",
@@ -190,8 +195,9 @@ function compareKeys(a: CheckpointRow, b: CheckpointRow): number {
 
 /** Checkpoint rows as push bundles, each with its blobs and writes from those given. */
 function bundles(checkpoints: CheckpointRow[], blobs: BlobRow[], writes: WriteRow[]): LocalCheckpoint[] {
+  // Row format 2 values held inline go on the wire as the blobs they stand for (format 1 bundles).
   const blobIndex = new Map(
-    blobs.map((blob) => [
+    [...blobs, ...checkpoints.flatMap(inlineBlobs)].map((blob) => [
       `${blob.thread_id}\u0000${blobIdentity(blob.checkpoint_ns, blob.channel, blob.version)}`,
       blob,
     ]),

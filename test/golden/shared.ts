@@ -780,18 +780,22 @@ export const SAVER_SCHEMA_3 = {
 };
 
 /**
- * Schema version 4: version 3 plus the indexes of what changed since a time
- * (sync's rounds, src/sync/changes.ts): checkpoints by `created_at`, writes
- * by `written_at`. No row changes shape; writes stored from version 4 on
- * carry `written_at`. The same step marks row binding version 4 (issue 23).
- * Frozen.
+ * Schema version 4: version 3 plus row format 2's `by_value` index
+ * (multiEntry over the blob keys of the values a row holds inline) and the
+ * indexes of what changed since a time (sync's rounds, src/sync/changes.ts):
+ * checkpoints by `created_at`, writes by `written_at`. Writes stored from
+ * version 4 on carry `written_at`. The same step marks row binding version 4
+ * (issue 23). Frozen.
  */
 export const SAVER_SCHEMA_4 = {
   version: 4,
   stores: SAVER_SCHEMA_3.stores.map((s) => {
     const added =
       s.name === "checkpoints"
-        ? [{ name: "by_created", keyPath: "created_at", unique: false, multiEntry: false }]
+        ? [
+            { name: "by_created", keyPath: "created_at", unique: false, multiEntry: false },
+            { name: "by_value", keyPath: "inline_keys", unique: false, multiEntry: true },
+          ]
         : s.name === "writes"
           ? [{ name: "by_written", keyPath: "written_at", unique: false, multiEntry: false }]
           : [];

@@ -78,6 +78,10 @@ function rawRows(threadId: string): Promise<Record<string, unknown[]>> {
         const keys = tx.objectStore(store).getAllKeys(IDBKeyRange.bound([threadId], [threadId, []]));
         keys.onsuccess = () => (out[store] = keys.result as unknown[]);
       }
+      // Row format 2: the values a checkpoint row holds inline, by the blob keys they stand for.
+      const rows = tx.objectStore("checkpoints").getAll(IDBKeyRange.bound([threadId], [threadId, []]));
+      rows.onsuccess = () =>
+        (out.inline = (rows.result as { inline_keys?: unknown[] }[]).flatMap((row) => row.inline_keys ?? []));
       tx.oncomplete = () => {
         db.close();
         resolve(out);

@@ -156,7 +156,8 @@ async function populate(saver: IndexedDBSaver, threads = ["thread-a", "thread-b"
       thread,
       "",
       undefined,
-      { messages: [new HumanMessage(`${MARKER} question`)], note: `${MARKER} note`, count: 1 },
+      // `note` is too large to sit inline in its row (row format 2): a blob row, as the swaps below need.
+      { messages: [new HumanMessage(`${MARKER} question`)], note: `${MARKER} note`.padEnd(4096, "."), count: 1 },
       { source: "input", step: -1, memo: `${MARKER} metadata` },
     );
     await saver.putWrites(
@@ -555,7 +556,7 @@ describe("IndexedDBSaver + EncryptedSerializer: reopening and key rotation (must
     expect(relisted).toEqual(listed);
     expect(relisted).toHaveLength(6);
     const tuple = before.values().next().value!;
-    expect(tuple.checkpoint.channel_values.note).toBe(`${MARKER} note`);
+    expect(tuple.checkpoint.channel_values.note).toBe(`${MARKER} note`.padEnd(4096, "."));
     expect(tuple.metadata).toMatchObject({ memo: `${MARKER} metadata` });
     expect(tuple.pendingWrites?.map(([, channel]) => channel)).toEqual(["messages", "count"]);
     await reopened.close();

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryJournalBackend, resetMemoryJournals } from "../../src/journal/index.js";
 import { EncryptedSerializer, type AesGcmKeyRecord } from "../../src/serde/encrypted/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
-import type { BlobRow } from "../../src/rows/shapes.js";
+import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { joinBytes } from "../../src/core/bytes.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { containsText } from "../support/plaintext.js";
@@ -149,11 +149,14 @@ for (const backend of backends) {
       await put(saver, "t", "secret");
       const bytes = await journalBytes(saver);
       const oldWrapped = await wrappedKey(saver.dbName);
-      const blob = (
-        (await withRaw(saver.dbName, (db) =>
-          request(db.transaction("blobs").objectStore("blobs").getAll()),
-        )) as BlobRow[]
-      )[0]!.value[1] as Uint8Array;
+      // The value's ciphertext: inline in its checkpoint row (row format 2; a rekey re-seals it there).
+      const blob = Object.values(
+        (
+          (await withRaw(saver.dbName, (db) =>
+            request(db.transaction("checkpoints").objectStore("checkpoints").getAll()),
+          )) as CheckpointRow[]
+        )[0]!.inline!,
+      )[0]![1];
       expect(containsBytes(bytes, blob)).toBe(true);
       await saver.rekey();
       const after = await journalBytes(saver);

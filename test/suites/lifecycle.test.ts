@@ -37,13 +37,15 @@ async function chain(
       ...emptyCheckpoint(),
       id: uuid6(i),
       channel_values: { step: i },
-      channel_versions: { step: 1 },
+      // A new version per value, as LangGraph gives (one version with several values reads back differently
+      // in row format 1, where each put overwrote the one blob, and 2, where each row holds its own).
+      channel_versions: { step: i + 1 },
     };
     config = await saver.put(
       config,
       checkpoint,
       { source: "loop", step: i, parents: {}, ...extra(i) } as CheckpointMetadata,
-      { step: 1 },
+      { step: i + 1 },
     );
     ids.push(config.configurable!.checkpoint_id as string);
   }

@@ -126,7 +126,8 @@ describe("list() page reads with planted rows, encrypted", () => {
         {
           ...emptyCheckpoint(),
           id: `c${String(i).padStart(3, "0")}`,
-          channel_values: { a: `a${i}`, b: "b" },
+          // `a` too large to sit inline (row format 2): blob rows, which the range reads crowd.
+          channel_values: { a: `a${i}`.padEnd(4096, "."), b: "b" },
           channel_versions: versions,
         },
         meta(i),
@@ -214,9 +215,10 @@ describe("crafted msgpack in a plain saver's rows", () => {
         meta(0),
         { a: 1 },
       );
-      await raw(name, ["blobs"], async (tx) => {
-        const blob = (await done(tx.objectStore("blobs").get([THREAD, "", "a", 1]))) as Record<string, unknown>;
-        tx.objectStore("blobs").put({ ...blob, value: ["msgpack", bytes] });
+      // The value sits inline in its checkpoint row (row format 2), read as the blob it stands for.
+      await raw(name, ["checkpoints"], async (tx) => {
+        const row = (await done(tx.objectStore("checkpoints").get([THREAD, "", "1"]))) as Record<string, unknown>;
+        tx.objectStore("checkpoints").put({ ...row, inline: { a: ["msgpack", bytes] } });
       });
       const again = saverOn(name);
       const error = await again.getTuple(c1).then(

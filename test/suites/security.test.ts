@@ -336,7 +336,8 @@ describe("crafted MessagePack bytes (item 7)", () => {
       const checkpoint = {
         ...emptyCheckpoint(),
         id: `${thread}-1`,
-        channel_values: { a: "x" },
+        // In "in-blob", too large to sit inline in its row (row format 2): a blob row.
+        channel_values: { a: thread === "in-blob" ? "x".repeat(4096) : "x" },
         channel_versions: { a: 1 },
       };
       const stored = await saver.put(config(thread), checkpoint, { source: "loop", step: 0, parents: {} }, { a: 1 });

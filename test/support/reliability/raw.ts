@@ -134,3 +134,17 @@ export function describeReasons(reasons: unknown[]): string[] {
     (reason) => `${(reason as Error)?.name ?? typeof reason}: ${(reason as Error)?.message ?? String(reason)}`,
   );
 }
+
+/**
+ * The channel values a thread's rows store, as `channel@version`: blob rows
+ * and, in row format 2, the values checkpoint rows hold inline.
+ */
+export function storedValues(rows: Record<SaverStore, Record<string, unknown>[]>): string[] {
+  const versions = (row: Record<string, unknown>) => row.channel_versions as Record<string, unknown>;
+  return [
+    ...rows.blobs.map((row) => `${String(row.channel)}@${String(row.version)}`),
+    ...rows.checkpoints.flatMap((row) =>
+      Object.keys((row.inline ?? {}) as object).map((channel) => `${channel}@${String(versions(row)[channel])}`),
+    ),
+  ].sort();
+}

@@ -1,0 +1,13 @@
+/**
+ * Row format 2's values held inline, listed as the blob rows they stand for:
+ * apart from shapes.ts so only the paths that need them (deletes, copy,
+ * rekey, sync push, list pages) load them, not every put.
+ */
+import { inlineBlob, type BlobRow, type CheckpointRow } from "./shapes.js";
+
+/** Every value `row` holds inline, as blob rows (what export, sync and deletes see). */
+export function inlineBlobs(row: CheckpointRow): BlobRow[] {
+  return Object.keys(row.inline ?? {}).flatMap(
+    (channel) => inlineBlob(row, channel, row.channel_versions[channel]!) ?? [],
+  );
+}
