@@ -5,7 +5,7 @@
  * path of `putWrites` (a deleted thread, or a key-id copy that disagreed).
  * A module of its own so put.ts reads as the common path; imported
  * statically: behind `import()` it made Rolldown split shared entry code
- * into a second up-front file (channel.ts, +550 B up front, +780 B in all).
+ * into a second up-front file (core/channel.ts, +550 B up front, +780 B in all).
  */
 import { issue, storeDelete, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
