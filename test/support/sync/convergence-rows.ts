@@ -45,14 +45,32 @@ export async function readDeviceRows(factory: IDBFactory, dbName: string, full: 
       read<RawRow>("meta"),
     ]);
     // Keys only: the key paths are [thread, ns, channel, version] and [thread, ns, checkpoint, task, idx].
-    const blobs = full
-      ? (blobRows as RawRow[])
+    const blobs: RawRow[] = full
+      ? [...(blobRows as RawRow[])]
       : (blobRows as unknown[][]).map(([thread_id, checkpoint_ns, channel, version]) => ({
           thread_id,
           checkpoint_ns,
           channel,
           version,
         }));
+    // Row format 2: values a checkpoint row holds inline count as the blob rows they stand for
+    // (what sync pushes); a version also in a blob row (pulled beside a local inline copy) once.
+    const have = new Set(blobs.map((b) => JSON.stringify([b.thread_id, b.checkpoint_ns, b.channel, b.version])));
+    for (const row of checkpoints) {
+      const versions = (row.channel_versions ?? {}) as Record<string, unknown>;
+      for (const [channel, value] of Object.entries((row.inline ?? {}) as Record<string, unknown>)) {
+        const blob: RawRow = {
+          thread_id: row.thread_id,
+          checkpoint_ns: row.checkpoint_ns,
+          channel,
+          version: versions[channel],
+        };
+        const key = JSON.stringify([blob.thread_id, blob.checkpoint_ns, channel, blob.version]);
+        if (have.has(key)) continue;
+        have.add(key);
+        blobs.push(full ? { ...blob, value } : blob);
+      }
+    }
     const writes = full
       ? (writeRows as RawRow[])
       : (writeRows as unknown[][]).map(([thread_id, checkpoint_ns, checkpoint_id, task_id, idx]) => ({
