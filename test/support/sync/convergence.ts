@@ -125,6 +125,9 @@ export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWo
   }
 }
 
+/** Passes of rounds over every device at quiescence before a run that still moves fails. */
+const QUIESCENCE_PASSES = 6;
+
 /** The operations a run draws from, with their weights. */
 const OPS = {
   turn: 22,
@@ -494,7 +497,12 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       device.link.setOffline(false);
       device.link.cutChance = 0;
     }
-    for (let pass = 0; pass < 2; pass++)
+    // Until a pass in which no device pushes or pulls anything: a device that refused a pulled
+    // special write as a replay of one it saw pushes its own again on its next round, which the
+    // others then pull (two passes were not always enough: seed 2067 with a Chromium device).
+    let settled = false;
+    for (let pass = 0; pass < QUIESCENCE_PASSES && !settled; pass++) {
+      settled = pass > 0;
       for (const device of devices) {
         let outcome = await round(device);
         // A PostgreSQL just restarted may answer 503 once more.
@@ -504,7 +512,10 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
         }
         log.push(`  pass ${pass} d${device.index}: ${outcome}`);
         if (outcome.startsWith("failed")) fail(`device ${device.index} could not sync at quiescence`);
+        if (outcome !== "pushed 0+0, pulled 0") settled = false;
       }
+    }
+    if (!settled) fail(`still moving after ${QUIESCENCE_PASSES} passes of rounds at quiescence`);
     await checkQuiescence();
 
     async function checkQuiescence(): Promise<void> {
