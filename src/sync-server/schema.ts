@@ -13,6 +13,21 @@ import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
 
 /** The statements that create the schema; idempotent, run by `setup()`. */
+/**
+ * A statement adding `column` to `table` only when it is missing: ALTER
+ * TABLE takes an exclusive lock even when there is nothing to add, which
+ * would make every start wait for (and hold up) the other processes'
+ * transactions on the table. Names are this module's own literals.
+ */
+function addColumnIfMissing(table: string, column: string, type: string): string {
+  return `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                    AND table_name = '${table}' AND column_name = '${column}') THEN
+       ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type};
+     END IF;
+   END $$`;
+}
+
 export const SYNC_SCHEMA: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS lgsync_users (
      user_id text PRIMARY KEY,
@@ -39,23 +54,10 @@ export const SYNC_SCHEMA: readonly string[] = [
    )`,
   // The row's `chain` (row binding version 3), added by ALTER so that tables
   // created before it gain the column on the next start; NULL on older rows.
-  // Only when missing: ALTER TABLE takes an exclusive lock even when there is
-  // nothing to add, which would make every start wait for (and hold up) the
-  // other processes' transactions on the table.
-  `DO $$ BEGIN
-     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
-                    AND table_name = 'lgsync_checkpoints' AND column_name = 'chain') THEN
-       ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS chain text;
-     END IF;
-   END $$`,
+  addColumnIfMissing("lgsync_checkpoints", "chain", "text"),
   // The row's `parent_writes` (row binding version 4) as JSON text, added
   // the same way; NULL on older rows.
-  `DO $$ BEGIN
-     IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
-                    AND table_name = 'lgsync_checkpoints' AND column_name = 'parent_writes') THEN
-       ALTER TABLE lgsync_checkpoints ADD COLUMN IF NOT EXISTS parent_writes text;
-     END IF;
-   END $$`,
+  addColumnIfMissing("lgsync_checkpoints", "parent_writes", "text"),
   `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
   `CREATE TABLE IF NOT EXISTS lgsync_blobs (
      user_id text NOT NULL,

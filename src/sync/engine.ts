@@ -227,8 +227,11 @@ export async function pendingChanges(
     if (!refused(removed.thread_id, () => parseRemoved(removed))) result.removed.push(removed);
   }
   const byThread = new Map<string, LocalCheckpoint[]>();
-  for (const local of locals)
-    byThread.set(local.wire.thread_id, [...(byThread.get(local.wire.thread_id) ?? []), local]);
+  for (const local of locals) {
+    const list = byThread.get(local.wire.thread_id);
+    if (list) list.push(local);
+    else byThread.set(local.wire.thread_id, [local]);
+  }
   for (const [threadId, read] of byThread) {
     const record = state.threads.get(threadId);
     const known = record?.fps ?? {};
