@@ -12,7 +12,6 @@ import type { Pool } from "pg";
 import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
 
-/** The statements that create the schema; idempotent, run by `setup()`. */
 /**
  * A statement adding `column` to `table` only when it is missing: ALTER
  * TABLE takes an exclusive lock even when there is nothing to add, which
@@ -28,6 +27,7 @@ function addColumnIfMissing(table: string, column: string, type: string): string
    END $$`;
 }
 
+/** The statements that create the schema; idempotent, run by `setup()`. */
 export const SYNC_SCHEMA: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS lgsync_users (
      user_id text PRIMARY KEY,

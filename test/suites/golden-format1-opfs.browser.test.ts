@@ -4,53 +4,15 @@
  * the bytes their savers kept, written into the files `journal: "opfs"`
  * reads, restore an emptied database to every recorded answer. The memory
  * backend's replay is golden-format1.test.ts's; this is the same file
- * through OPFS and its worker. Chromium.
+ * through OPFS and its worker (test/support/opfs-golden.ts). Chromium.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { IndexedDBSaver, type RecoveryReport } from "../../src/index.js";
-import { JOURNAL_DIRECTORY, OpfsJournalBackend, journalFiles } from "../../src/journal/opfs-backend.js";
-import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { readFormat1Extras } from "../golden/format1.js";
 import encryptedGolden from "../golden/saver-encrypted-format1.json";
 import plainGolden from "../golden/saver-plain-format1.json";
-import { RAW_KEY, deleteDatabase, expectAnswers, fromBase64, readSaver, type Tagged } from "../golden/shared.js";
-import { freshDbName } from "../support/databases.js";
+import { readSaver } from "../golden/shared.js";
+import { describeOpfsGolden } from "../support/opfs-golden.js";
 
-const cases = [
-  { name: "plain", golden: plainGolden, serde: async () => undefined },
-  { name: "encrypted", golden: encryptedGolden, serde: () => EncryptedSerializer.fromRawKey(RAW_KEY) },
-];
-
-const created: string[] = [];
-afterEach(async () => {
-  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(JOURNAL_DIRECTORY, { create: true });
-  for (const name of created.splice(0)) {
-    await deleteDatabase(indexedDB, name);
-    for (const file of journalFiles(name)) await dir.removeEntry(file).catch(() => undefined);
-  }
-});
-
-describe.each(cases)("the row format 1 golden journal in OPFS ($name)", ({ golden, serde }) => {
-  it("restores an emptied database to every recorded answer", async () => {
-    const name = freshDbName("golden-format1-opfs");
-    created.push(name);
-    const backend = new OpfsJournalBackend(name);
-    await backend.open();
-    await backend.replace(fromBase64(golden.journal));
-    await backend.close();
-    const reports: RecoveryReport[] = [];
-    const saver = new IndexedDBSaver({
-      dbName: name,
-      journal: "opfs",
-      serde: await serde(),
-      onRecovery: (report) => reports.push(report),
-    });
-    try {
-      const answers = { ...(await readSaver(saver)), ...(await readFormat1Extras(saver)) };
-      expectAnswers(answers, golden.expected as unknown as Record<string, Tagged>);
-      expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
-    } finally {
-      await saver.close();
-    }
-  });
-});
+describeOpfsGolden("row format 1", { plain: plainGolden, encrypted: encryptedGolden }, async (saver) => ({
+  ...(await readSaver(saver)),
+  ...(await readFormat1Extras(saver)),
+}));
