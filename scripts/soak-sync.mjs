@@ -30,6 +30,15 @@ let next = Number(values.first);
 const end = next + total;
 const failed = [];
 let ran = 0;
+// What the passing seeds injected, summed from their last lines (test/support/sync/convergence.ts).
+const FAULTS = [
+  "server kills",
+  "postgres restarts",
+  "server starts while postgres was down",
+  "tabs closed",
+  "links cut",
+];
+const faults = FAULTS.map(() => 0);
 const started = Date.now();
 
 /** One Vitest run of `count` seeds from `from`; resolves with the seeds that failed and whether it completed. */
@@ -49,7 +58,11 @@ function runBatch(from, count) {
       tail = (tail + text).slice(-20_000);
       for (const match of text.matchAll(/Convergence seed (\d+) failed/g)) seeds.add(Number(match[1]));
       // Lines carry colour codes before the text: match anywhere, count each seed once.
-      for (const match of text.matchAll(/convergence seed (\d+): /g)) passed.add(Number(match[1]));
+      for (const match of text.matchAll(/convergence seed (\d+): [^\n]*faults: ([^\n]*)/g)) {
+        if (passed.has(Number(match[1]))) continue;
+        passed.add(Number(match[1]));
+        FAULTS.forEach((name, i) => (faults[i] += Number(new RegExp(`(\\d+) ${name}`).exec(match[2])?.[1] ?? 0)));
+      }
       process.stdout.write(text);
     };
     child.stdout.on("data", scan);
@@ -76,5 +89,8 @@ const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 console.log(
   `\nsoak:sync ${ran} seeds (${Number(values.first)}..${next - 1}) in ${minutes} min: ` +
     (failed.length === 0 ? "all converged" : `${failed.length} failed: ${failed.join(", ")}`),
+);
+console.log(
+  `soak:sync faults in the seeds that converged: ${FAULTS.map((name, i) => `${faults[i]} ${name}`).join(", ")}`,
 );
 process.exit(failed.length === 0 ? 0 : 1);

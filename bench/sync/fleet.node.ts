@@ -135,8 +135,10 @@ it(`sync load: ${DEVICES} devices × ${THREADS} threads through two server proce
   const stop = new AbortController();
   let polls: Promise<void>[] = [];
   try {
-    await servers[0]!.start(users);
-    await servers[1]!.start(users);
+    for (const server of servers) {
+      await server.start(users);
+      await server.ready();
+    }
     const url = (i: number) => `http://127.0.0.1:${servers[i % 2]!.port}`;
     const transport = (user: string, i: number) =>
       new SyncTransport({ url: url(i), token: `token-of-${user}`, app: APP, timeoutMs: 60_000 });

@@ -11,6 +11,12 @@
  * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
  *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`.
  *
+ * Started before its database (a host booting, PostgreSQL restarting), the
+ * server listens at once, answers 503 with Retry-After, and says on stderr
+ * each time it could not reach the database; once it does it prints
+ * "database ready". Only a failure that waiting cannot mend (a wrong
+ * password, a missing permission) ends the process, with the reason.
+ *
  * The server's own dependencies (fastify, pg, @fastify/rate-limit) are
  * optional peers of the package, which browser apps never need: the server
  * module is loaded only once they are known to be there, so a missing one is
@@ -85,6 +91,11 @@ async function main(): Promise<void> {
       requestsPerMinute: positive(env, "SYNC_REQUESTS_PER_MINUTE"),
     },
     logger: env.SYNC_LOG === "1",
+    waitForDatabase: true,
+    onDatabaseWait: (error, retryInMs) =>
+      process.stderr.write(
+        `langgraph sync server: cannot reach the database (${error.message || String((error as { code?: unknown }).code ?? error.name)}); trying again in ${retryInMs} ms\n`,
+      ),
     corsOrigins:
       env.SYNC_CORS_ORIGINS === "*"
         ? "*"
@@ -94,7 +105,21 @@ async function main(): Promise<void> {
   });
   const url = await server.listen({ port: env.PORT ? Number(env.PORT) : 8787, host: env.HOST ?? "127.0.0.1" });
   process.stdout.write(`langgraph sync server listening on ${url} (${table.size} token(s))\n`);
-  const stop = () => void server.close().then(() => process.exit(0));
+  let closing = false;
+  server.ready.then(
+    () => process.stdout.write("langgraph sync server: database ready\n"),
+    (error: unknown) => {
+      if (closing) return;
+      process.stderr.write(
+        `langgraph sync server: cannot set up the database: ${String((error as Error)?.message ?? error)}\n`,
+      );
+      void server.close().finally(() => process.exit(1));
+    },
+  );
+  const stop = () => {
+    closing = true;
+    void server.close().then(() => process.exit(0));
+  };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
 }

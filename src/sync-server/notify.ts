@@ -37,9 +37,17 @@ export class PushNotifier {
     client.on("notification", (message) => {
       if (message.channel === NOTIFY_CHANNEL && message.payload !== undefined) this.#wake(message.payload);
     });
-    await client.connect();
-    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    this.#client = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    } catch (error) {
+      // A half-opened client (connected, LISTEN refused) would hold a connection nobody ends.
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    // Closed while connecting (a server stopped during its startup): nobody would end this one either.
+    if (this.#closed) await client.end().catch(() => undefined);
+    else this.#client = client;
   }
 
   /**

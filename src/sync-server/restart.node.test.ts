@@ -3,6 +3,7 @@
  * (retryable) while PostgreSQL is down, and serves again once it is back.
  * On a PostgreSQL of its own, since this test stops and restarts it.
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser } from "../../test/support/sync/harness.js";
@@ -10,6 +11,7 @@ import { startPostgres, type RunningPostgres } from "../../test/support/postgres
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
 import { transaction } from "./store.js";
+import { bundleForNode, freePort, type ServerBundle } from "../../test/support/sync/convergence-server.js";
 
 let postgres: RunningPostgres;
 let server: SyncServer;
@@ -29,8 +31,8 @@ afterAll(async () => {
   await postgres?.stop();
 }, 30_000);
 
-async function hello(token: string) {
-  const response = await fetch(`${url}/v1/hello`, { headers: { authorization: `Bearer ${token}` } });
+async function hello(token: string, base = url) {
+  const response = await fetch(`${base}/v1/hello`, { headers: { authorization: `Bearer ${token}` } });
   const bytes = new Uint8Array(await response.arrayBuffer());
   const msgpack = (response.headers.get("content-type") ?? "").startsWith(SYNC_MEDIA_TYPE);
   const body = (msgpack ? decodeBody(bytes) : JSON.parse(new TextDecoder().decode(bytes))) as Record<string, unknown>;
@@ -78,5 +80,110 @@ describe("sync server: its database restarting", () => {
       body: encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [], deletes: [] }) as Uint8Array<ArrayBuffer>,
     });
     expect(response.status).toBe(200);
+  });
+});
+
+/** Resolves with the first line of `child`'s output matching `pattern`, or rejects after `ms`. */
+function outputMatching(child: ChildProcess, pattern: RegExp, ms: number, seen: { text: string }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = pattern.exec(seen.text);
+      if (!match) return false;
+      clearTimeout(timer);
+      resolve(match[0]);
+      return true;
+    };
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${ms} ms in:\n${seen.text}`)), ms);
+    if (check()) return;
+    const onData = () => void check();
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => {
+      if (!check()) reject(new Error(`exited (${code}) before ${pattern}:\n${seen.text}`));
+    });
+  });
+}
+
+describe("sync server: started while its database is down", () => {
+  it("createSyncServer rejects by default, and with waitForDatabase answers 503 until PostgreSQL is up", async () => {
+    await postgres.kill();
+    try {
+      await expect(createSyncServer({ connectionString: postgres.url, authenticate })).rejects.toThrow(/ECONNREFUSED/);
+      const waits: string[] = [];
+      const waiting = await createSyncServer({
+        connectionString: postgres.url,
+        authenticate,
+        waitForDatabase: true,
+        onDatabaseWait: (error) => waits.push(String((error as Error & { code?: string }).code)),
+      });
+      try {
+        const base = await waiting.listen({ port: 0 });
+        const { token } = newUser("waiting");
+        const down = await hello(token, base);
+        expect(down).toMatchObject({ status: 503, retryAfter: "1", body: { error: { code: "unavailable" } } });
+        // Health too: a balancer should send requests to a process that can serve them.
+        expect((await fetch(`${base}/v1/health`)).status).toBe(503);
+        expect(waits.length).toBeGreaterThan(0);
+        expect(waits[0]).toBe("ECONNREFUSED");
+        await postgres.restart();
+        await waiting.ready;
+        expect(await hello(token, base)).toMatchObject({ status: 200, body: { v: SYNC_PROTOCOL_VERSION } });
+      } finally {
+        await waiting.close();
+      }
+    } finally {
+      await postgres.restart().catch(() => undefined);
+    }
+  }, 30_000);
+
+  describe("the CLI", () => {
+    let bundle: ServerBundle;
+    beforeAll(async () => {
+      bundle = await bundleForNode("src/sync-server/cli.ts", "restart-cli");
+    }, 60_000);
+    afterAll(() => bundle?.remove());
+
+    function startCli(databaseUrl: string, port: number): { child: ChildProcess; seen: { text: string } } {
+      const child = spawn(process.execPath, [bundle.cli], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, DATABASE_URL: databaseUrl, SYNC_TOKENS: "cli-token=cli-user", PORT: String(port) },
+      });
+      const seen = { text: "" };
+      child.stdout!.on("data", (chunk: Buffer) => void (seen.text += chunk.toString()));
+      child.stderr!.on("data", (chunk: Buffer) => void (seen.text += chunk.toString()));
+      return { child, seen };
+    }
+
+    it("started before PostgreSQL, it listens, answers 503, never exits, and serves once the database is up", async () => {
+      await postgres.kill();
+      const port = await freePort();
+      const { child, seen } = startCli(postgres.url, port);
+      const exited = new Promise<number | null>((done) => child.once("exit", done));
+      try {
+        await outputMatching(child, /listening on/, 15_000, seen);
+        await outputMatching(child, /cannot reach the database \(.*ECONNREFUSED.*\); trying again/, 5_000, seen);
+        const base = `http://127.0.0.1:${port}`;
+        expect((await hello("cli-token", base)).status).toBe(503);
+        // Several attempts later it is still there.
+        await new Promise((done) => setTimeout(done, 1000));
+        expect(child.exitCode).toBeNull();
+        await postgres.restart();
+        await outputMatching(child, /database ready/, 10_000, seen);
+        expect(await hello("cli-token", base)).toMatchObject({ status: 200, body: { v: SYNC_PROTOCOL_VERSION } });
+        child.kill("SIGTERM");
+        expect(await exited).toBe(0);
+      } finally {
+        child.kill("SIGKILL");
+        await postgres.restart().catch(() => undefined);
+      }
+    }, 40_000);
+
+    it("a failure waiting cannot mend (a database that does not exist) ends it with the reason", async () => {
+      const port = await freePort();
+      const { child, seen } = startCli(postgres.url.replace(/\/[^/?]*(\?|$)/, "/no_such_database$1"), port);
+      const code = await new Promise<number | null>((done) => child.once("exit", done));
+      expect(code).toBe(1);
+      expect(seen.text).toMatch(/cannot set up the database: .*no_such_database/);
+    }, 30_000);
   });
 });

@@ -26,6 +26,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { AppSpaces } from "./apps.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
+import { startDatabase } from "./startup.js";
 import { PushNotifier } from "./notify.js";
 import { hello, pull, threads } from "./reads.js";
 import { DEFAULT_STORE_LIMITS, SyncHttpError, isConnectionLost, push, putKey, type StoreLimits } from "./store.js";
@@ -55,6 +56,19 @@ export interface SyncServerOptions {
    * Default: none (same origin, or a reverse proxy in front).
    */
   corsOrigins?: readonly string[] | "*";
+  /**
+   * When PostgreSQL cannot be reached at start: `false` (the default)
+   * rejects `createSyncServer` with the connection's error; `true` creates
+   * the server anyway, which answers every request 503 (`unavailable`, with
+   * Retry-After) and tries again (every 0.2 s at first, then every 2 s)
+   * until the database answers, calling `onDatabaseWait` before each wait.
+   * The CLI waits, so a server started before its database never exits.
+   * Other failures (a wrong password, a missing permission) reject
+   * `ready` instead: they cannot mend themselves.
+   */
+  waitForDatabase?: boolean;
+  /** Told each time a start that waits for its database could not reach it, before it waits `retryInMs`. */
+  onDatabaseWait?: (error: Error, retryInMs: number) => void;
 }
 
 /** Limits a deployer sets on each user. Every refusal is an error body whose message says the limit. */
@@ -99,6 +113,13 @@ export interface SyncServer {
   close(): Promise<void>;
   /** The Fastify instance, for `inject` in tests or adding routes. */
   readonly app: FastifyInstance;
+  /**
+   * Resolves once the server's tables and its live-push listener are set up
+   * (already, unless `waitForDatabase`); rejects if that failed for a reason
+   * other than an unreachable database (then every request gets 500), or if
+   * the server was closed first.
+   */
+  readonly ready: Promise<void>;
   /**
    * A checkpoint saver on `userId`'s synced threads, for a server-side agent
    * continuing a (plaintext) thread; devices pull its turns. See {@link SyncServerSaver}.
@@ -169,13 +190,6 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
   // An idle client's error (the database restarted) must not crash the process.
   pool.on("error", () => undefined);
-  try {
-    await setupSchema(pool);
-  } catch (error) {
-    if (ownPool) await pool.end();
-    throw error;
-  }
-
   const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
   const storeLimits: StoreLimits = {
     maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
@@ -183,11 +197,22 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   };
 
   const notifier = new PushNotifier(() => new pg.Client(pool.options));
-  try {
-    await notifier.start();
-  } catch (error) {
-    if (ownPool) await pool.end();
-    throw error;
+  const startup = startDatabase(
+    async () => {
+      await setupSchema(pool);
+      await notifier.start();
+    },
+    options.waitForDatabase ? (options.onDatabaseWait ?? (() => undefined)) : undefined,
+  );
+  if (options.waitForDatabase) {
+    startup.ready.catch(() => undefined); // seen through `ready` and by every request
+  } else {
+    try {
+      await startup.ready;
+    } catch (error) {
+      if (ownPool) await pool.end();
+      throw error;
+    }
   }
 
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
@@ -246,6 +271,22 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       }
     });
   }
+
+  // Until the database is set up, every request (health too: a balancer should look elsewhere) is
+  // answered here, after CORS so a page can read the answer.
+  app.addHook("onRequest", async (_request, reply) => {
+    if (startup.state === "ready" || reply.sent) return undefined;
+    if (startup.state === "failed")
+      return reply
+        .code(500)
+        .send(errorBody("internal", "The sync server could not set up its database; its log says why."));
+    return reply
+      .code(503)
+      .header("retry-after", "1")
+      .send(
+        errorBody("unavailable", "The sync server has not reached its database yet; nothing was applied. Try again."),
+      );
+  });
 
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 
@@ -336,6 +377,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   return {
     app,
+    ready: startup.ready,
     saverFor: (userId, serde) => new SyncServerSaver(pool, userId, serde, storeLimits),
     async listen(listenOptions: ListenOptions = {}): Promise<string> {
       const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
@@ -346,6 +388,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       // (each push is one transaction: a cut one is either committed or not).
       const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
       grace.unref();
+      startup.stop();
       await notifier.close(); // long polls answer now, so closing need not wait for them
       await app.close();
       clearTimeout(grace);

@@ -73,6 +73,8 @@ export function freePort(): Promise<number> {
 export class ServerProcess {
   #child: ChildProcess | undefined;
   #output = "";
+  /** Where the current start's output begins in {@link output}'s buffer. */
+  #startedAt = 0;
   readonly #tokensFile: string;
   /** Exits nobody asked for (the server must survive its database restarting). */
   readonly crashes: string[] = [];
@@ -124,12 +126,13 @@ export class ServerProcess {
       },
     });
     this.#child = child;
+    this.#startedAt = this.#output.length;
     const release = this.reaper.hold({ group: child.pid! });
     child.once("exit", release);
     await new Promise<void>((done, fail) => {
       const onData = (chunk: Buffer) => {
         this.#output += chunk.toString();
-        if (this.#output.includes("listening on")) done();
+        if (this.#output.includes("listening on", this.#startedAt)) done();
       };
       child.stdout!.on("data", onData);
       child.stderr!.on("data", (chunk: Buffer) => void (this.#output += chunk.toString()));
@@ -147,6 +150,20 @@ export class ServerProcess {
   /** The running process's id, if one runs. */
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /**
+   * Resolves once the running process has reached its database (it listens
+   * before that, answering 503, when started while PostgreSQL is down).
+   */
+  async ready(ms = 15_000): Promise<void> {
+    const until = performance.now() + ms;
+    while (!this.#output.includes("database ready", this.#startedAt)) {
+      if (!this.#child) throw new Error(`sync server on port ${this.port} is not running:\n${this.output}`);
+      if (performance.now() > until)
+        throw new Error(`sync server on port ${this.port} did not reach its database in ${ms} ms:\n${this.output}`);
+      await new Promise((done) => setTimeout(done, 25));
+    }
   }
 
   /** Kills the process group at once (SIGKILL) and waits for the process to be gone. */

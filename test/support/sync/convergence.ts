@@ -99,7 +99,9 @@ export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWo
     cleanups.push(() => Promise.all(servers.map((server) => server.kill())).then(() => undefined));
     // The first creates the tables; the second then starts on them.
     await servers[0]!.start(users);
+    await servers[0]!.ready();
     await servers[1]!.start(users);
+    await servers[1]!.ready();
     const world: ConvergenceWorld = {
       postgres,
       pool,
@@ -113,7 +115,10 @@ export async function startWorld(seeds: Iterable<number>): Promise<ConvergenceWo
       async heal() {
         if (world.postgresDown) await postgres.restart();
         world.postgresDown = false;
-        for (const server of servers) await server.start(users);
+        for (const server of servers) {
+          await server.start(users);
+          await server.ready();
+        }
       },
       close,
     };
@@ -202,6 +207,8 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const random = seeded(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const log: string[] = [];
+  // The faults a run injected, for its last line: a soak sums them, to show what it exercised.
+  const faults = { kills: 0, postgres: 0, startsWhileDown: 0, tabs: 0, cuts: 0 };
   const fail = (problem: string): never => {
     throw new ConvergenceFailure(seed, problem, log, options);
   };
@@ -353,9 +360,12 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       // Scheduled recoveries first.
       for (const [server, at] of serverBackAt)
         if (op >= at) {
+          // With PostgreSQL down the process must start anyway, answer 503 and wait for it.
           await server.start(world.users);
+          if (!world.postgresDown) await server.ready();
           serverBackAt.delete(server);
-          log.push(`#${op} server :${server.port} restarted`);
+          if (world.postgresDown) faults.startsWhileDown++;
+          log.push(`#${op} server :${server.port} restarted${world.postgresDown ? " while postgres is down" : ""}`);
         }
       if (postgresDownUntil >= 0 && op >= postgresDownUntil) {
         await world.heal();
@@ -450,6 +460,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           break;
         case "cut":
           device.link.cutChance = device.link.cutChance > 0 ? 0 : 0.3 + random() * 0.5;
+          if (device.link.cutChance > 0) faults.cuts++;
           line += ` -> cut chance ${device.link.cutChance.toFixed(2)}`;
           break;
         case "closeTab": {
@@ -457,6 +468,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           // or while a pushed batch or a pulled page is applied (the answer of a pull, twice as often).
           const event = pick(TAB_CLOSE_EVENTS);
           const at = await device.chromium!.closeTabMidRound(event, random() * 20);
+          faults.tabs++;
           // The new tab finds a whole database: a page the closed tab was applying is all there or not at all.
           await checkPage(device, "in the new tab");
           line += `: ${at}`;
@@ -469,6 +481,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           const syncing = round(device);
           await new Promise((done) => setTimeout(done, random() * 30));
           await server.kill();
+          faults.kills++;
           serverBackAt.set(server, op + 1 + Math.floor(random() * 4));
           line += ` :${server.port} mid-round, round ${await syncing}`;
           break;
@@ -478,8 +491,20 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           const syncing = round(device);
           await new Promise((done) => setTimeout(done, random() * 30));
           await world.postgres.kill();
+          faults.postgres++;
           world.postgresDown = true;
           postgresDownUntil = op + 1 + Math.floor(random() * 3);
+          // An outage of the host: one server process goes down with the database and is started
+          // again at the next operation, before PostgreSQL is back (recoveries run servers first), so
+          // it must start without its database. Chosen by the operation's number: the seeds' random
+          // draws stay as they were.
+          const server = world.servers[op % world.servers.length]!;
+          if (server.alive) {
+            await server.kill();
+            faults.kills++;
+            serverBackAt.set(server, op + 1);
+            line += `, :${server.port} killed with it`;
+          }
           line += ` mid-round, round ${await syncing}`;
           break;
         }
@@ -560,7 +585,11 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
         else if (JSON.stringify([...states]) !== JSON.stringify([...reference.states]))
           fail(`getState differs between devices ${reference.device} and ${device.index}`);
       }
-      log.push(`converged: ${expected.size} checkpoints on ${devices.length} devices and the server`);
+      log.push(
+        `converged: ${expected.size} checkpoints on ${devices.length} devices and the server; faults: ` +
+          `${faults.kills} server kills, ${faults.postgres} postgres restarts, ` +
+          `${faults.startsWhileDown} server starts while postgres was down, ${faults.tabs} tabs closed, ${faults.cuts} links cut`,
+      );
     }
   }
 }
