@@ -149,6 +149,29 @@ describe("values held inline (row format 2) under attack, encrypted", () => {
     }
   });
 
+  it("the row holding a value with its clear channel versions edited, then its run deleted: deleteForRuns fails closed and deletes nothing, so the value later checkpoints name is not lost", async () => {
+    const dbName = freshDbName("inline-attacks-runs");
+    const saver = await saverOn(dbName);
+    const ofRun = (run_id: string) => ({ ...meta, run_id }) as typeof meta;
+    const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), ofRun("r1"), { a: 1 });
+    const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), ofRun("r2"), { a: 2 });
+    await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), ofRun("r3"), {});
+    await saver.close();
+    const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
+    expect(Object.keys(holder.inline!)).toEqual(["a"]);
+    // a: 7 would move c2's value to a blob row at version 7, which c3 does not name: gone with the row.
+    await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: { a: 7 } }]);
+    const attacked = await saverOn(dbName);
+    await expect(attacked.deleteForRuns(["r2"])).rejects.toBeInstanceOf(DecryptionError);
+    await attacked.close();
+    await putRaw(dbName, "checkpoints", [holder]);
+    const reader = await saverOn(dbName);
+    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    // Undone, the run deletes as it should, its value kept as a blob row for c3.
+    await reader.deleteForRuns(["r2"]);
+    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+  });
+
   it("the meta format record edited (2 to 1, removed, a string): rows read as before and the next put holding a value inline marks format 2 again; a newer format refuses the database, naming it", async () => {
     const { dbName } = await thread();
     const formatOf = async () => (await readStore<MetaRow>(dbName, "meta")).find((r) => r.name === "format")?.value;
