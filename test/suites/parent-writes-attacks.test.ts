@@ -3,7 +3,8 @@
  * files rewrites a checkpoint row's clear `parent_writes` (the keys of its
  * parent's pending writes, hashed into its `chain`), or the write rows it
  * lists. chain-writes.test.ts covers an entry removed and listed writes
- * deleted; here, the other edits. Each fails the delta-channel walk (and
+ * deleted; here, the other edits, and a listed write replayed from before
+ * a key rotation. Each fails the delta-channel walk (and
  * so `getStateHistory`) closed with a `DecryptionError`, as
  * docs/encryption.md ("Row binding version 4") promises. Node and Chromium.
  */
@@ -109,5 +110,21 @@ describe("row binding version 4 under attack", () => {
       await putRaw(dbName, "writes", [write]);
     }
     expect(await history(dbName)).toEqual(honest);
+  });
+
+  it("a listed write replayed from its copy before rekey() (the data key rotated), the list intact: the history fails closed", async () => {
+    const { dbName, writes, honest, listing } = await chat();
+    const [task, idx] = listing.parent_writes!.find(([, , channel]) => channel === "messages") as WriteKey;
+    const before = writes.find(
+      (w) => w.checkpoint_id === listing.parent_checkpoint_id && w.task_id === task && w.idx === idx,
+    )!;
+    const saver = await saverOn(dbName);
+    await saver.rekey();
+    await saver.close();
+    expect(await history(dbName)).toEqual(honest);
+    await putRaw(dbName, "writes", [before]);
+    const failure = history(dbName);
+    await expect(failure).rejects.toBeInstanceOf(DecryptionError);
+    await expect(failure).rejects.toThrow(/"write\.2".*encrypted under another key/);
   });
 });
