@@ -56,6 +56,12 @@ async function chat() {
   return { dbName, rows, writes, honest, head, listing };
 }
 
+/** The write row of the first `messages` write `listing` lists for its parent. */
+function listedWrite(listing: CheckpointRow, writes: WriteRow[]): WriteRow {
+  const [task, idx] = listing.parent_writes!.find(([, , channel]) => channel === "messages") as WriteKey;
+  return writes.find((w) => w.checkpoint_id === listing.parent_checkpoint_id && w.task_id === task && w.idx === idx)!;
+}
+
 const keyOf = (w: WriteRow): IDBValidKey => [w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx];
 
 async function deleteWrite(dbName: string, write: WriteRow): Promise<void> {
@@ -89,10 +95,8 @@ describe("row binding version 4 under attack", () => {
 
   it("a listed write moved to a checkpoint off the path, or its task id or channel edited (the list intact): the history fails closed, naming the write", async () => {
     const { dbName, writes, honest, listing } = await chat();
-    const [task, idx] = listing.parent_writes!.find(([, , channel]) => channel === "messages") as WriteKey;
-    const write = writes.find(
-      (w) => w.checkpoint_id === listing.parent_checkpoint_id && w.task_id === task && w.idx === idx,
-    )!;
+    const write = listedWrite(listing, writes);
+    const { task_id: task, idx } = write;
     const moves: [string, WriteRow][] = [
       ["off the path", { ...write, checkpoint_id: "0-not-on-the-path" }],
       ["another task id", { ...write, task_id: "another-task" }],
@@ -114,10 +118,7 @@ describe("row binding version 4 under attack", () => {
 
   it("a listed write replayed from its copy before rekey() (the data key rotated), the list intact: the history fails closed", async () => {
     const { dbName, writes, honest, listing } = await chat();
-    const [task, idx] = listing.parent_writes!.find(([, , channel]) => channel === "messages") as WriteKey;
-    const before = writes.find(
-      (w) => w.checkpoint_id === listing.parent_checkpoint_id && w.task_id === task && w.idx === idx,
-    )!;
+    const before = listedWrite(listing, writes);
     const saver = await saverOn(dbName);
     await saver.rekey();
     await saver.close();
