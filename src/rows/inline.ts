@@ -7,7 +7,13 @@ import { inlineBlob, type BlobRow, type CheckpointRow } from "./shapes.js";
 
 /** Every value `row` holds inline, as blob rows (what export, sync and deletes see). */
 export function inlineBlobs(row: CheckpointRow): BlobRow[] {
-  return Object.keys(row.inline ?? {}).flatMap(
-    (channel) => inlineBlob(row, channel, row.channel_versions[channel]!) ?? [],
+  // A row edited outside the saver may hold anything here: a row without
+  // channel versions holds no value at any (reading it says what is wrong).
+  const versions: unknown = row.channel_versions;
+  if (typeof versions !== "object" || versions === null || typeof row.inline !== "object" || row.inline === null) {
+    return [];
+  }
+  return Object.keys(row.inline).flatMap((channel) =>
+    Object.hasOwn(versions, channel) ? (inlineBlob(row, channel, row.channel_versions[channel]!) ?? []) : [],
   );
 }

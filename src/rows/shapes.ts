@@ -13,6 +13,14 @@
 /** A serialized value: the serializer's type tag and its bytes. */
 export type TypedBytes = [type: string, data: Uint8Array];
 
+/**
+ * True for a serialized value as the saver stores it. A row edited outside
+ * the saver may hold anything in its place (decoding says so: rows/codec.ts).
+ */
+export function isTypedBytes(value: unknown): value is TypedBytes {
+  return Array.isArray(value) && typeof value[0] === "string" && value[1] instanceof Uint8Array;
+}
+
 /** A channel version as LangGraph hands it over. */
 export type Version = string | number;
 
@@ -88,6 +96,27 @@ export function inlineBlob(row: CheckpointRow, channel: string, version: Version
   const value = row.inline && Object.hasOwn(row.inline, channel) ? row.inline[channel] : undefined;
   if (value === undefined || row.channel_versions?.[channel] !== version) return undefined;
   return { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, channel, version, value };
+}
+
+/**
+ * The value of `channel` at `version` of thread `t`, namespace `ns`, from
+ * the first of `holders` (the rows the `by_value` index gave for that key)
+ * that holds it inline. The index is built from the clear `inline_keys`,
+ * which anyone with the profile's files can edit: a row listing a key it
+ * does not hold (or another thread's) must not hide the row that does.
+ */
+export function heldInline(
+  holders: readonly CheckpointRow[],
+  t: string,
+  ns: string,
+  channel: string,
+  version: Version,
+): BlobRow | undefined {
+  for (const row of holders) {
+    const blob = row.thread_id === t && row.checkpoint_ns === ns ? inlineBlob(row, channel, version) : undefined;
+    if (blob) return blob;
+  }
+  return undefined;
 }
 
 /** One pending write of a task against a checkpoint. */

@@ -95,9 +95,14 @@ function coverageOf(list: unknown): unknown {
  * cannot turn a version 4 row into a version 3 one.
  */
 export function chainText(fields: ChainFields, parentChain: string | undefined): string {
-  const versions = Object.keys(fields.channel_versions)
-    .sort()
-    .map((channel) => [channel, tagged(fields.channel_versions[channel]!)]);
+  const plain: unknown = fields.channel_versions;
+  // Not an object: only an edited row holds that, and "?" is no written row's versions.
+  const versions =
+    typeof plain !== "object" || plain === null
+      ? "?"
+      : Object.keys(plain)
+          .sort()
+          .map((channel) => [channel, tagged(fields.channel_versions[channel]!)]);
   const common = [fields.checkpoint_id, fields.parent_checkpoint_id ?? null, versions, parentChain ?? null];
   if (fields.parent_writes === undefined) return JSON.stringify(["lgcp-chain.1", ...common]);
   return JSON.stringify(["lgcp-chain.2", ...common, coverageOf(fields.parent_writes)]);

@@ -26,7 +26,7 @@ import {
   sortWrites,
   type RawTuple,
 } from "../rows/codec.js";
-import type { CheckpointRow } from "../rows/shapes.js";
+import { isTypedBytes, type CheckpointRow } from "../rows/shapes.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -55,8 +55,9 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     "get checkpoint",
   );
   if (!raw) return undefined;
-  // Kept before decoding, as copies: a decoder may write into the bytes it reads.
-  if (checkpointId === undefined) {
+  // Kept before decoding, as copies: a decoder may write into the bytes it reads. Only
+  // rows as the saver writes them: decoding an edited one is a clear error, copying it a TypeError.
+  if (checkpointId === undefined && storedAsWritten(raw)) {
     fresh?.keepRead(ctx, ticket, serde, raw);
     const { row, blobs } = raw;
     rememberPut(
@@ -73,6 +74,17 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     );
   }
   return decodeTuple(ctx, serde, raw);
+}
+
+/** True when every value `raw` holds is a `[type, bytes]` pair (what the read caches copy). */
+function storedAsWritten(raw: RawTuple): boolean {
+  const { row, blobs, writes } = raw;
+  return (
+    isTypedBytes(row.checkpoint) &&
+    isTypedBytes(row.metadata) &&
+    blobs.every((blob) => blob === undefined || isTypedBytes(blob.value)) &&
+    writes.every((write) => isTypedBytes(write.value))
+  );
 }
 
 /**

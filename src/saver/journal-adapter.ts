@@ -7,7 +7,7 @@
  */
 import type { Op, Payload } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
-import { inlineBlob, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
+import { heldInline, inlineBlob, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -69,8 +69,8 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
           const key = [threadId, ns, channel, version];
           const blob = (await request(tx.objectStore("blobs").get(key))) as BlobRow | undefined;
           if (blob || !checkpoints.indexNames.contains("by_value")) return blob;
-          const holder = (await request(checkpoints.index("by_value").get(key))) as CheckpointRow | undefined;
-          return holder && inlineBlob(holder, channel, version);
+          const holders = (await request(checkpoints.index("by_value").getAll(key))) as CheckpointRow[];
+          return heldInline(holders, threadId, ns, channel, version);
         }),
       );
       for (const blob of blobs) if (blob !== undefined) ops.push(["blobs", 0, blob]);

@@ -7,7 +7,14 @@ import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { SaverSchema } from "./schema.js";
-import { inlineBlob, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
+import {
+  heldInline,
+  inlineBlob,
+  type BlobRow,
+  type CheckpointRow,
+  type Version,
+  type WriteRow,
+} from "../rows/shapes.js";
 
 /** A transaction that can at least read the saver's stores. */
 export type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
@@ -50,11 +57,36 @@ export function readValue(
   version: Version,
 ): Promise<BlobRow | undefined> {
   const key: [string, string, string, Version] = [t, ns, channel, version];
-  const holder = tx.objectStore("checkpoints").index("by_value").get(key);
-  return Promise.all([tx.objectStore("blobs").get(key), holder]).then(
-    ([blob, row]) =>
-      blob ?? (row && row.thread_id === t && row.checkpoint_ns === ns ? inlineBlob(row, channel, version) : undefined),
-  );
+  // Every row the index names, not the first: an edited row listing this key must not hide its holder.
+  const holders = tx.objectStore("checkpoints").index("by_value").getAll(key);
+  return Promise.all([tx.objectStore("blobs").get(key), holders]).then(([blob, rows]) => {
+    if (blob) return blob;
+    // A holder of this thread that cannot hold it (fields of another shape) is an error, not a missing value.
+    for (const row of rows) if (row.thread_id === t && row.checkpoint_ns === ns) assertRowFields(row);
+    return heldInline(rows, t, ns, channel, version);
+  });
+}
+
+/**
+ * A row's clear channel versions are an object, and its values held inline
+ * (row format 2), if any, a map by channel. A row edited outside the saver
+ * may hold anything there: a clear error instead of a TypeError in whatever
+ * reads them first, or a value read as missing (and a delta walk going on
+ * to an older seed) when the map is of another type.
+ */
+export function assertRowFields(row: CheckpointRow): void {
+  const inline: unknown = row.inline;
+  const problem =
+    typeof row.channel_versions !== "object" || row.channel_versions === null
+      ? "has no channel versions"
+      : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
+        ? "holds its inline values in a shape no version of the saver writes"
+        : undefined;
+  if (problem !== undefined) {
+    throw new SerializationError(
+      `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" ${problem}: the row was altered outside the saver.`,
+    );
+  }
 }
 
 /** The blobs and writes of one checkpoint row. */
@@ -65,10 +97,12 @@ export async function readDetails(
   blobReads: BlobReads = new Map(),
   writesRead?: Promise<WriteRow[]>,
 ): Promise<RawTuple> {
-  if (typeof row.channel_versions !== "object" || row.channel_versions === null) {
-    throw new SerializationError(
-      `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" has no channel versions: the row was altered outside the saver.`,
-    );
+  try {
+    assertRowFields(row);
+  } catch (error) {
+    // A list page's writes read for this row would reject unheard when the transaction aborts.
+    writesRead?.catch(() => undefined);
+    throw error;
   }
   const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id } = row;
   const bounds = prefixBounds(t, ns, id);

@@ -2,13 +2,21 @@
  * `deleteForRuns` under encryption: the run index is a clear field, so the
  * rows it names are checked against their sealed metadata before anything
  * is deleted (kept apart from verify.ts: only the lazily loaded runs.ts
- * needs it).
+ * needs it). A row holding values inline (row format 2) also has its clear
+ * channel versions checked: they decide which of those values move to blob
+ * rows when it goes, for the checkpoints left that name them.
  */
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverContext } from "./context.js";
-import { decodeMetadata } from "../rows/codec.js";
-import type { CheckpointRow, TypedBytes } from "../rows/shapes.js";
+import { assertVersionsMatch, decodeCheckpoint, decodeMetadata, sameVersions } from "../rows/codec.js";
+import type { CheckpointRow, TypedBytes, Version } from "../rows/shapes.js";
 import { authenticates, verifyRunId } from "./verify.js";
+
+/** What was checked of a row: its metadata bytes, and the channel versions of a row holding values inline. */
+export interface VerifiedRow {
+  metadata: TypedBytes;
+  versions?: Record<string, Version>;
+}
 
 /**
  * Under encryption, the rows the run index names for `runIds`, each checked
@@ -21,7 +29,7 @@ import { authenticates, verifyRunId } from "./verify.js";
 export async function verifiedRunRows(
   ctx: SaverContext,
   runIds: readonly string[],
-): Promise<Map<string, TypedBytes> | undefined> {
+): Promise<Map<string, VerifiedRow> | undefined> {
   const serde = await ctx.serde();
   if (!authenticates(serde)) return undefined;
   const rows = await ctx.db.read(
@@ -30,11 +38,21 @@ export async function verifiedRunRows(
       (await Promise.all(runIds.map((runId) => tx.objectStore("checkpoints").index("by_run").getAll(runId)))).flat(),
     "read checkpoints of runs",
   );
-  const verified = new Map<string, TypedBytes>();
+  const verified = new Map<string, VerifiedRow>();
   await Promise.all(
     rows.map(async (row) => {
-      verifyRunId(row, await decodeMetadata(serde, row));
-      verified.set(rowIdentity(row), row.metadata);
+      const holdsInline = row.inline !== undefined;
+      const [metadata, checkpoint] = await Promise.all([
+        decodeMetadata(serde, row),
+        holdsInline ? decodeCheckpoint(serde, row) : undefined,
+      ]);
+      verifyRunId(row, metadata);
+      // An edited version would leave a value a checkpoint left still names behind when the row goes: lost.
+      if (checkpoint) assertVersionsMatch(row, checkpoint, true);
+      verified.set(rowIdentity(row), {
+        metadata: row.metadata,
+        ...(holdsInline && { versions: row.channel_versions }),
+      });
     }),
   );
   return verified;
@@ -45,10 +63,17 @@ export function rowIdentity(row: CheckpointRow): string {
   return `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`;
 }
 
-/** True when the row still holds the metadata that was verified (`verified` undefined: nothing to check). */
-export function stillVerified(verified: Map<string, TypedBytes> | undefined, row: CheckpointRow): boolean {
+/**
+ * True when the row still holds the metadata (and channel versions) that
+ * were verified (`verified` undefined: nothing to check).
+ */
+export function stillVerified(verified: Map<string, VerifiedRow> | undefined, row: CheckpointRow): boolean {
   if (verified === undefined) return true;
-  const checked = verified.get(rowIdentity(row))?.[1];
+  const entry = verified.get(rowIdentity(row));
+  if (entry?.versions !== undefined ? !sameVersions(row.channel_versions, entry.versions) : row.inline !== undefined) {
+    return false;
+  }
+  const checked = entry?.metadata[1];
   const now = row.metadata?.[1];
   if (checked === undefined || !(now instanceof Uint8Array) || checked.length !== now.length) return false;
   return checked.every((byte, i) => byte === now[i]);

@@ -7,7 +7,7 @@ import type { KeyRanges } from "../idb/database.js";
 import { versionKey } from "../core/identity.js";
 import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
-import type { ReadTx } from "./reads.js";
+import { assertRowFields, type ReadTx } from "./reads.js";
 import { inlineBlob, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 
 /** What the ancestor walk found for the delta-channel history. */
@@ -105,6 +105,7 @@ export async function walkAncestors(
       row = fetched.get(cursor);
       if (!row) break;
     }
+    assertRowFields(row);
     const depth = path.push(cursor) - 1;
     pathRows.push(row);
     for (const channel of remaining) {

@@ -4,25 +4,15 @@
  * another row's same channel, or to another thread, it fails closed with a
  * `DecryptionError`, and the rows left alone still read. Node and Chromium.
  */
-import { emptyCheckpoint, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { DecryptionError, EncryptedSerializer, IndexedDBSaver } from "../../src/index.js";
 import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
+import { checkpointOf as cp, stepMetadata as meta, threadAt as at } from "../support/inline-rows.js";
 import { putRaw, rowsOfThread, scanAll } from "../support/reliability/raw.js";
 
 const track = trackSavers<IndexedDBSaver>();
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 7);
-const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;
-const cp = (id: string, values: Record<string, unknown>, versions: Record<string, number>): Checkpoint => ({
-  ...emptyCheckpoint(),
-  id,
-  channel_values: values,
-  channel_versions: versions,
-});
-const at = (thread_id: string, checkpoint_id?: string) => ({
-  configurable: { thread_id, checkpoint_ns: "", ...(checkpoint_id ? { checkpoint_id } : {}) },
-});
 
 describe("values held inline (row format 2), encrypted", () => {
   it("fail closed when moved to another version, row or thread; the rest still reads", async () => {

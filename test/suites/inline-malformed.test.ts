@@ -1,0 +1,143 @@
+/**
+ * Row format 2's inline values of a saver without encryption, made
+ * malformed by someone editing the profile's files: values that are not
+ * `[type, bytes]`, not a MsgpackSerializer payload, or claim lengths far
+ * beyond their bytes; an `inline` map that is not a map; a row holding
+ * values inline without channel versions. Every read that meets one gives
+ * a package error naming the row (never a TypeError, an unhandled
+ * rejection, or the value read as missing), and the saver and the other
+ * rows keep working. Node and Chromium.
+ *
+ * The thread: c1 introduces a@1 (inline), c2 a@2 (inline), c3 none; the
+ * cases edit c2.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  DecryptionError,
+  EncryptedSerializer,
+  type IndexedDBCheckpointError,
+  IndexedDBSaver,
+  SerializationError,
+} from "../../src/index.js";
+import type { CheckpointRow } from "../../src/rows/shapes.js";
+import { freshDbName, trackSavers } from "../support/databases.js";
+import { checkpointOf as cp, stepMetadata as meta, threadAt as at } from "../support/inline-rows.js";
+import { byDepth } from "../support/depth.js";
+import { captureUnhandledRejections, describeReasons, putRaw, readStore } from "../support/reliability/raw.js";
+
+const track = trackSavers<IndexedDBSaver>();
+/** A MsgpackSerializer payload's header (the 0xC1 marker, version 1), then `body`. */
+const payload = (...body: number[]) => Uint8Array.from([0xc1, 0x01, ...body]);
+
+/** Thread t (c1-c3) and thread u in a fresh database; c2's row as stored, for editing. */
+async function thread(serde?: EncryptedSerializer) {
+  const dbName = freshDbName("inline-malformed");
+  const saver = track(new IndexedDBSaver({ dbName, ...(serde && { serde }) }));
+  const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), meta, { a: 1 });
+  const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), meta, { a: 2 });
+  await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), meta, {});
+  await saver.put(at("u"), cp("c1", { a: "you" }, { a: 1 }), meta, { a: 1 });
+  await saver.close();
+  const c2Row = (await readStore<CheckpointRow>(dbName, "checkpoints")).find(
+    (row) => row.thread_id === "t" && row.checkpoint_id === "c2",
+  )!;
+  expect(Object.keys(c2Row.inline!)).toEqual(["a"]);
+  return { dbName, c2Row };
+}
+
+/** The reads of thread t that meet c2's values (c3 names a@2, which c2 holds). */
+const reads: [string, (saver: IndexedDBSaver) => Promise<unknown>][] = [
+  ["getTuple c2", (saver) => saver.getTuple(at("t", "c2"))],
+  ["getTuple c3", (saver) => saver.getTuple(at("t", "c3"))],
+  ["getTuple latest", (saver) => saver.getTuple(at("t"))],
+  [
+    "list",
+    async (saver) => {
+      for await (const tuple of saver.list(at("t"))) void tuple;
+    },
+  ],
+  ["delta walk", (saver) => saver.getDeltaChannelHistory({ config: at("t", "c3"), channels: ["a"] })],
+  ["exportThread", (saver) => saver.exportThread("t", { as: "bytes" })],
+];
+
+/**
+ * Runs every read on a fresh saver: each must fail with `errorClass` and
+ * a message matching `message`, leave no unhandled rejection, and leave
+ * the saver working (thread u reads, a new checkpoint is stored).
+ */
+async function expectClearErrors(
+  dbName: string,
+  what: string,
+  message: RegExp,
+  errorClass: typeof IndexedDBCheckpointError = SerializationError,
+  serde?: EncryptedSerializer,
+): Promise<void> {
+  const unhandled = captureUnhandledRejections();
+  const saver = track(new IndexedDBSaver({ dbName, ...(serde && { serde }) }));
+  for (const [name, read] of reads) {
+    const failure = read(saver);
+    await expect(failure, `${what}: ${name}`).rejects.toBeInstanceOf(errorClass);
+    await expect(failure, `${what}: ${name}`).rejects.toThrow(message);
+  }
+  expect((await saver.getTuple(at("u")))?.checkpoint.channel_values, what).toEqual({ a: "you" });
+  await saver.put(at("v"), cp("c1", { a: "vee" }, { a: 1 }), meta, { a: 1 });
+  expect((await saver.getTuple(at("v")))?.checkpoint.channel_values, what).toEqual({ a: "vee" });
+  await saver.close();
+  expect(describeReasons(await unhandled.stop()), what).toEqual([]);
+}
+
+describe("malformed values held inline, without encryption", () => {
+  it("a value that is not [type, bytes], not a MsgpackSerializer payload, or claims a huge length: a SerializationError naming the row from every read", async () => {
+    const { dbName, c2Row } = await thread();
+    const values: [string, unknown, RegExp][] = [
+      ["a string", "x", /row \["blob","t","","a",2\] is not a \[type, bytes\] pair/],
+      ["two numbers", [1, 2], /row \["blob","t","","a",2\] is not a \[type, bytes\] pair/],
+      ["text for bytes", ["msgpack", "text"], /row \["blob","t","","a",2\].*must be bytes/],
+      ["no payload header", ["msgpack", Uint8Array.from([0xa3, 0x61, 0x62, 0x63])], /not a MsgpackSerializer payload/],
+      ["a str32 of 4 GiB", ["msgpack", payload(0xdb, 0xff, 0xff, 0xff, 0xf0, 0x41)], /row \["blob","t","","a",2\]/],
+      ["a bin32 of 4 GiB", ["msgpack", payload(0xc6, 0xff, 0xff, 0xff, 0xff)], /row \["blob","t","","a",2\]/],
+      ["an array32 of 2^31", ["msgpack", payload(0xdd, 0x7f, 0xff, 0xff, 0xff)], /row \["blob","t","","a",2\]/],
+      ["a map32 of 2^31", ["msgpack", payload(0xdf, 0x7f, 0xff, 0xff, 0xff)], /row \["blob","t","","a",2\]/],
+      ["broken JSON", ["json", new TextEncoder().encode("{not json")], /row \["blob","t","","a",2\]/],
+    ];
+    // One of each kind at the fast depth (each meets the same decode of every read); all at the full depth.
+    const kinds = byDepth(["a string", "text for bytes", "a str32 of 4 GiB", "broken JSON"], undefined);
+    for (const [what, value, message] of values.filter(([what]) => kinds?.includes(what) ?? true)) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, inline: { a: value } }]);
+      await expectClearErrors(dbName, what, message);
+    }
+  });
+
+  it("an inline map that is not a map (a number, a string, null, an array): a SerializationError, not the value read as missing", async () => {
+    const { dbName, c2Row } = await thread();
+    for (const inline of [5, "ab", null, [["msgpack", payload(0xa1, 0x61)]]]) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, inline }]);
+      await expectClearErrors(
+        dbName,
+        JSON.stringify(inline),
+        /Checkpoint c2 of thread "t" holds its inline values in a shape no version of the saver writes/,
+      );
+    }
+  });
+
+  it("a row holding values inline with its channel versions removed: a SerializationError from every read, no TypeError, nothing unhandled", async () => {
+    const { dbName, c2Row } = await thread();
+    await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
+    await expectClearErrors(dbName, "null versions", /Checkpoint c2 of thread "t" has no channel versions/);
+  });
+});
+
+describe("malformed rows holding values inline, encrypted", () => {
+  it("channel versions removed from the row a walk starts at: fails closed (DecryptionError), not a TypeError", async () => {
+    const serde = await EncryptedSerializer.fromRawKey(Uint8Array.from({ length: 32 }, (_, i) => i + 11));
+    const { dbName } = await thread(serde);
+    const c3Row = (await readStore<CheckpointRow>(dbName, "checkpoints")).find(
+      (row) => row.thread_id === "t" && row.checkpoint_id === "c3",
+    )!;
+    await putRaw(dbName, "checkpoints", [{ ...c3Row, channel_versions: null }]);
+    const saver = track(new IndexedDBSaver({ dbName, serde }));
+    await expect(saver.getDeltaChannelHistory({ config: at("t", "c3"), channels: ["a"] })).rejects.toBeInstanceOf(
+      DecryptionError,
+    );
+  });
+});
