@@ -54,10 +54,11 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     },
     "get checkpoint",
   );
+  // Kept before decoding, as copies: a decoder may write into the bytes it reads. None stored: an
+  // empty window, complete, which this saver's next put of the namespace fills (fresh-cache.ts).
+  fresh?.keepPage(ctx, ticket, serde, threadId, checkpointNs, raw ? [raw] : [], undefined, !raw);
   if (!raw) return undefined;
-  // Kept before decoding, as copies: a decoder may write into the bytes it reads.
   if (checkpointId === undefined) {
-    fresh?.keepRead(ctx, ticket, serde, raw);
     const { row, blobs } = raw;
     rememberPut(
       ctx,
