@@ -68,11 +68,12 @@ export const MAX_BYTES = 8 * 1024 * 1024;
 /** A namespace's window weighs at most this (its oldest go first); a checkpoint larger alone is read every time. */
 export const MAX_ENTRY_BYTES = 1024 * 1024;
 /**
- * Checkpoints kept per namespace at most. A graph writes 2-4 per turn (the
- * input, one per superstep), so 256 hold the whole history of a 64-turn
- * chat, or the newest 64 turns of a longer one: every page a history view
- * asks for first (LangGraph Studio and the Agent Server's history routes
- * ask for 10 to 100), at the cost of memory only (docs/benchmarks.md).
+ * Checkpoints kept per namespace at most. A chat graph writes about three
+ * per turn (the input, one per superstep), so 256 hold the whole history of
+ * an 85-turn chat, or the newest 85 turns of a longer one: more than the
+ * first page a history view asks for (the Agent Server's history route
+ * defaults to 10; clients ask for up to 100). Memory is the cost, bounded
+ * by MAX_ENTRY_BYTES too (docs/fresh-reads.md, Limits).
  */
 export const MAX_KEPT_ROWS = 256;
 /** Checkpoint ids with writes of this saver but no entry yet, remembered at most. */
