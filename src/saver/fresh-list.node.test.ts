@@ -1,5 +1,5 @@
 /**
- * `list` answered from memory (fresh-cache.ts, list.ts `fromWindow`) must
+ * `list` answered from memory (fresh-cache.ts `freshList`, list.ts) must
  * return exactly what a read of the database returns. Random sequences of
  * this saver's writes (put, putWrites of any kept checkpoint, regular and
  * special, out-of-order ids), its maintenance (delete, prune, copy,
@@ -8,6 +8,8 @@
  * checkpoint_id, one namespace, thread-wide) from this saver against the
  * same lists from a saver that always reads (`freshReads: false`). Plus: a
  * put whose transaction aborts leaves nothing kept, and the caps hold.
+ * Node only (fake-indexeddb), to keep `npm test` short: in Chromium,
+ * fresh-tabs.browser.test.ts lists from memory while another tab writes.
  */
 import {
   emptyCheckpoint,
