@@ -153,7 +153,7 @@ async function latestAfterOwnPut(): Promise<BenchRow> {
  * The same reads by a saver that answers the latest from memory (the
  * default, saver/fresh-cache.ts) and by one with `freshReads: false`, on
  * the same loop-shaped thread, in paired interleaved rounds: getTuple latest
- * and list limit 10 (which always reads).
+ * and list limit 10 (both answered from memory by the default saver).
  */
 async function freshReads(): Promise<BenchRow[]> {
   const savers = [
@@ -430,6 +430,8 @@ export const saverSuite: Suite = {
     const only = new URLSearchParams(location.search).get("only")?.split(",") ?? [];
     // `npm run bench -- saver inline`: the inline-value threshold alone (row format 2).
     if (only.includes("inline")) return inlineThreshold();
+    // `npm run bench -- saver fresh`: the answers from memory alone (getTuple latest, list).
+    if (only.includes("fresh")) return freshReads();
     rows.push(...(await graphLoop()));
     rows.push(...(await singlePut()));
     rows.push(await latestAfterOwnPut());

@@ -1,12 +1,22 @@
 /**
- * Latest checkpoints answered from memory, when provably fresh.
+ * Latest checkpoints and `list` pages answered from memory, when provably fresh.
  *
- * What is kept: per namespace, the stored rows of its newest checkpoint (the
- * checkpoint row, its channel values' blobs, its pending writes), as one
- * `getTuple` of the namespace's latest would read them. A read of the latest
- * keeps what it read; this saver's own `put` and `putWrites` update it once
- * their transaction has committed. A hit decodes copies of the kept bytes,
- * so each caller gets objects of its own and cannot change what is kept.
+ * What is kept: per namespace, a window of its newest checkpoints (up to
+ * {@link MAX_KEPT_ROWS}), each as the stored rows a read would return (the
+ * checkpoint row, its channel values' blobs, its pending writes), newest
+ * first, and whether the window reaches the namespace's oldest checkpoint.
+ * The window is always the namespace's newest checkpoints without a gap:
+ * every stored checkpoint with an id at or above the window's oldest is in
+ * it. A read of the latest keeps what it read (a window of one; a read that
+ * finds the namespace empty keeps an empty, complete window); `list` of one
+ * namespace keeps the pages it read from the newest on, and extends the
+ * window with each older page that starts where the window ends; this
+ * saver's own `put` and `putWrites` update it once their transaction has
+ * committed. `getTuple` of the latest answers from the window's first
+ * checkpoint; `list` of one namespace answers from the window as far as it
+ * reaches (list.ts), then reads on from where it ends. A hit decodes copies
+ * of the kept bytes, so each caller gets objects of its own and cannot
+ * change what is kept.
  *
  * Why a hit cannot be stale: an entry is served only while this saver holds
  * its database's write lease (write-lease.ts), and has held it without a
@@ -16,12 +26,14 @@
  * entry, synchronously, before the saver asking for it can write. What this
  * saver itself writes is accounted for:
  * - its put and putWrites update the entry after commit (never on an aborted
- *   transaction), by the rules the transaction applied (a newer checkpoint
- *   replaces the entry, carrying the blobs of the channels it did not change
- *   from the entry; a special write replaces, a regular one is kept only if
- *   its `(task_id, idx)` is new); when an update cannot be proven (the lease
+ *   transaction), by the rules the transaction applied (a checkpoint newer
+ *   than the window's newest goes on top, carrying the blobs of the channels
+ *   it did not change from the one below; a special write replaces, a
+ *   regular one is kept only if its `(task_id, idx)` is new, on whichever
+ *   kept checkpoint it names); when an update cannot be proven (the lease
  *   was not held throughout, something was dropped meanwhile, a value is
- *   unknown), the namespace's entry is dropped instead;
+ *   unknown, a put of an id at or below the window's newest), the
+ *   namespace's entry is dropped instead;
  * - every other write of the saver (delete, copy, prune, deleteForRuns,
  *   sync's apply) announces itself on the change feed before it resolves,
  *   which drops the thread's entries; a key change binds a new serializer,
@@ -35,28 +47,43 @@
  * whose id received writes this saver cannot account for fills nothing.
  *
  * Bounds: {@link MAX_ENTRIES} namespaces (least recently used go first),
- * {@link MAX_BYTES} of stored bytes in all, and no entry over
- * {@link MAX_ENTRY_BYTES}. `freshReads: false` turns it off (the lease is
- * still taken for writes: other savers rely on it). `list` always reads.
+ * {@link MAX_BYTES} of stored bytes in all, {@link MAX_KEPT_ROWS}
+ * checkpoints and {@link MAX_ENTRY_BYTES} per namespace (the oldest of its
+ * window go first, and the window no longer reaches the namespace's start).
+ * `freshReads: false` turns it off (the lease is still taken for writes:
+ * other savers rely on it). Thread-wide and cross-thread `list` always read.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
 import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
-import type { BlobRow, CheckpointRow, TypedBytes, WriteRow } from "../rows/shapes.js";
+import type { BlobRow, CheckpointRow, WriteRow } from "../rows/shapes.js";
+import { copyBlob, copyRaw, copyRow, copyWrite, mergeWrites, sizeOf } from "./fresh-rows.js";
 
 /** Namespaces kept per saver. */
 export const MAX_ENTRIES = 64;
 /** Stored bytes kept per saver at most. */
 export const MAX_BYTES = 8 * 1024 * 1024;
-/** A checkpoint whose rows are larger than this is read every time. */
+/** A namespace's window weighs at most this (its oldest go first); a checkpoint larger alone is read every time. */
 export const MAX_ENTRY_BYTES = 1024 * 1024;
+/**
+ * Checkpoints kept per namespace at most. A chat graph writes about three
+ * per turn (the input, one per superstep), so 256 hold the whole history of
+ * an 85-turn chat, or the newest 85 turns of a longer one: more than the
+ * first page a history view asks for (the Agent Server's history route
+ * defaults to 10; clients ask for up to 100). Memory is the cost, bounded
+ * by MAX_ENTRY_BYTES too (docs/fresh-reads.md, Limits).
+ */
+export const MAX_KEPT_ROWS = 256;
 /** Checkpoint ids with writes of this saver but no entry yet, remembered at most. */
 const MAX_WRITTEN = 256;
 
 interface Entry {
-  raw: RawTuple;
+  /** The namespace's newest checkpoints, newest first, without a gap. */
+  rows: RawTuple[];
+  /** Whether `rows` reach the namespace's oldest checkpoint (no older one is stored). */
+  complete: boolean;
   serde: SerializerProtocol;
   bytes: number;
   /** Set by a put's update: that put's own change notice, which follows, must not drop it. */
@@ -204,6 +231,20 @@ function valid(ctx: SaverContext, state: FreshState, t: FreshTicket | undefined)
   );
 }
 
+/** The entry of a namespace, if provably current and kept for `serde`; marks it and the lease as used. */
+function servable(ctx: SaverContext, threadId: string, ns: string, serde: SerializerProtocol) {
+  const state = states.get(ctx);
+  if (!state || !leaseOf(ctx.db)?.lease.held || state.connection !== ctx.db.connectionMark) return undefined;
+  const key = nsKey(threadId, ns);
+  const entry = state.entries.get(key);
+  if (!entry || entry.serde !== serde) return undefined;
+  // Re-inserted: the map's order is the order of use, the oldest goes first.
+  state.entries.delete(key);
+  state.entries.set(key, entry);
+  leaseOf(ctx.db)?.lease.used();
+  return entry;
+}
+
 /** The kept rows of a namespace's latest checkpoint (copies), if provably current and kept for `serde`. */
 export function freshLatest(
   ctx: SaverContext,
@@ -211,30 +252,73 @@ export function freshLatest(
   checkpointNs: string,
   serde: SerializerProtocol,
 ): RawTuple | undefined {
-  const state = states.get(ctx);
-  if (!state || !leaseOf(ctx.db)?.lease.held || state.connection !== ctx.db.connectionMark) return undefined;
-  const key = nsKey(threadId, checkpointNs);
-  const entry = state.entries.get(key);
-  if (!entry || entry.serde !== serde) return undefined;
-  // Re-inserted: the map's order is the order of use, the oldest goes first.
-  state.entries.delete(key);
-  state.entries.set(key, entry);
-  leaseOf(ctx.db)?.lease.used();
-  return copyRaw(entry.raw);
+  const newest = servable(ctx, threadId, checkpointNs, serde)?.rows[0];
+  return newest && copyRaw(newest);
 }
 
-/** Keeps what a read of the latest found, if nothing this saver wrote or dropped overlapped the read. */
-export function keepRead(
+/** What a namespace's kept window answers of a `list`: its rows (kept ones: decode copies), and where to read on. */
+export interface WindowAnswer {
+  /** Newest first; never changed in place (what is kept changes by replacing rows), so they may be held across awaits. */
+  page: readonly RawTuple[];
+  /** Read on from the database below this id; `undefined`: the window answered everything. */
+  readFrom: string | undefined;
+}
+
+/**
+ * The part of a `list` of one namespace (checkpoints older than `beforeId`;
+ * not one by `onlyId`, which is read) that its window answers, if provably current and kept
+ * for `serde`: every stored checkpoint at or above the window's oldest is in
+ * the window, and a complete window holds them all. `undefined` when it
+ * answers nothing (the database is read as without it).
+ */
+export function freshList(
+  ctx: SaverContext,
+  threadId: string,
+  checkpointNs: string,
+  serde: SerializerProtocol,
+  beforeId: string | undefined,
+  onlyId: string | undefined,
+): WindowAnswer | undefined {
+  // One checkpoint by id is getTuple's business: read.
+  const entry = onlyId === undefined ? servable(ctx, threadId, checkpointNs, serde) : undefined;
+  if (!entry) return undefined;
+  const { rows, complete } = entry;
+  const oldest = rows[rows.length - 1]?.row.checkpoint_id;
+  const page = beforeId === undefined ? rows : rows.filter((raw) => raw.row.checkpoint_id < beforeId);
+  if (complete) return { page, readFrom: undefined };
+  // Below the window (or below `before`, if lower) only the database knows.
+  return oldest ? { page, readFrom: beforeId && beforeId < oldest ? beforeId : oldest } : undefined;
+}
+
+export { copyRaw } from "./fresh-rows.js";
+
+/**
+ * Keeps a page of a namespace's checkpoints that one read transaction found,
+ * newest first, if nothing this saver wrote or dropped overlapped the read:
+ * with `upperId` undefined, the namespace's newest (an empty page: none
+ * stored); otherwise those just below `upperId`, which extend the window only
+ * if it ends at `upperId`. `complete`: nothing older is stored.
+ */
+export function keepPage(
   ctx: SaverContext,
   t: FreshTicket | undefined,
   serde: SerializerProtocol,
-  raw: RawTuple,
+  threadId: string,
+  ns: string,
+  page: readonly RawTuple[],
+  upperId: string | undefined,
+  complete: boolean,
 ): void {
   const state = states.get(ctx);
   if (!state || !valid(ctx, state, t)) return;
-  const key = nsKey(raw.row.thread_id, raw.row.checkpoint_ns);
+  const key = nsKey(threadId, ns);
   if ((state.touched.get(key) ?? 0) > t.clock) return;
-  keep(state, key, { raw: copyRaw(raw), serde, bytes: 0 });
+  const kept = page.map(copyRaw);
+  if (upperId === undefined) return keep(state, key, { rows: kept, complete, serde, bytes: 0 });
+  const entry = state.entries.get(key);
+  const oldest = entry?.rows[entry.rows.length - 1];
+  if (!entry || entry.serde !== serde || entry.complete || oldest?.row.checkpoint_id !== upperId) return;
+  keep(state, key, { ...entry, rows: [...entry.rows, ...kept], complete });
 }
 
 /**
@@ -260,24 +344,24 @@ export function keepPut(
   const id = row.checkpoint_id;
   const entry = state.entries.get(key);
   const writes = state.written.get(idKey(threadId, ns, id));
-  const base = entry?.raw;
-  // Only a newer checkpoint on top of a kept one, with every value known, becomes the entry.
-  if (!valid(ctx, state, t) || state.lostTrack || !entry || entry.serde !== serde || writes === null || !base) {
+  // Only a newer checkpoint on top of a kept window (maybe empty), with every value known, goes on top.
+  if (!valid(ctx, state, t) || state.lostTrack || !entry || entry.serde !== serde || writes === null) {
     return dropNamespace(state, threadId, ns);
   }
-  if (id <= base.row.checkpoint_id) return dropNamespace(state, threadId, ns);
-  const baseVersions = Object.keys(base.row.channel_versions);
+  const base = entry.rows[0];
+  if (base ? id <= base.row.checkpoint_id : !entry.complete) return dropNamespace(state, threadId, ns);
+  const baseVersions = base ? Object.keys(base.row.channel_versions) : [];
   const blobs: (BlobRow | undefined)[] = [];
   for (const [channel, version] of Object.entries(row.channel_versions)) {
     const own = stored.find((blob) => blob.channel === channel && blob.version === version);
     const at = baseVersions.indexOf(channel);
     if (own) blobs.push(copyBlob(own));
-    else if (at >= 0 && base.row.channel_versions[channel] === version) blobs.push(base.blobs[at]);
+    else if (base && at >= 0 && base.row.channel_versions[channel] === version) blobs.push(base.blobs[at]);
     else return dropNamespace(state, threadId, ns);
   }
   state.written.delete(idKey(threadId, ns, id));
   const raw: RawTuple = { row: copyRow(row), blobs, writes: (writes ?? []).map(copyWrite) };
-  keep(state, key, { raw, serde, bytes: 0, ownPut: id });
+  keep(state, key, { ...entry, rows: [raw, ...entry.rows], bytes: 0, ownPut: id });
 }
 
 /**
@@ -297,15 +381,18 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
     remember(state, idKey(threadId, ns, id), null);
     return dropNamespace(state, threadId, ns);
   }
-  if (entry && entry.raw.row.checkpoint_id === id) {
-    const raw = { ...entry.raw, writes: mergeWrites(entry.raw.writes, rows) };
-    return keep(state, key, { ...entry, raw, bytes: 0 });
+  const hit = entry?.rows.find((raw) => raw.row.checkpoint_id === id);
+  if (entry && hit) {
+    const kept = entry.rows.map((raw) => (raw === hit ? { ...raw, writes: mergeWrites(raw.writes, rows) } : raw));
+    return keep(state, key, { ...entry, rows: kept, bytes: 0 });
   }
-  // An older checkpoint's writes change no latest; a newer one's are kept for its put.
-  if (entry && id < entry.raw.row.checkpoint_id) return;
+  // A checkpoint older than the window's newest and not in it changes no kept checkpoint (it is not
+  // stored, or below the window); a newer one's writes are kept for its put.
+  const newest = entry?.rows[0]?.row.checkpoint_id;
+  if (newest && id < newest) return;
   const known = state.written.get(idKey(threadId, ns, id));
   remember(state, idKey(threadId, ns, id), known === null ? null : mergeWrites(known ?? [], rows));
-  if (entry) dropNamespace(state, threadId, ns);
+  if (newest) dropNamespace(state, threadId, ns);
 }
 
 /**
@@ -346,13 +433,22 @@ export function freshSize(ctx: SaverContext): number {
   return states.get(ctx)?.entries.size ?? 0;
 }
 
+/** Sets `entry` as the namespace's, within the bounds: its oldest checkpoints go first, then the least used namespaces. */
 function keep(state: FreshState, key: string, entry: Entry): void {
   remove(state, key);
   state.clock++;
   state.touched.delete(key);
   state.touched.set(key, state.clock);
-  entry.bytes = sizeOf(entry.raw);
-  if (entry.bytes > MAX_ENTRY_BYTES) return;
+  let bytes = 0;
+  const over = entry.rows.findIndex((raw, i) => i >= MAX_KEPT_ROWS || (bytes += sizeOf(raw)) > MAX_ENTRY_BYTES);
+  if (over >= 0) {
+    bytes -= over < MAX_KEPT_ROWS ? sizeOf(entry.rows[over]!) : 0;
+    entry.rows = entry.rows.slice(0, over);
+    entry.complete = false;
+  }
+  // Nothing left to answer from: the newest alone is too large.
+  if (!entry.rows.length && !entry.complete) return;
+  entry.bytes = bytes;
   state.entries.set(key, entry);
   state.bytes += entry.bytes;
   for (const [oldest] of state.entries) {
@@ -360,37 +456,3 @@ function keep(state: FreshState, key: string, entry: Entry): void {
     remove(state, oldest);
   }
 }
-
-/** The `putWrites` rules: a special write (negative idx) replaces, a regular one is kept only if new. */
-function mergeWrites(kept: WriteRow[], rows: WriteRow[]): WriteRow[] {
-  const merged = [...kept];
-  for (const row of rows) {
-    const at = merged.findIndex((w) => w.task_id === row.task_id && w.idx === row.idx);
-    if (at < 0) merged.push(copyWrite(row));
-    else if (row.idx < 0) merged[at] = copyWrite(row);
-  }
-  return merged;
-}
-
-function sizeOf(raw: RawTuple): number {
-  let bytes = raw.row.checkpoint[1].byteLength + raw.row.metadata[1].byteLength;
-  for (const blob of raw.blobs) bytes += blob?.value[1].byteLength ?? 0;
-  for (const write of raw.writes) bytes += write.value[1].byteLength;
-  return bytes;
-}
-
-// Copies of the bytes: the serializer that made them may reuse its buffer,
-// and a decoder may write into the bytes it reads.
-const copyBytes = ([type, data]: TypedBytes): TypedBytes => [type, data.slice()];
-const copyRow = (row: CheckpointRow): CheckpointRow => ({
-  ...row,
-  checkpoint: copyBytes(row.checkpoint),
-  metadata: copyBytes(row.metadata),
-});
-const copyBlob = (blob: BlobRow): BlobRow => ({ ...blob, value: copyBytes(blob.value) });
-const copyWrite = (write: WriteRow): WriteRow => ({ ...write, value: copyBytes(write.value) });
-const copyRaw = (raw: RawTuple): RawTuple => ({
-  row: copyRow(raw.row),
-  blobs: raw.blobs.map((blob) => blob && copyBlob(blob)),
-  writes: raw.writes.map(copyWrite),
-});

@@ -1,8 +1,9 @@
 /**
  * Answers from memory (fresh-cache.ts) across real browsing contexts: this
- * page's saver answers the latest checkpoint from memory, then a same-origin
- * iframe (its own document, realm, IndexedDB connection and Web Locks
- * client, as another tab) writes; the next read here must see that write.
+ * page's saver answers the latest checkpoint, or a list of the thread's
+ * newest, from memory, then a same-origin iframe (its own document, realm,
+ * IndexedDB connection and Web Locks client, as another tab) writes; the
+ * next read here must see that write.
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -26,8 +27,8 @@ afterAll(async () => {
   tab.frame.remove();
 });
 
-/** A saver of this page that answers thread "t"'s latest from memory; resolves with it and that checkpoint's id. */
-async function primed(): Promise<{ saver: IndexedDBSaver; id: string }> {
+/** A saver of this page that answers thread "t"'s latest from memory; resolves with it and the ids of its two checkpoints. */
+async function primed(): Promise<{ saver: IndexedDBSaver; id: string; firstId: string }> {
   const saver = track(new IndexedDBSaver({ dbName: freshDbName("fresh-tabs") }));
   const put = (parent: string | undefined, value: string, version: number) =>
     saver.put(
@@ -43,7 +44,11 @@ async function primed(): Promise<{ saver: IndexedDBSaver; id: string }> {
   expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "mine 2" });
   expect(reads).not.toHaveBeenCalled();
   reads.mockRestore();
-  return { saver, id: second.configurable?.checkpoint_id as string };
+  return {
+    saver,
+    id: second.configurable?.checkpoint_id as string,
+    firstId: first.configurable?.checkpoint_id as string,
+  };
 }
 
 describe("another tab writes while this page answers from memory", () => {
@@ -61,5 +66,37 @@ describe("another tab writes while this page answers from memory", () => {
     expect((await saver.getTuple(latest))?.pendingWrites).toEqual([["tab-task", "a", "from the tab"]]);
     await tab.api.deleteThread(saver.dbName);
     expect(await saver.getTuple(latest)).toBeUndefined();
+  });
+});
+
+describe("another tab writes while this page lists from memory", () => {
+  /** The newest two checkpoints of thread "t" as this page's saver lists them: ids and pending writes. */
+  async function newestTwo(saver: IndexedDBSaver) {
+    const listed = [];
+    for await (const tuple of saver.list(latest, { limit: 2 })) listed.push(tuple);
+    return listed.map((tuple) => ({ id: tuple.checkpoint.id, writes: tuple.pendingWrites }));
+  }
+
+  it("its newer checkpoint, its writes to an older one, then its delete, are what the next lists return", async () => {
+    const { saver, id, firstId } = await primed();
+    const reads = vi.spyOn(contextOf(saver)!.db, "read");
+    expect(await newestTwo(saver)).toEqual([
+      { id, writes: [] },
+      { id: firstId, writes: [] },
+    ]);
+    expect(reads).not.toHaveBeenCalled();
+    reads.mockRestore();
+    const theirs = await tab.api.put(saver.dbName, id, "theirs", 3);
+    expect(await newestTwo(saver)).toEqual([
+      { id: theirs, writes: [] },
+      { id, writes: [] },
+    ]);
+    await tab.api.putWrites(saver.dbName, id, "from the tab");
+    expect(await newestTwo(saver)).toEqual([
+      { id: theirs, writes: [] },
+      { id, writes: [["tab-task", "a", "from the tab"]] },
+    ]);
+    await tab.api.deleteThread(saver.dbName);
+    expect(await newestTwo(saver)).toEqual([]);
   });
 });

@@ -54,11 +54,13 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
     },
     "get checkpoint",
   );
+  // Kept before decoding, as copies: a decoder may write into the bytes it reads. None stored: an
+  // empty window, complete, which this saver's next put of the namespace fills (fresh-cache.ts).
+  // Only rows as the saver writes them: decoding an edited one is a clear error, copying it a TypeError.
+  const asWritten = raw !== undefined && storedAsWritten(raw);
+  if (!raw || asWritten) fresh?.keepPage(ctx, ticket, serde, threadId, checkpointNs, raw ? [raw] : [], undefined, !raw);
   if (!raw) return undefined;
-  // Kept before decoding, as copies: a decoder may write into the bytes it reads. Only
-  // rows as the saver writes them: decoding an edited one is a clear error, copying it a TypeError.
-  if (checkpointId === undefined && storedAsWritten(raw)) {
-    fresh?.keepRead(ctx, ticket, serde, raw);
+  if (checkpointId === undefined && asWritten) {
     const { row, blobs } = raw;
     rememberPut(
       ctx,
@@ -76,8 +78,8 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   return decodeTuple(ctx, serde, raw);
 }
 
-/** True when every value `raw` holds is a `[type, bytes]` pair (what the read caches copy). */
-function storedAsWritten(raw: RawTuple): boolean {
+/** True when every value `raw` holds is a `[type, bytes]` pair (what the read caches copy). @internal */
+export function storedAsWritten(raw: RawTuple): boolean {
   const { row, blobs, writes } = raw;
   return (
     isTypedBytes(row.checkpoint) &&

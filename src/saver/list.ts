@@ -3,15 +3,21 @@
  * across namespaces and threads, by a reverse cursor over an index of ids.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { CheckpointListOptions, CheckpointMetadata, CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import type {
+  CheckpointListOptions,
+  CheckpointMetadata,
+  CheckpointTuple,
+  SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
-import { decodeTuple } from "./get.js";
+import { decodeTuple, storedAsWritten } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { ABOVE_STRINGS, LIST_PAGE, checkpointRangeBounds } from "./keys.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "../rows/codec.js";
 import type { CheckpointRow } from "../rows/shapes.js";
+import { freshModule } from "./fresh.js";
 
 /** What one pager reads: which rows, how many per transaction, with or without their details. */
 interface PageQuery {
@@ -45,51 +51,79 @@ export async function* list(
   const beforeId: unknown = before?.configurable?.checkpoint_id || undefined;
   if (beforeId !== undefined) assertId("before.checkpoint_id", beforeId);
   const filterEntries = Object.entries(filter ?? {});
+  const noFilter = filterEntries.length === 0;
   const serde = await ctx.serde();
+  const namespace =
+    typeof threadId === "string" && typeof checkpointNs === "string" ? { threadId, checkpointNs } : undefined;
+  const fresh = namespace && freshModule();
+  // Taken now, with no await since the check: what the window holds is what the database holds (fresh-cache.ts).
+  const kept =
+    namespace &&
+    fresh?.freshList(
+      ctx,
+      namespace.threadId,
+      namespace.checkpointNs,
+      serde,
+      beforeId as string | undefined,
+      onlyId as string | undefined,
+    );
 
-  const query = {
-    beforeId: beforeId as string | undefined,
-    onlyId: onlyId as string | undefined,
-    withDetails: filterEntries.length === 0,
-    // Without a filter the limit is known: read no more rows than it.
-    pageSize: filterEntries.length === 0 && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
-  };
-  const pages =
-    typeof threadId === "string" && typeof checkpointNs === "string"
-      ? namespacePages(ctx, { ...query, threadId, checkpointNs })
+  // Kept rows are decoded from copies (`own`): a decoder may write into the bytes it reads.
+  async function* pages(): AsyncGenerator<{ page: readonly RawTuple[]; own?: (raw: RawTuple) => RawTuple }> {
+    if (kept) {
+      yield { page: kept.page, own: fresh!.copyRaw };
+      if (kept.readFrom === undefined) return;
+    }
+    const query = {
+      beforeId: kept ? kept.readFrom : (beforeId as string | undefined),
+      onlyId: onlyId as string | undefined,
+      withDetails: noFilter,
+      // Without a filter the limit is known: read no more rows than it (less what memory answered).
+      pageSize: noFilter && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
+    };
+    const reads = namespace
+      ? namespacePages(ctx, { ...query, ...namespace }, serde)
       : indexPages(ctx, {
           ...query,
           threadId: threadId as string | undefined,
           checkpointNs: checkpointNs as string | undefined,
         });
+    for await (const page of reads) yield { page };
+  }
 
-  for await (const page of pages) {
+  for await (const { page, own } of pages()) {
     // Metadata decides the filter; details are read only for rows that pass.
-    const matched: CheckpointRow[] = [];
-    const metadataById = new Map<CheckpointRow, CheckpointMetadata>();
+    const matched: RawTuple[] = [];
+    const metadataById = new Map<RawTuple, CheckpointMetadata>();
     for (const raw of page) {
-      if (filterEntries.length === 0) {
-        matched.push(raw.row);
+      if (noFilter) {
+        matched.push(raw);
         continue;
       }
-      const metadata = await decodeMetadata(serde, raw.row);
+      const metadata = await decodeMetadata(serde, (own ? own(raw) : raw).row);
       if (filterEntries.every(([key, value]) => (metadata as Record<string, unknown>)[key] === value)) {
-        matched.push(raw.row);
-        metadataById.set(raw.row, metadata);
+        matched.push(raw);
+        metadataById.set(raw, metadata);
       }
     }
     if (matched.length === 0) continue;
     const chosen = remaining === undefined ? matched : matched.slice(0, remaining);
     const details =
-      filterEntries.length === 0
-        ? page.slice(0, chosen.length)
+      noFilter || own
+        ? chosen
         : await ctx.db.read(
             ["checkpoints", "blobs", "writes"],
-            (tx) => readPage(tx, ctx.db.ranges, chosen),
+            (tx) =>
+              readPage(
+                tx,
+                ctx.db.ranges,
+                chosen.map((raw) => raw.row),
+              ),
             "list checkpoints",
           );
-    for (const raw of details) {
-      yield await decodeTuple(ctx, serde, raw, metadataById.get(raw.row));
+    for (const [i, raw] of details.entries()) {
+      const metadata = metadataById.get(chosen[i]!);
+      yield await decodeTuple(ctx, serde, own ? own(raw) : raw, metadata);
       if (remaining !== undefined && --remaining <= 0) return;
     }
   }
@@ -103,6 +137,7 @@ export async function* list(
 async function* namespacePages(
   ctx: SaverContext,
   query: PageQuery & { threadId: string; checkpointNs: string },
+  serde: SerializerProtocol,
 ): AsyncGenerator<RawTuple[]> {
   const { threadId, checkpointNs, beforeId, onlyId, withDetails, pageSize } = query;
   if (onlyId !== undefined) {
@@ -119,7 +154,10 @@ async function* namespacePages(
     return;
   }
   let upperId = beforeId;
+  const fresh = withDetails ? freshModule() : undefined;
   for (;;) {
+    // What the page shows is kept (fresh-cache.ts) if no write of this saver to the namespace overlapped its read.
+    const ticket = fresh?.ticket(ctx, threadId, checkpointNs, false);
     const page = await ctx.db.read(
       ["checkpoints", "blobs", "writes"],
       async (tx) => {
@@ -136,6 +174,9 @@ async function* namespacePages(
       },
       "list checkpoints",
     );
+    // Only rows as the saver writes them: decoding an edited one is a clear error, copying it a TypeError.
+    if (page.every(storedAsWritten))
+      fresh?.keepPage(ctx, ticket, serde, threadId, checkpointNs, page, upperId, page.length < pageSize);
     if (page.length === 0) return;
     yield page;
     if (page.length < pageSize) return;

@@ -28,9 +28,10 @@ export interface IndexedDBSaverParams {
   /** `"throw"`: operations reject with `DatabaseWipedError` when a wiped database could not be restored. Default `"report"`. */
   onWipe?: "report" | "throw";
   /**
-   * `getTuple` of a namespace's latest checkpoint answered from memory while
-   * provably current: this saver holds the database's write lease, so no
-   * other tab or saver can have written since (see docs/fresh-reads.md).
+   * `getTuple` of a namespace's latest checkpoint, and `list` of one
+   * namespace (its newest checkpoints), answered from memory while provably
+   * current: this saver holds the database's write lease, so no other tab
+   * or saver can have written since (see docs/fresh-reads.md).
    * Default `true`; `false` reads IndexedDB every time.
    */
   freshReads?: boolean;
