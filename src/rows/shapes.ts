@@ -66,6 +66,17 @@ export interface CheckpointRow {
   inline?: Record<string, TypedBytes>;
   /** The blob keys of `inline` (`[thread, ns, channel, version]`), indexed multiEntry (`by_value`). */
   inline_keys?: [string, string, string, Version][];
+  /**
+   * Schema version 5: the blob keys (`[thread, ns, channel, version]`) of
+   * channel versions in `channel_versions` known to have no stored value,
+   * so a read asks neither `blobs` nor `by_value` for them. Indexed
+   * multiEntry (`by_absent`): whatever later stores a value at a listed
+   * version (prune's delta snapshot, a blob sync pulls) takes it off every
+   * row listing it (saver/absent.ts). Rows without the field read every
+   * version, as before; a key not naming this row's own thread, namespace
+   * and version lists nothing.
+   */
+  absent_keys?: [string, string, string, Version][];
 }
 
 /** A pending write's key as a checkpoint row lists it: task id, idx, channel. */
@@ -88,6 +99,14 @@ export function inlineBlob(row: CheckpointRow, channel: string, version: Version
   const value = row.inline && Object.hasOwn(row.inline, channel) ? row.inline[channel] : undefined;
   if (value === undefined || row.channel_versions?.[channel] !== version) return undefined;
   return { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, channel, version, value };
+}
+
+/** Whether `row` lists `channel` at `version` as having no stored value (see `absent_keys`). */
+export function isAbsent(row: CheckpointRow, channel: string, version: Version): boolean {
+  if (row.absent_keys === undefined || row.channel_versions?.[channel] !== version) return false;
+  return row.absent_keys.some(
+    (key) => key[2] === channel && key[3] === version && key[0] === row.thread_id && key[1] === row.checkpoint_ns,
+  );
 }
 
 /** One pending write of a task against a checkpoint. */

@@ -64,10 +64,16 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       };
     };
     /** Row format 2: the values a row holds inline, and their index keys, for the target thread. */
-    const moveInline = async (row: CheckpointRow): Promise<Pick<CheckpointRow, "inline" | "inline_keys">> => {
-      if (row.inline === undefined) return {};
+    type ValueKey = NonNullable<CheckpointRow["absent_keys"]>[number];
+    const moveInline = async (
+      row: CheckpointRow,
+    ): Promise<Pick<CheckpointRow, "inline" | "inline_keys" | "absent_keys">> => {
+      // Schema version 5: the versions it lists as having no value, keyed by the target thread.
+      const absent = row.absent_keys && { absent_keys: row.absent_keys.map(([, ns, c, v]): ValueKey => [t, ns, c, v]) };
+      if (row.inline === undefined) return absent ?? {};
       const moved = await Promise.all(inlineBlobs(row).map(moveBlob));
       return {
+        ...absent,
         inline: Object.fromEntries(moved.map((blob) => [blob.channel, blob.value])),
         inline_keys: moved.map((blob) => [t, blob.checkpoint_ns, blob.channel, blob.version]),
       };

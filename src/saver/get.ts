@@ -26,7 +26,7 @@ import {
   sortWrites,
   type RawTuple,
 } from "../rows/codec.js";
-import type { CheckpointRow } from "../rows/shapes.js";
+import { isAbsent, type CheckpointRow } from "../rows/shapes.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -68,6 +68,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
         createdAt: row.created_at,
         channelVersions: row.channel_versions,
         values: keptValues(serde, row.channel_versions, blobs),
+        absentKeys: row.absent_keys,
       },
       mark,
     );
@@ -107,6 +108,7 @@ async function readLatest(
         checkpoint_ns: checkpointNs,
         checkpoint_id: guess.checkpointId,
         channel_versions: guess.channelVersions,
+        absent_keys: guess.absentKeys,
       } as CheckpointRow,
       kept,
     );
@@ -117,7 +119,9 @@ async function readLatest(
     details &&
     row.checkpoint_id === guess?.checkpointId &&
     row.created_at === guess.createdAt &&
-    sameVersions(row.channel_versions, guess.channelVersions)
+    sameVersions(row.channel_versions, guess.channelVersions) &&
+    // The versions skipped as absent on the guess are still listed (prune or sync may have stored one since).
+    (guess.absentKeys ?? []).every(([, , channel, version]) => isAbsent(row, channel, version))
   ) {
     return { ...details, row };
   }

@@ -7,7 +7,7 @@ import { SerializationError } from "../core/errors.js";
 import { prefixBounds } from "./keys.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { SaverSchema } from "./schema.js";
-import { inlineBlob, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
+import { inlineBlob, isAbsent, type BlobRow, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 
 /** A transaction that can at least read the saver's stores. */
 export type ReadTx = Tx<SaverSchema, "readonly"> | Tx<SaverSchema, "readwrite">;
@@ -77,7 +77,8 @@ export async function readDetails(
     let read = blobReads.get(key);
     if (!read) {
       const own = inlineBlob(row, channel, version);
-      read = own ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
+      // Schema version 5: a version the row lists as having no value is not asked for.
+      read = own || isAbsent(row, channel, version) ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
       blobReads.set(key, read);
     }
     return read;
