@@ -65,8 +65,13 @@ function countValueReads(): () => number {
  * Parent `p`: `a` with a value, `b` at version 1 with none (LangGraph's
  * consumed trigger channels look like this). Returns its config.
  */
-async function parentWithoutB(saver: IndexedDBSaver, p: string): Promise<RunnableConfig> {
-  return saver.put(root("t"), checkpoint(p, { a: "a1" }, { a: 1, b: 1 }), meta, { a: 1, b: 1 });
+async function parentWithoutB(
+  saver: IndexedDBSaver,
+  p: string,
+  more: Record<string, number> = {},
+): Promise<RunnableConfig> {
+  const versions = { a: 1, b: 1, ...more };
+  return saver.put(root("t"), checkpoint(p, { a: "a1" }, versions), meta, versions);
 }
 
 /** {@link parentWithoutB} `p` and a child `c` that changes only `a` (so carries `b` over without a value). */
@@ -78,12 +83,10 @@ async function parentAndChild(saver: IndexedDBSaver): Promise<[string, string]> 
 }
 
 /** A pull of a value at `b`'s version 1 for checkpoint `p` (another device stored one: a prune snapshot, say). */
-async function pullValueOfB(target: IndexedDBSaver, p: string): Promise<void> {
+async function pullValueOfB(target: IndexedDBSaver, p: string, more: Record<string, number> = {}): Promise<void> {
   const source = saverOn();
-  await source.put(root("t"), checkpoint(p, { a: "a1", b: "b from elsewhere" }, { a: 1, b: 1 }), meta, {
-    a: 1,
-    b: 1,
-  });
+  const versions = { a: 1, b: 1, ...more };
+  await source.put(root("t"), checkpoint(p, { a: "a1", b: "b from elsewhere" }, versions), meta, versions);
   const wire = (await readThread(rawAccessOf(source)!, "t")).find((c) => c.wire.checkpoint_id === p)!.wire;
   await applyChanges(rawAccessOf(target)!, [{ kind: "checkpoint", seq: 1, checkpoint: wire }], SCOPE);
 }
@@ -124,6 +127,16 @@ describe("versions without a stored value (absent_keys)", () => {
     expect(await listed(saver, c)).toEqual([]);
     const tuple = await saverOn(dbName).getTuple(root("t"));
     expect(tuple?.checkpoint.channel_values).toEqual({ a: "a2", b: "b from elsewhere" });
+  });
+
+  it("a put listing again from its parent row keeps what that row still lists", async () => {
+    const saver = saverOn();
+    const [p, c] = [uuid6(0), uuid6(0)];
+    const parent = await parentWithoutB(saver, p, { d: 1 });
+    await pullValueOfB(saver, p, { d: 1 });
+    await saver.put(parent, checkpoint(c, { a: "a2" }, { a: 2, b: 1, d: 1 }), meta, { a: 2 });
+    expect(await listed(saver, p)).toEqual(["d"]);
+    expect(await listed(saver, c)).toEqual(["d"]);
   });
 
   it("the latest read on this saver's guess reads a version the row no longer lists", async () => {

@@ -32,9 +32,11 @@ export async function takeOffAbsent(tx: WriteTx, keys: ValueKey[]): Promise<Chec
   const gone = new Set(keys.map((key) => blobKey(...key)));
   const changed: CheckpointRow[] = [];
   for (const row of rows.values()) {
-    const left = (row.absent_keys ?? []).filter((key) => !gone.has(blobKey(...key)));
-    const updated: CheckpointRow = { ...row, absent_keys: left };
-    if (left.length === 0) delete updated.absent_keys;
+    // An empty list stays (no index entry): the row reads every version, as one without the field.
+    const updated: CheckpointRow = {
+      ...row,
+      absent_keys: row.absent_keys!.filter((key) => !gone.has(blobKey(...key))),
+    };
     issue(storePut(checkpoints, updated));
     changed.push(updated);
   }

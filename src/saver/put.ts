@@ -133,9 +133,13 @@ export async function put(
           // common case (the parent there) the put costs one round trip.
           const keyRead = tx.objectStore("meta").get("key");
           const checkpoints = tx.objectStore("checkpoints");
-          // The row, not only its key: the versions this row lists as carried over without a value are checked
-          // against it (no request more; its result is awaited anyway).
-          const parentRead = parentId === undefined ? undefined : checkpoints.get([threadId, checkpointNs, parentId]);
+          // The parent's row when this one lists versions carried over from it without a value, to check them
+          // against it (no request more: its result is awaited anyway); else only its key.
+          const listed = (carried && row.absent_keys?.filter(([, , c]) => !Object.hasOwn(versions, c))) || [];
+          const parentRead =
+            parentId === undefined
+              ? undefined
+              : checkpoints[listed.length > 0 ? "get" : "getKey"]([threadId, checkpointNs, parentId]);
           // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
           const selfRead =
             row.parent_writes && !resealed ? checkpoints.get([threadId, checkpointNs, checkpointId]) : undefined;
@@ -163,12 +167,9 @@ export async function put(
           checkKeyRow(ctx, bound, key);
           if (self && self.chain !== row.chain) throw new Rechain();
           // Listed as carried over without a value while the parent row no longer lists it: list again from it.
-          if (
-            parent &&
-            carried &&
-            row.absent_keys?.some(([, , c, v]) => !Object.hasOwn(versions, c) && !isAbsent(parent, c, v))
-          ) {
-            throw Object.assign(new Relist(), { parent });
+          if (listed.length > 0 && parent && !listed.every(([, , c, v]) => isAbsent(parent as CheckpointRow, c, v))) {
+            carried = parent as CheckpointRow;
+            throw new Relist();
           }
           if (parentId === undefined || parent !== undefined) return;
           // The parent is missing: deleted with its thread (then this may be a late write of a run still
@@ -199,7 +200,8 @@ export async function put(
           });
         } catch (error) {
           if (!(error instanceof Relist)) throw error;
-          carried = attempt === 0 ? error.parent : undefined;
+          // `carried` is now the parent row read; a second mismatch lists without the parent's.
+          if (attempt > 0) carried = undefined;
           listAbsent(row, input, versions, storedValues, carried);
         }
       }
@@ -310,9 +312,7 @@ function listAbsent(
 }
 
 /** Aborts a put listing versions its parent row no longer lists as without a value, to list again (see `put`). */
-class Relist extends Error {
-  parent?: CheckpointRow;
-}
+class Relist extends Error {}
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}
