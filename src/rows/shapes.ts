@@ -74,6 +74,17 @@ export interface CheckpointRow {
   inline?: Record<string, TypedBytes>;
   /** The blob keys of `inline` (`[thread, ns, channel, version]`), indexed multiEntry (`by_value`). */
   inline_keys?: [string, string, string, Version][];
+  /**
+   * Schema version 5: the blob keys (`[thread, ns, channel, version]`) of
+   * channel versions in `channel_versions` known to have no stored value,
+   * so a read asks neither `blobs` nor `by_value` for them. Indexed
+   * multiEntry (`by_absent`): whatever later stores a value at a listed
+   * version (prune's delta snapshot, a blob sync pulls) takes it off every
+   * row listing it (saver/absent.ts). Rows without the field read every
+   * version, as before; a key not naming this row's own thread, namespace
+   * and version lists nothing.
+   */
+  absent_keys?: ValueKey[];
 }
 
 /** A pending write's key as a checkpoint row lists it: task id, idx, channel. */
@@ -117,6 +128,37 @@ export function heldInline(
     if (blob) return blob;
   }
   return undefined;
+}
+
+/**
+ * Whether `row` lists `channel` at `version` as having no stored value (see
+ * `absent_keys`). The list is clear and editable: anything but a list of
+ * keys lists nothing, so the value is asked for as before.
+ */
+export function isAbsent(row: CheckpointRow, channel: string, version: Version): boolean {
+  if (row.channel_versions?.[channel] !== version) return false;
+  return absentKeysOf(row).some((key) => key[2] === channel && key[3] === version);
+}
+
+/** A key of `absent_keys`: thread, namespace, channel, version. */
+export type ValueKey = [string, string, string, Version];
+
+/**
+ * The well-formed keys of `row.absent_keys` that name its own thread and
+ * namespace; anything else in the clear, editable list is left out (a value
+ * it leaves out is asked for, as on a row without the list).
+ */
+export function absentKeysOf(row: CheckpointRow): ValueKey[] {
+  const list: unknown = row.absent_keys;
+  if (!Array.isArray(list)) return [];
+  return list.filter(
+    (key): key is ValueKey =>
+      Array.isArray(key) &&
+      key.length === 4 &&
+      key[0] === row.thread_id &&
+      key[1] === row.checkpoint_ns &&
+      typeof key[2] === "string",
+  );
 }
 
 /** One pending write of a task against a checkpoint. */

@@ -10,7 +10,14 @@ import { prefixBounds } from "./keys.js";
 import { threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
-import { isTombstoneWrite, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
+import {
+  absentKeysOf,
+  isTombstoneWrite,
+  type BlobRow,
+  type CheckpointRow,
+  type ValueKey,
+  type WriteRow,
+} from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { latestOf, threadSummary } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
@@ -64,10 +71,17 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       };
     };
     /** Row format 2: the values a row holds inline, and their index keys, for the target thread. */
-    const moveInline = async (row: CheckpointRow): Promise<Pick<CheckpointRow, "inline" | "inline_keys">> => {
-      if (row.inline === undefined) return {};
+    const moveInline = async (
+      row: CheckpointRow,
+    ): Promise<Pick<CheckpointRow, "inline" | "inline_keys" | "absent_keys">> => {
+      // Schema version 5: the versions it lists as having no value, keyed by the target thread.
+      const listed = absentKeysOf(row);
+      const absent =
+        listed.length === 0 ? undefined : { absent_keys: listed.map(([, ns, c, v]): ValueKey => [t, ns, c, v]) };
+      if (row.inline === undefined) return absent ?? {};
       const moved = await Promise.all(inlineBlobs(row).map(moveBlob));
       return {
+        ...absent,
         inline: Object.fromEntries(moved.map((blob) => [blob.channel, blob.value])),
         inline_keys: moved.map((blob) => [t, blob.checkpoint_ns, blob.channel, blob.version]),
       };

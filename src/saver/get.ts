@@ -26,7 +26,7 @@ import {
   sortWrites,
   type RawTuple,
 } from "../rows/codec.js";
-import { isTypedBytes, type CheckpointRow } from "../rows/shapes.js";
+import { absentKeysOf, isAbsent, isTypedBytes, type CheckpointRow } from "../rows/shapes.js";
 import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
@@ -71,6 +71,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
         createdAt: row.created_at,
         channelVersions: row.channel_versions,
         values: keptValues(serde, row.channel_versions, blobs),
+        absentKeys: absentKeysOf(row),
       },
       mark,
     );
@@ -121,6 +122,7 @@ async function readLatest(
         checkpoint_ns: checkpointNs,
         checkpoint_id: guess.checkpointId,
         channel_versions: guess.channelVersions,
+        absent_keys: guess.absentKeys,
       } as CheckpointRow,
       kept,
     );
@@ -131,7 +133,9 @@ async function readLatest(
     details &&
     row.checkpoint_id === guess?.checkpointId &&
     row.created_at === guess.createdAt &&
-    sameVersions(row.channel_versions, guess.channelVersions)
+    sameVersions(row.channel_versions, guess.channelVersions) &&
+    // The versions skipped as absent on the guess are still listed (prune or sync may have stored one since).
+    (guess.absentKeys ?? []).every(([, , channel, version]) => isAbsent(row, channel, version))
   ) {
     return { ...details, row };
   }

@@ -13,6 +13,7 @@ import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
+import { takeOffAbsent } from "./absent.js";
 import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
 import { checkpointIdentity } from "../core/identity.js";
@@ -135,6 +136,11 @@ async function pruneThread(
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
       for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
+      // A snapshot is a value at a version the rows may list as having none.
+      await takeOffAbsent(
+        tx,
+        snapshots.map((blob) => [blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]),
+      );
       const remaining = await deleteUnusedBlobs(tx, ranges, threadId, doomed);
       await refreshThread(ctx, tx, threadId, remaining);
     },

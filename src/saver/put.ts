@@ -26,13 +26,15 @@ import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from 
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
 import {
   KEY_ID_WRITE_KEY,
+  isAbsent,
   tombstoneWriteKey,
   type BlobRow,
   type CheckpointRow,
   type WriteRow,
 } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
-import { changeMark, keptValues, rememberPut } from "./recent.js";
+import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
+import { listAbsent } from "./absent-list.js";
 import { freshModule } from "./fresh.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
@@ -106,6 +108,21 @@ export async function put(
     let resealed = false;
     // Row format 2: small values ride in the row; the others get blob rows.
     const outside = inlineSmall(row, blobs);
+    // Schema version 5: the versions it has with no stored value, its parent's (as this saver last saw
+    // that row: checked against the row itself below) among them.
+    const remembered = recentPut(ctx, threadId, checkpointNs);
+    let carried =
+      parentId !== undefined && remembered?.checkpointId === parentId
+        ? ({
+            thread_id: threadId,
+            checkpoint_ns: checkpointNs,
+            channel_versions: remembered.channelVersions,
+            absent_keys: remembered.absentKeys,
+          } as CheckpointRow)
+        : undefined;
+    // Every value this put stores, inline or not.
+    let storedValues = blobs;
+    listAbsent(row, input, versions, storedValues, carried);
     const markFormat = row.inline !== undefined && ctx.rowFormat !== SAVER_FORMAT;
 
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
@@ -117,8 +134,13 @@ export async function put(
           // common case (the parent there) the put costs one round trip.
           const keyRead = tx.objectStore("meta").get("key");
           const checkpoints = tx.objectStore("checkpoints");
+          // The parent's row when this one lists versions carried over from it without a value, to check them
+          // against it (no request more: its result is awaited anyway); else only its key.
+          const listed = (carried && row.absent_keys?.filter(([, , c]) => !Object.hasOwn(versions, c))) || [];
           const parentRead =
-            parentId === undefined ? undefined : checkpoints.getKey([threadId, checkpointNs, parentId]);
+            parentId === undefined
+              ? undefined
+              : checkpoints[listed.length > 0 ? "get" : "getKey"]([threadId, checkpointNs, parentId]);
           // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
           const selfRead =
             row.parent_writes && !resealed ? checkpoints.get([threadId, checkpointNs, checkpointId]) : undefined;
@@ -141,11 +163,16 @@ export async function put(
               }),
             );
           }
-          const [key, parentKey, self] = await Promise.all([keyRead, parentRead, selfRead]);
+          const [key, parent, self] = await Promise.all([keyRead, parentRead, selfRead]);
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
           if (self && self.chain !== row.chain) throw new Rechain();
-          if (parentId === undefined || parentKey !== undefined) return;
+          // Listed as carried over without a value while the parent row no longer lists it: list again from it.
+          if (listed.length > 0 && parent && !listed.every(([, , c, v]) => isAbsent(parent as CheckpointRow, c, v))) {
+            carried = parent as CheckpointRow;
+            throw new Relist();
+          }
+          if (parentId === undefined || parent !== undefined) return;
           // The parent is missing: deleted with its thread (then this may be a late write of a run still
           // in flight, or a child of one), with its run, or pruned; or it never existed here.
           const tombstone = await readTombstone(tx, threadId);
@@ -159,13 +186,27 @@ export async function put(
         parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
       );
 
-    /** The same; a row stored already under another chain is sealed again over that chain, then written. */
-    const writeRow = (stored: BlobRow[], everyValue: boolean) =>
-      writeCheckpoint(stored, everyValue).catch(async (error: unknown) => {
-        if (!(error instanceof Rechain)) throw error;
-        await chains!.seal(ctx, serde, row, withoutValues, (resealed = true));
-        await writeCheckpoint(stored, everyValue);
-      });
+    /**
+     * The same; a row stored already under another chain is sealed again over that chain, then written;
+     * a row listing versions its parent row no longer lists lists them again from that row (once: then
+     * none of the parent's, which is always true).
+     */
+    const writeRow = async (stored: BlobRow[], everyValue: boolean): Promise<void> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await writeCheckpoint(stored, everyValue).catch(async (error: unknown) => {
+            if (!(error instanceof Rechain)) throw error;
+            await chains!.seal(ctx, serde, row, withoutValues, (resealed = true));
+            await writeCheckpoint(stored, everyValue);
+          });
+        } catch (error) {
+          if (!(error instanceof Relist)) throw error;
+          // `carried` is now the parent row read; a second mismatch lists without the parent's.
+          if (attempt > 0) carried = undefined;
+          listAbsent(row, input, versions, storedValues, carried);
+        }
+      }
+    };
 
     try {
       // The values this put stores: those of the channels it changed...
@@ -179,6 +220,10 @@ export async function put(
         // and this put, say), and with it maybe the values this put did not change: then all of them.
         unchanged = await serializeValues(serde, input, unchangedVersions(input, versions));
         stored = [...outside, ...unchanged];
+        // The parent's list went with it: only the versions this put introduced without a value.
+        carried = undefined;
+        storedValues = [...blobs, ...unchanged];
+        listAbsent(row, input, versions, storedValues, undefined);
         await writeRow(stored, true);
       }
       if (markFormat) ctx.rowFormat = SAVER_FORMAT;
@@ -202,6 +247,7 @@ export async function put(
         createdAt: written.row.created_at,
         channelVersions,
         values: keptValues(written.serde, channelVersions, written.blobs),
+        absentKeys: written.row.absent_keys,
       },
       mark,
     );
@@ -236,6 +282,9 @@ function inlineSmall(row: CheckpointRow, blobs: BlobRow[]): BlobRow[] {
   }
   return outside;
 }
+
+/** Aborts a put listing versions its parent row no longer lists as without a value, to list again (see `put`). */
+class Relist extends Error {}
 
 /** Aborts a put whose parent checkpoint is gone, to store again with every value (see `put`). */
 class ParentGone extends Error {}

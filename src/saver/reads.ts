@@ -10,6 +10,7 @@ import type { SaverSchema } from "./schema.js";
 import {
   heldInline,
   inlineBlob,
+  isAbsent,
   type BlobRow,
   type CheckpointRow,
   type Version,
@@ -111,7 +112,8 @@ export async function readDetails(
     let read = blobReads.get(key);
     if (!read) {
       const own = inlineBlob(row, channel, version);
-      read = own ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
+      // Schema version 5: a version the row lists as having no value is not asked for.
+      read = own || isAbsent(row, channel, version) ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
       blobReads.set(key, read);
     }
     return read;

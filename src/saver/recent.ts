@@ -23,15 +23,19 @@
  * `close()`; and values whose transaction came before such a notice that
  * arrived before they are kept are not kept ({@link changeMark}). An absent
  * value may appear (`prune` stores a delta channel's snapshot at a version
- * that had none), so absences are never kept: those channels are read every
- * time. Only the serializer that wrote the bytes may
+ * that had none), so absences are kept only as the row listed them
+ * (`absent_keys`, schema version 5): a read skips them on that guess and
+ * keeps its answer only if the row it finds still lists them (prune and
+ * sync take a key off the row in the transaction that stores the value),
+ * and a put lists its parent's as its own only after checking them against
+ * the parent row it reads anyway (put.ts). Only the serializer that wrote the bytes may
  * open them: a key change binds a new serializer, and the kept bytes are
  * then left unused.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
-import type { BlobRow, Version } from "../rows/shapes.js";
+import type { BlobRow, CheckpointRow, Version } from "../rows/shapes.js";
 
 /** The stored value of each channel version a checkpoint refers to, as far as this saver knows them. */
 export interface KeptValues {
@@ -48,6 +52,8 @@ export interface RecentPut {
   createdAt: number | undefined;
   channelVersions: Record<string, Version>;
   values?: KeptValues;
+  /** The row's `absent_keys`: the versions it listed as having no stored value. */
+  absentKeys?: CheckpointRow["absent_keys"];
 }
 
 /** Namespaces remembered per saver: enough for the threads of a busy page, small enough to forget. */

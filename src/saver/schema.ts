@@ -20,6 +20,7 @@ export interface SaverSchema extends DBSchema {
       by_checkpoint: string;
       by_created: number;
       by_value: [string, string, string, Version];
+      by_absent: [string, string, string, Version];
     };
   };
   blobs: {
@@ -107,6 +108,20 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
     tx.objectStore("checkpoints").createIndex("by_value", "inline_keys", { multiEntry: true });
     tx.objectStore("checkpoints").createIndex("by_created", "created_at");
     tx.objectStore("writes").createIndex("by_written", "written_at");
+  },
+  // 5: a checkpoint row may list the channel versions it has that have no
+  // stored value (`absent_keys`), so the latest read asks for nothing that
+  // is not there; `by_absent` over them finds the rows to take a key off
+  // when a value is stored at a listed version later (prune's delta
+  // snapshot, a blob sync pulls: saver/absent.ts). No row is rewritten
+  // (rows without the list read every version, as before) and the index
+  // starts empty. Row format stays 2: the field only says what is not
+  // there, so an older version would read these rows right, but its prune
+  // and sync pull would store a listed value without taking the key off,
+  // and this version would then miss that value: older versions open at 4
+  // and refuse this database by its version.
+  (_db, tx) => {
+    tx.objectStore("checkpoints").createIndex("by_absent", "absent_keys", { multiEntry: true });
   },
 ];
 

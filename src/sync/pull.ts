@@ -13,7 +13,8 @@ import { deleteUpTo } from "../saver/delete-thread.js";
 import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { removedName, type CheckpointRow, type Tombstone, type WriteRow } from "../rows/shapes.js";
+import { removedName, type CheckpointRow, type Tombstone, type Version, type WriteRow } from "../rows/shapes.js";
+import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
@@ -129,6 +130,8 @@ export async function applyChanges(
       const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
+      // The keys of the blobs added: rows may list those versions as having no value (saver/absent.ts).
+      const newBlobs: Promise<[string, string, string, Version] | undefined>[] = [];
       const special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[] = [];
       const pruned = new Set<string>();
       const gone: Promise<CheckpointRow | undefined>[] = [];
@@ -181,15 +184,21 @@ export async function applyChanges(
           const blobKey = `${wire.thread_id}\u0000${blobIdentity(wire.checkpoint_ns, blob.channel, blob.version)}`;
           if (seenBlobs.has(blobKey)) continue;
           seenBlobs.add(blobKey);
-          issue(
-            addIfAbsent(blobs, {
-              thread_id: wire.thread_id,
-              checkpoint_ns: wire.checkpoint_ns,
-              channel: blob.channel,
-              version: blob.version,
-              value: blob.value,
-            }),
-          );
+          const key: [string, string, string, Version] = [
+            wire.thread_id,
+            wire.checkpoint_ns,
+            blob.channel,
+            blob.version,
+          ];
+          const addedBlob = addIfAbsent(blobs, {
+            thread_id: wire.thread_id,
+            checkpoint_ns: wire.checkpoint_ns,
+            channel: blob.channel,
+            version: blob.version,
+            value: blob.value,
+          });
+          issue(addedBlob);
+          newBlobs.push(addedBlob.then((isNew) => (isNew ? key : undefined)));
         }
         for (const write of wire.writes) {
           const row: WriteRow = {
@@ -210,6 +219,19 @@ export async function applyChanges(
         stored.push({ wire, added });
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
+      }
+      const relisted = await takeOffAbsent(
+        tx,
+        (await Promise.all(newBlobs)).filter((key) => key !== undefined),
+      );
+      // Those checkpoints now read a value they did not: what a reader kept of them is stale.
+      for (const row of relisted) {
+        events.push({
+          threadId: row.thread_id,
+          checkpointNs: row.checkpoint_ns,
+          checkpointId: row.checkpoint_id,
+          kind: "put",
+        });
       }
       const { replayed, seen, kept } = await applySpecialWrites(tx, special, records);
       // What is stored now (after first-wins merges): the fingerprints to remember.

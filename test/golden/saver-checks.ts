@@ -5,7 +5,10 @@
  */
 import { expect } from "vitest";
 import type { IndexedDBSaver } from "../../src/saver/index.js";
-import { dumpDatabase, type DatabaseDump } from "./shared.js";
+import { openDatabase } from "../../src/idb/open.js";
+import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
+import { freshDbName } from "../support/databases.js";
+import { dumpDatabase, loadDatabase, type DatabaseDump } from "./shared.js";
 
 /** Every store of database `dbName` holds exactly the records of `golden`. */
 export async function expectRecordsKept(dbName: string, golden: DatabaseDump): Promise<void> {
@@ -14,6 +17,21 @@ export async function expectRecordsKept(dbName: string, golden: DatabaseDump): P
     const now = after.stores.find((s) => s.name === store.name)!;
     expect({ [store.name]: now.records }).toEqual({ [store.name]: store.records });
   }
+}
+
+/** The code of the first `steps` schema steps refuses database `dump` as written by a newer version. */
+export async function expectRefusedByOlderCode(dump: DatabaseDump, steps: number): Promise<void> {
+  const name = freshDbName("golden-old-code");
+  await loadDatabase(indexedDB, name, dump);
+  const noop = () => undefined;
+  const old = openDatabase<SaverSchema>({
+    name,
+    upgrades: SAVER_UPGRADES.slice(0, steps),
+    indexedDB,
+    blockedTimeoutMs: 1000,
+    hooks: { opened: noop, failed: noop, versionChange: noop, closed: noop },
+  });
+  await expect(old).rejects.toThrow(/newer version/);
 }
 
 /**

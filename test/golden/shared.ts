@@ -804,3 +804,22 @@ export const SAVER_SCHEMA_4 = {
       : { ...s, indexes: [...s.indexes, ...added].sort((a, b) => (a.name < b.name ? -1 : 1)) };
   }),
 };
+
+/**
+ * Schema version 5: version 4 plus `by_absent` (multiEntry over the blob
+ * keys of the channel versions a checkpoint row lists as having no stored
+ * value, `absent_keys`; src/saver/absent.ts). Frozen.
+ */
+export const SAVER_SCHEMA_5 = {
+  version: 5,
+  stores: SAVER_SCHEMA_4.stores.map((s) =>
+    s.name !== "checkpoints"
+      ? s
+      : {
+          ...s,
+          indexes: [...s.indexes, { name: "by_absent", keyPath: "absent_keys", unique: false, multiEntry: true }].sort(
+            (a, b) => (a.name < b.name ? -1 : 1),
+          ),
+        },
+  ),
+};

@@ -76,7 +76,7 @@ import {
   withoutStacks,
   type Tagged,
   SAVER_SCHEMA_1,
-  SAVER_SCHEMA_4,
+  SAVER_SCHEMA_5,
   expectAnswers,
   schemaOf,
   type SaverGolden,
@@ -138,8 +138,8 @@ function bin(value: Tagged): Uint8Array {
 /** The saver database layout of version 1, frozen (test/golden/shared.ts). */
 const SAVER_SCHEMA = SAVER_SCHEMA_1;
 
-/** Today's layout: schema version 4 (test/golden/shared.ts). */
-const SAVER_SCHEMA_NOW = SAVER_SCHEMA_4;
+/** Today's layout: schema version 5 (test/golden/shared.ts). */
+const SAVER_SCHEMA_NOW = SAVER_SCHEMA_5;
 
 /** IndexedDB's order of two keys made of strings and numbers (numbers first, strings by code unit). */
 function keyOrder(a: Tagged, b: Tagged): number {
@@ -157,12 +157,14 @@ function keyOrder(a: Tagged, b: Tagged): number {
 /**
  * Thread records of row format 2 as format 1 would hold them: each value a
  * checkpoint row holds inline moved to the blob row it stands for (same
- * bytes), what export and sync push do.
+ * bytes), what export and sync push do, and no list of versions without a
+ * value (`absent_keys`, which only says what is not stored).
  */
 function asFormat1(records: Record<string, Tagged>): Record<string, Tagged> {
   const blobs = [...(records.blobs as [Tagged, Tagged][])];
   const checkpoints = (records.checkpoints as [Tagged, Record<string, Tagged>][]).map(([key, row]) => {
-    const { inline, inline_keys: _keys, ...rest } = row;
+    // The list of versions without a value (schema version 5) says nothing format 1 stores.
+    const { inline, inline_keys: _keys, absent_keys: _absent, ...rest } = row;
     const versions = row.channel_versions as Record<string, Tagged>;
     for (const [channel, value] of Object.entries((inline ?? {}) as Record<string, Tagged>)) {
       const blob = {
@@ -227,7 +229,7 @@ const saverCases = [
 ];
 
 describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
-  it("has the frozen layout of version 1; today's upgrades create version 4, the same plus five indexes", async () => {
+  it("has the frozen layout of version 1; today's upgrades create version 5, the same plus six indexes", async () => {
     expect(schemaOf(golden.dump)).toEqual(SAVER_SCHEMA);
     const name = freshName("saver-schema");
     const saver = track(new IndexedDBSaver({ dbName: name, serde: await serde() }));
@@ -264,6 +266,8 @@ describe.each(saverCases)("saver database dump: $name", ({ golden, serde }) => {
       expect(await count(checkpoints.index("by_checkpoint").count())).toBe(rows);
       // Format 1 rows hold no value inline: nothing in row format 2's index.
       expect(await count(checkpoints.index("by_value").count())).toBe(0);
+      // Nor do they list versions without a value (schema version 5): rows are not rewritten.
+      expect(await count(checkpoints.index("by_absent").count())).toBe(0);
     } finally {
       db.close();
     }
