@@ -28,9 +28,14 @@ function runSyncBench() {
 }
 if (only.length === 1 && only[0] === "sync") process.exit(runSyncBench());
 
-// The PGlite peer against the official conformance suite, in Node (minutes: a PGlite per test).
-if (only.length === 1 && only[0] === "pglite-conformance") {
-  const run = spawnSync("npx", ["vitest", "run", "-c", "bench/peers/vitest.config.ts"], {
+// The PGlite peer against the official conformance suite, in Node (minutes: a PGlite per test),
+// and the sqlite-wasm peer, in Chromium (its worker needs a browser).
+const conformance = {
+  "pglite-conformance": "bench/peers/vitest.config.ts",
+  "sqlite-conformance": "bench/peers/vitest.browser.config.ts",
+}[only.length === 1 ? only[0] : ""];
+if (conformance) {
+  const run = spawnSync("npx", ["vitest", "run", "-c", conformance], {
     cwd: resolve(here, ".."),
     stdio: "inherit",
   });

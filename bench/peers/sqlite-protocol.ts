@@ -12,7 +12,15 @@ export type SqliteRequest =
   | { op: "put"; row: CheckpointRow }
   | { op: "putWrites"; rows: WriteRow[]; replace: boolean }
   | { op: "get"; thread: string; ns: string; id?: string }
-  | { op: "list"; thread: string; ns?: string; before?: string; limit?: number }
+  | {
+      op: "list";
+      thread?: string;
+      ns?: string;
+      before?: string;
+      limit?: number;
+      /** Metadata filter as [JSON path, JSON text of the value] pairs (the official saver's). */
+      filter: [string, string][];
+    }
   | { op: "deleteThread"; thread: string }
   | { op: "close"; drop: boolean };
 

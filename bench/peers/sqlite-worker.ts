@@ -124,9 +124,11 @@ async function handle(request: SqliteRequest): Promise<unknown> {
       )[0];
     }
     case "list": {
-      const where = ["thread_id = ?"];
-      const bind: (string | number)[] = [request.thread];
+      // The official saver's WHERE: each part only when given, the filter on metadata's JSON.
+      const where: string[] = [];
+      const bind: (string | number)[] = [];
       for (const [clause, value] of [
+        ["thread_id = ?", request.thread],
         ["checkpoint_ns = ?", request.ns],
         ["checkpoint_id < ?", request.before],
       ] as const) {
@@ -134,9 +136,14 @@ async function handle(request: SqliteRequest): Promise<unknown> {
         where.push(clause);
         bind.push(value);
       }
+      for (const [path, json] of request.filter) {
+        where.push("jsonb(CAST(metadata AS TEXT))->? = ?");
+        bind.push(path, json);
+      }
+      const whereClause = where.length ? ` WHERE ${where.join(" AND ")}` : "";
       const limit = request.limit ? ` LIMIT ${request.limit}` : "";
       return rowsWithWrites(
-        `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE ${where.join(" AND ")} ORDER BY checkpoint_id DESC${limit}`,
+        `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints${whereClause} ORDER BY checkpoint_id DESC${limit}`,
         bind,
       );
     }

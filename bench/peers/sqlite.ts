@@ -87,13 +87,16 @@ export class SqliteWasmSaver extends BaseCheckpointSaver {
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const { thread_id, checkpoint_ns } = config.configurable ?? {};
-    if (!thread_id || options?.filter) throw new Error("the sqlite-wasm bench saver lists one thread, unfiltered");
+    const filter = Object.entries(options?.filter ?? {})
+      .filter(([, value]) => value !== undefined)
+      .map(([key, value]): [string, string] => [`$.${key}`, JSON.stringify(value)]);
     const rows = await this.#ask<StoredRow[]>({
       op: "list",
-      thread: thread_id,
+      thread: thread_id ?? undefined,
       ns: checkpoint_ns ?? undefined,
       before: options?.before?.configurable?.checkpoint_id,
       limit: options?.limit,
+      filter,
     });
     for (const row of rows) yield await this.#tuple(row);
   }
