@@ -21,6 +21,8 @@ export type SqliteRequest =
       /** Metadata filter as [JSON path, JSON text of the value] pairs (the official saver's). */
       filter: [string, string][];
     }
+  /** The writes of `channel` (LangGraph's TASKS: the worker does not load LangGraph) to checkpoint `parent`. */
+  | { op: "sends"; thread: string; parent: string; channel: string }
   | { op: "deleteThread"; thread: string }
   | { op: "close"; drop: boolean };
 

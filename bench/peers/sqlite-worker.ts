@@ -64,8 +64,10 @@ function statement(sql: string): PreparedStatement {
 }
 
 /** Runs `sql` with `bind`, its rows as objects. */
-function select(sql: string, bind: BindingSpec): Record<string, SqlValue>[] {
-  const prepared = statement(sql).bind(bind);
+function select(sql: string, bind: (string | number)[]): Record<string, SqlValue>[] {
+  const prepared = statement(sql);
+  // sqlite-wasm refuses an empty binding on a statement without parameters.
+  if (bind.length) prepared.bind(bind);
   const rows: Record<string, SqlValue>[] = [];
   try {
     while (prepared.step()) rows.push(prepared.get({}));
@@ -147,6 +149,13 @@ async function handle(request: SqliteRequest): Promise<unknown> {
         bind,
       );
     }
+    case "sends":
+      // The official saver's migratePendingSends query (any namespace). Its ORDER BY idx sorts the
+      // one row json_group_array returns: the sends come in primary-key order, task_id then idx.
+      return select(
+        "SELECT type, value FROM writes WHERE thread_id = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_id, idx",
+        [request.thread, request.parent, request.channel],
+      );
     case "deleteThread":
       db!.transaction(() => {
         run("DELETE FROM checkpoints WHERE thread_id = ?", [request.thread]);
