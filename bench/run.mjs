@@ -28,9 +28,14 @@ function runSyncBench() {
 }
 if (only.length === 1 && only[0] === "sync") process.exit(runSyncBench());
 
-// The PGlite peer against the official conformance suite, in Node (minutes: a PGlite per test).
-if (only.length === 1 && only[0] === "pglite-conformance") {
-  const run = spawnSync("npx", ["vitest", "run", "-c", "bench/peers/vitest.config.ts"], {
+// The PGlite peer against the official conformance suite, in Node (minutes: a PGlite per test),
+// and the sqlite-wasm peer, in Chromium (its worker needs a browser).
+const conformance = {
+  "pglite-conformance": "bench/peers/vitest.config.ts",
+  "sqlite-conformance": "bench/peers/vitest.browser.config.ts",
+}[only.length === 1 ? only[0] : ""];
+if (conformance) {
+  const run = spawnSync("npx", ["vitest", "run", "-c", conformance], {
     cwd: resolve(here, ".."),
     stdio: "inherit",
   });
@@ -40,7 +45,15 @@ if (only.length === 1 && only[0] === "pglite-conformance") {
 // A production build served statically: what users ship, and no dev-server
 // dependency discovery reloading the page in the middle of a run.
 const outDir = mkdtempSync(resolve(tmpdir(), "lg-idb-bench-"));
-await build({ root: here, configFile: false, logLevel: "error", build: { outDir, emptyOutDir: true, minify: true } });
+// The peers suite's per-profile figures load a page of their own (peers/cold.html).
+const peers = only.includes("peers");
+const input = { index: resolve(here, "index.html"), ...(peers ? { cold: resolve(here, "peers/cold.html") } : {}) };
+await build({
+  root: here,
+  configFile: false,
+  logLevel: "error",
+  build: { outDir, emptyOutDir: true, minify: true, rollupOptions: { input } },
+});
 const server = await preview({
   root: here,
   configFile: false,
@@ -57,7 +70,14 @@ const server = await preview({
 const address = server.httpServer.address();
 const url = `http://127.0.0.1:${address.port}/index.html${only.length ? `?only=${only.join(",")}` : ""}`;
 // --expose-gc: the load suite measures the heap after a full collection.
-const browser = await chromium.launch({ executablePath, args: [...args, "--js-flags=--expose-gc"], headless: true });
+const launchArgs = { executablePath, args: [...args, "--js-flags=--expose-gc"], headless: true };
+// The peers run in a profile on disk, as users' pages do: a context of
+// chromium.launch() is off the record, where IndexedDB lives in memory and
+// every OPFS file operation is an IPC to the browser (0.1-0.8 ms each here
+// against 2-45 µs on disk), which made the sqlite-wasm peer 10× slower.
+const launchPersistent = (profile) => chromium.launchPersistentContext(profile, launchArgs);
+const profile = peers ? mkdtempSync(resolve(tmpdir(), "lg-idb-bench-profile-")) : undefined;
+const browser = profile ? await launchPersistent(profile) : await chromium.launch(launchArgs);
 let failed = false;
 try {
   const page = await browser.newPage();
@@ -70,21 +90,28 @@ try {
     console.error(`[page error] ${error.message}`);
   });
   await page.goto(url);
-  const rows = await page.waitForFunction(() => globalThis.__benchResult, undefined, {
+  const handle = await page.waitForFunction(() => globalThis.__benchResult, undefined, {
     timeout: 30 * 60_000,
     polling: 500,
   });
-  const result = await rows.jsonValue();
+  const result = await handle.jsonValue();
   if (result.error) {
     failed = true;
     console.error(result.error);
   }
-  printTable(result.rows ?? []);
+  const rows = result.rows ?? [];
+  if (peers && !result.error) {
+    await browser.close();
+    const { profileFigures } = await import("./peers/profiles.mjs");
+    rows.push(...(await profileFigures(`http://127.0.0.1:${address.port}`, launchPersistent)));
+  }
+  printTable(rows);
   console.log(`\n${result.environment}`);
 } finally {
   await browser.close();
   await server.close();
   rmSync(outDir, { recursive: true, force: true });
+  if (profile) rmSync(profile, { recursive: true, force: true });
 }
 if (only.length === 0 && runSyncBench() !== 0) failed = true;
 // The bundle each peer adds to an app: ours from a fresh dist/, built after the

@@ -12,7 +12,17 @@ export type SqliteRequest =
   | { op: "put"; row: CheckpointRow }
   | { op: "putWrites"; rows: WriteRow[]; replace: boolean }
   | { op: "get"; thread: string; ns: string; id?: string }
-  | { op: "list"; thread: string; ns?: string; before?: string; limit?: number }
+  | {
+      op: "list";
+      thread?: string;
+      ns?: string;
+      before?: string;
+      limit?: number;
+      /** Metadata filter as [JSON path, JSON text of the value] pairs (the official saver's). */
+      filter: [string, string][];
+    }
+  /** The writes of `channel` (LangGraph's TASKS: the worker does not load LangGraph) to checkpoint `parent`. */
+  | { op: "sends"; thread: string; parent: string; channel: string }
   | { op: "deleteThread"; thread: string }
   | { op: "close"; drop: boolean };
 

@@ -9,8 +9,10 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
+  TASKS,
   WRITES_IDX_MAP,
   copyCheckpoint,
+  maxChannelVersion,
   type Checkpoint,
   type CheckpointListOptions,
   type CheckpointMetadata,
@@ -63,15 +65,36 @@ export class SqliteWasmSaver extends BaseCheckpointSaver {
           ],
       ),
     );
+    const checkpoint = (await this.serde.loadsTyped(row.type, row.checkpoint)) as Checkpoint;
+    if (checkpoint.v < 4 && parent_checkpoint_id)
+      await this.#migratePendingSends(checkpoint, thread_id, parent_checkpoint_id);
     return {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
-      checkpoint: (await this.serde.loadsTyped(row.type, row.checkpoint)) as Checkpoint,
+      checkpoint,
       metadata: (await this.serde.loadsTyped(row.type, row.metadata)) as CheckpointMetadata,
       parentConfig: parent_checkpoint_id
         ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } }
         : undefined,
       pendingWrites,
     };
+  }
+
+  /** As the official saver: a checkpoint of format < 4 gets its parent's sends as the tasks channel. */
+  async #migratePendingSends(checkpoint: Checkpoint, thread: string, parent: string): Promise<void> {
+    const sends = await this.#ask<{ type: string; value: Uint8Array }[]>({
+      op: "sends",
+      thread,
+      parent,
+      channel: TASKS,
+    });
+    checkpoint.channel_values ??= {};
+    checkpoint.channel_values[TASKS] = await Promise.all(
+      sends.map(({ type, value }) => this.serde.loadsTyped(type, value)),
+    );
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length
+      ? maxChannelVersion(...versions)
+      : this.getNextVersion(undefined);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -87,13 +110,16 @@ export class SqliteWasmSaver extends BaseCheckpointSaver {
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const { thread_id, checkpoint_ns } = config.configurable ?? {};
-    if (!thread_id || options?.filter) throw new Error("the sqlite-wasm bench saver lists one thread, unfiltered");
+    const filter = Object.entries(options?.filter ?? {})
+      .filter(([, value]) => value !== undefined)
+      .map(([key, value]): [string, string] => [`$.${key}`, JSON.stringify(value)]);
     const rows = await this.#ask<StoredRow[]>({
       op: "list",
-      thread: thread_id,
+      thread: thread_id ?? undefined,
       ns: checkpoint_ns ?? undefined,
       before: options?.before?.configurable?.checkpoint_id,
       limit: options?.limit,
+      filter,
     });
     for (const row of rows) yield await this.#tuple(row);
   }
