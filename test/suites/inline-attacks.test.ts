@@ -172,6 +172,28 @@ describe("values held inline (row format 2) under attack, encrypted", () => {
     expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
   });
 
+  it("the row holding a value with its clear channel versions edited, then pruned away: prune fails closed and deletes nothing, so the value the kept checkpoint names is not lost", async () => {
+    const dbName = freshDbName("inline-attacks-prune");
+    const saver = await saverOn(dbName);
+    const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), meta, { a: 1 });
+    const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), meta, { a: 2 });
+    await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), meta, {});
+    await saver.close();
+    const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
+    expect(Object.keys(holder.inline!)).toEqual(["a"]);
+    await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: { a: 7 } }]);
+    const attacked = await saverOn(dbName);
+    await expect(attacked.prune(["t"])).rejects.toBeInstanceOf(DecryptionError);
+    await attacked.close();
+    await putRaw(dbName, "checkpoints", [holder]);
+    const reader = await saverOn(dbName);
+    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    // Undone, prune keeps c3 alone, its value kept as a blob row.
+    await reader.prune(["t"]);
+    expect((await reader.getTuple(at("t")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    expect((await readStore<CheckpointRow>(dbName, "checkpoints")).map((row) => row.checkpoint_id)).toEqual(["c3"]);
+  });
+
   it("the meta format record edited (2 to 1, removed, a string): rows read as before and the next put holding a value inline marks format 2 again; a newer format refuses the database, naming it", async () => {
     const { dbName } = await thread();
     const formatOf = async () => (await readStore<MetaRow>(dbName, "meta")).find((r) => r.name === "format")?.value;
