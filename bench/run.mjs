@@ -71,12 +71,15 @@ const address = server.httpServer.address();
 const url = `http://127.0.0.1:${address.port}/index.html${only.length ? `?only=${only.join(",")}` : ""}`;
 // --expose-gc: the load suite measures the heap after a full collection.
 const launchArgs = { executablePath, args: [...args, "--js-flags=--expose-gc"], headless: true };
-// The peers run in a profile on disk, as users' pages do: a context of
+// Every suite runs in a profile on disk, as users' pages do: a context of
 // chromium.launch() is off the record, where IndexedDB lives in memory and
 // every OPFS file operation is an IPC to the browser (0.1-0.8 ms each here
-// against 2-45 µs on disk), which made the sqlite-wasm peer 10× slower.
+// against 2-45 µs on disk), which made the sqlite-wasm peer 10× slower and
+// measured our own reads and commits without a disk. BENCH_OFF_THE_RECORD=1
+// runs the suites off the record as before this change, to compare.
 const launchPersistent = (profile) => chromium.launchPersistentContext(profile, launchArgs);
-const profile = peers ? mkdtempSync(resolve(tmpdir(), "lg-idb-bench-profile-")) : undefined;
+const offTheRecord = process.env.BENCH_OFF_THE_RECORD === "1" && !peers;
+const profile = offTheRecord ? undefined : mkdtempSync(resolve(tmpdir(), "lg-idb-bench-profile-"));
 const browser = profile ? await launchPersistent(profile) : await chromium.launch(launchArgs);
 let failed = false;
 try {
