@@ -91,6 +91,40 @@ describe("getTuple of the latest checkpoint from memory", () => {
     expect(stored?.config).toEqual(second);
   });
 
+  it("keeps its own put of a version stored without a value (a graph's consumed trigger channel): the next latest read needs no read either", async () => {
+    const [saver] = await tabs(1);
+    const second = await primed(saver);
+    // `c` gets a version and no value, as LangGraph's `__start__` and branch channels do at each step.
+    const versions = { a: 3, b: 1, c: 1 };
+    const third = await saver.put(second, checkpoint(uuid6(0), { a: "a2", b: "b0" }, versions), meta, { a: 3, c: 1 });
+    const reads = countReads(saver);
+    const kept = await saver.getTuple(root("t"));
+    expect(reads()).toBe(0);
+    vi.restoreAllMocks();
+    const other = track(new IndexedDBSaver({ dbName: saver.dbName, freshReads: false }));
+    const stored = await other.getTuple(root("t"));
+    expect(kept).toEqual(stored);
+    expect(stored?.config).toEqual(third);
+    expect(stored?.checkpoint.channel_values).toEqual({ a: "a2", b: "b0" });
+  });
+
+  it("keeps the window while writes come for a checkpoint not put yet (async durability), then that put with them", async () => {
+    const [saver] = await tabs(1);
+    const second = await primed(saver);
+    const other = track(new IndexedDBSaver({ dbName: saver.dbName, freshReads: false }));
+    const id = uuid6(0);
+    const next: RunnableConfig = { configurable: { ...second.configurable, checkpoint_id: id } };
+    await saver.putWrites(next, [["a", "early"]], "task-2");
+    const reads = countReads(saver);
+    expect(await saver.getTuple(root("t"))).toEqual(await other.getTuple(root("t")));
+    await saver.put(second, checkpoint(id, { a: "a2", b: "b0" }, { a: 3, b: 1 }), meta, { a: 3 });
+    const kept = await saver.getTuple(root("t"));
+    expect(reads()).toBe(0);
+    vi.restoreAllMocks();
+    expect(kept).toEqual(await other.getTuple(root("t")));
+    expect(kept?.pendingWrites).toEqual([["task-2", "a", "early"]]);
+  });
+
   for (const encrypted of [false, true]) {
     const label = encrypted ? " (encrypted)" : "";
     it(`sees another tab's newer checkpoint${label}`, async () => {

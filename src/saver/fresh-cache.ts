@@ -58,7 +58,7 @@ import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
 import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
-import type { BlobRow, CheckpointRow, WriteRow } from "../rows/shapes.js";
+import { isAbsent, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
 import { copyBlob, copyRaw, copyRow, copyWrite, mergeWrites, sizeOf } from "./fresh-rows.js";
 
 /** Namespaces kept per saver. */
@@ -357,6 +357,9 @@ export function keepPut(
     const at = baseVersions.indexOf(channel);
     if (own) blobs.push(copyBlob(own));
     else if (base && at >= 0 && base.row.channel_versions[channel] === version) blobs.push(base.blobs[at]);
+    // A version the row lists as stored without a value (schema step 5; a graph's consumed trigger
+    // channels): the read path asks for none, so neither does the entry.
+    else if (isAbsent(row, channel, version)) blobs.push(undefined);
     else return dropNamespace(state, threadId, ns);
   }
   state.written.delete(idKey(threadId, ns, id));
@@ -387,12 +390,13 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
     return keep(state, key, { ...entry, rows: kept, bytes: 0 });
   }
   // A checkpoint older than the window's newest and not in it changes no kept checkpoint (it is not
-  // stored, or below the window); a newer one's writes are kept for its put.
+  // stored, or below the window); a newer one's writes are kept for its put (a graph with async
+  // durability stores a step's writes before its checkpoint). A newer one is not stored yet: the
+  // window's newest is the namespace's, as the lease proves, so the window stays as it is.
   const newest = entry?.rows[0]?.row.checkpoint_id;
   if (newest && id < newest) return;
   const known = state.written.get(idKey(threadId, ns, id));
   remember(state, idKey(threadId, ns, id), known === null ? null : mergeWrites(known ?? [], rows));
-  if (newest) dropNamespace(state, threadId, ns);
 }
 
 /**
