@@ -8,6 +8,7 @@ import { encryptionSuite } from "./suites/encryption.js";
 import { historySuite } from "./suites/history.js";
 import { journalSuite } from "./suites/journal.js";
 import { loadSuite } from "./suites/load.js";
+import { longTasksSuite } from "./suites/long-tasks.js";
 import { peersSuite } from "./peers/suite.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
@@ -28,6 +29,7 @@ const suites: Suite[] = [
   storeSuite,
   threadsSuite,
   loadSuite,
+  longTasksSuite,
 ];
 
 // Run only when named (`npm run bench -- peers`): minutes of seeding four savers.
