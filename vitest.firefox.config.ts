@@ -7,7 +7,7 @@ import { configuredDepth } from "./test/support/depth-config.js";
  * graph scenarios, the runs module, and the security suites that depend
  * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
  * OPFS, key rotation, structural binding, export binding and the attacks on
- * stored rows; the golden databases of schema version 3 and of row format 1, and the latest
+ * stored rows; the golden databases of schema versions 3 and 5 and of row formats 1 and 2, and the latest
  * read's guess against another tab's writes. `npm run test:firefox` (test/firefox/run.mjs). IndexedDB
  * needs a real origin, which the fixed API host and port give.
  */
@@ -25,8 +25,14 @@ export default defineConfig({
       "test/suites/chain-binding.test.ts",
       "test/suites/export-binding.test.ts",
       "test/suites/security.test.ts",
+      // Attacks on row format 2's inline values and row binding 4's parent_writes.
+      "test/suites/inline-attacks.test.ts",
+      "test/suites/parent-writes-attacks.test.ts",
       "test/suites/golden-schema3.test.ts",
       "test/suites/golden-format1.test.ts",
+      // This round's formats: row format 2 (values inline) and schema step 5 (rows listing versions without a value).
+      "test/suites/golden-format2.test.ts",
+      "test/suites/golden-schema5.test.ts",
       // Values of every size in format-1 goldens (Node and Chromium read them at either depth):
       // about 6 s of Firefox's one page, so at the full depth only.
       ...(configuredDepth() === "full" ? ["test/suites/golden-format1-sizes.test.ts"] : []),
