@@ -11,29 +11,21 @@
  *
  *     npx vitest run -c test/golden/generate-format1.config.ts
  */
-import { writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { it } from "vitest";
-import { EncryptedSerializer, IndexedDBSaver } from "../../src/index.js";
-import { MemoryJournalBackend } from "../../src/journal.js";
+import { EncryptedSerializer } from "../../src/index.js";
 import { readFormat1Extras, writeRunsThread } from "./format1.js";
 import { writeSaverScenario } from "./saver-golden.js";
-import { RAW_KEY, dumpDatabase, readSaver, toBase64 } from "./shared.js";
+import { RAW_KEY, readSaver } from "./shared.js";
+import { writeJournalGolden } from "./write-golden.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-
-async function writeFormat1Golden(file: string, dbName: string, serde?: SerializerProtocol): Promise<void> {
-  const saver = new IndexedDBSaver({ dbName, journal: "memory", ...(serde ? { serde } : {}) });
-  await writeSaverScenario(saver);
-  await writeRunsThread(saver);
-  const expected = { ...(await readSaver(saver)), ...(await readFormat1Extras(saver)) };
-  await saver.close();
-  const journal = MemoryJournalBackend.file(dbName);
-  if (!journal) throw new Error(`no journal was kept for ${dbName}`);
-  const dump = await dumpDatabase(indexedDB, dbName);
-  writeFileSync(join(here, file), JSON.stringify({ dbName, dump, journal: toBase64(journal), expected }, null, 1) + "\n");
+/** Writes one golden file (see write-golden.ts). */
+function writeFormat1Golden(file: string, dbName: string, serde?: SerializerProtocol): Promise<void> {
+  return writeJournalGolden(file, dbName, serde, async (saver) => {
+    await writeSaverScenario(saver);
+    await writeRunsThread(saver);
+    return { ...(await readSaver(saver)), ...(await readFormat1Extras(saver)) };
+  });
 }
 
 it("writes the row format 1 golden files", async () => {

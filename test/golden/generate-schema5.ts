@@ -8,27 +8,19 @@
  *
  *     npx vitest run -c test/golden/generate-schema5.config.ts
  */
-import { writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { it } from "vitest";
-import { EncryptedSerializer, IndexedDBSaver } from "../../src/index.js";
-import { MemoryJournalBackend } from "../../src/journal.js";
+import { EncryptedSerializer } from "../../src/index.js";
 import { readAbsentThread, writeAbsentThread } from "./schema5.js";
-import { RAW_KEY, dumpDatabase, toBase64 } from "./shared.js";
+import { RAW_KEY } from "./shared.js";
+import { writeJournalGolden } from "./write-golden.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-
-async function writeSchema5Golden(file: string, dbName: string, serde?: SerializerProtocol): Promise<void> {
-  const saver = new IndexedDBSaver({ dbName, journal: "memory", ...(serde ? { serde } : {}) });
-  await writeAbsentThread(saver);
-  const expected = await readAbsentThread(saver);
-  await saver.close();
-  const journal = MemoryJournalBackend.file(dbName);
-  if (!journal) throw new Error(`no journal was kept for ${dbName}`);
-  const dump = await dumpDatabase(indexedDB, dbName);
-  writeFileSync(join(here, file), JSON.stringify({ dbName, dump, journal: toBase64(journal), expected }, null, 1) + "\n");
+/** Writes one golden file (see write-golden.ts). */
+function writeSchema5Golden(file: string, dbName: string, serde?: SerializerProtocol): Promise<void> {
+  return writeJournalGolden(file, dbName, serde, async (saver) => {
+    await writeAbsentThread(saver);
+    return readAbsentThread(saver);
+  });
 }
 
 it("writes the schema version 5 golden files", async () => {
