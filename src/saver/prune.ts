@@ -8,7 +8,7 @@ import type { SaverContext } from "./context.js";
 import { getTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
-import { assertVersionsMatch, decodeCheckpoint, decodeMetadata, encode, rowRef } from "../rows/codec.js";
+import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
@@ -18,6 +18,7 @@ import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
 import { checkpointIdentity } from "../core/identity.js";
 import { authenticates } from "./verify.js";
+import { verifyInlineVersions } from "./verify-runs.js";
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -131,14 +132,8 @@ async function pruneThread(
 
   const doomed = rows.filter((row) => !keep.has(checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)));
   if (doomed.length === 0 && snapshots.length === 0) return;
-  // A doomed row's clear versions decide which of its inline values move to blob rows for the checkpoints
-  // kept: an edited one would move a value where nothing names it, and it would be gone. Check them.
-  if (sealed)
-    await Promise.all(
-      doomed
-        .filter((row) => row.inline !== undefined)
-        .map(async (row) => assertVersionsMatch(row, await decodeCheckpoint(serde, row), true)),
-    );
+  // The doomed rows' clear versions decide which of their inline values move to blob rows: check them.
+  if (sealed) await Promise.all(doomed.map((row) => verifyInlineVersions(serde, row)));
   await ctx.writes.write(
     THREAD_STORES,
     async (tx) => {

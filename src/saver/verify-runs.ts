@@ -7,6 +7,7 @@
  * rows when it goes, for the checkpoints left that name them.
  */
 import { checkpointIdentity } from "../core/identity.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { assertVersionsMatch, decodeCheckpoint, decodeMetadata, sameVersions } from "../rows/codec.js";
 import type { CheckpointRow, TypedBytes, Version } from "../rows/shapes.js";
@@ -42,13 +43,8 @@ export async function verifiedRunRows(
   await Promise.all(
     rows.map(async (row) => {
       const holdsInline = row.inline !== undefined;
-      const [metadata, checkpoint] = await Promise.all([
-        decodeMetadata(serde, row),
-        holdsInline ? decodeCheckpoint(serde, row) : undefined,
-      ]);
+      const [metadata] = await Promise.all([decodeMetadata(serde, row), verifyInlineVersions(serde, row)]);
       verifyRunId(row, metadata);
-      // An edited version would leave a value a checkpoint left still names behind when the row goes: lost.
-      if (checkpoint) assertVersionsMatch(row, checkpoint, true);
       verified.set(rowIdentity(row), {
         metadata: row.metadata,
         ...(holdsInline && { versions: row.channel_versions }),
@@ -56,6 +52,18 @@ export async function verifiedRunRows(
     }),
   );
   return verified;
+}
+
+/**
+ * Under encryption, before `row` is deleted: if it holds values inline, its
+ * clear channel versions match its sealed checkpoint (they decide which of
+ * those values move to blob rows for the checkpoints left; an edited one
+ * would leave a value they name behind, lost with the row), else a
+ * `DecryptionError`. Nothing to check for a row without inline values.
+ */
+export async function verifyInlineVersions(serde: SerializerProtocol, row: CheckpointRow): Promise<void> {
+  if (row.inline === undefined) return;
+  assertVersionsMatch(row, await decodeCheckpoint(serde, row), true);
 }
 
 /** A checkpoint row's identity across threads. */
