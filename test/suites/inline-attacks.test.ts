@@ -74,6 +74,34 @@ async function readAll(dbName: string): Promise<Record<Id, unknown>> {
   return out;
 }
 
+/**
+ * Thread t: c1 (a "one"), c2 holding a "two" inline, c3 naming c2's value, each of a run of its own (r1-r3);
+ * then, the saver closed, c2's clear versions edited to a: 7, which would move its value to a blob row at
+ * version 7 that c3 does not name (gone with the row). `attacked` is a saver on that database; `undo` closes
+ * it, puts c2 back and resolves to a new saver that reads c3 whole.
+ */
+async function holderVersionsEdited(name: string) {
+  const dbName = freshDbName(name);
+  const saver = await saverOn(dbName);
+  const ofRun = (run_id: string) => ({ ...meta, run_id }) as typeof meta;
+  const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), ofRun("r1"), { a: 1 });
+  const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), ofRun("r2"), { a: 2 });
+  await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), ofRun("r3"), {});
+  await saver.close();
+  const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
+  expect(Object.keys(holder.inline!)).toEqual(["a"]);
+  await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: { a: 7 } }]);
+  const attacked = await saverOn(dbName);
+  const undo = async (): Promise<IndexedDBSaver> => {
+    await attacked.close();
+    await putRaw(dbName, "checkpoints", [holder]);
+    const reader = await saverOn(dbName);
+    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    return reader;
+  };
+  return { dbName, attacked, undo };
+}
+
 describe("values held inline (row format 2) under attack, encrypted", () => {
   it("copied to a younger row at the same version: reads as before; held under another channel, or swapped with a blob row of the same version: fails closed", async () => {
     const { dbName, row, blob } = await thread();
@@ -150,44 +178,18 @@ describe("values held inline (row format 2) under attack, encrypted", () => {
   });
 
   it("the row holding a value with its clear channel versions edited, then its run deleted: deleteForRuns fails closed and deletes nothing, so the value later checkpoints name is not lost", async () => {
-    const dbName = freshDbName("inline-attacks-runs");
-    const saver = await saverOn(dbName);
-    const ofRun = (run_id: string) => ({ ...meta, run_id }) as typeof meta;
-    const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), ofRun("r1"), { a: 1 });
-    const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), ofRun("r2"), { a: 2 });
-    await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), ofRun("r3"), {});
-    await saver.close();
-    const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
-    expect(Object.keys(holder.inline!)).toEqual(["a"]);
-    // a: 7 would move c2's value to a blob row at version 7, which c3 does not name: gone with the row.
-    await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: { a: 7 } }]);
-    const attacked = await saverOn(dbName);
+    const { attacked, undo } = await holderVersionsEdited("inline-attacks-runs");
     await expect(attacked.deleteForRuns(["r2"])).rejects.toBeInstanceOf(DecryptionError);
-    await attacked.close();
-    await putRaw(dbName, "checkpoints", [holder]);
-    const reader = await saverOn(dbName);
-    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    const reader = await undo();
     // Undone, the run deletes as it should, its value kept as a blob row for c3.
     await reader.deleteForRuns(["r2"]);
     expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
   });
 
   it("the row holding a value with its clear channel versions edited, then pruned away: prune fails closed and deletes nothing, so the value the kept checkpoint names is not lost", async () => {
-    const dbName = freshDbName("inline-attacks-prune");
-    const saver = await saverOn(dbName);
-    const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), meta, { a: 1 });
-    const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), meta, { a: 2 });
-    await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), meta, {});
-    await saver.close();
-    const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
-    expect(Object.keys(holder.inline!)).toEqual(["a"]);
-    await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: { a: 7 } }]);
-    const attacked = await saverOn(dbName);
+    const { dbName, attacked, undo } = await holderVersionsEdited("inline-attacks-prune");
     await expect(attacked.prune(["t"])).rejects.toBeInstanceOf(DecryptionError);
-    await attacked.close();
-    await putRaw(dbName, "checkpoints", [holder]);
-    const reader = await saverOn(dbName);
-    expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    const reader = await undo();
     // Undone, prune keeps c3 alone, its value kept as a blob row.
     await reader.prune(["t"]);
     expect((await reader.getTuple(at("t")))?.checkpoint.channel_values).toEqual({ a: "two" });
