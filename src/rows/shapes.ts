@@ -73,7 +73,7 @@ export interface CheckpointRow {
    */
   inline?: Record<string, TypedBytes>;
   /** The blob keys of `inline` (`[thread, ns, channel, version]`), indexed multiEntry (`by_value`). */
-  inline_keys?: [string, string, string, Version][];
+  inline_keys?: ValueKey[];
   /**
    * Schema version 5: the blob keys (`[thread, ns, channel, version]`) of
    * channel versions in `channel_versions` known to have no stored value,
@@ -140,7 +140,7 @@ export function isAbsent(row: CheckpointRow, channel: string, version: Version):
   return absentKeysOf(row).some((key) => key[2] === channel && key[3] === version);
 }
 
-/** A key of `absent_keys`: thread, namespace, channel, version. */
+/** A channel value's key: thread, namespace, channel, version (a blob row's, and the entries of `inline_keys` and `absent_keys`). */
 export type ValueKey = [string, string, string, Version];
 
 /**

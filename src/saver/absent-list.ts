@@ -5,7 +5,7 @@
  */
 import type { ChannelVersions } from "@langchain/langgraph-checkpoint";
 import type { PutInput } from "../rows/put-input.js";
-import { isAbsent, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
+import { isAbsent, type BlobRow, type CheckpointRow, type ValueKey } from "../rows/shapes.js";
 
 /**
  * Sets `row.absent_keys` (schema version 5): the versions of the row's
@@ -24,7 +24,7 @@ export function listAbsent(
   stored: BlobRow[],
   parent: CheckpointRow | undefined,
 ): void {
-  const keys: NonNullable<CheckpointRow["absent_keys"]> = [];
+  const keys: ValueKey[] = [];
   for (const [channel, version] of Object.entries(row.channel_versions)) {
     if (stored.some((blob) => blob.channel === channel && blob.version === version)) continue;
     const absent = Object.hasOwn(versions, channel)

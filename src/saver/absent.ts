@@ -7,12 +7,9 @@
  * later stores can make a listed version have one.
  */
 import { issue, storePut } from "../idb/requests.js";
-import { absentKeysOf, type CheckpointRow, type Version } from "../rows/shapes.js";
+import { absentKeysOf, type CheckpointRow, type ValueKey } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { blobKey } from "./reads.js";
-
-/** A blob key: `[thread, ns, channel, version]`. */
-type ValueKey = [string, string, string, Version];
 
 /**
  * Takes each of `keys` off every checkpoint row that lists it, in `tx`;

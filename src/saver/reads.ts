@@ -13,6 +13,7 @@ import {
   isAbsent,
   type BlobRow,
   type CheckpointRow,
+  type ValueKey,
   type Version,
   type WriteRow,
 } from "../rows/shapes.js";
@@ -57,7 +58,7 @@ export function readValue(
   channel: string,
   version: Version,
 ): Promise<BlobRow | undefined> {
-  const key: [string, string, string, Version] = [t, ns, channel, version];
+  const key: ValueKey = [t, ns, channel, version];
   // Every row the index names, not the first: an edited row listing this key must not hide its holder.
   const holders = tx.objectStore("checkpoints").index("by_value").getAll(key);
   return Promise.all([tx.objectStore("blobs").get(key), holders]).then(([blob, rows]) => {

@@ -6,7 +6,7 @@
 import type { DBSchema } from "idb";
 import type { Upgrade } from "../idb/database.js";
 import { issue } from "../idb/requests.js";
-import type { BlobRow, CheckpointRow, MetaRow, ThreadRow, Version, WriteRow } from "../rows/shapes.js";
+import type { BlobRow, CheckpointRow, MetaRow, ThreadRow, ValueKey, WriteRow } from "../rows/shapes.js";
 
 /** The saver's IndexedDB schema, for idb's typed wrappers. */
 export interface SaverSchema extends DBSchema {
@@ -19,12 +19,12 @@ export interface SaverSchema extends DBSchema {
       by_thread_checkpoint: [string, string];
       by_checkpoint: string;
       by_created: number;
-      by_value: [string, string, string, Version];
-      by_absent: [string, string, string, Version];
+      by_value: ValueKey;
+      by_absent: ValueKey;
     };
   };
   blobs: {
-    key: [string, string, string, Version];
+    key: ValueKey;
     value: BlobRow;
   };
   writes: {

@@ -13,7 +13,7 @@ import { deleteUpTo } from "../saver/delete-thread.js";
 import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { removedName, type CheckpointRow, type Tombstone, type Version, type WriteRow } from "../rows/shapes.js";
+import { removedName, type CheckpointRow, type Tombstone, type ValueKey, type WriteRow } from "../rows/shapes.js";
 import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
@@ -131,7 +131,7 @@ export async function applyChanges(
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
       // The keys of the blobs added: rows may list those versions as having no value (saver/absent.ts).
-      const newBlobs: Promise<[string, string, string, Version] | undefined>[] = [];
+      const newBlobs: Promise<ValueKey | undefined>[] = [];
       const special: { wire: WireCheckpoint; write: WireWrite; row: WriteRow }[] = [];
       const pruned = new Set<string>();
       const gone: Promise<CheckpointRow | undefined>[] = [];
@@ -184,12 +184,7 @@ export async function applyChanges(
           const blobKey = `${wire.thread_id}\u0000${blobIdentity(wire.checkpoint_ns, blob.channel, blob.version)}`;
           if (seenBlobs.has(blobKey)) continue;
           seenBlobs.add(blobKey);
-          const key: [string, string, string, Version] = [
-            wire.thread_id,
-            wire.checkpoint_ns,
-            blob.channel,
-            blob.version,
-          ];
+          const key: ValueKey = [wire.thread_id, wire.checkpoint_ns, blob.channel, blob.version];
           const addedBlob = addIfAbsent(blobs, {
             thread_id: wire.thread_id,
             checkpoint_ns: wire.checkpoint_ns,

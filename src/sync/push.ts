@@ -15,7 +15,7 @@ import {
   removedOf,
   type BlobRow,
   type CheckpointRow,
-  type Version,
+  type ValueKey,
   type WriteRow,
 } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
@@ -165,7 +165,7 @@ export async function readCheckpoints(
         ),
       ]);
       const checkpoints = rows.filter((row) => row !== undefined);
-      const wanted = new Map<string, [string, string, string, Version]>();
+      const wanted = new Map<string, ValueKey>();
       for (const row of checkpoints)
         for (const [channel, version] of Object.entries(row.channel_versions))
           wanted.set(`${row.thread_id}\u0000${blobIdentity(row.checkpoint_ns, channel, version)}`, [
