@@ -3,7 +3,6 @@
  * (retryable) while PostgreSQL is down, and serves again once it is back.
  * On a PostgreSQL of its own, since this test stops and restarts it.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser } from "../../test/support/sync/harness.js";
@@ -11,7 +10,13 @@ import { startPostgres, type RunningPostgres } from "../../test/support/postgres
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
 import { transaction } from "./store.js";
-import { bundleForNode, freePort, type ServerBundle } from "../../test/support/sync/convergence-server.js";
+import { Reaper } from "../../test/support/reaper.js";
+import {
+  ServerProcess,
+  bundleForNode,
+  freePort,
+  type ServerBundle,
+} from "../../test/support/sync/convergence-server.js";
 
 let postgres: RunningPostgres;
 let server: SyncServer;
@@ -83,27 +88,6 @@ describe("sync server: its database restarting", () => {
   });
 });
 
-/** Resolves with the first line of `child`'s output matching `pattern`, or rejects after `ms`. */
-function outputMatching(child: ChildProcess, pattern: RegExp, ms: number, seen: { text: string }): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const match = pattern.exec(seen.text);
-      if (!match) return false;
-      clearTimeout(timer);
-      resolve(match[0]);
-      return true;
-    };
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${ms} ms in:\n${seen.text}`)), ms);
-    if (check()) return;
-    const onData = () => void check();
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => {
-      if (!check()) reject(new Error(`exited (${code}) before ${pattern}:\n${seen.text}`));
-    });
-  });
-}
-
 describe("sync server: started while its database is down", () => {
   it("createSyncServer rejects by default, and with waitForDatabase answers 503 until PostgreSQL is up", async () => {
     await postgres.kill();
@@ -138,52 +122,47 @@ describe("sync server: started while its database is down", () => {
 
   describe("the CLI", () => {
     let bundle: ServerBundle;
+    let reaper: Reaper;
     beforeAll(async () => {
+      reaper = new Reaper();
       bundle = await bundleForNode("src/sync-server/cli.ts", "restart-cli");
     }, 60_000);
-    afterAll(() => bundle?.remove());
-
-    function startCli(databaseUrl: string, port: number): { child: ChildProcess; seen: { text: string } } {
-      const child = spawn(process.execPath, [bundle.cli], {
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, DATABASE_URL: databaseUrl, SYNC_TOKENS: "cli-token=cli-user", PORT: String(port) },
-      });
-      const seen = { text: "" };
-      child.stdout!.on("data", (chunk: Buffer) => void (seen.text += chunk.toString()));
-      child.stderr!.on("data", (chunk: Buffer) => void (seen.text += chunk.toString()));
-      return { child, seen };
-    }
+    afterAll(async () => {
+      bundle?.remove();
+      await reaper?.close();
+    });
 
     it("started before PostgreSQL, it listens, answers 503, never exits, and serves once the database is up", async () => {
       await postgres.kill();
-      const port = await freePort();
-      const { child, seen } = startCli(postgres.url, port);
-      const exited = new Promise<number | null>((done) => child.once("exit", done));
+      const server = new ServerProcess(await freePort(), bundle, postgres.url, "restart", reaper);
       try {
-        await outputMatching(child, /listening on/, 15_000, seen);
-        await outputMatching(child, /cannot reach the database \(.*ECONNREFUSED.*\); trying again/, 5_000, seen);
-        const base = `http://127.0.0.1:${port}`;
-        expect((await hello("cli-token", base)).status).toBe(503);
+        await server.start(["cli-user"]);
+        await server.waitFor(/cannot reach the database \(.*ECONNREFUSED.*\); trying again/, 5_000);
+        const base = `http://127.0.0.1:${server.port}`;
+        expect((await hello("token-of-cli-user", base)).status).toBe(503);
         // Several attempts later it is still there.
         await new Promise((done) => setTimeout(done, 1000));
-        expect(child.exitCode).toBeNull();
+        expect(server.alive).toBe(true);
         await postgres.restart();
-        await outputMatching(child, /database ready/, 10_000, seen);
-        expect(await hello("cli-token", base)).toMatchObject({ status: 200, body: { v: SYNC_PROTOCOL_VERSION } });
-        child.kill("SIGTERM");
-        expect(await exited).toBe(0);
+        await server.ready(10_000);
+        expect(await hello("token-of-cli-user", base)).toMatchObject({
+          status: 200,
+          body: { v: SYNC_PROTOCOL_VERSION },
+        });
+        expect(await server.stop()).toBe(0);
       } finally {
-        child.kill("SIGKILL");
+        await server.kill();
         await postgres.restart().catch(() => undefined);
       }
     }, 40_000);
 
     it("a failure waiting cannot mend (a database that does not exist) ends it with the reason", async () => {
-      const port = await freePort();
-      const { child, seen } = startCli(postgres.url.replace(/\/[^/?]*(\?|$)/, "/no_such_database$1"), port);
-      const code = await new Promise<number | null>((done) => child.once("exit", done));
-      expect(code).toBe(1);
-      expect(seen.text).toMatch(/cannot set up the database: .*no_such_database/);
+      const noDatabase = postgres.url.replace(/\/[^/?]*(\?|$)/, "/no_such_database$1");
+      const server = new ServerProcess(await freePort(), bundle, noDatabase, "restart-nodb", reaper);
+      // It may exit before or after it says it listens: its output says why either way.
+      await server.start(["cli-user"]).catch(() => undefined);
+      await server.waitFor(/cannot set up the database: .*no_such_database[\s\S]*\[exited: 1\]/, 20_000);
+      expect(server.alive).toBe(false);
     }, 30_000);
   });
 });

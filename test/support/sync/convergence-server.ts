@@ -153,17 +153,35 @@ export class ServerProcess {
   }
 
   /**
+   * Resolves once this start's output matches `pattern`; rejects after `ms`,
+   * or once the process has exited without printing it.
+   */
+  async waitFor(pattern: RegExp, ms = 15_000): Promise<void> {
+    const until = performance.now() + ms;
+    while (!pattern.test(this.#output.slice(this.#startedAt))) {
+      if (!this.#child) throw new Error(`sync server on port ${this.port} exited before ${pattern}:\n${this.output}`);
+      if (performance.now() > until)
+        throw new Error(`sync server on port ${this.port}: no ${pattern} within ${ms} ms:\n${this.output}`);
+      await new Promise((done) => setTimeout(done, 25));
+    }
+  }
+
+  /**
    * Resolves once the running process has reached its database (it listens
    * before that, answering 503, when started while PostgreSQL is down).
    */
-  async ready(ms = 15_000): Promise<void> {
-    const until = performance.now() + ms;
-    while (!this.#output.includes("database ready", this.#startedAt)) {
-      if (!this.#child) throw new Error(`sync server on port ${this.port} is not running:\n${this.output}`);
-      if (performance.now() > until)
-        throw new Error(`sync server on port ${this.port} did not reach its database in ${ms} ms:\n${this.output}`);
-      await new Promise((done) => setTimeout(done, 25));
-    }
+  ready(ms = 15_000): Promise<void> {
+    return this.waitFor(/database ready/, ms);
+  }
+
+  /** Asks the process to stop (SIGTERM, as a deployment would) and resolves with its exit code once it is gone. */
+  async stop(): Promise<number | null> {
+    const child = this.#child;
+    if (!child) return null;
+    this.#child = undefined;
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    child.kill("SIGTERM");
+    return exited;
   }
 
   /** Kills the process group at once (SIGKILL) and waits for the process to be gone. */
