@@ -55,6 +55,8 @@ interface Job<Schema extends DBSchema, Note> {
   mergeable: boolean;
   /** Usually followed by a write it can share a transaction with. */
   leads: boolean;
+  /** Removes and changes nothing others rely on (see `Database.write`). */
+  additive: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -80,6 +82,8 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
    * write is usually followed at once by another (see the module's note).
    * `note`: shown to `work` of every write sharing the transaction; a write
    * that notes a check must make it, and fail the transaction when it fails.
+   * `additive`: see `Database.write`; a shared transaction is additive only
+   * if every write in it is.
    */
   write<R>(
     stores: StoreNames<Schema>[],
@@ -88,6 +92,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
     mergeable = true,
     leads = false,
     note?: Note,
+    additive = false,
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({
@@ -97,6 +102,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
         action,
         mergeable,
         leads: mergeable && leads,
+        additive,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
@@ -136,7 +142,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
   async #runAlone(job: Job<Schema, Note>): Promise<void> {
     const notes = [job.note];
     try {
-      job.resolve(await this.#db.write(job.stores, (tx) => job.work(tx, notes), job.action));
+      job.resolve(await this.#db.write(job.stores, (tx) => job.work(tx, notes), job.action, job.additive));
     } catch (error) {
       job.reject(error);
     }
@@ -153,6 +159,7 @@ export class WriteBatcher<Schema extends DBSchema, Note = never> {
         // go out in that order.
         (tx) => Promise.all(batch.map((job) => job.work(tx, notes))),
         `${batch[0]!.action} (with ${batch.length - 1} more writes)`,
+        batch.every((job) => job.additive),
       );
     } catch {
       // The shared transaction rolled back all of them: one each.

@@ -117,6 +117,9 @@ export class Database<Schema extends DBSchema> {
   /** Writes started, and writes not yet settled: see {@link Database.writeMark}. */
   #writesStarted = 0;
   #writesInFlight = 0;
+  /** Writes not flagged additive settled, and those not yet settled: see {@link Database.exclusiveMark}. */
+  #exclusiveSettled = 0;
+  #exclusiveOpen = 0;
   /** Connections opened and dropped: see {@link Database.connectionMark}. */
   #connections = 0;
   /** Listeners told when another tab asks us to close for its upgrade. */
@@ -223,14 +226,43 @@ export class Database<Schema extends DBSchema> {
     return this.#run(stores, "readonly", work, action);
   }
 
-  /** Runs `work` in a read-write transaction and resolves once it commits. */
-  write<R>(stores: StoreNames<Schema>[], work: TxWork<Schema, "readwrite", R>, action: string): Promise<R> {
+  /**
+   * Runs `work` in a read-write transaction and resolves once it commits.
+   * `additive`: the caller vouches that the write removes and changes
+   * nothing another write relies on being there (see {@link exclusiveMark}).
+   */
+  write<R>(
+    stores: StoreNames<Schema>[],
+    work: TxWork<Schema, "readwrite", R>,
+    action: string,
+    additive = false,
+  ): Promise<R> {
     this.#writesStarted++;
     this.#writesInFlight++;
+    if (!additive) this.#exclusiveOpen++;
     const done = this.#run(stores, "readwrite", work, action);
-    const settle = () => void this.#writesInFlight--;
+    const settle = () => {
+      this.#writesInFlight--;
+      if (additive) return;
+      this.#exclusiveOpen--;
+      this.#exclusiveSettled++;
+    };
     done.then(settle, settle);
     return done;
+  }
+
+  /**
+   * A mark that changes whenever a write not flagged additive (a delete, a
+   * prune, a key change, rows replaced) settles, or undefined while one is
+   * pending: from its call to its settling, so one that waits for the
+   * connection or the lease counts too. A fact proven about the database
+   * under a mark (a row exists, a record is unchanged) still holds for a
+   * transaction created while the mark is unchanged, as far as this
+   * connection's writes go (saver/fresh-cache.ts: puts that skip their
+   * guard reads).
+   */
+  get exclusiveMark(): number | undefined {
+    return this.#exclusiveOpen === 0 ? this.#exclusiveSettled : undefined;
   }
 
   /**

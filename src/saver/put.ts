@@ -125,20 +125,26 @@ export async function put(
     listAbsent(row, input, versions, storedValues, carried);
     const markFormat = row.inline !== undefined && ctx.rowFormat !== SAVER_FORMAT;
 
+    // Whether the last transaction's guard reads were proven from memory instead of made (fresh-cache.ts).
+    let proven = false;
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
     const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
       ctx.writes.write(
         ["checkpoints", "blobs", "threads", "meta"],
         async (tx) => {
+          const checkpoints = tx.objectStore("checkpoints");
+          // The versions listed as carried over from the parent without a value.
+          const listed = (carried && row.absent_keys?.filter(([, , c]) => !Object.hasOwn(versions, c))) || [];
+          // What the guard reads below would find, when this saver can prove it from memory as the
+          // transaction is created (fresh-cache.ts): then the put issues writes only.
+          proven = freshModule()?.provesPut(ctx, serde, bound.keyId, threadId, checkpointNs, parentId, listed) ?? false;
           // Every request goes out in this tick, the reads first: in the
           // common case (the parent there) the put costs one round trip.
-          const keyRead = tx.objectStore("meta").get("key");
-          const checkpoints = tx.objectStore("checkpoints");
+          const keyRead = proven ? undefined : tx.objectStore("meta").get("key");
           // The parent's row when this one lists versions carried over from it without a value, to check them
           // against it (no request more: its result is awaited anyway); else only its key.
-          const listed = (carried && row.absent_keys?.filter(([, , c]) => !Object.hasOwn(versions, c))) || [];
           const parentRead =
-            parentId === undefined
+            parentId === undefined || proven
               ? undefined
               : checkpoints[listed.length > 0 ? "get" : "getKey"]([threadId, checkpointNs, parentId]);
           // Version 4: a row put again keeps its chain, which its children hash (chain.ts).
@@ -163,10 +169,12 @@ export async function put(
               }),
             );
           }
+          if (proven && !selfRead) return;
           const [key, parent, self] = await Promise.all([keyRead, parentRead, selfRead]);
+          if (self && self.chain !== row.chain) throw new Rechain();
+          if (proven) return;
           // Sealed under a key another tab retired: roll back, bind again.
           checkKeyRow(ctx, bound, key);
-          if (self && self.chain !== row.chain) throw new Rechain();
           // Listed as carried over without a value while the parent row no longer lists it: list again from it.
           if (listed.length > 0 && parent && !listed.every(([, , c, v]) => isAbsent(parent as CheckpointRow, c, v))) {
             carried = parent as CheckpointRow;
@@ -182,8 +190,10 @@ export async function put(
         "put checkpoint",
         true,
         false,
-        // Its key and parent checks cover pending writes to the parent in its transaction (PutChecks).
+        // Its key and parent checks (made or proven) cover pending writes to the parent in its transaction (PutChecks).
         parentId === undefined ? undefined : { threadId, checkpointNs, parentId, keyId: bound.keyId },
+        // It removes nothing: a put's parent and the key stay as they were (idb/database.ts).
+        true,
       );
 
     /**
@@ -227,6 +237,8 @@ export async function put(
         await writeRow(stored, true);
       }
       if (markFormat) ctx.rowFormat = SAVER_FORMAT;
+      // Its transaction read the key record: later puts under the same lease need not.
+      if (!proven) freshModule()?.keyChecked(ctx, ticket, serde, bound.keyId);
       written = { serde, blobs: [...blobs, ...unchanged], row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
@@ -376,6 +388,9 @@ export async function putWrites(
         "put writes",
         true,
         // The checkpoint of this superstep usually follows: share its commit.
+        true,
+        undefined,
+        // Pending writes remove no checkpoint and leave the key as it is.
         true,
       );
       freshModule()?.keepWrites(ctx, ticket, rows, true);

@@ -1,0 +1,127 @@
+/**
+ * A put skips its guard reads (the key record, its parent's key) when the
+ * saver proves both from memory as the transaction is created
+ * (fresh-cache.ts `provesPut`): it holds the write lease, a put of its own
+ * found the key under that lease, and it stored or kept the parent since.
+ * These tests check that the reads go, and that every write that could make
+ * the proof wrong brings them back: another saver's write (the lease
+ * changes hands), and this saver's own deletes, prunes and runs deletions
+ * issued while the put waits, whose rows the put must not hang off.
+ * Runs in Node (fake-indexeddb) and Chromium.
+ */
+import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { describe, expect, it } from "vitest";
+import { IndexedDBSaver } from "./index.js";
+import { countRequests } from "../../bench/requests.js";
+import { freshDbName, trackSavers } from "../../test/support/databases.js";
+
+const track = trackSavers<IndexedDBSaver>();
+
+const root = (thread_id: string): RunnableConfig => ({ configurable: { thread_id, checkpoint_ns: "" } });
+
+/**
+ * Puts a checkpoint after `parent` (or the thread's first) whose `a` is `value` at `version`, in run
+ * `runId`; `b` is the first put's, carried over unchanged (its value is stored with the first).
+ */
+function putStep(saver: IndexedDBSaver, parent: RunnableConfig, value: string, version: number, runId = "run-1") {
+  const metadata: CheckpointMetadata & { run_id: string } = {
+    source: "loop",
+    step: version,
+    parents: {},
+    run_id: runId,
+  };
+  const checkpoint = {
+    ...emptyCheckpoint(),
+    id: uuid6(0),
+    channel_values: { a: value, b: "b1" },
+    channel_versions: { a: version, b: 1 },
+  };
+  return saver.put(parent, checkpoint, metadata, version === 1 ? { a: 1, b: 1 } : { a: version });
+}
+
+/** The guard reads among `counts`: the key record's `get` and the parent's `getKey`. */
+const guardReads = (counts: Record<string, number>) => (counts.get ?? 0) + (counts.getKey ?? 0);
+
+/** A saver with three puts on thread "t" behind it: the third is proven. Returns it and the last config. */
+async function warmed(dbName = freshDbName("put-proof")) {
+  const saver = track(new IndexedDBSaver({ dbName }));
+  let config = await putStep(saver, root("t"), "a1", 1);
+  config = await putStep(saver, config, "a2", 2);
+  config = await putStep(saver, config, "a3", 3);
+  return { saver, config, dbName };
+}
+
+/**
+ * Thread "t"'s checkpoints that a reader cannot use: one without a value of
+ * its channels (a put that carried `b` over from a parent that went), or one
+ * whose parent is gone when `whole` (a removal that leaves no parent behind
+ * must leave no child either).
+ */
+async function broken(saver: IndexedDBSaver, whole: boolean): Promise<string[]> {
+  const tuples = [];
+  for await (const tuple of saver.list(root("t"))) tuples.push(tuple);
+  const ids = new Set(tuples.map((tuple) => tuple.checkpoint.id));
+  return tuples
+    .filter((tuple) => {
+      const parent = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+      const values = tuple.checkpoint.channel_values;
+      return values.a === undefined || values.b !== "b1" || (whole && parent !== undefined && !ids.has(parent));
+    })
+    .map((tuple) => tuple.checkpoint.id);
+}
+
+describe("a put's guard reads proven from memory", () => {
+  it("go once the saver has put the parent under the lease, and the put still lands", async () => {
+    const { saver, config } = await warmed();
+    let next: RunnableConfig | undefined;
+    const counts = await countRequests(async () => void (next = await putStep(saver, config, "a4", 4)));
+    expect(guardReads(counts)).toBe(0);
+    expect(counts.put).toBeGreaterThan(0);
+    const latest = await saver.getTuple(root("t"));
+    expect(latest?.checkpoint.id).toBe(next?.configurable?.checkpoint_id);
+    expect(latest?.checkpoint.channel_values).toEqual({ a: "a4", b: "b1" });
+    expect(latest?.parentConfig?.configurable?.checkpoint_id).toBe(config.configurable?.checkpoint_id);
+  });
+
+  it("come back after another saver on the database writes (the lease changed hands)", async () => {
+    const { saver, config, dbName } = await warmed();
+    const other = track(new IndexedDBSaver({ dbName }));
+    await putStep(other, root("elsewhere"), "x", 1);
+    const counts = await countRequests(() => putStep(saver, config, "a4", 4));
+    expect(guardReads(counts)).toBeGreaterThanOrEqual(2);
+  });
+
+  it("come back when another saver deleted the thread, and the put is dropped as a late write", async () => {
+    const { saver, config, dbName } = await warmed();
+    const other = track(new IndexedDBSaver({ dbName }));
+    await other.deleteThread("t");
+    await putStep(saver, config, "a4", 4);
+    expect(await saver.getTuple(root("t"))).toBeUndefined();
+  });
+
+  // This saver's own removals, issued while the put is on its way: however they interleave, every stored
+  // checkpoint reads back whole (the put rolls back as a late write, or stores every value), and after a
+  // deleteThread none hangs off a deleted one.
+  const removals: [string, (saver: IndexedDBSaver) => Promise<void>, boolean][] = [
+    ["deleteThread", (saver) => saver.deleteThread("t"), true],
+    ["deleteForRuns", (saver) => saver.deleteForRuns(["run-1"]), false],
+    ["prune keeping none", (saver) => saver.prune(["t"], { strategy: "delete" }), false],
+  ];
+  for (const [name, remove, whole] of removals) {
+    it(`leave every checkpoint whole when this saver's ${name} removes rows meanwhile`, async () => {
+      // The put issued before the removal, with it, and a few microtasks to a few tasks after it.
+      for (let delay = -1; delay < 8; delay++) {
+        const { saver, config } = await warmed();
+        const put = delay < 0 ? putStep(saver, config, "a4", 4, "run-2") : undefined;
+        const removal = remove(saver);
+        for (let i = 0; i < delay; i++) await (i < 4 ? Promise.resolve() : new Promise((r) => setTimeout(r, 0)));
+        await Promise.all([removal, put ?? putStep(saver, config, "a4", 4, "run-2")]);
+        expect(await broken(saver, whole)).toEqual([]);
+        // A put after the removal, on the config the run holds, must not take the removed parent as proven.
+        await putStep(saver, config, "a5", 5, "run-2");
+        expect(await broken(saver, whole)).toEqual([]);
+      }
+    });
+  }
+});
