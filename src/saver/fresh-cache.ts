@@ -58,8 +58,9 @@ import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
 import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
-import { isAbsent, type BlobRow, type CheckpointRow, type ValueKey, type WriteRow } from "../rows/shapes.js";
+import { isAbsent, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
 import { copyBlob, copyRaw, copyRow, copyWrite, mergeWrites, sizeOf } from "./fresh-rows.js";
+import { closeProofs } from "./put-proof.js";
 
 /** Namespaces kept per saver. */
 export const MAX_ENTRIES = 64;
@@ -113,16 +114,6 @@ interface FreshState {
   connection: number;
   /** The database's exclusive-write mark when last looked at (see {@link exclusiveSynced}). */
   exclusiveSeen: number | undefined;
-  /**
-   * Per namespace, the row this saver's last put committed under the lease
-   * (held from before its transaction to after its commit), with the lease
-   * epoch: stored still while that epoch lasts. Unlike the windows, these
-   * survive this saver's own put notices (which remove nothing); whatever
-   * else drops everything, or a notice from another tab, clears them.
-   */
-  stored: Map<string, { row: CheckpointRow; epoch: number }>;
-  /** A put's transaction found the key record naming `keyId` under this lease epoch (cleared as `stored`). */
-  keyProof: { epoch: number; serde: SerializerProtocol; keyId: string | undefined } | undefined;
 }
 
 const states = new WeakMap<SaverContext, FreshState>();
@@ -145,8 +136,6 @@ function stateOf(ctx: SaverContext): FreshState | undefined {
       lostTrack: false,
       connection: ctx.db.connectionMark,
       exclusiveSeen: ctx.db.exclusiveMark,
-      stored: new Map(),
-      keyProof: undefined,
     });
     states.set(ctx, created);
     lease.lease.onLost(() => dropAll(created));
@@ -169,7 +158,7 @@ function stateOf(ctx: SaverContext): FreshState | undefined {
  * flagged additive) has started or settled since the last look; true when
  * none is pending and none settled since. Its own change notice drops the
  * thread's entries too, but only after its caller resumes: a put's guard
- * proof ({@link provesPut}) must not trust the rows such a write removes
+ * proof (put-proof.ts) must not trust the rows such a write removes
  * from the moment its transaction may exist.
  */
 function exclusiveSynced(ctx: SaverContext, state: FreshState): boolean {
@@ -183,8 +172,6 @@ function exclusiveSynced(ctx: SaverContext, state: FreshState): boolean {
 const changeListeners = new WeakMap<FreshState, (change: CheckpointChange) => void>();
 
 function onFeed(state: FreshState, change: CheckpointChange): void {
-  // Tabs write under the lease, so this is a fallback (builds without it): trust nothing proven.
-  if (change.remote) forgetProofs(state);
   if (!change.remote && change.kind === "put" && change.checkpointNs !== undefined) {
     const entry = state.entries.get(nsKey(change.threadId, change.checkpointNs));
     if (entry?.ownPut !== undefined && entry.ownPut === change.checkpointId) {
@@ -202,14 +189,7 @@ function remove(state: FreshState, key: string): void {
   state.entries.delete(key);
 }
 
-/** Forgets what puts take as proven (see `stored` and `keyProof`). */
-function forgetProofs(state: FreshState): void {
-  state.stored.clear();
-  state.keyProof = undefined;
-}
-
 function dropAll(state: FreshState): void {
-  forgetProofs(state);
   state.generation++;
   state.entries.clear();
   state.bytes = 0;
@@ -290,59 +270,17 @@ function servable(ctx: SaverContext, threadId: string, ns: string, serde: Serial
 }
 
 /**
- * Whether a put about to create its transaction now may skip its guard
- * reads (put.ts): the key record still names `keyId` (a put's transaction
- * of this saver found it so, under the lease held since, with nothing
- * dropped since), and its parent `parentId` is stored (a checkpoint of the
- * namespace's kept window, or the row its last put stored) and lists the
- * versions of `listed` as stored without a value. Called synchronously where the transaction is created:
- * every write of another saver waits for the lease, and every write of this
- * one that could remove the parent or change the key is not additive, so
- * while one is pending, or once one has settled, nothing is proven.
+ * The row of `parentId` in its namespace's kept window, if provably current
+ * and kept for `serde`: a put's parent proven stored (put-proof.ts).
  */
-export function provesPut(
+export function windowParent(
   ctx: SaverContext,
-  serde: SerializerProtocol,
-  keyId: string | undefined,
   threadId: string,
-  ns: string,
-  parentId: string | undefined,
-  listed: readonly ValueKey[],
-): boolean {
-  const state = states.get(ctx);
-  const lease = leaseOf(ctx.db)?.lease;
-  if (!state || !lease?.held || state.connection !== ctx.db.connectionMark || !exclusiveSynced(ctx, state)) {
-    return false;
-  }
-  const key = state.keyProof;
-  if (!key || key.epoch !== lease.epoch || key.serde !== serde || key.keyId !== keyId) return false;
-  if (parentId === undefined) return true;
-  const nsId = nsKey(threadId, ns);
-  const entry = state.entries.get(nsId);
-  const last = state.stored.get(nsId);
-  const parent =
-    last?.row.checkpoint_id === parentId && last.epoch === lease.epoch
-      ? last.row
-      : entry?.serde === serde
-        ? entry.rows.find((raw) => raw.row.checkpoint_id === parentId)?.row
-        : undefined;
-  return parent !== undefined && listed.every(([, , channel, version]) => isAbsent(parent, channel, version));
-}
-
-/**
- * Notes that a put's committed transaction read the key record and found it
- * naming `keyId`, if the lease was held throughout (`t`, taken before the
- * transaction existed) and nothing was dropped: {@link provesPut} relies on it.
- */
-export function keyChecked(
-  ctx: SaverContext,
-  t: FreshTicket | undefined,
+  checkpointNs: string,
   serde: SerializerProtocol,
-  keyId: string | undefined,
-): void {
-  const state = states.get(ctx);
-  if (!state || !valid(ctx, state, t)) return;
-  state.keyProof = { epoch: t.epoch, serde, keyId };
+  parentId: string,
+): CheckpointRow | undefined {
+  return servable(ctx, threadId, checkpointNs, serde)?.rows.find((raw) => raw.row.checkpoint_id === parentId)?.row;
 }
 
 /** The kept rows of a namespace's latest checkpoint (copies), if provably current and kept for `serde`. */
@@ -391,6 +329,7 @@ export function freshList(
 }
 
 export { copyRaw } from "./fresh-rows.js";
+export { proofToken, provePut, noteKey, notePut, forgetPut } from "./put-proof.js";
 
 /**
  * Keeps a page of a namespace's checkpoints that one read transaction found,
@@ -440,12 +379,6 @@ export function keepPut(
   // A read that began before this commit may have read before it: it keeps nothing.
   touch(state, key);
   if (!written) return dropNamespace(state, threadId, ns);
-  if (valid(ctx, state, t)) {
-    // Stored, while the lease stays and nothing is dropped: what provesPut takes for the next put's parent.
-    state.stored.delete(key);
-    state.stored.set(key, { row: written.row, epoch: t.epoch });
-    if (state.stored.size > MAX_ENTRIES) state.stored.delete(state.stored.keys().next().value!);
-  }
   const { serde, row, blobs: stored } = written;
   const id = row.checkpoint_id;
   const entry = state.entries.get(key);
@@ -514,8 +447,6 @@ export function forgetFailed(ctx: SaverContext, threadId: string, ns: string, ch
   const state = states.get(ctx);
   if (!state) return;
   remember(state, idKey(threadId, ns, checkpointId), null);
-  // A put that failed may have committed a row other than the one noted.
-  state.stored.delete(nsKey(threadId, ns));
   dropNamespace(state, threadId, ns);
 }
 
@@ -536,8 +467,8 @@ export function closeFresh(ctx: SaverContext): void {
     state.written.clear();
     state.lostTrack = false;
     state.touched.clear();
-    state.stored.clear();
   }
+  closeProofs(ctx);
   leaseOf(ctx.db)?.lease.close();
 }
 

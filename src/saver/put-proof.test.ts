@@ -124,4 +124,88 @@ describe("a put's guard reads proven from memory", () => {
       }
     });
   }
+
+  describe("the thread summary left as it was", () => {
+    /**
+     * Puts `count` checkpoints on `thread` after `config`; returns the last config and the requests of the
+     * last put, counted unless `concurrent` (counting patches IndexedDB's prototypes for the call's length,
+     * which two calls at once would leave patched).
+     */
+    async function steps(
+      saver: IndexedDBSaver,
+      thread: string,
+      config: RunnableConfig | undefined,
+      count: number,
+      concurrent = false,
+    ) {
+      let last = config ?? root(thread);
+      let counts: Record<string, number> = {};
+      for (let i = 0; i < count; i++) {
+        const parent = last;
+        const step = async () => void (last = await putStep(saver, parent, `${thread}${i}`, i + 2));
+        if (concurrent) await step();
+        else counts = await countRequests(step);
+      }
+      return { config: last, counts };
+    }
+
+    it("by puts to the thread first by update time, which listThreads still reports, orders and filters by", async () => {
+      const dbName = freshDbName("put-proof");
+      const saver = track(new IndexedDBSaver({ dbName }));
+      let a = await steps(saver, "a", undefined, 4);
+      // The first summary is known now, and is thread a's: its next puts write the checkpoint row alone.
+      expect(a.counts.put).toBe(1);
+      const b = await steps(saver, "b", undefined, 3);
+      // Thread b is first now; a's next put writes its summary again, the ones after it do not.
+      a = await steps(saver, "a", a.config, 1);
+      expect(a.counts.put).toBe(2);
+      // Later than the summary a's put just wrote.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const beforeA = Date.now();
+      a = await steps(saver, "a", a.config, 3);
+      expect(a.counts.put).toBe(1);
+      const afterA = Date.now();
+      const latestA = a.config.configurable?.checkpoint_id as string;
+      for (const reader of [saver, track(new IndexedDBSaver({ dbName }))]) {
+        const threads = [];
+        for await (const thread of reader.listThreads()) threads.push(thread);
+        expect(threads.map((thread) => thread.threadId)).toEqual(["a", "b"]);
+        const [first, second] = threads;
+        expect(first!.latestCheckpointId).toBe(latestA);
+        // The time of a's last put, which no summary row holds.
+        expect(first!.updatedAt).toBeGreaterThanOrEqual(beforeA);
+        expect(first!.updatedAt).toBeLessThanOrEqual(afterA + 1);
+        expect(second!.latestCheckpointId).toBe(b.config.configurable?.checkpoint_id);
+        expect(second!.updatedAt).toBeLessThan(first!.updatedAt);
+        // Threads updated before a's last put: b only, though a's summary row is older than that.
+        const before = [];
+        for await (const thread of reader.listThreads({ before: first!.updatedAt })) before.push(thread.threadId);
+        expect(before).toEqual(["b"]);
+      }
+    });
+
+    it("never by a put racing another thread's summary write", async () => {
+      const saver = track(new IndexedDBSaver({ dbName: freshDbName("put-proof") }));
+      let a = await steps(saver, "a", undefined, 4);
+      let b = await steps(saver, "b", undefined, 1);
+      a = await steps(saver, "a", a.config, 2);
+      // b's summary write and a's put issued together, many times: a must never skip its own while
+      // b's is newer than a's row, or a would list below b though updated last.
+      for (let round = 0; round < 10; round++) {
+        [b, a] = await Promise.all([steps(saver, "b", b.config, 1, true), steps(saver, "a", a.config, 1, true)]);
+        const order = [];
+        for await (const thread of saver.listThreads()) order.push([thread.threadId, thread.updatedAt] as const);
+        console.log(
+          "DBG",
+          round,
+          JSON.stringify(order),
+          JSON.stringify(
+            await Promise.all(["a", "b"].map(async (t) => (await saver.getTuple(root(t)))?.checkpoint.id)),
+          ),
+        );
+        expect(order.map(([id]) => id).sort()).toEqual(["a", "b"]);
+        expect(order[0]![1]).toBeGreaterThanOrEqual(order[1]![1]);
+      }
+    });
+  });
 });

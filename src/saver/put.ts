@@ -36,8 +36,10 @@ import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
 import { freshModule } from "./fresh.js";
+import type { PutProof } from "./put-proof.js";
+import { prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
-import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
+import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone, type WriteTx } from "./tombstones.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
@@ -59,11 +61,17 @@ export async function put(
   const versions = { ...newVersions };
   const mark = changeMark(ctx);
   const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
+  const token = freshModule()?.proofToken(ctx);
+  // This saver's puts to the namespace in flight, this one among them (put-proof.ts).
+  const nsId = JSON.stringify([threadId, checkpointNs]);
+  const ownPuts = inFlight(ctx);
+  ownPuts.set(nsId, (ownPuts.get(nsId) ?? 0) + 1);
   // Set once the checkpoint is committed (a late write rolled back leaves it unset).
   let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; row: CheckpointRow } | undefined;
   // On any failure, what this saver keeps of the namespace goes: the checkpoint may have committed.
   const dropKept = (error: unknown) => {
     freshModule()?.keepPut(ctx, ticket, undefined, threadId, checkpointNs);
+    freshModule()?.forgetPut(ctx, threadId, checkpointNs);
     throw error;
   };
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
@@ -125,8 +133,9 @@ export async function put(
     listAbsent(row, input, versions, storedValues, carried);
     const markFormat = row.inline !== undefined && ctx.rowFormat !== SAVER_FORMAT;
 
-    // Whether the last transaction's guard reads were proven from memory instead of made (fresh-cache.ts).
-    let proven = false;
+    // What the last transaction could skip (put-proof.ts), and what it read to let later puts skip more.
+    let proof: PutProof = NO_PROOF;
+    let learned: Learned = {};
     /** Writes the checkpoint with `stored`; a missing parent rolls it back with ParentGone unless `everyValue`. */
     const writeCheckpoint = (stored: BlobRow[], everyValue: boolean) =>
       ctx.writes.write(
@@ -135,9 +144,13 @@ export async function put(
           const checkpoints = tx.objectStore("checkpoints");
           // The versions listed as carried over from the parent without a value.
           const listed = (carried && row.absent_keys?.filter(([, , c]) => !Object.hasOwn(versions, c))) || [];
-          // What the guard reads below would find, when this saver can prove it from memory as the
-          // transaction is created (fresh-cache.ts): then the put issues writes only.
-          proven = freshModule()?.provesPut(ctx, serde, bound.keyId, threadId, checkpointNs, parentId, listed) ?? false;
+          // What the guard reads below would find and whether the summary needs writing, when this saver
+          // can prove it from memory as the transaction is created: then the put issues its writes only.
+          const fresh = freshModule();
+          const kept =
+            parentId === undefined ? undefined : fresh?.windowParent(ctx, threadId, checkpointNs, serde, parentId);
+          proof = fresh?.provePut(ctx, serde, bound.keyId, row, listed, kept, (ownPuts.get(nsId) ?? 0) > 1) ?? NO_PROOF;
+          const proven = proof.guard;
           // Every request goes out in this tick, the reads first: in the
           // common case (the parent there) the put costs one round trip.
           const keyRead = proven ? undefined : tx.objectStore("meta").get("key");
@@ -160,7 +173,7 @@ export async function put(
           issue(storePut(checkpoints, row));
           // The first format 2 row marks the database so, in its own transaction.
           if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
-          if (checkpointNs === "") {
+          if (checkpointNs === "" && !proof.summary) {
             issue(
               storePut(tx.objectStore("threads"), {
                 thread_id: threadId,
@@ -169,6 +182,8 @@ export async function put(
               }),
             );
           }
+          // Read after the writes, not awaited here: what later puts need to skip the summary.
+          learned = learn(ctx, tx, proof, threadId);
           if (proven && !selfRead) return;
           const [key, parent, self] = await Promise.all([keyRead, parentRead, selfRead]);
           if (self && self.chain !== row.chain) throw new Rechain();
@@ -237,15 +252,25 @@ export async function put(
         await writeRow(stored, true);
       }
       if (markFormat) ctx.rowFormat = SAVER_FORMAT;
+      const fresh = freshModule();
       // Its transaction read the key record: later puts under the same lease need not.
-      if (!proven) freshModule()?.keyChecked(ctx, ticket, serde, bound.keyId);
+      if (!proof.guard) fresh?.noteKey(ctx, token, serde, bound.keyId);
+      const { newest, top } = await settled(learned);
+      const summaryTime = checkpointNs === "" && !proof.summary ? row.created_at : undefined;
+      fresh?.notePut(ctx, token, row, proof.seq, summaryTime, newest, top);
       written = { serde, blobs: [...blobs, ...unchanged], row };
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled back.
       await recordLatePut(ctx, threadId, checkpointNs, checkpointId, error.tombstone);
     }
-  }).catch(dropKept);
+  })
+    .catch(dropKept)
+    .finally(() => {
+      const left = (ownPuts.get(nsId) ?? 1) - 1;
+      if (left > 0) ownPuts.set(nsId, left);
+      else ownPuts.delete(nsId);
+    });
   // Before the change notice, which would otherwise drop the namespace's entry (fresh-cache.ts).
   freshModule()?.keepPut(ctx, ticket, written, threadId, checkpointNs);
   if (written) {
@@ -266,6 +291,56 @@ export async function put(
     ctx.feed.emit({ threadId, checkpointNs, checkpointId, kind: "put" });
   }
   return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId } };
+}
+
+/** Nothing proven: every guard read made, the summary written. */
+const NO_PROOF: PutProof = { guard: false, summary: false, learnNewest: false, learnTop: false, seq: undefined };
+
+/** Reads a put's transaction issued after its writes, for later puts (see {@link learn}). */
+interface Learned {
+  newest?: Promise<string | undefined>;
+  top?: Promise<{ threadId: string; time: number } | undefined>;
+}
+
+/**
+ * Issues, after the put's writes in `tx`, the reads `proof` asks for: the
+ * root namespace's newest checkpoint id and the first thread summary by
+ * update time. Not awaited in the transaction (their results come before it
+ * commits); a failure reads as nothing learned.
+ */
+function learn(ctx: SaverContext, tx: WriteTx, proof: PutProof, threadId: string): Learned {
+  const learned: Learned = {};
+  if (proof.learnNewest) {
+    const { lower, upper } = prefixBounds(threadId, "");
+    learned.newest = tx
+      .objectStore("checkpoints")
+      .openKeyCursor(ctx.db.ranges.bound(lower, upper), "prev")
+      .then((cursor) => (cursor ? (cursor.primaryKey as string[])[2] : undefined), NOTHING);
+  }
+  if (proof.learnTop) {
+    learned.top = tx
+      .objectStore("threads")
+      .index("by_updated")
+      .openKeyCursor(null, "prev")
+      .then((cursor) => (cursor ? { threadId: cursor.primaryKey, time: cursor.key } : undefined), NOTHING);
+  }
+  return learned;
+}
+
+const NOTHING = () => undefined;
+
+/** What `learned` read (its transaction has committed, so both have settled). */
+async function settled(learned: Learned) {
+  const [newest, top] = await Promise.all([learned.newest, learned.top]);
+  return { newest, top };
+}
+
+/** This saver's puts in flight, by namespace. */
+const puts = new WeakMap<SaverContext, Map<string, number>>();
+function inFlight(ctx: SaverContext): Map<string, number> {
+  let map = puts.get(ctx);
+  if (!map) puts.set(ctx, (map = new Map()));
+  return map;
 }
 
 /**

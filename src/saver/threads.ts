@@ -88,13 +88,18 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
                   metadata: newest.value.metadata,
                 }
               : row.latest;
-            return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest };
+            // A put that found its thread first by update time and its checkpoint the newest leaves the
+            // summary as it was (put-proof.ts): its checkpoint's stamp is the thread's update time then.
+            const updatedAt = Math.max(row.updated_at, newest?.value.created_at ?? row.updated_at);
+            return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest, updatedAt };
           }),
         );
       },
       "list threads",
     );
-    for (const { row, count, createdAt, latest } of page) {
+    for (const { row, count, createdAt, latest, updatedAt } of page) {
+      // Found below `before` by its summary's time, though updated since (see above).
+      if (before !== undefined && updatedAt >= before) continue;
       const metadata = latest
         ? ((await decode(
             serde,
@@ -115,7 +120,7 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
       yield {
         threadId: row.thread_id,
         createdAt,
-        updatedAt: row.updated_at,
+        updatedAt,
         checkpointCount: count,
         latestCheckpointId: latest?.checkpoint_id,
         metadata,
