@@ -6,7 +6,7 @@ import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
-import { threadRows } from "./reads.js";
+import { assertRowFields, threadRows } from "./reads.js";
 import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
@@ -93,6 +93,8 @@ export function blobName(threadId: string, checkpointNs: string, channel: string
 export function namedBlobs(rows: CheckpointRow[]): Set<string> {
   const named = new Set<string>();
   for (const row of rows) {
+    // A row without versions names values no one can tell: deleting around it could lose them.
+    assertRowFields(row);
     for (const [channel, version] of Object.entries(row.channel_versions)) {
       named.add(blobName(row.thread_id, row.checkpoint_ns, channel, version));
     }
@@ -121,10 +123,14 @@ export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: strin
 /**
  * Row format 2: the values deleted rows (`doomed`) held inline that a
  * checkpoint left still names (`used`) move to blob rows, bytes unchanged
- * (an inline value is sealed as its blob row would be).
+ * (an inline value is sealed as its blob row would be). Each doomed row is
+ * first checked for fields it can hold them in (a `SerializationError`
+ * naming it).
  */
 export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<string>): void {
   for (const row of doomed) {
+    // Their clear versions decide which values move: without them, a value would be dropped unseen.
+    assertRowFields(row);
     for (const blob of inlineBlobs(row)) {
       if (used.has(blobName(blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version))) {
         issue(storePut(tx.objectStore("blobs"), blob));
