@@ -125,12 +125,19 @@ export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: strin
  * checkpoint left still names (`used`) move to blob rows, bytes unchanged
  * (an inline value is sealed as its blob row would be). Each doomed row is
  * first checked for fields it can hold them in (a `SerializationError`
- * naming it).
+ * naming it), then handed to `check`, if given (sync's pull, which checks
+ * the clear versions of such rows: see sync/pull-checks.ts).
  */
-export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<string>): void {
+export function keepUsedInline(
+  tx: WriteTx,
+  doomed: CheckpointRow[],
+  used: Set<string>,
+  check?: (row: CheckpointRow) => void,
+): void {
   for (const row of doomed) {
     // Their clear versions decide which values move: without them, a value would be dropped unseen.
     assertRowFields(row);
+    check?.(row);
     for (const blob of inlineBlobs(row)) {
       if (used.has(blobName(blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version))) {
         issue(storePut(tx.objectStore("blobs"), blob));
@@ -142,13 +149,15 @@ export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<s
 /**
  * Deletes the blobs of `threadId` that no checkpoint left names (rows put
  * meanwhile included), and keeps as blobs the values the deleted rows
- * `doomed` held inline that those left name; resolves to the checkpoints left.
+ * `doomed` held inline that those left name (`check`: see
+ * {@link keepUsedInline}); resolves to the checkpoints left.
  */
 export async function deleteUnusedBlobs(
   tx: WriteTx,
   ranges: KeyRanges,
   threadId: string,
   doomed: CheckpointRow[] = [],
+  check?: (row: CheckpointRow) => void,
 ): Promise<CheckpointRow[]> {
   const bounds = prefixBounds(threadId);
   const [remaining, blobKeys] = await Promise.all([
@@ -158,6 +167,6 @@ export async function deleteUnusedBlobs(
   const used = namedBlobs(remaining);
   for (const key of blobKeys)
     if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
-  keepUsedInline(tx, doomed, used);
+  keepUsedInline(tx, doomed, used, check);
   return remaining;
 }

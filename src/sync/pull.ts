@@ -20,6 +20,7 @@ import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
 import { addReplayed } from "./changes.js";
+import { writeChecked } from "./pull-checks.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
 /** The fingerprint recorded for a checkpoint whose pulled special write was refused as a replay. */
@@ -88,6 +89,9 @@ export interface Applied {
  * or below its thread's tombstone is dropped; a delete removes every
  * checkpoint at or below its `max_deleted_id` and raises the tombstone.
  * The sync state (fingerprints, the new cursor) commits in the same transaction.
+ * Under encryption, the deleted rows that hold values inline are checked
+ * first (pull-checks.ts): an edited one fails the pull with a
+ * `DecryptionError` naming it, and nothing is applied.
  */
 export async function applyChanges(
   access: SaverRawAccess,
@@ -96,9 +100,11 @@ export async function applyChanges(
 ): Promise<Applied> {
   const now = access.now();
   const events: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }[] = [];
-  const applied = await access.write(
+  const applied = await writeChecked(
+    access,
+    changes,
     ["checkpoints", "blobs", "writes", "threads", "meta"],
-    async (tx) => {
+    async (tx, check) => {
       events.length = 0; // a retried transaction starts over
       const result: Applied = { fingerprints: new Map(), deletes: [], removed: [], threads: new Set() };
       const ranges = access.db.ranges;
@@ -151,7 +157,7 @@ export async function applyChanges(
         }
         if (change.kind === "delete") {
           const { thread_id: threadId, max_deleted_id: max } = change.delete;
-          tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max));
+          tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max, check?.see));
           summaries.add(threadId);
           result.deletes.push(change.delete);
           result.threads.add(threadId);
@@ -256,9 +262,12 @@ export async function applyChanges(
             ranges,
             threadId,
             goneRows.filter((row) => row.thread_id === threadId),
+            check?.see,
           ),
         ),
       );
+      // Every deleted row seen: one holding values inline that was not checked aborts the page here.
+      check?.settle();
       await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
         threadId: d.thread_id,
