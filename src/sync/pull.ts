@@ -133,7 +133,7 @@ export async function applyChanges(
       // first, then the rows, then the read-backs and summaries.
       await Promise.all([...new Set(changes.map(threadOf))].map(tombstoneOf));
       await Promise.all(changes.map((c) => (c.kind === "checkpoint" ? markRemoved(c.checkpoint) : undefined)));
-      const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
+      const stored: { wire: WireCheckpoint; added: Promise<boolean>; valued: Promise<boolean>[] }[] = [];
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
       // The keys of the blobs added: rows may list those versions as having no value (saver/absent.ts).
@@ -185,6 +185,8 @@ export async function applyChanges(
         if (wire.run_id !== undefined) row.run_id = wire.run_id;
         const added = addIfAbsent(checkpoints, row);
         issue(added);
+        // Whether each value it brings was new here.
+        const valued: Promise<boolean>[] = [];
         for (const blob of wire.blobs) {
           // Unchanged channels share one version across checkpoints: add it once.
           const blobKey = `${wire.thread_id}\u0000${blobIdentity(wire.checkpoint_ns, blob.channel, blob.version)}`;
@@ -199,6 +201,7 @@ export async function applyChanges(
             value: blob.value,
           });
           issue(addedBlob);
+          valued.push(addedBlob);
           newBlobs.push(addedBlob.then((isNew) => (isNew ? key : undefined)));
         }
         for (const write of wire.writes) {
@@ -217,7 +220,7 @@ export async function applyChanges(
           // the same slot while apart gives way (keeping it, the device never matched the server).
           else issue(storePut(writes, row));
         }
-        stored.push({ wire, added });
+        stored.push({ wire, added, valued });
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
       }
@@ -237,14 +240,21 @@ export async function applyChanges(
       const { replayed, seen, kept } = await applySpecialWrites(tx, special, records);
       // What is stored now (after first-wins merges): the fingerprints to remember.
       await Promise.all(
-        stored.map(async ({ wire, added }) => {
+        stored.map(async ({ wire, added, valued }) => {
           const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-          const [isNew, rows] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
+          const [isNew, rows, news] = await Promise.all([
+            added,
+            writes.getAll(ranges.bound(bounds.lower, bounds.upper)),
+            Promise.all(valued),
+          ]);
           const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
           // A refused replay leaves the server holding an older value than this
           // device: no fingerprint matches, so the next round pushes ours again.
           result.fingerprints.set(key, replayed.has(key) ? REPLAYED : writesFingerprint(rows));
-          if (isNew || wire.writes.length > 0)
+          // A value new here may be one a checkpoint held before already names without listing it as
+          // absent (a pulled row, or one put before schema step 5; rows listing it were told above):
+          // that checkpoint now reads it, and a reader that kept it without the value must drop it.
+          if (isNew || wire.writes.length > 0 || news.includes(true))
             events.push({
               threadId: wire.thread_id,
               checkpointNs: wire.checkpoint_ns,
