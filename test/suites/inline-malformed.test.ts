@@ -26,7 +26,7 @@ import type { WireChange } from "../../src/sync/protocol.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
 import { checkpointOf as cp, stepMetadata as meta, threadAt as at } from "../support/inline-rows.js";
 import { byDepth } from "../support/depth.js";
-import { captureUnhandledRejections, describeReasons, putRaw, readStore } from "../support/reliability/raw.js";
+import { captureUnhandledRejections, describeReasons, putRaw, readStore, scanAll } from "../support/reliability/raw.js";
 
 const track = trackSavers<IndexedDBSaver>();
 /** A MsgpackSerializer payload's header (the 0xC1 marker, version 1), then `body`. */
@@ -154,6 +154,35 @@ describe("malformed values held inline, without encryption", () => {
         rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
         what,
       ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
+    }
+  });
+});
+
+describe("copyThread of a row holding malformed inline values, without encryption", () => {
+  it("an inline map that is not a map, a value that is not [type, bytes] or at no version of the row, keys of another thread: a SerializationError naming the row, nothing written to the target", async () => {
+    const { dbName, c2Row } = await thread();
+    const pair = c2Row.inline!.a;
+    const edits: [string, Record<string, unknown>][] = [
+      ["not a map", { inline: 5 }],
+      ["an array", { inline: [pair] }],
+      ["not a pair", { inline: { a: "x" } }],
+      ["at no version", { inline: { a: pair, z: pair }, inline_keys: [...c2Row.inline_keys!, ["t", "", "z", 2]] }],
+      ["keys of another thread", { inline_keys: [["u", "", "a", 2]] }],
+    ];
+    for (const [what, edit] of edits) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, ...edit }]);
+      const saver = track(new IndexedDBSaver({ dbName }));
+      const copying = saver.copyThread("t", "copy");
+      await expect(copying, what).rejects.toBeInstanceOf(SerializationError);
+      await expect(copying, what).rejects.toThrow(
+        /Checkpoint c2 of thread "t" holds its inline values in a shape no version of the saver writes/,
+      );
+      await saver.close();
+      const rows = Object.values(await scanAll(dbName)).flat() as { thread_id?: unknown }[];
+      expect(
+        rows.filter((row) => row.thread_id === "copy"),
+        what,
+      ).toEqual([]);
     }
   });
 });
