@@ -7,12 +7,13 @@ import { isRowBound, withCurrentKey } from "../serde/protocol.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
 import { assertId, assertStorableId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
-import { threadRows } from "./reads.js";
+import { INLINE_SHAPE, alteredRow, assertRowFields, blobKey, threadRows } from "./reads.js";
 import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
 import {
   absentKeysOf,
   isTombstoneWrite,
+  isTypedBytes,
   type BlobRow,
   type CheckpointRow,
   type ValueKey,
@@ -74,6 +75,7 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
     const moveInline = async (
       row: CheckpointRow,
     ): Promise<Pick<CheckpointRow, "inline" | "inline_keys" | "absent_keys">> => {
+      assertInlineWhole(row);
       // Schema version 5: the versions it lists as having no value, keyed by the target thread.
       const listed = absentKeysOf(row);
       const absent =
@@ -170,4 +172,36 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
     );
   });
   ctx.feed.emit({ threadId: targetThreadId, kind: "copy" });
+}
+
+/**
+ * The values `row` holds inline (row format 2) are whole: a map by channel
+ * of `[type, bytes]` values, each at a version the row has, listed exactly
+ * by `inline_keys`. A row edited outside the saver may hold anything there,
+ * and a copy built from it would lack such a value (or carry a broken one)
+ * without a word: a `SerializationError` naming the row instead.
+ */
+function assertInlineWhole(row: CheckpointRow): void {
+  assertRowFields(row);
+  const inline: Record<string, unknown> = row.inline ?? {};
+  const listed: unknown = row.inline_keys ?? [];
+  const held = Object.keys(inline).map((channel) => [
+    row.thread_id,
+    row.checkpoint_ns,
+    channel,
+    row.channel_versions[channel],
+  ]);
+  // Keys as one sorted string: two lists give the same one only if they hold the same keys as often.
+  const names = (keys: unknown[]) =>
+    keys
+      .map((key) => (Array.isArray(key) && key.length === 4 ? blobKey(...(key as ValueKey)) : ""))
+      .sort()
+      .join("\n");
+  const whole =
+    Object.entries(inline).every(
+      ([channel, value]) => Object.hasOwn(row.channel_versions, channel) && isTypedBytes(value),
+    ) &&
+    Array.isArray(listed) &&
+    names(listed) === names(held);
+  if (!whole) throw alteredRow(row, INLINE_SHAPE);
 }

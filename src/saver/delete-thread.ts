@@ -8,7 +8,14 @@ import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
-import { TOMBSTONE_NS, tombstoneName, tombstoneWrite, tombstoneWriteKey, type Tombstone } from "../rows/shapes.js";
+import {
+  TOMBSTONE_NS,
+  tombstoneName,
+  tombstoneWrite,
+  tombstoneWriteKey,
+  type CheckpointRow,
+  type Tombstone,
+} from "../rows/shapes.js";
 import { THREAD_STORES, readTombstone, type WriteTx } from "./tombstones.js";
 import { keepUsedInline, namedBlobs } from "./runs.js";
 
@@ -31,13 +38,15 @@ export async function deleteThread(ctx: SaverContext, threadId: string): Promise
  * left as it is and the result is undefined. A thread left with no rows
  * loses its summary; one that keeps some (a delete from another device, up
  * to what that device had) needs its summary rewritten by the caller.
- * Resolves to the tombstone now stored.
+ * Values the deleted rows held inline that the rows kept name move to blob
+ * rows (`check`: see `keepUsedInline`). Resolves to the tombstone now stored.
  */
 export async function deleteUpTo(
   tx: WriteTx,
   ranges: KeyRanges,
   threadId: string,
   maxDeletedId?: string,
+  check?: (row: CheckpointRow) => void,
 ): Promise<Tombstone | undefined> {
   const bounds = prefixBounds(threadId);
   const range = ranges.bound(bounds.lower, bounds.upper);
@@ -72,6 +81,7 @@ export async function deleteUpTo(
       tx,
       rows.filter((row) => row.checkpoint_id <= upTo),
       namedBlobs(kept),
+      check,
     );
   }
   // Channel values are shared along a thread's history: they go only with its last checkpoint.

@@ -184,6 +184,31 @@ describe("getTuple of the latest checkpoint from memory", () => {
     expect(tuple?.checkpoint.channel_values).toEqual({ a: "pulled", b: "b0" });
   });
 
+  it("sees a value a pull stores later for a checkpoint it holds without one, on a row listing nothing absent", async () => {
+    const [saver] = await tabs(1);
+    const scope = "http://sync.invalid\u0000u";
+    // Another device's checkpoint naming a@1 without a value; pulled, its row lists nothing as absent.
+    const [source] = await tabs(1);
+    await source.put(root("t"), checkpoint(uuid6(0), { b: "b0" }, { a: 1, b: 1 }), meta, { a: 1, b: 1 });
+    const [pulled] = await readThread(rawAccessOf(source)!, "t");
+    await applyChanges(rawAccessOf(saver)!, [{ kind: "checkpoint", seq: 1, checkpoint: pulled!.wire }], {
+      scope,
+      cursor: 1,
+    });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ b: "b0" });
+    const reads = countReads(saver);
+    await saver.getTuple(root("t"));
+    expect(reads(), "answered from memory").toBe(0);
+    // The same checkpoint again, now with a value at a@1 (a device that stored one since, say a delta snapshot).
+    const value = await new MsgpackSerializer().dumpsTyped("late");
+    const blobs = [...pulled!.wire.blobs, { channel: "a", version: 1, value }];
+    await applyChanges(rawAccessOf(saver)!, [{ kind: "checkpoint", seq: 2, checkpoint: { ...pulled!.wire, blobs } }], {
+      scope,
+      cursor: 2,
+    });
+    expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "late", b: "b0" });
+  });
+
   it("keeps nothing of a put whose transaction aborted", async () => {
     const [saver] = await tabs(1);
     const second = await primed(saver);

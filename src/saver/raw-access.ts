@@ -7,6 +7,7 @@
  * when it is constructed, and only code that imports these modules reaches
  * it, so the class carries no method for it and a look-alike is refused.
  */
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { Database } from "../idb/database.js";
 import type { KeyRecord } from "../serde/protocol.js";
 import { contextOf } from "./registry.js";
@@ -23,6 +24,8 @@ export interface SaverRawAccess {
   emit(change: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }): void;
   /** A timestamp in ms that strictly increases within the saver. */
   now(): number;
+  /** The saver's serializer bound to the database (to check rows before deleting them). */
+  serde(): Promise<SerializerProtocol>;
   /** The database's encryption key record, if any. */
   readKeyRecord(): Promise<KeyRecord | undefined>;
   /**
@@ -45,6 +48,7 @@ export function rawAccessOf(saver: unknown): SaverRawAccess | undefined {
     write: (stores, work, action) => ctx.writes.write(stores, work, action, false),
     emit: (change) => ctx.feed.emit(change),
     now: () => ctx.now(),
+    serde: () => ctx.serde(),
     readKeyRecord: () => ctx.readKeyRecord(),
     async adoptKeyRecord(record) {
       let existing: KeyRecord | undefined;

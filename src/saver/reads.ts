@@ -69,6 +69,9 @@ export function readValue(
   });
 }
 
+/** What is wrong with a row holding its inline values (row format 2) in a form no saver writes. */
+export const INLINE_SHAPE = "holds its inline values in a shape no version of the saver writes";
+
 /**
  * A row's clear channel versions are an object, and its values held inline
  * (row format 2), if any, a map by channel. A row edited outside the saver
@@ -82,13 +85,16 @@ export function assertRowFields(row: CheckpointRow): void {
     typeof row.channel_versions !== "object" || row.channel_versions === null
       ? "has no channel versions"
       : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
-        ? "holds its inline values in a shape no version of the saver writes"
+        ? INLINE_SHAPE
         : undefined;
-  if (problem !== undefined) {
-    throw new SerializationError(
-      `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" ${problem}: the row was altered outside the saver.`,
-    );
-  }
+  if (problem !== undefined) throw alteredRow(row, problem);
+}
+
+/** The error for a checkpoint row edited outside the saver: names the row and says what is wrong (`problem`). */
+export function alteredRow(row: CheckpointRow, problem: string): SerializationError {
+  return new SerializationError(
+    `Checkpoint ${String(row.checkpoint_id)} of thread "${String(row.thread_id)}" ${problem}: the row was altered outside the saver.`,
+  );
 }
 
 /** The blobs and writes of one checkpoint row. */

@@ -6,7 +6,7 @@ import { issue, storeDelete, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
-import { threadRows } from "./reads.js";
+import { assertRowFields, threadRows } from "./reads.js";
 import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
@@ -93,6 +93,8 @@ export function blobName(threadId: string, checkpointNs: string, channel: string
 export function namedBlobs(rows: CheckpointRow[]): Set<string> {
   const named = new Set<string>();
   for (const row of rows) {
+    // A row without versions names values no one can tell: deleting around it could lose them.
+    assertRowFields(row);
     for (const [channel, version] of Object.entries(row.channel_versions)) {
       named.add(blobName(row.thread_id, row.checkpoint_ns, channel, version));
     }
@@ -121,10 +123,21 @@ export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: strin
 /**
  * Row format 2: the values deleted rows (`doomed`) held inline that a
  * checkpoint left still names (`used`) move to blob rows, bytes unchanged
- * (an inline value is sealed as its blob row would be).
+ * (an inline value is sealed as its blob row would be). Each doomed row is
+ * first checked for fields it can hold them in (a `SerializationError`
+ * naming it), then handed to `check`, if given (sync's pull, which checks
+ * the clear versions of such rows: see sync/pull-checks.ts).
  */
-export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<string>): void {
+export function keepUsedInline(
+  tx: WriteTx,
+  doomed: CheckpointRow[],
+  used: Set<string>,
+  check?: (row: CheckpointRow) => void,
+): void {
   for (const row of doomed) {
+    // Their clear versions decide which values move: without them, a value would be dropped unseen.
+    assertRowFields(row);
+    check?.(row);
     for (const blob of inlineBlobs(row)) {
       if (used.has(blobName(blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version))) {
         issue(storePut(tx.objectStore("blobs"), blob));
@@ -136,13 +149,15 @@ export function keepUsedInline(tx: WriteTx, doomed: CheckpointRow[], used: Set<s
 /**
  * Deletes the blobs of `threadId` that no checkpoint left names (rows put
  * meanwhile included), and keeps as blobs the values the deleted rows
- * `doomed` held inline that those left name; resolves to the checkpoints left.
+ * `doomed` held inline that those left name (`check`: see
+ * {@link keepUsedInline}); resolves to the checkpoints left.
  */
 export async function deleteUnusedBlobs(
   tx: WriteTx,
   ranges: KeyRanges,
   threadId: string,
   doomed: CheckpointRow[] = [],
+  check?: (row: CheckpointRow) => void,
 ): Promise<CheckpointRow[]> {
   const bounds = prefixBounds(threadId);
   const [remaining, blobKeys] = await Promise.all([
@@ -152,6 +167,6 @@ export async function deleteUnusedBlobs(
   const used = namedBlobs(remaining);
   for (const key of blobKeys)
     if (!used.has(blobName(key[0], key[1], key[2], key[3]))) issue(storeDelete(tx.objectStore("blobs"), key));
-  keepUsedInline(tx, doomed, used);
+  keepUsedInline(tx, doomed, used, check);
   return remaining;
 }

@@ -66,6 +66,36 @@ export async function verifyInlineVersions(serde: SerializerProtocol, row: Check
   assertVersionsMatch(row, await decodeCheckpoint(serde, row), true);
 }
 
+/** The clear channel versions of rows holding values inline, checked by {@link checkInlineVersions}, by {@link rowIdentity}. */
+export type CheckedVersions = Map<string, Record<string, Version>>;
+
+/**
+ * Under encryption, checks the clear versions of each of `rows` holding
+ * values inline ({@link verifyInlineVersions}) and notes them in `into`,
+ * for a deleting transaction to see ({@link inlineChecked}) that a row it
+ * deletes is still the one checked.
+ */
+export async function checkInlineVersions(
+  serde: SerializerProtocol,
+  rows: readonly CheckpointRow[],
+  into: CheckedVersions = new Map(),
+): Promise<CheckedVersions> {
+  await Promise.all(
+    rows.map(async (row) => {
+      await verifyInlineVersions(serde, row);
+      if (row.inline !== undefined) into.set(rowIdentity(row), row.channel_versions);
+    }),
+  );
+  return into;
+}
+
+/** True when `row` holds no values inline, or holds the clear versions `checked` has for it. */
+export function inlineChecked(checked: CheckedVersions, row: CheckpointRow): boolean {
+  if (row.inline === undefined) return true;
+  const versions = checked.get(rowIdentity(row));
+  return versions !== undefined && sameVersions(row.channel_versions, versions);
+}
+
 /** A checkpoint row's identity across threads. */
 export function rowIdentity(row: CheckpointRow): string {
   return `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)}`;

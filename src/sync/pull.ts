@@ -20,6 +20,7 @@ import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
 import { addReplayed } from "./changes.js";
+import { writeChecked } from "./pull-checks.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
 /** The fingerprint recorded for a checkpoint whose pulled special write was refused as a replay. */
@@ -88,6 +89,9 @@ export interface Applied {
  * or below its thread's tombstone is dropped; a delete removes every
  * checkpoint at or below its `max_deleted_id` and raises the tombstone.
  * The sync state (fingerprints, the new cursor) commits in the same transaction.
+ * Under encryption, the deleted rows that hold values inline are checked
+ * first (pull-checks.ts): an edited one fails the pull with a
+ * `DecryptionError` naming it, and nothing is applied.
  */
 export async function applyChanges(
   access: SaverRawAccess,
@@ -96,9 +100,11 @@ export async function applyChanges(
 ): Promise<Applied> {
   const now = access.now();
   const events: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }[] = [];
-  const applied = await access.write(
+  const applied = await writeChecked(
+    access,
+    changes,
     ["checkpoints", "blobs", "writes", "threads", "meta"],
-    async (tx) => {
+    async (tx, check) => {
       events.length = 0; // a retried transaction starts over
       const result: Applied = { fingerprints: new Map(), deletes: [], removed: [], threads: new Set() };
       const ranges = access.db.ranges;
@@ -127,7 +133,7 @@ export async function applyChanges(
       // first, then the rows, then the read-backs and summaries.
       await Promise.all([...new Set(changes.map(threadOf))].map(tombstoneOf));
       await Promise.all(changes.map((c) => (c.kind === "checkpoint" ? markRemoved(c.checkpoint) : undefined)));
-      const stored: { wire: WireCheckpoint; added: Promise<boolean> }[] = [];
+      const stored: { wire: WireCheckpoint; added: Promise<boolean>; valued: Promise<boolean>[] }[] = [];
       const summaries = new Set<string>();
       const seenBlobs = new Set<string>();
       // The keys of the blobs added: rows may list those versions as having no value (saver/absent.ts).
@@ -151,7 +157,7 @@ export async function applyChanges(
         }
         if (change.kind === "delete") {
           const { thread_id: threadId, max_deleted_id: max } = change.delete;
-          tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max));
+          tombstones.set(threadId, await deleteUpTo(tx, ranges, threadId, max, check?.see));
           summaries.add(threadId);
           result.deletes.push(change.delete);
           result.threads.add(threadId);
@@ -179,6 +185,8 @@ export async function applyChanges(
         if (wire.run_id !== undefined) row.run_id = wire.run_id;
         const added = addIfAbsent(checkpoints, row);
         issue(added);
+        // Whether each value it brings was new here.
+        const valued: Promise<boolean>[] = [];
         for (const blob of wire.blobs) {
           // Unchanged channels share one version across checkpoints: add it once.
           const blobKey = `${wire.thread_id}\u0000${blobIdentity(wire.checkpoint_ns, blob.channel, blob.version)}`;
@@ -193,6 +201,7 @@ export async function applyChanges(
             value: blob.value,
           });
           issue(addedBlob);
+          valued.push(addedBlob);
           newBlobs.push(addedBlob.then((isNew) => (isNew ? key : undefined)));
         }
         for (const write of wire.writes) {
@@ -211,7 +220,7 @@ export async function applyChanges(
           // the same slot while apart gives way (keeping it, the device never matched the server).
           else issue(storePut(writes, row));
         }
-        stored.push({ wire, added });
+        stored.push({ wire, added, valued });
         if (wire.checkpoint_ns === "") summaries.add(wire.thread_id);
         result.threads.add(wire.thread_id);
       }
@@ -231,14 +240,21 @@ export async function applyChanges(
       const { replayed, seen, kept } = await applySpecialWrites(tx, special, records);
       // What is stored now (after first-wins merges): the fingerprints to remember.
       await Promise.all(
-        stored.map(async ({ wire, added }) => {
+        stored.map(async ({ wire, added, valued }) => {
           const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-          const [isNew, rows] = await Promise.all([added, writes.getAll(ranges.bound(bounds.lower, bounds.upper))]);
+          const [isNew, rows, news] = await Promise.all([
+            added,
+            writes.getAll(ranges.bound(bounds.lower, bounds.upper)),
+            Promise.all(valued),
+          ]);
           const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
           // A refused replay leaves the server holding an older value than this
           // device: no fingerprint matches, so the next round pushes ours again.
           result.fingerprints.set(key, replayed.has(key) ? REPLAYED : writesFingerprint(rows));
-          if (isNew || wire.writes.length > 0)
+          // A value new here may be one a checkpoint held before already names without listing it as
+          // absent (a pulled row, or one put before schema step 5; rows listing it were told above):
+          // that checkpoint now reads it, and a reader that kept it without the value must drop it.
+          if (isNew || wire.writes.length > 0 || news.includes(true))
             events.push({
               threadId: wire.thread_id,
               checkpointNs: wire.checkpoint_ns,
@@ -256,9 +272,12 @@ export async function applyChanges(
             ranges,
             threadId,
             goneRows.filter((row) => row.thread_id === threadId),
+            check?.see,
           ),
         ),
       );
+      // Every deleted row seen: one holding values inline that was not checked aborts the page here.
+      check?.settle();
       await Promise.all([...summaries].map((threadId) => summarizeThread(tx, ranges, threadId, now)));
       const updates: ThreadSyncUpdate[] = result.deletes.map((d) => ({
         threadId: d.thread_id,

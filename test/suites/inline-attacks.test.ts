@@ -20,6 +20,9 @@ import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
 import { checkpointOf as cp, stepMetadata as meta, threadAt as at } from "../support/inline-rows.js";
 import { committed, openRaw, putRaw, readStore } from "../support/reliability/raw.js";
+import { rawAccessOf } from "../../src/saver/raw-access.js";
+import { applyChanges } from "../../src/sync/pull.js";
+import type { WireChange } from "../../src/sync/protocol.js";
 
 const track = trackSavers<IndexedDBSaver>();
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 3 + 1);
@@ -195,6 +198,31 @@ describe("values held inline (row format 2) under attack, encrypted", () => {
     expect((await reader.getTuple(at("t")))?.checkpoint.channel_values).toEqual({ a: "two" });
     expect((await readStore<CheckpointRow>(dbName, "checkpoints")).map((row) => row.checkpoint_id)).toEqual(["c3"]);
   });
+
+  // What sync pulls when another device removed c2 (its prune or deleteForRuns), or deleted the thread up to c2.
+  const pulled: [string, WireChange][] = [
+    [
+      "a removal of c2",
+      { kind: "removed", seq: 1, removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" } },
+    ],
+    ["a delete up to c2", { kind: "delete", seq: 1, delete: { thread_id: "t", max_deleted_id: "c2" } }],
+  ];
+  for (const [what, change] of pulled) {
+    it(`the row holding a value with its clear channel versions edited, then ${what} pulled: the pull fails closed and applies nothing, so the value c3 names is not lost`, async () => {
+      const { dbName, attacked, undo } = await holderVersionsEdited("inline-attacks-pull");
+      const scope = { scope: "http://sync.invalid\u0000u", cursor: 1 };
+      const pull = applyChanges(rawAccessOf(attacked)!, [change], scope);
+      await expect(pull).rejects.toBeInstanceOf(DecryptionError);
+      await expect(pull).rejects.toThrow(/Checkpoint c2 of thread "t"/);
+      const ids = async () => (await readStore<CheckpointRow>(dbName, "checkpoints")).map((row) => row.checkpoint_id);
+      expect(await ids()).toEqual(["c1", "c2", "c3"]);
+      const reader = await undo();
+      // Undone, the pull applies, c2's value kept as a blob row for c3.
+      await applyChanges(rawAccessOf(reader)!, [change], scope);
+      expect(await ids()).toEqual(change.kind === "removed" ? ["c1", "c3"] : ["c3"]);
+      expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    });
+  }
 
   it("the meta format record edited (2 to 1, removed, a string): rows read as before and the next put holding a value inline marks format 2 again; a newer format refuses the database, naming it", async () => {
     const { dbName } = await thread();

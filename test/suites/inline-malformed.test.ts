@@ -20,22 +20,26 @@ import {
   SerializationError,
 } from "../../src/index.js";
 import type { CheckpointRow } from "../../src/rows/shapes.js";
+import { rawAccessOf } from "../../src/saver/raw-access.js";
+import { applyChanges } from "../../src/sync/pull.js";
+import type { WireChange } from "../../src/sync/protocol.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
 import { checkpointOf as cp, stepMetadata as meta, threadAt as at } from "../support/inline-rows.js";
 import { byDepth } from "../support/depth.js";
-import { captureUnhandledRejections, describeReasons, putRaw, readStore } from "../support/reliability/raw.js";
+import { captureUnhandledRejections, describeReasons, putRaw, readStore, scanAll } from "../support/reliability/raw.js";
 
 const track = trackSavers<IndexedDBSaver>();
 /** A MsgpackSerializer payload's header (the 0xC1 marker, version 1), then `body`. */
 const payload = (...body: number[]) => Uint8Array.from([0xc1, 0x01, ...body]);
 
-/** Thread t (c1-c3) and thread u in a fresh database; c2's row as stored, for editing. */
+/** Thread t (c1-c3, of runs r1-r3) and thread u in a fresh database; c2's row as stored, for editing. */
 async function thread(serde?: EncryptedSerializer) {
   const dbName = freshDbName("inline-malformed");
   const saver = track(new IndexedDBSaver({ dbName, ...(serde && { serde }) }));
-  const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), meta, { a: 1 });
-  const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), meta, { a: 2 });
-  await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), meta, {});
+  const ofRun = (run_id: string) => ({ ...meta, run_id }) as typeof meta;
+  const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), ofRun("r1"), { a: 1 });
+  const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), ofRun("r2"), { a: 2 });
+  await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), ofRun("r3"), {});
   await saver.put(at("u"), cp("c1", { a: "you" }, { a: 1 }), meta, { a: 1 });
   await saver.close();
   const c2Row = (await readStore<CheckpointRow>(dbName, "checkpoints")).find(
@@ -124,6 +128,62 @@ describe("malformed values held inline, without encryption", () => {
     const { dbName, c2Row } = await thread();
     await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
     await expectClearErrors(dbName, "null versions", /Checkpoint c2 of thread "t" has no channel versions/);
+  });
+
+  it("the same row, then deleted (its run, a pulled removal, prune) or kept by a delete around it (another run): a SerializationError naming it, no TypeError, nothing deleted", async () => {
+    const { dbName, c2Row } = await thread();
+    await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const removal: WireChange = {
+      kind: "removed",
+      seq: 1,
+      removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" },
+    };
+    const deletes: [string, () => Promise<unknown>][] = [
+      ["deleteForRuns r2", () => saver.deleteForRuns(["r2"])],
+      ["deleteForRuns r1", () => saver.deleteForRuns(["r1"])],
+      ["pulled removal", () => applyChanges(rawAccessOf(saver)!, [removal], { scope: "s\u0000u", cursor: 1 })],
+      ["prune", () => saver.prune(["t"])],
+    ];
+    for (const [what, run] of deletes) {
+      const failure = run();
+      await expect(failure, what).rejects.toBeInstanceOf(SerializationError);
+      await expect(failure, what).rejects.toThrow(/Checkpoint c2 of thread "t" has no channel versions/);
+      const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
+      expect(
+        rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
+        what,
+      ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
+    }
+  });
+});
+
+describe("copyThread of a row holding malformed inline values, without encryption", () => {
+  it("an inline map that is not a map, a value that is not [type, bytes] or at no version of the row, keys of another thread: a SerializationError naming the row, nothing written to the target", async () => {
+    const { dbName, c2Row } = await thread();
+    const pair = c2Row.inline!.a;
+    const edits: [string, Record<string, unknown>][] = [
+      ["not a map", { inline: 5 }],
+      ["an array", { inline: [pair] }],
+      ["not a pair", { inline: { a: "x" } }],
+      ["at no version", { inline: { a: pair, z: pair }, inline_keys: [...c2Row.inline_keys!, ["t", "", "z", 2]] }],
+      ["keys of another thread", { inline_keys: [["u", "", "a", 2]] }],
+    ];
+    for (const [what, edit] of edits) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, ...edit }]);
+      const saver = track(new IndexedDBSaver({ dbName }));
+      const copying = saver.copyThread("t", "copy");
+      await expect(copying, what).rejects.toBeInstanceOf(SerializationError);
+      await expect(copying, what).rejects.toThrow(
+        /Checkpoint c2 of thread "t" holds its inline values in a shape no version of the saver writes/,
+      );
+      await saver.close();
+      const rows = Object.values(await scanAll(dbName)).flat() as { thread_id?: unknown }[];
+      expect(
+        rows.filter((row) => row.thread_id === "copy"),
+        what,
+      ).toEqual([]);
+    }
   });
 });
 
