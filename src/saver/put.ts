@@ -1,37 +1,23 @@
 /**
- * Writes of a running graph: `put` (a checkpoint with the channel values it
- * changed) and `putWrites` (a task's pending writes). Everything is
- * serialized before the transaction opens; the transaction only issues
- * requests, its reads first (the key record, the parent checkpoint's key),
- * so a put costs one round trip. Only a put whose parent is missing reads
- * the thread's tombstone (a run still in flight on a deleted thread is
- * dropped); unless the tombstone drops it, it stores every value it has, not
- * only the changed ones, since the parent's may have gone with the parent.
+ * `put`: a checkpoint with the channel values it changed (put-writes.ts
+ * stores pending writes). Everything is serialized before the transaction
+ * opens; the transaction only issues requests, its reads first (the key
+ * record, the parent checkpoint's key), so a put costs one round trip, and
+ * none when this saver proves both from memory (put-proof.ts). Only a put
+ * whose parent is missing reads the thread's tombstone (a run still in
+ * flight on a deleted thread is dropped); unless the tombstone drops it, it
+ * stores every value it has, not only the changed ones, since the parent's
+ * may have gone with the parent.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import {
-  WRITES_IDX_MAP,
-  type ChannelVersions,
-  type Checkpoint,
-  type CheckpointMetadata,
-  type PendingWrite,
-} from "@langchain/langgraph-checkpoint";
+import type { ChannelVersions, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { issue, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { storeWrites, type WritesStore } from "./write-rows.js";
-import { putWritesCarefully, recordLatePut } from "./late-put.js";
-import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
+import { recordLatePut } from "./late-put.js";
 import { encode, rowRef } from "../rows/codec.js";
-import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
+import { withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
-import {
-  KEY_ID_WRITE_KEY,
-  isAbsent,
-  tombstoneWriteKey,
-  type BlobRow,
-  type CheckpointRow,
-  type WriteRow,
-} from "../rows/shapes.js";
+import { isAbsent, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
@@ -39,12 +25,17 @@ import { freshModule } from "./fresh.js";
 import type { PutProof } from "./put-proof.js";
 import { prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
-import { LateWrite, asTombstone, isDeadCheckpoint, readTombstone, type WriteTx } from "./tombstones.js";
+import { LateWrite, isDeadCheckpoint, readTombstone, type WriteTx } from "./tombstones.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
 /** The same, once loaded: putWrites notes the writes it committed there, for the next put's `parent_writes`. */
 let sealedLoaded: typeof import("./sealed.js") | undefined;
+
+/** The encryption-only chunk if a put has loaded it (put-writes.ts notes its writes there). @internal */
+export function sealedIfLoaded(): typeof import("./sealed.js") | undefined {
+  return sealedLoaded;
+}
 
 /** Stores a checkpoint and the channel values in `newVersions`; resolves once committed. */
 export async function put(
@@ -384,135 +375,4 @@ function unchangedVersions(input: PutInput, newVersions: ChannelVersions): Chann
   return Object.fromEntries(
     Object.entries(input.withoutValues.channel_versions).filter(([channel]) => !Object.hasOwn(newVersions, channel)),
   );
-}
-
-/** Stores a task's pending writes (first wins, special channels replace); resolves once committed. */
-export async function putWrites(
-  ctx: SaverContext,
-  config: RunnableConfig,
-  writes: PendingWrite[],
-  taskId: string,
-  taskPath = "",
-): Promise<void> {
-  const configurable = config.configurable ?? {};
-  if (configurable.thread_id === undefined) throw new Error(missingThreadIdMessage("put writes"));
-  if (configurable.checkpoint_id === undefined) {
-    throw new Error(
-      `Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`,
-    );
-  }
-  const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
-  if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
-  assertStorableId("thread_id", threadId);
-  assertStorableId("checkpoint_ns", checkpointNs, { allowEmpty: true });
-  assertStorableId("checkpoint_id", checkpointId);
-  assertStorableId("task_id", taskId);
-  if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
-  assertStorableId("task_path", taskPath, { allowEmpty: true });
-  if (writes.length === 0) return;
-  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
-  await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
-    const serde = bound.serde;
-
-    const rows = await Promise.all(
-      writes.map(async ([channel, value], position): Promise<WriteRow> => {
-        assertStorableId("channel", channel);
-        const idx = WRITES_IDX_MAP[channel] ?? position;
-        return {
-          thread_id: threadId,
-          checkpoint_ns: checkpointNs,
-          checkpoint_id: checkpointId,
-          task_id: taskId,
-          idx,
-          channel,
-          task_path: taskPath,
-          value: await encode(
-            serde,
-            `serialize a write to "${channel}"`,
-            value,
-            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
-          ),
-        };
-      }),
-    );
-    try {
-      // Fast path: the writes store alone, so this never waits for a put.
-      const added = await ctx.writes.write(
-        ["writes"],
-        async (tx, notes) => {
-          const store = tx.objectStore("writes");
-          // A put in this transaction checks the key and this checkpoint as its parent (PutChecks).
-          const covered = notes.some(
-            (put) =>
-              put?.parentId === checkpointId &&
-              put.threadId === threadId &&
-              put.checkpointNs === checkpointNs &&
-              put.keyId === bound.keyId,
-          );
-          if (covered) return storeWrites(store, rows, ctx.now());
-          const guardRead = readGuards(tx, store, threadId);
-          const stored = storeWrites(store, rows, ctx.now());
-          issue(stored); // awaited below, unless the key or the tombstone aborts first
-          const [tombstoneRow, keyCopy] = await guardRead;
-          checkWriteKey(bound, keyCopy);
-          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
-          // A deleted thread: roll back and take the careful path.
-          if (tombstone) throw new LateWrite(tombstone);
-          return stored;
-        },
-        "put writes",
-        true,
-        // The checkpoint of this superstep usually follows: share its commit.
-        true,
-        undefined,
-        // Pending writes remove no checkpoint and leave the key as it is.
-        true,
-      );
-      freshModule()?.keepWrites(ctx, ticket, rows, true);
-      // For the `parent_writes` of its children (binding version 4, encrypting savers: only they load
-      // sealed.ts): the writes stored, not those a first write kept out.
-      sealedLoaded?.noteWrites(ctx, rows, added);
-    } catch (error) {
-      // The key-id copy disagreed (another tab changed the key, or the copy
-      // was altered): the careful path asks the key record itself.
-      if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
-      // Rare: a deleted thread, a key change.
-      await putWritesCarefully(ctx, bound, rows);
-      // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
-      freshModule()?.keepWrites(ctx, ticket, rows, false);
-    }
-  }).catch((error: unknown) => {
-    // The writes may have committed all the same.
-    freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
-    throw error;
-  });
-}
-
-/** The guard reads issued in each transaction, by thread (see {@link readGuards}). */
-const guardReads = new WeakMap<object, Map<string, Promise<[WriteRow | undefined, WriteRow | undefined]>>>();
-
-/**
- * The thread's tombstone copy and the key-id copy, read in one round trip
- * (neither rejection left unhandled), once for every putWrites sharing `tx`:
- * no write the batcher merges changes either copy (those writes run in
- * transactions of their own), so a second read would return the same rows.
- */
-function readGuards(tx: object, store: WritesStore, threadId: string) {
-  let reads = guardReads.get(tx);
-  if (!reads) guardReads.set(tx, (reads = new Map()));
-  let read = reads.get(threadId);
-  if (!read) {
-    read = Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
-    reads.set(threadId, read);
-  }
-  return read;
-}
-
-/**
- * Checks the key-id copy read in a `writes`-only transaction. A database
- * without one (written by an older version, no key change since) is taken
- * as is: `put` checks the key record itself.
- */
-function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void {
-  checkKeyId(bound, copy ? copy.key_id : bound.keyId);
 }

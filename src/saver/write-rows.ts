@@ -1,6 +1,6 @@
 /**
  * Storing a task's pending write rows: shared by putWrites' fast path
- * (put.ts) and its careful path (late-put.ts, loaded on demand).
+ * (put-writes.ts) and its careful path (late-put.ts, loaded on demand).
  */
 import type { IDBPObjectStore } from "idb";
 import { addIfAbsent, storePut } from "../idb/requests.js";

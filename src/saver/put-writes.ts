@@ -1,0 +1,151 @@
+/**
+ * `putWrites`: a task's pending writes, one row each, in a `writes`-only
+ * transaction that never waits for a put. Its guards (the thread's
+ * tombstone copy, the key-id copy) are rows of the same store, read in the
+ * same round trip; a put sharing the transaction that checks this
+ * checkpoint as its parent covers them (PutChecks, context.ts).
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { WRITES_IDX_MAP, type PendingWrite } from "@langchain/langgraph-checkpoint";
+import { issue } from "../idb/requests.js";
+import type { SaverContext } from "./context.js";
+import { storeWrites, type WritesStore } from "./write-rows.js";
+import { putWritesCarefully } from "./late-put.js";
+import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
+import { encode, rowRef } from "../rows/codec.js";
+import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
+import { KEY_ID_WRITE_KEY, tombstoneWriteKey, type WriteRow } from "../rows/shapes.js";
+import { freshModule } from "./fresh.js";
+import { LateWrite, asTombstone } from "./tombstones.js";
+import { sealedIfLoaded } from "./put.js";
+
+/** Stores a task's pending writes (first wins, special channels replace); resolves once committed. */
+export async function putWrites(
+  ctx: SaverContext,
+  config: RunnableConfig,
+  writes: PendingWrite[],
+  taskId: string,
+  taskPath = "",
+): Promise<void> {
+  const configurable = config.configurable ?? {};
+  if (configurable.thread_id === undefined) throw new Error(missingThreadIdMessage("put writes"));
+  if (configurable.checkpoint_id === undefined) {
+    throw new Error(
+      `Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.`,
+    );
+  }
+  const { threadId, checkpointNs, checkpointId } = configIds(config, "put writes");
+  if (checkpointId === undefined) throw new Error(`Failed to put writes: "checkpoint_id" is empty.`);
+  assertStorableId("thread_id", threadId);
+  assertStorableId("checkpoint_ns", checkpointNs, { allowEmpty: true });
+  assertStorableId("checkpoint_id", checkpointId);
+  assertStorableId("task_id", taskId);
+  if (typeof taskPath !== "string") throw new Error(`Invalid task path: expected a string, got ${typeof taskPath}.`);
+  assertStorableId("task_path", taskPath, { allowEmpty: true });
+  if (writes.length === 0) return;
+  const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
+  await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
+    const serde = bound.serde;
+
+    const rows = await Promise.all(
+      writes.map(async ([channel, value], position): Promise<WriteRow> => {
+        assertStorableId("channel", channel);
+        const idx = WRITES_IDX_MAP[channel] ?? position;
+        return {
+          thread_id: threadId,
+          checkpoint_ns: checkpointNs,
+          checkpoint_id: checkpointId,
+          task_id: taskId,
+          idx,
+          channel,
+          task_path: taskPath,
+          value: await encode(
+            serde,
+            `serialize a write to "${channel}"`,
+            value,
+            rowRef.write(threadId, checkpointNs, checkpointId, taskId, idx, channel, taskPath),
+          ),
+        };
+      }),
+    );
+    try {
+      // Fast path: the writes store alone, so this never waits for a put.
+      const added = await ctx.writes.write(
+        ["writes"],
+        async (tx, notes) => {
+          const store = tx.objectStore("writes");
+          // A put in this transaction checks the key and this checkpoint as its parent (PutChecks).
+          const covered = notes.some(
+            (put) =>
+              put?.parentId === checkpointId &&
+              put.threadId === threadId &&
+              put.checkpointNs === checkpointNs &&
+              put.keyId === bound.keyId,
+          );
+          if (covered) return storeWrites(store, rows, ctx.now());
+          const guardRead = readGuards(tx, store, threadId);
+          const stored = storeWrites(store, rows, ctx.now());
+          issue(stored); // awaited below, unless the key or the tombstone aborts first
+          const [tombstoneRow, keyCopy] = await guardRead;
+          checkWriteKey(bound, keyCopy);
+          const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
+          // A deleted thread: roll back and take the careful path.
+          if (tombstone) throw new LateWrite(tombstone);
+          return stored;
+        },
+        "put writes",
+        true,
+        // The checkpoint of this superstep usually follows: share its commit.
+        true,
+        undefined,
+        // Pending writes remove no checkpoint and leave the key as it is.
+        true,
+      );
+      freshModule()?.keepWrites(ctx, ticket, rows, true);
+      // For the `parent_writes` of its children (binding version 4, encrypting savers: only they load
+      // sealed.ts): the writes stored, not those a first write kept out.
+      sealedIfLoaded()?.noteWrites(ctx, rows, added);
+    } catch (error) {
+      // The key-id copy disagreed (another tab changed the key, or the copy
+      // was altered): the careful path asks the key record itself.
+      if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
+      // Rare: a deleted thread, a key change.
+      await putWritesCarefully(ctx, bound, rows);
+      // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
+      freshModule()?.keepWrites(ctx, ticket, rows, false);
+    }
+  }).catch((error: unknown) => {
+    // The writes may have committed all the same.
+    freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
+    throw error;
+  });
+}
+
+/** The guard reads issued in each transaction, by thread (see {@link readGuards}). */
+const guardReads = new WeakMap<object, Map<string, Promise<[WriteRow | undefined, WriteRow | undefined]>>>();
+
+/**
+ * The thread's tombstone copy and the key-id copy, read in one round trip
+ * (neither rejection left unhandled), once for every putWrites sharing `tx`:
+ * no write the batcher merges changes either copy (those writes run in
+ * transactions of their own), so a second read would return the same rows.
+ */
+function readGuards(tx: object, store: WritesStore, threadId: string) {
+  let reads = guardReads.get(tx);
+  if (!reads) guardReads.set(tx, (reads = new Map()));
+  let read = reads.get(threadId);
+  if (!read) {
+    read = Promise.all([store.get(tombstoneWriteKey(threadId)), store.get(KEY_ID_WRITE_KEY)]);
+    reads.set(threadId, read);
+  }
+  return read;
+}
+
+/**
+ * Checks the key-id copy read in a `writes`-only transaction. A database
+ * without one (written by an older version, no key change since) is taken
+ * as is: `put` checks the key record itself.
+ */
+function checkWriteKey(bound: BoundSerializer, copy: WriteRow | undefined): void {
+  checkKeyId(bound, copy ? copy.key_id : bound.keyId);
+}
