@@ -84,6 +84,17 @@ describe("a put's guard reads proven from memory", () => {
     expect(latest?.parentConfig?.configurable?.checkpoint_id).toBe(config.configurable?.checkpoint_id);
   });
 
+  it("are made by a saver with freshReads: false, whatever another saver of the page has loaded", async () => {
+    await warmed();
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("put-proof"), freshReads: false }));
+    let config = await putStep(saver, root("t"), "a1", 1);
+    config = await putStep(saver, config, "a2", 2);
+    config = await putStep(saver, config, "a3", 3);
+    const counts = await countRequests(() => putStep(saver, config, "a4", 4));
+    expect(guardReads(counts)).toBeGreaterThanOrEqual(2);
+    expect(counts.put).toBe(2);
+  });
+
   it("come back after another saver on the database writes (the lease changed hands)", async () => {
     const { saver, config, dbName } = await warmed();
     const other = track(new IndexedDBSaver({ dbName }));

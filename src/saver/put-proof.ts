@@ -71,8 +71,10 @@ const nsKey = (threadId: string, checkpointNs: string) => JSON.stringify([thread
 
 /** The state of `ctx`, cleared if anything changed since it was learned; undefined when nothing can be proven now. */
 function current(ctx: SaverContext): ProofState | undefined {
-  const lease = leaseOf(ctx.db)?.lease;
-  if (!lease?.held) return undefined;
+  const record = leaseOf(ctx.db);
+  const lease = record?.lease;
+  // `freshReads: false` trusts nothing kept in memory: the guard reads are made and the summary written.
+  if (!record?.freshReads || !lease?.held) return undefined;
   const mark = ctx.db.exclusiveMark;
   let state = states.get(ctx);
   if (!state) {
