@@ -82,6 +82,11 @@ test("two threads stay apart", async () => {
   // Polled: the log is drawn again once the answer's checkpoint lands, and a node read while it is
   // replaced measures 0 × 0.
   await expect.poll(clipped).toBe(true);
+  // Folded to a few lines, not squashed to a sliver: the log is a flex column that overflows, and a
+  // bubble that hides its overflow may otherwise shrink below its content (it once showed half a line).
+  await expect
+    .poll(() => pasted.evaluate((el) => el.clientHeight / parseFloat(getComputedStyle(el).fontSize)))
+    .toBeGreaterThan(8);
   await page.getByTestId("show-more").click();
   await expect.poll(clipped).toBe(false);
   expect(await page.getByTestId("show-more").getAttribute("aria-expanded")).toBe("true");
