@@ -103,6 +103,22 @@ test("readable and usable on a phone", async () => {
   await page.getByTestId("settings").click();
   expect(await unnamedControls(page)).toEqual([]);
   await screenshot(page, "mobile-settings");
+  // About's paths and names wrap between words, never inside one ("src/serde/encry" / "pted/").
+  await page.getByTestId("about").scrollIntoViewIfNeeded();
+  const splitWords = await page.getByTestId("about").evaluate((about) =>
+    [...about.querySelectorAll("td code")].flatMap((code) => {
+      const text = code.firstChild as Text;
+      const split: string[] = [];
+      for (const match of text.data.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(text, match.index);
+        range.setEnd(text, match.index + match[0].length);
+        if (range.getClientRects().length > 1) split.push(match[0]);
+      }
+      return split;
+    }),
+  );
+  expect(splitWords).toEqual([]);
 });
 
 test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
