@@ -193,7 +193,7 @@ export class App {
     this.#search.clear();
     this.#unsyncStatus?.();
     this.#unsyncStatus = session.onSyncStatus((status) =>
-      this.sidebar.setSyncStatus(describeSync(status), status.state),
+      this.sidebar.setSyncStatus(describeSync(status, navigator.onLine), status.state),
     );
     this.branches.invalidate();
     this.#unsubscribe = session.saver.subscribe((change) => {
