@@ -106,6 +106,13 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   await expect
     .poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count())
     .toBeGreaterThan(0);
+  // A turn's "3 steps" looks like something that opens: a caret that turns when it does.
+  const toggle = page.locator(".steps-toggle").first();
+  const caret = () => toggle.evaluate((el) => getComputedStyle(el, "::before").content);
+  expect(await caret()).toMatch(/^"▸"/);
+  await toggle.click();
+  await expect.poll(caret).toMatch(/^"▾"/);
+  await toggle.click();
   await twoMessages.first().click();
   // The view shows the state at that checkpoint.
   await expect.poll(() => transcript(page)).toHaveLength(2);
