@@ -4,7 +4,7 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
 
 const harness = useHarness({ viewport: { width: 390, height: 844 } });
 
@@ -119,6 +119,18 @@ test("readable and usable on a phone", async () => {
     }),
   );
   expect(splitWords).toEqual([]);
+  await page.keyboard.press("Escape");
+
+  // Instructions chosen in the drawer: that thread opens and the drawer closes, so once the editor
+  // is saved its note is on screen (the drawer used to stay over the chat).
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await threadAction(page.locator(".thread-item", { hasText: "second thread on the phone" }), "Instructions");
+  await page.getByTestId("instructions-input").fill("Answer in one line.");
+  await page.getByTestId("instructions-save").click();
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);
+  await expect.poll(() => page.locator(".thread-heading").textContent()).toBe("second thread on the phone");
+  await expect.poll(() => page.getByTestId("instructions-text").textContent()).toBe("Answer in one line.");
+  expect(await page.getByTestId("instructions-note").isVisible()).toBe(true);
 });
 
 test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
