@@ -18,6 +18,11 @@ test("an edited memory is saved as edited, across a reload, a closed page and in
   await ready(first);
   await send(first, "remember that my favourite tree is the oak", { expectReply: false });
   await first.getByTestId("approval").waitFor();
+  // The card shows the memory once, in its editor, as it will be saved: no second wording beside it.
+  expect(await first.getByTestId("approval-args").inputValue()).toBe("my favourite tree is the oak");
+  expect(await first.getByTestId("approval").innerText()).not.toContain("oak");
+  // The note of the call above the card quotes the same words, not a rewording ("your …").
+  expect(await first.getByTestId("tool-call").textContent()).toContain("“my favourite tree is the oak”");
   await first.reload();
   await ready(first);
   await first.getByTestId("approval-args").waitFor();

@@ -82,6 +82,11 @@ test("two threads stay apart", async () => {
   // Polled: the log is drawn again once the answer's checkpoint lands, and a node read while it is
   // replaced measures 0 × 0.
   await expect.poll(clipped).toBe(true);
+  // Folded to a few lines, not squashed to a sliver: the log is a flex column that overflows, and a
+  // bubble that hides its overflow may otherwise shrink below its content (it once showed half a line).
+  await expect
+    .poll(() => pasted.evaluate((el) => el.clientHeight / parseFloat(getComputedStyle(el).fontSize)))
+    .toBeGreaterThan(8);
   await page.getByTestId("show-more").click();
   await expect.poll(clipped).toBe(false);
   expect(await page.getByTestId("show-more").getAttribute("aria-expanded")).toBe("true");
@@ -101,6 +106,13 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   await expect
     .poll(() => page.locator('[data-testid="checkpoint"][data-message-count="6"]').count())
     .toBeGreaterThan(0);
+  // A turn's "3 steps" looks like something that opens: a caret that turns when it does.
+  const toggle = page.locator(".steps-toggle").first();
+  const caret = () => toggle.evaluate((el) => getComputedStyle(el, "::before").content);
+  expect(await caret()).toMatch(/^"▸"/);
+  await toggle.click();
+  await expect.poll(caret).toMatch(/^"▾"/);
+  await toggle.click();
   await twoMessages.first().click();
   // The view shows the state at that checkpoint.
   await expect.poll(() => transcript(page)).toHaveLength(2);

@@ -59,6 +59,9 @@ test("the page runs under a strict CSP with no violation", async () => {
   await code.locator(".hljs-keyword").first().waitFor();
   expect(await code.locator(".hljs-keyword").first().textContent()).toBe("const");
   expect(await highlighter()).toBe(1);
+  // Copy sits in a strip above the code, not over it: on a phone a long first line scrolled under it.
+  const copyBox = (await page.getByTestId("copy-code").last().boundingBox())!;
+  expect((await code.boundingBox())!.y).toBeGreaterThanOrEqual(copyBox.y + copyBox.height);
   const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
   await page.getByTestId("copy-code").last().click();
   await expect.poll(clipboard).toBe("const answer = 42; // the code\n");

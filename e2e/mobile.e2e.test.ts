@@ -4,7 +4,7 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
 
 const harness = useHarness({ viewport: { width: 390, height: 844 } });
 
@@ -103,6 +103,34 @@ test("readable and usable on a phone", async () => {
   await page.getByTestId("settings").click();
   expect(await unnamedControls(page)).toEqual([]);
   await screenshot(page, "mobile-settings");
+  // About's paths and names wrap between words, never inside one ("src/serde/encry" / "pted/").
+  await page.getByTestId("about").scrollIntoViewIfNeeded();
+  const splitWords = await page.getByTestId("about").evaluate((about) =>
+    [...about.querySelectorAll("td code")].flatMap((code) => {
+      const text = code.firstChild as Text;
+      const split: string[] = [];
+      for (const match of text.data.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(text, match.index);
+        range.setEnd(text, match.index + match[0].length);
+        if (range.getClientRects().length > 1) split.push(match[0]);
+      }
+      return split;
+    }),
+  );
+  expect(splitWords).toEqual([]);
+  await page.keyboard.press("Escape");
+
+  // Instructions chosen in the drawer: that thread opens and the drawer closes, so once the editor
+  // is saved its note is on screen (the drawer used to stay over the chat).
+  await page.getByRole("button", { name: "Show threads" }).click();
+  await threadAction(page.locator(".thread-item", { hasText: "second thread on the phone" }), "Instructions");
+  await page.getByTestId("instructions-input").fill("Answer in one line.");
+  await page.getByTestId("instructions-save").click();
+  await expect.poll(() => page.locator("#sidebar").isVisible()).toBe(false);
+  await expect.poll(() => page.locator(".thread-heading").textContent()).toBe("second thread on the phone");
+  await expect.poll(() => page.getByTestId("instructions-text").textContent()).toBe("Answer in one line.");
+  expect(await page.getByTestId("instructions-note").isVisible()).toBe(true);
 });
 
 test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {

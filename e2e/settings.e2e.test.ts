@@ -4,6 +4,7 @@
  * streamed over SSE (served here by a route, same origin, no network).
  */
 import { existsSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -142,7 +143,8 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
 
   await send(page, "remember I like jazz", { expectReply: false });
   await page.getByTestId("approval").waitFor();
-  expect(await page.getByTestId("approval").textContent()).toContain("you like jazz");
+  // The streamed arguments reached the card: its editor holds the memory as the model wrote it.
+  expect(await page.getByTestId("approval-args").inputValue()).toBe("I like jazz");
   await page.getByTestId("approve").click();
   await expect.poll(() => transcript(page)).toContain("assistant: Saved that you like jazz.");
   // The third request carried the tool call and its result.
@@ -181,4 +183,33 @@ test("About names the package and where each feature lives in it", async () => {
     for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
   }
   await screenshot(page, "about");
+});
+
+test("a sync server that does not answer reads as such, not as the browser being offline", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "a turn waiting to sync");
+  await page.getByTestId("settings").click();
+  // A port just freed: nothing listens there, every request is refused while the page is online.
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+  await page.getByTestId("sync-url").fill(`http://localhost:${port}`);
+  await page.getByTestId("sync-token").fill("any-token");
+  await page.getByTestId("sync-save").click();
+  await page.getByText(/^Could not sync/).waitFor();
+  await page.keyboard.press("Escape");
+  const status = () => page.getByTestId("sync-status").textContent();
+  await expect.poll(status).toMatch(/^Can't reach the sync server, \d+ changes? waiting$/);
+  // Sync off again, so no retry logs a refused connection after the test.
+  await page.getByTestId("settings").click();
+  await page.getByTestId("sync-url").fill("");
+  await page.getByTestId("sync-save").click();
+  await expect.poll(status).toBe("Sync off");
+  // The refused requests are the point here: Chromium logs each as a console error.
+  expect(harness().errors.every((error) => /ERR_CONNECTION_REFUSED/.test(error))).toBe(true);
+  harness().errors.length = 0;
 });

@@ -234,6 +234,10 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   expect(await edit.evaluate((el) => parseFloat(getComputedStyle(el).fontSize))).toBeGreaterThanOrEqual(13);
 
   await page.getByTestId("edit").nth(1).click();
+  // While its editor is open, the message's own actions (Copy, Edit) are not left standing under it.
+  await page.getByTestId("edit-text").waitFor();
+  expect(await page.getByTestId("edit").nth(1).isVisible()).toBe(false);
+  expect(await page.getByTestId("edit").nth(0).isVisible()).toBe(true);
   await page.getByTestId("edit-text").fill("turn two, edited");
   await screenshot(page, "editing");
   await page.getByTestId("edit-save").click();

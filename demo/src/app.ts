@@ -82,7 +82,7 @@ export class App {
     onDelete: (id) =>
       void this.deleteThread(id).catch((e: unknown) => this.chat.showError(`Could not delete: ${messageOf(e)}`)),
     onSearch: (query) => this.#search.matching(this.threads, query),
-    onInstructions: (id) => void this.instructions.edit(id),
+    onInstructions: (id) => this.editInstructions(id),
   });
   /** The threads' custom instructions: the note above the chat and their editor. */
   readonly instructions = createThreadInstructions(this);
@@ -193,7 +193,7 @@ export class App {
     this.#search.clear();
     this.#unsyncStatus?.();
     this.#unsyncStatus = session.onSyncStatus((status) =>
-      this.sidebar.setSyncStatus(describeSync(status), status.state),
+      this.sidebar.setSyncStatus(describeSync(status, navigator.onLine), status.state),
     );
     this.branches.invalidate();
     this.#unsubscribe = session.saver.subscribe((change) => {
@@ -332,6 +332,19 @@ export class App {
 
   toggleSidebar(open?: boolean): void {
     toggleSidebar(this.shell.menuButton, open);
+  }
+
+  /**
+   * Opens a thread's instructions editor. On a phone the thread opens first
+   * (closing the drawer): the drawer stayed over the chat once the editor
+   * closed, hiding the note just saved. Wider screens keep the open thread.
+   */
+  editInstructions(id: string): void {
+    if (phoneScreen.matches) {
+      if (id !== this.currentId) this.openThread(id);
+      else this.closeDrawer();
+    }
+    void this.instructions.edit(id);
   }
 
   /** Closes the phone's drawer; says whether it was open. */

@@ -23,15 +23,24 @@ export async function saveSyncSettings(db: DemoDB, vault: Vault, settings: SyncS
   await db.settings.put(await settingRow(vault, "sync", settings));
 }
 
-/** A one-line status for the sidebar ("synced", "offline, 3 changes waiting", …). */
-export function describeSync(status: { state: string; pending: number; threads: number; error?: string }): string {
+/**
+ * A one-line status for the sidebar ("Synced", "Offline, 3 changes waiting", …).
+ * The client's `offline` means no answer came: the device's network is down,
+ * or only the server (stopped, a wrong address) while the page is online.
+ * "Offline" said of the latter sent people looking at their connection.
+ * @param online `navigator.onLine` when the status came: only `false` reads "Offline".
+ */
+export function describeSync(
+  status: { state: string; pending: number; threads: number; error?: string },
+  online = true,
+): string {
   switch (status.state) {
     case "stopped":
       return "Sync off";
     case "syncing":
       return status.threads > 0 ? `Syncing ${status.threads} thread${status.threads === 1 ? "" : "s"}…` : "Syncing…";
     case "offline":
-      return `Offline${status.pending > 0 ? `, ${status.pending} change${status.pending === 1 ? "" : "s"} waiting` : ""}`;
+      return `${online ? "Can't reach the sync server" : "Offline"}${status.pending > 0 ? `, ${status.pending} change${status.pending === 1 ? "" : "s"} waiting` : ""}`;
     case "error":
       return `Sync error: ${status.error ?? "unknown"}`;
     default:

@@ -3,7 +3,6 @@
  * memory, a reason for a rejection, Approve and Reject. Re-rendering the same
  * card keeps what was typed and where the focus was.
  */
-import { secondPerson } from "../model.js";
 import { h, replace } from "./dom.js";
 
 /** What the card's buttons do, and where the focus goes when it goes away. */
@@ -66,8 +65,15 @@ export function createApproval(actions: ApprovalActions) {
         "section",
         { class: "approval", testid: "approval", role: "region", "aria-label": "Approval needed" },
         h("h2", {}, "Save to long-term memory?"),
-        h("p", {}, "The assistant wants to remember (edit it before saving if you like):"),
-        h("ul", {}, ...memories.map((memory) => h("li", { class: "memory-text" }, `“${secondPerson(memory)}”`))),
+        // The memory shows once, in its editor, as it will be saved: a second copy in the
+        // assistant's words ("your …" above "my …") left people asking which one is kept.
+        h(
+          "p",
+          {},
+          memories.length === 1
+            ? "The assistant wants to remember this (edit it before saving if you like):"
+            : `The assistant wants to remember these ${memories.length} things (edit them before saving if you like):`,
+        ),
         ...editors,
         reason,
         h(

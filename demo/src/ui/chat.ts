@@ -209,13 +209,19 @@ export function createChat(actions: ChatActions, top?: Node) {
 
   function startEdit(index: number, bubble: HTMLElement): void {
     const original = bubble.textContent ?? "";
+    // The message's own actions (Copy, Edit, its versions) would stand under the editor's
+    // buttons, a second row offering Edit again: hidden while the editor is open.
+    const next = bubble.nextElementSibling;
+    const tools = next instanceof HTMLElement && next.classList.contains("message-tools") ? next : undefined;
     const form = editor(original, (value) => {
       form.replaceWith(bubble);
+      if (tools) tools.hidden = false;
       // Cancelled: back to the message's own Edit button, not to the page.
-      if (value === undefined) bubble.nextElementSibling?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
+      if (value === undefined) tools?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
       else actions.onEdit(index, value);
     });
     bubble.replaceWith(form);
+    if (tools) tools.hidden = true;
   }
 
   return {

@@ -37,6 +37,11 @@ export function copyTo(button: HTMLButtonElement, text: () => string): void {
   );
 }
 
+/** The language a fenced block names (```ts gives `language-ts`), if any. */
+function languageOf(code: HTMLElement): string | undefined {
+  return /(?:^|\s)language-([\w+#.-]+)/.exec(code.className)?.[1];
+}
+
 /** Adds a Copy button to each code block under `root`, and highlights them (loading the highlighter once). */
 export function decorateCodeBlocks(root: ParentNode): void {
   const codes = [...root.querySelectorAll<HTMLElement>("pre > code")];
@@ -50,6 +55,8 @@ export function decorateCodeBlocks(root: ParentNode): void {
     );
     copy.addEventListener("click", () => copyTo(copy, () => code.textContent ?? ""));
     const block = h("div", { class: "code-block" });
+    const language = languageOf(code);
+    if (language) block.dataset.lang = language;
     pre.replaceWith(block);
     block.append(copy, pre);
   }
@@ -61,7 +68,7 @@ async function highlight(codes: HTMLElement[]): Promise<void> {
   for (const code of codes) {
     const text = code.textContent ?? "";
     if (text.length > MAX_CODE) continue;
-    const language = /(?:^|\s)language-([\w+#.-]+)/.exec(code.className)?.[1];
+    const language = languageOf(code);
     const known = language && hljs.getLanguage(language) ? language : undefined;
     const key = `${known ?? ""}\n${text}`;
     let html = cache.get(key);

@@ -6,7 +6,6 @@
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { SAVE_MEMORY, createdAt, isStopped } from "../agent.js";
 import type { BranchPoint } from "../branches.js";
-import { secondPerson } from "../model.js";
 import { h } from "./dom.js";
 import { icon, type IconName } from "./icons.js";
 import { copyTo, decorateCodeBlocks } from "./code-blocks.js";
@@ -19,10 +18,14 @@ export function text(message: BaseMessage): string {
   return content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
 }
 
-/** A tool call's note: what the assistant is doing, then, once its result is in, what it did. */
+/**
+ * A tool call's note: what the assistant is doing, then, once its result is in, what it did.
+ * A memory is quoted as the call has it, the words the approval card's editor holds and the
+ * result's "Saved: …" repeats: reworded ("my" → "your") it read as a second, different memory.
+ */
 function toolCallLabel(name: string, args: Record<string, unknown>, done: boolean): string {
   if (name === SAVE_MEMORY) {
-    const memory = `“${secondPerson(String(args.memory ?? ""))}”`;
+    const memory = `“${String(args.memory ?? "")}”`;
     return done ? `Asked to save a memory: ${memory}` : `Wants to save a memory: ${memory}`;
   }
   if (name === "recall_memories") return done ? "Looked up memories" : "Looking up memories…";

@@ -235,7 +235,7 @@ export function createSidebar(actions: SidebarActions) {
 
   return {
     el,
-    /** The sync status line ("Synced", "Offline, 3 changes waiting", …). */
+    /** The sync status line ("Synced", "Can't reach the sync server, 3 changes waiting", …). */
     setSyncStatus(text: string, state: string): void {
       syncStatus.textContent = text;
       syncStatus.dataset.state = state;
