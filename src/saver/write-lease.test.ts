@@ -102,7 +102,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("keeps it for the idle period after each use, then lets go", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const holder = lease(freshDbName("lease-use"), 100);
     await holder.ensure();
     vi.advanceTimersByTime(99);
@@ -116,7 +116,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("a frozen saver's answers from memory end with its idle period; its next read comes from IndexedDB, current", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const dbName = freshDbName("lease-frozen");
     const frozen = track(new IndexedDBSaver({ dbName }));
     const reads = vi.spyOn(contextOf(frozen)!.db, "read");

@@ -83,6 +83,8 @@ export class WriteLease {
   #acquiring: Promise<void> | undefined;
   readonly #idleMs: number;
   #idle: ReturnType<typeof setTimeout> | undefined;
+  /** When the lease was last used (performance.now()). */
+  #lastUse = 0;
   #unwatchPage: (() => void) | undefined;
 
   constructor(dbName: string, locks: RunLockManager = defaultLockManager(), idleMs = IDLE_RELEASE_MS) {
@@ -136,11 +138,29 @@ export class WriteLease {
     else this.#keepIdle();
   }
 
+  /**
+   * Keeps the lease {@link IDLE_RELEASE_MS} from now. A use only notes the
+   * time; the one timer, when it fires, lets go or waits out what is left.
+   * A timer reset at every use (clearTimeout, setTimeout) took about 7% of
+   * the time of the reads answered from memory in a Chromium profile.
+   */
   #keepIdle(): void {
-    clearTimeout(this.#idle);
-    this.#idle = setTimeout(() => this.#drop(), this.#idleMs);
+    this.#lastUse = performance.now();
+    if (this.#idle === undefined) this.#armIdle(this.#idleMs);
+  }
+
+  #armIdle(ms: number): void {
+    this.#idle = setTimeout(this.#onIdle, ms);
     (this.#idle as { unref?: () => void }).unref?.();
   }
+
+  readonly #onIdle = (): void => {
+    this.#idle = undefined;
+    // Never longer than a full period: a clock that went backwards must not keep the lease.
+    const left = Math.min(this.#lastUse + this.#idleMs - performance.now(), this.#idleMs);
+    if (left > 0) this.#armIdle(left);
+    else this.#drop();
+  };
 
   async #acquire(): Promise<void> {
     const channel = (this.#channel ??= this.#openChannel());
