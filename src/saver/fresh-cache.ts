@@ -203,7 +203,11 @@ export function ticket(
   const lease = leaseOf(ctx.db)?.lease;
   if (!state) return undefined;
   if (write) touch(state, nsKey(threadId, checkpointNs));
-  if (!lease?.held) return undefined;
+  if (!lease?.held) {
+    // An idle lease: this read keeps nothing, but takes the lease back if no one holds it, so the next keeps.
+    if (!write) lease?.takeIfFree()?.catch(() => undefined);
+    return undefined;
+  }
   return { generation: state.generation, epoch: lease.epoch, connection: state.connection, clock: state.clock };
 }
 

@@ -128,6 +128,19 @@ export class WriteLease {
   }
 
   /**
+   * Takes the lease for this saver's reads if no saver holds it or waits for
+   * it (a lock request `ifAvailable`), never asking a holder to let go: a
+   * read must not take it from a saver that writes. So a saver whose lease
+   * went idle answers its next reads from memory again (fresh-cache.ts keeps
+   * what a read finds only while the lease is held). Not on a hidden page,
+   * which would have to let it go at once. Settles once taken or refused.
+   */
+  takeIfFree(): Promise<void> | undefined {
+    if (!WriteLease.supported || this.#held || this.#acquiring || pageHidden()) return undefined;
+    return (this.#acquiring = this.#acquire(true));
+  }
+
+  /**
    * The lease was used (a write, a read answered from memory): it is kept
    * {@link IDLE_RELEASE_MS} longer, or, on a hidden page, let go once the
    * current task's transaction is created (a microtask later).
@@ -162,12 +175,16 @@ export class WriteLease {
     else this.#drop();
   };
 
-  async #acquire(): Promise<void> {
+  /** Takes the lock, asking the holder for it; `ifFree`: only if free, asking no one. */
+  async #acquire(ifFree = false): Promise<void> {
+    // Listening before the lock is held: a saver asking for it is answered at once.
     const channel = (this.#channel ??= this.#openChannel());
     this.#unwatchPage ??= this.#watchPage();
     let granted!: () => void;
     const got = new Promise<void>((resolve) => (granted = resolve));
-    const holding = this.#locks.request(this.#name, {}, async () => {
+    const holding = this.#locks.request(this.#name, ifFree ? { ifAvailable: true } : {}, async (lock) => {
+      // Refused (held, or asked for), or granted to a read once the page was hidden: stays without it.
+      if (!lock || (ifFree && pageHidden())) return;
       this.#held = true;
       this.#epoch++;
       this.#acquiring = undefined;
@@ -179,9 +196,9 @@ export class WriteLease {
     // Settles when let go; a lock manager that fails leaves this saver without the lease.
     holding.catch(() => this.#drop());
     const ask = () => channel.post({ sender: this.#sender });
-    ask();
-    const timer = setInterval(ask, ASK_AGAIN_MS);
-    (timer as { unref?: () => void }).unref?.();
+    if (!ifFree) ask();
+    const timer = ifFree ? undefined : setInterval(ask, ASK_AGAIN_MS);
+    (timer as { unref?: () => void } | undefined)?.unref?.();
     try {
       await Promise.race([got, holding]);
     } finally {
