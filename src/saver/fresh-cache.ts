@@ -15,8 +15,9 @@
  * committed. `getTuple` of the latest answers from the window's first
  * checkpoint; `list` of one namespace answers from the window as far as it
  * reaches (list.ts), then reads on from where it ends. A hit decodes copies
- * of the kept bytes, so each caller gets objects of its own and cannot
- * change what is kept.
+ * of the kept bytes (or the bytes themselves, for a serializer that only
+ * reads them: fresh-rows.ts), so each caller gets objects of its own and
+ * cannot change what is kept.
  *
  * Why a hit cannot be stale: an entry is served only while this saver holds
  * its database's write lease (write-lease.ts), and has held it without a
@@ -59,7 +60,7 @@ import type { CheckpointChange } from "./events.js";
 import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import { isAbsent, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
-import { copyBlob, copyRaw, copyRow, copyWrite, mergeWrites, sizeOf } from "./fresh-rows.js";
+import { answerOf, copyBlob, copyRaw, copyRow, copyWrite, mergeWrites, sizeOf } from "./fresh-rows.js";
 
 /** Namespaces kept per saver. */
 export const MAX_ENTRIES = 64;
@@ -249,7 +250,7 @@ function servable(ctx: SaverContext, threadId: string, ns: string, serde: Serial
   return entry;
 }
 
-/** The kept rows of a namespace's latest checkpoint (copies), if provably current and kept for `serde`. */
+/** The kept rows of a namespace's latest checkpoint (as {@link answerOf} gives them), if provably current and kept for `serde`. */
 export function freshLatest(
   ctx: SaverContext,
   threadId: string,
@@ -257,7 +258,7 @@ export function freshLatest(
   serde: SerializerProtocol,
 ): RawTuple | undefined {
   const newest = servable(ctx, threadId, checkpointNs, serde)?.rows[0];
-  return newest && copyRaw(newest);
+  return newest && answerOf(newest, serde);
 }
 
 /** What a namespace's kept window answers of a `list`: its rows (kept ones: decode copies), and where to read on. */
@@ -294,7 +295,7 @@ export function freshList(
   return oldest ? { page, readFrom: beforeId && beforeId < oldest ? beforeId : oldest } : undefined;
 }
 
-export { copyRaw } from "./fresh-rows.js";
+export { answerOf } from "./fresh-rows.js";
 
 /**
  * Keeps a page of a namespace's checkpoints that one read transaction found,
@@ -317,7 +318,7 @@ export function keepPage(
   if (!state || !valid(ctx, state, t)) return;
   const key = nsKey(threadId, ns);
   if ((state.touched.get(key) ?? 0) > t.clock) return;
-  const kept = page.map(copyRaw);
+  const kept = page.map((raw) => copyRaw(raw));
   if (upperId === undefined) return keep(state, key, { rows: kept, complete, serde, bytes: 0 });
   const entry = state.entries.get(key);
   const oldest = entry?.rows[entry.rows.length - 1];
@@ -367,7 +368,7 @@ export function keepPut(
     else return dropNamespace(state, threadId, ns);
   }
   state.written.delete(idKey(threadId, ns, id));
-  const raw: RawTuple = { row: copyRow(row), blobs, writes: (writes ?? []).map(copyWrite) };
+  const raw: RawTuple = { row: copyRow(row), blobs, writes: (writes ?? []).map((write) => copyWrite(write)) };
   keep(state, key, { ...entry, rows: [raw, ...entry.rows], bytes: 0, ownPut: id });
 }
 
