@@ -204,11 +204,7 @@ export function ticket(
   const lease = leaseOf(ctx.db)?.lease;
   if (!state) return undefined;
   if (write) touch(state, nsKey(threadId, checkpointNs));
-  if (!lease?.held) {
-    // An idle lease: this read keeps nothing, but takes the lease back if no one holds it, so the next keeps.
-    if (!write) lease?.takeIfFree()?.catch(() => undefined);
-    return undefined;
-  }
+  if (!lease?.held) return undefined;
   return { generation: state.generation, epoch: lease.epoch, connection: state.connection, clock: state.clock };
 }
 
@@ -315,6 +311,12 @@ export function keepPage(
   complete: boolean,
 ): void {
   const state = states.get(ctx);
+  // A read while the lease was idle keeps nothing, but takes the lease back if no one holds it, so the next
+  // keeps. Asked once the read is done: beside it, the lock request made that read 1-1.5 ms slower.
+  if (!t)
+    leaseOf(ctx.db)
+      ?.lease.takeIfFree()
+      ?.catch(() => undefined);
   if (!state || !valid(ctx, state, t)) return;
   const key = nsKey(threadId, ns);
   if ((state.touched.get(key) ?? 0) > t.clock) return;
