@@ -271,6 +271,20 @@ describe("getTuple of the latest checkpoint from memory", () => {
     expect(reads()).toBe(0);
   });
 
+  it("a subclass of MsgpackSerializer that writes into what it reads still gets copies", async () => {
+    class Scribbler extends MsgpackSerializer {
+      override async loadsTyped(type: string, bytes: Uint8Array | string): Promise<unknown> {
+        const value = await super.loadsTyped(type, bytes);
+        if (bytes instanceof Uint8Array) bytes.fill(0);
+        return value;
+      }
+    }
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("fresh"), serde: new Scribbler() }));
+    await primed(saver);
+    const again = await saver.getTuple(root("t"));
+    expect(again?.checkpoint.channel_values).toEqual({ a: "a1", b: "b0" });
+  });
+
   it("with freshReads: false, reads the database every time", async () => {
     const dbName = freshDbName("fresh");
     const saver = track(new IndexedDBSaver({ dbName, freshReads: false }));

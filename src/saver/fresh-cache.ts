@@ -313,10 +313,8 @@ export function keepPage(
   const state = states.get(ctx);
   // A read while the lease was idle keeps nothing, but takes the lease back if no one holds it, so the next
   // keeps. Asked once the read is done: beside it, the lock request made that read 1-1.5 ms slower.
-  if (!t)
-    leaseOf(ctx.db)
-      ?.lease.takeIfFree()
-      ?.catch(() => undefined);
+  const record = leaseOf(ctx.db);
+  if (!t && record?.freshReads) record.lease.takeIfFree();
   if (!state || !valid(ctx, state, t)) return;
   const key = nsKey(threadId, ns);
   if ((state.touched.get(key) ?? 0) > t.clock) return;

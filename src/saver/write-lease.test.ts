@@ -174,6 +174,16 @@ describe("a holder that stops answering", () => {
     expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });
   });
 
+  it("a saver with freshReads: false never takes the lease for a read (it keeps nothing anyway)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("lease-no-fresh"), freshReads: false }));
+    await put(saver, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    for (let i = 0; i < 3; i++) await saver.getTuple(latest);
+    await new Promise((resolve) => realSetTimeout(resolve, 50));
+    expect(leaseOf(contextOf(saver)!.db)?.lease.held).toBe(false);
+  });
+
   it("a read never takes the lease from a saver that holds it: that saver's next write is seen", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const dbName = freshDbName("lease-retake-held");

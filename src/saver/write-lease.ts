@@ -33,6 +33,10 @@
  * visible ones). A hidden page still writes: it takes the lease for each
  * write and lets it go right after the transaction is created.
  *
+ * A read of a saver that answers from memory takes a free lease back
+ * ({@link WriteLease.takeIfFree}): only if no one holds it or waits for it,
+ * so a read never takes it from a saver that writes.
+ *
  * Where BroadcastChannel is missing there is no way to ask a holder, so no
  * saver holds the lease, writes wait for nothing, and nothing is answered
  * from memory. Where Web Locks are missing (Node), core/locks.ts's
@@ -133,11 +137,11 @@ export class WriteLease {
    * read must not take it from a saver that writes. So a saver whose lease
    * went idle answers its next reads from memory again (fresh-cache.ts keeps
    * what a read finds only while the lease is held). Not on a hidden page,
-   * which would have to let it go at once. Settles once taken or refused.
+   * which would have to let it go at once. Does not wait for the grant.
    */
-  takeIfFree(): Promise<void> | undefined {
-    if (!WriteLease.supported || this.#held || this.#acquiring || pageHidden()) return undefined;
-    return (this.#acquiring = this.#acquire(true));
+  takeIfFree(): void {
+    if (WriteLease.supported && !this.#held && !this.#acquiring && !pageHidden())
+      (this.#acquiring = this.#acquire(true)).catch(() => undefined);
   }
 
   /**
