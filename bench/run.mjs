@@ -68,7 +68,10 @@ const server = await preview({
   },
 });
 const address = server.httpServer.address();
-const url = `http://127.0.0.1:${address.port}/index.html${only.length ? `?only=${only.join(",")}` : ""}`;
+// `-- peers --figures=calls`: only those figures of the peers suite (loops, calls, chat), for quick runs.
+const figures = process.argv.find((arg) => arg.startsWith("--figures="))?.slice("--figures=".length);
+const query = [only.length ? `only=${only.join(",")}` : "", figures ? `figures=${figures}` : ""].filter(Boolean);
+const url = `http://127.0.0.1:${address.port}/index.html${query.length ? `?${query.join("&")}` : ""}`;
 // --expose-gc: the load suite measures the heap after a full collection.
 const launchArgs = { executablePath, args: [...args, "--js-flags=--expose-gc"], headless: true };
 // Every suite runs in a profile on disk, as users' pages do: a context of
@@ -103,7 +106,7 @@ try {
     console.error(result.error);
   }
   const rows = result.rows ?? [];
-  if (peers && !result.error) {
+  if (peers && !result.error && !figures) {
     await browser.close();
     const { profileFigures } = await import("./peers/profiles.mjs");
     rows.push(...(await profileFigures(`http://127.0.0.1:${address.port}`, launchPersistent)));
@@ -119,7 +122,7 @@ try {
 if (only.length === 0 && runSyncBench() !== 0) failed = true;
 // The bundle each peer adds to an app: ours from a fresh dist/, built after the
 // page's timings so the compiler does not share the machine with them.
-if (only.includes("peers")) {
+if (only.includes("peers") && !figures) {
   const built = spawnSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: resolve(here, ".."), stdio: "inherit" });
   if (built.status !== 0) failed = true;
   else await (await import("./peers/bundle.mjs")).printBundles();

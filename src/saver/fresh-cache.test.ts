@@ -7,6 +7,7 @@
  * Runs in Node (fake-indexeddb) and Chromium.
  */
 import {
+  JsonPlusSerializer,
   emptyCheckpoint,
   uuid6,
   type Checkpoint,
@@ -261,6 +262,52 @@ describe("getTuple of the latest checkpoint from memory", () => {
     const again = await saver.getTuple(root("t"));
     expect(again?.checkpoint.channel_values).toEqual({ a: "a1", b: "b0" });
     expect(again?.pendingWrites).toEqual([["task-1", "a", "pending"]]);
+  });
+
+  it("the shipped serializer decodes the kept bytes themselves: the binary values it returns are still the caller's own", async () => {
+    const [saver] = await tabs(1);
+    const values = { bin: new Uint8Array([1, 2, 3]), nested: { floats: new Float64Array([0.5, 1.5]) } };
+    await saver.put(root("t"), checkpoint(uuid6(0), values, { bin: 1, nested: 1 }), meta, { bin: 1, nested: 1 });
+    await saver.getTuple(root("t"));
+    const reads = countReads(saver);
+    for (let i = 0; i < 2; i++) {
+      const got = (await saver.getTuple(root("t")))!.checkpoint.channel_values as typeof values;
+      expect(got).toEqual(values);
+      got.bin.fill(9);
+      got.nested.floats.fill(9);
+    }
+    expect(reads()).toBe(0);
+  });
+
+  it('copies what JsonPlusSerializer returns as stored ("bytes" rows) before a default saver decodes it from memory', async () => {
+    const dbName = freshDbName("fresh");
+    const writer = track(new IndexedDBSaver({ dbName, serde: new JsonPlusSerializer() }));
+    await writer.put(root("t"), checkpoint(uuid6(0), { bin: new Uint8Array([1, 2, 3]) }, { bin: 1 }), meta, { bin: 1 });
+    const reader = track(new IndexedDBSaver({ dbName }));
+    // A write of its own takes the lease: its reads of "t" are then kept, and answered from memory.
+    await reader.put(root("other"), checkpoint(uuid6(0), { a: "a" }, { a: 1 }), meta, { a: 1 });
+    await reader.getTuple(root("t"));
+    const reads = countReads(reader);
+    for (let i = 0; i < 2; i++) {
+      const got = (await reader.getTuple(root("t")))!.checkpoint.channel_values.bin as Uint8Array;
+      expect([...got]).toEqual([1, 2, 3]);
+      got.fill(9);
+    }
+    expect(reads()).toBe(0);
+  });
+
+  it("a subclass of MsgpackSerializer that writes into what it reads still gets copies", async () => {
+    class Scribbler extends MsgpackSerializer {
+      override async loadsTyped(type: string, bytes: Uint8Array | string): Promise<unknown> {
+        const value = await super.loadsTyped(type, bytes);
+        if (bytes instanceof Uint8Array) bytes.fill(0);
+        return value;
+      }
+    }
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("fresh"), serde: new Scribbler() }));
+    await primed(saver);
+    const again = await saver.getTuple(root("t"));
+    expect(again?.checkpoint.channel_values).toEqual({ a: "a1", b: "b0" });
   });
 
   it("with freshReads: false, reads the database every time", async () => {

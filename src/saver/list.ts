@@ -68,10 +68,10 @@ export async function* list(
       onlyId as string | undefined,
     );
 
-  // Kept rows are decoded from copies (`own`): a decoder may write into the bytes it reads.
+  // Kept rows are decoded as `own` gives them: copies, unless the serializer only reads its bytes (fresh-rows.ts).
   async function* pages(): AsyncGenerator<{ page: readonly RawTuple[]; own?: (raw: RawTuple) => RawTuple }> {
     if (kept) {
-      yield { page: kept.page, own: fresh!.copyRaw };
+      yield { page: kept.page, own: (raw) => fresh!.answerOf(raw, serde) };
       if (kept.readFrom === undefined) return;
     }
     const query = {

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
 import { contextOf } from "./registry.js";
 import { freshSize } from "./fresh-cache.js";
-import { IDLE_RELEASE_MS, WriteLease } from "./write-lease.js";
+import { IDLE_RELEASE_MS, WriteLease, leaseOf } from "./write-lease.js";
 import { crossTabName } from "../core/channel.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
@@ -50,6 +50,11 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
       realSetTimeout(() => reject(new Error(`${what}: still waiting after ${ms} ms`)), ms),
     ),
   ]);
+}
+
+/** Settles once `condition` holds, looking every few ms of real time. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => realSetTimeout(resolve, 5));
 }
 
 const leases: WriteLease[] = [];
@@ -102,7 +107,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("keeps it for the idle period after each use, then lets go", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const holder = lease(freshDbName("lease-use"), 100);
     await holder.ensure();
     vi.advanceTimersByTime(99);
@@ -116,7 +121,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("a frozen saver's answers from memory end with its idle period; its next read comes from IndexedDB, current", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const dbName = freshDbName("lease-frozen");
     const frozen = track(new IndexedDBSaver({ dbName }));
     const reads = vi.spyOn(contextOf(frozen)!.db, "read");
@@ -141,6 +146,61 @@ describe("a holder that stops answering", () => {
     const tuple = await frozen.getTuple(latest);
     expect(tuple?.checkpoint.channel_values).toEqual({ a: "theirs" });
     expect(reads.mock.calls.length).toBe(before + 1);
+  });
+  it("a read takes an idle lease back if free: the saver answers from memory again, and another saver's write is seen", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const dbName = freshDbName("lease-retake");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const ctx = contextOf(saver)!;
+    const reads = vi.spyOn(ctx.db, "read");
+    const first = await put(saver, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    expect(leaseOf(ctx.db)?.lease.held).toBe(false);
+    // The first read finds the lease idle and asks for it (a lock grant may take longer than the read);
+    // once held, the next read keeps what it reads, and the one after answers from memory.
+    await saver.getTuple(latest);
+    await within(
+      until(() => leaseOf(ctx.db)?.lease.held === true),
+      2_000,
+      "the lease taken back",
+    );
+    await saver.getTuple(latest);
+    const before = reads.mock.calls.length;
+    expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "mine" });
+    expect(reads.mock.calls.length).toBe(before);
+    const other = track(new IndexedDBSaver({ dbName }));
+    await within(put(other, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "the other saver's put");
+    expect(freshSize(ctx)).toBe(0);
+    expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });
+  });
+
+  it("a saver with freshReads: false never takes the lease for a read (it keeps nothing anyway)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("lease-no-fresh"), freshReads: false }));
+    await put(saver, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    for (let i = 0; i < 3; i++) await saver.getTuple(latest);
+    await new Promise((resolve) => realSetTimeout(resolve, 50));
+    expect(leaseOf(contextOf(saver)!.db)?.lease.held).toBe(false);
+  });
+
+  it("a read never takes the lease from a saver that holds it: that saver's next write is seen", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const dbName = freshDbName("lease-retake-held");
+    const reader = track(new IndexedDBSaver({ dbName }));
+    const writer = track(new IndexedDBSaver({ dbName }));
+    const first = await put(reader, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    // The writer takes the lease and keeps it (its idle period never ends here).
+    const second = await within(put(writer, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "put");
+    const reads = vi.spyOn(contextOf(reader)!.db, "read");
+    for (let i = 0; i < 3; i++)
+      expect((await reader.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });
+    // The holder writes without asking anyone: the reader must read it, not answer from memory.
+    await within(put(writer, second.configurable?.checkpoint_id as string, "third", 3), 2_000, "put");
+    expect((await reader.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "third" });
+    expect(reads.mock.calls.length).toBe(4);
+    expect(leaseOf(contextOf(reader)!.db)?.lease.held).toBe(false);
   });
 });
 

@@ -35,6 +35,9 @@ import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
 
+/** See {@link MsgpackSerializer}'s static of this name. */
+const READS_IN_PLACE: unique symbol = Symbol.for("langgraph-checkpoint-indexeddb:v1:in-place") as never;
+
 /**
  * LangGraph's `SerializerProtocol` on msgpackr (type tag `"msgpack"`): keeps
  * LangChain messages, `Send`, `Command`, `Map`, `Set`, `Date`, typed arrays,
@@ -42,6 +45,14 @@ import { errorMessage } from "../../core/guards.js";
  * could not read back. See the module comment for how.
  */
 export class MsgpackSerializer implements SerializerProtocol {
+  /**
+   * Marks this class (not its subclasses) as one whose `"msgpack"` reads only
+   * read their bytes and copy every binary value out (`copyBuffers`), so
+   * answers from memory decode the kept bytes themselves (saver/fresh-rows.ts,
+   * which finds it by this global name rather than importing the class).
+   * @internal
+   */
+  static readonly [READS_IN_PLACE] = true;
   readonly #byPrototype = new Map<object, RegisteredClass>();
   readonly #byName = new Map<string, RegisteredClass>();
   #jsonPlus: JsonPlusSerializer | undefined;

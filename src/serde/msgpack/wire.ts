@@ -156,7 +156,8 @@ function packOptions(): Options {
  *   honours them), a second lock behind core/msgpack-guard.ts.
  * - `mapsAsObjects`: maps are plain objects; real `Map`s carry {@link EXT.MAP}.
  * - `copyBuffers`: each decoded `Uint8Array` owns its bytes instead of being a
- *   view that keeps the whole stored row alive.
+ *   view that keeps the whole stored row alive. Answers from memory decode
+ *   the kept bytes themselves on this ground (saver/fresh-rows.ts).
  * - `int64AsType: "bigint"`: int64/uint64 only ever come from a bigint (the
  *   packer writes numbers as 32-bit ints or float64).
  */
