@@ -16,7 +16,8 @@
  * the connection changes, and on a change notice from another tab.
  *
  * What is kept:
- * - the key: a put's transaction read the key record and found it naming
+ * - the key (a `putWrites` that proves it and its checkpoint skips its
+ *   guard reads too: {@link proveWrites}): a put's transaction read the key record and found it naming
  *   `keyId` (bound to the serializer instance that sealed under it);
  * - per namespace, the row this saver's last put there committed;
  * - per namespace, the newest checkpoint id stored (read once in a put's
@@ -177,6 +178,30 @@ export function provePut(
     learnTop: state.topTime === undefined,
     seq: ++state.summaries,
   };
+}
+
+/**
+ * Whether a `putWrites` to `checkpointId` may skip its guard reads (the
+ * thread's tombstone copy, the key-id copy: put-writes.ts), decided where
+ * its transaction is created. The key is proven as for a put; the
+ * checkpoint is the row this saver's last put to the namespace committed,
+ * or one `inWindow` finds in the fresh cache's kept window. A stored checkpoint takes its
+ * writes whatever the tombstone says (tombstones.ts `isDeadCheckpoint`), and
+ * nothing removed it since: no other saver wrote, and no removal of this one
+ * is pending or settled.
+ */
+export function proveWrites(
+  ctx: SaverContext,
+  serde: SerializerProtocol,
+  keyId: string | undefined,
+  threadId: string,
+  checkpointNs: string,
+  checkpointId: string,
+  inWindow: () => boolean,
+): boolean {
+  const state = current(ctx);
+  if (!state || state.key?.serde !== serde || state.key.keyId !== keyId) return false;
+  return state.stored.get(nsKey(threadId, checkpointNs))?.checkpoint_id === checkpointId || inWindow();
 }
 
 /** Notes that a put's committed transaction read the key record and found it naming `keyId`. */

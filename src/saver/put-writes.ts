@@ -3,7 +3,8 @@
  * transaction that never waits for a put. Its guards (the thread's
  * tombstone copy, the key-id copy) are rows of the same store, read in the
  * same round trip; a put sharing the transaction that checks this
- * checkpoint as its parent covers them (PutChecks, context.ts).
+ * checkpoint as its parent covers them (PutChecks, context.ts), and a saver
+ * that proves them from memory skips them (put-proof.ts `proveWrites`).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { WRITES_IDX_MAP, type PendingWrite } from "@langchain/langgraph-checkpoint";
@@ -82,7 +83,9 @@ export async function putWrites(
               put.checkpointNs === checkpointNs &&
               put.keyId === bound.keyId,
           );
-          if (covered) return storeWrites(store, rows, ctx.now());
+          if (covered || proven(ctx, bound, threadId, checkpointNs, checkpointId)) {
+            return storeWrites(store, rows, ctx.now());
+          }
           const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows, ctx.now());
           issue(stored); // awaited below, unless the key or the tombstone aborts first
@@ -119,6 +122,13 @@ export async function putWrites(
     freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
     throw error;
   });
+}
+
+/** Whether this saver proves the guards from memory as the transaction is created (put-proof.ts `proveWrites`). */
+function proven(ctx: SaverContext, bound: BoundSerializer, threadId: string, ns: string, checkpointId: string) {
+  const fresh = freshModule();
+  const inWindow = () => fresh?.windowParent(ctx, threadId, ns, bound.serde, checkpointId) !== undefined;
+  return fresh?.proveWrites(ctx, bound.serde, bound.keyId, threadId, ns, checkpointId, inWindow) ?? false;
 }
 
 /** The guard reads issued in each transaction, by thread (see {@link readGuards}). */
