@@ -196,14 +196,29 @@ export interface Tombstone {
 
 /**
  * Per-thread summary for `listThreads`, written blind (no read first) by
- * every root-namespace put, so a put costs one round trip. What would need a
- * read-modify-write (creation time, checkpoint count) is derived when listing.
+ * root-namespace puts, so a put costs one round trip; a put to the thread
+ * first by update time may leave it as it is (saver/put-proof.ts). What
+ * would need a read-modify-write (creation time, checkpoint count) is
+ * derived when listing.
  */
 export interface ThreadRow {
   thread_id: string;
   updated_at: number;
   /** The root checkpoint put last: its id and serialized metadata. */
   latest?: { checkpoint_ns: string; checkpoint_id: string; metadata: TypedBytes };
+}
+
+/** The summary row of a thread whose newest checkpoint is `latest`. */
+export function threadSummary(
+  threadId: string,
+  updatedAt: number,
+  latest: Pick<CheckpointRow, "checkpoint_ns" | "checkpoint_id" | "metadata">,
+): ThreadRow {
+  return {
+    thread_id: threadId,
+    updated_at: updatedAt,
+    latest: { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
+  };
 }
 
 /** What the `meta` record names of tombstones start with: the thread id follows. */

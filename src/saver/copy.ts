@@ -14,13 +14,14 @@ import {
   absentKeysOf,
   isTombstoneWrite,
   isTypedBytes,
+  threadSummary,
   type BlobRow,
   type CheckpointRow,
   type ValueKey,
   type WriteRow,
 } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
-import { latestOf, threadSummary } from "./threads.js";
+import { latestOf } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 
 /**

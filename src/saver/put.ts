@@ -17,7 +17,7 @@ import { recordLatePut } from "./late-put.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
-import { isAbsent, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
+import { isAbsent, threadSummary, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
 import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
@@ -165,13 +165,7 @@ export async function put(
           // The first format 2 row marks the database so, in its own transaction.
           if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
           if (checkpointNs === "" && !proof.summary) {
-            issue(
-              storePut(tx.objectStore("threads"), {
-                thread_id: threadId,
-                updated_at: now,
-                latest: { checkpoint_ns: checkpointNs, checkpoint_id: checkpointId, metadata: metadataBytes },
-              }),
-            );
+            issue(storePut(tx.objectStore("threads"), threadSummary(threadId, now, row)));
           }
           // Read after the writes, not awaited here: what later puts need to skip the summary.
           learned = learn(ctx, tx, proof, threadId);

@@ -7,7 +7,7 @@ import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { LIST_PAGE, prefixBounds } from "./keys.js";
 import { decode, rowRef } from "../rows/codec.js";
-import type { CheckpointRow, ThreadRow } from "../rows/shapes.js";
+import { threadSummary, type CheckpointRow, type ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import type { ListThreadsOptions, ThreadInfo } from "./types.js";
 import { storeDelete, storePut } from "../idb/requests.js";
@@ -21,19 +21,6 @@ export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
     if (!best || rootFirst > 0 || (rootFirst === 0 && row.checkpoint_id > best.checkpoint_id)) best = row;
   }
   return best;
-}
-
-/** The summary row of a thread whose newest checkpoint is `latest`. */
-export function threadSummary(
-  threadId: string,
-  updatedAt: number,
-  latest: Pick<CheckpointRow, "checkpoint_ns" | "checkpoint_id" | "metadata">,
-): ThreadRow {
-  return {
-    thread_id: threadId,
-    updated_at: updatedAt,
-    latest: { checkpoint_ns: latest.checkpoint_ns, checkpoint_id: latest.checkpoint_id, metadata: latest.metadata },
-  };
 }
 
 /** The threads of this database, most recently updated first (see `IndexedDBSaver.listThreads`). */
