@@ -157,7 +157,7 @@ export function freshList(
 }
 
 export { answerOf } from "./fresh-rows.js";
-export { proofToken, provePut, proveWrites, noteKey, notePut, forgetPut } from "./put-proof.js";
+export { proofToken, provePut, proveWrites, noteKey, noteLive, notePut, forgetPut } from "./put-proof.js";
 
 /**
  * Keeps a page of a namespace's checkpoints that one read transaction found,

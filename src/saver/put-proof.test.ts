@@ -12,7 +12,9 @@
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { IndexedDBSaver } from "./index.js";
+import { chatGraph, plain } from "../../test/support/chat-graph.js";
 import { countRequests } from "../../bench/requests.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { request, withRaw } from "../../test/support/raw-idb.js";
@@ -169,6 +171,33 @@ describe("a put's guard reads proven from memory", () => {
       expect(guardReads(await countRequests(() => writesOf(saver, older, "task-0")))).toBeGreaterThanOrEqual(2);
       await putStep(track(new IndexedDBSaver({ dbName })), root("elsewhere"), "x", 1);
       expect(guardReads(await countRequests(() => writesOf(saver, config, "task-1")))).toBeGreaterThanOrEqual(2);
+    });
+
+    it("go in a graph run with async durability, whose writes follow puts still on their way", async () => {
+      const saver = track(new IndexedDBSaver({ dbName: freshDbName("put-proof") }));
+      const graph = chatGraph(saver);
+      const config = { configurable: { thread_id: "t" }, durability: "async" as const };
+      for (const text of ["one", "two"]) await graph.invoke({ messages: [new HumanMessage(text)] }, config);
+      const counts = await countRequests(async () => {
+        for (const text of ["three", "four", "five"])
+          await graph.invoke({ messages: [new HumanMessage(text)] }, config);
+      });
+      expect(guardReads(counts)).toBe(0);
+      expect(counts.add).toBeGreaterThan(0);
+      const fresh = track(new IndexedDBSaver({ dbName: saver.dbName, freshReads: false }));
+      const state = await chatGraph(fresh).getState({ configurable: { thread_id: "t" } });
+      expect(plain(state.values.messages as BaseMessage[]).map(([, text]) => text)).toEqual([
+        "one",
+        "echo one (#1)",
+        "two",
+        "echo two (#3)",
+        "three",
+        "echo three (#5)",
+        "four",
+        "echo four (#7)",
+        "five",
+        "echo five (#9)",
+      ]);
     });
 
     it("leave no write of a deleted thread when this saver's deleteThread runs meanwhile", async () => {

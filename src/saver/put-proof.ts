@@ -16,8 +16,9 @@
  * the connection changes, and on a change notice from another tab.
  *
  * What is kept:
- * - the key (a `putWrites` that proves it and its checkpoint skips its
- *   guard reads too: {@link proveWrites}): a put's transaction read the key record and found it naming
+ * - the threads a putWrites found no tombstone of (then a putWrites that
+ *   proves the key too skips its guard reads: {@link proveWrites});
+ * - the key: a put's transaction read the key record and found it naming
  *   `keyId` (bound to the serializer instance that sealed under it);
  * - per namespace, the row this saver's last put there committed;
  * - per namespace, the newest checkpoint id stored (read once in a put's
@@ -47,6 +48,8 @@ interface ProofState {
   key: { serde: SerializerProtocol; keyId: string | undefined } | undefined;
   /** By namespace: the row this saver's last put there committed. */
   stored: Map<string, CheckpointRow>;
+  /** Threads a putWrites of this saver found no tombstone of. */
+  live: Map<string, true>;
   /** By namespace: the newest checkpoint id stored. */
   newest: Map<string, string>;
   /** The thread whose summary is first by `updated_at`, and that time; `top` undefined: not known. */
@@ -98,6 +101,7 @@ function blank(epoch: number, mark: number | undefined, connection: number): Pro
     connection,
     key: undefined,
     stored: new Map(),
+    live: new Map(),
     newest: new Map(),
     top: undefined,
     topTime: undefined,
@@ -183,12 +187,16 @@ export function provePut(
 /**
  * Whether a `putWrites` to `checkpointId` may skip its guard reads (the
  * thread's tombstone copy, the key-id copy: put-writes.ts), decided where
- * its transaction is created. The key is proven as for a put; the
- * checkpoint is the row this saver's last put to the namespace committed,
- * or one `inWindow` finds in the fresh cache's kept window. A stored checkpoint takes its
- * writes whatever the tombstone says (tombstones.ts `isDeadCheckpoint`), and
- * nothing removed it since: no other saver wrote, and no removal of this one
- * is pending or settled.
+ * its transaction is created. The key is proven as for a put. The
+ * tombstone drops writes only to a checkpoint that is not stored
+ * (tombstones.ts `isDeadCheckpoint`), and only a removal writes one: so
+ * the writes are safe when a putWrites of this saver found no tombstone of
+ * the thread ({@link noteLive}), or the checkpoint is the row this saver's
+ * last put to the namespace committed, or one `inWindow` finds in the fresh
+ * cache's kept window, all under the current epoch and mark (no other saver
+ * wrote since, and no removal of this one is pending or settled). In a run
+ * with async durability the writes of a step usually reach IndexedDB before
+ * the put of their checkpoint, so the first of these is the one that holds.
  */
 export function proveWrites(
   ctx: SaverContext,
@@ -201,7 +209,17 @@ export function proveWrites(
 ): boolean {
   const state = current(ctx);
   if (!state || state.key?.serde !== serde || state.key.keyId !== keyId) return false;
-  return state.stored.get(nsKey(threadId, checkpointNs))?.checkpoint_id === checkpointId || inWindow();
+  return (
+    state.live.has(threadId) ||
+    state.stored.get(nsKey(threadId, checkpointNs))?.checkpoint_id === checkpointId ||
+    inWindow()
+  );
+}
+
+/** Notes that a putWrites' committed transaction read the thread's tombstone copy and found none. */
+export function noteLive(ctx: SaverContext, t: ProofToken | undefined, threadId: string): void {
+  const state = since(ctx, t);
+  if (state) remember(state.live, threadId, true);
 }
 
 /** Notes that a put's committed transaction read the key record and found it naming `keyId`. */

@@ -45,6 +45,7 @@ export async function putWrites(
   assertStorableId("task_path", taskPath, { allowEmpty: true });
   if (writes.length === 0) return;
   const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
+  const token = freshModule()?.proofToken(ctx);
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
 
@@ -69,6 +70,8 @@ export async function putWrites(
         };
       }),
     );
+    // Set when the last run of the transaction's work read the tombstone copy (and found none, or it threw).
+    let checked = false;
     try {
       // Fast path: the writes store alone, so this never waits for a put.
       const added = await ctx.writes.write(
@@ -83,9 +86,11 @@ export async function putWrites(
               put.checkpointNs === checkpointNs &&
               put.keyId === bound.keyId,
           );
+          checked = false;
           if (covered || proven(ctx, bound, threadId, checkpointNs, checkpointId)) {
             return storeWrites(store, rows, ctx.now());
           }
+          checked = true;
           const guardRead = readGuards(tx, store, threadId);
           const stored = storeWrites(store, rows, ctx.now());
           issue(stored); // awaited below, unless the key or the tombstone aborts first
@@ -105,6 +110,8 @@ export async function putWrites(
         true,
       );
       freshModule()?.keepWrites(ctx, ticket, rows, true);
+      // No tombstone of the thread: later writes to it need not read again (put-proof.ts).
+      if (checked) freshModule()?.noteLive(ctx, token, threadId);
       // For the `parent_writes` of its children (binding version 4, encrypting savers: only they load
       // sealed.ts): the writes stored, not those a first write kept out.
       sealedIfLoaded()?.noteWrites(ctx, rows, added);
