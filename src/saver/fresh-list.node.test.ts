@@ -324,4 +324,35 @@ describe("list from memory", () => {
     }
     expect((await collect(saver, config("t", ""))).map((t) => t.checkpoint.id)).toHaveLength(8);
   });
+
+  it("counts values held inline in rows read toward MAX_ENTRY_BYTES", async () => {
+    const dbName = freshDbName("fresh-list");
+    const writer = track(new IndexedDBSaver({ dbName }));
+    let parent = config("t", "");
+    // Three values of about 1.9 KB, each under the inline limit: about 5.8 KB a checkpoint, all in its row.
+    const value = (i: number, channel: string) => `${i}${channel}`.padEnd(1900, "x");
+    const total = 200;
+    for (let i = 0; i < total; i++) {
+      const id = `c${String(i).padStart(5, "0")}`;
+      const values = { a: value(i, "a"), b: value(i, "b"), c: value(i, "c") };
+      const versions = { a: i + 1, b: i + 1, c: i + 1 };
+      parent = await writer.put(parent, checkpoint(id, values, versions), meta(i), versions);
+    }
+    await writer.close();
+    // Another saver reads them all: its window is filled from rows read, which hold the values inline.
+    const saver = await holding(dbName);
+    expect(await collect(saver, config("t", ""))).toHaveLength(total);
+    // 200 such checkpoints weigh over 1 MiB, though under MAX_KEPT_ROWS: the newest are kept, not all.
+    expect(total).toBeLessThan(MAX_KEPT_ROWS);
+    const fit = Math.floor(MAX_ENTRY_BYTES / (3 * 1900 + 1024));
+    for (const [limit, read] of [
+      [fit, false],
+      [total, true],
+    ] as const) {
+      const reads = countReads(saver);
+      expect(await collect(saver, config("t", ""), { limit })).toHaveLength(limit);
+      expect(reads() > 0).toBe(read);
+      vi.restoreAllMocks();
+    }
+  });
 });
