@@ -47,13 +47,22 @@ const at = (threadId: string, checkpointNs: string, checkpointId?: string): Runn
 });
 
 /**
+ * Checkpoints per namespace of the histories the tests of one change write:
+ * 12 at the fast depth, 24 at the full depth. Each test checks every
+ * checkpoint's walk against the default walk, one read per ancestor, so its
+ * cost grows with the square (in Chromium, 2-7 s a test at 24). The test of
+ * random histories writes 24 at both depths.
+ */
+const HISTORY = byDepth(12, 24);
+
+/**
  * Writes a random history into `threadId`: per namespace, `count`
  * checkpoints whose parent is mostly the latest, sometimes an older one (a
  * fork) or none (a new root); delta channels snapshotted now and then;
  * writes that add and remove messages, by several tasks, some late (to an
  * older checkpoint). Returns every checkpoint config written.
  */
-async function randomHistory(saver: IndexedDBSaver, threadId: string, seed: number, count = 24) {
+async function randomHistory(saver: IndexedDBSaver, threadId: string, seed: number, count = HISTORY) {
   const next = random(seed);
   // Ids that depend only on the position: a thread written again with another seed reuses them.
   const written: RunnableConfig[] = [];
@@ -171,7 +180,7 @@ describe("kept delta walks", () => {
     // Two random histories at the fast depth, six at the full depth (docs/testing.md).
     for (const seed of byDepth([1, 2], [1, 2, 3, 4, 5, 6])) {
       const saver = track(new IndexedDBSaver({ dbName: freshDbName("walks") }));
-      await randomHistory(saver, "t", seed);
+      await randomHistory(saver, "t", seed, 24);
       expect(await expectSameAsDefault(saver, "t")).toBe(2 * 24);
     }
   });
