@@ -26,6 +26,7 @@
  */
 import type { DBSchema, StoreNames } from "idb";
 import type { Database, Tx } from "./database.js";
+import { nextTask } from "../core/tasks.js";
 
 /**
  * Work of one queued write: {@link TxWork} plus the notes of every write
@@ -36,13 +37,6 @@ export type BatchWork<Schema extends DBSchema, Note, R> = (
   tx: Tx<Schema, "readwrite">,
   notes: readonly (Note | undefined)[],
 ) => Promise<R> | R;
-
-/** Resolves in a later task: `scheduler.postTask` where there is one (no timer clamping), else a timer. */
-function nextTask(): Promise<void> {
-  const scheduler = (globalThis as { scheduler?: { postTask?(callback: () => void): Promise<void> } }).scheduler;
-  if (scheduler?.postTask) return scheduler.postTask(() => undefined);
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
 
 /** One queued write. */
 interface Job<Schema extends DBSchema, Note> {
