@@ -1,0 +1,70 @@
+/**
+ * The change feed's messages to other tabs: posted in a later task than the
+ * write that made them, in order, and never lost to a close() right after
+ * (events.ts). Two feeds on one database name stand for two tabs. Runs in
+ * Node and Chromium.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { ChangeFeed, type CheckpointChange } from "./events.js";
+import { freshDbName } from "../../test/support/databases.js";
+
+const feeds: ChangeFeed[] = [];
+afterEach(() => feeds.splice(0).forEach((feed) => feed.close()));
+
+/** Two feeds on one database: this tab and another, with what the other receives. */
+function twoTabs() {
+  const dbName = freshDbName("events");
+  const here = new ChangeFeed(dbName);
+  const there = new ChangeFeed(dbName);
+  feeds.push(here, there);
+  const received: CheckpointChange[] = [];
+  there.subscribe((change) => received.push(change));
+  return { here, received };
+}
+
+/** Waits until `received` holds `count` changes (or fails after two seconds). */
+async function until(received: CheckpointChange[], count: number) {
+  const deadline = Date.now() + 2000;
+  while (received.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  return received.map((change) => `${change.kind} ${change.threadId} ${String(change.checkpointId)} ${change.remote}`);
+}
+
+describe("the change feed across tabs", () => {
+  it("tells this tab's listeners at once, and posts to other tabs after, in order", async () => {
+    const { here, received } = twoTabs();
+    const local: string[] = [];
+    here.subscribe((change) => local.push(`${change.kind} ${String(change.checkpointId)} ${change.remote}`));
+    here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c1", kind: "put" });
+    here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c2", kind: "put" });
+    here.emit({ threadId: "t", kind: "delete" });
+    expect(local).toEqual(["put c1 false", "put c2 false", "delete undefined false"]);
+    expect(await until(received, 3)).toEqual(["put t c1 true", "put t c2 true", "delete t undefined true"]);
+  });
+
+  it("posts what it holds when closed right after a change, and leaves no channel open", async () => {
+    const { here, received } = twoTabs();
+    // Its channel open, as after any earlier change.
+    here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c0", kind: "put" });
+    await until(received, 1);
+    const Original = globalThis.BroadcastChannel;
+    let opened = 0;
+    globalThis.BroadcastChannel = class extends Original {
+      constructor(name: string) {
+        super(name);
+        opened++;
+      }
+    };
+    try {
+      here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c1", kind: "put" });
+      here.close();
+      expect(await until(received, 2)).toEqual(["put t c0 true", "put t c1 true"]);
+      // Posted by close(): the task the post was put off to finds nothing left, and opens nothing.
+      expect(opened).toBe(0);
+    } finally {
+      globalThis.BroadcastChannel = Original;
+    }
+    // A change after the close opens the channel again.
+    here.emit({ threadId: "u", kind: "delete" });
+    expect(await until(received, 3)).toEqual(["put t c0 true", "put t c1 true", "delete u undefined true"]);
+  });
+});
