@@ -174,6 +174,24 @@ describe("a holder that stops answering", () => {
     expect((await saver.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });
   });
 
+  it("a read's take-back still on its way when the saver closes leaves it without the lease: other savers write", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const dbName = freshDbName("lease-retake-close");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const ctx = contextOf(saver)!;
+    const first = await put(saver, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    expect(leaseOf(ctx.db)?.lease.held).toBe(false);
+    // The read finds the lease idle and asks for it; the saver closes before the grant.
+    await saver.getTuple(latest);
+    await saver.close();
+    await new Promise((resolve) => realSetTimeout(resolve, 50));
+    expect(leaseOf(ctx.db)?.lease.held).toBe(false);
+    // Another saver's write is not held up by a closed saver (whose idle period never ends here).
+    const other = track(new IndexedDBSaver({ dbName }));
+    await within(put(other, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "the other saver's put");
+  });
+
   it("a saver with freshReads: false never takes the lease for a read (it keeps nothing anyway)", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const saver = track(new IndexedDBSaver({ dbName: freshDbName("lease-no-fresh"), freshReads: false }));
