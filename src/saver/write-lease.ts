@@ -187,8 +187,10 @@ export class WriteLease {
     let granted!: () => void;
     const got = new Promise<void>((resolve) => (granted = resolve));
     const holding = this.#locks.request(this.#name, ifFree ? { ifAvailable: true } : {}, async (lock) => {
-      // Refused (held, or asked for), or granted to a read once the page was hidden: stays without it.
-      if (!lock || (ifFree && pageHidden())) return;
+      // Refused (held, or asked for), granted to a read once the page was hidden, or granted after a close()
+      // that closed the channel requests come on (a holder no one could ask): stays without it. A write
+      // waiting for it asks again, on a channel of its own.
+      if (!lock || (ifFree && pageHidden()) || channel !== this.#channel) return;
       this.#held = true;
       this.#epoch++;
       this.#acquiring = undefined;
