@@ -18,6 +18,7 @@ import { chatGraph, plain } from "../../test/support/chat-graph.js";
 import { countRequests } from "../../bench/requests.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { request, withRaw } from "../../test/support/raw-idb.js";
+import { contextOf } from "./registry.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
@@ -204,6 +205,20 @@ describe("a put's guard reads proven from memory", () => {
         expect([...writes]).toEqual([]);
       }
     });
+  });
+
+  it("subscribe one change listener per saver however often it closes and writes again", async () => {
+    const { saver, config } = await warmed();
+    const feed = contextOf(saver)!.feed;
+    const listeners = new Set<unknown>();
+    const subscribe = feed.subscribe.bind(feed);
+    feed.subscribe = (listener) => (listeners.add(listener), subscribe(listener));
+    for (let i = 0; i < 5; i++) {
+      await saver.close();
+      await putStep(saver, config, `again${i}`, 4 + i);
+    }
+    // The cache's and the latest reads' listeners, and the proofs': each the same function at every reopen.
+    expect(listeners.size).toBeLessThanOrEqual(3);
   });
 
   describe("the thread summary left as it was", () => {
