@@ -277,9 +277,13 @@ export function forgetPut(ctx: SaverContext, threadId: string, checkpointNs: str
   state.top = undefined;
 }
 
-/** Forgets everything (the saver closes). */
+/**
+ * Forgets everything (the saver closes). A blank state, not none: a new one
+ * would subscribe another listener to the feed at each reopen (the feed's
+ * channel is reopened by the cache's own listener, fresh-state.ts).
+ */
 export function closeProofs(ctx: SaverContext): void {
-  states.delete(ctx);
+  states.set(ctx, blank(-1, undefined, -1));
 }
 
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
