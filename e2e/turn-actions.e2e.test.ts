@@ -196,7 +196,9 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
   let calls = 0;
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     calls += 1;
-    const body = `data: ${JSON.stringify({ choices: [{ delta: { content: `answer number ${calls}` } }] })}\n\ndata: [DONE]\n\n`;
+    // In Markdown, as models write: the chat shows "answer number 1", History's preview the same text.
+    const content = `${calls === 2 ? "# Second\n\n" : ""}**answer** number \`${calls}\``;
+    const body = `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\ndata: [DONE]\n\n`;
     await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body });
   });
   await ready(page);
@@ -211,8 +213,13 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
   expect(calls).toBe(3);
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
-  // The first answer to "two" is kept on the other branch.
+  // The first answer to "two" is kept on the other branch; the previews are text, without the Markdown.
   await expect.poll(() => page.locator("#history .answer", { hasText: "answer number 2" }).count()).toBe(1);
+  expect(await page.locator("#history .answer").allTextContents()).toEqual([
+    "answer number 3",
+    "answer number 1",
+    "Second answer number 2",
+  ]);
 });
 
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
