@@ -10,6 +10,10 @@ const harness = useHarness();
 test("a conversation is still there after a reload", async () => {
   const page = await harness().page();
   await ready(page);
+  // A wide screen has room for the whole hint (phones get a shorter one: mobile.e2e.test.ts).
+  expect(await page.getByTestId("composer").getAttribute("placeholder")).toBe(
+    "Message the assistant… (Enter sends, Shift+Enter: new line)",
+  );
   await send(page, "Hello there");
   await send(page, "Tell me about IndexedDB");
   const before = await transcript(page);

@@ -28,12 +28,33 @@ async function fitsWidth(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 }
 
+/** Whether the composer's hint wraps past the box and is cut off (Chromium counts a placeholder in scrollHeight). */
+function hintCut(page: Page): Promise<boolean> {
+  return page.getByTestId("composer").evaluate((el) => el.scrollHeight > el.clientHeight + 1);
+}
+
+/**
+ * At 320 px wide (a small phone) the composer's hint, here why it is
+ * disabled, is not cut off (it was: "Read-only (older checkpoint)" lost its
+ * second line); then back to 390 px, where the full hint, `full`, fits.
+ */
+async function hintFitsSmallPhone(page: Page, full: string): Promise<void> {
+  const hint = () => page.getByTestId("composer").getAttribute("placeholder");
+  expect(await hint()).toBe(full);
+  await page.setViewportSize({ width: 320, height: 640 });
+  await expect.poll(() => hintCut(page)).toBe(false);
+  expect(await hint()).not.toBe(full);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect.poll(hint).toBe(full);
+}
+
 test("readable and usable on a phone", async () => {
   const page = await harness().page();
   await ready(page);
   await send(page, "Hello from a phone, with a rather long message that has to wrap onto several lines");
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();
+  await hintFitsSmallPhone(page, "Approve or reject the memory first");
   expect(await fitsWidth(page)).toBe(true);
   // Nor taller: the top bar keeps its buttons on one line, none pushed below the screen.
   expect(await page.evaluate(() => document.documentElement.scrollHeight <= window.innerHeight)).toBe(true);
@@ -151,6 +172,7 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   expect(box.y + box.height).toBeLessThanOrEqual(844);
   expect(box.height).toBeGreaterThanOrEqual(44);
   await screenshot(page, "mobile-viewing");
+  await hintFitsSmallPhone(page, "Read-only (older checkpoint)");
   await fork.click();
   await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
   await send(page, "phone turn two, again");
@@ -179,14 +201,13 @@ test("on a phone, the composer's hint and the Stop button are not cut off", asyn
   await ready(page);
   const composer = page.getByTestId("composer");
   const stop = page.getByTestId("stop");
-  const hintCut = () => composer.evaluate((el) => el.scrollHeight > el.clientHeight + 1);
-  expect(await hintCut()).toBe(false);
+  expect(await hintCut(page)).toBe(false);
   // A long answer streams for a while: Stop shows beside the composer.
   await composer.fill(Array.from({ length: 300 }, (_, i) => `word${i}`).join(" "));
   await composer.press("Enter");
   await stop.waitFor();
   expect(await stop.evaluate((el) => el.scrollWidth > el.clientWidth)).toBe(false);
-  expect(await hintCut()).toBe(false);
+  expect(await hintCut(page)).toBe(false);
   await screenshot(page, "mobile-streaming");
   await stop.click();
   await page.getByTestId("stopped-note").waitFor();

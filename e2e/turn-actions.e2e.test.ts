@@ -6,7 +6,17 @@
  */
 import type { Page, Route } from "playwright";
 import { expect, inject, test } from "vitest";
-import { assistants, longMessage, ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
+import {
+  assistants,
+  longMessage,
+  ready,
+  screenshot,
+  send,
+  submit,
+  threadAction,
+  transcript,
+  useHarness,
+} from "./support.js";
 
 const harness = useHarness();
 
@@ -186,7 +196,9 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
   let calls = 0;
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     calls += 1;
-    const body = `data: ${JSON.stringify({ choices: [{ delta: { content: `answer number ${calls}` } }] })}\n\ndata: [DONE]\n\n`;
+    // In Markdown, as models write: the chat shows "answer number 1", History's preview the same text.
+    const content = `${calls === 2 ? "# Second\n\n" : ""}**answer** number \`${calls}\``;
+    const body = `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\ndata: [DONE]\n\n`;
     await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body });
   });
   await ready(page);
@@ -201,8 +213,13 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
   expect(calls).toBe(3);
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
-  // The first answer to "two" is kept on the other branch.
+  // The first answer to "two" is kept on the other branch; the previews are text, without the Markdown.
   await expect.poll(() => page.locator("#history .answer", { hasText: "answer number 2" }).count()).toBe(1);
+  expect(await page.locator("#history .answer").allTextContents()).toEqual([
+    "answer number 3",
+    "answer number 1",
+    "Second answer number 2",
+  ]);
 });
 
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
@@ -273,19 +290,36 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   expect((await transcript(page))[2]).toBe("user: turn two, edited");
   await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
 
-  // Editing the very first message forks before everything.
+  // Editing the very first message forks before everything, and the thread's title (made from
+  // that message) follows it, in the top bar and the thread list.
+  const titles = async () => [
+    await page.locator(".thread-heading").textContent(),
+    await page.getByTestId("thread").locator(".thread-title").textContent(),
+  ];
+  expect(await titles()).toEqual(["turn one", "turn one"]);
   await page.getByTestId("edit").first().click();
   await page.getByTestId("edit-text").fill("a new start");
   await page.getByTestId("edit-save").click();
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect((await transcript(page))[0]).toBe("user: a new start");
+  await expect.poll(titles).toEqual(["a new start", "a new start"]);
   await page.reload();
   await ready(page);
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect((await transcript(page))[0]).toBe("user: a new start");
+  expect(await titles()).toEqual(["a new start", "a new start"]);
   // After a reload the switcher is read back from the saver: the older version is the edited branch.
   await expect.poll(() => position.allTextContents()).toEqual(["2 / 2"]);
   await page.getByTestId("branch-previous").click();
   await expect.poll(() => transcript(page)).toHaveLength(4);
   expect((await transcript(page))[2]).toBe("user: turn two, edited");
+  // The title follows the branch on show; a name the user gave stays over edits.
+  await expect.poll(titles).toEqual(["turn one", "turn one"]);
+  await threadAction(page.locator(".thread-item.current"), "Rename");
+  await page.getByRole("textbox", { name: "Thread title" }).fill("My own name");
+  await page.getByRole("textbox", { name: "Thread title" }).press("Enter");
+  await expect.poll(titles).toEqual(["My own name", "My own name"]);
+  await page.getByTestId("branch-next").first().click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  expect(await titles()).toEqual(["My own name", "My own name"]);
 });

@@ -60,9 +60,7 @@ export async function refreshView(app: ViewHost): Promise<void> {
     app.chat.showProblem(problem);
     app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
     app.chat.showViewing(app.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
-    app.chat.setDisabled(
-      app.viewing ? "Read-only (older checkpoint)" : paused ? "Approve or reject the memory first" : undefined,
-    );
+    app.chat.setDisabled(app.viewing ? "viewing" : paused ? "approval" : undefined);
     if (app.historyOpen) await refreshHistory(app);
   } catch (error) {
     if (seq === app.refreshSeq) app.chat.showError(`Could not read the thread: ${messageOf(error)}`);

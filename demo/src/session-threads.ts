@@ -1,7 +1,8 @@
 /**
  * A session's reads and bookkeeping of threads that need no run: the
  * history's paged read, finding the checkpoint an edit forks from, sidebar
- * rows for threads that arrive in the saver (import, sync), and their titles.
+ * rows for threads that arrive in the saver (import, sync), and their titles
+ * (which follow the first message of the branch a thread shows).
  * Functions of the saver, the demo's database and the vault they are given,
  * so `Session` stays a thin facade over them.
  */
@@ -28,6 +29,34 @@ export function titleFrom(text: string): string {
 /** The messages of a state (none before the first turn). */
 export function messagesOf(snapshot: StateSnapshot): BaseMessage[] {
   return (snapshot.values.messages ?? []) as BaseMessage[];
+}
+
+/** The text of the conversation's first user message (undefined before the first turn). */
+export function firstQuestion(messages: BaseMessage[]): string | undefined {
+  const first = messages.find((m) => m.getType() === "human");
+  return first && String(first.content);
+}
+
+/**
+ * Keeps a thread's title on the branch it shows. A title is its first
+ * message's (titleFrom) until the user renames the thread; when an edit of
+ * that message, or a switch or fork to another branch, changes the first
+ * message from `was` to `now`, a title still made from `was` follows to
+ * `now`, and a name the user gave stays.
+ */
+export async function followFirstQuestion(
+  db: DemoDB,
+  vault: Vault,
+  threadId: string,
+  was: string | undefined,
+  now: string | undefined,
+): Promise<void> {
+  if (was === undefined || now === undefined || titleFrom(was) === titleFrom(now)) return;
+  const row = await db.threads.get(threadId);
+  if (!row) return;
+  const title = await vault.open(row.title, titlePlace(threadId)).catch(() => undefined);
+  if (title !== titleFrom(was)) return;
+  await db.threads.update(threadId, { title: await vault.seal(titleFrom(now), titlePlace(threadId)) });
 }
 
 /**
@@ -118,8 +147,8 @@ export async function importThreadFile(
 ): Promise<string> {
   const threadId = ulid();
   await importThread(saver, file, { targetThreadId: threadId });
-  const first = messagesOf(await state(threadId)).find((m) => m.getType() === "human");
-  const title = first ? titleFrom(String(first.content)) : fileName.replace(/\.[^.]+$/, "");
+  const first = firstQuestion(messagesOf(await state(threadId)));
+  const title = first !== undefined ? titleFrom(first) : fileName.replace(/\.[^.]+$/, "");
   await db.touch(threadId, () => vault.seal(`${title} (imported)`, titlePlace(threadId)));
   return threadId;
 }
@@ -134,10 +163,10 @@ export async function adoptUnlistedThreads(
   const known = new Set(await db.threads.toCollection().primaryKeys());
   for await (const thread of saver.listThreads()) {
     if (known.has(thread.threadId)) continue;
-    const first = messagesOf(await state(thread.threadId)).find((m) => m.getType() === "human");
+    const first = firstQuestion(messagesOf(await state(thread.threadId)));
     await db.touch(
       thread.threadId,
-      () => vault.seal(first ? titleFrom(String(first.content)) : "Untitled", titlePlace(thread.threadId)),
+      () => vault.seal(first !== undefined ? titleFrom(first) : "Untitled", titlePlace(thread.threadId)),
       thread.updatedAt,
     );
   }

@@ -53,6 +53,8 @@ import {
   adoptUnlistedThreads,
   checkpointBefore,
   checkpointBeforeAnswer,
+  firstQuestion,
+  followFirstQuestion,
   importThreadFile,
   lastAnswer,
   messagesOf,
@@ -225,7 +227,12 @@ export class Session {
   edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       const before = await checkpointBefore((id, at) => this.state(id, at), threadId, index);
-      await this.#run(threadId, { messages: [stamped(new HumanMessage(text))] }, onEvent, before);
+      const shown = messagesOf(await this.state(threadId));
+      const input = stamped(new HumanMessage(text));
+      // Retitled before the answer: the new branch starts with `input` as soon as the run does.
+      const now = firstQuestion([...shown.slice(0, index), input]);
+      await followFirstQuestion(this.db, this.vault, threadId, firstQuestion(shown), now);
+      await this.#run(threadId, { messages: [input] }, onEvent, before);
     });
   }
 
@@ -250,7 +257,10 @@ export class Session {
    */
   fork(threadId: string, checkpointId: string): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
+      const was = firstQuestion(messagesOf(await this.state(threadId)));
       await this.agent.updateState(this.config(threadId, checkpointId), { messages: [] });
+      const now = firstQuestion(messagesOf(await this.state(threadId, checkpointId)));
+      await followFirstQuestion(this.db, this.vault, threadId, was, now);
     });
   }
 

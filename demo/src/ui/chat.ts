@@ -44,18 +44,38 @@ export interface ShowOptions {
   branches?: Map<number, Node>;
 }
 
-const PLACEHOLDER = "Message the assistant… (Enter sends, Shift+Enter: new line)";
+/** Why the composer is disabled: it shows this hint in place of its usual one. */
+export type DisabledReason = "viewing" | "approval";
+
 /**
- * On a phone-sized screen (the layout's breakpoint in style.css) the full hint
- * wraps past the composer's height and is cut off, and a touch keyboard has
- * no Shift+Enter to speak of: the short one.
+ * Each hint of the composer in full, and shorter. The box is one line high
+ * until something is typed, so a hint that would wrap is cut off: the short
+ * one is shown when the full one does not fit the line (a phone, a tablet
+ * with History open; "Read-only (older checkpoint)" at 320 px lost its
+ * second line).
  */
-const SHORT_PLACEHOLDER = "Message the assistant…";
+const HINTS: Record<DisabledReason | "message", readonly [full: string, short: string]> = {
+  message: ["Message the assistant… (Enter sends, Shift+Enter: new line)", "Message the assistant…"],
+  viewing: ["Read-only (older checkpoint)", "Read-only"],
+  approval: ["Approve or reject the memory first", "Approve or reject first"],
+};
+/** A phone-sized screen (the layout's breakpoint in style.css): a touch keyboard has no Shift+Enter to speak of. */
 const narrowScreen = matchMedia("(max-width: 760px)");
-/** Below this width (px) the chat's full hint wraps too (a tablet with History open): the short one. */
-const NARROW_CHAT = 560;
-function placeholder(chatWidth = Infinity): string {
-  return narrowScreen.matches || chatWidth < NARROW_CHAT ? SHORT_PLACEHOLDER : PLACEHOLDER;
+let ruler: CanvasRenderingContext2D | null | undefined;
+/**
+ * Whether `text` fits on one line of `box`, measured on a canvas in the box's
+ * own font (not from the box's scrollHeight, which counts the placeholder in
+ * Chromium but is no standard for it). A box not laid out yet counts as
+ * wide: the log's first resize decides again.
+ */
+function fitsOneLine(box: HTMLTextAreaElement, text: string): boolean {
+  if (box.clientWidth === 0) return true;
+  const style = getComputedStyle(box);
+  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  ruler ??= document.createElement("canvas").getContext("2d");
+  if (!ruler) return true;
+  ruler.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  return ruler.measureText(text).width <= room;
 }
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
@@ -98,7 +118,6 @@ export function createChat(actions: ChatActions, top?: Node) {
     id: "composer",
     testid: "composer",
     rows: 1,
-    placeholder: placeholder(),
     "aria-label": "Message",
     autocomplete: "off",
   });
@@ -127,7 +146,7 @@ export function createChat(actions: ChatActions, top?: Node) {
   let frame = 0;
   let running = false;
   let busyElsewhere = false;
-  let disabledReason: string | undefined;
+  let disabledReason: DisabledReason | undefined;
   let status: HTMLElement | undefined;
 
   function submit(): void {
@@ -157,13 +176,16 @@ export function createChat(actions: ChatActions, top?: Node) {
       submit();
     }
   });
+  /** The hint for the composer's state, short where the full one would be cut off. */
+  function showHint(): void {
+    const [full, short] = HINTS[disabledReason ?? "message"];
+    const touch = !disabledReason && narrowScreen.matches;
+    composer.placeholder = !touch && fitsOneLine(composer, full) ? full : short;
+  }
   composer.addEventListener("input", autosize);
-  narrowScreen.addEventListener("change", () => {
-    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
-  });
-  const scroll = createFollower(log, () => {
-    if (!disabledReason) composer.placeholder = placeholder(log.clientWidth);
-  });
+  showHint();
+  narrowScreen.addEventListener("change", showHint);
+  const scroll = createFollower(log, showHint);
 
   const el = h(
     "section",
@@ -349,11 +371,12 @@ export function createChat(actions: ChatActions, top?: Node) {
       busyElsewhere = busy;
       placeTail();
     },
-    setDisabled(reason: string | undefined): void {
+    /** Disables the composer for `reason` (its hint says why), or enables it again. */
+    setDisabled(reason: DisabledReason | undefined): void {
       disabledReason = reason;
       composer.disabled = Boolean(reason);
       send.disabled = Boolean(reason);
-      composer.placeholder = reason ?? placeholder(log.clientWidth);
+      showHint();
     },
     showError(message: string | undefined): void {
       error.hidden = !message;

@@ -6,6 +6,7 @@
  */
 import { answerOf, preview, type Row } from "../timeline.js";
 import { h, replace, type Child } from "./dom.js";
+import { markdownText } from "./markdown.js";
 
 export interface HistoryActions {
   onView(checkpointId: string): void;
@@ -189,7 +190,8 @@ export function createHistory(actions: HistoryActions) {
       { class: "turn" },
       checkpointButton(end, selected, [
         h("span", { class: "question" }, question === undefined ? "…" : preview(question) || "(no text)"),
-        answer ? h("span", { class: "answer" }, preview(answer)) : null,
+        // The answer as the chat renders it, Markdown and all: its text. The question stays as written, as in the chat.
+        answer ? h("span", { class: "answer" }, preview(markdownText(answer))) : null,
         h("span", { class: "meta" }, [`step ${end.step}`, count(end), end.time].filter(Boolean).join(" · ")),
         end.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
       ]),

@@ -3,10 +3,11 @@
  * DOMPurify before it touches the page. A model's text is untrusted input
  * (an endpoint, or a prompt injection through a tool result, can put any HTML
  * in it), so nothing is inserted that DOMPurify has not sanitized. User
- * messages never come here: they stay plain text.
+ * messages never come here: they stay plain text. Previews (History) take an
+ * answer's text from the same parser's tokens, without the Markdown around it.
  */
 import DOMPurify from "dompurify";
-import { Marked } from "marked";
+import { Marked, type Token, type Tokens } from "marked";
 
 // Its own instance: options set here can't leak into another user of `marked`.
 const parser = new Marked({ gfm: true, breaks: true, async: false });
@@ -68,23 +69,55 @@ const SANITIZE = {
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
 };
 
-/** Sanitized HTML per text: a long thread redraws the same answers often, and parsing each again costs. */
-const cache = new Map<string, string>();
-const CACHE_SIZE = 500;
-
-function sanitizedHtml(text: string): string {
-  const hit = cache.get(text);
-  if (hit !== undefined) {
-    // Least recently used goes first: move this one to the end.
-    cache.delete(text);
-    cache.set(text, hit);
-    return hit;
-  }
-  const html = purify.sanitize(parser.parse(text) as string, SANITIZE).trim();
-  cache.set(text, html);
-  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  return html;
+/**
+ * `make` with its results kept per text, the least recently used going first
+ * past `size`: a long thread redraws the same answers often, and parsing each
+ * again costs.
+ */
+function perText<T>(size: number, make: (text: string) => T): (text: string) => T {
+  const cache = new Map<string, T>();
+  return (text) => {
+    const hit = cache.get(text);
+    if (hit !== undefined) {
+      // Move this one to the end.
+      cache.delete(text);
+      cache.set(text, hit);
+      return hit;
+    }
+    const made = make(text);
+    cache.set(text, made);
+    if (cache.size > size) cache.delete(cache.keys().next().value!);
+    return made;
+  };
 }
+
+const sanitizedHtml = perText(500, (text) => purify.sanitize(parser.parse(text) as string, SANITIZE).trim());
+
+/** Tokens after which the text goes on as a new word (blocks, and a line break). */
+const SEPARATED = new Set(["space", "code", "heading", "hr", "blockquote", "list", "table", "paragraph", "br"]);
+
+/** The text `tokens` show, without their Markdown: links and images by their text, raw HTML left out. */
+function tokensText(tokens: Token[]): string {
+  let out = "";
+  for (const token of tokens) {
+    if (token.type === "html") continue;
+    if (token.type === "list") out += (token as Tokens.List).items.map((item) => tokensText(item.tokens)).join(" ");
+    else if (token.type === "table") {
+      const table = token as Tokens.Table;
+      out += [table.header, ...table.rows].flatMap((cells) => cells.map((cell) => tokensText(cell.tokens))).join(" ");
+    } else if ("tokens" in token && token.tokens) out += tokensText(token.tokens);
+    else if ("text" in token && typeof token.text === "string") out += token.text;
+    if (SEPARATED.has(token.type)) out += " ";
+  }
+  return out;
+}
+
+/**
+ * An answer's text as the reader sees it rendered (`**bold**` as "bold", a
+ * heading without its `#`, code without backticks), whitespace kept as is:
+ * for one-line previews. Read from `marked`'s tokens, as the answer is parsed.
+ */
+export const markdownText = perText(500, (text) => tokensText(parser.lexer(text)));
 
 /** The answer's text as sanitized DOM nodes. */
 export function renderMarkdown(text: string): DocumentFragment {
