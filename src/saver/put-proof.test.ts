@@ -19,6 +19,8 @@ import { countRequests } from "../../bench/requests.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { request, withRaw } from "../../test/support/raw-idb.js";
 import { contextOf } from "./registry.js";
+import { noteLive, proofToken, proveWrites } from "./put-proof.js";
+import { crossTabName } from "../core/channel.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
@@ -205,6 +207,30 @@ describe("a put's guard reads proven from memory", () => {
         expect([...writes]).toEqual([]);
       }
     });
+  });
+
+  it("come back after a notice from a tab without the lease, for what a write in flight then learned", async () => {
+    const { saver, config, dbName } = await warmed();
+    const ctx = contextOf(saver)!;
+    // Taken as a putWrites to thread "t2" starts; its transaction would find no tombstone there.
+    const before = proofToken(ctx);
+    expect(before).toBeDefined();
+    // An older build's tab deletes "t2" without the lease, and says so.
+    const heard = new Promise<void>((resolve) => ctx.feed.subscribe((change) => change.remote && resolve()));
+    const other = new BroadcastChannel(crossTabName({ kind: "changes", dbName }));
+    other.postMessage({ v: 1, sender: "old-build", change: { threadId: "t2", kind: "delete" } });
+    await heard;
+    other.close();
+    // This saver's next put proves the key again, under the same lease epoch as before the notice.
+    await putStep(saver, config, "a4", 4);
+    // The putWrites' note arrives late: what it read came before the notice, and proves nothing now.
+    noteLive(ctx, before, "t2");
+    const { serde, keyId } = await ctx.bind();
+    const proves = (threadId: string) => proveWrites(ctx, serde, keyId, threadId, "", "not-stored", () => false);
+    expect(proves("t2")).toBe(false);
+    // A note taken after the notice still counts (the key is proven: the proof can hold).
+    noteLive(ctx, proofToken(ctx), "t3");
+    expect(proves("t3")).toBe(true);
   });
 
   it("subscribe one change listener per saver however often it closes and writes again", async () => {

@@ -60,11 +60,15 @@ interface ProofState {
   noted: number;
 }
 
-/** What a put saw as it started, to hand back with what it learned (see {@link proofToken}). */
+/**
+ * What a put saw as it started, to hand back with what it learned (see
+ * {@link proofToken}): the state it may add to. Told by identity, not by
+ * its epoch, mark and connection: a remote notice clears the state, and
+ * the next one is made with the same numbers, which a put that read the
+ * database before the notice must not add to.
+ */
 export interface ProofToken {
-  epoch: number;
-  mark: number;
-  connection: number;
+  readonly state: object;
 }
 
 /** At most this many namespaces are remembered; the oldest go first. */
@@ -113,15 +117,13 @@ function blank(epoch: number, mark: number | undefined, connection: number): Pro
 /** What a put sees as it starts; undefined when it can learn nothing (the lease not held, a removal pending). */
 export function proofToken(ctx: SaverContext): ProofToken | undefined {
   const state = current(ctx);
-  return state && { epoch: state.epoch, mark: state.mark!, connection: state.connection };
+  return state && { state };
 }
 
-/** The state, if nothing changed since `t` was taken (the lease held throughout, no removal, the same connection). */
+/** The state, if nothing changed since `t` was taken (the lease held throughout, no removal, the same connection, no remote notice). */
 function since(ctx: SaverContext, t: ProofToken | undefined): ProofState | undefined {
   const state = t && current(ctx);
-  return state && state.epoch === t.epoch && state.mark === t.mark && state.connection === t.connection
-    ? state
-    : undefined;
+  return state !== undefined && state === t?.state ? state : undefined;
 }
 
 /** What a put about to create its transaction may skip (see {@link provePut}). */
