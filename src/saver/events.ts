@@ -57,9 +57,12 @@ export class ChangeFeed {
    * order, not from the write that made them: a postMessage took about
    * 0.13 ms of a 2 KB put's 2-3 ms in Chromium (a profile of 1,200 puts),
    * and the put resolved only after it. In a later task it runs while the
-   * next write waits for its commit. A tab learns of a change a task later;
-   * nothing relies on when (fresh reads rely on the write lease, and a
-   * message from another tab comes in a task of its own anyway).
+   * next write waits for its commit. Another tab learns of a change a task
+   * later than it would have. The fresh reads do not rely on notices (they
+   * rely on the write lease); the delta-walk cache (delta-cache.ts) drops
+   * its walks on one, so until it arrives a walk it serves is the database
+   * as it was just before the change, as a read begun a moment earlier
+   * would see it; a message between tabs takes a task of its own anyway.
    */
   #outbox: WireMessage[] = [];
 
