@@ -38,6 +38,21 @@ function createPartsStores(db: IDBDatabase): void {
   }
   four.createIndex("by_thread_checkpoint", ["thread_id", "checkpoint_id"]);
   four.createIndex("by_checkpoint", "checkpoint_id");
+  // Today's checkpoints store (schema 5: src/saver/schema.ts), and the same without `by_parent`, which no
+  // read has used since deleteForRuns stopped asking a checkpoint's children (commit 009ca97).
+  for (const [name, withParent] of [
+    ["cp7", true],
+    ["cp6", false],
+  ] as const) {
+    const store = db.createObjectStore(name, { keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"] });
+    store.createIndex("by_run", "run_id");
+    if (withParent) store.createIndex("by_parent", ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]);
+    store.createIndex("by_thread_checkpoint", ["thread_id", "checkpoint_id"]);
+    store.createIndex("by_checkpoint", "checkpoint_id");
+    store.createIndex("by_created", "created_at");
+    store.createIndex("by_value", "inline_keys", { multiEntry: true });
+    store.createIndex("by_absent", "absent_keys", { multiEntry: true });
+  }
   db.createObjectStore("blobs", { keyPath: ["thread_id", "checkpoint_ns", "channel", "version"] });
   db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("by_updated", "updated_at");
   db.createObjectStore("threads0", { keyPath: "thread_id" });
@@ -162,7 +177,22 @@ function shapes(payload: Uint8Array): Shape[] {
       return pending instanceof Promise ? pending.then(() => undefined) : undefined;
     },
   });
+  // Today's row: the values inline, with their blob keys (`inline_keys`) and an empty `absent_keys`.
+  const todaysRow = (n: number) => ({
+    ...cpRow(n, true),
+    inline_keys: ["c0", "c1", "c2"].map((channel) => [THREAD, "", channel, n]),
+    absent_keys: [],
+  });
+  const todays = (name: string, store: string): Shape => ({
+    name,
+    stores: [store],
+    commit: true,
+    issue: (tx, n) => void tx.objectStore(store).put(todaysRow(n)),
+  });
   return [
+    todays("today's row, no index", "cp0"),
+    todays("today's row + 7 indexes (schema 5)", "cp7"),
+    todays("today's row + 6 indexes (schema 5 less the unused by_parent)", "cp6"),
     {
       name: "plain store, tx.commit()",
       stores: ["plain"],
