@@ -2,7 +2,7 @@
  * A phone-sized viewport: the chat fits the width, the sidebar opens from the
  * menu, and every control has an accessible name.
  */
-import type { Page } from "playwright";
+import type { Locator, Page } from "playwright";
 import { expect, test } from "vitest";
 import { ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
 
@@ -48,6 +48,17 @@ async function hintFitsSmallPhone(page: Page, full: string): Promise<void> {
   await expect.poll(hint).toBe(full);
 }
 
+/** Whether a field's placeholder is wider than the field's text box (it is cut off), in the field's own font. */
+function placeholderCut(field: Locator): Promise<boolean> {
+  return field.evaluate((el: HTMLInputElement) => {
+    const style = getComputedStyle(el);
+    const ruler = document.createElement("canvas").getContext("2d")!;
+    ruler.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return ruler.measureText(el.placeholder).width > room;
+  });
+}
+
 test("readable and usable on a phone", async () => {
   const page = await harness().page();
   await ready(page);
@@ -55,6 +66,13 @@ test("readable and usable on a phone", async () => {
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();
   await hintFitsSmallPhone(page, "Approve or reject the memory first");
+  // The reason field's hint too ("Why not? (the assistant reads th" at 320 px before).
+  const reason = page.getByTestId("approval-reason");
+  expect(await placeholderCut(reason)).toBe(false);
+  await page.setViewportSize({ width: 320, height: 640 });
+  await expect.poll(() => placeholderCut(reason)).toBe(false);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect.poll(() => reason.getAttribute("placeholder")).toBe("Why not? (the assistant reads this)");
   expect(await fitsWidth(page)).toBe(true);
   // Nor taller: the top bar keeps its buttons on one line, none pushed below the screen.
   expect(await page.evaluate(() => document.documentElement.scrollHeight <= window.innerHeight)).toBe(true);

@@ -4,6 +4,10 @@
  * card keeps what was typed and where the focus was.
  */
 import { h, replace } from "./dom.js";
+import { fitPlaceholder } from "./fit.js";
+
+/** The reason field's hint, and the shorter one shown where it would be cut off (a 320 px phone). */
+const REASON_HINT = ["Why not? (the assistant reads this)", "Why not? (optional)"] as const;
 
 /** What the card's buttons do, and where the focus goes when it goes away. */
 export interface ApprovalActions {
@@ -20,11 +24,19 @@ export interface ApprovalActions {
 /** The slot under the log that holds the card, and the function that (re)draws or hides it. */
 export function createApproval(actions: ApprovalActions) {
   const slot = h("div", { class: "approval-slot" });
+  // Picks the reason field's hint whenever the field's width changes (a rotation, History opening).
+  const sizing =
+    typeof ResizeObserver === "undefined"
+      ? undefined
+      : new ResizeObserver((entries) => {
+          for (const { target } of entries) fitPlaceholder(target as HTMLInputElement, ...REASON_HINT);
+        });
 
   function show(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
     const wasShown = slot.childElementCount > 0;
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
+    sizing?.disconnect();
     if (!calls || calls.length === 0) {
       replace(slot);
       if (hadFocus) actions.onGone();
@@ -44,7 +56,7 @@ export function createApproval(actions: ApprovalActions) {
     const reason = h("input", {
       type: "text",
       testid: "approval-reason",
-      placeholder: "Why not? (the assistant reads this)",
+      placeholder: REASON_HINT[0],
       "aria-label": "Reason for rejecting",
     });
     reason.value = reasonField?.value ?? "";
@@ -88,6 +100,8 @@ export function createApproval(actions: ApprovalActions) {
         ),
       ),
     );
+    fitPlaceholder(reason, ...REASON_HINT);
+    sizing?.observe(reason);
     // A card that just appeared (or just became usable) takes the focus: the next thing to do is
     // to decide. A re-render of the same card keeps it on the card.
     if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();

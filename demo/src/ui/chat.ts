@@ -13,6 +13,7 @@ import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
 import { h, replace } from "./dom.js";
+import { fitsOneLine } from "./fit.js";
 import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
@@ -61,22 +62,6 @@ const HINTS: Record<DisabledReason | "message", readonly [full: string, short: s
 };
 /** A phone-sized screen (the layout's breakpoint in style.css): a touch keyboard has no Shift+Enter to speak of. */
 const narrowScreen = matchMedia("(max-width: 760px)");
-let ruler: CanvasRenderingContext2D | null | undefined;
-/**
- * Whether `text` fits on one line of `box`, measured on a canvas in the box's
- * own font (not from the box's scrollHeight, which counts the placeholder in
- * Chromium but is no standard for it). A box not laid out yet counts as
- * wide: the log's first resize decides again.
- */
-function fitsOneLine(box: HTMLTextAreaElement, text: string): boolean {
-  if (box.clientWidth === 0) return true;
-  const style = getComputedStyle(box);
-  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  ruler ??= document.createElement("canvas").getContext("2d");
-  if (!ruler) return true;
-  ruler.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
-  return ruler.measureText(text).width <= room;
-}
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
 /** Longer texts are not measured (see autosize). */
