@@ -33,7 +33,10 @@
  * order, and `listThreads` reports as its update time the later of the
  * summary's and its newest root checkpoint's `created_at`, which is this
  * put's (threads.ts). Nothing is lost if the page dies: the checkpoint row
- * holds the time.
+ * holds the time. A put whose stamp runs ahead of `Date.now()` (two within a
+ * millisecond) writes the summary all the same (put.ts): another saver's
+ * summary written after it may carry a lower time than that stamp, and must
+ * not come between the thread's summary and its checkpoint.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";

@@ -164,7 +164,9 @@ export async function put(
           issue(storePut(checkpoints, row));
           // The first format 2 row marks the database so, in its own transaction.
           if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
-          if (checkpointNs === "" && !proof.summary) {
+          // A stamp ahead of the clock (two within a millisecond) could be passed by another saver's summary
+          // written after this put: then this one is written too, or that thread would list above this one.
+          if (checkpointNs === "" && (!proof.summary || now > Date.now())) {
             issue(storePut(tx.objectStore("threads"), threadSummary(threadId, now, row)));
           }
           // Read after the writes, not awaited here: what later puts need to skip the summary.
