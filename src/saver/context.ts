@@ -68,8 +68,16 @@ export interface SaverContext {
    * run first in that transaction, says so; resolves to whether it did.
    */
   storeKeyRecord(record: KeyRecord, when: (tx: WriteTx) => Promise<boolean>): Promise<boolean>;
-  /** A timestamp in ms that strictly increases within this saver. */
+  /** A timestamp in ms that strictly increases within this saver: checkpoint rows' `created_at`. */
   now(): number;
+  /**
+   * The time pending writes are stamped with (`written_at`): the clock, never
+   * below a stamp {@link SaverContext.now} gave, and not moving it. Sync's
+   * scans need no more (sync/changes.ts); a write stamped past the clock
+   * would push the next checkpoint's stamp ahead of it, and such a put
+   * writes its thread's summary even when it could leave it (put.ts).
+   */
+  writeTime(): number;
   /**
    * The `meta` "format" record's value as last read or written: a put that
    * keeps values inline writes 2 in its own transaction while it is not.
@@ -174,6 +182,9 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
     now() {
       lastTime = Math.max(Date.now(), lastTime + 0.001);
       return lastTime;
+    },
+    writeTime() {
+      return Math.max(Date.now(), lastTime);
     },
     rowFormat: undefined,
   };

@@ -76,7 +76,7 @@ export function putWritesCarefully(ctx: SaverContext, bound: BoundSerializer, ro
       const exists = (await tx.objectStore("checkpoints").getKey([threadId, checkpointNs, checkpointId])) !== undefined;
       // Writes of a run still in flight on a deleted thread are dropped.
       if (isDeadCheckpoint(tombstone, checkpointId, exists)) return;
-      await storeWrites(store, rows, ctx.now());
+      await storeWrites(store, rows, ctx.writeTime());
     },
     "put writes",
     false,

@@ -4,13 +4,17 @@
  * summary row as it was, and `listThreads` reports the later of the
  * summary's time and its newest checkpoint's. Another saver's summary
  * written later must never come between the two, or the thread updated
- * last lists below it. Runs in Node (fake-indexeddb) and Chromium.
+ * last lists below it. Nor may that guard cost a summary write per step:
+ * a step's pending writes, stamped in the same millisecond as the next
+ * checkpoint, must not push its stamp ahead of the clock. Runs in Node
+ * (fake-indexeddb) and Chromium.
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
+import { countRequests } from "../../bench/requests.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
@@ -51,5 +55,24 @@ describe("a thread summary left unwritten", () => {
     // Most recently updated first: the order and the times reported agree.
     expect(listed[0]![1]).toBeGreaterThanOrEqual(listed[1]![1]);
     expect(listed.map(([id]) => id)).toEqual(["a", "y"]);
+  });
+
+  it("is not written for a put that follows its step's pending writes within a millisecond", async () => {
+    const ids = Array.from({ length: 5 }, (_, i) => uuid6(i));
+    const base = Date.now();
+    const clock = vi.spyOn(Date, "now").mockReturnValue(base);
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("put-proof-attacks") }));
+    let config: RunnableConfig | undefined;
+    let puts = 0;
+    for (let i = 0; i < 5; i++) {
+      // Each step in a millisecond of its own; its writes, then the next checkpoint, within it.
+      clock.mockReturnValue(base + i);
+      if (config) await saver.putWrites(config, [["a", i]], `task-${i}`);
+      const parent = config;
+      puts = (await countRequests(async () => void (config = await putAt(saver, "a", ids[i]!, parent, i + 1)))).put!;
+    }
+    // The checkpoint row alone: the writes' stamp did not push the put's ahead of the clock (which would
+    // make it write the summary, as the test above needs), as a write stamped with the put's clock did.
+    expect(puts).toBe(1);
   });
 });

@@ -88,11 +88,11 @@ export async function putWrites(
           );
           checked = false;
           if (covered || proven(ctx, bound, threadId, checkpointNs, checkpointId)) {
-            return storeWrites(store, rows, ctx.now());
+            return storeWrites(store, rows, ctx.writeTime());
           }
           checked = true;
           const guardRead = readGuards(tx, store, threadId);
-          const stored = storeWrites(store, rows, ctx.now());
+          const stored = storeWrites(store, rows, ctx.writeTime());
           issue(stored); // awaited below, unless the key or the tombstone aborts first
           const [tombstoneRow, keyCopy] = await guardRead;
           checkWriteKey(bound, keyCopy);
