@@ -24,7 +24,8 @@ export interface ApprovalActions {
 /** The slot under the log that holds the card, and the function that (re)draws or hides it. */
 export function createApproval(actions: ApprovalActions) {
   const slot = h("div", { class: "approval-slot" });
-  // Picks the reason field's hint whenever the field's width changes (a rotation, History opening).
+  // Picks the reason field's hint when the field is first laid out (before it is painted) and whenever
+  // its width changes (a rotation, History opening).
   const sizing =
     typeof ResizeObserver === "undefined"
       ? undefined
@@ -100,7 +101,6 @@ export function createApproval(actions: ApprovalActions) {
         ),
       ),
     );
-    fitPlaceholder(reason, ...REASON_HINT);
     sizing?.observe(reason);
     // A card that just appeared (or just became usable) takes the focus: the next thing to do is
     // to decide. A re-render of the same card keeps it on the card.
