@@ -193,13 +193,24 @@ export async function applyChanges(
           if (seenBlobs.has(blobKey)) continue;
           seenBlobs.add(blobKey);
           const key: ValueKey = [wire.thread_id, wire.checkpoint_ns, blob.channel, blob.version];
-          const addedBlob = addIfAbsent(blobs, {
-            thread_id: wire.thread_id,
-            checkpoint_ns: wire.checkpoint_ns,
-            channel: blob.channel,
-            version: blob.version,
-            value: blob.value,
-          });
+          // A checkpoint of this device may hold the value inline (row format 2: a bundle carries every
+          // value its checkpoint names, as blobs): versions are unique, so it is the same value, and a
+          // blob row would only copy it. Its holder, removed later in this page, leaves it as a blob row
+          // if a row kept still names it (keepUsedInline).
+          const addedBlob = checkpoints
+            .index("by_value")
+            .getKey(key)
+            .then((holder) =>
+              holder === undefined
+                ? addIfAbsent(blobs, {
+                    thread_id: wire.thread_id,
+                    checkpoint_ns: wire.checkpoint_ns,
+                    channel: blob.channel,
+                    version: blob.version,
+                    value: blob.value,
+                  })
+                : false,
+            );
           issue(addedBlob);
           valued.push(addedBlob);
           newBlobs.push(addedBlob.then((isNew) => (isNew ? key : undefined)));

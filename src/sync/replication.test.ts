@@ -18,6 +18,7 @@ import { applyChanges } from "./pull.js";
 import { localInventory, readThread } from "./push.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { done, openRaw } from "../../test/support/reliability/raw.js";
+import { checkpointOf, stepMetadata, threadAt } from "../../test/support/inline-rows.js";
 
 const track = trackSavers<IndexedDBSaver>();
 const KEY = new Uint8Array(32).map((_, i) => i * 7 + 1);
@@ -48,6 +49,14 @@ async function plantTombstone(dbName: string, value: unknown): Promise<void> {
       .put({ name: tombstoneName("t"), value }),
   );
   db.close();
+}
+
+/** The keys of every blob row, read directly. */
+async function blobKeys(dbName: string): Promise<IDBValidKey[][]> {
+  const db = await openRaw(dbName);
+  const keys = await done(db.transaction("blobs").objectStore("blobs").getAllKeys());
+  db.close();
+  return keys as IDBValidKey[][];
 }
 
 /** The thread summary row of `threadId`, read directly. */
@@ -92,6 +101,30 @@ describe("replication through the saver's functions", () => {
     // The saver's summary rule: the newest root checkpoint, else the newest of any namespace.
     expect((await summaryOf(saver.dbName, "t"))?.latest?.checkpoint_id).toBe(b);
     expect((await localInventory(access)).tombstones.get("t")).toBe(a);
+  });
+
+  it("a pulled checkpoint adds no blob row for a value a local checkpoint holds inline, and reads it", async () => {
+    const [c, d] = [uuid6(1), uuid6(2)];
+    // A holds C's small values inline (row format 2); B gets C by pull, then continues with D.
+    const a = await saverWith([]);
+    await a.put(threadAt("t"), checkpointOf(c, { x: "kept", y: "first" }, { x: 1, y: 1 }), stepMetadata, {
+      x: 1,
+      y: 1,
+    });
+    const b = await saverWith([]);
+    const [fromA] = await readThread(rawAccessOf(a)!, "t");
+    await applyChanges(rawAccessOf(b)!, [{ kind: "checkpoint", seq: 1, checkpoint: fromA!.wire }], SCOPE);
+    await b.put(threadAt("t", c), checkpointOf(d, { x: "kept", y: "second" }, { x: 1, y: 2 }), stepMetadata, {
+      y: 2,
+    });
+    const fromB = (await readThread(rawAccessOf(b)!, "t")).find((local) => local.wire.checkpoint_id === d)!;
+    // D's bundle carries every value it names, C's x among them.
+    expect(fromB.wire.blobs.map((blob) => blob.channel).sort()).toEqual(["x", "y"]);
+    await applyChanges(rawAccessOf(a)!, [{ kind: "checkpoint", seq: 2, checkpoint: fromB.wire }], SCOPE);
+    // Only D's own value is new to A: x stays in C's row alone.
+    expect((await blobKeys(a.dbName)).map((key) => key[2])).toEqual(["y"]);
+    expect((await a.getTuple(threadAt("t", d)))?.checkpoint.channel_values).toEqual({ x: "kept", y: "second" });
+    expect((await a.getTuple(threadAt("t", c)))?.checkpoint.channel_values).toEqual({ x: "kept", y: "first" });
   });
 
   it("an adopted key record comes with the key-id copy the saver writes beside it", async () => {
