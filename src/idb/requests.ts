@@ -113,3 +113,41 @@ export function transactionError(tx: { error?: DOMException | null }): DOMExcept
     return undefined;
   }
 }
+
+/** What `getAllRecords` takes (Chromium 141+), not yet in TypeScript's DOM types. */
+interface RecordsQuery {
+  query: IDBKeyRange;
+  count: number;
+  direction: "prev";
+}
+type WithRecords = { getAllRecords?(options: RecordsQuery): IDBRequest<{ value: unknown }[]> };
+
+/**
+ * Up to `count` values of a store or an index within `range`, highest key
+ * first, read inside the caller's transaction. One `getAllRecords` request
+ * where the browser has it (Chromium since 141), else a reverse cursor, one
+ * round trip per row (browsers before it): in Chromium 156, 900 rows in
+ * pages of 64 took 11.7 ms against 45.3 ms by cursor (docs/benchmarks.md).
+ */
+export function newestValues<T>(source: object, range: IDBKeyRange, count: number): Promise<T[]> {
+  const raw = unwrap(source as never) as unknown as (IDBObjectStore | IDBIndex) & WithRecords;
+  if (count <= 0) return Promise.resolve([]);
+  if (typeof raw.getAllRecords === "function") {
+    const request = raw.getAllRecords({ query: range, count, direction: "prev" });
+    return new Promise((resolve, reject) => {
+      request.onsuccess = () => resolve(request.result.map((record) => record.value as T));
+      request.onerror = () => reject(request.error);
+    });
+  }
+  const request = raw.openCursor(range, "prev");
+  const values: T[] = [];
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => {
+      const cursor = request.result;
+      if (cursor) values.push(cursor.value as T);
+      if (cursor && values.length < count) cursor.continue();
+      else resolve(values);
+    };
+    request.onerror = () => reject(request.error);
+  });
+}

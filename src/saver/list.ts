@@ -13,6 +13,7 @@ import type { SaverContext } from "./context.js";
 import { decodeTuple, storedAsWritten } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { ABOVE_STRINGS, LIST_PAGE, checkpointRangeBounds } from "./keys.js";
+import { newestValues } from "../idb/requests.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "../rows/codec.js";
@@ -163,12 +164,7 @@ async function* namespacePages(
       async (tx) => {
         const bounds = checkpointRangeBounds(threadId, checkpointNs, upperId);
         const range = ctx.db.ranges.bound(bounds.lower, bounds.upper, false, bounds.upperOpen);
-        const rows: CheckpointRow[] = [];
-        let cursor = await tx.objectStore("checkpoints").openCursor(range, "prev");
-        while (cursor && rows.length < pageSize) {
-          rows.push(cursor.value);
-          if (rows.length < pageSize) cursor = await cursor.continue();
-        }
+        const rows = await newestValues<CheckpointRow>(tx.objectStore("checkpoints"), range, pageSize);
         // A run of one namespace's consecutive rows: their writes come in one request.
         return readPage(tx, ctx.db.ranges, rows, withDetails, true);
       },
