@@ -13,7 +13,7 @@ import type { SaverContext } from "./context.js";
 import { decodeTuple, storedAsWritten } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { ABOVE_STRINGS, LIST_PAGE, checkpointRangeBounds } from "./keys.js";
-import { newestValues } from "../idb/requests.js";
+import { newestValues } from "../idb/newest.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "../rows/codec.js";

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { DBSchema } from "idb";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { Database } from "./database.js";
-import { newestValues } from "./requests.js";
+import { newestValues } from "./newest.js";
 
 interface Schema extends DBSchema {
   rows: { key: [string, number]; value: { t: string; n: number; by: number }; indexes: { by: number } };
