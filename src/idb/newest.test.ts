@@ -1,7 +1,7 @@
 /**
  * `newestValues`: a page of values, highest key first, by `getAllRecords`
- * where the browser has it and by a reverse cursor where it does not
- * (Firefox ESR). Both ways run here, on the same rows.
+ * where the browser has it and by a reverse cursor where it does not (it
+ * is hidden here for that). Both ways run here, on the same rows.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { DBSchema } from "idb";
