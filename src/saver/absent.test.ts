@@ -106,6 +106,20 @@ describe("versions without a stored value (absent_keys)", () => {
     expect(reads()).toBe(0);
   });
 
+  it("a list page asks for none of them either (a delta channel's versions, one per step)", async () => {
+    const saver = saverOn();
+    let config = root("t");
+    for (let i = 1; i <= 6; i++) {
+      const versions = { a: i, b: i };
+      config = await saver.put(config, checkpoint(uuid6(0), { a: `a${i}` }, versions), meta, versions);
+    }
+    const reads = countValueReads();
+    const values = [];
+    for await (const tuple of saver.list(root("t"))) values.push(tuple.checkpoint.channel_values);
+    expect(values).toEqual([6, 5, 4, 3, 2, 1].map((i) => ({ a: `a${i}` })));
+    expect(reads()).toBe(0);
+  });
+
   it("a pulled value at a listed version is taken off every row listing it, and read", async () => {
     const dbName = freshDbName("absent");
     const saver = saverOn(dbName);

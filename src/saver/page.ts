@@ -8,7 +8,7 @@ import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
 import { blobKey, readDetails, readValue, type BlobReads, type ReadTx } from "./reads.js";
 import type { RawTuple } from "../rows/codec.js";
-import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
+import { isAbsent, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 
 /**
@@ -94,7 +94,9 @@ function readPageBlobs(tx: ReadTx, ranges: KeyRanges, rows: CheckpointRow[], blo
   for (const row of rows) {
     if (typeof row.channel_versions !== "object" || row.channel_versions === null) return;
     for (const [channel, version] of Object.entries(row.channel_versions)) {
-      if (blobReads.has(blobKey(t, ns, channel, version))) continue;
+      // A version the row lists as having no value (schema version 5) is not asked for, as readDetails
+      // does not ask: a range read misses it, and it was then read on its own, two requests each.
+      if (blobReads.has(blobKey(t, ns, channel, version)) || isAbsent(row, channel, version)) continue;
       const versions = byChannel.get(channel);
       if (!versions) byChannel.set(channel, [version]);
       else if (!versions.includes(version)) versions.push(version);
