@@ -39,6 +39,8 @@ import { nextChannelVersion } from "../rows/versions.js";
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
 let listModule: Promise<typeof import("./list.js")> | undefined;
+/** The delta-channel walk, loaded by the first walk of any saver and kept. */
+let deltaModule: Promise<typeof import("./delta-history.js")> | undefined;
 
 /** The maintenance chunk (maintenance.ts), loaded by the first call of one of its methods. */
 const maintenance = () => import("./maintenance.js");
@@ -284,8 +286,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     config: RunnableConfig;
     channels: string[];
   }): Promise<Record<string, DeltaChannelHistory>> {
-    // Lazy: only graphs with delta channels walk (and keep walks).
-    const { getDeltaChannelHistory } = await import("./delta-history.js");
+    // Lazy: only graphs with delta channels walk (and keep walks). Imported once: getStateHistory asks
+    // for every snapshot, and the bundler's preload check resolved URLs at each call (2% of its profile).
+    const { getDeltaChannelHistory } = await (deltaModule ??= import("./delta-history.js"));
     return getDeltaChannelHistory(this.#ctx, options);
   }
 
