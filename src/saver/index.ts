@@ -42,8 +42,14 @@ let listModule: Promise<typeof import("./list.js")> | undefined;
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
 let deltaModule: Promise<typeof import("./delta-history.js")> | undefined;
 
-/** The maintenance chunk (maintenance.ts), loaded by the first call of one of its methods. */
-const maintenance = () => import("./maintenance.js");
+/**
+ * The maintenance chunk (maintenance.ts), loaded by the first call of one
+ * of its methods and kept (`listThreads` may run at every redraw of an
+ * app's thread list, and an app bundler's `import()` checks its preloads at
+ * each call).
+ */
+let maintenanceModule: Promise<typeof import("./maintenance.js")> | undefined;
+const maintenance = () => (maintenanceModule ??= import("./maintenance.js"));
 
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
