@@ -124,9 +124,18 @@ describe("storage state", () => {
       const fromFiles = await openWith({ storageState: JSON.parse(JSON.stringify(built)) });
       contexts.push(fromFiles.context);
       // Equal but for the times the import wrote (each import stamps the thread row when it runs;
-      // two stamps in one millisecond differ by fractions of it: src/saver/context.ts now()).
-      const untimed = (value: unknown) =>
-        JSON.stringify(value).replace(/"(created|updated|written)_at":[\d.]+/g, '"$1_at":0');
+      // two stamps in one millisecond differ by fractions of it: src/saver/context.ts now()), and the
+      // thread row's `latest`: a put proven to leave that row as it was does (put-proof.ts), so which
+      // put wrote it last depends on the clock; listThreads reads the newest checkpoint itself, and the
+      // state read below names it (checkpointId).
+      const untimed = (value: unknown) => {
+        const dumped = value as { threads: { values: { latest?: unknown }[] } };
+        const threads = dumped.threads.values.map((row) => ({ ...row, latest: "read below" }));
+        return JSON.stringify({ ...dumped, threads: { ...dumped.threads, values: threads } }).replace(
+          /"(created|updated|written)_at":[\d.]+/g,
+          '"$1_at":0',
+        );
+      };
       expect(untimed(await dump(fromFiles.page, "app"))).toEqual(untimed(original));
       expect(await readThreadState(fromFiles.page, "seeded", { dbName: "app" })).toEqual(state);
 
