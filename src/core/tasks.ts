@@ -6,3 +6,19 @@ export function nextTask(): Promise<void> {
   if (scheduler?.postTask) return scheduler.postTask(() => undefined);
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
+
+/**
+ * `load()` once and its promise kept for every later call (an app bundler's
+ * `import()` checks its preloads at each call); a load that failed (a chunk
+ * that could not be fetched: offline, or a new deployment's files) is
+ * forgotten, so the next call tries again instead of failing for the page's
+ * lifetime.
+ */
+export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () =>
+    (pending ??= load().catch((error: unknown) => {
+      pending = undefined;
+      throw error;
+    }));
+}

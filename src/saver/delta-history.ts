@@ -13,6 +13,7 @@ import { walkAncestors } from "./walk.js";
 import { decodeBlob, decodeWrite, writeSortKey } from "../rows/codec.js";
 import type { LinkCheck } from "./verify-links.js";
 import { authenticates } from "./verify.js";
+import { loadOnce } from "../core/tasks.js";
 
 /**
  * The encryption-only chunk, imported once and kept: an app bundler's
@@ -20,7 +21,7 @@ import { authenticates } from "./verify.js";
  * put.ts, which loads it too: an import of put.ts from this lazy module
  * made the app's bundler split the up-front code into four chunks.)
  */
-let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
+const sealedModule = loadOnce(() => import("./sealed.js"));
 
 // What prune (maintenance.ts) walks with, through this module: the walk ships as one chunk, loaded by either.
 export { walkAncestors } from "./walk.js";
@@ -51,7 +52,7 @@ export async function getDeltaChannelHistory(
   const mark = walks.mark();
   const serde = await ctx.serde();
   // Sealed rows' links are checked by the encryption-only chunk, loaded before the read (not inside it).
-  const sealed = authenticates(serde) ? await (sealedModule ??= import("./sealed.js")) : undefined;
+  const sealed = authenticates(serde) ? await sealedModule() : undefined;
   // The links and versions that chose the path and the seeds (a no-op
   // without encryption): hashed while the walk's last reads are out,
   // decrypted while the writes decode.

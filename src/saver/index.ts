@@ -36,11 +36,12 @@ import { forgetRecent } from "./recent.js";
 import { closeLease, freshModule } from "./fresh.js";
 import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
+import { loadOnce } from "../core/tasks.js";
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
-let listModule: Promise<typeof import("./list.js")> | undefined;
+const listModule = loadOnce(() => import("./list.js"));
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
-let deltaModule: Promise<typeof import("./delta-history.js")> | undefined;
+const deltaModule = loadOnce(() => import("./delta-history.js"));
 
 /**
  * The maintenance chunk (maintenance.ts), loaded by the first call of one
@@ -48,8 +49,7 @@ let deltaModule: Promise<typeof import("./delta-history.js")> | undefined;
  * app's thread list, and an app bundler's `import()` checks its preloads at
  * each call).
  */
-let maintenanceModule: Promise<typeof import("./maintenance.js")> | undefined;
-const maintenance = () => (maintenanceModule ??= import("./maintenance.js"));
+const maintenance = loadOnce(() => import("./maintenance.js"));
 
 export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
 
@@ -173,7 +173,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     // A graph run never lists: the list code loads on the first call, once
     // (an app bundler's `import()` may check preloads on every call).
-    const { list } = await (listModule ??= import("./list.js"));
+    const { list } = await listModule();
     yield* list(this.#ctx, config, options);
   }
 
@@ -294,7 +294,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }): Promise<Record<string, DeltaChannelHistory>> {
     // Lazy: only graphs with delta channels walk (and keep walks). Imported once: getStateHistory asks
     // for every snapshot, and the bundler's preload check resolved URLs at each call (2% of its profile).
-    const { getDeltaChannelHistory } = await (deltaModule ??= import("./delta-history.js"));
+    const { getDeltaChannelHistory } = await deltaModule();
     return getDeltaChannelHistory(this.#ctx, options);
   }
 

@@ -26,9 +26,10 @@ import type { PutProof } from "./put-proof.js";
 import { prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, isDeadCheckpoint, readTombstone, type WriteTx } from "./tombstones.js";
+import { loadOnce } from "../core/tasks.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
-let sealedModule: Promise<typeof import("./sealed.js")> | undefined;
+const sealedModule = loadOnce(() => import("./sealed.js"));
 /** The same, once loaded: putWrites notes the writes it committed there, for the next put's `parent_writes`. */
 let sealedLoaded: typeof import("./sealed.js") | undefined;
 
@@ -68,7 +69,7 @@ export async function put(
   await withCurrentKey(ctx.db.name, ctx.bind, ctx.stale, async (bound) => {
     const serde = bound.serde;
     // Binding versions 3 and 4 (chain.ts): only rows an encrypting serializer seals have a chain to check.
-    const chains = authenticates(serde) ? (sealedLoaded ??= await (sealedModule ??= import("./sealed.js"))) : undefined;
+    const chains = authenticates(serde) ? (sealedLoaded ??= await sealedModule()) : undefined;
 
     // Serialize everything before the transaction opens.
     const [checkpointBytes, metadataBytes, blobs] = await Promise.all([
