@@ -13,7 +13,14 @@ import { deleteUpTo } from "../saver/delete-thread.js";
 import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { removedName, type CheckpointRow, type Tombstone, type ValueKey, type WriteRow } from "../rows/shapes.js";
+import {
+  heldInline,
+  removedName,
+  type CheckpointRow,
+  type Tombstone,
+  type ValueKey,
+  type WriteRow,
+} from "../rows/shapes.js";
 import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
@@ -196,12 +203,13 @@ export async function applyChanges(
           // A checkpoint of this device may hold the value inline (row format 2: a bundle carries every
           // value its checkpoint names, as blobs): versions are unique, so it is the same value, and a
           // blob row would only copy it. Its holder, removed later in this page, leaves it as a blob row
-          // if a row kept still names it (keepUsedInline).
+          // if a row kept still names it (keepUsedInline). Every row the index names, checked as readValue
+          // checks them: an edited row listing the key (its clear inline_keys) holds nothing to read.
           const addedBlob = checkpoints
             .index("by_value")
-            .getKey(key)
-            .then((holder) =>
-              holder === undefined
+            .getAll(key)
+            .then((rows) =>
+              heldInline(rows, wire.thread_id, wire.checkpoint_ns, blob.channel, blob.version) === undefined
                 ? addIfAbsent(blobs, {
                     thread_id: wire.thread_id,
                     checkpoint_ns: wire.checkpoint_ns,

@@ -127,6 +127,24 @@ describe("replication through the saver's functions", () => {
     expect((await a.getTuple(threadAt("t", c)))?.checkpoint.channel_values).toEqual({ x: "kept", y: "first" });
   });
 
+  it("a row edited to list a pulled value's key in its inline_keys, holding nothing, does not keep the value out", async () => {
+    const d = uuid6(2);
+    const source = await saverWith([]);
+    await source.put(threadAt("t"), checkpointOf(d, { x: "pulled" }, { x: 1 }), stepMetadata, { x: 1 });
+    const [fromSource] = await readThread(rawAccessOf(source)!, "t");
+    const target = await saverWith([]);
+    await target.put(threadAt("other"), checkpointOf(uuid6(1), { z: "z" }, { z: 1 }), stepMetadata, { z: 1 });
+    // Edited outside the saver: a row of another thread lists t's key (the clear inline_keys).
+    const db = await openRaw(target.dbName);
+    const store = db.transaction("checkpoints", "readwrite").objectStore("checkpoints");
+    const [row] = (await done(store.getAll())) as { inline_keys?: unknown[] }[];
+    row!.inline_keys = [...(row!.inline_keys ?? []), ["t", "", "x", 1]];
+    await done(store.put(row));
+    db.close();
+    await applyChanges(rawAccessOf(target)!, [{ kind: "checkpoint", seq: 1, checkpoint: fromSource!.wire }], SCOPE);
+    expect((await target.getTuple(threadAt("t", d)))?.checkpoint.channel_values).toEqual({ x: "pulled" });
+  });
+
   it("an adopted key record comes with the key-id copy the saver writes beside it", async () => {
     const serde = await EncryptedSerializer.fromRawKey(KEY);
     const first = track(new IndexedDBSaver({ dbName: freshDbName("replication"), serde }));
