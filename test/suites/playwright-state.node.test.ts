@@ -130,7 +130,7 @@ describe("storage state", () => {
       // state read below names it (checkpointId).
       const untimed = (value: unknown) => {
         const dumped = value as { threads: { values: { latest?: unknown }[] } };
-        const threads = dumped.threads.values.map((row) => ({ ...row, latest: "read below" }));
+        const threads = dumped.threads.values.map((row) => ({ ...row, latest: row.latest && "read below" }));
         return JSON.stringify({ ...dumped, threads: { ...dumped.threads, values: threads } }).replace(
           /"(created|updated|written)_at":[\d.]+/g,
           '"$1_at":0',
