@@ -125,7 +125,7 @@ describe("storage state", () => {
       contexts.push(fromFiles.context);
       // Equal but for the times the import wrote (each import stamps the thread row when it runs;
       // two stamps in one millisecond differ by fractions of it: src/saver/context.ts now()), and the
-      // thread row's `latest`: a put proven to leave that row as it was does (put-proof.ts), so which
+      // thread row's `latest`: a put proven to leave that row as it was does (src/saver/put-proof.ts), so which
       // put wrote it last depends on the clock; listThreads reads the newest checkpoint itself, and the
       // state read below names it (checkpointId).
       const untimed = (value: unknown) => {
