@@ -1,7 +1,7 @@
 /**
  * Thread lifecycle figures, each at a large and a small database in the same
  * run: listThreads({limit: 20}) with 2,000 threads vs 20, and with threads of
- * 600 checkpoints vs 1 (DESIGN.md: it costs what its page asks), and
+ * 600 checkpoints vs 1 (the design contract: it costs what its page asks), and
  * deleteForRuns of one run among 10,000 checkpoints vs 100.
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
