@@ -271,7 +271,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
 
   /**
    * The threads of this database, most recently updated first, one entry
-   * each, from the `threads` store: the cost is the page, not the database.
+   * each, from the `threads` store: the cost is the page and the checkpoints
+   * of the threads on it (each `checkpointCount` counts its thread's rows),
+   * not the rest of the database.
    *
    * @param options.limit At most this many threads.
    * @param options.offset Skip this many first.

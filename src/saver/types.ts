@@ -82,7 +82,7 @@ export interface ThreadInfo {
   createdAt: number;
   /** When a checkpoint was last put, copied or removed (ms since the epoch). */
   updatedAt: number;
-  /** Checkpoints in all namespaces. */
+  /** Checkpoints in all namespaces, counted when listed (a walk over the thread's rows: about 2 µs each in Chromium). */
   checkpointCount: number;
   /** The newest root checkpoint's id. */
   latestCheckpointId?: string;
