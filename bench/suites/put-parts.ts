@@ -14,6 +14,7 @@ import { issue, storePut } from "../../src/idb/requests.js";
 import { WriteBatcher } from "../../src/idb/batch.js";
 import { MsgpackSerializer } from "../../src/index.js";
 import { SAVER_UPGRADES, type SaverSchema } from "../../src/saver/schema.js";
+import { loadOnce } from "../../src/core/tasks.js";
 import { deleteDatabase, ms, pairedRow, type BenchRow } from "../harness.js";
 
 const SUITE = "saver";
@@ -37,9 +38,10 @@ interface IndexSpec {
 /**
  * The indexes of the saver's checkpoints store, read off a scratch database
  * that its own schema steps build: a later step shows in the rows below
- * without an edit here.
+ * without an edit here. Read once per page: every breakdown database
+ * (the pairing's, the runner's, the loop's) is made with them.
  */
-async function saverCheckpointIndexes(): Promise<IndexSpec[]> {
+const saverCheckpointIndexes = loadOnce(async (): Promise<IndexSpec[]> => {
   const name = `bench-parts-schema-${Date.now()}`;
   const scratch = new Database<SaverSchema>({ name, upgrades: SAVER_UPGRADES });
   const specs = await scratch.read(
@@ -56,7 +58,7 @@ async function saverCheckpointIndexes(): Promise<IndexSpec[]> {
   await scratch.close();
   await deleteDatabase(name);
   return specs;
-}
+});
 
 /** The saver's shapes, and one plain store; `today`: the saver's checkpoint indexes. */
 function createPartsStores(db: IDBDatabase, today: IndexSpec[]): void {
