@@ -34,6 +34,12 @@ export interface RunState {
   /** One run at a time per thread: sends queue behind the running one. */
   readonly queues: Map<string, Promise<void>>;
   readonly running: Set<string>;
+  /**
+   * Runs asked for and not ended, by thread: counted from the call, so a
+   * run still waiting for its turn, or for what it does before it streams
+   * (the title write of a send), is already one (see {@link enqueueRun}).
+   */
+  readonly asked: Map<string, number>;
   /** Threads whose run holds the thread's lock in this tab (the others may wait for another tab's). */
   readonly holding: Set<string>;
   /** The running run of each thread, to stop it. */
@@ -49,6 +55,7 @@ export function newRunState(): RunState {
   return {
     queues: new Map(),
     running: new Set(),
+    asked: new Map(),
     holding: new Set(),
     controllers: new Map(),
     stopped: new Set(),
@@ -74,6 +81,21 @@ export function enqueue(state: RunState, threadId: string, work: () => Promise<v
     if (state.queues.get(threadId) === tail) state.queues.delete(threadId);
   });
   return next;
+}
+
+/**
+ * {@link enqueue} for a run: the thread counts as running from this call
+ * until the run ends (`asked`). A read of the thread that finished in
+ * between (a refresh timer, say) drew it idle: no Stop, the message just sent
+ * gone, until the run's first event.
+ */
+export function enqueueRun(state: RunState, threadId: string, work: () => Promise<void>): Promise<void> {
+  state.asked.set(threadId, (state.asked.get(threadId) ?? 0) + 1);
+  return enqueue(state, threadId, work).finally(() => {
+    const left = (state.asked.get(threadId) ?? 1) - 1;
+    if (left > 0) state.asked.set(threadId, left);
+    else state.asked.delete(threadId);
+  });
 }
 
 /** Resolves once every queued run has ended (before a lock change moves the databases). */

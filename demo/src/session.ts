@@ -41,6 +41,7 @@ import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock
 import {
   allQueued,
   enqueue,
+  enqueueRun,
   newRunState,
   runThread,
   type RunInput,
@@ -148,8 +149,9 @@ export class Session {
     return { configurable };
   }
 
+  /** Whether a run of this tab is going on the thread, or asked for and not ended (see runs.ts `enqueueRun`). */
   isRunning(threadId: string): boolean {
-    return this.#runs.running.has(threadId);
+    return this.#runs.running.has(threadId) || this.#runs.asked.has(threadId);
   }
 
   /**
@@ -175,7 +177,7 @@ export class Session {
 
   /** Sends a user message (queued behind a run in progress on the thread). */
   send(threadId: string, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
+    return enqueueRun(this.#runs, threadId, async () => {
       await this.db.touch(threadId, () => this.vault.seal(titleFrom(text), titlePlace(threadId)));
       await this.#run(threadId, { messages: [stamped(new HumanMessage(text))] }, onEvent);
     });
@@ -193,7 +195,7 @@ export class Session {
 
   /** Runs the unfinished step again (after a stop, a failure or a reload). */
   retry(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
+    return enqueueRun(this.#runs, threadId, async () => {
       const state = await this.state(threadId);
       if (state.next.length === 0 || state.next.includes(APPROVAL_NODE)) return;
       await this.#run(threadId, null, onEvent);
@@ -209,7 +211,7 @@ export class Session {
    * the fork has none. The old answer stays on its own branch.
    */
   regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
+    return enqueueRun(this.#runs, threadId, async () => {
       const messages = messagesOf(await this.state(threadId));
       const answer = lastAnswer(messages);
       if (answer < 0) return;
@@ -225,7 +227,7 @@ export class Session {
    * continues from the edited message and the original stays on its branch.
    */
   edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
+    return enqueueRun(this.#runs, threadId, async () => {
       const before = await checkpointBefore((id, at) => this.state(id, at), threadId, index);
       const shown = messagesOf(await this.state(threadId));
       const input = stamped(new HumanMessage(text));
@@ -243,7 +245,7 @@ export class Session {
    * pending question to the first one the node asks.
    */
   answer(threadId: string, answer: ApprovalAnswer, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
+    return enqueueRun(this.#runs, threadId, async () => {
       const state = await this.state(threadId);
       if (!state.next.includes(APPROVAL_NODE)) return;
       await this.#run(threadId, new Command<ApprovalAnswer, Record<string, never>, never>({ resume: answer }), onEvent);
