@@ -25,6 +25,18 @@ export interface RunTarget {
   readonly streamed: Map<string, string>;
   /** Reads the open thread again and draws it. */
   refresh(): Promise<void>;
+  /** Counts the thread's reads: a read overtaken by a later one (or by a run started here) draws nothing. */
+  refreshSeq: number;
+}
+
+/**
+ * A run starts: a read of the thread still in flight (the page's first, say)
+ * would draw it as not running, without the message just sent, and undo the
+ * Stop button until the run's first event. It draws nothing now: the run's
+ * events draw the turn, and its end reads the thread again (afterRun).
+ */
+function overtakeReads(app: RunTarget): void {
+  app.refreshSeq++;
 }
 
 /** A run's events, shown while its thread is open at the latest state. */
@@ -59,6 +71,7 @@ export function sendMessage(app: RunTarget, text: string): void {
   app.chat.showApproval(undefined);
   app.chat.showProblem(undefined);
   app.chat.addPendingUser(text);
+  overtakeReads(app);
   app.chat.setRunning(true);
   const run = app.session.send(id, text, eventsFor(app, id)).catch((error: unknown) => {
     // Stopped while it waited for another tab's answer: never sent, so the text goes back to the composer.
@@ -77,6 +90,7 @@ export function runOnCurrent(
   const id = app.currentId;
   app.chat.showError(undefined);
   app.chat.showProblem(undefined);
+  overtakeReads(app);
   app.chat.setRunning(true);
   afterRun(app, id, start(id, eventsFor(app, id)));
 }
@@ -88,6 +102,7 @@ export function decide(app: RunTarget, answer: ApprovalAnswer): void {
   app.chat.setDisabled(undefined);
   app.chat.showApproval(undefined);
   app.chat.focus();
+  overtakeReads(app);
   app.chat.setRunning(true);
   afterRun(app, id, app.session.answer(id, answer, eventsFor(app, id)));
 }
