@@ -14,6 +14,7 @@ import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
 import { h, replace } from "./dom.js";
 import { fitsOneLine } from "./fit.js";
+import { keepPlace, restorePlace } from "./log-state.js";
 import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
@@ -214,7 +215,8 @@ export function createChat(actions: ChatActions, top?: Node) {
     if (status) log.append(status);
   }
 
-  function startEdit(index: number, bubble: HTMLElement): void {
+  /** Opens the editor in place of `bubble` (message `index`); returns its field. */
+  function startEdit(index: number, bubble: HTMLElement): HTMLTextAreaElement | undefined {
     const original = bubble.textContent ?? "";
     // The message's own actions (Copy, Edit, its versions) would stand under the editor's
     // buttons, a second row offering Edit again: hidden while the editor is open.
@@ -227,8 +229,12 @@ export function createChat(actions: ChatActions, top?: Node) {
       if (value === undefined) tools?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
       else actions.onEdit(index, value);
     });
+    // What a redraw needs to open it again (log-state.ts).
+    form.dataset.index = String(index);
+    form.dataset.original = original;
     bubble.replaceWith(form);
     if (tools) tools.hidden = true;
+    return form.querySelector("textarea") ?? undefined;
   }
 
   return {
@@ -287,8 +293,11 @@ export function createChat(actions: ChatActions, top?: Node) {
           ),
         );
       }
+      // A redraw keeps an open editor and the focus on a message's control (log-state.ts).
+      const place = keepPlace(log);
       replace(log, ...nodes);
       placeTail();
+      restorePlace(log, place, interactive ? startEdit : undefined);
       scroll.followSoon();
     },
     /** Adds the user's message at once, before the run echoes it. */

@@ -1,0 +1,72 @@
+/**
+ * What a redraw of the chat log must not take away from the reader: an
+ * open message editor (with what was typed in it) and the focus on a
+ * message's control. The log is rebuilt whole at each redraw (a run's end,
+ * another tab's change), and one could come just after the reader opened
+ * Edit or pressed Escape: the editor vanished and the focus fell to the page.
+ */
+
+/** The reader's place in the log before a redraw (see {@link keepPlace}). */
+export interface LogPlace {
+  /** The open editor: the message it edits (its index and text as shown) and what it holds now. */
+  editing?: { index: string; original: string; value: string };
+  /** The focused control: its test id and the index of the message it belongs to. */
+  focused?: { testid: string; index: string };
+}
+
+/** The index (`data-index`) of the message `el` belongs to: its bubble, or the tools row after it. */
+function messageIndexOf(el: Element): string | undefined {
+  const tools = el.closest(".message-tools");
+  const message = tools ? tools.previousElementSibling : el.closest(".message");
+  return message instanceof HTMLElement ? message.dataset.index : undefined;
+}
+
+/** Notes where the reader is in `log` before it is redrawn. */
+export function keepPlace(log: HTMLElement): LogPlace {
+  const place: LogPlace = {};
+  const form = log.querySelector<HTMLElement>(".message-editor");
+  const field = form?.querySelector("textarea");
+  const { index, original } = form?.dataset ?? {};
+  if (field && index !== undefined && original !== undefined) place.editing = { index, original, value: field.value };
+  const active = document.activeElement;
+  if (!place.editing && active instanceof HTMLElement && log.contains(active)) {
+    const testid = active.dataset.testid;
+    const at = messageIndexOf(active);
+    if (testid && at !== undefined) place.focused = { testid, index: at };
+  }
+  return place;
+}
+
+/**
+ * Puts the reader back after `log` was redrawn: the editor opens again on
+ * the same message, if it is still there with the same text (`reopen`, the
+ * chat's own Edit, undefined while editing is not offered), holding what was
+ * typed; or the focus goes back to the same control of the same message.
+ */
+export function restorePlace(
+  log: HTMLElement,
+  place: LogPlace,
+  reopen: ((index: number, bubble: HTMLElement) => HTMLTextAreaElement | undefined) | undefined,
+): void {
+  const bubbleAt = (index: string) =>
+    log.querySelector<HTMLElement>(`.message[data-index="${CSS.escape(index)}"]`) ?? undefined;
+  if (place.editing && reopen) {
+    const { index, original, value } = place.editing;
+    const bubble = bubbleAt(index);
+    if (bubble && bubble.textContent === original) {
+      const field = reopen(Number(index), bubble);
+      if (field) field.value = value;
+    }
+  }
+  if (place.focused) {
+    const { testid, index } = place.focused;
+    const bubble = bubbleAt(index);
+    const tools = bubble?.nextElementSibling;
+    const within =
+      tools instanceof HTMLElement && tools.classList.contains("message-tools") ? [bubble!, tools] : [bubble];
+    for (const holder of within) {
+      const control = holder?.querySelector<HTMLElement>(`[data-testid="${CSS.escape(testid)}"]`);
+      if (control) return control.focus({ preventScroll: true });
+    }
+  }
+}
