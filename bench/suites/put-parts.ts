@@ -73,17 +73,10 @@ function createPartsStores(db: IDBDatabase, today: IndexSpec[]): void {
   }
   four.createIndex("by_thread_checkpoint", ["thread_id", "checkpoint_id"]);
   four.createIndex("by_checkpoint", "checkpoint_id");
-  // Today's checkpoints store, with the indexes the saver's schema steps build (src/saver/schema.ts), and the
-  // same without `by_parent`, which no read has used since deleteForRuns stopped asking a checkpoint's
-  // children (commit 009ca97).
-  for (const [name, keep] of [
-    ["cpToday", () => true],
-    ["cpTodayNoParent", (spec: IndexSpec) => spec.name !== "by_parent"],
-  ] as const) {
-    const store = db.createObjectStore(name, { keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"] });
-    for (const spec of today.filter(keep))
-      store.createIndex(spec.name, spec.keyPath, { multiEntry: spec.multiEntry, unique: spec.unique });
-  }
+  // Today's checkpoints store, with the indexes the saver's schema steps build (src/saver/schema.ts).
+  const todays = db.createObjectStore("cpToday", { keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"] });
+  for (const spec of today)
+    todays.createIndex(spec.name, spec.keyPath, { multiEntry: spec.multiEntry, unique: spec.unique });
   db.createObjectStore("blobs", { keyPath: ["thread_id", "checkpoint_ns", "channel", "version"] });
   db.createObjectStore("threads", { keyPath: "thread_id" }).createIndex("by_updated", "updated_at");
   db.createObjectStore("threads0", { keyPath: "thread_id" });
@@ -224,7 +217,6 @@ function shapes(payload: Uint8Array): Shape[] {
   return [
     todays("today's row, no index", "cp0"),
     todays("today's row + the saver's checkpoint indexes", "cpToday"),
-    todays("today's row + the same less the unused by_parent", "cpTodayNoParent"),
     {
       name: "plain store, tx.commit()",
       stores: ["plain"],

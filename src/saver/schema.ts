@@ -15,7 +15,6 @@ export interface SaverSchema extends DBSchema {
     value: CheckpointRow;
     indexes: {
       by_run: string;
-      by_parent: [string, string, string];
       by_thread_checkpoint: [string, string];
       by_checkpoint: string;
       by_created: number;
@@ -60,8 +59,8 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
       keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id"],
     });
     checkpoints.createIndex("by_run", "run_id");
-    // Children of a checkpoint: which of them still use a blob it introduced.
-    checkpoints.createIndex("by_parent", ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]);
+    // Children of a checkpoint. Step 6 deletes it, so SaverSchema does not name it.
+    checkpoints.createIndex("by_parent" as never, ["thread_id", "checkpoint_ns", "parent_checkpoint_id"]);
     db.createObjectStore("blobs", { keyPath: ["thread_id", "checkpoint_ns", "channel", "version"] });
     const writes = db.createObjectStore("writes", {
       keyPath: ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
@@ -122,6 +121,17 @@ export const SAVER_UPGRADES: readonly Upgrade<SaverSchema>[] = [
   // and refuse this database by its version.
   (_db, tx) => {
     tx.objectStore("checkpoints").createIndex("by_absent", "absent_keys", { multiEntry: true });
+  },
+  // 6: `by_parent` goes. No code reads it (the prune of blobs it was made
+  // for reads a thread's rows whole), yet every put wrote an entry, and the
+  // entries took about 16% of the bytes a 200-turn chat left on disk
+  // (docs/benchmarks.md, "Schema 6"). No row changes; deleting an index in
+  // the version change transaction is all or nothing. Versions before this
+  // one open at 5 and refuse the database by its version: they would not
+  // miss the index (none read it), but IndexedDB cannot open a database at
+  // an older version.
+  (_db, tx) => {
+    tx.objectStore("checkpoints").deleteIndex("by_parent");
   },
 ];
 

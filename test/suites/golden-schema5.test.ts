@@ -19,6 +19,7 @@ import plainGolden from "../golden/saver-plain-schema5.json";
 import { expectRecordsKept, expectRefusedByOlderCode } from "../golden/saver-checks.js";
 import {
   SAVER_SCHEMA_5,
+  SAVER_SCHEMA_6,
   checkpointId,
   dumpDatabase,
   expectAnswers,
@@ -65,6 +66,19 @@ describe.each(journalGoldenCases(plainGolden, encryptedGolden))(
       expectAnswers(await readAbsentThread(saver), expected);
       await saver.close();
       await expectRecordsKept(saver.dbName, golden.dump);
+    });
+
+    it("upgrades to schema version 6 (by_parent gone, every record kept), which steps 1-5 refuse", async () => {
+      const saver = await savers.open(testCase);
+      await saver.getTuple({ configurable: { thread_id: "nothing" } });
+      await saver.close();
+      const upgraded = await dumpDatabase(indexedDB, saver.dbName);
+      expect(schemaOf(upgraded)).toEqual(SAVER_SCHEMA_6);
+      await expectRecordsKept(saver.dbName, golden.dump);
+      await expectRefusedByOlderCode(upgraded, 5);
+      // The upgraded database, loaded fresh at version 6, reads as recorded too.
+      const again = await savers.open({ ...testCase, golden: { ...golden, dump: upgraded } });
+      expectAnswers(await readAbsentThread(again), expected);
     });
 
     it("reads the same with every list removed: a list only spares reads of values that are not there", async () => {
