@@ -117,12 +117,14 @@ export async function readDetails(
   const readBlob = (channel: string, version: Version) => {
     const key = blobKey(t, ns, channel, version);
     let read = blobReads.get(key);
-    if (!read) {
-      const own = inlineBlob(row, channel, version);
-      // Schema version 5: a version the row lists as having no value is not asked for.
-      read = own || isAbsent(row, channel, version) ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
-      blobReads.set(key, read);
-    }
+    if (read) return read;
+    const own = inlineBlob(row, channel, version);
+    // Schema version 5: a version the row lists as having no value is not asked for. The list speaks for
+    // this row alone, so its answer is not kept for the page's other rows: a list edited outside the saver
+    // would otherwise hide a stored value from every row sharing the version.
+    if (!own && isAbsent(row, channel, version)) return Promise.resolve(undefined);
+    read = own ? Promise.resolve(own) : readValue(tx, t, ns, channel, version);
+    blobReads.set(key, read);
     return read;
   };
   const [blobs, writes] = await Promise.all([
