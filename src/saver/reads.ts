@@ -73,20 +73,24 @@ export function readValue(
 export const INLINE_SHAPE = "holds its inline values in a shape no version of the saver writes";
 
 /**
- * A row's clear channel versions are an object, and its values held inline
- * (row format 2), if any, a map by channel. A row edited outside the saver
- * may hold anything there: a clear error instead of a TypeError in whatever
- * reads them first, or a value read as missing (and a delta walk going on
+ * A row's clear channel versions are an object, its parent link (if any) an
+ * id, and its values held inline (row format 2), if any, a map by channel.
+ * A row edited outside the saver may hold anything there: a clear error
+ * instead of a TypeError in whatever reads them first, a parent config whose
+ * id is not a string, or a value read as missing (and a delta walk going on
  * to an older seed) when the map is of another type.
  */
 export function assertRowFields(row: CheckpointRow): void {
   const inline: unknown = row.inline;
+  const parent: unknown = row.parent_checkpoint_id;
   const problem =
     typeof row.channel_versions !== "object" || row.channel_versions === null
       ? "has no channel versions"
-      : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
-        ? INLINE_SHAPE
-        : undefined;
+      : parent !== undefined && typeof parent !== "string"
+        ? "has a parent link that is not a checkpoint id"
+        : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
+          ? INLINE_SHAPE
+          : undefined;
   if (problem !== undefined) throw alteredRow(row, problem);
 }
 

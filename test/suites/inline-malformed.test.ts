@@ -130,6 +130,18 @@ describe("malformed values held inline, without encryption", () => {
     await expectClearErrors(dbName, "null versions", /Checkpoint c2 of thread "t" has no channel versions/);
   });
 
+  it("a parent link edited to something not an id (an object, a number, null): a SerializationError from every read, not a parent config holding it", async () => {
+    const { dbName, c2Row } = await thread();
+    for (const parent of [{ not: "an id" }, 7, null]) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, parent_checkpoint_id: parent }]);
+      await expectClearErrors(
+        dbName,
+        JSON.stringify(parent),
+        /Checkpoint c2 of thread "t" has a parent link that is not a checkpoint id/,
+      );
+    }
+  });
+
   it("the same row, then deleted (its run, a pulled removal, prune) or kept by a delete around it (another run): a SerializationError naming it, no TypeError, nothing deleted", async () => {
     const { dbName, c2Row } = await thread();
     await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
