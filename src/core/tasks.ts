@@ -12,7 +12,10 @@ export function nextTask(): Promise<void> {
  * `import()` checks its preloads at each call); a load that failed (a chunk
  * that could not be fetched: offline, or a new deployment's files) is
  * forgotten, so the next call tries again instead of failing for the page's
- * lifetime.
+ * lifetime. Whether that fetches again is the browser's: Chromium does;
+ * Firefox (ESR 153, checked) keeps a failed module for the page's life, so
+ * there only a reload recovers (an app that must work offline caches its
+ * chunks, as the demo's service worker does).
  */
 export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
   let pending: Promise<T> | undefined;
