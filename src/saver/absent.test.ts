@@ -210,8 +210,11 @@ describe("versions without a stored value (absent_keys)", () => {
   });
 
   it.each([
-    ["plain", async () => undefined],
-    ["encrypted", () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(3))],
+    ["plain", async (): Promise<EncryptedSerializer | undefined> => undefined],
+    [
+      "encrypted",
+      (): Promise<EncryptedSerializer | undefined> => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(3)),
+    ],
   ] as const)(
     "%s: a list edited on one row hides nothing from the other rows of a list page sharing the version",
     async (_name, serdeOf) => {
