@@ -63,6 +63,8 @@ test("Stop keeps what was written, marked stopped, also after a thread switch mi
   expect(kept).toMatch(/^You said: “word0 word1 /);
   expect(kept).not.toContain("word399");
   expect(await page.getByTestId("retry").count()).toBe(1);
+  // Stop, gone with the run, leaves the focus in the composer, not on the page.
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("composer");
   await screenshot(page, "stopped");
 
   // Saved: after a reload (at once from here on), and after the next turn, still there and still marked.
@@ -284,6 +286,8 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   await expect.poll(() => transcript(page)).toHaveLength(6);
   expect((await transcript(page))[4]).toBe("user: turn three");
   await expect.poll(() => position.allTextContents()).toEqual(["1 / 2"]);
+  // The focus stays in the switcher (‹ is disabled now: on ›), through the redraws of the switch.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("branch-next");
   await screenshot(page, "branch-switched");
   await page.getByTestId("branch-next").click();
   await expect.poll(() => transcript(page)).toHaveLength(4);
@@ -322,4 +326,40 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   await page.getByTestId("branch-next").first().click();
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect(await titles()).toEqual(["My own name", "My own name"]);
+});
+
+test("switching versions keeps the switcher where the reader clicked it, in a conversation longer than the view", async () => {
+  const page = await harness().page("");
+  await ready(page);
+  await send(page, "the first question");
+  for (const n of [1, 2, 3]) await send(page, `${longMessage(80)} filler ${n}`);
+  // Edit the first message: a second version of the whole conversation, short.
+  await page.getByTestId("edit").first().click();
+  await page.getByTestId("edit-text").fill("the first question, asked again");
+  await page.getByTestId("edit-save").click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  const switcher = page.getByTestId("branch-switcher");
+  await switcher.waitFor();
+  // Back to the long version, then down its log a little, and forward again from there.
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(8);
+  const log = page.locator(".messages");
+  expect(await log.evaluate((el) => el.scrollHeight - el.clientHeight)).toBeGreaterThan(400);
+  const inView = () =>
+    switcher.evaluate((el) => {
+      const box = el.getBoundingClientRect();
+      const view = el.closest(".messages")!.getBoundingClientRect();
+      return box.top >= view.top && box.bottom <= view.bottom;
+    });
+  await expect.poll(inView).toBe(true);
+  const before = await switcher.evaluate((el) => el.getBoundingClientRect().top);
+  await page.getByTestId("branch-next").click();
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  await page.getByTestId("branch-previous").click();
+  await expect.poll(() => transcript(page)).toHaveLength(8);
+  await expect.poll(() => page.getByTestId("branch-position").allTextContents()).toEqual(["1 / 2"]);
+  // Not thrown to the end of the long version: the switcher is where it was, and the log is not at its end.
+  await expect.poll(inView).toBe(true);
+  expect(Math.abs((await switcher.evaluate((el) => el.getBoundingClientRect().top)) - before)).toBeLessThan(4);
+  expect(await log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeGreaterThan(100);
 });

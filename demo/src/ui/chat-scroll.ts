@@ -21,6 +21,8 @@ export interface Follower {
   follow(): void;
   /** The reader acted at the end (sent a message): follow from now on, wherever they were. */
   toEnd(): void;
+  /** The log was scrolled for the reader (put back where they were): at the end or not, as it is now. */
+  measure(): void;
 }
 
 /**
@@ -87,6 +89,10 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
     toEnd: () => {
       atBottom = true;
       followSoon();
+    },
+    measure: () => {
+      atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
+      lastTop = log.scrollTop;
     },
   };
 }

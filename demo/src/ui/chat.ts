@@ -14,7 +14,7 @@ import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
 import { h, replace } from "./dom.js";
 import { fitsOneLine } from "./fit.js";
-import { keepPlace, restorePlace } from "./log-state.js";
+import { keepPlace, restorePlace, type LogPlace } from "./log-state.js";
 import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
@@ -63,6 +63,9 @@ const HINTS: Record<DisabledReason | "message", readonly [full: string, short: s
 };
 /** A phone-sized screen (the layout's breakpoint in style.css): a touch keyboard has no Shift+Enter to speak of. */
 const narrowScreen = matchMedia("(max-width: 760px)");
+/** How long a redraw keeps trying to put back a focus the redraw before could not (ms). */
+const FOCUS_RETRY_MS = 2_000;
+
 /** The composer grows with its text up to this height (px), as in style.css. */
 const COMPOSER_MAX = 200;
 /** Longer texts are not measured (see autosize). */
@@ -131,6 +134,8 @@ export function createChat(actions: ChatActions, top?: Node) {
   let pending = "";
   let frame = 0;
   let running = false;
+  /** The focus a redraw could not put back (log-state.ts), and when. */
+  let focusLeft: { focused: NonNullable<LogPlace["focused"]>; at: number } | undefined;
   let busyElsewhere = false;
   let disabledReason: DisabledReason | undefined;
   let status: HTMLElement | undefined;
@@ -294,10 +299,16 @@ export function createChat(actions: ChatActions, top?: Node) {
         );
       }
       // A redraw keeps an open editor and the focus on a message's control (log-state.ts).
-      const place = keepPlace(log);
+      // A control focused before a redraw and not drawn in it (a branch switcher, drawn once the thread's
+      // tree is read) is tried again by the redraws of the next moments, while the focus is still nowhere.
+      const left = focusLeft && performance.now() - focusLeft.at < FOCUS_RETRY_MS ? focusLeft.focused : undefined;
+      const place = keepPlace(log, left);
       replace(log, ...nodes);
       placeTail();
-      restorePlace(log, place, interactive ? startEdit : undefined);
+      const missed = restorePlace(log, place, interactive ? startEdit : undefined);
+      focusLeft = missed && { focused: missed, at: missed === left ? focusLeft!.at : performance.now() };
+      // Put back where the reader was: the follower counts them as there, not at the end.
+      if (place.anchor) scroll.measure();
       scroll.followSoon();
     },
     /** Adds the user's message at once, before the run echoes it. */
@@ -316,7 +327,10 @@ export function createChat(actions: ChatActions, top?: Node) {
     /** A run is going (Stop, "thinking", `aria-busy`) or not. */
     setRunning(value: boolean): void {
       running = value;
+      // Stop hidden while it has the focus (the reader pressed it) would drop the focus to the page.
+      const stopFocused = !value && document.activeElement === stop;
       stop.hidden = !value;
+      if (stopFocused && !composer.disabled) composer.focus();
       log.setAttribute("aria-busy", String(value));
       if (value) status = undefined;
       placeTail();

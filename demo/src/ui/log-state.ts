@@ -12,6 +12,14 @@ export interface LogPlace {
   editing?: { index: string; original: string; value: string };
   /** The focused control: its test id and the index of the message it belongs to. */
   focused?: { testid: string; index: string };
+  /**
+   * The message whose control has the focus, to keep where it was on screen,
+   * and how far its top was from the log's (px). A redraw replaces every
+   * message, so the browser's own scroll anchoring has nothing to hold on
+   * to. (A reader scrolled up without a focus is left to the follower,
+   * chat-scroll.ts, which does not pull them down.)
+   */
+  anchor?: { index: string; offset: number };
 }
 
 /** The index (`data-index`) of the message `el` belongs to: its bubble, or the tools row after it. */
@@ -21,8 +29,12 @@ function messageIndexOf(el: Element): string | undefined {
   return message instanceof HTMLElement ? message.dataset.index : undefined;
 }
 
-/** Notes where the reader is in `log` before it is redrawn. */
-export function keepPlace(log: HTMLElement): LogPlace {
+/**
+ * Notes where the reader is in `log` before it is redrawn. `left`: a focus
+ * the last redraw could not put back (see {@link restorePlace}), taken as
+ * the reader's while the focus is still nowhere.
+ */
+export function keepPlace(log: HTMLElement, left?: LogPlace["focused"]): LogPlace {
   const place: LogPlace = {};
   const form = log.querySelector<HTMLElement>(".message-editor");
   const field = form?.querySelector("textarea");
@@ -34,22 +46,36 @@ export function keepPlace(log: HTMLElement): LogPlace {
     const at = messageIndexOf(active);
     if (testid && at !== undefined) place.focused = { testid, index: at };
   }
+  if (!place.editing && !place.focused && left && (!active || active === document.body)) place.focused = left;
+  const bubble = place.focused && log.querySelector(`.message[data-index="${CSS.escape(place.focused.index)}"]`);
+  // Working on a message (a version switch, say): that message stays put, wherever the end goes.
+  if (bubble) {
+    const offset = bubble.getBoundingClientRect().top - log.getBoundingClientRect().top;
+    place.anchor = { index: place.focused!.index, offset };
+  }
   return place;
 }
 
 /**
- * Puts the reader back after `log` was redrawn: the editor opens again on
- * the same message, if it is still there with the same text (`reopen`, the
- * chat's own Edit, undefined while editing is not offered), holding what was
- * typed; or the focus goes back to the same control of the same message.
+ * Puts the reader back after `log` was redrawn: the same message where it
+ * was in view, if it is still there; the editor opens again on the same
+ * message, if it is still there with the same text (`reopen`, the chat's own
+ * Edit, undefined while editing is not offered), holding what was typed; or
+ * the focus goes back to the same control of the same message. Returns the
+ * focus it could not put back (the control is not drawn yet: a branch
+ * switcher comes in a later redraw), for the next redraw to try.
  */
 export function restorePlace(
   log: HTMLElement,
   place: LogPlace,
   reopen: ((index: number, bubble: HTMLElement) => HTMLTextAreaElement | undefined) | undefined,
-): void {
+): LogPlace["focused"] {
   const bubbleAt = (index: string) =>
     log.querySelector<HTMLElement>(`.message[data-index="${CSS.escape(index)}"]`) ?? undefined;
+  const anchored = place.anchor && bubbleAt(place.anchor.index);
+  if (anchored) {
+    log.scrollTop += anchored.getBoundingClientRect().top - log.getBoundingClientRect().top - place.anchor!.offset;
+  }
   if (place.editing && reopen) {
     const { index, original, value } = place.editing;
     const bubble = bubbleAt(index);
@@ -66,7 +92,14 @@ export function restorePlace(
       tools instanceof HTMLElement && tools.classList.contains("message-tools") ? [bubble!, tools] : [bubble];
     for (const holder of within) {
       const control = holder?.querySelector<HTMLElement>(`[data-testid="${CSS.escape(testid)}"]`);
-      if (control) return control.focus({ preventScroll: true });
+      if (!control) continue;
+      // Disabled now (‹ on the first version it led to): its enabled neighbour in the same group.
+      const target = (control as HTMLButtonElement).disabled
+        ? control.parentElement?.querySelector<HTMLElement>("button:not(:disabled)")
+        : control;
+      return void target?.focus({ preventScroll: true });
     }
+    return place.focused;
   }
+  return undefined;
 }
