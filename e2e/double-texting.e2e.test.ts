@@ -86,9 +86,11 @@ test("while another tab answers, this tab does not call that turn cut short (nor
   expect(await b.getByTestId("turn-status").count()).toBe(0);
 });
 
-test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
-  // Tab A holds the thread's run lock, as its run would, until the test lets go: how long another
-  // tab answers is then up to the test, not to a race with the model's pace on a loaded machine.
+/**
+ * Tab A with an opening turn, holding the thread's run lock as its run would until `releaseRunLock()`
+ * in A: how long another tab waits is then up to the test, not to a race with the model's pace.
+ */
+async function heldThread(): Promise<Page> {
   const a = await harness().page();
   await ready(a);
   await send(a, "opening message");
@@ -108,6 +110,11 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
     },
     runLockName("demo-checkpoints", threadId),
   );
+  return a;
+}
+
+test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
+  const a = await heldThread();
   // B opens the thread while it is held, and finds it busy in another tab.
   const b = await harness().page(new URL(a.url()).hash);
   await ready(b);
@@ -128,4 +135,43 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
   expect(await transcript(b)).toHaveLength(2);
   expect((await transcript(b)).join("\n")).not.toContain("waiting in tab B");
   expect(await b.getByTestId("turn-status").count()).toBe(0);
+});
+
+test("an edit waiting for another tab's answer shows at once, pending, and runs once the thread is free", async () => {
+  const a = await heldThread();
+  const b = await harness().page(new URL(a.url()).hash);
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  await b.getByTestId("busy-elsewhere").waitFor();
+  await b.getByTestId("edit").first().click();
+  await b.getByTestId("edit-text").fill("opening message, edited in B");
+  await b.getByTestId("edit-save").click();
+  // Waiting: the edited message reads as it will, marked pending; the answer to the old one is gone.
+  await expect.poll(() => transcript(b)).toEqual(["user: opening message, edited in B"]);
+  expect(await b.locator('.message.user.draft[data-testid="message"]').count()).toBe(1);
+  await b.getByTestId("stop").waitFor();
+  await screenshot(b, "edit-waiting");
+  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  expect((await transcript(b))[0]).toBe("user: opening message, edited in B");
+  expect(await b.locator(".message.draft").count()).toBe(0);
+});
+
+test("Stop on an edit still waiting for another tab's answer puts the conversation back as it was", async () => {
+  const a = await heldThread();
+  const b = await harness().page(new URL(a.url()).hash);
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  const before = await transcript(b);
+  await b.getByTestId("busy-elsewhere").waitFor();
+  await b.getByTestId("edit").first().click();
+  await b.getByTestId("edit-text").fill("an edit given up");
+  await b.getByTestId("edit-save").click();
+  await expect.poll(() => transcript(b)).toEqual(["user: an edit given up"]);
+  await b.getByTestId("stop").click();
+  await expect.poll(() => transcript(b)).toEqual(before);
+  expect(await b.locator(".message.draft").count()).toBe(0);
+  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
+  expect(await transcript(b)).toEqual(before);
 });

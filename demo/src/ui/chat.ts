@@ -231,8 +231,15 @@ export function createChat(actions: ChatActions, top?: Node) {
       form.replaceWith(bubble);
       if (tools) tools.hidden = false;
       // Cancelled: back to the message's own Edit button, not to the page.
-      if (value === undefined) tools?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
-      else actions.onEdit(index, value);
+      if (value === undefined) return tools?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
+      // Shown at once as it will read, marked pending as a message just sent is: the run may first wait
+      // for another tab's. What followed it belongs to the version it replaces: off the screen until the
+      // run draws the new one (or, stopped while waiting, a redraw brings it back).
+      bubble.textContent = value;
+      bubble.classList.add("draft");
+      for (let after = bubble.nextSibling; after; after = bubble.nextSibling) after.remove();
+      placeTail();
+      actions.onEdit(index, value);
     });
     // What a redraw needs to open it again (log-state.ts).
     form.dataset.index = String(index);
