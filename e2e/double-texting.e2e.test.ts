@@ -113,6 +113,10 @@ async function heldThread(): Promise<Page> {
   return a;
 }
 
+/** Lets go of the run lock {@link heldThread} holds in tab `a`. */
+const releaseRunLock = (a: Page) =>
+  a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+
 test("Stop on a message still waiting for another tab's answer gives it back, unsent", async () => {
   const a = await heldThread();
   // B opens the thread while it is held, and finds it busy in another tab.
@@ -128,7 +132,7 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
   await b.getByTestId("stop").click();
   // Nothing of it was sent: the text is back in B's composer, to send later or drop.
   await expect.poll(() => b.getByTestId("composer").inputValue()).toBe("waiting in tab B");
-  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await releaseRunLock(a);
   await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
   // The stopped message never ran, not even once the thread was free.
   expect(await transcript(b)).toEqual(await transcript(a));
@@ -137,21 +141,28 @@ test("Stop on a message still waiting for another tab's answer gives it back, un
   expect(await b.getByTestId("turn-status").count()).toBe(0);
 });
 
-test("an edit waiting for another tab's answer shows at once, pending, and runs once the thread is free", async () => {
-  const a = await heldThread();
+/** Tab B on tab A's held thread (see {@link heldThread}), its first message edited to `text`, waiting. */
+async function editWhileHeld(a: Page, text: string): Promise<{ b: Page; before: string[] }> {
   const b = await harness().page(new URL(a.url()).hash);
   await ready(b);
   await expect.poll(() => transcript(b)).toHaveLength(2);
+  const before = await transcript(b);
   await b.getByTestId("busy-elsewhere").waitFor();
   await b.getByTestId("edit").first().click();
-  await b.getByTestId("edit-text").fill("opening message, edited in B");
+  await b.getByTestId("edit-text").fill(text);
   await b.getByTestId("edit-save").click();
   // Waiting: the edited message reads as it will, marked pending; the answer to the old one is gone.
-  await expect.poll(() => transcript(b)).toEqual(["user: opening message, edited in B"]);
+  await expect.poll(() => transcript(b)).toEqual([`user: ${text}`]);
   expect(await b.locator('.message.user.draft[data-testid="message"]').count()).toBe(1);
+  return { b, before };
+}
+
+test("an edit waiting for another tab's answer shows at once, pending, and runs once the thread is free", async () => {
+  const a = await heldThread();
+  const { b } = await editWhileHeld(a, "opening message, edited in B");
   await b.getByTestId("stop").waitFor();
   await screenshot(b, "edit-waiting");
-  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await releaseRunLock(a);
   await expect.poll(() => transcript(b)).toHaveLength(2);
   expect((await transcript(b))[0]).toBe("user: opening message, edited in B");
   expect(await b.locator(".message.draft").count()).toBe(0);
@@ -159,19 +170,11 @@ test("an edit waiting for another tab's answer shows at once, pending, and runs 
 
 test("Stop on an edit still waiting for another tab's answer puts the conversation back as it was", async () => {
   const a = await heldThread();
-  const b = await harness().page(new URL(a.url()).hash);
-  await ready(b);
-  await expect.poll(() => transcript(b)).toHaveLength(2);
-  const before = await transcript(b);
-  await b.getByTestId("busy-elsewhere").waitFor();
-  await b.getByTestId("edit").first().click();
-  await b.getByTestId("edit-text").fill("an edit given up");
-  await b.getByTestId("edit-save").click();
-  await expect.poll(() => transcript(b)).toEqual(["user: an edit given up"]);
+  const { b, before } = await editWhileHeld(a, "an edit given up");
   await b.getByTestId("stop").click();
   await expect.poll(() => transcript(b)).toEqual(before);
   expect(await b.locator(".message.draft").count()).toBe(0);
-  await a.evaluate(() => (window as unknown as { releaseRunLock: () => void }).releaseRunLock());
+  await releaseRunLock(a);
   await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
   expect(await transcript(b)).toEqual(before);
 });
