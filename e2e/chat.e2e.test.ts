@@ -61,6 +61,7 @@ test("two threads stay apart", async () => {
   await page.keyboard.press("Control+k");
   const search = page.getByTestId("thread-search");
   expect(await search.evaluate((el) => el === document.activeElement)).toBe(true);
+  expect(await search.getAttribute("placeholder")).toBe("Search threads (Ctrl+K)");
   await search.fill("two");
   await expect.poll(() => page.getByTestId("thread").allTextContents()).toEqual([expect.stringContaining("alpha")]);
   await search.fill("BETA");

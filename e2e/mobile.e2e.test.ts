@@ -62,6 +62,10 @@ function placeholderCut(field: Locator): Promise<boolean> {
 test("readable and usable on a phone", async () => {
   const page = await harness().page();
   await ready(page);
+  // Nothing opens the phone's keyboard unasked (the composer is not focused at load), and no hint names
+  // a shortcut a phone has no keyboard for.
+  expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? null)).not.toBe("composer");
+  expect(await page.getByTestId("thread-search").getAttribute("placeholder")).toBe("Search threads");
   await send(page, "Hello from a phone, with a rather long message that has to wrap onto several lines");
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();

@@ -3,11 +3,11 @@
  * badge, History and Settings buttons) and the body (sidebar, scrim, chat,
  * History panel). Built once; the App keeps the elements it updates.
  */
-import { h } from "./ui/dom.js";
+import { h, phoneScreen } from "./ui/dom.js";
 import { icon } from "./ui/icons.js";
 
-/** The layout's breakpoints, as in style.css: a phone's drawer, and a tablet's width. */
-export const phoneScreen = matchMedia("(max-width: 760px)");
+export { phoneScreen };
+/** The layout's other breakpoint, as in style.css: a tablet's width. */
 export const tabletScreen = matchMedia("(min-width: 761px) and (max-width: 1100px)");
 
 /** Whether the thread list is on screen: the phone's drawer open, or a wider screen's column not collapsed. */

@@ -173,7 +173,8 @@ export class App {
     });
     this.attach(session);
     this.openThread(this.currentId);
-    this.chat.focus();
+    // Ready to type, except on a phone: there the focus would open its keyboard over the page unasked.
+    if (!phoneScreen.matches) this.chat.focus();
   }
 
   /** Listens to the session's saver: other tabs' writes refresh the open thread. */

@@ -12,7 +12,7 @@ import { isStopped } from "../agent.js";
 import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
-import { h, replace } from "./dom.js";
+import { h, phoneScreen, replace } from "./dom.js";
 import { fitsOneLine } from "./fit.js";
 import { keepPlace, restorePlace, type LogPlace } from "./log-state.js";
 import { editor, renderMessage, text } from "./messages.js";
@@ -61,8 +61,6 @@ const HINTS: Record<DisabledReason | "message", readonly [full: string, short: s
   viewing: ["Read-only (older checkpoint)", "Read-only"],
   approval: ["Approve or reject the memory first", "Approve or reject first"],
 };
-/** A phone-sized screen (the layout's breakpoint in style.css): a touch keyboard has no Shift+Enter to speak of. */
-const narrowScreen = matchMedia("(max-width: 760px)");
 /** How long a redraw keeps trying to put back a focus the redraw before could not (ms). */
 const FOCUS_RETRY_MS = 2_000;
 
@@ -170,12 +168,13 @@ export function createChat(actions: ChatActions, top?: Node) {
   /** The hint for the composer's state, short where the full one would be cut off. */
   function showHint(): void {
     const [full, short] = HINTS[disabledReason ?? "message"];
-    const touch = !disabledReason && narrowScreen.matches;
+    // A phone's keyboard has no Shift+Enter to speak of: the short hint there.
+    const touch = !disabledReason && phoneScreen.matches;
     composer.placeholder = !touch && fitsOneLine(composer, full) ? full : short;
   }
   composer.addEventListener("input", autosize);
   showHint();
-  narrowScreen.addEventListener("change", showHint);
+  phoneScreen.addEventListener("change", showHint);
   const scroll = createFollower(log, showHint);
 
   const el = h(

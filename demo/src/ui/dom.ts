@@ -1,5 +1,8 @@
 /** A tiny DOM builder: `h("button", { testid: "send", onclick }, "Send")`. */
 
+/** A phone's width, as in style.css: the layout's drawer, short hints, no keyboard opened unasked. */
+export const phoneScreen = matchMedia("(max-width: 760px)");
+
 export type Child = Node | string | number | false | null | undefined;
 
 export interface Props {

@@ -47,7 +47,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
       h(
         "small",
         { class: "muted" },
-        "Sent to the model as a system message before this thread's conversation, on every answer. Leave empty for none.",
+        "Sent to the model as a system message before this thread's conversation, on every answer. Leave empty for none. The built-in local assistant does not read them (it answers by rules): choose a model in Settings to see them followed.",
       ),
     ),
     h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => dialog.close() }, "Cancel")),

@@ -2,8 +2,13 @@
  * The sidebar: new thread, search, and the threads (title, last updated),
  * each with a menu to rename it, edit its instructions or delete it.
  */
-import { h, relativeTime, replace } from "./dom.js";
+import { h, phoneScreen, relativeTime, replace } from "./dom.js";
 import { createMenuButton } from "./menu.js";
+
+/** The search field's hint: with its shortcut where there is a keyboard to press it on. */
+function searchHint(): string {
+  return phoneScreen.matches ? "Search threads" : "Search threads (Ctrl+K)";
+}
 
 export interface SidebarThread {
   id: string;
@@ -31,10 +36,11 @@ export function createSidebar(actions: SidebarActions) {
     type: "search",
     class: "thread-search",
     testid: "thread-search",
-    placeholder: "Search threads (Ctrl+K)",
+    placeholder: searchHint(),
     "aria-label": "Search threads, titles and messages",
     autocomplete: "off",
   });
+  phoneScreen.addEventListener("change", () => (search.placeholder = searchHint()));
   const noMatch = h("p", { class: "muted empty-threads", hidden: true }, "No thread matches.");
   /** The threads the search found, or undefined when nothing is searched. */
   let matches: Set<string> | undefined;
