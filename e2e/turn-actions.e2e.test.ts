@@ -224,6 +224,26 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
   ]);
 });
 
+test("Regenerate at the end of a long conversation follows the new answer to its end", async () => {
+  const page = await harness().page();
+  let calls = 0;
+  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+    calls += 1;
+    // The regenerated answer is much longer than the one it replaces: it ends below the view.
+    const content = calls === 3 ? `${longMessage(400)} the end` : `short answer ${calls}`;
+    const body = `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\ndata: [DONE]\n\n`;
+    await route.fulfill({ status: 200, headers: { "content-type": "text/event-stream" }, body });
+  });
+  await ready(page);
+  await useEndpoint(page);
+  await send(page, `${longMessage(150)} first`);
+  await send(page, `${longMessage(150)} second`);
+  await page.getByTestId("regenerate").click();
+  await expect.poll(() => assistants(page).last().textContent()).toContain("the end");
+  const log = page.locator(".messages");
+  await expect.poll(() => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeLessThan(50);
+});
+
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
   const page = await harness().page();
   await ready(page);

@@ -13,14 +13,17 @@ export interface LogPlace {
   /** The focused control: its test id and the index of the message it belongs to. */
   focused?: { testid: string; index: string };
   /**
-   * The message whose control has the focus, to keep where it was on screen,
-   * and how far its top was from the log's (px). A redraw replaces every
-   * message, so the browser's own scroll anchoring has nothing to hold on
-   * to. (A reader scrolled up without a focus is left to the follower,
-   * chat-scroll.ts, which does not pull them down.)
+   * The message whose version switcher has the focus, to keep where it was
+   * on screen, and how far its top was from the log's (px). A redraw
+   * replaces every message, so the browser's own scroll anchoring has
+   * nothing to hold on to. (A reader scrolled up otherwise is left to the
+   * follower, chat-scroll.ts, which does not pull them down.)
    */
   anchor?: { index: string; offset: number };
 }
+
+/** The controls of a message's version switcher (ui/messages.ts `branchSwitcher`). */
+const SWITCHER_CONTROLS = new Set(["branch-previous", "branch-next"]);
 
 /** The index (`data-index`) of the message `el` belongs to: its bubble, or the tools row after it. */
 function messageIndexOf(el: Element): string | undefined {
@@ -47,8 +50,10 @@ export function keepPlace(log: HTMLElement, left?: LogPlace["focused"]): LogPlac
     if (testid && at !== undefined) place.focused = { testid, index: at };
   }
   if (!place.editing && !place.focused && left && (!active || active === document.body)) place.focused = left;
-  const bubble = place.focused && log.querySelector(`.message[data-index="${CSS.escape(place.focused.index)}"]`);
-  // Working on a message (a version switch, say): that message stays put, wherever the end goes.
+  // A version switch replaces the conversation under the reader: the message switched stays put, wherever
+  // the end goes. (Other controls leave the place to the follower: Regenerate at the end keeps following.)
+  const switching = place.focused && SWITCHER_CONTROLS.has(place.focused.testid);
+  const bubble = switching && log.querySelector(`.message[data-index="${CSS.escape(place.focused!.index)}"]`);
   if (bubble) {
     const offset = bubble.getBoundingClientRect().top - log.getBoundingClientRect().top;
     place.anchor = { index: place.focused!.index, offset };
