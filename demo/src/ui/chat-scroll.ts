@@ -38,6 +38,8 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
     { type: "button", class: "new-messages", testid: "new-messages", hidden: true, onclick: () => stickToEnd() },
     "↓ New messages",
   );
+  /** Whether the log is scrolled to within {@link BOTTOM_SLACK} of its end. */
+  const nearEnd = () => log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
   function stickToEnd(): void {
     log.scrollTop = log.scrollHeight;
     atBottom = true;
@@ -51,7 +53,7 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
    */
   function follow(): void {
     if (atBottom) stickToEnd();
-    else if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) stickToEnd();
+    else if (nearEnd()) stickToEnd();
     else button.hidden = false;
   }
   /**
@@ -76,7 +78,7 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
   // text appended meanwhile (a fast answer) must not read as the reader having left.
   let lastTop = 0;
   log.addEventListener("scroll", () => {
-    if (log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK) atBottom = true;
+    if (nearEnd()) atBottom = true;
     else if (log.scrollTop < lastTop) atBottom = false;
     lastTop = log.scrollTop;
     if (atBottom) button.hidden = true;
@@ -91,7 +93,7 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
       followSoon();
     },
     measure: () => {
-      atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
+      atBottom = nearEnd();
       lastTop = log.scrollTop;
     },
   };
