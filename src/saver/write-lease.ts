@@ -46,6 +46,7 @@
 import { crossTabName, VersionedChannel } from "../core/channel.js";
 import { Listeners } from "../core/listeners.js";
 import { defaultLockManager, type RunLockManager } from "../core/locks.js";
+import { nextTask } from "../core/tasks.js";
 
 /** How often a waiting saver asks the holder again (see the module comment). */
 export const ASK_AGAIN_MS = 20;
@@ -85,6 +86,8 @@ export class WriteLease {
   #epoch = 0;
   #release: (() => void) | undefined;
   #acquiring: Promise<void> | undefined;
+  /** A read's {@link WriteLease.takeIfFree} is to ask in a later task. */
+  #offered = false;
   readonly #idleMs: number;
   #idle: ReturnType<typeof setTimeout> | undefined;
   /** When the lease was last used (performance.now()). */
@@ -137,11 +140,21 @@ export class WriteLease {
    * read must not take it from a saver that writes. So a saver whose lease
    * went idle answers its next reads from memory again (fresh-cache.ts keeps
    * what a read finds only while the lease is held). Not on a hidden page,
-   * which would have to let it go at once. Does not wait for the grant.
+   * which would have to let it go at once. Does not wait for the grant, nor
+   * ask in this task: the lock request took 0.2-0.3 ms of the main thread
+   * (Chromium), which the read that calls this would pay before its caller
+   * resumes (docs/benchmarks.md, "The first read after a pause"). Asked in
+   * a later task instead, unless the lease was taken, lost or closed since.
    */
   takeIfFree(): void {
-    if (WriteLease.supported && !this.#held && !this.#acquiring && !pageHidden())
-      (this.#acquiring = this.#acquire(true)).catch(() => undefined);
+    if (!WriteLease.supported || this.#held || this.#acquiring || this.#offered) return;
+    const epoch = this.#epoch;
+    this.#offered = true;
+    void nextTask().then(() => {
+      this.#offered = false;
+      if (epoch === this.#epoch && !this.#held && !this.#acquiring && !pageHidden())
+        (this.#acquiring = this.#acquire(true)).catch(() => undefined);
+    });
   }
 
   /**
