@@ -45,6 +45,34 @@ export async function msPerCall(
   return median(means);
 }
 
+/**
+ * Ms per call of `a` and of `b`, measured in alternating rounds, the median
+ * round of each: the machine is shared, and alternating lets a quiet or a
+ * busy spell touch both alike. (The fastest round, used before, swung by
+ * ±20% between runs at the page's 100 µs timer; the page is now
+ * cross-origin isolated, 5 µs.)
+ */
+export async function alternately(
+  a: () => Promise<unknown>,
+  b: () => Promise<unknown>,
+  { perRound, rounds, warmup }: { perRound: number; rounds: number; warmup: number },
+): Promise<[number, number]> {
+  const timed = async (fn: () => Promise<unknown>, count: number) => {
+    const start = performance.now();
+    for (let i = 0; i < count; i++) await fn();
+    return (performance.now() - start) / count;
+  };
+  await timed(a, warmup);
+  await timed(b, warmup);
+  const as: number[] = [];
+  const bs: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    as.push(await timed(a, perRound));
+    bs.push(await timed(b, perRound));
+  }
+  return [median(as), median(bs)];
+}
+
 /** Formats milliseconds with sensible precision. */
 export function ms(value: number): string {
   return value >= 100

@@ -19,7 +19,7 @@ import type { DatabaseKeyedSerializer } from "../../src/serde/protocol.js";
 import { decodeCheckpoint, decodeMetadata, encode, rowRef } from "../../src/rows/codec.js";
 import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { verifyCheckpointFields } from "../../src/saver/verify.js";
-import { deleteDatabase, median, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
+import { alternately, deleteDatabase, median, ms, msPerCall, row, type BenchRow, type Suite } from "../harness.js";
 
 const SUITE = "binding-checks";
 const DEPTH = 64;
@@ -117,34 +117,6 @@ const latest = (thread: string) => ({ configurable: { thread_id: thread, checkpo
 const LATEST = latest(THREAD);
 const walk = (saver: IndexedDBSaver, thread = THREAD) =>
   saver.getDeltaChannelHistory({ config: latest(thread), channels: ["messages"] });
-
-/**
- * Ms per call of `a` and of `b`, measured in alternating rounds, the median
- * round of each: the machine is shared, and alternating lets a quiet or a
- * busy spell touch both alike. (The fastest round, used before, swung by
- * ±20% between runs at the page's 100 µs timer; the page is now
- * cross-origin isolated, 5 µs.)
- */
-async function alternately(
-  a: () => Promise<unknown>,
-  b: () => Promise<unknown>,
-  { perRound, rounds, warmup }: { perRound: number; rounds: number; warmup: number },
-): Promise<[number, number]> {
-  const timed = async (fn: () => Promise<unknown>, count: number) => {
-    const start = performance.now();
-    for (let i = 0; i < count; i++) await fn();
-    return (performance.now() - start) / count;
-  };
-  await timed(a, warmup);
-  await timed(b, warmup);
-  const as: number[] = [];
-  const bs: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    as.push(await timed(a, perRound));
-    bs.push(await timed(b, perRound));
-  }
-  return [median(as), median(bs)];
-}
 
 /**
  * Ms of the first walk of a saver just opened on `name` (and unlocked:
