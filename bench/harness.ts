@@ -188,10 +188,12 @@ export function pairedRow(
   baseline: number[],
   baselineName: string,
   format: (n: number) => string,
+  goal?: { max: number },
 ): BenchRow {
-  const ratios = ours.map((value, i) => value / baseline[i]!);
+  const ratio = median(ours.map((value, i) => value / baseline[i]!));
   return {
     ...row(suite, name, median(ours), median(baseline), `${baselineName}, paired`, format),
-    ratio: `${median(ratios).toFixed(2)}×`,
+    ratio: `${ratio.toFixed(2)}×`,
+    ...(goal && { goal: `≤ ${goal.max}×`, ok: ratio <= goal.max }),
   };
 }

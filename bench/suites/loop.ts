@@ -246,9 +246,20 @@ export async function graphLoop(): Promise<BenchRow[]> {
     for (const saver of shaped) await saver.done();
     const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
     rows.push(
-      row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms, {
-        max: 1.2,
-      }),
+      row(SUITE, `graph loop (${durability}), per invoke`, ours, floorMs, "floor: MemorySaver + 1 commit/put", ms),
+    );
+    // Issue 26's goal: against the floor that reads once per invoke, as any saver answering from its
+    // database must (the row below it shows that read's own cost).
+    rows.push(
+      pairedRow(
+        SUITE,
+        `  graph loop (${durability}) vs floor + 1 raw read`,
+        times.ours,
+        times.reading,
+        "floor + 1 raw read/getTuple",
+        ms,
+        { max: 1.25 },
+      ),
     );
     rows.push(
       pairedRow(SUITE, `  ours vs freshReads: false (${durability})`, times.ours, times.reads, "freshReads: false", ms),
