@@ -10,6 +10,7 @@ export {
   type IndexedDBSaverParams,
   type PruneOptions,
   type ListThreadsOptions,
+  type ListedThread,
   type ThreadInfo,
   type DeltaChannelLike,
 } from "./saver/index.js";

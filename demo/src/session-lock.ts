@@ -43,7 +43,7 @@ export async function copyVaultData(from: VaultData, to: VaultData, userId: stri
   const namespace = memoryNamespace(userId);
   for (const item of await from.store.search(namespace, { limit: 100_000 }))
     await to.store.put(namespace, item.key, item.value);
-  await to.saver.listThreads({ limit: 1 }).next();
+  await to.saver.listThreads({ limit: 1, count: false }).next();
   await to.store.search(namespace, { limit: 1 });
 }
 

@@ -161,7 +161,8 @@ export async function adoptUnlistedThreads(
   state: ReadState,
 ): Promise<void> {
   const known = new Set(await db.threads.toCollection().primaryKeys());
-  for await (const thread of saver.listThreads()) {
+  // Without counts: none is shown, and each would walk its thread's rows at every start.
+  for await (const thread of saver.listThreads({ count: false })) {
     if (known.has(thread.threadId)) continue;
     const first = firstQuestion(messagesOf(await state(thread.threadId)));
     await db.touch(

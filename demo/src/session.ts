@@ -111,7 +111,7 @@ export class Session {
     const model = await refusing(loadModelSettings(db, vault), "model settings", DEFAULT_MODEL_SETTINGS, problems);
     const session = new Session(db, vault, userId, model);
     // The first read binds the serializer to the databases' key records.
-    await session.saver.listThreads({ limit: 1 }).next();
+    await session.saver.listThreads({ limit: 1, count: false }).next();
     await session.store.search(memoryNamespace(userId), { limit: 1 });
     await session.#adoptUnlistedThreads();
     const sync = await refusing(loadSyncSettings(db, vault), "sync settings", NO_SYNC, problems);
@@ -347,7 +347,7 @@ export class Session {
     await storeTexts(this.db, vault, texts, this.#settings(), row);
     await this.close();
     const next = new Session(this.db, vault, this.userId, this.#model);
-    await next.saver.listThreads({ limit: 1 }).next();
+    await next.saver.listThreads({ limit: 1, count: false }).next();
     next.#sync.start(this.#sync.settings);
     return next;
   }

@@ -34,7 +34,7 @@ import { put } from "./put.js";
 import { putWrites } from "./put-writes.js";
 import { forgetRecent } from "./recent.js";
 import { closeLease, freshModule } from "./fresh.js";
-import type { IndexedDBSaverParams, ListThreadsOptions, PruneOptions, ThreadInfo } from "./types.js";
+import type { IndexedDBSaverParams, ListThreadsOptions, ListedThread, PruneOptions, ThreadInfo } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
 
@@ -51,7 +51,14 @@ const deltaModule = loadOnce(() => import("./delta-history.js"));
  */
 const maintenance = loadOnce(() => import("./maintenance.js"));
 
-export type { IndexedDBSaverParams, DeltaChannelLike, PruneOptions, ListThreadsOptions, ThreadInfo } from "./types.js";
+export type {
+  IndexedDBSaverParams,
+  DeltaChannelLike,
+  PruneOptions,
+  ListThreadsOptions,
+  ListedThread,
+  ThreadInfo,
+} from "./types.js";
 
 /**
  * A LangGraph.js checkpoint saver that persists in the browser's IndexedDB.
@@ -279,8 +286,11 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * @param options.offset Skip this many first.
    * @param options.before Only threads last updated strictly before this time (ms).
    * @param options.filter Strict equality on the latest checkpoint's metadata.
+   * @param options.count `false`: without `checkpointCount`, so the cost is the page alone.
    */
-  async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo> {
+  listThreads(options: ListThreadsOptions & { count: false }): AsyncGenerator<ListedThread>;
+  listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo>;
+  async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo | ListedThread> {
     const { listThreads } = await maintenance();
     yield* listThreads(this.#ctx, options);
   }

@@ -9,7 +9,7 @@ import { LIST_PAGE, prefixBounds } from "./keys.js";
 import { decode, rowRef } from "../rows/codec.js";
 import { threadSummary, type CheckpointRow, type ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
-import type { ListThreadsOptions, ThreadInfo } from "./types.js";
+import type { ListThreadsOptions, ListedThread, ThreadInfo } from "./types.js";
 import { storeDelete, storePut } from "../idb/requests.js";
 import type { KeyRanges } from "../idb/database.js";
 
@@ -23,9 +23,18 @@ export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
   return best;
 }
 
-/** The threads of this database, most recently updated first (see `IndexedDBSaver.listThreads`). */
-export async function* listThreads(ctx: SaverContext, options: ListThreadsOptions = {}): AsyncGenerator<ThreadInfo> {
+/**
+ * The threads of this database, most recently updated first (see
+ * `IndexedDBSaver.listThreads`); with `count: false`, without
+ * `checkpointCount`.
+ */
+export async function* listThreads(
+  ctx: SaverContext,
+  options: ListThreadsOptions = {},
+): AsyncGenerator<ThreadInfo | ListedThread> {
   const { limit, before, filter } = options;
+  const counted = options.count ?? true;
+  if (typeof counted !== "boolean") throw new Error(`listThreads: count must be true or false.`);
   let skip = options.offset ?? 0;
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 0))
     throw new Error(`listThreads: limit must be a non-negative integer.`);
@@ -61,7 +70,7 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
             const all = prefixBounds(row.thread_id);
             const root = prefixBounds(row.thread_id, "");
             const [count, first, newest] = await Promise.all([
-              checkpoints.count(ranges.bound(all.lower, all.upper)),
+              counted ? checkpoints.count(ranges.bound(all.lower, all.upper)) : undefined,
               checkpoints.openCursor(ranges.bound(root.lower, root.upper), "next"),
               checkpoints.openCursor(ranges.bound(root.lower, root.upper), "prev"),
             ]);
@@ -104,14 +113,14 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
         skip -= 1;
         continue;
       }
-      yield {
+      const listed: ListedThread = {
         threadId: row.thread_id,
         createdAt,
         updatedAt,
-        checkpointCount: count,
         latestCheckpointId: latest?.checkpoint_id,
         metadata,
       };
+      yield count === undefined ? listed : { ...listed, checkpointCount: count };
       if (remaining !== undefined && --remaining <= 0) return;
     }
     if (page.length < pageSize) return;

@@ -73,19 +73,30 @@ export interface ListThreadsOptions {
   before?: number;
   /** Strict equality on the metadata of each thread's latest checkpoint. */
   filter?: Record<string, unknown>;
+  /**
+   * `false`: list without `checkpointCount`, which is the one part of a
+   * listing that costs in proportion to the threads' checkpoints (a walk
+   * over each thread's rows); the rest costs what the page asks. Default
+   * `true`.
+   */
+  count?: boolean;
 }
 
-/** One thread, as {@link IndexedDBSaver.listThreads} lists it. */
-export interface ThreadInfo {
+/** One thread, as {@link IndexedDBSaver.listThreads} lists it with `count: false`. */
+export interface ListedThread {
   threadId: string;
   /** When its first checkpoint was put (ms since the epoch). */
   createdAt: number;
   /** When a checkpoint was last put, copied or removed (ms since the epoch). */
   updatedAt: number;
-  /** Checkpoints in all namespaces, counted when listed (a walk over the thread's rows: about 2 µs each in Chromium). */
-  checkpointCount: number;
   /** The newest root checkpoint's id. */
   latestCheckpointId?: string;
   /** That checkpoint's metadata. */
   metadata?: CheckpointMetadata;
+}
+
+/** One thread, as {@link IndexedDBSaver.listThreads} lists it. */
+export interface ThreadInfo extends ListedThread {
+  /** Checkpoints in all namespaces, counted when listed (a walk over the thread's rows: about 2 µs each in Chromium). */
+  checkpointCount: number;
 }

@@ -329,6 +329,37 @@ describe("listThreads", () => {
     expect(after[0]!.checkpointCount).toBe(1);
   });
 
+  it("with count: false lists the same threads without checkpointCount, and counts no rows", async () => {
+    const saver = newSaver();
+    let config = cfg("long");
+    for (let i = 0; i < 5; i++) {
+      config = await saver.put(
+        config,
+        { ...emptyCheckpoint(), id: uuid6(i) },
+        { source: "loop", step: i, parents: {} },
+        {},
+      );
+    }
+    await saver.put(cfg("short"), { ...emptyCheckpoint(), id: uuid6(9) }, { source: "loop", step: 0, parents: {} }, {});
+    const counted = [];
+    for await (const info of saver.listThreads()) counted.push(info);
+    expect(counted.map((t) => [t.threadId, t.checkpointCount])).toEqual([
+      ["short", 1],
+      ["long", 5],
+    ]);
+    const counts = vi.spyOn(IDBObjectStore.prototype, "count");
+    const listed = [];
+    for await (const info of saver.listThreads({ count: false })) listed.push(info);
+    expect(counts).not.toHaveBeenCalled();
+    counts.mockRestore();
+    expect(listed).toEqual(counted.map(({ checkpointCount: _, ...rest }) => rest));
+    expect(listed.every((t) => !("checkpointCount" in t))).toBe(true);
+    const page = [];
+    for await (const info of saver.listThreads({ count: false, limit: 1, offset: 1 })) page.push(info.threadId);
+    expect(page).toEqual(["long"]);
+    await expect(saver.listThreads({ count: "no" as never }).next()).rejects.toThrow(/count must be true or false/);
+  });
+
   it("pages past 64 threads", async () => {
     const saver = newSaver();
     for (let i = 0; i < 150; i++) {
