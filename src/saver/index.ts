@@ -288,9 +288,9 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * @param options.filter Strict equality on the latest checkpoint's metadata.
    * @param options.count `false`: without `checkpointCount`, so the cost is the page alone.
    */
-  listThreads(options: ListThreadsOptions & { count: false }): AsyncGenerator<ListedThread>;
-  listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo>;
-  async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ThreadInfo | ListedThread> {
+  listThreads(options?: ListThreadsOptions & { count?: true }): AsyncGenerator<ThreadInfo>;
+  listThreads(options: ListThreadsOptions): AsyncGenerator<ListedThread>;
+  async *listThreads(options?: ListThreadsOptions): AsyncGenerator<ListedThread> {
     const { listThreads } = await maintenance();
     yield* listThreads(this.#ctx, options);
   }

@@ -9,7 +9,7 @@ import { LIST_PAGE, prefixBounds } from "./keys.js";
 import { decode, rowRef } from "../rows/codec.js";
 import { threadSummary, type CheckpointRow, type ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
-import type { ListThreadsOptions, ListedThread, ThreadInfo } from "./types.js";
+import type { ListThreadsOptions, ListedThread } from "./types.js";
 import { storeDelete, storePut } from "../idb/requests.js";
 import type { KeyRanges } from "../idb/database.js";
 
@@ -31,7 +31,7 @@ export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
 export async function* listThreads(
   ctx: SaverContext,
   options: ListThreadsOptions = {},
-): AsyncGenerator<ThreadInfo | ListedThread> {
+): AsyncGenerator<ListedThread> {
   const { limit, before, filter } = options;
   const counted = options.count ?? true;
   if (typeof counted !== "boolean") throw new Error(`listThreads: count must be true or false.`);
