@@ -202,6 +202,38 @@ describe("a holder that stops answering", () => {
     await within(put(other, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "the other saver's put");
   });
 
+  it("a read still in flight when its saver closes does not take the lease back; the next write does", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const dbName = freshDbName("lease-read-over-close");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    const ctx = contextOf(saver)!;
+    const first = await put(saver, undefined, "mine", 1);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    const record = leaseOf(ctx.db)!;
+    expect(record.lease.held).toBe(false);
+    // Found idle by a read that settles only after close() (helper-42's case: before, the closed saver took
+    // the lease, with a channel and page listeners reopened for it).
+    const read = saver.getTuple(latest);
+    await saver.close();
+    await read;
+    await vi.advanceTimersByTimeAsync(0);
+    await new Promise((resolve) => realSetTimeout(resolve, 50));
+    expect(record.lease.held).toBe(false);
+    // A write reopens: the lease is taken again, and a read after its idle period takes it back.
+    const second = await within(put(saver, first.configurable?.checkpoint_id as string, "again", 2), 2_000, "put");
+    expect(record.lease.held).toBe(true);
+    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    expect(record.lease.held).toBe(false);
+    await saver.getTuple(latest);
+    await vi.advanceTimersByTimeAsync(0);
+    await within(
+      until(() => record.lease.held),
+      2_000,
+      "the lease taken back",
+    );
+    expect(second.configurable?.checkpoint_id).toBeDefined();
+  });
+
   it("a saver with freshReads: false never takes the lease for a read (it keeps nothing anyway)", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const saver = track(new IndexedDBSaver({ dbName: freshDbName("lease-no-fresh"), freshReads: false }));

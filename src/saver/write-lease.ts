@@ -88,6 +88,8 @@ export class WriteLease {
   #acquiring: Promise<void> | undefined;
   /** A read's {@link WriteLease.takeIfFree} is to ask in a later task. */
   #offered = false;
+  /** Set by close() until this saver's next write: a read still in flight then must not take the lease back. */
+  #closed = false;
   readonly #idleMs: number;
   #idle: ReturnType<typeof setTimeout> | undefined;
   /** When the lease was last used (performance.now()). */
@@ -129,6 +131,7 @@ export class WriteLease {
    */
   ensure(): Promise<void> | undefined {
     if (!WriteLease.supported) return undefined;
+    this.#closed = false;
     if (!this.#held) return (this.#acquiring ??= this.#acquire());
     this.used();
     return undefined;
@@ -145,16 +148,19 @@ export class WriteLease {
    * (Chromium), which the read that calls this would pay before its caller
    * resumes (docs/benchmarks.md, "The first read after a pause"). Asked in
    * a later task instead, unless the lease was taken, lost or closed since.
+   * Never after close() until the next write: a read in flight when the
+   * saver closed would otherwise hold the lease for a saver no longer in use.
    */
   takeIfFree(): void {
-    if (!WriteLease.supported || this.#held || this.#acquiring || this.#offered) return;
+    if (!WriteLease.supported || this.#held || this.#acquiring || this.#offered || this.#closed) return;
     const epoch = this.#epoch;
     this.#offered = true;
-    void nextTask().then(() => {
+    const ask = () => {
       this.#offered = false;
       if (epoch === this.#epoch && !this.#held && !this.#acquiring && !pageHidden())
         (this.#acquiring = this.#acquire(true)).catch(() => undefined);
-    });
+    };
+    void nextTask().then(ask, ask);
   }
 
   /**
@@ -277,6 +283,7 @@ export class WriteLease {
 
   /** Lets the lease go and stops listening (the saver closes); the next write takes it again. */
   close(): void {
+    this.#closed = true;
     this.#drop();
     this.#channel?.close();
     this.#channel = undefined;
