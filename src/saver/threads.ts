@@ -28,10 +28,7 @@ export function latestOf(rows: CheckpointRow[]): CheckpointRow | undefined {
  * `IndexedDBSaver.listThreads`); with `count: false`, without
  * `checkpointCount`.
  */
-export async function* listThreads(
-  ctx: SaverContext,
-  options: ListThreadsOptions = {},
-): AsyncGenerator<ListedThread> {
+export async function* listThreads(ctx: SaverContext, options: ListThreadsOptions = {}): AsyncGenerator<ListedThread> {
   const { limit, before, filter } = options;
   const counted = options.count ?? true;
   if (typeof counted !== "boolean") throw new Error(`listThreads: count must be true or false.`);
