@@ -63,6 +63,21 @@ function lockManagerOfThisRealm(): { request: (...args: never[]) => unknown } {
   return (globalThis.navigator?.locks as LockManager | undefined) ?? defaultLockManager();
 }
 
+/**
+ * Fake timers; a reader whose put's lease went idle, and a writer that put
+ * on top of it and holds the lease (with "theirs").
+ */
+async function readerAndHoldingWriter(name: string) {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+  const dbName = freshDbName(name);
+  const reader = track(new IndexedDBSaver({ dbName }));
+  const writer = track(new IndexedDBSaver({ dbName }));
+  const first = await put(reader, undefined, "mine", 1);
+  await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+  const second = await within(put(writer, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "put");
+  return { reader, writer, second };
+}
+
 const leases: WriteLease[] = [];
 /** A lease of `dbName` closed after the test. */
 function lease(dbName: string, idleMs?: number): WriteLease {
@@ -72,6 +87,8 @@ function lease(dbName: string, idleMs?: number): WriteLease {
 }
 
 afterEach(() => {
+  // Spies on the shared lock manager would otherwise keep counting into the next test.
+  vi.restoreAllMocks();
   vi.useRealTimers();
   vi.unstubAllGlobals();
   for (const made of leases.splice(0)) made.close();
@@ -244,15 +261,33 @@ describe("a holder that stops answering", () => {
     expect(leaseOf(contextOf(saver)!.db)?.lease.held).toBe(false);
   });
 
-  it("a read never takes the lease from a saver that holds it: that saver's next write is seen", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const dbName = freshDbName("lease-retake-held");
-    const reader = track(new IndexedDBSaver({ dbName }));
-    const writer = track(new IndexedDBSaver({ dbName }));
-    const first = await put(reader, undefined, "mine", 1);
+  it("a read refused the lease asks again only an idle period later", async () => {
+    const { reader } = await readerAndHoldingWriter("lease-refused");
+    const spy = vi.spyOn(lockManagerOfThisRealm(), "request");
+    const asked = () => spy.mock.calls.length;
+    const read = async () => {
+      expect((await reader.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });
+      await vi.advanceTimersByTimeAsync(0);
+      // Time for the request to be refused.
+      await new Promise((resolve) => realSetTimeout(resolve, 5));
+    };
+    for (let i = 0; i < 10; i++) await read();
+    expect(asked()).toBe(1);
+    expect(leaseOf(contextOf(reader)!.db)?.lease.held).toBe(false);
+    // An idle period later (the writer's too: it lets go), a read asks again and gets it.
     await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    await read();
+    expect(asked()).toBe(2);
+    await within(
+      until(() => leaseOf(contextOf(reader)!.db)?.lease.held === true),
+      2_000,
+      "the lease taken back",
+    );
+  });
+
+  it("a read never takes the lease from a saver that holds it: that saver's next write is seen", async () => {
     // The writer takes the lease and keeps it (its idle period never ends here).
-    const second = await within(put(writer, first.configurable?.checkpoint_id as string, "theirs", 2), 2_000, "put");
+    const { reader, writer, second } = await readerAndHoldingWriter("lease-retake-held");
     const reads = vi.spyOn(contextOf(reader)!.db, "read");
     for (let i = 0; i < 3; i++)
       expect((await reader.getTuple(latest))?.checkpoint.channel_values).toEqual({ a: "theirs" });

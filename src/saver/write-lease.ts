@@ -90,6 +90,8 @@ export class WriteLease {
   #offered = false;
   /** Set by close() until this saver's next write: a read still in flight then must not take the lease back. */
   #closed = false;
+  /** When a read's request was last refused (performance.now()): another saver holds the lease or waits. */
+  #refusedAt = -Infinity;
   readonly #idleMs: number;
   #idle: ReturnType<typeof setTimeout> | undefined;
   /** When the lease was last used (performance.now()). */
@@ -150,9 +152,14 @@ export class WriteLease {
    * a later task instead, unless the lease was taken, lost or closed since.
    * Never after close() until the next write: a read in flight when the
    * saver closed would otherwise hold the lease for a saver no longer in use.
+   * Not again for an idle period after a refusal: a saver that holds the
+   * lease keeps it at least that long once used, and a tab reading while
+   * another writes asked at every other read (helper-42: 104 requests in
+   * 200 reads), each a lock request refused.
    */
   takeIfFree(): void {
     if (!WriteLease.supported || this.#held || this.#acquiring || this.#offered || this.#closed) return;
+    if (performance.now() - this.#refusedAt < this.#idleMs) return;
     const epoch = this.#epoch;
     this.#offered = true;
     const ask = () => {
@@ -209,6 +216,7 @@ export class WriteLease {
       // Refused (held, or asked for), granted to a read once the page was hidden, or granted after a close()
       // that closed the channel requests come on (a holder no one could ask): stays without it. A write
       // waiting for it asks again, on a channel of its own.
+      if (!lock && ifFree) this.#refusedAt = performance.now();
       if (!lock || (ifFree && pageHidden()) || channel !== this.#channel) return;
       this.#held = true;
       this.#epoch++;
