@@ -24,6 +24,7 @@ import { TitleCache } from "./thread-titles.js";
 import type { DemoDB, ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
 import { watchIdle } from "./auto-lock.js";
+import { lockEveryTab, onLockElsewhere } from "./lock-now.js";
 import { createChat } from "./ui/chat.js";
 import { createHistory } from "./ui/history.js";
 import { createSettings } from "./ui/settings.js";
@@ -119,7 +120,7 @@ export class App {
     session: () => this.session,
     threads: () => this.threads,
     lock: (passphrase) => this.lock(passphrase),
-    lockNow: () => location.reload(),
+    lockNow: lockEveryTab,
     changePassphrase: (current, next) => this.replaceSession(() => this.session.changePassphrase(current, next)),
     removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
@@ -164,6 +165,8 @@ export class App {
       next: (rows) => void this.showThreads(rows),
       error: (e: unknown) => console.warn("threads query", e),
     });
+    // "Lock now" in another tab locks this one too.
+    onLockElsewhere(() => location.reload());
     db.liveLock().subscribe({
       next: (row) => {
         // Another tab locked the app, or erased it: start over from the lock screen.
