@@ -5,7 +5,7 @@
  * wrong one and opens everything with the right one.
  */
 import { expect, test } from "vitest";
-import { plaintextHits, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
+import { lockWith, plaintextHits, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -36,6 +36,7 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
 
   await page.getByTestId("settings").click();
   await page.getByTestId("passphrase").fill(passphrase);
+  await page.getByTestId("passphrase-again").fill(passphrase);
   await page.getByTestId("lock").click();
   await expect.poll(() => page.getByTestId("lock").count(), { timeout: 30_000 }).toBe(0);
   await page.keyboard.press("Escape");
@@ -79,18 +80,31 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   await ready(page);
   await send(page, "kept through every change");
   await page.getByTestId("settings").click();
+  // Typed twice, or not locked: there is no recovery from a typo.
   await page.getByTestId("passphrase").fill("first passphrase");
+  await page.getByTestId("passphrase-again").fill("first passphrasf");
+  await page.getByTestId("lock").click();
+  await page.getByText("The two passphrases differ").waitFor();
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe("passphrase-again");
+  expect(await page.getByRole("status").filter({ hasText: "The two passphrases differ" }).count()).toBe(1);
+  await page.getByTestId("passphrase-again").fill("first passphrase");
   await page.getByTestId("lock").click();
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
 
   // Not without the passphrase in use: someone at an unlocked screen cannot lock the owner out.
   await page.getByTestId("current-passphrase").fill("not the passphrase");
   await page.getByTestId("new-passphrase").fill("second passphrase");
+  await page.getByTestId("new-passphrase-again").fill("second passphrase");
   await page.getByTestId("change-passphrase").click();
   await page.getByText("That passphrase is not right.").waitFor({ timeout: 30_000 });
+  // The focus goes back to the field to fix, not to the page.
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe("current-passphrase");
   await page.getByTestId("current-passphrase").fill("first passphrase");
   await page.getByTestId("change-passphrase").click();
   await page.getByText("Passphrase changed.").waitFor({ timeout: 30_000 });
+  expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.testid)).toBe(
+    "change-passphrase",
+  );
   await screenshot(page, "settings-locked");
   await page.keyboard.press("Escape");
   await send(page, "after the change");
@@ -122,10 +136,7 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   expect(await page.getByTestId("thread").first().textContent()).toContain("kept through every change");
 
   // Lock again, then "Forgot your passphrase?": erasing asks first, and Escape cancels.
-  await page.getByTestId("settings").click();
-  await page.getByTestId("passphrase").fill("third passphrase");
-  await page.getByTestId("lock").click();
-  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+  await lockWith(page, "third passphrase");
   await page.reload();
   await page.getByText("Forgot your passphrase?").click();
   await page.getByTestId("erase").click();
@@ -140,6 +151,24 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   expect(await page.getByTestId("thread").count()).toBe(0);
 });
 
+test("Lock now locks every open tab", async () => {
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "seen in two tabs");
+  const b = await harness().page();
+  await ready(b);
+  await lockWith(a, "a passphrase for two tabs");
+  // Locking with a passphrase sends the other tab to its lock screen; unlocked there, both are open.
+  await b.getByTestId("unlock-passphrase").fill("a passphrase for two tabs");
+  await b.getByTestId("unlock-passphrase").press("Enter");
+  await ready(b);
+  // Lock now in one tab: the other leaves the conversation for the lock screen too.
+  await a.getByRole("button", { name: "Lock now" }).click();
+  await a.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
+  await b.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
+  expect(await b.getByTestId("composer").count()).toBe(0);
+}, 120_000);
+
 test("a locked app locks itself again after the chosen idle time, not while used", async () => {
   const page = await harness().context.newPage();
   // The page's timers run on a clock the test can move forward.
@@ -149,6 +178,7 @@ test("a locked app locks itself again after the chosen idle time, not while used
   await send(page, "before auto-lock");
   await page.getByTestId("settings").click();
   await page.getByTestId("passphrase").fill("a passphrase for auto-lock");
+  await page.getByTestId("passphrase-again").fill("a passphrase for auto-lock");
   await page.getByTestId("lock").click();
   await page.getByTestId("auto-lock").waitFor({ timeout: 30_000 });
   await page.getByTestId("auto-lock").selectOption("5");

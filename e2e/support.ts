@@ -134,6 +134,18 @@ export async function submit(page: Page, text: string): Promise<void> {
   await composer.press("Enter");
 }
 
+/**
+ * Locks the app with `passphrase` from Settings (typed twice, as the form
+ * asks) and waits until it is locked; the dialog stays open.
+ */
+export async function lockWith(page: Page, passphrase: string): Promise<void> {
+  await page.getByTestId("settings").click();
+  await page.getByTestId("passphrase").fill(passphrase);
+  await page.getByTestId("passphrase-again").fill(passphrase);
+  await page.getByTestId("lock").click();
+  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+}
+
 /** Waits until the chat is ready for input. */
 export async function ready(page: Page): Promise<void> {
   await page.getByTestId("composer").waitFor();

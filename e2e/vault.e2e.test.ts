@@ -7,16 +7,13 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { plaintextHits, ready, send, transcript, useHarness } from "./support.js";
+import { lockWith, plaintextHits, ready, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
 
 async function lock(page: Page, passphrase = PASSPHRASE): Promise<void> {
-  await page.getByTestId("settings").click();
-  await page.getByTestId("passphrase").fill(passphrase);
-  await page.getByTestId("lock").click();
-  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
+  await lockWith(page, passphrase);
   await page.keyboard.press("Escape");
 }
 
@@ -184,6 +181,7 @@ test("a lock cut off after its lock record, before the plain databases are delet
   });
   await page.getByTestId("settings").click();
   await page.getByTestId("passphrase").fill(PASSPHRASE);
+  await page.getByTestId("passphrase-again").fill(PASSPHRASE);
   await page.getByTestId("lock").click();
   await expect
     .poll(
@@ -216,6 +214,7 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   await expect.poll(() => page.locator(".remote-fields").textContent()).toContain("Not encrypted");
 
   await page.getByTestId("passphrase").fill("nine char");
+  await page.getByTestId("passphrase-again").fill("nine char");
   await page.getByTestId("lock").click();
   await page.getByText("Could not lock: Use a passphrase of at least 10 characters.").waitFor();
   expect(await page.getByTestId("new-passphrase").count()).toBe(0);
@@ -228,12 +227,14 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   ).toBeUndefined();
 
   await page.getByTestId("passphrase").fill("ten chars!");
+  await page.getByTestId("passphrase-again").fill("ten chars!");
   await page.getByTestId("lock").click();
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
   await page.locator('select[name="provider"]').selectOption("openai");
   expect(await page.locator(".remote-fields").textContent()).toContain("encrypted with your passphrase");
   await page.getByTestId("current-passphrase").fill("ten chars!");
   await page.getByTestId("new-passphrase").fill("too short");
+  await page.getByTestId("new-passphrase-again").fill("too short");
   await page.getByTestId("change-passphrase").click();
   await page.getByText(/at least 10 characters/).waitFor();
 });
@@ -346,6 +347,7 @@ test("a lock cut off while copying leaves no encrypted copy behind: the next sta
   });
   await page.getByTestId("settings").click();
   await page.getByTestId("passphrase").fill(PASSPHRASE);
+  await page.getByTestId("passphrase-again").fill(PASSPHRASE);
   await page.getByTestId("lock").click();
   await expect.poll(() => databaseNames(page), { timeout: 30_000 }).toContain("demo-checkpoints-locked");
   await page.close();

@@ -34,7 +34,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
     rows: 6,
     placeholder: "e.g. Answer briefly, in French.",
   });
-  const status = h("p", { class: "status" });
+  const status = h("p", { class: "status", role: "status" });
   const submit = h("button", { class: "primary", type: "submit", testid: "instructions-save" }, "Save");
   const form = h(
     "form",

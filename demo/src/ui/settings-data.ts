@@ -70,7 +70,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
     accept: `${THREAD_EXPORT_EXTENSION},application/vnd.langgraph-thread`,
     id: "import-file",
   });
-  const importStatus = h("p", { class: "status" });
+  const importStatus = h("p", { class: "status", role: "status" });
   importInput.addEventListener("change", () => {
     const file = importInput.files?.[0];
     if (!file) return;

@@ -47,7 +47,7 @@ export function modelSection(session: Session): HTMLElement {
     h("div", { class: "actions" }, list),
     listStatus,
   );
-  const status = h("p", { class: "status" });
+  const status = h("p", { class: "status", role: "status" });
 
   /** The pick list or the text field, never both; the name chosen carries over. */
   function usePicker(models: string[] | undefined): void {

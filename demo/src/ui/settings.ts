@@ -11,46 +11,62 @@ import { AUTO_LOCK_CHOICES, autoLockMinutes, setAutoLockMinutes } from "../auto-
 
 const PASSPHRASE_HINT = `At least ${MIN_PASSPHRASE_LENGTH} characters, e.g. a few unrelated words.`;
 
+/** A passphrase field's input; `id` is also its test id. */
+function secretInput(id: string, autocomplete: "current-password" | "new-password"): HTMLInputElement {
+  return h("input", { type: "password", id, testid: id, autocomplete, required: true });
+}
+
+/**
+ * True when `again` repeats `first`; otherwise says so in `status` and puts
+ * the focus on `again`. There is no recovery from a mistyped passphrase.
+ */
+function typedTwice(first: HTMLInputElement, again: HTMLInputElement, status: HTMLElement): boolean {
+  if (first.value === again.value) return true;
+  status.textContent = "The two passphrases differ: type the same one twice.";
+  again.select();
+  again.focus();
+  return false;
+}
+
+/** A form's result line, read out by screen readers when it changes. */
+const statusLine = () => h("p", { class: "status", role: "status" });
+
 export function createSettings(context: SettingsContext) {
   /** Change the passphrase, or remove the lock (asked twice). */
   function lockedForms(): HTMLElement {
-    const current = h("input", {
-      type: "password",
-      id: "current-passphrase",
-      testid: "current-passphrase",
-      autocomplete: "current-password",
-      required: true,
-    });
-    const next = h("input", {
-      type: "password",
-      id: "new-passphrase",
-      testid: "new-passphrase",
-      autocomplete: "new-password",
-      required: true,
-    });
-    const status = h("p", { class: "status" });
+    const current = secretInput("current-passphrase", "current-password");
+    const next = secretInput("new-passphrase", "new-password");
+    const nextAgain = secretInput("new-passphrase-again", "new-password");
+    const status = statusLine();
     const change = h("button", { type: "submit", testid: "change-passphrase" }, "Change passphrase");
     const form = h(
       "form",
       {},
       field("Current passphrase", current),
       field("New passphrase", next, PASSPHRASE_HINT),
+      field("New passphrase again", nextAgain),
       change,
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
+      if (!typedTwice(next, nextAgain, status)) return;
       change.disabled = true;
       status.textContent = "Changing the passphrase…";
       context.changePassphrase(current.value, next.value).then(
         () => {
           current.value = "";
           next.value = "";
+          nextAgain.value = "";
           change.disabled = false;
           status.textContent = "Passphrase changed.";
+          // Disabled while it worked, the button lost the focus to the page.
+          change.focus();
         },
         (error: unknown) => {
           change.disabled = false;
           status.textContent = `Could not change it: ${(error as Error).message}`;
+          current.select();
+          current.focus();
         },
       );
     });
@@ -249,14 +265,9 @@ export function createSettings(context: SettingsContext) {
         lockedForms(),
       );
     }
-    const passphrase = h("input", {
-      type: "password",
-      id: "passphrase",
-      testid: "passphrase",
-      autocomplete: "new-password",
-      required: true,
-    });
-    const status = h("p", { class: "status" });
+    const passphrase = secretInput("passphrase", "new-password");
+    const again = secretInput("passphrase-again", "new-password");
+    const status = statusLine();
     const button = h("button", { class: "primary", type: "submit", testid: "lock" }, "Lock with passphrase");
     const form = h(
       "form",
@@ -267,21 +278,26 @@ export function createSettings(context: SettingsContext) {
         "Encrypt everything at rest. Your threads and memories are copied into encrypted databases and the unencrypted ones are deleted. On the next load, the passphrase is asked for. There is no recovery if you forget it.",
       ),
       field("Passphrase", passphrase, PASSPHRASE_HINT),
+      field("Passphrase again", again),
       button,
       status,
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
+      if (!typedTwice(passphrase, again, status)) return;
       button.disabled = true;
       status.textContent = "Encrypting…";
       context.lock(passphrase.value).then(
         () => {
           passphrase.value = "";
+          again.value = "";
           render();
         },
         (error: unknown) => {
           button.disabled = false;
           status.textContent = `Could not lock: ${(error as Error).message}`;
+          passphrase.select();
+          passphrase.focus();
         },
       );
     });
