@@ -39,7 +39,11 @@ test("an edited memory is saved as edited, across a reload, a closed page and in
   await ready(other);
   await other.getByTestId("approval").waitFor();
 
+  // Emptied, the memory cannot be approved (it used to save the proposal, the text just deleted).
+  await editor.fill("   ");
+  expect(await page.getByTestId("approve").isDisabled()).toBe(true);
   await editor.fill("my favourite tree is the birch");
+  expect(await page.getByTestId("approve").isDisabled()).toBe(false);
   await page.getByTestId("approve").click();
   await expect.poll(() => lastAssistant(page)).toContain("birch");
   expect(await lastAssistant(page)).not.toContain("oak");

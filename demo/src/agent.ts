@@ -179,11 +179,14 @@ async function runTools(
     } else if (call.name === SAVE_MEMORY) {
       const proposed = String(call.args.memory ?? "").trim();
       const edited = answer.decision === "approve" ? answer.memories?.[saved]?.trim() : undefined;
-      const text = edited || proposed;
+      // An editor the user emptied saves nothing (the card does not offer Approve then).
+      const text = edited ?? proposed;
       saved += 1;
       // Saying the same thing twice (or answering a regenerated question again) keeps one memory.
-      const known = await listMemories(store, userId);
-      if (known.some((memory) => sameMemory(memory.text, text))) {
+      const known = text ? await listMemories(store, userId) : [];
+      if (!text) {
+        content = "Not saved: the user cleared the memory.";
+      } else if (known.some((memory) => sameMemory(memory.text, text))) {
         content = `Already saved: ${text}`;
       } else {
         const memory: Memory = { text, savedAt: Date.now() };

@@ -61,17 +61,20 @@ export function createApproval(actions: ApprovalActions) {
       "aria-label": "Reason for rejecting",
     });
     reason.value = reasonField?.value ?? "";
+    const blank = () => editors.some((editor) => editor.value.trim() === "");
     const approve = h(
       "button",
       {
         class: "primary",
         type: "button",
         testid: "approve",
-        disabled,
+        disabled: disabled || blank(),
         onclick: () => actions.onApprove(editors.map((editor) => editor.value)),
       },
       "Approve",
     );
+    // A memory emptied in its editor cannot be approved (it saved the proposal unasked): Reject is the way.
+    for (const editor of editors) editor.addEventListener("input", () => (approve.disabled = disabled || blank()));
     replace(
       slot,
       h(
