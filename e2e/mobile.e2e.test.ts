@@ -162,7 +162,22 @@ test("readable and usable on a phone", async () => {
     }),
   );
   expect(splitWords).toEqual([]);
-  await page.keyboard.press("Escape");
+  // Scrolled to About, the title's close button is still on screen (a phone has no Escape key), and it closes.
+  const close = page.getByRole("button", { name: "Close settings" });
+  const shown = await close.evaluate((button) => {
+    const box = button.getBoundingClientRect();
+    const dialog = button.closest("dialog")!.getBoundingClientRect();
+    return (
+      box.top >= dialog.top &&
+      box.bottom <= dialog.bottom &&
+      document.elementFromPoint(box.x + 2, box.y + 2) !== null &&
+      button.contains(document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2))
+    );
+  });
+  expect(shown).toBe(true);
+  await screenshot(page, "mobile-settings-scrolled");
+  await close.click();
+  await expect.poll(() => page.locator("dialog.settings").evaluate((d) => (d as HTMLDialogElement).open)).toBe(false);
 
   // Instructions chosen in the drawer: that thread opens and the drawer closes, so once the editor
   // is saved its note is on screen (the drawer used to stay over the chat).
