@@ -90,6 +90,17 @@ test("models are listed from the endpoint, the one picked is saved and answers",
   await expect.poll(() => page.getByRole("combobox", { name: "Model" }).inputValue()).toBe("stub-large");
 });
 
+test("an endpoint that cannot be reached is said so, not taken for one that offers no list", async () => {
+  const page = await harness().page();
+  await ready(page);
+  // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+  await openModelSettings(page, "http://127.0.0.1:9/v1");
+  await page.getByText(/^Could not reach the endpoint \(.+\): check the base URL/).waitFor();
+  expect(await page.getByText(/offers no list of models/).count()).toBe(0);
+  // The refused connection is reported in the console; that one is expected.
+  harness().errors.splice(0);
+});
+
 test("without a list, the model is typed; a thread's custom instructions reach it before that thread's conversation only", async () => {
   const page = await harness().page();
   await ready(page);

@@ -75,7 +75,11 @@ export function modelSection(session: Session): HTMLElement {
     } catch (error) {
       if (seq !== listing) return;
       usePicker(undefined);
-      listStatus.textContent = `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`;
+      // A fetch that failed (no server, a wrong URL, no CORS) is not an endpoint without a list.
+      listStatus.textContent =
+        error instanceof TypeError
+          ? `Could not reach the endpoint (${error.message}): check the base URL, that its server runs, and that it lets this page in (CORS).`
+          : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`;
     } finally {
       if (seq === listing) list.disabled = false;
     }
