@@ -6,7 +6,7 @@
 import { AxeBuilder } from "@axe-core/playwright";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, useHarness, threadAction } from "./support.js";
+import { clockedPage, ready, screenshot, send, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -105,11 +105,12 @@ test(
     await page.getByTestId("approval").waitFor();
     // The card took the focus: deciding is the next thing to do.
     await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("approve");
-    // Only the log announces; the error banner and other panels are not live regions.
+    // Only the log announces; the error banner and other panels are not live regions (the result lines of
+    // dialogs are, inside dialogs not open here, so not rendered).
     const live = await page.evaluate(() =>
-      Array.from(document.querySelectorAll("[aria-live], [role=alert], [role=status], [role=log]"), (el) =>
-        el.outerHTML.slice(0, 60),
-      ),
+      Array.from(document.querySelectorAll("[aria-live], [role=alert], [role=status], [role=log]"))
+        .filter((el) => !el.closest("dialog:not([open])"))
+        .map((el) => el.outerHTML.slice(0, 60)),
     );
     expect(live.length, live.join("\n")).toBe(1);
     expect(live[0]).toContain('class="messages"');
@@ -151,6 +152,25 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
   await expect.poll(() => item.getByRole("button", { name: /^Confirm: delete/ }).count()).toBe(0);
   expect(await page.getByTestId("thread").count()).toBe(1);
 
+  // The Instructions editor gives the focus back to the row's menu when it closes, not to the page.
+  await threadAction(item, "Instructions");
+  await page.getByTestId("instructions-input").waitFor();
+  await page.keyboard.press("Escape");
+  await expect
+    .poll(() => page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.testid))
+    .toBe("thread-menu");
+
+  // Deleting a thread by keyboard leaves the focus on the next row, not on the page.
+  await page.getByTestId("new-thread").click();
+  await send(page, "a thread to delete");
+  const doomed = page.locator(".thread-item.current");
+  await threadAction(doomed, "Delete");
+  await doomed.getByRole("button", { name: /^Confirm: delete/ }).press("Enter");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+  await expect
+    .poll(() => page.evaluate(() => document.activeElement?.closest(".thread-item")?.textContent ?? ""))
+    .toContain("a thread to keep");
+
   await page.setViewportSize({ width: 390, height: 844 });
   const small = () =>
     page.evaluate(() =>
@@ -173,4 +193,20 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
     await page.emulateMedia({ colorScheme: scheme });
     expect(await audit(page), `${scheme}: thread menu`).toEqual([]);
   }
+});
+
+test("a delete question keeps asking while it has the focus, and goes a while after the focus leaves", async () => {
+  const page = await clockedPage(harness(), "a thread asked about");
+  const item = page.locator(".thread-item.current");
+  await threadAction(item, "Delete");
+  const question = item.getByRole("button", { name: /^Confirm: delete/ });
+  await question.waitFor();
+  // Someone reading it out or deciding: it used to vanish after 4 s, dropping the focus to the page.
+  await page.clock.fastForward("00:10");
+  expect(await question.count()).toBe(1);
+  expect(await question.evaluate((button) => button === document.activeElement)).toBe(true);
+  await page.getByTestId("composer").focus();
+  await page.clock.fastForward("00:05");
+  await expect.poll(() => question.count()).toBe(0);
+  expect(await page.getByTestId("thread").count()).toBe(1);
 });

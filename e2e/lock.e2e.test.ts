@@ -5,7 +5,17 @@
  * wrong one and opens everything with the right one.
  */
 import { expect, test } from "vitest";
-import { lockWith, plaintextHits, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
+import {
+  clockedPage,
+  lockWith,
+  plaintextHits,
+  ready,
+  screenshot,
+  send,
+  transcript,
+  useHarness,
+  threadAction,
+} from "./support.js";
 
 const harness = useHarness();
 
@@ -170,12 +180,7 @@ test("Lock now locks every open tab", async () => {
 }, 120_000);
 
 test("a locked app locks itself again after the chosen idle time, not while used", async () => {
-  const page = await harness().context.newPage();
-  // The page's timers run on a clock the test can move forward.
-  await page.clock.install();
-  await page.goto(new URL("?pace=0", harness().baseURL).href);
-  await ready(page);
-  await send(page, "before auto-lock");
+  const page = await clockedPage(harness(), "before auto-lock");
   await page.getByTestId("settings").click();
   await page.getByTestId("passphrase").fill("a passphrase for auto-lock");
   await page.getByTestId("passphrase-again").fill("a passphrase for auto-lock");

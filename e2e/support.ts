@@ -135,6 +135,19 @@ export async function submit(page: Page, text: string): Promise<void> {
 }
 
 /**
+ * A new page of `harness`'s context whose timers run on a clock the test
+ * moves forward (`page.clock`), loaded and ready, with `message` sent.
+ */
+export async function clockedPage(harness: Harness, message: string): Promise<Page> {
+  const page = await harness.context.newPage();
+  await page.clock.install();
+  await page.goto(new URL("?pace=0", harness.baseURL).href);
+  await ready(page);
+  await send(page, message);
+  return page;
+}
+
+/**
  * Locks the app with `passphrase` from Settings (typed twice, as the form
  * asks) and waits until it is locked; the dialog stays open.
  */

@@ -60,6 +60,12 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
     form,
   );
   let threadId = "";
+  /** What had the focus when the editor opened: it gets it back when the editor closes, however it closes. */
+  let opener: HTMLElement | undefined;
+  dialog.addEventListener("close", () => {
+    if (opener?.isConnected) opener.focus();
+    opener = undefined;
+  });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     submit.disabled = true;
@@ -80,6 +86,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
     /** Opens the editor on a thread's current instructions. */
     open(id: string, title: string, current: string): void {
       threadId = id;
+      opener = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
       heading.textContent = `Instructions for “${title}”`;
       input.value = current;
       status.textContent = "";

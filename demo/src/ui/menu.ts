@@ -64,7 +64,9 @@ export function createMenuButton(options: MenuOptions) {
         tabindex: "-1",
         testid: item.testid,
         onclick: () => {
-          close(false);
+          // The focus goes back to the menu's button first: an action that opens no field of its own
+          // (a dialog, which gives the focus back on closing) then returns there, not to the page.
+          close(true);
           item.onSelect();
         },
       },

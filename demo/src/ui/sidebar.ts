@@ -154,6 +154,13 @@ export function createSidebar(actions: SidebarActions) {
               "aria-label": `Confirm: delete “${thread.title}”`,
               onclick: () => {
                 confirming = undefined;
+                // The row goes: the focus moves to the next row (or the one before, or the search field), not
+                // to the page.
+                const row = rowOf(thread.id);
+                const neighbour = (row?.nextElementSibling ?? row?.previousElementSibling)?.querySelector<HTMLElement>(
+                  "[data-thread-id]",
+                );
+                (neighbour ?? search).focus();
                 actions.onDelete(thread.id);
               },
               // Escape takes the question back, and the focus returns to the row's menu button.
@@ -203,10 +210,19 @@ export function createSidebar(actions: SidebarActions) {
           onSelect: () => {
             confirming = thread.id;
             clearTimeout(confirmTimer);
-            confirmTimer = setTimeout(() => {
+            // Taken back after a while, but not while the question has the focus (someone reading it out,
+            // deciding): then the while starts again once the focus leaves it (Escape takes it back at once).
+            const expire = () => {
+              const question = list.querySelector(".confirm-delete");
+              if (question && question === document.activeElement) {
+                question.addEventListener("blur", () => (confirmTimer = setTimeout(expire, 4000)), { once: true });
+                return;
+              }
+              if (confirming !== thread.id) return;
               confirming = undefined;
               render();
-            }, 4000);
+            };
+            confirmTimer = setTimeout(expire, 4000);
             render();
             list.querySelector<HTMLButtonElement>(".confirm-delete")?.focus();
           },
