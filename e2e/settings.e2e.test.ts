@@ -44,6 +44,20 @@ test("storage view, export, delete and import a thread", async () => {
     .click();
   const file = await (await download).path();
   expect((await readFile(file)).subarray(1, 4).toString()).toBe("LGT");
+  // An export that fails says so under the table of threads, not in the import's line under the file field.
+  // (A string, so that Vitest leaves the page's dynamic import alone.)
+  const restore = await page.evaluateHandle(`(async () => {
+    const lib = await import("/e2e/internals.js");
+    const list = lib.IndexedDBSaver.prototype.list;
+    lib.IndexedDBSaver.prototype.list = async function* () { throw new Error("the disk is gone"); };
+    return () => (lib.IndexedDBSaver.prototype.list = list);
+  })()`);
+  await rows
+    .filter({ hasText: "keep this one" })
+    .getByRole("button", { name: /^Export/ })
+    .click();
+  await expect.poll(() => page.getByTestId("export-status").textContent()).toContain("Could not export");
+  await page.evaluate((undo) => (undo as () => void)(), restore);
   await page.keyboard.press("Escape");
 
   // Delete the thread, then bring it back from the file.

@@ -71,6 +71,8 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
     id: "import-file",
   });
   const importStatus = h("p", { class: "status", role: "status" });
+  // Under the table of threads it is about (it was written in the import's line, under the file field).
+  const exportStatus = h("p", { class: "status", role: "status", testid: "export-status" });
   importInput.addEventListener("change", () => {
     const file = importInput.files?.[0];
     if (!file) return;
@@ -112,7 +114,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
               onclick: () =>
                 session.exportThread(thread.id).then(
                   (file) => download(file, `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`),
-                  (error: unknown) => (importStatus.textContent = `Could not export: ${(error as Error).message}`),
+                  (error: unknown) => (exportStatus.textContent = `Could not export: ${(error as Error).message}`),
                 ),
             },
             "Export",
@@ -193,6 +195,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
       ),
       table,
     ),
+    exportStatus,
     totals,
     persist,
     field("Import a thread file", importInput),
