@@ -14,7 +14,7 @@ test("answers are Markdown, sanitized; user messages stay plain text", async () 
   const page = await harness().page();
   await ready(page);
   const hostile =
-    'Here is **bold**, `code`, [a link](https://example.com/x) and [bad](javascript:window.pwned=1) <img src=x onerror="window.pwned=2"> <script>window.pwned=3</script> <a href="#" onclick="window.pwned=4">click</a>';
+    'Here is **bold**, `code`, [a link](https://example.com/x) and [bad](javascript:window.pwned=1) <img src=x onerror="window.pwned=2"> <script>window.pwned=3</script> <a href="#" onclick="window.pwned=4">click</a> ![a cat](https://example.com/cat.png)';
   await send(page, hostile);
   const user = page.locator('[data-testid="message"][data-role="user"]').first();
   const answer = page.locator('[data-testid="message"][data-role="assistant"]').first();
@@ -30,6 +30,11 @@ test("answers are Markdown, sanitized; user messages stay plain text", async () 
     0,
   );
   expect(await page.locator('.messages a[href^="javascript:"]').count()).toBe(0);
+  // A link whose address went reads as text, not as a dead link; an image is a link to it, by its text.
+  const bad = answer.locator("a", { hasText: "bad" });
+  expect(await bad.getAttribute("href")).toBeNull();
+  expect(await bad.evaluate((a) => getComputedStyle(a).color === getComputedStyle(a.parentElement!).color)).toBe(true);
+  expect(await answer.locator('a[href="https://example.com/cat.png"]').textContent()).toBe("a cat");
   await page
     .locator('.messages a:text("click")')
     .first()

@@ -12,6 +12,19 @@ import { Marked, type Token, type Tokens } from "marked";
 // Its own instance: options set here can't leak into another user of `marked`.
 const parser = new Marked({ gfm: true, breaks: true, async: false });
 
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+
+// No media from a model's answer (a request to any address it names): an image shows as a link to it, by its
+// text, which the sanitizer below keeps only for a web address. Dropped, it took its text with it.
+parser.use({
+  renderer: {
+    image({ href, text }) {
+      return `<a href="${escapeHtml(href)}">${escapeHtml(text || "image")}</a>`;
+    },
+  },
+});
+
 const purify = DOMPurify(window);
 // Links open outside the app, without giving the new page a handle on this one.
 purify.addHook("afterSanitizeAttributes", (node) => {
