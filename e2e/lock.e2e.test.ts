@@ -168,7 +168,8 @@ test("Lock now locks every open tab", async () => {
   const b = await harness().page();
   await ready(b);
   await lockWith(a, "a passphrase for two tabs");
-  // Locking with a passphrase sends the other tab to its lock screen; unlocked there, both are open.
+  // Locking with a passphrase sends the other tab to its lock screen, which says why; unlocked there, both are open.
+  await expect.poll(() => b.getByTestId("lock-reason").textContent()).toBe("The lock was changed in another tab.");
   await b.getByTestId("unlock-passphrase").fill("a passphrase for two tabs");
   await b.getByTestId("unlock-passphrase").press("Enter");
   await ready(b);
@@ -177,6 +178,12 @@ test("Lock now locks every open tab", async () => {
   await a.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
   await b.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
   expect(await b.getByTestId("composer").count()).toBe(0);
+  expect(await b.getByTestId("lock-reason").textContent()).toBe("Locked from another tab.");
+  // The tab that locked itself needs no reason; and a reason is said once, not at the next start.
+  expect(await a.getByTestId("lock-reason").count()).toBe(0);
+  await b.reload();
+  await b.getByTestId("unlock-passphrase").waitFor();
+  expect(await b.getByTestId("lock-reason").count()).toBe(0);
 }, 120_000);
 
 test("a locked app locks itself again after the chosen idle time, not while used", async () => {
@@ -197,6 +204,7 @@ test("a locked app locks itself again after the chosen idle time, not while used
   // Five minutes without input: the unlock screen, and the conversation only after the passphrase.
   await page.clock.fastForward("05:01");
   await page.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });
+  expect(await page.getByTestId("lock-reason").textContent()).toContain("without input");
   await screenshot(page, "auto-locked");
   await page.getByTestId("unlock-passphrase").fill("a passphrase for auto-lock");
   await page.getByTestId("unlock-passphrase").press("Enter");

@@ -24,7 +24,7 @@ import { TitleCache } from "./thread-titles.js";
 import type { DemoDB, ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
 import { watchIdle } from "./auto-lock.js";
-import { lockEveryTab, onLockElsewhere } from "./lock-now.js";
+import { lockEveryTab, onLockElsewhere, reloadLocked } from "./lock-now.js";
 import { createChat } from "./ui/chat.js";
 import { createHistory } from "./ui/history.js";
 import { createSettings } from "./ui/settings.js";
@@ -166,11 +166,12 @@ export class App {
       error: (e: unknown) => console.warn("threads query", e),
     });
     // "Lock now" in another tab locks this one too.
-    onLockElsewhere(() => location.reload());
+    onLockElsewhere(() => reloadLocked("Locked from another tab."));
     db.liveLock().subscribe({
       next: (row) => {
         // Another tab locked the app, or erased it: start over from the lock screen.
-        if (!this.locking && lockIdentity(row?.salt) !== this.knownLock) location.reload();
+        if (!this.locking && lockIdentity(row?.salt) !== this.knownLock)
+          reloadLocked("The lock was changed in another tab.");
       },
       error: (e: unknown) => console.warn("lock query", e),
     });
@@ -188,7 +189,7 @@ export class App {
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked
       ? watchIdle(
-          () => location.reload(),
+          () => reloadLocked("Locked after a while without input (Settings, Auto-lock)."),
           () =>
             this.threads.some((thread) => this.session.isRunning(thread.id)) || this.session.isRunning(this.currentId),
         )

@@ -10,6 +10,7 @@ import type { DemoDB } from "./threads-db.js";
 import { h } from "./ui/dom.js";
 import { createLockScreen, createMissingLockScreen } from "./ui/lock.js";
 import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
+import { takeLockReason } from "./lock-now.js";
 import { finishPendingDeletes, lockedDataWithoutLock } from "./vault-migration.js";
 
 /** Deletes every database of the app: the saver's and store's of both vaults, then the demo's own. */
@@ -30,6 +31,8 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
     root.replaceChildren(h("p", { class: "boot" }, "Finishing the lock: close the app's other tabs…")),
   );
   const lock = await db.lock();
+  // Said by the lock screen only: a start that opens without one forgets it all the same.
+  const reason = takeLockReason();
   const erase = async () => {
     await eraseEverything(db);
     location.reload();
@@ -52,6 +55,7 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
         await start(session);
       },
       erase,
+      reason,
     }),
   );
 }

@@ -5,18 +5,40 @@
  * tab's own input.)
  */
 const CHANNEL = "langgraph-demo:lock-now";
+/** Why this tab reloaded to its lock screen, for the lock screen to say (sessionStorage: this tab only). */
+const REASON_KEY = "langgraph-demo:locked-because";
+
+/** Reloads this tab to its lock screen, which then says `reason`. */
+export function reloadLocked(reason: string): void {
+  sessionStorage.setItem(REASON_KEY, reason);
+  location.reload();
+}
+
+/** Why this tab reloaded locked, once: read and forgotten at each start. */
+export function takeLockReason(): string | undefined {
+  const reason = sessionStorage.getItem(REASON_KEY) ?? undefined;
+  sessionStorage.removeItem(REASON_KEY);
+  return reason;
+}
+
+/** This tab's listening channel: the lock is posted on it, since a channel does not hear its own messages. */
+let listening: BroadcastChannel | undefined;
 
 /** Locks this tab and every other open tab of the app. */
 export function lockEveryTab(): void {
-  const channel = new BroadcastChannel(CHANNEL);
+  const channel = listening ?? new BroadcastChannel(CHANNEL);
   channel.postMessage("lock");
-  channel.close();
+  if (channel !== listening) channel.close();
   location.reload();
 }
 
 /** Calls `lock` when another tab locks them all; returns the function that stops listening. */
 export function onLockElsewhere(lock: () => void): () => void {
   const channel = new BroadcastChannel(CHANNEL);
+  listening = channel;
   channel.onmessage = () => lock();
-  return () => channel.close();
+  return () => {
+    channel.close();
+    if (listening === channel) listening = undefined;
+  };
 }

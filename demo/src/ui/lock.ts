@@ -7,6 +7,8 @@ export interface LockScreenActions {
   unlock(passphrase: string): Promise<void>;
   /** Deletes every database of the app and starts afresh. */
   erase(): Promise<void>;
+  /** Why this tab is at the lock screen, when it did not lock itself (another tab, auto-lock). */
+  reason?: string;
 }
 
 /**
@@ -71,6 +73,7 @@ export function createLockScreen(actions: LockScreenActions): HTMLElement {
     "form",
     { class: "lock-card" },
     h("h1", {}, icon("lock"), " Locked"),
+    actions.reason ? h("p", { class: "muted", testid: "lock-reason" }, actions.reason) : undefined,
     h("p", {}, "Your threads and memories are encrypted in this browser. Enter your passphrase to open them."),
     h("label", { class: "field", for: "unlock-passphrase" }, h("span", {}, "Passphrase")),
     input,
