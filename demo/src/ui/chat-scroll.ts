@@ -23,6 +23,8 @@ export interface Follower {
   toEnd(): void;
   /** The log was scrolled for the reader (put back where they were): at the end or not, as it is now. */
   measure(): void;
+  /** The conversation was drawn again: follows at the next frame, and a scroll up it caused is not the reader. */
+  redrawn(): void;
 }
 
 /**
@@ -52,6 +54,7 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
    * when it all fits, no scroll event comes, and the reader is at the end.
    */
   function follow(): void {
+    redrawing = false;
     if (atBottom) stickToEnd();
     else if (nearEnd()) stickToEnd();
     else button.hidden = false;
@@ -75,11 +78,15 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
     onResize();
   }).observe(log);
   // Only the reader scrolling up leaves the end. A scroll event comes a frame after the scroll:
-  // text appended meanwhile (a fast answer) must not read as the reader having left.
+  // text appended meanwhile (a fast answer) must not read as the reader having left. Nor must a redraw
+  // that first shortened the log (Regenerate takes the last answer away: the browser moves the scroll
+  // up to the new end) and then lengthened it, both before the event (seen under load: the reader was
+  // left 1,006 px above the new answer's end); `redrawing` holds from the redraw to the next follow.
   let lastTop = 0;
+  let redrawing = false;
   log.addEventListener("scroll", () => {
     if (nearEnd()) atBottom = true;
-    else if (log.scrollTop < lastTop) atBottom = false;
+    else if (log.scrollTop < lastTop && !redrawing) atBottom = false;
     lastTop = log.scrollTop;
     if (atBottom) button.hidden = true;
   });
@@ -95,6 +102,10 @@ export function createFollower(log: HTMLElement, onResize: () => void): Follower
     measure: () => {
       atBottom = nearEnd();
       lastTop = log.scrollTop;
+    },
+    redrawn: () => {
+      redrawing = true;
+      followSoon();
     },
   };
 }

@@ -315,7 +315,7 @@ export function createChat(actions: ChatActions, top?: Node) {
       focusLeft = missed && { focused: missed, at: missed === left ? focusLeft!.at : performance.now() };
       // Put back where the reader was: the follower counts them as there, not at the end.
       if (place.anchor) scroll.measure();
-      scroll.followSoon();
+      scroll.redrawn();
     },
     /** Adds the user's message at once, before the run echoes it. */
     addPendingUser(value: string): void {
