@@ -63,6 +63,17 @@ function lockManagerOfThisRealm(): { request: (...args: never[]) => unknown } {
   return (globalThis.navigator?.locks as LockManager | undefined) ?? defaultLockManager();
 }
 
+/** Fake timers; a saver on a fresh database whose put's lease went idle (with "mine"). */
+async function idleSaver(name: string) {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+  const dbName = freshDbName(name);
+  const saver = track(new IndexedDBSaver({ dbName }));
+  const ctx = contextOf(saver)!;
+  const first = await put(saver, undefined, "mine", 1);
+  await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+  return { dbName, saver, ctx, first };
+}
+
 /**
  * Fake timers; a reader whose put's lease went idle, and a writer that put
  * on top of it and holds the lease (with "theirs").
@@ -171,13 +182,8 @@ describe("a holder that stops answering", () => {
     expect(reads.mock.calls.length).toBe(before + 1);
   });
   it("a read takes an idle lease back if free: the saver answers from memory again, and another saver's write is seen", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const dbName = freshDbName("lease-retake");
-    const saver = track(new IndexedDBSaver({ dbName }));
-    const ctx = contextOf(saver)!;
+    const { dbName, saver, ctx, first } = await idleSaver("lease-retake");
     const reads = vi.spyOn(ctx.db, "read");
-    const first = await put(saver, undefined, "mine", 1);
-    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
     expect(leaseOf(ctx.db)?.lease.held).toBe(false);
     // The first read finds the lease idle and asks for it, in a later task: not before its caller resumes
     // (a lock request costs the main thread 0.2-0.3 ms in Chromium). A lock grant may take longer than
@@ -202,12 +208,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("a read's take-back still on its way when the saver closes leaves it without the lease: other savers write", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const dbName = freshDbName("lease-retake-close");
-    const saver = track(new IndexedDBSaver({ dbName }));
-    const ctx = contextOf(saver)!;
-    const first = await put(saver, undefined, "mine", 1);
-    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    const { dbName, saver, ctx, first } = await idleSaver("lease-retake-close");
     expect(leaseOf(ctx.db)?.lease.held).toBe(false);
     // The read finds the lease idle and asks for it; the saver closes before the grant.
     await saver.getTuple(latest);
@@ -220,12 +221,7 @@ describe("a holder that stops answering", () => {
   });
 
   it("a read still in flight when its saver closes does not take the lease back; the next write does", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const dbName = freshDbName("lease-read-over-close");
-    const saver = track(new IndexedDBSaver({ dbName }));
-    const ctx = contextOf(saver)!;
-    const first = await put(saver, undefined, "mine", 1);
-    await vi.advanceTimersByTimeAsync(IDLE_RELEASE_MS);
+    const { saver, ctx, first } = await idleSaver("lease-read-over-close");
     const record = leaseOf(ctx.db)!;
     expect(record.lease.held).toBe(false);
     // Found idle by a read that settles only after close() (helper-42's case: before, the closed saver took
