@@ -313,24 +313,54 @@ export interface RemovedCheckpoint {
   removed_at: number;
 }
 
-/** What the `meta` record names of removed checkpoints start with: thread, namespace and id follow. */
-const REMOVED_PREFIX = "removed\u0000";
+/** A `meta` record name marking one checkpoint (`kind`, then thread, namespace and id). */
+function markName(kind: string, threadId: string, checkpointNs: string, checkpointId: string): string {
+  return `${kind}\u0000${threadId}\u0000${checkpointNs}\u0000${checkpointId}`;
+}
 
 /** The `meta` record name marking one checkpoint as removed (see {@link RemovedCheckpoint}). */
 export function removedName(threadId: string, checkpointNs: string, checkpointId: string): string {
-  return `${REMOVED_PREFIX}${threadId}\u0000${checkpointNs}\u0000${checkpointId}`;
+  return markName("removed", threadId, checkpointNs, checkpointId);
 }
 
 /** Bounds of every removed checkpoint's `meta` record name. */
-export const REMOVED_NAMES = { lower: REMOVED_PREFIX, upper: "removed\u0001" } as const;
+export const REMOVED_NAMES = { lower: "removed\u0000", upper: "removed\u0001" } as const;
 
 /**
- * The checkpoint a {@link removedName} names: split from the end, since
- * checkpoint ids and namespaces hold no U+0000 while a thread id stored
- * before the saver refused it may.
+ * A checkpoint `prune` gave a value it did not have (a `DeltaSnapshot` of a
+ * delta channel, stored at a version the checkpoint had without a value): a
+ * `meta` record, see {@link revaluedName}. A pushed checkpoint otherwise
+ * changes only by its writes, so sync pushes this one again, with the value,
+ * in the next round of every server it talks to (sync/changes.ts); without
+ * it another device that pulls the removals of the checkpoints before it
+ * would rebuild the channel from writes it no longer has.
  */
-export function removedOf(name: string): { threadId: string; checkpointNs: string; checkpointId: string } {
-  const rest = name.slice(REMOVED_PREFIX.length);
+export interface RevaluedCheckpoint {
+  /** When the value was stored (ms since the epoch, the saver's clock). */
+  revalued_at: number;
+}
+
+/** The `meta` record name marking one checkpoint as revalued (see {@link RevaluedCheckpoint}). */
+export function revaluedName(threadId: string, checkpointNs: string, checkpointId: string): string {
+  return markName("revalued", threadId, checkpointNs, checkpointId);
+}
+
+/** Bounds of every revalued checkpoint's `meta` record name. */
+export const REVALUED_NAMES = { lower: "revalued\u0000", upper: "revalued\u0001" } as const;
+
+/** Bounds of the `meta` record names of one thread's revalued checkpoints (no namespace or id holds U+0000). */
+export function revaluedNamesOf(threadId: string): { lower: string; upper: string } {
+  const prefix = markName("revalued", threadId, "", "").slice(0, -1);
+  return { lower: prefix, upper: `${prefix}\uffff` };
+}
+
+/**
+ * The checkpoint a {@link removedName} or {@link revaluedName} names: split
+ * from the end, since checkpoint ids and namespaces hold no U+0000 while a
+ * thread id stored before the saver refused it may.
+ */
+export function checkpointOfMark(name: string): { threadId: string; checkpointNs: string; checkpointId: string } {
+  const rest = name.slice(name.indexOf("\u0000") + 1);
   const idAt = rest.lastIndexOf("\u0000");
   const nsAt = rest.lastIndexOf("\u0000", idAt - 1);
   return {

@@ -10,6 +10,8 @@ import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
 import {
   TOMBSTONE_NS,
+  checkpointOfMark,
+  revaluedNamesOf,
   tombstoneName,
   tombstoneWrite,
   tombstoneWriteKey,
@@ -50,10 +52,13 @@ export async function deleteUpTo(
 ): Promise<Tombstone | undefined> {
   const bounds = prefixBounds(threadId);
   const range = ranges.bound(bounds.lower, bounds.upper);
-  const [previous, checkpointKeys, allWriteKeys] = await Promise.all([
+  const marks = revaluedNamesOf(threadId);
+  const [previous, checkpointKeys, allWriteKeys, markNames] = await Promise.all([
     readTombstone(tx, threadId),
     tx.objectStore("checkpoints").getAllKeys(range),
     tx.objectStore("writes").getAllKeys(range),
+    // The thread's revalued marks (prune.ts): those of deleted checkpoints go with them.
+    tx.objectStore("meta").getAllKeys(ranges.bound(marks.lower, marks.upper)),
   ]);
   const writeKeys = allWriteKeys.filter((key) => key[1] !== TOMBSTONE_NS);
   let max = maxDeletedId;
@@ -63,6 +68,9 @@ export async function deleteUpTo(
     for (const key of [...checkpointKeys, ...writeKeys]) if (key[2] > max) max = key[2];
   }
   const upTo = max;
+  for (const name of markNames) {
+    if (checkpointOfMark(name).checkpointId <= upTo) issue(storeDelete(tx.objectStore("meta"), name));
+  }
   const checkpointsGone = checkpointKeys.every((key) => key[2] <= upTo);
   if (checkpointsGone && writeKeys.every((key) => key[2] <= upTo)) {
     // The whole thread: range deletes (the tombstone copy goes too, and is written again below).

@@ -10,7 +10,7 @@ import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
 import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
-import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
+import { revaluedName, type BlobRow, type CheckpointRow, type RevaluedCheckpoint } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
 import { takeOffAbsent } from "./absent.js";
@@ -84,6 +84,8 @@ async function pruneThread(
 
   // Delta channels the kept checkpoints rebuild from ancestors' writes.
   const snapshots: BlobRow[] = [];
+  // The kept checkpoints given a snapshot: sync must push them again, with it (RevaluedCheckpoint).
+  const revalued: CheckpointRow[] = [];
   for (const row of kept) {
     const metadata = await decodeMetadata(serde, row);
     const counters =
@@ -98,6 +100,7 @@ async function pruneThread(
     const materialize = missing.filter((channel) => isDeltaChannelLike(channels?.[channel]));
     const chained = missing.filter((channel) => !materialize.includes(channel));
     if (materialize.length > 0) {
+      revalued.push(row);
       const history = await getDeltaChannelHistory(ctx, { config, channels: materialize });
       for (const channel of materialize) {
         const rebuilt = (channels![channel] as DeltaChannelLike).fromCheckpoint(history[channel]!.seed);
@@ -139,6 +142,11 @@ async function pruneThread(
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
       for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
+      const marked: RevaluedCheckpoint = { revalued_at: ctx.now() };
+      for (const row of revalued) {
+        const name = revaluedName(threadId, row.checkpoint_ns, row.checkpoint_id);
+        issue(storePut(tx.objectStore("meta"), { name, value: marked }));
+      }
       // A snapshot is a value at a version the rows may list as having none.
       await takeOffAbsent(
         tx,

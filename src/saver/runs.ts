@@ -7,7 +7,7 @@ import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { assertRowFields, threadRows } from "./reads.js";
-import { removedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
+import { removedName, revaluedName, type CheckpointRow, type RemovedCheckpoint, type Version } from "../rows/shapes.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
@@ -111,11 +111,14 @@ export function deleteCheckpointRows(ctx: SaverContext, tx: WriteTx, row: Checkp
  * Deletes one checkpoint with its writes and marks it removed (its blobs are
  * the caller's business): sync sends the removal to the server, and no pull
  * stores the checkpoint again, even one replaying rows this device pushed.
+ * A revalued mark of it goes: there is nothing left to push again.
  */
 export function removeCheckpoint(tx: WriteTx, ranges: KeyRanges, threadId: string, ns: string, id: string): void {
   issue(storeDelete(tx.objectStore("checkpoints"), [threadId, ns, id]));
   const marker: RemovedCheckpoint = { removed_at: Date.now() };
-  issue(storePut(tx.objectStore("meta"), { name: removedName(threadId, ns, id), value: marker }));
+  const meta = tx.objectStore("meta");
+  issue(storePut(meta, { name: removedName(threadId, ns, id), value: marker }));
+  issue(storeDelete(meta, revaluedName(threadId, ns, id)));
   const bounds = prefixBounds(threadId, ns, id);
   issue(storeDelete(tx.objectStore("writes"), ranges.bound(bounds.lower, bounds.upper)));
 }

@@ -183,7 +183,9 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
         ],
       );
       for (const row of inserted.rows) changed.add(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id));
-      await insertBlobs(client, userId, live);
+      // A checkpoint held already that brings a value the server lacked (a prune's snapshot): logged again, so
+      // devices holding it pull the value (they may have pulled the removals of the checkpoints before it).
+      for (const key of await insertBlobs(client, userId, live)) changed.add(key);
       const grown = await insertWrites(client, userId, live);
       for (const key of grown) changed.add(key);
       await assertWithinLimit(client, userId, grown, limits.maxCheckpointBytes);
@@ -342,26 +344,36 @@ async function assertWithinLimit(client: PoolClient, userId: string, keys: strin
   }
 }
 
-/** Channel values: one row per (thread, namespace, channel, version); a value already there stays. */
-async function insertBlobs(client: PoolClient, userId: string, checkpoints: WireCheckpoint[]): Promise<void> {
-  const seen = new Set<string>();
-  const rows: [string, string, string, string, string, Uint8Array][] = [];
+/**
+ * Channel values: one row per (thread, namespace, channel, version); a value
+ * already there stays. Returns the checkpoints (keys from {@link cpKey})
+ * that carry a value the server did not hold.
+ */
+async function insertBlobs(client: PoolClient, userId: string, checkpoints: WireCheckpoint[]): Promise<string[]> {
+  const id = (threadId: string, ns: string, channel: string, version: string) =>
+    `${threadId}\u0000${ns}\u0000${channel}\u0000${version}`;
+  const rows = new Map<string, [string, string, string, string, string, Uint8Array]>();
   for (const c of checkpoints) {
     for (const blob of c.blobs) {
       const version = versionKey(blob.version);
-      const key = `${c.thread_id}\u0000${c.checkpoint_ns}\u0000${blob.channel}\u0000${version}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      rows.push([c.thread_id, c.checkpoint_ns, blob.channel, version, blob.value[0], blob.value[1]]);
+      const key = id(c.thread_id, c.checkpoint_ns, blob.channel, version);
+      if (!rows.has(key)) rows.set(key, [c.thread_id, c.checkpoint_ns, blob.channel, version, ...blob.value]);
     }
   }
-  if (rows.length === 0) return;
-  await client.query(
+  if (rows.size === 0) return [];
+  const inserted = await client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string }>(
     `INSERT INTO lgsync_blobs (user_id, thread_id, checkpoint_ns, channel, version, type, value)
      SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
-     ON CONFLICT DO NOTHING`,
-    [userId, ...[0, 1, 2, 3, 4, 5].map((i) => rows.map((row) => row[i]))],
+     ON CONFLICT DO NOTHING
+     RETURNING thread_id, checkpoint_ns, channel, version`,
+    [userId, ...[0, 1, 2, 3, 4, 5].map((i) => [...rows.values()].map((row) => row[i]))],
   );
+  const added = new Set(inserted.rows.map((row) => id(row.thread_id, row.checkpoint_ns, row.channel, row.version)));
+  return checkpoints
+    .filter((c) =>
+      c.blobs.some((blob) => added.has(id(c.thread_id, c.checkpoint_ns, blob.channel, versionKey(blob.version)))),
+    )
+    .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id));
 }
 
 /**

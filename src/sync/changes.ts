@@ -23,7 +23,7 @@
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
-import type { MetaRow } from "../rows/shapes.js";
+import { checkpointOfMark, REVALUED_NAMES, type MetaRow, type RevaluedCheckpoint } from "../rows/shapes.js";
 import { storePut } from "../idb/requests.js";
 
 /** How far before the last round's time a round looks again (ms): clock adjustments of the page's system. */
@@ -114,6 +114,28 @@ export async function changedSince(access: SaverRawAccess, since: number): Promi
     },
     "read what changed since the last sync round",
   );
+}
+
+/** A checkpoint `prune` gave a value, and when (a revalued mark, rows/shapes.ts). */
+export type Revalued = [threadId: string, checkpointNs: string, checkpointId: string, revaluedAt: number];
+
+/**
+ * Every checkpoint `prune` gave a value (revalued marks): a round pushes
+ * each again once, with the value, since the fingerprint it compares covers
+ * their writes alone (engine.ts adds the mark's time to it).
+ */
+export async function revaluedCheckpoints(access: SaverRawAccess): Promise<Revalued[]> {
+  const marks = await access.db.read(
+    ["meta"],
+    (tx) => tx.objectStore("meta").getAll(access.db.ranges.bound(REVALUED_NAMES.lower, REVALUED_NAMES.upper)),
+    "read the checkpoints prune gave a value",
+  );
+  return marks.map((mark) => {
+    const { threadId, checkpointNs, checkpointId } = checkpointOfMark(mark.name);
+    const at = (mark.value as Partial<RevaluedCheckpoint> | null)?.revalued_at;
+    // A mark this code did not write reads as new: pushing again costs a round trip, missing one a value.
+    return [threadId, checkpointNs, checkpointId, typeof at === "number" && Number.isFinite(at) ? at : Infinity];
+  });
 }
 
 /**

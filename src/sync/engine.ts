@@ -19,8 +19,23 @@ import {
   type HelloResponse,
 } from "./protocol.js";
 import { applyChanges } from "./pull.js";
-import { localInventory, readCheckpoints, readThread, withoutExchanged, type LocalCheckpoint } from "./push.js";
-import { SCAN_SLACK_MS, changedSince, readScan, recordScan, type Replayed } from "./changes.js";
+import {
+  checkpointKeyOf,
+  localInventory,
+  readCheckpoints,
+  readThread,
+  withoutExchanged,
+  type LocalCheckpoint,
+} from "./push.js";
+import {
+  SCAN_SLACK_MS,
+  changedSince,
+  readScan,
+  recordScan,
+  revaluedCheckpoints,
+  type CheckpointKey,
+  type Replayed,
+} from "./changes.js";
 import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
 import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
@@ -167,10 +182,15 @@ export async function pendingChanges(
   // A clock set back past the recorded time cannot be trusted to stamp later rows later.
   const full = scan === undefined || started < scan.since;
   const wanted = threadIds ? new Set(threadIds) : undefined;
-  const [inventory, changedKeys] = await Promise.all([
+  const [inventory, changedKeys, revalued] = await Promise.all([
     localInventory(access, { threads: full }),
     full ? [] : changedSince(access, scan.since - SCAN_SLACK_MS),
+    revaluedCheckpoints(access),
   ]);
+  // Checkpoints prune gave a value: their fingerprint names the mark, so each goes again once, with it.
+  const marks = new Map(revalued.map(([threadId, ns, id, at]) => [checkpointKeyOf(threadId, ns, id), at]));
+  const fingerprintOf = (local: LocalCheckpoint) =>
+    marks.has(local.key) ? `${local.fingerprint}@${marks.get(local.key)}` : local.fingerprint;
   const locals: LocalCheckpoint[] = [];
   if (full) {
     for (const threadId of inventory.threads)
@@ -178,7 +198,11 @@ export async function pendingChanges(
   } else {
     const whole = new Set([...scan.retry, ...Object.keys(replayed)].filter((id) => !wanted || wanted.has(id)));
     for (const threadId of whole) locals.push(...(await readThread(access, threadId)));
-    const keys = changedKeys.filter(([threadId]) => !whole.has(threadId) && (!wanted || wanted.has(threadId)));
+    const since = scan.since - SCAN_SLACK_MS;
+    const marked = revalued.filter(([, , , at]) => !(at < since)).map(([t, ns, id]): CheckpointKey => [t, ns, id]);
+    const keys = [...new Map([...changedKeys, ...marked].map((key) => [checkpointKeyOf(...key), key])).values()].filter(
+      ([threadId]) => !whole.has(threadId) && (!wanted || wanted.has(threadId)),
+    );
     locals.push(...(await readCheckpoints(access, keys)));
   }
   const threadsRead = new Set(locals.map((local) => local.wire.thread_id));
@@ -236,14 +260,14 @@ export async function pendingChanges(
     const record = state.threads.get(threadId);
     const known = record?.fps ?? {};
     const changed = read.filter(
-      (local) => known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] !== local.fingerprint,
+      (local) => known[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)] !== fingerprintOf(local),
     );
     if (changed.some((local) => refused(threadId, () => parseCheckpoint(local.wire)))) continue;
     for (const local of changed) {
       const seen = record?.seen?.[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)];
       const wire = withoutExchanged(local.wire, seen);
       result.checkpoints.push(wire);
-      result.fps.set(wire, local.fingerprint);
+      result.fps.set(wire, fingerprintOf(local));
     }
   }
   return result;

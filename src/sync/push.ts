@@ -12,7 +12,7 @@ import type { SaverRawAccess } from "../saver/raw-access.js";
 import {
   REMOVED_NAMES,
   isTombstoneWrite,
-  removedOf,
+  checkpointOfMark,
   type BlobRow,
   type CheckpointRow,
   type ValueKey,
@@ -106,7 +106,7 @@ export async function localInventory(
       const threads = [...new Set(keys.map((key) => key[0]))];
       const tombstones = new Map([...stored].map(([threadId, tombstone]) => [threadId, tombstone.max_deleted_id]));
       const removed = removedNames.map((name): WireRemoved => {
-        const { threadId, checkpointNs, checkpointId } = removedOf(name);
+        const { threadId, checkpointNs, checkpointId } = checkpointOfMark(name);
         return { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId };
       });
       return { threads, tombstones, removed };

@@ -346,6 +346,40 @@ describe("deletes replicate", () => {
     expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
   });
 
+  it("prune on A with delta snapshots: B and a new device keep the conversation, which goes on", async () => {
+    const { token } = newUser();
+    const a = device(served.url, token);
+    const b = device(served.url, token);
+    await chat(a.saver, "t", ["one", "two", "three"], true);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    const before = await deltaMessages(b.saver, "t");
+    expect(before).toHaveLength(6);
+
+    // The kept checkpoint gets a snapshot of the messages its deleted ancestors' writes held.
+    await a.saver.prune(["t"], { channels: chatGraph(a.saver, true).channels });
+    expect(await checkpointIds(a.saver, "t")).toHaveLength(1);
+    expect(await deltaMessages(a.saver, "t")).toEqual(before);
+    // Its removals, and the kept checkpoint again with the snapshot.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 1, pushedDeletes: 8 });
+    await b.sync.syncNow();
+    expect(await checkpointIds(b.saver, "t")).toEqual(await checkpointIds(a.saver, "t"));
+    expect(await deltaMessages(b.saver, "t")).toEqual(before);
+    const c = device(served.url, token);
+    await c.sync.syncNow();
+    expect(await deltaMessages(c.saver, "t")).toEqual(before);
+    // Pushed once: the next rounds send nothing.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
+    expect(await b.sync.syncNow()).toMatchObject({ pushed: 0, pulled: 0 });
+
+    // B goes on from the pruned thread, and A follows.
+    const after = await chat(b.saver, "t", ["four"], true);
+    expect(after).toEqual([...before, ["human", "four"], ["ai", "echo four (#7)"]]);
+    await b.sync.syncNow();
+    await a.sync.syncNow();
+    expect(await deltaMessages(a.saver, "t")).toEqual(after);
+  });
+
   it("deleteForRuns on A (a rolled-back run): gone everywhere, and B cannot push it back", async () => {
     const { user, token } = newUser();
     const a = device(served.url, token);
@@ -399,3 +433,9 @@ describe("deletes replicate", () => {
     expect(await b.sync.syncNow()).toMatchObject({ pushed: 0, pushedDeletes: 0 });
   });
 });
+
+/** The messages of a thread's latest state in the delta chat graph (the delta channel rebuilt). */
+async function deltaMessages(saver: IndexedDBSaver, threadId: string) {
+  const graph = chatGraph(saver, true);
+  return plain((await graph.getState({ configurable: { thread_id: threadId } })).values.messages);
+}

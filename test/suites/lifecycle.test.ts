@@ -13,6 +13,8 @@ import { importThread } from "../../src/portable/index.js";
 import type { CheckpointChange } from "../../src/saver/events.js";
 import { freshDbName, trackSavers } from "../support/databases.js";
 import { chatGraph, plain } from "../support/chat-graph.js";
+import { readStore } from "../support/reliability/raw.js";
+import type { MetaRow } from "../../src/rows/shapes.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
@@ -169,6 +171,30 @@ describe("prune (Python suite)", () => {
       expect(plain((await graph.getState(config)).values.messages)).toHaveLength(18);
     });
   }
+
+  it("marks each checkpoint it stored a snapshot for, for sync to push again; the marks go with the checkpoints", async () => {
+    const saver = newSaver();
+    const graph = chatGraph(saver, true);
+    for (const thread of ["a", "b"]) {
+      for (let turn = 0; turn < 3; turn++)
+        await graph.invoke({ messages: [new HumanMessage(`turn ${turn}`)] }, { configurable: { thread_id: thread } });
+    }
+    // Without the channels nothing is snapshotted: no mark.
+    await saver.prune(["a"], { keepLast: 4 });
+    expect(await revaluedMarks(saver.dbName)).toEqual([]);
+    await saver.prune(["a", "b"], { channels: graph.channels });
+    const kept = [...(await ids(saver, "a")), ...(await ids(saver, "b"))];
+    expect(kept).toHaveLength(2);
+    expect(await revaluedMarks(saver.dbName)).toEqual([
+      `revalued\u0000a\u0000\u0000${kept[0]}`,
+      `revalued\u0000b\u0000\u0000${kept[1]}`,
+    ]);
+    // The kept checkpoint of "a" is pruned in turn (its mark goes; the new one's comes), "b" is deleted.
+    await graph.invoke({ messages: [new HumanMessage("more")] }, { configurable: { thread_id: "a" } });
+    await saver.prune(["a"], { channels: graph.channels });
+    await saver.deleteThread("b");
+    expect(await revaluedMarks(saver.dbName)).toEqual([`revalued\u0000a\u0000\u0000${(await ids(saver, "a"))[0]}`]);
+  });
 });
 
 describe("export and restore", () => {
@@ -413,3 +439,9 @@ describe("subscribe", () => {
     expect(local).toHaveLength(3);
   });
 });
+
+/** The names of the saver's revalued marks (rows/shapes.ts), read over a connection of its own. */
+async function revaluedMarks(dbName: string): Promise<string[]> {
+  const meta = await readStore<MetaRow>(dbName, "meta");
+  return meta.map((row) => row.name).filter((name) => name.startsWith("revalued\u0000"));
+}
