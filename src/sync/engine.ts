@@ -43,7 +43,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
 /** What one round did. */
 export interface SyncResult {
-  /** Checkpoints sent (new to the server or with new writes). */
+  /** Checkpoints sent (new to the server, with new writes, or given a snapshot by prune). */
   pushed: number;
   /** Deletes sent. */
   pushedDeletes: number;
@@ -217,6 +217,7 @@ export async function pendingChanges(
     checkpoints: [],
     fps: new Map(),
     skipped: [],
+    revaluedThreads: new Set(),
     started,
     replayed,
     read: locals.length,
@@ -267,6 +268,7 @@ export async function pendingChanges(
       const seen = record?.seen?.[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)];
       const wire = withoutExchanged(local.wire, seen);
       result.checkpoints.push(wire);
+      if (marks.has(local.key)) result.revaluedThreads.add(threadId);
       result.fps.set(wire, fingerprintOf(local));
     }
   }

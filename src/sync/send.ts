@@ -46,6 +46,8 @@ export interface PendingChanges {
   removed: WireRemoved[];
   checkpoints: WireCheckpoint[];
   fps: Map<WireCheckpoint, string>;
+  /** Threads among `checkpoints` with a checkpoint prune gave a snapshot (revalued): sent before any removal. */
+  revaluedThreads: Set<string>;
   /** Threads that cannot be sent at all (ids the protocol refuses, stored before the saver refused them). */
   skipped: SkippedThread[];
 }
@@ -104,42 +106,52 @@ export async function sendPending(ctx: SendContext, pending: PendingChanges): Pr
     await recordPushed(ctx.access, ctx.scope, updates);
     ctx.onSent(checkpoints.length, deletes.length + removed.length);
   };
-  // Deletes and removals go with the first batch, before any checkpoint.
-  let deletes = pending.deletes;
-  let removed = pending.removed;
-  const queue = pending.checkpoints;
-  let index = 0;
-  while (deletes.length > 0 || removed.length > 0 || index < queue.length) {
-    const batch: WireCheckpoint[] = [];
-    let bytes = 0;
-    while (index < queue.length && batch.length < ctx.batchSize) {
-      const next = queue[index]!;
-      const size = bundleBytes(next);
-      if (batch.length > 0 && bytes + size > ctx.batchBytes) break;
-      index += 1;
-      if (skipped.has(next.thread_id)) continue;
-      batch.push(next);
-      bytes += size;
-    }
-    if (batch.length === 0 && deletes.length === 0 && removed.length === 0) continue;
-    try {
-      await send(batch, deletes, removed);
-    } catch (error) {
-      if (!refusedRows(error)) throw error;
-      // One thread at a time: the refused ones are skipped, the others go through.
-      const threads = new Set([...deletes, ...removed, ...batch].map((change) => change.thread_id));
-      for (const threadId of threads) {
-        const mine = <T extends { thread_id: string }>(list: T[]) => list.filter((c) => c.thread_id === threadId);
-        try {
-          await send(mine(batch), mine(deletes), mine(removed));
-        } catch (alone) {
-          if (!refusedRows(alone)) throw alone;
-          skipped.set(threadId, skippedThread(threadId, "refused", alone.message));
+  /** Sends `queue` in batches, `deletes` and `removed` with the first, before any checkpoint. */
+  const sendAll = async (queue: WireCheckpoint[], deletes: WireDelete[], removed: WireRemoved[]): Promise<void> => {
+    let index = 0;
+    while (deletes.length > 0 || removed.length > 0 || index < queue.length) {
+      const batch: WireCheckpoint[] = [];
+      let bytes = 0;
+      while (index < queue.length && batch.length < ctx.batchSize) {
+        const next = queue[index]!;
+        const size = bundleBytes(next);
+        if (batch.length > 0 && bytes + size > ctx.batchBytes) break;
+        index += 1;
+        if (skipped.has(next.thread_id)) continue;
+        batch.push(next);
+        bytes += size;
+      }
+      if (batch.length === 0 && deletes.length === 0 && removed.length === 0) continue;
+      try {
+        await send(batch, deletes, removed);
+      } catch (error) {
+        if (!refusedRows(error)) throw error;
+        // One thread at a time: the refused ones are skipped, the others go through.
+        const threads = new Set([...deletes, ...removed, ...batch].map((change) => change.thread_id));
+        for (const threadId of threads) {
+          const mine = <T extends { thread_id: string }>(list: T[]) => list.filter((c) => c.thread_id === threadId);
+          try {
+            await send(mine(batch), mine(deletes), mine(removed));
+          } catch (alone) {
+            if (!refusedRows(alone)) throw alone;
+            skipped.set(threadId, skippedThread(threadId, "refused", alone.message));
+          }
         }
       }
+      deletes = [];
+      removed = [];
     }
-    deletes = [];
-    removed = [];
-  }
+  };
+  // A prune's snapshot stands in for the history its removals delete: the server must log it first, or a
+  // device could pull the removals without it (a round or a pull cut between them, the snapshot refused)
+  // and read the thread empty. So the threads with a revalued checkpoint send their checkpoints first, in
+  // requests of their own, and their removals only once those were taken (a thread refused keeps them).
+  const revalued = (c: { thread_id: string }) => pending.revaluedThreads.has(c.thread_id);
+  await sendAll(pending.checkpoints.filter(revalued), [], []);
+  await sendAll(
+    pending.checkpoints.filter((c) => !revalued(c)),
+    pending.deletes,
+    pending.removed.filter((r) => !skipped.has(r.thread_id)),
+  );
   return [...skipped.values()];
 }
