@@ -128,7 +128,9 @@ export async function openDevice(setup: DeviceSetup, indexedDB: IDBFactory, fetc
     },
     copyThread: (from, to) => saver.copyThread(from, to),
     deleteThread: (thread) => saver.deleteThread(thread),
-    prune: (thread, keepLast) => saver.prune([thread], { keepLast }),
+    // Keeping one checkpoint snapshots the log (the graph's channels given); keeping two keeps its chain.
+    prune: (thread, keepLast) =>
+      saver.prune([thread], keepLast === 1 ? { keepLast, channels: graph.channels } : { keepLast }),
     deleteForRuns: (runId, thread) => saver.deleteForRuns([runId], { threadId: thread }),
     async syncNow() {
       try {

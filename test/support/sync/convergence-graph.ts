@@ -3,11 +3,31 @@
  * (test/support/sync/convergence.ts), in Node and in a Chromium page alike:
  * nothing here imports a Node module.
  */
-import { Annotation, END, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
+import {
+  DeltaValue,
+  END,
+  START,
+  StateGraph,
+  StateSchema,
+  type LangGraphRunnableConfig,
+} from "@langchain/langgraph/web";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { z } from "zod";
 
-const State = Annotation.Root({
-  log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+/**
+ * `log` on a delta channel: a checkpoint stores only its step's entries, the
+ * value is rebuilt from ancestors' writes, and a prune given the graph's
+ * channels stores a snapshot at a checkpoint already synced (the case that
+ * left other devices with an empty log before 57100a5).
+ */
+const State = new StateSchema({
+  log: new DeltaValue(
+    z.array(z.string()).default(() => []),
+    {
+      inputSchema: z.array(z.string()),
+      reducer: (current: string[], writes: string[][]) => writes.reduce((all, entries) => all.concat(entries), current),
+    },
+  ),
 });
 
 /** A tool node that throws when the invocation's `configurable.fail` names it. */

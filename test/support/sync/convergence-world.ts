@@ -277,10 +277,16 @@ export interface Removals {
  * removed, or the thread's tombstone covers it), every channel version it
  * references has its value (where a value exists: `knownBlobs` holds every
  * value any store was seen holding; a version without a value, like a
- * consumed `__start__`, has none anywhere), every write has its checkpoint, and no
- * checkpoint sits at or below its thread's tombstone. Returns the problems.
+ * consumed `__start__`, has none anywhere; `late` values, a prune's snapshots, come with a later pull),
+ * every write has its checkpoint, and no checkpoint sits at or below its thread's tombstone. Returns the
+ * problems.
  */
-export function pageInvariants(inv: Inventory, removals: Removals, knownBlobs: Set<string>): string[] {
+export function pageInvariants(
+  inv: Inventory,
+  removals: Removals,
+  knownBlobs: Set<string>,
+  late?: Set<string>,
+): string[] {
   const problems: string[] = [];
   for (const [key, cp] of inv.checkpoints) {
     const shown = key.replaceAll("\u0000", "|");
@@ -294,7 +300,7 @@ export function pageInvariants(inv: Inventory, removals: Removals, knownBlobs: S
     }
     for (const [channel, version] of Object.entries(cp.versions)) {
       const blob = `${cp.thread}\0${cp.ns}\0${channel}\0${version}`;
-      if (knownBlobs.has(blob) && !inv.blobs.has(blob))
+      if (knownBlobs.has(blob) && !inv.blobs.has(blob) && !late?.has(blob))
         problems.push(`${shown} lacks the value of ${channel}@${version}`);
     }
   }

@@ -221,6 +221,11 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const deletes: { thread: string; max: string }[] = [];
   /** Every value (`thread\0ns\0channel\0version`) any store was seen holding. */
   const knownBlobs = new Set<string>();
+  /**
+   * Values a prune stored at versions its checkpoints had without one (delta snapshots): a store holding
+   * such a checkpoint lacks the value until its next pull brings it, so only quiescence requires it.
+   */
+  const lateBlobs = new Set<string>();
   const threads = ["t0", "t1", "t2"];
   const count = 3 + Math.floor(random() * 6);
   // Not drawn from `random`: a seed without Chromium draws what it drew before Chromium devices existed.
@@ -249,7 +254,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
 
   async function checkPage(device: Device, when: string, full = false): Promise<Inventory> {
     const inv = await inventory(device, full);
-    const problems = pageInvariants(inv, removals, knownBlobs);
+    const problems = pageInvariants(inv, removals, knownBlobs, full ? undefined : lateBlobs);
     for (const [key, at] of device.removed)
       // Removals replicate and a device remembers its own: not even a write another device added brings one back.
       if (inv.checkpoints.has(key))
@@ -447,7 +452,9 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
             .map((c) => c.runId!);
           if (name === "prune") await device.ops.prune(thread, 1 + Math.floor(random() * 2));
           else if (runs.length > 0) await device.ops.deleteForRuns(pick([...new Set(runs)].sort()), thread);
-          const removed = noteRemoved(device, before, await inventory(device), thread, op);
+          const after = await inventory(device);
+          for (const blob of after.blobs.keys()) if (!before.blobs.has(blob)) lateBlobs.add(blob);
+          const removed = noteRemoved(device, before, after, thread, op);
           line += ` ${thread}: removed ${removed}`;
           break;
         }
@@ -555,8 +562,6 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           if (cp.thread === thread && cp.id <= max)
             fail(`deleted ${thread}|${cp.ns}|${cp.id} (<= ${max}) is back on the server`);
       let reference: { device: number; states: Map<string, unknown> } | undefined;
-      // Threads whose history some device removed on its own: their heads may differ today.
-      const pruned = new Set(devices.flatMap((d) => [...d.removed.keys()].map((key) => key.split("\0")[0]!)));
       for (const device of devices) {
         const inv = await checkPage(device, "at quiescence", true);
         // Removals replicate whatever the device knew of the server: every store holds the same set.
@@ -578,7 +583,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           const [thread, ns] = key.split("\0") as [string, string];
           const head = await device.ops.head(thread, ns);
           if (head !== id) fail(`device ${device.index}: head of ${thread}|${ns} is ${head}, not ${id}`);
-          if (ns !== "" || pruned.has(thread)) continue;
+          if (ns !== "") continue;
           states.set(thread, await device.ops.state(thread));
         }
         if (reference === undefined) reference = { device: device.index, states };
