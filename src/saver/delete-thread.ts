@@ -10,14 +10,13 @@ import { prefixBounds } from "./keys.js";
 import type { KeyRanges } from "../idb/database.js";
 import {
   TOMBSTONE_NS,
-  checkpointOfMark,
-  revaluedNamesOf,
   tombstoneName,
   tombstoneWrite,
   tombstoneWriteKey,
   type CheckpointRow,
   type Tombstone,
 } from "../rows/shapes.js";
+import { checkpointOfMark, revaluedNamesOf } from "../rows/marks.js";
 import { THREAD_STORES, readTombstone, type WriteTx } from "./tombstones.js";
 import { keepUsedInline, namedBlobs } from "./runs.js";
 

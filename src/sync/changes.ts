@@ -23,7 +23,8 @@
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
-import { checkpointOfMark, REVALUED_NAMES, type MetaRow, type RevaluedCheckpoint } from "../rows/shapes.js";
+import type { MetaRow } from "../rows/shapes.js";
+import { checkpointOfMark, REVALUED_NAMES, type RevaluedCheckpoint } from "../rows/marks.js";
 import { storePut } from "../idb/requests.js";
 
 /** How far before the last round's time a round looks again (ms): clock adjustments of the page's system. */

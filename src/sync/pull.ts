@@ -13,14 +13,8 @@ import { deleteUpTo } from "../saver/delete-thread.js";
 import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import {
-  heldInline,
-  removedName,
-  type CheckpointRow,
-  type Tombstone,
-  type ValueKey,
-  type WriteRow,
-} from "../rows/shapes.js";
+import { heldInline, type CheckpointRow, type Tombstone, type ValueKey, type WriteRow } from "../rows/shapes.js";
+import { removedName } from "../rows/marks.js";
 import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
