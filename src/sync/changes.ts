@@ -117,7 +117,7 @@ export async function changedSince(access: SaverRawAccess, since: number): Promi
   );
 }
 
-/** A checkpoint `prune` gave a value, and when (a revalued mark, rows/shapes.ts). */
+/** A checkpoint `prune` gave a value, and when (a revalued mark, rows/marks.ts). */
 export type Revalued = [threadId: string, checkpointNs: string, checkpointId: string, revaluedAt: number];
 
 /**

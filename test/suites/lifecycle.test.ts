@@ -440,7 +440,7 @@ describe("subscribe", () => {
   });
 });
 
-/** The names of the saver's revalued marks (rows/shapes.ts), read over a connection of its own. */
+/** The names of the saver's revalued marks (rows/marks.ts), read over a connection of its own. */
 async function revaluedMarks(dbName: string): Promise<string[]> {
   const meta = await readStore<MetaRow>(dbName, "meta");
   return meta.map((row) => row.name).filter((name) => name.startsWith("revalued\u0000"));
