@@ -9,6 +9,7 @@ export {
   IndexedDBSaver,
   type IndexedDBSaverParams,
   type PruneOptions,
+  type DeleteForRunsOptions,
   type ListThreadsOptions,
   type ListedThread,
   type ThreadInfo,

@@ -34,7 +34,14 @@ import { put } from "./put.js";
 import { putWrites } from "./put-writes.js";
 import { forgetRecent } from "./recent.js";
 import { closeLease, freshModule } from "./fresh.js";
-import type { IndexedDBSaverParams, ListThreadsOptions, ListedThread, PruneOptions, ThreadInfo } from "./types.js";
+import type {
+  DeleteForRunsOptions,
+  IndexedDBSaverParams,
+  ListThreadsOptions,
+  ListedThread,
+  PruneOptions,
+  ThreadInfo,
+} from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
 
@@ -55,6 +62,7 @@ export type {
   IndexedDBSaverParams,
   DeltaChannelLike,
   PruneOptions,
+  DeleteForRunsOptions,
   ListThreadsOptions,
   ListedThread,
   ThreadInfo,
@@ -270,8 +278,10 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    * values only they use. Finds them through the run index (no scan).
    *
    * @param options.threadId Only this thread's checkpoints (run ids may repeat across threads).
+   * @param options.channels The graph's channels: checkpoints left after the deleted ones keep their delta
+   *   channels' history from before them (a `DeltaSnapshot` each).
    */
-  async deleteForRuns(runIds: string[], options?: { threadId?: string }): Promise<void> {
+  async deleteForRuns(runIds: string[], options?: DeleteForRunsOptions): Promise<void> {
     const { deleteForRuns } = await maintenance();
     return deleteForRuns(this.#ctx, runIds, options);
   }

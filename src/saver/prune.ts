@@ -2,13 +2,11 @@
  * `prune`: keep the newest checkpoints of every namespace (snapshotting or
  * keeping delta-channel history), or delete whole threads.
  */
-import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { issue, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
-import { getTuple } from "./get.js";
 import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
-import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
+import { snapshotBlob, unstoredDeltas } from "./snapshots.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { revaluedName, type RevaluedCheckpoint } from "../rows/marks.js";
@@ -88,16 +86,7 @@ async function pruneThread(
   // The kept checkpoints given a snapshot: sync must push them again, with it (RevaluedCheckpoint).
   const revalued: CheckpointRow[] = [];
   for (const row of kept) {
-    const metadata = await decodeMetadata(serde, row);
-    const counters =
-      (metadata as { counters_since_delta_snapshot?: Record<string, unknown> }).counters_since_delta_snapshot ?? {};
-    const deltas = Object.keys(counters).filter((channel) => row.channel_versions[channel] !== undefined);
-    if (deltas.length === 0) continue;
-    const config = {
-      configurable: { thread_id: threadId, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id },
-    };
-    const tuple = await getTuple(ctx, config);
-    const missing = deltas.filter((channel) => !(channel in (tuple?.checkpoint.channel_values ?? {})));
+    const { config, missing } = await unstoredDeltas(ctx, serde, row);
     const materialize = missing.filter((channel) => isDeltaChannelLike(channels?.[channel]));
     const chained = missing.filter((channel) => !materialize.includes(channel));
     if (materialize.length > 0) {
@@ -106,19 +95,7 @@ async function pruneThread(
       for (const channel of materialize) {
         const rebuilt = (channels![channel] as DeltaChannelLike).fromCheckpoint(history[channel]!.seed);
         rebuilt.replayWrites(history[channel]!.writes);
-        const version = row.channel_versions[channel]!;
-        snapshots.push({
-          thread_id: threadId,
-          checkpoint_ns: row.checkpoint_ns,
-          channel,
-          version,
-          value: await encode(
-            serde,
-            `snapshot channel "${channel}"`,
-            new DeltaSnapshot(rebuilt.get()),
-            rowRef.blob(threadId, row.checkpoint_ns, channel, version),
-          ),
-        });
+        snapshots.push(await snapshotBlob(serde, row, channel, rebuilt.get()));
       }
     }
     if (chained.length > 0) {

@@ -8,22 +8,16 @@ import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { assertRowFields, threadRows } from "./reads.js";
 import type { CheckpointRow, Version } from "../rows/shapes.js";
-import { removedName, revaluedName, type RemovedCheckpoint } from "../rows/marks.js";
+import { removedName, revaluedName, type RemovedCheckpoint, type RevaluedCheckpoint } from "../rows/marks.js";
+import { orphanSnapshots } from "./snapshots.js";
+import { takeOffAbsent } from "./absent.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
+import type { DeleteForRunsOptions } from "./types.js";
 import type { KeyRanges } from "../idb/database.js";
 import { stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity } from "../core/identity.js";
-
-/** Options of {@link deleteForRuns}. */
-export interface DeleteForRunsOptions {
-  /**
-   * Only this thread's checkpoints: run ids are the app's to choose and may
-   * repeat across threads, so rolling one run back must not reach the others.
-   */
-  threadId?: string;
-}
 
 /**
  * Deletes the checkpoints whose `metadata.run_id` is one of `runIds`, in
@@ -42,8 +36,9 @@ export async function deleteForRuns(
   if (only !== undefined) assertId("thread_id", only);
   if (runIds.length === 0) return;
   const ranges = ctx.db.ranges;
-  // Decrypting cannot happen inside the deleting transaction: check first.
+  // Decrypting cannot happen inside the deleting transaction: check first, and snapshot what the deletion cuts.
   const verified = await verifiedRunRows(ctx, [...new Set(runIds)]);
+  const snapshots = options.channels ? await orphanSnapshots(ctx, [...new Set(runIds)], only, options.channels) : [];
   const touched = await ctx.writes.write(
     THREAD_STORES,
     async (tx) => {
@@ -73,6 +68,19 @@ export async function deleteForRuns(
           }
         }
       }
+      // The snapshots of the checkpoints left whose parent went (their versions are named: no delete above).
+      const left = new Set(remaining.flat().map((row) => rowKey(row)));
+      const kept = snapshots.filter(({ row }) => left.has(rowKey(row)));
+      const marked: RevaluedCheckpoint = { revalued_at: ctx.now() };
+      for (const { row, blob } of kept) {
+        issue(storePut(tx.objectStore("blobs"), blob));
+        const name = revaluedName(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+        issue(storePut(tx.objectStore("meta"), { name, value: marked }));
+      }
+      await takeOffAbsent(
+        tx,
+        kept.map(({ blob }) => [blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]),
+      );
       for (const [i, threadId] of threads.entries()) await refreshThread(ctx, tx, threadId, remaining[i]!);
       return threads;
     },
@@ -80,6 +88,11 @@ export async function deleteForRuns(
     false,
   );
   for (const threadId of touched) ctx.feed.emit({ threadId, kind: "delete-runs" });
+}
+
+/** A checkpoint row's key as a string. */
+function rowKey(row: CheckpointRow): string {
+  return `${row.thread_id}\u0000${row.checkpoint_ns}\u0000${row.checkpoint_id}`;
 }
 
 /** A blob's key as a string, for the sets {@link namedBlobs} builds. */

@@ -65,6 +65,23 @@ export interface PruneOptions {
   channels?: Record<string, unknown>;
 }
 
+/** Options of {@link IndexedDBSaver.deleteForRuns}. */
+export interface DeleteForRunsOptions {
+  /**
+   * Only this thread's checkpoints: run ids are the app's to choose and may
+   * repeat across threads, so rolling one run back must not reach the others.
+   */
+  threadId?: string;
+  /**
+   * The graph's channels (`graph.channels`): a checkpoint left whose parent
+   * is deleted gets a `DeltaSnapshot` of each delta channel without the
+   * deleted runs' writes, so later checkpoints keep the history before them.
+   * Without it a delta channel's history starts after the gap. Channels that
+   * are not delta channels are ignored.
+   */
+  channels?: Record<string, unknown>;
+}
+
 /** Options of {@link IndexedDBSaver.listThreads}. */
 export interface ListThreadsOptions {
   limit?: number;

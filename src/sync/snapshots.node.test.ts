@@ -6,6 +6,7 @@
  * and the snapshot after them: each case below read the thread empty, or
  * lost it for good, on the other device.
  */
+import { HumanMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { describe, expect, it } from "vitest";
 import { chat, chatGraph, plain } from "../../test/support/chat-graph.js";
@@ -15,9 +16,10 @@ import type { IndexedDBSaver } from "../saver/index.js";
 // Each turn's checkpoint fits in a request; a snapshot of three long turns does not.
 const served = serverForFile({ maxBodyBytes: 40_000 });
 
+const config: RunnableConfig = { configurable: { thread_id: "t" } };
+
 async function messages(saver: IndexedDBSaver) {
   const graph = chatGraph(saver, true);
-  const config: RunnableConfig = { configurable: { thread_id: "t" } };
   return plain((await graph.getState(config)).values.messages);
 }
 
@@ -35,7 +37,26 @@ function cutting(path: string, from: number) {
   return { on, fetch: fetchLike };
 }
 
-describe("a prune's snapshot and its removals", () => {
+describe("a snapshot and the removals it stands in for", () => {
+  it("deleteForRuns of a middle run with the graph's channels: the other device reads what this one reads", async () => {
+    const { token } = newUser();
+    const a = device(served.url, token);
+    const b = device(served.url, token);
+    const graph = chatGraph(a.saver, true);
+    for (const [i, text] of ["m0", "m1", "m2"].entries()) {
+      await graph.invoke({ messages: [new HumanMessage(text)] }, { ...config, metadata: { run_id: `r${i}` } });
+    }
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    await a.saver.deleteForRuns(["r1"], { threadId: "t", channels: graph.channels });
+    const expected = plain((await graph.getState(config)).values.messages);
+    expect(expected).toHaveLength(4);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    expect(await checkpointIds(b.saver, "t")).toEqual(await checkpointIds(a.saver, "t"));
+    expect(await messages(b.saver)).toEqual(expected);
+  });
+
   it("a snapshot the server refuses keeps the removals back: the other device keeps the history", async () => {
     const { token } = newUser();
     const a = device(served.url, token, { client: { batchBytes: 12_000 } });
