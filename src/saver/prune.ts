@@ -2,17 +2,14 @@
  * `prune`: keep the newest checkpoints of every namespace (snapshotting or
  * keeping delta-channel history), or delete whole threads.
  */
-import { issue, storePut } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { assertId } from "../rows/ids.js";
 import { threadRows } from "./reads.js";
-import { snapshotBlob, unstoredDeltas } from "./snapshots.js";
+import { snapshotBlob, storeSnapshots, unstoredDeltas, type Snapshot } from "./snapshots.js";
 import { deleteCheckpointRows, deleteUnusedBlobs } from "./runs.js";
-import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
-import { revaluedName, type RevaluedCheckpoint } from "../rows/marks.js";
+import type { CheckpointRow } from "../rows/shapes.js";
 import { refreshThread } from "./threads.js";
 import { deleteThread } from "./delete-thread.js";
-import { takeOffAbsent } from "./absent.js";
 import { THREAD_STORES } from "./tombstones.js";
 import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./types.js";
 import { checkpointIdentity } from "../core/identity.js";
@@ -82,20 +79,17 @@ async function pruneThread(
   await sealed?.verifyParentLinks(serde, kept, rows);
 
   // Delta channels the kept checkpoints rebuild from ancestors' writes.
-  const snapshots: BlobRow[] = [];
-  // The kept checkpoints given a snapshot: sync must push them again, with it (RevaluedCheckpoint).
-  const revalued: CheckpointRow[] = [];
+  const snapshots: Snapshot[] = [];
   for (const row of kept) {
     const { config, missing } = await unstoredDeltas(ctx, serde, row);
     const materialize = missing.filter((channel) => isDeltaChannelLike(channels?.[channel]));
     const chained = missing.filter((channel) => !materialize.includes(channel));
     if (materialize.length > 0) {
-      revalued.push(row);
       const history = await getDeltaChannelHistory(ctx, { config, channels: materialize });
       for (const channel of materialize) {
         const rebuilt = (channels![channel] as DeltaChannelLike).fromCheckpoint(history[channel]!.seed);
         rebuilt.replayWrites(history[channel]!.writes);
-        snapshots.push(await snapshotBlob(serde, row, channel, rebuilt.get()));
+        snapshots.push({ row, blob: await snapshotBlob(serde, row, channel, rebuilt.get()) });
       }
     }
     if (chained.length > 0) {
@@ -119,17 +113,7 @@ async function pruneThread(
     THREAD_STORES,
     async (tx) => {
       for (const row of doomed) deleteCheckpointRows(ctx, tx, row);
-      for (const blob of snapshots) issue(storePut(tx.objectStore("blobs"), blob));
-      const marked: RevaluedCheckpoint = { revalued_at: ctx.now() };
-      for (const row of revalued) {
-        const name = revaluedName(threadId, row.checkpoint_ns, row.checkpoint_id);
-        issue(storePut(tx.objectStore("meta"), { name, value: marked }));
-      }
-      // A snapshot is a value at a version the rows may list as having none.
-      await takeOffAbsent(
-        tx,
-        snapshots.map((blob) => [blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]),
-      );
+      await storeSnapshots(ctx, tx, snapshots);
       const remaining = await deleteUnusedBlobs(tx, ranges, threadId, doomed);
       await refreshThread(ctx, tx, threadId, remaining);
     },

@@ -8,9 +8,8 @@ import { assertId } from "../rows/ids.js";
 import { prefixBounds } from "./keys.js";
 import { assertRowFields, threadRows } from "./reads.js";
 import type { CheckpointRow, Version } from "../rows/shapes.js";
-import { removedName, revaluedName, type RemovedCheckpoint, type RevaluedCheckpoint } from "../rows/marks.js";
-import { orphanSnapshots } from "./snapshots.js";
-import { takeOffAbsent } from "./absent.js";
+import { removedName, revaluedName, type RemovedCheckpoint } from "../rows/marks.js";
+import { orphanSnapshots, storeSnapshots } from "./snapshots.js";
 import { inlineBlobs } from "../rows/inline.js";
 import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
@@ -70,16 +69,10 @@ export async function deleteForRuns(
       }
       // The snapshots of the checkpoints left whose parent went (their versions are named: no delete above).
       const left = new Set(remaining.flat().map((row) => rowKey(row)));
-      const kept = snapshots.filter(({ row }) => left.has(rowKey(row)));
-      const marked: RevaluedCheckpoint = { revalued_at: ctx.now() };
-      for (const { row, blob } of kept) {
-        issue(storePut(tx.objectStore("blobs"), blob));
-        const name = revaluedName(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-        issue(storePut(tx.objectStore("meta"), { name, value: marked }));
-      }
-      await takeOffAbsent(
+      await storeSnapshots(
+        ctx,
         tx,
-        kept.map(({ blob }) => [blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]),
+        snapshots.filter(({ row }) => left.has(rowKey(row))),
       );
       for (const [i, threadId] of threads.entries()) await refreshThread(ctx, tx, threadId, remaining[i]!);
       return threads;

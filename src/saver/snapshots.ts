@@ -16,6 +16,10 @@ import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { checkpointIdentity } from "../core/identity.js";
 import { isDeltaChannelLike, type DeltaChannelLike } from "./types.js";
+import { issue, storePut } from "../idb/requests.js";
+import { revaluedName, type RevaluedCheckpoint } from "../rows/marks.js";
+import { takeOffAbsent } from "./absent.js";
+import type { WriteTx } from "./tombstones.js";
 
 /** The config naming `row`. */
 function configOf(row: CheckpointRow): RunnableConfig {
@@ -65,10 +69,28 @@ export async function snapshotBlob(
   };
 }
 
-/** A snapshot for one checkpoint left after a `deleteForRuns`, and that checkpoint. */
-export interface OrphanSnapshot {
+/** A snapshot, and the checkpoint it was made for. */
+export interface Snapshot {
   row: CheckpointRow;
   blob: BlobRow;
+}
+
+/**
+ * Stores `snapshots` in `tx` and marks their checkpoints revalued, for sync
+ * to push them again with the value (rows/marks.ts); takes their versions
+ * off the rows that list them as having no value (absent.ts).
+ */
+export async function storeSnapshots(ctx: SaverContext, tx: WriteTx, snapshots: readonly Snapshot[]): Promise<void> {
+  const marked: RevaluedCheckpoint = { revalued_at: ctx.now() };
+  for (const { row, blob } of snapshots) {
+    issue(storePut(tx.objectStore("blobs"), blob));
+    const name = revaluedName(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+    issue(storePut(tx.objectStore("meta"), { name, value: marked }));
+  }
+  await takeOffAbsent(
+    tx,
+    snapshots.map(({ blob }) => [blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]),
+  );
 }
 
 /**
@@ -84,7 +106,7 @@ export async function orphanSnapshots(
   runIds: readonly string[],
   threadId: string | undefined,
   channels: Record<string, unknown>,
-): Promise<OrphanSnapshot[]> {
+): Promise<Snapshot[]> {
   const ranges = ctx.db.ranges;
   const { doomed, threads } = await ctx.db.read(
     ["checkpoints"],
@@ -102,7 +124,7 @@ export async function orphanSnapshots(
   const key = (row: CheckpointRow, id: string) => `${row.thread_id}\u0000${checkpointIdentity(row.checkpoint_ns, id)}`;
   const gone = new Set(doomed.map((row) => key(row, row.checkpoint_id)));
   const byKey = new Map(threads.flat().map((row) => [key(row, row.checkpoint_id), row]));
-  const snapshots: OrphanSnapshot[] = [];
+  const snapshots: Snapshot[] = [];
   for (const row of byKey.values()) {
     const parent = row.parent_checkpoint_id;
     if (gone.has(key(row, row.checkpoint_id)) || parent === undefined || !gone.has(key(row, parent))) continue;
