@@ -133,10 +133,20 @@ export async function revaluedCheckpoints(access: SaverRawAccess): Promise<Reval
   );
   return marks.map((mark) => {
     const { threadId, checkpointNs, checkpointId } = checkpointOfMark(mark.name);
-    const at = (mark.value as Partial<RevaluedCheckpoint> | null)?.revalued_at;
-    // A mark this code did not write reads as new: pushing again costs a round trip, missing one a value.
-    return [threadId, checkpointNs, checkpointId, typeof at === "number" && Number.isFinite(at) ? at : Infinity];
+    return [threadId, checkpointNs, checkpointId, revaluedAt(mark.value)];
   });
+}
+
+/** The time of a revalued mark's value; a value this code did not write reads as new (Infinity). */
+export function revaluedAt(value: unknown): number {
+  const at = (value as Partial<RevaluedCheckpoint> | null)?.revalued_at;
+  // Pushing again costs a round trip; missing one, a value.
+  return typeof at === "number" && Number.isFinite(at) ? at : Infinity;
+}
+
+/** A checkpoint's fingerprint (its writes') with its revalued mark's time, if it has one. */
+export function withRevalued(fingerprint: string, at: number | undefined): string {
+  return at === undefined ? fingerprint : `${fingerprint}@${at}`;
 }
 
 /**

@@ -33,6 +33,7 @@ import {
   readScan,
   recordScan,
   revaluedCheckpoints,
+  withRevalued,
   type CheckpointKey,
   type Replayed,
 } from "./changes.js";
@@ -189,8 +190,7 @@ export async function pendingChanges(
   ]);
   // Checkpoints prune gave a value: their fingerprint names the mark, so each goes again once, with it.
   const marks = new Map(revalued.map(([threadId, ns, id, at]) => [checkpointKeyOf(threadId, ns, id), at]));
-  const fingerprintOf = (local: LocalCheckpoint) =>
-    marks.has(local.key) ? `${local.fingerprint}@${marks.get(local.key)}` : local.fingerprint;
+  const fingerprintOf = (local: LocalCheckpoint) => withRevalued(local.fingerprint, marks.get(local.key));
   const locals: LocalCheckpoint[] = [];
   if (full) {
     for (const threadId of inventory.threads)

@@ -14,13 +14,13 @@ import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import { heldInline, type CheckpointRow, type Tombstone, type ValueKey, type WriteRow } from "../rows/shapes.js";
-import { removedName } from "../rows/marks.js";
+import { removedName, revaluedName } from "../rows/marks.js";
 import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
-import { addReplayed } from "./changes.js";
+import { addReplayed, revaluedAt, withRevalued } from "./changes.js";
 import { writeChecked } from "./pull-checks.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
@@ -255,15 +255,18 @@ export async function applyChanges(
       await Promise.all(
         stored.map(async ({ wire, added, valued }) => {
           const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-          const [isNew, rows, news] = await Promise.all([
+          const [isNew, rows, news, mark] = await Promise.all([
             added,
             writes.getAll(ranges.bound(bounds.lower, bounds.upper)),
             Promise.all(valued),
+            // A checkpoint this device's prune revalued: its fingerprint names the mark, as a round's does.
+            tx.objectStore("meta").get(revaluedName(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id)),
           ]);
           const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
+          const fingerprint = withRevalued(writesFingerprint(rows), mark && revaluedAt(mark.value));
           // A refused replay leaves the server holding an older value than this
           // device: no fingerprint matches, so the next round pushes ours again.
-          result.fingerprints.set(key, replayed.has(key) ? REPLAYED : writesFingerprint(rows));
+          result.fingerprints.set(key, replayed.has(key) ? REPLAYED : fingerprint);
           // A value new here may be one a checkpoint held before already names without listing it as
           // absent (a pulled row, or one put before schema step 5; rows listing it were told above):
           // that checkpoint now reads it, and a reader that kept it without the value must drop it.

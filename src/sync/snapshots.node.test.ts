@@ -57,6 +57,29 @@ describe("a snapshot and the removals it stands in for", () => {
     expect(await messages(b.saver)).toEqual(expected);
   });
 
+  it("a write another device adds to a revalued checkpoint comes back without sending that checkpoint again", async () => {
+    const { token } = newUser();
+    const a = device(served.url, token);
+    const b = device(served.url, token);
+    await chat(a.saver, "t", ["one", "two"], true);
+    await a.sync.syncNow();
+    await b.sync.syncNow();
+    await pruneWithSnapshot(a.saver);
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 1 });
+    await b.sync.syncNow();
+    const [kept] = await checkpointIds(b.saver, "t");
+    const keptId = kept!.split("|")[1]!;
+    await b.saver.putWrites(
+      { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: keptId } },
+      [["x", "late"]],
+      "task",
+    );
+    expect(await b.sync.syncNow()).toMatchObject({ pushed: 1 });
+    expect(await a.sync.syncNow()).toMatchObject({ pulled: 1 });
+    // The pull recorded the checkpoint as the round sees it (its mark included): nothing goes back.
+    expect(await a.sync.syncNow()).toMatchObject({ pushed: 0, pulled: 0 });
+  });
+
   it("a snapshot the server refuses keeps the removals back: the other device keeps the history", async () => {
     const { token } = newUser();
     const a = device(served.url, token, { client: { batchBytes: 12_000 } });
