@@ -44,6 +44,12 @@ export interface RunState {
   readonly holding: Set<string>;
   /** The running run of each thread, to stop it. */
   readonly controllers: Map<string, AbortController>;
+  /**
+   * Threads whose run was stopped while asked for and not started yet (the
+   * Stop button shows from the call, while the run still prepares: an edit
+   * reads its fork point and retitles the thread first): it does not start.
+   */
+  readonly stopAsked: Set<string>;
   /** Threads whose last run was stopped in this tab (the saver can't tell a stop from a closed tab). */
   readonly stopped: Set<string>;
   /** The last error of each thread's run in this tab, for failures that left no task error in the saver. */
@@ -58,6 +64,7 @@ export function newRunState(): RunState {
     asked: new Map(),
     holding: new Set(),
     controllers: new Map(),
+    stopAsked: new Set(),
     stopped: new Set(),
     failed: new Map(),
   };
@@ -91,11 +98,19 @@ export function enqueue(state: RunState, threadId: string, work: () => Promise<v
  */
 export function enqueueRun(state: RunState, threadId: string, work: () => Promise<void>): Promise<void> {
   state.asked.set(threadId, (state.asked.get(threadId) ?? 0) + 1);
-  return enqueue(state, threadId, work).finally(() => {
+  const unlessStopped = () => (state.stopAsked.delete(threadId) ? Promise.reject(notStarted()) : work());
+  return enqueue(state, threadId, unlessStopped).finally(() => {
     const left = (state.asked.get(threadId) ?? 1) - 1;
     if (left > 0) state.asked.set(threadId, left);
-    else state.asked.delete(threadId);
+    else {
+      state.asked.delete(threadId);
+      state.stopAsked.delete(threadId);
+    }
   });
+}
+
+function notStarted(): RunNotStarted {
+  return new RunNotStarted("Stopped before it started.");
 }
 
 /** Resolves once every queued run has ended (before a lock change moves the databases). */
@@ -103,9 +118,14 @@ export async function allQueued(state: RunState): Promise<void> {
   await Promise.all([...state.queues.values()]);
 }
 
-/** Stops the thread's running answer; the turn stays, marked stopped, with Retry. */
+/**
+ * Stops the thread's running answer; the turn stays, marked stopped, with
+ * Retry. A run asked for that has not started yet does not start.
+ */
 export function stopRun(state: RunState, threadId: string): void {
-  state.controllers.get(threadId)?.abort(new DOMException("Stopped by the user.", "AbortError"));
+  const controller = state.controllers.get(threadId);
+  if (controller) controller.abort(new DOMException("Stopped by the user.", "AbortError"));
+  else if (state.asked.has(threadId)) state.stopAsked.add(threadId);
 }
 
 /**
@@ -152,6 +172,8 @@ export async function runThread(
   onEvent: (event: RunEvent) => void,
   checkpointId?: string,
 ): Promise<void> {
+  // Stopped while it prepared (see RunState.stopAsked): never started, as one stopped while waiting for the lock.
+  if (state.stopAsked.delete(threadId)) throw notStarted();
   const controller = new AbortController();
   state.running.add(threadId);
   state.controllers.set(threadId, controller);
@@ -203,7 +225,7 @@ export async function runThread(
       throw error;
     }
     // Not holding the thread yet: the run never started, so no turn of this tab was stopped.
-    if (!state.holding.has(threadId)) throw new RunNotStarted("Stopped before it started.");
+    if (!state.holding.has(threadId)) throw notStarted();
     state.stopped.add(threadId);
   } finally {
     state.running.delete(threadId);
