@@ -138,7 +138,7 @@ export async function revaluedCheckpoints(access: SaverRawAccess): Promise<Reval
 }
 
 /** The time of a revalued mark's value; a value this code did not write reads as new (Infinity). */
-export function revaluedAt(value: unknown): number {
+function revaluedAt(value: unknown): number {
   const at = (value as Partial<RevaluedCheckpoint> | null)?.revalued_at;
   // Pushing again costs a round trip; missing one, a value.
   return typeof at === "number" && Number.isFinite(at) ? at : Infinity;

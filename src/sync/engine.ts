@@ -166,6 +166,8 @@ export interface RoundChanges extends PendingChanges {
   read: number;
   /** Whether the round scanned every thread (no usable scan record). */
   full: boolean;
+  /** The revalued marks read (checkpoint key to time): what the round's fingerprints name. */
+  revalued: ReadonlyMap<string, number>;
 }
 
 /**
@@ -222,6 +224,7 @@ export async function pendingChanges(
     replayed,
     read: locals.length,
     full,
+    revalued: marks,
   };
   // Checked by the rules the server applies: a thread it would refuse is skipped, named, not sent.
   const refused = (threadId: string, check: () => unknown): boolean => {
@@ -336,7 +339,11 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
     const page = await ctx.transport.pull(cursor, ctx.pullLimit, device);
     if (page.cursor === cursor) break; // nothing new
     // Also when every change was this device's own: the cursor moves past them.
-    const applied = await applyChanges(ctx.access, page.changes, { scope, cursor: page.cursor });
+    const applied = await applyChanges(ctx.access, page.changes, {
+      scope,
+      cursor: page.cursor,
+      revalued: pending.revalued,
+    });
     for (const threadId of applied.threads) touched.add(threadId);
     result.pulled += page.changes.length;
     cursor = page.cursor;

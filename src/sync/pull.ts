@@ -14,13 +14,13 @@ import { deleteUnusedBlobs, removeCheckpoint } from "../saver/runs.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import { heldInline, type CheckpointRow, type Tombstone, type ValueKey, type WriteRow } from "../rows/shapes.js";
-import { removedName, revaluedName } from "../rows/marks.js";
+import { removedName } from "../rows/marks.js";
 import { takeOffAbsent } from "../saver/absent.js";
 import { summarizeThread } from "../saver/threads.js";
 import { readTombstone, type WriteTx } from "../saver/tombstones.js";
 import type { WireChange, WireCheckpoint, WireDelete, WireRemoved, WireWrite } from "./protocol.js";
 import { checkpointKeyOf, specialDigest, writesFingerprint } from "./push.js";
-import { addReplayed, revaluedAt, withRevalued } from "./changes.js";
+import { addReplayed, withRevalued } from "./changes.js";
 import { writeChecked } from "./pull-checks.js";
 import { readThreadSync, updateSyncState, type ThreadSyncRecord, type ThreadSyncUpdate } from "./state.js";
 
@@ -97,7 +97,16 @@ export interface Applied {
 export async function applyChanges(
   access: SaverRawAccess,
   changes: WireChange[],
-  sync: { scope: string; cursor: number },
+  sync: {
+    scope: string;
+    cursor: number;
+    /**
+     * The revalued marks the round read (checkpoint key to time, engine.ts): a
+     * pulled checkpoint's fingerprint names its mark, as the round's does.
+     * A mark written since costs one push of that checkpoint, no more.
+     */
+    revalued?: ReadonlyMap<string, number>;
+  },
 ): Promise<Applied> {
   const now = access.now();
   const events: { threadId: string; checkpointNs?: string; checkpointId?: string; kind: "put" | "delete" }[] = [];
@@ -255,15 +264,13 @@ export async function applyChanges(
       await Promise.all(
         stored.map(async ({ wire, added, valued }) => {
           const bounds = prefixBounds(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-          const [isNew, rows, news, mark] = await Promise.all([
+          const [isNew, rows, news] = await Promise.all([
             added,
             writes.getAll(ranges.bound(bounds.lower, bounds.upper)),
             Promise.all(valued),
-            // A checkpoint this device's prune revalued: its fingerprint names the mark, as a round's does.
-            tx.objectStore("meta").get(revaluedName(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id)),
           ]);
           const key = checkpointKeyOf(wire.thread_id, wire.checkpoint_ns, wire.checkpoint_id);
-          const fingerprint = withRevalued(writesFingerprint(rows), mark && revaluedAt(mark.value));
+          const fingerprint = withRevalued(writesFingerprint(rows), sync.revalued?.get(key));
           // A refused replay leaves the server holding an older value than this
           // device: no fingerprint matches, so the next round pushes ours again.
           result.fingerprints.set(key, replayed.has(key) ? REPLAYED : fingerprint);
