@@ -15,7 +15,7 @@ import { refreshThread } from "./threads.js";
 import { THREAD_STORES, type WriteTx } from "./tombstones.js";
 import type { DeleteForRunsOptions } from "./types.js";
 import type { KeyRanges } from "../idb/database.js";
-import { stillVerified, verifiedRunRows } from "./verify-runs.js";
+import { rowIdentity, stillVerified, verifiedRunRows } from "./verify-runs.js";
 import { blobIdentity } from "../core/identity.js";
 
 /**
@@ -68,11 +68,11 @@ export async function deleteForRuns(
         }
       }
       // The snapshots of the checkpoints left whose parent went (their versions are named: no delete above).
-      const left = new Set(remaining.flat().map((row) => rowKey(row)));
+      const left = new Set(remaining.flat().map(rowIdentity));
       await storeSnapshots(
         ctx,
         tx,
-        snapshots.filter(({ row }) => left.has(rowKey(row))),
+        snapshots.filter(({ row }) => left.has(rowIdentity(row))),
       );
       for (const [i, threadId] of threads.entries()) await refreshThread(ctx, tx, threadId, remaining[i]!);
       return threads;
@@ -81,11 +81,6 @@ export async function deleteForRuns(
     false,
   );
   for (const threadId of touched) ctx.feed.emit({ threadId, kind: "delete-runs" });
-}
-
-/** A checkpoint row's key as a string. */
-function rowKey(row: CheckpointRow): string {
-  return `${row.thread_id}\u0000${row.checkpoint_ns}\u0000${row.checkpoint_id}`;
 }
 
 /** A blob's key as a string, for the sets {@link namedBlobs} builds. */
