@@ -210,3 +210,28 @@ test("a locked app locks itself again after the chosen idle time, not while used
   await page.getByTestId("unlock-passphrase").press("Enter");
   await expect.poll(() => transcript(page), { timeout: 30_000 }).toHaveLength(2);
 }, 120_000);
+
+test("erasing everything on one tab's lock screen empties the other tabs too", async () => {
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "erased in every tab");
+  const b = await harness().page();
+  await ready(b);
+  await lockWith(a, "a passphrase to forget");
+  await b.getByTestId("unlock-passphrase").fill("a passphrase to forget");
+  await b.getByTestId("unlock-passphrase").press("Enter");
+  await ready(b);
+  await expect.poll(() => transcript(b)).toHaveLength(2);
+  // Tab A sits on its lock screen (reloaded), tab B is open: A erases everything.
+  await a.reload();
+  await a.getByText("Forgot your passphrase?").click();
+  await a.getByTestId("erase").click();
+  await a.getByTestId("confirm-erase").click();
+  await ready(a);
+  await expect.poll(() => transcript(a)).toEqual([]);
+  // B does not go on showing (and writing to) what was erased: it starts again, empty, and says why.
+  await expect.poll(() => transcript(b), { timeout: 30_000 }).toEqual([]);
+  expect(await b.getByTestId("thread").count()).toBe(0);
+  await send(b, "after the erase");
+  await expect.poll(() => transcript(a), { timeout: 30_000 }).toHaveLength(2);
+}, 120_000);
