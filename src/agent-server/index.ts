@@ -94,12 +94,17 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     {
       started: async (run) => void (await threads.patch(run.thread_id, { status: "busy" })),
       ended: async (run, error) => {
+        // Another run of the thread holds it or waits for it (enqueued): the thread stays busy,
+        // as the Agent Server keeps it while a run is pending or running.
+        if (await runs.threadBusy(run.thread_id, run.run_id)) return;
         const graph = graphs[run.assistant_id];
         const state =
           error === undefined && graph
             ? await graph.getState({ configurable: { thread_id: run.thread_id } })
             : undefined;
-        const paused = state?.tasks.some((task) => task.interrupts.length > 0) ?? false;
+        // Paused: on an interrupt, or at a static breakpoint (`interrupt_before`/`after`), which
+        // leaves tasks to run and no interrupt; the Agent Server says "interrupted" for both.
+        const paused = (state?.next.length ?? 0) > 0;
         await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
       },
     },
@@ -112,6 +117,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     dbName: saver.dbName,
     locks: options.locks,
     deleteCheckpoints: async (threadId) => {
+      await runs.cancelThread(threadId);
       await saver.deleteThread(threadId);
       await log.deleteThread(threadId);
     },

@@ -6,14 +6,15 @@
  * Server's API; what it does not serve answers 404 with the route named.
  */
 import { Hono, type Context } from "hono";
-import { Command } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
-import type { RunLockManager } from "../runs/locks.js";
-import type { AgentThreadStore, ThreadRecord, ThreadStatus } from "./threads.js";
-import type { RunHandle, RunRegistry } from "./runs.js";
-import { STREAM_MODES, toJsonText, type StreamMode } from "./stream.js";
+import { ThreadBusyError } from "../runs/errors.js";
+import type { ThreadRecord, ThreadStatus } from "./threads.js";
+import type { ServedGraph } from "./graphs.js";
 import { toThreadState, type Snapshot } from "./state.js";
+import { busy, reply } from "./replies.js";
+import { registerRunRoutes, type RouteContext } from "./run-routes.js";
+
+export type { RouteContext } from "./run-routes.js";
 import {
   BadRequest,
   body,
@@ -23,20 +24,7 @@ import {
   optionalObject,
   optionalString,
 } from "./input.js";
-import type { ServedGraph } from "./graphs.js";
 
-/** What the routes work with. */
-export interface RouteContext {
-  graphs: Readonly<Record<string, ServedGraph>>;
-  threads: AgentThreadStore;
-  runs: RunRegistry;
-  dbName: string;
-  locks: RunLockManager | undefined;
-  /** Deletes the thread's checkpoints and runs. */
-  deleteCheckpoints(threadId: string): Promise<void>;
-}
-
-const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
 
 /** The Hono app serving the routes. */
@@ -59,6 +47,10 @@ export function createRoutes(context: RouteContext): Hono {
     const json = await body(c);
     const threadId = optionalString(json, "thread_id") ?? crypto.randomUUID();
     const ifExists = checkOneOf(optionalString(json, "if_exists") ?? "raise", ["raise", "do_nothing"], "if_exists");
+    // Not applied here: refused rather than dropped, so a thread "created with its state" is not empty.
+    if (Array.isArray(json.supersteps) && json.supersteps.length > 0) {
+      throw new BadRequest("supersteps are not served by the local agent server: create the thread, then updateState.");
+    }
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
     return reply(c, thread);
@@ -66,7 +58,12 @@ export function createRoutes(context: RouteContext): Hono {
   app.post("/threads/search", async (c) => {
     const json = await body(c);
     const status = optionalString(json, "status");
+    const ids = json.ids;
+    if (ids !== undefined && ids !== null && !(Array.isArray(ids) && ids.every((id) => typeof id === "string"))) {
+      throw new BadRequest(`ids must be a list of thread ids; got ${JSON.stringify(ids)}.`);
+    }
     const result = await threads.search({
+      ...(Array.isArray(ids) ? { ids: ids as string[] } : {}),
       metadata: optionalObject(json, "metadata"),
       status: status === undefined ? undefined : checkOneOf(status, STATUSES, "status"),
       limit: optionalNumber(json, "limit") ?? 10,
@@ -133,8 +130,18 @@ export function createRoutes(context: RouteContext): Hono {
     };
     const checkpointId = optionalString(json, "checkpoint_id");
     if (checkpointId) configurable.checkpoint_id = checkpointId;
-    const result = await graph.updateState({ configurable }, json.values, optionalString(json, "as_node"));
-    return reply(c, { checkpoint: result.configurable });
+    const asNode = optionalString(json, "as_node");
+    // Under the thread's run lock, as a run: an update while a run goes would be written
+    // under the run's next checkpoint and lost, so it is refused as the Agent Server does.
+    try {
+      const result = await context.runs.whileIdle(thread.thread_id, () =>
+        graph.updateState({ configurable }, json.values, asNode),
+      );
+      return reply(c, { checkpoint: result.configurable });
+    } catch (error) {
+      if (error instanceof ThreadBusyError) return busy(c, thread.thread_id);
+      throw error;
+    }
   });
   const history = async (c: Context, json: Record<string, unknown>) => {
     const thread = await threadOr404(c);
@@ -161,160 +168,4 @@ export function createRoutes(context: RouteContext): Hono {
 
   registerRunRoutes(app, context, threadOr404);
   return app;
-}
-
-function registerRunRoutes(
-  app: Hono,
-  context: RouteContext,
-  threadOr404: (c: Context) => Promise<ThreadRecord | Response>,
-): void {
-  const { threads, runs } = context;
-
-  /** Starts the run a body describes, or answers why it cannot. */
-  const startRun = async (c: Context): Promise<RunHandle | Response> => {
-    const json = await body(c);
-    const threadId = c.req.param("thread_id")!;
-    const assistantId = optionalString(json, "assistant_id");
-    const graph = assistantId === undefined ? undefined : context.graphs[assistantId];
-    if (!graph || assistantId === undefined) {
-      return reply(
-        c,
-        {
-          error: `No graph named ${JSON.stringify(assistantId)}: createLocalAgentServer({ graphs }) has ${Object.keys(context.graphs).join(", ")}`,
-        },
-        404,
-      );
-    }
-    const ifNotExists = checkOneOf(
-      optionalString(json, "if_not_exists") ?? "reject",
-      ["reject", "create"],
-      "if_not_exists",
-    );
-    if (ifNotExists === "create") await threads.create(threadId, {});
-    else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
-    const multitask = checkOneOf(
-      optionalString(json, "multitask_strategy") ?? "reject",
-      STRATEGIES,
-      "multitask_strategy",
-    );
-    if (multitask === "reject" && (await isThreadRunning(threadId, { dbName: context.dbName, locks: context.locks }))) {
-      return reply(c, { error: `Thread ${threadId} is busy with another run (multitask_strategy "reject")` }, 409);
-    }
-    const requested = json.stream_mode;
-    const modes = (Array.isArray(requested) ? requested : requested === undefined ? ["values"] : [requested]).map(
-      (mode) => checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
-    );
-    await threads.patch(threadId, { metadata: { graph_id: assistantId, assistant_id: assistantId } });
-    const command = optionalObject(json, "command");
-    const config = (optionalObject(json, "config") ?? {}) as RunnableConfig;
-    const checkpointId = optionalString(json, "checkpoint_id");
-    const configurable = {
-      ...config.configurable,
-      ...optionalObject(json, "checkpoint"),
-      ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
-      thread_id: threadId,
-      graph_id: assistantId,
-    };
-    return runs.start({
-      threadId,
-      assistantId,
-      graph,
-      input: command ? new Command(command) : (json.input ?? null),
-      config: {
-        ...config,
-        configurable,
-        ...(json.context !== undefined ? { context: json.context } : {}),
-        ...(json.interrupt_before !== undefined ? { interruptBefore: json.interrupt_before } : {}),
-        ...(json.interrupt_after !== undefined ? { interruptAfter: json.interrupt_after } : {}),
-      } as RunnableConfig,
-      modes: modes as StreamMode[],
-      subgraphs: optionalBoolean(json, "stream_subgraphs") ?? false,
-      multitask,
-      metadata: optionalObject(json, "metadata") ?? {},
-    });
-  };
-  const location = (run: RunHandle) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
-  const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
-    (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
-  const finalValues = async (c: Context, run: RunHandle) => {
-    let error: string | undefined;
-    for await (const event of run.follow()) if (event.event === "error") error = event.data;
-    if (error !== undefined) return reply(c, { __error__: JSON.parse(error) as unknown });
-    const thread = await threads.get(run.record.thread_id);
-    const graph = thread && context.graphs[run.record.assistant_id];
-    const snapshot = graph ? await graph.getState({ configurable: { thread_id: run.record.thread_id } }) : undefined;
-    return reply(c, snapshot?.values ?? {});
-  };
-
-  app.post("/threads/:thread_id/runs/stream", async (c) => {
-    const run = await startRun(c);
-    if (run instanceof Response) return run;
-    return sse(run.follow(), { "Content-Location": location(run) });
-  });
-  app.post("/threads/:thread_id/runs", async (c) => {
-    const run = await startRun(c);
-    if (run instanceof Response) return run;
-    c.header("Content-Location", location(run));
-    return reply(c, run.record);
-  });
-  app.post("/threads/:thread_id/runs/wait", async (c) => {
-    const run = await startRun(c);
-    if (run instanceof Response) return run;
-    c.header("Content-Location", location(run));
-    return finalValues(c, run);
-  });
-  app.get("/threads/:thread_id/runs", async (c) => reply(c, await runs.list(c.req.param("thread_id"))));
-  app.get("/threads/:thread_id/runs/:run_id", async (c) => {
-    const run = await runOr404(c);
-    return run instanceof Response ? run : reply(c, run.record);
-  });
-  app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
-    const run = await runOr404(c);
-    return run instanceof Response ? run : finalValues(c, run);
-  });
-  app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
-    const run = await runOr404(c);
-    if (run instanceof Response) return run;
-    const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
-    return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
-  });
-  app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
-    const run = await runOr404(c);
-    if (run instanceof Response) return run;
-    const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
-    const cancelled = run.cancel(action);
-    if (c.req.query("wait") === "1" || c.req.query("wait") === "true") await cancelled;
-    else cancelled.catch(() => undefined);
-    return c.body(null, 202);
-  });
-}
-
-/**
- * A JSON response. LangChain messages go out in their dict form (as the Agent
- * Server sends them), not as LangChain's serialized constructor form.
- */
-function reply(c: Context, value: unknown, status = 200): Response {
-  return c.body(toJsonText(value), status as 200, { "Content-Type": "application/json" });
-}
-
-/** A server-sent-events response of `events`; the run goes on if the client leaves. */
-function sse(
-  events: AsyncGenerator<{ id: number; event: string; data: string }>,
-  headers: Record<string, string>,
-): Response {
-  const encoder = new TextEncoder();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await events.next();
-      if (next.done) return controller.close();
-      const { id, event, data } = next.value;
-      controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`));
-    },
-    async cancel() {
-      await events.return(undefined);
-    },
-  });
-  return new Response(stream, {
-    headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", ...headers },
-  });
 }

@@ -9,12 +9,12 @@
  * Lock until its final record is written.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { runOnThread, type MultitaskStrategy, type RunSaver } from "../runs/coordinator.js";
-import { RunInterruptedError } from "../runs/errors.js";
+import { isThreadRunning, runOnThread, type MultitaskStrategy, type RunSaver } from "../runs/coordinator.js";
+import { RunInterruptedError, ThreadBusyError } from "../runs/errors.js";
 import { defaultLockManager, type RunLockManager } from "../runs/locks.js";
 import type { RunRecord, RunStatus, SentEvent } from "./records.js";
 import { AgentRunChannel } from "./run-channel.js";
-import type { RunLog } from "./run-log.js";
+import { isFinal, type RunLog } from "./run-log.js";
 import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteContext } from "./remote-run.js";
 import { errorData, streamRunEvents, toJsonText, type EventStreamingGraph, type StreamMode } from "./stream.js";
 
@@ -57,6 +57,10 @@ interface RunState {
   saveTimer: ReturnType<typeof setTimeout> | undefined;
   /** Another server follows it: send its events on the channel. */
   shared: boolean;
+  /** A `reject` run that found its thread busy: never recorded, answered 409. */
+  refused: boolean;
+  /** Its record may be written: a `reject` run's only once it holds its thread. */
+  logged: boolean;
 }
 
 /** What the registry reports to the server as runs start and end. */
@@ -137,20 +141,77 @@ export class RunRegistry {
       saving: Promise.resolve(),
       saveTimer: undefined,
       shared: false,
+      refused: false,
+      logged: spec.multitask !== "reject",
     };
     this.#runs.set(runId, state);
     this.#push(state, "metadata", { run_id: runId, attempt: 1 });
     let recorded!: () => void;
     const inLog = new Promise<void>((resolve) => (recorded = resolve));
+    // A `reject` run is recorded once it holds its thread, so that one refused (another run
+    // took the thread after the route's check) leaves no record and is answered 409, as the
+    // Agent Server answers; the others are recorded at once, pending while they wait.
+    const recordFirst = state.logged;
     // The lock first, then the record: a record not final whose lock is free is a run cut short.
     const held = this.#locks.request(runnerLockName(this.#saver.dbName, runId), {}, async () => {
-      await this.#save(state);
-      recorded();
-      await this.#execute(state, spec);
+      if (recordFirst) {
+        await this.#save(state);
+        recorded();
+      }
+      await this.#execute(state, spec, recordFirst ? undefined : recorded);
     });
-    state.done = held.catch(() => this.#finish(state));
+    state.done = held.catch(() => this.#end(state));
     await Promise.race([inLog, held]);
+    if (state.refused) throw new ThreadBusyError(spec.threadId, this.#saver.dbName);
     return this.#handle(state);
+  }
+
+  /**
+   * Runs `work` while holding `threadId` as a run would (`runOnThread`,
+   * strategy `reject`), so no run starts meanwhile, here or in another tab.
+   * @throws {ThreadBusyError} a run holds the thread.
+   */
+  async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    let result!: T;
+    await runOnThread(
+      { invoke: async () => void (result = await work()) },
+      null,
+      { configurable: { thread_id: threadId } },
+      {
+        multitask: "reject",
+        saver: this.#saver,
+        locks: this.#locks,
+      },
+    );
+    return result;
+  }
+
+  /**
+   * Whether a run of `threadId` other than `runId` is going or waiting:
+   * this server's (pending or running), or any tab's holding the thread.
+   */
+  async threadBusy(threadId: string, runId: string): Promise<boolean> {
+    for (const state of this.#runs.values()) {
+      if (state.record.thread_id === threadId && state.record.run_id !== runId && !state.finished) return true;
+    }
+    return isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
+  }
+
+  /**
+   * Stops every run of `threadId` that has not ended, this server's and
+   * other tabs' (found in the run log), and waits for them to end: a thread
+   * deleted under a run would otherwise get its checkpoints and record back.
+   */
+  async cancelThread(threadId: string): Promise<void> {
+    const own = [...this.#runs.values()].filter((state) => state.record.thread_id === threadId && !state.finished);
+    const others = (await this.#log.list(threadId)).filter(
+      (record) => !isFinal(record) && !this.#runs.has(record.run_id),
+    );
+    const remote = await Promise.all(others.map((record) => this.find(threadId, record.run_id)));
+    await Promise.all([
+      ...own.map((state) => this.#cancel(state, "interrupt")),
+      ...remote.map((run) => run?.cancel("interrupt")),
+    ]);
   }
 
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
@@ -208,6 +269,9 @@ export class RunRegistry {
   }
 
   async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
+    // A run that has ended is left as it is, as the Agent Server does: a late or repeated
+    // cancel with "rollback" would otherwise delete a finished run's checkpoints.
+    if (state.finished) return;
     state.controller.abort(new Error(`Run ${state.record.run_id} was cancelled.`));
     await state.done;
     if (action === "rollback") {
@@ -215,10 +279,16 @@ export class RunRegistry {
     }
   }
 
-  async #execute(state: RunState, spec: RunSpec): Promise<void> {
+  /** Runs `spec`; `record`, when given, is called once the run holds its thread and is in the log. */
+  async #execute(state: RunState, spec: RunSpec, record?: () => void): Promise<void> {
     const runner = {
       invoke: async (input: unknown, config: RunnableConfig) => {
+        state.logged = true;
         this.#setStatus(state, "running");
+        if (record) {
+          await state.saving;
+          record();
+        }
         await this.#hooks.started(state.record);
         const options = { modes: spec.modes, subgraphs: spec.subgraphs, runId: state.record.run_id };
         for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
@@ -237,6 +307,12 @@ export class RunRegistry {
       });
       this.#setStatus(state, "success");
     } catch (error) {
+      if (record && error instanceof ThreadBusyError) {
+        // Refused before it held the thread: nothing was written, and no one follows it.
+        state.refused = true;
+        this.#end(state);
+        return;
+      }
       const stopped = error instanceof RunInterruptedError || state.controller.signal.aborted;
       // The error event before the final status: a final record always comes with all its events.
       if (!stopped) {
@@ -251,9 +327,19 @@ export class RunRegistry {
       try {
         await this.#save(state);
       } finally {
-        this.#finish(state);
+        this.#end(state);
       }
     }
+  }
+
+  /**
+   * Marks the run ended and forgets it: its record and events are in the run
+   * log, where `find` reads them as it reads other tabs' runs (a registry
+   * that kept every run held every token of every run for the server's life).
+   */
+  #end(state: RunState): void {
+    this.#finish(state);
+    this.#runs.delete(state.record.run_id);
   }
 
   /** Marks the run ended: followers here and in other tabs stop waiting. */
@@ -274,7 +360,9 @@ export class RunRegistry {
     state.events.push(sent);
     if (state.shared)
       this.#channel.post({ type: "events", runId: state.record.run_id, events: [sent], finished: false });
-    state.saveTimer ??= setTimeout(() => void this.#save(state).catch(() => undefined), SAVE_EVERY_MS);
+    if (state.logged) {
+      state.saveTimer ??= setTimeout(() => void this.#save(state).catch(() => undefined), SAVE_EVERY_MS);
+    }
     this.#wake(state);
   }
 

@@ -17,6 +17,7 @@ export const STREAM_MODES = [
   "debug",
   "tasks",
   "checkpoints",
+  "tools",
 ] as const;
 
 /** A stream mode a run can be asked for. */

@@ -15,6 +15,8 @@ export type { ThreadMetadata, ThreadRecord, ThreadStatus } from "./records.js";
 
 /** Options of {@link AgentThreadStore.search}. */
 export interface ThreadSearchOptions {
+  /** Only these threads (any order); all when absent. */
+  ids?: readonly string[];
   /** Every key given must equal the thread's (deep equality of JSON values). */
   metadata?: ThreadMetadata;
   status?: ThreadStatus;
@@ -136,8 +138,10 @@ export class IndexedDBThreadStore implements AgentThreadStore {
   /** The threads matching `options`, sorted and paged, and how many match in all. */
   async search(options: ThreadSearchOptions): Promise<{ threads: ThreadRecord[]; total: number }> {
     const all = await this.#db.read(["threads"], (tx) => tx.objectStore("threads").getAll(), "search threads");
+    const ids = options.ids && new Set(options.ids);
     const matching = all.filter(
       (thread) =>
+        (ids === undefined || ids.has(thread.thread_id)) &&
         (options.status === undefined || thread.status === options.status) &&
         Object.entries(options.metadata ?? {}).every(([key, value]) => sameClone(thread.metadata[key], value)),
     );

@@ -1,0 +1,312 @@
+/**
+ * The local agent server where runs meet the thread's life, as the Agent
+ * Server behaves (helper-46's findings, each failing before its fix): a
+ * cancel after the end, two tabs' `reject` runs at once, a client leaving
+ * with `on_disconnect: "cancel"`, state updates and deletes under a run, the
+ * thread status while runs follow each other, `runs.wait`'s answer, and the
+ * request fields the SDK and `useStream` send (`stream_mode: "tools"`,
+ * `config.recursion_limit`, `ids`, run list paging).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Client } from "@langchain/langgraph-sdk";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import { IndexedDBSaver } from "../saver/index.js";
+import { createLocalAgentServer } from "./index.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+
+type Chat = { messages: { type: string; content: string }[] };
+const URL_BASE = "http://local.invalid";
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
+const setup = () => openServer<Chat>("run-lifecycle", true);
+const cleanups: (() => Promise<void>)[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+afterEach(async () => {
+  await closeServers();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !(await check()); await sleep(10)) {
+    if (Date.now() > deadline) throw new Error("timed out");
+  }
+}
+
+/** Reads `stream` until its metadata event, then aborts the request (the SDK then ends the stream, or throws). */
+async function leaveAtMetadata(stream: AsyncIterable<{ event: string }>, controller: AbortController): Promise<void> {
+  try {
+    for await (const part of stream) if (part.event === "metadata") controller.abort();
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  }
+  expect(controller.signal.aborted).toBe(true);
+}
+
+/** A server of its own on `graphs`, with `keepRunEvents`. */
+async function serverOf(graphs: Record<string, unknown>, keepRunEvents?: number) {
+  const dbName = freshDbName("run-lifecycle-own");
+  const saver = new IndexedDBSaver({ dbName });
+  const server = await createLocalAgentServer({ graphs: graphs as never, saver, keepRunEvents });
+  cleanups.push(async () => {
+    await server.close();
+    await saver.close();
+    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  });
+  return { server, client: new Client({ apiUrl: URL_BASE, callerOptions: { fetch: server.fetch, maxRetries: 0 } }) };
+}
+
+describe("cancel", () => {
+  it("of a run that has ended changes nothing, with rollback too", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, "agent", { input: human("keep me") });
+    await client.runs.join(t.thread_id, run.run_id);
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: keep me", "ai: echo keep me"]);
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
+  });
+
+  it("on_disconnect 'cancel' (useStream's Stop): a client leaving the stream stops the run", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const controller = new AbortController();
+    let runId = "";
+    const stream = client.runs.stream(t.thread_id, "agent", {
+      input: human("long"),
+      config: { configurable: { delay_ms: 3_000 } },
+      onDisconnect: "cancel",
+      signal: controller.signal,
+      onRunCreated: (meta) => void (runId = meta.run_id),
+    });
+    await leaveAtMetadata(stream, controller);
+    await until(async () => (await client.runs.get(t.thread_id, runId)).status === "interrupted");
+    // The next message is not refused as "busy".
+    expect(texts(await client.runs.wait(t.thread_id, "agent", { input: human("next") }))).toContain("ai: echo next");
+  });
+
+  it("without on_disconnect, a client leaving the stream leaves the run going", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const controller = new AbortController();
+    let runId = "";
+    const stream = client.runs.stream(t.thread_id, "agent", {
+      input: human("goes on"),
+      config: { configurable: { delay_ms: 200 } },
+      signal: controller.signal,
+      onRunCreated: (meta) => void (runId = meta.run_id),
+    });
+    await leaveAtMetadata(stream, controller);
+    await client.runs.join(t.thread_id, runId);
+    expect((await client.runs.get(t.thread_id, runId)).status).toBe("success");
+  });
+});
+
+describe("a busy thread", () => {
+  it("two reject runs at once: one answered 409 and never recorded, the thread busy with the other", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const start = () =>
+      client.runs.create(t.thread_id, "agent", { input: human("x"), config: { configurable: { delay_ms: 300 } } }).then(
+        (run) => run.run_id,
+        (error: Error) => error,
+      );
+    const outcomes = await Promise.all([start(), start()]);
+    const refused = outcomes.filter((o) => o instanceof Error);
+    expect(refused.map((error) => String(error))).toEqual([expect.stringMatching(/409/)]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("busy");
+    const [accepted] = outcomes.filter((o): o is string => typeof o === "string");
+    await client.runs.join(t.thread_id, accepted!);
+    expect((await client.runs.list(t.thread_id)).map((run) => run.status)).toEqual(["success"]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+
+  it("an update of its state while a run goes is refused (409) and changes nothing", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("two"),
+      config: { configurable: { delay_ms: 300 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await expect(
+      client.threads.updateState(t.thread_id, { values: human("from another tab"), asNode: "agent" }),
+    ).rejects.toThrow(/409/);
+    await client.runs.join(t.thread_id, run.run_id);
+    const after = ["human: one", "ai: echo one", "human: two", "ai: echo two"];
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(after);
+    await client.threads.updateState(t.thread_id, { values: human("now"), asNode: "agent" });
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual([...after, "human: now"]);
+  });
+
+  it("deleted while its run goes, whenever the delete comes, leaves no checkpoint and no run", async () => {
+    const { client, saver } = await setup();
+    // The saver's maintenance code loaded already (a delete or rollback elsewhere in the app does that).
+    await saver.deleteThread("warm-up");
+    for (const delay of [0, 20, 120]) {
+      const t = await client.threads.create();
+      await client.runs.create(t.thread_id, "agent", {
+        input: human("secret"),
+        config: { configurable: { delay_ms: 150 } },
+      });
+      await sleep(delay);
+      await client.threads.delete(t.thread_id);
+      await sleep(250);
+      expect(await saver.getTuple({ configurable: { thread_id: t.thread_id } })).toBeUndefined();
+      await client.threads.create({ threadId: t.thread_id, graphId: "agent" });
+      expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual([]);
+      expect(await client.runs.list(t.thread_id)).toEqual([]);
+    }
+  });
+});
+
+describe("thread status", () => {
+  it("stays busy while an enqueued run follows, or while a run goes after a pending one was cancelled", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const a = await client.runs.create(t.thread_id, "agent", {
+      input: human("a"),
+      config: { configurable: { delay_ms: 150 } },
+    });
+    const b = await client.runs.create(t.thread_id, "agent", {
+      input: human("b"),
+      config: { configurable: { delay_ms: 300 } },
+      multitaskStrategy: "enqueue",
+    });
+    await client.runs.join(t.thread_id, a.run_id);
+    await until(async () => (await client.runs.get(t.thread_id, b.run_id)).status === "running");
+    await sleep(50);
+    expect((await client.threads.get(t.thread_id)).status).toBe("busy");
+    // A third, enqueued and cancelled while pending: b still runs, the thread stays busy.
+    const c = await client.runs.create(t.thread_id, "agent", { input: human("c"), multitaskStrategy: "enqueue" });
+    await client.runs.cancel(t.thread_id, c.run_id, true);
+    expect((await client.threads.get(t.thread_id)).status).toBe("busy");
+    await client.runs.join(t.thread_id, b.run_id);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+
+  it("is interrupted at a static breakpoint (interrupt_before)", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("x"), interruptBefore: ["agent"] });
+    expect((await client.threads.getState(t.thread_id)).next).toEqual(["agent"]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
+  });
+});
+
+describe("runs.wait", () => {
+  it("answers the run's last values, with __interrupt__ when it paused, as the stream ends", async () => {
+    const { client } = await setup();
+    const streamed = await client.threads.create();
+    let last: unknown;
+    for await (const part of client.runs.stream(streamed.thread_id, "agent", { input: human("approve: ok?") })) {
+      if (part.event === "values") last = part.data;
+    }
+    const waited = await client.threads.create();
+    const answer = await client.runs.wait(waited.thread_id, "agent", { input: human("approve: ok?") });
+    expect(Object.keys(answer as object)).toEqual(Object.keys(last as object));
+    expect(answer).toHaveProperty("__interrupt__");
+  });
+
+  it("answers its own run's values when another run was enqueued behind it", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const first = client.runs.wait(t.thread_id, "agent", {
+      input: human("first"),
+      config: { configurable: { delay_ms: 150 } },
+    });
+    await sleep(50);
+    await client.runs.create(t.thread_id, "agent", { input: human("second"), multitaskStrategy: "enqueue" });
+    expect(texts(await first)).toEqual(["human: first", "ai: echo first"]);
+  });
+});
+
+describe("what the SDK and useStream send", () => {
+  it("stream_mode 'tools' is served", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const events: string[] = [];
+    const stream = client.runs.stream(t.thread_id, "agent", {
+      input: human("x"),
+      streamMode: ["values", "messages-tuple", "tools"],
+    });
+    for await (const part of stream) events.push(part.event);
+    expect(events).toContain("values");
+    expect(events).not.toContain("error");
+  });
+
+  it("config.recursion_limit is the run's recursion limit", async () => {
+    const State = Annotation.Root({ n: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }) });
+    const loop = new StateGraph(State)
+      .addNode("step", (s) => ({ n: s.n + 1 }))
+      .addEdge(START, "step")
+      .addConditionalEdges("step", (s) => (s.n >= 40 ? END : "step"))
+      .compile();
+    const { client } = await serverOf({ loop });
+    const t = await client.threads.create();
+    await expect(
+      client.runs.wait(t.thread_id, "loop", { input: { n: 0 }, config: { recursion_limit: 10 } }),
+    ).rejects.toThrow(/Recursion limit of 10/);
+    const u = await client.threads.create();
+    expect(await client.runs.wait(u.thread_id, "loop", { input: { n: 0 }, config: { recursion_limit: 100 } })).toEqual({
+      n: 40,
+    });
+  });
+
+  it("threads.search by ids, runs.list with limit, offset and status, and 404 for a thread that is not there", async () => {
+    const { client, server } = await setup();
+    const a = await client.threads.create();
+    const b = await client.threads.create();
+    await client.threads.create();
+    expect((await client.threads.search({ ids: [a.thread_id, b.thread_id] })).map((t) => t.thread_id).sort()).toEqual(
+      [a.thread_id, b.thread_id].sort(),
+    );
+    for (const text of ["1", "2", "3"]) await client.runs.wait(a.thread_id, "agent", { input: human(text) });
+    const all = await client.runs.list(a.thread_id);
+    expect(all).toHaveLength(3);
+    expect(await client.runs.list(a.thread_id, { limit: 1, offset: 1 })).toEqual([all[1]]);
+    expect(await client.runs.list(a.thread_id, { status: "pending" })).toEqual([]);
+    expect((await server.fetch(`${URL_BASE}/threads/${crypto.randomUUID()}/runs`)).status).toBe(404);
+  });
+
+  it("a command whose goto is not a node, a Send or a list of them is refused (422) before anything runs", async () => {
+    const { client, server } = await setup();
+    const t = await client.threads.create();
+    const response = await server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/wait`, {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "agent", command: { goto: 42 } }),
+    });
+    expect(response.status).toBe(422);
+    expect(await client.runs.list(t.thread_id)).toEqual([]);
+  });
+});
+
+describe("finished runs", () => {
+  it("are read from the run log, so keepRunEvents applies to this server's own runs too", async () => {
+    const { client } = await serverOf({ agent: agentGraph() }, 1);
+    const t = await client.threads.create();
+    const first = await client.runs.create(t.thread_id, "agent", { input: human("1") });
+    const live: string[] = [];
+    for await (const part of client.runs.joinStream(t.thread_id, first.run_id)) live.push(part.event);
+    expect(live).toContain("values");
+    await client.runs.wait(t.thread_id, "agent", { input: human("2") });
+    const replayed: string[] = [];
+    for await (const part of client.runs.joinStream(t.thread_id, first.run_id)) replayed.push(part.event);
+    expect(replayed).toEqual([]);
+    expect((await client.runs.get(t.thread_id, first.run_id)).status).toBe("success");
+  });
+});
+
+it("threads.create with supersteps is refused (422), not created empty", async () => {
+  const { client } = await setup();
+  await expect(
+    client.threads.create({
+      graphId: "agent",
+      supersteps: [{ updates: [{ values: human("seed"), asNode: "agent" }] }],
+    }),
+  ).rejects.toThrow(/422/);
+  expect(await client.threads.search({})).toEqual([]);
+});

@@ -1,0 +1,254 @@
+/**
+ * The run routes of the local agent server: runs (stream, create, wait, join,
+ * join the stream, cancel, get, list), each started through the registry
+ * (runs.ts) and answered in the Agent Server's shapes.
+ */
+import type { Context, Hono } from "hono";
+import { Command } from "@langchain/langgraph/web";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
+import { ThreadBusyError } from "../runs/errors.js";
+import type { ThreadRecord } from "./threads.js";
+import type { RunHandle } from "./runs.js";
+import { STREAM_MODES, type StreamMode } from "./stream.js";
+import {
+  BadRequest,
+  body,
+  checkOneOf,
+  optionalBoolean,
+  optionalNumber,
+  optionalObject,
+  optionalString,
+} from "./input.js";
+import { busy, reply } from "./replies.js";
+import type { RunLockManager } from "../runs/locks.js";
+import type { RunRegistry } from "./runs.js";
+import type { AgentThreadStore } from "./threads.js";
+import type { ServedGraph } from "./graphs.js";
+
+/** What the routes work with. */
+export interface RouteContext {
+  graphs: Readonly<Record<string, ServedGraph>>;
+  threads: AgentThreadStore;
+  runs: RunRegistry;
+  dbName: string;
+  locks: RunLockManager | undefined;
+  /** Deletes the thread's checkpoints and runs. */
+  deleteCheckpoints(threadId: string): Promise<void>;
+}
+
+const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
+
+/** Adds the run routes to `app`. */
+export function registerRunRoutes(
+  app: Hono,
+  context: RouteContext,
+  threadOr404: (c: Context) => Promise<ThreadRecord | Response>,
+): void {
+  const { threads, runs } = context;
+
+  /**
+   * Starts the run a body describes, or answers why it cannot. `streamed`: the
+   * answer lasts as long as the run (stream, wait), so `on_disconnect` applies.
+   */
+  const startRun = async (c: Context, streamed: boolean): Promise<RunHandle | Response> => {
+    const json = await body(c);
+    const threadId = c.req.param("thread_id")!;
+    const assistantId = optionalString(json, "assistant_id");
+    const graph = assistantId === undefined ? undefined : context.graphs[assistantId];
+    if (!graph || assistantId === undefined) {
+      return reply(
+        c,
+        {
+          error: `No graph named ${JSON.stringify(assistantId)}: createLocalAgentServer({ graphs }) has ${Object.keys(context.graphs).join(", ")}`,
+        },
+        404,
+      );
+    }
+    const ifNotExists = checkOneOf(
+      optionalString(json, "if_not_exists") ?? "reject",
+      ["reject", "create"],
+      "if_not_exists",
+    );
+    if (ifNotExists === "create") await threads.create(threadId, {});
+    else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
+    const multitask = checkOneOf(
+      optionalString(json, "multitask_strategy") ?? "reject",
+      STRATEGIES,
+      "multitask_strategy",
+    );
+    if (multitask === "reject" && (await isThreadRunning(threadId, { dbName: context.dbName, locks: context.locks }))) {
+      return busy(c, threadId);
+    }
+    const requested = json.stream_mode;
+    const modes = (Array.isArray(requested) ? requested : requested === undefined ? ["values"] : [requested]).map(
+      (mode) => checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
+    );
+    await threads.patch(threadId, { metadata: { graph_id: assistantId, assistant_id: assistantId } });
+    const command = optionalObject(json, "command");
+    if (command) checkCommand(command);
+    const config = (optionalObject(json, "config") ?? {}) as RunnableConfig & { recursion_limit?: unknown };
+    // The Agent Server's name for it; LangGraph reads `recursionLimit`.
+    const recursionLimit = optionalNumber(config as Record<string, unknown>, "recursion_limit");
+    const checkpointId = optionalString(json, "checkpoint_id");
+    const configurable = {
+      ...config.configurable,
+      ...optionalObject(json, "checkpoint"),
+      ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
+      thread_id: threadId,
+      graph_id: assistantId,
+    };
+    const onDisconnect = checkOneOf(
+      optionalString(json, "on_disconnect") ?? "continue",
+      ["cancel", "continue"],
+      "on_disconnect",
+    );
+    const metadata = optionalObject(json, "metadata") ?? {};
+    const started = runs.start({
+      threadId,
+      assistantId,
+      graph,
+      input: command ? new Command(command) : (json.input ?? null),
+      config: {
+        ...config,
+        configurable,
+        ...(json.context !== undefined ? { context: json.context } : {}),
+        ...(json.interrupt_before !== undefined ? { interruptBefore: json.interrupt_before } : {}),
+        ...(json.interrupt_after !== undefined ? { interruptAfter: json.interrupt_after } : {}),
+        ...(recursionLimit !== undefined ? { recursionLimit } : {}),
+      } as RunnableConfig,
+      modes: modes as StreamMode[],
+      subgraphs: optionalBoolean(json, "stream_subgraphs") ?? false,
+      multitask,
+      metadata,
+    });
+    let run: RunHandle;
+    try {
+      run = await started;
+    } catch (error) {
+      // Another run took the thread between the check above and this run's turn.
+      if (error instanceof ThreadBusyError) return busy(c, threadId);
+      throw error;
+    }
+    // `useStream` asks for "cancel" (unless its streams are resumable): its Stop leaves the
+    // stream and counts on the server to stop the run.
+    if (streamed && onDisconnect === "cancel") {
+      c.req.raw.signal.addEventListener("abort", () => void run.cancel("interrupt").catch(() => undefined), {
+        once: true,
+      });
+    }
+    return run;
+  };
+  const location = (run: RunHandle) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
+  const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
+    (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
+  const finalValues = async (c: Context, run: RunHandle) => {
+    let error: string | undefined;
+    let values: string | undefined;
+    for await (const event of run.follow()) {
+      if (event.event === "error") error = event.data;
+      else if (event.event === "values") values = event.data;
+    }
+    if (error !== undefined) return reply(c, { __error__: JSON.parse(error) as unknown });
+    // The run's own last values, as the Agent Server answers: they carry `__interrupt__` when
+    // the run paused, and they are this run's even if another ran on the thread since.
+    if (values !== undefined) return c.body(values, 200, { "Content-Type": "application/json" });
+    const thread = await threads.get(run.record.thread_id);
+    const graph = thread && context.graphs[run.record.assistant_id];
+    const snapshot = graph ? await graph.getState({ configurable: { thread_id: run.record.thread_id } }) : undefined;
+    return reply(c, snapshot?.values ?? {});
+  };
+
+  app.post("/threads/:thread_id/runs/stream", async (c) => {
+    const run = await startRun(c, true);
+    if (run instanceof Response) return run;
+    return sse(run.follow(), { "Content-Location": location(run) });
+  });
+  app.post("/threads/:thread_id/runs", async (c) => {
+    const run = await startRun(c, false);
+    if (run instanceof Response) return run;
+    c.header("Content-Location", location(run));
+    return reply(c, run.record);
+  });
+  app.post("/threads/:thread_id/runs/wait", async (c) => {
+    const run = await startRun(c, true);
+    if (run instanceof Response) return run;
+    c.header("Content-Location", location(run));
+    return finalValues(c, run);
+  });
+  app.get("/threads/:thread_id/runs", async (c) => {
+    const thread = await threadOr404(c);
+    if (thread instanceof Response) return thread;
+    const status = c.req.query("status");
+    const offset = Number(c.req.query("offset") ?? 0);
+    const limit = Number(c.req.query("limit") ?? 10);
+    if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0) {
+      throw new BadRequest("limit and offset must be non-negative integers.");
+    }
+    const listed = await runs.list(thread.thread_id);
+    const matching = status === undefined ? listed : listed.filter((run) => run.status === status);
+    return reply(c, matching.slice(offset, offset + limit));
+  });
+  app.get("/threads/:thread_id/runs/:run_id", async (c) => {
+    const run = await runOr404(c);
+    return run instanceof Response ? run : reply(c, run.record);
+  });
+  app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
+    const run = await runOr404(c);
+    return run instanceof Response ? run : finalValues(c, run);
+  });
+  app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
+    const run = await runOr404(c);
+    if (run instanceof Response) return run;
+    const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
+    return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
+  });
+  app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
+    const run = await runOr404(c);
+    if (run instanceof Response) return run;
+    const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
+    const cancelled = run.cancel(action);
+    if (c.req.query("wait") === "1" || c.req.query("wait") === "true") await cancelled;
+    else cancelled.catch(() => undefined);
+    return c.body(null, 202);
+  });
+}
+
+/**
+ * Refuses a `command` LangGraph would fail on only once the run started:
+ * `goto` is a node name, a `Send` (`{ node, args }`) or a list of them.
+ */
+function checkCommand(command: Record<string, unknown>): void {
+  const { goto } = command;
+  if (goto === undefined || goto === null) return;
+  const target = (value: unknown) =>
+    typeof value === "string" ||
+    (typeof value === "object" && value !== null && typeof (value as { node?: unknown }).node === "string");
+  if (!(Array.isArray(goto) ? goto.every(target) : target(goto))) {
+    throw new BadRequest(
+      `command.goto must be a node name, a Send ({ node, args }) or a list of them; got ${JSON.stringify(goto)}.`,
+    );
+  }
+}
+
+/** A server-sent-events response of `events`; the run goes on if the client leaves. */
+function sse(
+  events: AsyncGenerator<{ id: number; event: string; data: string }>,
+  headers: Record<string, string>,
+): Response {
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await events.next();
+      if (next.done) return controller.close();
+      const { id, event, data } = next.value;
+      controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`));
+    },
+    async cancel() {
+      await events.return(undefined);
+    },
+  });
+  return new Response(stream, {
+    headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", ...headers },
+  });
+}
