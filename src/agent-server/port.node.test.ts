@@ -83,3 +83,26 @@ it("a stream the page cancels is cancelled in the server; the run goes on and ca
     remote.fetch(`http://local.invalid/threads/${thread.thread_id}`, { signal: aborted.signal }),
   ).rejects.toThrow("the page gave up");
 });
+
+it("a stream asked with on_disconnect 'cancel' and cancelled by the page stops its run in the server", async () => {
+  const { client, remote } = await overPort();
+  const thread = await client.threads.create();
+  const response = await remote.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/stream`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      assistant_id: "agent",
+      input: human("stop me"),
+      on_disconnect: "cancel",
+      config: { configurable: { delay_ms: 3_000 } },
+    }),
+  });
+  const reader = response.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
+  await reader.cancel();
+  const started = Date.now();
+  await client.runs.join(thread.thread_id, runId);
+  expect(Date.now() - started).toBeLessThan(2_000);
+  expect((await client.runs.get(thread.thread_id, runId)).status).toBe("interrupted");
+});

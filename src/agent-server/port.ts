@@ -64,13 +64,23 @@ export function exposeLocalAgentServer(
   endpoint: MessageEndpoint,
 ): () => void {
   const readers = new Map<number, ReadableStreamDefaultReader<Uint8Array>>();
+  // Each request's signal, aborted when the page cancels it: the server sees the client leave
+  // (a run asked with on_disconnect "cancel" stops), as it does for a request in the page.
+  const controllers = new Map<number, AbortController>();
   const cancelled = new Set<number>();
   const send = (message: ToPage, transfer: Transferable[] = []) => endpoint.postMessage(message, transfer);
   const answer = async (request: Extract<ToServer, { t: "request" }>) => {
     const { id } = request;
+    const controller = new AbortController();
+    controllers.set(id, controller);
     try {
       const response = await server.fetch(
-        new Request(request.url, { method: request.method, headers: request.headers, body: request.body }),
+        new Request(request.url, {
+          method: request.method,
+          headers: request.headers,
+          body: request.body,
+          signal: controller.signal,
+        }),
       );
       send({
         p: PROTOCOL,
@@ -94,6 +104,7 @@ export function exposeLocalAgentServer(
       send({ p: PROTOCOL, t: "fail", id, message: error instanceof Error ? error.message : String(error) });
     } finally {
       readers.delete(id);
+      controllers.delete(id);
       cancelled.delete(id);
     }
   };
@@ -102,7 +113,11 @@ export function exposeLocalAgentServer(
     if (!isOurs<ToServer>(message)) return;
     if (message.t === "request") void answer(message);
     else {
+      const controller = controllers.get(message.id);
+      // A cancel that crosses the request's end is for nothing: nothing to remember.
+      if (!controller) return;
       cancelled.add(message.id);
+      controller.abort(new Error("The page cancelled the request."));
       void readers
         .get(message.id)
         ?.cancel()
@@ -113,6 +128,7 @@ export function exposeLocalAgentServer(
   endpoint.start?.();
   return () => {
     endpoint.removeEventListener("message", onMessage);
+    for (const controller of controllers.values()) controller.abort(new Error("The server stopped answering."));
     for (const reader of readers.values()) void reader.cancel().catch(() => undefined);
   };
 }
