@@ -1,8 +1,8 @@
 /**
  * The page of the peers bench's per-profile figures (run by profiles.mjs in
  * a browser profile of its own per saver): `?saver=<key>&do=seed&turns=N`
- * grows the long chat on that saver and reports the time and
- * `navigator.storage.estimate()`; `?saver=<key>&do=cold&turns=N` is a cold
+ * grows the long chat on that saver by N turns (from `from`, 0 unless given)
+ * and reports the time and `navigator.storage.estimate()`; `?saver=<key>&do=cold&turns=N` is a cold
  * start: this new page, which loads LangGraph and only that saver's code,
  * to the first `getState` of the chat (the turns checked), timed from navigation start
  * (performance.now()'s origin) and from the page's first script.
@@ -29,9 +29,10 @@ async function main(): Promise<Record<string, number | string>> {
   const turns = Number(params.get("turns"));
   if (params.get("do") === "seed") {
     const start = performance.now();
+    const from = Number(params.get("from") ?? 0);
     const saver = await contender.open(COLD_STORAGE);
-    await seed(saver, CHAT_THREAD, 0, turns);
-    await latestState(saver, turns, contender.name);
+    await seed(saver, CHAT_THREAD, from, turns);
+    await latestState(saver, from + turns, contender.name);
     const seedMs = performance.now() - start;
     await contender.close(saver);
     const { usage = 0 } = await navigator.storage.estimate();
