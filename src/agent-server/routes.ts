@@ -40,6 +40,24 @@ export function createRoutes(context: RouteContext): Hono {
     reply(c, { error: `${c.req.method} ${c.req.path} is not served by the local agent server` }, 404),
   );
 
+  /** The graph a thread ran with, or undefined before its first run. */
+  const graphOf = (thread: ThreadRecord): ServedGraph | undefined => {
+    const graphId = thread.metadata.graph_id;
+    return typeof graphId === "string" ? context.graphs[graphId] : undefined;
+  };
+  /**
+   * The record as the Agent Server answers it: with the thread's latest
+   * `values` and each task's `interrupts`, read through the saver (so an
+   * encrypted one keeps them encrypted at rest: the record store holds none).
+   */
+  const withState = async (thread: ThreadRecord) => {
+    const graph = graphOf(thread);
+    if (!graph) return { ...thread, values: undefined, interrupts: undefined };
+    const snapshot = await graph.getState({ configurable: { thread_id: thread.thread_id } });
+    const interrupts = Object.fromEntries(snapshot.tasks.map((task) => [task.id, task.interrupts]));
+    return { ...thread, values: snapshot.values, interrupts };
+  };
+
   const threadOr404 = async (c: Context): Promise<ThreadRecord | Response> =>
     (await threads.get(c.req.param("thread_id")!)) ?? reply(c, { error: "Thread not found" }, 404);
 
@@ -53,7 +71,7 @@ export function createRoutes(context: RouteContext): Hono {
     }
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
-    return reply(c, thread);
+    return reply(c, await withState(thread));
   });
   app.post("/threads/search", async (c) => {
     const json = await body(c);
@@ -76,16 +94,16 @@ export function createRoutes(context: RouteContext): Hono {
       sortOrder: checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order"),
     });
     c.header("X-Pagination-Total", String(result.total));
-    return reply(c, result.threads);
+    return reply(c, await Promise.all(result.threads.map(withState)));
   });
   app.get("/threads/:thread_id", async (c) => {
     const thread = await threadOr404(c);
-    return thread instanceof Response ? thread : reply(c, thread);
+    return thread instanceof Response ? thread : reply(c, await withState(thread));
   });
   app.patch("/threads/:thread_id", async (c) => {
     const json = await body(c);
     const thread = await threads.patch(c.req.param("thread_id"), { metadata: optionalObject(json, "metadata") });
-    return thread ? reply(c, thread) : reply(c, { error: "Thread not found" }, 404);
+    return thread ? reply(c, await withState(thread)) : reply(c, { error: "Thread not found" }, 404);
   });
   app.delete("/threads/:thread_id", async (c) => {
     const threadId = c.req.param("thread_id");
@@ -94,11 +112,6 @@ export function createRoutes(context: RouteContext): Hono {
     return c.body(null, 204);
   });
 
-  /** The graph a thread ran with, or undefined before its first run. */
-  const graphOf = (thread: ThreadRecord): ServedGraph | undefined => {
-    const graphId = thread.metadata.graph_id;
-    return typeof graphId === "string" ? context.graphs[graphId] : undefined;
-  };
   const emptyState = (): Snapshot => ({ values: {}, next: [], tasks: [] });
   const readState = async (c: Context, checkpoint: Record<string, unknown>, subgraphs: boolean) => {
     const thread = await threadOr404(c);

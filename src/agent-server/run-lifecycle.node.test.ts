@@ -310,3 +310,18 @@ it("threads.create with supersteps is refused (422), not created empty", async (
   ).rejects.toThrow(/422/);
   expect(await client.threads.search({})).toEqual([]);
 });
+
+it("thread records carry the latest values and interrupts; search matches metadata by containment", async () => {
+  const { client } = await setup();
+  const t = await client.threads.create({ metadata: { user: { id: 1, name: "ann" }, tags: ["a", "b"] } });
+  expect((await client.threads.get(t.thread_id)).values).toBeUndefined();
+  await client.runs.wait(t.thread_id, "agent", { input: human("hello") });
+  expect(texts((await client.threads.get(t.thread_id)).values)).toEqual(["human: hello", "ai: echo hello"]);
+  await client.runs.wait(t.thread_id, "agent", { input: human("approve: send?") });
+  const [found] = await client.threads.search({ metadata: { user: { id: 1 }, tags: ["b"] } });
+  expect(found?.thread_id).toBe(t.thread_id);
+  expect(Object.values(found!.interrupts).flat()).toEqual([
+    expect.objectContaining({ value: { question: "approve: send?" } }),
+  ]);
+  expect(await client.threads.search({ metadata: { user: { id: 2 } } })).toEqual([]);
+});

@@ -4,7 +4,7 @@
  * (`<saver dbName>-agent-threads` by default), so the saver's schema and
  * format stay untouched and the records can be dropped without touching a
  * checkpoint. Metadata is kept as structured-cloned JSON and searched by
- * exact match on each given key, as the Agent Server does.
+ * JSON containment, as the Agent Server does.
  */
 import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
@@ -17,7 +17,7 @@ export type { ThreadMetadata, ThreadRecord, ThreadStatus } from "./records.js";
 export interface ThreadSearchOptions {
   /** Only these threads (any order); all when absent. */
   ids?: readonly string[];
-  /** Every key given must equal the thread's (deep equality of JSON values). */
+  /** The thread's metadata must contain it (JSON containment, as PostgreSQL's `jsonb @>`). */
   metadata?: ThreadMetadata;
   status?: ThreadStatus;
   limit: number;
@@ -143,7 +143,7 @@ export class IndexedDBThreadStore implements AgentThreadStore {
       (thread) =>
         (ids === undefined || ids.has(thread.thread_id)) &&
         (options.status === undefined || thread.status === options.status) &&
-        Object.entries(options.metadata ?? {}).every(([key, value]) => sameClone(thread.metadata[key], value)),
+        containsJson(thread.metadata, options.metadata ?? {}),
     );
     const direction = options.sortOrder === "asc" ? 1 : -1;
     const key = options.sortBy;
@@ -160,6 +160,25 @@ export class IndexedDBThreadStore implements AgentThreadStore {
 
 function toRecord({ seq: _seq, ...record }: ThreadRow): ThreadRecord {
   return record;
+}
+
+/**
+ * Whether JSON `have` contains `want`, as PostgreSQL's `jsonb @>` (the Agent
+ * Server's metadata filter): an object contains each key of `want` with a
+ * contained value, an array contains each element of `want` in some element,
+ * anything else equals.
+ */
+export function containsJson(have: unknown, want: unknown): boolean {
+  if (Array.isArray(want)) {
+    return Array.isArray(have) && want.every((item) => have.some((held) => containsJson(held, item)));
+  }
+  if (typeof want === "object" && want !== null) {
+    if (typeof have !== "object" || have === null || Array.isArray(have)) return false;
+    return Object.entries(want).every(
+      ([key, value]) => Object.hasOwn(have, key) && containsJson((have as Record<string, unknown>)[key], value),
+    );
+  }
+  return sameClone(have, want);
 }
 
 function compare(a: string, b: string): number {
