@@ -5,7 +5,6 @@ import {
   compareWritesSortKeys,
   writesSortKey,
   type BaseCheckpointSaver,
-  type ChannelVersions,
   type Checkpoint,
   type CheckpointPendingWrite,
   type PendingWrite,
@@ -17,6 +16,7 @@ import { ThreadImportError } from "./errors.js";
 import { assertStorableId } from "../rows/ids.js";
 import { decodeRecord } from "./frames.js";
 import { validate } from "./validate.js";
+import { VersionPlanner } from "./reversion.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
@@ -29,8 +29,9 @@ import { blobIdentity } from "../core/identity.js";
  * fails is rejected with a `ThreadFileError` before anything is
  * written. Then each checkpoint is `put` in file order (parent first), with
  * `newVersions` naming the channel versions not written before (so
- * blob-per-version savers such as Postgres store every value once), followed
- * by its pending writes, one `putWrites` per task in the order the source
+ * blob-per-version savers such as Postgres store every value once; a fork's
+ * value under a version another branch used for another value gets a version
+ * of its own, see reversion.ts), followed by its pending writes, one `putWrites` per task in the order the source
  * returned them. If a write fails, the thread is deleted again when the
  * import created it (or replaced it) and a {@link ThreadImportError} is thrown.
  *
@@ -82,8 +83,8 @@ export async function importThread(
   let written = 0;
   try {
     onProgress?.({ checkpoints: 0, total: counts.checkpoints });
-    /** Blob keys already handed to `put` (in `newVersions`). */
-    const stored = new Set<string>();
+    /** The target's versions: a fork's value under a version another branch used gets its own (reversion.ts). */
+    const versions = new VersionPlanner(valid.versions);
     /** The last checkpoint written in each namespace. */
     const lastInNamespace = new Map<string, string>();
     /** Last decoded value of each `(ns, channel)`: consecutive checkpoints share most values. */
@@ -93,10 +94,10 @@ export async function importThread(
       signal?.throwIfAborted();
       const record = (await decodeRecord(serde, header, ref)) as CheckpointRecord;
       const { ns, id } = record;
-      const versions = record.checkpoint.channel_versions ?? {};
+      const fileVersions = record.checkpoint.channel_versions ?? {};
       const values: Record<string, unknown> = {};
       for (const channel of record.blobs) {
-        const key = blobIdentity(ns, channel, versions[channel]!);
+        const key = blobIdentity(ns, channel, fileVersions[channel]!);
         const slot = `${ns}\u0000${channel}`;
         let cached = recent.get(slot);
         if (cached?.key !== key) {
@@ -108,13 +109,10 @@ export async function importThread(
       }
       for (const channel of Object.keys(record.values)) values[channel] = record.values[channel];
 
-      const newVersions: ChannelVersions = {};
-      for (const channel of Object.keys(versions)) {
-        const key = blobIdentity(ns, channel, versions[channel]!);
-        if (stored.has(key)) continue;
-        stored.add(key);
-        newVersions[channel] = versions[channel]!;
-      }
+      const held = new Set(record.blobs);
+      const planned = versions.plan(record, (channel) =>
+        held.has(channel) ? "blob" : Object.hasOwn(record.values, channel) ? "inline" : "none",
+      );
       const config: RunnableConfig = {
         configurable: {
           thread_id: threadId,
@@ -122,8 +120,13 @@ export async function importThread(
           ...(record.parent !== null ? { checkpoint_id: record.parent } : {}),
         },
       };
-      const checkpoint = { ...record.checkpoint, channel_values: values } as Checkpoint;
-      await saver.put(config, checkpoint, record.metadata, newVersions);
+      const checkpoint = {
+        ...record.checkpoint,
+        channel_versions: planned.channelVersions,
+        versions_seen: planned.versionsSeen,
+        channel_values: values,
+      } as Checkpoint;
+      await saver.put(config, checkpoint, record.metadata, planned.newVersions);
 
       const target: RunnableConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
       for (const group of taskGroups(record.writes)) {

@@ -224,9 +224,20 @@ describe("the export format", () => {
       { source: "fork", step: 1, parents: {} },
       { v: 2 },
     );
-    const target = new MemorySaver();
-    await importThread(target, await exportThread(saver, "fork", { as: "bytes" }));
-    expect(await rawThread(target, "fork")).toEqual(await rawThread(saver, "fork"));
+    const file = await exportThread(saver, "fork", { as: "bytes" });
+    // IndexedDBSaver keeps one value per version: the second branch's value gets
+    // a version of its own, between 2 and the next one (3), for every target.
+    for (const target of [new MemorySaver(), idbSaver()]) {
+      await importThread(target, file);
+      const rows = await rawThread(target, "fork");
+      const byId = (id: string) => rows.find((row) => row.id === id)!.checkpoint as Checkpoint;
+      expect(["1", "2", "3"].map((id) => byId(id).channel_values.v)).toEqual(["root", "left", "right"]);
+      expect([byId("1").channel_versions.v, byId("2").channel_versions.v]).toEqual([1, 2]);
+      expect(byId("3").channel_versions.v).toBeGreaterThan(2);
+      expect(byId("3").channel_versions.v).toBeLessThan(3);
+      const source = (await rawThread(saver, "fork")).find((row) => row.id === "3")!.checkpoint as Checkpoint;
+      expect({ ...byId("3"), channel_versions: {} }).toEqual({ ...source, channel_versions: {} });
+    }
   });
 });
 

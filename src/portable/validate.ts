@@ -20,6 +20,8 @@ import type { ImportThreadResult, ThreadExportInput } from "./options.js";
 import { ThreadFileError } from "./errors.js";
 import { decodeRecord, parseHeader, type FrameRef } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import type { Version } from "../rows/shapes.js";
+import { collectVersions } from "./reversion.js";
 
 /** A file that passed validation: its header and frames. */
 export interface ValidFile {
@@ -28,6 +30,8 @@ export interface ValidFile {
   /** Blob key → its frame. */
   blobs: Map<string, FrameRef>;
   counts: ThreadExportCounts;
+  /** Every channel version the file uses, per namespace: room for re-versioned values (reversion.ts). */
+  versions: Map<string, Set<Version>>;
 }
 
 /**
@@ -118,6 +122,7 @@ export async function validate(
   // Then every record, decoded and cross-checked.
   const blobs = new Map<string, FrameRef>();
   const checkpoints = new Set<string>();
+  const usedVersions = new Map<string, Set<Version>>();
   const counts: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
   for (let i = 1; i < endAt; i++) {
     signal?.throwIfAborted();
@@ -144,6 +149,7 @@ export async function validate(
       const key = checkpointIdentity(record.ns, record.id);
       if (checkpoints.has(key)) throw recordError(i, `repeats checkpoint ${record.id}`);
       checkpoints.add(key);
+      collectVersions(record, usedVersions);
       counts.checkpoints += 1;
       counts.writes += record.writes.length;
     } else if (ref.kind >= 0x61 && ref.kind <= 0x7a) {
@@ -161,7 +167,7 @@ export async function validate(
       );
     }
   }
-  return { header, frames, blobs, counts };
+  return { header, frames, blobs, counts, versions: usedVersions };
 }
 
 /** Throws unless the bytes start with the signature, saying what they look like instead. */
