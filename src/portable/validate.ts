@@ -167,6 +167,14 @@ export async function validate(
       );
     }
   }
+  // exportThread refuses a thread without checkpoints, so such a file was made
+  // by hand; importing it would only delete (ifExists "replace") and report
+  // success, and a version-2 one proves nothing: with no record, no key is needed.
+  if (counts.checkpoints === 0) {
+    throw new ThreadFileError(
+      "The langgraph-thread file holds no checkpoint; exportThread never writes such a file, so it is refused.",
+    );
+  }
   return { header, frames, blobs, counts, versions: usedVersions };
 }
 
