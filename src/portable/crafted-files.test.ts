@@ -9,6 +9,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../core/crc32.js";
 import { IndexedDBSaver } from "../saver/index.js";
+import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { chat } from "../../test/support/chat-graph.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
@@ -16,12 +17,15 @@ import { rawThread } from "../../test/support/portable-scenario.js";
 import {
   FORMAT_INTERNALS,
   ThreadFileError,
+  exportThread,
   importThread,
   validateThreadExport,
+  type CheckpointRecord,
   type ImportThreadOptions,
 } from "./index.js";
 
 const track = trackSavers<IndexedDBSaver>();
+const serde = new MsgpackSerializer();
 const { SIGNATURE, KIND, FRAME_HEAD } = FORMAT_INTERNALS;
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
@@ -44,6 +48,31 @@ function assemble(header: Record<string, unknown>, frames: Uint8Array[], counts:
   out.set(body);
   out.set(trailer, body.length);
   return out;
+}
+
+/** An unencrypted export of a two-turn chat, its `C` records changed by `edit`, counts and checksum fixed up. */
+async function craftedFile(edit: (records: CheckpointRecord[]) => void): Promise<Uint8Array> {
+  const source = track(new IndexedDBSaver({ dbName: freshDbName("crafted-source") }));
+  await chat(source, "t", ["one", "two"], true);
+  const bytes = await exportThread(source, "t", { as: "bytes" });
+  const frames: { kind: number; payload: Uint8Array }[] = [];
+  for (let offset = SIGNATURE.length; offset < bytes.length;) {
+    const length = new DataView(bytes.buffer, bytes.byteOffset + offset + 1, 4).getUint32(0);
+    frames.push({ kind: bytes[offset]!, payload: bytes.subarray(offset + FRAME_HEAD, offset + FRAME_HEAD + length) });
+    offset += FRAME_HEAD + length;
+  }
+  const header = JSON.parse(new TextDecoder().decode(frames[0]!.payload)) as Record<string, unknown>;
+  const records: CheckpointRecord[] = [];
+  for (const { kind, payload } of frames) {
+    if (kind === KIND.CHECKPOINT) records.push((await serde.loadsTyped("msgpack", payload)) as CheckpointRecord);
+  }
+  edit(records);
+  // Every value first (a C record may only use earlier B records), then the checkpoints.
+  const body = frames.filter(({ kind }) => kind === KIND.BLOB).map(({ kind, payload }) => frameBytes(kind, payload));
+  const blobs = body.length;
+  for (const record of records) body.push(frameBytes(KIND.CHECKPOINT, (await serde.dumpsTyped(record))[1]));
+  const writes = records.reduce((n, record) => n + record.writes.length, 0);
+  return assemble(header, body, { checkpoints: records.length, blobs, writes });
 }
 
 /**
@@ -90,5 +119,31 @@ describe("a file without checkpoints", () => {
     const file = assemble({ ...header, version: 2, serde: "msgpack+aes-gcm", exportId: "00".repeat(16) }, [], none);
     const target = track(new IndexedDBSaver({ dbName: freshDbName("crafted"), serde: key }));
     await expectRefused(target, file, /no checkpoint/, { serde: key });
+  });
+});
+
+describe("parent links that are not a tree", () => {
+  const targets = () => [track(new IndexedDBSaver({ dbName: freshDbName("crafted") })), new MemorySaver()];
+
+  it("a cycle through the namespace is refused (a MemorySaver target would loop reading it)", async () => {
+    const file = await craftedFile((records) => {
+      records[0]!.parent = records[records.length - 1]!.id;
+    });
+    await expect(validateThreadExport(file)).rejects.toThrow(/cycle/);
+    for (const target of targets()) await expectRefused(target, file, /cycle/);
+  });
+
+  it("a checkpoint that is its own parent is refused", async () => {
+    const file = await craftedFile((records) => {
+      records[1]!.parent = records[1]!.id;
+    });
+    for (const target of targets()) await expectRefused(target, file, /cycle/);
+  });
+
+  it("a parent the file does not hold is still accepted (a pruned thread's oldest checkpoint)", async () => {
+    const file = await craftedFile((records) => {
+      records[0]!.parent = "gone";
+    });
+    await expect(validateThreadExport(file)).resolves.toMatchObject({ threadId: "t" });
   });
 });

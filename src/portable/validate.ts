@@ -123,6 +123,8 @@ export async function validate(
   const blobs = new Map<string, FrameRef>();
   const checkpoints = new Set<string>();
   const usedVersions = new Map<string, Set<Version>>();
+  /** Records whose parent was not before them: fine if it is not in the file at all (a pruned thread). */
+  const laterParents: { index: number; ns: string; parent: string }[] = [];
   const counts: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
   for (let i = 1; i < endAt; i++) {
     signal?.throwIfAborted();
@@ -148,6 +150,9 @@ export async function validate(
       }
       const key = checkpointIdentity(record.ns, record.id);
       if (checkpoints.has(key)) throw recordError(i, `repeats checkpoint ${record.id}`);
+      if (record.parent !== null && !checkpoints.has(checkpointIdentity(record.ns, record.parent))) {
+        laterParents.push({ index: i, ns: record.ns, parent: record.parent });
+      }
       checkpoints.add(key);
       collectVersions(record, usedVersions);
       counts.checkpoints += 1;
@@ -164,6 +169,17 @@ export async function validate(
     if (header.counts[name] !== actual || trailer[name] !== actual) {
       throw new ThreadFileError(
         `The langgraph-thread file is inconsistent: it announces ${header.counts[name]} ${name} but holds ${actual}.`,
+      );
+    }
+  }
+  // Parents come first (exportThread refuses a thread whose links loop), so a
+  // parent found later means a cycle or a misordered file: the import would
+  // write a thread that cannot be read (a walk up its parents never ends).
+  for (const { index, ns, parent } of laterParents) {
+    if (checkpoints.has(checkpointIdentity(ns, parent))) {
+      throw recordError(
+        index,
+        `names as its parent checkpoint ${parent}, which is not before it: the parent links form a cycle or are out of order`,
       );
     }
   }
