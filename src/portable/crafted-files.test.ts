@@ -147,3 +147,32 @@ describe("parent links that are not a tree", () => {
     await expect(validateThreadExport(file)).resolves.toMatchObject({ threadId: "t" });
   });
 });
+
+describe("ids the savers refuse", () => {
+  const cases: [string, (records: CheckpointRecord[]) => void, RegExp][] = [
+    [
+      "a task id",
+      (records) => void records.at(-1)!.writes.push(["constructor", "messages", []]),
+      /"task_id".*constructor/,
+    ],
+    [
+      "a checkpoint id",
+      (records) => {
+        const last = records.at(-1)!;
+        last.id = last.checkpoint.id = "__proto__";
+      },
+      /"checkpoint\.id".*__proto__/,
+    ],
+    ["a parent id", (records) => void (records[0]!.parent = "prototype"), /"checkpoint_id".*prototype/],
+    // U+0000: what the sync server's PostgreSQL text cannot hold (a lone surrogate would not survive msgpack).
+    ["a write's channel", (records) => void records.at(-1)!.writes.push(["task", "a\u0000b", 1]), /"channel".*U\+0000/],
+  ];
+  for (const [what, edit, pattern] of cases) {
+    it(`${what} is refused by validation, before a replace deletes anything`, async () => {
+      const file = await craftedFile(edit);
+      await expect(validateThreadExport(file)).rejects.toThrow(ThreadFileError);
+      await expectRefused(track(new IndexedDBSaver({ dbName: freshDbName("crafted") })), file, pattern);
+      await expectRefused(new MemorySaver(), file, pattern);
+    });
+  }
+});

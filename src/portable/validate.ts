@@ -22,6 +22,8 @@ import { decodeRecord, parseHeader, type FrameRef } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import type { Version } from "../rows/shapes.js";
 import { collectVersions } from "./reversion.js";
+import { assertStorableId } from "../rows/ids.js";
+import { errorMessage } from "../core/guards.js";
 
 /** A file that passed validation: its header and frames. */
 export interface ValidFile {
@@ -138,6 +140,7 @@ export async function validate(
       counts.blobs += 1;
     } else if (ref.kind === KIND.CHECKPOINT) {
       const record = checkCheckpoint(await decodeRecord(serde, header, ref), i);
+      checkIds(record, i);
       const versions = record.checkpoint.channel_versions;
       for (const channel of record.blobs) {
         const version = ownValue(versions, channel) as string | number | undefined;
@@ -268,6 +271,30 @@ export function checkCheckpoint(value: unknown, index: number): CheckpointRecord
     throw recordError(index, "is not a valid checkpoint record");
   }
   return record as CheckpointRecord;
+}
+
+/**
+ * Checks the ids a record makes the import write with the rules the savers
+ * apply in `put` and `putWrites` (rows/ids.ts, as MemorySaver refuses the
+ * same names): a saver refusing one midway would have deleted the thread an
+ * `ifExists: "replace"` import replaces, and left the file half written.
+ */
+export function checkIds(record: CheckpointRecord, index: number): void {
+  try {
+    assertStorableId("checkpoint_ns", record.ns, { allowEmpty: true });
+    assertStorableId("checkpoint.id", record.id);
+    if (record.parent !== null) assertStorableId("checkpoint_id", record.parent);
+    const runId = ownValue(record.metadata, "run_id");
+    if (typeof runId === "string") assertStorableId("metadata.run_id", runId);
+    for (const channel of [...record.blobs, ...Object.keys(record.values)]) assertStorableId("channel", channel);
+    for (const [taskId, channel] of record.writes) {
+      assertStorableId("task_id", taskId);
+      assertStorableId("channel", channel);
+    }
+  } catch (error) {
+    // recordError ends the sentence itself.
+    throw recordError(index, `holds an id that savers refuse: ${errorMessage(error).replace(/\.$/, "")}`);
+  }
 }
 
 /** A `ThreadFileError` about record `index`. */
