@@ -32,6 +32,7 @@ import {
   type ThreadFileInput,
 } from "./threads.js";
 import { callPage } from "./inject.js";
+import { toBase64 } from "../core/bytes.js";
 import { readSyncStatus, trackSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./sync-status.js";
 import { openTab, setOffline } from "./tabs.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
@@ -85,7 +86,11 @@ export interface LanggraphFixture {
   exportThread(threadId: string): Promise<Uint8Array>;
   /** Every thread of the database, exported. */
   snapshot(): Promise<ThreadsSnapshot>;
-  /** Replaces the database's threads with those of a snapshot. */
+  /**
+   * Replaces the database's threads with those of a snapshot. Every export is
+   * read with the app's serializer before anything changes: one that cannot
+   * be read (a wrong key) fails the call with the database untouched.
+   */
   restore(snapshot: ThreadsSnapshot): Promise<void>;
   /** {@link openTab}: a second tab of the app on the same storage, with these helpers bound to it. */
   openTab(url?: string): Promise<LanggraphFixture>;
@@ -133,8 +138,8 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
       return { dbName, threads };
     },
     restore: async (snapshot) => {
-      if (await databaseExists()) await clearThreads(page, db);
-      for (const [threadId, file] of snapshot.threads) await seedThread(page, file, { ...db, threadId });
+      const files = [...snapshot.threads].map(([threadId, file]): [string, string] => [threadId, toBase64(file)]);
+      await callPage(page, "restore", "restore", files, pageDb(db));
     },
     openTab: async (url) => bind(await openTab(page, url), options),
     setOffline: (offline) => setOffline(page, offline),

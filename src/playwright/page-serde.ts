@@ -8,6 +8,8 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { fromBase64 } from "../core/bytes.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import { readThreadExportHeader } from "../portable/index.js";
+import { BOUND_EXPORT_VERSION } from "../portable/frames.js";
 import type { PageEncryption } from "./protocol.js";
 
 const serializers = new Map<string, Promise<EncryptedSerializer>>();
@@ -35,4 +37,20 @@ export function serializerFor(encryption: PageEncryption | undefined): Promise<S
     serializer.catch(() => serializers.delete(id));
   }
   return serializer;
+}
+
+/**
+ * The serializer to decode an export with before importing it into the app's
+ * database: the app's `serde` for a file it sealed (format version 2, or an
+ * `…+aes-gcm` type), the default for a plain one. Both are seeded into
+ * encrypted apps: their own exports and snapshots, and plain fixtures, which
+ * the app's serializer would refuse as unencrypted.
+ */
+export async function importSerde(
+  file: Uint8Array,
+  serde: SerializerProtocol | undefined,
+): Promise<SerializerProtocol | undefined> {
+  if (!serde) return undefined;
+  const header = await readThreadExportHeader(file);
+  return header.version >= BOUND_EXPORT_VERSION || header.serde.endsWith("+aes-gcm") ? serde : undefined;
 }

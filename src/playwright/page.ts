@@ -10,14 +10,15 @@
  * plain records and written back unchanged, never revived into classes.
  * Not part of any entry that apps bundle.
  */
-import { ThreadImportError, importThread } from "../portable/index.js";
+import { ThreadImportError, importThread, validateThreadExport } from "../portable/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { deleteSaverDatabase } from "../saver/delete-database.js";
 import { isThreadRunning } from "../runs/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
 import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
-import { serializerFor } from "./page-serde.js";
+import { importSerde, serializerFor } from "./page-serde.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { PAGE_API_KEY, type PageApi, type PageDbOptions, type PageThreadState } from "./protocol.js";
 
 /**
@@ -37,13 +38,18 @@ async function requireDatabase(helper: string, dbName: string): Promise<void> {
 /**
  * Runs `work` with a saver on the database (with the app's serializer when
  * encryption settings are given), closed afterwards so that the app's
- * upgrades and deletes are not blocked.
+ * upgrades and deletes are not blocked. `work` also gets that serializer:
+ * `importThread` decodes a file with the serializer it is given, not the
+ * saver's, and an encrypted app's exports can only be read with its key.
  */
-async function withSaver<T>(options: PageDbOptions, work: (saver: IndexedDBSaver) => Promise<T>): Promise<T> {
+async function withSaver<T>(
+  options: PageDbOptions,
+  work: (saver: IndexedDBSaver, serde: SerializerProtocol | undefined) => Promise<T>,
+): Promise<T> {
   const serde = await serializerFor(options.encryption);
   const saver = new IndexedDBSaver({ dbName: options.dbName, ...(serde ? { serde } : {}) });
   try {
-    return await work(saver);
+    return await work(saver, serde);
   } catch (error) {
     throw options.encryption ? error : explainEncrypted(options.dbName, error);
   } finally {
@@ -96,10 +102,12 @@ function compareVersions(a: string | number, b: string | number): number {
 /** The page API. */
 export const pageApi: PageApi = {
   async seed(base64, options) {
-    return withSaver(options, async (saver) => {
-      const result = await importThread(saver, fromBase64(base64), {
+    return withSaver(options, async (saver, serde) => {
+      const file = fromBase64(base64);
+      const result = await importThread(saver, file, {
         targetThreadId: options.threadId,
         ifExists: options.ifExists,
+        serde: await importSerde(file, serde),
       }).catch((error: unknown) => {
         // importThread's hint names its own options; say it with seedThread's.
         if (error instanceof ThreadImportError && /already has checkpoints/.test(error.message)) {
@@ -210,6 +218,38 @@ export const pageApi: PageApi = {
   async exportThread(threadId, options) {
     await requireDatabase("exportThreadFromPage", options.dbName);
     return withSaver(options, async (saver) => toBase64(await saver.exportThread(threadId, { as: "bytes" })));
+  },
+
+  async restore(files, options) {
+    return withSaver(options, async (saver, serde) => {
+      // Every file is decoded before anything is deleted: a file this key cannot read (another
+      // app's, a wrong passphrase, a corrupt one) is refused with the database left as it was.
+      const decoded: { threadId: string; bytes: Uint8Array; serde: SerializerProtocol | undefined }[] = [];
+      for (const [threadId, base64] of files) {
+        const bytes = fromBase64(base64);
+        try {
+          const fileSerde = await importSerde(bytes, serde);
+          await validateThreadExport(bytes, { serde: fileSerde });
+          decoded.push({ threadId, bytes, serde: fileSerde });
+        } catch (error) {
+          const text = error instanceof Error ? error.message : String(error);
+          throw new Error(
+            `restore: the snapshot's thread "${threadId}" cannot be read, so nothing was restored or deleted: ${text}`,
+            { cause: error },
+          );
+        }
+      }
+      // Replacing thread by thread, then deleting the ones the snapshot lacks, keeps every
+      // thread readable until its own copy is written.
+      for (const { threadId, bytes, serde: fileSerde } of decoded) {
+        await importThread(saver, bytes, { targetThreadId: threadId, ifExists: "replace", serde: fileSerde });
+      }
+      const kept = new Set(decoded.map(({ threadId }) => threadId));
+      const extra: string[] = [];
+      for await (const thread of saver.listThreads()) if (!kept.has(thread.threadId)) extra.push(thread.threadId);
+      for (const threadId of extra) await saver.deleteThread(threadId);
+      return { threadIds: [...kept], deleted: extra };
+    });
   },
 
   async clear(options) {

@@ -10,7 +10,7 @@ import type { IfThreadExists } from "../portable/index.js";
  * The global the page API lives under. Versioned: a helper never uses a
  * script injected by another release with a different API.
  */
-export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v3";
+export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v4";
 
 /** What seeding a thread reports. */
 export interface SeededThread {
@@ -102,6 +102,14 @@ export interface PageClearResult {
   journalFiles: number;
 }
 
+/** What restoring a snapshot reports. */
+export interface PageRestoreResult {
+  /** Threads written from the snapshot. */
+  threadIds: string[];
+  /** Threads the database had and the snapshot has not, deleted. */
+  deleted: string[];
+}
+
 /** The functions the injected script installs in the page. */
 export interface PageApi {
   seed(
@@ -114,6 +122,11 @@ export interface PageApi {
   count(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<number>;
   threads(options: PageDbOptions): Promise<string[]>;
   clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<PageClearResult>;
+  /**
+   * Makes the database hold exactly these threads (`[threadId, base64 export]` each): every
+   * file is validated with the app's serializer first, so a refused file changes nothing.
+   */
+  restore(files: [threadId: string, base64: string][], options: PageDbOptions): Promise<PageRestoreResult>;
   /** Opens the database as an app would (optionally with the OPFS journal) and says what recovery found. */
   recovery(options: PageDbOptions & { journal?: "opfs" }): Promise<{ kind: string; recoveredWrites: number }>;
 }

@@ -97,7 +97,7 @@ export async function toStorageState(
   const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
   const fake = await loadFakeIndexedDB();
   const factory = new fake.IDBFactory();
-  const [{ IndexedDBSaver }, { importThread }, { serializerFor }] = await Promise.all([
+  const [{ IndexedDBSaver }, { importThread }, { serializerFor, importSerde }] = await Promise.all([
     import("../saver/index.js"),
     import("../portable/index.js"),
     import("./page-serde.js"),
@@ -106,7 +106,12 @@ export async function toStorageState(
   const saver = new IndexedDBSaver({ dbName, indexedDB: factory, ...(serde ? { serde } : {}) });
   try {
     for (const [i, file] of files.entries()) {
-      await importThread(saver, await fileBytes(file), { targetThreadId: options.threadIds?.[i] });
+      // An encrypted app's own exports are sealed with its key: they are read with its serializer.
+      const bytes = await fileBytes(file);
+      await importThread(saver, bytes, {
+        targetThreadId: options.threadIds?.[i],
+        serde: await importSerde(bytes, serde),
+      });
     }
   } finally {
     await saver.close();

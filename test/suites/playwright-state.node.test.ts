@@ -10,6 +10,7 @@ import { createServer, type Server } from "node:http";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  exportThreadFromPage,
   openTab,
   readSyncStatus,
   readThreadState,
@@ -22,6 +23,8 @@ import {
   type AppEncryption,
 } from "../../src/playwright.js";
 import { callPage } from "../../src/playwright/inject.js";
+import { pageDb } from "../../src/playwright/threads.js";
+import { toBase64 } from "../../src/core/bytes.js";
 import { exportThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
@@ -192,6 +195,46 @@ describe("an app that encrypts", () => {
       } finally {
         await other.context.close();
       }
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it("seeds, restores and builds storage states from the app's own encrypted exports", async () => {
+    const { context, page } = await openWith({});
+    try {
+      await seedThread(page, file, { dbName: "sealed", threadId: "s", encryption });
+      const state = await readThreadState(page, "s", { dbName: "sealed", encryption });
+      // The app's export is sealed with its key (format version 2): only its serializer reads it.
+      const sealed = await exportThreadFromPage(page, "s", { dbName: "sealed", encryption });
+      await seedThread(page, sealed, { dbName: "sealed", threadId: "copy", encryption });
+      expect((await readThreadState(page, "copy", { dbName: "sealed", encryption }))?.values).toEqual(state?.values);
+
+      const built = await toStorageState([sealed], { origin, dbName: "sealed", threadIds: ["s"], encryption });
+      const other = await openWith({ storageState: JSON.parse(JSON.stringify(built)) });
+      try {
+        expect((await readThreadState(other.page, "s", { dbName: "sealed", encryption }))?.values).toEqual(
+          state?.values,
+        );
+      } finally {
+        await other.context.close();
+      }
+
+      // Restoring: with the key, the snapshot's threads replace the database's; without it, or
+      // with a wrong one, the files are refused before anything is deleted.
+      const snapshot: [string, string][] = [["s", toBase64(sealed)]];
+      await expect(callPage(page, "test", "restore", snapshot, { dbName: "sealed" })).rejects.toThrow(
+        /database "sealed" is encrypted.*no key was given/,
+      );
+      const wrongKey = pageDb({ dbName: "sealed", encryption: { ...encryption, passphrase: "wrong" } });
+      await expect(callPage(page, "test", "restore", snapshot, wrongKey)).rejects.toThrow(
+        /thread "s" cannot be read, so nothing was restored or deleted: .*does not decrypt/,
+      );
+      expect(await readThreadState(page, "copy", { dbName: "sealed", encryption })).toBeDefined();
+      const restored = await callPage(page, "test", "restore", snapshot, pageDb({ dbName: "sealed", encryption }));
+      expect(restored).toEqual({ threadIds: ["s"], deleted: ["copy"] });
+      expect((await readThreadState(page, "s", { dbName: "sealed", encryption }))?.values).toEqual(state?.values);
+      expect(await readThreadState(page, "copy", { dbName: "sealed", encryption })).toBeUndefined();
     } finally {
       await context.close();
     }

@@ -41,3 +41,18 @@ test("a snapshot restores the threads as they were", async ({ page, langgraph })
   await langgraph.restore(snapshot);
   await expect(page).toHaveThreadMessages("t1", ["one", "You said: one"], { dbName: "example-app" });
 });
+
+test("a restore refused for a file it cannot read leaves the threads as they were", async ({ page, langgraph }) => {
+  await page.goto("/");
+  await page.getByTestId("composer").fill("one");
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("t1");
+  const { dbName, threads } = await langgraph.snapshot();
+  await page.getByTestId("composer").fill("two");
+  await page.getByTestId("send").click();
+  await expect(page).toHaveThreadMessages("t1", ["one", /one/, "two", /two/], { dbName: "example-app" });
+  // A snapshot holding a file no serializer reads (as an encrypted app's is without its key), listed first.
+  const broken = { dbName, threads: new Map([["t0", new Uint8Array([1, 2, 3])], ...threads]) };
+  await expect(langgraph.restore(broken)).rejects.toThrow(/Not a langgraph-thread file/);
+  await expect(page).toHaveThreadMessages("t1", ["one", /one/, "two", /two/], { dbName: "example-app" });
+});
