@@ -18,7 +18,7 @@ import {
   type TestType,
 } from "@playwright/test";
 import type { AppEncryption } from "./encryption.js";
-import { threadMatchers } from "./matchers.js";
+import { setMatcherDefaults, threadMatchers } from "./matchers.js";
 import type { PageThreadState, SeededThread } from "./protocol.js";
 import {
   DEFAULT_PAGE_DB_NAME,
@@ -115,6 +115,8 @@ async function hasOrigin(page: Page): Promise<boolean> {
 function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
   const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
   const db = { dbName, encryption: options.encryption };
+  // The docs pair the fixture's options with the matchers: they read the same database.
+  setMatcherDefaults(page, db);
   const databaseExists = () =>
     page.evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName);
   return {
@@ -174,7 +176,12 @@ async function withHelpers(
   const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
   // Before the test's first navigation, so that the app's first status is seen.
   await trackSyncStatus(page.context(), { dbName });
-  await run(bind(page, options));
+  const helpers = bind(page, options);
+  try {
+    await run(helpers);
+  } finally {
+    setMatcherDefaults(page, undefined);
+  }
   const cleanup = options.cleanup ?? "database";
   if (cleanup === false || !(await hasOrigin(page))) return;
   const exists = await page
@@ -250,7 +257,7 @@ export interface LanggraphTestType extends TestType<LanggraphTestArgs, Langgraph
  * test("answers", async ({ page, langgraph }) => {
  *   await page.goto("/");
  *   await langgraph.seed("fixtures/chat.lgthread", { threadId: "t1" });
- *   await expect(page).toHaveThreadMessages("t1", ["hi", /You said/], { dbName: "my-app" });
+ *   await expect(page).toHaveThreadMessages("t1", ["hi", /You said/]); // the fixture's dbName
  * });
  * ```
  */

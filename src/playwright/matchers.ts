@@ -105,6 +105,28 @@ function describeExpected(expected: ExpectedMessage, actual: unknown): string {
   return `${type ?? "?"}: ${text}${more}`;
 }
 
+/** The fixture's database options of each page it is bound to, the matchers' defaults there. */
+const fixtureDefaults = new WeakMap<Page, PageDatabaseOptions>();
+
+/**
+ * Makes `options` (`dbName`, `encryption`) the matchers' defaults on `page`,
+ * or removes them (`undefined`). The `langgraph` fixture calls it for its page
+ * and the tabs it opens: a matcher without `dbName` would otherwise read the
+ * default database, and its `.not` form would assert nothing there.
+ */
+export function setMatcherDefaults(page: Page, options: PageDatabaseOptions | undefined): void {
+  if (options) fixtureDefaults.set(page, { dbName: options.dbName, encryption: options.encryption });
+  else fixtureDefaults.delete(page);
+}
+
+/** `options` over the fixture's defaults for `page` (an option given as `undefined` keeps the default). */
+function withDefaults<T extends ThreadMatcherOptions>(page: Page, options: T): T {
+  const defaults = fixtureDefaults.get(page);
+  if (!defaults) return options;
+  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  return { ...defaults, ...given } as T;
+}
+
 /** What one attempt saw: passed or not, and how to say it. */
 interface Attempt {
   pass: boolean;
@@ -122,15 +144,19 @@ async function retrying(
   const deadline = Date.now() + timeout;
   for (;;) {
     let last: Attempt;
+    let failed = false;
     try {
       last = await attempt();
     } catch (error) {
+      // A read that fails is no answer: neither form may pass on it (a `.not` on a wrong
+      // dbName or a missing key would otherwise always pass), so it is retried, then fails.
       const text = error instanceof Error ? error.message : String(error);
-      last = { pass: false, message: () => `The thread could not be read: ${text}` };
+      failed = true;
+      last = { pass: state.isNot, message: () => `The thread could not be read: ${text}` };
     }
-    if (last.pass !== state.isNot || Date.now() + 100 > deadline) {
+    if ((!failed && last.pass !== state.isNot) || Date.now() + 100 > deadline) {
       const hint = state.utils.matcherHint(name, "page", "expected", { isNot: state.isNot });
-      const waited = last.pass === state.isNot ? `\n\nRetried for ${timeout} ms.` : "";
+      const waited = failed || last.pass === state.isNot ? `\n\nRetried for ${timeout} ms.` : "";
       return { pass: last.pass, name, message: () => `${hint}\n\n${last.message(state)}${waited}` };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -154,7 +180,10 @@ function where(threadId: string, options: ThreadMatcherOptions): string {
 
 /**
  * The matchers, for `expect.extend`. `langgraphTest.expect` has them
- * already.
+ * already. In a test with the `langgraph` fixture, its `dbName` and
+ * `encryption` are their defaults on its pages; options given override them.
+ * A thread that cannot be read (no such database, a missing key, a page
+ * without the app's origin) fails both forms, `.not` included.
  */
 export const threadMatchers = {
   /**
@@ -166,8 +195,9 @@ export const threadMatchers = {
     page: Page,
     threadId: string,
     expected: readonly ExpectedMessage[],
-    options: ThreadMessagesOptions = {},
+    given: ThreadMessagesOptions = {},
   ): Promise<MatcherReturnType> {
+    const options = withDefaults(page, given);
     const channel = options.channel ?? "messages";
     return retrying(this, "toHaveThreadMessages", options, async () => {
       const state = await readThreadState(page, threadId, readOptions(options));
@@ -198,8 +228,9 @@ export const threadMatchers = {
     page: Page,
     threadId: string,
     expected: number,
-    options: ThreadMatcherOptions = {},
+    given: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
+    const options = withDefaults(page, given);
     return retrying(this, "toHaveCheckpointCount", options, async () => {
       const count = await callPage(page, "toHaveCheckpointCount", "count", threadId, pageReadOptions(options));
       return {
@@ -221,8 +252,9 @@ export const threadMatchers = {
     page: Page,
     threadId: string,
     at: string | RegExp,
-    options: ThreadMatcherOptions = {},
+    given: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
+    const options = withDefaults(page, given);
     return retrying(this, "toBeInterruptedAt", options, async () => {
       const { running } = await callPage(page, "toBeInterruptedAt", "activity", threadId, pageReadOptions(options));
       const state = await readThreadState(page, threadId, readOptions(options));

@@ -58,3 +58,36 @@ test("the waits time out saying what they saw last", async ({ page, langgraph })
   expect(never).toContain('waitForCheckpoint: no checkpoint of thread "t1" in database "example-app" passed');
   expect(never).toContain('"content": "You said: hi"');
 });
+
+test("a thread that cannot be read fails .not too, saying why", async ({ page, langgraph }) => {
+  const blank = await failure(expect(page).not.toHaveThreadMessages("t1", ["hi"], { timeout: 300 }));
+  expect(blank).toContain(
+    'needs the page at your app\'s origin, where its IndexedDB lives, and the page is at "about:blank"',
+  );
+  await page.goto("/");
+  await page.getByTestId("composer").fill("hi");
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("t1");
+  const options = { dbName: "exmaple-app", timeout: 300 };
+  const reads = [
+    failure(expect(page).not.toHaveThreadMessages("t1", ["hi", "You said: hi"], options)),
+    failure(expect(page).not.toHaveCheckpointCount("t1", 3, options)),
+    failure(expect(page).not.toBeInterruptedAt("t1", "save", options)),
+    failure(expect(page).toHaveCheckpointCount("t1", 3, options)),
+  ];
+  for (const message of await Promise.all(reads)) {
+    expect(message).toContain("The thread could not be read:");
+    expect(message).toContain('no IndexedDB database "exmaple-app"; it has "example-app"');
+  }
+});
+
+test("the matchers read the fixture's database when given no dbName", async ({ page, langgraph }) => {
+  await page.goto("/");
+  await page.getByTestId("composer").fill("hi");
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("t1");
+  await expect(page).toHaveThreadMessages("t1", ["hi", "You said: hi"]);
+  await expect(page).toHaveCheckpointCount("t1", 3);
+  const not = await failure(expect(page).not.toHaveThreadMessages("t1", ["hi", "You said: hi"], { timeout: 300 }));
+  expect(not).toContain('Expected thread "t1" of database "example-app" not to have these messages');
+});
