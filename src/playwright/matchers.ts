@@ -245,7 +245,10 @@ export const threadMatchers = {
    * The thread is paused before node `at` (a name), or asking `at` (an
    * `interrupt()` value, or its `question` field, as text); a RegExp may
    * match either. Paused: an interrupt is pending, or (a static breakpoint,
-   * `interruptBefore`) nodes are due and no run holds the thread.
+   * `interruptBefore`) nodes are due and no run holds the thread, for a
+   * checkpoint written under `runOnThread` (only its lock tells a breakpoint
+   * from a node still running). A step whose node failed (an `__error__`
+   * pending write) is not paused: the message says "the run failed: …".
    */
   async toBeInterruptedAt(
     this: ExpectMatcherState,
@@ -260,12 +263,17 @@ export const threadMatchers = {
       const state = await readThreadState(page, threadId, readOptions(options));
       const questions = (state?.interrupts ?? []).map((item) => interruptText(item.value));
       const nodes = state?.next ?? [];
-      const paused = questions.length > 0 || (nodes.length > 0 && !running);
+      const failure = runError(state);
+      // A static breakpoint leaves nothing in storage but the nodes due, as does a node still
+      // running: only the run lock tells them apart, and it says something only for a run that
+      // took it (runOnThread tags its checkpoints with metadata.run_id).
+      const locked = typeof state?.metadata.run_id === "string";
+      const paused = failure === undefined && (questions.length > 0 || (nodes.length > 0 && locked && !running));
       const hit = (text: string) => (typeof at === "string" ? text === at : at.test(text));
       return {
         pass: paused && [...nodes, ...questions].some(hit),
         message: (s) => {
-          const seen = describeInterrupt(state, { nodes, questions, paused, running });
+          const seen = describeInterrupt(state, { nodes, questions, paused, running, locked, failure });
           return `Expected ${where(threadId, options)} ${s.isNot ? "not " : ""}to be interrupted at ${s.utils.printExpected(at)}\nReceived: ${seen}`;
         },
       };
@@ -280,15 +288,39 @@ function interruptText(value: unknown): string {
   return typeof question === "string" ? question : JSON.stringify(value);
 }
 
+/**
+ * The error a node of the thread's latest step failed with (LangGraph's
+ * `__error__` pending write), as text; undefined when none failed. Such a run
+ * stopped before its nodes, but it is not waiting for anyone.
+ */
+function runError(state: PageThreadState | undefined): string | undefined {
+  const write = state?.pendingWrites.find(([, channel]) => channel === "__error__");
+  if (!write) return undefined;
+  const value = write[2] as { message?: unknown; name?: unknown } | null;
+  if (typeof value?.message !== "string") return JSON.stringify(value);
+  return typeof value.name === "string" ? `${value.name}: ${value.message}` : value.message;
+}
+
 /** What the thread was doing, in words. */
 function describeInterrupt(
   state: PageThreadState | undefined,
-  seen: { nodes: string[]; questions: string[]; paused: boolean; running: boolean },
+  seen: {
+    nodes: string[];
+    questions: string[];
+    paused: boolean;
+    running: boolean;
+    locked: boolean;
+    failure: string | undefined;
+  },
 ): string {
   if (!state) return "no checkpoint";
   const { nodes, questions } = seen;
   const before =
     nodes.length > 0 ? `before ${nodes.map((node) => JSON.stringify(node)).join(", ")}` : "with no node due";
+  if (seen.failure !== undefined) return `not interrupted: the run failed: ${seen.failure} (${before})`;
+  if (!seen.paused && nodes.length > 0 && !seen.locked && questions.length === 0) {
+    return `not interrupted as far as can be told: nodes are due (${before}) and no interrupt is pending, and the checkpoint was not written under runOnThread, so its run lock cannot tell a static breakpoint (interruptBefore) from a node still running. Run the graph through runOnThread (checkpoint ${state.checkpointId})`;
+  }
   if (!seen.paused) {
     return `not interrupted: ${seen.running ? "a run holds it" : "the run has finished"} (${before}, checkpoint ${state.checkpointId})`;
   }
