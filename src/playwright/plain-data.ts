@@ -41,7 +41,11 @@ export interface MessageData {
 function messageOf(record: LangChainRecord["record"], depth: number): MessageData | undefined {
   const type = MESSAGE_TYPES[record.id[record.id.length - 1]!];
   if (!type || !record.id.includes("messages")) return undefined;
-  const { kwargs } = record;
+  return messageData(type, record.kwargs, depth);
+}
+
+/** A message's data from its type and fields (a record's kwargs, or a message-like's own). */
+function messageData(type: string, kwargs: Record<string, unknown>, depth: number): MessageData {
   const data: MessageData = { type, content: toData(kwargs.content ?? "", depth + 1) };
   if (typeof kwargs.id === "string") data.id = kwargs.id;
   if (typeof kwargs.name === "string") data.name = kwargs.name;
@@ -138,10 +142,58 @@ export function reduceMessages(state: readonly MessageData[], writes: readonly M
 }
 
 /**
+ * What LangGraph's messages reducer makes of a message-like (already as data)
+ * that is not a LangChain message: `coerceMessageLikeToMessage` of
+ * @langchain/core (a string is a human message, `[role, content]`, or an
+ * object with a `role` or `type`: user/human, assistant/ai, system, developer,
+ * tool with a `tool_call_id`, remove with an `id`). Undefined when it is not one.
+ */
+function coerceMessageLike(value: unknown): MessageData | undefined {
+  if (isMessageData(value)) return value;
+  if (typeof value === "string") return messageData("human", { content: value }, 0);
+  let fields: Record<string, unknown>;
+  if (Array.isArray(value)) {
+    if (value.length !== 2) return undefined;
+    fields = { type: value[0], content: value[1] };
+  } else if (typeof value === "object" && value !== null) {
+    const { role, ...rest } = value as Record<string, unknown>;
+    fields = typeof role === "string" ? { ...rest, type: role } : { ...rest };
+  } else {
+    return undefined;
+  }
+  const { type, ...rest } = fields;
+  const message = (kind: string, own: Record<string, unknown> = rest) => messageData(kind, own, 0);
+  if (type === "human" || type === "user") return message("human");
+  if (type === "ai" || type === "assistant") return message("ai");
+  if (type === "system") return message("system");
+  if (type === "developer") {
+    const extra = typeof rest.additional_kwargs === "object" ? rest.additional_kwargs : {};
+    return message("system", { ...rest, additional_kwargs: { ...extra, __openai_role__: "developer" } });
+  }
+  if (type === "tool" && "tool_call_id" in rest) return message("tool");
+  if (type === "remove" && typeof rest.id === "string") return message("remove");
+  return undefined;
+}
+
+/**
+ * Every item as message data when the list holds messages (some item is a
+ * LangChain message or a `{ role | type, … }` message-like, and each item
+ * coerces), else undefined: a delta channel of other values is left as it is.
+ */
+function asMessages(items: readonly unknown[]): MessageData[] | undefined {
+  const messageish = (item: unknown) =>
+    isMessageData(item) ||
+    (typeof item === "object" && item !== null && !Array.isArray(item) && coerceMessageLike(item) !== undefined);
+  if (!items.some(messageish)) return undefined;
+  const coerced = items.map(coerceMessageLike);
+  return coerced.every((item): item is MessageData => item !== undefined) ? coerced : undefined;
+}
+
+/**
  * A delta channel's value, as data, from its seed and writes, as
  * `DeltaChannel` does: the last Overwrite resets the base; the rest go
- * through the messages reducer when the channel holds messages, else are
- * concatenated.
+ * through the messages reducer when the channel holds messages (message-likes
+ * coerced as LangGraph's reducer does), else are concatenated.
  */
 export function replayDelta(seed: unknown, writes: readonly CheckpointPendingWrite[]): unknown[] {
   let base: unknown = isDeltaSnapshot(seed) ? (seed as { value: unknown }).value : seed;
@@ -158,7 +210,10 @@ export function replayDelta(seed: unknown, writes: readonly CheckpointPendingWri
     toData(item),
   );
   const flat = values.flatMap((value) => (Array.isArray(value) ? value : [value])).map((item) => toData(item));
+  // A MessagesDeltaValue channel is often fed message-likes (`{ role: "user", content }`), which
+  // the app's reducer coerces: read as it does, an edit by id replaces rather than appends.
+  const messages = asMessages([...current, ...flat]);
+  if (messages) return reduceMessages(messages.slice(0, current.length), messages.slice(current.length));
   if (flat.length === 0) return current;
-  if (current.every(isMessageData) && flat.every(isMessageData)) return reduceMessages(current, flat);
   return [...current, ...flat];
 }

@@ -41,7 +41,8 @@ export interface PageThreadState {
   /**
    * Channel values: delta channels (`MessagesDeltaValue`) rebuilt from their
    * history, LangGraph's internal channels left out unless `internal: true`.
-   * Messages become `{ type, content, id?, name?, tool_calls?, tool_call_id?, additional_kwargs? }`.
+   * Messages become `{ type, content, id?, name?, tool_calls?, tool_call_id?, additional_kwargs? }`,
+   * message-likes (`{ role: "user", content }`) in a delta channel too, as LangGraph coerces them.
    */
   values: Record<string, unknown>;
   /** The checkpoint's metadata (`source`, `step`, `run_id`, …). */
