@@ -59,6 +59,18 @@ describe("clear with deleteDatabase", () => {
     await pageApi.clear({ dbName, deleteDatabase: true });
   });
 
+  it("succeeds on a database the app already deleted, and removes the marker it left", async () => {
+    const dbName = unique();
+    await writeOne(dbName);
+    await rawDelete(dbName);
+    const result = await pageApi.clear({ dbName, deleteDatabase: true });
+    expect(result).toEqual({ threadIds: [], marker: true, journalFiles: 0 });
+    const app = new IndexedDBSaver({ dbName, onWipe: "throw" });
+    expect((await app.recovery()).kind).toBe("ok");
+    await app.close();
+    await pageApi.clear({ dbName, deleteDatabase: true });
+  });
+
   it("removes the OPFS journal: nothing deleted comes back from it", async () => {
     const dbName = unique();
     await writeOne(dbName, "opfs");

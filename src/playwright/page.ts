@@ -253,11 +253,13 @@ export const pageApi: PageApi = {
   },
 
   async clear(options) {
-    await requireDatabase("clearThreads", options.dbName);
     if (options.deleteDatabase) {
+      // Not required to exist: an app that deleted its own database leaves its wipe marker,
+      // which this removes, or the app's next open reports "wiped".
       const forgotten = await deleteSaverDatabase(options.dbName);
       return { threadIds: [], ...forgotten };
     }
+    await requireDatabase("clearThreads", options.dbName);
     const threadIds = await withSaver(options, async (saver) => {
       let ids = options.threadIds;
       if (!ids) {

@@ -139,7 +139,9 @@ export async function exportThreadFromPage(
 /**
  * Deletes threads from the page's database (every thread by default), or the
  * whole database with its wipe marker and journal (`deleteDatabase: true`).
- * A database the page does not have is an error that lists the ones it has.
+ * A database the page does not have is an error that lists the ones it has,
+ * except with `deleteDatabase`: its wipe marker may outlive it (the app
+ * deleted it), and is removed.
  *
  * @returns The thread ids deleted (empty when the database was deleted).
  */
