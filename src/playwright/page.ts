@@ -184,7 +184,10 @@ export const pageApi: PageApi = {
     // The lock first: a run that ends between the two reads is then seen with its last checkpoint.
     const running = await isThreadRunning(threadId, { dbName: options.dbName });
     const names = typeof indexedDB.databases === "function" ? await indexedDB.databases() : undefined;
-    if (names && !names.some((db) => db.name === options.dbName)) return { running };
+    // Not an error here: the app may create its database after the wait begins.
+    if (names && !names.some((db) => db.name === options.dbName)) {
+      return { running, databases: names.map((db) => db.name ?? "").filter(Boolean) };
+    }
     const checkpointId = await withSaver(options, async (saver) => {
       const tuple = await saver.getTuple({
         configurable: { thread_id: threadId, checkpoint_ns: options.checkpointNs ?? "" },

@@ -91,6 +91,8 @@ export interface PageThreadActivity {
   running: boolean;
   /** The latest committed checkpoint's id, if any. */
   checkpointId?: string;
+  /** The databases of the page's origin, when the one asked for is not among them (yet). */
+  databases?: string[];
 }
 
 /** What clearing a database reports. */

@@ -1,6 +1,6 @@
 /** Every matcher fails with a message that says what it saw. */
 import { stripVTControlCharacters } from "node:util";
-import { langgraphTest as test } from "langgraph-checkpoint-indexeddb/playwright";
+import { langgraphTest as test, waitForThreadIdle } from "langgraph-checkpoint-indexeddb/playwright";
 
 const { expect } = test;
 test.use({ langgraph: { dbName: "example-app" } });
@@ -57,6 +57,8 @@ test("the waits time out saying what they saw last", async ({ page, langgraph })
   );
   expect(never).toContain('waitForCheckpoint: no checkpoint of thread "t1" in database "example-app" passed');
   expect(never).toContain('"content": "You said: hi"');
+  const wrongDb = await failure(waitForThreadIdle(page, "t1", { dbName: "exampel-app", timeout: 300 }));
+  expect(wrongDb).toContain('the page\'s origin had no IndexedDB database "exampel-app" (it had "example-app")');
 });
 
 test("a thread that cannot be read fails .not too, saying why", async ({ page, langgraph }) => {
