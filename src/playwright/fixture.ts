@@ -80,7 +80,7 @@ export interface LanggraphFixture {
   waitForCheckpoint(
     threadId: string,
     predicate: (state: PageThreadState) => boolean,
-    options?: Omit<WaitOptions, "dbName" | "encryption">,
+    options?: Omit<WaitOptions & ReadThreadStateOptions, "dbName" | "encryption">,
   ): Promise<PageThreadState>;
   /** {@link exportThreadFromPage} from this database. */
   exportThread(threadId: string): Promise<Uint8Array>;

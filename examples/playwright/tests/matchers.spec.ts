@@ -53,7 +53,10 @@ test("the waits time out saying what they saw last", async ({ page, langgraph })
   expect(since).toContain(`waitForThreadIdle: thread "t1" of database "example-app" was not idle after 300 ms`);
   expect(since).toContain(`its latest checkpoint was still ${idle} (the one given as since)`);
   const never = await failure(
-    langgraph.waitForCheckpoint("t1", (state) => (state.values.messages as unknown[]).length === 4, { timeout: 300 }),
+    langgraph.waitForCheckpoint("t1", (state) => (state.values.messages as unknown[]).length === 4, {
+      timeout: 300,
+      checkpointNs: "",
+    }),
   );
   expect(never).toContain('waitForCheckpoint: no checkpoint of thread "t1" in database "example-app" passed');
   expect(never).toContain('"content": "You said: hi"');
