@@ -69,6 +69,7 @@ export {
   type LanggraphFixture,
   type LanggraphTestFixtures,
   type LanggraphTestType,
+  type TestWithThreadMatchers,
   type ThreadsSnapshot,
 } from "./playwright/fixture.js";
 export {

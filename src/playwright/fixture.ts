@@ -230,8 +230,21 @@ const expectWithMatchers = baseExpect.extend(threadMatchers);
 type LanggraphTestArgs = PlaywrightTestArgs & PlaywrightTestOptions & LanggraphTestFixtures;
 type LanggraphWorkerArgs = PlaywrightWorkerArgs & PlaywrightWorkerOptions;
 
+/** Playwright's `test` whose `expect` has the thread matchers, and whose `extend` keeps them. */
+export interface TestWithThreadMatchers<TestArgs extends object, WorkerArgs extends object> extends TestType<
+  TestArgs,
+  WorkerArgs
+> {
+  /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
+  expect: typeof expectWithMatchers;
+  /** Playwright's `test.extend`; the test it returns keeps the matchers on its `expect`. */
+  extend<T extends object, W extends object = object>(
+    fixtures: Fixtures<T, W, TestArgs, WorkerArgs>,
+  ): TestWithThreadMatchers<TestArgs & T, WorkerArgs & W>;
+}
+
 /** The type of {@link langgraphTest}: Playwright's `test` with the fixtures, whose `expect` has the matchers. */
-export interface LanggraphTestType extends TestType<LanggraphTestArgs, LanggraphWorkerArgs> {
+export interface LanggraphTestType extends TestWithThreadMatchers<LanggraphTestArgs, LanggraphWorkerArgs> {
   /** Playwright's `test.use`, where `langgraph` may be given its options: `test.use({ langgraph: { dbName: "my-app" } })`. */
   use(
     fixtures: Omit<Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>, "langgraph"> & {
@@ -240,8 +253,6 @@ export interface LanggraphTestType extends TestType<LanggraphTestArgs, Langgraph
   ): void;
   /** Playwright's `test.use`. */
   use(fixtures: Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>): void;
-  /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
-  expect: typeof expectWithMatchers;
 }
 
 /**
@@ -263,4 +274,17 @@ export interface LanggraphTestType extends TestType<LanggraphTestArgs, Langgraph
  */
 // Playwright types `use({ langgraph })` as the helpers; the options object is accepted at run time
 // (the auto fixture `_langgraphOptionsAsValue` binds the helpers onto it), so the type says so.
-export const langgraphTest = Object.assign(extended, { expect: expectWithMatchers }) as unknown as LanggraphTestType;
+export const langgraphTest = withMatchers(extended) as unknown as LanggraphTestType;
+
+/**
+ * `test` whose `expect` has the thread matchers, and whose `extend` returns
+ * such a test again: Playwright gives an extended test its own plain
+ * `expect`, so `langgraphTest.extend(…).expect` lost the matchers.
+ */
+function withMatchers<T extends { extend: (...args: never[]) => unknown }>(test: T): T {
+  const extend = test.extend.bind(test) as (...args: never[]) => { extend: (...args: never[]) => unknown };
+  return Object.assign(test, {
+    expect: expectWithMatchers,
+    extend: (...args: never[]) => withMatchers(extend(...args)),
+  });
+}

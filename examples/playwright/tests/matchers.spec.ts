@@ -96,3 +96,13 @@ test("the matchers read the fixture's database when given no dbName", async ({ p
   const not = await failure(expect(page).not.toHaveThreadMessages("t1", ["hi", "You said: hi"], { timeout: 300 }));
   expect(not).toContain('Expected thread "t1" of database "example-app" not to have these messages');
 });
+
+const withGreeting = test.extend<{ greeting: string }>({ greeting: "hi" });
+
+withGreeting("a test extended again keeps the matchers on its expect", async ({ page, langgraph, greeting }) => {
+  await page.goto("/");
+  await page.getByTestId("composer").fill(greeting);
+  await page.getByTestId("send").click();
+  await langgraph.waitForIdle("t1");
+  await withGreeting.expect(page).toHaveThreadMessages("t1", [greeting, "You said: hi"]);
+});
