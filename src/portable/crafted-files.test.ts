@@ -7,15 +7,13 @@
 import { MemorySaver } from "@langchain/langgraph/web";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
-import { crc32 } from "../core/crc32.js";
 import { IndexedDBSaver } from "../saver/index.js";
-import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { chat } from "../../test/support/chat-graph.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { rawThread } from "../../test/support/portable-scenario.js";
+import { assemble, rewriteThreadFile } from "../../test/support/thread-files.js";
 import {
-  FORMAT_INTERNALS,
   ThreadFileError,
   exportThread,
   importThread,
@@ -25,54 +23,12 @@ import {
 } from "./index.js";
 
 const track = trackSavers<IndexedDBSaver>();
-const serde = new MsgpackSerializer();
-const { SIGNATURE, KIND, FRAME_HEAD } = FORMAT_INTERNALS;
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
-
-/** One frame's bytes. */
-function frameBytes(kind: number, payload: Uint8Array): Uint8Array {
-  const out = new Uint8Array(FRAME_HEAD + payload.length);
-  out[0] = kind;
-  new DataView(out.buffer).setUint32(1, payload.length);
-  out.set(payload, FRAME_HEAD);
-  return out;
-}
-
-/** A file of the header and these frames, with the trailer an attacker would compute. */
-function assemble(header: Record<string, unknown>, frames: Uint8Array[], counts: Record<string, number>): Uint8Array {
-  const parts = [SIGNATURE, frameBytes(KIND.HEADER, json({ ...header, counts })), ...frames];
-  const body = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  parts.reduce((offset, part) => (body.set(part, offset), offset + part.length), 0);
-  const trailer = frameBytes(KIND.END, json({ ...counts, crc32: crc32(0, body).toString(16).padStart(8, "0") }));
-  const out = new Uint8Array(body.length + trailer.length);
-  out.set(body);
-  out.set(trailer, body.length);
-  return out;
-}
 
 /** An unencrypted export of a two-turn chat, its `C` records changed by `edit`, counts and checksum fixed up. */
 async function craftedFile(edit: (records: CheckpointRecord[]) => void): Promise<Uint8Array> {
   const source = track(new IndexedDBSaver({ dbName: freshDbName("crafted-source") }));
   await chat(source, "t", ["one", "two"], true);
-  const bytes = await exportThread(source, "t", { as: "bytes" });
-  const frames: { kind: number; payload: Uint8Array }[] = [];
-  for (let offset = SIGNATURE.length; offset < bytes.length;) {
-    const length = new DataView(bytes.buffer, bytes.byteOffset + offset + 1, 4).getUint32(0);
-    frames.push({ kind: bytes[offset]!, payload: bytes.subarray(offset + FRAME_HEAD, offset + FRAME_HEAD + length) });
-    offset += FRAME_HEAD + length;
-  }
-  const header = JSON.parse(new TextDecoder().decode(frames[0]!.payload)) as Record<string, unknown>;
-  const records: CheckpointRecord[] = [];
-  for (const { kind, payload } of frames) {
-    if (kind === KIND.CHECKPOINT) records.push((await serde.loadsTyped("msgpack", payload)) as CheckpointRecord);
-  }
-  edit(records);
-  // Every value first (a C record may only use earlier B records), then the checkpoints.
-  const body = frames.filter(({ kind }) => kind === KIND.BLOB).map(({ kind, payload }) => frameBytes(kind, payload));
-  const blobs = body.length;
-  for (const record of records) body.push(frameBytes(KIND.CHECKPOINT, (await serde.dumpsTyped(record))[1]));
-  const writes = records.reduce((n, record) => n + record.writes.length, 0);
-  return assemble(header, body, { checkpoints: records.length, blobs, writes });
+  return rewriteThreadFile(await exportThread(source, "t", { as: "bytes" }), (_blobs, records) => edit(records));
 }
 
 /**

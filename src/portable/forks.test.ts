@@ -15,10 +15,11 @@ import { copyThreads } from "./index.js";
 const track = trackSavers<IndexedDBSaver>();
 
 describe("a MemorySaver thread with an edited turn copied to IndexedDBSaver", () => {
-  for (const kind of FORK_KINDS) {
-    it(`keeps each branch's values and continues both (${kind.name})`, async () => {
+  // Three edits of one turn: each needs a version of its own between the same two (helper-52).
+  for (const [kind, edits] of FORK_KINDS.flatMap((kind) => [1, 3].map((edits) => [kind, edits] as const))) {
+    it(`keeps each branch's values and continues each, ${edits} edit(s) (${kind.name})`, async () => {
       const source = new MemorySaver();
-      const heads = await forkThread(source, kind, "t");
+      const heads = await forkThread(source, kind, "t", edits);
       const expected = await forkedView(source, kind, "t");
       // Both branches differ, or the test would not see one read as the other.
       expect(expected.history.find((state) => state.id === heads[0])?.values).not.toEqual(expected.state.values);

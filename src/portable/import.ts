@@ -16,9 +16,8 @@ import { ThreadImportError } from "./errors.js";
 import { assertStorableId } from "../rows/ids.js";
 import { decodeRecord } from "./frames.js";
 import { validate } from "./validate.js";
-import { VersionPlanner } from "./reversion.js";
 import { errorMessage } from "../core/guards.js";
-import { blobIdentity } from "../core/identity.js";
+import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
 
 /**
@@ -83,8 +82,6 @@ export async function importThread(
   let written = 0;
   try {
     onProgress?.({ checkpoints: 0, total: counts.checkpoints });
-    /** The target's versions: a fork's value under a version another branch used gets its own (reversion.ts). */
-    const versions = new VersionPlanner(valid.versions);
     /** The last checkpoint written in each namespace. */
     const lastInNamespace = new Map<string, string>();
     /** Last decoded value of each `(ns, channel)`: consecutive checkpoints share most values. */
@@ -109,10 +106,9 @@ export async function importThread(
       }
       for (const channel of Object.keys(record.values)) values[channel] = record.values[channel];
 
-      const held = new Set(record.blobs);
-      const planned = versions.plan(record, (channel) =>
-        held.has(channel) ? "blob" : Object.hasOwn(record.values, channel) ? "inline" : "none",
-      );
+      // The target's versions, planned by validation: a fork's value under a version another
+      // branch used gets its own (reversion.ts).
+      const planned = valid.plans.get(checkpointIdentity(ns, id))!;
       const config: RunnableConfig = {
         configurable: {
           thread_id: threadId,

@@ -46,8 +46,49 @@ function after(a: Version, b: Version): boolean {
   return a > b && String(a).localeCompare(String(b)) > 0;
 }
 
+/** What planning a checkpoint's versions reads of its record: kept by validation, which decodes each record once. */
+export interface PlanInput {
+  ns: string;
+  id: string;
+  parent: string | null;
+  checkpoint: Pick<CheckpointRecord["checkpoint"], "channel_versions" | "versions_seen">;
+  /** Where the checkpoint's value of each versioned channel comes from. */
+  held: Record<string, Held>;
+}
+
+/** The planning input of `record`. */
+export function planInput(record: CheckpointRecord): PlanInput {
+  const held: Record<string, Held> = {};
+  const blobs = new Set(record.blobs);
+  for (const channel of Object.keys(record.checkpoint.channel_versions ?? {})) {
+    held[channel] = blobs.has(channel) ? "blob" : Object.hasOwn(record.values, channel) ? "inline" : "none";
+  }
+  const { channel_versions, versions_seen } = record.checkpoint;
+  return { ns: record.ns, id: record.id, parent: record.parent, checkpoint: { channel_versions, versions_seen }, held };
+}
+
+/**
+ * The `slot`-th of SLOTS versions between `version` and `next` (or the next
+ * integer, if sooner). A string version that reads as a number (other savers'
+ * `"00…05.123"`) gets a string of the same width that does too: LangGraph
+ * compares versions with `>`, which reads such strings as numbers, and a new
+ * number version must still compare with it (`"…05.123.1"` reads as NaN).
+ */
+function between(version: Version, next: Version | undefined, slot: number): Version | undefined {
+  const low = typeof version === "number" ? version : Number(version);
+  if (!Number.isFinite(low)) return typeof version === "string" ? `${version}.${slot}` : undefined;
+  const bound = next === undefined ? Number.NaN : typeof next === "number" ? next : Number(next);
+  const high = Number.isFinite(bound) ? Math.min(bound, Math.floor(low) + 1) : Math.floor(low) + 1;
+  const value = low + (high - low) * (slot / SLOTS);
+  if (typeof version === "number") return value;
+  const width = (version.split(".")[0] ?? "").length;
+  const whole = Math.floor(value);
+  const fraction = (value - whole).toFixed(20).slice(1); // ".xxxx…"
+  return `${String(whole).padStart(width, "0")}${fraction}`;
+}
+
 /** Every channel version and seen version of a record, per namespace: where {@link VersionPlanner} finds room. */
-export function collectVersions(record: CheckpointRecord, used: Map<string, Set<Version>>): void {
+export function collectVersions(record: PlanInput, used: Map<string, Set<Version>>): void {
   let set = used.get(record.ns);
   if (!set) used.set(record.ns, (set = new Set()));
   const add = (versions: unknown) => {
@@ -74,15 +115,14 @@ export class VersionPlanner {
   /** The next slot to try above each re-versioned version. */
   readonly #slots = new Map<string, number>();
 
-  /** @param used The file's versions per namespace ({@link collectVersions}); new ones are added. */
-  constructor(readonly used: Map<string, Set<Version>>) {}
-
   /**
-   * The target versions of one checkpoint.
-   *
-   * @param held Where the checkpoint's value of each versioned channel comes from.
+   * @param used The file's own versions per namespace ({@link collectVersions}): the bounds new
+   * versions stay under. Versions made here are not added: each bound stays a version of the file.
    */
-  plan(record: CheckpointRecord, held: (channel: string) => Held): PlannedVersions {
+  constructor(readonly used: ReadonlyMap<string, ReadonlySet<Version>>) {}
+
+  /** The target versions of one checkpoint (call in file order: parents first). */
+  plan(record: PlanInput): PlannedVersions {
     const { ns } = record;
     const parentMap = record.parent === null ? undefined : this.#branches.get(checkpointIdentity(ns, record.parent));
     let map = parentMap ?? NO_REMAPS;
@@ -90,7 +130,7 @@ export class VersionPlanner {
     const channelVersions: ChannelVersions = {};
     const newVersions: ChannelVersions = {};
     for (const [channel, version] of Object.entries(record.checkpoint.channel_versions ?? {})) {
-      const kind = held(channel);
+      const kind = record.held[channel] ?? "none";
       const slot = `${channel}\u0000${versionKey(version)}`;
       const inherited = map.get(slot);
       const first = this.#held.get(blobIdentity(ns, channel, version));
@@ -114,7 +154,7 @@ export class VersionPlanner {
   }
 
   /** `versions_seen` with the branch's re-versioned versions; the record's own object when none applies. */
-  #seen(record: CheckpointRecord, map: BranchMap): Record<string, ChannelVersions> {
+  #seen(record: PlanInput, map: BranchMap): Record<string, ChannelVersions> {
     const seen = record.checkpoint.versions_seen;
     if (map.size === 0 || typeof seen !== "object" || seen === null) return seen;
     const out: Record<string, ChannelVersions> = {};
@@ -129,29 +169,30 @@ export class VersionPlanner {
     return out;
   }
 
-  /** A version after `version` and before every greater version of the namespace, unused so far. */
+  /**
+   * A version after `version` and before every greater version the file uses
+   * in the namespace, not given before. The bound is the file's own next
+   * version (helper-52: bounding each new version by the one made before it
+   * shrank the room by 2^20 at each edit of a turn, and the third edit found
+   * none), and slots count up per version, so each edit of a turn gets the
+   * next slot of the same room. Branches never compare their versions with
+   * each other's, so their order among themselves does not matter.
+   * @throws {Error} when no version is left there (hand-made versions a double cannot split).
+   */
   #allocate(ns: string, version: Version): Version {
-    let used = this.used.get(ns);
-    if (!used) this.used.set(ns, (used = new Set()));
     let next: Version | undefined;
-    for (const other of used) if (after(other, version) && (next === undefined || after(next, other))) next = other;
-    const slotKey = `${ns}\u0000${versionKey(version)}`;
-    for (let slot = this.#slots.get(slotKey) ?? 1; slot < SLOTS; slot++) {
-      let candidate: Version;
-      if (typeof version === "number") {
-        const upper = typeof next === "number" ? Math.min(next, version + 1) : version + 1;
-        candidate = version + (upper - version) * (slot / SLOTS);
-      } else {
-        candidate = `${version}.${slot}`;
-      }
-      if (!after(candidate, version) || (next !== undefined && !after(next, candidate))) break;
-      if (used.has(candidate)) continue;
-      this.#slots.set(slotKey, slot + 1);
-      used.add(candidate);
-      return candidate;
+    for (const other of this.used.get(ns) ?? []) {
+      if (after(other, version) && (next === undefined || after(next, other))) next = other;
     }
-    throw new Error(
-      `two branches hold different values of one channel under version ${JSON.stringify(version)} (namespace "${ns}"), and no version is left between it and the next one to tell them apart`,
-    );
+    const slotKey = `${ns}\u0000${versionKey(version)}`;
+    const slot = (this.#slots.get(slotKey) ?? 0) + 1;
+    this.#slots.set(slotKey, slot);
+    const candidate = slot < SLOTS ? between(version, next, slot) : undefined;
+    if (candidate === undefined || !after(candidate, version) || (next !== undefined && !after(next, candidate))) {
+      throw new Error(
+        `two branches hold different values of one channel under version ${JSON.stringify(version)} (namespace "${ns}"), and no version is left between it and the next one to tell them apart`,
+      );
+    }
+    return candidate;
   }
 }

@@ -21,7 +21,7 @@ import { ThreadFileError } from "./errors.js";
 import { decodeRecord, parseHeader, type FrameRef } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import type { Version } from "../rows/shapes.js";
-import { collectVersions } from "./reversion.js";
+import { collectVersions, planInput, VersionPlanner, type PlanInput, type PlannedVersions } from "./reversion.js";
 import { assertStorableId } from "../rows/ids.js";
 import { errorMessage } from "../core/guards.js";
 
@@ -32,8 +32,12 @@ export interface ValidFile {
   /** Blob key → its frame. */
   blobs: Map<string, FrameRef>;
   counts: ThreadExportCounts;
-  /** Every channel version the file uses, per namespace: room for re-versioned values (reversion.ts). */
-  versions: Map<string, Set<Version>>;
+  /**
+   * The target's versions of each checkpoint (by `checkpointIdentity`):
+   * planned here, so a file whose forks cannot be told apart is refused
+   * before anything is written (reversion.ts).
+   */
+  plans: Map<string, PlannedVersions>;
 }
 
 /**
@@ -125,6 +129,8 @@ export async function validate(
   const blobs = new Map<string, FrameRef>();
   const checkpoints = new Set<string>();
   const usedVersions = new Map<string, Set<Version>>();
+  /** Each checkpoint's planning input, in file order, with its record number. */
+  const inputs: { index: number; input: PlanInput }[] = [];
   /** Records whose parent was not before them: fine if it is not in the file at all (a pruned thread). */
   const laterParents: { index: number; ns: string; parent: string }[] = [];
   const counts: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
@@ -157,7 +163,9 @@ export async function validate(
         laterParents.push({ index: i, ns: record.ns, parent: record.parent });
       }
       checkpoints.add(key);
-      collectVersions(record, usedVersions);
+      const input = planInput(record);
+      collectVersions(input, usedVersions);
+      inputs.push({ index: i, input });
       counts.checkpoints += 1;
       counts.writes += record.writes.length;
     } else if (ref.kind >= 0x61 && ref.kind <= 0x7a) {
@@ -194,7 +202,16 @@ export async function validate(
       "The langgraph-thread file holds no checkpoint; exportThread never writes such a file, so it is refused.",
     );
   }
-  return { header, frames, blobs, counts, versions: usedVersions };
+  const planner = new VersionPlanner(usedVersions);
+  const plans = new Map<string, PlannedVersions>();
+  for (const { index, input } of inputs) {
+    try {
+      plans.set(checkpointIdentity(input.ns, input.id), planner.plan(input));
+    } catch (error) {
+      throw recordError(index, errorMessage(error));
+    }
+  }
+  return { header, frames, blobs, counts, plans };
 }
 
 /** Throws unless the bytes start with the signature, saying what they look like instead. */
@@ -269,6 +286,17 @@ export function checkCheckpoint(value: unknown, index: number): CheckpointRecord
     )
   ) {
     throw recordError(index, "is not a valid checkpoint record");
+  }
+  // A version is a key part in savers that store one value per version: NaN or an infinity
+  // there fails the target's write midway (IndexedDB refuses it as a key), after a replace
+  // already deleted the thread.
+  for (const [channel, version] of Object.entries(record.checkpoint.channel_versions ?? {})) {
+    if (!(typeof version === "string" || (typeof version === "number" && Number.isFinite(version)))) {
+      throw recordError(
+        index,
+        `gives channel "${channel}" the version ${String(version)}, not a finite number or a string`,
+      );
+    }
   }
   return record as CheckpointRecord;
 }

@@ -78,19 +78,28 @@ export const FORK_KINDS: ForkKind[] = [
 const thread = (threadId: string): RunnableConfig => ({ configurable: { thread_id: threadId } });
 
 /**
- * Runs turns "one" and "two", then "edited two" from the end of turn one.
+ * Runs turns "one" and "two", then `edits` times an edited turn two from the
+ * end of turn one ("edited two", "edited two (2)", …).
  *
- * @returns The checkpoint ids ending each branch: the original, then the edited one.
+ * @returns The checkpoint ids ending each branch: the original, then each edited one.
  */
-export async function forkThread(saver: BaseCheckpointSaver, kind: ForkKind, threadId: string): Promise<string[]> {
+export async function forkThread(
+  saver: BaseCheckpointSaver,
+  kind: ForkKind,
+  threadId: string,
+  edits = 1,
+): Promise<string[]> {
   const graph = kind.graph(saver);
+  const head = async () => (await graph.getState(thread(threadId))).config.configurable?.checkpoint_id as string;
   await graph.invoke(kind.turn("one"), thread(threadId));
   const afterOne = (await graph.getState(thread(threadId))).config;
   await graph.invoke(kind.turn("two"), thread(threadId));
-  const original = (await graph.getState(thread(threadId))).config.configurable?.checkpoint_id as string;
-  await graph.invoke(kind.turn("edited two"), afterOne);
-  const edited = (await graph.getState(thread(threadId))).config.configurable?.checkpoint_id as string;
-  return [original, edited];
+  const heads = [await head()];
+  for (let edit = 1; edit <= edits; edit++) {
+    await graph.invoke(kind.turn(edit === 1 ? "edited two" : `edited two (${edit})`), afterOne);
+    heads.push(await head());
+  }
+  return heads;
 }
 
 /** The latest state and the whole history: ids, parents, next nodes and values. */
