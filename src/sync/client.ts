@@ -71,6 +71,16 @@ export interface SyncStatus {
   /** When the last round completed (ms since the epoch). */
   lastSyncedAt?: number;
   /**
+   * When the last completed round that pushed every thread began (ms since
+   * the epoch, this page's clock). A change committed before this time is on
+   * the server (unless the round named it in `skipped`). `lastSyncedAt`
+   * cannot tell that: a round that began before a write can end after it,
+   * and `pending` is as that round counted it, without the write. A round of
+   * `syncNow({ threadIds })` pushes only those threads, so it leaves this as
+   * it was; a failed round too.
+   */
+  lastSyncStartedAt?: number;
+  /**
    * The last failure as an app shows it, while `offline` or `error`: a code
    * to switch on and a sentence for the person using the app.
    */
@@ -301,6 +311,9 @@ export class SyncClient {
 
   async #round(options: SyncNowOptions): Promise<SyncResult> {
     const saver = this.#options.saver;
+    // Taken before the round reads anything (inside the lock): every change committed before it
+    // is in what this round's scan finds and pushes.
+    const began = Date.now();
     this.#set({ state: "syncing", error: undefined, problem: undefined, retryAt: undefined, threads: 0 });
     try {
       const result = await syncRound({
@@ -319,6 +332,7 @@ export class SyncClient {
         state: this.#running ? "idle" : "stopped",
         threads: 0,
         lastSyncedAt: Date.now(),
+        ...(options.threadIds ? {} : { lastSyncStartedAt: began }),
         skipped: result.skipped.length > 0 ? result.skipped : undefined,
       });
       return result;
