@@ -56,7 +56,13 @@ export {
 export type { PageThreadState, SeededThread } from "./playwright/protocol.js";
 export type { AppEncryption } from "./playwright/encryption.js";
 export { openTab, setOffline } from "./playwright/tabs.js";
-export { trackSyncStatus, readSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./playwright/sync-status.js";
+export {
+  trackSyncStatus,
+  readSyncStatus,
+  waitForSyncStatus,
+  type PageSyncStatus,
+  type WaitForSyncStatusOptions,
+} from "./playwright/sync-status.js";
 export {
   toStorageState,
   type ToStorageStateOptions,

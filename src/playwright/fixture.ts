@@ -33,7 +33,13 @@ import {
 } from "./threads.js";
 import { callPage } from "./inject.js";
 import { toBase64 } from "../core/bytes.js";
-import { readSyncStatus, trackSyncStatus, waitForSyncStatus, type PageSyncStatus } from "./sync-status.js";
+import {
+  readSyncStatus,
+  trackSyncStatus,
+  waitForSyncStatus,
+  type PageSyncStatus,
+  type WaitForSyncStatusOptions,
+} from "./sync-status.js";
 import { openTab, setOffline } from "./tabs.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
 
@@ -98,10 +104,13 @@ export interface LanggraphFixture {
   setOffline(offline: boolean): Promise<void>;
   /** {@link readSyncStatus}: the app's latest SyncClient status for this database, if one was posted. */
   syncStatus(): Promise<PageSyncStatus | undefined>;
-  /** {@link waitForSyncStatus} for this database. */
+  /**
+   * {@link waitForSyncStatus} for this database; `{ since }` (a time taken
+   * after the app's write committed) waits for a round that began after it.
+   */
   waitForSyncStatus(
     predicate: (status: PageSyncStatus) => boolean,
-    options?: Omit<WaitOptions, "dbName" | "encryption">,
+    options?: Omit<WaitForSyncStatusOptions, "dbName" | "encryption">,
   ): Promise<PageSyncStatus>;
 }
 

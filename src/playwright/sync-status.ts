@@ -77,23 +77,52 @@ export async function readSyncStatus(
   return (status.status ?? undefined) as PageSyncStatus | undefined;
 }
 
+/** Options of {@link waitForSyncStatus}. */
+export interface WaitForSyncStatusOptions extends WaitOptions {
+  /**
+   * Accept only the status of a client whose last completed full round
+   * began after this time (ms since the epoch, the page's clock:
+   * `SyncStatus.lastSyncStartedAt`). Take it once the app's write has
+   * committed (`Date.now()` after the `page.evaluate` or the wait that saw
+   * it): such a round pushed the write. Without it, the latest status may be
+   * that of a round from before the write, `idle` with `pending: 0`.
+   * Strictly after: `Date.now()` counts whole ms, and a round begun in the
+   * same ms as `since` may have begun before the write.
+   */
+  since?: number;
+}
+
 /**
  * Waits until the page has received a SyncClient status that passes
- * `predicate` (e.g. `(s) => s.state === "idle" && s.pending === 0`).
+ * `predicate` (e.g. `(s) => s.state === "idle" && s.pending === 0`), and
+ * with `since`, that of a round that began after it: the way to wait until
+ * what the app wrote before `since` is on the server.
+ *
+ * @example
+ * ```ts
+ * await page.getByRole("button", { name: "Send" }).click();
+ * await waitForThreadIdle(page, "t1");
+ * const since = Date.now(); // the run's checkpoints are committed
+ * await waitForSyncStatus(page, (s) => s.state === "idle" && s.pending === 0, { since });
+ * ```
  *
  * @throws after `timeout`, with the last status seen.
  */
 export async function waitForSyncStatus(
   page: Page,
   predicate: (status: PageSyncStatus) => boolean,
-  options: WaitOptions = {},
+  options: WaitForSyncStatusOptions = {},
 ): Promise<PageSyncStatus> {
+  const { since } = options;
+  // A status that predates the round the caller waits for says nothing about the write: skip it.
+  const recent = (status: PageSyncStatus) =>
+    since === undefined || (status.lastSyncStartedAt !== undefined && status.lastSyncStartedAt > since);
   // No page script needed: the recorder was installed by trackSyncStatus.
   const status = await poll<PageSyncStatus | undefined>(
     undefined,
     options,
     () => readSyncStatus(page, options),
-    (seen) => seen !== undefined && predicate(seen),
+    (seen) => seen !== undefined && recent(seen) && predicate(seen),
     (seen, timeout) => {
       const dbName = options.dbName ?? DEFAULT_PAGE_DB_NAME;
       const last = seen.error
@@ -101,7 +130,11 @@ export async function waitForSyncStatus(
         : seen.value
           ? `last seen: ${preview(seen.value)}`
           : "no SyncClient posted a status since the page loaded";
-      return `waitForSyncStatus: no SyncClient status of database "${dbName}" passed the predicate within ${timeout} ms; ${last}.`;
+      const which =
+        since === undefined
+          ? ""
+          : ` of a round that began after ${new Date(since).toISOString()} (since: ${since})${seen.value && !recent(seen.value) ? ", and the last status seen is of an earlier round" : ""}`;
+      return `waitForSyncStatus: no SyncClient status of database "${dbName}"${which} passed the predicate within ${timeout} ms; ${last}.`;
     },
   );
   return status!;

@@ -14,6 +14,7 @@ import { build, preview, type PreviewServer } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumArgs, chromiumPath } from "../../test/support/chromium.js";
 import { newUser, startServer } from "../../test/support/sync/harness.js";
+import { trackSyncStatus, waitForSyncStatus } from "../playwright/sync-status.js";
 import type { SyncServer } from "../sync-server.js";
 
 const pages = resolve(dirname(fileURLToPath(import.meta.url)), "../../test/pages");
@@ -59,6 +60,16 @@ interface DeviceApi {
   deleteThread(threadId: string): Promise<void>;
   statuses(): { state: string; pending: number; remote: boolean }[];
   changes(): string[];
+}
+
+/** The message a promise rejects with (a test that resolves fails). */
+async function failure(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error("expected a rejection");
 }
 
 /** Calls `window.device[method](...args)` in the page. */
@@ -144,6 +155,33 @@ describe("sync between two Chromium profiles", () => {
           timeout: 5000,
         })
         .toBe(true);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("the kit's waitForSyncStatus with since waits for a round that began after the write", async () => {
+    const { token } = newUser("kit-since");
+    const context = await browser.newContext();
+    try {
+      await trackSyncStatus(context, { dbName: "app" });
+      const page = await open(context, token);
+      // The docs' "synced" predicate; "stopped", not "idle": this page syncs on demand, never start()ed.
+      const synced = (s: { state: string; pending: number }) => s.state === "stopped" && s.pending === 0;
+      await call(page, "chat", "t", "hi");
+      expect((await call(page, "sync")).ok).toBe(true);
+      await waitForSyncStatus(page, synced, { dbName: "app", timeout: 2000 });
+
+      // The write is committed when chat resolves; the status is still the round's before it.
+      await call(page, "chat", "t", "again");
+      const since = Date.now();
+      const stale = await failure(waitForSyncStatus(page, synced, { dbName: "app", since, timeout: 300 }));
+      expect(stale).toMatch(/of a round that began after .*the last status seen is of an earlier round/);
+
+      const waiting = waitForSyncStatus(page, synced, { dbName: "app", since, timeout: 5000 });
+      const round = await call(page, "sync");
+      expect(round.ok && round.result!.pushed).toBeGreaterThan(0);
+      expect((await waiting).lastSyncStartedAt).toBeGreaterThan(since);
     } finally {
       await context.close();
     }
