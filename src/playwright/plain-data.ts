@@ -164,7 +164,10 @@ function coerceMessageLike(value: unknown): MessageData | undefined {
   const { type, ...rest } = fields;
   const message = (kind: string, own: Record<string, unknown> = rest) => messageData(kind, own, 0);
   if (type === "human" || type === "user") return message("human");
-  if (type === "ai" || type === "assistant") return message("ai");
+  if (type === "ai" || type === "assistant") {
+    const calls = rest.tool_calls;
+    return message("ai", Array.isArray(calls) ? { ...rest, tool_calls: calls.map(coerceToolCall) } : rest);
+  }
   if (type === "system") return message("system");
   if (type === "developer") {
     const extra = typeof rest.additional_kwargs === "object" ? rest.additional_kwargs : {};
@@ -173,6 +176,25 @@ function coerceMessageLike(value: unknown): MessageData | undefined {
   if (type === "tool" && "tool_call_id" in rest) return message("tool");
   if (type === "remove" && typeof rest.id === "string") return message("remove");
   return undefined;
+}
+
+/**
+ * A message-like's tool call as LangChain's `_coerceToolCall` makes it: one
+ * in OpenAI's form (`{ id, type: "function", function: { name, arguments } }`)
+ * becomes `{ id, name, args, type: "tool_call" }`; anything else is kept.
+ */
+function coerceToolCall(call: unknown): unknown {
+  const { id, type, function: fn } = (call ?? {}) as { id?: unknown; type?: unknown; function?: unknown };
+  const { name, arguments: args } = (fn ?? {}) as { name?: unknown; arguments?: unknown };
+  if (typeof id !== "string" || type !== "function" || typeof name !== "string" || typeof args !== "string") {
+    return call;
+  }
+  try {
+    return { id, name, args: JSON.parse(args) as unknown, type: "tool_call" };
+  } catch {
+    // LangChain throws on such arguments, and the app's getState with it: the kit shows the call as stored.
+    return call;
+  }
 }
 
 /**

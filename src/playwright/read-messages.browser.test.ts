@@ -17,7 +17,18 @@ describe("reading a delta messages channel fed message-likes", () => {
     const dbName = unique();
     const saver = new IndexedDBSaver({ dbName });
     const graph = new StateGraph(new StateSchema({ messages: MessagesDeltaValue }))
-      .addNode("agent", () => ({ messages: [{ role: "assistant", content: "hello back", id: "a1" }] }))
+      .addNode("agent", () => ({
+        messages: [
+          {
+            role: "assistant",
+            content: "hello back",
+            id: "a1",
+            // OpenAI's form, which LangChain turns into { id, name, args } (helper-52).
+            tool_calls: [{ id: "c1", type: "function", function: { name: "search", arguments: '{"q":"x"}' } }],
+          },
+          { role: "tool", content: "found", tool_call_id: "c1", id: "r1" },
+        ],
+      }))
       .addEdge(START, "agent")
       .addEdge("agent", END)
       .compile({ checkpointer: saver });
@@ -31,12 +42,27 @@ describe("reading a delta messages channel fed message-likes", () => {
       expect(app).toEqual([
         ["human", "hi (edited)"],
         ["ai", "hello back"],
+        ["tool", "found"],
         ["system", "be brief"],
       ]);
       const state = await pageApi.read("t1", { dbName });
-      const messages = state?.values.messages as { type: string; content: unknown; id?: string }[];
+      type Read = {
+        type: string;
+        content: unknown;
+        id?: string;
+        tool_calls?: { id: string; name: string; args: unknown }[];
+      };
+      const messages = state?.values.messages as Read[];
       expect(messages.map((message) => [message.type, message.content])).toEqual(app);
-      expect(messages.slice(0, 2).map((message) => message.id)).toEqual(["h1", "a1"]);
+      expect(messages.slice(0, 3).map((message) => message.id)).toEqual(["h1", "a1", "r1"]);
+      const calls = (values.messages[1] as BaseMessage & { tool_calls: { id: string; name: string; args: unknown }[] })
+        .tool_calls;
+      expect(calls.map(({ id, name, args }) => ({ id, name, args }))).toEqual([
+        { id: "c1", name: "search", args: { q: "x" } },
+      ]);
+      expect(messages[1]!.tool_calls?.map(({ id, name, args }) => ({ id, name, args }))).toEqual(
+        calls.map(({ id, name, args }) => ({ id, name, args })),
+      );
     } finally {
       await saver.close();
       await pageApi.clear({ dbName, deleteDatabase: true });
