@@ -92,7 +92,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     saver,
     log,
     {
-      started: async (run) => void (await threads.patch(run.thread_id, { status: "busy" })),
+      started: async (run) => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined,
       ended: async (run, error) => {
         // Another run of the thread holds it or waits for it (enqueued): the thread stays busy,
         // as the Agent Server keeps it while a run is pending or running.

@@ -6,7 +6,7 @@
  * record together with the last events, so a finished record always comes
  * with every event of its run.
  */
-import type { Database } from "../idb/database.js";
+import type { Database, Tx } from "../idb/database.js";
 import type { RunRecord, SentEvent } from "./records.js";
 import type { AgentSchema, RunEventRow } from "./schema.js";
 
@@ -111,14 +111,20 @@ export class RunLog {
       ["runs", "run_events"],
       async (tx) => {
         const runIds = await tx.objectStore("runs").index("thread_id").getAllKeys(threadId);
-        const events = tx.objectStore("run_events");
-        for (const runId of runIds) {
-          void tx.objectStore("runs").delete(runId);
-          void events.delete(this.#db.ranges.bound([runId, -Infinity], [runId, Infinity]));
-        }
+        for (const runId of runIds) this.#deleteIn(tx, runId);
       },
       "delete a thread's runs",
     );
+  }
+
+  /** Deletes one run and its events. */
+  deleteRun(runId: string): Promise<void> {
+    return this.#db.write(["runs", "run_events"], (tx) => this.#deleteIn(tx, runId), "delete a run");
+  }
+
+  #deleteIn(tx: Tx<AgentSchema, "readwrite">, runId: string): void {
+    void tx.objectStore("runs").delete(runId);
+    void tx.objectStore("run_events").delete(this.#db.ranges.bound([runId, -Infinity], [runId, Infinity]));
   }
 
   /** Closes the connection. */

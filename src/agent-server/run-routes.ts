@@ -133,9 +133,10 @@ export function registerRunRoutes(
     // `useStream` asks for "cancel" (unless its streams are resumable): its Stop leaves the
     // stream and counts on the server to stop the run.
     if (streamed && onDisconnect === "cancel") {
-      c.req.raw.signal.addEventListener("abort", () => void run.cancel("interrupt").catch(() => undefined), {
-        once: true,
-      });
+      const leave = () => void run.cancel("interrupt").catch(() => undefined);
+      // The client may have left while the run was being started (Stop right after Send).
+      if (c.req.raw.signal.aborted) leave();
+      else c.req.raw.signal.addEventListener("abort", leave, { once: true });
     }
     return run;
   };

@@ -21,6 +21,13 @@ import { errorData, streamRunEvents, toJsonText, type EventStreamingGraph, type 
 /** How long events wait before they are written to the run log (one transaction per batch, not per token). */
 const SAVE_EVERY_MS = 50;
 
+/**
+ * How long deleting a thread waits for its runs to stop before it deletes
+ * anyway: a tab frozen in the background, or a node that ignores the abort,
+ * never answers, and the delete must.
+ */
+export const CANCEL_WAIT_MS = 2_000;
+
 /** What starts a run. */
 export interface RunSpec {
   threadId: string;
@@ -61,12 +68,19 @@ interface RunState {
   refused: boolean;
   /** Its record may be written: a `reject` run's only once it holds its thread. */
   logged: boolean;
+  /** Its graph is done (it returned, threw or was stopped): what is left is its ending. */
+  settled: boolean;
+  /** Its thread was deleted before it started: it ran nothing and leaves no record. */
+  orphaned: boolean;
 }
 
 /** What the registry reports to the server as runs start and end. */
 export interface RunHooks {
-  /** The run holds its thread and starts. */
-  started(run: RunRecord): Promise<void>;
+  /**
+   * The run holds its thread and starts; false when the thread is gone (deleted
+   * after the request was checked): the run then stops before its graph runs.
+   */
+  started(run: RunRecord): Promise<boolean>;
   /** The run has ended (its checkpoints are committed), or was found cut short. */
   ended(run: RunRecord, error: unknown): Promise<void>;
 }
@@ -143,6 +157,8 @@ export class RunRegistry {
       shared: false,
       refused: false,
       logged: spec.multitask !== "reject",
+      settled: false,
+      orphaned: false,
     };
     this.#runs.set(runId, state);
     this.#push(state, "metadata", { run_id: runId, attempt: 1 });
@@ -172,18 +188,21 @@ export class RunRegistry {
    * @throws {ThreadBusyError} a run holds the thread.
    */
   async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
-    let result!: T;
-    await runOnThread(
-      { invoke: async () => void (result = await work()) },
-      null,
-      { configurable: { thread_id: threadId } },
-      {
-        multitask: "reject",
-        saver: this.#saver,
-        locks: this.#locks,
-      },
-    );
-    return result;
+    let done: { result: T } | undefined;
+    try {
+      await runOnThread(
+        { invoke: async () => void (done = { result: await work() }) },
+        null,
+        { configurable: { thread_id: threadId } },
+        { multitask: "reject", saver: this.#saver, locks: this.#locks },
+      );
+    } catch (error) {
+      // A newer run (interrupt or rollback strategy) asked for the thread while `work` ran:
+      // `work` finished all the same (it does not watch the stop), and what it wrote is kept.
+      if (!(error instanceof RunInterruptedError)) throw error;
+    }
+    if (!done) throw new ThreadBusyError(threadId, this.#saver.dbName);
+    return done.result;
   }
 
   /**
@@ -192,7 +211,7 @@ export class RunRegistry {
    */
   async threadBusy(threadId: string, runId: string): Promise<boolean> {
     for (const state of this.#runs.values()) {
-      if (state.record.thread_id === threadId && state.record.run_id !== runId && !state.finished) return true;
+      if (state.record.thread_id === threadId && state.record.run_id !== runId && !state.settled) return true;
     }
     return isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
   }
@@ -208,10 +227,14 @@ export class RunRegistry {
       (record) => !isFinal(record) && !this.#runs.has(record.run_id),
     );
     const remote = await Promise.all(others.map((record) => this.find(threadId, record.run_id)));
-    await Promise.all([
-      ...own.map((state) => this.#cancel(state, "interrupt")),
-      ...remote.map((run) => run?.cancel("interrupt")),
-    ]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all([
+        ...own.map((state) => this.#cancel(state, "interrupt")),
+        ...remote.map((run) => run?.cancel("interrupt")),
+      ]),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS))),
+    ]).finally(() => clearTimeout(timer));
   }
 
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
@@ -271,11 +294,15 @@ export class RunRegistry {
   async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
     // A run that has ended is left as it is, as the Agent Server does: a late or repeated
     // cancel with "rollback" would otherwise delete a finished run's checkpoints.
-    if (state.finished) return;
+    // Its graph may be done while its end is still being written (status, final record).
+    if (state.finished || state.settled) return;
     state.controller.abort(new Error(`Run ${state.record.run_id} was cancelled.`));
     await state.done;
-    if (action === "rollback") {
+    // A run that succeeded before the abort reached it was not cancelled: it keeps its checkpoints.
+    if (action === "rollback" && state.record.status !== "success") {
       await this.#saver.deleteForRuns([state.record.run_id], { threadId: state.record.thread_id });
+      // The status its end set was read before its checkpoints went.
+      await this.#hooks.ended(state.record, undefined);
     }
   }
 
@@ -289,7 +316,10 @@ export class RunRegistry {
           await state.saving;
           record();
         }
-        await this.#hooks.started(state.record);
+        if (!(await this.#hooks.started(state.record))) {
+          state.orphaned = true;
+          throw new Error(`The thread of run ${state.record.run_id} was deleted before it started.`);
+        }
         const options = { modes: spec.modes, subgraphs: spec.subgraphs, runId: state.record.run_id };
         for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
           this.#push(state, event, data);
@@ -305,8 +335,17 @@ export class RunRegistry {
         signal: state.controller.signal,
         locks: this.#locks,
       });
+      state.settled = true;
       this.#setStatus(state, "success");
     } catch (error) {
+      state.settled = true;
+      if (state.orphaned) {
+        // Deleted with its thread: no status to set, and no record to leave behind.
+        this.#end(state);
+        await state.saving.catch(() => undefined);
+        await this.#log.deleteRun(state.record.run_id);
+        return;
+      }
       if (record && error instanceof ThreadBusyError) {
         // Refused before it held the thread: nothing was written, and no one follows it.
         state.refused = true;

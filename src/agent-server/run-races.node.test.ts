@@ -1,0 +1,264 @@
+/**
+ * Races of the local agent server's run lifecycle (helper-51's attack on the
+ * fixes of run-lifecycle.node.test.ts, each failing before its fix): cancels
+ * crossing a run's end, a delete crossing a run's start or waiting on a tab
+ * that never answers, an update crossing a rollback run, a client leaving
+ * before its run started, and two runs ending together. Slow stores and
+ * savers widen windows that exist without them.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Client } from "@langchain/langgraph-sdk";
+import { IndexedDBSaver } from "../saver/index.js";
+import { createLocalAgentServer, IndexedDBThreadStore } from "./index.js";
+import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { defaultLockManager } from "../runs/locks.js";
+import { runnerLockName } from "./remote-run.js";
+import { RunLog } from "./run-log.js";
+import { openAgentDatabase } from "./schema.js";
+
+type Chat = { messages: { type: string; content: string }[] };
+const URL_BASE = "http://local.invalid";
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await closeServers();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
+    if (Date.now() > deadline) throw new Error("timed out");
+  }
+}
+
+/** A thread store whose status writes take `ms` (a busy IndexedDB; any AgentThreadStore may be slow). */
+class SlowStatusStore extends IndexedDBThreadStore {
+  ms = 0;
+  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
+    if (changes.status !== undefined) await sleep(this.ms);
+    return super.patch(threadId, changes);
+  }
+}
+
+/** A thread store whose metadata writes take `ms`. */
+class SlowMetadataStore extends IndexedDBThreadStore {
+  ms = 0;
+  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
+    if (changes.metadata !== undefined) await sleep(this.ms);
+    return super.patch(threadId, changes);
+  }
+}
+
+/** A saver whose `put` waits `ms` while `slow` is set. */
+class SlowSaver extends IndexedDBSaver {
+  slow = 0;
+  override async put(...args: Parameters<IndexedDBSaver["put"]>) {
+    if (this.slow) await sleep(this.slow);
+    return super.put(...args);
+  }
+}
+
+async function ownServer(options: { threads?: IndexedDBThreadStore; saver?: IndexedDBSaver; dbName?: string } = {}) {
+  const dbName = options.dbName ?? freshDbName("run-races");
+  const saver = options.saver ?? new IndexedDBSaver({ dbName });
+  const server = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver, threads: options.threads });
+  cleanups.push(async () => {
+    await server.close();
+    await saver.close();
+    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  });
+  const client = new Client<Chat>({ apiUrl: URL_BASE, callerOptions: { fetch: server.fetch, maxRetries: 0 } });
+  return { server, saver, client };
+}
+
+describe("cancel", () => {
+  it("rollback of a run that has just succeeded (its end under way) changes nothing", async () => {
+    const dbName = freshDbName("run-races");
+    const threads = new SlowStatusStore({ dbName: `${dbName}-agent-threads` });
+    const { client } = await ownServer({ threads, dbName });
+    const t = await client.threads.create();
+    threads.ms = 300;
+    const run = await client.runs.create(t.thread_id, "agent", { input: human("keep me") });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "success");
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: keep me", "ai: echo keep me"]);
+  });
+
+  it("rollback of a running run leaves the thread idle (its state rolled back), not interrupted", async () => {
+    const { client } = await ownServer();
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("undo me"),
+      config: { configurable: { delay_ms: 2_000 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await sleep(100);
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    const state = await client.threads.getState(t.thread_id);
+    expect(texts(state.values)).toEqual([]);
+    expect(state.next).toEqual([]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+});
+
+describe("cancel crossing the end, default store", () => {
+  it("a rollback cancel sent as soon as runs.get says success keeps the run's checkpoints", async () => {
+    const { client } = await ownServer();
+    const lost: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t = await client.threads.create();
+      const run = await client.runs.create(t.thread_id, "agent", { input: human("keep me") });
+      for (;;) {
+        const status = (await client.runs.get(t.thread_id, run.run_id)).status;
+        if (status === "success") break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+      if (texts((await client.threads.getState(t.thread_id)).values).length === 0) lost.push(i);
+    }
+    expect(lost).toEqual([]);
+  });
+});
+
+describe("updateState", () => {
+  it("crossing a rollback run is made and answered 200 (it was answered 500 though kept)", async () => {
+    const dbName = freshDbName("run-races");
+    const saver = new SlowSaver({ dbName });
+    const { client, server } = await ownServer({ saver, dbName });
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    saver.slow = 300;
+    const update = server.fetch(`${URL_BASE}/threads/${t.thread_id}/state`, {
+      method: "POST",
+      body: JSON.stringify({ values: human("edit"), as_node: "agent" }),
+    });
+    await sleep(50);
+    const run = client.runs.wait(t.thread_id, "agent", { input: human("two"), multitaskStrategy: "rollback" });
+    const response = await update;
+    saver.slow = 0;
+    await run;
+    const state = texts((await client.threads.getState(t.thread_id)).values);
+    const body = await response.text();
+    // Made before the rollback run took the thread (it waits for it), so kept: 200.
+    expect(response.status, `${body}; state after: ${JSON.stringify(state)}`).toBe(200);
+    expect(state).toContain("human: edit");
+  });
+});
+
+describe("on_disconnect cancel", () => {
+  it("a client that leaves before the run started (its request aborted meanwhile) stops the run too", async () => {
+    const dbName = freshDbName("run-races");
+    const threads = new SlowMetadataStore({ dbName: `${dbName}-agent-threads` });
+    const { client, server } = await ownServer({ threads, dbName });
+    const t = await client.threads.create();
+    threads.ms = 50; // the route's patch of graph_id: the run starts 50 ms after the request
+    const controller = new AbortController();
+    const request = server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/stream`, {
+      method: "POST",
+      body: JSON.stringify({
+        assistant_id: "agent",
+        input: human("stop me"),
+        config: { configurable: { delay_ms: 1_500 } },
+        on_disconnect: "cancel",
+      }),
+      signal: controller.signal,
+    });
+    await sleep(10); // useStream's Stop, pressed right after submit
+    controller.abort();
+    await request.then((response) => response.body?.cancel()).catch(() => undefined);
+    await until(async () => (await client.runs.list(t.thread_id)).length === 1);
+    const [run] = await client.runs.list(t.thread_id);
+    await sleep(500);
+    expect((await client.runs.get(t.thread_id, run!.run_id)).status).toBe("interrupted");
+  });
+});
+
+describe("thread status", () => {
+  it("is not left busy when a run and the one enqueued behind it are cancelled together", async () => {
+    const { client } = await ownServer();
+    const stuck: string[] = [];
+    for (const order of ["ab", "ba", "ab", "ba"]) {
+      const t = await client.threads.create();
+      const a = await client.runs.create(t.thread_id, "agent", {
+        input: human("a"),
+        config: { configurable: { delay_ms: 2_000 } },
+      });
+      const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
+      await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "running");
+      const cancels = [...order].map((x) => client.runs.cancel(t.thread_id, x === "a" ? a.run_id : b.run_id, true));
+      await Promise.all(cancels);
+      await sleep(200);
+      const status = (await client.threads.get(t.thread_id)).status;
+      if (status === "busy") stuck.push(order);
+    }
+    expect(stuck).toEqual([]);
+  });
+});
+
+describe("delete", () => {
+  it("answers even when another tab's run never answers its cancel (a frozen or stalled tab)", async () => {
+    const { client, saver } = await openServer<Chat>("run-races-frozen");
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    // Another tab's run: its record in the run log, its runner lock held, its tab not answering.
+    const runId = crypto.randomUUID();
+    const log = new RunLog(openAgentDatabase(`${saver.dbName}-agent-threads`, undefined));
+    const now = new Date().toISOString();
+    await log.save(
+      {
+        run_id: runId,
+        thread_id: t.thread_id,
+        assistant_id: "agent",
+        created_at: now,
+        updated_at: now,
+        status: "running",
+        metadata: {},
+        multitask_strategy: "enqueue",
+      },
+      [],
+    );
+    await log.close();
+    let release!: () => void;
+    void defaultLockManager().request(
+      runnerLockName(saver.dbName, runId),
+      {},
+      () => new Promise<void>((r) => (release = r)),
+    );
+    cleanups.unshift(async () => release());
+    // It waits CANCEL_WAIT_MS (2 s) for that run, then deletes all the same.
+    const deleted = client.threads.delete(t.thread_id).then(() => "answered");
+    expect(await Promise.race([deleted, sleep(4_000).then(() => "still waiting after 4 s")])).toBe("answered");
+    expect(await saver.getTuple({ configurable: { thread_id: t.thread_id } })).toBeUndefined();
+  }, 10_000);
+
+  it("crossing a run's start (request checked the thread before the delete) leaves no checkpoint behind", async () => {
+    const dbName = freshDbName("run-races");
+    const threads = new SlowMetadataStore({ dbName: `${dbName}-agent-threads` });
+    const { client, saver, server } = await ownServer({ threads, dbName });
+    const t = await client.threads.create();
+    threads.ms = 100; // the route's patch of graph_id, between its thread check and runs.start
+    const run = server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/wait`, {
+      method: "POST",
+      body: JSON.stringify({ assistant_id: "agent", input: human("secret") }),
+    });
+    await sleep(20);
+    await client.threads.delete(t.thread_id);
+    const answer = await run;
+    threads.ms = 0;
+    await sleep(50);
+    const log = new RunLog(openAgentDatabase(`${dbName}-agent-threads`, undefined));
+    const left = {
+      answer: answer.status,
+      thread: (await server.fetch(`${URL_BASE}/threads/${t.thread_id}`)).status,
+      checkpoint: (await saver.getTuple({ configurable: { thread_id: t.thread_id } })) !== undefined,
+      runs: (await log.list(t.thread_id)).map((r) => r.status),
+    };
+    await log.close();
+    expect(left).toMatchObject({ thread: 404, checkpoint: false, runs: [] });
+  });
+});
