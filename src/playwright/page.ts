@@ -249,7 +249,9 @@ export const pageApi: PageApi = {
       }
       const kept = new Set(decoded.map(({ threadId }) => threadId));
       const extra: string[] = [];
-      for await (const thread of saver.listThreads()) if (!kept.has(thread.threadId)) extra.push(thread.threadId);
+      // Without counts: none is read, and each would walk its thread's rows.
+      for await (const thread of saver.listThreads({ count: false }))
+        if (!kept.has(thread.threadId)) extra.push(thread.threadId);
       for (const threadId of extra) await saver.deleteThread(threadId);
       return { threadIds: [...kept], deleted: extra };
     });
