@@ -281,6 +281,17 @@ describe("what the SDK and useStream send", () => {
     });
     expect(response.status).toBe(422);
     expect(await client.runs.list(t.thread_id)).toEqual([]);
+    expect((await client.threads.get(t.thread_id)).metadata).toEqual({});
+    // Nor is a thread created for a run refused for its input.
+    const missing = crypto.randomUUID();
+    for (const bad of [{ command: { goto: 42 } }, { on_disconnect: "later" }, { stream_mode: "nope" }]) {
+      const refused = await server.fetch(`${URL_BASE}/threads/${missing}/runs/wait`, {
+        method: "POST",
+        body: JSON.stringify({ assistant_id: "agent", if_not_exists: "create", ...bad }),
+      });
+      expect(refused.status).toBe(422);
+    }
+    await expect(client.threads.get(missing)).rejects.toThrow(/404/);
   });
 });
 

@@ -65,26 +65,21 @@ export function registerRunRoutes(
         404,
       );
     }
+    // Every field checked before anything is written: bad input is answered 422 with the thread as it was.
     const ifNotExists = checkOneOf(
       optionalString(json, "if_not_exists") ?? "reject",
       ["reject", "create"],
       "if_not_exists",
     );
-    if (ifNotExists === "create") await threads.create(threadId, {});
-    else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
     const multitask = checkOneOf(
       optionalString(json, "multitask_strategy") ?? "reject",
       STRATEGIES,
       "multitask_strategy",
     );
-    if (multitask === "reject" && (await isThreadRunning(threadId, { dbName: context.dbName, locks: context.locks }))) {
-      return busy(c, threadId);
-    }
     const requested = json.stream_mode;
     const modes = (Array.isArray(requested) ? requested : requested === undefined ? ["values"] : [requested]).map(
       (mode) => checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
     );
-    await threads.patch(threadId, { metadata: { graph_id: assistantId, assistant_id: assistantId } });
     const command = optionalObject(json, "command");
     if (command) checkCommand(command);
     const config = (optionalObject(json, "config") ?? {}) as RunnableConfig & { recursion_limit?: unknown };
@@ -104,6 +99,14 @@ export function registerRunRoutes(
       "on_disconnect",
     );
     const metadata = optionalObject(json, "metadata") ?? {};
+    const subgraphs = optionalBoolean(json, "stream_subgraphs") ?? false;
+
+    if (ifNotExists === "create") await threads.create(threadId, {});
+    else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
+    if (multitask === "reject" && (await isThreadRunning(threadId, { dbName: context.dbName, locks: context.locks }))) {
+      return busy(c, threadId);
+    }
+    await threads.patch(threadId, { metadata: { graph_id: assistantId, assistant_id: assistantId } });
     const started = runs.start({
       threadId,
       assistantId,
@@ -118,7 +121,7 @@ export function registerRunRoutes(
         ...(recursionLimit !== undefined ? { recursionLimit } : {}),
       } as RunnableConfig,
       modes: modes as StreamMode[],
-      subgraphs: optionalBoolean(json, "stream_subgraphs") ?? false,
+      subgraphs,
       multitask,
       metadata,
     });
