@@ -7,7 +7,7 @@
  * request fields the SDK and `useStream` send (`stream_mode: "tools"`,
  * `config.recursion_limit`, `ids`, run list paging).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Client } from "@langchain/langgraph-sdk";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { IndexedDBSaver } from "../saver/index.js";
@@ -335,4 +335,17 @@ it("thread records carry the latest values and interrupts; search matches metada
     expect.objectContaining({ value: { question: "approve: send?" } }),
   ]);
   expect(await client.threads.search({ metadata: { user: { id: 2 } } })).toEqual([]);
+});
+
+it("threads created in one millisecond are listed in the order they were created, not by their random ids", async () => {
+  const { client } = await setup();
+  vi.useFakeTimers({ toFake: ["Date"], now: Date.parse("2026-12-03T12:00:00Z") });
+  try {
+    const ids = ["f-second-by-id", "a-first-by-id", "m"];
+    for (const threadId of ids) await client.threads.create({ threadId });
+    const listed = await client.threads.search({ sortBy: "created_at", sortOrder: "asc" });
+    expect(listed.map((thread) => thread.thread_id)).toEqual(ids);
+  } finally {
+    vi.useRealTimers();
+  }
 });

@@ -147,8 +147,9 @@ export class IndexedDBThreadStore implements AgentThreadStore {
     );
     const direction = options.sortOrder === "asc" ? 1 : -1;
     const key = options.sortBy;
-    // Ties (same millisecond) fall back to the id, which the server makes time-ordered.
-    matching.sort((a, b) => direction * (compare(a[key], b[key]) || compare(a.thread_id, b.thread_id)));
+    // Ties (same millisecond) fall back to the order of creation (`seq`): thread ids are random
+    // UUIDs, so ordering ties by id put two threads created in one millisecond in either order.
+    matching.sort((a, b) => direction * (compare(a[key], b[key]) || a.seq - b.seq));
     return { threads: matching.slice(options.offset, options.offset + options.limit), total: matching.length };
   }
 
