@@ -60,13 +60,17 @@ async function serverOf(graphs: Record<string, unknown>, keepRunEvents?: number)
 
 describe("cancel", () => {
   it("of a run that has ended changes nothing, with rollback too", async () => {
-    const { client } = await setup();
+    const { client, server } = await setup();
     const t = await client.threads.create();
     const run = await client.runs.create(t.thread_id, "agent", { input: human("keep me") });
     await client.runs.join(t.thread_id, run.run_id);
     await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: keep me", "ai: echo keep me"]);
     expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
+    // Answered as the Agent Server answers: 204 with wait, 202 without.
+    const cancel = (wait: string) =>
+      server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/${run.run_id}/cancel?wait=${wait}`, { method: "POST" });
+    expect([(await cancel("true")).status, (await cancel("false")).status]).toEqual([204, 202]);
   });
 
   it("on_disconnect 'cancel' (useStream's Stop): a client leaving the stream stops the run", async () => {

@@ -212,9 +212,11 @@ export function registerRunRoutes(
     if (run instanceof Response) return run;
     const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
     const cancelled = run.cancel(action);
-    if (c.req.query("wait") === "1" || c.req.query("wait") === "true") await cancelled;
+    const wait = c.req.query("wait") === "1" || c.req.query("wait") === "true";
+    if (wait) await cancelled;
     else cancelled.catch(() => undefined);
-    return c.body(null, 202);
+    // As the Agent Server: 204 once the run has ended, 202 when the cancel is only under way.
+    return c.body(null, wait ? 204 : 202);
   });
 }
 
