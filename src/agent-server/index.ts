@@ -88,25 +88,39 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   const dbName = `${saver.dbName}-agent-threads`;
   const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
   const log = new RunLog(openAgentDatabase(dbName, options.indexedDB), options.keepRunEvents);
+  // A thread's status writes, one at a time: a run's end reads whether another run goes, then
+  // the state, then writes; a run starting meanwhile must write "busy" after it (helper-54).
+  const statusWrites = new Map<string, Promise<unknown>>();
+  const inTurn = <T>(threadId: string, write: () => Promise<T>): Promise<T> => {
+    const turn = (statusWrites.get(threadId) ?? Promise.resolve()).then(write, write);
+    const settled = turn.catch(() => undefined);
+    statusWrites.set(threadId, settled);
+    void settled.then(() => statusWrites.get(threadId) === settled && statusWrites.delete(threadId));
+    return turn;
+  };
   const runs = new RunRegistry(
     saver,
     log,
     {
-      started: async (run) => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined,
-      ended: async (run, error) => {
-        // Another run of the thread holds it or waits for it (enqueued): the thread stays busy,
-        // as the Agent Server keeps it while a run is pending or running.
-        if (await runs.threadBusy(run.thread_id, run.run_id)) return;
-        const graph = graphs[run.assistant_id];
-        const state =
-          error === undefined && graph
-            ? await graph.getState({ configurable: { thread_id: run.thread_id } })
-            : undefined;
-        // Paused: on an interrupt, or at a static breakpoint (`interrupt_before`/`after`), which
-        // leaves tasks to run and no interrupt; the Agent Server says "interrupted" for both.
-        const paused = (state?.next.length ?? 0) > 0;
-        await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
-      },
+      started: (run) =>
+        inTurn(run.thread_id, async () => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined),
+      ended: (run, error) =>
+        inTurn(run.thread_id, async () => {
+          // Another run of the thread holds it or waits for it (enqueued): the thread stays busy,
+          // as the Agent Server keeps it while a run is pending or running.
+          if (await runs.threadBusy(run.thread_id, run.run_id)) return;
+          const graph = graphs[run.assistant_id];
+          const state =
+            error === undefined && graph
+              ? await graph.getState({ configurable: { thread_id: run.thread_id } })
+              : undefined;
+          // Paused: on an interrupt, or at a static breakpoint (`interrupt_before`/`after`), which
+          // leaves tasks to run and no interrupt; the Agent Server says "interrupted" for both.
+          const paused = (state?.next.length ?? 0) > 0;
+          await threads.patch(run.thread_id, {
+            status: error !== undefined ? "error" : paused ? "interrupted" : "idle",
+          });
+        }),
     },
     options.locks,
   );
@@ -116,11 +130,12 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     runs,
     dbName: saver.dbName,
     locks: options.locks,
-    deleteCheckpoints: async (threadId) => {
-      await runs.cancelThread(threadId);
-      await saver.deleteThread(threadId);
-      await log.deleteThread(threadId);
-    },
+    deleteThread: (threadId) =>
+      runs.deleteThread(threadId, async () => {
+        await saver.deleteThread(threadId);
+        await log.deleteThread(threadId);
+        await threads.delete(threadId);
+      }),
   });
   let closed = false;
   return {

@@ -107,8 +107,8 @@ export function createRoutes(context: RouteContext): Hono {
   });
   app.delete("/threads/:thread_id", async (c) => {
     const threadId = c.req.param("thread_id");
-    if (!(await threads.delete(threadId))) return reply(c, { error: "Thread not found" }, 404);
-    await context.deleteCheckpoints(threadId);
+    if (!(await threads.get(threadId))) return reply(c, { error: "Thread not found" }, 404);
+    await context.deleteThread(threadId);
     return c.body(null, 204);
   });
 

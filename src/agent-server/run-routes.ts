@@ -33,8 +33,8 @@ export interface RouteContext {
   runs: RunRegistry;
   dbName: string;
   locks: RunLockManager | undefined;
-  /** Deletes the thread's checkpoints and runs. */
-  deleteCheckpoints(threadId: string): Promise<void>;
+  /** Deletes the thread: its runs stopped, then its checkpoints, runs and record (RunRegistry.deleteThread). */
+  deleteThread(threadId: string): Promise<void>;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];

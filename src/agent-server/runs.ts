@@ -72,6 +72,8 @@ interface RunState {
   settled: boolean;
   /** Its thread was deleted before it started: it ran nothing and leaves no record. */
   orphaned: boolean;
+  /** A cancel asked for its rollback: its checkpoints go before it lets its thread go. */
+  rollback: boolean;
 }
 
 /** What the registry reports to the server as runs start and end. */
@@ -159,6 +161,7 @@ export class RunRegistry {
       logged: spec.multitask !== "reject",
       settled: false,
       orphaned: false,
+      rollback: false,
     };
     this.#runs.set(runId, state);
     this.#push(state, "metadata", { run_id: runId, attempt: 1 });
@@ -237,6 +240,36 @@ export class RunRegistry {
     ]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * Deletes a thread: stops its runs ({@link cancelThread}), then runs
+   * `erase` holding the thread's run lock, so no run starts on it meanwhile,
+   * here or in another tab (one enqueued, or on a thread created again under
+   * the same id, waits, and stops at its start if the record is gone). A run
+   * that never lets the thread go (a frozen tab) is waited for at most
+   * CANCEL_WAIT_MS, then `erase` runs all the same.
+   */
+  async deleteThread(threadId: string, erase: () => Promise<void>): Promise<void> {
+    await this.cancelThread(threadId);
+    let erased = false;
+    const signal = AbortSignal.timeout(CANCEL_WAIT_MS);
+    try {
+      await runOnThread(
+        {
+          invoke: async () => {
+            await erase();
+            erased = true;
+          },
+        },
+        null,
+        { configurable: { thread_id: threadId } },
+        { multitask: "enqueue", saver: this.#saver, locks: this.#locks, signal },
+      );
+    } catch (error) {
+      if (!signal.aborted) throw error;
+    }
+    if (!erased) await erase();
+  }
+
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
   async find(threadId: string, runId: string): Promise<RunHandle | undefined> {
     const state = this.#runs.get(runId);
@@ -296,14 +329,11 @@ export class RunRegistry {
     // cancel with "rollback" would otherwise delete a finished run's checkpoints.
     // Its graph may be done while its end is still being written (status, final record).
     if (state.finished || state.settled) return;
+    // The run rolls itself back while it still holds its thread (see #execute): deleted after it
+    // let go, a run enqueued behind it would already have started from its input (helper-54).
+    if (action === "rollback") state.rollback = true;
     state.controller.abort(new Error(`Run ${state.record.run_id} was cancelled.`));
     await state.done;
-    // A run that succeeded before the abort reached it was not cancelled: it keeps its checkpoints.
-    if (action === "rollback" && state.record.status !== "success") {
-      await this.#saver.deleteForRuns([state.record.run_id], { threadId: state.record.thread_id });
-      // The status its end set was read before its checkpoints went.
-      await this.#hooks.ended(state.record, undefined);
-    }
   }
 
   /** Runs `spec`; `record`, when given, is called once the run holds its thread and is in the log. */
@@ -321,8 +351,17 @@ export class RunRegistry {
           throw new Error(`The thread of run ${state.record.run_id} was deleted before it started.`);
         }
         const options = { modes: spec.modes, subgraphs: spec.subgraphs, runId: state.record.run_id };
-        for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
-          this.#push(state, event, data);
+        try {
+          for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
+            this.#push(state, event, data);
+          }
+        } catch (error) {
+          // Stopped by a cancel with rollback: its checkpoints go now, with the thread still held
+          // (the graph's saver calls have settled once the stream ends).
+          if (state.rollback && state.controller.signal.aborted) {
+            await this.#saver.deleteForRuns([state.record.run_id], { threadId: state.record.thread_id });
+          }
+          throw error;
         }
       },
     };
@@ -340,7 +379,9 @@ export class RunRegistry {
     } catch (error) {
       state.settled = true;
       if (state.orphaned) {
-        // Deleted with its thread: no status to set, and no record to leave behind.
+        // Deleted with its thread: no status to set, and no record to leave behind; those who
+        // follow it (a wait, a stream) are told, not answered as if it had run.
+        this.#push(state, "error", errorData(error));
         this.#end(state);
         await state.saving.catch(() => undefined);
         await this.#log.deleteRun(state.record.run_id);

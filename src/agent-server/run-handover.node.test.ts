@@ -1,0 +1,182 @@
+/**
+ * The thread passing from one run to the next at a run's end (helper-54's
+ * attack on run-races.node.test.ts's fixes, each failing before its fix): a
+ * rollback with a run enqueued behind it, here and across tabs, and a
+ * rollback cancel from another tab answered only once done; a delete racing a
+ * re-create of the thread's id; a run starting while the last one's status is
+ * written. Slow stores and savers widen windows that exist without them.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Client } from "@langchain/langgraph-sdk";
+import { IndexedDBSaver } from "../saver/index.js";
+import { createLocalAgentServer, IndexedDBThreadStore } from "./index.js";
+import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { closeServers } from "../../test/support/agent-server/server.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+
+type Chat = { messages: { type: string; content: string }[] };
+const URL_BASE = "http://local.invalid";
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const texts = (values: unknown) => ((values as Partial<Chat>).messages ?? []).map((m) => `${m.type}: ${m.content}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await closeServers();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
+    if (Date.now() > deadline) throw new Error("timed out");
+  }
+}
+
+/** Status writes other than "busy" take `ms`. */
+class SlowIdleStore extends IndexedDBThreadStore {
+  ms = 0;
+  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
+    if (changes.status !== undefined && changes.status !== "busy") await sleep(this.ms);
+    return super.patch(threadId, changes);
+  }
+}
+/** A saver whose deleteForRuns / deleteThread take `ms`. */
+class SlowDeleteSaver extends IndexedDBSaver {
+  rollbackMs = 0;
+  deleteMs = 0;
+  override async deleteForRuns(...args: Parameters<IndexedDBSaver["deleteForRuns"]>) {
+    if (this.rollbackMs) await sleep(this.rollbackMs);
+    return super.deleteForRuns(...args);
+  }
+  override async deleteThread(...args: Parameters<IndexedDBSaver["deleteThread"]>) {
+    if (this.deleteMs) await sleep(this.deleteMs);
+    return super.deleteThread(...args);
+  }
+}
+
+async function server(options: { threads?: IndexedDBThreadStore; saver?: IndexedDBSaver; dbName?: string } = {}) {
+  const dbName = options.dbName ?? freshDbName("run-handover");
+  const saver = options.saver ?? new IndexedDBSaver({ dbName });
+  const s = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver, threads: options.threads });
+  cleanups.unshift(async () => {
+    await s.close();
+    await saver.close();
+  });
+  cleanups.push(async () => {
+    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  });
+  const client = new Client<Chat>({ apiUrl: URL_BASE, callerOptions: { fetch: s.fetch, maxRetries: 0 } });
+  return { server: s, saver, client, dbName };
+}
+
+describe("the thread between runs", () => {
+  it("a rollback cancel sent from another tab with wait answers once the rollback is done", async () => {
+    const dbName = freshDbName("run-handover");
+    const saverA = new SlowDeleteSaver({ dbName });
+    const a = await server({ saver: saverA, dbName });
+    const b = await server({ dbName });
+    const t = await a.client.threads.create();
+    const run = await a.client.runs.create(t.thread_id, "agent", {
+      input: human("undo me"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    await until(async () => (await b.client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await sleep(200);
+    saverA.rollbackMs = 300; // a busy IndexedDB
+    await b.client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    const right = { values: texts((await b.client.threads.getState(t.thread_id)).values) };
+    await sleep(600);
+    const later = { values: texts((await b.client.threads.getState(t.thread_id)).values) };
+    expect({ right, later }).toEqual({ right: { values: [] }, later: { values: [] } });
+  });
+
+  it("a delete racing a re-create of the same thread id (if_not_exists create) leaves the new thread whole", async () => {
+    const { client } = await server();
+    const threadId = crypto.randomUUID();
+    await client.threads.create({ threadId });
+    await client.runs.create(threadId, "agent", { input: human("old"), config: { configurable: { delay_ms: 1_500 } } });
+    await until(async () => (await client.threads.get(threadId)).status === "busy");
+    const deleting = client.threads.delete(threadId);
+    await until(
+      async () =>
+        (await client.threads.get(threadId).then(
+          () => 200,
+          () => 404,
+        )) === 404,
+    );
+    // The thread is gone for the client: it starts over under the same id.
+    const answer = await client.runs.wait(threadId, "agent", {
+      input: human("new"),
+      ifNotExists: "create",
+      multitaskStrategy: "enqueue",
+    });
+    await deleting;
+    const left = {
+      answer: texts(answer),
+      thread: await client.threads.get(threadId).then(
+        () => 200,
+        () => 404,
+      ),
+      state: texts((await client.threads.getState(threadId)).values),
+      runs: (await client.runs.list(threadId)).map((r) => r.status),
+    };
+    expect(left).toEqual({
+      answer: ["human: new", "ai: echo new"],
+      thread: 200,
+      state: ["human: new", "ai: echo new"],
+      runs: ["success"],
+    });
+  });
+
+  it("a run started while the previous run's end is written leaves the thread busy", async () => {
+    const dbName = freshDbName("run-handover");
+    const threads = new SlowIdleStore({ dbName: `${dbName}-agent-threads` });
+    const { client } = await server({ threads, dbName });
+    const t = await client.threads.create();
+    threads.ms = 300;
+    const a = await client.runs.create(t.thread_id, "agent", { input: human("a") });
+    await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "success");
+    await sleep(30);
+    const b = await client.runs.create(t.thread_id, "agent", {
+      input: human("b"),
+      config: { configurable: { delay_ms: 1_500 } },
+    });
+    await sleep(600);
+    const bStatus = (await client.runs.get(t.thread_id, b.run_id)).status;
+    const threadStatus = (await client.threads.get(t.thread_id)).status;
+    expect({ bStatus, threadStatus }).toEqual({ bStatus: "running", threadStatus: "busy" });
+  });
+
+  it("a rollback cancel of a run with a run enqueued behind it: the next run starts without the rolled-back input", async () => {
+    const { client } = await server();
+    const t = await client.threads.create();
+    const a = await client.runs.create(t.thread_id, "agent", {
+      input: human("a"),
+      config: { configurable: { delay_ms: 2_000 } },
+    });
+    const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
+    await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "running");
+    await sleep(200);
+    await client.runs.cancel(t.thread_id, a.run_id, true, "rollback");
+    const answer = texts(await client.runs.join(t.thread_id, b.run_id));
+    const state = texts((await client.threads.getState(t.thread_id)).values);
+    expect({ answer, state }).toEqual({ answer: ["human: b", "ai: echo b"], state: ["human: b", "ai: echo b"] });
+  });
+
+  it("the same across two tabs (the run enqueued on the other server)", async () => {
+    const a = await server();
+    const b = await server({ dbName: a.dbName });
+    const t = await a.client.threads.create();
+    const ra = await a.client.runs.create(t.thread_id, "agent", {
+      input: human("a"),
+      config: { configurable: { delay_ms: 2_000 } },
+    });
+    await until(async () => (await a.client.runs.get(t.thread_id, ra.run_id)).status === "running");
+    const rb = await b.client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
+    await sleep(200);
+    await b.client.runs.cancel(t.thread_id, ra.run_id, true, "rollback");
+    await b.client.runs.join(t.thread_id, rb.run_id);
+    await sleep(200);
+    const state = texts((await a.client.threads.getState(t.thread_id)).values);
+    const status = (await a.client.threads.get(t.thread_id)).status;
+    expect({ state, status }).toEqual({ state: ["human: b", "ai: echo b"], status: "idle" });
+  });
+});
