@@ -232,7 +232,7 @@ export const pageApi: PageApi = {
         const bytes = fromBase64(base64);
         try {
           const fileSerde = await importSerde(bytes, serde);
-          await validateThreadExport(bytes, { serde: fileSerde });
+          await validateThreadExport(bytes, { serde: fileSerde, targetThreadId: threadId });
           decoded.push({ threadId, bytes, serde: fileSerde });
         } catch (error) {
           const text = error instanceof Error ? error.message : String(error);

@@ -131,4 +131,12 @@ describe("ids the savers refuse", () => {
       await expectRefused(new MemorySaver(), file, pattern);
     });
   }
+
+  it("a thread id to import under that the savers refuse is refused by validation too", async () => {
+    // A caller validating several files before writing any (the Playwright kit's restore) learns it there.
+    const file = await craftedFile(() => undefined);
+    await expect(validateThreadExport(file, { targetThreadId: "" })).rejects.toThrow(/non-empty string/);
+    await expect(validateThreadExport(file, { targetThreadId: "constructor" })).rejects.toThrow(/constructor/);
+    expect((await validateThreadExport(file, { targetThreadId: "elsewhere" })).threadId).toBe("elsewhere");
+  });
 });

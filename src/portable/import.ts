@@ -10,12 +10,11 @@ import {
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
-import { type BlobRecord, type CheckpointRecord, KIND, assertThreadId, readAll } from "./format.js";
+import { type BlobRecord, type CheckpointRecord, KIND, readAll } from "./format.js";
 import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
 import { ThreadImportError } from "./errors.js";
-import { assertStorableId } from "../rows/ids.js";
 import { decodeRecord } from "./frames.js";
-import { validate } from "./validate.js";
+import { checkTargetThreadId, validate } from "./validate.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
@@ -61,8 +60,7 @@ export async function importThread(
   const valid = await validate(await readAll(file), serde, signal, options.refuseJson);
   const { header, counts } = valid;
   const threadId = options.targetThreadId ?? header.threadId;
-  assertThreadId(threadId, "importThread");
-  assertStorableId("thread_id", threadId);
+  checkTargetThreadId(threadId, "importThread");
 
   const exists = await threadExists(saver, threadId);
   if (exists && ifExists === "error") {

@@ -11,6 +11,7 @@ import {
   type ThreadExportCounts,
   type ThreadExportHeader,
   type ThreadExportTrailer,
+  assertThreadId,
   hex32,
   ownValue,
   parseJson,
@@ -56,7 +57,20 @@ export async function validateThreadExport(
     undefined,
     options.refuseJson,
   );
-  return { threadId: options.targetThreadId ?? header.threadId, header, ...counts };
+  const threadId = options.targetThreadId ?? header.threadId;
+  checkTargetThreadId(threadId, "validateThreadExport");
+  return { threadId, header, ...counts };
+}
+
+/**
+ * Refuses a thread id an import cannot write under (empty, not a string, or
+ * one the savers refuse): the import checks it before its first write, and
+ * validation with it, so a caller that validates first (a restore of several
+ * files) learns it before anything changed.
+ */
+export function checkTargetThreadId(threadId: unknown, caller: string): asserts threadId is string {
+  assertThreadId(threadId, caller);
+  assertStorableId("thread_id", threadId);
 }
 
 /**
