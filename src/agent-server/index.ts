@@ -11,6 +11,7 @@ import type { RunLockManager } from "../runs/locks.js";
 import { bindGraphs, type ServedGraph } from "./graphs.js";
 import { createRoutes } from "./routes.js";
 import { RunRegistry } from "./runs.js";
+import { threadStatusHooks } from "./thread-status.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
@@ -88,40 +89,11 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   const dbName = `${saver.dbName}-agent-threads`;
   const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
   const log = new RunLog(openAgentDatabase(dbName, options.indexedDB), options.keepRunEvents);
-  // A thread's status writes, one at a time: a run's end reads whether another run goes, then
-  // the state, then writes; a run starting meanwhile must write "busy" after it (helper-54).
-  const statusWrites = new Map<string, Promise<unknown>>();
-  const inTurn = <T>(threadId: string, write: () => Promise<T>): Promise<T> => {
-    const turn = (statusWrites.get(threadId) ?? Promise.resolve()).then(write, write);
-    const settled = turn.catch(() => undefined);
-    statusWrites.set(threadId, settled);
-    void settled.then(() => statusWrites.get(threadId) === settled && statusWrites.delete(threadId));
-    return turn;
-  };
-  const runs = new RunRegistry(
+  // The hooks ask the registry whether another run goes; it is made with them, hence the getter.
+  const runs: RunRegistry = new RunRegistry(
     saver,
     log,
-    {
-      started: (run) =>
-        inTurn(run.thread_id, async () => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined),
-      ended: (run, error) =>
-        inTurn(run.thread_id, async () => {
-          // Another run of the thread holds it or waits for it (enqueued): the thread stays busy,
-          // as the Agent Server keeps it while a run is pending or running.
-          if (await runs.threadBusy(run.thread_id, run.run_id)) return;
-          const graph = graphs[run.assistant_id];
-          const state =
-            error === undefined && graph
-              ? await graph.getState({ configurable: { thread_id: run.thread_id } })
-              : undefined;
-          // Paused: on an interrupt, or at a static breakpoint (`interrupt_before`/`after`), which
-          // leaves tasks to run and no interrupt; the Agent Server says "interrupted" for both.
-          const paused = (state?.next.length ?? 0) > 0;
-          await threads.patch(run.thread_id, {
-            status: error !== undefined ? "error" : paused ? "interrupted" : "idle",
-          });
-        }),
-    },
+    threadStatusHooks(threads, graphs, (threadId, runId) => runs.threadBusy(threadId, runId)),
     options.locks,
   );
   const app = createRoutes({

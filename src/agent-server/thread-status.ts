@@ -1,0 +1,48 @@
+/**
+ * A thread record's status as its runs start and end, as the Agent Server
+ * keeps it: `busy` while a run of the thread goes or waits, `interrupted`
+ * when the last run paused (tasks left: an interrupt or a static
+ * breakpoint), `error` when it failed, `idle` otherwise.
+ */
+import type { ServedGraph } from "./graphs.js";
+import type { RunHooks } from "./runs.js";
+import type { AgentThreadStore } from "./threads.js";
+
+/**
+ * The registry's hooks writing the thread's status into `threads`. A
+ * thread's status writes take turns: a run's end reads whether another run
+ * goes, then the state, then writes, and a run starting meanwhile must write
+ * `busy` after it (helper-54: it was left `idle` while running).
+ * `busy(threadId, runId)`: whether a run of the thread other than `runId`
+ * goes or waits.
+ */
+export function threadStatusHooks(
+  threads: AgentThreadStore,
+  graphs: Readonly<Record<string, ServedGraph>>,
+  busy: (threadId: string, runId: string) => Promise<boolean>,
+): RunHooks {
+  const writes = new Map<string, Promise<unknown>>();
+  const inTurn = <T>(threadId: string, write: () => Promise<T>): Promise<T> => {
+    const turn = (writes.get(threadId) ?? Promise.resolve()).then(write, write);
+    const settled = turn.catch(() => undefined);
+    writes.set(threadId, settled);
+    // The map holds only threads with a write under way.
+    void settled.then(() => writes.get(threadId) === settled && writes.delete(threadId));
+    return turn;
+  };
+  return {
+    started: (run) =>
+      inTurn(run.thread_id, async () => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined),
+    ended: (run, error) =>
+      inTurn(run.thread_id, async () => {
+        if (await busy(run.thread_id, run.run_id)) return;
+        const graph = graphs[run.assistant_id];
+        const state =
+          error === undefined && graph
+            ? await graph.getState({ configurable: { thread_id: run.thread_id } })
+            : undefined;
+        const paused = (state?.next.length ?? 0) > 0;
+        await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
+      }),
+  };
+}
