@@ -9,17 +9,27 @@
  * Lock until its final record is written.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { isThreadRunning, runOnThread, type MultitaskStrategy, type RunSaver } from "../runs/coordinator.js";
+import { isThreadRunning, runOnThread, type RunSaver } from "../runs/coordinator.js";
 import { RunInterruptedError, ThreadBusyError } from "../runs/errors.js";
 import { defaultLockManager, type RunLockManager } from "../runs/locks.js";
-import type { RunRecord, RunStatus, SentEvent } from "./records.js";
+import type { RunRecord, SentEvent } from "./records.js";
 import { AgentRunChannel } from "./run-channel.js";
+import {
+  finishRun,
+  followRun,
+  newRunState,
+  pushEvent,
+  saveRun,
+  setRunStatus,
+  type RunOutput,
+  type RunSpec,
+  type RunState,
+} from "./run-state.js";
+
+export type { RunSpec } from "./run-state.js";
 import { isFinal, type RunLog } from "./run-log.js";
 import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteContext } from "./remote-run.js";
-import { errorData, streamRunEvents, toJsonText, type EventStreamingGraph, type StreamMode } from "./stream.js";
-
-/** How long events wait before they are written to the run log (one transaction per batch, not per token). */
-const SAVE_EVERY_MS = 50;
+import { errorData, streamRunEvents } from "./stream.js";
 
 /**
  * How long deleting a thread waits for its runs to stop before it deletes
@@ -28,20 +38,6 @@ const SAVE_EVERY_MS = 50;
  */
 export const CANCEL_WAIT_MS = 2_000;
 
-/** What starts a run. */
-export interface RunSpec {
-  threadId: string;
-  assistantId: string;
-  graph: EventStreamingGraph;
-  /** The input, a LangGraph `Command`, or null to continue from the checkpoint. */
-  input: unknown;
-  config: RunnableConfig;
-  modes: readonly StreamMode[];
-  subgraphs: boolean;
-  multitask: MultitaskStrategy;
-  metadata: Record<string, unknown>;
-}
-
 /** A run, of this server or of another tab's: its record when found, its events, and how to cancel it. */
 export interface RunHandle {
   readonly record: RunRecord;
@@ -49,31 +45,6 @@ export interface RunHandle {
   follow(afterId?: number): AsyncGenerator<SentEvent>;
   /** Stops the run (`"rollback"` also deletes its checkpoints); resolves once it has ended. */
   cancel(action: "interrupt" | "rollback"): Promise<void>;
-}
-
-interface RunState {
-  record: RunRecord;
-  events: SentEvent[];
-  done: Promise<void>;
-  finished: boolean;
-  controller: AbortController;
-  wake: Set<() => void>;
-  /** How many events the run log has. */
-  saved: number;
-  saving: Promise<void>;
-  saveTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Another server follows it: send its events on the channel. */
-  shared: boolean;
-  /** A `reject` run that found its thread busy: never recorded, answered 409. */
-  refused: boolean;
-  /** Its record may be written: a `reject` run's only once it holds its thread. */
-  logged: boolean;
-  /** Its graph is done (it returned, threw or was stopped): what is left is its ending. */
-  settled: boolean;
-  /** Its thread was deleted before it started: it ran nothing and leaves no record. */
-  orphaned: boolean;
-  /** A cancel asked for its rollback: its checkpoints go before it lets its thread go. */
-  rollback: boolean;
 }
 
 /** What the registry reports to the server as runs start and end. */
@@ -96,6 +67,8 @@ export class RunRegistry {
   readonly #channel: AgentRunChannel;
   readonly #remote: RemoteContext;
   readonly #runs = new Map<string, RunState>();
+  /** Where a run's events and record go: the run log, and the channel to other tabs' servers. */
+  readonly #out: RunOutput;
   readonly #offChannel: () => void;
 
   constructor(saver: RunSaver, log: RunLog, hooks: RunHooks, locks?: RunLockManager) {
@@ -104,6 +77,7 @@ export class RunRegistry {
     this.#log = log;
     this.#locks = locks ?? defaultLockManager();
     this.#channel = new AgentRunChannel(saver.dbName);
+    this.#out = { log, channel: this.#channel };
     this.#remote = {
       dbName: saver.dbName,
       log,
@@ -135,36 +109,10 @@ export class RunRegistry {
    * its record is in the run log (another tab's server can find it).
    */
   async start(spec: RunSpec): Promise<RunHandle> {
-    const now = new Date().toISOString();
     const runId = crypto.randomUUID();
-    const state: RunState = {
-      record: {
-        run_id: runId,
-        thread_id: spec.threadId,
-        assistant_id: spec.assistantId,
-        created_at: now,
-        updated_at: now,
-        status: "pending",
-        metadata: spec.metadata,
-        multitask_strategy: spec.multitask,
-      },
-      events: [],
-      done: Promise.resolve(),
-      finished: false,
-      controller: new AbortController(),
-      wake: new Set(),
-      saved: 0,
-      saving: Promise.resolve(),
-      saveTimer: undefined,
-      shared: false,
-      refused: false,
-      logged: spec.multitask !== "reject",
-      settled: false,
-      orphaned: false,
-      rollback: false,
-    };
+    const state = newRunState(spec, runId);
     this.#runs.set(runId, state);
-    this.#push(state, "metadata", { run_id: runId, attempt: 1 });
+    pushEvent(this.#out, state, "metadata", { run_id: runId, attempt: 1 });
     let recorded!: () => void;
     const inLog = new Promise<void>((resolve) => (recorded = resolve));
     // A `reject` run is recorded once it holds its thread, so that one refused (another run
@@ -174,7 +122,7 @@ export class RunRegistry {
     // The lock first, then the record: a record not final whose lock is free is a run cut short.
     const held = this.#locks.request(runnerLockName(this.#saver.dbName, runId), {}, async () => {
       if (recordFirst) {
-        await this.#save(state);
+        await saveRun(this.#out, state);
         recorded();
       }
       await this.#execute(state, spec, recordFirst ? undefined : recorded);
@@ -310,18 +258,9 @@ export class RunRegistry {
   #handle(state: RunState): RunHandle {
     return {
       record: state.record,
-      follow: (afterId = -1) => this.#follow(state, afterId),
+      follow: (afterId = -1) => followRun(state, afterId),
       cancel: (action) => this.#cancel(state, action),
     };
-  }
-
-  async *#follow(state: RunState, afterId: number): AsyncGenerator<SentEvent> {
-    let next = afterId + 1;
-    for (;;) {
-      while (next < state.events.length) yield state.events[next++]!;
-      if (state.finished) return;
-      await new Promise<void>((resolve) => state.wake.add(resolve));
-    }
   }
 
   async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
@@ -341,7 +280,7 @@ export class RunRegistry {
     const runner = {
       invoke: async (input: unknown, config: RunnableConfig) => {
         state.logged = true;
-        this.#setStatus(state, "running");
+        setRunStatus(this.#out, state, "running");
         if (record) {
           await state.saving;
           record();
@@ -353,7 +292,7 @@ export class RunRegistry {
         const options = { modes: spec.modes, subgraphs: spec.subgraphs, runId: state.record.run_id };
         try {
           for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
-            this.#push(state, event, data);
+            pushEvent(this.#out, state, event, data);
           }
         } catch (error) {
           // Stopped by a cancel with rollback: its checkpoints go now, with the thread still held
@@ -375,13 +314,13 @@ export class RunRegistry {
         locks: this.#locks,
       });
       state.settled = true;
-      this.#setStatus(state, "success");
+      setRunStatus(this.#out, state, "success");
     } catch (error) {
       state.settled = true;
       if (state.orphaned) {
         // Deleted with its thread: no status to set, and no record to leave behind; those who
         // follow it (a wait, a stream) are told, not answered as if it had run.
-        this.#push(state, "error", errorData(error));
+        pushEvent(this.#out, state, "error", errorData(error));
         this.#end(state);
         await state.saving.catch(() => undefined);
         await this.#log.deleteRun(state.record.run_id);
@@ -397,15 +336,15 @@ export class RunRegistry {
       // The error event before the final status: a final record always comes with all its events.
       if (!stopped) {
         failure = error;
-        this.#push(state, "error", errorData(error));
+        pushEvent(this.#out, state, "error", errorData(error));
       }
-      this.#setStatus(state, stopped ? "interrupted" : "error");
+      setRunStatus(this.#out, state, stopped ? "interrupted" : "error");
     }
     try {
       await this.#hooks.ended(state.record, failure);
     } finally {
       try {
-        await this.#save(state);
+        await saveRun(this.#out, state);
       } finally {
         this.#end(state);
       }
@@ -418,51 +357,7 @@ export class RunRegistry {
    * that kept every run held every token of every run for the server's life).
    */
   #end(state: RunState): void {
-    this.#finish(state);
+    finishRun(this.#out, state);
     this.#runs.delete(state.record.run_id);
-  }
-
-  /** Marks the run ended: followers here and in other tabs stop waiting. */
-  #finish(state: RunState): void {
-    state.finished = true;
-    clearTimeout(state.saveTimer);
-    this.#wake(state);
-    if (state.shared) this.#channel.post({ type: "events", runId: state.record.run_id, events: [], finished: true });
-  }
-
-  #setStatus(state: RunState, status: RunStatus): void {
-    state.record = { ...state.record, status, updated_at: new Date().toISOString() };
-    void this.#save(state).catch(() => undefined);
-  }
-
-  #push(state: RunState, event: string, data: unknown): void {
-    const sent = { id: state.events.length, event, data: toJsonText(data) };
-    state.events.push(sent);
-    if (state.shared)
-      this.#channel.post({ type: "events", runId: state.record.run_id, events: [sent], finished: false });
-    if (state.logged) {
-      state.saveTimer ??= setTimeout(() => void this.#save(state).catch(() => undefined), SAVE_EVERY_MS);
-    }
-    this.#wake(state);
-  }
-
-  /** Writes the record and the events not yet written, after any write already under way. */
-  #save(state: RunState): Promise<void> {
-    clearTimeout(state.saveTimer);
-    state.saveTimer = undefined;
-    state.saving = state.saving
-      .catch(() => undefined)
-      .then(async () => {
-        const events = state.events.slice(state.saved);
-        await this.#log.save(state.record, events);
-        state.saved += events.length;
-      });
-    return state.saving;
-  }
-
-  #wake(state: RunState): void {
-    const waiting = [...state.wake];
-    state.wake.clear();
-    for (const resolve of waiting) resolve();
   }
 }
