@@ -147,9 +147,14 @@ export function createRoutes(context: RouteContext): Hono {
     // Under the thread's run lock, as a run: an update while a run goes would be written
     // under the run's next checkpoint and lost, so it is refused as the Agent Server does.
     try {
-      const result = await context.runs.whileIdle(thread.thread_id, () =>
-        graph.updateState({ configurable }, json.values, asNode),
+      // The thread may have been deleted since it was read above: checked again under the lock,
+      // as a run checks at its start, or the update would write onto a deleted thread (helper-56).
+      const result = await context.runs.whileIdle(thread.thread_id, async () =>
+        (await threads.get(thread.thread_id))
+          ? await graph.updateState({ configurable }, json.values, asNode)
+          : undefined,
       );
+      if (!result) return reply(c, { error: "Thread not found" }, 404);
       return reply(c, { checkpoint: result.configurable });
     } catch (error) {
       if (error instanceof ThreadBusyError) return busy(c, thread.thread_id);

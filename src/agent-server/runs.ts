@@ -172,20 +172,25 @@ export class RunRegistry {
    * other tabs' (found in the run log), and waits for them to end: a thread
    * deleted under a run would otherwise get its checkpoints and record back.
    */
-  async cancelThread(threadId: string): Promise<void> {
+  async cancelThread(threadId: string, within = AbortSignal.timeout(CANCEL_WAIT_MS)): Promise<void> {
     const own = [...this.#runs.values()].filter((state) => state.record.thread_id === threadId && !state.finished);
     const others = (await this.#log.list(threadId)).filter(
       (record) => !isFinal(record) && !this.#runs.has(record.run_id),
     );
     const remote = await Promise.all(others.map((record) => this.find(threadId, record.run_id)));
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stop = (): void => undefined;
+    const deadline = new Promise<void>((resolve) => {
+      stop = () => resolve();
+      if (within.aborted) resolve();
+      else within.addEventListener("abort", stop, { once: true });
+    });
     await Promise.race([
       Promise.all([
         ...own.map((state) => this.#cancel(state, "interrupt")),
         ...remote.map((run) => run?.cancel("interrupt")),
       ]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS))),
-    ]).finally(() => clearTimeout(timer));
+      deadline,
+    ]).finally(() => within.removeEventListener("abort", stop));
   }
 
   /**
@@ -197,9 +202,10 @@ export class RunRegistry {
    * CANCEL_WAIT_MS, then `erase` runs all the same.
    */
   async deleteThread(threadId: string, erase: () => Promise<void>): Promise<void> {
-    await this.cancelThread(threadId);
-    let erased = false;
+    // One deadline for both waits (the runs' stop, then the lock): at most CANCEL_WAIT_MS in all.
     const signal = AbortSignal.timeout(CANCEL_WAIT_MS);
+    await this.cancelThread(threadId, signal);
+    let erased = false;
     try {
       await runOnThread(
         {
@@ -213,7 +219,9 @@ export class RunRegistry {
         { multitask: "enqueue", saver: this.#saver, locks: this.#locks, signal },
       );
     } catch (error) {
-      if (!signal.aborted) throw error;
+      // Erased already, a newer run (rollback strategy) asking for the thread fails the hold
+      // after the fact (helper-56: answered 500 for a done delete); or the deadline passed.
+      if (!erased && !signal.aborted) throw error;
     }
     if (!erased) await erase();
   }
@@ -266,8 +274,10 @@ export class RunRegistry {
   async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
     // A run that has ended is left as it is, as the Agent Server does: a late or repeated
     // cancel with "rollback" would otherwise delete a finished run's checkpoints.
-    // Its graph may be done while its end is still being written (status, final record).
-    if (state.finished || state.settled) return;
+    if (state.finished) return;
+    // Its graph is done and its end is being written (status, final record): nothing to stop,
+    // but a caller that deletes the thread next must find that end written (helper-56).
+    if (state.settled) return state.done;
     // The run rolls itself back while it still holds its thread (see #execute): deleted after it
     // let go, a run enqueued behind it would already have started from its input (helper-54).
     if (action === "rollback") state.rollback = true;

@@ -43,6 +43,9 @@ export function threadStatusHooks(
             : undefined;
         const paused = (state?.next.length ?? 0) > 0;
         await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
+        // A run of another tab's server may have taken the thread and written "busy" meanwhile (its
+        // writes do not take turns with these): one that holds it now is seen, and said again.
+        if (await busy(run.thread_id, run.run_id)) await threads.patch(run.thread_id, { status: "busy" });
       }),
   };
 }
