@@ -139,20 +139,39 @@ export class RunRegistry {
    * @throws {ThreadBusyError} a run holds the thread.
    */
   async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await this.#holding(threadId, work, "reject");
+    } catch (error) {
+      // Stopped before `work` ran by a newer run asking for the thread: busy, as for a run.
+      throw error instanceof RunInterruptedError ? new ThreadBusyError(threadId, this.#saver.dbName) : error;
+    }
+  }
+
+  /**
+   * `work`'s result, run holding `threadId`'s run lock as a run would
+   * (`runOnThread`). Once `work` has finished, a newer run (interrupt or
+   * rollback strategy) asking for the thread fails the hold after the fact:
+   * `work` did not watch the stop, and what it wrote stays (helper-51,
+   * helper-56: answered 500 though done).
+   */
+  async #holding<T>(
+    threadId: string,
+    work: () => Promise<T>,
+    multitask: "reject" | "enqueue",
+    signal?: AbortSignal,
+  ): Promise<T> {
     let done: { result: T } | undefined;
     try {
       await runOnThread(
         { invoke: async () => void (done = { result: await work() }) },
         null,
         { configurable: { thread_id: threadId } },
-        { multitask: "reject", saver: this.#saver, locks: this.#locks },
+        { multitask, saver: this.#saver, locks: this.#locks, ...(signal ? { signal } : {}) },
       );
     } catch (error) {
-      // A newer run (interrupt or rollback strategy) asked for the thread while `work` ran:
-      // `work` finished all the same (it does not watch the stop), and what it wrote is kept.
-      if (!(error instanceof RunInterruptedError)) throw error;
+      if (!done) throw error;
     }
-    if (!done) throw new ThreadBusyError(threadId, this.#saver.dbName);
+    if (!done) throw new Error(`runOnThread returned without running the work on thread ${threadId}.`);
     return done.result;
   }
 
@@ -205,25 +224,13 @@ export class RunRegistry {
     // One deadline for both waits (the runs' stop, then the lock): at most CANCEL_WAIT_MS in all.
     const signal = AbortSignal.timeout(CANCEL_WAIT_MS);
     await this.cancelThread(threadId, signal);
-    let erased = false;
     try {
-      await runOnThread(
-        {
-          invoke: async () => {
-            await erase();
-            erased = true;
-          },
-        },
-        null,
-        { configurable: { thread_id: threadId } },
-        { multitask: "enqueue", saver: this.#saver, locks: this.#locks, signal },
-      );
+      await this.#holding(threadId, erase, "enqueue", signal);
     } catch (error) {
-      // Erased already, a newer run (rollback strategy) asking for the thread fails the hold
-      // after the fact (helper-56: answered 500 for a done delete); or the deadline passed.
-      if (!erased && !signal.aborted) throw error;
+      // The deadline passed before the lock came (a frozen tab): erased all the same.
+      if (!signal.aborted) throw error;
+      await erase();
     }
-    if (!erased) await erase();
   }
 
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
