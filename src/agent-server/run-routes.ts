@@ -4,7 +4,7 @@
  * (runs.ts) and answered in the Agent Server's shapes.
  */
 import type { Context, Hono } from "hono";
-import { Command } from "@langchain/langgraph/web";
+import { Command, Send } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
 import { ThreadBusyError } from "../runs/errors.js";
@@ -80,8 +80,8 @@ export function registerRunRoutes(
     const modes = (Array.isArray(requested) ? requested : requested === undefined ? ["values"] : [requested]).map(
       (mode) => checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
     );
-    const command = optionalObject(json, "command");
-    if (command) checkCommand(command);
+    const commandJson = optionalObject(json, "command");
+    const command = commandJson && commandOf(commandJson);
     const config = (optionalObject(json, "config") ?? {}) as RunnableConfig & { recursion_limit?: unknown };
     // The Agent Server's name for it; LangGraph reads `recursionLimit`.
     const recursionLimit = optionalNumber(config as Record<string, unknown>, "recursion_limit");
@@ -111,7 +111,7 @@ export function registerRunRoutes(
       threadId,
       assistantId,
       graph,
-      input: command ? new Command(command) : (json.input ?? null),
+      input: command ?? json.input ?? null,
       config: {
         ...config,
         configurable,
@@ -221,20 +221,26 @@ export function registerRunRoutes(
 }
 
 /**
- * Refuses a `command` LangGraph would fail on only once the run started:
- * `goto` is a node name, a `Send` (`{ node, args }`) or a list of them.
+ * The LangGraph `Command` of a request's `command`, as the Agent Server makes
+ * it (`getLangGraphCommand`): `goto` a node name, a Send in the SDK's shape
+ * (`{ node, input }`), or a list of them, each Send made a LangGraph `Send`
+ * (helper-57: passed as a plain object, LangGraph failed the run).
+ * Anything else in `goto` is refused before anything runs.
  */
-function checkCommand(command: Record<string, unknown>): void {
-  const { goto } = command;
-  if (goto === undefined || goto === null) return;
-  const target = (value: unknown) =>
-    typeof value === "string" ||
-    (typeof value === "object" && value !== null && typeof (value as { node?: unknown }).node === "string");
-  if (!(Array.isArray(goto) ? goto.every(target) : target(goto))) {
+function commandOf(command: Record<string, unknown>): Command {
+  const { goto, update, resume } = command;
+  const targets = goto === undefined || goto === null ? [] : Array.isArray(goto) ? goto : [goto];
+  const sends = targets.map((target: unknown) => {
+    if (typeof target === "string") return target;
+    const { node, input } = (target ?? {}) as { node?: unknown; input?: unknown };
+    if (typeof target === "object" && target !== null && typeof node === "string") return new Send(node, input);
     throw new BadRequest(
-      `command.goto must be a node name, a Send ({ node, args }) or a list of them; got ${JSON.stringify(goto)}.`,
+      `command.goto must be a node name, a Send ({ node, input }) or a list of them; got ${JSON.stringify(goto)}.`,
     );
-  }
+  });
+  // `update` as the client sent it: channel values, or a list of [channel, value] pairs.
+  const updates = update as Record<string, unknown> | [string, unknown][] | undefined;
+  return new Command({ ...(sends.length > 0 ? { goto: sends } : {}), update: updates, resume });
 }
 
 /** A server-sent-events response of `events`; the run goes on if the client leaves. */

@@ -257,6 +257,24 @@ function resolveSaver(graph: InvokableGraph<unknown, unknown>, saver: RunSaver |
   return candidate as RunSaver;
 }
 
+/**
+ * A LangGraph `Command` with a `resume` and nothing else (no `update`,
+ * `goto` or `graph`): told apart by LangGraph's own `lg_name`, so that this
+ * module does not import LangGraph.
+ */
+function isResumeOnly(input: unknown): boolean {
+  if (typeof input !== "object" || input === null) return false;
+  const command = input as { lg_name?: unknown; resume?: unknown; update?: unknown; goto?: unknown; graph?: unknown };
+  const noGoto = command.goto === undefined || (Array.isArray(command.goto) && command.goto.length === 0);
+  return (
+    command.lg_name === "Command" &&
+    command.resume !== undefined &&
+    command.update === undefined &&
+    command.graph === undefined &&
+    noGoto
+  );
+}
+
 /** The lock a run holds, inside its thread's lock `threadLock`, for as long as it runs. */
 function holderLockName(threadLock: string, runId: string): string {
   return `${threadLock}:holder:${encodeURIComponent(runId)}`;
@@ -323,8 +341,11 @@ async function runHolding<Input, Output>(
   // A run with input must not stop before that input is in the state: the
   // next run's input would replace it in the `__start__` channel and it would
   // be lost. It is once a "loop" checkpoint of this run is committed. A
-  // resume (null input) has nothing to lose; a rollback deletes it anyway.
-  let armed = input === null || input === undefined;
+  // resume (null input) has nothing to lose; a rollback deletes it anyway;
+  // nor has a `Command` that only answers an interrupt: the newer run brings
+  // its own answer, which replaces this one's (helper-57: a resume whose node
+  // ran long could not be interrupted, and the newer answer was dropped).
+  let armed = input === null || input === undefined || isResumeOnly(input);
   const act = () => {
     if (asked !== undefined && (armed || asked === "rollback") && !stop.signal.aborted) {
       stop.abort(new RunInterruptedError(threadId, runId, asked));

@@ -1,0 +1,116 @@
+/**
+ * Resuming through the local agent server (helper-57's findings, each failing
+ * before its fix): a second answer sent with the interrupt strategy while a
+ * resume runs replaces it, and a `goto` Send in the SDK's shape runs as on
+ * LangGraph's embed server.
+ */
+import { afterEach, expect, it } from "vitest";
+import { Client } from "@langchain/langgraph-sdk";
+import { MemorySaver } from "@langchain/langgraph-checkpoint";
+import { AIMessage } from "@langchain/core/messages";
+import { createEmbedServer, type ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
+import {
+  END,
+  MessagesValue,
+  START,
+  StateGraph,
+  StateSchema,
+  type LangGraphRunnableConfig,
+} from "@langchain/langgraph/web";
+import { IndexedDBSaver } from "../saver/index.js";
+import { createLocalAgentServer } from "./index.js";
+import { interruptWith } from "../interrupt/index.js";
+import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { sleep as abortableSleep } from "../../test/support/runs/scenario.js";
+
+type Chat = { messages: { type: string; content: string }[] };
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await closeServers();
+  for (const c of cleanups.splice(0)) await c();
+});
+
+/** approve node: asks, then (after the answer) waits `after_ms`, then answers. */
+function slowApproveGraph() {
+  const State = new StateSchema({ messages: MessagesValue });
+  return new StateGraph(State)
+    .addNode("approve", async (_state, config: LangGraphRunnableConfig) => {
+      const answer = interruptWith<{ question: string }, string>(config, { question: "ok?" });
+      await abortableSleep(Number(config.configurable?.after_ms ?? 0), config.signal);
+      return { messages: [new AIMessage(`approved: ${answer}`)] };
+    })
+    .addEdge(START, "approve")
+    .addEdge("approve", END)
+    .compile();
+}
+
+async function open(graphs: Record<string, unknown>, dbName = freshDbName("hitl")) {
+  const saver = new IndexedDBSaver({ dbName });
+  const server = await createLocalAgentServer({ graphs: graphs as never, saver });
+  cleanups.push(async () => {
+    await server.close();
+    await saver.close();
+    for (const n of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(n);
+  });
+  const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
+  return { server, saver, client, dbName };
+}
+
+function memoryThreads(): ThreadSaver {
+  const threads = new Map<string, { thread_id: string; metadata: Record<string, unknown> }>();
+  return {
+    get: async (id) => threads.get(id)!,
+    set: async (id, { kind, metadata }) => {
+      const previous = threads.get(id)?.metadata ?? {};
+      const thread = { thread_id: id, metadata: { ...(kind === "patch" ? previous : {}), ...metadata } };
+      threads.set(id, thread);
+      return thread;
+    },
+    delete: async (id) => void threads.delete(id),
+  };
+}
+
+it("a second answer sent with the interrupt strategy while a resume runs replaces it", async () => {
+  const { client } = await open({ agent: slowApproveGraph() });
+  const { thread_id } = await client.threads.create();
+  await client.runs.wait(thread_id, "agent", { input: human("go") });
+  await client.runs.create(thread_id, "agent", {
+    command: { resume: "yes" },
+    config: { configurable: { after_ms: 2000 } },
+  });
+  await sleep(300);
+  const result = await client.runs.wait(thread_id, "agent", {
+    command: { resume: "no" },
+    multitaskStrategy: "interrupt",
+  });
+  expect(texts(result)).toEqual(["human: go", "ai: approved: no"]);
+  expect((await client.threads.get(thread_id)).status).toBe("idle");
+});
+
+it("goto Send { node, input } (SDK shape) runs as on LangGraph's embed server", async () => {
+  const embed = createEmbedServer({
+    graph: { agent: agentGraph() },
+    threads: memoryThreads(),
+    checkpointer: new MemorySaver(),
+  });
+  const { server } = await openServer("hitl-goto");
+  const outcome = async (fetch: typeof globalThis.fetch) => {
+    const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch, maxRetries: 0 } });
+    const { thread_id } = await client.threads.create();
+    for await (const _ of client.runs.stream(thread_id, "agent", { input: human("approve: x") }));
+    const events: unknown[] = [];
+    for await (const part of client.runs.stream(thread_id, "agent", {
+      command: { goto: { node: "agent", input: human("via send") } as never },
+    }))
+      if (part.event !== "metadata") events.push(part.event === "values" ? texts(part.data) : part);
+    return events;
+  };
+  const theirs = await outcome((input, init) => Promise.resolve(embed.request(input as Request, init)));
+  const ours = await outcome(server.fetch);
+  expect(ours).toEqual(theirs);
+});
