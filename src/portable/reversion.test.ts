@@ -55,3 +55,50 @@ describe("crafted versions", () => {
     });
   }
 });
+
+describe("versions made by an earlier import", () => {
+  const kind = FORK_KINDS[0]!;
+
+  it("a thread imported, forked again in MemorySaver and imported again, four times over, keeps every branch", async () => {
+    // MemorySaver's next version is the current one plus 1, so new versions keep their fraction:
+    // steps of 2^-20 of the room compounded until the third import found none (helper-58).
+    let saver = new MemorySaver();
+    let leaves = await forkThread(saver, kind, "t", 3);
+    for (let round = 1; round <= 4; round++) {
+      const expected = await forkedView(saver, kind, "t");
+      const next = new MemorySaver();
+      await importThread(next, await exportThread(saver, "t", { as: "bytes" }));
+      expect(await forkedView(next, kind, "t")).toEqual(expected);
+      saver = next;
+      const graph = kind.graph(saver);
+      const grown: string[] = [];
+      for (const leaf of leaves) {
+        for (const word of ["x", "y"]) {
+          await graph.invoke(kind.turn(`${word}${round}`), { configurable: { thread_id: "t", checkpoint_id: leaf } });
+          grown.push((await graph.getState({ configurable: { thread_id: "t" } })).config.configurable!.checkpoint_id);
+        }
+      }
+      leaves = grown.slice(0, 8);
+    }
+  });
+
+  it("versions so close that a double cannot give each edit its own are refused, not shared", async () => {
+    const source = new MemorySaver();
+    await forkThread(source, kind, "t", 3);
+    // n -> 1 + 2^-52 + n * 2^-33: room of 2^19 steps of the last bit, the last bit odd (helper-58:
+    // three new versions rounded to one, and the edits read the first one's value).
+    const file = await rewriteThreadFile(
+      await exportThread(source, "t", { as: "bytes" }),
+      mapVersions((v) => 1 + 2 ** -52 + (v as number) * 2 ** -33),
+    );
+    const planned = await validateThreadExport(file).then(
+      () => "planned",
+      (error: unknown) => error,
+    );
+    if (planned === "planned") {
+      const target = idb();
+      await importThread(target, file);
+      expect(await forkedView(target, kind, "t")).toEqual(await forkedView(source, kind, "t"));
+    } else expect(planned).toBeInstanceOf(ThreadFileError);
+  });
+});

@@ -28,9 +28,6 @@ type BranchMap = ReadonlyMap<string, Version>;
 /** Shared by every checkpoint whose branch re-versioned nothing. */
 const NO_REMAPS: BranchMap = new Map();
 
-/** New versions fit between a version and the next one in steps of this fraction of the gap. */
-const SLOTS = 2 ** 20;
-
 /** One checkpoint's versions for the target. */
 export interface PlannedVersions {
   channelVersions: ChannelVersions;
@@ -68,18 +65,20 @@ export function planInput(record: CheckpointRecord): PlanInput {
 }
 
 /**
- * The `slot`-th of SLOTS versions between `version` and `next` (or the next
- * integer, if sooner). A string version that reads as a number (other savers'
+ * The `slot`-th of `count` versions spread evenly between `version` and
+ * `next` (or the next integer, if sooner): as far apart as the room allows,
+ * so that a thread imported, forked again in an integer-version saver (whose
+ * next versions keep the fraction) and imported again still finds room. A string version that reads as a number (other savers'
  * `"00…05.123"`) gets a string of the same width that does too: LangGraph
  * compares versions with `>`, which reads such strings as numbers, and a new
  * number version must still compare with it (`"…05.123.1"` reads as NaN).
  */
-function between(version: Version, next: Version | undefined, slot: number): Version | undefined {
+function between(version: Version, next: Version | undefined, slot: number, count: number): Version | undefined {
   const low = typeof version === "number" ? version : Number(version);
   if (!Number.isFinite(low)) return typeof version === "string" ? `${version}.${slot}` : undefined;
   const bound = next === undefined ? Number.NaN : typeof next === "number" ? next : Number(next);
   const high = Number.isFinite(bound) ? Math.min(bound, Math.floor(low) + 1) : Math.floor(low) + 1;
-  const value = low + (high - low) * (slot / SLOTS);
+  const value = low + (high - low) * (slot / (count + 1));
   if (typeof version === "number") return value;
   const width = (version.split(".")[0] ?? "").length;
   const whole = Math.floor(value);
@@ -112,14 +111,27 @@ export class VersionPlanner {
   readonly #held = new Map<string, Held>();
   /** Each checkpoint's branch map, for its children. */
   readonly #branches = new Map<string, BranchMap>();
-  /** The next slot to try above each re-versioned version. */
+  /** How many new versions each version got so far (by namespace and version). */
   readonly #slots = new Map<string, number>();
+  /** The new versions given, by namespace: each is given once. */
+  readonly #made = new Set<string>();
 
   /**
    * @param used The file's own versions per namespace ({@link collectVersions}): the bounds new
    * versions stay under. Versions made here are not added: each bound stays a version of the file.
+   * @param counts How many new versions each version needs, from a first pass over the file
+   * ({@link VersionPlanner.counts}); without it, the planner only counts (its versions are
+   * placeholders), as that first pass does.
    */
-  constructor(readonly used: ReadonlyMap<string, ReadonlySet<Version>>) {}
+  constructor(
+    readonly used: ReadonlyMap<string, ReadonlySet<Version>>,
+    readonly counts?: ReadonlyMap<string, number>,
+  ) {}
+
+  /** How many new versions each version needed: for the planner of the second pass. */
+  get needed(): ReadonlyMap<string, number> {
+    return this.#slots;
+  }
 
   /** The target versions of one checkpoint (call in file order: parents first). */
   plan(record: PlanInput): PlannedVersions {
@@ -172,27 +184,40 @@ export class VersionPlanner {
   /**
    * A version after `version` and before every greater version the file uses
    * in the namespace, not given before. The bound is the file's own next
-   * version (helper-52: bounding each new version by the one made before it
-   * shrank the room by 2^20 at each edit of a turn, and the third edit found
-   * none), and slots count up per version, so each edit of a turn gets the
-   * next slot of the same room. Branches never compare their versions with
-   * each other's, so their order among themselves does not matter.
-   * @throws {Error} when no version is left there (hand-made versions a double cannot split).
+   * version, never one made here (helper-52: bounding each by the one made
+   * before it shrank the room by 2^20 at each edit of a turn), and the new
+   * versions of one version are spread evenly over that room, as many as the
+   * counting pass found (helper-58: tiny steps compounded over round trips
+   * through an integer-version saver, until the third found no room).
+   * Branches never compare their versions with each other's, so their order
+   * among themselves does not matter.
+   * @throws {Error} when no version is left there (versions a double cannot split).
    */
   #allocate(ns: string, version: Version): Version {
+    const slotKey = `${ns}\u0000${versionKey(version)}`;
+    const slot = (this.#slots.get(slotKey) ?? 0) + 1;
+    this.#slots.set(slotKey, slot);
+    // The counting pass: a placeholder as unique as a real version, so it decides the same.
+    if (!this.counts) return `\u0000${slotKey}\u0000${slot}`;
     let next: Version | undefined;
     for (const other of this.used.get(ns) ?? []) {
       if (after(other, version) && (next === undefined || after(next, other))) next = other;
     }
-    const slotKey = `${ns}\u0000${versionKey(version)}`;
-    const slot = (this.#slots.get(slotKey) ?? 0) + 1;
-    this.#slots.set(slotKey, slot);
-    const candidate = slot < SLOTS ? between(version, next, slot) : undefined;
-    if (candidate === undefined || !after(candidate, version) || (next !== undefined && !after(next, candidate))) {
+    const candidate = between(version, next, slot, this.counts.get(slotKey) ?? slot);
+    const made = candidate === undefined ? "" : `${ns}\u0000${versionKey(candidate)}`;
+    // Strictly between, and not one given before (helper-58: slots a double could not tell
+    // apart rounded to one version, and branches shared it silently).
+    if (
+      candidate === undefined ||
+      !after(candidate, version) ||
+      (next !== undefined && !after(next, candidate)) ||
+      this.#made.has(made)
+    ) {
       throw new Error(
         `two branches hold different values of one channel under version ${JSON.stringify(version)} (namespace "${ns}"), and no version is left between it and the next one to tell them apart`,
       );
     }
+    this.#made.add(made);
     return candidate;
   }
 }

@@ -216,7 +216,11 @@ export async function validate(
       "The langgraph-thread file holds no checkpoint; exportThread never writes such a file, so it is refused.",
     );
   }
-  const planner = new VersionPlanner(usedVersions);
+  // Two passes: the first counts the new versions each version needs, so the second spreads
+  // them evenly over the room there is (reversion.ts).
+  const counting = new VersionPlanner(usedVersions);
+  for (const { input } of inputs) counting.plan(input);
+  const planner = new VersionPlanner(usedVersions, counting.needed);
   const plans = new Map<string, PlannedVersions>();
   for (const { index, input } of inputs) {
     try {
