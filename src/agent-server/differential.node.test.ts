@@ -10,28 +10,14 @@
  */
 import { Client } from "@langchain/langgraph-sdk";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
-import { createEmbedServer, type ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
+import { createEmbedServer } from "@langchain/langgraph-api/experimental/embed";
 import { afterAll, expect, it } from "vitest";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { relabel } from "../../test/support/interrupt-scenarios.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { memoryThreads } from "../../test/support/agent-server/timing.js";
 
 type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
-
-/** LangGraph's embed server needs a thread store: the one of its own tests, in memory. */
-function memoryThreads(): ThreadSaver {
-  const threads = new Map<string, { thread_id: string; metadata: Record<string, unknown> }>();
-  return {
-    get: async (id) => threads.get(id)!,
-    set: async (id, { kind, metadata }) => {
-      const previous = threads.get(id)?.metadata ?? {};
-      const thread = { thread_id: id, metadata: { ...(kind === "patch" ? previous : {}), ...metadata } };
-      threads.set(id, thread);
-      return thread;
-    },
-    delete: async (id) => void threads.delete(id),
-  };
-}
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 

@@ -8,7 +8,7 @@ import { afterEach, expect, it } from "vitest";
 import { Client } from "@langchain/langgraph-sdk";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { AIMessage } from "@langchain/core/messages";
-import { createEmbedServer, type ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
+import { createEmbedServer } from "@langchain/langgraph-api/experimental/embed";
 import {
   END,
   MessagesValue,
@@ -17,23 +17,13 @@ import {
   StateSchema,
   type LangGraphRunnableConfig,
 } from "@langchain/langgraph/web";
-import { IndexedDBSaver } from "../saver/index.js";
-import { createLocalAgentServer } from "./index.js";
 import { interruptWith } from "../interrupt/index.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { human, memoryThreads, sleep, texts, type Chat } from "../../test/support/agent-server/timing.js";
 import { sleep as abortableSleep } from "../../test/support/runs/scenario.js";
 
-type Chat = { messages: { type: string; content: string }[] };
-const human = (content: string) => ({ messages: [{ type: "human", content }] });
-const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await closeServers();
-  for (const c of cleanups.splice(0)) await c();
-});
+afterEach(closeServers);
 
 /** approve node: asks, then (after the answer) waits `after_ms`, then answers. */
 function slowApproveGraph() {
@@ -49,34 +39,8 @@ function slowApproveGraph() {
     .compile();
 }
 
-async function open(graphs: Record<string, unknown>, dbName = freshDbName("hitl")) {
-  const saver = new IndexedDBSaver({ dbName });
-  const server = await createLocalAgentServer({ graphs: graphs as never, saver });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    for (const n of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(n);
-  });
-  const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
-  return { server, saver, client, dbName };
-}
-
-function memoryThreads(): ThreadSaver {
-  const threads = new Map<string, { thread_id: string; metadata: Record<string, unknown> }>();
-  return {
-    get: async (id) => threads.get(id)!,
-    set: async (id, { kind, metadata }) => {
-      const previous = threads.get(id)?.metadata ?? {};
-      const thread = { thread_id: id, metadata: { ...(kind === "patch" ? previous : {}), ...metadata } };
-      threads.set(id, thread);
-      return thread;
-    },
-    delete: async (id) => void threads.delete(id),
-  };
-}
-
 it("a second answer sent with the interrupt strategy while a resume runs replaces it", async () => {
-  const { client } = await open({ agent: slowApproveGraph() });
+  const { client } = await openServer<Chat>("resume", false, { graphs: { agent: slowApproveGraph() } });
   const { thread_id } = await client.threads.create();
   await client.runs.wait(thread_id, "agent", { input: human("go") });
   await client.runs.create(thread_id, "agent", {

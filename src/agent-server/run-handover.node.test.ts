@@ -7,70 +7,26 @@
  * written. Slow stores and savers widen windows that exist without them.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { Client } from "@langchain/langgraph-sdk";
-import { IndexedDBSaver } from "../saver/index.js";
-import { createLocalAgentServer, IndexedDBThreadStore } from "./index.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { closeServers } from "../../test/support/agent-server/server.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
+import { freshDbName } from "../../test/support/databases.js";
 
-type Chat = { messages: { type: string; content: string }[] };
-const URL_BASE = "http://local.invalid";
-const human = (content: string) => ({ messages: [{ type: "human", content }] });
-const texts = (values: unknown) => ((values as Partial<Chat>).messages ?? []).map((m) => `${m.type}: ${m.content}`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await closeServers();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
-async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error("timed out");
-  }
-}
+import {
+  SlowSaver,
+  SlowThreadStore,
+  human,
+  sleep,
+  texts,
+  until,
+  type Chat,
+} from "../../test/support/agent-server/timing.js";
 
-/** Status writes other than "busy" take `ms`. */
-class SlowIdleStore extends IndexedDBThreadStore {
-  ms = 0;
-  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
-    if (changes.status !== undefined && changes.status !== "busy") await sleep(this.ms);
-    return super.patch(threadId, changes);
-  }
-}
-/** A saver whose deleteForRuns / deleteThread take `ms`. */
-class SlowDeleteSaver extends IndexedDBSaver {
-  rollbackMs = 0;
-  deleteMs = 0;
-  override async deleteForRuns(...args: Parameters<IndexedDBSaver["deleteForRuns"]>) {
-    if (this.rollbackMs) await sleep(this.rollbackMs);
-    return super.deleteForRuns(...args);
-  }
-  override async deleteThread(...args: Parameters<IndexedDBSaver["deleteThread"]>) {
-    if (this.deleteMs) await sleep(this.deleteMs);
-    return super.deleteThread(...args);
-  }
-}
-
-async function server(options: { threads?: IndexedDBThreadStore; saver?: IndexedDBSaver; dbName?: string } = {}) {
-  const dbName = options.dbName ?? freshDbName("run-handover");
-  const saver = options.saver ?? new IndexedDBSaver({ dbName });
-  const s = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver, threads: options.threads });
-  cleanups.unshift(async () => {
-    await s.close();
-    await saver.close();
-  });
-  cleanups.push(async () => {
-    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
-  });
-  const client = new Client<Chat>({ apiUrl: URL_BASE, callerOptions: { fetch: s.fetch, maxRetries: 0 } });
-  return { server: s, saver, client, dbName };
-}
+afterEach(closeServers);
+const server = (place: ServerPlace = {}) => openServer<Chat>("run-handover", false, place);
 
 describe("the thread between runs", () => {
   it("a rollback cancel sent from another tab with wait answers once the rollback is done", async () => {
     const dbName = freshDbName("run-handover");
-    const saverA = new SlowDeleteSaver({ dbName });
+    const saverA = new SlowSaver({ dbName });
     const a = await server({ saver: saverA, dbName });
     const b = await server({ dbName });
     const t = await a.client.threads.create();
@@ -128,10 +84,11 @@ describe("the thread between runs", () => {
 
   it("a run started while the previous run's end is written leaves the thread busy", async () => {
     const dbName = freshDbName("run-handover");
-    const threads = new SlowIdleStore({ dbName: `${dbName}-agent-threads` });
+    const threads = new SlowThreadStore({ dbName: `${dbName}-agent-threads` });
+    threads.statusOf = (status) => status !== "busy";
     const { client } = await server({ threads, dbName });
     const t = await client.threads.create();
-    threads.ms = 300;
+    threads.statusMs = 300;
     const a = await client.runs.create(t.thread_id, "agent", { input: human("a") });
     await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "success");
     await sleep(30);

@@ -8,32 +8,14 @@
  * `config.recursion_limit`, `ids`, run list paging).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Client } from "@langchain/langgraph-sdk";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
-import { IndexedDBSaver } from "../saver/index.js";
-import { createLocalAgentServer } from "./index.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 
-type Chat = { messages: { type: string; content: string }[] };
 const URL_BASE = "http://local.invalid";
-const human = (content: string) => ({ messages: [{ type: "human", content }] });
-const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
 const setup = () => openServer<Chat>("run-lifecycle", true);
-const cleanups: (() => Promise<void>)[] = [];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-afterEach(async () => {
-  await closeServers();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 5_000; !(await check()); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error("timed out");
-  }
-}
+afterEach(closeServers);
 
 /** Reads `stream` until its metadata event, then aborts the request (the SDK then ends the stream, or throws). */
 async function leaveAtMetadata(stream: AsyncIterable<{ event: string }>, controller: AbortController): Promise<void> {
@@ -46,17 +28,8 @@ async function leaveAtMetadata(stream: AsyncIterable<{ event: string }>, control
 }
 
 /** A server of its own on `graphs`, with `keepRunEvents`. */
-async function serverOf(graphs: Record<string, unknown>, keepRunEvents?: number) {
-  const dbName = freshDbName("run-lifecycle-own");
-  const saver = new IndexedDBSaver({ dbName });
-  const server = await createLocalAgentServer({ graphs: graphs as never, saver, keepRunEvents });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
-  });
-  return { server, client: new Client({ apiUrl: URL_BASE, callerOptions: { fetch: server.fetch, maxRetries: 0 } }) };
-}
+const serverOf = (graphs: Record<string, unknown>, keepRunEvents?: number) =>
+  openServer<Chat>("run-lifecycle-own", false, { graphs, keepRunEvents });
 
 describe("cancel", () => {
   it("of a run that has ended changes nothing, with rollback too", async () => {

@@ -7,81 +7,37 @@
  * savers widen windows that exist without them.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { Client } from "@langchain/langgraph-sdk";
-import { IndexedDBSaver } from "../saver/index.js";
-import { createLocalAgentServer, IndexedDBThreadStore } from "./index.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
-import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
-import { defaultLockManager } from "../runs/locks.js";
-import { runnerLockName } from "./remote-run.js";
+import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
+import { freshDbName } from "../../test/support/databases.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
 
-type Chat = { messages: { type: string; content: string }[] };
+import {
+  SlowSaver,
+  SlowThreadStore,
+  human,
+  sleep,
+  texts,
+  until,
+  type Chat,
+  frozenTabRun,
+  releaseFrozenTabs,
+} from "../../test/support/agent-server/timing.js";
+
 const URL_BASE = "http://local.invalid";
-const human = (content: string) => ({ messages: [{ type: "human", content }] });
-const texts = (values: unknown) => ((values as Chat).messages ?? []).map((m) => `${m.type}: ${m.content}`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
+  releaseFrozenTabs();
   await closeServers();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
-
-async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error("timed out");
-  }
-}
-
-/** A thread store whose status writes take `ms` (a busy IndexedDB; any AgentThreadStore may be slow). */
-class SlowStatusStore extends IndexedDBThreadStore {
-  ms = 0;
-  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
-    if (changes.status !== undefined) await sleep(this.ms);
-    return super.patch(threadId, changes);
-  }
-}
-
-/** A thread store whose metadata writes take `ms`. */
-class SlowMetadataStore extends IndexedDBThreadStore {
-  ms = 0;
-  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: never }) {
-    if (changes.metadata !== undefined) await sleep(this.ms);
-    return super.patch(threadId, changes);
-  }
-}
-
-/** A saver whose `put` waits `ms` while `slow` is set. */
-class SlowSaver extends IndexedDBSaver {
-  slow = 0;
-  override async put(...args: Parameters<IndexedDBSaver["put"]>) {
-    if (this.slow) await sleep(this.slow);
-    return super.put(...args);
-  }
-}
-
-async function ownServer(options: { threads?: IndexedDBThreadStore; saver?: IndexedDBSaver; dbName?: string } = {}) {
-  const dbName = options.dbName ?? freshDbName("run-races");
-  const saver = options.saver ?? new IndexedDBSaver({ dbName });
-  const server = await createLocalAgentServer({ graphs: { agent: agentGraph() }, saver, threads: options.threads });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
-  });
-  const client = new Client<Chat>({ apiUrl: URL_BASE, callerOptions: { fetch: server.fetch, maxRetries: 0 } });
-  return { server, saver, client };
-}
+const ownServer = (place: ServerPlace = {}) => openServer<Chat>("run-races", false, place);
 
 describe("cancel", () => {
   it("rollback of a run that has just succeeded (its end under way) changes nothing", async () => {
     const dbName = freshDbName("run-races");
-    const threads = new SlowStatusStore({ dbName: `${dbName}-agent-threads` });
+    const threads = new SlowThreadStore({ dbName: `${dbName}-agent-threads` });
     const { client } = await ownServer({ threads, dbName });
     const t = await client.threads.create();
-    threads.ms = 300;
+    threads.statusMs = 300;
     const run = await client.runs.create(t.thread_id, "agent", { input: human("keep me") });
     await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "success");
     await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
@@ -132,7 +88,7 @@ describe("updateState", () => {
     const { client, server } = await ownServer({ saver, dbName });
     const t = await client.threads.create();
     await client.runs.wait(t.thread_id, "agent", { input: human("one") });
-    saver.slow = 300;
+    saver.putMs = 300;
     const update = server.fetch(`${URL_BASE}/threads/${t.thread_id}/state`, {
       method: "POST",
       body: JSON.stringify({ values: human("edit"), as_node: "agent" }),
@@ -140,7 +96,7 @@ describe("updateState", () => {
     await sleep(50);
     const run = client.runs.wait(t.thread_id, "agent", { input: human("two"), multitaskStrategy: "rollback" });
     const response = await update;
-    saver.slow = 0;
+    saver.putMs = 0;
     await run;
     const state = texts((await client.threads.getState(t.thread_id)).values);
     const body = await response.text();
@@ -153,10 +109,10 @@ describe("updateState", () => {
 describe("on_disconnect cancel", () => {
   it("a client that leaves before the run started (its request aborted meanwhile) stops the run too", async () => {
     const dbName = freshDbName("run-races");
-    const threads = new SlowMetadataStore({ dbName: `${dbName}-agent-threads` });
+    const threads = new SlowThreadStore({ dbName: `${dbName}-agent-threads` });
     const { client, server } = await ownServer({ threads, dbName });
     const t = await client.threads.create();
-    threads.ms = 50; // the route's patch of graph_id: the run starts 50 ms after the request
+    threads.metadataMs = 50; // the route's patch of graph_id: the run starts 50 ms after the request
     const controller = new AbortController();
     const request = server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/stream`, {
       method: "POST",
@@ -206,30 +162,7 @@ describe("delete", () => {
     const t = await client.threads.create();
     await client.runs.wait(t.thread_id, "agent", { input: human("one") });
     // Another tab's run: its record in the run log, its runner lock held, its tab not answering.
-    const runId = crypto.randomUUID();
-    const log = new RunLog(openAgentDatabase(`${saver.dbName}-agent-threads`, undefined));
-    const now = new Date().toISOString();
-    await log.save(
-      {
-        run_id: runId,
-        thread_id: t.thread_id,
-        assistant_id: "agent",
-        created_at: now,
-        updated_at: now,
-        status: "running",
-        metadata: {},
-        multitask_strategy: "enqueue",
-      },
-      [],
-    );
-    await log.close();
-    let release!: () => void;
-    void defaultLockManager().request(
-      runnerLockName(saver.dbName, runId),
-      {},
-      () => new Promise<void>((r) => (release = r)),
-    );
-    cleanups.unshift(async () => release());
+    await frozenTabRun(saver.dbName, t.thread_id);
     // It waits CANCEL_WAIT_MS (2 s) for that run, then deletes all the same.
     const deleted = client.threads.delete(t.thread_id).then(() => "answered");
     expect(await Promise.race([deleted, sleep(4_000).then(() => "still waiting after 4 s")])).toBe("answered");
@@ -238,10 +171,10 @@ describe("delete", () => {
 
   it("crossing a run's start (request checked the thread before the delete) leaves no checkpoint behind", async () => {
     const dbName = freshDbName("run-races");
-    const threads = new SlowMetadataStore({ dbName: `${dbName}-agent-threads` });
+    const threads = new SlowThreadStore({ dbName: `${dbName}-agent-threads` });
     const { client, saver, server } = await ownServer({ threads, dbName });
     const t = await client.threads.create();
-    threads.ms = 100; // the route's patch of graph_id, between its thread check and runs.start
+    threads.metadataMs = 100; // the route's patch of graph_id, between its thread check and runs.start
     const run = server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/wait`, {
       method: "POST",
       body: JSON.stringify({ assistant_id: "agent", input: human("secret") }),
@@ -249,7 +182,7 @@ describe("delete", () => {
     await sleep(20);
     await client.threads.delete(t.thread_id);
     const answer = await run;
-    threads.ms = 0;
+    threads.metadataMs = 0;
     await sleep(50);
     const log = new RunLog(openAgentDatabase(`${dbName}-agent-threads`, undefined));
     const left = {

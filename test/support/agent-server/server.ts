@@ -1,22 +1,35 @@
 /**
- * A local agent server for a test, serving `agentGraph()` on a fresh saver
- * database, with an SDK `Client` on its `fetch`. `closeServers()` (in an
- * `afterEach`/`afterAll`) closes every one opened and deletes its databases.
+ * A local agent server for a test, serving `agentGraph()` (or the graphs
+ * given) on a fresh saver database, with an SDK `Client` on its `fetch`.
+ * `closeServers()` (in an `afterEach`/`afterAll`) closes every one opened,
+ * then deletes their databases (servers of two tabs may share one).
  */
 import { Client } from "@langchain/langgraph-sdk";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { IndexedDBStore } from "../../../src/store/index.js";
-import { createLocalAgentServer, type LocalAgentServer } from "../../../src/agent-server/index.js";
+import {
+  createLocalAgentServer,
+  type AgentThreadStore,
+  type LocalAgentServer,
+  type ServedGraph,
+} from "../../../src/agent-server/index.js";
 import type { RunLockManager } from "../../../src/runs/locks.js";
 import { deleteDatabase, freshDbName } from "../databases.js";
 import { agentGraph } from "./graph.js";
 
-const cleanups: (() => Promise<void>)[] = [];
+const opened: { close: () => Promise<void>; databases: string[] }[] = [];
 
-/** Where a second server goes: the database of another (a second tab), and its lock manager. */
+/** Where a second server goes (the database of another: a second tab), and what it is made of. */
 export interface ServerPlace {
   dbName?: string;
   locks?: RunLockManager;
+  /** The graphs served; default `{ agent: agentGraph() }`. */
+  graphs?: Readonly<Record<string, unknown>>;
+  /** The saver (on `dbName`); default a new IndexedDBSaver. */
+  saver?: IndexedDBSaver;
+  /** The thread store; default the server's own. */
+  threads?: AgentThreadStore;
+  keepRunEvents?: number;
 }
 
 /**
@@ -27,30 +40,36 @@ export async function openServer<State extends Record<string, unknown> = Record<
   prefix: string,
   withStore = false,
   place: ServerPlace = {},
-): Promise<{ server: LocalAgentServer; saver: IndexedDBSaver; client: Client<State> }> {
-  const dbName = place.dbName ?? freshDbName(prefix);
-  const saver = new IndexedDBSaver({ dbName });
+): Promise<{ server: LocalAgentServer; saver: IndexedDBSaver; client: Client<State>; dbName: string }> {
+  const dbName = place.dbName ?? place.saver?.dbName ?? freshDbName(prefix);
+  const saver = place.saver ?? new IndexedDBSaver({ dbName });
   const store = withStore ? new IndexedDBStore({ dbName: `${dbName}-store` }) : undefined;
   const server = await createLocalAgentServer({
-    graphs: { agent: agentGraph() },
+    graphs: (place.graphs ?? { agent: agentGraph() }) as Readonly<Record<string, ServedGraph>>,
     saver,
     store,
     locks: place.locks,
+    threads: place.threads,
+    keepRunEvents: place.keepRunEvents,
   });
-  cleanups.push(async () => {
-    await server.close();
-    await saver.close();
-    await store?.close();
-    for (const name of [dbName, `${dbName}-agent-threads`, `${dbName}-store`]) await deleteDatabase(name);
+  opened.push({
+    close: async () => {
+      await server.close();
+      await saver.close();
+      await store?.close();
+    },
+    databases: [dbName, `${dbName}-agent-threads`, `${dbName}-store`],
   });
   const client = new Client<State>({
     apiUrl: "http://local.invalid",
     callerOptions: { fetch: server.fetch, maxRetries: 0 },
   });
-  return { server, saver, client };
+  return { server, saver, client, dbName };
 }
 
-/** Closes every server `openServer` opened, and deletes their databases. */
+/** Closes every server `openServer` opened, then deletes their databases. */
 export async function closeServers(): Promise<void> {
-  for (const cleanup of cleanups.splice(0)) await cleanup();
+  const servers = opened.splice(0);
+  for (const { close } of servers) await close();
+  for (const name of new Set(servers.flatMap(({ databases }) => databases))) await deleteDatabase(name);
 }

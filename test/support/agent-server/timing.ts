@@ -1,0 +1,123 @@
+/**
+ * What the agent server's race tests share: waits, the chat's messages as
+ * text, thread stores and savers whose writes take longer (a busy
+ * IndexedDB, or any AgentThreadStore: they widen windows that exist without
+ * them), another tab's run that never answers, and LangGraph's embed
+ * server's in-memory thread store.
+ */
+import type { ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
+import { IndexedDBSaver } from "../../../src/saver/index.js";
+import { IndexedDBThreadStore, type ThreadStatus } from "../../../src/agent-server/index.js";
+import { RunLog } from "../../../src/agent-server/run-log.js";
+import { runnerLockName } from "../../../src/agent-server/remote-run.js";
+import { openAgentDatabase } from "../../../src/agent-server/schema.js";
+import { defaultLockManager, runLockName } from "../../../src/runs/locks.js";
+
+/** The test graph's state, as the SDK returns it. */
+export type Chat = { messages: { type: string; content: string }[] };
+
+/** An input of one human message. */
+export const human = (content: string) => ({ messages: [{ type: "human", content }] });
+
+/** A state's messages as `type: content` lines (none when it has no messages). */
+export const texts = (values: unknown): string[] =>
+  ((values as Partial<Chat>).messages ?? []).map((m) => `${m.type}: ${m.content}`);
+
+/** Waits `ms`. */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check` holds, asking every 10 ms; throws after `ms`. */
+export async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
+    if (Date.now() > deadline) throw new Error("timed out");
+  }
+}
+
+/** A thread store whose writes can be made to take longer. */
+export class SlowThreadStore extends IndexedDBThreadStore {
+  /** How long a status write takes (`statusOf` chooses which statuses). */
+  statusMs = 0;
+  /** Which statuses `statusMs` applies to; all by default. */
+  statusOf: (status: ThreadStatus) => boolean = () => true;
+  /** How long a metadata write takes. */
+  metadataMs = 0;
+  /** How long the next `get` takes to answer, once it has read the record. */
+  nextGetMs = 0;
+
+  override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: ThreadStatus }) {
+    if (changes.status !== undefined && this.statusOf(changes.status)) await sleep(this.statusMs);
+    if (changes.metadata !== undefined) await sleep(this.metadataMs);
+    return super.patch(threadId, changes);
+  }
+
+  override async get(threadId: string) {
+    const ms = this.nextGetMs;
+    this.nextGetMs = 0;
+    const record = await super.get(threadId);
+    if (ms) await sleep(ms);
+    return record;
+  }
+}
+
+/** A saver whose `put`, `deleteForRuns` and `deleteThread` can be made to take longer. */
+export class SlowSaver extends IndexedDBSaver {
+  putMs = 0;
+  rollbackMs = 0;
+  deleteMs = 0;
+
+  override async put(...args: Parameters<IndexedDBSaver["put"]>) {
+    if (this.putMs) await sleep(this.putMs);
+    return super.put(...args);
+  }
+
+  override async deleteForRuns(...args: Parameters<IndexedDBSaver["deleteForRuns"]>) {
+    if (this.rollbackMs) await sleep(this.rollbackMs);
+    return super.deleteForRuns(...args);
+  }
+
+  override async deleteThread(...args: Parameters<IndexedDBSaver["deleteThread"]>) {
+    if (this.deleteMs) await sleep(this.deleteMs);
+    return super.deleteThread(...args);
+  }
+}
+
+/** LangGraph's embed server needs a thread store: the one of its own tests, in memory. */
+export function memoryThreads(): ThreadSaver {
+  const threads = new Map<string, { thread_id: string; metadata: Record<string, unknown> }>();
+  return {
+    get: async (id) => threads.get(id)!,
+    set: async (id, { kind, metadata }) => {
+      const previous = threads.get(id)?.metadata ?? {};
+      const thread = { thread_id: id, metadata: { ...(kind === "patch" ? previous : {}), ...metadata } };
+      threads.set(id, thread);
+      return thread;
+    },
+    delete: async (id) => void threads.delete(id),
+  };
+}
+
+const frozen: (() => void)[] = [];
+
+/**
+ * Another tab's run that never answers (a tab frozen in the background):
+ * its `running` record in the run log of `dbName`, its runner lock held,
+ * and with `holdsThread` the thread's run lock too. Held until
+ * {@link releaseFrozenTabs}.
+ */
+export async function frozenTabRun(dbName: string, threadId: string, holdsThread = false): Promise<void> {
+  const runId = crypto.randomUUID();
+  const log = new RunLog(openAgentDatabase(`${dbName}-agent-threads`, undefined));
+  const now = new Date().toISOString();
+  const record = { run_id: runId, thread_id: threadId, assistant_id: "agent", created_at: now, updated_at: now };
+  await log.save({ ...record, status: "running", metadata: {}, multitask_strategy: "enqueue" }, []);
+  await log.close();
+  const names = [runnerLockName(dbName, runId), ...(holdsThread ? [runLockName(dbName, threadId)] : [])];
+  for (const name of names) {
+    void defaultLockManager().request(name, {}, () => new Promise<void>((release) => frozen.push(release)));
+  }
+}
+
+/** Lets every {@link frozenTabRun} go (in an `afterEach`, before closing the servers). */
+export function releaseFrozenTabs(): void {
+  for (const release of frozen.splice(0)) release();
+}
