@@ -147,6 +147,34 @@ describe("runs", () => {
     expect(texts((await client.threads.getState(thread.thread_id)).values).at(-1)).toBe("human: added");
   });
 
+  it("copies a thread: a new id with the same history, paused where the source is, each going on alone", async () => {
+    const { client } = await setup();
+    const source = await client.threads.create({ metadata: { user: "ann" } });
+    await client.runs.wait(source.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(source.thread_id, "agent", { input: human("approve: save it?") });
+    const history = async (threadId: string) =>
+      (await client.threads.getHistory<Chat>(threadId, { limit: 50 })).map((s) => [s.checkpoint.checkpoint_id, s.next]);
+
+    const copy = await client.threads.copy(source.thread_id);
+    expect(copy.thread_id).not.toBe(source.thread_id);
+    // As the Agent Server answers: the source's metadata with the copy's id, status idle, the copied values.
+    expect(copy).toMatchObject({
+      status: "idle",
+      metadata: { user: "ann", graph_id: "agent", thread_id: copy.thread_id },
+    });
+    expect(texts(copy.values)).toEqual(texts((await client.threads.getState(source.thread_id)).values));
+    expect(await history(copy.thread_id)).toEqual(await history(source.thread_id));
+    expect((await client.threads.getState(copy.thread_id)).next).toEqual(["approve"]);
+
+    // Each thread resumes on its own answer.
+    await client.runs.wait(copy.thread_id, "agent", { command: { resume: "yes" } });
+    await client.runs.wait(source.thread_id, "agent", { command: { resume: "no" } });
+    expect(texts((await client.threads.getState(copy.thread_id)).values).at(-1)).toBe("ai: approved: yes");
+    expect(texts((await client.threads.getState(source.thread_id)).values).at(-1)).toBe("ai: approved: no");
+
+    await expect(client.threads.copy("00000000-0000-4000-8000-000000000000")).rejects.toThrow(/404/);
+  });
+
   it("runs in the background: get, join, join the stream from the start and from an event id, cancel", async () => {
     const { client } = await setup();
     const thread = await client.threads.create();

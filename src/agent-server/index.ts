@@ -34,6 +34,8 @@ export type { StreamMode } from "./stream.js";
 /** What the server needs of its saver: an `IndexedDBSaver` has it all. */
 export interface AgentServerSaver extends RunSaver {
   deleteThread(threadId: string): Promise<void>;
+  /** Copies every checkpoint and pending write of a thread under a new id (`threads.copy`). */
+  copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
 }
 
 /** Options of {@link createLocalAgentServer}. */
@@ -102,6 +104,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     runs,
     dbName: saver.dbName,
     locks: options.locks,
+    copyThread: (sourceThreadId, targetThreadId) => saver.copyThread(sourceThreadId, targetThreadId),
     deleteThread: (threadId) =>
       runs.deleteThread(threadId, async () => {
         await saver.deleteThread(threadId);

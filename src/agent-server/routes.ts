@@ -1,6 +1,6 @@
 /**
  * The Agent Server routes the LangGraph SDK's `Client` and `useStream` call,
- * on a Hono app: threads (create, get, patch, delete, search), thread state
+ * on a Hono app: threads (create, get, patch, delete, search, copy), thread state
  * and history, state updates, and runs (stream, create, wait, join, join the
  * stream, cancel, get, list). Paths, bodies and answers follow the Agent
  * Server's API; what it does not serve answers 404 with the route named.
@@ -104,6 +104,18 @@ export function createRoutes(context: RouteContext): Hono {
     const json = await body(c);
     const thread = await threads.patch(c.req.param("thread_id"), { metadata: optionalObject(json, "metadata") });
     return thread ? reply(c, await withState(thread)) : reply(c, { error: "Thread not found" }, 404);
+  });
+  // As the Agent Server does: a new id, the source's metadata with the new id as `thread_id`, status idle,
+  // and the checkpoints as they are now (the saver reads them in one transaction: a run going on the
+  // source is copied up to its last committed checkpoint). The checkpoints go first: a record is never
+  // left without them.
+  app.post("/threads/:thread_id/copy", async (c) => {
+    const source = await threadOr404(c);
+    if (source instanceof Response) return source;
+    const threadId = crypto.randomUUID();
+    await context.copyThread(source.thread_id, threadId);
+    const { thread } = await threads.create(threadId, { ...source.metadata, thread_id: threadId });
+    return reply(c, await withState(thread));
   });
   app.delete("/threads/:thread_id", async (c) => {
     const threadId = c.req.param("thread_id");

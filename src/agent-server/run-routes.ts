@@ -35,6 +35,8 @@ export interface RouteContext {
   locks: RunLockManager | undefined;
   /** Deletes the thread: its runs stopped, then its checkpoints, runs and record (RunRegistry.deleteThread). */
   deleteThread(threadId: string): Promise<void>;
+  /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
+  copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
