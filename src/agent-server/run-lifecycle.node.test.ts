@@ -64,6 +64,23 @@ describe("cancel", () => {
     expect(texts(await client.runs.wait(t.thread_id, "agent", { input: human("next") }))).toContain("ai: echo next");
   });
 
+  it("a run stopped mid-node (useStream's Stop: runs.cancel) leaves its thread idle, not interrupted", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("stop me"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await client.runs.cancel(t.thread_id, run.run_id, true);
+    // The last checkpoint is left with a task to run (`next`), but nothing waits for a human: the
+    // Agent Server sets the thread idle after a cancel, and a list of the threads that wait for an
+    // answer (status "interrupted") must not show it.
+    expect((await client.threads.getState(t.thread_id)).next).not.toEqual([]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+    expect(await client.threads.search({ status: "interrupted" })).toEqual([]);
+  });
+
   it("without on_disconnect, a client leaving the stream leaves the run going", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

@@ -2,7 +2,8 @@
  * A thread record's status as its runs start and end, as the Agent Server
  * keeps it: `busy` while a run of the thread goes or waits, `interrupted`
  * when the last run paused (tasks left: an interrupt or a static
- * breakpoint), `error` when it failed, `idle` otherwise.
+ * breakpoint), `error` when it failed, `idle` otherwise (a run stopped by a
+ * cancel too: it did not pause).
  */
 import type { ServedGraph } from "./graphs.js";
 import type { RunHooks } from "./runs.js";
@@ -37,8 +38,12 @@ export function threadStatusHooks(
       inTurn(run.thread_id, async () => {
         if (await busy(run.thread_id, run.run_id)) return;
         const graph = graphs[run.assistant_id];
+        // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to
+        // run in its last checkpoint, but it did not pause for anyone: idle, as the Agent Server
+        // sets it (it reads no checkpoint after a cancel).
+        const stopped = run.status === "interrupted";
         const state =
-          error === undefined && graph
+          error === undefined && !stopped && graph
             ? await graph.getState({ configurable: { thread_id: run.thread_id } })
             : undefined;
         const paused = (state?.next.length ?? 0) > 0;
