@@ -68,6 +68,28 @@ describe("threads", () => {
     expect(await res.json()).toMatchObject({ message: expect.stringContaining("stream_mode") });
     await expect(client.runs.wait(thread.thread_id, "missing", { input: human("x") })).rejects.toThrow(/404/);
   });
+  it("a thread whose state cannot be read (its run failed on its input) leaves the thread list whole", async () => {
+    const { client } = await setup();
+    const good = await client.threads.create();
+    await client.runs.wait(good.thread_id, "agent", { input: human("fine") });
+    const bad = await client.threads.create();
+    // A message type LangChain cannot coerce: the run fails, and the input stays in the thread's pending
+    // writes, which LangGraph's getState applies (and throws on) for every read of the thread's state.
+    const failed = await client.runs.wait(bad.thread_id, "agent", {
+      input: { messages: [{ type: "humann", content: "typo" }] },
+      raiseError: false,
+    });
+    expect(failed).toHaveProperty("__error__");
+    // As the Agent Server answers (its records keep the values of the run's last checkpoint: none here):
+    // the record without values, not a 500 for the whole list.
+    expect((await client.threads.search()).map((t) => [t.thread_id, t.status])).toEqual([
+      [bad.thread_id, "error"],
+      [good.thread_id, "idle"],
+    ]);
+    const record = await client.threads.get(bad.thread_id);
+    expect([record.status, record.values]).toEqual(["error", undefined]);
+    expect(texts((await client.threads.get(good.thread_id)).values)).toEqual(["human: fine", "ai: echo fine"]);
+  });
 });
 
 describe("runs", () => {

@@ -49,11 +49,22 @@ export function createRoutes(context: RouteContext): Hono {
    * The record as the Agent Server answers it: with the thread's latest
    * `values` and each task's `interrupts`, read through the saver (so an
    * encrypted one keeps them encrypted at rest: the record store holds none).
+   * A state LangGraph cannot read (a run that failed on its input leaves it in
+   * the pending writes, which getState applies and throws on) is answered
+   * without values, as the Agent Server's record of such a run has none: one
+   * such thread would otherwise fail every search (the app's thread list).
+   * `threads.getState` still answers the error.
    */
   const withState = async (thread: ThreadRecord) => {
     const graph = graphOf(thread);
-    if (!graph) return { ...thread, values: undefined, interrupts: undefined };
-    const snapshot = await graph.getState({ configurable: { thread_id: thread.thread_id } });
+    const none = { ...thread, values: undefined, interrupts: undefined };
+    if (!graph) return none;
+    let snapshot;
+    try {
+      snapshot = await graph.getState({ configurable: { thread_id: thread.thread_id } });
+    } catch {
+      return none;
+    }
     const interrupts = Object.fromEntries(snapshot.tasks.map((task) => [task.id, task.interrupts]));
     return { ...thread, values: snapshot.values, interrupts };
   };
