@@ -68,6 +68,29 @@ describe("threads", () => {
     expect(await res.json()).toMatchObject({ message: expect.stringContaining("stream_mode") });
     await expect(client.runs.wait(thread.thread_id, "missing", { input: human("x") })).rejects.toThrow(/404/);
   });
+  it("search and count by state values (JSON containment, as the Agent Server), paged after the filter", async () => {
+    const { client, server } = await setup();
+    const [a, b, c] = [await client.threads.create(), await client.threads.create(), await client.threads.create()];
+    await client.runs.wait(a.thread_id, "agent", { input: human("apples") });
+    await client.runs.wait(b.thread_id, "agent", { input: human("pears") });
+    await client.runs.wait(c.thread_id, "agent", { input: human("apples") });
+    const apples = { messages: [{ content: "apples", type: "human" }] };
+    const found = await client.threads.search({ values: apples, sortOrder: "asc" });
+    expect(found.map((t) => t.thread_id)).toEqual([a.thread_id, c.thread_id]);
+    expect((await client.threads.search({ values: apples, limit: 1, offset: 1 })).map((t) => t.thread_id)).toEqual([
+      a.thread_id,
+    ]);
+    const res = await server.fetch("http://local.invalid/threads/search", {
+      method: "POST",
+      body: JSON.stringify({ values: apples, limit: 1 }),
+    });
+    expect(res.headers.get("X-Pagination-Total")).toBe("2");
+    expect(await client.threads.search({ values: { messages: [{ content: "plums" }] } })).toEqual([]);
+    await expect(client.threads.search({ values: [] as never })).rejects.toThrow(/422/);
+    expect(await client.threads.count({ values: apples })).toBe(2);
+    expect(await client.threads.count({ metadata: { graph_id: "agent" }, status: "idle" })).toBe(3);
+  });
+
   it("a thread whose state cannot be read (its run failed on its input) leaves the thread list whole", async () => {
     const { client } = await setup();
     const good = await client.threads.create();

@@ -8,7 +8,8 @@
 import { Hono, type Context } from "hono";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ThreadBusyError } from "../runs/errors.js";
-import type { ThreadRecord, ThreadStatus } from "./threads.js";
+import { containsJson, type ThreadRecord, type ThreadStatus } from "./threads.js";
+import { toJsonText } from "./stream.js";
 import type { ServedGraph } from "./graphs.js";
 import { toThreadState, type Snapshot } from "./state.js";
 import { busy, reply } from "./replies.js";
@@ -84,28 +85,51 @@ export function createRoutes(context: RouteContext): Hono {
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
     return reply(c, await withState(thread));
   });
-  app.post("/threads/search", async (c) => {
-    const json = await body(c);
+  /**
+   * The threads a search or count body asks for, sorted, with their state,
+   * and how many match in all. A `values` filter (JSON containment of the
+   * thread's latest values, as `jsonb @>`) reads every thread's state the
+   * other filters leave, then pages: the record store holds no values.
+   */
+  const searchThreads = async (json: Record<string, unknown>, page: { limit: number; offset: number }) => {
     const status = optionalString(json, "status");
     const ids = json.ids;
     if (ids !== undefined && ids !== null && !(Array.isArray(ids) && ids.every((id) => typeof id === "string"))) {
       throw new BadRequest(`ids must be a list of thread ids; got ${JSON.stringify(ids)}.`);
     }
-    const result = await threads.search({
+    const values = optionalObject(json, "values");
+    const options = {
       ...(Array.isArray(ids) ? { ids: ids as string[] } : {}),
       metadata: optionalObject(json, "metadata"),
       status: status === undefined ? undefined : checkOneOf(status, STATUSES, "status"),
-      limit: optionalNumber(json, "limit") ?? 10,
-      offset: optionalNumber(json, "offset") ?? 0,
       sortBy: checkOneOf(
         optionalString(json, "sort_by") ?? "created_at",
         ["created_at", "updated_at", "thread_id"],
         "sort_by",
       ),
       sortOrder: checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order"),
-    });
+    };
+    if (values === undefined) {
+      const result = await threads.search({ ...options, ...page });
+      return { threads: await Promise.all(result.threads.map(withState)), total: result.total };
+    }
+    const all = await threads.search({ ...options, limit: Number.MAX_SAFE_INTEGER, offset: 0 });
+    const matching = (await Promise.all(all.threads.map(withState))).filter(
+      // The values as answered (LangChain messages in their JSON form), not as LangGraph holds them.
+      (thread) => thread.values !== undefined && containsJson(JSON.parse(toJsonText(thread.values)), values),
+    );
+    return { threads: matching.slice(page.offset, page.offset + page.limit), total: matching.length };
+  };
+  app.post("/threads/search", async (c) => {
+    const json = await body(c);
+    const page = { limit: optionalNumber(json, "limit") ?? 10, offset: optionalNumber(json, "offset") ?? 0 };
+    const result = await searchThreads(json, page);
     c.header("X-Pagination-Total", String(result.total));
-    return reply(c, await Promise.all(result.threads.map(withState)));
+    return reply(c, result.threads);
+  });
+  app.post("/threads/count", async (c) => {
+    const json = await body(c);
+    return reply(c, (await searchThreads(json, { limit: 0, offset: 0 })).total);
   });
   app.get("/threads/:thread_id", async (c) => {
     const thread = await threadOr404(c);
