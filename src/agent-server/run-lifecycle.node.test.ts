@@ -81,6 +81,26 @@ describe("cancel", () => {
     expect(await client.threads.search({ status: "interrupted" })).toEqual([]);
   });
 
+  it("joinStream with cancelOnDisconnect: the joining client leaving stops the run; without it, it goes on", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const leave = async (cancelOnDisconnect: boolean) => {
+      const run = await client.runs.create(t.thread_id, "agent", {
+        input: human("joined"),
+        config: { configurable: { delay_ms: 400 } },
+        multitaskStrategy: "enqueue",
+      });
+      const controller = new AbortController();
+      const stream = client.runs.joinStream(t.thread_id, run.run_id, { signal: controller.signal, cancelOnDisconnect });
+      await leaveAtMetadata(stream, controller);
+      await client.runs.join(t.thread_id, run.run_id);
+      return (await client.runs.get(t.thread_id, run.run_id)).status;
+    };
+    // As the Agent Server serves `cancel_on_disconnect` on a run's stream.
+    expect(await leave(true)).toBe("interrupted");
+    expect(await leave(false)).toBe("success");
+  });
+
   it("without on_disconnect, a client leaving the stream leaves the run going", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

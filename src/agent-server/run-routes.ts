@@ -137,13 +137,14 @@ export function registerRunRoutes(
     }
     // `useStream` asks for "cancel" (unless its streams are resumable): its Stop leaves the
     // stream and counts on the server to stop the run.
-    if (streamed && onDisconnect === "cancel") {
-      const leave = () => void run.cancel("interrupt").catch(() => undefined);
-      // The client may have left while the run was being started (Stop right after Send).
-      if (c.req.raw.signal.aborted) leave();
-      else c.req.raw.signal.addEventListener("abort", leave, { once: true });
-    }
+    if (streamed && onDisconnect === "cancel") cancelOnLeave(c, run);
     return run;
+  };
+  /** Stops `run` when the client of `c` leaves (it may have left already: Stop right after Send). */
+  const cancelOnLeave = (c: Context, run: RunHandle) => {
+    const leave = () => void run.cancel("interrupt").catch(() => undefined);
+    if (c.req.raw.signal.aborted) leave();
+    else c.req.raw.signal.addEventListener("abort", leave, { once: true });
   };
   const location = (run: RunHandle) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
   const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
@@ -207,6 +208,9 @@ export function registerRunRoutes(
     const run = await runOr404(c);
     if (run instanceof Response) return run;
     const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
+    // As the Agent Server serves it: the joining client's leaving stops the run.
+    const cancelOnDisconnect = c.req.query("cancel_on_disconnect");
+    if (cancelOnDisconnect === "1" || cancelOnDisconnect === "true") cancelOnLeave(c, run);
     return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
   });
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
