@@ -135,6 +135,24 @@ describe("on_disconnect cancel", () => {
 });
 
 describe("thread status", () => {
+  it("is busy as soon as a run is answered (runs.create, or useStream's onCreated), its status write slow", async () => {
+    const dbName = freshDbName("run-races");
+    const threads = new SlowThreadStore({ dbName: `${dbName}-agent-threads` });
+    const { client } = await ownServer({ threads, dbName });
+    for (const multitaskStrategy of ["enqueue", "reject"] as const) {
+      const t = await client.threads.create();
+      threads.statusMs = 100;
+      threads.statusOf = (status) => status === "busy";
+      const run = await client.runs.create(t.thread_id, "agent", { input: human("list me"), multitaskStrategy });
+      // As the Agent Server, which creates the run and sets its thread busy together: a thread list
+      // read when the run is answered shows it running, not idle until its next read.
+      expect((await client.threads.get(t.thread_id)).status, multitaskStrategy).toBe("busy");
+      threads.statusMs = 0;
+      await client.runs.join(t.thread_id, run.run_id);
+      await until(async () => (await client.threads.get(t.thread_id)).status === "idle");
+    }
+  });
+
   it("is not left busy when a run and the one enqueued behind it are cancelled together", async () => {
     const { client } = await ownServer();
     const stuck: string[] = [];

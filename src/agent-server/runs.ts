@@ -50,6 +50,11 @@ export interface RunHandle {
 /** What the registry reports to the server as runs start and end. */
 export interface RunHooks {
   /**
+   * The run is recorded and about to be answered, waiting for its thread or
+   * not: the thread is busy from now (the Agent Server sets it with the run).
+   */
+  accepted(run: RunRecord): Promise<void>;
+  /**
    * The run holds its thread and starts; false when the thread is gone (deleted
    * after the request was checked): the run then stops before its graph runs.
    */
@@ -123,6 +128,7 @@ export class RunRegistry {
     const held = this.#locks.request(runnerLockName(this.#saver.dbName, runId), {}, async () => {
       if (recordFirst) {
         await saveRun(this.#out, state);
+        await this.#accepted(state);
         recorded();
       }
       await this.#execute(state, spec, recordFirst ? undefined : recorded);
@@ -278,6 +284,11 @@ export class RunRegistry {
     };
   }
 
+  /** Reports the run accepted before it is answered; a failed status write does not fail the run. */
+  async #accepted(state: RunState): Promise<void> {
+    await this.#hooks.accepted(state.record).catch(() => undefined);
+  }
+
   async #cancel(state: RunState, action: "interrupt" | "rollback"): Promise<void> {
     // A run that has ended is left as it is, as the Agent Server does: a late or repeated
     // cancel with "rollback" would otherwise delete a finished run's checkpoints.
@@ -300,6 +311,7 @@ export class RunRegistry {
         setRunStatus(this.#out, state, "running");
         if (record) {
           await state.saving;
+          await this.#accepted(state);
           record();
         }
         if (!(await this.#hooks.started(state.record))) {

@@ -32,6 +32,8 @@ export function threadStatusHooks(
     return turn;
   };
   return {
+    // Busy as soon as the run is answered: a thread list read then shows it running.
+    accepted: (run) => inTurn(run.thread_id, async () => void (await threads.patch(run.thread_id, { status: "busy" }))),
     started: (run) =>
       inTurn(run.thread_id, async () => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined),
     ended: (run, error) =>
