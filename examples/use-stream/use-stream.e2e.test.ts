@@ -3,7 +3,9 @@
  * against `createLocalAgentServer` in the page, on IndexedDB. Tokens stream;
  * the history gives a branch to switch to after an edit; an approval asked
  * through `interruptWith` is answered after a reload; a reload mid-answer
- * shows the run cut short; two tabs double-text one thread with `enqueue`;
+ * shows the run cut short; the thread list follows a run and its Stop, an
+ * answer is regenerated, a thread copied; in a shared worker, a reload
+ * mid-answer rejoins the run; two tabs double-text one thread with `enqueue`;
  * and with the network off after the first load the app still loads and
  * answers. One browser; one context for the tests that can share it (each
  * opens its own thread).
@@ -41,12 +43,16 @@ async function open(options: { serviceWorkers: "allow" | "block" }): Promise<Bro
   return opened;
 }
 
-/** A new tab on the example, with the answer's pace (milliseconds a character) and a thread, if given. */
-async function tab(into: BrowserContext, pace: number, thread?: string): Promise<Page> {
+/**
+ * A new tab on the example, with the answer's pace (milliseconds a character), a thread, if given, and
+ * where the server runs (the page by default, or a `worker` or `shared` worker).
+ */
+async function tab(into: BrowserContext, pace: number, thread?: string, server?: "worker" | "shared"): Promise<Page> {
   const page = await into.newPage();
   const url = new URL(inject("baseURL"));
   url.searchParams.set("pace", String(pace));
   if (thread !== undefined) url.searchParams.set("thread", thread);
+  if (server !== undefined) url.searchParams.set("server", server);
   await page.goto(url.href);
   await page.getByTestId("composer").waitFor();
   return page;
@@ -80,6 +86,10 @@ const shows = (locator: Locator, text: string) => expect.poll(() => locator.firs
 
 const idle = (page: Page) => shows(page.getByTestId("status"), "idle");
 
+/** The status the thread list shows for `thread`. */
+const listedStatus = (page: Page, thread: string) =>
+  page.locator(`[data-testid=thread][data-thread="${thread}"]`).getAttribute("data-status", { timeout: 1_000 });
+
 describe("useStream on the in-page Agent Server", () => {
   it("streams tokens, keeps history, forks on an edit and switches branches", async () => {
     const page = await tab(context, 15);
@@ -112,7 +122,7 @@ describe("useStream on the in-page Agent Server", () => {
     await idle(page);
     await page.reload();
     await shows(page.getByTestId("approval"), "approve: delete the draft?");
-    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByRole("button", { name: "Approve", exact: true }).click();
     await expect.poll(() => transcript(page)).toEqual(["human: approve: delete the draft?", "ai: approved: yes"]);
     await expect.poll(() => page.getByTestId("approval").count()).toBe(0);
     await page.close();
@@ -131,6 +141,54 @@ describe("useStream on the in-page Agent Server", () => {
     expect((await transcript(page))[0]).toBe(`human: ${long}`);
     await submit(page, "still here?");
     await expect.poll(async () => (await transcript(page)).at(-1)).toBe("ai: echo still here?");
+    await page.close();
+  });
+
+  it("lists threads as they change; Stop leaves the thread idle; regenerates an answer; copies the thread", async () => {
+    const page = await tab(context, 20);
+    await submit(page, "list me");
+    await expect.poll(() => transcript(page)).toEqual(["human: list me", "ai: echo list me"]);
+    const source = threadOf(page);
+    await expect.poll(() => listedStatus(page, source)).toBe("idle");
+
+    await page.getByRole("button", { name: "Regenerate" }).click();
+    await shows(page.getByTestId("branches"), "2 / 2");
+    await expect.poll(() => transcript(page)).toEqual(["human: list me", "ai: echo list me"]);
+
+    const long = "a message whose answer is stopped";
+    await submit(page, long);
+    await streamingPartOf(page, `echo ${long}`);
+    await expect.poll(() => listedStatus(page, source)).toBe("busy");
+    await page.getByRole("button", { name: "Stop" }).click();
+    await idle(page);
+    // Stopped, not waiting for an answer: idle in the list (as the Agent Server has it), no approval asked.
+    await expect.poll(() => listedStatus(page, source)).toBe("idle");
+    expect(await page.getByTestId("approval").count()).toBe(0);
+    expect(await transcript(page)).toEqual(["human: list me", "ai: echo list me", `human: ${long}`]);
+
+    await page.getByRole("button", { name: "Copy thread" }).click();
+    await expect.poll(() => threadOf(page)).not.toBe(source);
+    const copy = threadOf(page);
+    await expect.poll(() => transcript(page)).toEqual(["human: list me", "ai: echo list me", `human: ${long}`]);
+    await expect.poll(() => listedStatus(page, copy)).toBe("idle");
+    await page.getByRole("button", { name: "list me" }).and(page.locator(":not([aria-current=true])")).click();
+    await expect.poll(() => threadOf(page)).toBe(source);
+    await page.close();
+  });
+
+  it("in a shared worker: a reload mid-answer rejoins the run, which goes on in the worker", async () => {
+    // The other tab keeps the shared worker (and the run in it) alive while this one reloads.
+    const keeper = await tab(context, 30, undefined, "shared");
+    const page = await tab(context, 30, undefined, "shared");
+    const long = "a message whose answer outlives a reload";
+    await submit(page, long);
+    await streamingPartOf(page, `echo ${long}`);
+    await page.reload();
+    await streamingPartOf(page, `echo ${long}`);
+    await expect.poll(() => transcript(page)).toEqual([`human: ${long}`, `ai: echo ${long}`]);
+    await idle(page);
+    expect(await page.getByTestId("error").count()).toBe(0);
+    await keeper.close();
     await page.close();
   });
 
@@ -174,7 +232,7 @@ it("README: the lines that connect useStream to the local server are the example
   const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
   const section = readme.split("### `useStream` and the LangGraph SDK against the graph in the page")[1]!;
   const snippet = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
-  const sources = ["src/server.ts", "src/App.tsx"].map((file) =>
+  const sources = ["src/server.ts", "src/agent.ts", "src/App.tsx"].map((file) =>
     // Prettier may break a call over lines: compared with its whitespace collapsed.
     readFileSync(new URL(file, import.meta.url), "utf8").replace(/\s+/g, " "),
   );

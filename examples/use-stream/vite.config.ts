@@ -38,6 +38,8 @@ export default defineConfig({
       },
     }),
   ],
+  // The server's worker (`?server=worker`, `?server=shared`) is a module: it imports the package's chunks.
+  worker: { format: "es" },
   build: { outDir: "../../test-results/example-use-stream-dist", emptyOutDir: true, target: "es2022" },
   logLevel: "warn",
 });
