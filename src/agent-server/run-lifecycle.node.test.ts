@@ -81,6 +81,20 @@ describe("cancel", () => {
     expect(await client.threads.search({ status: "interrupted" })).toEqual([]);
   });
 
+  it("a run rolled back onto a thread paused for an approval leaves it interrupted: the approval still waits", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("approve: keep?") });
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("never mind"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    expect((await client.threads.getState(t.thread_id)).tasks[0]?.interrupts).toHaveLength(1);
+    expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
+  });
+
   it("joinStream with cancelOnDisconnect: the joining client leaving stops the run; without it, it goes on", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

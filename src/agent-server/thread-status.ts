@@ -3,7 +3,7 @@
  * keeps it: `busy` while a run of the thread goes or waits, `interrupted`
  * when the last run paused (tasks left: an interrupt or a static
  * breakpoint), `error` when it failed, `idle` otherwise (a run stopped by a
- * cancel too: it did not pause).
+ * cancel too, unless an interrupt of the thread still waits for an answer).
  */
 import type { ServedGraph } from "./graphs.js";
 import type { RunHooks } from "./runs.js";
@@ -40,15 +40,18 @@ export function threadStatusHooks(
       inTurn(run.thread_id, async () => {
         if (await busy(run.thread_id, run.run_id)) return;
         const graph = graphs[run.assistant_id];
-        // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to
-        // run in its last checkpoint, but it did not pause for anyone: idle, as the Agent Server
-        // sets it (it reads no checkpoint after a cancel).
-        const stopped = run.status === "interrupted";
         const state =
-          error === undefined && !stopped && graph
+          error === undefined && graph
             ? await graph.getState({ configurable: { thread_id: run.thread_id } })
             : undefined;
-        const paused = (state?.next.length ?? 0) > 0;
+        // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to run
+        // in its last checkpoint, but did not pause for anyone: idle, as the Agent Server sets it,
+        // unless an interrupt still waits for an answer (a rollback onto a paused thread, or a run
+        // cancelled before it ran on one).
+        const paused =
+          run.status === "interrupted"
+            ? (state?.tasks.some((task) => task.interrupts.length > 0) ?? false)
+            : (state?.next.length ?? 0) > 0;
         await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
         // A run of another tab's server may have taken the thread and written "busy" meanwhile (its
         // writes do not take turns with these): one that holds it now is seen, and said again.
