@@ -136,6 +136,8 @@ describe("useStream on the in-page Agent Server", () => {
     // The run lived in this page: the reload ends it. useStream rejoins it (reconnectOnMount).
     await page.reload();
     await shows(page.getByTestId("error"), "RunLostError");
+    // useStream's onError was called with it too.
+    expect(await page.getByTestId("errors").textContent()).toBe("RunLostError");
     // useStream logs the error it shows: expected here, and only here.
     takeExpected(errors, (error) => error.startsWith("console: RunLostError"));
     expect((await transcript(page))[0]).toBe(`human: ${long}`);
