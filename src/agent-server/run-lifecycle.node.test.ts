@@ -350,6 +350,18 @@ it("threads.create with supersteps is refused (422), not created empty", async (
   expect(await client.threads.search({})).toEqual([]);
 });
 
+it("a run asked with after_seconds is refused (422), not started at once; 0 runs now", async () => {
+  const { client } = await setup();
+  const t = await client.threads.create();
+  await expect(client.runs.create(t.thread_id, "agent", { input: human("later"), afterSeconds: 60 })).rejects.toThrow(
+    /422.*after_seconds/,
+  );
+  expect(await client.runs.list(t.thread_id)).toEqual([]);
+  expect(await client.threads.getHistory(t.thread_id)).toEqual([]);
+  const now = await client.runs.wait(t.thread_id, "agent", { input: human("now"), afterSeconds: 0 });
+  expect(texts(now)).toEqual(["human: now", "ai: echo now"]);
+});
+
 it("thread records carry the latest values and interrupts; search matches metadata by containment", async () => {
   const { client } = await setup();
   const t = await client.threads.create({ metadata: { user: { id: 1, name: "ann" }, tags: ["a", "b"] } });

@@ -100,6 +100,10 @@ export function registerRunRoutes(
       ["cancel", "continue"],
       "on_disconnect",
     );
+    // A run the Agent Server would start later: refused rather than started at once.
+    if ((optionalNumber(json, "after_seconds") ?? 0) > 0) {
+      throw new BadRequest("after_seconds is not served by the local agent server: start the run when it is due.");
+    }
     const metadata = optionalObject(json, "metadata") ?? {};
     const subgraphs = optionalBoolean(json, "stream_subgraphs") ?? false;
 
