@@ -163,6 +163,8 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
   const pending = new Map<number, Pending>();
   let nextId = 0;
   let closed = false;
+  /** Why no request can be answered any more (the worker's script did not load), once known. */
+  let failed: Error | undefined;
   const onMessage = (event: MessageEvent) => {
     const message: unknown = event.data;
     if (!isOurs<ToPage>(message)) return;
@@ -189,16 +191,36 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
       } else entry.body?.close();
     }
   };
+  /**
+   * A `Worker` whose script failed to fetch or parse fires a plain `error`
+   * Event (an exception thrown in a running worker is an `ErrorEvent`, and
+   * the worker goes on): nothing will answer, so every request fails rather
+   * than waits for ever. A `SharedWorker` fires it on itself, not its port.
+   */
+  const onError = (event: Event) => {
+    if (typeof ErrorEvent !== "undefined" && event instanceof ErrorEvent) return;
+    failed = new Error("connectLocalAgentServer: the agent server's worker failed to load its script.");
+    for (const entry of pending.values()) {
+      entry.fail(failed);
+      entry.body?.error(failed);
+    }
+    pending.clear();
+  };
+  const errors = endpoint as Partial<Pick<EventTarget, "addEventListener" | "removeEventListener">>;
   endpoint.addEventListener("message", onMessage);
+  errors.addEventListener?.("error", onError);
   endpoint.start?.();
   return {
     fetch: async (input, init) => {
       if (closed) throw new Error("connectLocalAgentServer: closed.");
+      if (failed) throw failed;
       const request = new Request(input, init);
       // Not `request.body`: Firefox has no Request.body, and it reads null there whatever was sent.
       const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
       const id = nextId++;
       return new Promise<Response>((resolve, reject) => {
+        // The worker may have failed while the body was read.
+        if (failed) return reject(failed);
         const entry: Pending = { head: resolve, fail: reject, body: undefined };
         pending.set(id, entry);
         const abort = () => {
@@ -223,6 +245,7 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
     close: () => {
       closed = true;
       endpoint.removeEventListener("message", onMessage);
+      errors.removeEventListener?.("error", onError);
       const error = new Error("connectLocalAgentServer: closed.");
       for (const entry of pending.values()) {
         entry.fail(error);

@@ -1,6 +1,7 @@
 /**
  * The worker mode in Chromium: a local agent server in a dedicated worker,
- * the page's SDK `Client` on `connectLocalAgentServer(worker)`; and the
+ * the page's SDK `Client` on `connectLocalAgentServer(worker)` (and a worker
+ * whose script does not load failing the requests, not hanging them); and the
  * main thread's long tasks (PerformanceObserver "longtask") while a long
  * graph run (1.2 s of CPU work in 60 ms slices) streams, with the server in
  * the page and with it in the worker.
@@ -61,5 +62,24 @@ it("serves the SDK from a dedicated worker, leaving the main thread free of the 
     remote.close();
     worker.terminate();
     for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  }
+});
+
+it("fails the page's requests, not leaves them waiting, when the worker's script does not load", async () => {
+  // A module the server cannot fetch (an offline app whose worker chunk was not precached, say).
+  const missing = new URL("/no-such-agent-server-worker.js", location.href);
+  const worker = new Worker(missing, { type: "module" });
+  const remote = connectLocalAgentServer(worker);
+  try {
+    const request = remote.fetch("http://local.invalid/threads/search", { method: "POST", body: "{}" });
+    const late = new Promise((resolve) => setTimeout(() => resolve("still waiting after 3 s"), 3_000));
+    const outcome = await Promise.race([request.then(String, (error: Error) => error.message), late]);
+    expect(outcome).toMatch(/worker.*failed to load/);
+    await expect(remote.fetch("http://local.invalid/threads/search", { method: "POST", body: "{}" })).rejects.toThrow(
+      /failed to load/,
+    );
+  } finally {
+    remote.close();
+    worker.terminate();
   }
 });
