@@ -9,6 +9,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterEach, expect, it } from "vitest";
 import { connectLocalAgentServer, exposeLocalAgentServer } from "./port.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { until } from "../../test/support/agent-server/timing.js";
 
 type Chat = { messages: { type: string; content: string }[] };
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
@@ -105,4 +106,25 @@ it("a stream asked with on_disconnect 'cancel' and cancelled by the page stops i
   await client.runs.join(thread.thread_id, runId);
   expect(Date.now() - started).toBeLessThan(2_000);
   expect((await client.runs.get(thread.thread_id, runId)).status).toBe("interrupted");
+});
+
+it("a page gone (its connection closed) stops a run it streams with on_disconnect 'cancel', as a closed connection does", async () => {
+  const { client, remote, server } = await overPort();
+  const thread = await client.threads.create();
+  let runId = "";
+  const reading = (async () => {
+    for await (const part of client.runs.stream(thread.thread_id, "agent", {
+      input: human("long"),
+      config: { configurable: { delay_ms: 3_000 } },
+      onDisconnect: "cancel",
+      onRunCreated: (meta) => void (runId = meta.run_id),
+    }))
+      void part;
+  })().catch(() => undefined);
+  await until(async () => runId !== "");
+  // A tab closing says nothing on its port (no cancel message, no close event): its lock goes.
+  remote.close();
+  await reading;
+  const direct = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
+  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted", 1_500);
 });

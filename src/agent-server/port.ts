@@ -20,8 +20,20 @@ export interface MessageEndpoint {
   start?(): void;
 }
 
+import { defaultLockManager } from "../runs/locks.js";
+
 /** Version of the messages below: a page and a worker of different builds refuse each other's. */
 const PROTOCOL = "langgraph-checkpoint-indexeddb:agent-server-port:v1";
+
+/**
+ * The request header naming the page that sent a request: the page holds the
+ * Web Lock {@link clientLock} of that name while it lives, so the worker
+ * learns that it is gone (a tab closed: a port says nothing) when it gets
+ * the lock, and cancels what the page asked and still goes on, as a server
+ * sees a closed connection.
+ */
+const CLIENT_HEADER = "x-langgraph-local-agent-client";
+const clientLock = (clientId: string) => `${PROTOCOL}:client:${clientId}`;
 
 type ToServer =
   | {
@@ -68,11 +80,49 @@ export function exposeLocalAgentServer(
   // (a run asked with on_disconnect "cancel" stops), as it does for a request in the page.
   const controllers = new Map<number, AbortController>();
   const cancelled = new Set<number>();
+  /** The page each request under way came from (its CLIENT_HEADER), and the pages watched. */
+  const senders = new Map<number, string>();
+  const watched = new Set<string>();
+  const locks = defaultLockManager();
   const send = (message: ToPage, transfer: Transferable[] = []) => endpoint.postMessage(message, transfer);
+  const cancel = (id: number, reason: string) => {
+    const controller = controllers.get(id);
+    // A cancel that crosses the request's end is for nothing: nothing to remember.
+    if (!controller) return;
+    cancelled.add(id);
+    controller.abort(new Error(reason));
+    void readers
+      .get(id)
+      ?.cancel()
+      .catch(() => undefined);
+  };
+  /**
+   * Once the page `clientId` is gone (its lock free), cancels its requests
+   * still under way. Only a lock seen held is watched: without Web Locks the
+   * page's lock lives in its own realm's stand-in, and this one's would be
+   * granted at once, as if every page were gone.
+   */
+  const watch = (clientId: string) => {
+    if (watched.has(clientId)) return;
+    watched.add(clientId);
+    const name = clientLock(clientId);
+    const gone = async () => {
+      for (const [id, sender] of senders) if (sender === clientId) cancel(id, "The page that sent it is gone.");
+    };
+    void locks
+      .query()
+      .then(({ held }) => (held.includes(name) ? locks.request(name, {}, gone) : undefined))
+      .catch(() => undefined);
+  };
   const answer = async (request: Extract<ToServer, { t: "request" }>) => {
     const { id } = request;
     const controller = new AbortController();
     controllers.set(id, controller);
+    const sender = request.headers.find(([name]) => name.toLowerCase() === CLIENT_HEADER)?.[1];
+    if (sender) {
+      senders.set(id, sender);
+      watch(sender);
+    }
     try {
       const response = await server.fetch(
         new Request(request.url, {
@@ -106,23 +156,14 @@ export function exposeLocalAgentServer(
       readers.delete(id);
       controllers.delete(id);
       cancelled.delete(id);
+      senders.delete(id);
     }
   };
   const onMessage = (event: MessageEvent) => {
     const message: unknown = event.data;
     if (!isOurs<ToServer>(message)) return;
     if (message.t === "request") void answer(message);
-    else {
-      const controller = controllers.get(message.id);
-      // A cancel that crosses the request's end is for nothing: nothing to remember.
-      if (!controller) return;
-      cancelled.add(message.id);
-      controller.abort(new Error("The page cancelled the request."));
-      void readers
-        .get(message.id)
-        ?.cancel()
-        .catch(() => undefined);
-    }
+    else cancel(message.id, "The page cancelled the request.");
   };
   endpoint.addEventListener("message", onMessage);
   endpoint.start?.();
@@ -165,6 +206,18 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
   let closed = false;
   /** Why no request can be answered any more (the worker's script did not load), once known. */
   let failed: Error | undefined;
+  // This page's lock, held while it lives (or until close): the worker watches it (CLIENT_HEADER).
+  const clientId = crypto.randomUUID();
+  let leave = (): void => undefined;
+  const held = new Promise<void>((resolve) => {
+    void defaultLockManager()
+      .request(clientLock(clientId), {}, () => {
+        resolve();
+        // Closed before the lock came: let it go at once.
+        return closed ? Promise.resolve() : new Promise<void>((release) => (leave = release));
+      })
+      .catch(() => resolve());
+  });
   const onMessage = (event: MessageEvent) => {
     const message: unknown = event.data;
     if (!isOurs<ToPage>(message)) return;
@@ -217,6 +270,8 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
       const request = new Request(input, init);
       // Not `request.body`: Firefox has no Request.body, and it reads null there whatever was sent.
       const body = request.method === "GET" || request.method === "HEAD" ? null : await request.arrayBuffer();
+      // The worker must find the lock held when it asks for it, or it would take this page for gone.
+      await held;
       const id = nextId++;
       return new Promise<Response>((resolve, reject) => {
         // The worker may have failed while the body was read.
@@ -236,7 +291,7 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
           id,
           method: request.method,
           url: request.url,
-          headers: [...request.headers],
+          headers: [...request.headers, [CLIENT_HEADER, clientId]],
           body,
         };
         endpoint.postMessage(message, body ? [body] : []);
@@ -246,6 +301,8 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
       closed = true;
       endpoint.removeEventListener("message", onMessage);
       errors.removeEventListener?.("error", onError);
+      // The worker cancels what this connection asked and still goes on, as for a page gone.
+      leave();
       const error = new Error("connectLocalAgentServer: closed.");
       for (const entry of pending.values()) {
         entry.fail(error);

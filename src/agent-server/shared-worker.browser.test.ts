@@ -4,11 +4,15 @@
  * started through one connection goes on once that connection is closed (as
  * a tab closing would), and another connection joins it to its end; a message
  * sent through the second while the first's run goes is enqueued behind it.
+ * A tab that closes while it streams a run asked with `on_disconnect:
+ * "cancel"` stops the run, as a closed connection does.
  */
 import { Client } from "@langchain/langgraph-sdk";
 import { expect, it } from "vitest";
 import { connectLocalAgentServer } from "./port.js";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { openIframeTab } from "../../test/support/iframe-tab.js";
+import type { SharedTabApi } from "../../test/support/agent-server/shared-tab-page.js";
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 
@@ -44,6 +48,35 @@ it("serves every connection of a shared worker from one server; a run outlives t
   } finally {
     a.close();
     b.close();
+    for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
+  }
+});
+
+it("stops a run streamed with on_disconnect 'cancel' when the tab streaming it closes (its port says nothing)", async () => {
+  const dbName = freshDbName("agent-shared-worker-close");
+  const url = new URL("../../test/support/agent-server/server-shared-worker.ts", import.meta.url);
+  // A worker of its own (a name of its own): the one of the test above has its database.
+  const worker = new SharedWorker(url, { type: "module", name: dbName });
+  const page = connectLocalAgentServer(worker.port);
+  const tab = await openIframeTab<SharedTabApi>(
+    new URL("../../test/support/agent-server/shared-tab-page.ts", import.meta.url).href,
+    "sharedTab",
+  );
+  try {
+    worker.port.postMessage({ dbName });
+    const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: page.fetch, maxRetries: 0 } });
+    const thread = await client.threads.create();
+    const runId = await tab.api.stream(dbName, thread.thread_id, "closing", 10_000);
+    expect((await client.runs.get(thread.thread_id, runId)).status).not.toBe("interrupted");
+    tab.frame.remove();
+    const deadline = Date.now() + 2_000;
+    while ((await client.runs.get(thread.thread_id, runId)).status !== "interrupted" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await client.runs.get(thread.thread_id, runId)).status).toBe("interrupted");
+  } finally {
+    tab.frame.remove();
+    page.close();
     for (const name of [dbName, `${dbName}-agent-threads`]) await deleteDatabase(name);
   }
 });
