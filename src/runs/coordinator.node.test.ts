@@ -88,6 +88,38 @@ describe("a stopped run's saver calls still in flight", () => {
   });
 });
 
+describe("a third send while the first is still stopping", () => {
+  // A stops slowly (its puts take 80 ms), so C's request reaches A, which answers it, before B takes the
+  // thread. C must still stop B: B holds the thread when C waits for it, as A did when C asked.
+  for (const strategy of ["interrupt", "rollback"] as const) {
+    it(`"${strategy}": stops the second too, and only the last send is answered`, async () => {
+      const dbName = freshDbName(`runs-third-${strategy}`);
+      const saver = track(new SlowPutSaver({ dbName }));
+      await seed(saver, "t", "hello");
+      const a = send(saver, "t", "A", strategy, 10_000);
+      await expect.poll(() => isThreadRunning("t", { dbName })).toBe(true);
+      const b = send(saver, "t", "B", strategy, 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const c = send(saver, "t", "C", strategy, 0);
+      const outcomes = await Promise.all([a, b, c]);
+      expect(outcomes.map(({ text, error }) => [text, error])).toEqual([
+        ["A", "RunInterruptedError"],
+        ["B", "RunInterruptedError"],
+        ["C", undefined],
+      ]);
+      // B was stopped while its model was thinking, not after its 10 s turn.
+      expect(outcomes[1]!.ms).toBeLessThan(3_000);
+      const kept = strategy === "interrupt" ? ["A", "B", "C"] : ["C"];
+      const state = await threadState(saver, "t");
+      expect(state.messages.slice(2)).toEqual([
+        ...kept.map((text) => ["human", text]),
+        ["ai", `echo C (#${kept.length + 2})`],
+      ]);
+      expect((await historyReport(saver, "t")).problem).toBeUndefined();
+    });
+  }
+});
+
 describe("isThreadRunning and watchThreadRunning", () => {
   it("report a run while it holds the thread, and its end", async () => {
     const dbName = freshDbName("runs-watch");

@@ -289,9 +289,12 @@ interface StopRequest {
 }
 
 /**
- * Asks whoever holds the thread to stop, again every STOP_RESEND_MS until the
- * holder answers (the request can reach a holder that has the lock but is not
- * yet listening), and collects the ids of the runs that said they will stop.
+ * Asks whoever holds the thread to stop, again every STOP_RESEND_MS until
+ * this run has the lock (the request can reach a holder that has the lock but
+ * is not yet listening, and a run queued before this one takes the lock when
+ * the stopped holder releases it: that one is the running one now, and is
+ * stopped too, as LangGraph Platform cancels pending runs as well as the
+ * running one), and collects the ids of the runs that said they will stop.
  * An answer counts only from a run that holds this thread's holder lock: any
  * endpoint on the channel can post, and a rollback deletes what it names.
  */
@@ -304,9 +307,7 @@ function askToStop(channel: RunChannel, { threadId, runId, strategy, lockName, l
     const holder = holderLockName(lockName, message.runId);
     locks.query().then(
       ({ held }) => {
-        if (!held.includes(holder)) return;
-        runIds.add(message.runId);
-        clearInterval(timer);
+        if (held.includes(holder)) runIds.add(message.runId);
       },
       () => undefined,
     );
