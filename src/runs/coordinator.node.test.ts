@@ -88,6 +88,38 @@ describe("a stopped run's saver calls still in flight", () => {
   });
 });
 
+describe("a signal or timeout in the config, as graph.invoke takes them", () => {
+  // LangChain races invoke against config.signal: the promise rejected while the cut run's checkpoints were still
+  // on their way (puts take 80 ms here), the thread was released, and the next run forked under them.
+  const cuts = {
+    signal: (controller: AbortController) => ({ signal: controller.signal }),
+    timeout: () => ({ timeout: 40 }),
+  };
+  for (const [key, cut] of Object.entries(cuts)) {
+    it(`config.${key} cuts the run as options.signal does: its writes settle before the next run starts`, async () => {
+      const dbName = freshDbName(`runs-config-${key}`);
+      const saver = track(new SlowPutSaver({ dbName }));
+      await seed(saver, "t", "hello");
+      const graph = slowChatGraph(saver);
+      const controller = new AbortController();
+      const config = { configurable: { thread_id: "t", delay_ms: 5_000 }, ...cut(controller) };
+      const cutRun = runOnThread(graph, { messages: [new HumanMessage("A")] }, config);
+      // Cut while its first checkpoint is being written.
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      controller.abort();
+      await expect(cutRun).rejects.toThrow();
+      await runOnThread(graph, { messages: [new HumanMessage("B")] }, { configurable: { thread_id: "t" } });
+      expect((await historyReport(saver, "t")).problem).toBeUndefined();
+      // B answered on top of what A committed (its input, if its first checkpoint landed before the cut).
+      const { messages } = await threadState(saver, "t");
+      expect(messages.slice(-2)).toEqual([
+        ["human", "B"],
+        ["ai", `echo B (#${messages.length - 1})`],
+      ]);
+    });
+  }
+});
+
 describe("a third send while the first is still stopping", () => {
   // A stops slowly (its puts take 80 ms), so C's request reaches A, which answers it, before B takes the
   // thread. C must still stop B: B holds the thread when C waits for it, as A did when C asked.
@@ -195,6 +227,9 @@ describe("a run cut off", () => {
   it("refuses a config without thread_id and a graph without an IndexedDBSaver", async () => {
     const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-config") }));
     await expect(runOnThread(slowChatGraph(saver), null, {})).rejects.toThrow(/thread_id/);
+    await expect(
+      runOnThread(slowChatGraph(saver), null, { configurable: { thread_id: "t" }, timeout: 0 }),
+    ).rejects.toThrow(/timeout must be a positive number/);
     await expect(runOnThread({ invoke: async () => 1 }, null, { configurable: { thread_id: "t" } })).rejects.toThrow(
       /IndexedDBSaver/,
     );

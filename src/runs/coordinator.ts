@@ -74,6 +74,8 @@ export interface RunOnThreadOptions {
   /**
    * Cancels this run at once (its nodes see it as `config.signal`; the promise
    * rejects once its saver calls have settled), or its wait for the thread.
+   * The config's `signal` and `timeout` (from when the run holds the thread),
+   * as `graph.invoke` takes them, do the same.
    */
   signal?: AbortSignal;
   /** Lock manager; default `navigator.locks`, or an in-process fallback where it is missing. */
@@ -133,6 +135,15 @@ export async function runOnThread<Input, Output>(
     );
   }
   const saver = resolveSaver(graph, options.saver);
+  // `signal` and `timeout` of the config, as graph.invoke takes them, cut the
+  // run as `options.signal` does, through the runner's abort key: left in the
+  // config, LangChain would race invoke against them, and the lock would be
+  // released while the cut run's last checkpoints were still being written.
+  const { signal: configSignal, timeout, ...runConfig } = config;
+  if (timeout !== undefined && !(timeout > 0)) {
+    throw new Error(`runOnThread: config.timeout must be a positive number of milliseconds; got ${String(timeout)}.`);
+  }
+  const signal = anySignal([options.signal, configSignal]);
   const given: unknown = config.metadata?.run_id;
   const runId = typeof given === "string" && given !== "" ? given : crypto.randomUUID();
   const locks = options.locks ?? defaultLockManager();
@@ -145,11 +156,11 @@ export async function runOnThread<Input, Output>(
     // The run's own lock, held inside the thread's: a waiting run believes a
     // "stopping" answer only from the run id this lock names.
     return locks.request(holderLockName(name, runId), {}, () =>
-      runHolding(graph, input, config, { saver, threadId, runId, channel, signal: options.signal }),
+      runHolding(graph, input, runConfig, { saver, threadId, runId, channel, signal, timeout }),
     );
   };
   try {
-    if (strategy === "enqueue") return await locks.request(name, withSignal(options.signal), hold);
+    if (strategy === "enqueue") return await locks.request(name, withSignal(signal), hold);
     const now = await locks.request(name, { ifAvailable: true }, async (lock) =>
       lock ? { output: await hold() } : undefined,
     );
@@ -157,7 +168,7 @@ export async function runOnThread<Input, Output>(
     if (strategy === "reject") throw new ThreadBusyError(threadId, saver.dbName);
     const stopping = askToStop(channel, { threadId, runId, strategy, lockName: name, locks });
     try {
-      return await locks.request(name, withSignal(options.signal), async () => {
+      return await locks.request(name, withSignal(signal), async () => {
         stopping.cancel();
         // The holder rolls itself back before releasing; this covers a holder
         // that answered and then died before it could.
@@ -235,6 +246,12 @@ export function watchThreadRunning(
 }
 
 // ------------------------------------------------------------------ internals
+
+/** One signal that aborts when any of `signals` does, or undefined for none. */
+function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal | undefined {
+  const given = signals.filter((signal): signal is AbortSignal => signal !== undefined);
+  return given.length > 1 ? AbortSignal.any(given) : given[0];
+}
 
 function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
   return signal ? { signal } : {};
@@ -328,6 +345,8 @@ interface Holding {
   runId: string;
   channel: RunChannel;
   signal: AbortSignal | undefined;
+  /** `config.timeout`: ms the run may take once it holds the thread. */
+  timeout: number | undefined;
 }
 
 /** The run itself, with the lock held: answers stop requests from newer runs. */
@@ -335,7 +354,7 @@ async function runHolding<Input, Output>(
   graph: InvokableGraph<Input, Output>,
   input: Input,
   config: RunnableConfig,
-  { saver, threadId, runId, channel, signal }: Holding,
+  { saver, threadId, runId, channel, signal: cancel, timeout }: Holding,
 ): Promise<Output> {
   const stop = new AbortController();
   let asked: StopStrategy | undefined;
@@ -375,6 +394,7 @@ async function runHolding<Input, Output>(
           () => undefined,
         );
       });
+  const signal = anySignal([cancel, timeout === undefined ? undefined : AbortSignal.timeout(timeout)]);
   const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
   let output: Output;
   try {
