@@ -170,6 +170,15 @@ describe("isThreadRunning and watchThreadRunning", () => {
     await expect.poll(() => seen).toEqual([false, true, false]);
     unwatch();
   });
+
+  it("refuse a pollMs that would re-check back to back while the thread runs", () => {
+    // pollMs 0 made 390 lock queries in the 0.5 s of one run.
+    for (const pollMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => watchThreadRunning("t", { pollMs }, () => undefined), String(pollMs)).toThrow(
+        /pollMs must be a positive number/,
+      );
+    }
+  });
 });
 
 describe("a run cut off", () => {

@@ -213,6 +213,10 @@ export function watchThreadRunning(
 ): () => void {
   const dbName = options.dbName ?? DEFAULT_DB_NAME;
   const pollMs = options.pollMs ?? 1000;
+  // 0, a negative number or NaN would re-query the lock manager back to back for as long as the thread runs.
+  if (!(Number.isFinite(pollMs) && pollMs > 0)) {
+    throw new Error(`watchThreadRunning: pollMs must be a positive number of milliseconds; got ${String(pollMs)}.`);
+  }
   const channel = new RunChannel(dbName);
   let last: boolean | undefined;
   let stopped = false;
