@@ -120,6 +120,40 @@ describe("a signal or timeout in the config, as graph.invoke takes them", () => 
   }
 });
 
+describe("a run whose signal is already aborted", () => {
+  for (const strategy of ["interrupt", "rollback"] as const) {
+    it(`"${strategy}": rejects at once and leaves the running one alone`, async () => {
+      const dbName = freshDbName(`runs-aborted-${strategy}`);
+      const saver = track(new IndexedDBSaver({ dbName }));
+      await seed(saver, "t", "hello");
+      const graph = slowChatGraph(saver);
+      const running = runOnThread(
+        graph,
+        { messages: [new HumanMessage("A")] },
+        { configurable: { thread_id: "t", delay_ms: 400 } },
+      );
+      await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
+      const cancelled = AbortSignal.abort(new Error("cancelled before it started"));
+      const late = runOnThread(
+        graph,
+        { messages: [new HumanMessage("B")] },
+        { configurable: { thread_id: "t" } },
+        {
+          multitask: strategy,
+          signal: cancelled,
+        },
+      );
+      await expect(late).rejects.toThrow("cancelled before it started");
+      // The stop request used to go out before the wait was refused: A was stopped (and rolled back) for nothing.
+      await expect(running).resolves.toBeDefined();
+      expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
+        ["human", "A"],
+        ["ai", "echo A (#3)"],
+      ]);
+    });
+  }
+});
+
 describe("a third send while the first is still stopping", () => {
   // A stops slowly (its puts take 80 ms), so C's request reaches A, which answers it, before B takes the
   // thread. C must still stop B: B holds the thread when C waits for it, as A did when C asked.

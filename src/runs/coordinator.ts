@@ -144,6 +144,8 @@ export async function runOnThread<Input, Output>(
     throw new Error(`runOnThread: config.timeout must be a positive number of milliseconds; got ${String(timeout)}.`);
   }
   const signal = anySignal([options.signal, configSignal]);
+  // Cancelled before it began: nothing is asked of a running run, nothing written.
+  signal?.throwIfAborted();
   const given: unknown = config.metadata?.run_id;
   const runId = typeof given === "string" && given !== "" ? given : crypto.randomUUID();
   const locks = options.locks ?? defaultLockManager();
