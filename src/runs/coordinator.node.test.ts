@@ -6,12 +6,22 @@
  * no hidden sibling branch, the expected final state.
  */
 import { HumanMessage } from "@langchain/core/messages";
+import { Annotation, Command, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
 import { describe, expect, it } from "vitest";
+import { interruptWith } from "../interrupt/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { isThreadRunning, runOnThread, watchThreadRunning, type MultitaskStrategy } from "./coordinator.js";
 import { RunInterruptedError, ThreadBusyError } from "./errors.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
-import { DELAY_MS, historyReport, seed, send, slowChatGraph, threadState } from "../../test/support/runs/scenario.js";
+import {
+  DELAY_MS,
+  historyReport,
+  seed,
+  send,
+  sleep,
+  slowChatGraph,
+  threadState,
+} from "../../test/support/runs/scenario.js";
 import { verifyTwoSends } from "../../test/support/runs/verify.js";
 
 const track = trackSavers<IndexedDBSaver>();
@@ -184,6 +194,43 @@ describe("a third send while the first is still stopping", () => {
       expect((await historyReport(saver, "t")).problem).toBeUndefined();
     });
   }
+});
+
+describe("two tabs answering one question", () => {
+  const Log = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
+  /** A node that asks two questions, working `delay` ms between them. */
+  const approvals = (saver: IndexedDBSaver) =>
+    new StateGraph(Log)
+      .addNode("ask", async (_: typeof Log.State, config: LangGraphRunnableConfig) => {
+        const send = interruptWith(config, "Send the email?");
+        await sleep(Number(config.configurable?.delay ?? 0), config.signal);
+        const remove = interruptWith(config, "Delete the draft?");
+        return { log: [`send:${String(send)} delete:${String(remove)}`] };
+      })
+      .addEdge(START, "ask")
+      .compile({ checkpointer: saver });
+
+  it("the queued answer to a question already answered is refused, not given to the next one", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-answers") }));
+    const graph = approvals(saver);
+    const thread = { configurable: { thread_id: "t" } };
+    const paused = (await graph.invoke({ log: [] }, thread)) as unknown as { __interrupt__: { id: string }[] };
+    const first = paused.__interrupt__[0]!.id;
+    const tabA = runOnThread(graph, new Command({ resume: { [first]: "yes" } }), {
+      configurable: { thread_id: "t", delay: 200 },
+    });
+    await expect.poll(() => isThreadRunning("t", { dbName: saver.dbName })).toBe(true);
+    // Tab B saw "Send the email?" pending too, and answers it by its id; it waits for tab A's run.
+    const tabB = runOnThread(graph, new Command({ resume: { [first]: "no" } }), thread, { multitask: "enqueue" });
+    await tabA;
+    // It used to become the answer to "Delete the draft?", a question tab B never showed.
+    await expect(tabB).rejects.toMatchObject({ name: "UnknownInterruptError" });
+    const state = await graph.getState(thread);
+    expect(state.tasks.flatMap((task) => task.interrupts.map((i) => i.value))).toEqual(["Delete the draft?"]);
+    const second = state.tasks[0]!.interrupts[0]!.id!;
+    const done = await runOnThread(graph, new Command({ resume: { [second]: "keep it" } }), thread);
+    expect(done.log).toEqual(["send:yes delete:keep it"]);
+  });
 });
 
 describe("isThreadRunning and watchThreadRunning", () => {

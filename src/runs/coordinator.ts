@@ -33,6 +33,16 @@ const DEFAULT_DB_NAME = "langgraph";
  */
 const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
 
+/**
+ * LangGraph's strict resume (its CONFIG_KEY_STRICT_RESUME, 1.7 on): the root
+ * graph refuses, with `UnknownInterruptError` and before writing anything, a
+ * resume map naming an interrupt that is not pending. Set for resume maps:
+ * the answer of a tab that waited for another tab's answer to the same
+ * question would otherwise go to the node's next question. Earlier releases
+ * ignore the key (and name all of a node's questions alike).
+ */
+const STRICT_RESUME_KEY = "__pregel_strict_resume";
+
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;
 
@@ -298,6 +308,15 @@ function isResumeOnly(input: unknown): boolean {
   );
 }
 
+/** A `Command` whose `resume` maps interrupt ids (LangGraph's 32-hex xxh3 ids) to answers. */
+function isResumeMap(input: unknown): boolean {
+  if (typeof input !== "object" || input === null) return false;
+  const { lg_name, resume } = input as { lg_name?: unknown; resume?: unknown };
+  if (lg_name !== "Command" || typeof resume !== "object" || resume === null || Array.isArray(resume)) return false;
+  const ids = Object.keys(resume);
+  return ids.length > 0 && ids.every((id) => /^[0-9a-f]{32}$/.test(id));
+}
+
 /** The lock a run holds, inside its thread's lock `threadLock`, for as long as it runs. */
 function holderLockName(threadLock: string, runId: string): string {
   return `${threadLock}:holder:${encodeURIComponent(runId)}`;
@@ -407,7 +426,11 @@ async function runHolding<Input, Output>(
     output = await graph.invoke(input, {
       ...config,
       metadata: { ...config.metadata, run_id: runId },
-      configurable: { ...config.configurable, [ABORT_SIGNALS_KEY]: { externalAbortSignal: signals } },
+      configurable: {
+        ...(isResumeMap(input) ? { [STRICT_RESUME_KEY]: true } : {}),
+        ...config.configurable,
+        [ABORT_SIGNALS_KEY]: { externalAbortSignal: signals },
+      },
     });
   } catch (error) {
     // A rollback was promised to the newer run ("stopping"): keep the promise
