@@ -180,7 +180,7 @@ export class IndexedDBStore extends BaseStore {
    * of one item keep the last; everything shares one transaction.
    */
   async batch<Op extends readonly Operation[]>(operations: Op): Promise<OperationResults<Op>> {
-    const planned = plan(operations, this.#serde !== undefined);
+    const planned = plan(operations, this.#serde !== undefined, () => this.#db.ranges);
     const puts = dedupePuts(operations);
     const searches = planned.flatMap((p) => (p.kind === "search" ? [p.plan] : []));
     // Embeddings and serialization happen before the transaction opens.

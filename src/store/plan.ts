@@ -12,6 +12,7 @@ import {
   type SearchItem,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
+import type { KeyRanges } from "../idb/database.js";
 import type { NamespaceCache } from "./cache.js";
 import { itemId, toItem } from "./codec.js";
 import { selectNamespaces } from "./query.js";
@@ -39,6 +40,25 @@ export type ReadResult = ItemRow | undefined | SearchRead | string[][] | null;
 /** `InMemoryStore`'s namespace rule for items: non-empty, no dots, colons, NULs or empty labels; "langgraph" allowed. */
 export function validateItemNamespace(namespace: string[]): void {
   validateNamespace(namespace, { allowReservedRoot: true });
+}
+
+/**
+ * Refuses an item key IndexedDB cannot store (`undefined`, `null`, an
+ * object, `NaN`, a boolean…) before any I/O. `InMemoryStore` takes any
+ * value as a Map key; here the request would fail inside the transaction
+ * with a bare `DataError`.
+ */
+export function validateItemKey(namespace: readonly string[], key: unknown, ranges: KeyRanges): void {
+  try {
+    ranges.only(key as IDBValidKey);
+    return;
+  } catch {
+    // Not a key: explained below.
+  }
+  const shown = typeof key === "object" && key !== null ? Object.prototype.toString.call(key) : String(key);
+  throw new TypeError(
+    `IndexedDBStore: the item key ${shown} in namespace [${namespace.join(", ")}] is not a valid key; item keys are strings.`,
+  );
 }
 
 /** The puts of a batch, one per item, at the position of its first put, with its last value (as upstream). */
@@ -89,10 +109,16 @@ export async function finish(
   }
 }
 
-/** Validates every operation (same checks and messages as `InMemoryStore`) and plans it. */
-export function plan(operations: readonly Operation[], encrypted: boolean): Planned[] {
+/**
+ * Validates every operation (same checks and messages as `InMemoryStore`,
+ * plus item keys IndexedDB can store) and plans it.
+ */
+export function plan(operations: readonly Operation[], encrypted: boolean, ranges: () => KeyRanges): Planned[] {
   return operations.map((op): Planned => {
-    if ("namespace" in op) validateItemNamespace(op.namespace);
+    if ("namespace" in op) {
+      validateItemNamespace(op.namespace);
+      if ("key" in op) validateItemKey(op.namespace, op.key, ranges());
+    }
     if ("key" in op && "namespace" in op && !("value" in op)) return { kind: "get", op };
     if ("namespacePrefix" in op) {
       if (op.namespacePrefix.length > 0) validateItemNamespace(op.namespacePrefix);

@@ -127,6 +127,39 @@ describe("items", () => {
     expect(await store.listNamespaces()).toEqual([["langgraph", "x"]]);
   });
 
+  it("refuses a key IndexedDB cannot store with a TypeError naming it, before any I/O", async () => {
+    const store = freshStore();
+    await store.put(["ns"], "kept", { v: 1 });
+    for (const key of [undefined, null, {}, NaN, true]) {
+      const bad = key as unknown as string;
+      for (const call of [
+        () => store.put(["ns"], bad, { v: 2 }),
+        () => store.get(["ns"], bad),
+        () => store.delete(["ns"], bad),
+        () =>
+          store.batch([
+            { namespace: ["other"], key: "k", value: { v: 3 } },
+            { namespace: ["ns"], key: bad, value: { v: 2 } },
+          ]),
+      ]) {
+        const error = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error, `key ${String(key)}: ${String(call)}`).toBeInstanceOf(TypeError);
+        expect((error as Error).message).toMatch(
+          /IndexedDBStore: the item key .* in namespace \[ns\] is not a valid key/,
+        );
+      }
+    }
+    // Nothing of the failed batches was written, and the store still works.
+    expect(await store.listNamespaces()).toEqual([["ns"]]);
+    expect((await store.search(["ns"])).map((item) => item.key)).toEqual(["kept"]);
+    // Keys IndexedDB accepts, strings and numbers, still work.
+    await store.put(["ns"], 7 as unknown as string, { v: 7 });
+    expect((await store.get(["ns"], 7 as unknown as string))?.value).toEqual({ v: 7 });
+  });
+
   it("refuses a value structured clone cannot store, and writes nothing of that batch", async () => {
     const store = freshStore();
     await expect(store.put(["ns"], "k", { f: () => 1 })).rejects.toBeInstanceOf(SerializationError);
