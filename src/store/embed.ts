@@ -21,6 +21,16 @@ export async function embedQueries(index: PreparedIndex | undefined, searches: S
   const queries = [...new Set(searches.flatMap((s) => (s.op.query ? [s.op.query] : [])))];
   if (!queries.length) return;
   const vectors = await Promise.all(queries.map((query) => embeddings.embedQuery(query)));
+  const dims = index.config.dims;
+  for (const vector of vectors) {
+    // No vector at all: an unranked page, as upstream. One of the wrong size
+    // is the model's fault, not the stored vectors' (whose check would blame them).
+    if (vector && vector.length !== dims) {
+      throw new Error(
+        `IndexedDBStore: the embeddings returned a query vector of ${vector.length} dimensions, but \`index.dims\` is ${dims}. Set \`index.dims\` to the model's vector size.`,
+      );
+    }
+  }
   const byQuery = new Map(queries.map((query, i) => [query, vectors[i]]));
   for (const search of searches) {
     const vector = search.op.query ? byQuery.get(search.op.query) : undefined;
@@ -52,7 +62,11 @@ export async function embedPuts(index: PreparedIndex | undefined, puts: PutOpera
   const dims = index.config.dims;
   const byText = new Map<string, number[]>();
   distinct.forEach((text, i) => {
-    const vector = embedded[i]!;
+    const vector = embedded[i];
+    if (!vector || typeof vector.length !== "number") {
+      const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+      throw new Error(`IndexedDBStore: the embeddings returned no vector for the text ${JSON.stringify(shown)}.`);
+    }
     if (vector.length !== dims) {
       throw new Error(
         `IndexedDBStore: the embeddings returned a vector of ${vector.length} dimensions, but \`index.dims\` is ${dims}. Set \`index.dims\` to the model's vector size.`,

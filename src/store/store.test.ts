@@ -666,6 +666,23 @@ describe("semantic search", () => {
     expect(await store.get(["m"], "k")).toBeNull();
     expect(() => new IndexedDBStore({ index: { dims: 0, embeddings: new HashEmbeddings(4) } })).toThrow(/index.dims/);
   });
+
+  it("blames the embeddings, not the stored vectors, for a missing vector or a query vector of the wrong size", async () => {
+    const embeddings = new HashEmbeddings(8);
+    const store = freshStore({ index: { dims: 8, embeddings, fields: ["text"] } });
+    await store.put(["m"], "a", { text: "green tea" });
+    vi.spyOn(embeddings, "embedQuery").mockResolvedValueOnce([1, 2]);
+    await expect(store.search(["m"], { query: "tea" })).rejects.toThrow(
+      /embeddings returned a query vector of 2 dimensions, but `index.dims` is 8/,
+    );
+    vi.spyOn(embeddings, "embedDocuments").mockResolvedValueOnce([undefined as unknown as number[]]);
+    await expect(store.put(["m"], "b", { text: "black coffee" })).rejects.toThrow(
+      /embeddings returned no vector for the text "black coffee"/,
+    );
+    expect(await store.get(["m"], "b")).toBeNull();
+    // Stored vectors were never at fault: the next search ranks as before.
+    expect((await store.search(["m"], { query: "tea" }))[0]?.score).toBeGreaterThan(0);
+  });
 });
 
 describe("persistence", () => {
