@@ -122,8 +122,8 @@ export class Database<Schema extends DBSchema> {
   #exclusiveOpen = 0;
   /** Connections opened and dropped: see {@link Database.connectionMark}. */
   #connections = 0;
-  /** Listeners told when another tab asks us to close for its upgrade. */
-  readonly #versionChangeListeners = new Set<() => void>();
+  /** Listeners told when the connection is dropped: another tab's upgrade, or the browser closed it. */
+  readonly #droppedListeners = new Set<() => void>();
 
   constructor(options: DatabaseOptions<Schema>) {
     if (typeof options.name !== "string" || options.name === "") {
@@ -157,10 +157,15 @@ export class Database<Schema extends DBSchema> {
     };
   }
 
-  /** Call `listener` when this connection closes for another tab's upgrade. */
-  onVersionChange(listener: () => void): () => void {
-    this.#versionChangeListeners.add(listener);
-    return () => this.#versionChangeListeners.delete(listener);
+  /**
+   * Call `listener` when the connection is dropped under us: another tab's
+   * upgrade (`versionchange`), or the browser closing it (site data cleared,
+   * storage evicted). Either way the database may be deleted or made again
+   * before the next call: what was read from it is suspect.
+   */
+  onDropped(listener: () => void): () => void {
+    this.#droppedListeners.add(listener);
+    return () => this.#droppedListeners.delete(listener);
   }
 
   /** The raw connection, opened if needed, without waiting for the seam (the seam's own recovery uses it). @internal */
@@ -198,9 +203,12 @@ export class Database<Schema extends DBSchema> {
         versionChange: (db) => {
           // Another tab wants to upgrade: step aside, reopen on next use.
           this.#drop(db);
-          for (const listener of this.#versionChangeListeners) listener();
+          for (const listener of this.#droppedListeners) listener();
         },
-        closed: (db) => this.#drop(db),
+        closed: (db) => {
+          this.#drop(db);
+          for (const listener of this.#droppedListeners) listener();
+        },
       },
     });
   }

@@ -157,8 +157,10 @@ export class IndexedDBStore extends BaseStore {
     }
     this.#cache = new NamespaceCache(cacheSize);
     this.#keyChannel = new KeyChangeChannel(this.#db.name);
-    // Another tab upgrading or deleting the database: what we knew may be gone.
-    this.#db.onVersionChange(() => {
+    // Another tab upgrading or deleting the database, or the browser closing
+    // it (site data cleared): what we knew may be gone, and a database made
+    // again starts its write generations over, which the cache keys on.
+    this.#db.onDropped(() => {
       this.#cache.clear();
       this.#ready = undefined;
     });

@@ -27,6 +27,7 @@ import {
   withoutTimes,
 } from "../../test/support/store-fixtures.js";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { closingFactory } from "../../test/support/reliability/factories.js";
 
 afterEach(cleanupStores);
 
@@ -500,6 +501,22 @@ describe("search cache", () => {
     await deleteDatabase(store.dbName);
     await store.put(["ns"], "fresh", { i: 1 });
     expect((await store.search(["ns"], { filter: { i: { $gte: 0 } } })).map((item) => item.key)).toEqual(["fresh"]);
+  });
+
+  it("forgets everything when the browser closes the connection (site data cleared), so another tab's new rows are seen", async () => {
+    const closing = closingFactory();
+    const reader = freshStore({ indexedDB: closing.factory });
+    const writer = reopen(reader);
+    await writer.put(["ns"], "old", { v: "old" });
+    expect((await reader.search(["ns"])).map((item) => item.key)).toEqual(["old"]);
+    // Site data cleared: the browser closes every connection, the database is gone.
+    closing.closeAll();
+    await writer.close();
+    await deleteDatabase(reader.dbName);
+    // Another tab starts over: the new database's write generations start over too.
+    await writer.put(["ns"], "new", { v: "new" });
+    expect(await reader.get(["ns"], "old")).toBeNull();
+    expect((await reader.search(["ns"])).map((item) => item.key)).toEqual(["new"]);
   });
 });
 

@@ -2,9 +2,11 @@
  * IDBFactory stand-ins for the reliability tests: one that opens every
  * database one version higher (the saver of a newer release, whose schema
  * has one more step), one whose connections can be "lost" without a close
- * event (WebKit's "Connection to Indexed Database server lost"), and ones
- * that refuse to open (private modes, sandboxed frames).
+ * event (WebKit's "Connection to Indexed Database server lost"), one whose
+ * connections the browser closes with a close event (site data cleared), and
+ * ones that refuse to open (private modes, sandboxed frames).
  */
+import { IDBDatabase as FakeDatabase, forceCloseDatabase } from "fake-indexeddb";
 
 /** A factory that opens `version + bump`: a newer build of the app in another tab. */
 export function newerSchemaFactory(base: IDBFactory = indexedDB, bump = 1): IDBFactory {
@@ -51,6 +53,38 @@ export function losableFactory(base: IDBFactory = indexedDB) {
     /** Breaks every connection opened so far. */
     breakAll() {
       for (const db of opened) broken.add(db);
+    },
+  };
+}
+
+/**
+ * A factory whose connections the browser can close on demand, as when the
+ * user clears site data or storage is evicted: after `closeAll()`, each
+ * connection opened so far gets a `close` event (fake-indexeddb's forced
+ * close in Node; the event itself in a browser, which page script cannot
+ * force).
+ */
+export function closingFactory(base: IDBFactory = indexedDB) {
+  const opened: IDBDatabase[] = [];
+  const factory = {
+    open(name: string, version?: number) {
+      const request = version === undefined ? base.open(name) : base.open(name, version);
+      request.addEventListener("success", () => opened.push(request.result));
+      return request;
+    },
+    deleteDatabase: (name: string) => base.deleteDatabase(name),
+    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
+    databases: () => base.databases(),
+  } as IDBFactory;
+  return {
+    factory,
+    /** Closes every connection opened so far, with a `close` event. */
+    closeAll() {
+      for (const db of opened.splice(0)) {
+        const fake: boolean = db instanceof FakeDatabase;
+        if (fake) forceCloseDatabase(db as unknown as Parameters<typeof forceCloseDatabase>[0]);
+        else db.dispatchEvent(new Event("close"));
+      }
     },
   };
 }
