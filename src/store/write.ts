@@ -143,7 +143,9 @@ export async function writePuts(
       const row: ItemRow = {
         namespace: [...namespace],
         key,
-        seq: before?.seq ?? ++clock.seq,
+        // A seq that is not a number (altered outside the store) would keep
+        // the item out of the "order" index: stored, but never searched.
+        seq: Number.isSafeInteger(before?.seq) ? before!.seq : ++clock.seq,
         createdAt: before?.createdAt ?? now,
         updatedAt: now,
       };

@@ -12,6 +12,10 @@
  * - The clock record altered so its seq is not a safe integer. Before the
  *   fix, items put afterwards were stored but left out of the order index,
  *   so search never returned them.
+ * - One item's seq altered to something that is not a key (NaN, an object).
+ *   Hiding it from search is like deleting it (not protected), but before
+ *   the fix a later put of that item kept the altered seq, so the user's own
+ *   update was stored and never found by search again.
  *
  * Node and Chromium.
  */
@@ -20,7 +24,7 @@ import { DecryptionError } from "../../src/core/errors.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { IndexedDBStore } from "../../src/store/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
-import { committed, openRaw } from "../support/reliability/raw.js";
+import { committed, done, openRaw } from "../support/reliability/raw.js";
 
 const NS = ["user-1", "memories"];
 const KEY = new Uint8Array(32).map((_, i) => i * 3 + 11);
@@ -102,6 +106,49 @@ describe("the store's clock record altered", () => {
         // Before the fix: "two" and "three" were stored (get found them) but
         // search never returned them ({ seq: "x" }: a NaN seq, outside the order index).
         expect((await store.search(NS)).map((item) => item.key)).toEqual(["one", "two", "three"]);
+      } finally {
+        await store.close();
+        await deleteDatabase(name);
+      }
+    });
+  }
+});
+
+describe("an item's seq altered", () => {
+  for (const [label, seq] of [
+    ["NaN", NaN],
+    ["an object", { n: 1 }],
+    ["nothing", undefined],
+  ] as const) {
+    it(`to ${label}: the next put of the item makes search find it again`, async () => {
+      const name = freshDbName("store-item-seq");
+      const first = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      await first.put(NS, "one", { n: 1 });
+      await first.put(NS, "two", { n: 2 });
+      await first.close();
+      const db = await openRaw(name);
+      try {
+        const tx = db.transaction(["items"], "readwrite");
+        const items = tx.objectStore("items");
+        const row = await done(items.get([NS, "one"]));
+        items.put({ ...row, seq });
+        await committed(tx);
+      } finally {
+        db.close();
+      }
+      const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      try {
+        // Hidden from search (like a deleted row: not protected), still there for get.
+        expect((await store.search(NS)).map((item) => item.key)).toEqual(["two"]);
+        const created = (await store.get(NS, "one"))!.createdAt;
+        // Before the fix the put kept the altered seq: stored, but never found by search again.
+        await store.put(NS, "one", { n: 11 });
+        const found = await store.search(NS);
+        expect(found.map((item) => [item.key, item.value])).toEqual([
+          ["two", { n: 2 }],
+          ["one", { n: 11 }],
+        ]);
+        expect(found[1]!.createdAt).toEqual(created);
       } finally {
         await store.close();
         await deleteDatabase(name);
