@@ -33,14 +33,23 @@ export function vectorRow(namespace: readonly string[], key: string): RowRef {
   return ["store", "vectors", ...namespace, key];
 }
 
+/**
+ * A row's timestamp as a `Date`: the row's own, or (for a row altered
+ * outside the store, whose timestamps are stored in clear) what `new Date`
+ * makes of the stored value, so callers always get a Date.
+ */
+export function timestampOf(stored: Date): Date {
+  return stored instanceof Date ? stored : new Date(stored as unknown as string);
+}
+
 /** The `Item` of a row, around an already decoded value. */
 export function itemOf(row: ItemRow, value: unknown): Item {
   return {
     value: value as Record<string, unknown>,
     key: row.key,
     namespace: row.namespace,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
+    createdAt: timestampOf(row.createdAt),
+    updatedAt: timestampOf(row.updatedAt),
   };
 }
 

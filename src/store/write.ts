@@ -146,7 +146,8 @@ export async function writePuts(
         // A seq that is not a number (altered outside the store) would keep
         // the item out of the "order" index: stored, but never searched.
         seq: Number.isSafeInteger(before?.seq) ? before!.seq : ++clock.seq,
-        createdAt: before?.createdAt ?? now,
+        // Likewise a createdAt that is not a valid Date is replaced.
+        createdAt: before && isValidDate(before.createdAt) ? before.createdAt : now,
         updatedAt: now,
       };
       if (put.typedValue) row.typed = put.typedValue;
@@ -178,6 +179,10 @@ export async function writePuts(
   }
   requests.push(meta.put(clock, META.clock));
   await Promise.all(requests);
+}
+
+function isValidDate(value: unknown): value is Date {
+  return value instanceof Date && !Number.isNaN(value.getTime());
 }
 
 /** A value that structured clone refuses, explained. */

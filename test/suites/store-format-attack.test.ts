@@ -156,3 +156,38 @@ describe("an item's seq altered", () => {
     });
   }
 });
+
+describe("an item's timestamps altered", () => {
+  it("get and search still give Dates (the edit shows, as documented), and a put repairs createdAt", async () => {
+    const name = freshDbName("store-item-times");
+    const first = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+    await first.put(NS, "one", { n: 1 });
+    await first.close();
+    const db = await openRaw(name);
+    try {
+      const tx = db.transaction(["items"], "readwrite");
+      const items = tx.objectStore("items");
+      const row = await done(items.get([NS, "one"]));
+      items.put({ ...row, createdAt: "yesterday", updatedAt: 12 });
+      await committed(tx);
+    } finally {
+      db.close();
+    }
+    const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+    try {
+      // Before the fix get returned the string and the number as they were
+      // stored (search turned them into Dates): code calling getTime() threw.
+      for (const item of [await store.get(NS, "one"), ...(await store.search(NS))]) {
+        expect(item!.createdAt).toBeInstanceOf(Date);
+        expect(item!.updatedAt).toEqual(new Date(12));
+      }
+      await store.put(NS, "one", { n: 2 });
+      const after = await store.get(NS, "one");
+      expect(after!.createdAt).toBeInstanceOf(Date);
+      expect(Number.isNaN(after!.createdAt.getTime())).toBe(false);
+    } finally {
+      await store.close();
+      await deleteDatabase(name);
+    }
+  });
+});
