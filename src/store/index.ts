@@ -132,7 +132,12 @@ export class IndexedDBStore extends BaseStore {
     super();
     const { index, serde } = params;
     if (index) {
-      if (!index.embeddings || typeof index.embeddings.embedDocuments !== "function") {
+      const { embeddings } = index;
+      if (
+        !embeddings ||
+        typeof embeddings.embedDocuments !== "function" ||
+        typeof embeddings.embedQuery !== "function"
+      ) {
         throw new Error(
           "IndexedDBStore: `index.embeddings` must be a LangChain Embeddings instance (with embedDocuments and embedQuery), for example `index: { dims: 1536, embeddings: new OpenAIEmbeddings() }`.",
         );

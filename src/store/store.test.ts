@@ -684,6 +684,18 @@ describe("semantic search", () => {
     expect(() => new IndexedDBStore({ index: { dims: 0, embeddings: new HashEmbeddings(4) } })).toThrow(/index.dims/);
   });
 
+  it("refuses at construction an index whose embeddings cannot embed queries, or an embed function", () => {
+    const documentsOnly = { embedDocuments: async (texts: string[]) => texts.map(() => [1, 0]) };
+    for (const index of [
+      { dims: 2, embeddings: documentsOnly },
+      { dims: 2, embed: async (texts: string[]) => texts.map(() => [1, 0]) },
+    ]) {
+      expect(() => new IndexedDBStore({ index: index as never }), JSON.stringify(index)).toThrow(
+        /`index.embeddings` must be a LangChain Embeddings instance \(with embedDocuments and embedQuery\)/,
+      );
+    }
+  });
+
   it("blames the embeddings, not the stored vectors, for a missing vector or a query vector of the wrong size", async () => {
     const embeddings = new HashEmbeddings(8);
     const store = freshStore({ index: { dims: 8, embeddings, fields: ["text"] } });
