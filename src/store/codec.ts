@@ -14,9 +14,14 @@ export function itemId(namespace: readonly string[], key: string): string {
   return JSON.stringify([namespace, key]);
 }
 
-/** A collision-free string id of a namespace (labels are non-empty and hold no NUL). */
+/**
+ * A collision-free string id of a namespace. Not a join: the store never
+ * writes a label holding a NUL, but a namespace planted in the database can
+ * hold one, and must not share an id (in the search cache) with the
+ * namespace its labels would join to.
+ */
 export function namespaceId(namespace: readonly string[]): string {
-  return namespace.join("\0");
+  return JSON.stringify(namespace);
 }
 
 /**

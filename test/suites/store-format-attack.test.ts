@@ -16,6 +16,11 @@
  *   Hiding it from search is like deleting it (not protected), but before
  *   the fix a later put of that item kept the altered seq, so the user's own
  *   update was stored and never found by search again.
+ * - An item's timestamps altered to a string and a number: get returned
+ *   them as stored (search gave Dates).
+ * - A namespace planted with a NUL in a label ("u\0m"): the search cache
+ *   gave it the id of ["u", "m"], so a cached search listed the real items
+ *   twice and never the planted namespace's.
  *
  * Node and Chromium.
  */
@@ -185,6 +190,50 @@ describe("an item's timestamps altered", () => {
       const after = await store.get(NS, "one");
       expect(after!.createdAt).toBeInstanceOf(Date);
       expect(Number.isNaN(after!.createdAt.getTime())).toBe(false);
+    } finally {
+      await store.close();
+      await deleteDatabase(name);
+    }
+  });
+});
+
+describe("a namespace planted with a NUL in a label", () => {
+  it("is kept apart from the namespace its labels would join to, in the search cache too", async () => {
+    const name = freshDbName("store-nul-namespace");
+    const first = new IndexedDBStore({ dbName: name });
+    await first.put(["u", "m"], "real", { text: "likes green tea" });
+    await first.close();
+    const db = await openRaw(name);
+    try {
+      const tx = db.transaction(["namespaces", "items"], "readwrite");
+      const namespaces = tx.objectStore("namespaces");
+      const real = await done(namespaces.get(["u", "m"]));
+      // Labels a store never writes ("u\0m" joins like ["u", "m"]), at the same generation.
+      namespaces.put({ ...real, namespace: ["u\0m"], seq: real.seq + 100 });
+      const at = new Date();
+      tx.objectStore("items").put({
+        namespace: ["u\0m"],
+        key: "planted",
+        seq: real.seq + 101,
+        createdAt: at,
+        updatedAt: at,
+        value: { text: "planted" },
+      });
+      await committed(tx);
+    } finally {
+      db.close();
+    }
+    const store = new IndexedDBStore({ dbName: name });
+    try {
+      const expected = [
+        [["u", "m"], "real"],
+        [["u\0m"], "planted"],
+      ];
+      // The second search is served by the cache: before the fix both
+      // namespaces had one cache id, and it listed the real item twice.
+      for (let i = 0; i < 2; i++) {
+        expect((await store.search([])).map((item) => [item.namespace, item.key])).toEqual(expected);
+      }
     } finally {
       await store.close();
       await deleteDatabase(name);
