@@ -4,7 +4,13 @@
  * step, and a reload must give the same answers again. A failure names the
  * seed and step, so it replays exactly.
  */
-import { InMemoryStore, JsonPlusSerializer, type BaseStore, type Operation } from "@langchain/langgraph-checkpoint";
+import {
+  BaseStore,
+  InMemoryStore,
+  JsonPlusSerializer,
+  type Operation,
+  type OperationResults,
+} from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IndexedDBStoreParams } from "./index.js";
 import {
@@ -60,9 +66,9 @@ const KEYS = ["k0", "k1", "k2", "k3", "k4", "k5", "__proto__", "constructor", "Ð
 const COLORS = ["red", "green", "blue"];
 
 /** A prefix of a known namespace, or one that matches nothing. */
-function randomPrefix(rng: Random): string[] {
+function randomPrefix(rng: Random, namespaces: string[][]): string[] {
   if (rng.chance(0.08)) return rng.pick([["zzz"], ["a", "zzz"], ["users", "u3"]]);
-  const namespace = rng.pick(NAMESPACES);
+  const namespace = rng.pick(namespaces);
   return namespace.slice(0, rng.int(namespace.length + 1));
 }
 
@@ -106,14 +112,18 @@ function randomFilter(rng: Random): Record<string, unknown> | undefined {
   return filter;
 }
 
-function randomSearch(rng: Random, withQuery: boolean): { prefix: string[]; options: Record<string, unknown> } {
+function randomSearch(
+  rng: Random,
+  withQuery: boolean,
+  namespaces: string[][],
+): { prefix: string[]; options: Record<string, unknown> } {
   const options: Record<string, unknown> = {};
   const filter = randomFilter(rng);
   if (filter) options.filter = filter;
   if (rng.chance(0.6)) options.limit = rng.int(12);
   if (rng.chance(0.5)) options.offset = rng.int(8);
   if (withQuery && rng.chance(0.3)) options.query = `${rng.pick(COLORS)} note`;
-  return { prefix: randomPrefix(rng), options };
+  return { prefix: randomPrefix(rng, namespaces), options };
 }
 
 function randomWildcardPath(rng: Random, namespace: string[]): string[] {
@@ -121,12 +131,12 @@ function randomWildcardPath(rng: Random, namespace: string[]): string[] {
 }
 
 /** A random sequence over the whole API, without semantic search. */
-function storeSteps(seed: number, count: number): Step[] {
+function storeSteps(seed: number, count: number, namespaces: string[][] = NAMESPACES): Step[] {
   const rng = new Random(seed);
   const steps: Step[] = [];
   while (steps.length < count) {
     const roll = rng.next();
-    const namespace = rng.pick(NAMESPACES);
+    const namespace = rng.pick(namespaces);
     const key = rng.pick(KEYS);
     if (roll < 0.34) {
       const value = randomValue(rng);
@@ -136,13 +146,13 @@ function storeSteps(seed: number, count: number): Step[] {
     } else if (roll < 0.56) {
       steps.push({ label: `get ${JSON.stringify([namespace, key])}`, run: (s) => s.get(namespace, key) });
     } else if (roll < 0.8) {
-      const { prefix, options } = randomSearch(rng, true);
+      const { prefix, options } = randomSearch(rng, true, namespaces);
       steps.push({ label: `search ${JSON.stringify([prefix, options])}`, run: (s) => s.search(prefix, options) });
     } else if (roll < 0.92) {
       const options: Record<string, unknown> = {};
-      if (rng.chance(0.5)) options.prefix = randomWildcardPath(rng, randomPrefix(rng));
+      if (rng.chance(0.5)) options.prefix = randomWildcardPath(rng, randomPrefix(rng, namespaces));
       if (rng.chance(0.3)) {
-        const source = rng.pick(NAMESPACES);
+        const source = rng.pick(namespaces);
         options.suffix = randomWildcardPath(rng, source.slice(rng.int(source.length)));
       }
       if (rng.chance(0.4)) options.maxDepth = 1 + rng.int(3);
@@ -150,7 +160,7 @@ function storeSteps(seed: number, count: number): Step[] {
       if (rng.chance(0.3)) options.offset = rng.int(4);
       steps.push({ label: `listNamespaces ${JSON.stringify(options)}`, run: (s) => s.listNamespaces(options) });
     } else if (roll < 0.98) {
-      steps.push(randomBatch(rng));
+      steps.push(randomBatch(rng, namespaces));
     } else {
       const bad = rng.pick([["a.b"], ["a", ""], ["x:y"], []]);
       steps.push({ label: `invalid put ${JSON.stringify(bad)}`, run: (s) => s.put(bad, key, { v: 1 }) });
@@ -164,13 +174,13 @@ function storeSteps(seed: number, count: number): Step[] {
  * InMemoryStore's get returns its live item, which a later put of the same
  * batch mutates (this store returns a snapshot from before the batch).
  */
-function randomBatch(rng: Random): Step {
+function randomBatch(rng: Random, namespaces: string[][]): Step {
   const ops: Operation[] = [];
   const written = new Set<string>();
   const size = 2 + rng.int(5);
   const gets: [string[], string][] = [];
   for (let i = 0; i < size; i++) {
-    const namespace = rng.pick(NAMESPACES);
+    const namespace = rng.pick(namespaces);
     const key = rng.pick(KEYS);
     const roll = rng.next();
     if (roll < 0.45) {
@@ -180,7 +190,7 @@ function randomBatch(rng: Random): Step {
       gets.push([namespace, key]);
       ops.push({ namespace, key });
     } else if (roll < 0.9) {
-      const { prefix, options } = randomSearch(rng, false);
+      const { prefix, options } = randomSearch(rng, false, namespaces);
       ops.push({ namespacePrefix: prefix, limit: 10, offset: 0, ...options });
     } else {
       ops.push({ matchConditions: undefined, limit: 100, offset: 0 });
@@ -193,11 +203,11 @@ function randomBatch(rng: Random): Step {
 }
 
 /** Everything a reload must still answer: every item in order, and every namespace. */
-function snapshotSteps(): Step[] {
+function snapshotSteps(namespaces: string[][] = NAMESPACES): Step[] {
   return [
     { label: "search all", run: (s) => s.search([], { limit: 10_000 }) },
     { label: "listNamespaces all", run: (s) => s.listNamespaces({ limit: 10_000 }) },
-    ...NAMESPACES.map((namespace) => ({
+    ...namespaces.map((namespace) => ({
       label: `search ${JSON.stringify(namespace)}`,
       run: (s: BaseStore) => s.search(namespace, { limit: 10_000 }),
     })),
@@ -224,6 +234,51 @@ describe("IndexedDBStore vs InMemoryStore", () => {
       await compare(seed, storeSteps(seed, 350), idb, memory);
       await idb.close();
       await compare(seed, snapshotSteps(), reopen(idb, params), memory);
+    });
+  }
+});
+
+/**
+ * More namespaces than a search reads one by one (16): a search over a
+ * prefix then reads the whole prefix at once. Namespaces sharing prefixes
+ * at several depths, so prefixes cover many of them.
+ */
+const MANY_NAMESPACES = Array.from({ length: 40 }, (_, i) =>
+  i % 4 === 3 ? ["t", `n${i}`, "deep"] : [i % 2 ? "s" : "t", `n${i}`],
+);
+
+/**
+ * A BaseStore that sends each batch to one of two instances on one database
+ * (two tabs), chosen by a seeded generator: each must see at once what the
+ * other wrote, through its search cache too.
+ */
+class TwoTabs extends BaseStore {
+  readonly #rng: Random;
+
+  constructor(
+    readonly tabs: readonly [BaseStore, BaseStore],
+    seed: number,
+  ) {
+    super();
+    this.#rng = new Random(seed);
+  }
+
+  batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+    return this.tabs[this.#rng.int(2)]!.batch(operations);
+  }
+}
+
+describe("two instances on one database, many namespaces, vs InMemoryStore", () => {
+  for (const { seed, label, params } of [
+    { seed: 515, label: "cache", params: { cacheSize: 400 } },
+    { seed: 616, label: "tiny cache, serde", params: { cacheSize: 8, serde: new JsonPlusSerializer() } },
+  ]) {
+    it(`gives the same answers over 300 random operations (seed ${seed}, ${label}), and after a reload`, async () => {
+      const first = freshStore(params);
+      const idb = new TwoTabs([first, reopen(first, params)], seed);
+      const memory = new InMemoryStore();
+      await compare(seed, storeSteps(seed, 300, MANY_NAMESPACES), idb, memory);
+      await compare(seed, snapshotSteps(MANY_NAMESPACES), reopen(first, params), memory);
     });
   }
 });
