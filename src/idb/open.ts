@@ -49,6 +49,35 @@ function defaultFactory(): IDBFactory {
 }
 
 /**
+ * The object stores of database `name` as it is: opened at whatever version
+ * it has, never upgraded (nor created: a database that does not exist gives
+ * `[]` and is not made), and closed again. For saying whose database it is
+ * when an open at our version fails with a `VersionError`.
+ */
+export function peekObjectStores(name: string, indexedDB: IDBFactory | undefined): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    let request: IDBOpenDBRequest;
+    try {
+      request = (indexedDB ?? defaultFactory()).open(name);
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    request.onupgradeneeded = () => request.transaction!.abort();
+    request.onsuccess = () => {
+      const names = [...request.result.objectStoreNames];
+      request.result.close();
+      resolve(names);
+    };
+    request.onerror = (event) => {
+      event.preventDefault();
+      if (request.error?.name === "AbortError") resolve([]);
+      else reject(request.error);
+    };
+  });
+}
+
+/**
  * Opens `name` at the version of `upgrades`, running the steps it lacks in
  * the `versionchange` transaction. Fails with `DatabaseBlockedError` after
  * `blockedTimeoutMs` while another connection keeps an older version open.

@@ -5,6 +5,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { bindSerializer, type BoundSerializer, type KeyRecord } from "../serde/protocol.js";
 import type { Database } from "../idb/database.js";
+import { peekObjectStores } from "../idb/open.js";
 import { META, STORE_FORMAT_VERSION, type FormatRecord, type StoreSchema } from "./schema.js";
 import { DecryptionError, IndexedDBCheckpointError } from "../core/errors.js";
 
@@ -32,18 +33,37 @@ export function checkFormat(dbName: string, format: FormatRecord, mode: FormatRe
   }
 }
 
+/** The error for a database that lacks the store's object stores. */
+function notAStore(dbName: string, missing: readonly string[], cause?: unknown): IndexedDBCheckpointError {
+  return new IndexedDBCheckpointError(
+    `IndexedDB database "${dbName}" is not an IndexedDBStore database (it has no ${missing.join(", ")} object store); it may belong to an IndexedDBSaver or another library. Give the store its own dbName.`,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
 /** Opens the store database once: checks its stores and format record, binds the serializer to its key. */
 export async function openStore(
   db: Database<StoreSchema>,
   serde: SerializerProtocol | undefined,
+  indexedDB: IDBFactory | undefined,
 ): Promise<BoundSerializer | undefined> {
-  const connection = await db.connection();
-  const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
-  if (missing.length) {
-    throw new IndexedDBCheckpointError(
-      `IndexedDB database "${db.name}" is not an IndexedDBStore database (it has no ${missing.join(", ")} object store); it may belong to an IndexedDBSaver or another library. Give the store its own dbName.`,
-    );
+  let connection;
+  try {
+    connection = await db.connection();
+  } catch (error) {
+    // At a higher version than ours: a newer store, or (the usual mistake)
+    // an IndexedDBSaver's database under the same dbName. Say which.
+    if ((error as { cause?: { name?: string } } | null)?.cause?.name === "VersionError") {
+      const names = await peekObjectStores(db.name, indexedDB).catch(() => undefined);
+      if (names) {
+        const missing = STORE_NAMES.filter((name) => !names.includes(name));
+        if (missing.length) throw notAStore(db.name, missing, error);
+      }
+    }
+    throw error;
   }
+  const missing = STORE_NAMES.filter((name) => !connection.objectStoreNames.contains(name));
+  if (missing.length) throw notAStore(db.name, missing);
   const mode: FormatRecord["values"] = serde ? "serde" : "native";
   await db.write(
     ["meta"],

@@ -119,6 +119,8 @@ export const DEFAULT_STORE_DB_NAME = "langgraph-store";
  */
 export class IndexedDBStore extends BaseStore {
   readonly #db: Database<StoreSchema>;
+  /** The factory given, for looking at a database the store cannot open. */
+  readonly #indexedDB: IDBFactory | undefined;
   readonly #index: PreparedIndex | undefined;
   #serde: SerializerProtocol | undefined;
   readonly #cache: NamespaceCache;
@@ -150,6 +152,7 @@ export class IndexedDBStore extends BaseStore {
       this.#index = { config: index, paths: configPaths(index.fields) };
     }
     this.#serde = serde;
+    this.#indexedDB = params.indexedDB;
     this.#db = new Database<StoreSchema>({
       name: params.dbName ?? DEFAULT_STORE_DB_NAME,
       upgrades: STORE_UPGRADES,
@@ -341,7 +344,7 @@ export class IndexedDBStore extends BaseStore {
 
   /** Opens the database once: checks its format, binds the serializer. */
   #prepare(): Promise<BoundSerializer | undefined> {
-    this.#ready ??= openStore(this.#db, this.#serde).then(
+    this.#ready ??= openStore(this.#db, this.#serde, this.#indexedDB).then(
       (bound) => {
         // Another tab's key change drops the binding at once (the check in
         // every write transaction is what guarantees it).

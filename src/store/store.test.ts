@@ -27,7 +27,7 @@ import {
   withoutTimes,
 } from "../../test/support/store-fixtures.js";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
-import { closingFactory } from "../../test/support/reliability/factories.js";
+import { closingFactory, newerSchemaFactory } from "../../test/support/reliability/factories.js";
 
 afterEach(cleanupStores);
 
@@ -778,6 +778,37 @@ describe("persistence", () => {
     await expect(store.get(["ns"], "k")).rejects.toThrow(/not an IndexedDBStore database.*own dbName/);
     await store.close();
     await deleteDatabase(dbName);
+  });
+
+  it("refuses an IndexedDBSaver's database (at a higher version) as a saver's, not as a newer store's", async () => {
+    const dbName = freshDbName("saver-not-store");
+    const saver = new IndexedDBSaver({ dbName });
+    await saver.getTuple({ configurable: { thread_id: "t" } });
+    await saver.close();
+    const store = new IndexedDBStore({ dbName });
+    try {
+      // Before: "it was written by a newer version of this package", which
+      // sends the user to upgrade instead of giving the store its own dbName.
+      const error = await store.get(["ns"], "k").then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(error?.message).toMatch(
+        /not an IndexedDBStore database \(it has no items, vectors, namespaces object store.*own dbName/,
+      );
+      expect(error?.message).not.toMatch(/newer version/);
+      // A store database written by a newer release is still reported as such.
+      const newer = freshStore();
+      await newer.put(["ns"], "k", { v: 1 });
+      await newer.close();
+      const again = new IndexedDBStore({ dbName: newer.dbName, indexedDB: newerSchemaFactory() });
+      await again.get(["ns"], "k");
+      await again.close();
+      await expect(reopen(newer).get(["ns"], "k")).rejects.toThrow(/newer version of this package/);
+    } finally {
+      await store.close();
+      await deleteDatabase(dbName);
+    }
   });
 });
 
