@@ -88,6 +88,9 @@ interface Candidate {
   namespace: string[];
 }
 
+/** The largest count `getAll` takes (a WebIDL `unsigned long`); more is a TypeError. */
+const MAX_GETALL_COUNT = 2 ** 32 - 1;
+
 /** True for a whole, non-negative number: a page bound that allows stopping early. */
 function isCount(n: number): boolean {
   return Number.isInteger(n) && n >= 0;
@@ -103,8 +106,9 @@ export function planSearch(op: SearchOperation, serialized: boolean): SearchPlan
   const filter = compileFilter(op.filter as Filter | undefined);
   // A page can stop at the first offset + limit matches when the filter can
   // run inside the transaction (structured-clone values) or there is none;
-  // odd bounds (negative, fractional) read everything and slice as upstream.
-  const early = isCount(offset) && isCount(limit) && (!serialized || !filter);
+  // odd bounds (negative, fractional) and pages past what getAll can count
+  // (limit: Number.MAX_SAFE_INTEGER for "all") read everything and slice as upstream.
+  const early = isCount(offset) && isCount(limit) && offset + limit <= MAX_GETALL_COUNT && (!serialized || !filter);
   return { op, filter, offset, limit, need: early ? offset + limit : undefined };
 }
 

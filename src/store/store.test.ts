@@ -216,6 +216,23 @@ describe("search", () => {
     ]);
   });
 
+  it("takes a limit or offset past IndexedDB's count range (Number.MAX_SAFE_INTEGER: everything), as InMemoryStore", async () => {
+    const store = freshStore();
+    const memory = new InMemoryStore();
+    for (const s of [store, memory] as BaseStore[]) for (let i = 0; i < 3; i++) await s.put(["ns"], `k${i}`, { i });
+    for (const options of [
+      { limit: Number.MAX_SAFE_INTEGER },
+      { limit: 2 ** 32 },
+      { offset: 1, limit: 2 ** 32 - 1 },
+      { offset: 2 ** 32, limit: 1 },
+    ]) {
+      // Before: TypeError "Value is outside the 'unsigned long' value range" from getAll's count.
+      const outcome = await both(store, memory, (s) => s.search(["ns"], options));
+      expect(outcome.idb, JSON.stringify(options)).toEqual(outcome.memory);
+    }
+    expect(await store.search(["ns"], { limit: Number.MAX_SAFE_INTEGER })).toHaveLength(3);
+  });
+
   it("applies filters with InMemoryStore's semantics", async () => {
     const store = freshStore();
     const memory = new InMemoryStore();
