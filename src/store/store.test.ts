@@ -161,6 +161,21 @@ describe("items", () => {
     expect((await store.get(["ns"], 7 as unknown as string))?.value).toEqual({ v: 7 });
   });
 
+  it("refuses a value nested too deeply for structured clone with a SerializationError naming the item", async () => {
+    const store = freshStore();
+    const root: Record<string, unknown> = {};
+    let node = root;
+    for (let i = 0; i < 20_000; i++) node = node.n = {};
+    // Before: a bare RangeError "Maximum call stack size exceeded".
+    const error = await store.put(["ns"], "deep", root).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SerializationError);
+    expect((error as Error).message).toMatch(/store item "deep" in namespace \[ns\] is nested too deeply/);
+    expect(await store.get(["ns"], "deep")).toBeNull();
+  });
+
   it("refuses a value structured clone cannot store, and writes nothing of that batch", async () => {
     const store = freshStore();
     await expect(store.put(["ns"], "k", { f: () => 1 })).rejects.toBeInstanceOf(SerializationError);

@@ -188,6 +188,13 @@ function isValidDate(value: unknown): value is Date {
 /** A value that structured clone refuses, explained. */
 export function cloneError(error: unknown, namespace: readonly string[], key: string): Error {
   const name = (error as { name?: string } | null)?.name;
+  if (name === "RangeError") {
+    // The browser's structured clone recurses: thousands of levels overflow its stack.
+    return new SerializationError(
+      `The value of store item "${key}" in namespace [${namespace.join(", ")}] is nested too deeply to be stored as a structured clone (${(error as Error).message}). Store flatter data.`,
+      { cause: error },
+    );
+  }
   if (name !== "DataCloneError") return error as Error;
   return new SerializationError(
     `The value of store item "${key}" in namespace [${namespace.join(", ")}] cannot be stored as a structured clone (it holds a function, a symbol or a DOM object?). Store plain data, or give the IndexedDBStore a \`serde\`.`,
