@@ -6,7 +6,16 @@
  * loopback, real PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inspector, newUser, serverForFile, startServer, wireCheckpoint } from "../../test/support/sync/harness.js";
+import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import {
+  closeDevices,
+  device,
+  inspector,
+  newUser,
+  serverForFile,
+  startServer,
+  wireCheckpoint,
+} from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -173,6 +182,75 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
     // into U+FFFD, so the protocol's parser refuses them before sending
     // (src/sync/protocol.test.ts). A well-formed pair is an id like any other.
     expect((await call("POST", "/push", token, encodeBody(request("x\ud83d\ude00")))).status).toBe(200);
+  });
+
+  // Ids PostgreSQL holds but cannot index (a key over 2704 bytes after compression: 1,000 random
+  // CJK characters are 3,000 bytes), and values its columns refuse: each was a 500 "try again",
+  // which a device takes as the server failing and so stops its whole round, every thread with it.
+  const cjk = (n: number, seed: number) =>
+    Array.from({ length: n }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919 + seed * 104729) % 20000))).join("");
+
+  it("refuses what its columns and keys cannot hold with a 400 naming it, not a 500, and stores nothing", async () => {
+    const { user, token } = newUser("cols");
+    const huge = bundle("t", ["a"]);
+    huge.writes[0]!.idx = 2 ** 31;
+    const tagged = bundle("t", []);
+    tagged.checkpoint = ["msg\u0000pack", new Uint8Array([0x80])];
+    const versioned = bundle("t", []);
+    versioned.blobs = [{ channel: "c", version: "1\u0000", value: ["msgpack", new Uint8Array([1])] }];
+    const push = (checkpoints: WireCheckpoint[], deletes: PushRequest["deletes"] = []): PushRequest => ({
+      v: SYNC_PROTOCOL_VERSION,
+      checkpoints,
+      deletes,
+    });
+    const cases: [string, PushRequest, RegExp][] = [
+      ["idx", push([huge]), /writes\[0\]\.idx must be an integer from -2147483648 to 2147483647/],
+      ["type", push([tagged]), /checkpoints\[0\]\.checkpoint: type tag must not contain U\+0000/],
+      ["version", push([versioned]), /database cannot hold .*nothing of it was applied/],
+      ["thread_id", push([bundle(cjk(1000, 1), [])]), /index row size .*nothing of it was applied/],
+      ["delete", push([], [{ thread_id: cjk(1000, 2), max_deleted_id: "1" }]), /index row size/],
+    ];
+    for (const [what, request, message] of cases) {
+      const { status, body } = await call("POST", "/push", token, encodeBody(request));
+      const error = body.error as { code?: string; message?: string } | undefined;
+      expect({ what, status, code: error?.code }).toEqual({ what, status: 400, code: "bad_request" });
+      expect(error?.message).toMatch(message);
+    }
+    expect((await call("GET", "/pull?since=0&thread=a%00b", token)).status).toBe(400);
+    const pool = await inspector();
+    try {
+      const { rows } = await pool.query("SELECT 1 FROM lgsync_checkpoints WHERE user_id = $1", [user]);
+      expect(rows).toEqual([]);
+    } finally {
+      await pool.end();
+    }
+    const fine: PushRequest = { v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle("t", [])], deletes: [] };
+    expect((await call("POST", "/push", token, encodeBody(fine))).status).toBe(200);
+  });
+
+  it("a device's thread whose id the server cannot index is skipped; its other threads sync", async () => {
+    const { token } = newUser("index");
+    const a = device(served.url, token);
+    const b = device(served.url, token);
+    try {
+      const META = { source: "loop" as const, step: 0, parents: {} };
+      const odd = cjk(1000, 3);
+      for (const threadId of ["first", odd, "last"])
+        await a.saver.put(
+          { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+          { ...emptyCheckpoint(), id: "1" },
+          META,
+          {},
+        );
+      const result = await a.sync.syncNow();
+      expect(result.skipped).toEqual([expect.objectContaining({ threadId: odd, code: "refused" })]);
+      await b.sync.syncNow();
+      const onB: string[] = [];
+      for await (const t of b.saver.list({})) onB.push(t.config.configurable!.thread_id as string);
+      expect(onB.sort()).toEqual(["first", "last"]);
+    } finally {
+      await closeDevices(a, b);
+    }
   });
 });
 

@@ -29,7 +29,16 @@ import { setupSchema } from "./schema.js";
 import { startDatabase } from "./startup.js";
 import { PushNotifier } from "./notify.js";
 import { hello, pull, threads } from "./reads.js";
-import { DEFAULT_STORE_LIMITS, SyncHttpError, isConnectionLost, push, putKey, type StoreLimits } from "./store.js";
+import {
+  DEFAULT_STORE_LIMITS,
+  SyncHttpError,
+  isConnectionLost,
+  isUnstorable,
+  push,
+  putKey,
+  type StoreLimits,
+} from "./store.js";
+import { idDefect } from "../rows/ids.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -239,6 +248,18 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       const message = status === 415 ? `Send bodies as ${SYNC_MEDIA_TYPE}.` : error.message;
       return reply.code(status).send(errorBody(code, message));
     }
+    if (isUnstorable(error)) {
+      // The request's own data, not the server: a 400, so a device sends its threads one at a time
+      // and skips the one refused, where a 500 stopped its whole round, every round.
+      return reply
+        .code(400)
+        .send(
+          errorBody(
+            "bad_request",
+            `The sync server's database cannot hold what this request carries (${error.message}); nothing of it was applied.`,
+          ),
+        );
+    }
     if (isConnectionLost(error)) {
       return reply
         .code(503)
@@ -341,7 +362,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     const limit = Math.max(1, intParam(query.limit, "limit", 100, MAX_PULL_LIMIT));
     const waitSeconds = intParam(query.wait, "wait", 0, MAX_PULL_WAIT_SECONDS);
     const thread = query.thread;
-    if (thread !== undefined && (typeof thread !== "string" || thread.length === 0))
+    if (thread !== undefined && (typeof thread !== "string" || thread.length === 0 || idDefect(thread) !== undefined))
       throw new ProtocolError('Query parameter "thread" must be a thread id.');
     const device = query.device;
     if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))

@@ -69,6 +69,22 @@ export function isConnectionLost(error: unknown): boolean {
   return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
 }
 
+/**
+ * PostgreSQL error classes that mean "this request holds what the tables
+ * cannot": a data exception (a value out of a column's range, U+0000 in
+ * text) or a program limit (a key over the 2704 bytes a btree index entry
+ * may take, which ids of 1,024 characters can pass once multi-byte).
+ * Sent again, the same request fails the same way.
+ */
+const UNSTORABLE_SQLSTATE = /^(22|54)[0-9A-Z]{3}$/;
+
+/** Whether `error` is PostgreSQL refusing the request's own data (see {@link UNSTORABLE_SQLSTATE}). */
+export function isUnstorable(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  const { code, severity } = error as Error & { code?: unknown; severity?: unknown };
+  return typeof code === "string" && typeof severity === "string" && UNSTORABLE_SQLSTATE.test(code);
+}
+
 /** A checkpoint's identity within a user. */
 export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;

@@ -318,6 +318,8 @@ function bytes(value: unknown, where: string): WireBytes {
     throw new ProtocolError(`${where} must be [type: string, data: bytes].`);
   }
   if (value[0].length > MAX_ID_LENGTH) throw new ProtocolError(`${where}: type tag too long.`);
+  const defect = idDefect(value[0]);
+  if (defect !== undefined) throw new ProtocolError(`${where}: type tag ${defect}.`);
   return [value[0], value[1]];
 }
 
@@ -377,7 +379,9 @@ export function parseCheckpoint(value: unknown, where = "checkpoint"): WireCheck
     writes: list(value.writes, `${where}.writes`).map((write, i) => {
       const w = `${where}.writes[${i}]`;
       if (!isObject(write)) throw new ProtocolError(`${w} must be an object.`);
-      if (!Number.isSafeInteger(write.idx)) throw new ProtocolError(`${w}.idx must be an integer.`);
+      // The server keeps idx in an integer column (as LangGraph's PostgreSQL saver does).
+      if (!Number.isSafeInteger(write.idx) || (write.idx as number) < -(2 ** 31) || (write.idx as number) >= 2 ** 31)
+        throw new ProtocolError(`${w}.idx must be an integer from -2147483648 to 2147483647.`);
       if (typeof write.task_path !== "string" || write.task_path.length > MAX_ID_LENGTH)
         throw new ProtocolError(`${w}.task_path must be a string.`);
       const pathDefect = idDefect(write.task_path);
