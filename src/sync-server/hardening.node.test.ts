@@ -254,6 +254,37 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
   });
 });
 
+describe("sync server: one user's load and the others", () => {
+  it("a user's pushes waiting on its row lock hold no more than its share of the pool: another user is served", async () => {
+    const { user, token } = newUser("busy");
+    const { token: other } = newUser("calm");
+    const pushBody = (i: number) =>
+      encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle(`t${i}`, ["a"])], deletes: [] } as PushRequest);
+    const pool = await inspector();
+    const holder = await pool.connect();
+    try {
+      // Another process's long push of the same user, as PostgreSQL sees it: the user's row locked.
+      await holder.query("BEGIN");
+      await holder.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [user]);
+      await holder.query("SELECT 1 FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [user]);
+      // More pushes than the server's pool (10) has connections, all waiting on that lock.
+      const pushes = Array.from({ length: 12 }, (_, i) => call("POST", "/push", token, pushBody(i)));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const answered = await Promise.race([
+        call("GET", "/hello", other).then((r) => r.status),
+        new Promise((resolve) => setTimeout(() => resolve("still waiting after 1.5 s"), 1500)),
+      ]);
+      expect(answered).toBe(200);
+      await holder.query("COMMIT");
+      expect((await Promise.all(pushes)).map((r) => r.status)).toEqual(Array(12).fill(200));
+    } finally {
+      await holder.query("ROLLBACK").catch(() => undefined);
+      holder.release();
+      await pool.end();
+    }
+  });
+});
+
 describe("sync server: what one user may store and ask for", () => {
   let limited: SyncServer;
   let limitedUrl: string;

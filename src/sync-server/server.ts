@@ -24,6 +24,7 @@ import {
 } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { AppSpaces } from "./apps.js";
+import { UserGate } from "./gate.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { startDatabase } from "./startup.js";
@@ -229,6 +230,10 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   app.decorateRequest("space", "");
   app.decorateRequest("unscoped", true);
   const spaces = new AppSpaces(pool);
+  // Each user's share of the pool (gate.ts): pushes one at a time (they take turns on the user's row
+  // lock anyway), reads two at a time; a user's work beyond that waits without a connection.
+  const writes = new UserGate(1);
+  const reads = new UserGate(2);
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
@@ -349,12 +354,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   });
 
   app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) => {
-    const answer = await hello(pool, request.space, request.userId);
+    const answer = await reads.run(request.userId, () => hello(pool, request.space, request.userId));
     const named = (request.query as Record<string, unknown>).app;
     return send(reply, typeof named === "string" ? { ...answer, app: named, unscoped: request.unscoped } : answer);
   });
   app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) =>
-    send(reply, await threads(pool, request.space)),
+    send(reply, await reads.run(request.userId, () => threads(pool, request.space))),
   );
   app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
@@ -369,7 +374,17 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       throw new ProtocolError('Query parameter "device" must be a device id.');
     const withRemoved = query.removed === "1";
     const read = () =>
-      pull(pool, request.space, since, limit, thread as string | undefined, device as string | undefined, withRemoved);
+      reads.run(request.userId, () =>
+        pull(
+          pool,
+          request.space,
+          since,
+          limit,
+          thread as string | undefined,
+          device as string | undefined,
+          withRemoved,
+        ),
+      );
     if (waitSeconds === 0) return send(reply, await read());
     // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
     const gone = new AbortController();
@@ -389,11 +404,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
         `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
       );
     }
-    return send(reply, await push(pool, request.space, storeLimits, body));
+    return send(reply, await writes.run(request.userId, () => push(pool, request.space, storeLimits, body)));
   });
   app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
     const { keyRecord } = parseKeyRequest(request.body);
-    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: await putKey(pool, request.space, keyRecord) });
+    const stored = await writes.run(request.userId, () => putKey(pool, request.space, keyRecord));
+    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: stored });
   });
 
   return {
