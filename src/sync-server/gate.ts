@@ -20,8 +20,14 @@ export class UserGate {
     this.#permits = permits;
   }
 
-  /** Runs `work` once fewer than `permits` tasks of `key` are running; resolves or rejects as it does. */
-  async run<T>(key: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` once fewer than `permits` tasks of `key` are running;
+   * resolves or rejects as it does. When `abandon` fires while the task
+   * still waits (its client went away), it leaves the queue unrun and
+   * rejects with the signal's reason.
+   */
+  async run<T>(key: string, work: () => Promise<T>, abandon?: AbortSignal): Promise<T> {
+    abandon?.throwIfAborted();
     let lane = this.#lanes.get(key);
     if (!lane) {
       lane = { running: 0, waiting: [] };
@@ -29,7 +35,18 @@ export class UserGate {
     }
     if (lane.running >= this.#permits) {
       const queued = lane;
-      await new Promise<void>((resolve) => queued.waiting.push(resolve));
+      await new Promise<void>((resolve, reject) => {
+        const turn = () => {
+          abandon?.removeEventListener("abort", leave);
+          resolve();
+        };
+        const leave = () => {
+          queued.waiting.splice(queued.waiting.indexOf(turn), 1);
+          reject(abandon!.reason);
+        };
+        abandon?.addEventListener("abort", leave, { once: true });
+        queued.waiting.push(turn);
+      });
     } else {
       lane.running += 1;
     }
@@ -47,5 +64,36 @@ export class UserGate {
   load(key: string): number {
     const lane = this.#lanes.get(key);
     return lane ? lane.running + lane.waiting.length : 0;
+  }
+}
+
+/**
+ * How many requests of each key hold a body at once: each is up to
+ * `maxBodyBytes` in memory from when it is read until its work is done, so
+ * without a bound one user with many pushes in flight (waiting their turn
+ * above) grows the process without end (40 pushes of 15 MiB: 820 MB).
+ */
+export class InFlight {
+  readonly #max: number;
+  readonly #counts = new Map<string, number>();
+
+  /** @param max How many of one key's requests may be in flight. */
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** Takes a place for `key`; returns the function that gives it back (once), or undefined when full. */
+  enter(key: string): (() => void) | undefined {
+    const count = this.#counts.get(key) ?? 0;
+    if (count >= this.#max) return undefined;
+    this.#counts.set(key, count + 1);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const rest = this.#counts.get(key)! - 1;
+      if (rest === 0) this.#counts.delete(key);
+      else this.#counts.set(key, rest);
+    };
   }
 }

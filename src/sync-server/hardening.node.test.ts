@@ -255,7 +255,7 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
 });
 
 describe("sync server: one user's load and the others", () => {
-  it("a user's pushes waiting on its row lock hold no more than its share of the pool: another user is served", async () => {
+  it("a user's pushes waiting on its row lock hold one pooled connection: another user is served", async () => {
     const { user, token } = newUser("busy");
     const { token: other } = newUser("calm");
     const pushBody = (i: number) =>
@@ -267,16 +267,72 @@ describe("sync server: one user's load and the others", () => {
       await holder.query("BEGIN");
       await holder.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [user]);
       await holder.query("SELECT 1 FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [user]);
-      // More pushes than the server's pool (10) has connections, all waiting on that lock.
-      const pushes = Array.from({ length: 12 }, (_, i) => call("POST", "/push", token, pushBody(i)));
+      const pid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+      const pushes = [1, 2, 3, 4].map((i) => call("POST", "/push", token, pushBody(i)));
       await new Promise((resolve) => setTimeout(resolve, 200));
+      // Each waiting push used to hold a connection of the server's pool (10), idle behind the lock.
+      const blocked = await pool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        [pid],
+      );
+      expect(Number(blocked.rows[0]!.n)).toBe(1);
       const answered = await Promise.race([
         call("GET", "/hello", other).then((r) => r.status),
         new Promise((resolve) => setTimeout(() => resolve("still waiting after 1.5 s"), 1500)),
       ]);
       expect(answered).toBe(200);
       await holder.query("COMMIT");
-      expect((await Promise.all(pushes)).map((r) => r.status)).toEqual(Array(12).fill(200));
+      expect((await Promise.all(pushes)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => undefined);
+      holder.release();
+      await pool.end();
+    }
+  });
+
+  it("bounds the bodies one user has in flight: beyond four, 429 before the body is read; each freed as it ends", async () => {
+    const { user, token } = newUser("bodies");
+    const pushBody = (i: number) =>
+      encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle(`t${i}`, ["a"])], deletes: [] } as PushRequest);
+    const pool = await inspector();
+    const holder = await pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [user]);
+      await holder.query("SELECT 1 FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [user]);
+      // The first takes the user's turn and waits on the lock; the others wait for their turn.
+      const first = call("POST", "/push", token, pushBody(1));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const gone = new AbortController();
+      const abandoned = fetch(`${served.url}/v1/push`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
+        body: pushBody(0) as Uint8Array<ArrayBuffer>,
+        signal: gone.signal,
+      }).catch(() => "aborted");
+      const waiting = [first, ...[2, 3].map((i) => call("POST", "/push", token, pushBody(i)))];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Four in flight (each body up to maxBodyBytes in memory): the fifth is refused at once.
+      const refused = await Promise.race([
+        call("POST", "/push", token, pushBody(4)),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the fifth waited too")), 1500)),
+      ]);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error: { code: "rate_limited" } });
+      expect((refused.body.error as { message: string }).message).toMatch(/4 requests with a body at once/);
+      // A request whose client went away while waiting for its turn frees its place, unrun.
+      gone.abort();
+      expect(await abandoned).toBe("aborted");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const fourth = call("POST", "/push", token, pushBody(5));
+      await holder.query("COMMIT");
+      expect((await Promise.all([...waiting, fourth])).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect((await call("POST", "/push", token, pushBody(6))).status).toBe(200);
+      const { rows } = await pool.query<{ thread_id: string }>(
+        "SELECT thread_id FROM lgsync_checkpoints WHERE user_id = $1 ORDER BY thread_id",
+        [user],
+      );
+      expect(rows.map((r) => r.thread_id)).toEqual(["t1", "t2", "t3", "t5", "t6"]);
     } finally {
       await holder.query("ROLLBACK").catch(() => undefined);
       holder.release();

@@ -24,7 +24,7 @@ import {
 } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { AppSpaces } from "./apps.js";
-import { UserGate } from "./gate.js";
+import { InFlight, UserGate } from "./gate.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { startDatabase } from "./startup.js";
@@ -145,8 +145,13 @@ declare module "fastify" {
     space: string;
     /** Whether `space` is the user's own (requests naming no app share it). */
     unscoped: boolean;
+    /** The place this request's body holds among its user's (see `InFlight`), once taken. */
+    bodySlot: { leave: () => void; working: boolean; gone: AbortController } | undefined;
   }
 }
+
+/** Requests with a body (push, key) one user may have in flight in one process (429 beyond). */
+const MAX_BODIES_IN_FLIGHT = 4;
 
 /** Largest body of `PUT /key`: a key record is a few hundred bytes. */
 const KEY_BODY_BYTES = 64 * 1024;
@@ -229,11 +234,43 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   app.decorateRequest("userId", "");
   app.decorateRequest("space", "");
   app.decorateRequest("unscoped", true);
+  app.decorateRequest("bodySlot", undefined);
   const spaces = new AppSpaces(pool);
   // Each user's share of the pool (gate.ts): pushes one at a time (they take turns on the user's row
   // lock anyway), reads two at a time; a user's work beyond that waits without a connection.
   const writes = new UserGate(1);
   const reads = new UserGate(2);
+  // And a bound on the bodies a user has in memory: taken before the body is read, given back once the
+  // handler is done with it (or, when the handler never ran, once the response ends).
+  const bodies = new InFlight(MAX_BODIES_IN_FLIGHT);
+  const admitBody = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const leave = bodies.enter(request.userId);
+    if (!leave) {
+      reply.header("retry-after", "1");
+      throw new SyncHttpError(
+        429,
+        "rate_limited",
+        `This server takes ${MAX_BODIES_IN_FLIGHT} requests with a body at once from one user; try again in a second.`,
+      );
+    }
+    const slot = { leave, working: false, gone: new AbortController() };
+    request.bodySlot = slot;
+    reply.raw.once("close", () => {
+      // Ended, or the client went away: a request still waiting for its turn leaves the queue unrun.
+      if (!reply.raw.writableFinished) slot.gone.abort(new Error("The client went away."));
+      if (!slot.working) leave();
+    });
+  };
+  /** Runs a route's work on its body, then gives the body's place back. */
+  const withBody = async <T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> => {
+    const slot = request.bodySlot;
+    if (slot) slot.working = true;
+    try {
+      return await work();
+    } finally {
+      slot?.leave();
+    }
+  };
   // Bodies are MessagePack only: anything else gets 415 with the type to use.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
@@ -395,22 +432,40 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     await woken;
     return send(reply, await read());
   });
-  app.post(`${SYNC_PATH}/push`, { onRequest: authenticated }, async (request, reply) => {
-    const body = parsePushRequest(request.body);
-    if (body.checkpoints.length > maxPushCheckpoints) {
-      throw new SyncHttpError(
-        413,
-        "too_many_checkpoints",
-        `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
+  app.post(`${SYNC_PATH}/push`, { onRequest: authenticated, preParsing: admitBody }, (request, reply) =>
+    withBody(request, async () => {
+      const body = parsePushRequest(request.body);
+      if (body.checkpoints.length > maxPushCheckpoints) {
+        throw new SyncHttpError(
+          413,
+          "too_many_checkpoints",
+          `A push may carry at most ${maxPushCheckpoints} checkpoints on this server; this one has ${body.checkpoints.length}. Send smaller batches.`,
+        );
+      }
+      return send(
+        reply,
+        await writes.run(
+          request.userId,
+          () => push(pool, request.space, storeLimits, body),
+          request.bodySlot?.gone.signal,
+        ),
       );
-    }
-    return send(reply, await writes.run(request.userId, () => push(pool, request.space, storeLimits, body)));
-  });
-  app.put(`${SYNC_PATH}/key`, { onRequest: authenticated, bodyLimit: KEY_BODY_BYTES }, async (request, reply) => {
-    const { keyRecord } = parseKeyRequest(request.body);
-    const stored = await writes.run(request.userId, () => putKey(pool, request.space, keyRecord));
-    return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: stored });
-  });
+    }),
+  );
+  app.put(
+    `${SYNC_PATH}/key`,
+    { onRequest: authenticated, preParsing: admitBody, bodyLimit: KEY_BODY_BYTES },
+    (request, reply) =>
+      withBody(request, async () => {
+        const { keyRecord } = parseKeyRequest(request.body);
+        const stored = await writes.run(
+          request.userId,
+          () => putKey(pool, request.space, keyRecord),
+          request.bodySlot?.gone.signal,
+        );
+        return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: stored });
+      }),
+  );
 
   return {
     app,
