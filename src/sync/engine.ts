@@ -38,7 +38,7 @@ import {
   type Replayed,
 } from "./changes.js";
 import { sendPending, skippedThread, type PendingChanges, type SkippedThread } from "./send.js";
-import { deviceId, lastScope, readSyncState, rememberUser } from "./state.js";
+import { deviceId, forgetScope, lastScope, readSyncState, rememberUser } from "./state.js";
 import { SyncError, type SyncTransport } from "./transport.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
@@ -304,6 +304,10 @@ export async function syncRound(ctx: RoundContext): Promise<SyncResult> {
   const scope = `${ctx.url}\u0000${space}`;
   const device = await deviceId(ctx.access);
   await rememberUser(ctx.access, ctx.url, space);
+  // A server whose sequence is behind this device's cursor lost changes it had acknowledged (a database
+  // restored from a backup, a failover to a replica behind): pulls after the cursor would skip its next
+  // changes, and fingerprints would keep what it lost from being sent again. Start over with it.
+  if (hello.seq < (await readSyncState(ctx.access, scope, [])).cursor) await forgetScope(ctx.access, scope);
   const result: SyncResult = { pushed: 0, pushedDeletes: 0, pulled: 0, threads: 0, scanned: 0, skipped: [] };
   const touched = new Set<string>();
 

@@ -10,6 +10,7 @@ import type pg from "pg";
 import { chat } from "../../test/support/chat-graph.js";
 import {
   checkpointIds,
+  closeDevices,
   cuttingProxy,
   device,
   inspector,
@@ -178,6 +179,40 @@ describe("sync under failure", () => {
     for (const d of [a, b]) {
       d.sync.close();
       await d.saver.close();
+    }
+  });
+
+  it("the server's database restored from a backup older than a device's cursor: the device sends and pulls again", async () => {
+    const { url } = await startServer().then((started) => (servers.push(started.server), started));
+    const { user, token } = newUser("restore");
+    const a = device(url, token);
+    const b = device(url, token);
+    const c = device(url, token);
+    try {
+      await chat(a.saver, "mine", ["a", "b", "c"]);
+      await a.sync.syncNow();
+      // The operator restores PostgreSQL from a backup taken before this user's first push (or fails over
+      // to a replica that had not caught up): the user's rows and sequence go back.
+      pool ??= await inspector();
+      for (const table of [
+        "lgsync_checkpoints",
+        "lgsync_blobs",
+        "lgsync_writes",
+        "lgsync_tombstones",
+        "lgsync_removed",
+      ])
+        await pool.query(`DELETE FROM ${table} WHERE user_id = $1`, [user]);
+      await pool.query("UPDATE lgsync_users SET seq = 0 WHERE user_id = $1", [user]);
+      await chat(b.saver, "theirs", ["x"]);
+      await b.sync.syncNow();
+      // A's cursor is past the server's sequence now: A pulls B's thread and sends its own again.
+      await a.sync.syncNow();
+      expect(await state(a.saver, "theirs")).toEqual(await state(b.saver, "theirs"));
+      await c.sync.syncNow();
+      expect(await checkpointIds(c.saver, "mine")).toEqual(await checkpointIds(a.saver, "mine"));
+      expect(await state(c.saver, "mine")).toEqual(await state(a.saver, "mine"));
+    } finally {
+      await closeDevices(a, b, c);
     }
   });
 });

@@ -17,14 +17,18 @@ import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
 const track = trackSavers<IndexedDBSaver>();
 
-/** A server that keeps the first push and sends it back on every pull, as new changes. */
-function replaying(): (url: string, init: RequestInit) => Promise<Response> {
+/**
+ * A server that keeps the first push and sends it back on every pull, as new changes. `seqOnHello`:
+ * the sequence its hello claims, 0 for one that says it lost everything (every round starts over).
+ */
+function replaying(seqOnHello?: number): (url: string, init: RequestInit) => Promise<Response> {
   let first: PushRequest | undefined;
   let seq = 0;
   return async (url, init) => {
     const path = new URL(url).pathname;
     let body: unknown;
-    if (path.endsWith("/hello")) body = { v: 1, user: "u", keyRecord: null, hasData: first !== undefined, seq };
+    if (path.endsWith("/hello"))
+      body = { v: 1, user: "u", keyRecord: null, hasData: first !== undefined, seq: seqOnHello ?? seq };
     else if (path.endsWith("/push")) {
       first ??= decodeBody(new Uint8Array(init.body as ArrayBuffer)) as PushRequest;
       body = { v: 1, changed: 0, dropped: 0, seq };
@@ -44,9 +48,10 @@ function replaying(): (url: string, init: RequestInit) => Promise<Response> {
 }
 
 /** A saver with a client on a replaying server. */
-function device(): { saver: IndexedDBSaver; sync: SyncClient } {
+function device(seqOnHello?: number): { saver: IndexedDBSaver; sync: SyncClient } {
   const saver = track(new IndexedDBSaver({ dbName: freshDbName("rollback") }));
-  return { saver, sync: new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch: replaying() }) };
+  const fetch = replaying(seqOnHello);
+  return { saver, sync: new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch }) };
 }
 
 const metadata = (step: number, run_id: string) =>
@@ -59,8 +64,11 @@ function put(saver: IndexedDBSaver, parent: RunnableConfig | undefined, id: stri
 }
 
 describe("a server replaying the device's own earlier pushes", () => {
-  it("does not put a replaced __interrupt__ write back", async () => {
-    const { saver, sync } = device();
+  it.each([
+    ["", undefined],
+    [", also when its hello claims it lost everything (the device starts over with it)", 0],
+  ])("does not put a replaced __interrupt__ write back%s", async (_, seqOnHello) => {
+    const { saver, sync } = device(seqOnHello);
     const c1 = await put(saver, undefined, "1", "r1");
     await saver.putWrites(c1, [[INTERRUPT, "first question"]], "task");
     await sync.syncNow();

@@ -10,7 +10,7 @@ import type { SaverRawAccess } from "../saver/raw-access.js";
 import type { MetaRow } from "../rows/shapes.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
-import { storePut } from "../idb/requests.js";
+import { storeDelete, storePut } from "../idb/requests.js";
 
 /** One thread's sync record. */
 export interface ThreadSyncRecord {
@@ -169,6 +169,35 @@ export async function updateSyncState(
     }),
   );
   if (cursor !== undefined) await storePut(meta, { name: cursorName(scope), value: cursor });
+}
+
+/**
+ * Forgets what this device knows of the server's side of `scope`: the
+ * cursor, each thread's fingerprints, newest delete and acknowledged
+ * removals, and the scan records. For a server that no longer holds what it
+ * told this device (its database restored from an older backup, a replica
+ * that had not caught up): the next round then scans every local row, sends
+ * what the server lacks (the rest it already holds) and pulls from the
+ * start. The special-write digests stay, as do the removed marks
+ * (`removed\0...`): a server that only says it lost everything must not
+ * get an older value put back, nor a removal undone.
+ */
+export function forgetScope(access: SaverRawAccess, scope: string): Promise<void> {
+  const start = prefix(scope);
+  const threadPrefix = `${start}thread\u0000`;
+  return access.write(
+    ["meta"],
+    async (tx) => {
+      const meta = tx.objectStore("meta");
+      const rows = await meta.getAll(access.db.ranges.bound(start, `${start}\uffff`));
+      await storeDelete(meta, access.db.ranges.bound(start, `${start}\uffff`));
+      for (const row of rows) {
+        const seen = row.name.startsWith(threadPrefix) ? (row.value as ThreadSyncRecord).seen : undefined;
+        if (seen !== undefined) await storePut(meta, { name: row.name, value: { fps: {}, seen } } satisfies MetaRow);
+      }
+    },
+    "forget the sync state of a server that lost data",
+  );
 }
 
 /** Records what a push made known to the server (a transaction of its own). */
