@@ -81,6 +81,43 @@ describe("sync server: live push by long poll", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(1900);
   });
 
+  it("holds at most 32 waiting pulls of one user in a process; one more answers at once, as a server without long polls", async () => {
+    const { token } = newUser("many");
+    const url = servers[0]!.url;
+    const gone = new AbortController();
+    const poll = (as: string) =>
+      fetch(`${url}/v1/pull?since=0&wait=20`, { headers: { authorization: `Bearer ${as}` }, signal: gone.signal }).then(
+        async (response) => decodeBody(new Uint8Array(await response.arrayBuffer())) as PullResponse,
+        () => "aborted" as const,
+      );
+    /** Whether `pending` is still unanswered after 300 ms: a held long poll. */
+    const held = (pending: Promise<unknown>) =>
+      Promise.race([pending.then(() => false), new Promise((resolve) => setTimeout(() => resolve(true), 300))]);
+    const first = Array.from({ length: 32 }, () => poll(token));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Each held pull is an open connection (a file descriptor) for up to 30 s: without a bound, one
+      // token within its rate limit (1,200 a minute) held 1,100 at once.
+      const started = performance.now();
+      expect(await poll(token)).toMatchObject({ changes: [], cursor: 0, more: false });
+      expect(performance.now() - started).toBeLessThan(1_500);
+      // Another user's pull still waits.
+      expect(await held(poll(newUser("calm").token))).toBe(true);
+    } finally {
+      gone.abort();
+    }
+    expect(await Promise.all(first)).toEqual(Array(32).fill("aborted"));
+    // Each place is given back once its pull ends.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const again = new AbortController();
+    const next = fetch(`${url}/v1/pull?since=0&wait=20`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: again.signal,
+    }).catch(() => undefined);
+    expect(await held(next)).toBe(true);
+    again.abort();
+  });
+
   it("refuses a wait longer than the protocol allows", async () => {
     const { token } = newUser("long");
     const response = await fetch(`${servers[0]!.url}/v1/pull?since=0&wait=31`, {

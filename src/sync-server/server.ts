@@ -153,6 +153,13 @@ declare module "fastify" {
 /** Requests with a body (push, key) one user may have in flight in one process (429 beyond). */
 const MAX_BODIES_IN_FLIGHT = 4;
 
+/**
+ * Long polls (`wait`) of one user one process holds at once: each started
+ * client keeps one, and each holds a connection (a file descriptor) for up
+ * to {@link MAX_PULL_WAIT_SECONDS}.
+ */
+const MAX_POLLS_WAITING = 32;
+
 /** Largest body of `PUT /key`: a key record is a few hundred bytes. */
 const KEY_BODY_BYTES = 64 * 1024;
 
@@ -243,6 +250,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   // And a bound on the bodies a user has in memory: taken before the body is read, given back once the
   // handler is done with it (or, when the handler never ran, once the response ends).
   const bodies = new InFlight(MAX_BODIES_IN_FLIGHT);
+  const polls = new InFlight(MAX_POLLS_WAITING);
   const admitBody = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const leave = bodies.enter(request.userId);
     if (!leave) {
@@ -422,15 +430,22 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
           withRemoved,
         ),
       );
-    if (waitSeconds === 0) return send(reply, await read());
-    // A long poll: taken before the first read, the wake-up cannot miss a push committed during it.
-    const gone = new AbortController();
-    request.raw.once("close", () => gone.abort());
-    const woken = notifier.next(request.space, waitSeconds * 1000, gone.signal);
-    const first = await read();
-    if (first.cursor !== since) return send(reply, first);
-    await woken;
-    return send(reply, await read());
+    // A long poll holds a connection: past its user's share it answers at once, as a server without
+    // long polls does (the client backs off, and its interval rounds go on).
+    const leave = waitSeconds === 0 ? undefined : polls.enter(request.userId);
+    if (!leave) return send(reply, await read());
+    try {
+      // Taken before the first read, the wake-up cannot miss a push committed during it.
+      const gone = new AbortController();
+      request.raw.once("close", () => gone.abort());
+      const woken = notifier.next(request.space, waitSeconds * 1000, gone.signal);
+      const first = await read();
+      if (first.cursor !== since) return send(reply, first);
+      await woken;
+      return send(reply, await read());
+    } finally {
+      leave();
+    }
   });
   app.post(`${SYNC_PATH}/push`, { onRequest: authenticated, preParsing: admitBody }, (request, reply) =>
     withBody(request, async () => {
