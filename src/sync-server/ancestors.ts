@@ -11,7 +11,7 @@
  */
 /// <reference types="node" />
 import type { PoolClient } from "pg";
-import { cpKey } from "./store.js";
+import { checkpointBytes, cpKey } from "./store.js";
 
 /** A checkpoint row's columns without its bytes, and the size of those bytes. */
 export interface CheckpointHead {
@@ -48,7 +48,7 @@ export function headColumns(alias: string): string {
     "origin",
   ];
   return `${columns.map((c) => `${alias}.${c}`).join(", ")},
-    octet_length(${alias}.checkpoint) + octet_length(${alias}.metadata) AS own_bytes`;
+    ${checkpointBytes(alias)} AS own_bytes`;
 }
 
 /**

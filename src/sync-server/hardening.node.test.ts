@@ -395,6 +395,50 @@ describe("sync server: what one user may store and ask for", () => {
     expect(page.bytes).toBeLessThan(700 * 1024);
   });
 
+  it("caps every checkpoint it stores, with or without writes, by what a pull sends of it: ids and versions too", async () => {
+    const { token } = newUser("cap-all");
+    // A new checkpoint with no pending writes was never checked against the cap.
+    const large = bundle("large", []);
+    large.checkpoint = ["msgpack", new Uint8Array(1536 * 1024)];
+    // Channel versions and the writes' ids travel with the checkpoint as much as its values do.
+    const versioned = bundle("versioned", []);
+    versioned.channel_versions = Object.fromEntries(
+      Array.from({ length: 1200 }, (_, i) => [`channel-${i}-`.padEnd(1000, "v"), 1]),
+    );
+    const named = bundle("named", []);
+    named.writes = Array.from({ length: 400 }, (_, i) => ({
+      task_id: `task-${i}-`.padEnd(1000, "t"),
+      idx: 0,
+      channel: "c".repeat(1000),
+      task_path: "p".repeat(1000),
+      value: ["msgpack", new Uint8Array(0)],
+    }));
+    for (const checkpoint of [large, versioned, named]) {
+      const refused = await to("POST", "/push", token, pushOf(checkpoint));
+      expect({ thread: checkpoint.thread_id, status: refused.status, body: refused.body }).toMatchObject({
+        thread: checkpoint.thread_id,
+        status: 413,
+        body: { error: { code: "checkpoint_too_large" } },
+      });
+    }
+    const page = await to("GET", "/pull?since=0&limit=100", token);
+    expect((page.body as unknown as PullResponse).changes).toEqual([]);
+  });
+
+  it("counts ids and versions in a pull page's budget, not only values", async () => {
+    const { token } = newUser("page-ids");
+    for (let i = 0; i < 12; i++) {
+      const checkpoint = bundle(`t${i}`, []);
+      checkpoint.channel_versions = Object.fromEntries(
+        Array.from({ length: 900 }, (_, k) => [`channel-${k}-`.padEnd(1000, "v"), 1]),
+      );
+      expect((await to("POST", "/push", token, pushOf(checkpoint))).status).toBe(200);
+    }
+    const page = await to("GET", "/pull?since=0&limit=100", token);
+    expect(page.bytes).toBeLessThanOrEqual(8 * 1024 * 1024);
+    expect((page.body as unknown as PullResponse).more).toBe(true);
+  });
+
   it("builds a pull page from stored sizes: no page past its budget, and every change arrives page by page", async () => {
     const { token } = newUser("pages");
     for (let i = 0; i < 6; i++) {

@@ -16,7 +16,7 @@ import {
   type WireWrite,
 } from "../sync/protocol.js";
 import { versionFromKey, versionKey } from "../core/identity.js";
-import { cpKey, transaction } from "./store.js";
+import { cpKey, transaction, writeBytes as writeRowBytes } from "./store.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 
 /**
@@ -250,14 +250,15 @@ async function storedSizes(
   const [blobs, writes] = await inSequence(
     () =>
       client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; bytes: number }>(
-        `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, octet_length(b.value) AS bytes
+        `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version,
+         octet_length(b.value) + octet_length(b.channel) + octet_length(b.version) AS bytes
        FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
        JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
         [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
       ),
     () =>
       client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; bytes: string }>(
-        `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(octet_length(w.value)) AS bytes
+        `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(${writeRowBytes("w")}) AS bytes
        FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
        JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
        GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id`,

@@ -85,6 +85,24 @@ export function isUnstorable(error: unknown): error is Error {
   return typeof code === "string" && typeof severity === "string" && UNSTORABLE_SQLSTATE.test(code);
 }
 
+/**
+ * What a checkpoint row weighs on the wire, in SQL on the row `alias`: its
+ * values and what else a pull sends of it at a size the client chooses
+ * (channel versions, parent write keys). The checkpoint cap and a pull
+ * page's budget count it, so neither can be passed with bytes that are not
+ * values.
+ */
+export function checkpointBytes(alias: string): string {
+  return `(octet_length(${alias}.checkpoint) + octet_length(${alias}.metadata) + octet_length(${alias}.channel_versions)
+    + coalesce(octet_length(${alias}.parent_writes), 0))`;
+}
+
+/** What a pending write row `alias` weighs on the wire: its value and its ids. */
+export function writeBytes(alias: string): string {
+  return `(octet_length(${alias}.value) + octet_length(${alias}.task_id) + octet_length(${alias}.channel)
+    + octet_length(${alias}.task_path))`;
+}
+
 /** A checkpoint's identity within a user. */
 export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;
@@ -202,9 +220,9 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       // A checkpoint held already that brings a value the server lacked (a prune's snapshot): logged again, so
       // devices holding it pull the value (they may have pulled the removals of the checkpoints before it).
       for (const key of await insertBlobs(client, userId, live)) changed.add(key);
-      const grown = await insertWrites(client, userId, live);
-      for (const key of grown) changed.add(key);
-      await assertWithinLimit(client, userId, grown, limits.maxCheckpointBytes);
+      for (const key of await insertWrites(client, userId, live)) changed.add(key);
+      // Every checkpoint stored or grown: one new with no writes is as large as its row.
+      await assertWithinLimit(client, userId, [...changed], limits.maxCheckpointBytes);
     }
 
     // New sequence numbers, in push order (parents before children).
@@ -342,9 +360,9 @@ async function assertWithinLimit(client: PoolClient, userId: string, keys: strin
   const parts = [...new Set(keys)].map((key) => key.split("\u0000"));
   const over = await client.query<{ thread_id: string; checkpoint_id: string; bytes: string }>(
     `SELECT x.t AS thread_id, x.c AS checkpoint_id,
-       coalesce((SELECT sum(octet_length(w.value)) FROM lgsync_writes w
+       coalesce((SELECT sum(${writeBytes("w")}) FROM lgsync_writes w
                  WHERE w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c), 0)
-       + coalesce((SELECT octet_length(c.checkpoint) + octet_length(c.metadata) FROM lgsync_checkpoints c
+       + coalesce((SELECT ${checkpointBytes("c")} FROM lgsync_checkpoints c
                    WHERE c.user_id = $1 AND c.thread_id = x.t AND c.checkpoint_ns = x.n AND c.checkpoint_id = x.c), 0) AS bytes
      FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)`,
     [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2])],
