@@ -23,7 +23,7 @@
  * a sentence saying what to install, not a stack.
  */
 /// <reference types="node" />
-import { readFileSync } from "node:fs";
+import { tokenTable } from "./tokens.js";
 
 /** What the server needs installed beside this package. */
 const SERVER_PACKAGES = ["fastify", "pg", "@fastify/rate-limit"];
@@ -53,20 +53,6 @@ function positive(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return parsed;
 }
 
-/** Reads the token table from the environment. */
-function tokens(env: NodeJS.ProcessEnv): Map<string, string> {
-  const table = new Map<string, string>();
-  if (env.SYNC_TOKENS_FILE) {
-    const parsed = JSON.parse(readFileSync(env.SYNC_TOKENS_FILE, "utf8")) as Record<string, unknown>;
-    for (const [token, user] of Object.entries(parsed)) if (typeof user === "string") table.set(token, user);
-  }
-  for (const pair of (env.SYNC_TOKENS ?? "").split(",")) {
-    const at = pair.indexOf("=");
-    if (at > 0) table.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
-  }
-  return table;
-}
-
 async function main(): Promise<void> {
   const env = process.env;
   const connectionString = env.DATABASE_URL ?? env.SYNC_DATABASE_URL;
@@ -74,7 +60,7 @@ async function main(): Promise<void> {
     throw new Error(
       "Set DATABASE_URL to a PostgreSQL connection string, e.g. postgres://postgres@127.0.0.1:5432/postgres",
     );
-  const table = tokens(env);
+  const table = tokenTable(env);
   if (table.size === 0)
     throw new Error(
       "Set SYNC_TOKENS=token=user[,token=user...] or SYNC_TOKENS_FILE=tokens.json: no request would be accepted otherwise.",

@@ -1,0 +1,52 @@
+/**
+ * The CLI's token table: `SYNC_TOKENS` (`token=user,token=user`) and
+ * `SYNC_TOKENS_FILE` (a JSON object of token to user id).
+ *
+ * An entry the server could never match is refused at start, naming its
+ * place but not the token: a token with base64 padding (`openssl rand
+ * -base64 32` ends in "=") split at its first "=" became a shorter token
+ * for a user named "=ada", and every device of that user got 401 with
+ * nothing said at start.
+ */
+/// <reference types="node" />
+import { readFileSync } from "node:fs";
+import { SPACE_SEPARATOR } from "./apps.js";
+
+/** Why `token` and `user` cannot be an entry, or undefined. */
+function defect(token: string, user: unknown): string | undefined {
+  // The server takes `Authorization: Bearer <token>` with no white space in the token.
+  if (/\s/.test(token)) return "its token holds a space";
+  if (token.length === 0) return "its token is empty";
+  if (typeof user !== "string" || user.length === 0) return "its user id is not a non-empty string";
+  if (user.includes(SPACE_SEPARATOR)) return "its user id holds U+001F, which the server keeps for app spaces";
+  return undefined;
+}
+
+/** Reads the token table from the environment; throws naming the first entry it cannot use. */
+export function tokenTable(env: NodeJS.ProcessEnv): Map<string, string> {
+  const table = new Map<string, string>();
+  if (env.SYNC_TOKENS_FILE) {
+    const parsed = JSON.parse(readFileSync(env.SYNC_TOKENS_FILE, "utf8")) as Record<string, unknown>;
+    Object.entries(parsed).forEach(([token, user], i) => {
+      const wrong = defect(token, user);
+      if (wrong) throw new Error(`SYNC_TOKENS_FILE: entry ${i + 1} cannot be used: ${wrong}.`);
+      table.set(token, user as string);
+    });
+  }
+  const entries = (env.SYNC_TOKENS ?? "").split(",");
+  entries.forEach((entry, i) => {
+    if (entry.trim() === "") return;
+    const parts = entry.split("=");
+    const where = `SYNC_TOKENS: entry ${i + 1}`;
+    if (parts.length > 2)
+      throw new Error(
+        `${where} holds more than one "=", so its token and user cannot be told apart (base64 padding?): ` +
+          "put such tokens in SYNC_TOKENS_FILE, a JSON object of token to user id.",
+      );
+    const [token, user] = parts.map((part) => part.trim()) as [string, string | undefined];
+    const wrong = parts.length < 2 || user === "" ? "it is not token=user" : defect(token, user);
+    if (wrong) throw new Error(`${where} cannot be used: ${wrong}.`);
+    table.set(token, user!);
+  });
+  return table;
+}
