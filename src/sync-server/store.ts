@@ -285,29 +285,32 @@ async function heldBeyond(
   parts: string[][],
   pushed: readonly WireCheckpoint[],
 ): Promise<Set<string>> {
-  const carried = pushed.flatMap((c) =>
-    c.writes.map((w) => [c.thread_id, c.checkpoint_ns, c.checkpoint_id, w] as const),
+  // The stored keys are read and compared here, in a hash set: a NOT EXISTS over the pushed writes
+  // (an unnest the planner cannot size) ran as a nested loop, every stored write against every pushed
+  // one, and a checkpoint of 20,000 writes took 45 s.
+  const carried = new Set(
+    pushed.flatMap((c) =>
+      c.writes.map((w) => `${cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id)}\u0000${w.task_id}\u0000${w.idx}`),
+    ),
   );
-  const result = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
-    `SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id
+  const result = await client.query<{
+    thread_id: string;
+    checkpoint_ns: string;
+    checkpoint_id: string;
+    task_id: string;
+    idx: number;
+  }>(
+    `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx
      FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
-     JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
-     WHERE NOT EXISTS (
-       SELECT 1 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::int[]) AS p(t, n, c, task, idx)
-       WHERE p.t = w.thread_id AND p.n = w.checkpoint_ns AND p.c = w.checkpoint_id AND p.task = w.task_id AND p.idx = w.idx)`,
-    [
-      userId,
-      parts.map((p) => p[0]),
-      parts.map((p) => p[1]),
-      parts.map((p) => p[2]),
-      carried.map(([t]) => t),
-      carried.map(([, n]) => n),
-      carried.map(([, , c]) => c),
-      carried.map(([, , , w]) => w.task_id),
-      carried.map(([, , , w]) => w.idx),
-    ],
+     JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c`,
+    [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2])],
   );
-  return new Set(result.rows.map((row) => cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)));
+  const beyond = new Set<string>();
+  for (const row of result.rows) {
+    const key = cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+    if (!carried.has(`${key}\u0000${row.task_id}\u0000${row.idx}`)) beyond.add(key);
+  }
+  return beyond;
 }
 
 /**
