@@ -10,6 +10,7 @@ import {
   isEmpty,
   newestReflected,
   rangeSpec,
+  recordCheck,
   isKeyRange,
   replay,
   snapshot,
@@ -156,9 +157,9 @@ export class ActiveJournal {
       const wiped = await options.wiped();
       return { ...base, kind: wiped ? "wiped" : "journal-unavailable", fromEmpty: wiped, error };
     }
-    const parsed = parseJournal(bytes);
-    let records = parsed.records as Payload[];
-    if (records.length > 0 && !("h" in records[0]!)) records = []; // not a journal of ours
+    // Not a journal of ours (no header first), or a record of a shape it never writes: corrupt from there.
+    const parsed = parseJournal(bytes, recordCheck(db, stores));
+    const records = parsed.records as Payload[];
     try {
       if (parsed.torn || (records.length === 0 && bytes.length > 0))
         await backend.truncate(records.length === 0 ? 0 : parsed.validLength);

@@ -242,3 +242,62 @@ describe("saver recovery from a crafted journal", () => {
     await saver.close();
   });
 });
+
+describe("saver recovery from a journal record of a shape the journal never writes", () => {
+  // Well-formed MessagePack with a valid CRC: only its shape is wrong. Before
+  // the fix each threw out of recovery (TypeError, DataError, NotFoundError)
+  // at every open, so no operation of the saver could run at all.
+  const SHAPES: [name: string, record: unknown][] = [
+    ["a payload that is not an object", "x"],
+    ["a null payload", null],
+    ["ops that are not a list", { o: 5 }],
+    ["an op that is not a list", { o: [null] }],
+    ["a put of a row without its key", { o: [["checkpoints", 0, { thread_id: "t" }]] }],
+    ["an insert of a row that is not an object", { o: [["meta", 1, 7]] }],
+    ["a delete of something that is not a key", { o: [["meta", 2, {}]] }],
+    ["a delete of a range that is not one", { o: [["meta", 3, null]] }],
+    ["a delete of a range with an invalid bound", { o: [["meta", 3, { l: {}, lo: false, uo: false }]] }],
+    ["an unknown request code", { o: [["meta", 9, { name: "x", value: 1 }]] }],
+    ["a snapshot of a store that is not a list", { snap: { checkpoints: 5 } }],
+    ["a snapshot row without its key", { snap: { checkpoints: [{ a: 1 }] } }],
+  ];
+
+  for (const wiped of [true, false]) {
+    it.each(SHAPES)(
+      `${wiped ? "after a wipe" : "on a database that lost nothing"}: %s ends the journal like a corrupt record`,
+      async (_name, record) => {
+        const name = dbName();
+        const real = await realJournal(name);
+        const after = frameRecord({ o: [["meta", 0, { name: "after", value: 1 }]] });
+        MemoryJournalBackend.setFile(name, joinBytes([real.file, frameRecord(record), after]));
+        if (wiped) await deleteDb(name);
+
+        const reports: RecoveryReport[] = [];
+        const saver = journaled(name, reports);
+        expect((await saver.getTuple(config("t")))?.checkpoint).toStrictEqual(real.latest?.checkpoint);
+        expect(reports[0]).toMatchObject({ kind: wiped ? "restored" : "ok", tornRecord: true });
+        expect(sameValue(await scan(name), real.rows)).toBe(true);
+        // Cut after the last good record (a database that lost nothing re-journals its newest rows after it).
+        const file = MemoryJournalBackend.file(name)!;
+        expect(hex(file.subarray(0, real.file.length))).toBe(hex(real.file));
+        const added = parseJournal(file.subarray(real.file.length));
+        expect(added.torn).toBe(false);
+        expect(JSON.stringify(added.records)).not.toContain('"after"');
+        await saver.close();
+      },
+    );
+  }
+
+  it("a request to a store the database lacks is skipped, as replay skips it", async () => {
+    const name = dbName();
+    const real = await realJournal(name);
+    const file = joinBytes([real.file, frameRecord({ o: [["nope", 0, { a: 1 }]] })]);
+    MemoryJournalBackend.setFile(name, file);
+    const reports: RecoveryReport[] = [];
+    const saver = journaled(name, reports);
+    expect((await saver.getTuple(config("t")))?.checkpoint).toStrictEqual(real.latest?.checkpoint);
+    expect(reports[0]).toMatchObject({ kind: "restored", tornRecord: false });
+    expect(sameValue(await scan(name), real.rows)).toBe(true);
+    await saver.close();
+  });
+});

@@ -70,10 +70,14 @@ export interface ParsedJournal {
 
 /**
  * Parses a journal file, stopping at the first torn or corrupt record (short,
- * failing its CRC, not MessagePack, or naming an extension the journal never
- * writes): the records before it are returned, it and the rest are not.
+ * failing its CRC, not MessagePack, naming an extension the journal never
+ * writes, or refused by `accept`, given each decoded record and its index):
+ * the records before it are returned, it and the rest are not.
  */
-export function parseJournal(bytes: Uint8Array): ParsedJournal {
+export function parseJournal(
+  bytes: Uint8Array,
+  accept: (record: unknown, index: number) => boolean = () => true,
+): ParsedJournal {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const records: unknown[] = [];
   let offset = 0;
@@ -92,6 +96,8 @@ export function parseJournal(bytes: Uint8Array): ParsedJournal {
     } catch {
       break;
     }
+    // A record of a shape the journal never writes: as corrupt as the rest.
+    if (!accept(value, records.length)) break;
     records.push(value);
     offset = start + length;
   }

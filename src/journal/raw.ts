@@ -97,11 +97,85 @@ export async function snapshot(db: IDBDatabase, journaled: readonly string[]): P
   return Object.fromEntries(stores.map((store, i) => [store, rows[i]!]));
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** Whether IndexedDB takes `key` as a key (the same check its requests make, which throw `DataError`). */
+function isValidKey(key: unknown): boolean {
+  try {
+    (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange.only(key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether each record of a journal file is one the journal writes, for
+ * `parseJournal`'s `accept`: a header first, then transactions and
+ * snapshots whose every request the database `db` takes (an object with a
+ * valid key under its store's key path, a valid key or key range). The
+ * file lives in OPFS, which whoever edits the profile can edit: a record
+ * of another shape would otherwise throw in the middle of recovery, at
+ * every open, and no operation of the saver could run. Refused, it is
+ * corrupt like a record failing its CRC. Requests to stores the database
+ * lacks are skipped on replay, so they are not checked.
+ */
+export function recordCheck(
+  db: IDBDatabase,
+  journaled: readonly string[],
+): (record: unknown, index: number) => boolean {
+  const stores = presentStores(db, journaled);
+  const tx = stores.length > 0 ? db.transaction(stores, "readonly") : undefined;
+  const paths = new Map(stores.map((store) => [store, tx!.objectStore(store).keyPath]));
+  const rowKeyed = (store: string, row: unknown) => isObject(row) && isValidKey(keyAt(paths.get(store)!, row));
+  const opOk = (op: unknown): boolean => {
+    if (!Array.isArray(op) || typeof op[0] !== "string") return false;
+    if (!paths.has(op[0])) return true;
+    switch (op[1]) {
+      case 0:
+      case 1:
+        return rowKeyed(op[0], op[2]);
+      case 2:
+        return isValidKey(op[2]);
+      case 3:
+        try {
+          return isObject(op[2]) && (toRange(op[2] as unknown as RangeSpec), true);
+        } catch {
+          return false;
+        }
+      case 4:
+        return true;
+      default:
+        return false;
+    }
+  };
+  return (record, index) => {
+    if (!isObject(record)) return false;
+    if (index === 0) return "h" in record;
+    if ("snap" in record) {
+      const snap = record.snap;
+      return (
+        isObject(snap) &&
+        stores.every((store) => {
+          const rows = snap[store];
+          return rows === undefined || (Array.isArray(rows) && rows.every((row) => rowKeyed(store, row)));
+        })
+      );
+    }
+    if ("o" in record) return Array.isArray(record.o) && record.o.every(opOk);
+    return true;
+  };
+}
+
+/** The key at `path` in `row`: what IndexedDB would take as the row's in-line key. */
+function keyAt(path: string | string[] | null, row: Record<string, unknown>): unknown {
+  return Array.isArray(path) ? path.map((part) => row[part]) : path === null ? undefined : row[path];
+}
+
 /** The primary key of `value` in `store` (in-line keys only: every store of ours has a key path). */
 export function keyOf(store: IDBObjectStore, value: unknown): IDBValidKey {
-  const path = store.keyPath;
-  const row = value as Record<string, IDBValidKey>;
-  return (Array.isArray(path) ? path.map((part) => row[part]!) : row[path as string]!) as IDBValidKey;
+  return keyAt(store.keyPath, value as Record<string, unknown>) as IDBValidKey;
 }
 
 /**
@@ -122,6 +196,7 @@ export async function newestReflected(
     const last = new Map<string, Op>();
     const tx = db.transaction(stores, "readonly");
     for (const op of record.o) {
+      if (!stores.includes(op[0])) continue; // replay skips it too
       const store = tx.objectStore(op[0]);
       const key = op[1] === 0 || op[1] === 1 ? keyOf(store, op[2]) : undefined;
       last.set(key === undefined ? `${op[0]}\u0000#${last.size}` : `${op[0]}\u0000${JSON.stringify(key)}`, op);
