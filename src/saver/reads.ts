@@ -86,12 +86,34 @@ export function assertRowFields(row: CheckpointRow): void {
   const problem =
     typeof row.channel_versions !== "object" || row.channel_versions === null
       ? "has no channel versions"
-      : parent !== undefined && typeof parent !== "string"
-        ? "has a parent link that is not a checkpoint id"
-        : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
-          ? INLINE_SHAPE
-          : undefined;
+      : !Object.values(row.channel_versions).every((version) => isVersionKey(version))
+        ? "has a channel version that is not a valid key"
+        : parent !== undefined && typeof parent !== "string"
+          ? "has a parent link that is not a checkpoint id"
+          : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
+            ? INLINE_SHAPE
+            : undefined;
   if (problem !== undefined) throw alteredRow(row, problem);
+}
+
+/**
+ * Whether IndexedDB takes `version` as part of a key, as the blob and
+ * `by_value` reads of that version do: LangGraph's versions are strings and
+ * numbers; NaN, null, a boolean or a plain object in a row's clear versions
+ * (only an edit puts them there) would fail the read with IndexedDB's
+ * `DataError`, naming no row, abort the read transaction, and leave the
+ * read's other requests rejecting unheard. Keys of other types (an array,
+ * a date, bytes) are read, and caught where the row's versions are checked
+ * against its checkpoint.
+ */
+function isVersionKey(version: unknown, seen: unknown[] = []): boolean {
+  if (typeof version === "string") return true;
+  if (typeof version === "number") return !Number.isNaN(version);
+  if (version instanceof Date) return !Number.isNaN(version.getTime());
+  if (version instanceof ArrayBuffer || ArrayBuffer.isView(version)) return true;
+  if (!Array.isArray(version) || seen.includes(version)) return false;
+  seen.push(version);
+  return version.every((part) => isVersionKey(part, seen));
 }
 
 /** The error for a checkpoint row edited outside the saver: names the row and says what is wrong (`problem`). */

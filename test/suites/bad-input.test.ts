@@ -296,6 +296,22 @@ describe("bad ids", () => {
     });
     expect(await snapshot(saver)).toEqual(before);
   });
+
+  it("a channel version that is not a string or a number (NaN, null, true, an object): put says which channel, stores nothing", async () => {
+    const saver = newSaver();
+    const before = await seeded(saver);
+    const parent = (await saver.getTuple(cfg("good")))!.config;
+    for (const version of [NaN, null, true, { v: 3 }]) {
+      const bad = { a: version } as unknown as Record<string, number>;
+      // Before: NaN failed in IndexedDB with a DataError; the others were stored, and read back as a row
+      // "altered outside the saver".
+      const inCheckpoint = await rejection(saver.put(parent, checkpoint({ a: "x" }, bad), meta(2), { a: 3 }));
+      expect(inCheckpoint.message).toMatch(/"checkpoint.channel_versions".*channel "a" must be a string or a number/);
+      const inNew = await rejection(saver.put(parent, checkpoint({ a: "x" }, { a: 3 }), meta(2), bad));
+      expect(inNew.message).toMatch(/"newVersions".*channel "a" must be a string or a number/);
+    }
+    expect(await snapshot(saver)).toEqual(before);
+  });
 });
 
 describe("values that cannot be serialized", () => {

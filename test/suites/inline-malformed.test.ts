@@ -142,6 +142,18 @@ describe("malformed values held inline, without encryption", () => {
     }
   });
 
+  it("a channel version edited to something not a key (null, an object, NaN, true, undefined): a SerializationError from every read, not an IndexedDB DataError", async () => {
+    const { dbName, c2Row } = await thread();
+    for (const version of [null, { v: 2 }, NaN, true, undefined]) {
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: { a: version } }]);
+      await expectClearErrors(
+        dbName,
+        String(version),
+        /Checkpoint c2 of thread "t" (has a channel version that is not a valid key|is inconsistent)/,
+      );
+    }
+  });
+
   it("the same row, then deleted (its run, a pulled removal, prune) or kept by a delete around it (another run): a SerializationError naming it, no TypeError, nothing deleted", async () => {
     const { dbName, c2Row } = await thread();
     await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
