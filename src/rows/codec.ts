@@ -134,14 +134,21 @@ export function decode(
   });
 }
 
-/** A checkpoint row's metadata. */
-export function decodeMetadata(serde: SerializerProtocol, row: CheckpointRow): Promise<CheckpointMetadata> {
-  return decode(
-    serde,
-    "read checkpoint metadata",
-    row.metadata,
-    rowRef.metadata(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
-  ) as Promise<CheckpointMetadata>;
+/**
+ * A checkpoint row's metadata. Every saver writes an object there; a row
+ * edited outside the saver may decode to anything (null, a string, a list),
+ * which would reach a `list` filter or LangGraph as metadata (a TypeError
+ * reading `null.source`): a `SerializationError` naming the row instead.
+ */
+export async function decodeMetadata(serde: SerializerProtocol, row: CheckpointRow): Promise<CheckpointMetadata> {
+  const ref = rowRef.metadata(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+  const metadata = await decode(serde, "read checkpoint metadata", row.metadata, ref);
+  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+    throw new SerializationError(
+      `Could not read checkpoint metadata from row ${JSON.stringify(ref)}: it is not an object; the row was altered outside the saver.`,
+    );
+  }
+  return metadata as CheckpointMetadata;
 }
 
 /** A blob's channel value. */
@@ -156,7 +163,8 @@ export function decodeBlob(serde: SerializerProtocol, blob: BlobRow): Promise<un
 
 /** A write row as LangGraph's pending write tuple. */
 export async function decodeWrite(serde: SerializerProtocol, write: WriteRow): Promise<CheckpointPendingWrite> {
-  const value = await decode(serde, `read a write to "${write.channel}"`, write.value, ...writeRefs(write));
+  const value = await decode(serde, `read a write to "${String(write.channel)}"`, write.value, ...writeRefs(write));
+  assertWriteFields(write);
   return [write.task_id, write.channel, value];
 }
 
@@ -170,9 +178,37 @@ export function decodeCheckpoint(
   >;
 }
 
-/** The `writesSortKey` of a stored write. */
+/**
+ * A stored write's task id, task path and channel are strings in every row
+ * a saver writes; one edited outside the saver (a number, a list) would
+ * reach LangGraph as a pending write of a task or channel that is not a
+ * name: a `SerializationError` naming the row instead. Checked after the
+ * value is decoded, so an encrypted row fails closed first (its binding
+ * names all three).
+ */
+function assertWriteFields(write: WriteRow): void {
+  const path: unknown = write.task_path ?? "";
+  if (typeof path === "string" && typeof write.task_id === "string" && typeof write.channel === "string") return;
+  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id, task_id: task, idx } = write;
+  throw new SerializationError(
+    `Could not read a pending write from row ${JSON.stringify(["write", t, ns, id, task, idx])}: its task id, task path or channel is not a string; the row was altered outside the saver.`,
+  );
+}
+
+/**
+ * The `writesSortKey` of a stored write. A task id or task path that is not
+ * a string (only an edit puts one there) sorts as its string form: LangGraph's
+ * comparator would throw a TypeError naming nothing, and decoding the write
+ * reports it ({@link decodeWrite}).
+ */
 export function writeSortKey(write: WriteRow) {
-  return writesSortKey(write.task_path ?? "", write.task_id, write.idx);
+  const path: unknown = write.task_path ?? "";
+  const task: unknown = write.task_id;
+  return writesSortKey(
+    typeof path === "string" ? path : String(path),
+    typeof task === "string" ? task : String(task),
+    write.idx,
+  );
 }
 
 /** Writes of one checkpoint in `writesSortKey` order: `(task_path, task_id, idx)`. */

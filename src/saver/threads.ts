@@ -3,10 +3,9 @@
  * index, so the cost is the page, not the database) and the summary rows
  * that puts, copies and removals keep.
  */
-import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { LIST_PAGE, prefixBounds } from "./keys.js";
-import { decode, rowRef } from "../rows/codec.js";
+import { decodeMetadata } from "../rows/codec.js";
 import { threadSummary, type CheckpointRow, type ThreadRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import type { ListThreadsOptions, ListedThread } from "./types.js";
@@ -93,13 +92,9 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
     for (const { row, count, createdAt, latest, updatedAt } of page) {
       // Found below `before` by its summary's time, though updated since (see above).
       if (before !== undefined && updatedAt >= before) continue;
+      // Checked as a checkpoint row's metadata is: an object, whatever an edit of the row left there.
       const metadata = latest
-        ? ((await decode(
-            serde,
-            "read thread metadata",
-            latest.metadata,
-            rowRef.metadata(row.thread_id, latest.checkpoint_ns, latest.checkpoint_id),
-          )) as CheckpointMetadata)
+        ? await decodeMetadata(serde, { ...latest, thread_id: row.thread_id } as CheckpointRow)
         : undefined;
       if (
         filterEntries.length > 0 &&

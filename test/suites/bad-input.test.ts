@@ -39,6 +39,7 @@ import {
   IndexedDBUnavailableError,
   SerializationError,
 } from "../../src/core/errors.js";
+import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { failingFactory, newerSchemaFactory, throwingFactory } from "../support/reliability/factories.js";
 import { openRaw, putRaw, rowsOfThread, scanAll, storedValues } from "../support/reliability/raw.js";
@@ -547,6 +548,86 @@ describe("rows of random bytes in every object store", () => {
       await reader.deleteThread(thread);
       expect(await reader.getTuple(cfg(thread))).toBeUndefined();
     }
+  });
+
+  it("well-formed values of the wrong kind (metadata that is not an object; a write's task path, task id or channel that is not a string): a SerializationError naming the row, no TypeError", async () => {
+    const saver = newSaver();
+    const before = await seeded(saver);
+    const c = await saver.put(cfg("edited"), checkpoint({ a: 1 }, { a: 1 }), meta(0), { a: 1 });
+    await saver.putWrites(c, [["a", "w"]], "task");
+    await saver.close();
+    const rows = rowsOfThread(await scanAll(saver.dbName), "edited");
+    const [row] = rows.checkpoints;
+    const [write] = rows.writes;
+    const reader = newSaver(saver.dbName);
+    const reads: [string, () => Promise<unknown> | AsyncIterable<unknown>][] = [
+      ["getTuple", () => reader.getTuple(cfg("edited"))],
+      ["list", () => reader.list({ configurable: { thread_id: "edited" } })],
+      ["list with a filter", () => reader.list({ configurable: { thread_id: "edited" } }, { filter: { step: 0 } })],
+      ["exportThread", () => reader.exportThread("edited", { as: "bytes" })],
+    ];
+    // The thread summary holds the newest root checkpoint's metadata too.
+    const summary = async () => {
+      for await (const thread of reader.listThreads()) void thread;
+    };
+    const serde = new MsgpackSerializer();
+    const edits: [string, string, Record<string, unknown>, RegExp][] = [];
+    for (const value of [null, "text", 7, ["a"]]) {
+      const metadata = await serde.dumpsTyped(value);
+      edits.push([
+        "checkpoints",
+        `metadata ${JSON.stringify(value)}`,
+        { ...row, metadata },
+        /"metadata".*not an object/,
+      ]);
+    }
+    // Not the key fields: one more write, of the same checkpoint, whose task id is a number.
+    const numeric = { ...write, task_id: 5, idx: 1 };
+    for (const [field, value] of [
+      ["task_path", ["a", "b"]],
+      ["task_path", 3],
+      ["channel", 4],
+    ] as const)
+      edits.push([
+        "writes",
+        `${field} ${JSON.stringify(value)}`,
+        { ...write, [field]: value },
+        /task id, task path or channel is not a string/,
+      ]);
+    edits.push(["writes", "task_id 5", numeric, /task id, task path or channel is not a string/]);
+    for (const [store, what, edited, message] of edits) {
+      await reader.close();
+      await putRaw(saver.dbName, store as "checkpoints" | "writes", [edited]);
+      for (const [name, read] of reads) {
+        const error = await rejection(read() as Promise<unknown>);
+        expect(error, `${what}: ${name}: ${error.message}`).toBeInstanceOf(SerializationError);
+        expect(error.message, `${what}: ${name}`).toMatch(message);
+        expect(error.message, `${what}: ${name}`).toMatch(/"edited"/);
+      }
+      if (store === "checkpoints") {
+        const error = await rejection(summary());
+        expect(error, `${what}: listThreads: ${error.message}`).toBeInstanceOf(SerializationError);
+        expect(error.message, `${what}: listThreads`).toMatch(message);
+      }
+      // Put back as it was; the numeric task id goes.
+      await reader.close();
+      await putRaw(saver.dbName, store as "checkpoints" | "writes", [store === "checkpoints" ? row : write]);
+      if (edited === numeric) {
+        const db = await openRaw(saver.dbName);
+        const tx = db.transaction(["writes"], "readwrite");
+        tx.objectStore("writes").delete([
+          write.thread_id,
+          write.checkpoint_ns,
+          write.checkpoint_id,
+          5,
+          1,
+        ] as IDBValidKey);
+        await new Promise((resolve) => (tx.oncomplete = resolve));
+        db.close();
+      }
+    }
+    expect((await reader.getTuple(cfg("edited")))?.pendingWrites).toEqual([["task", "a", "w"]]);
+    expect(await snapshot(reader)).toEqual(before);
   });
 
   it("a key record of random bytes: every read fails closed with a package error", async () => {
