@@ -121,7 +121,7 @@ export interface BoundSerializer {
 export function keyIdOf(serde: SerializerProtocol | undefined, stored: KeyRecord | undefined): string | undefined {
   if (stored === undefined) return undefined;
   const keyed = serde && isDatabaseKeyed(serde) ? serde : undefined;
-  return keyed?.sealingKeyId?.(stored) ?? String(stored.kind);
+  return keyed?.sealingKeyId?.(stored) ?? String((stored as Partial<KeyRecord> | null)?.kind);
 }
 
 /**
@@ -209,7 +209,7 @@ export async function bindSerializer(
     const stored = await readRecord();
     if (stored !== undefined) {
       throw new DecryptionError(
-        `This database is encrypted (${stored.kind}); open it with an EncryptedSerializer and its passphrase or key.`,
+        `This database is encrypted (${String((stored as Partial<KeyRecord> | null)?.kind)}); open it with an EncryptedSerializer and its passphrase or key.`,
       );
     }
     return { serde, keyId: undefined };

@@ -115,7 +115,7 @@ export async function changeDatabaseKey(
     if (stored === undefined) return false;
     if (!isRewrappable(current)) {
       throw new TypeError(
-        `This database's values are encrypted (key record "${stored.kind}"), but its current serializer cannot re-wrap the key. Open it with the EncryptedSerializer it was created with.`,
+        `This database's values are encrypted (key record "${String((stored as Partial<KeyRecord> | null)?.kind)}"), but its current serializer cannot re-wrap the key. Open it with the EncryptedSerializer it was created with.`,
       );
     }
     // Resuming a change whose re-wrap was stored but whose re-encryption was cut off.

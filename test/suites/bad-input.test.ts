@@ -40,6 +40,7 @@ import {
   SerializationError,
 } from "../../src/core/errors.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
+import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { failingFactory, newerSchemaFactory, throwingFactory } from "../support/reliability/factories.js";
 import { openRaw, putRaw, rowsOfThread, scanAll, storedValues } from "../support/reliability/raw.js";
@@ -639,6 +640,27 @@ describe("rows of random bytes in every object store", () => {
     const error = await rejection(reader.getTuple(cfg("good")));
     expect(error).toBeInstanceOf(DecryptionError);
     expect(error.message).toMatch(/encrypted/);
+  });
+
+  it("a key record edited to null, a number, a string or a list: a DecryptionError from a plain and an encrypted saver, not a TypeError", async () => {
+    const key = Uint8Array.from({ length: 32 }, (_, i) => i + 3);
+    for (const encrypted of [false, true]) {
+      const serde = encrypted ? await EncryptedSerializer.fromRawKey(key) : undefined;
+      const saver = newSaver(undefined, { serde });
+      await seeded(saver);
+      await saver.close();
+      for (const value of [null, 7, "aes-gcm", [1, 2]]) {
+        await putRaw(saver.dbName, "meta", [{ name: "key", value }]);
+        const reader = newSaver(saver.dbName, { serde });
+        // Before: null was "TypeError: Cannot read properties of null (reading 'kind')" from every
+        // operation; the others read as a key record "written by a "undefined" serializer".
+        const error = await rejection(reader.getTuple(cfg("good")));
+        const what = `${encrypted ? "encrypted" : "plain"}, ${JSON.stringify(value)}: ${error.message}`;
+        expect(error, what).toBeInstanceOf(DecryptionError);
+        expect(error.message, what).toMatch(encrypted ? /key record is malformed: it was altered/ : /encrypted/);
+        await reader.close();
+      }
+    }
   });
 });
 

@@ -56,6 +56,10 @@ export interface AesGcmKeyRecord extends KeyRecord {
 
 /** Validates a stored key record's shape, or fails with a DecryptionError. */
 export function parseRecord(stored: KeyRecord): AesGcmKeyRecord {
+  // The record is a `meta` row anyone with the profile's files can edit: it may hold anything, even null.
+  if (typeof stored !== "object" || stored === null || Array.isArray(stored)) {
+    throw new DecryptionError("This database's encryption key record is malformed: it was altered.");
+  }
   if (stored.kind !== "aes-gcm") {
     throw new DecryptionError(
       `This database's key record was written by a "${String(stored.kind)}" serializer, not by EncryptedSerializer (aes-gcm). Open it with the serializer it was created with.`,
