@@ -157,6 +157,14 @@ async function rewriteRow<S extends "checkpoints" | "blobs" | "writes" | "thread
     case "checkpoints": {
       const r = row as CheckpointRow;
       const inline = inlineBlobs(r);
+      // A value held inline at a channel the row's clear versions do not name (an edit removed it, or all of
+      // them) is bound to a version this pass cannot know: re-encrypting the rest and keeping it as it is
+      // would leave it under the retired key, lost once the record drops that key. Fail closed instead.
+      if (typeof r.inline === "object" && r.inline !== null && Object.keys(r.inline).length > inline.length) {
+        throw new DecryptionError(
+          `Checkpoint ${String(r.checkpoint_id)} of thread "${String(r.thread_id)}" (namespace "${String(r.checkpoint_ns)}") holds a value inline at a channel its clear versions do not name: the row was altered outside the saver. Nothing more was re-encrypted; the data key is still being replaced.`,
+        );
+      }
       const [checkpoint, metadata, values] = await Promise.all([
         rewriteEither(rewrite, r.checkpoint, checkpointRefs(r)),
         rewrite(r.metadata, rowRef.metadata(r.thread_id, r.checkpoint_ns, r.checkpoint_id)),

@@ -199,6 +199,33 @@ describe("values held inline (row format 2) under attack, encrypted", () => {
     expect((await readStore<CheckpointRow>(dbName, "checkpoints")).map((row) => row.checkpoint_id)).toEqual(["c3"]);
   });
 
+  it("the row holding a value with a channel removed from its clear versions (or all of them), then rekey(): rekey fails closed and the value is not left under the retired key", async () => {
+    for (const versions of [{}, null]) {
+      const dbName = freshDbName("inline-attacks-rekey");
+      const saver = await saverOn(dbName);
+      const c1 = await saver.put(at("t"), cp("c1", { a: "one" }, { a: 1 }), meta, { a: 1 });
+      const c2 = await saver.put(c1, cp("c2", { a: "two" }, { a: 2 }), meta, { a: 2 });
+      await saver.put(c2, cp("c3", { a: "two" }, { a: 2 }), meta, {});
+      await saver.close();
+      const holder = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
+      expect(Object.keys(holder.inline!)).toEqual(["a"]);
+      await putRaw(dbName, "checkpoints", [{ ...holder, channel_versions: versions }]);
+      const attacked = await saverOn(dbName);
+      // Before: rekey re-encrypted c2's checkpoint and metadata but left its inline value under the old data key,
+      // then dropped that key from the record: the value c3 names was lost for good, edit undone or not.
+      const rekeying = attacked.rekey();
+      await expect(rekeying, JSON.stringify(versions)).rejects.toBeInstanceOf(DecryptionError);
+      await expect(rekeying).rejects.toThrow(/Checkpoint c2 of thread "t"/);
+      await attacked.close();
+      // The edit undone (the row as it is now, its clear versions put back), rekey finishes and c3 reads whole.
+      const now = (await readStore<CheckpointRow>(dbName, "checkpoints")).find((row) => row.checkpoint_id === "c2")!;
+      await putRaw(dbName, "checkpoints", [{ ...now, channel_versions: holder.channel_versions }]);
+      const reader = await saverOn(dbName);
+      await reader.rekey();
+      expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    }
+  });
+
   // What sync pulls when another device removed c2 (its prune or deleteForRuns), or deleted the thread up to c2.
   const pulled: [string, WireChange][] = [
     [
