@@ -108,7 +108,7 @@ async function pruneThread(
   const doomed = rows.filter((row) => !keep.has(checkpointIdentity(row.checkpoint_ns, row.checkpoint_id)));
   if (doomed.length === 0 && snapshots.length === 0) return;
   // The doomed rows' clear versions decide which of their inline values move to blob rows: check them.
-  if (sealed) await Promise.all(doomed.map((row) => verifyInlineVersions(serde, row)));
+  await Promise.all(doomed.map((row) => verifyInlineVersions(serde, row)));
   await ctx.writes.write(
     THREAD_STORES,
     async (tx) => {

@@ -7,6 +7,8 @@
  * rows when it goes, for the checkpoints left that name them.
  */
 import { checkpointIdentity } from "../core/identity.js";
+import { sameClone } from "../core/equality.js";
+import { assertRowFields } from "./reads.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { assertVersionsMatch, decodeCheckpoint, decodeMetadata, sameVersions } from "../rows/codec.js";
@@ -20,19 +22,20 @@ export interface VerifiedRow {
 }
 
 /**
- * Under encryption, the rows the run index names for `runIds`, each checked
- * against its sealed `metadata.run_id` before anything is deleted (a row
+ * The rows the run index names for `runIds`, each checked before anything
+ * is deleted: under encryption against its sealed `metadata.run_id` (a row
  * whose clear run id was edited would otherwise take another run's, or
- * another thread's, checkpoint with it). Keyed by row identity, with the
- * metadata bytes that were checked, so the deleting transaction can see a
- * row is still the one verified. `undefined` without encryption.
+ * another thread's, checkpoint with it), and with or without it, a row
+ * holding values inline, its clear versions ({@link verifyInlineVersions}).
+ * Keyed by row identity, with the metadata bytes that were checked, so the
+ * deleting transaction can see a row is still the one verified.
  */
 export async function verifiedRunRows(
   ctx: SaverContext,
   runIds: readonly string[],
 ): Promise<Map<string, VerifiedRow> | undefined> {
   const serde = await ctx.serde();
-  if (!authenticates(serde)) return undefined;
+  const authenticated = authenticates(serde);
   const rows = await ctx.db.read(
     ["checkpoints"],
     async (tx) =>
@@ -43,8 +46,13 @@ export async function verifiedRunRows(
   await Promise.all(
     rows.map(async (row) => {
       const holdsInline = row.inline !== undefined;
-      const [metadata] = await Promise.all([decodeMetadata(serde, row), verifyInlineVersions(serde, row)]);
-      verifyRunId(row, metadata);
+      // Without encryption, the run id is not checked (anyone who can edit it can delete the row), but the
+      // versions of a row holding values inline are: an edited one would take another checkpoint's value with it.
+      const [metadata] = await Promise.all([
+        authenticated ? decodeMetadata(serde, row) : undefined,
+        verifyInlineVersions(serde, row),
+      ]);
+      if (metadata) verifyRunId(row, metadata);
       verified.set(rowIdentity(row), {
         metadata: row.metadata,
         ...(holdsInline && { versions: row.channel_versions }),
@@ -55,15 +63,20 @@ export async function verifiedRunRows(
 }
 
 /**
- * Under encryption, before `row` is deleted: if it holds values inline, its
- * clear channel versions match its sealed checkpoint (they decide which of
- * those values move to blob rows for the checkpoints left; an edited one
- * would leave a value they name behind, lost with the row), else a
- * `DecryptionError`. Nothing to check for a row without inline values.
+ * Before `row` is deleted: if it holds values inline, its clear channel
+ * versions match its checkpoint (they decide which of those values move to
+ * blob rows for the checkpoints left; an edited one would leave a value
+ * they name behind, lost with the row), else a `DecryptionError` (a
+ * `SerializationError` without encryption, whose checkpoint anyone could
+ * have edited too: a reader of the row reports it so). Nothing to check for
+ * a row without inline values.
  */
 export async function verifyInlineVersions(serde: SerializerProtocol, row: CheckpointRow): Promise<void> {
   if (row.inline === undefined) return;
-  assertVersionsMatch(row, await decodeCheckpoint(serde, row), true);
+  const authenticated = authenticates(serde);
+  // Without encryption, a row of a shape no saver writes is named as such, as its reads name it.
+  if (!authenticated) assertRowFields(row);
+  assertVersionsMatch(row, await decodeCheckpoint(serde, row), authenticated);
 }
 
 /** The clear channel versions of rows holding values inline, checked by {@link checkInlineVersions}, by {@link rowIdentity}. */
@@ -111,8 +124,6 @@ export function stillVerified(verified: Map<string, VerifiedRow> | undefined, ro
   if (entry?.versions !== undefined ? !sameVersions(row.channel_versions, entry.versions) : row.inline !== undefined) {
     return false;
   }
-  const checked = entry?.metadata[1];
-  const now = row.metadata?.[1];
-  if (checked === undefined || !(now instanceof Uint8Array) || checked.length !== now.length) return false;
-  return checked.every((byte, i) => byte === now[i]);
+  // Without encryption the metadata was not decoded: it may be anything an edit left there.
+  return entry !== undefined && sameClone(entry.metadata, row.metadata);
 }

@@ -1,12 +1,12 @@
 /**
- * The deletes a pull applies, under encryption: another device's removal
+ * The deletes a pull applies: another device's removal
  * of a checkpoint (its prune or deleteForRuns) or delete of a thread up to
  * an id moves the values a deleted row holds inline (row format 2) to blob
  * rows, by that row's clear channel versions, for the checkpoints left. An
  * edited version would leave such a value behind, lost with its row; so,
  * as `deleteForRuns` and `prune` do (saver/verify-runs.ts), those versions
- * are checked against the row's sealed checkpoint before the pulled page's
- * transaction, which cannot decrypt. The rows a removal names are read and
+ * are checked against the row's own checkpoint (sealed, under encryption)
+ * before the pulled page's transaction, which cannot decode. The rows a removal names are read and
  * checked first. A deleted row the transaction meets unchecked (one a
  * delete up to an id reaches while newer rows stay, or a row changed since
  * it was checked) aborts it: that row is checked, and the page applied again.
@@ -14,7 +14,6 @@
 import type { SaverRawAccess } from "../saver/raw-access.js";
 import type { SaverStoreName } from "../saver/schema.js";
 import type { WriteTx } from "../saver/tombstones.js";
-import { authenticates } from "../saver/verify.js";
 import { checkInlineVersions, inlineChecked, type CheckedVersions } from "../saver/verify-runs.js";
 import type { CheckpointRow } from "../rows/shapes.js";
 import type { WireChange } from "./protocol.js";
@@ -58,7 +57,6 @@ export async function writeChecked<R>(
     access.write(stores, (tx) => work(tx, checked && checksOf(checked)), action);
   if (changes.every((change) => change.kind === "checkpoint")) return write();
   const serde = await access.serde();
-  if (!authenticates(serde)) return write();
   const checked = await checkInlineVersions(serde, await removedRows(access, changes));
   for (let attempt = 1; ; attempt++) {
     try {

@@ -182,6 +182,44 @@ describe("malformed values held inline, without encryption", () => {
   });
 });
 
+describe("a row holding a value inline with its clear channel versions edited, then deleted, without encryption", () => {
+  // c2 holds a@2 inline, c3 names it. c2's clear versions edited to a: 7 (or the channel removed) would move
+  // its value to a blob row at 7 (or nowhere) when c2 goes: c3's value lost with it.
+  for (const versions of [{ a: 7 }, {}]) {
+    it(`versions ${JSON.stringify(versions)}: its run deleted, a pulled removal, prune: a SerializationError naming it, nothing deleted, c3 still whole once undone`, async () => {
+      const { dbName, c2Row } = await thread();
+      await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: versions }]);
+      const saver = track(new IndexedDBSaver({ dbName }));
+      const removal: WireChange = {
+        kind: "removed",
+        seq: 1,
+        removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" },
+      };
+      const deletes: [string, () => Promise<unknown>][] = [
+        ["deleteForRuns r2", () => saver.deleteForRuns(["r2"])],
+        ["pulled removal", () => applyChanges(rawAccessOf(saver)!, [removal], { scope: "s\u0000u", cursor: 1 })],
+        ["prune", () => saver.prune(["t"])],
+      ];
+      for (const [what, run] of deletes) {
+        const failure = run();
+        await expect(failure, what).rejects.toBeInstanceOf(SerializationError);
+        await expect(failure, what).rejects.toThrow(/Checkpoint c2 of thread "t" is inconsistent/);
+        const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
+        expect(
+          rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
+          what,
+        ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
+      }
+      await saver.close();
+      // Undone, the run deletes as it should, its value kept as a blob row for c3.
+      await putRaw(dbName, "checkpoints", [c2Row]);
+      const reader = track(new IndexedDBSaver({ dbName }));
+      await reader.deleteForRuns(["r2"]);
+      expect((await reader.getTuple(at("t", "c3")))?.checkpoint.channel_values).toEqual({ a: "two" });
+    });
+  }
+});
+
 describe("copyThread of a row holding malformed inline values, without encryption", () => {
   it("an inline map that is not a map, a value that is not [type, bytes] or at no version of the row, keys of another thread: a SerializationError naming the row, nothing written to the target", async () => {
     const { dbName, c2Row } = await thread();
