@@ -61,17 +61,21 @@ export async function deleteUpTo(
   ]);
   const writeKeys = allWriteKeys.filter((key) => key[1] !== TOMBSTONE_NS);
   let max = maxDeletedId;
+  // Every row of the thread: whatever its ids, even one planted with an id that is not a string (JavaScript's
+  // `<=` between a number and a string is false both ways: such a row would set the maximum, keep every real
+  // row of the thread, and the delete would resolve with them still there).
+  const whole = max === undefined;
   if (max === undefined) {
     if (checkpointKeys.length === 0 && writeKeys.length === 0) return undefined;
     max = previous?.max_deleted_id ?? "";
-    for (const key of [...checkpointKeys, ...writeKeys]) if (key[2] > max) max = key[2];
+    for (const key of [...checkpointKeys, ...writeKeys]) if (typeof key[2] === "string" && key[2] > max) max = key[2];
   }
   const upTo = max;
   for (const name of markNames) {
     if (checkpointOfMark(name).checkpointId <= upTo) issue(storeDelete(tx.objectStore("meta"), name));
   }
-  const checkpointsGone = checkpointKeys.every((key) => key[2] <= upTo);
-  if (checkpointsGone && writeKeys.every((key) => key[2] <= upTo)) {
+  const checkpointsGone = whole || checkpointKeys.every((key) => key[2] <= upTo);
+  if (checkpointsGone && (whole || writeKeys.every((key) => key[2] <= upTo))) {
     // The whole thread: range deletes (the tombstone copy goes too, and is written again below).
     issue(storeDelete(tx.objectStore("checkpoints"), range));
     issue(storeDelete(tx.objectStore("writes"), range));

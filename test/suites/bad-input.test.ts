@@ -631,6 +631,37 @@ describe("rows of random bytes in every object store", () => {
     expect(await snapshot(reader)).toEqual(before);
   });
 
+  it("a row planted under a checkpoint id that is not a string (a number, a list): deleteThread deletes every row of the thread", async () => {
+    for (const plantedId of [5, ["c9"]]) {
+      const saver = newSaver();
+      const before = await seeded(saver);
+      const c = await saver.put(cfg("doomed"), checkpoint({ a: 1 }, { a: 1 }), meta(0), { a: 1 });
+      await saver.putWrites(c, [["a", "w"]], "task");
+      await saver.close();
+      const rows = rowsOfThread(await scanAll(saver.dbName), "doomed");
+      await putRaw(saver.dbName, "checkpoints", [{ ...rows.checkpoints[0], checkpoint_id: plantedId }]);
+      await putRaw(saver.dbName, "writes", [{ ...rows.writes[0], checkpoint_id: plantedId }]);
+      const reader = newSaver(saver.dbName);
+      // Before: a number took the maximum id (5 > "" and "c…" <= 5 are both false), so the delete resolved
+      // and kept every real row of the thread, under a tombstone whose id was the number 5.
+      await reader.deleteThread("doomed");
+      await reader.close();
+      const left = rowsOfThread(await scanAll(saver.dbName), "doomed");
+      expect(left.checkpoints, JSON.stringify(plantedId)).toEqual([]);
+      expect(left.blobs, JSON.stringify(plantedId)).toEqual([]);
+      expect(left.threads, JSON.stringify(plantedId)).toEqual([]);
+      // Only the tombstone copy is left in writes, and both copies name a string id.
+      expect(left.writes.map((row) => row.checkpoint_ns)).toEqual(["\u0000tombstone"]);
+      const tombstone = left.meta.find((row) => String(row.name).startsWith("tombstone"))?.value as {
+        max_deleted_id: unknown;
+      };
+      expect(tombstone.max_deleted_id).toBe(c.configurable!.checkpoint_id);
+      const again = newSaver(saver.dbName);
+      expect(await again.getTuple(cfg("doomed"))).toBeUndefined();
+      expect(await snapshot(again)).toEqual(before);
+    }
+  });
+
   it("a key record of random bytes: every read fails closed with a package error", async () => {
     const saver = newSaver();
     await seeded(saver);
