@@ -84,15 +84,17 @@ export function assertRowFields(row: CheckpointRow): void {
   const inline: unknown = row.inline;
   const parent: unknown = row.parent_checkpoint_id;
   const problem =
-    typeof row.channel_versions !== "object" || row.channel_versions === null
-      ? "has no channel versions"
-      : !Object.values(row.channel_versions).every((version) => isVersionKey(version))
-        ? "has a channel version that is not a valid key"
-        : parent !== undefined && typeof parent !== "string"
-          ? "has a parent link that is not a checkpoint id"
-          : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
-            ? INLINE_SHAPE
-            : undefined;
+    typeof row.thread_id !== "string" || typeof row.checkpoint_ns !== "string" || typeof row.checkpoint_id !== "string"
+      ? `is stored under the key ${JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id])}, whose thread id, namespace or checkpoint id is not a string`
+      : typeof row.channel_versions !== "object" || row.channel_versions === null
+        ? "has no channel versions"
+        : !Object.values(row.channel_versions).every((version) => isVersionKey(version))
+          ? "has a channel version that is not a valid key"
+          : parent !== undefined && typeof parent !== "string"
+            ? "has a parent link that is not a checkpoint id"
+            : inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))
+              ? INLINE_SHAPE
+              : undefined;
   if (problem !== undefined) throw alteredRow(row, problem);
 }
 

@@ -662,6 +662,38 @@ describe("rows of random bytes in every object store", () => {
     }
   });
 
+  it("a row planted under a key whose thread id, namespace or checkpoint id is not a string: list and exportThread name it, no config with such an id", async () => {
+    const plants: [string, Record<string, unknown>, () => Promise<unknown> | AsyncIterable<unknown>][] = [];
+    const saver = newSaver();
+    const before = await seeded(saver);
+    const c = await saver.put(cfg("odd"), checkpoint({ a: 1 }, { a: 1 }), meta(0), { a: 1 });
+    await saver.close();
+    const [row] = rowsOfThread(await scanAll(saver.dbName), "odd").checkpoints;
+    const reader = newSaver(saver.dbName);
+    const ofThread = () => reader.list({ configurable: { thread_id: "odd" } });
+    const everywhere = () => reader.list({ configurable: {} });
+    const exported = () => reader.exportThread("odd", { as: "bytes" });
+    plants.push(["namespace 5", { ...row, checkpoint_ns: 5 }, ofThread]);
+    plants.push(["namespace 5, exported", { ...row, checkpoint_ns: 5 }, exported]);
+    plants.push(["checkpoint id 5", { ...row, checkpoint_id: 5 }, ofThread]);
+    // Before: "thread changed while it was being exported (checkpoint 5 ... disappeared). Export it again".
+    plants.push(["checkpoint id 5, exported", { ...row, checkpoint_id: 5 }, exported]);
+    plants.push(["thread id 5", { ...row, thread_id: 5 }, everywhere]);
+    for (const [what, planted, read] of plants) {
+      await reader.close();
+      await putRaw(saver.dbName, "checkpoints", [planted]);
+      // Before: list returned a tuple whose config named the number (a config LangGraph and getTuple refuse).
+      const error = await rejection(read() as Promise<unknown>);
+      expect(error, `${what}: ${error.message}`).toBeInstanceOf(SerializationError);
+      expect(error.message, what).toMatch(/is stored under the key .*not a string: the row was altered/);
+      await reader.deleteThread(String(planted.thread_id));
+      await reader.close();
+      await putRaw(saver.dbName, "checkpoints", [row]);
+    }
+    expect((await reader.getTuple(cfg("odd")))?.config).toEqual(c);
+    expect(await snapshot(reader)).toEqual(before);
+  });
+
   it("a key record of random bytes: every read fails closed with a package error", async () => {
     const saver = newSaver();
     await seeded(saver);
