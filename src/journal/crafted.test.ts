@@ -11,6 +11,7 @@
  * Memory backend, so it runs the same in Node and Chromium.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { afterEach, describe, expect, it } from "vitest";
 import { joinBytes } from "../core/bytes.js";
@@ -300,4 +301,49 @@ describe("saver recovery from a journal record of a shape the journal never writ
     expect(sameValue(await scan(name), real.rows)).toBe(true);
     await saver.close();
   });
+});
+
+describe("a checkpoint row edited in the database, which recovery journals again", () => {
+  // The journal's last records are writes to c2 (more than the replay margin), so recovery re-appends the
+  // newest rows of c2's namespace as they are in the database, the edited c2 among them: before, that threw
+  // ("Cannot convert undefined or null to object", a DataError) out of recovery at every open, and no
+  // operation of the saver ran, not even on another thread.
+  const EDITS: [name: string, edit: Record<string, unknown>][] = [
+    ["its channel versions removed", { channel_versions: null }],
+    ["a version that is not a key (a value held in a blob row)", { channel_versions: { big: null } }],
+  ];
+  it.each(EDITS)(
+    "%s: the saver opens, the other thread reads, the row reads as an altered one",
+    async (_name, edit) => {
+      const name = dbName();
+      const saver = journaled(name);
+      const at = (thread_id: string, checkpoint_id?: string): RunnableConfig => ({
+        configurable: { thread_id, checkpoint_ns: "", ...(checkpoint_id && { checkpoint_id }) },
+      });
+      const checkpoint = (id: string, big: string) => ({
+        ...emptyCheckpoint(),
+        id,
+        channel_values: { big },
+        channel_versions: { big: Number(id) },
+      });
+      const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;
+      await saver.put(at("other"), checkpoint("1", "fine"), meta, { big: 1 });
+      const c1 = await saver.put(at("t"), checkpoint("1", "one"), meta, { big: 1 });
+      const c2 = await saver.put(c1, checkpoint("2", "x".repeat(5000)), meta, { big: 2 });
+      for (let i = 0; i < 20; i++) await saver.putWrites(c2, [["big", i]], `task-${i}`);
+      await saver.close();
+      const db = await idb(indexedDB.open(name));
+      const tx = db.transaction(["checkpoints"], "readwrite");
+      const row = (await idb(tx.objectStore("checkpoints").get(["t", "", "2"]))) as Record<string, unknown>;
+      await idb(tx.objectStore("checkpoints").put({ ...row, ...edit }));
+      db.close();
+
+      const reports: RecoveryReport[] = [];
+      const reopened = journaled(name, reports);
+      expect((await reopened.getTuple(at("other")))?.checkpoint.channel_values).toEqual({ big: "fine" });
+      expect(reports[0]).toMatchObject({ kind: "ok" });
+      await expect(reopened.getTuple(at("t", "2"))).rejects.toThrow(/Checkpoint 2 of thread "t"/);
+      await reopened.close();
+    },
+  );
 });

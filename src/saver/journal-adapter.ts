@@ -7,7 +7,7 @@
  */
 import type { Op, Payload } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
-import { heldInline, inlineBlob, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
+import { heldInline, inlineBlob, type BlobRow, type CheckpointRow, type Version } from "../rows/shapes.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -17,6 +17,16 @@ function request<T>(req: IDBRequest<T>): Promise<T> {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
   });
+}
+
+/** Whether IndexedDB takes `value` as a key (its requests throw `DataError` synchronously otherwise). */
+function isKey(value: unknown): boolean {
+  try {
+    (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange.only(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -44,6 +54,8 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
   const ops: Op[] = [];
   const threads = new Set<string>();
   for (const [threadId, ns] of namespaces.values()) {
+    // Only what the saver writes: a row of another shape (an edit of the journal) names no namespace of ours.
+    if (typeof threadId !== "string" || typeof ns !== "string") continue;
     if (ns.startsWith("\u0000")) continue; // a tombstone copy, not a namespace
     threads.add(threadId);
     const range = KeyRange.bound([threadId, ns], [threadId, ns, []]);
@@ -61,8 +73,13 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
     for (const row of rows) {
       ops.push(["checkpoints", 0, row]);
       const checkpoints = tx.objectStore("checkpoints");
+      // A row edited in the database may hold anything as its versions: it is journaled again as it is, with the
+      // values of the versions that can be keys. Recovery must not throw on it: it runs before every operation.
+      const versions: unknown = row.channel_versions;
+      const entries = typeof versions === "object" && versions !== null ? Object.entries(versions) : [];
       const blobs = await Promise.all(
-        Object.entries(row.channel_versions).map(async ([channel, version]) => {
+        entries.map(async ([channel, version]: [string, Version]) => {
+          if (!isKey([channel, version])) return undefined;
           // Row format 2: a value this row holds inline comes back with it; one an
           // ancestor holds inline is re-appended as the blob row it stands for.
           if (inlineBlob(row, channel, version)) return undefined;
