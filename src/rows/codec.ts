@@ -168,14 +168,24 @@ export async function decodeWrite(serde: SerializerProtocol, write: WriteRow): P
   return [write.task_id, write.channel, value];
 }
 
-/** The checkpoint stored in a row, without channel values. */
-export function decodeCheckpoint(
+/**
+ * The checkpoint stored in a row, without channel values. A row edited
+ * outside the saver may decode to anything (null, a string): a
+ * `SerializationError` naming the row, not a TypeError in whatever reads its
+ * channel versions first.
+ */
+export async function decodeCheckpoint(
   serde: SerializerProtocol,
   row: CheckpointRow,
 ): Promise<Omit<Checkpoint, "channel_values">> {
-  return decode(serde, "read a checkpoint", row.checkpoint, ...checkpointRefs(row)) as Promise<
-    Omit<Checkpoint, "channel_values">
-  >;
+  const refs = checkpointRefs(row);
+  const checkpoint = await decode(serde, "read a checkpoint", row.checkpoint, ...refs);
+  if (typeof checkpoint !== "object" || checkpoint === null || Array.isArray(checkpoint)) {
+    throw new SerializationError(
+      `Could not read a checkpoint from row ${JSON.stringify(refs[0])}: it is not an object; the row was altered outside the saver.`,
+    );
+  }
+  return checkpoint as Omit<Checkpoint, "channel_values">;
 }
 
 /**

@@ -694,6 +694,33 @@ describe("rows of random bytes in every object store", () => {
     expect(await snapshot(reader)).toEqual(before);
   });
 
+  it("a checkpoint that decodes to something not an object (null, a string): reads and prune name the row, no TypeError", async () => {
+    const saver = newSaver();
+    const before = await seeded(saver);
+    const c1 = await saver.put(cfg("edited"), checkpoint({ a: 1 }, { a: 1 }), meta(0), { a: 1 });
+    await saver.put(c1, checkpoint({ a: 2 }, { a: 2 }), meta(1), { a: 2 });
+    await saver.close();
+    const [row] = rowsOfThread(await scanAll(saver.dbName), "edited").checkpoints;
+    const serde = new MsgpackSerializer();
+    for (const value of [null, "text"]) {
+      await putRaw(saver.dbName, "checkpoints", [{ ...row, checkpoint: await serde.dumpsTyped(value) }]);
+      const reader = newSaver(saver.dbName);
+      // Before: prune (which checks the versions of a row holding values inline before deleting it) threw
+      // "TypeError: Cannot read properties of null (reading 'channel_versions')".
+      for (const [name, call] of [
+        ["getTuple", () => reader.getTuple(cfg("edited", "", row!.checkpoint_id))],
+        ["prune", () => reader.prune(["edited"])],
+      ] as const) {
+        const error = await rejection(call());
+        expect(error, `${JSON.stringify(value)}: ${name}: ${error.message}`).toBeInstanceOf(SerializationError);
+        expect(error.message, name).toMatch(/"edited"/);
+      }
+      await reader.close();
+    }
+    await putRaw(saver.dbName, "checkpoints", [row]);
+    expect(await snapshot(newSaver(saver.dbName))).toEqual(before);
+  });
+
   it("a key record of random bytes: every read fails closed with a package error", async () => {
     const saver = newSaver();
     await seeded(saver);
