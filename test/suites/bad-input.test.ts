@@ -732,14 +732,14 @@ describe("rows of random bytes in every object store", () => {
     expect(error.message).toMatch(/encrypted/);
   });
 
-  it("a key record edited to null, a number, a string or a list: a DecryptionError from a plain and an encrypted saver, not a TypeError", async () => {
+  it("a key record edited to null, a number, a string, a list or an empty object: a DecryptionError from a plain and an encrypted saver, not a TypeError", async () => {
     const key = Uint8Array.from({ length: 32 }, (_, i) => i + 3);
     for (const encrypted of [false, true]) {
       const serde = encrypted ? await EncryptedSerializer.fromRawKey(key) : undefined;
       const saver = newSaver(undefined, { serde });
       await seeded(saver);
       await saver.close();
-      for (const value of [null, 7, "aes-gcm", [1, 2]]) {
+      for (const value of [null, 7, "aes-gcm", [1, 2], {}]) {
         await putRaw(saver.dbName, "meta", [{ name: "key", value }]);
         const reader = newSaver(saver.dbName, { serde });
         // Before: null was "TypeError: Cannot read properties of null (reading 'kind')" from every

@@ -56,8 +56,9 @@ export interface AesGcmKeyRecord extends KeyRecord {
 
 /** Validates a stored key record's shape, or fails with a DecryptionError. */
 export function parseRecord(stored: KeyRecord): AesGcmKeyRecord {
-  // The record is a `meta` row anyone with the profile's files can edit: it may hold anything, even null.
-  if (typeof stored !== "object" || stored === null || Array.isArray(stored)) {
+  // The record is a `meta` row anyone with the profile's files can edit: it may hold anything, even null
+  // (an object without a kind was written by no serializer: not a record of another one).
+  if (typeof stored !== "object" || stored === null || Array.isArray(stored) || typeof stored.kind !== "string") {
     throw new DecryptionError("This database's encryption key record is malformed: it was altered.");
   }
   if (stored.kind !== "aes-gcm") {
