@@ -109,7 +109,7 @@ export function decode(
   if (!Array.isArray(stored) || typeof stored[0] !== "string") {
     return Promise.reject(
       new SerializationError(
-        `Could not ${what}: the stored value of row ${JSON.stringify(row)} is not a [type, bytes] pair; the row was altered outside the saver.`,
+        `Could not ${what}: the stored value of row ${JSON.stringify(row)} is not a [type, bytes] pair; ${ALTERED}`,
       ),
     );
   }
@@ -134,21 +134,25 @@ export function decode(
   });
 }
 
+/** What the errors about a row edited outside the saver end with. */
+const ALTERED = "the row was altered outside the saver.";
+
 /**
- * A checkpoint row's metadata. Every saver writes an object there; a row
- * edited outside the saver may decode to anything (null, a string, a list),
- * which would reach a `list` filter or LangGraph as metadata (a TypeError
- * reading `null.source`): a `SerializationError` naming the row instead.
+ * A value decoded from the row `ref` that every saver writes as an object
+ * (metadata, a checkpoint): a row edited outside the saver may decode to
+ * anything (null, a string, a list), which would reach a `list` filter,
+ * LangGraph or a version check as such (a TypeError reading `null.source`):
+ * a `SerializationError` naming the row instead.
  */
+function asObject<T>(value: unknown, what: string, ref: RowRef): T {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as T;
+  throw new SerializationError(`Could not ${what} from row ${JSON.stringify(ref)}: not an object; ${ALTERED}`);
+}
+
+/** A checkpoint row's metadata. */
 export async function decodeMetadata(serde: SerializerProtocol, row: CheckpointRow): Promise<CheckpointMetadata> {
   const ref = rowRef.metadata(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-  const metadata = await decode(serde, "read checkpoint metadata", row.metadata, ref);
-  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
-    throw new SerializationError(
-      `Could not read checkpoint metadata from row ${JSON.stringify(ref)}: it is not an object; the row was altered outside the saver.`,
-    );
-  }
-  return metadata as CheckpointMetadata;
+  return asObject(await decode(serde, "read checkpoint metadata", row.metadata, ref), "read checkpoint metadata", ref);
 }
 
 /** A blob's channel value. */
@@ -168,24 +172,13 @@ export async function decodeWrite(serde: SerializerProtocol, write: WriteRow): P
   return [write.task_id, write.channel, value];
 }
 
-/**
- * The checkpoint stored in a row, without channel values. A row edited
- * outside the saver may decode to anything (null, a string): a
- * `SerializationError` naming the row, not a TypeError in whatever reads its
- * channel versions first.
- */
+/** The checkpoint stored in a row, without channel values (an object: see {@link asObject}). */
 export async function decodeCheckpoint(
   serde: SerializerProtocol,
   row: CheckpointRow,
 ): Promise<Omit<Checkpoint, "channel_values">> {
   const refs = checkpointRefs(row);
-  const checkpoint = await decode(serde, "read a checkpoint", row.checkpoint, ...refs);
-  if (typeof checkpoint !== "object" || checkpoint === null || Array.isArray(checkpoint)) {
-    throw new SerializationError(
-      `Could not read a checkpoint from row ${JSON.stringify(refs[0])}: it is not an object; the row was altered outside the saver.`,
-    );
-  }
-  return checkpoint as Omit<Checkpoint, "channel_values">;
+  return asObject(await decode(serde, "read a checkpoint", row.checkpoint, ...refs), "read a checkpoint", refs[0]);
 }
 
 /**
@@ -197,12 +190,11 @@ export async function decodeCheckpoint(
  * names all three).
  */
 function assertWriteFields(write: WriteRow): void {
-  const path: unknown = write.task_path ?? "";
-  if (typeof path === "string" && typeof write.task_id === "string" && typeof write.channel === "string") return;
-  const { thread_id: t, checkpoint_ns: ns, checkpoint_id: id, task_id: task, idx } = write;
-  throw new SerializationError(
-    `Could not read a pending write from row ${JSON.stringify(["write", t, ns, id, task, idx])}: its task id, task path or channel is not a string; the row was altered outside the saver.`,
-  );
+  if ([write.task_path ?? "", write.task_id, write.channel].some((field) => typeof field !== "string")) {
+    throw new SerializationError(
+      `Could not read the write ${JSON.stringify(writeRefs(write)[1])}: a task id, task path or channel that is not a string; ${ALTERED}`,
+    );
+  }
 }
 
 /**
@@ -212,13 +204,7 @@ function assertWriteFields(write: WriteRow): void {
  * reports it ({@link decodeWrite}).
  */
 export function writeSortKey(write: WriteRow) {
-  const path: unknown = write.task_path ?? "";
-  const task: unknown = write.task_id;
-  return writesSortKey(
-    typeof path === "string" ? path : String(path),
-    typeof task === "string" ? task : String(task),
-    write.idx,
-  );
+  return writesSortKey(String(write.task_path ?? ""), String(write.task_id), write.idx);
 }
 
 /** Writes of one checkpoint in `writesSortKey` order: `(task_path, task_id, idx)`. */

@@ -85,10 +85,10 @@ export function assertRowFields(row: CheckpointRow): void {
   const parent: unknown = row.parent_checkpoint_id;
   const problem =
     typeof row.thread_id !== "string" || typeof row.checkpoint_ns !== "string" || typeof row.checkpoint_id !== "string"
-      ? `is stored under the key ${JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id])}, whose thread id, namespace or checkpoint id is not a string`
+      ? `is stored under the key ${JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id])}, not of strings`
       : typeof row.channel_versions !== "object" || row.channel_versions === null
         ? "has no channel versions"
-        : !Object.values(row.channel_versions).every((version) => isVersionKey(version))
+        : !Object.values(row.channel_versions).every(isVersionKey)
           ? "has a channel version that is not a valid key"
           : parent !== undefined && typeof parent !== "string"
             ? "has a parent link that is not a checkpoint id"
@@ -99,23 +99,19 @@ export function assertRowFields(row: CheckpointRow): void {
 }
 
 /**
- * Whether IndexedDB takes `version` as part of a key, as the blob and
- * `by_value` reads of that version do: LangGraph's versions are strings and
- * numbers; NaN, null, a boolean or a plain object in a row's clear versions
- * (only an edit puts them there) would fail the read with IndexedDB's
- * `DataError`, naming no row, abort the read transaction, and leave the
- * read's other requests rejecting unheard. Keys of other types (an array,
- * a date, bytes) are read, and caught where the row's versions are checked
- * against its checkpoint.
+ * Whether `version` may be part of a key, as the blob and `by_value` reads
+ * of that version need: LangGraph's versions are strings and numbers; NaN,
+ * null, a boolean or a plain object in a row's clear versions (only an edit
+ * puts them there) would fail the read with IndexedDB's `DataError`, naming
+ * no row, abort the read transaction, and leave the read's other requests
+ * rejecting unheard. Other objects (an array, a date, bytes) are read, and
+ * caught where the row's versions are checked against its checkpoint.
  */
-function isVersionKey(version: unknown, seen: unknown[] = []): boolean {
-  if (typeof version === "string") return true;
-  if (typeof version === "number") return !Number.isNaN(version);
-  if (version instanceof Date) return !Number.isNaN(version.getTime());
-  if (version instanceof ArrayBuffer || ArrayBuffer.isView(version)) return true;
-  if (!Array.isArray(version) || seen.includes(version)) return false;
-  seen.push(version);
-  return version.every((part) => isVersionKey(part, seen));
+function isVersionKey(version: unknown): boolean {
+  return typeof version === "number"
+    ? !Number.isNaN(version)
+    : typeof version === "string" ||
+        (typeof version === "object" && version !== null && Object.getPrototypeOf(version) !== Object.prototype);
 }
 
 /** The error for a checkpoint row edited outside the saver: names the row and says what is wrong (`problem`). */
