@@ -1,6 +1,6 @@
 /** Writing: values lowered to msgpack with this format's extension records. */
 import { isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
-import { EXT, NEGATIVE_ZERO_MARKER, UNDEFINED_MARKER, tagged } from "./wire.js";
+import { EXT, NEGATIVE_ZERO_MARKER, UNDEFINED_MARKER, isWellFormed, tagged, utf16Bytes } from "./wire.js";
 import { LC_NAMESPACES, MAX_DEPTH, type RegisteredClass } from "./options.js";
 import { binaryTypeNames } from "./builtins.js";
 import { setOwn } from "./diagnostics.js";
@@ -39,6 +39,8 @@ export class Encoder {
   lower(value: unknown): unknown {
     switch (typeof value) {
       case "string":
+        // UTF-8 has no lone surrogate: such a string keeps its code units (EXT.UTF16).
+        return isWellFormed(value) ? value : tagged(EXT.UTF16, utf16Bytes(value));
       case "boolean":
         return value;
       case "bigint":
@@ -98,8 +100,9 @@ export class Encoder {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       // msgpackr decodes a "__proto__" key as "__proto_" (clobbering a real
-      // "__proto_" key); such objects get their own extension instead.
-      if (key === "__proto__") return this.protoObject(value, keys);
+      // "__proto_" key), and a key with a lone surrogate as U+FFFD: such
+      // objects get their own extension instead, their keys written as values.
+      if (key === "__proto__" || !isWellFormed(key)) return this.protoObject(value, keys);
       const child = value[key];
       const lowered = this.lower(child);
       if (copy) copy[key] = lowered;
@@ -114,7 +117,7 @@ export class Encoder {
 
   private protoObject(value: Record<string, unknown>, keys: readonly string[]): unknown {
     const flat: unknown[] = [];
-    for (const key of keys) flat.push(key, this.lower(value[key]));
+    for (const key of keys) flat.push(this.lower(key), this.lower(value[key]));
     return tagged(EXT.PROTO_OBJECT, flat);
   }
 
@@ -154,7 +157,7 @@ export class Encoder {
     }
     if (prototype === RegExp.prototype) {
       const { source, flags } = value as RegExp;
-      return tagged(EXT.REGEXP, [source, flags]);
+      return tagged(EXT.REGEXP, [this.lower(source), flags]);
     }
     if (value instanceof Error) return tagged(EXT.ERROR, this.lower(errorFields(value)));
     const binary = binaryTypeNames().get(prototype);

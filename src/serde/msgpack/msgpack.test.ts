@@ -140,6 +140,38 @@ describe("round trips: primitives and built-ins", () => {
     expect(await roundTrip(value)).toStrictEqual(value);
   });
 
+  it("keeps strings with a lone surrogate (a text cut inside an emoji), as values, keys, Map keys and in messages", async () => {
+    // UTF-8 has no lone surrogate: msgpackr wrote U+FFFD for each, and the text came back changed.
+    const cut = "ok \ud83d";
+    const value = {
+      cut,
+      long: "x".repeat(60) + "\ud83d",
+      low: "\ude00 first",
+      pair: "🎉 whole",
+      [cut]: "a key",
+      map: new Map([[cut, cut]]),
+      re: new RegExp("\ud83d"),
+      message: new AIMessage({ content: cut }),
+    };
+    const back = await roundTrip(value);
+    expect(back).toStrictEqual(value);
+    expect(back.message).toBeInstanceOf(AIMessage);
+    expect(back.message.content).toBe(cut);
+  });
+
+  it("reads the lone-surrogate string extension's bytes as frozen (golden)", async () => {
+    // 0xC1 0x01, fixext1(59, 0), bin8 of 4 bytes: "a" and a lone high surrogate, UTF-16LE.
+    const bytes = new Uint8Array([0xc1, 0x01, 0xd4, 59, 0x00, 0xc4, 0x04, 0x61, 0x00, 0x3d, 0xd8]);
+    expect(await serde.loadsTyped("msgpack", bytes)).toBe("a\ud83d");
+    expect([...(await serde.dumpsTyped("a\ud83d"))[1]]).toEqual([...bytes]);
+    // Well-formed strings stay MessagePack strings, as before the extension.
+    expect([...(await serde.dumpsTyped("a🎉"))[1]].slice(2, 3)).toEqual([0xa5]);
+    await expectSerializationError(
+      serde.loadsTyped("msgpack", new Uint8Array([0xc1, 0x01, 0xd4, 59, 0x00, 0xc4, 0x01, 0x61])),
+      /string/,
+    );
+  });
+
   it("keeps objects of every map size (fixmap, map16, map32)", async () => {
     for (const size of [0, 15, 16, 70_000]) {
       const object = Object.fromEntries(Array.from({ length: size }, (_, i) => [`k${i}`, i]));

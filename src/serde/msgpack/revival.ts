@@ -2,7 +2,7 @@
 import { load } from "@langchain/core/load";
 import { DeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { SerializationError } from "../../core/errors.js";
-import { EXT, type ExtensionReader, type PayloadCode } from "./wire.js";
+import { EXT, fromUtf16Bytes, type ExtensionReader, type PayloadCode } from "./wire.js";
 import { LOAD_OPTIONS, type RegisteredClass } from "./options.js";
 import { isRevivableLcRecord } from "./encoder.js";
 import { placeholderRestorer, reviveBinary, reviveError } from "./builtins.js";
@@ -114,6 +114,11 @@ export class Revival implements ExtensionReader {
       }
       case EXT.BINARY:
         return reviveBinary(payload);
+      case EXT.UTF16: {
+        const text = fromUtf16Bytes(payload);
+        if (text === undefined) throw malformed("string");
+        return text;
+      }
       default:
         throw malformed(`unknown (${String(code)})`);
     }

@@ -38,6 +38,15 @@
  * | 55 | class registered with `types` | `[name, data]` |
  * | 56 | plain object with an own `__proto__` key | flat array `[k1, v1, …]` |
  * | 57 | typed array (not Uint8Array), `ArrayBuffer`, `DataView` | `[constructor name, bin]` |
+ * | 59 | a string with a lone surrogate (an object key too) | `bin`: its UTF-16 code units, little-endian |
+ *
+ * 59 exists because MessagePack strings are UTF-8, which has no lone
+ * surrogates: msgpackr wrote each as U+FFFD, so a string cut between the two
+ * halves of an emoji (a streamed token, a truncated text) came back changed,
+ * silently. Written only for such strings (well-formed ones stay MessagePack
+ * strings, byte for byte as before); a reader from before it refuses the
+ * extension as unknown instead of reading a changed string. An object with
+ * such a key is written as 56, its keys as values.
  *
  * 58 exists because records are revived through `load()`, which takes JSON:
  * a record with `undefined`, `NaN`, `±Infinity`, `-0` or a `bigint` inside
@@ -84,6 +93,7 @@ export const EXT = {
   PROTO_OBJECT: 56,
   BINARY: 57,
   LC_EXACT: 58,
+  UTF16: 59,
 } as const;
 
 /** Codes whose extension is followed by a payload value (all but UNDEFINED and NEGATIVE_ZERO). */
@@ -100,6 +110,7 @@ const PAYLOAD_CODES: readonly PayloadCode[] = [
   EXT.PROTO_OBJECT,
   EXT.BINARY,
   EXT.LC_EXACT,
+  EXT.UTF16,
 ];
 
 /**
@@ -195,6 +206,37 @@ const TAGGED_CLASSES = new Map<PayloadCode, new (payload: unknown) => Tagged>(
 export function tagged(code: PayloadCode, payload: unknown): Tagged {
   const TaggedClass = TAGGED_CLASSES.get(code)!;
   return new TaggedClass(payload);
+}
+
+/**
+ * Whether MessagePack's UTF-8 carries `text` exactly: no lone surrogate.
+ * Native where it exists (Node 20, current browsers; constant time for
+ * strings V8 stores one byte per character).
+ * @internal
+ */
+export function isWellFormed(text: string): boolean {
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  return native ? native.call(text) : !LONE_SURROGATE.test(text);
+}
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** `text`'s UTF-16 code units, little-endian ({@link EXT.UTF16}'s payload). @internal */
+export function utf16Bytes(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length * 2);
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    bytes[2 * i] = unit & 0xff;
+    bytes[2 * i + 1] = unit >> 8;
+  }
+  return bytes;
+}
+
+/** The string {@link utf16Bytes} wrote; undefined for bytes it cannot have written. @internal */
+export function fromUtf16Bytes(bytes: unknown): string | undefined {
+  if (!(bytes instanceof Uint8Array) || bytes.length % 2 !== 0) return undefined;
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 2) text += String.fromCharCode(bytes[i]! | (bytes[i + 1]! << 8));
+  return text;
 }
 
 class UndefinedMarker {}
