@@ -43,19 +43,28 @@ export function putInput(config: RunnableConfig, checkpoint: Checkpoint, metadat
   assertStorableId("checkpoint_ns", checkpointNs, { allowEmpty: true });
   if (parentId !== undefined) assertStorableId("checkpoint_id", parentId);
   assertStorableId("checkpoint.id", checkpoint.id);
-  // Versions as LangGraph's are, strings and numbers: IndexedDB keys values by them, and a reader takes a stored
-  // row with any other version for one altered outside the saver (saver/reads.ts `assertRowFields`).
-  for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
-    if (typeof version !== "string" && !(typeof version === "number" && !Number.isNaN(version))) {
-      throw new Error(`Invalid "checkpoint.channel_versions": channel "${channel}" has version ${String(version)}.`);
-    }
-  }
+  checkVersions("checkpoint.channel_versions", checkpoint.channel_versions ?? {});
   const { channel_values: values, ...withoutValues } = { ...checkpoint, ...copyCheckpoint(checkpoint) };
   const stored: Record<string, unknown> = { ...metadata };
   const runId: unknown = config.metadata?.run_id;
   if (stored.run_id === undefined && runId !== undefined) stored.run_id = runId;
   if (typeof stored.run_id === "string") assertStorableId("metadata.run_id", stored.run_id);
   return { threadId, checkpointNs, checkpointId: checkpoint.id, parentId, withoutValues, values, metadata: stored };
+}
+
+/**
+ * Throws unless every version is a string or a number (not NaN), as
+ * LangGraph's are: IndexedDB keys values by them (a key it refuses would
+ * abort the put's transaction mid-way), and a reader takes a stored row with
+ * any other version for one altered outside the saver (saver/reads.ts
+ * `assertRowFields`).
+ */
+export function checkVersions(field: string, versions: object): void {
+  for (const [channel, version] of Object.entries(versions)) {
+    if (typeof version !== "string" && !(typeof version === "number" && !Number.isNaN(version))) {
+      throw new Error(`Invalid "${field}": channel "${channel}" has version ${String(version)}.`);
+    }
+  }
 }
 
 /** Serializes the values of `input` whose channels `versions` names, as blob rows at those versions. */

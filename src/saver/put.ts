@@ -18,7 +18,7 @@ import { encode, rowRef } from "../rows/codec.js";
 import { withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
 import { isAbsent, threadSummary, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
-import { putInput, serializeValues, type PutInput } from "../rows/put-input.js";
+import { checkVersions, putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
 import { freshModule } from "./fresh.js";
@@ -51,6 +51,7 @@ export async function put(
   const { threadId, checkpointNs, checkpointId, parentId, withoutValues } = input;
   const storedMetadata = input.metadata;
   const versions = { ...newVersions };
+  checkVersions("newVersions", versions);
   const mark = changeMark(ctx);
   const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   const token = freshModule()?.proofToken(ctx);
