@@ -268,7 +268,10 @@ export async function pendingChanges(
     );
     if (changed.some((local) => refused(threadId, () => parseCheckpoint(local.wire)))) continue;
     for (const local of changed) {
-      const seen = record?.seen?.[checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id)];
+      const identity = checkpointIdentity(local.wire.checkpoint_ns, local.wire.checkpoint_id);
+      // Values exchanged stay home only while the server is known to hold the checkpoint: one that lost
+      // it (forgetScope keeps the digests, drops the fingerprints) gets its special writes again.
+      const seen = known[identity] === undefined ? undefined : record?.seen?.[identity];
       const wire = withoutExchanged(local.wire, seen);
       result.checkpoints.push(wire);
       if (marks.has(local.key)) result.revaluedThreads.add(threadId);

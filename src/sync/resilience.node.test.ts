@@ -7,6 +7,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type pg from "pg";
+import { INTERRUPT, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { chat } from "../../test/support/chat-graph.js";
 import {
   checkpointIds,
@@ -213,6 +214,34 @@ describe("sync under failure", () => {
       expect(await state(c.saver, "mine")).toEqual(await state(a.saver, "mine"));
     } finally {
       await closeDevices(a, b, c);
+    }
+  });
+
+  it("the server's database restored from a backup: a pending __interrupt__ write is sent again with its checkpoint", async () => {
+    const { url } = await startServer().then((started) => (servers.push(started.server), started));
+    const { user, token } = newUser("restore-interrupt");
+    const a = device(url, token);
+    const c = device(url, token);
+    try {
+      const config = { configurable: { thread_id: "asked", checkpoint_ns: "" } };
+      const stored = await a.saver.put(
+        config,
+        { ...emptyCheckpoint(), id: "1" },
+        { source: "loop", step: 1, parents: {} },
+        {},
+      );
+      await a.saver.putWrites(stored, [[INTERRUPT, "which colour?"]], "task");
+      await a.sync.syncNow();
+      pool ??= await inspector();
+      for (const table of ["lgsync_checkpoints", "lgsync_blobs", "lgsync_writes"])
+        await pool.query(`DELETE FROM ${table} WHERE user_id = $1`, [user]);
+      await pool.query("UPDATE lgsync_users SET seq = 0 WHERE user_id = $1", [user]);
+      await a.sync.syncNow();
+      await c.sync.syncNow();
+      const question = (await c.saver.getTuple(stored))?.pendingWrites?.map(([, channel, value]) => [channel, value]);
+      expect(question).toEqual([[INTERRUPT, "which colour?"]]);
+    } finally {
+      await closeDevices(a, c);
     }
   });
 });
