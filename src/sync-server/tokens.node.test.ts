@@ -54,4 +54,43 @@ describe("the CLI's token table", () => {
       /SYNC_TOKENS_FILE: entry 1 .*user id/,
     );
   });
+
+  it("refuses one token given to two users, in either source, naming the entry but not the token", () => {
+    expect(() => tokenTable({ SYNC_TOKENS: "t0k3n-ada=ada,t0k3n-ada=bob" })).toThrow(
+      /SYNC_TOKENS: entry 2 .*token of another user/,
+    );
+    const file = tokensFile('{"t0k3n-ada": "ada"}');
+    expect(() => tokenTable({ SYNC_TOKENS_FILE: file, SYNC_TOKENS: "t0k3n-ada=bob" })).toThrow(
+      /SYNC_TOKENS: entry 1 .*token of another user/,
+    );
+    expect(() => tokenTable({ SYNC_TOKENS: "t0k3n-ada=bob,t0k3n-ada=bob" })).not.toThrow();
+    try {
+      tokenTable({ SYNC_TOKENS: "t0k3n-ada=ada,t0k3n-ada=bob" });
+    } catch (error) {
+      expect((error as Error).message).not.toContain("t0k3n");
+    }
+  });
+
+  it.each([
+    ["an array", '["t0k3n-ada"]'],
+    ["null", "null"],
+    ["a string", '"t0k3n-ada"'],
+  ])("refuses a SYNC_TOKENS_FILE holding %s, not an object of token to user", (_, content) => {
+    expect(() => tokenTable({ SYNC_TOKENS_FILE: tokensFile(content) })).toThrow(
+      /SYNC_TOKENS_FILE .*JSON object of token to user id/,
+    );
+  });
+
+  it("names SYNC_TOKENS_FILE when it is not JSON", () => {
+    expect(() => tokenTable({ SYNC_TOKENS_FILE: tokensFile('{"t0k3n-ada": "ada",}') })).toThrow(
+      /SYNC_TOKENS_FILE .*not JSON/,
+    );
+  });
+
+  it.each([
+    ["a character past U+00FF", '{"t0k3n-\u20ac": "ada"}'],
+    ["a control character", '{"t0k3n-\\u0007": "ada"}'],
+  ])("refuses a token holding %s, which no Authorization header can carry", (_, content) => {
+    expect(() => tokenTable({ SYNC_TOKENS_FILE: tokensFile(content) })).toThrow(/SYNC_TOKENS_FILE: entry 1 .*header/);
+  });
 });

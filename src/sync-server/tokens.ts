@@ -17,6 +17,9 @@ function defect(token: string, user: unknown): string | undefined {
   // The server takes `Authorization: Bearer <token>` with no white space in the token.
   if (/\s/.test(token)) return "its token holds a space";
   if (token.length === 0) return "its token is empty";
+  // A header value carries visible ASCII and Latin-1 bytes only: fetch refuses the rest, or sends what never matches.
+  if (/[^\x21-\x7e\xa1-\xff]/.test(token))
+    return "its token holds a control character or one past U+00FF, which no Authorization header can carry";
   if (typeof user !== "string" || user.length === 0) return "its user id is not a non-empty string";
   if (user.includes(SPACE_SEPARATOR)) return "its user id holds U+001F, which the server keeps for app spaces";
   return undefined;
@@ -25,12 +28,29 @@ function defect(token: string, user: unknown): string | undefined {
 /** Reads the token table from the environment; throws naming the first entry it cannot use. */
 export function tokenTable(env: NodeJS.ProcessEnv): Map<string, string> {
   const table = new Map<string, string>();
+  /** Adds an entry; one token given to two users would authenticate as one of them, silently. */
+  const add = (token: string, user: string, where: string) => {
+    const other = table.get(token);
+    if (other !== undefined && other !== user)
+      throw new Error(`${where} cannot be used: it repeats the token of another user.`);
+    table.set(token, user);
+  };
   if (env.SYNC_TOKENS_FILE) {
-    const parsed = JSON.parse(readFileSync(env.SYNC_TOKENS_FILE, "utf8")) as Record<string, unknown>;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(env.SYNC_TOKENS_FILE, "utf8"));
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      throw new Error(`SYNC_TOKENS_FILE ${env.SYNC_TOKENS_FILE} is not JSON (${error.message}).`, { cause: error });
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+      throw new Error(
+        `SYNC_TOKENS_FILE ${env.SYNC_TOKENS_FILE} must hold a JSON object of token to user id, not ${Array.isArray(parsed) ? "an array" : parsed === null ? "null" : `a ${typeof parsed}`}.`,
+      );
     Object.entries(parsed).forEach(([token, user], i) => {
       const wrong = defect(token, user);
       if (wrong) throw new Error(`SYNC_TOKENS_FILE: entry ${i + 1} cannot be used: ${wrong}.`);
-      table.set(token, user as string);
+      add(token, user as string, `SYNC_TOKENS_FILE: entry ${i + 1}`);
     });
   }
   const entries = (env.SYNC_TOKENS ?? "").split(",");
@@ -46,7 +66,7 @@ export function tokenTable(env: NodeJS.ProcessEnv): Map<string, string> {
     const [token, user] = parts.map((part) => part.trim()) as [string, string | undefined];
     const wrong = parts.length < 2 || user === "" ? "it is not token=user" : defect(token, user);
     if (wrong) throw new Error(`${where} cannot be used: ${wrong}.`);
-    table.set(token, user!);
+    add(token, user!, where);
   });
   return table;
 }
