@@ -216,6 +216,27 @@ describe("thread status", () => {
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
 
+  it("a run stopped on a thread whose state cannot be read does not leave it busy", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    // A message type LangChain cannot coerce: the input stays in the pending writes, and getState throws.
+    await client.runs.wait(t.thread_id, "agent", {
+      input: { messages: [{ type: "humann", content: "typo" }] },
+      raiseError: false,
+    });
+    await expect(client.threads.getState(t.thread_id)).rejects.toThrow();
+    // The next run is rolled back: its checkpoints go, and the thread's state is the unreadable one again.
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("x"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("interrupted");
+    await expect(client.threads.getState(t.thread_id)).rejects.toThrow();
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+
   it("is interrupted at a static breakpoint (interrupt_before)", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

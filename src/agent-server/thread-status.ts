@@ -40,9 +40,12 @@ export function threadStatusHooks(
       inTurn(run.thread_id, async () => {
         if (await busy(run.thread_id, run.run_id)) return;
         const graph = graphs[run.assistant_id];
+        // A state LangGraph cannot read (a run that failed on its input left it in the pending writes,
+        // and a rollback since deleted the checkpoints over it) shows no interrupt waiting: were the
+        // throw let through, the thread would stay "busy" for good.
         const state =
           error === undefined && graph
-            ? await graph.getState({ configurable: { thread_id: run.thread_id } })
+            ? await graph.getState({ configurable: { thread_id: run.thread_id } }).catch(() => undefined)
             : undefined;
         // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to run
         // in its last checkpoint, but did not pause for anyone: idle, as the Agent Server sets it,
