@@ -128,3 +128,25 @@ it("a page gone (its connection closed) stops a run it streams with on_disconnec
   const direct = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
   await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted", 1_500);
 });
+
+it("a page's own request header of the client lock's name does not hide the page from the worker", async () => {
+  const { remote, server } = await overPort();
+  const direct = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
+  const thread = await direct.threads.create();
+  // An app's header of that name (a stale copy of another request's, or any value): the worker watched
+  // the page it named, not the page that sent the request, and never saw this page go.
+  const response = await remote.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/stream`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "x-langgraph-local-agent-client": "not-a-page" },
+    body: JSON.stringify({
+      assistant_id: "agent",
+      input: human("long"),
+      on_disconnect: "cancel",
+      config: { configurable: { delay_ms: 3_000 } },
+    }),
+  });
+  const first = new TextDecoder().decode((await response.body!.getReader().read()).value);
+  const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
+  remote.close();
+  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted", 1_500);
+});

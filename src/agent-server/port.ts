@@ -174,6 +174,18 @@ export function exposeLocalAgentServer(
   };
 }
 
+/**
+ * `headers` naming this page (`clientId`) in {@link CLIENT_HEADER}, in place
+ * of any value of that name the request came with: appended after it, the
+ * worker read the request's own value, watched the page it named (or none),
+ * and did not see this page go.
+ */
+function withClient(headers: Headers, clientId: string): Headers {
+  const named = new Headers(headers);
+  named.set(CLIENT_HEADER, clientId);
+  return named;
+}
+
 /** A local agent server in a worker, as the page sees it. */
 export interface RemoteAgentServer {
   /** Sends an Agent Server request to the worker: give it to the SDK's `Client` as `callerOptions.fetch`. */
@@ -291,7 +303,7 @@ export function connectLocalAgentServer(endpoint: MessageEndpoint): RemoteAgentS
           id,
           method: request.method,
           url: request.url,
-          headers: [...request.headers, [CLIENT_HEADER, clientId]],
+          headers: [...withClient(request.headers, clientId)],
           body,
         };
         endpoint.postMessage(message, body ? [body] : []);
