@@ -130,6 +130,48 @@ describe("a signal or timeout in the config, as graph.invoke takes them", () => 
   }
 });
 
+describe("a config.timeout no timer can hold", () => {
+  // Node's timers hold at most 2^31 - 1 ms: AbortSignal.timeout(2^31) fires after 1 ms, 2^32 and up throw.
+  for (const timeout of [Infinity, 2 ** 31, 2 ** 53]) {
+    it(`${timeout} is refused before the running run is asked to stop (rollback)`, async () => {
+      const dbName = freshDbName("runs-timeout-range");
+      const saver = track(new IndexedDBSaver({ dbName }));
+      await seed(saver, "t", "hello");
+      const graph = slowChatGraph(saver);
+      const running = runOnThread(
+        graph,
+        { messages: [new HumanMessage("A")] },
+        { configurable: { thread_id: "t", delay_ms: 300 } },
+      );
+      await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
+      const late = runOnThread(
+        graph,
+        { messages: [new HumanMessage("B")] },
+        { configurable: { thread_id: "t" }, timeout },
+        { multitask: "rollback" },
+      );
+      await expect(late).rejects.toThrow(/config\.timeout/);
+      // AbortSignal.timeout threw only once the thread was held: A was rolled back for a run that never ran.
+      await expect(running).resolves.toBeDefined();
+      expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
+        ["human", "A"],
+        ["ai", "echo A (#3)"],
+      ]);
+    });
+  }
+
+  it("a fraction of a millisecond (a deadline minus performance.now()) is a timeout, not a TypeError", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("runs-timeout-fraction") }));
+    await seed(saver, "t", "hello");
+    const config = { configurable: { thread_id: "t" }, timeout: 5_000.5 };
+    await runOnThread(slowChatGraph(saver), { messages: [new HumanMessage("A")] }, config);
+    expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
+      ["human", "A"],
+      ["ai", "echo A (#3)"],
+    ]);
+  });
+});
+
 describe("a run whose signal is already aborted", () => {
   for (const strategy of ["interrupt", "rollback"] as const) {
     it(`"${strategy}": rejects at once and leaves the running one alone`, async () => {

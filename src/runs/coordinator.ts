@@ -43,6 +43,9 @@ const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
  */
 const STRICT_RESUME_KEY = "__pregel_strict_resume";
 
+/** The longest `config.timeout`: the largest delay a timer holds (a signed 32-bit count of ms). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;
 
@@ -150,8 +153,13 @@ export async function runOnThread<Input, Output>(
   // config, LangChain would race invoke against them, and the lock would be
   // released while the cut run's last checkpoints were still being written.
   const { signal: configSignal, timeout, ...runConfig } = config;
-  if (timeout !== undefined && !(timeout > 0)) {
-    throw new Error(`runOnThread: config.timeout must be a positive number of milliseconds; got ${String(timeout)}.`);
+  // Checked before anything is asked: a timeout AbortSignal.timeout refuses (Infinity, past 2^32 - 1 in
+  // Node, a fraction there too) threw once the thread was held, after a running run had been stopped or
+  // rolled back for it, and Node fires one past 2^31 - 1 after 1 ms.
+  if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= MAX_TIMEOUT_MS)) {
+    throw new Error(
+      `runOnThread: config.timeout must be a positive number of milliseconds up to ${MAX_TIMEOUT_MS} (about 24.8 days); got ${String(timeout)}.`,
+    );
   }
   const signal = anySignal([options.signal, configSignal]);
   // Cancelled before it began: nothing is asked of a running run, nothing written.
@@ -419,7 +427,7 @@ async function runHolding<Input, Output>(
           () => undefined,
         );
       });
-  const signal = anySignal([cancel, timeout === undefined ? undefined : AbortSignal.timeout(timeout)]);
+  const signal = anySignal([cancel, timeout === undefined ? undefined : AbortSignal.timeout(Math.ceil(timeout))]);
   const signals = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
   let output: Output;
   try {
