@@ -234,7 +234,24 @@ describe("thread status", () => {
     await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("interrupted");
     await expect(client.threads.getState(t.thread_id)).rejects.toThrow();
-    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+    // As it was before the rolled-back run: the failed run's state is back.
+    expect((await client.threads.get(t.thread_id)).status).toBe("error");
+  });
+
+  it("a run rolled back onto a thread paused at a static breakpoint leaves it interrupted, as it found it", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("x"), interruptBefore: ["agent"] });
+    expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("never mind"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+    await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
+    // No task holds an interrupt, but the thread still waits at the breakpoint (it was set idle).
+    expect((await client.threads.getState(t.thread_id)).next).toEqual(["agent"]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
   });
 
   it("is interrupted at a static breakpoint (interrupt_before)", async () => {

@@ -7,7 +7,7 @@
  */
 import type { ServedGraph } from "./graphs.js";
 import type { RunHooks } from "./runs.js";
-import type { AgentThreadStore } from "./threads.js";
+import type { AgentThreadStore, ThreadStatus } from "./threads.js";
 
 /**
  * The registry's hooks writing the thread's status into `threads`. A
@@ -23,6 +23,8 @@ export function threadStatusHooks(
   busy: (threadId: string, runId: string) => Promise<boolean>,
 ): RunHooks {
   const writes = new Map<string, Promise<unknown>>();
+  /** The status of a run's thread when it was accepted, unless another run held it then (by run id). */
+  const before = new Map<string, ThreadStatus>();
   const inTurn = <T>(threadId: string, write: () => Promise<T>): Promise<T> => {
     const turn = (writes.get(threadId) ?? Promise.resolve()).then(write, write);
     const settled = turn.catch(() => undefined);
@@ -33,11 +35,23 @@ export function threadStatusHooks(
   };
   return {
     // Busy as soon as the run is answered: a thread list read then shows it running.
-    accepted: (run) => inTurn(run.thread_id, async () => void (await threads.patch(run.thread_id, { status: "busy" }))),
+    accepted: (run) =>
+      inTurn(run.thread_id, async () => {
+        const prior = (await threads.get(run.thread_id))?.status;
+        if (prior !== undefined && prior !== "busy") before.set(run.run_id, prior);
+        await threads.patch(run.thread_id, { status: "busy" });
+      }),
     started: (run) =>
-      inTurn(run.thread_id, async () => (await threads.patch(run.thread_id, { status: "busy" })) !== undefined),
+      inTurn(run.thread_id, async () => {
+        const found = (await threads.patch(run.thread_id, { status: "busy" })) !== undefined;
+        // The thread is gone: the run stops here, and no end of it is reported.
+        if (!found) before.delete(run.run_id);
+        return found;
+      }),
     ended: (run, error) =>
       inTurn(run.thread_id, async () => {
+        const prior = before.get(run.run_id);
+        before.delete(run.run_id);
         if (await busy(run.thread_id, run.run_id)) return;
         const graph = graphs[run.assistant_id];
         // A state LangGraph cannot read (a run that failed on its input left it in the pending writes,
@@ -55,7 +69,13 @@ export function threadStatusHooks(
           run.status === "interrupted"
             ? (state?.tasks.some((task) => task.interrupts.length > 0) ?? false)
             : (state?.next.length ?? 0) > 0;
-        await threads.patch(run.thread_id, { status: error !== undefined ? "error" : paused ? "interrupted" : "idle" });
+        // A stopped run that left no checkpoint of its own (rolled back, or cancelled before it ran)
+        // leaves the thread as it found it: paused at a static breakpoint stays interrupted, though
+        // no task holds an interrupt (bb530bc set it idle), and an earlier failure stays an error.
+        const own = (state?.metadata as { run_id?: unknown } | undefined)?.run_id === run.run_id;
+        const kept = error === undefined && run.status === "interrupted" && !own ? prior : undefined;
+        const status = error !== undefined ? "error" : paused ? "interrupted" : "idle";
+        await threads.patch(run.thread_id, { status: kept ?? status });
         // A run of another tab's server may have taken the thread and written "busy" meanwhile (its
         // writes do not take turns with these): one that holds it now is seen, and said again.
         if (await busy(run.thread_id, run.run_id)) await threads.patch(run.thread_id, { status: "busy" });
