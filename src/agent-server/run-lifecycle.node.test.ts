@@ -115,6 +115,24 @@ describe("cancel", () => {
     expect(await leave(false)).toBe("success");
   });
 
+  it("joinStream's cancel_on_disconnect is read as the Agent Server reads it: 'True' and 'yes' stop the run too", async () => {
+    const { client, server } = await setup();
+    const t = await client.threads.create();
+    for (const value of ["True", "yes"]) {
+      const run = await client.runs.create(t.thread_id, "agent", {
+        input: human("joined"),
+        config: { configurable: { delay_ms: 3_000 } },
+        multitaskStrategy: "enqueue",
+      });
+      const controller = new AbortController();
+      const url = `${URL_BASE}/threads/${t.thread_id}/runs/${run.run_id}/stream?cancel_on_disconnect=${value}`;
+      const response = await server.fetch(url, { signal: controller.signal });
+      await response.body!.getReader().read();
+      controller.abort();
+      await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "interrupted", 1_500);
+    }
+  });
+
   it("without on_disconnect, a client leaving the stream leaves the run going", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

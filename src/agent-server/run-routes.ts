@@ -213,8 +213,7 @@ export function registerRunRoutes(
     if (run instanceof Response) return run;
     const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
     // As the Agent Server serves it: the joining client's leaving stops the run.
-    const cancelOnDisconnect = c.req.query("cancel_on_disconnect");
-    if (cancelOnDisconnect === "1" || cancelOnDisconnect === "true") cancelOnLeave(c, run);
+    if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
   });
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
@@ -222,12 +221,20 @@ export function registerRunRoutes(
     if (run instanceof Response) return run;
     const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
     const cancelled = run.cancel(action);
-    const wait = c.req.query("wait") === "1" || c.req.query("wait") === "true";
+    const wait = queryFlag(c, "wait");
     if (wait) await cancelled;
     else cancelled.catch(() => undefined);
     // As the Agent Server: 204 once the run has ended, 202 when the cancel is only under way.
     return c.body(null, wait ? 204 : 202);
   });
+}
+
+/**
+ * A query flag as the Agent Server reads one: "true", "1" or "yes", in any
+ * case (a Python client's `True` too); anything else, or none, is false.
+ */
+function queryFlag(c: Context, name: string): boolean {
+  return ["true", "1", "yes"].includes(c.req.query(name)?.toLowerCase() ?? "");
 }
 
 /**
