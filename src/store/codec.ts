@@ -44,7 +44,10 @@ export function vectorRow(namespace: readonly string[], key: string): RowRef {
  * makes of the stored value, so callers always get a Date.
  */
 export function timestampOf(stored: Date): Date {
-  return stored instanceof Date ? stored : new Date(stored as unknown as string);
+  if (stored instanceof Date) return stored;
+  // A bigint (structured clone keeps one) is a TypeError for new Date: its number instead.
+  const primitive = typeof stored === "object" && stored !== null ? (stored as object).valueOf() : stored;
+  return new Date(typeof primitive === "bigint" ? Number(primitive) : (primitive as string));
 }
 
 /** The `Item` of a row, around an already decoded value. */

@@ -8,7 +8,7 @@
 import type { Item, SearchItem, SearchOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { KeyRanges, Tx } from "../idb/database.js";
 import type { CachedNamespace, NamespaceCache } from "./cache.js";
-import { decodeValue, itemOf, namespaceId, toVectors } from "./codec.js";
+import { decodeValue, itemOf, namespaceId, timestampOf, toVectors } from "./codec.js";
 import {
   DEFAULT_SEARCH_LIMIT,
   compileFilter,
@@ -392,7 +392,7 @@ async function output(candidate: Candidate, serde: SerializerProtocol | undefine
     value: value as Record<string, unknown>,
     key: row.key,
     namespace: [...row.namespace],
-    createdAt: new Date(row.createdAt),
-    updatedAt: new Date(row.updatedAt),
+    createdAt: new Date(timestampOf(row.createdAt)),
+    updatedAt: new Date(timestampOf(row.updatedAt)),
   };
 }

@@ -195,6 +195,34 @@ describe("an item's timestamps altered", () => {
       await deleteDatabase(name);
     }
   });
+
+  it("a timestamp edited to a bigint (structured clone keeps one) comes back a Date, not a TypeError from get and search", async () => {
+    const name = freshDbName("store-item-bigint-time");
+    const first = new IndexedDBStore({ dbName: name });
+    await first.put(NS, "one", { n: 1 });
+    await first.close();
+    const db = await openRaw(name);
+    try {
+      const tx = db.transaction(["items"], "readwrite");
+      const items = tx.objectStore("items");
+      const row = await done(items.get([NS, "one"]));
+      items.put({ ...row, createdAt: 12n, updatedAt: Object(5n) });
+      await committed(tx);
+    } finally {
+      db.close();
+    }
+    const store = new IndexedDBStore({ dbName: name });
+    try {
+      // Before: "Cannot convert a BigInt value to a number" from new Date(12n), at every read of the item.
+      for (const item of [await store.get(NS, "one"), ...(await store.search(NS)), ...(await store.search(NS))]) {
+        expect(item!.createdAt).toEqual(new Date(12));
+        expect(item!.updatedAt).toEqual(new Date(5));
+      }
+    } finally {
+      await store.close();
+      await deleteDatabase(name);
+    }
+  });
 });
 
 describe("a namespace planted with a NUL in a label", () => {
