@@ -12,7 +12,7 @@ import {
   type CheckpointMetadata,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { assertStorableId, configIds } from "./ids.js";
+import { assertStorableId, configIds, idDefect } from "./ids.js";
 import { encode, rowRef } from "./codec.js";
 import type { BlobRow } from "./shapes.js";
 
@@ -61,8 +61,13 @@ export function putInput(config: RunnableConfig, checkpoint: Checkpoint, metadat
  */
 export function checkVersions(field: string, versions: object): void {
   for (const [channel, version] of Object.entries(versions)) {
-    if (typeof version !== "string" && !(typeof version === "number" && !Number.isNaN(version))) {
-      throw new Error(`Invalid "${field}": channel "${channel}" has version ${String(version)}.`);
+    // Channel names and versions are key parts of blob rows, which the journal, the sync server and exports
+    // carry as UTF-8 text: a lone surrogate became U+FFFD there (a restored row then failed its checks).
+    const defect = idDefect(`${channel}.${String(version)}`);
+    if ((typeof version !== "string" && !(typeof version === "number" && !Number.isNaN(version))) || defect) {
+      throw new Error(
+        `Invalid "${field}": channel "${channel}" has version ${String(version)}${defect ? ` (names and versions ${defect})` : ""}.`,
+      );
     }
   }
 }

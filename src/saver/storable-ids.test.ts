@@ -52,6 +52,28 @@ describe("ids that would not round-trip", () => {
     });
   }
 
+  for (const [what, bad] of BAD) {
+    it(`${what} in a channel name or a version of channel_versions: put refuses it, nothing written`, async () => {
+      // They become blob row keys and the row's clear versions, which the journal, the sync server and exports
+      // carry as UTF-8 text: a lone surrogate came back as U+FFFD there, another channel or version.
+      const saver = fresh();
+      const c1 = await saver.put(root("t"), { ...emptyCheckpoint(), id: "1" }, META, {});
+      const message = /U\+0000|lone surrogate/;
+      const versions = [{ [bad]: 1 }, { x: bad }, { x: `2.${bad}` }];
+      for (const channel_versions of versions) {
+        // Without a value of that channel (only the checkpoint names it), and with one.
+        const checkpoint = { ...emptyCheckpoint(), id: "2", channel_versions };
+        await expect(saver.put(c1, checkpoint, META, {})).rejects.toThrow(message);
+        const [channel] = Object.keys(channel_versions);
+        const withValue = { ...checkpoint, channel_values: { [channel!]: "v" } };
+        await expect(saver.put(c1, withValue, META, channel_versions)).rejects.toThrow(message);
+      }
+      const rows = await readStore<CheckpointRow>(saver.dbName, "checkpoints");
+      expect(rows.map((r) => r.checkpoint_id)).toEqual(["1"]);
+      expect(await readStore(saver.dbName, "blobs")).toEqual([]);
+    });
+  }
+
   it("rows already stored under such ids still read", async () => {
     const saver = fresh();
     await saver.put(root("t"), { ...emptyCheckpoint(), id: "1" }, META, {});
