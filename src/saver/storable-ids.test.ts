@@ -67,6 +67,9 @@ describe("ids that would not round-trip", () => {
         const [channel] = Object.keys(channel_versions);
         const withValue = { ...checkpoint, channel_values: { [channel!]: "v" } };
         await expect(saver.put(c1, withValue, META, channel_versions)).rejects.toThrow(message);
+        // In newVersions alone (the checkpoint's own versions clean): the blob row's key, refused the same.
+        const clean = { ...emptyCheckpoint(), id: "2", channel_versions: { x: 1 }, channel_values: { x: "v" } };
+        await expect(saver.put(c1, clean, META, channel_versions)).rejects.toThrow(message);
       }
       const rows = await readStore<CheckpointRow>(saver.dbName, "checkpoints");
       expect(rows.map((r) => r.checkpoint_id)).toEqual(["1"]);
