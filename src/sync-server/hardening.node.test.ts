@@ -6,6 +6,7 @@
  * loopback, real PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import {
   closeDevices,
@@ -288,18 +289,37 @@ describe("sync server: ids that PostgreSQL cannot hold", () => {
 });
 
 describe("sync server: one user's load and the others", () => {
-  it("a user's pushes waiting on its row lock hold one pooled connection: another user is served", async () => {
-    const { user, token } = newUser("busy");
-    const { token: other } = newUser("calm");
-    const pushBody = (i: number) =>
-      encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle(`t${i}`, ["a"])], deletes: [] } as PushRequest);
+  /** A push of one small checkpoint, of thread `t<i>`. */
+  const pushBody = (i: number) =>
+    encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle(`t${i}`, ["a"])], deletes: [] } as PushRequest);
+
+  /**
+   * Runs `test` while a connection of its own holds `user`'s row locked, as
+   * another process's long push of that user does (`holder` commits to let
+   * the user's waiting pushes go); rolled back and closed after.
+   */
+  async function whileUserLocked(
+    user: string,
+    test: (pool: pg.Pool, holder: pg.PoolClient) => Promise<void>,
+  ): Promise<void> {
     const pool = await inspector();
     const holder = await pool.connect();
     try {
-      // Another process's long push of the same user, as PostgreSQL sees it: the user's row locked.
       await holder.query("BEGIN");
       await holder.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [user]);
       await holder.query("SELECT 1 FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [user]);
+      await test(pool, holder);
+    } finally {
+      await holder.query("ROLLBACK").catch(() => undefined);
+      holder.release();
+      await pool.end();
+    }
+  }
+
+  it("a user's pushes waiting on its row lock hold one pooled connection: another user is served", async () => {
+    const { user, token } = newUser("busy");
+    const { token: other } = newUser("calm");
+    await whileUserLocked(user, async (pool, holder) => {
       const pid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
       const pushes = [1, 2, 3, 4].map((i) => call("POST", "/push", token, pushBody(i)));
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -316,23 +336,12 @@ describe("sync server: one user's load and the others", () => {
       expect(answered).toBe(200);
       await holder.query("COMMIT");
       expect((await Promise.all(pushes)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    } finally {
-      await holder.query("ROLLBACK").catch(() => undefined);
-      holder.release();
-      await pool.end();
-    }
+    });
   });
 
   it("bounds the bodies one user has in flight: beyond four, 429 before the body is read; each freed as it ends", async () => {
     const { user, token } = newUser("bodies");
-    const pushBody = (i: number) =>
-      encodeBody({ v: SYNC_PROTOCOL_VERSION, checkpoints: [bundle(`t${i}`, ["a"])], deletes: [] } as PushRequest);
-    const pool = await inspector();
-    const holder = await pool.connect();
-    try {
-      await holder.query("BEGIN");
-      await holder.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [user]);
-      await holder.query("SELECT 1 FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [user]);
+    await whileUserLocked(user, async (pool, holder) => {
       // The first takes the user's turn and waits on the lock; the others wait for their turn.
       const first = call("POST", "/push", token, pushBody(1));
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -366,11 +375,7 @@ describe("sync server: one user's load and the others", () => {
         [user],
       );
       expect(rows.map((r) => r.thread_id)).toEqual(["t1", "t2", "t3", "t5", "t6"]);
-    } finally {
-      await holder.query("ROLLBACK").catch(() => undefined);
-      holder.release();
-      await pool.end();
-    }
+    });
   });
 });
 
