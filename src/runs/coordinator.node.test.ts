@@ -130,33 +130,47 @@ describe("a signal or timeout in the config, as graph.invoke takes them", () => 
   }
 });
 
+/**
+ * Run "A" goes on thread "t" (seeded with a first turn, its step held `delayMs`); run "B", started with
+ * `config` and `options` while A runs, must be refused with `refusal` before it asks anything of A: A
+ * then ends as if B had never come (it is neither stopped nor rolled back).
+ */
+async function refusedBesideARun(
+  name: string,
+  delayMs: number,
+  config: Parameters<typeof runOnThread>[2],
+  options: Parameters<typeof runOnThread>[3],
+  refusal: RegExp | string,
+): Promise<void> {
+  const saver = track(new IndexedDBSaver({ dbName: freshDbName(name) }));
+  await seed(saver, "t", "hello");
+  const graph = slowChatGraph(saver);
+  const running = runOnThread(
+    graph,
+    { messages: [new HumanMessage("A")] },
+    { configurable: { thread_id: "t", delay_ms: delayMs } },
+  );
+  await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
+  await expect(runOnThread(graph, { messages: [new HumanMessage("B")] }, config, options)).rejects.toThrow(refusal);
+  await expect(running).resolves.toBeDefined();
+  expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
+    ["human", "A"],
+    ["ai", "echo A (#3)"],
+  ]);
+}
+
 describe("a config.timeout no timer can hold", () => {
   // Node's timers hold at most 2^31 - 1 ms: AbortSignal.timeout(2^31) fires after 1 ms, 2^32 and up throw.
   for (const timeout of [Infinity, 2 ** 31, 2 ** 53]) {
     it(`${timeout} is refused before the running run is asked to stop (rollback)`, async () => {
-      const dbName = freshDbName("runs-timeout-range");
-      const saver = track(new IndexedDBSaver({ dbName }));
-      await seed(saver, "t", "hello");
-      const graph = slowChatGraph(saver);
-      const running = runOnThread(
-        graph,
-        { messages: [new HumanMessage("A")] },
-        { configurable: { thread_id: "t", delay_ms: 300 } },
-      );
-      await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
-      const late = runOnThread(
-        graph,
-        { messages: [new HumanMessage("B")] },
+      // AbortSignal.timeout threw only once the thread was held: A was rolled back for a run that never ran.
+      await refusedBesideARun(
+        "runs-timeout-range",
+        300,
         { configurable: { thread_id: "t" }, timeout },
         { multitask: "rollback" },
+        /config\.timeout/,
       );
-      await expect(late).rejects.toThrow(/config\.timeout/);
-      // AbortSignal.timeout threw only once the thread was held: A was rolled back for a run that never ran.
-      await expect(running).resolves.toBeDefined();
-      expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
-        ["human", "A"],
-        ["ai", "echo A (#3)"],
-      ]);
     });
   }
 
@@ -175,33 +189,14 @@ describe("a config.timeout no timer can hold", () => {
 describe("a run whose signal is already aborted", () => {
   for (const strategy of ["interrupt", "rollback"] as const) {
     it(`"${strategy}": rejects at once and leaves the running one alone`, async () => {
-      const dbName = freshDbName(`runs-aborted-${strategy}`);
-      const saver = track(new IndexedDBSaver({ dbName }));
-      await seed(saver, "t", "hello");
-      const graph = slowChatGraph(saver);
-      const running = runOnThread(
-        graph,
-        { messages: [new HumanMessage("A")] },
-        { configurable: { thread_id: "t", delay_ms: 400 } },
-      );
-      await expect.poll(async () => (await threadState(saver, "t")).next).toEqual(["agent"]);
-      const cancelled = AbortSignal.abort(new Error("cancelled before it started"));
-      const late = runOnThread(
-        graph,
-        { messages: [new HumanMessage("B")] },
-        { configurable: { thread_id: "t" } },
-        {
-          multitask: strategy,
-          signal: cancelled,
-        },
-      );
-      await expect(late).rejects.toThrow("cancelled before it started");
       // The stop request used to go out before the wait was refused: A was stopped (and rolled back) for nothing.
-      await expect(running).resolves.toBeDefined();
-      expect((await threadState(saver, "t")).messages.slice(2)).toEqual([
-        ["human", "A"],
-        ["ai", "echo A (#3)"],
-      ]);
+      await refusedBesideARun(
+        `runs-aborted-${strategy}`,
+        400,
+        { configurable: { thread_id: "t" } },
+        { multitask: strategy, signal: AbortSignal.abort(new Error("cancelled before it started")) },
+        "cancelled before it started",
+      );
     });
   }
 });
