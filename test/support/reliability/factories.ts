@@ -10,12 +10,26 @@ import { IDBDatabase as FakeDatabase, forceCloseDatabase } from "fake-indexeddb"
 
 /** A factory that opens `version + bump`: a newer build of the app in another tab. */
 export function newerSchemaFactory(base: IDBFactory = indexedDB, bump = 1): IDBFactory {
+  return withOpen(base, (name, version) => base.open(name, (version ?? 1) + bump));
+}
+
+/** `base` with its `open` replaced; the other calls go to `base` as they are. */
+function withOpen(base: IDBFactory, open: (name: string, version?: number) => IDBOpenDBRequest): IDBFactory {
   return {
-    open: (name: string, version?: number) => base.open(name, (version ?? 1) + bump),
+    open,
     deleteDatabase: (name: string) => base.deleteDatabase(name),
     cmp: (a: unknown, b: unknown) => base.cmp(a, b),
     databases: () => base.databases(),
   } as IDBFactory;
+}
+
+/** `base`, handing each connection it opens to `opened`. */
+function watchedFactory(base: IDBFactory, opened: (db: IDBDatabase) => void): IDBFactory {
+  return withOpen(base, (name, version) => {
+    const request = version === undefined ? base.open(name) : base.open(name, version);
+    request.addEventListener("success", () => opened(request.result));
+    return request;
+  });
 }
 
 /**
@@ -26,24 +40,14 @@ export function newerSchemaFactory(base: IDBFactory = indexedDB, bump = 1): IDBF
 export function losableFactory(base: IDBFactory = indexedDB) {
   const opened: IDBDatabase[] = [];
   const broken = new WeakSet<IDBDatabase>();
-  const factory = {
-    open(name: string, version?: number) {
-      const request = version === undefined ? base.open(name) : base.open(name, version);
-      request.addEventListener("success", () => {
-        const db = request.result;
-        const transaction = db.transaction;
-        db.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
-          if (broken.has(db)) throw new DOMException("The database connection is closing.", "InvalidStateError");
-          return transaction.apply(db, args);
-        } as IDBDatabase["transaction"];
-        opened.push(db);
-      });
-      return request;
-    },
-    deleteDatabase: (name: string) => base.deleteDatabase(name),
-    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
-    databases: () => base.databases(),
-  } as IDBFactory;
+  const factory = watchedFactory(base, (db) => {
+    const transaction = db.transaction;
+    db.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
+      if (broken.has(db)) throw new DOMException("The database connection is closing.", "InvalidStateError");
+      return transaction.apply(db, args);
+    } as IDBDatabase["transaction"];
+    opened.push(db);
+  });
   return {
     factory,
     /** How many connections were opened through it. */
@@ -66,16 +70,7 @@ export function losableFactory(base: IDBFactory = indexedDB) {
  */
 export function closingFactory(base: IDBFactory = indexedDB) {
   const opened: IDBDatabase[] = [];
-  const factory = {
-    open(name: string, version?: number) {
-      const request = version === undefined ? base.open(name) : base.open(name, version);
-      request.addEventListener("success", () => opened.push(request.result));
-      return request;
-    },
-    deleteDatabase: (name: string) => base.deleteDatabase(name),
-    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
-    databases: () => base.databases(),
-  } as IDBFactory;
+  const factory = watchedFactory(base, (db) => opened.push(db));
   return {
     factory,
     /** Closes every connection opened so far, with a `close` event. */
