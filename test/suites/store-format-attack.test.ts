@@ -34,6 +34,20 @@ import { committed, done, openRaw } from "../support/reliability/raw.js";
 const NS = ["user-1", "memories"];
 const KEY = new Uint8Array(32).map((_, i) => i * 3 + 11);
 
+/** Replaces fields of item `key`'s stored row in `NS`, as someone who edits the profile's files would. */
+async function editItemRow(name: string, key: string, fields: Record<string, unknown>): Promise<void> {
+  const db = await openRaw(name);
+  try {
+    const tx = db.transaction(["items"], "readwrite");
+    const items = tx.objectStore("items");
+    const row = await done(items.get([NS, key]));
+    items.put({ ...row, ...fields });
+    await committed(tx);
+  } finally {
+    db.close();
+  }
+}
+
 async function alteredStore(): Promise<string> {
   const name = freshDbName("store-format");
   const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
@@ -131,16 +145,7 @@ describe("an item's seq altered", () => {
       await first.put(NS, "one", { n: 1 });
       await first.put(NS, "two", { n: 2 });
       await first.close();
-      const db = await openRaw(name);
-      try {
-        const tx = db.transaction(["items"], "readwrite");
-        const items = tx.objectStore("items");
-        const row = await done(items.get([NS, "one"]));
-        items.put({ ...row, seq });
-        await committed(tx);
-      } finally {
-        db.close();
-      }
+      await editItemRow(name, "one", { seq });
       const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
       try {
         // Hidden from search (like a deleted row: not protected), still there for get.
@@ -168,16 +173,7 @@ describe("an item's timestamps altered", () => {
     const first = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
     await first.put(NS, "one", { n: 1 });
     await first.close();
-    const db = await openRaw(name);
-    try {
-      const tx = db.transaction(["items"], "readwrite");
-      const items = tx.objectStore("items");
-      const row = await done(items.get([NS, "one"]));
-      items.put({ ...row, createdAt: "yesterday", updatedAt: 12 });
-      await committed(tx);
-    } finally {
-      db.close();
-    }
+    await editItemRow(name, "one", { createdAt: "yesterday", updatedAt: 12 });
     const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
     try {
       // Before the fix get returned the string and the number as they were
@@ -201,16 +197,7 @@ describe("an item's timestamps altered", () => {
     const first = new IndexedDBStore({ dbName: name });
     await first.put(NS, "one", { n: 1 });
     await first.close();
-    const db = await openRaw(name);
-    try {
-      const tx = db.transaction(["items"], "readwrite");
-      const items = tx.objectStore("items");
-      const row = await done(items.get([NS, "one"]));
-      items.put({ ...row, createdAt: 12n, updatedAt: Object(5n) });
-      await committed(tx);
-    } finally {
-      db.close();
-    }
+    await editItemRow(name, "one", { createdAt: 12n, updatedAt: Object(5n) });
     const store = new IndexedDBStore({ dbName: name });
     try {
       // Before: "Cannot convert a BigInt value to a number" from new Date(12n), at every read of the item.
