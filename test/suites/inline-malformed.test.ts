@@ -90,6 +90,37 @@ async function expectClearErrors(
   expect(describeReasons(await unhandled.stop()), what).toEqual([]);
 }
 
+type NamedDelete = [string, () => Promise<unknown>];
+
+/** The deletes that reach c2 of thread "t": its run's (r2), `also`, a removal sync pulls, prune. */
+function deletesOfC2(saver: IndexedDBSaver, ...also: NamedDelete[]): NamedDelete[] {
+  const removal: WireChange = {
+    kind: "removed",
+    seq: 1,
+    removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" },
+  };
+  return [
+    ["deleteForRuns r2", () => saver.deleteForRuns(["r2"])],
+    ...also,
+    ["pulled removal", () => applyChanges(rawAccessOf(saver)!, [removal], { scope: "s\u0000u", cursor: 1 })],
+    ["prune", () => saver.prune(["t"])],
+  ];
+}
+
+/** Each of `deletes` fails with a SerializationError matching `message`, and every checkpoint row stays. */
+async function expectRefusedKeepingAll(dbName: string, deletes: NamedDelete[], message: RegExp): Promise<void> {
+  for (const [what, run] of deletes) {
+    const failure = run();
+    await expect(failure, what).rejects.toBeInstanceOf(SerializationError);
+    await expect(failure, what).rejects.toThrow(message);
+    const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
+    expect(
+      rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
+      what,
+    ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
+  }
+}
+
 describe("malformed values held inline, without encryption", () => {
   it("a value that is not [type, bytes], not a MsgpackSerializer payload, or claims a huge length: a SerializationError naming the row from every read", async () => {
     const { dbName, c2Row } = await thread();
@@ -158,27 +189,12 @@ describe("malformed values held inline, without encryption", () => {
     const { dbName, c2Row } = await thread();
     await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: null }]);
     const saver = track(new IndexedDBSaver({ dbName }));
-    const removal: WireChange = {
-      kind: "removed",
-      seq: 1,
-      removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" },
-    };
-    const deletes: [string, () => Promise<unknown>][] = [
-      ["deleteForRuns r2", () => saver.deleteForRuns(["r2"])],
-      ["deleteForRuns r1", () => saver.deleteForRuns(["r1"])],
-      ["pulled removal", () => applyChanges(rawAccessOf(saver)!, [removal], { scope: "s\u0000u", cursor: 1 })],
-      ["prune", () => saver.prune(["t"])],
-    ];
-    for (const [what, run] of deletes) {
-      const failure = run();
-      await expect(failure, what).rejects.toBeInstanceOf(SerializationError);
-      await expect(failure, what).rejects.toThrow(/Checkpoint c2 of thread "t" has no channel versions/);
-      const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
-      expect(
-        rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
-        what,
-      ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
-    }
+    const another: NamedDelete = ["deleteForRuns r1", () => saver.deleteForRuns(["r1"])];
+    await expectRefusedKeepingAll(
+      dbName,
+      deletesOfC2(saver, another),
+      /Checkpoint c2 of thread "t" has no channel versions/,
+    );
   });
 });
 
@@ -190,26 +206,7 @@ describe("a row holding a value inline with its clear channel versions edited, t
       const { dbName, c2Row } = await thread();
       await putRaw(dbName, "checkpoints", [{ ...c2Row, channel_versions: versions }]);
       const saver = track(new IndexedDBSaver({ dbName }));
-      const removal: WireChange = {
-        kind: "removed",
-        seq: 1,
-        removed: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c2" },
-      };
-      const deletes: [string, () => Promise<unknown>][] = [
-        ["deleteForRuns r2", () => saver.deleteForRuns(["r2"])],
-        ["pulled removal", () => applyChanges(rawAccessOf(saver)!, [removal], { scope: "s\u0000u", cursor: 1 })],
-        ["prune", () => saver.prune(["t"])],
-      ];
-      for (const [what, run] of deletes) {
-        const failure = run();
-        await expect(failure, what).rejects.toBeInstanceOf(SerializationError);
-        await expect(failure, what).rejects.toThrow(/Checkpoint c2 of thread "t" is inconsistent/);
-        const rows = await readStore<CheckpointRow>(dbName, "checkpoints");
-        expect(
-          rows.map((row) => `${row.thread_id}/${row.checkpoint_id}`),
-          what,
-        ).toEqual(["t/c1", "t/c2", "t/c3", "u/c1"]);
-      }
+      await expectRefusedKeepingAll(dbName, deletesOfC2(saver), /Checkpoint c2 of thread "t" is inconsistent/);
       await saver.close();
       // Undone, the run deletes as it should, its value kept as a blob row for c3.
       await putRaw(dbName, "checkpoints", [c2Row]);
