@@ -13,3 +13,21 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * Whether IndexedDB takes `value` as a key: the check its requests make
+ * (they throw `DataError` synchronously otherwise), through `only`, a key
+ * range factory (a database's own; default the global `IDBKeyRange.only`).
+ */
+export function isValidKey(
+  value: unknown,
+  only: (key: IDBValidKey) => unknown = (key) =>
+    (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange.only(key),
+): boolean {
+  try {
+    only(value as IDBValidKey);
+    return true;
+  } catch {
+    return false;
+  }
+}

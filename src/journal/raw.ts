@@ -6,6 +6,7 @@
  * whatever stores the journal was told about (it knows no schema).
  */
 import { sameValue } from "../core/equality.js";
+import { isValidKey } from "../core/guards.js";
 import { parseJournal } from "./format.js";
 
 /** The saver's stores, the default of {@link replayFile} (tests, tools). */
@@ -99,16 +100,6 @@ export async function snapshot(db: IDBDatabase, journaled: readonly string[]): P
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
-
-/** Whether IndexedDB takes `key` as a key (the same check its requests make, which throw `DataError`). */
-function isValidKey(key: unknown): boolean {
-  try {
-    (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange.only(key);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Whether each record of a journal file is one the journal writes, for

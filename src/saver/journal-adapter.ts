@@ -7,6 +7,7 @@
  */
 import type { Op, Payload } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
+import { isValidKey } from "../core/guards.js";
 import { heldInline, inlineBlob, type BlobRow, type CheckpointRow, type Version } from "../rows/shapes.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
@@ -17,16 +18,6 @@ function request<T>(req: IDBRequest<T>): Promise<T> {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
   });
-}
-
-/** Whether IndexedDB takes `value` as a key (its requests throw `DataError` synchronously otherwise). */
-function isKey(value: unknown): boolean {
-  try {
-    (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange.only(value);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -79,7 +70,7 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
       const entries = typeof versions === "object" && versions !== null ? Object.entries(versions) : [];
       const blobs = await Promise.all(
         entries.map(async ([channel, version]: [string, Version]) => {
-          if (!isKey([channel, version])) return undefined;
+          if (!isValidKey([channel, version])) return undefined;
           // Row format 2: a value this row holds inline comes back with it; one an
           // ancestor holds inline is re-appended as the blob row it stands for.
           if (inlineBlob(row, channel, version)) return undefined;

@@ -13,6 +13,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { KeyRanges } from "../idb/database.js";
+import { isValidKey } from "../core/guards.js";
 import type { NamespaceCache } from "./cache.js";
 import { itemId, toItem } from "./codec.js";
 import { selectNamespaces } from "./query.js";
@@ -49,12 +50,7 @@ export function validateItemNamespace(namespace: string[]): void {
  * with a bare `DataError`.
  */
 export function validateItemKey(namespace: readonly string[], key: unknown, ranges: KeyRanges): void {
-  try {
-    ranges.only(key as IDBValidKey);
-    return;
-  } catch {
-    // Not a key: explained below.
-  }
+  if (isValidKey(key, ranges.only)) return;
   const shown = typeof key === "object" && key !== null ? Object.prototype.toString.call(key) : String(key);
   throw new TypeError(
     `IndexedDBStore: the item key ${shown} in namespace [${namespace.join(", ")}] is not a valid key; item keys are strings.`,
