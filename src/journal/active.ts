@@ -160,6 +160,15 @@ export class ActiveJournal {
     // Not a journal of ours (no header first), or a record of a shape it never writes: corrupt from there.
     const parsed = parseJournal(bytes, recordCheck(db, stores));
     const records = parsed.records as Payload[];
+    // Another database's journal (one custom backend given to two savers, a file copied under this name):
+    // replaying it would put that database's rows in this one, and appending would corrupt it. Leave it be.
+    const owner = records[0] && "db" in records[0] ? records[0].db : name;
+    if (owner !== name) {
+      const error = new Error(
+        `This journal is database "${owner}"'s, not "${name}"'s: left unread and unchanged, "${name}" runs without one. Give each saver its own.`,
+      );
+      return { ...base, kind: "journal-unavailable", error };
+    }
     try {
       if (parsed.torn || (records.length === 0 && bytes.length > 0))
         await backend.truncate(records.length === 0 ? 0 : parsed.validLength);

@@ -347,3 +347,30 @@ describe("a checkpoint row edited in the database, which recovery journals again
     },
   );
 });
+
+describe("a journal of another database", () => {
+  // One custom JournalBackend given to two savers, or a journal file copied under another database's name:
+  // before, the second saver replayed the first one's rows into its own database and went on appending to
+  // that journal.
+  it("is neither replayed nor touched: the report says whose it is, and the saver runs unjournaled", async () => {
+    const first = dbName();
+    const second = dbName();
+    const real = await realJournal(first);
+    MemoryJournalBackend.setFile(second, real.file);
+
+    const reports: RecoveryReport[] = [];
+    const saver = journaled(second, reports);
+    expect(await saver.getTuple(config("t"))).toBeUndefined();
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ kind: "journal-unavailable", recoveredWrites: 0 });
+    expect(String(reports[0]!.error)).toContain(`database "${first}"`);
+    expect(String(reports[0]!.error)).toContain(`"${second}"`);
+    await tickGraph(saver, 2).invoke({ count: 0 }, config("mine"));
+    await saver.close();
+    expect(hex(MemoryJournalBackend.file(second)!)).toBe(hex(real.file));
+    expect((await scan(second)).checkpoints!.map((row) => (row as { thread_id: string }).thread_id)).toEqual(
+      expect.arrayContaining(["mine"]),
+    );
+    expect(JSON.stringify((await scan(second)).checkpoints)).not.toContain('"t2"');
+  });
+});

@@ -11,8 +11,8 @@ import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { freshDbName } from "../support/databases.js";
 import { RAW_KEY, deleteDatabase, fromBase64, loadDatabase, type SaverGolden } from "./shared.js";
 
-/** A saver golden with the journal its saver kept (base64). */
-export type JournalGolden = SaverGolden & { journal: string };
+/** A saver golden with the journal its saver kept (base64), under the database name that journal records. */
+export type JournalGolden = SaverGolden & { journal: string; dbName: string };
 
 /** One golden file with the serializer that wrote it. */
 export interface JournalGoldenCase {
@@ -61,7 +61,10 @@ export function journalGoldenSavers(prefix: string) {
       { golden, serde }: JournalGoldenCase,
       onRecovery?: (report: RecoveryReport) => void,
     ): Promise<IndexedDBSaver> {
-      const name = freshDbName(`${prefix}-journal`);
+      // Under the name its journal's header records, as on the disk it came from: a journal naming
+      // another database is not replayed.
+      const name = golden.dbName;
+      await deleteDatabase(indexedDB, name);
       created.push(name);
       MemoryJournalBackend.setFile(name, fromBase64(golden.journal));
       return keep(

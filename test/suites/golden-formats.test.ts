@@ -650,7 +650,10 @@ describe("journal files", () => {
   });
 
   it("restores an empty database from the golden file through the memory journal backend", async () => {
-    const name = freshName("journal-recover");
+    // Under the database name its header records: a journal of another database is not replayed.
+    const name = journalGolden.dbName;
+    await deleteDatabase(indexedDB, name);
+    created.push(name);
     MemoryJournalBackend.setFile(name, fromBase64(journalGolden.compacted.file));
     const reports: RecoveryReport[] = [];
     const saver = track(

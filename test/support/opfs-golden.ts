@@ -12,6 +12,8 @@ import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { RAW_KEY, deleteDatabase, expectAnswers, fromBase64, type Tagged } from "../golden/shared.js";
 import { freshDbName } from "./databases.js";
+import { frameRecord, parseJournal } from "../../src/journal/format.js";
+import { joinBytes } from "../../src/core/bytes.js";
 
 /** A golden file's parts this reads: the journal (base64) and the recorded answers. */
 interface JournalGolden {
@@ -48,7 +50,7 @@ export function describeOpfsGolden(
       created.push(name);
       const backend = new OpfsJournalBackend(name);
       await backend.open();
-      await backend.replace(fromBase64(golden.journal));
+      await backend.replace(renamed(fromBase64(golden.journal), name));
       await backend.close();
       const reports: RecoveryReport[] = [];
       const saver = new IndexedDBSaver({
@@ -65,4 +67,15 @@ export function describeOpfsGolden(
       }
     });
   });
+}
+
+/**
+ * The journal `bytes` with its header naming `dbName`, every other record
+ * byte for byte: recovery replays only a journal naming its own database,
+ * and the golden's name would collide with the memory-backend golden tests,
+ * which may run beside these in the same origin (they read the exact bytes).
+ */
+function renamed(bytes: Uint8Array, dbName: string): Uint8Array {
+  const header = parseJournal(bytes).records[0] as object;
+  return joinBytes([frameRecord({ ...header, db: dbName }), bytes.subarray(frameRecord(header).length)]);
 }
