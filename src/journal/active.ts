@@ -8,7 +8,9 @@ import type { WriteOp } from "../idb/requests.js";
 import { frameRecord, parseJournal } from "./format.js";
 import {
   isEmpty,
+  markSnapshot,
   newestReflected,
+  reachedSnapshot,
   rangeSpec,
   recordCheck,
   isKeyRange,
@@ -16,7 +18,7 @@ import {
   snapshot,
   type Op,
   type Payload,
-  type Resync,
+  type SchemaRules,
 } from "./raw.js";
 import type { JournalBackend, RecoveryReport } from "./types.js";
 import { joinBytes } from "../core/bytes.js";
@@ -44,8 +46,9 @@ export interface ActiveJournalOptions {
 export interface RecoverOptions {
   /** This open created the database. */
   created: boolean;
+  /** How many of the journal's last records `rules.resync` is given. */
   replayMargin: number;
-  resync: Resync;
+  rules: SchemaRules;
   /** Whether the wipe marker says the database had held data (only asked when it was created). */
   wiped(): Promise<boolean>;
 }
@@ -121,8 +124,10 @@ export class ActiveJournal {
     if (!this.#usable) return;
     try {
       const db = await this.#options.connection();
+      const generation = Date.now();
+      await markSnapshot(db, generation);
       const snap = await snapshot(db, this.#options.stores);
-      const header = frameRecord({ h: Date.now(), db: this.#options.name } satisfies Payload);
+      const header = frameRecord({ h: generation, db: this.#options.name } satisfies Payload);
       const body = frameRecord({ snap } satisfies Payload);
       await this.#options.backend.replace(joinBytes([header, body]));
       this.#size = header.length + body.length;
@@ -162,7 +167,8 @@ export class ActiveJournal {
     const records = parsed.records as Payload[];
     // Another database's journal (one custom backend given to two savers, a file copied under this name):
     // replaying it would put that database's rows in this one, and appending would corrupt it. Leave it be.
-    const owner = records[0] && "db" in records[0] ? records[0].db : name;
+    const header = records[0] as { h: number; db?: unknown } | undefined;
+    const owner = header?.db ?? name;
     if (owner !== name) {
       const error = new Error(
         `This journal is database "${owner}"'s, not "${name}"'s: left unread and unchanged, "${name}" runs without one. Give each saver its own.`,
@@ -179,26 +185,32 @@ export class ActiveJournal {
     let size = records.length === 0 ? 0 : parsed.validLength;
     this.#snapshotSize = body[0] && "snap" in body[0] ? size : 0;
 
-    // Where replay starts: after the newest record the database reflects, less a margin.
+    // Where replay starts: after the newest record the database reflects. Not before it: a tab without this
+    // journal may have deleted or overwritten since what those records wrote. A snapshot replays (clearing
+    // every store first) only into a database that lacks its mark, which lost transactions, as after a wipe.
     const empty = options.created || (await isEmpty(db, stores));
-    const anchor = empty ? -1 : await newestReflected(db, stores, body);
-    const lost = body.length - 1 - anchor;
-    const from = Math.max(0, anchor + 1 - options.replayMargin);
-    if (body.length > from) await replay(db, stores, body.slice(from));
+    const anchor = empty ? -1 : await newestReflected(db, stores, body, options.rules.proof);
+    const behind = anchor >= 0 && "snap" in body[anchor]! && !(await reachedSnapshot(db, header!.h));
+    const from = behind ? anchor : anchor + 1;
+    const lost = body.length - from;
+    if (body.length > from) await replay(db, stores, await options.rules.retain(db, body.slice(from)));
     // The other way round: transactions that committed but whose append the
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.
     let resync: Uint8Array | undefined;
     if (!empty && records.length > 0) {
-      const ops = await options.resync(db, body.slice(-options.replayMargin));
+      const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);
     }
 
     // An empty journal: start it (with a snapshot when the database already holds data).
     if (records.length === 0) {
-      const header = frameRecord({ h: Date.now(), db: name } satisfies Payload);
-      const parts = [header];
-      if (!empty) parts.push(frameRecord({ snap: await snapshot(db, stores) } satisfies Payload));
+      const generation = Date.now();
+      const parts = [frameRecord({ h: generation, db: name } satisfies Payload)];
+      if (!empty) {
+        await markSnapshot(db, generation);
+        parts.push(frameRecord({ snap: await snapshot(db, stores) } satisfies Payload));
+      }
       const fresh = joinBytes(parts);
       try {
         await backend.replace(fresh);

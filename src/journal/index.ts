@@ -34,5 +34,5 @@ export {
 export { MemoryJournalBackend, resetMemoryJournals } from "./memory-backend.js";
 export { defaultMarker, memoryMarker } from "./wipe-marker.js";
 export { JournalSeam, type JournalSeamOptions } from "./seam.js";
-export type { Resync } from "./raw.js";
+export type { Resync, SchemaRules } from "./raw.js";
 export { forgetDatabaseTraces, type ForgottenTraces } from "./forget.js";

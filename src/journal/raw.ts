@@ -81,9 +81,12 @@ export function presentStores(db: IDBDatabase, stores: readonly string[]): strin
   return stores.filter((store) => db.objectStoreNames.contains(store));
 }
 
+/** The store of the database's bookkeeping ("format", the snapshot's mark): its rows are no saver data. */
+const META = "meta";
+
 /** True when no store holds saver rows (meta's "format" record does not count). */
 export async function isEmpty(db: IDBDatabase, journaled: readonly string[]): Promise<boolean> {
-  const stores = presentStores(db, journaled).filter((store) => store !== "meta");
+  const stores = presentStores(db, journaled).filter((store) => store !== META);
   if (stores.length === 0) return true;
   const tx = db.transaction(stores, "readonly");
   const counts = await Promise.all(stores.map((store) => request(tx.objectStore(store).count())));
@@ -170,14 +173,35 @@ export function keyOf(store: IDBObjectStore, value: unknown): IDBValidKey {
 }
 
 /**
+ * What recovery needs to know of the database's schema, from its owner (the
+ * saver: saver/journal-adapter.ts); the journal knows none.
+ */
+export interface SchemaRules {
+  /** See {@link Resync}. */
+  resync: Resync;
+  /**
+   * Stores whose rows, once put under a key, no other writer changes (the
+   * saver's checkpoints, blobs, writes): a record is known to have reached
+   * the database when its rows there are all held. Another tab without this
+   * journal may overwrite the others (a thread's summary), which says
+   * nothing of this journal's records.
+   */
+  proof: readonly string[];
+  /** What a replay may re-apply of `records` (the saver leaves out rows of threads deleted since). */
+  retain(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]>;
+}
+
+/**
  * Index of the newest record whose rows the database still holds exactly
- * (its last put or insert of each key it writes), or -1. Records that only
- * delete prove nothing and are skipped.
+ * (its last put or insert of each key it writes in the `proof` stores), or
+ * -1. Records that put nothing there (deletes, rows other writers may
+ * overwrite) prove nothing and are skipped.
  */
 export async function newestReflected(
   db: IDBDatabase,
   journaled: readonly string[],
   records: Payload[],
+  proof: readonly string[] = journaled,
 ): Promise<number> {
   const stores = presentStores(db, journaled);
   for (let i = records.length - 1; i >= 0; i--) {
@@ -192,7 +216,7 @@ export async function newestReflected(
       const key = op[1] === 0 || op[1] === 1 ? keyOf(store, op[2]) : undefined;
       last.set(key === undefined ? `${op[0]}\u0000#${last.size}` : `${op[0]}\u0000${JSON.stringify(key)}`, op);
     }
-    const checks = [...last.values()].filter((op) => op[1] === 0 || op[1] === 1);
+    const checks = [...last.values()].filter((op) => (op[1] === 0 || op[1] === 1) && proof.includes(op[0]));
     if (checks.length === 0) continue;
     const found = await Promise.all(
       checks.map((op) => request(tx.objectStore(op[0]).get(keyOf(tx.objectStore(op[0]), op[2])))),
@@ -201,6 +225,30 @@ export async function newestReflected(
     if (holds) return i;
   }
   return -1;
+}
+
+/** The key of the row marking, in the database, the snapshot a journal file starts with. */
+const SNAPSHOT_MARK = "journal\u0000snapshot";
+
+/**
+ * Marks in the database that it has reached the snapshot of journal
+ * generation `generation`, in a transaction of its own committed before the
+ * snapshot is read: a database holding the mark holds everything the
+ * snapshot does, so recovery need not replay it.
+ */
+export async function markSnapshot(db: IDBDatabase, generation: number): Promise<void> {
+  if (!db.objectStoreNames.contains(META)) return;
+  const tx = db.transaction(META, "readwrite");
+  const path = tx.objectStore(META).keyPath as string;
+  tx.objectStore(META).put({ [path]: SNAPSHOT_MARK, value: generation });
+  await completion(tx);
+}
+
+/** Whether the database holds the mark of journal generation `generation` (see {@link markSnapshot}). */
+export async function reachedSnapshot(db: IDBDatabase, generation: number): Promise<boolean> {
+  if (!db.objectStoreNames.contains(META)) return false;
+  const row = await request(db.transaction(META, "readonly").objectStore(META).get(SNAPSHOT_MARK));
+  return (row as { value?: unknown } | undefined)?.value === generation;
 }
 
 /**

@@ -8,7 +8,7 @@
 import type { DatabaseSeam } from "../idb/database.js";
 import type { WriteObserver } from "../idb/requests.js";
 import type { ActiveJournal } from "./active.js";
-import type { Op, Resync } from "./raw.js";
+import type { Op, SchemaRules } from "./raw.js";
 import {
   DatabaseWipedError,
   type JournalBackend,
@@ -34,10 +34,10 @@ export interface JournalSeamOptions {
   marker?: WipeMarker;
   /** Compact when the journal grows past this many bytes (and twice its last snapshot). Default 8 MiB. */
   compactBytes?: number;
-  /** Records replayed before the newest one the database still reflects. Default 16. */
+  /** How many of the journal's last records the resync after a recovery reads. Default 16. */
   replayMargin?: number;
-  /** The saver's resync of its newest rows after a recovery. */
-  resync: Resync;
+  /** The saver's rules for a recovery (loaded only when a journal is on). */
+  rules(): Promise<SchemaRules>;
   /** Stores whose puts compact the journal like deletes do (see `ActiveJournalOptions.purgeOnPut`). */
   purgeOnPut?: readonly string[];
 }
@@ -187,7 +187,7 @@ export class JournalSeam implements DatabaseSeam {
     const outcome = await active.recover(db, {
       created,
       replayMargin: this.#options.replayMargin ?? 16,
-      resync: this.#options.resync,
+      rules: await this.#options.rules(),
       wiped,
     });
     if (outcome.kind !== "journal-unavailable") this.#active = active;

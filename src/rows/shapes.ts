@@ -194,6 +194,12 @@ export interface Tombstone {
   deleted_at: number;
 }
 
+/** True when a deleted thread must ignore writes aimed at `checkpointId` (`exists`: its row is there). */
+export function isDeadCheckpoint(tombstone: Tombstone | undefined, checkpointId: string, exists: boolean): boolean {
+  if (!tombstone || exists) return false;
+  return checkpointId <= tombstone.max_deleted_id || tombstone.dropped.includes(checkpointId);
+}
+
 /**
  * Per-thread summary for `listThreads`, written blind (no read first) by
  * root-namespace puts, so a put costs one round trip; a put to the thread

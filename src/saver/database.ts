@@ -26,7 +26,7 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     onRecovery: params.onRecovery,
     purgeOnPut: ["meta"],
     // Needed only after a recovery with a journal: loaded then.
-    resync: async (raw, records) => (await import("./journal-adapter.js")).resyncNewestRows(raw, records),
+    rules: async () => (await import("./journal-adapter.js")).journalRules,
   });
   const db = new Database<SaverSchema>({
     name,

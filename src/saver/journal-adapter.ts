@@ -3,12 +3,24 @@
  * recovery, the current rows of the newest checkpoints (with their channel
  * values, pending writes and thread summary) of every thread and namespace
  * the journal's last records wrote to, re-appended because their own append
- * may have been cut off by the crash. The journal itself knows no schema.
+ * may have been cut off by the crash; and which rows a replay must leave
+ * out, those of threads deleted since. The journal itself knows no schema.
  */
-import type { Op, Payload } from "../journal/raw.js";
+import type { Op, Payload, SchemaRules } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
 import { isValidKey } from "../core/guards.js";
-import { heldInline, inlineBlob, type BlobRow, type CheckpointRow, type Version } from "../rows/shapes.js";
+import {
+  TOMBSTONE_NAMES,
+  heldInline,
+  inlineBlob,
+  isDeadCheckpoint,
+  tombstoneThread,
+  type BlobRow,
+  type CheckpointRow,
+  type ThreadRow,
+  type Tombstone,
+  type Version,
+} from "../rows/shapes.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -96,3 +108,77 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
   }
   return ops;
 }
+
+/**
+ * `records` without the rows of checkpoints a thread's tombstone in `db`
+ * marks deleted: a tab without the journal deleted the thread after the
+ * journal recorded them, and replaying them would bring it back. Blobs of
+ * such a thread stay only when a checkpoint kept here lists their version
+ * (a new run on the thread after the delete); deletes and other rows stay.
+ */
+export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]> {
+  if (!db.objectStoreNames.contains("meta")) return [...records];
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  const range = KeyRange.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper);
+  const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
+    name: string;
+    value: Partial<Tombstone> | null;
+  }[];
+  const tombstones = new Map<string, Tombstone>();
+  for (const { name, value } of rows) {
+    // One altered outside the saver reads as no tombstone here (the saver's own reads report it).
+    if (typeof value?.max_deleted_id === "string" && Array.isArray(value.dropped))
+      tombstones.set(tombstoneThread(name), value as Tombstone);
+  }
+  if (tombstones.size === 0) return [...records];
+  const dead = (row: { thread_id?: unknown; checkpoint_ns?: unknown }, checkpointId: unknown) => {
+    const tombstone = tombstones.get(row.thread_id as string);
+    // The tombstone's copy in `writes` (its namespace starts with U+0000) is no checkpoint's.
+    if (!tombstone || typeof checkpointId !== "string" || String(row.checkpoint_ns).startsWith("\u0000")) return false;
+    return isDeadCheckpoint(tombstone, checkpointId, false);
+  };
+  // The versions of every checkpoint of a deleted thread that stays: their values stay too.
+  const listed = new Set<string>();
+  const kept = records.map((record): Payload => {
+    if (!("o" in record)) return record;
+    const ops = record.o.filter((op) => {
+      if (op[1] !== 0 && op[1] !== 1) return true;
+      const row = op[2] as Partial<CheckpointRow & ThreadRow>;
+      switch (op[0]) {
+        case "checkpoints":
+          if (dead(row, row.checkpoint_id)) return false;
+          if (tombstones.has(row.thread_id as string) && row.channel_versions) {
+            for (const [channel, version] of Object.entries(row.channel_versions))
+              listed.add(JSON.stringify([row.thread_id, row.checkpoint_ns, channel, version]));
+          }
+          return true;
+        case "writes":
+          return !dead(row, row.checkpoint_id);
+        case "threads":
+          return !dead({ thread_id: row.thread_id, checkpoint_ns: "" }, row.latest?.checkpoint_id);
+        default:
+          return true;
+      }
+    });
+    return { o: ops };
+  });
+  return kept.map((record) => {
+    if (!("o" in record)) return record;
+    return {
+      o: record.o.filter((op) => {
+        if (op[0] !== "blobs" || (op[1] !== 0 && op[1] !== 1)) return true;
+        const blob = op[2] as Partial<BlobRow>;
+        if (!tombstones.has(blob.thread_id as string)) return true;
+        return listed.has(JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]));
+      }),
+    };
+  });
+}
+
+/** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
+export const journalRules: SchemaRules = {
+  resync: resyncNewestRows,
+  // A thread summary or a meta row another tab overwrites says nothing of the journal's records.
+  proof: ["checkpoints", "blobs", "writes"],
+  retain: withoutDeleted,
+};

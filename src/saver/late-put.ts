@@ -12,6 +12,7 @@ import { checkKeyRow, type SaverContext } from "./context.js";
 import { prefixBounds } from "./keys.js";
 import {
   KEY_ID_WRITE_KEY,
+  isDeadCheckpoint,
   keyIdWrite,
   tombstoneName,
   tombstoneWrite,
@@ -20,7 +21,7 @@ import {
   type WriteRow,
 } from "../rows/shapes.js";
 import type { BoundSerializer } from "../serde/protocol.js";
-import { TOMBSTONE_DROPPED_LIMIT, asTombstone, isDeadCheckpoint, readTombstone } from "./tombstones.js";
+import { TOMBSTONE_DROPPED_LIMIT, asTombstone, readTombstone } from "./tombstones.js";
 import { storeWrites } from "./write-rows.js";
 
 /** Records checkpoint `checkpointId` as dropped in its thread's tombstone (`seen`, or the one stored now). @internal */

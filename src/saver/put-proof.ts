@@ -194,7 +194,7 @@ export function provePut(
  * thread's tombstone copy, the key-id copy: put-writes.ts), decided where
  * its transaction is created. The key is proven as for a put. The
  * tombstone drops writes only to a checkpoint that is not stored
- * (tombstones.ts `isDeadCheckpoint`), and only a removal writes one: so
+ * (rows/shapes.ts `isDeadCheckpoint`), and only a removal writes one: so
  * the writes are safe when a putWrites of this saver found no tombstone of
  * the thread ({@link noteLive}), or the checkpoint is the row this saver's
  * last put to the namespace committed, or one `inWindow` finds in the fresh

@@ -17,7 +17,7 @@ import { recordLatePut } from "./late-put.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
-import { isAbsent, threadSummary, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
+import { isAbsent, isDeadCheckpoint, threadSummary, type BlobRow, type CheckpointRow } from "../rows/shapes.js";
 import { checkVersions, putInput, serializeValues, type PutInput } from "../rows/put-input.js";
 import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
@@ -25,7 +25,7 @@ import { freshModule } from "./fresh.js";
 import type { PutProof } from "./put-proof.js";
 import { prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
-import { LateWrite, isDeadCheckpoint, readTombstone, type WriteTx } from "./tombstones.js";
+import { LateWrite, readTombstone, type WriteTx } from "./tombstones.js";
 import { loadOnce } from "../core/tasks.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */

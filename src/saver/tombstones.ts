@@ -18,12 +18,6 @@ export const THREAD_STORES: SaverStoreName[] = ["checkpoints", "blobs", "writes"
 /** A read-write transaction over the saver's stores. */
 export type WriteTx = Tx<SaverSchema, "readwrite">;
 
-/** True when a deleted thread must ignore writes aimed at `checkpointId`. */
-export function isDeadCheckpoint(tombstone: Tombstone | undefined, checkpointId: string, exists: boolean): boolean {
-  if (!tombstone || exists) return false;
-  return checkpointId <= tombstone.max_deleted_id || tombstone.dropped.includes(checkpointId);
-}
-
 /**
  * Thrown inside a write transaction to abort it: the write belongs to a run
  * still in flight on a thread deleted meanwhile.
