@@ -189,8 +189,12 @@ export class ActiveJournal {
     // journal may have deleted or overwritten since what those records wrote. A snapshot replays (clearing
     // every store first) only into a database that lacks its mark, which lost transactions, as after a wipe.
     const empty = options.created || (await isEmpty(db, stores));
-    const anchor = empty ? -1 : await newestReflected(db, stores, body, options.rules.proof);
-    const behind = anchor >= 0 && "snap" in body[anchor]! && !(await reachedSnapshot(db, header!.h));
+    // Sealed under a key the database no longer has (another tab's rekey or changeKey): replayed, its rows
+    // would put values no key opens over the ones re-encrypted. Replay nothing; rewrite the journal from the
+    // database instead, so no retired key's ciphertext stays in its files either.
+    const stale = !empty && (await options.rules.stale(db, body));
+    const anchor = empty ? -1 : stale ? body.length - 1 : await newestReflected(db, stores, body, options.rules.proof);
+    const behind = !stale && anchor >= 0 && "snap" in body[anchor]! && !(await reachedSnapshot(db, header!.h));
     const from = behind ? anchor : anchor + 1;
     const lost = body.length - from;
     if (body.length > from) await replay(db, stores, await options.rules.retain(db, body.slice(from)));
@@ -198,13 +202,13 @@ export class ActiveJournal {
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.
     let resync: Uint8Array | undefined;
-    if (!empty && records.length > 0) {
+    if (!empty && !stale && records.length > 0) {
       const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);
     }
 
-    // An empty journal: start it (with a snapshot when the database already holds data).
-    if (records.length === 0) {
+    // An empty (or stale) journal: start it (with a snapshot when the database already holds data).
+    if (records.length === 0 || stale) {
       const generation = Date.now();
       const parts = [frameRecord({ h: generation, db: name } satisfies Payload)];
       if (!empty) {

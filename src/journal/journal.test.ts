@@ -406,3 +406,54 @@ describe("a saver beside the journaling one, without the journal", () => {
     await reopened.close();
   });
 });
+
+describe("a key change in a tab without the journal", () => {
+  const key = () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(9));
+  const keyRecord = (rows: unknown[]) => rows.find((row) => (row as { name: string }).name === "key");
+
+  it("rekey(): the journaling saver's next open replays none of its retired key's rows, and rewrites the journal", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 4).invoke({ count: 0 }, config("t"));
+    await journaling.close();
+    const other = saver(name, { journal: "off", serde: await key() });
+    await other.rekey();
+    await other.close();
+    // Before: the journal's rows, sealed under the retired data key, went back over the re-encrypted ones
+    // (DecryptionError on every read of the thread).
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, { serde: await key() }, reports);
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 4 });
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    let checkpoints = 0;
+    for await (const tuple of reopened.list(config("t"))) checkpoints += tuple.checkpoint.id ? 1 : 0;
+    expect(checkpoints).toBe(6);
+    // The journal is now the database's snapshot: its key record is the database's.
+    const records = parseJournal(MemoryJournalBackend.file(name)!).records as { snap?: { meta: unknown[] } }[];
+    expect(records.map((record) => Object.keys(record).join())).toEqual(["h,db", "snap"]);
+    expect(keyRecord(records[1]!.snap!.meta)).toEqual(keyRecord((await scan(name)).meta!));
+    await reopened.close();
+  });
+
+  it("an encrypted database that lost its last transactions, its key unchanged, is still restored", async () => {
+    const name = dbName();
+    const first = saver(name, { serde: await key() });
+    await tickGraph(first, 6).invoke({ count: 0 }, config("t"));
+    await first.close();
+    const records = parseJournal(MemoryJournalBackend.file(name)!).records;
+    const lagging = dbName();
+    const seed = saver(lagging, { journal: "off" });
+    await seed.recovery();
+    await seed.close();
+    const db = await open(lagging);
+    await replayFile(db, joinBytes(records.slice(0, records.length - 3).map((record) => frameRecord(record))));
+    db.close();
+    const own = [{ ...(records[0] as object), db: lagging }, ...records.slice(1)];
+    MemoryJournalBackend.setFile(lagging, joinBytes(own.map((record) => frameRecord(record))));
+    const reports: RecoveryReport[] = [];
+    const restored = saver(lagging, { serde: await key() }, reports);
+    expect((await restored.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 6 });
+    expect(reports[0]).toMatchObject({ kind: "restored", recoveredWrites: 3 });
+    await restored.close();
+  });
+});

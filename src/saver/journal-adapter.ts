@@ -9,6 +9,7 @@
 import type { Op, Payload, SchemaRules } from "../journal/raw.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
 import { isValidKey } from "../core/guards.js";
+import { sameValue } from "../core/equality.js";
 import {
   TOMBSTONE_NAMES,
   heldInline,
@@ -175,10 +176,41 @@ export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[
   });
 }
 
+/**
+ * Whether the database's key record is not the one the journal recorded
+ * last: a tab without the journal ran `rekey()` or `changeKey()` (or
+ * encrypted a plain database), so the journal's rows are sealed under a key
+ * the database no longer has. A database without a key record (wiped, or
+ * never encrypted) is restored from the journal as usual.
+ */
+export async function keyChanged(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
+  if (!db.objectStoreNames.contains("meta")) return false;
+  const current = await request(db.transaction("meta", "readonly").objectStore("meta").get(KEY_RECORD));
+  return current !== undefined && !sameValue(current, lastKeyRecord(records));
+}
+
+const KEY_RECORD = "key";
+
+/** The key record as the journal's newest record holding it left it (undefined: none, or deleted). */
+function lastKeyRecord(records: readonly Payload[]): unknown {
+  const isKey = (row: unknown) => (row as { name?: unknown } | null)?.name === KEY_RECORD;
+  for (const record of [...records].reverse()) {
+    if ("snap" in record) return (record.snap.meta ?? []).find(isKey);
+    if (!("o" in record)) continue;
+    for (const op of [...record.o].reverse()) {
+      if (op[0] !== "meta") continue;
+      if ((op[1] === 0 || op[1] === 1) && isKey(op[2])) return op[2];
+      if (op[1] === 2 && op[2] === KEY_RECORD) return undefined;
+    }
+  }
+  return undefined;
+}
+
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
 export const journalRules: SchemaRules = {
   resync: resyncNewestRows,
   // A thread summary or a meta row another tab overwrites says nothing of the journal's records.
   proof: ["checkpoints", "blobs", "writes"],
   retain: withoutDeleted,
+  stale: keyChanged,
 };
