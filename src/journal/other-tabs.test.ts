@@ -1,0 +1,158 @@
+/**
+ * The journal beside tabs without it: `journal: "opfs"` journals in one tab,
+ * and the others write without it (docs/journal.md). At the journaling
+ * saver's next open, recovery must not undo what they wrote, deleted or
+ * re-encrypted meanwhile. Memory backend, so it runs the same in Node and
+ * Chromium.
+ */
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it } from "vitest";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import { parseJournal } from "./format.js";
+import { MemoryJournalBackend, type RecoveryReport } from "./index.js";
+import type { IndexedDBSaver } from "../saver/index.js";
+import {
+  STORES,
+  config,
+  dbName,
+  losing,
+  open,
+  removeJournalTestData,
+  saver,
+  scan,
+  tickGraph,
+} from "../../test/support/journal-savers.js";
+
+afterEach(removeJournalTestData);
+
+describe("a saver beside the journaling one, without the journal", () => {
+  // journal: "opfs" journals in one tab; the others write without it (docs/journal.md). Before, the journaling
+  // saver's next open replayed its last records over what they wrote since: a snapshot among them cleared
+  // every store first (their threads were lost), a deleted thread came back, an older summary replaced theirs.
+  const threadIds = async (reader: IndexedDBSaver) => {
+    const ids: string[] = [];
+    for await (const thread of reader.listThreads()) ids.push(thread.threadId);
+    return ids.sort();
+  };
+
+  it("its threads written after the journal's last compaction stay at the journaling saver's next open", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("a"));
+    await journaling.compactJournal();
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await tickGraph(other, 2).invoke({ count: 0 }, config("b"));
+    await other.close();
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, {}, reports);
+    expect((await reopened.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    expect((await reopened.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+  });
+
+  it("a thread it deleted stays deleted", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("kept"));
+    // Last: the journal's newest records are the deleted thread's, which the database no longer holds.
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("gone"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.deleteThread("gone");
+    await other.close();
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, {}, reports);
+    expect(await reopened.getTuple(config("gone"))).toBeUndefined();
+    expect(await threadIds(reopened)).toEqual(["kept"]);
+    expect((await reopened.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await reopened.close();
+  });
+
+  it("a thread it continued keeps the summary it wrote, and the open reports nothing restored", async () => {
+    const name = dbName();
+    const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;
+    const journaling = saver(name);
+    const first = await journaling.put(config("shared"), { ...emptyCheckpoint(), id: "1" }, meta, {});
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.put(first, { ...emptyCheckpoint(), id: "2" }, meta, {});
+    await other.close();
+    const reopened = saver(name);
+    // Nothing of the journal's was lost: no "restored" report (an app shows one), no summary put back.
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect((await scan(name)).threads).toMatchObject([{ thread_id: "shared", latest: { checkpoint_id: "2" } }]);
+    await reopened.close();
+  });
+
+  it("a thread used again after that delete, whose rows the database lost, comes back from the journal", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 3).invoke({ count: 0 }, config("t"));
+    await first.close();
+    const other = saver(name, { journal: "off" });
+    await other.deleteThread("t");
+    await other.close();
+    const journaling = saver(name);
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("t"));
+    const again = await scan(name);
+    await journaling.close();
+    // The database loses the run after the delete (a crash), as raw deletes of its rows.
+    const db = await open(name);
+    const tx = db.transaction(["checkpoints", "blobs", "writes", "threads"], "readwrite");
+    for (const store of ["checkpoints", "blobs", "threads"]) tx.objectStore(store).clear();
+    tx.objectStore("writes").delete(IDBKeyRange.bound(["t", ""], ["t", "", []])); // not the tombstone's copy
+    await new Promise((resolve) => (tx.oncomplete = resolve));
+    db.close();
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, {}, reports);
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    expect(reports[0]).toMatchObject({ kind: "restored" });
+    const now = await scan(name);
+    for (const store of STORES) expect({ [store]: now[store] }).toEqual({ [store]: again[store] });
+    await reopened.close();
+  });
+});
+
+describe("a key change in a tab without the journal", () => {
+  const key = () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(9));
+  const keyRecord = (rows: unknown[]) => rows.find((row) => (row as { name: string }).name === "key");
+
+  it("rekey(): the journaling saver's next open replays none of its retired key's rows, and rewrites the journal", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 4).invoke({ count: 0 }, config("t"));
+    await journaling.close();
+    const other = saver(name, { journal: "off", serde: await key() });
+    await other.rekey();
+    await other.close();
+    // Before: the journal's rows, sealed under the retired data key, went back over the re-encrypted ones
+    // (DecryptionError on every read of the thread).
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, { serde: await key() }, reports);
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 4 });
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    let checkpoints = 0;
+    for await (const tuple of reopened.list(config("t"))) checkpoints += tuple.checkpoint.id ? 1 : 0;
+    expect(checkpoints).toBe(6);
+    // The journal is now the database's snapshot: its key record is the database's.
+    const records = parseJournal(MemoryJournalBackend.file(name)!).records as { snap?: { meta: unknown[] } }[];
+    expect(records.map((record) => Object.keys(record).join())).toEqual(["h,db", "snap"]);
+    expect(keyRecord(records[1]!.snap!.meta)).toEqual(keyRecord((await scan(name)).meta!));
+    await reopened.close();
+  });
+
+  it("an encrypted database that lost its last transactions, its key unchanged, is still restored", async () => {
+    const name = dbName();
+    const first = saver(name, { serde: await key() });
+    await tickGraph(first, 6).invoke({ count: 0 }, config("t"));
+    await first.close();
+    const lagging = await losing(MemoryJournalBackend.file(name)!, 3);
+    const reports: RecoveryReport[] = [];
+    const restored = saver(lagging, { serde: await key() }, reports);
+    expect((await restored.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 6 });
+    expect(reports[0]).toMatchObject({ kind: "restored", recoveredWrites: 3 });
+    await restored.close();
+  });
+});
