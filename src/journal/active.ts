@@ -202,13 +202,17 @@ export class ActiveJournal {
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.
     let resync: Uint8Array | undefined;
-    if (!empty && !stale && records.length > 0) {
+    // A journal replayed from its snapshot, or stale, is rewritten from the database below.
+    const rewrite = records.length === 0 || stale || behind;
+    if (!empty && !rewrite) {
       const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);
     }
 
-    // An empty (or stale) journal: start it (with a snapshot when the database already holds data).
-    if (records.length === 0 || stale) {
+    // An empty journal: start it (with a snapshot when the database already holds data). One replayed from
+    // its snapshot restarts from the database, under a mark it holds: at the next open, that snapshot would
+    // again be missing its mark and clear what other tabs wrote since.
+    if (rewrite) {
       const generation = Date.now();
       const parts = [frameRecord({ h: generation, db: name } satisfies Payload)];
       if (!empty) {

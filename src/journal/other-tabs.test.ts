@@ -8,7 +8,8 @@
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
-import { parseJournal } from "./format.js";
+import { frameRecord, parseJournal } from "./format.js";
+import { joinBytes } from "../core/bytes.js";
 import { MemoryJournalBackend, type RecoveryReport } from "./index.js";
 import type { IndexedDBSaver } from "../saver/index.js";
 import {
@@ -154,5 +155,41 @@ describe("a key change in a tab without the journal", () => {
     expect((await restored.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 6 });
     expect(reports[0]).toMatchObject({ kind: "restored", recoveredWrites: 3 });
     await restored.close();
+  });
+});
+
+describe("a journal whose snapshot the database holds no mark of", () => {
+  it("is replayed from it once, then restarts from the database: later writes of other tabs stay", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("a"));
+    await journaling.compactJournal();
+    await journaling.close();
+    // As an older release compacted it: no mark, in the database or in the snapshot.
+    const unmarked = (rows: unknown[]) =>
+      rows.filter((row) => (row as { name: string }).name !== "journal\u0000snapshot");
+    const [header, snap] = parseJournal(MemoryJournalBackend.file(name)!).records as [
+      object,
+      { snap: { meta: unknown[] } },
+    ];
+    const old = { snap: { ...snap.snap, meta: unmarked(snap.snap.meta) } };
+    MemoryJournalBackend.setFile(name, joinBytes([frameRecord(header), frameRecord(old)]));
+    const db = await open(name);
+    const tx = db.transaction("meta", "readwrite");
+    tx.objectStore("meta").delete("journal\u0000snapshot");
+    await new Promise((resolve) => (tx.oncomplete = resolve));
+    db.close();
+    const first = saver(name);
+    expect((await first.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await first.close();
+    const other = saver(name, { journal: "off" });
+    await tickGraph(other, 2).invoke({ count: 0 }, config("b"));
+    await other.close();
+    // Before, each open replayed the unmarked snapshot again, clearing every store first.
+    const again: RecoveryReport[] = [];
+    const reopened = saver(name, {}, again);
+    expect((await reopened.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    expect(again[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
   });
 });
