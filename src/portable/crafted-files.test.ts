@@ -20,6 +20,7 @@ import {
   validateThreadExport,
   type CheckpointRecord,
   type ImportThreadOptions,
+  type TaskPathsRecord,
 } from "./index.js";
 
 const track = trackSavers<IndexedDBSaver>();
@@ -102,6 +103,52 @@ describe("parent links that are not a tree", () => {
     });
     await expect(validateThreadExport(file)).resolves.toMatchObject({ threadId: "t" });
   });
+});
+
+describe("task paths that do not fit the file", () => {
+  /** The file with its task paths record (`p`) changed by `edit`. */
+  async function withPaths(edit: (paths: TaskPathsRecord) => TaskPathsRecord): Promise<Uint8Array> {
+    const source = track(new IndexedDBSaver({ dbName: freshDbName("crafted-source") }));
+    await chat(source, "t", ["one", "two"], true);
+    return rewriteThreadFile(await exportThread(source, "t", { as: "bytes" }), (_blobs, _records, paths) => {
+      expect(paths!.checkpoints[0]!.paths).toContain("~__pregel_pull, __start__");
+      return edit(paths!);
+    });
+  }
+  const cases: [string, (paths: TaskPathsRecord) => TaskPathsRecord, RegExp][] = [
+    [
+      "one more path than writes",
+      ({ checkpoints: [first, ...rest] }) => ({ checkpoints: [{ ...first!, paths: [...first!.paths, ""] }, ...rest] }),
+      /task paths to checkpoint .* which has \d+ pending writes/,
+    ],
+    [
+      "paths of a checkpoint the file does not hold",
+      ({ checkpoints }) => ({ checkpoints: [...checkpoints, { ns: "", id: "elsewhere", paths: [""] }] }),
+      /checkpoint elsewhere .* the file does not hold/,
+    ],
+    ["a checkpoint's paths twice", ({ checkpoints }) => ({ checkpoints: [...checkpoints, checkpoints[0]!] }), /twice/],
+    [
+      "a path that is not a string",
+      ({ checkpoints: [first, ...rest] }) => ({
+        checkpoints: [{ ...first!, paths: first!.paths.map(() => 7 as unknown as string) }, ...rest],
+      }),
+      /not a valid task paths record/,
+    ],
+    [
+      "a path savers refuse",
+      ({ checkpoints: [first, ...rest] }) => ({
+        checkpoints: [{ ...first!, paths: first!.paths.map(() => "a\u0000b") }, ...rest],
+      }),
+      /"task_path".*U\+0000/,
+    ],
+  ];
+  for (const [what, edit, pattern] of cases) {
+    it(`${what} is refused by validation, before a replace deletes anything`, async () => {
+      const file = await withPaths(edit);
+      await expect(validateThreadExport(file)).rejects.toThrow(pattern);
+      await expectRefused(new MemorySaver(), file, pattern);
+    });
+  }
 });
 
 describe("ids the savers refuse", () => {

@@ -1,5 +1,5 @@
 /** Exporting a thread from any saver into the versioned file format (docs/export-format.md). */
-import type { BaseCheckpointSaver, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, CheckpointMetadata, CheckpointPendingWrite } from "@langchain/langgraph-checkpoint";
 import { crc32 } from "../core/crc32.js";
 
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
@@ -15,6 +15,7 @@ import {
   type ThreadExportCounts,
   type ThreadExportHeader,
   type ThreadExportTrailer,
+  type TaskPathsRecord,
   assertThreadId,
   fingerprint,
   frame,
@@ -28,6 +29,7 @@ import { ThreadExportError } from "./errors.js";
 import { joinBytes, toHex, utf8 } from "../core/bytes.js";
 import { BOUND_EXPORT_VERSION, bindsFrames, encodeFrame } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
+import { type TaskPathSource, offeredTaskPaths } from "../core/task-paths.js";
 import type { Version } from "../rows/shapes.js";
 // ------------------------------------------------------------------ export
 
@@ -84,7 +86,7 @@ export async function exportThread(
 
 /**
  * Exports one thread as a stream of chunks (the signature and header, then
- * one chunk per checkpoint with the blobs it introduces, then the trailer),
+ * one chunk per checkpoint with the blobs it introduces, then the task paths and the trailer),
  * produced as the consumer reads: pipe it to a file (OPFS, `showSaveFilePicker`,
  * a Node write stream) to keep memory flat for large threads.
  *
@@ -155,7 +157,7 @@ async function* exportChunks(
   onProgress?.({ checkpoints: 0, total: plan.counts.checkpoints });
 
   let position = 0; // the header is frame 0
-  const encode = async (record: BlobRecord | CheckpointRecord, kind: number): Promise<Uint8Array> => {
+  const encode = async (record: BlobRecord | CheckpointRecord | TaskPathsRecord, kind: number): Promise<Uint8Array> => {
     const [type, bytes] = await encodeFrame(serde, header, ++position, kind, record);
     if (type !== serdeType) {
       throw new ThreadExportError(
@@ -164,6 +166,10 @@ async function* exportChunks(
     }
     return bytes;
   };
+  // The saver's own reader (IndexedDBSaver) must agree with its tuples; MemorySaver's is a guess.
+  const ownPaths = await offeredTaskPaths(saver, threadId);
+  const taskPaths = ownPaths ?? memorySaverPaths(saver, threadId);
+  const paths: TaskPathsRecord = { checkpoints: [] };
   /** Blob key → fingerprint of the first value written under it. */
   const blobPrints = new Map<string, Fingerprint>();
   const written: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
@@ -212,6 +218,15 @@ async function* exportChunks(
         record.values[channel] = value;
       }
     }
+    if (record.writes.length > 0 && taskPaths) {
+      const listed = await taskPaths(planned.ns, planned.id);
+      const aligned = listed && alignedPaths(listed, record.writes);
+      if (!aligned && ownPaths) {
+        throw changedDuringExport(threadId, `the pending writes of checkpoint ${planned.id} changed`);
+      }
+      if (aligned?.some((path) => path !== ""))
+        paths.checkpoints.push({ ns: planned.ns, id: planned.id, paths: aligned });
+    }
     parts.push(frame(KIND.CHECKPOINT, await encode(record, KIND.CHECKPOINT)));
     written.checkpoints += 1;
     written.writes += record.writes.length;
@@ -225,8 +240,11 @@ async function* exportChunks(
       `it had ${plan.counts.writes} pending writes and ${plan.counts.blobs} channel values, then ${written.writes} and ${written.blobs}`,
     );
   }
+  // The task paths after the last checkpoint (the frames before them are what a file without
+  // paths holds), in the trailer's chunk; the CRC covers them, not the trailer.
+  const tail = paths.checkpoints.length > 0 ? [emit([frame(KIND.PATHS, await encode(paths, KIND.PATHS))])] : [];
   const trailer: ThreadExportTrailer = { ...written, crc32: hex32(crc) };
-  yield emit([frame(KIND.END, utf8(JSON.stringify(trailer)))]);
+  yield joinBytes([...tail, frame(KIND.END, utf8(JSON.stringify(trailer)))]);
 }
 
 /** First pass: every checkpoint's identity and parent, in write order, and the counts. */
@@ -293,4 +311,38 @@ export function changedDuringExport(threadId: string, what: string): ThreadExpor
   return new ThreadExportError(
     `exportThread: thread "${threadId}" changed while it was being exported (${what}). Export it again when no run is writing to it.`,
   );
+}
+
+/** The paths of `listed` when it names the same writes as `writes`, in the same order. */
+function alignedPaths(listed: [string, string, string][], writes: CheckpointPendingWrite[]): string[] | undefined {
+  if (listed.length !== writes.length) return undefined;
+  const same = listed.every(([taskId, channel], i) => taskId === writes[i]![0] && channel === writes[i]![1]);
+  return same ? listed.map(([, , path]) => path) : undefined;
+}
+
+/**
+ * The task paths LangGraph's MemorySaver keeps (its `_orderedWrites`, the
+ * order its `getTuple` returns writes in); undefined for other savers. Only
+ * paths that line up with the tuple's writes are used, so a MemorySaver that
+ * keeps them otherwise exports without paths, as before.
+ */
+function memorySaverPaths(saver: BaseCheckpointSaver, threadId: string): TaskPathSource | undefined {
+  const ordered = (saver as { _orderedWrites?: unknown })._orderedWrites;
+  if (typeof ordered !== "function") return undefined;
+  return async (ns, checkpointId) => {
+    let entries: unknown;
+    try {
+      entries = await ordered.call(saver, threadId, ns, checkpointId);
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(entries)) return undefined;
+    const out: [string, string, string][] = [];
+    for (const entry of entries) {
+      const stored: unknown = Array.isArray(entry) ? entry[2] : undefined;
+      if (!Array.isArray(stored) || typeof stored[0] !== "string" || typeof stored[1] !== "string") return undefined;
+      out.push([stored[0], stored[1], typeof stored[3] === "string" ? stored[3] : ""]);
+    }
+    return out;
+  };
 }

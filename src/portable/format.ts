@@ -14,7 +14,8 @@
  *
  * Only the public saver API is used: `list` (an undefined `checkpoint_ns`
  * lists every namespace) and `getTuple` to read; `put` and `putWrites` to
- * write. Checkpoint ids, namespaces, parent links, metadata and channel
+ * write; and the task paths of pending writes a saver offers
+ * (core/task-paths.ts), which `getTuple` does not return. Checkpoint ids, namespaces, parent links, metadata and channel
  * versions are kept verbatim, so a graph continues on the target exactly
  * where it stopped on the source.
  *
@@ -60,8 +61,8 @@ export const THREAD_EXPORT_EXTENSION = ".lgthread";
 /** The first 8 bytes of every file (PNG-style: binary, catches newline and 7-bit mangling). */
 export const SIGNATURE = Uint8Array.of(0x89, 0x4c, 0x47, 0x54, 0x0d, 0x0a, 0x1a, 0x0a);
 
-/** Frame kinds. */
-export const KIND = { HEADER: 0x48, BLOB: 0x42, CHECKPOINT: 0x43, END: 0x45 } as const;
+/** Frame kinds; `PATHS` (`p`) is ancillary: readers before it skip it. */
+export const KIND = { HEADER: 0x48, BLOB: 0x42, CHECKPOINT: 0x43, END: 0x45, PATHS: 0x70 } as const;
 
 /** Bytes before a frame's payload: kind and length. */
 export const FRAME_HEAD = 5;
@@ -145,6 +146,15 @@ export interface CheckpointRecord {
   values: Record<string, unknown>;
   /** Pending writes as the saver returned them: `[taskId, channel, value]`, in its order. */
   writes: CheckpointPendingWrite[];
+}
+
+/**
+ * Payload of the `p` frame (at most one, after the last `C`): the task path of
+ * each pending write of the checkpoints whose writes have one, parallel to
+ * their record's `writes`.
+ */
+export interface TaskPathsRecord {
+  checkpoints: { ns: string; id: string; paths: string[] }[];
 }
 
 // ------------------------------------------------------------------ helpers

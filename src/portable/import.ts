@@ -123,7 +123,7 @@ export async function importThread(
       await saver.put(config, checkpoint, record.metadata, planned.newVersions);
 
       const target: RunnableConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
-      for (const group of taskGroups(record.writes)) {
+      for (const group of taskGroups(record.writes, valid.taskPaths.get(checkpointIdentity(ns, id)))) {
         await saver.putWrites(target, group.writes, group.taskId, group.taskPath);
       }
       written += 1;
@@ -175,15 +175,19 @@ export interface TaskGroup {
 }
 
 /**
- * Groups pending writes by task, in the order they came. When that order is
- * not the task-id order, each group gets a task path that sorts like it.
+ * Groups pending writes by task, in the order they came. A task gets its
+ * writes' path from the file (`paths`, parallel to `writes`: its first
+ * write's, since one `putWrites` carries one path). Without paths, when the
+ * order is not the task-id order, each group gets a task path that sorts like it.
  */
-export function taskGroups(writes: CheckpointPendingWrite[]): TaskGroup[] {
+export function taskGroups(writes: CheckpointPendingWrite[], paths?: string[]): TaskGroup[] {
   const byTask = new Map<string, CheckpointPendingWrite[]>();
-  for (const write of writes) {
+  const pathOf = new Map<string, string>();
+  for (const [i, write] of writes.entries()) {
     const list = byTask.get(write[0]);
     if (list) list.push(write);
     else byTask.set(write[0], [write]);
+    if (paths && !pathOf.has(write[0])) pathOf.set(write[0], paths[i]!);
   }
   const taskIds = [...byTask.keys()];
   const inIdOrder = taskIds.every(
@@ -196,7 +200,7 @@ export function taskGroups(writes: CheckpointPendingWrite[]): TaskGroup[] {
     const ordered = [...list.filter((write) => !special(write)), ...list.filter(special)];
     return {
       taskId,
-      taskPath: inIdOrder ? "" : `~import:${String(i).padStart(width, "0")}`,
+      taskPath: pathOf.get(taskId) ?? (inIdOrder ? "" : `~import:${String(i).padStart(width, "0")}`),
       writes: ordered.map(([, channel, value]): PendingWrite => [channel, value]),
     };
   });

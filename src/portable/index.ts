@@ -23,6 +23,7 @@ export {
   type ThreadExportTrailer,
   type BlobRecord,
   type CheckpointRecord,
+  type TaskPathsRecord,
 } from "./format.js";
 export type {
   ThreadExport,

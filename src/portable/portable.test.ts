@@ -4,7 +4,8 @@
  * progress callback, and a thread with a subgraph, interrupts, pending writes
  * and a delta channel moved to another saver and continued there.
  */
-import { MemorySaver } from "@langchain/langgraph/web";
+import { DeltaValue, END, MemorySaver, NodeInterrupt, START, StateGraph, StateSchema } from "@langchain/langgraph/web";
+import { z } from "zod";
 import {
   emptyCheckpoint,
   type BaseCheckpointSaver,
@@ -628,6 +629,87 @@ describe("pending writes keep their order", () => {
         expected!.map(([task, channel]) => [task, channel]),
       );
     }
+  });
+});
+
+/**
+ * `alpha` and `beta` run in one step, each appending its name to a delta
+ * channel; `alpha` stops (a `NodeInterrupt`) until `gate.open`.
+ */
+function parallelLogGraph(saver: BaseCheckpointSaver, gate: { open: boolean }) {
+  const State = new StateSchema({
+    log: new DeltaValue(
+      z.array(z.string()).default(() => []),
+      {
+        reducer: (state: string[], writes: string[][]) => state.concat(...writes),
+      },
+    ),
+  });
+  const node = (name: string) => () => {
+    if (name === "alpha" && !gate.open) throw new NodeInterrupt("wait");
+    return { log: [name] };
+  };
+  return new StateGraph(State)
+    .addNode("alpha", node("alpha"))
+    .addNode("beta", node("beta"))
+    .addEdge(START, "alpha")
+    .addEdge(START, "beta")
+    .addEdge("alpha", END)
+    .addEdge("beta", END)
+    .compile({ checkpointer: saver });
+}
+
+describe("pending writes keep their task paths", () => {
+  it("a run resumed after the import rebuilds a delta channel as on the source", async () => {
+    // beta's write waits while alpha is interrupted; alpha's writes, added on resume, carry its path
+    // ("~__pregel_pull, alpha"), which sorts before beta's. Without the paths, an import whose tasks
+    // are in task-id order stored beta's write under "", before alpha's: the log read ["beta", "alpha"].
+    const config = { configurable: { thread_id: "" } };
+    const source = idbSaver();
+    const gate = { open: false };
+    for (let attempt = 0; ; attempt++) {
+      expect(attempt).toBeLessThan(32);
+      config.configurable.thread_id = `t${attempt}`;
+      await parallelLogGraph(source, gate).invoke({ log: ["start"] }, config);
+      const [alpha, beta] = (await source.getTuple(config))!.pendingWrites!.map(([taskId]) => taskId);
+      if (alpha! < beta!) break;
+    }
+    const file = await exportThread(source, config.configurable.thread_id);
+    gate.open = true;
+    await parallelLogGraph(source, gate).invoke(null, config);
+    const expected = (await parallelLogGraph(source, gate).getState(config)).values.log;
+    expect(expected).toEqual(["start", "alpha", "beta"]);
+    for (const target of [idbSaver(), new MemorySaver()]) {
+      await importThread(target, file);
+      await parallelLogGraph(target, gate).invoke(null, config);
+      expect((await parallelLogGraph(target, gate).getState(config)).values.log).toEqual(expected);
+    }
+  });
+
+  it("come back as stored, from IndexedDBSaver and from MemorySaver, so later writes sort among them", async () => {
+    const writesOf = async (saver: BaseCheckpointSaver) =>
+      (await saver.getTuple(at))!.pendingWrites!.map(([taskId, channel, value]) => [taskId, channel, value]);
+    const at = { configurable: { thread_id: "paths", checkpoint_ns: "", checkpoint_id: "1" } };
+    const source = idbSaver();
+    const root = { configurable: { thread_id: "paths", checkpoint_ns: "" } };
+    await put(source, root, { ...emptyCheckpoint(), id: "1" }, { source: "loop", step: 0, parents: {} }, {});
+    await source.putWrites(at, [["log", "b"]], "task-b", "~__pregel_pull, b");
+    await source.putWrites(at, [["__interrupt__", { value: "stop" }]], "task-a", "~__pregel_pull, a");
+    const memory = new MemorySaver();
+    await importThread(memory, await exportThread(source, "paths"));
+    const back = idbSaver();
+    await importThread(back, await exportThread(memory, "paths"));
+    // A resumed task adds its writes with its own path: they sort by it among the imported ones.
+    for (const saver of [source, memory, back])
+      await saver.putWrites(at, [["log", "a"]], "task-a", "~__pregel_pull, a");
+    const expected = await writesOf(source);
+    expect(expected).toEqual([
+      ["task-a", "__interrupt__", { value: "stop" }],
+      ["task-a", "log", "a"],
+      ["task-b", "log", "b"],
+    ]);
+    expect(await writesOf(memory)).toEqual(expected);
+    expect(await writesOf(back)).toEqual(expected);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type ThreadExportCounts,
   type ThreadExportHeader,
   type ThreadExportTrailer,
+  type TaskPathsRecord,
   assertThreadId,
   hex32,
   ownValue,
@@ -39,6 +40,8 @@ export interface ValidFile {
    * before anything is written (reversion.ts).
    */
   plans: Map<string, PlannedVersions>;
+  /** The task path of each pending write, by `checkpointIdentity`, for checkpoints the `p` frame names. */
+  taskPaths: Map<string, string[]>;
 }
 
 /**
@@ -148,6 +151,9 @@ export async function validate(
   /** Records whose parent was not before them: fine if it is not in the file at all (a pruned thread). */
   const laterParents: { index: number; ns: string; parent: string }[] = [];
   const counts: ThreadExportCounts = { checkpoints: 0, blobs: 0, writes: 0 };
+  /** Pending writes of each checkpoint, by `checkpointIdentity`: what the `p` frame's paths must line up with. */
+  const writeCounts = new Map<string, number>();
+  let pathsFrame: { index: number; record: TaskPathsRecord } | undefined;
   for (let i = 1; i < endAt; i++) {
     signal?.throwIfAborted();
     const ref = frames[i]!;
@@ -177,11 +183,15 @@ export async function validate(
         laterParents.push({ index: i, ns: record.ns, parent: record.parent });
       }
       checkpoints.add(key);
+      writeCounts.set(key, record.writes.length);
       const input = planInput(record);
       collectVersions(input, usedVersions);
       inputs.push({ index: i, input });
       counts.checkpoints += 1;
       counts.writes += record.writes.length;
+    } else if (ref.kind === KIND.PATHS) {
+      if (pathsFrame) throw recordError(i, "repeats the task paths record");
+      pathsFrame = { index: i, record: checkPaths(await decodeRecord(serde, header, ref), i) };
     } else if (ref.kind >= 0x61 && ref.kind <= 0x7a) {
       // Ancillary (lower-case) kinds are for later versions: skip.
     } else {
@@ -208,6 +218,17 @@ export async function validate(
       );
     }
   }
+  const taskPaths = new Map<string, string[]>();
+  for (const { ns, id, paths } of pathsFrame?.record.checkpoints ?? []) {
+    const key = checkpointIdentity(ns, id);
+    if (writeCounts.get(key) !== paths.length || taskPaths.has(key)) {
+      throw recordError(
+        pathsFrame!.index,
+        `gives ${paths.length} task paths to checkpoint ${id} (namespace "${ns}"), which ${writeCounts.has(key) ? `has ${writeCounts.get(key)} pending writes` : "the file does not hold"}${taskPaths.has(key) ? ", twice" : ""}`,
+      );
+    }
+    taskPaths.set(key, paths);
+  }
   // exportThread refuses a thread without checkpoints, so such a file was made
   // by hand; importing it would only delete (ifExists "replace") and report
   // success, and a version-2 one proves nothing: with no record, no key is needed.
@@ -229,7 +250,7 @@ export async function validate(
       throw recordError(index, errorMessage(error));
     }
   }
-  return { header, frames, blobs, counts, plans };
+  return { header, frames, blobs, counts, plans, taskPaths };
 }
 
 /** Throws unless the bytes start with the signature, saying what they look like instead. */
@@ -317,6 +338,30 @@ export function checkCheckpoint(value: unknown, index: number): CheckpointRecord
     }
   }
   return record as CheckpointRecord;
+}
+
+/** Checks the decoded `p` record: a list of `{ ns, id, paths }`, each path one a saver stores. */
+export function checkPaths(value: unknown, index: number): TaskPathsRecord {
+  const entries = (value as Partial<TaskPathsRecord> | null)?.checkpoints;
+  const valid =
+    Array.isArray(entries) &&
+    entries.every(
+      (entry: Partial<TaskPathsRecord["checkpoints"][number]> | null) =>
+        typeof entry === "object" &&
+        entry !== null &&
+        typeof entry.ns === "string" &&
+        typeof entry.id === "string" &&
+        Array.isArray(entry.paths) &&
+        entry.paths.every((path) => typeof path === "string"),
+    );
+  if (!valid) throw recordError(index, "is not a valid task paths record");
+  try {
+    for (const entry of entries)
+      for (const path of entry.paths) assertStorableId("task_path", path, { allowEmpty: true });
+  } catch (error) {
+    throw recordError(index, `holds a task path that savers refuse: ${errorMessage(error).replace(/\.$/, "")}`);
+  }
+  return value as TaskPathsRecord;
 }
 
 /**

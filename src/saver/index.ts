@@ -44,6 +44,7 @@ import type {
 } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
+import { offerTaskPaths } from "../core/task-paths.js";
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
 const listModule = loadOnce(() => import("./list.js"));
@@ -101,6 +102,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
     registerContext(this, this.#ctx);
+    offerTaskPaths(this, async (threadId) => (await maintenance()).taskPathReader(this.#ctx, threadId));
   }
 
   /** The IndexedDB database name. */

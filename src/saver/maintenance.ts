@@ -15,3 +15,4 @@ export { prune } from "./prune.js";
 export { deleteForRuns } from "./runs.js";
 export { changeKey, rekey } from "./rekey.js";
 export { listThreads } from "./threads.js";
+export { taskPathReader } from "./task-paths.js";

@@ -7,6 +7,7 @@
  * compared byte for byte instead of by decoding only.
  */
 import { vi } from "vitest";
+import { crc32 } from "../../src/core/crc32.js";
 
 /** The export time: export.json's, so the unencrypted export can be compared with it. */
 export const EXPORT2_TIME = "2026-11-30T14:41:18.148Z";
@@ -49,5 +50,27 @@ export function exportFrames(file: Uint8Array): [string, Uint8Array][] {
     offset += 5 + length;
   }
   if (offset !== file.length) throw new Error(`the last frame ends at ${offset}, the file at ${file.length}`);
+  return out;
+}
+
+/**
+ * A file without its task paths frame (`p`, after the last checkpoint, written
+ * from the release that exported task paths on), its trailer's CRC computed
+ * again: what the goldens, written before it, hold. Throws unless the frame is
+ * there, just before the trailer.
+ */
+export function withoutTaskPaths(file: Uint8Array): Uint8Array {
+  const all = exportFrames(file);
+  if (all.at(-2)?.[0] !== "p") throw new Error(`no task paths frame before the trailer: ${all.map(([kind]) => kind).join("")}`);
+  const pathsStart = file.length - (5 + all.at(-1)![1].length) - (5 + all.at(-2)![1].length);
+  const body = file.subarray(0, pathsStart);
+  const trailer = JSON.parse(new TextDecoder().decode(all.at(-1)![1])) as Record<string, unknown>;
+  trailer.crc32 = crc32(0, body).toString(16).padStart(8, "0");
+  const payload = new TextEncoder().encode(JSON.stringify(trailer));
+  const out = new Uint8Array(body.length + 5 + payload.length);
+  out.set(body);
+  out[body.length] = 0x45;
+  new DataView(out.buffer).setUint32(body.length + 1, payload.length);
+  out.set(payload, body.length + 5);
   return out;
 }

@@ -40,7 +40,7 @@ import { inspectEnvelope } from "../../src/serde.js";
 import { frameRecord, parseJournal } from "../../src/journal/format.js";
 import { replayFile } from "../../src/journal/raw.js";
 import exportGolden from "../golden/export.json";
-import { exportFrames } from "../golden/export2.js";
+import { exportFrames, withoutTaskPaths } from "../golden/export2.js";
 import journalGolden from "../golden/journal.json";
 import msgpackGolden from "../golden/msgpack.json";
 import saverEncryptedGolden from "../golden/saver-encrypted.json";
@@ -729,10 +729,11 @@ describe(".lgthread export files", () => {
     expect(hex(await exportAt(saver, header.exportedAt as string))).toBe(hex(file));
   });
 
-  it("re-exports the golden saver database to the same bytes", async () => {
+  it("re-exports the golden saver database to the same bytes, plus its task paths", async () => {
     const name = await loadFresh("export-reexport", plainSaver.dump);
     const saver = track(new IndexedDBSaver({ dbName: name }));
     await saver.getTuple({ configurable: { thread_id: "t-golden" } });
-    expect(hex(await exportAt(saver, header.exportedAt as string))).toBe(hex(file));
+    // The golden file predates task paths: the database's follow in a frame of their own.
+    expect(hex(withoutTaskPaths(await exportAt(saver, header.exportedAt as string)))).toBe(hex(file));
   });
 });

@@ -5,7 +5,12 @@
  */
 import { crc32 } from "../../src/core/crc32.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
-import { FORMAT_INTERNALS, type BlobRecord, type CheckpointRecord } from "../../src/portable/index.js";
+import {
+  FORMAT_INTERNALS,
+  type BlobRecord,
+  type CheckpointRecord,
+  type TaskPathsRecord,
+} from "../../src/portable/index.js";
 
 const serde = new MsgpackSerializer();
 const { SIGNATURE, KIND, FRAME_HEAD } = FORMAT_INTERNALS;
@@ -39,11 +44,13 @@ export function assemble(
 /**
  * `bytes` (an unencrypted export) with its `B` and `C` records changed by
  * `edit` in place: every value first (a `C` record may only use earlier `B`
- * records), then the checkpoints; counts and checksum fixed up.
+ * records), then the checkpoints; counts and checksum fixed up. The task
+ * paths record (`p`) is handed to `edit` and written after the checkpoints
+ * only when `edit` returns one.
  */
 export async function rewriteThreadFile(
   bytes: Uint8Array,
-  edit: (blobs: BlobRecord[], records: CheckpointRecord[]) => void,
+  edit: (blobs: BlobRecord[], records: CheckpointRecord[], paths?: TaskPathsRecord) => TaskPathsRecord | void,
 ): Promise<Uint8Array> {
   const frames: { kind: number; payload: Uint8Array }[] = [];
   for (let offset = SIGNATURE.length; offset < bytes.length;) {
@@ -54,14 +61,17 @@ export async function rewriteThreadFile(
   const header = JSON.parse(new TextDecoder().decode(frames[0]!.payload)) as Record<string, unknown>;
   const blobs: BlobRecord[] = [];
   const records: CheckpointRecord[] = [];
+  let paths: TaskPathsRecord | undefined;
   for (const { kind, payload } of frames) {
     if (kind === KIND.BLOB) blobs.push((await serde.loadsTyped("msgpack", payload)) as BlobRecord);
     if (kind === KIND.CHECKPOINT) records.push((await serde.loadsTyped("msgpack", payload)) as CheckpointRecord);
+    if (kind === KIND.PATHS) paths = (await serde.loadsTyped("msgpack", payload)) as TaskPathsRecord;
   }
-  edit(blobs, records);
+  const keptPaths = edit(blobs, records, paths);
   const body: Uint8Array[] = [];
   for (const blob of blobs) body.push(frameBytes(KIND.BLOB, (await serde.dumpsTyped(blob))[1]));
   for (const record of records) body.push(frameBytes(KIND.CHECKPOINT, (await serde.dumpsTyped(record))[1]));
+  if (keptPaths) body.push(frameBytes(KIND.PATHS, (await serde.dumpsTyped(keptPaths))[1]));
   const writes = records.reduce((n, record) => n + record.writes.length, 0);
   return assemble(header, body, { checkpoints: records.length, blobs: blobs.length, writes });
 }
