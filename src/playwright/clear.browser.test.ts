@@ -9,6 +9,8 @@ import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../saver/index.js";
 import { pageApi } from "./page.js";
+import { deleteSaverDatabase } from "../saver/delete-database.js";
+import { DatabaseBlockedError } from "../core/errors.js";
 
 const unique = () => `playwright-clear-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 
@@ -65,6 +67,29 @@ describe("clear with deleteDatabase", () => {
     await rawDelete(dbName);
     const result = await pageApi.clear({ dbName, deleteDatabase: true });
     expect(result).toEqual({ threadIds: [], marker: true, journalFiles: 0 });
+    const app = new IndexedDBSaver({ dbName, onWipe: "throw" });
+    expect((await app.recovery()).kind).toBe("ok");
+    await app.close();
+    await pageApi.clear({ dbName, deleteDatabase: true });
+  });
+
+  it("blocked, says the delete stays queued; once it happens, the marker goes too: the app is not reported wiped", async () => {
+    const dbName = unique();
+    await writeOne(dbName);
+    // A connection that does not close on versionchange (not IndexedDBSaver's): the delete waits for it.
+    const held = await new Promise<IDBDatabase>((resolve, reject) => {
+      const request = indexedDB.open(dbName);
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const error = await deleteSaverDatabase(dbName, { blockedTimeoutMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DatabaseBlockedError);
+    expect((error as Error).message).toMatch(/stays queued.*when that connection closes/);
+    held.close();
+    while ((await indexedDB.databases()).some((db) => db.name === dbName)) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the marker's removal follows the delete
     const app = new IndexedDBSaver({ dbName, onWipe: "throw" });
     expect((await app.recovery()).kind).toBe("ok");
     await app.close();
