@@ -138,7 +138,7 @@ async function retrying(
   state: ExpectMatcherState,
   name: string,
   options: ThreadMatcherOptions,
-  attempt: () => Promise<Attempt>,
+  attempt: (remaining: number) => Promise<Attempt>,
 ): Promise<MatcherReturnType> {
   const timeout = options.timeout ?? state.timeout;
   const deadline = Date.now() + timeout;
@@ -146,7 +146,7 @@ async function retrying(
     let last: Attempt;
     let failed = false;
     try {
-      last = await attempt();
+      last = await attempt(Math.max(1, deadline - Date.now()));
     } catch (error) {
       // A read that fails is no answer: neither form may pass on it (a `.not` on a wrong
       // dbName or a missing key would otherwise always pass), so it is retried, then fails.
@@ -163,14 +163,25 @@ async function retrying(
   }
 }
 
-/** The read options shared by the matchers. */
-function readOptions(options: ThreadMatcherOptions): ReadThreadStateOptions {
-  return { dbName: options.dbName, encryption: options.encryption, checkpointNs: options.checkpointNs };
+/**
+ * The read options shared by the matchers; an open another connection blocks
+ * gives up after `blockedTimeoutMs` (what is left of the timeout).
+ */
+function readOptions(
+  options: ThreadMatcherOptions,
+  blockedTimeoutMs: number,
+): ReadThreadStateOptions & { blockedTimeoutMs: number } {
+  return {
+    dbName: options.dbName,
+    encryption: options.encryption,
+    checkpointNs: options.checkpointNs,
+    blockedTimeoutMs,
+  };
 }
 
 /** The same, as the page API takes them. */
-function pageReadOptions(options: ThreadMatcherOptions) {
-  return { ...pageDb(options), checkpointNs: options.checkpointNs };
+function pageReadOptions(options: ThreadMatcherOptions, blockedTimeoutMs: number) {
+  return { ...pageDb(options), checkpointNs: options.checkpointNs, blockedTimeoutMs };
 }
 
 /** The thread named in messages. */
@@ -199,8 +210,8 @@ export const threadMatchers = {
   ): Promise<MatcherReturnType> {
     const options = withDefaults(page, given);
     const channel = options.channel ?? "messages";
-    return retrying(this, "toHaveThreadMessages", options, async () => {
-      const state = await readThreadState(page, threadId, readOptions(options));
+    return retrying(this, "toHaveThreadMessages", options, async (remaining) => {
+      const state = await readThreadState(page, threadId, readOptions(options, remaining));
       const value = state?.values[channel];
       const messages = Array.isArray(value) ? value : [];
       const pass =
@@ -231,8 +242,14 @@ export const threadMatchers = {
     given: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
     const options = withDefaults(page, given);
-    return retrying(this, "toHaveCheckpointCount", options, async () => {
-      const count = await callPage(page, "toHaveCheckpointCount", "count", threadId, pageReadOptions(options));
+    return retrying(this, "toHaveCheckpointCount", options, async (remaining) => {
+      const count = await callPage(
+        page,
+        "toHaveCheckpointCount",
+        "count",
+        threadId,
+        pageReadOptions(options, remaining),
+      );
       return {
         pass: count === expected,
         message: (s) =>
@@ -258,9 +275,10 @@ export const threadMatchers = {
     given: ThreadMatcherOptions = {},
   ): Promise<MatcherReturnType> {
     const options = withDefaults(page, given);
-    return retrying(this, "toBeInterruptedAt", options, async () => {
-      const { running } = await callPage(page, "toBeInterruptedAt", "activity", threadId, pageReadOptions(options));
-      const state = await readThreadState(page, threadId, readOptions(options));
+    return retrying(this, "toBeInterruptedAt", options, async (remaining) => {
+      const read = pageReadOptions(options, remaining);
+      const { running } = await callPage(page, "toBeInterruptedAt", "activity", threadId, read);
+      const state = await readThreadState(page, threadId, readOptions(options, read.blockedTimeoutMs));
       const questions = (state?.interrupts ?? []).map((item) => interruptText(item.value));
       const nodes = state?.next ?? [];
       const failure = runError(state);

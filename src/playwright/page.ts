@@ -47,7 +47,11 @@ async function withSaver<T>(
   work: (saver: IndexedDBSaver, serde: SerializerProtocol | undefined) => Promise<T>,
 ): Promise<T> {
   const serde = await serializerFor(options.encryption);
-  const saver = new IndexedDBSaver({ dbName: options.dbName, ...(serde ? { serde } : {}) });
+  const saver = new IndexedDBSaver({
+    dbName: options.dbName,
+    ...(serde ? { serde } : {}),
+    ...(options.blockedTimeoutMs ? { blockedTimeoutMs: options.blockedTimeoutMs } : {}),
+  });
   try {
     return await work(saver, serde);
   } catch (error) {

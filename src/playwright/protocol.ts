@@ -76,6 +76,11 @@ export interface PageDbOptions {
   dbName: string;
   /** The app's encryption; without it the saver's default serializer reads. */
   encryption?: PageEncryption;
+  /**
+   * How long an open that another connection blocks may wait (the saver's
+   * `blockedTimeoutMs`, default 10 s): a wait or matcher gives what is left of its timeout.
+   */
+  blockedTimeoutMs?: number;
 }
 
 /** Options of reading a thread in the page. */

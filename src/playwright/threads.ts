@@ -111,10 +111,11 @@ export async function seedThread(
 export async function readThreadState(
   page: Page,
   threadId: string,
-  options: ReadThreadStateOptions = {},
+  options: ReadThreadStateOptions & Pick<PageDbOptions, "blockedTimeoutMs"> = {},
 ): Promise<PageThreadState | undefined> {
   const state = await callPage(page, "readThreadState", "read", threadId, {
     ...pageDb(options),
+    blockedTimeoutMs: options.blockedTimeoutMs,
     checkpointNs: options.checkpointNs,
     internal: options.internal,
     deltaChannels: options.deltaChannels,

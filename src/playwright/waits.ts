@@ -51,12 +51,14 @@ export interface Seen<T> {
 /**
  * Polls `read` until `done` says so, or fails after `timeout` saying what
  * was seen last. With `page`, the clock starts once the page script is in
- * place (its first injection must not eat the timeout).
+ * place (its first injection must not eat the timeout). `read` gets the ms
+ * left: a read that waits (an open another connection blocks) must give up
+ * by then, or the wait would outlast its timeout.
  */
 export async function poll<T>(
   page: Page | undefined,
   options: WaitOptions,
-  read: () => Promise<T>,
+  read: (remaining: number) => Promise<T>,
   done: (value: T) => boolean,
   failure: (seen: Seen<T>, timeout: number) => string,
 ): Promise<T> {
@@ -67,7 +69,7 @@ export async function poll<T>(
   const seen: Seen<T> = {};
   for (;;) {
     try {
-      seen.value = await read();
+      seen.value = await read(Math.max(1, deadline - Date.now()));
       seen.error = undefined;
       if (done(seen.value)) return seen.value;
     } catch (error) {
@@ -104,10 +106,11 @@ export async function waitForThreadIdle(
   const activity = await poll<PageThreadActivity>(
     page,
     options,
-    () =>
+    (remaining) =>
       callPage(page, "waitForThreadIdle", "activity", threadId, {
         ...pageDb(options),
         checkpointNs: options.checkpointNs,
+        blockedTimeoutMs: remaining,
       }),
     (seen) => {
       const quiet = !seen.running && seen.checkpointId !== undefined && seen.checkpointId !== options.since;
@@ -163,7 +166,7 @@ export async function waitForCheckpoint(
   const state = await poll<PageThreadState | undefined>(
     page,
     options,
-    () => readThreadState(page, threadId, { ...options, dbName }),
+    (remaining) => readThreadState(page, threadId, { ...options, dbName, blockedTimeoutMs: remaining }),
     (seen) => {
       if (!seen) return false;
       try {

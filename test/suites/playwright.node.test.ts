@@ -10,14 +10,17 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isBaseMessage } from "@langchain/core/messages";
+import { expect as playwrightExpect } from "@playwright/test";
 import {
   clearThreads,
   exportThreadFromPage,
   readThreadState,
   seedThread,
+  threadMatchers,
   waitForCheckpoint,
   waitForThreadIdle,
 } from "../../src/playwright.js";
+import { ensurePageApi } from "../../src/playwright/inject.js";
 import { exportThread, importThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
@@ -214,6 +217,50 @@ describe("seedThread, readThreadState and clearThreads", () => {
       await page.close();
       await back.close();
       await deleteDatabase(back.dbName);
+    }
+  }, 60_000);
+});
+
+describe("a database another connection keeps at an older version", () => {
+  it("the waits and matchers fail at their timeout, saying it is blocked, not after the open's own 10 s", async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(origin);
+      // What another tab of an older build of the app does: it holds version 1 and ignores versionchange.
+      await page.evaluate(
+        (name) =>
+          new Promise<void>((resolve) => {
+            const request = indexedDB.open(name, 1);
+            request.onsuccess = () => {
+              (globalThis as { held?: IDBDatabase }).held = request.result;
+              resolve();
+            };
+          }),
+        "older",
+      );
+      await ensurePageApi(page); // injected (built, from the sources) before the clocks start
+      const withMatchers = playwrightExpect.extend(threadMatchers);
+      const waits: [string, () => Promise<unknown>][] = [
+        ["waitForThreadIdle", () => waitForThreadIdle(page, "t", { dbName: "older", timeout: 500 })],
+        ["waitForCheckpoint", () => waitForCheckpoint(page, "t", () => true, { dbName: "older", timeout: 500 })],
+        [
+          "toHaveCheckpointCount",
+          () => withMatchers(page).toHaveCheckpointCount("t", 1, { dbName: "older", timeout: 500 }),
+        ],
+      ];
+      for (const [name, wait] of waits) {
+        const started = Date.now();
+        const error = await wait().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(Date.now() - started, name).toBeLessThan(2000);
+        expect((error as Error).message).toMatch(
+          /DatabaseBlockedError: Opening IndexedDB "older".*Close the other tabs/,
+        );
+      }
+    } finally {
+      await page.close();
     }
   }, 60_000);
 });
