@@ -14,6 +14,9 @@ import type { PageEncryption } from "./protocol.js";
 
 const serializers = new Map<string, Promise<EncryptedSerializer>>();
 
+/** An encrypted export given without the app's settings (its message names the file, not the database). */
+export class SealedFileError extends Error {}
+
 /** The serializer for `encryption`, or undefined (the saver's default) without settings. */
 export function serializerFor(encryption: PageEncryption | undefined): Promise<SerializerProtocol | undefined> {
   if (!encryption) return Promise.resolve(undefined);
@@ -44,13 +47,21 @@ export function serializerFor(encryption: PageEncryption | undefined): Promise<S
  * database: the app's `serde` for a file it sealed (format version 2, or an
  * `…+aes-gcm` type), the default for a plain one. Both are seeded into
  * encrypted apps: their own exports and snapshots, and plain fixtures, which
- * the app's serializer would refuse as unencrypted.
+ * the app's serializer would refuse as unencrypted. A sealed file without
+ * the app's settings is refused here, naming the file (not the database) as
+ * encrypted and the helper's own options.
  */
 export async function importSerde(
   file: Uint8Array,
   serde: SerializerProtocol | undefined,
+  helper = "seedThread",
 ): Promise<SerializerProtocol | undefined> {
-  if (!serde) return undefined;
   const header = await readThreadExportHeader(file);
-  return header.version >= BOUND_EXPORT_VERSION || header.serde.endsWith("+aes-gcm") ? serde : undefined;
+  const sealed = header.version >= BOUND_EXPORT_VERSION || header.serde.endsWith("+aes-gcm");
+  if (sealed && !serde) {
+    throw new SealedFileError(
+      `${helper}: this .lgthread file is encrypted ("${header.serde}", format version ${header.version}): the app that exported thread "${header.threadId}" seals its exports with its key, and only that key reads it. Give that app's settings, { encryption: { passphrase, salt } } or { encryption: { key } }, for a database it encrypts with them; or export the thread with { unencrypted: true } (saver.exportThread) for a database without encryption.`,
+    );
+  }
+  return sealed ? serde : undefined;
 }

@@ -17,7 +17,7 @@ import { isThreadRunning } from "../runs/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
 import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
-import { importSerde, serializerFor } from "./page-serde.js";
+import { SealedFileError, importSerde, serializerFor } from "./page-serde.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { PAGE_API_KEY, type PageApi, type PageDbOptions, type PageThreadState } from "./protocol.js";
 
@@ -67,7 +67,9 @@ async function withSaver<T>(
  */
 function explainEncrypted(dbName: string, error: unknown): unknown {
   const message = error instanceof Error ? error.message : String(error);
-  if (!/aes-gcm/i.test(message)) return error;
+  const aboutFile =
+    error instanceof SealedFileError || (error as { cause?: unknown } | null)?.cause instanceof SealedFileError;
+  if (!/aes-gcm/i.test(message) || aboutFile) return error;
   return new Error(
     `database "${dbName}" is encrypted (its values are sealed with EncryptedSerializer), and no key was given. Pass the app's settings: { encryption: { passphrase, salt } } or { encryption: { key } } (in the fixture: test.use({ langgraphOptions: { encryption } })).`,
     { cause: error },
@@ -235,7 +237,7 @@ export const pageApi: PageApi = {
       for (const [threadId, base64] of files) {
         const bytes = fromBase64(base64);
         try {
-          const fileSerde = await importSerde(bytes, serde);
+          const fileSerde = await importSerde(bytes, serde, "restore");
           await validateThreadExport(bytes, { serde: fileSerde, targetThreadId: threadId });
           decoded.push({ threadId, bytes, serde: fileSerde });
         } catch (error) {

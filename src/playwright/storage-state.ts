@@ -110,7 +110,7 @@ export async function toStorageState(
       const bytes = await fileBytes(file);
       await importThread(saver, bytes, {
         targetThreadId: options.threadIds?.[i],
-        serde: await importSerde(bytes, serde),
+        serde: await importSerde(bytes, serde, "toStorageState"),
       });
     }
   } finally {

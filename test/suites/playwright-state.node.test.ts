@@ -224,7 +224,7 @@ describe("an app that encrypts", () => {
       // with a wrong one, the files are refused before anything is deleted.
       const snapshot: [string, string][] = [["s", toBase64(sealed)]];
       await expect(callPage(page, "test", "restore", snapshot, { dbName: "sealed" })).rejects.toThrow(
-        /database "sealed" is encrypted.*no key was given/,
+        /thread "s" cannot be read, so nothing was restored or deleted: restore: this .lgthread file is encrypted .*\{ encryption: \{ passphrase, salt \} \}/,
       );
       const wrongKey = pageDb({ dbName: "sealed", encryption: { ...encryption, passphrase: "wrong" } });
       await expect(callPage(page, "test", "restore", snapshot, wrongKey)).rejects.toThrow(
@@ -235,6 +235,28 @@ describe("an app that encrypts", () => {
       expect(restored).toEqual({ threadIds: ["s"], deleted: ["copy"] });
       expect((await readThreadState(page, "s", { dbName: "sealed", encryption }))?.values).toEqual(state?.values);
       expect(await readThreadState(page, "copy", { dbName: "sealed", encryption })).toBeUndefined();
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
+
+describe("an app's encrypted export, seeded without its key", () => {
+  it("is refused naming the file, not the database, as encrypted, and saying how to seed it", async () => {
+    const encryption: AppEncryption = { key: new Uint8Array(32).fill(9) };
+    const { context, page } = await openWith({});
+    try {
+      await seedThread(page, file, { dbName: "sealed", threadId: "s", encryption });
+      const sealed = await exportThreadFromPage(page, "s", { dbName: "sealed", encryption });
+      const advice = /file is encrypted .*\{ encryption: \{ passphrase, salt \} \}.*unencrypted: true/;
+      // Into a plain database: it is the file that is encrypted, not the database.
+      const seeding = seedThread(page, sealed, { dbName: "plain", threadId: "s" });
+      await expect(seeding).rejects.toThrow(advice);
+      await expect(seeding).rejects.not.toThrow(/database "plain" is encrypted/);
+      await expect(toStorageState([sealed], { origin, dbName: "plain" })).rejects.toThrow(advice);
+      expect(await page.evaluate(async () => (await indexedDB.databases()).map((db) => db.name))).not.toContain(
+        "plain",
+      );
     } finally {
       await context.close();
     }
