@@ -15,7 +15,7 @@ import { IndexedDBSaver } from "../saver/index.js";
 import { deleteSaverDatabase } from "../saver/delete-database.js";
 import { isThreadRunning } from "../runs/index.js";
 import { fromBase64, toBase64 } from "../core/bytes.js";
-import { isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
+import { TASKS, isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
 import { SealedFileError, importSerde, serializerFor } from "./page-serde.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -84,7 +84,8 @@ function isInternal(channel: string): boolean {
 /**
  * The nodes whose trigger channel (`branch:to:<node>`) holds a value and
  * changed since they last ran (as LangGraph finds its next tasks: a consumed
- * trigger gets a new version but no value).
+ * trigger gets a new version but no value), and the node of each pending
+ * `Send` (the `__pregel_tasks` channel's value), once per `Send`.
  */
 function nextNodes(checkpoint: Checkpoint): string[] {
   const prefix = "branch:to:";
@@ -94,6 +95,14 @@ function nextNodes(checkpoint: Checkpoint): string[] {
     const node = channel.slice(prefix.length);
     const seen = checkpoint.versions_seen?.[node]?.[channel];
     if (seen === undefined || compareVersions(version, seen) > 0) next.push(node);
+  }
+  // Pending `Send`s (a fan-out), as LangGraph makes one task of each.
+  const sends = checkpoint.channel_values?.[TASKS];
+  if (Array.isArray(sends)) {
+    for (const send of sends) {
+      const node = (send as { node?: unknown } | null)?.node;
+      if (typeof node === "string") next.push(node);
+    }
   }
   return next.sort();
 }

@@ -51,7 +51,8 @@ export interface PageThreadState {
   pendingWrites: [string, string, unknown][];
   /**
    * The nodes due to run next: those whose `branch:to:<node>` channel has a
-   * version the node has not seen. An interrupted run is paused before them.
+   * version the node has not seen, and the target of each pending `Send` (once
+   * per `Send`, as `graph.getState().next`), sorted. An interrupted run is paused before them.
    */
   next: string[];
   /** The interrupts pending on the checkpoint (`__interrupt__` writes): `{ value, id? }` each. */

@@ -25,7 +25,7 @@ import { exportThread, importThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
-import { Scenario, config } from "../support/portable-scenario.js";
+import { Scenario, config, fanOutGraph } from "../support/portable-scenario.js";
 
 let server: Server;
 let origin: string;
@@ -259,6 +259,32 @@ describe("a database another connection keeps at an older version", () => {
           /DatabaseBlockedError: Opening IndexedDB "older".*Close the other tabs/,
         );
       }
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+});
+
+describe("a fan-out paused before its Sends run", () => {
+  it("reads the Send targets as next, as LangGraph's getState does, so toBeInterruptedAt sees them", async () => {
+    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-fan") });
+    // A run id in the metadata, as runOnThread gives its runs: the matcher then reads a breakpoint.
+    await fanOutGraph(local).invoke({ topics: ["ducks", "owls"] }, { ...config("fan"), metadata: { run_id: "r1" } });
+    const expected = await fanOutGraph(local).getState(config("fan"));
+    expect(expected.next).toEqual(["research", "research"]);
+    const file = await exportThread(local, "fan", { as: "bytes" });
+    await local.close();
+    await deleteDatabase(local.dbName);
+    const page = await browser.newPage();
+    try {
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app" });
+      const state = await readThreadState(page, "fan", { dbName: "app" });
+      expect(state?.metadata.run_id).toBe("r1");
+      expect(state?.next).toEqual(["research", "research"]);
+      await playwrightExpect
+        .extend(threadMatchers)(page)
+        .toBeInterruptedAt("fan", "research", { dbName: "app", timeout: 300 });
     } finally {
       await page.close();
     }
