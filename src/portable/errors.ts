@@ -27,12 +27,18 @@ export class ThreadImportError extends IndexedDBCheckpointError {
   readonly written: number;
   /** True when the partial thread was removed (it did not exist before, or `ifExists: "replace"`). */
   readonly rolledBack: boolean;
+  /** `ifExists: "replace"`: true when the thread it replaced was put back as it was. */
+  readonly restored: boolean;
 
-  constructor(message: string, details: { threadId: string; written: number; rolledBack: boolean; cause?: unknown }) {
+  constructor(
+    message: string,
+    details: { threadId: string; written: number; rolledBack: boolean; restored?: boolean; cause?: unknown },
+  ) {
     super(message, { cause: details.cause });
     this.threadId = details.threadId;
     this.written = details.written;
     this.rolledBack = details.rolledBack;
+    this.restored = details.restored ?? false;
   }
 }
 

@@ -15,6 +15,7 @@ import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from 
 import { ThreadImportError } from "./errors.js";
 import { decodeRecord } from "./frames.js";
 import { checkTargetThreadId, validate } from "./validate.js";
+import { exportThread } from "./export.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
@@ -69,7 +70,14 @@ export async function importThread(
       { threadId, written: 0, rolledBack: false },
     );
   }
-  if (exists && ifExists === "replace") await saver.deleteThread(threadId);
+  // A replace keeps a copy of the thread it replaces (in memory, as an export), to put it back
+  // if a write fails or the import is stopped midway. A thread that cannot be exported (values
+  // `serde` cannot encode, rows altered outside its saver) is replaced without one, as before.
+  let replaced: Uint8Array | undefined;
+  if (exists && ifExists === "replace") {
+    replaced = await exportThread(saver, threadId, { as: "bytes", serde }).catch(() => undefined);
+    await saver.deleteThread(threadId);
+  }
   const owned = !exists || ifExists === "replace";
   // A saver that keeps tombstones of deleted threads (IndexedDBSaver) would
   // drop checkpoints whose parents predate the delete: a restore is not a
@@ -153,15 +161,31 @@ export async function importThread(
         // Reported through rolledBack: the original failure matters more.
       }
     }
+    let restored = false;
+    if (rolledBack && replaced) {
+      try {
+        await importThread(saver, replaced, { targetThreadId: threadId, serde });
+        restored = true;
+      } catch {
+        // Said in the message: the failure that stopped the import matters more.
+      }
+    }
     const reason = errorMessage(error);
+    const replacedText = !exists
+      ? ""
+      : restored
+        ? " The thread it replaced was put back as it was."
+        : replaced
+          ? " Putting back the thread it replaced failed: it is lost."
+          : " The thread it replaced could not be copied first (it did not export) and is lost.";
     throw new ThreadImportError(
       `importThread: writing thread "${threadId}" failed after ${written} of ${counts.checkpoints} checkpoints: ${reason}. ` +
         (rolledBack
-          ? "The partly imported thread was deleted again."
+          ? `The partly imported thread was deleted again.${replacedText}`
           : owned
             ? "Deleting the partly imported thread failed too: delete it before retrying."
             : 'The thread existed before (ifExists: "merge") and may now be partly imported.'),
-      { threadId, written, rolledBack, cause: error },
+      { threadId, written, rolledBack, restored, cause: error },
     );
   }
   return { threadId, header, ...counts };

@@ -64,8 +64,9 @@ export interface ImportThreadOptions {
   refuseJson?: boolean;
   /**
    * When the target thread already has checkpoints: `"error"` (default, nothing
-   * is written), `"replace"` (delete it first) or `"merge"` (add to it; a
-   * checkpoint with the same id is overwritten).
+   * is written), `"replace"` (delete it first; if the import then fails or is
+   * stopped, the thread is put back from a copy taken before) or `"merge"`
+   * (add to it; a checkpoint with the same id is overwritten).
    */
   ifExists?: IfThreadExists;
   /** Called after each checkpoint written (with its writes), and once with 0 before the first. */

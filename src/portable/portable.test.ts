@@ -586,6 +586,50 @@ describe("a bad file writes nothing", () => {
     expect(error).toMatchObject({ threadId: "good", written: 2, rolledBack: true });
     expect(await listCount(target, "good")).toBe(0);
   });
+
+  it("a replace that fails or is stopped midway puts back the thread it replaced", async () => {
+    const file = await goodFile();
+    for (const target of [idbSaver(), new MemorySaver()]) {
+      await chat(target, "good", ["my local conversation"], true);
+      const before = await rawThread(target, "good");
+      // Stopped by the user after the first checkpoint.
+      const controller = new AbortController();
+      const onProgress = ({ checkpoints }: ThreadTransferProgress) => checkpoints === 1 && controller.abort();
+      const stopped = await importThread(target, file, {
+        ifExists: "replace",
+        signal: controller.signal,
+        onProgress,
+      }).then(
+        () => undefined,
+        (e: unknown) => e as ThreadImportError,
+      );
+      expect(stopped).toMatchObject({ threadId: "good", written: 1, rolledBack: true, restored: true });
+      expect(stopped!.message).toMatch(
+        /failed after 1 of \d+ checkpoints: .*aborted.*The thread it replaced was put back as it was/,
+      );
+      expect(await rawThread(target, "good")).toEqual(before);
+    }
+    // A write failing (a full disk) in the middle.
+    class FlakySaver extends MemorySaver {
+      failAt = Infinity;
+      override async put(...args: Parameters<MemorySaver["put"]>) {
+        if (--this.failAt === 0) throw new Error("disk full");
+        return super.put(...args);
+      }
+    }
+    const target = new FlakySaver();
+    await chat(target, "good", ["my local conversation"], true);
+    const before = await rawThread(target, "good");
+    target.failAt = 3;
+    const failed = await importThread(target, file, { ifExists: "replace" }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({
+      written: 2,
+      rolledBack: true,
+      restored: true,
+      message: expect.stringMatching(/disk full/),
+    });
+    expect(await rawThread(target, "good")).toEqual(before);
+  });
 });
 
 describe("pending writes keep their order", () => {
