@@ -34,7 +34,7 @@ const SECRET = "the launch code is 0000";
 const THREAD = "exported";
 
 /** An encrypted saver holding a three-checkpoint thread whose state and writes carry SECRET. */
-async function encryptedThread(): Promise<IndexedDBSaver> {
+async function encryptedThread(taskPath?: string): Promise<IndexedDBSaver> {
   const name = freshDbName("export-binding");
   created.push(name);
   const saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
@@ -50,7 +50,7 @@ async function encryptedThread(): Promise<IndexedDBSaver> {
     };
     const metadata = { source: "loop", step, parents: {} } as CheckpointMetadata;
     config = await saver.put(config, checkpoint, metadata, versions);
-    await saver.putWrites(config, [["notes", `${SECRET} (write ${step})`]], `task-${step}`);
+    await saver.putWrites(config, [["notes", `${SECRET} (write ${step})`]], `task-${step}`, taskPath);
   }
   return saver;
 }
@@ -177,6 +177,34 @@ describe("exportThread of an encrypted saver (issue 11, item 6)", () => {
     const { error, wrote } = await importRejected(rebuilt(first, frames), await EncryptedSerializer.fromRawKey(KEY));
     expect(error).toBeInstanceOf(DecryptionError);
     expect(wrote).toBe(false);
+  });
+});
+
+describe("the task paths record of an encrypted export", () => {
+  it("is sealed and bound like the others: moved, or taken from another export, it does not decrypt", async () => {
+    const saver = await encryptedThread("~__pregel_pull, agent");
+    const first = await saver.exportThread(THREAD, { as: "bytes" });
+    const second = await saver.exportThread(THREAD, { as: "bytes" });
+    const frames = framesOf(first);
+    expect(frames.at(-2)!.kind).toBe(0x70); // `p`, after the last checkpoint
+    expect(contains(first, "__pregel_pull")).toBe(false);
+    const key = await EncryptedSerializer.fromRawKey(KEY);
+    const target = new MemorySaver();
+    await importThread(target, first, { serde: key });
+    // Imported with their path: a resumed task's write of a path before theirs sorts first, as on the source.
+    const at = { configurable: { thread_id: THREAD, checkpoint_ns: "", checkpoint_id: "03" } };
+    await target.putWrites(at, [["notes", "resumed"]], "task-0", "~__pregel_pull, a");
+    expect((await target.getTuple(at))!.pendingWrites!.map(([task]) => task)).toEqual(["task-0", "task-3"]);
+
+    const spliced = [...frames];
+    spliced[spliced.length - 2] = framesOf(second).at(-2)!;
+    const moved = [...frames];
+    moved.splice(moved.length - 3, 2, frames.at(-2)!, frames.at(-3)!);
+    for (const edited of [spliced, moved]) {
+      const { error, wrote } = await importRejected(rebuilt(first, edited), key);
+      expect(error).toBeInstanceOf(DecryptionError);
+      expect(wrote).toBe(false);
+    }
   });
 });
 
