@@ -7,7 +7,9 @@
  * the same fixed inputs (test/golden/export2.ts: the clock, a seeded getRandomValues)
  * the export is deterministic, so re-exports are compared byte for byte.
  * The same saver's `unencrypted: true` export is version 1 and, with the
- * same clock, the very bytes of test/golden/export.json. Node and Chromium.
+ * same clock, the very bytes of test/golden/export.json. Files written since
+ * carry the writes' task paths in one more frame: test/golden/export-paths.json
+ * (test/golden/generate-export-paths.ts) holds both files with it. Node and Chromium.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
@@ -15,6 +17,8 @@ import { EncryptedSerializer, IndexedDBSaver, importThread, readThreadExportHead
 import { inspectEnvelope } from "../../src/serde.js";
 import exportGolden from "../golden/export.json";
 import export2Golden from "../golden/export-v2.json";
+import exportPathsGolden from "../golden/export-paths.json";
+import { storedTaskPaths } from "../golden/export-paths.js";
 import { exportFrames, withFixedInputs, withoutTaskPaths } from "../golden/export2.js";
 import { RAW_KEY, comparable, deleteDatabase, fromBase64, hex, writeGoldenThread } from "../golden/shared.js";
 import { freshDbName } from "../support/databases.js";
@@ -118,5 +122,26 @@ describe(".lgthread export format version 2 (encrypted)", () => {
     expect(hex(withoutTaskPaths(await exportFixed(saver, { unencrypted: true })))).toBe(
       hex(fromBase64(exportGolden.file)),
     );
+  });
+});
+
+describe("the task paths golden (export-paths.json: files with the `p` frame)", () => {
+  const withPaths = fromBase64(exportPathsGolden.file);
+  const plainWithPaths = fromBase64(exportPathsGolden.unencrypted);
+
+  it("is the version 2 and version 1 goldens plus one frame: readers before it skip it", () => {
+    expect(hex(withoutTaskPaths(withPaths))).toBe(hex(file));
+    expect(hex(withoutTaskPaths(plainWithPaths))).toBe(hex(fromBase64(exportGolden.file)));
+  });
+
+  it("imports each write under its recorded task path, and re-exports to the same bytes", async () => {
+    const encrypted = newSaver(await key());
+    await importThread(encrypted, withPaths, { serde: await key() });
+    expect(await storedTaskPaths(encrypted.dbName)).toEqual(exportPathsGolden.taskPaths);
+    expect(hex(await exportFixed(encrypted))).toBe(hex(withPaths));
+    const plain = newSaver();
+    await importThread(plain, plainWithPaths);
+    expect(await storedTaskPaths(plain.dbName)).toEqual(exportPathsGolden.taskPaths);
+    expect(hex(await exportFixed(plain, { unencrypted: true }))).toBe(hex(plainWithPaths));
   });
 });
