@@ -1,0 +1,61 @@
+/**
+ * Who a request is: the bearer token mapped to a user (and the app's
+ * space) from the headers alone, before a byte of the body is read, and
+ * each user's requests a minute.
+ */
+/// <reference types="node" />
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import rateLimit from "@fastify/rate-limit";
+import { SYNC_PATH, parseApp } from "../sync/protocol.js";
+import type { AppSpaces } from "./apps.js";
+import { errorBody } from "./http.js";
+import { SyncHttpError } from "./store.js";
+
+/** An `onRequest` hook that authenticates a request, or answers it 401. */
+export type Authenticated = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
+
+/**
+ * The hook every route but health runs: the user is known from the headers
+ * alone before a byte of the body is read (onRequest runs before parsing),
+ * so a stranger's body costs the server nothing but the bytes it discards.
+ */
+export function authenticator(
+  authenticate: (token: string) => string | undefined | Promise<string | undefined>,
+  spaces: AppSpaces,
+): Authenticated {
+  return async (request, reply) => {
+    const header = request.headers.authorization;
+    const match = typeof header === "string" ? /^Bearer (\S+)$/.exec(header) : null;
+    const userId = match ? await authenticate(match[1]!) : undefined;
+    if (typeof userId !== "string" || userId.length === 0) {
+      // Returning the reply ends the request here: no parsing, no handler.
+      return reply
+        .code(401)
+        .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
+    }
+    request.userId = userId;
+    const app = (request.query as Record<string, unknown>).app;
+    const resolved = await spaces.resolve(userId, app === undefined ? undefined : parseApp(app));
+    request.space = resolved.space;
+    request.unscoped = resolved.unscoped;
+    return undefined;
+  };
+}
+
+/** Limits each user to `perMinute` requests, after `authenticated` (onRequest) and before the body is read (preParsing). */
+export async function limitUsers(app: FastifyInstance, perMinute: number): Promise<void> {
+  await app.register(rateLimit, {
+    hook: "preParsing",
+    max: perMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => request.userId || request.ip,
+    allowList: (request) => request.url.startsWith(`${SYNC_PATH}/health`),
+    // Thrown, so the error handler answers it like every other refusal (Retry-After is already set).
+    errorResponseBuilder: (_request, context) =>
+      new SyncHttpError(
+        429,
+        "rate_limited",
+        `Over this server's limit of ${context.max} requests a minute; try again in ${context.after}.`,
+      ),
+  });
+}
