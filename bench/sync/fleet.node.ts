@@ -304,7 +304,9 @@ it(`sync load: ${DEVICES} devices × ${THREADS} threads through two server proce
       baseline: `${percentile(quiet, 50).toFixed(1)} / ${Math.max(...quiet).toFixed(1)} ms alone`,
       ratio: `${(percentile(hellos, 50) / percentile(quiet, 50)).toFixed(2)}× / ${(Math.max(...hellos) / Math.max(...quiet)).toFixed(2)}×`,
     });
-    expect(new Set(hostileStatus)).toEqual(new Set([401]));
+    // Refused unread: 401, then 429 once the address is past its bad tokens a minute.
+    expect([...new Set(hostileStatus)].filter((status) => status !== 401 && status !== 429)).toEqual([]);
+    expect(hostileStatus[0]).toBe(401);
   } finally {
     stop.abort();
     await Promise.all(polls);

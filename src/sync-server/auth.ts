@@ -8,31 +8,61 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import { SYNC_PATH, parseApp } from "../sync/protocol.js";
 import type { AppSpaces } from "./apps.js";
+import { Strikes } from "./gate.js";
 import { errorBody } from "./http.js";
 import { SyncHttpError } from "./store.js";
 
 /** An `onRequest` hook that authenticates a request, or answers it 401. */
 export type Authenticated = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
 
+/** Remote addresses whose strikes (requests without a valid token) one process remembers at once. */
+const STRIKE_ADDRESSES = 10_000;
+
 /**
  * The hook every route but health runs: the user is known from the headers
  * alone before a byte of the body is read (onRequest runs before parsing),
  * so a stranger's body costs the server nothing but the bytes it discards.
+ * And each remote address may make `badTokensPerMinute` requests without a
+ * valid token (a request counts while `authenticate` runs, and stops
+ * counting once it names a user): past that, 429 before `authenticate` is
+ * asked, so a flood of guessed tokens costs no lookup, however many at once.
  */
 export function authenticator(
   authenticate: (token: string) => string | undefined | Promise<string | undefined>,
   spaces: AppSpaces,
+  badTokensPerMinute: number,
 ): Authenticated {
+  const strikes = new Strikes(badTokensPerMinute, 60_000, STRIKE_ADDRESSES);
   return async (request, reply) => {
+    const pardon = strikes.take(request.ip);
+    if (!pardon) {
+      const seconds = Math.max(1, Math.ceil(strikes.retryAfterMs(request.ip) / 1000));
+      return reply
+        .code(429)
+        .header("retry-after", String(seconds))
+        .send(
+          errorBody(
+            "rate_limited",
+            `Over this server's limit of ${badTokensPerMinute} requests a minute without a valid token from one address; try again in ${seconds} s.`,
+          ),
+        );
+    }
     const header = request.headers.authorization;
     const match = typeof header === "string" ? /^Bearer (\S+)$/.exec(header) : null;
-    const userId = match ? await authenticate(match[1]!) : undefined;
+    let userId: string | undefined;
+    try {
+      userId = match ? await authenticate(match[1]!) : undefined;
+    } catch (error) {
+      pardon(); // the server's own failure (500), not the client's token
+      throw error;
+    }
     if (typeof userId !== "string" || userId.length === 0) {
       // Returning the reply ends the request here: no parsing, no handler.
       return reply
         .code(401)
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
     }
+    pardon();
     request.userId = userId;
     const app = (request.query as Record<string, unknown>).app;
     const resolved = await spaces.resolve(userId, app === undefined ? undefined : parseApp(app));

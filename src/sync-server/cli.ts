@@ -9,7 +9,9 @@
  * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
  * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
- *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`.
+ *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`; per remote address, `SYNC_BAD_TOKENS_PER_MINUTE`.
+ * - `SYNC_TRUST_PROXY`: behind a reverse proxy, `1` (believe every hop's `X-Forwarded-For`) or
+ *   comma-separated proxy addresses and CIDR ranges.
  *
  * Started before its database (a host booting, PostgreSQL restarting), the
  * server listens at once, answers 503 with Retry-After, and says on stderr
@@ -75,7 +77,14 @@ async function main(): Promise<void> {
       maxCheckpointBytes: positive(env, "SYNC_MAX_CHECKPOINT_BYTES"),
       maxPushCheckpoints: positive(env, "SYNC_MAX_PUSH_CHECKPOINTS"),
       requestsPerMinute: positive(env, "SYNC_REQUESTS_PER_MINUTE"),
+      badTokensPerMinute: positive(env, "SYNC_BAD_TOKENS_PER_MINUTE"),
     },
+    trustProxy:
+      env.SYNC_TRUST_PROXY === "1"
+        ? true
+        : env.SYNC_TRUST_PROXY?.split(",")
+            .map((a) => a.trim())
+            .filter(Boolean),
     logger: env.SYNC_LOG === "1",
     waitForDatabase: true,
     onDatabaseWait: (error, retryInMs) =>

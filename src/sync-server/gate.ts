@@ -97,3 +97,80 @@ export class InFlight {
     };
   }
 }
+
+/**
+ * Strikes per key (a remote address) in a fixed window: each request that
+ * may be a stranger's takes one, and gives it back once it proved itself.
+ * The map holds at most `capacity` keys: past it, expired windows go first,
+ * then the oldest key (a key forgotten starts a fresh window, so a flood
+ * from more addresses than that is bounded only by `capacity` × `max`).
+ */
+export class Strikes {
+  readonly #max: number;
+  readonly #windowMs: number;
+  readonly #capacity: number;
+  readonly #now: () => number;
+  /** In order of each window's start (a renewed window is put at the end). */
+  readonly #windows = new Map<string, { count: number; until: number }>();
+
+  /**
+   * @param max Strikes one key may hold in a window.
+   * @param windowMs How long a window lasts, from its first strike.
+   * @param capacity Most keys remembered at once.
+   */
+  constructor(max: number, windowMs: number, capacity = 10_000, now: () => number = Date.now) {
+    this.#max = max;
+    this.#windowMs = windowMs;
+    this.#capacity = capacity;
+    this.#now = now;
+  }
+
+  /**
+   * Takes a strike for `key`: the function that gives it back (once, and
+   * only within its window), or undefined when `key` has none left (see
+   * {@link retryAfterMs}).
+   */
+  take(key: string): (() => void) | undefined {
+    const now = this.#now();
+    let window = this.#windows.get(key);
+    if (window && window.until <= now) {
+      this.#windows.delete(key);
+      window = undefined;
+    }
+    if (!window) {
+      this.#makeRoom();
+      window = { count: 0, until: now + this.#windowMs };
+      this.#windows.set(key, window);
+    }
+    if (window.count >= this.#max) return undefined;
+    window.count += 1;
+    const taken = window;
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      taken.count -= 1;
+      if (taken.count === 0 && this.#windows.get(key) === taken) this.#windows.delete(key);
+    };
+  }
+
+  /** How long until `key` has a strike again (0 when it has one now). */
+  retryAfterMs(key: string): number {
+    const window = this.#windows.get(key);
+    if (!window || window.count < this.#max) return 0;
+    return Math.max(0, window.until - this.#now());
+  }
+
+  /** Keys remembered (for tests). */
+  get size(): number {
+    return this.#windows.size;
+  }
+
+  #makeRoom(): void {
+    // In order of start, and every window is as long: the expired ones go first, then the oldest live ones.
+    for (const key of this.#windows.keys()) {
+      if (this.#windows.size < this.#capacity) return;
+      this.#windows.delete(key);
+    }
+  }
+}

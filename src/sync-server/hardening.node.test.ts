@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import {
+  authenticate,
   closeDevices,
   device,
   inspector,
   newUser,
+  postgresUrl,
   serverForFile,
   startServer,
   wireCheckpoint,
@@ -27,7 +29,7 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
-import type { SyncServer } from "../sync-server.js";
+import { createSyncServer, type SyncServer } from "../sync-server.js";
 
 const served = serverForFile();
 
@@ -575,5 +577,54 @@ describe("sync server: what one user may store and ask for", () => {
     expect(last.body).toMatchObject({ error: { code: "rate_limited" } });
     expect(Number(last.headers.get("retry-after"))).toBeGreaterThan(0);
     expect((await to("GET", "/hello", newUser("other").token)).status).toBe(200);
+  });
+});
+
+describe("sync server: requests without a valid token", () => {
+  let guarded: SyncServer;
+  let asked = 0;
+  beforeAll(async () => {
+    guarded = await createSyncServer({
+      connectionString: await postgresUrl(),
+      authenticate: (token) => {
+        asked += 1;
+        return authenticate(token);
+      },
+      limits: { badTokensPerMinute: 3 },
+    });
+  }, 60_000);
+  afterAll(() => guarded?.close(), 30_000);
+
+  const from = async (remoteAddress: string, token: string) => {
+    const response = await guarded.app.inject({
+      method: "GET",
+      url: "/v1/hello",
+      remoteAddress,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const body = response.statusCode === 200 ? decodeBody(response.rawPayload) : response.json();
+    return { status: response.statusCode, headers: response.headers, body: body as Record<string, unknown> };
+  };
+
+  it("refuses an address's flood of bad tokens with 429 before asking authenticate, leaving other addresses alone", async () => {
+    asked = 0;
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await from("203.0.113.7", `guess-${i}`)).status);
+    expect(statuses).toEqual([401, 401, 401, 429, 429, 429, 429, 429]);
+    expect(asked).toBe(3);
+    const refused = await from("203.0.113.7", "guess-9");
+    expect(refused.body).toMatchObject({ error: { code: "rate_limited" } });
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    // Another address is asked as before, and a good token from it is served.
+    expect((await from("203.0.113.8", "guess")).status).toBe(401);
+    expect((await from("203.0.113.8", newUser("ok").token)).status).toBe(200);
+    expect(asked).toBe(5);
+  });
+
+  it("counts a signed-in request as no strike: a user's own address is never refused for its good tokens", async () => {
+    const { token } = newUser("steady");
+    for (let i = 0; i < 10; i++) expect((await from("203.0.113.20", token)).status).toBe(200);
+    expect((await from("203.0.113.20", "typo")).status).toBe(401);
+    expect((await from("203.0.113.20", token)).status).toBe(200);
   });
 });

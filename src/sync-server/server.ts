@@ -8,7 +8,7 @@
  * write-routes.ts (push, key).
  */
 /// <reference types="node" />
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import pg from "pg";
 import { DEFAULT_MAX_BODY_BYTES, SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -40,6 +40,14 @@ export interface SyncServerOptions {
   limits?: SyncServerLimits;
   /** Pool size when the server makes its own pool. Default 10. */
   maxConnections?: number;
+  /**
+   * Behind a reverse proxy: which proxies to believe about the client's
+   * address (`X-Forwarded-For`), as Fastify's `trustProxy`: true (every
+   * hop), or the proxies' addresses and CIDR ranges. The per-address limit on bad
+   * tokens counts that address; without it, every client behind the proxy
+   * counts as the proxy. Default false.
+   */
+  trustProxy?: boolean | string | string[];
   /** Log requests (Fastify's logger). Default false. */
   logger?: boolean;
   /**
@@ -87,7 +95,20 @@ export interface SyncServerLimits {
    * with Retry-After). Default 1,200.
    */
   requestsPerMinute?: number;
+  /**
+   * Requests without a valid token (none, or one `authenticate` refuses)
+   * one remote address may make per minute to one server process (429
+   * `rate_limited`, with Retry-After, beyond): past it, `authenticate` is
+   * not asked, so a flood of guessed tokens costs no lookup. A request
+   * counts while `authenticate` runs and stops counting once it names a
+   * user. Addresses are the socket's (see `trustProxy` behind a reverse
+   * proxy: otherwise every client shares the proxy's). Default 60.
+   */
+  badTokensPerMinute?: number;
 }
+
+/** Default of {@link SyncServerLimits.badTokensPerMinute}. */
+const DEFAULT_BAD_TOKENS_PER_MINUTE = 60;
 
 /** Where to listen. */
 export interface ListenOptions {
@@ -174,7 +195,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     }
   }
 
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES });
+  const fastifyOptions: FastifyServerOptions = {
+    logger: options.logger ?? false,
+    bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    trustProxy: options.trustProxy ?? false,
+  };
+  const app = Fastify(fastifyOptions);
   installProtocol(app);
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
 
@@ -197,7 +223,11 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 
   // Every other route needs a user (auth.ts), and counts against the user's requests a minute.
-  const authenticated = authenticator(options.authenticate, new AppSpaces(pool));
+  const authenticated = authenticator(
+    options.authenticate,
+    new AppSpaces(pool),
+    options.limits?.badTokensPerMinute ?? DEFAULT_BAD_TOKENS_PER_MINUTE,
+  );
   await limitUsers(app, options.limits?.requestsPerMinute ?? 1200);
   addReadRoutes(app, { pool, authenticated, notifier });
   addWriteRoutes(app, { pool, authenticated, storeLimits, maxPushCheckpoints });
