@@ -26,4 +26,5 @@ export {
   type WireCheckpoint,
   type WireDelete,
   type WireRemoved,
+  type WireThread,
 } from "./sync/protocol.js";

@@ -6,7 +6,14 @@
 /// <reference types="node" />
 import type { FastifyInstance } from "fastify";
 import type { Pool } from "pg";
-import { MAX_PULL_LIMIT, MAX_PULL_WAIT_SECONDS, ProtocolError, SYNC_PATH } from "../sync/protocol.js";
+import {
+  MAX_PULL_LIMIT,
+  MAX_PULL_WAIT_SECONDS,
+  MAX_THREADS_PAGE,
+  ProtocolError,
+  SYNC_PATH,
+  threadIdParam,
+} from "../sync/protocol.js";
 import { idDefect } from "../rows/ids.js";
 import type { Authenticated } from "./auth.js";
 import { InFlight, UserGate } from "./gate.js";
@@ -39,9 +46,19 @@ export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notif
     const named = (request.query as Record<string, unknown>).app;
     return send(reply, typeof named === "string" ? { ...answer, app: named, unscoped: request.unscoped } : answer);
   });
-  app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) =>
-    send(reply, await reads.run(request.userId, () => threads(pool, request.space))),
-  );
+  app.get(`${SYNC_PATH}/threads`, { onRequest: authenticated }, async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    // Either parameter asks for a page; neither, the whole list (clients that predate pages).
+    const paged = query.limit !== undefined || query.after !== undefined;
+    let page: { limit: number; after?: string } | undefined;
+    if (paged) {
+      const limit = intParam(query.limit, "limit", MAX_THREADS_PAGE, MAX_THREADS_PAGE);
+      if (limit === 0)
+        throw new ProtocolError(`Query parameter "limit" must be an integer from 1 to ${MAX_THREADS_PAGE}.`);
+      page = { limit, after: query.after === undefined ? undefined : threadIdParam(query.after, "after") };
+    }
+    return send(reply, await reads.run(request.userId, () => threads(pool, request.space, page)));
+  });
   app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const since = intParam(query.since, "since", 0, Number.MAX_SAFE_INTEGER);

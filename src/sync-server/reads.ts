@@ -6,6 +6,9 @@
 /// <reference types="node" />
 import type { Pool, PoolClient } from "pg";
 import {
+  MAX_THREADS_PAGE,
+  MAX_THREADS_UNPAGED,
+  SYNC_PATH,
   SYNC_PROTOCOL_VERSION,
   type HelloResponse,
   type PullResponse,
@@ -16,7 +19,7 @@ import {
   type WireWrite,
 } from "../sync/protocol.js";
 import { versionFromKey, versionKey } from "../core/identity.js";
-import { cpKey, transaction, writeBytes as writeRowBytes } from "./store.js";
+import { SyncHttpError, cpKey, transaction, writeBytes as writeRowBytes } from "./store.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 
 /**
@@ -410,22 +413,44 @@ export async function hello(pool: Pool, userId: string, user = userId): Promise<
   };
 }
 
-/** The user's threads. */
-export async function threads(pool: Pool, userId: string): Promise<ThreadsResponse> {
+/**
+ * The user's threads in thread id order: with `page`, at most `page.limit`
+ * after `page.after`, and `next` when more follow; without, every one, or
+ * 413 `too_many_threads` past {@link MAX_THREADS_UNPAGED}. Each page reads
+ * its own threads' rows alone (the primary key's order), whatever the user
+ * holds beyond them.
+ */
+export async function threads(
+  pool: Pool,
+  userId: string,
+  page?: { after?: string; limit: number },
+): Promise<ThreadsResponse> {
+  const limit = page ? page.limit : MAX_THREADS_UNPAGED;
   const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
     `SELECT thread_id, count(*) AS checkpoints, max(checkpoint_id COLLATE "C") FILTER (WHERE checkpoint_ns = '') AS latest, max(seq) AS seq
-     FROM lgsync_checkpoints WHERE user_id = $1 GROUP BY thread_id ORDER BY thread_id`,
-    [userId],
+     FROM lgsync_checkpoints WHERE user_id = $1 ${page?.after === undefined ? "" : "AND thread_id > $3"}
+     GROUP BY thread_id ORDER BY thread_id LIMIT $2`,
+    [userId, limit + 1, ...(page?.after === undefined ? [] : [page.after])],
   );
-  return {
+  const more = result.rows.length > limit;
+  if (more && !page)
+    throw new SyncHttpError(
+      413,
+      "too_many_threads",
+      `This user has more than ${MAX_THREADS_UNPAGED} threads: ask for them a page at a time, ` +
+        `GET ${SYNC_PATH}/threads?limit=${MAX_THREADS_PAGE}, then again with &after=<next> while the answer names a next.`,
+    );
+  const response: ThreadsResponse = {
     v: SYNC_PROTOCOL_VERSION,
-    threads: result.rows.map((row) => ({
+    threads: result.rows.slice(0, limit).map((row) => ({
       thread_id: row.thread_id,
       checkpoints: Number(row.checkpoints),
       latest_checkpoint_id: row.latest ?? "",
       seq: Number(row.seq),
     })),
   };
+  if (more) response.next = response.threads[limit - 1]!.thread_id;
+  return response;
 }
 
 /** One checkpoint's pending writes, whether or not the checkpoint row is stored. */

@@ -6,7 +6,14 @@
 import { Packr } from "msgpackr";
 import { describe, expect, it } from "vitest";
 import { chat } from "../../test/support/chat-graph.js";
-import { device, newUser, serverForFile, startServer } from "../../test/support/sync/harness.js";
+import {
+  device,
+  inspector,
+  newUser,
+  serverForFile,
+  startServer,
+  wireCheckpoint,
+} from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   decodeBody,
@@ -247,6 +254,72 @@ describe("sync server: queries on one connection", () => {
       }
     } finally {
       await server.close();
+      await pool.end();
+    }
+  });
+});
+
+describe("sync server: the thread list", () => {
+  const threadsOf = async (query: string, token: string) => {
+    const { status, body } = await call("GET", `/threads${query}`, token);
+    return { status, body: body as unknown as ThreadsResponse & { error?: { code: string; message: string } } };
+  };
+
+  it("pages with limit and after, in thread id order, naming the next page until the last", async () => {
+    const { token } = newUser("pages");
+    const ids = ["t-a", "t-b", "t-c", "t-d", "t-e"];
+    const pushed = await call("POST", "/push", token, {
+      v: 1,
+      deletes: [],
+      checkpoints: ids.map((id) => wireCheckpoint(id)),
+    });
+    expect(pushed.status).toBe(200);
+    const first = await threadsOf("?limit=2", token);
+    expect(first.body.threads.map((t) => t.thread_id)).toEqual(["t-a", "t-b"]);
+    expect(first.body.next).toBe("t-b");
+    const second = await threadsOf(`?limit=2&after=${first.body.next}`, token);
+    expect(second.body.threads.map((t) => t.thread_id)).toEqual(["t-c", "t-d"]);
+    const last = await threadsOf(`?limit=2&after=${second.body.next}`, token);
+    expect(last.body.threads.map((t) => t.thread_id)).toEqual(["t-e"]);
+    expect(last.body.next).toBeUndefined();
+    // Without the parameters (clients that predate pages): the whole list, as before.
+    const whole = await threadsOf("", token);
+    expect(whole.body.threads.map((t) => t.thread_id)).toEqual(ids);
+    expect(whole.body.next).toBeUndefined();
+    for (const bad of [
+      "?limit=0",
+      "?limit=1001",
+      "?limit=x",
+      "?after=",
+      `?after=${"x".repeat(1025)}`,
+      "?after=__proto__",
+    ]) {
+      const refused = await threadsOf(bad, token);
+      expect(refused.status, bad).toBe(400);
+      expect(refused.body.error?.code, bad).toBe("bad_request");
+    }
+  });
+
+  it("refuses an unpaged list past 10,000 threads with a 413 that says how to page, where it sent them all", async () => {
+    const { user, token } = newUser("many-threads");
+    const pool = await inspector();
+    try {
+      await pool.query("INSERT INTO lgsync_users (user_id) VALUES ($1)", [user]);
+      await pool.query(
+        `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
+           metadata_type, metadata, channel_versions, seq)
+         SELECT $1, 't' || lpad(n::text, 6, '0'), '', '1f0aaaaa-0000-6000-8000-000000000001', 'msgpack', '\\x80',
+           'msgpack', '\\x80', '{}', n FROM generate_series(1, 10001) n`,
+        [user],
+      );
+      const refused = await threadsOf("", token);
+      expect(refused.status).toBe(413);
+      expect(refused.body.error).toMatchObject({ code: "too_many_threads" });
+      expect(refused.body.error?.message).toMatch(/limit=.*after=/);
+      const page = await threadsOf("?limit=1000&after=t009999", token);
+      expect(page.body.threads.map((t) => t.thread_id)).toEqual(["t010000", "t010001"]);
+      expect(page.body.next).toBeUndefined();
+    } finally {
       await pool.end();
     }
   });

@@ -13,7 +13,7 @@ import { countPending, syncRound, type SyncProgress, type SyncResult } from "./e
 import { syncProblem, type SyncProblem } from "./problems.js";
 import type { SkippedThread } from "./send.js";
 import { SyncError, SyncTransport, type FetchLike } from "./transport.js";
-import { parseApp } from "./protocol.js";
+import { MAX_THREADS_PAGE, parseApp, type WireThread } from "./protocol.js";
 import { runLive } from "./live.js";
 import { deviceId, lastScope, readSyncState } from "./state.js";
 
@@ -224,6 +224,20 @@ export class SyncClient {
     this.#unsubscribeFeed = undefined;
     globalThis.removeEventListener?.("online", this.#onOnline);
     this.#set({ state: "stopped", retryAt: undefined });
+  }
+
+  /**
+   * The threads this user and app hold on the sync server, in the server's
+   * order of thread ids, with how many checkpoints each has there and its
+   * newest: read a page at a time (`pageSize`, 1 to 1,000, default 1,000),
+   * so a user with 100,000 threads costs a hundred bounded requests rather
+   * than one huge reply. Rejects with `SyncError`, as a round does.
+   */
+  async *remoteThreads(options: { pageSize?: number } = {}): AsyncGenerator<WireThread> {
+    const pageSize = options.pageSize ?? MAX_THREADS_PAGE;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_THREADS_PAGE)
+      throw new RangeError(`SyncClient.remoteThreads: pageSize must be an integer from 1 to ${MAX_THREADS_PAGE}.`);
+    yield* this.#transport.threads(pageSize);
   }
 
   /** Stops and releases the status channel. */

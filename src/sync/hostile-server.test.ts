@@ -160,3 +160,50 @@ describe("a hostile sync server's key record", () => {
     });
   }
 });
+
+describe("a hostile sync server's thread list", () => {
+  /** A server whose every `/threads` answer is `page(url)`. */
+  const listing = (page: (url: URL) => unknown) => async (url: string) => {
+    const body = page(new URL(url));
+    return new Response(encodeBody(body) as Uint8Array<ArrayBuffer>, { headers: { "content-type": SYNC_MEDIA_TYPE } });
+  };
+  const thread = (thread_id: string) => ({ thread_id, checkpoints: 1, latest_checkpoint_id: "1", seq: 1 });
+  const listed = async (sync: SyncClient, pageSize?: number) => {
+    const ids: string[] = [];
+    for await (const t of sync.remoteThreads({ pageSize })) ids.push(t.thread_id);
+    return ids;
+  };
+
+  it("one that ignores after and names the same next again: bad_response, not an endless loop", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("hostile-threads") }));
+    const fetch = listing(() => ({ v: SYNC_PROTOCOL_VERSION, threads: [thread("a"), thread("b")], next: "b" }));
+    const sync = new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch });
+    await expect(listed(sync)).rejects.toMatchObject({ name: "SyncError", code: "bad_response" });
+  });
+
+  it("a next that is not the page's last thread, or a malformed thread: bad_response", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("hostile-threads") }));
+    for (const body of [
+      { v: SYNC_PROTOCOL_VERSION, threads: [thread("a")], next: "z" },
+      { v: SYNC_PROTOCOL_VERSION, threads: [], next: "a" },
+      { v: SYNC_PROTOCOL_VERSION, threads: [{ ...thread("a"), checkpoints: "1" }] },
+      { v: SYNC_PROTOCOL_VERSION, threads: [thread("__proto__")] },
+    ]) {
+      const sync = new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch: listing(() => body) });
+      await expect(listed(sync), JSON.stringify(body)).rejects.toMatchObject({ code: "bad_response" });
+    }
+  });
+
+  it("a server that predates pages: its whole list, asked for once", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("hostile-threads") }));
+    const asked: string[] = [];
+    const fetch = listing((url) => {
+      asked.push(url.search);
+      return { v: SYNC_PROTOCOL_VERSION, threads: ["a", "b", "c"].map(thread) };
+    });
+    const sync = new SyncClient({ saver, url: "http://sync.invalid", token: "t", fetch });
+    expect(await listed(sync, 2)).toEqual(["a", "b", "c"]);
+    expect(asked).toEqual(["?limit=2&app=" + encodeURIComponent(saver.dbName)]);
+    await expect(sync.remoteThreads({ pageSize: 1001 }).next()).rejects.toThrow(RangeError);
+  });
+});

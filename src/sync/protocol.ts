@@ -36,6 +36,16 @@ export const MAX_PULL_LIMIT = 1000;
  */
 export const MAX_PULL_WAIT_SECONDS = 30;
 
+/** Most threads one page of `GET /v1/threads` lists (`limit`, which is also its default once paging). */
+export const MAX_THREADS_PAGE = 1000;
+
+/**
+ * Most threads `GET /v1/threads` lists without `limit` or `after` (clients
+ * that predate pages): the whole list up to this many, 413
+ * `too_many_threads` beyond.
+ */
+export const MAX_THREADS_UNPAGED = 10_000;
+
 /** A serialized value as the saver stores it: the serializer's type tag and its bytes. */
 export type WireBytes = TypedBytes;
 
@@ -188,10 +198,29 @@ export interface KeyResponse {
   keyRecord: Uint8Array;
 }
 
-/** `GET /v1/threads`: the user's threads. */
+/** One thread as `GET /v1/threads` lists it. */
+export interface WireThread {
+  thread_id: string;
+  /** Checkpoints the server holds of it, in every namespace. */
+  checkpoints: number;
+  /** Its newest root checkpoint id ("" when it has only subgraph checkpoints). */
+  latest_checkpoint_id: string;
+  /** The sequence number of its latest change. */
+  seq: number;
+}
+
+/**
+ * `GET /v1/threads?limit=L&after=A`: the user's threads in the server's
+ * order of thread ids, after `A`, at most `L` ({@link MAX_THREADS_PAGE});
+ * `next`, when more follow, is the `after` of the next page. Without
+ * `limit` and `after`: every thread (no `next`), or 413 `too_many_threads`
+ * past {@link MAX_THREADS_UNPAGED}.
+ */
 export interface ThreadsResponse {
   v: typeof SYNC_PROTOCOL_VERSION;
-  threads: { thread_id: string; checkpoints: number; latest_checkpoint_id: string; seq: number }[];
+  threads: WireThread[];
+  /** Where the next page starts (`after`); absent on the last page (and from servers that predate pages). */
+  next?: string;
 }
 
 /** The JSON body of every error response. */
@@ -470,6 +499,41 @@ export function parsePullResponse(value: unknown): PullResponse {
     throw new ProtocolError(`${where}.kind must be "checkpoint", "delete" or "removed".`);
   });
   return { v: SYNC_PROTOCOL_VERSION, changes, cursor: value.cursor as number, more: value.more };
+}
+
+/** A thread id in a query parameter (`thread`, `after`): as a body's thread id is checked. */
+export function threadIdParam(value: unknown, name: string): string {
+  if (typeof value !== "string") throw new ProtocolError(`Query parameter "${name}" must be a thread id.`);
+  return id(value, `Query parameter "${name}"`);
+}
+
+/**
+ * Checks a page of `GET /v1/threads` on the client: each thread's fields,
+ * and a `next` that is the page's last thread id (so paging moves on and
+ * ends), or none.
+ */
+export function parseThreadsResponse(value: unknown): ThreadsResponse {
+  if (!isObject(value)) throw new ProtocolError("The threads answer must be an object.");
+  checkVersion(value);
+  const threads = list(value.threads, "threads").map((thread, i): WireThread => {
+    const where = `threads[${i}]`;
+    if (!isObject(thread)) throw new ProtocolError(`${where} must be an object.`);
+    if (!Number.isSafeInteger(thread.checkpoints) || !Number.isSafeInteger(thread.seq))
+      throw new ProtocolError(`${where} needs integer checkpoints and seq.`);
+    return {
+      thread_id: id(thread.thread_id, `${where}.thread_id`),
+      checkpoints: thread.checkpoints as number,
+      latest_checkpoint_id: id(thread.latest_checkpoint_id, `${where}.latest_checkpoint_id`, true),
+      seq: thread.seq as number,
+    };
+  });
+  const response: ThreadsResponse = { v: SYNC_PROTOCOL_VERSION, threads };
+  if (value.next !== undefined && value.next !== null) {
+    if (threads.length === 0 || value.next !== threads[threads.length - 1]!.thread_id)
+      throw new ProtocolError("The threads answer's next must be its last thread id.");
+    response.next = value.next;
+  }
+  return response;
 }
 
 /** Checks a key body. */

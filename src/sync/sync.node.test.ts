@@ -261,6 +261,31 @@ const chains = (list: CheckpointRow[]) =>
 // seals the checkpoint with it, so a pulled row opens only if it arrives with
 // the very value it was written with. The chains are planted raw (what a
 // version 3 saver stores), so a plain saver's rows carry them here.
+describe("SyncClient.remoteThreads", () => {
+  it("pages through the user's threads on the server, each page bounded", async () => {
+    const { token } = newUser("listing");
+    const a = device(served.url, token);
+    const ids = ["t1", "t2", "t3", "t4", "t5"];
+    for (const id of ids) await chat(a.saver, id, [`hi on ${id}`]);
+    await a.sync.syncNow();
+    const pages: string[] = [];
+    const b = device(served.url, token, {
+      client: {
+        fetch: (url, init) => {
+          if (url.includes("/threads")) pages.push(new URL(url).search);
+          return fetch(url, init);
+        },
+      },
+    });
+    const listed = [];
+    for await (const thread of b.sync.remoteThreads({ pageSize: 2 })) listed.push(thread);
+    expect(listed.map((t) => t.thread_id)).toEqual(ids);
+    expect(listed.every((t) => t.checkpoints > 0 && t.latest_checkpoint_id !== "")).toBe(true);
+    expect(pages).toEqual(["?limit=2&app=app", "?limit=2&after=t2&app=app", "?limit=2&after=t4&app=app"]);
+    await closeDevices(a, b);
+  });
+});
+
 describe("sync carries a checkpoint row's chain", () => {
   it("pushed from A, stored by the server, pulled into B: the identical chain; rows without one stay without", async () => {
     const { user, token } = newUser("chain");

@@ -7,14 +7,17 @@ import {
   SYNC_MEDIA_TYPE,
   SYNC_PATH,
   SYNC_PROTOCOL_VERSION,
+  MAX_THREADS_PAGE,
   decodeBody,
   encodeBody,
   parsePullResponse,
+  parseThreadsResponse,
   type HelloResponse,
   type KeyResponse,
   type PullResponse,
   type PushRequest,
   type PushResponse,
+  type WireThread,
 } from "./protocol.js";
 
 /**
@@ -95,6 +98,31 @@ export class SyncTransport {
       parsePullResponse,
       wait,
     );
+  }
+
+  /**
+   * The user's threads on the server, a page of `pageSize` at a time, each
+   * page asked for after the last one's `next` (a server that predates
+   * pages answers the first with the whole list and no `next`). Throws
+   * {@link SyncError} `bad_response` when a page names a `next` it named
+   * before: a server that would keep this loop going.
+   */
+  async *threads(pageSize = MAX_THREADS_PAGE): AsyncGenerator<WireThread> {
+    const seen = new Set<string>();
+    let after: string | undefined;
+    do {
+      const from = after === undefined ? "" : `&after=${encodeURIComponent(after)}`;
+      const page = await this.#call("GET", `/threads?limit=${pageSize}${from}`, undefined, parseThreadsResponse);
+      yield* page.threads;
+      after = page.next;
+      if (after !== undefined && seen.has(after))
+        throw new SyncError(`Sync server's answer to GET /threads names the page after "${after}" again.`, {
+          status: 200,
+          code: "bad_response",
+          retryable: false,
+        });
+      if (after !== undefined) seen.add(after);
+    } while (after !== undefined);
   }
 
   putKey(keyRecord: Uint8Array): Promise<KeyResponse> {
