@@ -324,3 +324,35 @@ describe("sync server: the thread list", () => {
     }
   });
 });
+
+describe("sync server: options", () => {
+  it("refuses a size or count that is not a positive integer, naming it, before it connects", async () => {
+    const { createSyncServer } = await import("../sync-server.js");
+    const { authenticate } = await import("../../test/support/sync/harness.js");
+    // Nothing listens there: a server that did not check its options first fails to connect instead.
+    const connectionString = "postgres://nobody@127.0.0.1:1/none";
+    const names = [
+      "maxBodyBytes",
+      "maxConnections",
+      "limits.maxUserBytes",
+      "limits.maxCheckpointBytes",
+      "limits.maxPushCheckpoints",
+      "limits.requestsPerMinute",
+      "limits.badTokensPerMinute",
+    ];
+    for (const name of names) {
+      for (const bad of ["1GB", 0, -1, Number.NaN, 1.5, Number.MAX_SAFE_INTEGER + 2]) {
+        const [outer, inner] = name.split(".") as [string, string | undefined];
+        const options = inner === undefined ? { [outer]: bad } : { limits: { [inner]: bad } };
+        await expect(
+          createSyncServer({ connectionString, authenticate, ...options } as never),
+          `${name}: ${String(bad)}`,
+        ).rejects.toThrow(new RegExp(`createSyncServer: \`${name.replace(".", "\\.")}\` must be a positive integer`));
+      }
+    }
+    // A misspelt limit would leave the default in force unseen.
+    await expect(
+      createSyncServer({ connectionString, authenticate, limits: { maxUsersBytes: 1024 } as never }),
+    ).rejects.toThrow(/unknown limit `maxUsersBytes`; the limits are maxCheckpointBytes, maxUserBytes/);
+  });
+});

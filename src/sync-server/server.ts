@@ -140,6 +140,36 @@ export interface SyncServer {
   saverFor(userId: string, serde?: SerializerProtocol): SyncServerSaver;
 }
 
+/** The keys of {@link SyncServerLimits}. */
+const LIMIT_NAMES: readonly string[] = [
+  "maxCheckpointBytes",
+  "maxUserBytes",
+  "maxPushCheckpoints",
+  "requestsPerMinute",
+  "badTokensPerMinute",
+] satisfies (keyof SyncServerLimits)[];
+
+/** Throws a TypeError naming the first size or count option that is set but not a positive safe integer. */
+function checkCounts(options: SyncServerOptions): void {
+  const limits: Record<string, unknown> = { ...options.limits };
+  const unknown = Object.keys(limits).filter((name) => !LIMIT_NAMES.includes(name));
+  if (unknown.length > 0)
+    throw new TypeError(
+      `createSyncServer: unknown limit ${unknown.map((n) => `\`${n}\``).join(", ")}; the limits are ${LIMIT_NAMES.join(", ")}.`,
+    );
+  const counts: [string, unknown][] = [
+    ["maxBodyBytes", options.maxBodyBytes],
+    ["maxConnections", options.maxConnections],
+    ...Object.keys(limits).map((name): [string, unknown] => [`limits.${name}`, limits[name]]),
+  ];
+  for (const [name, value] of counts) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) > 0))
+      throw new TypeError(
+        `createSyncServer: \`${name}\` must be a positive integer (got ${typeof value === "string" ? JSON.stringify(value) : String(value)}).`,
+      );
+  }
+}
+
 /**
  * Creates the sync server and its tables (if absent). Node only.
  *
@@ -165,6 +195,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       'createSyncServer: pass `connectionString` (e.g. "postgres://user:pass@127.0.0.1:5432/db") or a `pool`.',
     );
   }
+  // A limit that is not a number compares false: "1GB" as `maxUserBytes` would switch the quota off unseen.
+  checkCounts(options);
   const ownPool = !options.pool;
   const pool =
     options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
