@@ -39,6 +39,7 @@ export function authenticator(
       const seconds = Math.max(1, Math.ceil(strikes.retryAfterMs(request.ip) / 1000));
       return reply
         .code(429)
+        .header("connection", "close")
         .header("retry-after", String(seconds))
         .send(
           errorBody(
@@ -57,9 +58,11 @@ export function authenticator(
       throw error;
     }
     if (typeof userId !== "string" || userId.length === 0) {
-      // Returning the reply ends the request here: no parsing, no handler.
+      // Returning the reply ends the request here: no parsing, no handler. And the connection: the
+      // server would otherwise go on reading (and discarding) a body for as long as its bytes came.
       return reply
         .code(401)
+        .header("connection", "close")
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
     }
     pardon();

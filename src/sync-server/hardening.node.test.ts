@@ -5,6 +5,7 @@
  * several devices add writes to reaches every one of them. Real server on
  * loopback, real PostgreSQL.
  */
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
@@ -96,6 +97,30 @@ describe("sync server: requests meant to stall it", () => {
     expect(result.body).toMatchObject({ error: { code: "unauthorized" } });
     // Decoding it took 7.7-8.7 s; unread, it costs what `inject` takes to hand it over (about 70 ms here).
     expect(cpuMs).toBeLessThan(200);
+  });
+
+  it("closes a stranger's connection with its 401, not reading a body it trickles in for ever", async () => {
+    const socket = connect(Number(new URL(served.url).port), "127.0.0.1");
+    let answer = "";
+    socket.on("data", (chunk: Buffer) => (answer += chunk.toString()));
+    socket.write(
+      `POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n` +
+        `Content-Type: ${SYNC_MEDIA_TYPE}\r\nContent-Length: 1000000\r\n\r\n`,
+    );
+    const trickle = setInterval(() => socket.write("a"), 50);
+    try {
+      // The server has no time limit on receiving a body: before, it kept discarding these bytes as long as
+      // they came, one connection (a file descriptor) per stranger, for as many strangers as connected.
+      const closed = await Promise.race([
+        new Promise<boolean>((resolve) => socket.once("close", () => resolve(true))),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1500)),
+      ]);
+      expect(answer).toMatch(/^HTTP\/1\.1 401/);
+      expect(closed).toBe(true);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
   });
 
   it("answers a stranger's malformed body with 401, not 400", async () => {
