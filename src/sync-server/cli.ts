@@ -9,7 +9,7 @@
  * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
  * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
- *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_REQUESTS_PER_MINUTE`; per remote address, `SYNC_BAD_TOKENS_PER_MINUTE`.
+ *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_MAX_APPS`, `SYNC_REQUESTS_PER_MINUTE`; per remote address, `SYNC_BAD_TOKENS_PER_MINUTE`.
  * - `SYNC_TRUST_PROXY`: behind a reverse proxy, `1` (believe every hop's `X-Forwarded-For`) or
  *   comma-separated proxy addresses and CIDR ranges.
  *
@@ -76,6 +76,7 @@ async function main(): Promise<void> {
       maxUserBytes: positive(env, "SYNC_MAX_USER_BYTES"),
       maxCheckpointBytes: positive(env, "SYNC_MAX_CHECKPOINT_BYTES"),
       maxPushCheckpoints: positive(env, "SYNC_MAX_PUSH_CHECKPOINTS"),
+      maxApps: positive(env, "SYNC_MAX_APPS"),
       requestsPerMinute: positive(env, "SYNC_REQUESTS_PER_MINUTE"),
       badTokensPerMinute: positive(env, "SYNC_BAD_TOKENS_PER_MINUTE"),
     },

@@ -416,6 +416,7 @@ describe("sync server: what one user may store and ask for", () => {
         maxPushCheckpoints: 2,
         requestsPerMinute: 30,
         maxUserBytes: 11 * 1024 * 1024,
+        maxApps: 2,
       },
     }));
   }, 60_000);
@@ -579,6 +580,35 @@ describe("sync server: what one user may store and ask for", () => {
       expect(await counted()).toBeLessThan(before - 900 * 1024);
       expect((await to("POST", "/push", token, pushOf(heavy("u1", "a", 900 * 1024)))).status).toBe(200);
       await counted();
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("bounds the apps one user opens: a push or key naming one more is refused, storing nothing", async () => {
+    const { user, token } = newUser("apps");
+    // Each new app name was a new space: a row of its own, with a key record of up to 64 KiB that the
+    // byte quota does not count, for every name a user cared to invent (1,200 a minute).
+    const key = { v: SYNC_PROTOCOL_VERSION, keyRecord: new Uint8Array(60 * 1024) };
+    expect((await to("POST", "/push?app=a1", token, pushOf())).status).toBe(200); // claims the user's own space
+    expect((await to("PUT", "/key?app=a2", token, key)).status).toBe(200);
+    expect((await to("POST", "/push?app=a3", token, pushOf())).status).toBe(200);
+    const pushed = await to("POST", "/push?app=a4", token, pushOf());
+    expect(pushed.status).toBe(413);
+    expect(pushed.body).toMatchObject({ error: { code: "too_many_apps" } });
+    expect((pushed.body.error as { message: string }).message).toMatch(/at most 2 apps/);
+    expect((await to("PUT", "/key?app=a5", token, key)).body).toMatchObject({ error: { code: "too_many_apps" } });
+    // The apps it has, its own space and reads of any app go on.
+    expect((await to("POST", "/push?app=a2", token, pushOf())).status).toBe(200);
+    expect((await to("POST", "/push", token, pushOf())).status).toBe(200);
+    expect((await to("GET", "/hello?app=a6", token)).status).toBe(200);
+    const pool = await inspector();
+    try {
+      const rows = await pool.query<{ user_id: string }>(
+        "SELECT user_id FROM lgsync_users WHERE split_part(user_id, chr(31), 1) = $1 ORDER BY user_id",
+        [user],
+      );
+      expect(rows.rows.map((r) => r.user_id)).toEqual([user, `${user}\u001fa2`, `${user}\u001fa3`]);
     } finally {
       await pool.end();
     }

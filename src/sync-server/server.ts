@@ -87,6 +87,14 @@ export interface SyncServerLimits {
    * always goes through. Default 1 GiB.
    */
   maxUserBytes?: number;
+  /**
+   * Most apps (`app`, see docs/sync.md) with a space of their own one user
+   * may write to (413 `too_many_apps`; devices show "server_full"): each is
+   * a row and a key record the byte quota does not count. The app that
+   * holds the user's own space is not one of them; reads of any app go on.
+   * Default 100.
+   */
+  maxApps?: number;
   /** Most checkpoints one push may carry (413 `too_many_checkpoints`). Default 1,000 (devices send 64). */
   maxPushCheckpoints?: number;
   /**
@@ -147,6 +155,7 @@ const LIMIT_NAMES: readonly string[] = [
   "maxPushCheckpoints",
   "requestsPerMinute",
   "badTokensPerMinute",
+  "maxApps",
 ] satisfies (keyof SyncServerLimits)[];
 
 /** Throws a TypeError naming the first size or count option that is set but not a positive safe integer. */
@@ -206,6 +215,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   const storeLimits: StoreLimits = {
     maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,
     maxUserBytes: options.limits?.maxUserBytes ?? DEFAULT_STORE_LIMITS.maxUserBytes,
+    maxApps: options.limits?.maxApps ?? DEFAULT_STORE_LIMITS.maxApps,
   };
 
   const notifier = new PushNotifier(() => new pg.Client(pool.options));

@@ -16,6 +16,7 @@ import {
   type WireCheckpoint,
   type WireWrite,
 } from "../sync/protocol.js";
+import { OWNER_OF_ROW, spaceOwner } from "./apps.js";
 import { SyncHttpError } from "./errors.js";
 import { notifyPush } from "./notify.js";
 import { DEFAULT_MAX_USER_BYTES, assertWithinQuota } from "./quota.js";
@@ -114,17 +115,44 @@ export interface StoreLimits {
   maxCheckpointBytes: number;
   /** Most bytes of values one user may store (see quota.ts). */
   maxUserBytes: number;
+  /** Most apps with a space of their own one user may write to (see apps.ts). */
+  maxApps: number;
 }
 
 /** The limits a server applies when its options name none. */
 export const DEFAULT_STORE_LIMITS: StoreLimits = {
   maxCheckpointBytes: 16 * 1024 * 1024,
   maxUserBytes: DEFAULT_MAX_USER_BYTES,
+  maxApps: 100,
 };
 
-/** Creates the user's row if needed and locks it; returns its sequence number and stored bytes. */
-async function lockUser(client: PoolClient, userId: string): Promise<{ seq: number; bytes: number }> {
-  await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
+/**
+ * Creates the space's row if it has none. A new app space past the user's
+ * `maxApps` is refused (413 `too_many_apps`; the caller's transaction rolls
+ * the row back): each app name is a space, and each space a row and a key
+ * record of up to 64 KiB that the byte quota does not count, so without a
+ * bound a user could store without end by naming new apps.
+ */
+async function openSpace(client: PoolClient, space: string, maxApps: number): Promise<void> {
+  const created = await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [space]);
+  const owner = spaceOwner(space);
+  if (created.rowCount === 0 || owner === space) return;
+  const apps = await client.query<{ n: string }>(
+    `SELECT count(*) AS n FROM lgsync_users WHERE ${OWNER_OF_ROW} = $1 AND user_id <> $1`,
+    [owner],
+  );
+  if (Number(apps.rows[0]!.n) > maxApps)
+    throw new SyncHttpError(
+      413,
+      "too_many_apps",
+      `This user writes to at most ${maxApps} apps on this server, each with its own threads, and this one would be ` +
+        "one more; nothing of it was stored. Name one of the apps this user already syncs (`app`), or ask the server's operator for more.",
+    );
+}
+
+/** Creates the user's row if needed (see {@link openSpace}) and locks it; returns its sequence number and stored bytes. */
+async function lockUser(client: PoolClient, userId: string, maxApps: number): Promise<{ seq: number; bytes: number }> {
+  await openSpace(client, userId, maxApps);
   const locked = await client.query<{ seq: string; bytes: string }>(
     "SELECT seq, bytes FROM lgsync_users WHERE user_id = $1 FOR UPDATE",
     [userId],
@@ -135,7 +163,7 @@ async function lockUser(client: PoolClient, userId: string): Promise<{ seq: numb
 /** Stores a push: deletes first, then checkpoints (idempotent), in one transaction. */
 export function push(pool: Pool, userId: string, limits: StoreLimits, request: PushRequest): Promise<PushResponse> {
   return transaction(pool, "BEGIN", async (client) => {
-    const locked = await lockUser(client, userId);
+    const locked = await lockUser(client, userId, limits.maxApps);
     const before = locked.seq;
     let seq = before;
 
@@ -328,7 +356,7 @@ export function addWrites(
   limits: StoreLimits = DEFAULT_STORE_LIMITS,
 ): Promise<void> {
   return transaction(pool, "BEGIN", async (client) => {
-    const locked = await lockUser(client, userId);
+    const locked = await lockUser(client, userId, limits.maxApps);
     const tombstone = await client.query<{ max_deleted_id: string }>(
       "SELECT max_deleted_id FROM lgsync_tombstones WHERE user_id = $1 AND thread_id = $2",
       [userId, target.thread_id],
@@ -469,9 +497,14 @@ async function insertWrites(client: PoolClient, userId: string, checkpoints: Wir
  * returns the stored one. Refused for a user whose plaintext data is already
  * on the server: mixing would leave rows some device cannot read.
  */
-export function putKey(pool: Pool, userId: string, keyRecord: Uint8Array): Promise<Uint8Array> {
+export function putKey(
+  pool: Pool,
+  userId: string,
+  keyRecord: Uint8Array,
+  limits: Pick<StoreLimits, "maxApps"> = DEFAULT_STORE_LIMITS,
+): Promise<Uint8Array> {
   return transaction(pool, "BEGIN", async (client) => {
-    await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [userId]);
+    await openSpace(client, userId, limits.maxApps);
     const row = await client.query<{ key_record: Buffer | null; has_data: boolean }>(
       `SELECT key_record, EXISTS (SELECT 1 FROM lgsync_checkpoints WHERE user_id = $1) AS has_data
        FROM lgsync_users WHERE user_id = $1 FOR UPDATE`,

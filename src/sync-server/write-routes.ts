@@ -95,7 +95,7 @@ export function addWriteRoutes(
         const { keyRecord } = parseKeyRequest(request.body);
         const stored = await writes.run(
           request.userId,
-          () => putKey(pool, request.space, keyRecord),
+          () => putKey(pool, request.space, keyRecord, storeLimits),
           request.bodySlot?.gone.signal,
         );
         return send(reply, { v: SYNC_PROTOCOL_VERSION, keyRecord: stored });

@@ -40,6 +40,12 @@ const CASES: [string, (url: string, init: RequestInit) => Promise<Response>, Syn
     "server_full",
     /space on the sync server is full/,
   ],
+  [
+    "the user's apps on the server used up",
+    json(413, "too_many_apps", "This user writes to at most 100 apps on this server"),
+    "server_full",
+    /space on the sync server is full/,
+  ],
   ["a database restarting", json(503, "unavailable", "PostgreSQL is unavailable"), "unavailable", /try again/],
   [
     "a proxy's page",

@@ -66,7 +66,8 @@ const TOO_LARGE = new Set(["too_large", "checkpoint_too_large", "too_many_checkp
 /** The code of a failure (see {@link SyncProblemCode}). */
 function problemCode(error: unknown): SyncProblemCode {
   // Before the device's quota: the server's refusal names its quota too.
-  if (error instanceof SyncError && error.code === "quota_exceeded") return "server_full";
+  if (error instanceof SyncError && (error.code === "quota_exceeded" || error.code === "too_many_apps"))
+    return "server_full";
   if (isQuotaError(error)) return "device_full";
   if (!(error instanceof SyncError)) return "failed";
   if (error.code === "offline") return "offline";
