@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import { SYNC_PATH, parseApp } from "../sync/protocol.js";
 import type { AppSpaces } from "./apps.js";
-import { Strikes } from "./gate.js";
+import { Strikes, strikeKey } from "./gate.js";
 import { errorBody } from "./http.js";
 import { SyncHttpError } from "./store.js";
 
@@ -34,9 +34,10 @@ export function authenticator(
 ): Authenticated {
   const strikes = new Strikes(badTokensPerMinute, 60_000, STRIKE_ADDRESSES);
   return async (request, reply) => {
-    const pardon = strikes.take(request.ip);
+    const address = strikeKey(request.ip);
+    const pardon = strikes.take(address);
     if (!pardon) {
-      const seconds = Math.max(1, Math.ceil(strikes.retryAfterMs(request.ip) / 1000));
+      const seconds = Math.max(1, Math.ceil(strikes.retryAfterMs(address) / 1000));
       return reply
         .code(429)
         .header("connection", "close")

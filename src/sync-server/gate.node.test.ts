@@ -3,7 +3,7 @@
  * the test moves.
  */
 import { describe, expect, it } from "vitest";
-import { Strikes } from "./gate.js";
+import { Strikes, strikeKey } from "./gate.js";
 
 describe("Strikes", () => {
   it("refuses a key past its strikes until its window ends, and gives back a strike once", () => {
@@ -42,5 +42,17 @@ describe("Strikes", () => {
     const strikes = new Strikes(1, 60_000, 3);
     strikes.take("good")!();
     expect(strikes.size).toBe(0);
+  });
+});
+
+describe("strikeKey", () => {
+  it("keeps an IPv4 address, and counts an IPv6 address by its /64 (what one host can take at will)", () => {
+    expect(strikeKey("203.0.113.7")).toBe("203.0.113.7");
+    expect(strikeKey("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(strikeKey("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(strikeKey("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(strikeKey("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(strikeKey("::1")).toBe("0:0:0:0::/64");
+    expect(strikeKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
   });
 });

@@ -174,3 +174,23 @@ export class Strikes {
     }
   }
 }
+
+/**
+ * The key a remote address takes strikes under: an IPv4 address as is (an
+ * IPv4-mapped IPv6 one too), an IPv6 address by its /64, the block one host
+ * is given and can take any address in, one per guess.
+ */
+export function strikeKey(address: string): string {
+  const ip = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0)
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(":")) return ip;
+  const [head = "", tail] = ip.split("::") as [string, string | undefined];
+  const groups = head === "" ? [] : head.split(":");
+  if (tail !== undefined) {
+    const after = tail === "" ? [] : tail.split(":");
+    groups.push(...Array<string>(Math.max(0, 8 - groups.length - after.length)).fill("0"), ...after);
+  }
+  const prefix = groups.slice(0, 4).map((group) => (Number.parseInt(group, 16) || 0).toString(16));
+  return `${prefix.join(":")}::/64`;
+}

@@ -676,6 +676,13 @@ describe("sync server: requests without a valid token", () => {
     expect(asked).toBe(5);
   });
 
+  it("counts the addresses of one IPv6 /64 as one: a host cannot take a fresh address for each guess", async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await from(`2001:db8:7:7::${i.toString(16)}`, `guess-${i}`)).status);
+    expect(statuses).toEqual([401, 401, 401, 429, 429]);
+    expect((await from("2001:db8:7:8::1", "guess")).status).toBe(401);
+  });
+
   it("counts a signed-in request as no strike: a user's own address is never refused for its good tokens", async () => {
     const { token } = newUser("steady");
     for (let i = 0; i < 10; i++) expect((await from("203.0.113.20", token)).status).toBe(200);

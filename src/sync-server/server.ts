@@ -43,9 +43,10 @@ export interface SyncServerOptions {
   /**
    * Behind a reverse proxy: which proxies to believe about the client's
    * address (`X-Forwarded-For`), as Fastify's `trustProxy`: true (every
-   * hop), or the proxies' addresses and CIDR ranges. The per-address limit on bad
-   * tokens counts that address; without it, every client behind the proxy
-   * counts as the proxy. Default false.
+   * hop: a client that reaches the server directly can then name any
+   * address), or the proxies' addresses and CIDR ranges (better). The
+   * per-address limit on bad tokens counts that address; without it, every
+   * client behind the proxy counts as the proxy. Default false.
    */
   trustProxy?: boolean | string | string[];
   /** Log requests (Fastify's logger). Default false. */
