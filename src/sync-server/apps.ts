@@ -17,6 +17,13 @@ import { SyncHttpError } from "./errors.js";
 /** Separates a user from an app in a space id; no user id may hold it. */
 export const SPACE_SEPARATOR = "\u001f";
 
+/**
+ * Longest user id (UTF-8 bytes) `authenticate` may return: with a thread id
+ * it must fit one btree entry (2,704 bytes), and with an app name one
+ * NOTIFY payload (8,000 bytes).
+ */
+export const MAX_USER_ID_BYTES = 1024;
+
 /** The user an `lgsync_users` row's space belongs to, in SQL (indexed: the quota sums a user's spaces). */
 export const OWNER_OF_ROW = "split_part(user_id, chr(31), 1)";
 
@@ -70,6 +77,14 @@ export class AppSpaces {
         500,
         "internal",
         "The server's authenticate() returned a user id holding U+001F, which the sync server keeps for app spaces.",
+      );
+    const bytes = new TextEncoder().encode(user).length;
+    if (bytes > MAX_USER_ID_BYTES)
+      throw new SyncHttpError(
+        500,
+        "internal",
+        `The server's authenticate() returned a user id of ${bytes} bytes; the sync server stores at most ${MAX_USER_ID_BYTES} ` +
+          "(PostgreSQL's NOTIFY and index entries carry it). Return a shorter id (a hash of the long one, say).",
       );
     if (app === undefined) return { space: user, unscoped: true };
     const claimed = this.#claims.get(user) ?? (await this.#claim(user, app));

@@ -683,6 +683,33 @@ describe("sync server: requests without a valid token", () => {
     expect((await from("2001:db8:7:8::1", "guess")).status).toBe(401);
   });
 
+  it("answers a user id too long to store with a 500 that names authenticate(), on every route", async () => {
+    // PostgreSQL's NOTIFY carries a user id in at most 8,000 bytes, an index entry in 2,704: before, such a
+    // user's every push was a 400 saying the request's own data could not be stored, so each device skipped
+    // every thread it had, as refused, and the operator read nothing.
+    const long = `${newUser("long").user}-`.padEnd(9000, "x");
+    for (const [method, url, body] of [
+      ["GET", "/v1/hello", undefined],
+      ["POST", "/v1/push", { v: SYNC_PROTOCOL_VERSION, deletes: [], checkpoints: [wireCheckpoint("t")] }],
+    ] as const) {
+      const response = await guarded.app.inject({
+        method,
+        url,
+        remoteAddress: "203.0.113.30",
+        headers: { authorization: `Bearer token-of-${long}`, "content-type": SYNC_MEDIA_TYPE },
+        payload: body === undefined ? undefined : Buffer.from(encodeBody(body)),
+      });
+      expect(response.statusCode, url).toBe(500);
+      expect(response.json(), url).toMatchObject({
+        error: {
+          code: "internal",
+          message: expect.stringMatching(/authenticate\(\) returned a user id of 9000 bytes/),
+        },
+      });
+    }
+    expect((await from("203.0.113.30", `token-of-${long.slice(0, 1024)}`)).status).toBe(200);
+  });
+
   it("counts a signed-in request as no strike: a user's own address is never refused for its good tokens", async () => {
     const { token } = newUser("steady");
     for (let i = 0; i < 10; i++) expect((await from("203.0.113.20", token)).status).toBe(200);

@@ -32,6 +32,7 @@ export interface SyncServerOptions {
   /**
    * Maps a request's bearer token to its user id, or `undefined` to refuse
    * it (401). Called on every request; may be async (a database, a JWT check).
+   * A user id is at most 1,024 bytes of UTF-8 and holds no U+001F (500 otherwise).
    */
   authenticate: (token: string) => string | undefined | Promise<string | undefined>;
   /** Largest request body accepted, in bytes (413 beyond). Default 16 MiB. */
