@@ -35,6 +35,7 @@ describe("the CLI's token table", () => {
     ["an entry without a user", "t0k3n-ada=ada,t0k3n-bob", /entry 2 .*token=user/],
     ["an empty user", "t0k3n-ada=", /entry 1 .*token=user/],
     ["a token holding a space", "t0k3n ada=ada", /entry 1 .*space/],
+    ["a user id longer than the server stores", `t0k3n-ada=${"a".repeat(1025)}`, /entry 1 .*longer than 1024 bytes/],
   ])("refuses %s, naming the entry but not the token", (_, tokens, message) => {
     let error: Error | undefined;
     try {

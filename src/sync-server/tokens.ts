@@ -10,7 +10,7 @@
  */
 /// <reference types="node" />
 import { readFileSync } from "node:fs";
-import { SPACE_SEPARATOR } from "./apps.js";
+import { MAX_USER_ID_BYTES, SPACE_SEPARATOR } from "./apps.js";
 
 /** Why `token` and `user` cannot be an entry, or undefined. */
 function defect(token: string, user: unknown): string | undefined {
@@ -22,6 +22,8 @@ function defect(token: string, user: unknown): string | undefined {
     return "its token holds a control character or one past U+00FF, which no Authorization header can carry";
   if (typeof user !== "string" || user.length === 0) return "its user id is not a non-empty string";
   if (user.includes(SPACE_SEPARATOR)) return "its user id holds U+001F, which the server keeps for app spaces";
+  if (Buffer.byteLength(user) > MAX_USER_ID_BYTES)
+    return `its user id is longer than ${MAX_USER_ID_BYTES} bytes (UTF-8), more than the server stores`;
   return undefined;
 }
 
