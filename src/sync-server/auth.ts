@@ -23,8 +23,8 @@ const STRIKE_ADDRESSES = 10_000;
  * alone before a byte of the body is read (onRequest runs before parsing),
  * so a stranger's body costs the server nothing but the bytes it discards.
  * And each remote address may make `badTokensPerMinute` requests without a
- * valid token (a request counts while `authenticate` runs, and stops
- * counting once it names a user): past that, 429 before `authenticate` is
+ * valid token or with a malformed `app` (a request counts while
+ * `authenticate` runs, and stops counting once it names a user and app): past that, 429 before `authenticate` is
  * asked, so a flood of guessed tokens costs no lookup, however many at once.
  */
 export function authenticator(
@@ -45,7 +45,7 @@ export function authenticator(
         .send(
           errorBody(
             "rate_limited",
-            `Over this server's limit of ${badTokensPerMinute} requests a minute without a valid token from one address; try again in ${seconds} s.`,
+            `Over this server's limit of ${badTokensPerMinute} requests a minute from one address refused before sign-in (no valid token, or a malformed app); try again in ${seconds} s.`,
           ),
         );
     }
@@ -66,10 +66,12 @@ export function authenticator(
         .header("connection", "close")
         .send(errorBody("unauthorized", "Missing or unknown token: send `Authorization: Bearer <token>`."));
     }
-    pardon();
     request.userId = userId;
     const app = (request.query as Record<string, unknown>).app;
-    const resolved = await spaces.resolve(userId, app === undefined ? undefined : parseApp(app));
+    // A malformed app keeps the strike: refused here, the request never reaches its user's rate limit.
+    const named = app === undefined ? undefined : parseApp(app);
+    pardon();
+    const resolved = await spaces.resolve(userId, named);
     request.space = resolved.space;
     request.unscoped = resolved.unscoped;
     return undefined;

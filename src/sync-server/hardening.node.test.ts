@@ -710,6 +710,25 @@ describe("sync server: requests without a valid token", () => {
     expect((await from("203.0.113.30", `token-of-${long.slice(0, 1024)}`)).status).toBe(200);
   });
 
+  it("counts a signed-in request refused before its user's rate limit (a bad app) as a strike too", async () => {
+    // Refused in the same hook, such a request never reached the per-user limit: a flood of them cost an
+    // authenticate() call each, without bound, as bad tokens did.
+    const { token } = newUser("bad-app");
+    asked = 0;
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const response = await guarded.app.inject({
+        method: "GET",
+        url: `/v1/hello?app=${"x".repeat(129)}`,
+        remoteAddress: "203.0.113.40",
+        headers: { authorization: `Bearer ${token}` },
+      });
+      statuses.push(response.statusCode);
+    }
+    expect(statuses).toEqual([400, 400, 400, 429, 429]);
+    expect(asked).toBe(3);
+  });
+
   it("counts a signed-in request as no strike: a user's own address is never refused for its good tokens", async () => {
     const { token } = newUser("steady");
     for (let i = 0; i < 10; i++) expect((await from("203.0.113.20", token)).status).toBe(200);

@@ -106,8 +106,8 @@ export interface SyncServerLimits {
    */
   requestsPerMinute?: number;
   /**
-   * Requests without a valid token (none, or one `authenticate` refuses)
-   * one remote address may make per minute to one server process (429
+   * Requests without a valid token (none, or one `authenticate` refuses),
+   * or with a malformed `app`, one remote address may make per minute to one server process (429
    * `rate_limited`, with Retry-After, beyond): past it, `authenticate` is
    * not asked, so a flood of guessed tokens costs no lookup. A request
    * counts while `authenticate` runs and stops counting once it names a
