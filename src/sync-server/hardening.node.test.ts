@@ -47,6 +47,32 @@ async function call(method: string, path: string, token: string | undefined, bod
 }
 
 /**
+ * A push whose body of a megabyte trickles in, a byte every 50 ms, on a
+ * socket of its own: `closed(ms)` says whether the server closed it within
+ * `ms`, `answer()` is what it sent, `end()` stops it.
+ */
+function trickled(token: string) {
+  const socket = connect(Number(new URL(served.url).port), "127.0.0.1");
+  let answer = "";
+  socket.on("data", (chunk: Buffer) => (answer += chunk.toString()));
+  const gone = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
+  socket.write(
+    `POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+      `Content-Type: ${SYNC_MEDIA_TYPE}\r\nContent-Length: 1000000\r\n\r\n`,
+  );
+  const trickle = setInterval(() => socket.write("a"), 50);
+  return {
+    closed: (ms: number) =>
+      Promise.race([gone, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]),
+    answer: () => answer,
+    end: () => {
+      clearInterval(trickle);
+      socket.destroy();
+    },
+  };
+}
+
+/**
  * A request through Fastify's `inject`, with no HTTP client in this process
  * to share the event loop with: what {@link longestStall} sees is the
  * server's own work.
@@ -100,26 +126,32 @@ describe("sync server: requests meant to stall it", () => {
   });
 
   it("closes a stranger's connection with its 401, not reading a body it trickles in for ever", async () => {
-    const socket = connect(Number(new URL(served.url).port), "127.0.0.1");
-    let answer = "";
-    socket.on("data", (chunk: Buffer) => (answer += chunk.toString()));
-    socket.write(
-      `POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n` +
-        `Content-Type: ${SYNC_MEDIA_TYPE}\r\nContent-Length: 1000000\r\n\r\n`,
-    );
-    const trickle = setInterval(() => socket.write("a"), 50);
+    // The server has no time limit on receiving a body: before, it kept discarding these bytes as long as
+    // they came, one connection (a file descriptor) per stranger, for as many strangers as connected.
+    const stranger = trickled("nope");
     try {
-      // The server has no time limit on receiving a body: before, it kept discarding these bytes as long as
-      // they came, one connection (a file descriptor) per stranger, for as many strangers as connected.
-      const closed = await Promise.race([
-        new Promise<boolean>((resolve) => socket.once("close", () => resolve(true))),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1500)),
-      ]);
-      expect(answer).toMatch(/^HTTP\/1\.1 401/);
-      expect(closed).toBe(true);
+      expect(await stranger.closed(1500)).toBe(true);
+      expect(stranger.answer()).toMatch(/^HTTP\/1\.1 401/);
     } finally {
-      clearInterval(trickle);
-      socket.destroy();
+      stranger.end();
+    }
+  });
+
+  it("closes a user's connection with a 429 refused before its body is read, not only a stranger's", async () => {
+    const { token } = newUser("trickler");
+    // Four bodies in flight, each trickling in: the user's every place.
+    const held = Array.from({ length: 4 }, () => trickled(token));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const fifth = trickled(token);
+      try {
+        expect(await fifth.closed(1500)).toBe(true);
+        expect(fifth.answer()).toMatch(/^HTTP\/1\.1 429/);
+      } finally {
+        fifth.end();
+      }
+    } finally {
+      for (const request of held) request.end();
     }
   });
 

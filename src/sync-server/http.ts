@@ -60,6 +60,10 @@ export function installProtocol(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    // Refused before its body was read (too large, too many in flight, over the rate): the server would go
+    // on reading and discarding that body for as long as its bytes came (Fastify sets no time limit on
+    // receiving one), a connection held at the client's will. Closing it after the answer ends that.
+    if (!request.raw.complete) reply.header("connection", "close");
     if (error instanceof SyncHttpError) return reply.code(error.statusCode).send(errorBody(error.code, error.message));
     if (error instanceof ProtocolError) return reply.code(400).send(errorBody("bad_request", error.message));
     const status = error.statusCode;
