@@ -54,5 +54,6 @@ describe("strikeKey", () => {
     expect(strikeKey("2001:db8::1")).toBe("2001:db8:0:0::/64");
     expect(strikeKey("::1")).toBe("0:0:0:0::/64");
     expect(strikeKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(strikeKey(undefined)).toBe("");
   });
 });

@@ -180,7 +180,9 @@ export class Strikes {
  * IPv4-mapped IPv6 one too), an IPv6 address by its /64, the block one host
  * is given and can take any address in, one per guess.
  */
-export function strikeKey(address: string): string {
+export function strikeKey(address: string | undefined): string {
+  // No address: the socket closed before the request was looked at (Fastify's `ip` is then undefined).
+  if (typeof address !== "string") return "";
   const ip = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0)
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped) return mapped[1]!;
