@@ -12,7 +12,10 @@ import type { WireCheckpoint, WireRemoved } from "../sync/protocol.js";
 
 /**
  * Applies `removed` inside the push's transaction, each new one with the
- * next sequence number after `seq`; returns the last number used.
+ * next sequence number after `seq`, in the order the push lists them;
+ * returns the last number used. A few statements whatever their number
+ * (one per removal held a pooled connection and the user's lock for 6 s at
+ * 20,000).
  */
 export async function applyRemovals(
   client: PoolClient,
@@ -21,20 +24,43 @@ export async function applyRemovals(
   removed: readonly WireRemoved[],
   device: string | undefined,
 ): Promise<number> {
-  for (const r of removed) {
-    const args = [userId, r.thread_id, r.checkpoint_ns, r.checkpoint_id];
-    const inserted = await client.query(
-      `INSERT INTO lgsync_removed (user_id, thread_id, checkpoint_ns, checkpoint_id, seq, origin)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-      [...args, seq + 1, device ?? null],
+  if (removed.length === 0) return seq;
+  const column = (field: keyof WireRemoved) => removed.map((r) => r[field]);
+  // A removal listed twice, or known already, is inserted once (DO NOTHING skips it).
+  const inserted = await client.query<WireRemoved>(
+    `INSERT INTO lgsync_removed (user_id, thread_id, checkpoint_ns, checkpoint_id, seq, origin)
+     SELECT $1::text, t, n, c, 0, $5::text FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     ON CONFLICT DO NOTHING
+     RETURNING thread_id, checkpoint_ns, checkpoint_id`,
+    [userId, column("thread_id"), column("checkpoint_ns"), column("checkpoint_id"), device ?? null],
+  );
+  if (inserted.rows.length === 0) return seq;
+  const keyOf = (r: WireRemoved) => `${r.thread_id}\u0000${r.checkpoint_ns}\u0000${r.checkpoint_id}`;
+  const position = new Map<string, number>();
+  removed.forEach((r, i) => {
+    if (!position.has(keyOf(r))) position.set(keyOf(r), i);
+  });
+  const rows = inserted.rows.sort((a, b) => position.get(keyOf(a))! - position.get(keyOf(b))!);
+  const args = [
+    userId,
+    rows.map((r) => r.thread_id),
+    rows.map((r) => r.checkpoint_ns),
+    rows.map((r) => r.checkpoint_id),
+  ];
+  await client.query(
+    `UPDATE lgsync_removed r SET seq = x.s
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(t, n, c, s)
+     WHERE r.user_id = $1 AND r.thread_id = x.t AND r.checkpoint_ns = x.n AND r.checkpoint_id = x.c`,
+    [...args, rows.map((_, i) => seq + 1 + i)],
+  );
+  for (const table of ["lgsync_checkpoints", "lgsync_writes"]) {
+    await client.query(
+      `DELETE FROM ${table} d USING unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+       WHERE d.user_id = $1 AND d.thread_id = x.t AND d.checkpoint_ns = x.n AND d.checkpoint_id = x.c`,
+      args,
     );
-    if (inserted.rowCount === 0) continue; // known already
-    seq += 1;
-    const where = "user_id = $1 AND thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4";
-    await client.query(`DELETE FROM lgsync_checkpoints WHERE ${where}`, args);
-    await client.query(`DELETE FROM lgsync_writes WHERE ${where}`, args);
   }
-  return seq;
+  return seq + rows.length;
 }
 
 /** The keys (by `keyOf`) of those of `checkpoints` that were removed. */
