@@ -350,6 +350,12 @@ describe("sync server: options", () => {
         ).rejects.toThrow(new RegExp(`createSyncServer: \`${name.replace(".", "\\.")}\` must be a positive integer`));
       }
     }
+    // One origin as a string: \`includes\` on it matched any part of it ("https://app.example.co" too).
+    for (const corsOrigins of ["https://app.example.com", ["https://app.example.com", 7]])
+      await expect(
+        createSyncServer({ connectionString, authenticate, corsOrigins: corsOrigins as never }),
+        String(corsOrigins),
+      ).rejects.toThrow(/createSyncServer: `corsOrigins` must be an array of origins/);
     // A misspelt limit would leave the default in force unseen.
     await expect(
       createSyncServer({ connectionString, authenticate, limits: { maxUsersBytes: 1024 } as never }),

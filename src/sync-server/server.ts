@@ -208,6 +208,11 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   }
   // A limit that is not a number compares false: "1GB" as `maxUserBytes` would switch the quota off unseen.
   checkCounts(options);
+  const cors: unknown = options.corsOrigins;
+  if (cors !== undefined && cors !== "*" && !(Array.isArray(cors) && cors.every((o) => typeof o === "string")))
+    throw new TypeError(
+      'createSyncServer: `corsOrigins` must be an array of origins (e.g. ["https://app.example.com"]) or "*".',
+    );
   const ownPool = !options.pool;
   const pool =
     options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
