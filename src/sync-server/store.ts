@@ -116,12 +116,12 @@ export interface StoreLimits {
   maxCheckpointBytes: number;
   /** Most bytes of values one user may store (see quota.ts). */
   maxUserBytes: number;
-  /** Most apps with a space of their own one user may write to (see apps.ts). */
-  maxApps: number;
+  /** Most apps with a space of their own one user may write to (see apps.ts). Default 100. */
+  maxApps?: number;
 }
 
 /** The limits a server applies when its options name none. */
-export const DEFAULT_STORE_LIMITS: StoreLimits = {
+export const DEFAULT_STORE_LIMITS: Required<StoreLimits> = {
   maxCheckpointBytes: 16 * 1024 * 1024,
   maxUserBytes: DEFAULT_MAX_USER_BYTES,
   maxApps: 100,
@@ -134,7 +134,7 @@ export const DEFAULT_STORE_LIMITS: StoreLimits = {
  * record of up to 64 KiB that the byte quota does not count, so without a
  * bound a user could store without end by naming new apps.
  */
-async function openSpace(client: PoolClient, space: string, maxApps: number): Promise<void> {
+async function openSpace(client: PoolClient, space: string, maxApps = DEFAULT_STORE_LIMITS.maxApps): Promise<void> {
   const created = await client.query("INSERT INTO lgsync_users (user_id) VALUES ($1) ON CONFLICT DO NOTHING", [space]);
   const owner = spaceOwner(space);
   if (created.rowCount === 0 || owner === space) return;
@@ -152,7 +152,11 @@ async function openSpace(client: PoolClient, space: string, maxApps: number): Pr
 }
 
 /** Creates the user's row if needed (see {@link openSpace}) and locks it; returns its sequence number and stored bytes. */
-async function lockUser(client: PoolClient, userId: string, maxApps: number): Promise<{ seq: number; bytes: number }> {
+async function lockUser(
+  client: PoolClient,
+  userId: string,
+  maxApps: number | undefined,
+): Promise<{ seq: number; bytes: number }> {
   await openSpace(client, userId, maxApps);
   const locked = await client.query<{ seq: string; bytes: string }>(
     "SELECT seq, bytes FROM lgsync_users WHERE user_id = $1 FOR UPDATE",
