@@ -21,6 +21,7 @@ import {
   optionalString,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
+import { runConfigOf } from "./run-options.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { RunRegistry } from "./runs.js";
 import type { AgentThreadStore } from "./threads.js";
@@ -84,9 +85,7 @@ export function registerRunRoutes(
     );
     const commandJson = optionalObject(json, "command");
     const command = commandJson && commandOf(commandJson);
-    const config = (optionalObject(json, "config") ?? {}) as RunnableConfig & { recursion_limit?: unknown };
-    // The Agent Server's name for it; LangGraph reads `recursionLimit`.
-    const recursionLimit = optionalNumber(config as Record<string, unknown>, "recursion_limit");
+    const config = runConfigOf(json);
     const checkpointId = optionalString(json, "checkpoint_id");
     const configurable = {
       ...config.configurable,
@@ -124,7 +123,6 @@ export function registerRunRoutes(
         ...(json.context !== undefined ? { context: json.context } : {}),
         ...(json.interrupt_before !== undefined ? { interruptBefore: json.interrupt_before } : {}),
         ...(json.interrupt_after !== undefined ? { interruptAfter: json.interrupt_after } : {}),
-        ...(recursionLimit !== undefined ? { recursionLimit } : {}),
       } as RunnableConfig,
       modes: modes as StreamMode[],
       subgraphs,

@@ -44,7 +44,7 @@ const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
 const STRICT_RESUME_KEY = "__pregel_strict_resume";
 
 /** The longest `config.timeout`: the largest delay a timer holds (a signed 32-bit count of ms). */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;

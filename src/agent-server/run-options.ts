@@ -1,0 +1,60 @@
+/**
+ * A run request's options beyond its input: its `config`, checked key by
+ * key before LangGraph sees it (JSON cannot carry a signal or callbacks, and
+ * a wrong `maxConcurrency` spins LangGraph's loop for good), and the Agent
+ * Server options served or refused in the page.
+ */
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { MAX_TIMEOUT_MS } from "../runs/coordinator.js";
+import { isPlainObject } from "../core/guards.js";
+import { BadRequest, optionalObject } from "./input.js";
+
+/** Each config key served, in the Agent Server's name and LangGraph's where they differ: its check and its name for LangGraph. */
+const CONFIG_KEYS: Readonly<Record<string, { what: string; ok: (value: unknown) => boolean; as: string }>> = {
+  configurable: { what: "an object", ok: isPlainObject, as: "configurable" },
+  metadata: { what: "an object", ok: isPlainObject, as: "metadata" },
+  tags: { what: "a list of strings", ok: isStringList, as: "tags" },
+  recursion_limit: { what: "a non-negative integer", ok: isCount(0), as: "recursionLimit" },
+  recursionLimit: { what: "a non-negative integer", ok: isCount(0), as: "recursionLimit" },
+  max_concurrency: { what: "a positive integer", ok: isCount(1), as: "maxConcurrency" },
+  maxConcurrency: { what: "a positive integer", ok: isCount(1), as: "maxConcurrency" },
+  run_name: { what: "a string", ok: (value) => typeof value === "string", as: "runName" },
+  runName: { what: "a string", ok: (value) => typeof value === "string", as: "runName" },
+  timeout: {
+    what: `a positive number of milliseconds up to ${MAX_TIMEOUT_MS}`,
+    ok: (value) => typeof value === "number" && value > 0 && value <= MAX_TIMEOUT_MS,
+    as: "timeout",
+  },
+};
+
+/**
+ * The run's LangGraph config from the request's `config`: each key served
+ * checked for its type and given its LangGraph name; any other key refused
+ * (a `signal` or `callbacks` cannot come through JSON: a run is stopped with
+ * `runs.cancel`).
+ * @throws {BadRequest} a key not served, or one of the wrong type.
+ */
+export function runConfigOf(json: Record<string, unknown>): RunnableConfig {
+  const config = optionalObject(json, "config") ?? {};
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (value === undefined || value === null) continue;
+    const served = Object.hasOwn(CONFIG_KEYS, key) ? CONFIG_KEYS[key] : undefined;
+    if (!served) {
+      throw new BadRequest(
+        `config.${key} is not served by the local agent server: a run's config takes ${Object.keys(CONFIG_KEYS).join(", ")} (a signal or callbacks cannot come through JSON; stop a run with runs.cancel).`,
+      );
+    }
+    if (!served.ok(value)) throw new BadRequest(`config.${key} must be ${served.what}; got ${JSON.stringify(value)}.`);
+    out[served.as] = value;
+  }
+  return out as RunnableConfig;
+}
+
+function isStringList(value: unknown): boolean {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function isCount(least: number): (value: unknown) => boolean {
+  return (value) => Number.isInteger(value) && (value as number) >= least;
+}
