@@ -51,3 +51,50 @@ describe("config", () => {
     expect(texts(answer)).toEqual(["human: hi", "ai: echo hi"]);
   });
 });
+
+describe("durability", () => {
+  /** How many checkpoints a first run on a new thread leaves with `fields`. */
+  async function checkpointsLeft(fields: Record<string, unknown>) {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, texts(answer)]).toEqual([200, ["human: hi", "ai: echo hi"]]);
+    return (await client.threads.getHistory(threadId, { limit: 10 })).length;
+  }
+
+  // Once dropped: every run checkpointed each step whatever it asked.
+  it("is the run's LangGraph durability: 'exit' keeps only the run's last checkpoint, as checkpoint_during false", async () => {
+    expect(await checkpointsLeft({})).toBe(3);
+    expect(await checkpointsLeft({ durability: "sync" })).toBe(3);
+    expect(await checkpointsLeft({ durability: "exit" })).toBe(1);
+    expect(await checkpointsLeft({ checkpoint_during: false })).toBe(1);
+    expect(await checkpointsLeft({ checkpoint_during: true })).toBe(3);
+  });
+
+  it.each([
+    ["durability", { durability: "never" }],
+    ["durability", { durability: "exit", checkpoint_during: true }],
+    ["checkpoint_during", { checkpoint_during: "no" }],
+  ])("%s that LangGraph cannot take is refused (422) naming it", async (key, fields) => {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, answer.message]).toEqual([422, expect.stringContaining(key)]);
+    expect(await client.runs.list(threadId)).toEqual([]);
+  });
+});
+
+describe("what a page cannot do", () => {
+  // Once accepted and dropped: the client waited for a call that never came.
+  it.each([
+    ["webhook", { webhook: "https://example.com/hook" }],
+    ["feedback_keys", { feedback_keys: ["score"] }],
+    ["on_completion", { on_completion: "later" }],
+  ])("%s is refused (422) naming it, before anything runs", async (key, fields) => {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, answer.message]).toEqual([422, expect.stringContaining(key)]);
+    expect(await client.runs.list(threadId)).toEqual([]);
+  });
+
+  it("what the SDK sends by default, or without effect on a thread's run, is taken", async () => {
+    const fields = { stream_resumable: true, feedback_keys: [], on_completion: "keep", strict_resume: true };
+    const { status, answer } = await askRun(fields);
+    expect([status, texts(answer)]).toEqual([200, ["human: hi", "ai: echo hi"]]);
+  });
+});

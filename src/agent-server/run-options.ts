@@ -7,7 +7,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { MAX_TIMEOUT_MS } from "../runs/coordinator.js";
 import { isPlainObject } from "../core/guards.js";
-import { BadRequest, optionalObject } from "./input.js";
+import { BadRequest, checkOneOf, optionalBoolean, optionalObject, optionalString } from "./input.js";
 
 /** Each config key served, in the Agent Server's name and LangGraph's where they differ: its check and its name for LangGraph. */
 const CONFIG_KEYS: Readonly<Record<string, { what: string; ok: (value: unknown) => boolean; as: string }>> = {
@@ -57,4 +57,46 @@ function isStringList(value: unknown): boolean {
 
 function isCount(least: number): (value: unknown) => boolean {
   return (value) => Number.isInteger(value) && (value as number) >= least;
+}
+
+/** LangGraph's durabilities: when a run's checkpoints are written. */
+const DURABILITIES = ["sync", "async", "exit"] as const;
+
+/**
+ * The run's `durability` (LangGraph's option of that name; the deprecated
+ * `checkpoint_during` false is "exit", true "async"), undefined for
+ * LangGraph's default. Refuses what the page cannot do: a `webhook` (the
+ * Agent Server calls it from the server, with retries, whoever is still
+ * connected; a page would call it from the user's browser, under CORS, and
+ * not at all once the tab closes) and `feedback_keys` (LangSmith's signed
+ * feedback URLs need LangSmith). `on_completion` only applies to thread-less
+ * runs, as at the Agent Server: checked, without effect.
+ * @throws {BadRequest} a field refused or of the wrong type.
+ */
+export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIES)[number] | undefined {
+  if (optionalString(json, "webhook") !== undefined) {
+    throw new BadRequest(
+      "webhook is not served by the local agent server: the page cannot call it for the run the way a server does (whatever tab is open, past CORS, with retries); call it from onFinish or after runs.join.",
+    );
+  }
+  const feedbackKeys = json.feedback_keys;
+  if (
+    feedbackKeys !== undefined &&
+    feedbackKeys !== null &&
+    !(Array.isArray(feedbackKeys) && feedbackKeys.length === 0)
+  ) {
+    throw new BadRequest(
+      `feedback_keys are not served by the local agent server (LangSmith signs their URLs); got ${JSON.stringify(feedbackKeys)}.`,
+    );
+  }
+  checkOneOf(optionalString(json, "on_completion") ?? "delete", ["delete", "keep"], "on_completion");
+  optionalBoolean(json, "stream_resumable");
+  optionalBoolean(json, "strict_resume");
+  const durability = optionalString(json, "durability");
+  const during = optionalBoolean(json, "checkpoint_during");
+  if (durability !== undefined && during !== undefined) {
+    throw new BadRequest("durability and checkpoint_during cannot both be given (checkpoint_during is its old name).");
+  }
+  if (durability !== undefined) return checkOneOf(durability, DURABILITIES, "durability");
+  return during === undefined ? undefined : during ? "async" : "exit";
 }

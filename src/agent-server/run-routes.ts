@@ -21,7 +21,7 @@ import {
   optionalString,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
-import { runConfigOf } from "./run-options.js";
+import { durabilityOf, runConfigOf } from "./run-options.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { RunRegistry } from "./runs.js";
 import type { AgentThreadStore } from "./threads.js";
@@ -86,6 +86,7 @@ export function registerRunRoutes(
     const commandJson = optionalObject(json, "command");
     const command = commandJson && commandOf(commandJson);
     const config = runConfigOf(json);
+    const durability = durabilityOf(json);
     const checkpointId = optionalString(json, "checkpoint_id");
     const configurable = {
       ...config.configurable,
@@ -123,6 +124,7 @@ export function registerRunRoutes(
         ...(json.context !== undefined ? { context: json.context } : {}),
         ...(json.interrupt_before !== undefined ? { interruptBefore: json.interrupt_before } : {}),
         ...(json.interrupt_after !== undefined ? { interruptAfter: json.interrupt_after } : {}),
+        ...(durability !== undefined ? { durability } : {}),
       } as RunnableConfig,
       modes: modes as StreamMode[],
       subgraphs,
