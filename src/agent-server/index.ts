@@ -36,6 +36,8 @@ export interface AgentServerSaver extends RunSaver {
   deleteThread(threadId: string): Promise<void>;
   /** Copies every checkpoint and pending write of a thread under a new id (`threads.copy`). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
+  /** Deletes a run's checkpoints (`runs.delete`; the graph's channels keep delta channels whole). */
+  deleteForRuns(runIds: string[], options: { threadId: string; channels?: Record<string, unknown> }): Promise<void>;
 }
 
 /** Options of {@link createLocalAgentServer}. */
@@ -105,6 +107,12 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     dbName: saver.dbName,
     locks: options.locks,
     copyThread: (sourceThreadId, targetThreadId) => saver.copyThread(sourceThreadId, targetThreadId),
+    deleteRun: async (run) => {
+      // The graph's channels: a delta channel of the checkpoints left after the run keeps its history.
+      const channels = (graphs[run.assistant_id] as { channels?: Record<string, unknown> } | undefined)?.channels;
+      await saver.deleteForRuns([run.run_id], { threadId: run.thread_id, ...(channels ? { channels } : {}) });
+      await log.deleteRun(run.run_id);
+    },
     deleteThread: (threadId) =>
       runs.deleteThread(threadId, async () => {
         await saver.deleteThread(threadId);

@@ -9,6 +9,8 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
 import { ThreadBusyError } from "../runs/errors.js";
 import type { ThreadRecord } from "./threads.js";
+import type { RunRecord } from "./records.js";
+import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
 import {
@@ -38,6 +40,8 @@ export interface RouteContext {
   deleteThread(threadId: string): Promise<void>;
   /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
+  /** Deletes an ended run's checkpoints, then its record and events (the caller holds its thread). */
+  deleteRun(run: RunRecord): Promise<void>;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
@@ -215,6 +219,37 @@ export function registerRunRoutes(
     // As the Agent Server serves it: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
+  });
+  // As the Agent Server's Runs.delete: the record goes with the run's checkpoints (as a rollback
+  // deletes them), holding the thread, so no run builds on them meanwhile. A run not ended is
+  // refused: deleted under it, it would go on writing checkpoints and its record back.
+  app.delete("/threads/:thread_id/runs/:run_id", async (c) => {
+    const run = await runOr404(c);
+    if (run instanceof Response) return run;
+    const { record } = run;
+    if (!isFinal(record)) {
+      const error = `Run ${record.run_id} is ${record.status}: cancel it (runs.cancel with wait) before deleting it`;
+      return reply(c, { error }, 409);
+    }
+    // Its final record may still be on its way to the run log: the run's end, then the delete.
+    for await (const _ of run.follow(Number.MAX_SAFE_INTEGER));
+    const graph = context.graphs[record.assistant_id];
+    const readState = () => graph?.getState({ configurable: { thread_id: record.thread_id } }).catch(() => undefined);
+    try {
+      const status = await runs.whileIdle(record.thread_id, async () => {
+        const head = await readState();
+        await context.deleteRun(record);
+        // Its checkpoint was the thread's last: the status is the state's now (a pause or a failure of
+        // this run goes with it).
+        if ((head?.metadata as { run_id?: unknown } | undefined)?.run_id !== record.run_id) return undefined;
+        return ((await readState())?.next.length ?? 0) > 0 ? "interrupted" : "idle";
+      });
+      if (status) await threads.patch(record.thread_id, { status });
+    } catch (error) {
+      if (error instanceof ThreadBusyError) return busy(c, record.thread_id);
+      throw error;
+    }
+    return c.body(null, 204);
   });
   app.post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
     const run = await runOr404(c);

@@ -1,0 +1,60 @@
+/**
+ * `runs.delete` (DELETE /threads/:thread_id/runs/:run_id), as LangGraph's
+ * Agent Server (its `Runs.delete`): a finished run's record goes, with its
+ * checkpoints; a run still going is refused.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { human, texts, type Chat } from "../../test/support/agent-server/timing.js";
+
+const setup = () => openServer<Chat>("run-delete", true);
+afterEach(closeServers);
+
+describe("runs.delete", () => {
+  // Once answered 404 (the route was not served): the SDK's runs.delete failed.
+  it("deletes a finished run: its record and its checkpoints go, the thread's other runs stay", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(t.thread_id, "agent", { input: human("two") });
+    const [second, first] = await client.runs.list(t.thread_id);
+    await client.runs.delete(t.thread_id, second!.run_id);
+    expect((await client.runs.list(t.thread_id)).map((run) => run.run_id)).toEqual([first!.run_id]);
+    await expect(client.runs.get(t.thread_id, second!.run_id)).rejects.toThrow(/404/);
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: one", "ai: echo one"]);
+    const history = await client.threads.getHistory(t.thread_id, { limit: 20 });
+    expect(history.map((state) => state.metadata?.run_id)).toEqual([first!.run_id, first!.run_id, first!.run_id]);
+    // Not there (any more, or on another thread): 404, as the Agent Server answers.
+    await expect(client.runs.delete(t.thread_id, second!.run_id)).rejects.toThrow(/404/);
+    const other = await client.threads.create();
+    await expect(client.runs.delete(other.thread_id, first!.run_id)).rejects.toThrow(/404/);
+    expect(await client.runs.list(t.thread_id)).toHaveLength(1);
+  });
+
+  it("refuses a run still going (409), which goes on; once it has ended it is deleted", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("slow"),
+      config: { configurable: { delay_ms: 300 } },
+    });
+    await expect(client.runs.delete(t.thread_id, run.run_id)).rejects.toThrow(/409/);
+    expect(texts(await client.runs.join(t.thread_id, run.run_id))).toEqual(["human: slow", "ai: echo slow"]);
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
+    await client.runs.delete(t.thread_id, run.run_id);
+    expect(await client.runs.list(t.thread_id)).toEqual([]);
+  });
+
+  it("of the run that paused the thread: the thread is idle again, its state before the run", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(t.thread_id, "agent", { input: human("approve: send?") });
+    expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
+    const [paused] = await client.runs.list(t.thread_id);
+    await client.runs.delete(t.thread_id, paused!.run_id);
+    const state = await client.threads.getState(t.thread_id);
+    expect([texts(state.values), state.next]).toEqual([["human: one", "ai: echo one"], []]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+});
