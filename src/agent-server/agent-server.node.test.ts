@@ -68,6 +68,35 @@ describe("threads", () => {
     expect(await res.json()).toMatchObject({ message: expect.stringContaining("stream_mode") });
     await expect(client.runs.wait(thread.thread_id, "missing", { input: human("x") })).rejects.toThrow(/404/);
   });
+  // Once handed to LangGraph as they came: a checkpoint_ns of 5 answered 500 (a TypeError), a `before` of 5
+  // was dropped (the whole history answered), a `before` checkpoint id of 5 answered 500.
+  it("state, history and updates refuse a checkpoint or a before of the wrong type (422) naming it", async () => {
+    const { client, server } = await setup();
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("hi") });
+    const asks: [string, Record<string, unknown>, string][] = [
+      ["history", { checkpoint: { checkpoint_ns: 5 } }, "checkpoint.checkpoint_ns"],
+      ["history", { before: 5 }, "before"],
+      ["history", { before: { configurable: { checkpoint_id: 5 } } }, "before"],
+      ["state/checkpoint", { checkpoint: { checkpoint_id: 5 } }, "checkpoint.checkpoint_id"],
+      ["state", { values: human("x"), checkpoint: { checkpoint_ns: [] } }, "checkpoint.checkpoint_ns"],
+    ];
+    for (const [route, json, field] of asks) {
+      const res = await server.fetch(`http://local.invalid/threads/${thread.thread_id}/${route}`, {
+        method: "POST",
+        body: JSON.stringify(json),
+      });
+      expect([route, res.status, ((await res.json()) as { message: string }).message]).toEqual([
+        route,
+        422,
+        expect.stringContaining(field),
+      ]);
+    }
+    expect(await client.threads.getHistory(thread.thread_id)).toHaveLength(3);
+    const [latest] = await client.threads.getHistory(thread.thread_id, { limit: 1 });
+    const before = { configurable: { checkpoint_id: latest!.checkpoint.checkpoint_id } };
+    expect(await client.threads.getHistory(thread.thread_id, { before: before as never })).toHaveLength(2);
+  });
   it("search and count by state values (JSON containment, as the Agent Server), paged after the filter", async () => {
     const { client, server } = await setup();
     const [a, b, c] = [await client.threads.create(), await client.threads.create(), await client.threads.create()];

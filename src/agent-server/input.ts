@@ -22,21 +22,23 @@ export async function body(c: Context): Promise<Record<string, unknown>> {
   return json;
 }
 
+/** `json[key]` if `ok`, undefined if absent or null; `within` names the object `json` is in the message ("checkpoint."). */
 function field<T>(
   json: Record<string, unknown>,
   key: string,
   what: string,
   ok: (value: unknown) => value is T,
+  within = "",
 ): T | undefined {
   const value = json[key];
   if (value === undefined || value === null) return undefined;
-  if (!ok(value)) throw new BadRequest(`${key} must be ${what}; got ${JSON.stringify(value)}.`);
+  if (!ok(value)) throw new BadRequest(`${within}${key} must be ${what}; got ${JSON.stringify(value)}.`);
   return value;
 }
 
 /** `json[key]` if it is a string, undefined if absent or null. */
-export function optionalString(json: Record<string, unknown>, key: string): string | undefined {
-  return field(json, key, "a string", (value): value is string => typeof value === "string");
+export function optionalString(json: Record<string, unknown>, key: string, within = ""): string | undefined {
+  return field(json, key, "a string", (value): value is string => typeof value === "string", within);
 }
 
 /** `json[key]` if it is a non-negative integer, undefined if absent or null. */
@@ -55,8 +57,12 @@ export function optionalBoolean(json: Record<string, unknown>, key: string): boo
 }
 
 /** `json[key]` if it is a JSON object, undefined if absent or null. */
-export function optionalObject(json: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
-  return field(json, key, "an object", isPlainObject);
+export function optionalObject(
+  json: Record<string, unknown>,
+  key: string,
+  within = "",
+): Record<string, unknown> | undefined {
+  return field(json, key, "an object", isPlainObject, within);
 }
 
 /** `value` if it is one of `allowed`. */
@@ -65,4 +71,17 @@ export function checkOneOf<T extends string>(value: string, allowed: readonly T[
     throw new BadRequest(`${key} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value)}.`);
   }
   return value as T;
+}
+
+/**
+ * `json[key]` if it is a checkpoint's address (`thread_id`, `checkpoint_ns`,
+ * `checkpoint_id` strings, `checkpoint_map` an object, each may be absent or
+ * null), undefined if absent or null.
+ */
+export function optionalCheckpoint(json: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
+  const checkpoint = optionalObject(json, key);
+  if (checkpoint === undefined) return undefined;
+  for (const field of ["thread_id", "checkpoint_ns", "checkpoint_id"]) optionalString(checkpoint, field, `${key}.`);
+  optionalObject(checkpoint, "checkpoint_map", `${key}.`);
+  return checkpoint;
 }

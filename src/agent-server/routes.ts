@@ -8,6 +8,7 @@
 import { Hono, type Context } from "hono";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ThreadBusyError } from "../runs/errors.js";
+import { isPlainObject } from "../core/guards.js";
 import { containsJson, type ThreadRecord, type ThreadStatus } from "./threads.js";
 import { toJsonText } from "./stream.js";
 import type { ServedGraph } from "./graphs.js";
@@ -21,6 +22,7 @@ import {
   body,
   checkOneOf,
   optionalBoolean,
+  optionalCheckpoint,
   optionalNumber,
   optionalObject,
   optionalString,
@@ -176,7 +178,7 @@ export function createRoutes(context: RouteContext): Hono {
   );
   app.post("/threads/:thread_id/state/checkpoint", async (c) => {
     const json = await body(c);
-    return readState(c, optionalObject(json, "checkpoint") ?? {}, optionalBoolean(json, "subgraphs") ?? false);
+    return readState(c, optionalCheckpoint(json, "checkpoint") ?? {}, optionalBoolean(json, "subgraphs") ?? false);
   });
   app.post("/threads/:thread_id/state", async (c) => {
     const json = await body(c);
@@ -185,7 +187,7 @@ export function createRoutes(context: RouteContext): Hono {
     const graph = graphOf(thread);
     if (!graph) return reply(c, { error: "The thread has no graph yet: start a run on it first" }, 409);
     const configurable: Record<string, unknown> = {
-      ...optionalObject(json, "checkpoint"),
+      ...optionalCheckpoint(json, "checkpoint"),
       thread_id: thread.thread_id,
     };
     const checkpointId = optionalString(json, "checkpoint_id");
@@ -209,19 +211,19 @@ export function createRoutes(context: RouteContext): Hono {
     }
   });
   const history = async (c: Context, json: Record<string, unknown>) => {
+    // Checked before the thread is read: bad input is answered 422 whatever the thread.
+    const checkpoint = optionalCheckpoint(json, "checkpoint");
+    const before = beforeOf(json);
+    const limit = optionalNumber(json, "limit") ?? 10;
+    const filter = optionalObject(json, "metadata");
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
     const graph = graphOf(thread);
     if (!graph) return reply(c, []);
-    const before = json.before;
     const states = [];
     const iterator = graph.getStateHistory(
-      { configurable: { ...optionalObject(json, "checkpoint"), thread_id: thread.thread_id } },
-      {
-        limit: optionalNumber(json, "limit") ?? 10,
-        before: typeof before === "string" ? { configurable: { checkpoint_id: before } } : (before as RunnableConfig),
-        filter: optionalObject(json, "metadata"),
-      },
+      { configurable: { ...checkpoint, thread_id: thread.thread_id } },
+      { limit, before, filter },
     );
     for await (const snapshot of iterator) states.push(toThreadState(snapshot));
     return reply(c, states);
@@ -233,4 +235,20 @@ export function createRoutes(context: RouteContext): Hono {
 
   registerRunRoutes(app, context, threadOr404);
   return app;
+}
+
+/**
+ * A history request's `before`: a checkpoint id, or a config naming one (the
+ * SDK's type), as LangGraph's `before`; undefined if absent or null.
+ * @throws {BadRequest} anything else (a number was dropped: the whole history answered).
+ */
+function beforeOf(json: Record<string, unknown>): RunnableConfig | undefined {
+  const before = json.before;
+  if (before === undefined || before === null) return undefined;
+  if (typeof before === "string") return { configurable: { checkpoint_id: before } };
+  const configurable = isPlainObject(before) ? before.configurable : undefined;
+  if (isPlainObject(configurable) && typeof configurable.checkpoint_id === "string") return before as RunnableConfig;
+  throw new BadRequest(
+    `before must be a checkpoint id, or { configurable: { checkpoint_id } }; got ${JSON.stringify(before)}.`,
+  );
 }

@@ -98,3 +98,39 @@ describe("what a page cannot do", () => {
     expect([status, texts(answer)]).toEqual([200, ["human: hi", "ai: echo hi"]]);
   });
 });
+
+describe("interrupt_before and interrupt_after", () => {
+  // Once handed to LangGraph as they came: the run failed with "interruptNodes.includes is not a function"
+  // after it was recorded (answered 200 with __error__, the thread left "error").
+  it.each([
+    ["interrupt_before", { interrupt_before: 5 }],
+    ["interrupt_after", { interrupt_after: ["agent", 1] }],
+    ["interrupt_after", { interrupt_after: "agent" }],
+  ])("%s other than '*' or a list of node names is refused (422) naming it", async (key, fields) => {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, answer.message]).toEqual([422, expect.stringContaining(key)]);
+    expect(await client.runs.list(threadId)).toEqual([]);
+    expect((await client.threads.get(threadId)).status).toBe("idle");
+  });
+
+  it("'*' and a list of node names are taken", async () => {
+    const all = await askRun({ interrupt_before: "*" });
+    expect([all.status, (await all.client.threads.getState(all.threadId)).next]).toEqual([200, ["agent"]]);
+    const listed = await askRun({ interrupt_after: ["agent"] });
+    const after = await listed.client.threads.getState(listed.threadId);
+    expect([listed.status, texts(after.values)]).toEqual([200, ["human: hi", "ai: echo hi"]]);
+  });
+});
+
+describe("checkpoint", () => {
+  // Once handed to LangGraph as it came: a checkpoint_ns of 5 failed the run, or the read, with a TypeError.
+  it.each([
+    ["checkpoint.checkpoint_ns", { checkpoint: { checkpoint_ns: 5 } }],
+    ["checkpoint.checkpoint_id", { checkpoint: { checkpoint_id: 7 } }],
+    ["checkpoint", { checkpoint: "c1" }],
+  ])("%s of the wrong type is refused (422) naming it", async (key, fields) => {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, answer.message]).toEqual([422, expect.stringContaining(key)]);
+    expect(await client.runs.list(threadId)).toEqual([]);
+  });
+});

@@ -100,3 +100,15 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
   if (durability !== undefined) return checkOneOf(durability, DURABILITIES, "durability");
   return during === undefined ? undefined : during ? "async" : "exit";
 }
+
+/**
+ * The run's `interrupt_before` or `interrupt_after` (`key`): "*" or a list of
+ * node names, undefined if absent or null.
+ * @throws {BadRequest} anything else (LangGraph failed the run on it).
+ */
+export function interruptNodesOf(json: Record<string, unknown>, key: string): "*" | string[] | undefined {
+  const value = json[key];
+  if (value === undefined || value === null) return undefined;
+  if (value === "*" || isStringList(value)) return value as "*" | string[];
+  throw new BadRequest(`${key} must be "*" or a list of node names; got ${JSON.stringify(value)}.`);
+}

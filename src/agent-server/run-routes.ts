@@ -18,12 +18,13 @@ import {
   body,
   checkOneOf,
   optionalBoolean,
+  optionalCheckpoint,
   optionalNumber,
   optionalObject,
   optionalString,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
-import { durabilityOf, runConfigOf } from "./run-options.js";
+import { durabilityOf, interruptNodesOf, runConfigOf } from "./run-options.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { RunRegistry } from "./runs.js";
 import type { AgentThreadStore } from "./threads.js";
@@ -91,10 +92,12 @@ export function registerRunRoutes(
     const command = commandJson && commandOf(commandJson);
     const config = runConfigOf(json);
     const durability = durabilityOf(json);
+    const interruptBefore = interruptNodesOf(json, "interrupt_before");
+    const interruptAfter = interruptNodesOf(json, "interrupt_after");
     const checkpointId = optionalString(json, "checkpoint_id");
     const configurable = {
       ...config.configurable,
-      ...optionalObject(json, "checkpoint"),
+      ...optionalCheckpoint(json, "checkpoint"),
       ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
       thread_id: threadId,
       graph_id: assistantId,
@@ -126,8 +129,8 @@ export function registerRunRoutes(
         ...config,
         configurable,
         ...(json.context !== undefined ? { context: json.context } : {}),
-        ...(json.interrupt_before !== undefined ? { interruptBefore: json.interrupt_before } : {}),
-        ...(json.interrupt_after !== undefined ? { interruptAfter: json.interrupt_after } : {}),
+        ...(interruptBefore !== undefined ? { interruptBefore } : {}),
+        ...(interruptAfter !== undefined ? { interruptAfter } : {}),
         ...(durability !== undefined ? { durability } : {}),
       } as RunnableConfig,
       modes: modes as StreamMode[],
