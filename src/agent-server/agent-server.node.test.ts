@@ -221,6 +221,17 @@ describe("runs", () => {
     expect(texts((await client.threads.getState(thread.thread_id)).values).at(-1)).toBe("human: added");
   });
 
+  // Once answered 500: LangGraph's InvalidUpdateError, the client's mistake, reported as the server's.
+  it("an update as a node the graph does not have is refused (422) naming it, writing nothing", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("one") });
+    await expect(
+      client.threads.updateState(thread.thread_id, { values: human("x"), asNode: "nonode" }),
+    ).rejects.toThrow(/422.*nonode/);
+    expect(await client.threads.getHistory(thread.thread_id)).toHaveLength(3);
+  });
+
   it("copies a thread: a new id with the same history, paused where the source is, each going on alone", async () => {
     const { client } = await setup();
     const source = await client.threads.create({ metadata: { user: "ann" } });

@@ -207,6 +207,9 @@ export function createRoutes(context: RouteContext): Hono {
       return reply(c, { checkpoint: result.configurable });
     } catch (error) {
       if (error instanceof ThreadBusyError) return busy(c, thread.thread_id);
+      // LangGraph refused the update (a node the graph does not have, values its channels refuse)
+      // before writing it: the client's mistake. By name: an app may bundle another LangGraph copy.
+      if (error instanceof Error && error.name === "InvalidUpdateError") throw new BadRequest(error.message);
       throw error;
     }
   });
