@@ -289,6 +289,32 @@ describe("runs", () => {
   });
 });
 
+describe("fetch", () => {
+  // Once the answer came only when the run ended: runs.join or runs.wait given a signal that aborted went
+  // on waiting (the server saw the abort; the caller was never told), unlike a fetch.
+  it("rejects with the abort as a fetch does when the request's signal aborts before the answer", async () => {
+    const { client, server } = await setup();
+    const thread = await client.threads.create();
+    const controller = new AbortController();
+    const started = Date.now();
+    const answer = server.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/wait`, {
+      method: "POST",
+      body: JSON.stringify({
+        assistant_id: "agent",
+        input: human("slow"),
+        config: { configurable: { delay_ms: 1_500 } },
+      }),
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 50);
+    await expect(answer).rejects.toMatchObject({ name: "AbortError" });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await expect(
+      server.fetch("http://local.invalid/threads/search", { method: "POST", signal: controller.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
+  });
+});
+
 describe("multitask strategies: a second message while the first runs", () => {
   async function doubleText(strategy: "reject" | "enqueue" | "interrupt" | "rollback") {
     const { client } = await setup();

@@ -124,7 +124,32 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   return {
     fetch: async (input, init) => {
       if (closed) throw new Error("The local agent server is closed.");
-      return app.fetch(new Request(input, init));
+      const request = new Request(input, init);
+      const { signal } = request;
+      // As a fetch does (and the worker mode's): a request whose signal aborts before its answer is
+      // rejected with the abort's reason. The routes see the abort too (on_disconnect "cancel").
+      const reason = () => signal.reason ?? new DOMException("The request was aborted.", "AbortError");
+      if (signal.aborted) throw reason();
+      const answer = Promise.resolve(app.fetch(request));
+      let onAbort = (): void => undefined;
+      const aborted = new Promise<never>((_resolve, reject) => {
+        onAbort = () => {
+          reject(reason());
+          // The answer no one reads: its body let go (a stream's run follower ends).
+          answer
+            .then(
+              (response) => response.body?.cancel(),
+              () => undefined,
+            )
+            .catch(() => undefined);
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+      });
+      try {
+        return await Promise.race([answer, aborted]);
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
     },
     close: async () => {
       if (closed) return;
