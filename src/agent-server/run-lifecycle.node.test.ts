@@ -133,6 +133,28 @@ describe("cancel", () => {
     }
   });
 
+  // Once ignored on join: the SDK sends it (runs.join's cancelOnDisconnect), and the run went on.
+  it("runs.join with cancelOnDisconnect: the joining client leaving stops the run; without it, it goes on", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const leave = async (cancelOnDisconnect: boolean) => {
+      const run = await client.runs.create(t.thread_id, "agent", {
+        input: human("joined"),
+        config: { configurable: { delay_ms: 400 } },
+        multitaskStrategy: "enqueue",
+      });
+      const controller = new AbortController();
+      const joined = client.runs.join(t.thread_id, run.run_id, { signal: controller.signal, cancelOnDisconnect });
+      await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
+      controller.abort();
+      await expect(joined).rejects.toThrow();
+      await client.runs.join(t.thread_id, run.run_id);
+      return (await client.runs.get(t.thread_id, run.run_id)).status;
+    };
+    expect(await leave(true)).toBe("interrupted");
+    expect(await leave(false)).toBe("success");
+  });
+
   it("without on_disconnect, a client leaving the stream leaves the run going", async () => {
     const { client } = await setup();
     const t = await client.threads.create();

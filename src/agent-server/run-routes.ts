@@ -213,7 +213,10 @@ export function registerRunRoutes(
   });
   app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
     const run = await runOr404(c);
-    return run instanceof Response ? run : finalValues(c, run);
+    if (run instanceof Response) return run;
+    // runs.join's cancelOnDisconnect, as on a run's stream: the joining client's leaving stops the run.
+    if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
+    return finalValues(c, run);
   });
   app.get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
     const run = await runOr404(c);
