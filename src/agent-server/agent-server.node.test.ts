@@ -53,6 +53,16 @@ describe("threads", () => {
     expect(await saver.getTuple({ configurable: { thread_id: a.thread_id } })).toBeUndefined();
   });
 
+  // Once the search's records carried the store's internal creation counter (`seq`) beside the Agent
+  // Server's fields.
+  it("search answers each record as get does, with the Agent Server's fields only", async () => {
+    const { client } = await setup();
+    const thread = await client.threads.create({ metadata: { user: "ann" } });
+    const [found] = await client.threads.search();
+    expect(found).toEqual(await client.threads.get(thread.thread_id));
+    expect(Object.keys(found!).sort()).toEqual(["created_at", "metadata", "status", "thread_id", "updated_at"]);
+  });
+
   it("refuses bad input with 422 and names the field, writing nothing", async () => {
     const { client, server } = await setup();
     await expect(client.threads.search({ limit: -1 })).rejects.toThrow(/422/);

@@ -150,7 +150,8 @@ export class IndexedDBThreadStore implements AgentThreadStore {
     // Ties (same millisecond) fall back to the order of creation (`seq`): thread ids are random
     // UUIDs, so ordering ties by id put two threads created in one millisecond in either order.
     matching.sort((a, b) => direction * (compare(a[key], b[key]) || a.seq - b.seq));
-    return { threads: matching.slice(options.offset, options.offset + options.limit), total: matching.length };
+    const page = matching.slice(options.offset, options.offset + options.limit);
+    return { threads: page.map(toRecord), total: matching.length };
   }
 
   /** Closes the connection. */
