@@ -378,6 +378,29 @@ describe("what the SDK and useStream send", () => {
     expect((await server.fetch(`${URL_BASE}/threads/${crypto.randomUUID()}/runs`)).status).toBe(404);
   });
 
+  // Once a status that is none ("sucess") answered an empty list, as if no run had ended, and select was
+  // dropped (every field answered).
+  it("runs.list refuses a status that is none (422), and answers only the fields select names", async () => {
+    const { client, server } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("1") });
+    const res = await server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs?status=sucess`);
+    expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([
+      422,
+      expect.stringContaining("status"),
+    ]);
+    expect(await client.runs.list(t.thread_id, { status: "timeout" })).toEqual([]);
+    const [run] = await client.runs.list(t.thread_id);
+    expect(await client.runs.list(t.thread_id, { select: ["run_id", "status"] })).toEqual([
+      { run_id: run!.run_id, status: "success" },
+    ]);
+    const bad = await server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs?select=nope`);
+    expect([bad.status, ((await bad.json()) as { message: string }).message]).toEqual([
+      422,
+      expect.stringContaining("select"),
+    ]);
+  });
+
   it("a command whose goto is not a node, a Send or a list of them is refused (422) before anything runs", async () => {
     const { client, server } = await setup();
     const t = await client.threads.create();

@@ -46,6 +46,21 @@ export interface RouteContext {
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
+/** A run's statuses at the Agent Server (`timeout` too, which no local run has). */
+const RUN_STATUSES = ["pending", "running", "error", "success", "timeout", "interrupted"] as const;
+/** The fields runs.list's `select` names (the SDK's RunSelectField). */
+const RUN_FIELDS = [
+  "run_id",
+  "thread_id",
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "status",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+  "cancel_reason",
+] as const;
 
 /** Adds the run routes to `app`. */
 export function registerRunRoutes(
@@ -197,15 +212,21 @@ export function registerRunRoutes(
   app.get("/threads/:thread_id/runs", async (c) => {
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
-    const status = c.req.query("status");
+    const asked = c.req.query("status");
+    const status = asked === undefined ? undefined : checkOneOf(asked, RUN_STATUSES, "status");
     const offset = Number(c.req.query("offset") ?? 0);
     const limit = Number(c.req.query("limit") ?? 10);
     if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0) {
       throw new BadRequest("limit and offset must be non-negative integers.");
     }
+    const select = (c.req.queries("select") ?? []).map((field) => checkOneOf(field, RUN_FIELDS, "select"));
     const listed = await runs.list(thread.thread_id);
     const matching = status === undefined ? listed : listed.filter((run) => run.status === status);
-    return reply(c, matching.slice(offset, offset + limit));
+    const page = matching.slice(offset, offset + limit);
+    // Only the fields select names, as the Agent Server answers (those a local run has: no kwargs).
+    const picked = (run: RunRecord) =>
+      Object.fromEntries(select.filter((f) => f in run).map((f) => [f, run[f as keyof RunRecord]]));
+    return reply(c, select.length === 0 ? page : page.map(picked));
   });
   app.get("/threads/:thread_id/runs/:run_id", async (c) => {
     const run = await runOr404(c);
