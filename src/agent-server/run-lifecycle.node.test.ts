@@ -401,6 +401,24 @@ describe("what the SDK and useStream send", () => {
     ]);
   });
 
+  // Once dropped: useStream's joinStream(runId, lastEventId, { streamMode }) got every mode the run streamed.
+  it("joinStream's stream_mode sends only the events of those modes (and the run's metadata and error)", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("x"),
+      streamMode: ["values", "updates", "messages-tuple", "custom"],
+    });
+    const events = async (streamMode?: ("updates" | "messages-tuple" | "custom")[]) => {
+      const seen: string[] = [];
+      for await (const part of client.runs.joinStream(t.thread_id, run.run_id, { streamMode })) seen.push(part.event);
+      return [...new Set(seen)];
+    };
+    expect(await events(["updates", "custom"])).toEqual(["metadata", "custom", "updates"]);
+    expect(await events(["messages-tuple"])).toEqual(["metadata", "messages"]);
+    expect(await events()).toEqual(["metadata", "values", "custom", "messages", "updates"]);
+  });
+
   it("a command whose goto is not a node, a Send or a list of them is refused (422) before anything runs", async () => {
     const { client, server } = await setup();
     const t = await client.threads.create();

@@ -9,7 +9,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
 import { ThreadBusyError } from "../runs/errors.js";
 import type { ThreadRecord } from "./threads.js";
-import type { RunRecord } from "./records.js";
+import type { RunRecord, SentEvent } from "./records.js";
 import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
@@ -243,9 +243,11 @@ export function registerRunRoutes(
     const run = await runOr404(c);
     if (run instanceof Response) return run;
     const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
+    const modes = (c.req.queries("stream_mode") ?? []).map((mode) => checkOneOf(mode, STREAM_MODES, "stream_mode"));
     // As the Agent Server serves it: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
-    return sse(run.follow(Number.isInteger(lastEventId) ? lastEventId : -1), {});
+    const events = run.follow(Number.isInteger(lastEventId) ? lastEventId : -1);
+    return sse(modes.length === 0 ? events : onlyModes(events, modes), {});
   });
   // As the Agent Server's Runs.delete: the record goes with the run's checkpoints (as a rollback
   // deletes them), holding the thread, so no run builds on them meanwhile. A run not ended is
@@ -320,6 +322,24 @@ function commandOf(command: Record<string, unknown>): Command {
   // `update` as the client sent it: channel values, or a list of [channel, value] pairs.
   const updates = update as Record<string, unknown> | [string, unknown][] | undefined;
   return new Command({ ...(sends.length > 0 ? { goto: sends } : {}), update: updates, resume });
+}
+
+/**
+ * The events of `modes` among `events` (a subgraph's `<mode>|<namespace>`
+ * too; `messages-tuple` is sent as `messages`), and the run's own: its
+ * `metadata` and an `error`. Their ids stay: `Last-Event-ID` still resumes.
+ */
+async function* onlyModes(events: AsyncGenerator<SentEvent>, modes: readonly StreamMode[]): AsyncGenerator<SentEvent> {
+  const names = new Set<string>([
+    "metadata",
+    "error",
+    ...modes.map((mode) => (mode === "messages-tuple" ? "messages" : mode)),
+  ]);
+  try {
+    for await (const event of events) if (names.has(event.event.split("|")[0]!)) yield event;
+  } finally {
+    await events.return(undefined);
+  }
 }
 
 /** A server-sent-events response of `events`; the run goes on if the client leaves. */
