@@ -63,6 +63,36 @@ describe("threads", () => {
     expect(Object.keys(found!).sort()).toEqual(["created_at", "metadata", "status", "thread_id", "updated_at"]);
   });
 
+  // Once dropped: every field answered whatever select named, and extract was taken and never answered.
+  it("search, state and history answer only the fields select names (values.<key>: that key); extract is refused", async () => {
+    const { client, server } = await setup();
+    const thread = await client.threads.create({ metadata: { user: "ann" } });
+    await client.runs.wait(thread.thread_id, "agent", { input: human("hi") });
+    expect(await client.threads.search({ select: ["thread_id", "status"] })).toEqual([
+      { thread_id: thread.thread_id, status: "idle" },
+    ]);
+    const state = await client.threads.getState(thread.thread_id, undefined, { select: ["values.messages", "next"] });
+    expect(Object.keys(state).sort()).toEqual(["next", "values"]);
+    expect(texts(state.values)).toEqual(["human: hi", "ai: echo hi"]);
+    const { checkpoint } = await client.threads.getState(thread.thread_id);
+    for (const at of [checkpoint.checkpoint_id!, checkpoint]) {
+      expect(await client.threads.getState(thread.thread_id, at, { select: ["next"] })).toEqual({ next: [] });
+    }
+    const history = await client.threads.getHistory(thread.thread_id, { select: ["metadata"] });
+    expect(history.map((s) => Object.keys(s))).toEqual([["metadata"], ["metadata"], ["metadata"]]);
+    for (const [route, json, field] of [
+      ["threads/search", { select: ["nope"] }, "select"],
+      ["threads/search", { extract: { last: "values.messages" } }, "extract"],
+      [`threads/${thread.thread_id}/history`, { select: "metadata" }, "select"],
+    ] as const) {
+      const res = await server.fetch(`http://local.invalid/${route}`, { method: "POST", body: JSON.stringify(json) });
+      expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([
+        422,
+        expect.stringContaining(field),
+      ]);
+    }
+  });
+
   it("refuses bad input with 422 and names the field, writing nothing", async () => {
     const { client, server } = await setup();
     await expect(client.threads.search({ limit: -1 })).rejects.toThrow(/422/);

@@ -85,3 +85,19 @@ export function optionalCheckpoint(json: Record<string, unknown>, key: string): 
   optionalObject(checkpoint, "checkpoint_map", `${key}.`);
   return checkpoint;
 }
+
+/**
+ * A `select`: a list of field names each one of `allowed` (or, with
+ * `valuesKeys`, `values.<key>`); none when absent or null.
+ */
+export function selectOf(value: unknown, allowed: readonly string[], valuesKeys: boolean): string[] {
+  if (value === undefined || value === null) return [];
+  const ok = (field: unknown) =>
+    typeof field === "string" && (allowed.includes(field) || (valuesKeys && /^values\..+/.test(field)));
+  if (!Array.isArray(value) || !value.every(ok)) {
+    throw new BadRequest(
+      `select must be a list of ${allowed.join(", ")}${valuesKeys ? " or values.<key>" : ""}; got ${JSON.stringify(value)}.`,
+    );
+  }
+  return value as string[];
+}

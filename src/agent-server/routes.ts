@@ -13,7 +13,7 @@ import { containsJson, type ThreadRecord, type ThreadStatus } from "./threads.js
 import { toJsonText } from "./stream.js";
 import type { ServedGraph } from "./graphs.js";
 import { toThreadState, type Snapshot } from "./state.js";
-import { busy, reply } from "./replies.js";
+import { busy, reply, selected, STATE_FIELDS, THREAD_FIELDS } from "./replies.js";
 import { registerRunRoutes, type RouteContext } from "./run-routes.js";
 
 export type { RouteContext } from "./run-routes.js";
@@ -26,6 +26,7 @@ import {
   optionalNumber,
   optionalObject,
   optionalString,
+  selectOf,
 } from "./input.js";
 
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
@@ -125,9 +126,17 @@ export function createRoutes(context: RouteContext): Hono {
   app.post("/threads/search", async (c) => {
     const json = await body(c);
     const page = { limit: optionalNumber(json, "limit") ?? 10, offset: optionalNumber(json, "offset") ?? 0 };
+    const select = selectOf(json.select, THREAD_FIELDS, false);
+    // Its path syntax is the Agent Server's own (PostgreSQL's): refused rather than guessed or dropped.
+    if (json.extract !== undefined && json.extract !== null) {
+      throw new BadRequest("extract is not served by the local agent server: select the fields, and read them.");
+    }
     const result = await searchThreads(json, page);
     c.header("X-Pagination-Total", String(result.total));
-    return reply(c, result.threads);
+    return reply(
+      c,
+      result.threads.map((thread) => selected(thread, select)),
+    );
   });
   app.post("/threads/count", async (c) => {
     const json = await body(c);
@@ -162,23 +171,31 @@ export function createRoutes(context: RouteContext): Hono {
   });
 
   const emptyState = (): Snapshot => ({ values: {}, next: [], tasks: [] });
-  const readState = async (c: Context, checkpoint: Record<string, unknown>, subgraphs: boolean) => {
+  const readState = async (
+    c: Context,
+    checkpoint: Record<string, unknown>,
+    subgraphs: boolean,
+    select: readonly string[],
+  ) => {
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
     const graph = graphOf(thread);
     const configurable = { ...checkpoint, thread_id: thread.thread_id };
     const snapshot = graph ? await graph.getState({ configurable }, { subgraphs }) : emptyState();
-    return reply(c, toThreadState(snapshot));
+    return reply(c, selected(toThreadState(snapshot), select));
   };
   const subgraphsQuery = (c: Context) => c.req.query("subgraphs") === "true" || c.req.query("subgraphs") === "1";
+  const selectQuery = (c: Context) => selectOf(c.req.queries("select"), STATE_FIELDS, true);
 
-  app.get("/threads/:thread_id/state", (c) => readState(c, {}, subgraphsQuery(c)));
+  app.get("/threads/:thread_id/state", (c) => readState(c, {}, subgraphsQuery(c), selectQuery(c)));
   app.get("/threads/:thread_id/state/:checkpoint_id", (c) =>
-    readState(c, { checkpoint_id: c.req.param("checkpoint_id") }, subgraphsQuery(c)),
+    readState(c, { checkpoint_id: c.req.param("checkpoint_id") }, subgraphsQuery(c), selectQuery(c)),
   );
   app.post("/threads/:thread_id/state/checkpoint", async (c) => {
     const json = await body(c);
-    return readState(c, optionalCheckpoint(json, "checkpoint") ?? {}, optionalBoolean(json, "subgraphs") ?? false);
+    const checkpoint = optionalCheckpoint(json, "checkpoint") ?? {};
+    const select = selectOf(json.select, STATE_FIELDS, true);
+    return readState(c, checkpoint, optionalBoolean(json, "subgraphs") ?? false, select);
   });
   app.post("/threads/:thread_id/state", async (c) => {
     const json = await body(c);
@@ -219,6 +236,7 @@ export function createRoutes(context: RouteContext): Hono {
     const before = beforeOf(json);
     const limit = optionalNumber(json, "limit") ?? 10;
     const filter = optionalObject(json, "metadata");
+    const select = selectOf(json.select, STATE_FIELDS, true);
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
     const graph = graphOf(thread);
@@ -228,7 +246,7 @@ export function createRoutes(context: RouteContext): Hono {
       { configurable: { ...checkpoint, thread_id: thread.thread_id } },
       { limit, before, filter },
     );
-    for await (const snapshot of iterator) states.push(toThreadState(snapshot));
+    for await (const snapshot of iterator) states.push(selected(toThreadState(snapshot), select));
     return reply(c, states);
   };
   app.post("/threads/:thread_id/history", async (c) => history(c, await body(c)));
