@@ -27,13 +27,15 @@ async function askRun(fields: Record<string, unknown>) {
 describe("config", () => {
   // Each once reached LangGraph: a signal or callbacks JSON cannot carry failed the run with a TypeError
   // (answered 200 with __error__, the thread left "error"), a maxConcurrency of 0 or "x" spun the page's
-  // event loop for good (every later request hung), a timeout of "x" failed the run after it was recorded.
+  // event loop for good (every later request hung), a timeout of "x" or a recursion_limit of 0 failed the run
+  // after it was recorded.
   it.each([
     ["signal", { signal: {} }],
     ["callbacks", { callbacks: {} }],
     ["max_concurrency", { max_concurrency: 0 }],
     ["maxConcurrency", { maxConcurrency: "x" }],
     ["timeout", { timeout: "x" }],
+    ["recursion_limit", { recursion_limit: 0 }],
     ["tags", { tags: "x" }],
     ["configurable", { configurable: 5 }],
   ])("config.%s that JSON cannot carry, or of the wrong type, is refused (422) naming it", async (key, config) => {
