@@ -215,11 +215,16 @@ export function createRoutes(context: RouteContext): Hono {
     try {
       // The thread may have been deleted since it was read above: checked again under the lock,
       // as a run checks at its start, or the update would write onto a deleted thread (helper-56).
-      const result = await context.runs.whileIdle(thread.thread_id, async () =>
-        (await threads.get(thread.thread_id))
-          ? await graph.updateState({ configurable }, json.values, asNode)
-          : undefined,
-      );
+      const result = await context.runs.whileIdle(thread.thread_id, async () => {
+        if (!(await threads.get(thread.thread_id))) return undefined;
+        const updated = await graph.updateState({ configurable }, json.values, asNode);
+        // The status follows the state, as a run's end sets it: a node left to run (a breakpoint, or an
+        // update as __start__) is a pause; none, idle (an update answering a breakpoint as the node).
+        const next = (await graph.getState({ configurable: { thread_id: thread.thread_id } }).catch(() => undefined))
+          ?.next;
+        if (next) await threads.patch(thread.thread_id, { status: next.length > 0 ? "interrupted" : "idle" });
+        return updated;
+      });
       if (!result) return reply(c, { error: "Thread not found" }, 404);
       return reply(c, { checkpoint: result.configurable });
     } catch (error) {

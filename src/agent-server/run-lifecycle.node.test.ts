@@ -301,6 +301,25 @@ describe("thread status", () => {
     expect((await client.threads.getState(t.thread_id)).next).toEqual(["agent"]);
     expect((await client.threads.get(t.thread_id)).status).toBe("interrupted");
   });
+
+  // Once left as it was: a thread paused at a breakpoint and answered by an update (as_node: the node
+  // skipped) was listed "interrupted" until its next run, with nothing left to run.
+  it("follows the state after an update: idle once nothing is left to run, interrupted while a node waits", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("x"), interruptBefore: ["agent"] });
+    await client.threads.updateState(t.thread_id, {
+      values: { messages: [{ type: "ai", content: "by hand" }] },
+      asNode: "agent",
+    });
+    expect([(await client.threads.getState(t.thread_id)).next, (await client.threads.get(t.thread_id)).status]).toEqual(
+      [[], "idle"],
+    );
+    await client.threads.updateState(t.thread_id, { values: human("again"), asNode: "__start__" });
+    expect([(await client.threads.getState(t.thread_id)).next, (await client.threads.get(t.thread_id)).status]).toEqual(
+      [["agent"], "interrupted"],
+    );
+  });
 });
 
 describe("runs.wait", () => {
