@@ -15,6 +15,7 @@ import type { ServedGraph } from "./graphs.js";
 import { toThreadState, type Snapshot } from "./state.js";
 import { busy, reply, selected, STATE_FIELDS, THREAD_FIELDS } from "./replies.js";
 import { registerRunRoutes, type RouteContext } from "./run-routes.js";
+import { registerAssistantRoutes } from "./assistants.js";
 
 export type { RouteContext } from "./run-routes.js";
 import {
@@ -260,6 +261,7 @@ export function createRoutes(context: RouteContext): Hono {
   );
 
   registerRunRoutes(app, context, threadOr404);
+  registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
   return app;
 }
 

@@ -1,0 +1,39 @@
+/**
+ * The assistants of a local agent server (assistants.ts): one per served
+ * graph, as the Agent Server makes a graph's default assistant, read through
+ * the SDK's `assistants.search`, `count` and `get`.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { human, texts, type Chat } from "../../test/support/agent-server/timing.js";
+
+afterEach(closeServers);
+
+const setup = () => openServer<Chat>("assistants", false, { graphs: { agent: agentGraph(), helper: agentGraph() } });
+
+describe("assistants", () => {
+  // Once answered 404 (not served): an app listing the graphs it can run with assistants.search failed.
+  it("search, count and get answer one assistant per graph, whose id runs it", async () => {
+    const { client } = await setup();
+    const all = await client.assistants.search({ sortBy: "graph_id", sortOrder: "asc" });
+    expect(all.map((a) => [a.assistant_id, a.graph_id, a.name, a.version])).toEqual([
+      ["agent", "agent", "agent", 1],
+      ["helper", "helper", "helper", 1],
+    ]);
+    expect(all[0]).toMatchObject({ config: {}, context: {}, metadata: { created_by: "system" } });
+    expect(await client.assistants.get("helper")).toEqual(all[1]);
+    expect((await client.assistants.search({ graphId: "helper" })).map((a) => a.assistant_id)).toEqual(["helper"]);
+    expect(await client.assistants.search({ metadata: { created_by: "user" } })).toEqual([]);
+    expect(await client.assistants.search({ limit: 1, offset: 1, sortBy: "name", sortOrder: "desc" })).toEqual([
+      all[0],
+    ]);
+    expect(await client.assistants.count({ name: "agent" })).toBe(1);
+    await expect(client.assistants.get("missing")).rejects.toThrow(/404/);
+    await expect(client.assistants.search({ sortBy: "nope" as never })).rejects.toThrow(/422.*sort_by/);
+
+    const thread = await client.threads.create();
+    const values = await client.runs.wait(thread.thread_id, all[1]!.assistant_id, { input: human("hi") });
+    expect(texts(values)).toEqual(["human: hi", "ai: echo hi"]);
+  });
+});
