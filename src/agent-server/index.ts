@@ -104,6 +104,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     graphs,
     threads,
     runs,
+    store,
     dbName: saver.dbName,
     locks: options.locks,
     copyThread: (sourceThreadId, targetThreadId) => saver.copyThread(sourceThreadId, targetThreadId),

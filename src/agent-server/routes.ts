@@ -16,6 +16,7 @@ import { toThreadState, type Snapshot } from "./state.js";
 import { busy, reply, selected, STATE_FIELDS, THREAD_FIELDS } from "./replies.js";
 import { registerRunRoutes, type RouteContext } from "./run-routes.js";
 import { registerAssistantRoutes } from "./assistants.js";
+import { registerStoreRoutes } from "./store-routes.js";
 
 export type { RouteContext } from "./run-routes.js";
 import {
@@ -262,6 +263,7 @@ export function createRoutes(context: RouteContext): Hono {
 
   registerRunRoutes(app, context, threadOr404);
   registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
+  registerStoreRoutes(app, context.store);
   return app;
 }
 

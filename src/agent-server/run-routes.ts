@@ -4,6 +4,7 @@
  * (runs.ts) and answered in the Agent Server's shapes.
  */
 import type { Context, Hono } from "hono";
+import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import { Command, Send } from "@langchain/langgraph/web";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
@@ -41,6 +42,8 @@ export interface RouteContext {
   deleteThread(threadId: string): Promise<void>;
   /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
+  /** The long-term memory store the graphs get, served by the store routes; none: they answer 404. */
+  store?: BaseStore;
   /** Deletes an ended run's checkpoints, then its record and events (the caller holds its thread). */
   deleteRun(run: RunRecord): Promise<void>;
 }
