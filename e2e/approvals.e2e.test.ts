@@ -1,8 +1,9 @@
 /**
  * The approval card asks through interruptWith (a question inside the tools
- * node, answered with Command({ resume })): approve with the memory edited,
- * reject with a reason the assistant reads; the question survives a reload,
- * shows in a second tab, and leaves both once one tab answers it.
+ * node, answered by its id: Command({ resume: { [id]: answer } })): approve
+ * with the memory edited, reject with a reason the assistant reads; the
+ * question survives a reload, shows in a second tab, and leaves both once
+ * one tab answers it.
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";

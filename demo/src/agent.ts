@@ -10,8 +10,10 @@
  * The approval is asked inside the `tools` node with `interruptWith(config, …)`
  * (LangGraph's `interrupt()` needs AsyncLocalStorage, which the browser lacks).
  * The saver persists the pause, so the question survives a reload; the answer
- * (approve, approve with edited text, or reject with a reason) comes back as
- * `Command({ resume })` and the agent sees its outcome in the ToolMessage.
+ * (approve, approve with edited text, or reject with a reason) comes back by
+ * the question's id, `Command({ resume: { [id]: answer } })` (a stale card in
+ * another tab cannot answer a newer question), and the agent sees its outcome
+ * in the ToolMessage.
  * Threads paused by the earlier demo's static breakpoint (`interruptBefore:
  * ["tools"]`, `next: ["tools"]` without a question) take the same
  * `Command({ resume })`: LangGraph gives it to the first question asked.
@@ -26,6 +28,7 @@ import {
   type BaseCheckpointSaver,
   type BaseStore,
   type LangGraphRunnableConfig,
+  type StateSnapshot,
 } from "@langchain/langgraph/web";
 import { interruptWith } from "./lib.js";
 import { ulid } from "ulid";
@@ -124,6 +127,15 @@ function lastAI(messages: BaseMessage[]): AIMessage | undefined {
 /** The tool calls that wait for approval in a paused state, if any. */
 export function pendingApproval(messages: BaseMessage[]) {
   return (lastAI(messages)?.tool_calls ?? []).filter((call) => call.name === SAVE_MEMORY);
+}
+
+/**
+ * The id of the approval question pending in `snapshot` (LangGraph's
+ * interrupt id), or undefined: none asked (a thread paused by the earlier
+ * demo's breakpoint, before `tools`) or nothing pending. The card answers by it.
+ */
+export function pendingQuestionId(snapshot: StateSnapshot): string | undefined {
+  return snapshot.tasks.find((task) => task.name === APPROVAL_NODE)?.interrupts[0]?.id;
 }
 
 /** What the approval card asks: the memories the pending save_memory calls would keep. */

@@ -7,7 +7,7 @@
 import type { ApprovalAnswer } from "./agent.js";
 import { errorText } from "./errors.js";
 import { RunNotStarted, type RunEvent } from "./runs.js";
-import type { Session } from "./session.js";
+import { QuestionAnsweredError, type Session } from "./session.js";
 import type { Chat } from "./ui/chat.js";
 
 /** What a run started from the page needs: read when events arrive, so always the current values. */
@@ -95,8 +95,11 @@ export function runOnCurrent(
   afterRun(app, id, start(id, eventsFor(app, id)));
 }
 
-/** Answers the approval card of the open thread. */
-export function decide(app: RunTarget, answer: ApprovalAnswer): void {
+/**
+ * Answers the approval card of the open thread: its question `questionId`.
+ * One answered meanwhile in another tab is not answered again: the chat says so.
+ */
+export function decide(app: RunTarget, answer: ApprovalAnswer, questionId: string | undefined): void {
   const id = app.currentId;
   // The composer was disabled while the card waited: enable it first, so the focus can go back to it.
   app.chat.setDisabled(undefined);
@@ -104,5 +107,9 @@ export function decide(app: RunTarget, answer: ApprovalAnswer): void {
   app.chat.focus();
   overtakeReads(app);
   app.chat.setRunning(true);
-  afterRun(app, id, app.session.answer(id, answer, eventsFor(app, id)));
+  const run = app.session.answer(id, answer, eventsFor(app, id), questionId).catch((error: unknown) => {
+    if (error instanceof QuestionAnsweredError && id === app.currentId) app.chat.showError(error.message);
+    throw error;
+  });
+  afterRun(app, id, run);
 }

@@ -6,7 +6,7 @@
  * {@link ViewHost} they are given (the App is one).
  */
 import type { BaseMessage } from "@langchain/core/messages";
-import { APPROVAL_NODE, pendingApproval } from "./agent.js";
+import { APPROVAL_NODE, pendingApproval, pendingQuestionId } from "./agent.js";
 import { refreshHistory, type HistoryHost } from "./app-history.js";
 import { messageOf } from "./errors.js";
 import { branchSwitcher } from "./ui/messages.js";
@@ -58,7 +58,7 @@ export async function refreshView(app: ViewHost): Promise<void> {
     // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
     const problem = app.viewing || app.busyElsewhere ? undefined : app.session.problem(id, snapshot);
     app.chat.showProblem(problem);
-    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running);
+    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running, pendingQuestionId(snapshot));
     app.chat.showViewing(app.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
     app.chat.setDisabled(app.viewing ? "viewing" : paused ? "approval" : undefined);
     if (app.historyOpen) await refreshHistory(app);

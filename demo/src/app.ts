@@ -93,8 +93,8 @@ export class App {
   readonly chat = createChat(
     {
       onSend: (text) => sendMessage(this, text),
-      onApprove: (memories) => decide(this, { decision: "approve", memories }),
-      onReject: (reason) => decide(this, { decision: "reject", reason }),
+      onApprove: (memories, questionId) => decide(this, { decision: "approve", memories }, questionId),
+      onReject: (reason, questionId) => decide(this, { decision: "reject", reason }, questionId),
       onFork: () => void forkViewed(this),
       onBackToLatest: () => void viewCheckpoint(this, undefined),
       onStop: () => this.session.stop(this.currentId),

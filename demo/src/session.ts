@@ -6,7 +6,7 @@
  */
 import { HumanMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import { Command, type StateSnapshot } from "@langchain/langgraph/web";
+import { Command, isUnknownInterruptError, type StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import {
   buildAgent,
@@ -17,6 +17,7 @@ import {
   stamped,
   type Agent,
   type AgentConfigurable,
+  pendingQuestionId,
 } from "./agent.js";
 import { DIMS, HashEmbeddings } from "./embeddings.js";
 import { IndexedDBSaver, IndexedDBStore, exportThread, watchThreadRunning, type SyncStatus } from "./lib.js";
@@ -66,6 +67,14 @@ import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
 
 export { deleteDatabase } from "./vault-migration.js";
+
+/** An approval card's question was answered meanwhile (in another tab): this answer was not given to any question. */
+export class QuestionAnsweredError extends Error {
+  override name = "QuestionAnsweredError";
+  constructor() {
+    super("This question was already answered (in another tab?): your answer was not saved. Here is the thread now.");
+  }
+}
 
 export class Session {
   readonly saver: IndexedDBSaver;
@@ -239,16 +248,34 @@ export class Session {
   }
 
   /**
-   * Answers the paused save_memory question with `Command({ resume })`. A
-   * thread paused by the earlier demo's breakpoint (before `tools`, no
-   * question yet) takes the same answer: LangGraph hands a resume without a
-   * pending question to the first one the node asks.
+   * Answers the paused save_memory question `questionId` (its interrupt id,
+   * see `pendingQuestionId`) with `Command({ resume: { [questionId]: answer } })`:
+   * a card drawn before another tab answered its question cannot answer the
+   * question asked since (it throws {@link QuestionAnsweredError}, nothing
+   * written). A thread paused by the earlier demo's breakpoint (before
+   * `tools`, no question yet, so no id) takes a plain `Command({ resume })`:
+   * LangGraph hands a resume without a pending question to the first one the
+   * node asks.
    */
-  answer(threadId: string, answer: ApprovalAnswer, onEvent: (event: RunEvent) => void): Promise<void> {
+  answer(
+    threadId: string,
+    answer: ApprovalAnswer,
+    onEvent: (event: RunEvent) => void,
+    questionId: string | undefined,
+  ): Promise<void> {
     return enqueueRun(this.#runs, threadId, async () => {
       const state = await this.state(threadId);
+      if (questionId !== undefined && pendingQuestionId(state) !== questionId) throw new QuestionAnsweredError();
       if (!state.next.includes(APPROVAL_NODE)) return;
-      await this.#run(threadId, new Command<ApprovalAnswer, Record<string, never>, never>({ resume: answer }), onEvent);
+      const resume = questionId === undefined ? answer : { [questionId]: answer };
+      try {
+        await this.#run(threadId, new Command({ resume }), onEvent);
+      } catch (error) {
+        // Answered by another tab while this answer waited for the thread: LangGraph's strict resume refused it.
+        if (!isUnknownInterruptError(error)) throw error;
+        this.#runs.failed.delete(threadId);
+        throw new QuestionAnsweredError();
+      }
     });
   }
 

@@ -11,10 +11,13 @@ const REASON_HINT = ["Why not? (the assistant reads this)", "Why not? (optional)
 
 /** What the card's buttons do, and where the focus goes when it goes away. */
 export interface ApprovalActions {
-  /** Save, with the memories as the user left them in the editor (one per pending call). */
-  onApprove(memories: string[]): void;
+  /**
+   * Save, with the memories as the user left them in the editor (one per pending call). `questionId` is
+   * the question the card was drawn for (undefined for a pause that asked none).
+   */
+  onApprove(memories: string[], questionId: string | undefined): void;
   /** Do not save; the agent reads the reason. */
-  onReject(reason: string): void;
+  onReject(reason: string, questionId: string | undefined): void;
   /** The card went away while it had the focus. */
   onGone(): void;
   /** The card appeared or changed: the log may follow it. */
@@ -33,10 +36,20 @@ export function createApproval(actions: ApprovalActions) {
           for (const { target } of entries) fitPlaceholder(target as HTMLInputElement, ...REASON_HINT);
         });
 
-  function show(calls: { name: string; args: Record<string, unknown> }[] | undefined, disabled = false): void {
-    const wasShown = slot.childElementCount > 0;
+  /** The question the card on show answers (its interrupt id). */
+  let shownId: string | undefined;
+
+  function show(
+    calls: { name: string; args: Record<string, unknown> }[] | undefined,
+    disabled = false,
+    questionId?: string,
+  ): void {
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
+    // Another question (another tab answered the one on show, and the agent asked again): a new card.
+    if (questionId !== shownId) replace(slot);
+    shownId = questionId;
+    const wasShown = slot.childElementCount > 0;
     sizing?.disconnect();
     if (!calls || calls.length === 0) {
       replace(slot);
@@ -69,7 +82,11 @@ export function createApproval(actions: ApprovalActions) {
         type: "button",
         testid: "approve",
         disabled: disabled || blank(),
-        onclick: () => actions.onApprove(editors.map((editor) => editor.value)),
+        onclick: () =>
+          actions.onApprove(
+            editors.map((editor) => editor.value),
+            questionId,
+          ),
       },
       "Approve",
     );
@@ -98,7 +115,7 @@ export function createApproval(actions: ApprovalActions) {
           approve,
           h(
             "button",
-            { type: "button", testid: "reject", disabled, onclick: () => actions.onReject(reason.value) },
+            { type: "button", testid: "reject", disabled, onclick: () => actions.onReject(reason.value, questionId) },
             "Reject",
           ),
         ),

@@ -20,9 +20,9 @@ import { editor, renderMessage, text } from "./messages.js";
 export interface ChatActions {
   onSend(text: string): void;
   /** Save, with the memories as the user left them in the editor (one per pending call). */
-  onApprove(memories: string[]): void;
+  onApprove(memories: string[], questionId: string | undefined): void;
   /** Do not save; the agent reads the reason. */
-  onReject(reason: string): void;
+  onReject(reason: string, questionId: string | undefined): void;
   onFork(): void;
   onBackToLatest(): void;
   onStop(): void;
@@ -88,8 +88,8 @@ export function createChat(actions: ChatActions, top?: Node) {
   });
   const banner = h("div", { class: "viewing-banner", hidden: true });
   const approval = createApproval({
-    onApprove: (memories) => actions.onApprove(memories),
-    onReject: (reason) => actions.onReject(reason),
+    onApprove: (memories, questionId) => actions.onApprove(memories, questionId),
+    onReject: (reason, questionId) => actions.onReject(reason, questionId),
     onGone: () => composer.focus(),
     onShown: () => scroll.followSoon(),
   });

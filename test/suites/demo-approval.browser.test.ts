@@ -1,0 +1,129 @@
+/**
+ * The demo's approval answers, on the demo's Session in Chromium on its real
+ * databases. A card answers its question by id: a stale card (another tab
+ * answered it, and the thread asked a new question since) cannot answer the
+ * new one. The demo's threads paused by its earlier static breakpoint
+ * (`interruptBefore: ["tools"]`, no question asked yet) are on users' disks:
+ * answering them with the approval card's answer still saves (or rejects) the
+ * memory.
+ */
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { afterEach, expect, it } from "vitest";
+import { APPROVAL_NODE, listMemories, pendingQuestionId } from "../../demo/src/agent.js";
+import { eraseEverything } from "../../demo/src/boot.js";
+import { Session } from "../../demo/src/session.js";
+import { createApproval } from "../../demo/src/ui/approval.js";
+import { plainVault } from "../../demo/src/settings.js";
+import { DemoDB } from "../../demo/src/threads-db.js";
+
+let session: Session | undefined;
+let db = new DemoDB();
+afterEach(async () => {
+  await session?.close();
+  await eraseEverything(db);
+  // Erased means deleted and closed: the next test opens its own.
+  db = new DemoDB();
+});
+
+/** A thread paused as the earlier demo paused it: before `tools`, with no interrupt recorded. */
+async function legacyPause(s: Session, threadId: string, text: string): Promise<void> {
+  await s.agent.invoke(
+    { messages: [new HumanMessage(text)] },
+    { ...s.config(threadId), interruptBefore: [APPROVAL_NODE] },
+  );
+  const state = await s.state(threadId);
+  expect(state.next).toEqual([APPROVAL_NODE]);
+  expect(state.tasks.flatMap((task) => task.interrupts)).toEqual([]);
+}
+
+it("an old breakpoint pause resumes with an edit, and another with a rejection", async () => {
+  session = await Session.open(db, plainVault);
+  await legacyPause(session, "old-1", "remember that my favourite tree is the oak");
+  await session.answer(
+    "old-1",
+    { decision: "approve", memories: ["my favourite tree is the birch"] },
+    () => {},
+    undefined,
+  );
+  const saved = await session.state("old-1");
+  expect(saved.next).toEqual([]);
+  const texts = (saved.values.messages as BaseMessage[]).map((m) => String(m.content));
+  expect(texts.at(-1)).toContain("birch");
+  expect((await listMemories(session.store, session.userId)).map((m) => m.text)).toEqual([
+    "my favourite tree is the birch",
+  ]);
+
+  await legacyPause(session, "old-2", "remember that my pin is 1234");
+  await session.answer("old-2", { decision: "reject", reason: "a secret" }, () => {}, undefined);
+  const rejected = await session.state("old-2");
+  expect(rejected.next).toEqual([]);
+  expect(String((rejected.values.messages as BaseMessage[]).at(-1)?.content)).toContain("you said: a secret");
+  expect(await listMemories(session.store, session.userId)).toHaveLength(1);
+});
+
+it("a stale card's answer is refused by its question's id, not given to the question asked since", async () => {
+  session = await Session.open(db, plainVault);
+  await session.send("t", "remember that my favourite tree is the oak", () => {});
+  const oak = pendingQuestionId(await session.state("t"));
+  expect(oak).toBeTypeOf("string");
+  // One tab answers; the conversation goes on to a second question.
+  await session.answer("t", { decision: "approve" }, () => {}, oak);
+  await session.send("t", "remember that my pin is 1234", () => {});
+  const pin = pendingQuestionId(await session.state("t"));
+  expect(pin).not.toBe(oak);
+  // The other tab's card, still on the oak, answers with its edit: refused, nothing written.
+  await expect(
+    session.answer("t", { decision: "approve", memories: ["my favourite tree is the birch"] }, () => {}, oak),
+  ).rejects.toThrow(/already answered/);
+  expect(pendingQuestionId(await session.state("t"))).toBe(pin);
+  expect((await listMemories(session.store, session.userId)).map((m) => m.text)).toEqual([
+    "my favourite tree is the oak",
+  ]);
+
+  // Two tabs answer the pin at once: the one that waited for the other's run is refused under the thread's lock.
+  const other = await Session.open(db, plainVault);
+  try {
+    const answers = [
+      session.answer("t", { decision: "reject", reason: "a secret" }, () => {}, pin),
+      other.answer("t", { decision: "approve", memories: ["my pin is 0000"] }, () => {}, pin),
+    ];
+    const [mine, theirs] = await Promise.allSettled(answers);
+    expect(mine.status).toBe("fulfilled");
+    expect(theirs).toMatchObject({ status: "rejected", reason: { name: "QuestionAnsweredError" } });
+  } finally {
+    await other.close();
+  }
+  expect(await listMemories(session.store, session.userId)).toHaveLength(1);
+});
+
+it("the card drawn for another question starts afresh: an edit typed for the one before is not carried over", () => {
+  const answers: [string[], string | undefined][] = [];
+  let gone = 0;
+  const card = createApproval({
+    onApprove: (memories, questionId) => answers.push([memories, questionId]),
+    onReject: () => {},
+    onGone: () => gone++,
+    onShown: () => {},
+  });
+  document.body.append(card.el);
+  try {
+    const editor = () => card.el.querySelector<HTMLTextAreaElement>('[data-testid="approval-args"]')!;
+    card.show([{ name: "save_memory", args: { memory: "my favourite tree is the oak" } }], false, "q1");
+    editor().value = "my favourite tree is the elm";
+    // The same question drawn again (a refresh) keeps the edit.
+    card.show([{ name: "save_memory", args: { memory: "my favourite tree is the oak" } }], false, "q1");
+    expect(editor().value).toBe("my favourite tree is the elm");
+    // Another tab answered it and the agent asked again before this tab saw the thread without a card.
+    card.show([{ name: "save_memory", args: { memory: "my pin is 1234" } }], false, "q2");
+    expect(editor().value).toBe("my pin is 1234");
+    card.el.querySelector<HTMLButtonElement>('[data-testid="approve"]')!.click();
+    expect(answers).toEqual([[["my pin is 1234"], "q2"]]);
+    // Answered elsewhere, the card goes while it has the focus: the focus is handed on (to the composer).
+    card.el.querySelector<HTMLButtonElement>('[data-testid="approve"]')!.focus();
+    card.show(undefined);
+    expect(card.el.childElementCount).toBe(0);
+    expect(gone).toBe(1);
+  } finally {
+    card.el.remove();
+  }
+});
