@@ -29,12 +29,21 @@ test("a conversation is still there after a reload", async () => {
   for (const time of times) expect(Math.abs(Date.now() - Date.parse(time!))).toBeLessThan(120_000);
   await expect.poll(() => page.title()).toBe("Hello there · IndexedDB LangGraph chat");
   await screenshot(page, "chat");
+  // A half-typed message survives the reload too.
+  await page.getByTestId("composer").fill("a thought I have not finished");
 
   await page.reload();
   await ready(page);
   await page.locator('[data-testid="message"]').nth(3).waitFor();
   expect(await transcript(page)).toEqual(before);
   await expect.poll(() => page.getByTestId("thread").first().textContent()).toContain("Hello there");
+  await expect.poll(() => page.getByTestId("composer").inputValue()).toBe("a thought I have not finished");
+  // Sent, it is no draft any more: the next reload starts with an empty composer.
+  await send(page, "a thought I have now finished");
+  await page.reload();
+  await ready(page);
+  await page.locator('[data-testid="message"]').nth(5).waitFor();
+  expect(await page.getByTestId("composer").inputValue()).toBe("");
 });
 
 test("two threads stay apart", async () => {

@@ -58,6 +58,11 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   // The thread from before the lock was re-encrypted, its plaintext deleted; its instructions sealed.
   expect(await plaintextHits(page, before)).toEqual([]);
   expect(await plaintextHits(page, instructions)).toEqual([]);
+  // A half-typed message is kept across the reload and the lock screen, sealed: not in the tab's storage as typed.
+  const draft = `draft-${Math.random().toString(36).slice(2, 10)}`;
+  await page.getByTestId("composer").fill(`unsent ${draft}`);
+  await expect.poll(() => page.evaluate(() => Object.keys(sessionStorage).length)).toBeGreaterThan(0);
+  expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain(draft);
 
   await page.reload();
   await page.getByTestId("unlock-passphrase").waitFor();
@@ -74,6 +79,7 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   await ready(page);
   await expect.poll(() => transcript(page)).toContain(`user: the marker is ${after}`);
   expect(await page.getByTestId("unlock-error").count()).toBe(0);
+  expect(await page.getByTestId("composer").inputValue()).toBe(`unsent ${draft}`);
 
   // The older thread came along, the deleted one did not.
   await expect.poll(() => page.getByTestId("thread").count()).toBe(2);

@@ -18,6 +18,7 @@ import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
+import { createDraftKeeper } from "./drafts.js";
 import { describeSync } from "./sync.js";
 import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
@@ -74,6 +75,8 @@ export class App {
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
   #sidebarGaveWay = false;
+  /** The composer's unsent text, kept across a reload (sealed when locked). */
+  readonly #drafts = createDraftKeeper();
 
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
@@ -93,6 +96,7 @@ export class App {
   readonly chat = createChat(
     {
       onSend: (text) => sendMessage(this, text),
+      onDraft: (text) => void this.#drafts.save(this.session.vault, text),
       onApprove: (memories, questionId) => decide(this, { decision: "approve", memories }, questionId),
       onReject: (reason, questionId) => decide(this, { decision: "reject", reason }, questionId),
       onFork: () => void forkViewed(this),
@@ -175,6 +179,8 @@ export class App {
       },
       error: (e: unknown) => console.warn("lock query", e),
     });
+    // The draft of this tab from before a reload (or the lock screen), before attach keeps the composer's.
+    void this.#drafts.load(session.vault).then((text) => this.chat.setDraft(text));
     this.attach(session);
     this.openThread(this.currentId);
     // Ready to type, except on a phone: there the focus would open its keyboard over the page unasked.
@@ -185,6 +191,8 @@ export class App {
   attach(session: Session): void {
     this.#unsubscribe();
     this.session = session;
+    // A lock change: the draft is sealed again for the new vault (the old key no longer opens it).
+    if (this.chat.draft) void this.#drafts.save(session.vault, this.chat.draft);
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked

@@ -4,6 +4,7 @@
  * offers to erase everything). Apart from the App, which it never sees: it
  * hands the opened session to the `start` it is given.
  */
+import { createDraftKeeper } from "./drafts.js";
 import { Session, deleteDatabase } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import type { DemoDB } from "./threads-db.js";
@@ -19,6 +20,8 @@ export async function eraseEverything(db: DemoDB): Promise<void> {
     Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]),
   );
   await db.delete();
+  // The composer's draft of this tab too.
+  if (typeof sessionStorage !== "undefined") createDraftKeeper().clear();
 }
 
 /**

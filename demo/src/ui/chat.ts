@@ -19,6 +19,8 @@ import { editor, renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
   onSend(text: string): void;
+  /** The composer's text changed (typed, sent, put back): the draft to keep across a reload. */
+  onDraft(text: string): void;
   /** Save, with the memories as the user left them in the editor (one per pending call). */
   onApprove(memories: string[], questionId: string | undefined): void;
   /** Do not save; the agent reads the reason. */
@@ -143,6 +145,7 @@ export function createChat(actions: ChatActions, top?: Node) {
     if (!value || disabledReason) return;
     composer.value = "";
     autosize();
+    actions.onDraft("");
     actions.onSend(value);
   }
   function autosize(): void {
@@ -172,7 +175,10 @@ export function createChat(actions: ChatActions, top?: Node) {
     const touch = !disabledReason && phoneScreen.matches;
     composer.placeholder = !touch && fitsOneLine(composer, full) ? full : short;
   }
-  composer.addEventListener("input", autosize);
+  composer.addEventListener("input", () => {
+    autosize();
+    actions.onDraft(composer.value);
+  });
   showHint();
   phoneScreen.addEventListener("change", showHint);
   const scroll = createFollower(log, showHint);
@@ -258,7 +264,18 @@ export function createChat(actions: ChatActions, top?: Node) {
       if (composer.value.trim()) return;
       composer.value = value;
       autosize();
+      actions.onDraft(value);
       composer.focus();
+    },
+    /** Puts a draft kept from before a reload in the composer, unless something is typed already. */
+    setDraft(value: string): void {
+      if (composer.value.trim()) return;
+      composer.value = value;
+      autosize();
+    },
+    /** The composer's text as it stands. */
+    get draft(): string {
+      return composer.value;
     },
     /** Focuses "Fork from here", when an older checkpoint is on view. */
     focusFork(): void {
