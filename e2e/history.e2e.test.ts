@@ -23,7 +23,7 @@ async function importFixture(page: Page, path: string): Promise<string> {
     const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
     const session = await Session.open(new DemoDB(), plainVault);
     const bytes = Uint8Array.from(atob(${JSON.stringify(base64)}), (c) => c.charCodeAt(0));
-    const threadId = await session.importThread(new Blob([bytes]), "history.lgthread");
+    const { threadId } = await session.importThread(new Blob([bytes]), "history.lgthread");
     await session.close();
     return threadId;
   })()`);

@@ -86,6 +86,19 @@ test("storage view, export, delete and import a thread", async () => {
   // The imported thread goes on.
   await send(page, "after import");
   expect(await transcript(page)).toHaveLength(kept.length + 2);
+
+  // The same file again: the conversation is here already (gone on since). Said, nothing imported.
+  await page.getByTestId("settings").click();
+  await page.locator("#import-file").setInputFiles(file);
+  await page.getByText(/^This conversation is already here: “keep this one/).waitFor();
+  expect(await page.getByTestId("thread").count()).toBe(2);
+  // A copy only when asked for: then a third thread, open behind the closed dialog, as the file has it.
+  await page.getByRole("button", { name: "Import a copy anyway" }).click();
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(3);
+  await expect
+    .poll(() => page.locator("dialog.settings").evaluate((dialog) => (dialog as HTMLDialogElement).open))
+    .toBe(false);
+  await expect.poll(() => transcript(page)).toEqual(kept);
 });
 
 /** Answers like an OpenAI-compatible endpoint, one scripted reply per request. */

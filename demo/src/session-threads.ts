@@ -8,7 +8,7 @@
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import type { StateSnapshot } from "@langchain/langgraph/web";
+import { MemorySaver, type StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import { importThread, type IndexedDBSaver } from "./lib.js";
 import { titlePlace, type Vault } from "./settings.js";
@@ -136,7 +136,20 @@ export async function checkpointBeforeAnswer(state: ReadState, threadId: string,
   return found;
 }
 
-/** Imports a thread file under a new id, with a sidebar row titled from it; returns the id. */
+/** What an import did: the thread it wrote, or the one already holding the file's conversation. */
+export interface ImportOutcome {
+  threadId: string;
+  /** True when nothing was imported: `threadId` already holds the file's latest checkpoint. */
+  alreadyHere: boolean;
+}
+
+/**
+ * Imports a thread file under a new id, with a sidebar row titled from it.
+ * A file whose conversation is here already (a thread holds its latest
+ * checkpoint: the same file imported twice, or exported from this browser,
+ * the thread maybe gone on since) is not imported again, unless `copy` asks
+ * for a copy: importing twice made a second thread, unsaid.
+ */
 export async function importThreadFile(
   db: DemoDB,
   vault: Vault,
@@ -144,13 +157,37 @@ export async function importThreadFile(
   state: ReadState,
   file: Blob,
   fileName: string,
-): Promise<string> {
+  copy = false,
+): Promise<ImportOutcome> {
+  if (!copy) {
+    const holder = await threadHolding(saver, file);
+    if (holder !== undefined) return { threadId: holder, alreadyHere: true };
+  }
   const threadId = ulid();
   await importThread(saver, file, { targetThreadId: threadId });
   const first = firstQuestion(messagesOf(await state(threadId)));
   const title = first !== undefined ? titleFrom(first) : fileName.replace(/\.[^.]+$/, "");
   await db.touch(threadId, () => vault.seal(`${title} (imported)`, titlePlace(threadId)));
-  return threadId;
+  return { threadId, alreadyHere: false };
+}
+
+/**
+ * The thread of `saver` that holds the file's latest root checkpoint (by its
+ * id, which an import keeps), if any. The file is read into a memory saver
+ * first: the same reading and checks as the import, nothing written here.
+ */
+async function threadHolding(saver: IndexedDBSaver, file: Blob): Promise<string | undefined> {
+  const probe = new MemorySaver();
+  // Under an id of its own, as the import writes it: the file's own id may be one a saver refuses.
+  await importThread(probe, file, { targetThreadId: "probe" });
+  const latest = await probe.getTuple({ configurable: { thread_id: "probe", checkpoint_ns: "" } });
+  const head = latest?.config.configurable?.checkpoint_id as string | undefined;
+  if (head === undefined) return undefined;
+  for await (const thread of saver.listThreads({ count: false })) {
+    const config = { configurable: { thread_id: thread.threadId, checkpoint_ns: "", checkpoint_id: head } };
+    if (await saver.getTuple(config)) return thread.threadId;
+  }
+  return undefined;
 }
 
 /** Threads in the saver without a sidebar row (imported elsewhere, or a row lost): list them. */

@@ -58,6 +58,7 @@ import {
   firstQuestion,
   followFirstQuestion,
   importThreadFile,
+  type ImportOutcome,
   lastAnswer,
   messagesOf,
   timeline,
@@ -302,9 +303,12 @@ export class Session {
     return exportThread(this.saver, threadId);
   }
 
-  /** Imports a thread file under a new id; returns the id. */
-  importThread(file: Blob, fileName: string): Promise<string> {
-    return importThreadFile(this.db, this.vault, this.saver, (id) => this.state(id), file, fileName);
+  /**
+   * Imports a thread file under a new id; a file whose conversation is here
+   * already is not imported again unless `copy` (see session-threads.ts).
+   */
+  importThread(file: Blob, fileName: string, copy = false): Promise<ImportOutcome> {
+    return importThreadFile(this.db, this.vault, this.saver, (id) => this.state(id), file, fileName, copy);
   }
 
   /** The user's memories, oldest first. */

@@ -73,21 +73,35 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
   const importStatus = h("p", { class: "status", role: "status" });
   // Under the table of threads it is about (it was written in the import's line, under the file field).
   const exportStatus = h("p", { class: "status", role: "status", testid: "export-status" });
-  importInput.addEventListener("change", () => {
-    const file = importInput.files?.[0];
-    if (!file) return;
+  /** Imports `file`; a conversation here already is said, with a way to it and a copy only when asked for. */
+  function importFile(file: File, copy: boolean): void {
     importStatus.textContent = "Importing…";
-    session.importThread(file, file.name).then(
-      (threadId) => {
-        importStatus.textContent = "Imported.";
+    session.importThread(file, file.name, copy).then(
+      ({ threadId, alreadyHere }) => {
         importInput.value = "";
-        onImported(threadId);
+        if (!alreadyHere) {
+          importStatus.textContent = "Imported.";
+          onImported(threadId);
+          return;
+        }
+        const title = context.threads().find((thread) => thread.id === threadId)?.title ?? "a thread";
+        replace(
+          importStatus,
+          `This conversation is already here: “${title}”. Nothing was imported. `,
+          h("button", { type: "button", onclick: () => onImported(threadId) }, "Open it"),
+          " ",
+          h("button", { type: "button", onclick: () => importFile(file, true) }, "Import a copy anyway"),
+        );
       },
       (error: unknown) => {
         importStatus.textContent = importFailure(error);
         importInput.value = "";
       },
     );
+  }
+  importInput.addEventListener("change", () => {
+    const file = importInput.files?.[0];
+    if (file) importFile(file, false);
   });
 
   async function measure(): Promise<void> {
