@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page, Route } from "playwright";
 import { expect, inject, test } from "vitest";
-import { ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
+import { editDemoDb, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -216,6 +216,25 @@ test("a sync server that does not answer reads as such, not as the browser being
   const page = await harness().page();
   await ready(page);
   await send(page, "a turn waiting to sync");
+  await page.getByTestId("settings").click();
+  // An address without its scheme is refused as typed, and not kept: the next start still opens the app.
+  await page.getByTestId("sync-url").fill("localhost:8787");
+  await page.getByTestId("sync-token").fill("any-token");
+  await page.getByTestId("sync-save").click();
+  await page.getByText(/^Could not sync: .*http\(s\)/).waitFor();
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => page.getByTestId("sync-status").textContent()).toBe("Sync off");
+  // One an earlier version kept: the app starts with sync off and says why.
+  await editDemoDb(
+    page,
+    "settings",
+    `store.put({ key: "sync", value: ${JSON.stringify(JSON.stringify({ url: "localhost:8787", token: "t" }))} });`,
+  );
+  await page.reload();
+  await ready(page);
+  expect(await page.getByTestId("vault-problem").textContent()).toMatch(/sync settings.*http\(s\)/);
+  await expect.poll(() => page.getByTestId("sync-status").textContent()).toBe("Sync off");
   await page.getByTestId("settings").click();
   // A port just freed: nothing listens there, every request is refused while the page is online.
   const port = await new Promise<number>((resolve) => {

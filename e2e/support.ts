@@ -159,6 +159,30 @@ export async function lockWith(page: Page, passphrase: string): Promise<void> {
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
 }
 
+/**
+ * Runs `edit` (a function body with `store` in scope) on an object store of
+ * the demo's database with raw IndexedDB, as a file edit would. A string
+ * evaluated by Playwright: the page's CSP rightly forbids `new Function`.
+ */
+export function editDemoDb(page: Page, store: "settings" | "threads", edit: string): Promise<unknown> {
+  return page.evaluate(`(async () => {
+    const db = await new Promise((resolve, reject) => {
+      const request = indexedDB.open("langgraph-demo");
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const tx = db.transaction(${JSON.stringify(store)}, "readwrite");
+    const store = tx.objectStore(${JSON.stringify(store)});
+    const result = await (async () => { ${edit} })();
+    await new Promise((resolve, reject) => {
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+    });
+    db.close();
+    return result;
+  })()`);
+}
+
 /** Waits until the chat is ready for input. */
 export async function ready(page: Page): Promise<void> {
   await page.getByTestId("composer").waitFor();

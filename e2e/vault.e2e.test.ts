@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { lockWith, plaintextHits, ready, send, transcript, useHarness } from "./support.js";
+import { editDemoDb, lockWith, plaintextHits, ready, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
@@ -20,30 +20,6 @@ async function lock(page: Page, passphrase = PASSPHRASE): Promise<void> {
 async function unlockWith(page: Page, passphrase = PASSPHRASE): Promise<void> {
   await page.getByTestId("unlock-passphrase").fill(passphrase);
   await page.getByTestId("unlock").click();
-}
-
-/**
- * Runs `edit` (a function body with `store` in scope) on an object store of
- * the demo's database with raw IndexedDB, as a file edit would. A string
- * evaluated by Playwright: the page's CSP rightly forbids `new Function`.
- */
-function editDemoDb(page: Page, store: "settings" | "threads", edit: string): Promise<unknown> {
-  return page.evaluate(`(async () => {
-    const db = await new Promise((resolve, reject) => {
-      const request = indexedDB.open("langgraph-demo");
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-    });
-    const tx = db.transaction(${JSON.stringify(store)}, "readwrite");
-    const store = tx.objectStore(${JSON.stringify(store)});
-    const result = await (async () => { ${edit} })();
-    await new Promise((resolve, reject) => {
-      tx.oncomplete = resolve;
-      tx.onerror = () => reject(tx.error);
-    });
-    db.close();
-    return result;
-  })()`);
 }
 
 const databaseNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));

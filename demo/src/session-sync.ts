@@ -28,20 +28,27 @@ export class SyncLink {
     readonly onSynced: () => void,
   ) {}
 
-  /** (Re)starts the client for `settings`; stops it when they name no server. */
+  /**
+   * (Re)starts the client for `settings`; stops it when they name no server.
+   * Settings the client refuses (an address without http(s)://) throw here,
+   * and the client running before goes on as it was.
+   */
   start(settings: SyncSettings): void {
-    this.settings = settings;
-    this.close();
     const { url, token } = settings;
-    if (!url || !token) {
-      this.#setStatus(STOPPED);
-      return;
-    }
     // One app whether the database is locked or not (each has its own dbName): a locked device and a
     // plain one of the same user then meet, and the sync says why they cannot share threads. Live push
     // (on by default) brings another device's turn within about a second; the interval is only the
     // fallback for when its long poll is down.
-    const client = new SyncClient({ saver: this.saver, url, token, app: "langgraph-demo", intervalMs: 60_000 });
+    const client =
+      url && token
+        ? new SyncClient({ saver: this.saver, url, token, app: "langgraph-demo", intervalMs: 60_000 })
+        : undefined;
+    this.settings = settings;
+    this.close();
+    if (!client) {
+      this.#setStatus(STOPPED);
+      return;
+    }
     this.#client = client;
     client.subscribe((status) => {
       if (this.#client !== client) return;

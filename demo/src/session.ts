@@ -66,6 +66,7 @@ import {
 } from "./session-threads.js";
 import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
+import { messageOf } from "./errors.js";
 
 export { deleteDatabase } from "./vault-migration.js";
 
@@ -125,8 +126,13 @@ export class Session {
     await session.store.search(memoryNamespace(userId), { limit: 1 });
     await session.#adoptUnlistedThreads();
     const sync = await refusing(loadSyncSettings(db, vault), "sync settings", NO_SYNC, problems);
+    try {
+      session.#sync.start(sync);
+    } catch (error) {
+      // Kept by an earlier version, which saved what the client then refused: the app starts, sync off.
+      problems.push(`The sync settings could not be used, so sync is off: ${messageOf(error)} Fix them in Settings.`);
+    }
     session.problems.push(...problems);
-    session.#sync.start(sync);
     return session;
   }
 
@@ -399,10 +405,20 @@ export class Session {
     return this.#sync.settings;
   }
 
-  /** Saves where to sync (sealed like the other settings) and restarts sync there. */
+  /**
+   * Restarts sync at `settings` and saves them (sealed like the other
+   * settings). Settings the sync client refuses throw first and are not
+   * saved: kept, they stopped the app at its next start.
+   */
   async setSync(settings: SyncSettings): Promise<void> {
-    await saveSyncSettings(this.db, this.vault, settings);
+    const before = this.#sync.settings;
     this.#sync.start(settings);
+    try {
+      await saveSyncSettings(this.db, this.vault, settings);
+    } catch (error) {
+      this.#sync.start(before);
+      throw error;
+    }
   }
 
   /** One sync round now (the Settings button); resolves when both sides agree. */
