@@ -89,6 +89,9 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   // And the session keeps working, still encrypted.
   await send(page, `more ${after}`);
   expect(await plaintextHits(page, after)).toEqual([]);
+  // An export is a plain file (it imports anywhere): Settings says so beside the Export buttons of a locked app.
+  await page.getByTestId("settings").click();
+  expect(await page.getByTestId("export-note").textContent()).toMatch(/not encrypted/);
 });
 
 test("change the passphrase, remove the lock; erasing asks first", async () => {

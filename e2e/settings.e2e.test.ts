@@ -35,6 +35,8 @@ test("storage view, export, delete and import a thread", async () => {
   await page.getByRole("button", { name: "Request persistent storage" }).click();
   await page.getByText(/Storage is persistent|declined/).waitFor();
   expect(sizes.some((size) => size !== "0 B")).toBe(true);
+  // Unlocked, nothing is encrypted: no note that exports are not.
+  expect(await page.getByTestId("export-note").count()).toBe(0);
   await screenshot(page, "settings");
 
   const download = page.waitForEvent("download");

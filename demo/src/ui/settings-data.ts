@@ -209,6 +209,15 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
       ),
       table,
     ),
+    // A locked app encrypts what it keeps; an export (a plain file, so that it imports anywhere, even after
+    // the passphrase changed or the lock was removed) would be the one plaintext copy, unsaid.
+    session.vault.locked
+      ? h(
+          "p",
+          { class: "muted", testid: "export-note" },
+          "Exported files are not encrypted: anyone who has the file can read the conversation. Keep it somewhere safe.",
+        )
+      : null,
     exportStatus,
     totals,
     persist,
