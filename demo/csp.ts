@@ -36,6 +36,36 @@ const directives: Record<string, string[]> = {
   "form-action": ["'none'"],
 };
 
+/**
+ * Why this policy's `connect-src` refuses a request from a page at `origin`
+ * to `url`, in words, or undefined when it allows it. Settings check a
+ * server's address with it first: the browser's refusal reaches the page
+ * only as a failed fetch, which read as a server that does not answer.
+ */
+export function connectRefusal(url: string, origin: string): string | undefined {
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return undefined;
+  }
+  // Not a server's address at all ("localhost:8787" reads as scheme "localhost:"): for its user to refuse.
+  if (!["http:", "https:", "ws:", "wss:"].includes(target.protocol)) return undefined;
+  const allowed = directives["connect-src"]!.some((source) => {
+    if (source === "'self'") return target.origin === origin;
+    if (/^[a-z]+:$/.test(source)) return target.protocol === source;
+    const match = /^([a-z]+:)\/\/([^:/]+)(?::(\*|\d+))?$/.exec(source);
+    return (
+      match !== null &&
+      target.protocol === match[1] &&
+      target.hostname === match[2] &&
+      (match[3] === "*" || target.port === (match[3] ?? ""))
+    );
+  });
+  if (allowed) return undefined;
+  return "This page may use plain http:// only for a server on this machine (localhost or 127.0.0.1): use https:// for one on another machine.";
+}
+
 function serialize(entries: Record<string, string[]>): string {
   return Object.entries(entries)
     .map(([name, values]) => `${name} ${values.join(" ")}`)

@@ -99,6 +99,15 @@ test("an endpoint that cannot be reached is said so, not taken for one that offe
   expect(await page.getByText(/offers no list of models/).count()).toBe(0);
   // The refused connection is reported in the console; that one is expected.
   harness().errors.splice(0);
+
+  // A plain-http server on another machine (Ollama on the LAN): the page's own policy forbids it. Said as such,
+  // not as a server that does not answer, and not saved; nothing is asked of it.
+  await page.getByRole("textbox", { name: "Base URL" }).fill("http://192.168.1.20:11434/v1");
+  await page.getByTestId("list-models").click();
+  await page.getByText(/^This page may use plain http:\/\/ only for a server on this machine/).waitFor();
+  await page.getByRole("button", { name: "Save model" }).click();
+  await page.getByText(/^Could not save: This page may use plain http:\/\/ only/).waitFor();
+  expect(harness().errors).toEqual([]);
 });
 
 test("without a list, the model is typed; a thread's custom instructions reach it before that thread's conversation only", async () => {

@@ -238,6 +238,14 @@ test("a sync server that does not answer reads as such, not as the browser being
   expect(await page.getByTestId("vault-problem").textContent()).toMatch(/sync settings.*http\(s\)/);
   await expect.poll(() => page.getByTestId("sync-status").textContent()).toBe("Sync off");
   await page.getByTestId("settings").click();
+  // A plain-http server on another machine: the page's own policy forbids it, said as such (nothing is asked of it).
+  await page.getByTestId("sync-url").fill("http://192.168.1.20:8787");
+  await page.getByTestId("sync-token").fill("any-token");
+  await page.getByTestId("sync-save").click();
+  await page
+    .getByText(/^Could not sync: This page may use plain http:\/\/ only for a server on this machine/)
+    .waitFor();
+  expect(harness().errors).toEqual([]);
   // A port just freed: nothing listens there, every request is refused while the page is online.
   const port = await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, "127.0.0.1", () => {

@@ -4,7 +4,13 @@
  * streamed over server-sent events with plain `fetch`.
  */
 import { AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import { connectRefusal } from "../csp.js";
 import type { ModelSettings } from "./settings.js";
+
+/** An address the page's own Content-Security-Policy forbids (see csp.ts `connectRefusal`): nothing was asked of it. */
+export class PolicyRefusal extends Error {
+  override name = "PolicyRefusal";
+}
 
 /** A chat model as the agent node uses it. */
 export interface ChatModel {
@@ -355,6 +361,8 @@ export function modelFor(settings: ModelSettings): ChatModel {
  * endpoints do not, and the model's name is then typed.
  */
 export async function listModels(settings: Pick<ModelSettings, "baseUrl" | "apiKey">): Promise<string[]> {
+  const refused = connectRefusal(settings.baseUrl, location.origin);
+  if (refused) throw new PolicyRefusal(refused);
   const url = `${settings.baseUrl.replace(/\/+$/, "")}/models`;
   const response = await fetch(url, {
     headers: settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {},

@@ -4,6 +4,7 @@
  * `Session` because it has its own life: restarted on a settings change,
  * carried over to the next session on a lock change.
  */
+import { connectRefusal } from "../csp.js";
 import { SyncClient, type IndexedDBSaver, type SyncStatus } from "./lib.js";
 import { NO_SYNC, type SyncSettings } from "./sync.js";
 
@@ -30,11 +31,14 @@ export class SyncLink {
 
   /**
    * (Re)starts the client for `settings`; stops it when they name no server.
-   * Settings the client refuses (an address without http(s)://) throw here,
-   * and the client running before goes on as it was.
+   * Settings the client refuses (an address without http(s)://), or the
+   * page's policy (plain http to another machine), throw here, and the
+   * client running before goes on as it was.
    */
   start(settings: SyncSettings): void {
     const { url, token } = settings;
+    const refused = url && token ? connectRefusal(url, location.origin) : undefined;
+    if (refused) throw new Error(refused);
     // One app whether the database is locked or not (each has its own dbName): a locked device and a
     // plain one of the same user then meet, and the sync says why they cannot share threads. Live push
     // (on by default) brings another device's turn within about a second; the interval is only the

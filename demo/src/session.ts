@@ -67,6 +67,7 @@ import {
 import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
+import { connectRefusal } from "../csp.js";
 
 export { deleteDatabase } from "./vault-migration.js";
 
@@ -140,7 +141,10 @@ export class Session {
     return this.#model;
   }
 
+  /** Saves the model settings; an endpoint the page's policy forbids is refused, not saved (csp.ts). */
   async setModel(settings: ModelSettings): Promise<void> {
+    const refused = settings.provider === "openai" ? connectRefusal(settings.baseUrl, location.origin) : undefined;
+    if (refused) throw new Error(refused);
     await saveModelSettings(this.db, this.vault, settings);
     this.#model = settings;
   }

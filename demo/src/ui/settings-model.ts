@@ -4,7 +4,7 @@
  * `GET /models` when it offers a list (a pick list then, a text field
  * otherwise). The choice is saved with the settings (sealed like them).
  */
-import { listModels } from "../model.js";
+import { listModels, PolicyRefusal } from "../model.js";
 import type { Session } from "../session.js";
 import type { ModelSettings } from "../settings.js";
 import { field, h, replace } from "./dom.js";
@@ -77,9 +77,11 @@ export function modelSection(session: Session): HTMLElement {
       usePicker(undefined);
       // A fetch that failed (no server, a wrong URL, no CORS) is not an endpoint without a list.
       listStatus.textContent =
-        error instanceof TypeError
-          ? `Could not reach the endpoint (${error.message}): check the base URL, that its server runs, and that it lets this page in (CORS).`
-          : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`;
+        error instanceof PolicyRefusal
+          ? error.message
+          : error instanceof TypeError
+            ? `Could not reach the endpoint (${error.message}): check the base URL, that its server runs, and that it lets this page in (CORS).`
+            : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`;
     } finally {
       if (seq === listing) list.disabled = false;
     }
