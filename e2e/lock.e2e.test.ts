@@ -176,12 +176,16 @@ test("Lock now locks every open tab", async () => {
   await send(a, "seen in two tabs");
   const b = await harness().page();
   await ready(b);
+  // A draft typed in b while unlocked is kept as typed; once the app is locked it is neither opened nor left so.
+  await b.getByTestId("composer").fill("typed before the lock");
+  await expect.poll(() => b.evaluate(() => JSON.stringify(sessionStorage))).toContain("typed before the lock");
   await lockWith(a, "a passphrase for two tabs");
   // Locking with a passphrase sends the other tab to its lock screen, which says why; unlocked there, both are open.
   await expect.poll(() => b.getByTestId("lock-reason").textContent()).toBe("The lock was changed in another tab.");
   await b.getByTestId("unlock-passphrase").fill("a passphrase for two tabs");
   await b.getByTestId("unlock-passphrase").press("Enter");
   await ready(b);
+  await expect.poll(() => b.evaluate(() => JSON.stringify(sessionStorage))).not.toContain("typed before the lock");
   // Lock now in one tab: the other leaves the conversation for the lock screen too.
   await a.getByRole("button", { name: "Lock now" }).click();
   await a.getByTestId("unlock-passphrase").waitFor({ timeout: 30_000 });

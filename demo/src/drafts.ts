@@ -47,7 +47,11 @@ export function createDraftKeeper(storage: Storage = sessionStorage) {
         console.warn("draft not kept", error);
       }
     },
-    /** The kept draft, or "" (none, or one this vault cannot open: sealed under another key, or planted). */
+    /**
+     * The kept draft, or "" (none, or one this vault cannot open: sealed under another key, planted, or typed
+     * as plain text before another tab locked the app). One that does not open is removed: a plain one is
+     * not left on disk once the app is locked.
+     */
     async load(vault: Vault): Promise<string> {
       const raw = storage.getItem(DRAFT_KEY);
       if (!raw) return "";
@@ -56,6 +60,7 @@ export function createDraftKeeper(storage: Storage = sessionStorage) {
         const stored: StoredText = "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
         return await vault.open(stored, DRAFT_PLACE);
       } catch {
+        if (storage.getItem(DRAFT_KEY) === raw) storage.removeItem(DRAFT_KEY);
         return "";
       }
     },
