@@ -257,6 +257,9 @@ test("a sync server that does not answer reads as such, not as the browser being
   await page.getByTestId("sync-token").fill("any-token");
   await page.getByTestId("sync-save").click();
   await page.getByText(/^Could not sync/).waitFor();
+  // A browser hides a server that does not let this page in (CORS) as one that does not answer: both are named.
+  const origin = new URL(harness().baseURL).origin;
+  expect(await page.getByTestId("sync-saved").textContent()).toContain(`SYNC_CORS_ORIGINS=${origin}`);
   await page.keyboard.press("Escape");
   const status = () => page.getByTestId("sync-status").textContent();
   await expect.poll(status).toMatch(/^Can't reach the sync server, \d+ changes? waiting$/);

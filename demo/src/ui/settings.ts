@@ -130,6 +130,17 @@ export function createSettings(context: SettingsContext) {
     if (event.target === dialog) dialog.close();
   });
 
+  /**
+   * Why a sync failed. No answer at all may be a server that does not let this page in: the browser
+   * hides a refused CORS request as a failed fetch, so both are named, with the setting that lets it in.
+   */
+  function syncFailure(error: unknown): string {
+    const message = (error as Error).message;
+    return (error as { code?: unknown }).code === "offline"
+      ? `${message}. Check that the server runs at that address and was started with SYNC_CORS_ORIGINS=${location.origin} (without it, it does not let this page in).`
+      : message;
+  }
+
   function syncSection(): HTMLElement {
     const session = context.session();
     const current = session.syncSettings;
@@ -154,7 +165,7 @@ export function createSettings(context: SettingsContext) {
       field(
         "Server URL",
         url,
-        "Run one with npm run sync-server; another browser profile with the same URL and token is a second device.",
+        `Run one with npm run sync-server, started with SYNC_CORS_ORIGINS=${location.origin} so that this page may call it; another browser profile with the same URL and token is a second device.`,
       ),
       field("Token", token, secretHint(session)),
       h("button", { class: "primary", type: "submit", testid: "sync-save" }, "Save and sync now"),
@@ -168,7 +179,7 @@ export function createSettings(context: SettingsContext) {
         .then(() => (url.value.trim() && token.value.trim() ? session.syncNow() : undefined))
         .then(
           () => (status.textContent = url.value.trim() && token.value.trim() ? "Synced." : "Sync off."),
-          (error: unknown) => (status.textContent = `Could not sync: ${(error as Error).message}`),
+          (error: unknown) => (status.textContent = `Could not sync: ${syncFailure(error)}`),
         );
     });
     return h(
