@@ -29,16 +29,31 @@ export class ThreadImportError extends IndexedDBCheckpointError {
   readonly rolledBack: boolean;
   /** `ifExists: "replace"`: true when the thread it replaced was put back as it was. */
   readonly restored: boolean;
+  /**
+   * `ifExists: "replace"`: the copy of the thread it replaced (an export file,
+   * in the import's serializer) when it was not put back: import it again
+   * (under another `targetThreadId` if the thread is taken) or save it, else
+   * that thread is lost.
+   */
+  readonly replaced?: Uint8Array;
 
   constructor(
     message: string,
-    details: { threadId: string; written: number; rolledBack: boolean; restored?: boolean; cause?: unknown },
+    details: {
+      threadId: string;
+      written: number;
+      rolledBack: boolean;
+      restored?: boolean;
+      replaced?: Uint8Array;
+      cause?: unknown;
+    },
   ) {
     super(message, { cause: details.cause });
     this.threadId = details.threadId;
     this.written = details.written;
     this.rolledBack = details.rolledBack;
     this.restored = details.restored ?? false;
+    if (details.replaced) this.replaced = details.replaced;
   }
 }
 

@@ -162,30 +162,33 @@ export async function importThread(
       }
     }
     let restored = false;
+    let putBackError = "";
     if (rolledBack && replaced) {
       try {
         await importThread(saver, replaced, { targetThreadId: threadId, serde });
         restored = true;
-      } catch {
-        // Said in the message: the failure that stopped the import matters more.
+      } catch (putBack) {
+        putBackError = errorMessage(putBack);
       }
     }
     const reason = errorMessage(error);
+    // A copy not put back stays on the error (`replaced`): dropping it would lose the thread.
+    const keptCopy = " Its copy is the error's `replaced` (an export file): import or save it, or it is lost.";
     const replacedText = !exists
       ? ""
       : restored
         ? " The thread it replaced was put back as it was."
         : replaced
-          ? " Putting back the thread it replaced failed: it is lost."
+          ? ` Putting back the thread it replaced failed (${putBackError}).${keptCopy}`
           : " The thread it replaced could not be copied first (it did not export) and is lost.";
     throw new ThreadImportError(
       `importThread: writing thread "${threadId}" failed after ${written} of ${counts.checkpoints} checkpoints: ${reason}. ` +
         (rolledBack
           ? `The partly imported thread was deleted again.${replacedText}`
           : owned
-            ? "Deleting the partly imported thread failed too: delete it before retrying."
+            ? `Deleting the partly imported thread failed too: delete it before retrying.${replaced ? ` The thread it replaced was not put back.${keptCopy}` : ""}`
             : 'The thread existed before (ifExists: "merge") and may now be partly imported.'),
-      { threadId, written, rolledBack, restored, cause: error },
+      { threadId, written, rolledBack, restored, ...(replaced && !restored ? { replaced } : {}), cause: error },
     );
   }
   return { threadId, header, ...counts };

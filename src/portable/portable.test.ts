@@ -630,6 +630,33 @@ describe("a bad file writes nothing", () => {
     });
     expect(await rawThread(target, "good")).toEqual(before);
   });
+
+  it("a replace whose put-back fails too keeps the copy of the replaced thread on the error", async () => {
+    const file = await goodFile();
+    class BrokenSaver extends MemorySaver {
+      failFrom = Infinity;
+      override async put(...args: Parameters<MemorySaver["put"]>) {
+        if (--this.failFrom <= 0) throw new Error("disk full");
+        return super.put(...args);
+      }
+    }
+    const target = new BrokenSaver();
+    await chat(target, "good", ["my local conversation"], true);
+    const before = await rawThread(target, "good");
+    target.failFrom = 3; // the import's third put fails, and every put after it: the put-back too
+    const failed = (await importThread(target, file, { ifExists: "replace" }).catch(
+      (e: unknown) => e,
+    )) as ThreadImportError;
+    expect(failed).toMatchObject({ rolledBack: true, restored: false });
+    expect(failed.message).toMatch(
+      /Putting back the thread it replaced failed \(.*disk full.*\)\. Its copy is the error's `replaced`/,
+    );
+    expect(await listCount(target, "good")).toBe(0);
+    // Once the disk has room again, the copy brings the thread back as it was.
+    target.failFrom = Infinity;
+    await importThread(target, failed.replaced!);
+    expect(await rawThread(target, "good")).toEqual(before);
+  });
 });
 
 describe("pending writes keep their order", () => {
