@@ -306,11 +306,21 @@ export async function planExport(
   return { order, namespaces, counts: { checkpoints: order.length, blobs: blobKeys.size, writes } };
 }
 
+/** Errors made by {@link changedDuringExport}: a writer was busy on the thread, not a thread that cannot export. */
+const changedErrors = new WeakSet<object>();
+
 /** The error for a thread that changed between the two passes. */
 export function changedDuringExport(threadId: string, what: string): ThreadExportError {
-  return new ThreadExportError(
+  const error = new ThreadExportError(
     `exportThread: thread "${threadId}" changed while it was being exported (${what}). Export it again when no run is writing to it.`,
   );
+  changedErrors.add(error);
+  return error;
+}
+
+/** True for an export that failed because another writer changed the thread meanwhile. */
+export function isChangedDuringExport(error: unknown): boolean {
+  return typeof error === "object" && error !== null && changedErrors.has(error);
 }
 
 /** The paths of `listed` when it names the same writes as `writes`, in the same order. */

@@ -15,7 +15,7 @@ import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from 
 import { ThreadImportError } from "./errors.js";
 import { decodeRecord } from "./frames.js";
 import { checkTargetThreadId, validate } from "./validate.js";
-import { exportThread } from "./export.js";
+import { exportThread, isChangedDuringExport } from "./export.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 // ------------------------------------------------------------------ import
@@ -75,7 +75,15 @@ export async function importThread(
   // `serde` cannot encode, rows altered outside its saver) is replaced without one, as before.
   let replaced: Uint8Array | undefined;
   if (exists && ifExists === "replace") {
-    replaced = await exportThread(saver, threadId, { as: "bytes", serde }).catch(() => undefined);
+    replaced = await exportThread(saver, threadId, { as: "bytes", serde }).catch((error: unknown) => {
+      // Another writer (a run in another tab) is busy on the thread: replacing it now would delete
+      // its writes without a copy, and that run would go on writing into the imported thread.
+      if (!isChangedDuringExport(error)) return undefined;
+      throw new ThreadImportError(
+        `importThread: thread "${threadId}" changed while it was copied before being replaced (a run is writing to it?). Nothing was changed: import again when no run writes to it.`,
+        { threadId, written: 0, rolledBack: false, cause: error },
+      );
+    });
     await saver.deleteThread(threadId);
   }
   const owned = !exists || ifExists === "replace";

@@ -657,6 +657,39 @@ describe("a bad file writes nothing", () => {
     await importThread(target, failed.replaced!);
     expect(await rawThread(target, "good")).toEqual(before);
   });
+
+  it("a replace whose copy meets another writer refuses before deleting anything", async () => {
+    const file = await goodFile();
+    // Another tab's run writes to the thread while the import copies it: the copy fails as changed.
+    class RacedSaver extends MemorySaver {
+      racing = false;
+      override async getTuple(...args: Parameters<MemorySaver["getTuple"]>) {
+        if (this.racing) {
+          this.racing = false;
+          const latest = await super.getTuple({ configurable: { thread_id: "good", checkpoint_ns: "" } });
+          await this.putWrites(latest!.config, [["messages", "from another tab"]], "other-tab-task");
+        }
+        return super.getTuple(...args);
+      }
+    }
+    const target = new RacedSaver();
+    await chat(target, "good", ["my local conversation"], true);
+    target.racing = true;
+    const controller = new AbortController();
+    const error = await importThread(target, file, {
+      ifExists: "replace",
+      signal: controller.signal,
+      onProgress: ({ checkpoints }) => checkpoints === 1 && controller.abort(),
+    }).catch((e: unknown) => e as ThreadImportError);
+    expect(error).toBeInstanceOf(ThreadImportError);
+    expect(error).toMatchObject({ written: 0, rolledBack: false, restored: false });
+    expect((error as Error).message).toMatch(/changed while .* copied .* Nothing was changed/);
+    // The thread is as the other tab left it, its write included.
+    const after = await target.getTuple({ configurable: { thread_id: "good", checkpoint_ns: "" } });
+    expect(after?.pendingWrites).toContainEqual(["other-tab-task", "messages", "from another tab"]);
+    const state = await chatGraph(target, true).getState({ configurable: { thread_id: "good" } });
+    expect(plainMessages(state.values.messages)).toContainEqual(["human", "my local conversation"]);
+  });
 });
 
 describe("pending writes keep their order", () => {
