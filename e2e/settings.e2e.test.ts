@@ -90,10 +90,20 @@ test("storage view, export, delete and import a thread", async () => {
   expect(await transcript(page)).toHaveLength(kept.length + 2);
 
   // The same file again: the conversation is here already (gone on since). Said, nothing imported.
+  // On a phone the file field is at the dialog's foot: the answer and its choices scroll into view.
+  await page.setViewportSize({ width: 390, height: 844 });
   await page.getByTestId("settings").click();
   await page.locator("#import-file").setInputFiles(file);
   await page.getByText(/^This conversation is already here: “keep this one/).waitFor();
   expect(await page.getByTestId("thread").count()).toBe(2);
+  const inView = (name: string) =>
+    page.getByRole("button", { name }).evaluate((button) => {
+      const box = button.getBoundingClientRect();
+      const dialog = button.closest("dialog")!.getBoundingClientRect();
+      return box.top >= dialog.top && box.bottom <= Math.min(dialog.bottom, innerHeight);
+    });
+  await expect.poll(() => inView("Import a copy anyway")).toBe(true);
+  expect(await inView("Open it")).toBe(true);
   // A copy only when asked for: then a third thread, open behind the closed dialog, as the file has it.
   await page.getByRole("button", { name: "Import a copy anyway" }).click();
   await expect.poll(() => page.getByTestId("thread").count()).toBe(3);

@@ -73,9 +73,14 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
   const importStatus = h("p", { class: "status", role: "status" });
   // Under the table of threads it is about (it was written in the import's line, under the file field).
   const exportStatus = h("p", { class: "status", role: "status", testid: "export-status" });
+  /** Says how an import went, in view: on a phone the file field is at the dialog's foot, the answer below it. */
+  function showImport(...children: (string | HTMLElement)[]): void {
+    replace(importStatus, ...children);
+    importStatus.scrollIntoView({ block: "nearest" });
+  }
   /** Imports `file`; a conversation here already is said, with a way to it and a copy only when asked for. */
   function importFile(file: File, copy: boolean): void {
-    importStatus.textContent = "Importing…";
+    showImport("Importing…");
     session.importThread(file, file.name, copy).then(
       ({ threadId, alreadyHere }) => {
         importInput.value = "";
@@ -85,8 +90,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
           return;
         }
         const title = context.threads().find((thread) => thread.id === threadId)?.title ?? "a thread";
-        replace(
-          importStatus,
+        showImport(
           `This conversation is already here: “${title}”. Nothing was imported. `,
           h("button", { type: "button", onclick: () => onImported(threadId) }, "Open it"),
           " ",
@@ -94,7 +98,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         );
       },
       (error: unknown) => {
-        importStatus.textContent = importFailure(error);
+        showImport(importFailure(error));
         importInput.value = "";
       },
     );
