@@ -152,8 +152,10 @@ export class SyncClient {
     const access = rawAccessOf(options.saver);
     if (!access) throw new TypeError("SyncClient: `saver` must be an IndexedDBSaver.");
     this.#access = access;
-    if (typeof options.url !== "string" || !/^https?:\/\//.test(options.url))
+    if (typeof options.url !== "string" || !/^https?:\/\//i.test(options.url))
       throw new TypeError('SyncClient: `url` must be the server\'s http(s) base URL, e.g. "http://127.0.0.1:8787".');
+    // A scheme ignores case ("HTTP://", as typed): one spelling, so the state kept per server URL is found again.
+    options = { ...options, url: options.url.replace(/^https?:/i, (scheme) => scheme.toLowerCase()) };
     if (typeof options.token !== "string" || options.token.length === 0)
       throw new TypeError("SyncClient: `token` (the user's credential) is required.");
     this.#options = options;

@@ -88,3 +88,28 @@ describe("status.problem", () => {
     });
   }
 });
+
+describe("the server's address", () => {
+  it("with its scheme in capitals (HTTP://, as typed) is an http(s) URL like any other", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("problems") }));
+    const asked: string[] = [];
+    const sync = new SyncClient({
+      saver,
+      url: "HTTP://sync.invalid/",
+      token: "t",
+      fetch: async (url) => {
+        asked.push(url);
+        const body = new URL(url).pathname.endsWith("/hello")
+          ? { v: 1, user: "u", keyRecord: null, hasData: false, seq: 0 }
+          : { v: 1, changes: [], cursor: 0, more: false };
+        return new Response(encodeBody(body) as Uint8Array<ArrayBuffer>, {
+          headers: { "content-type": SYNC_MEDIA_TYPE },
+        });
+      },
+    });
+    await sync.syncNow();
+    expect(asked.length).toBeGreaterThan(0);
+    for (const url of asked) expect(url).toMatch(/^http:\/\/sync\.invalid\/[a-z]/);
+    expect(() => new SyncClient({ saver, url: "sync.invalid", token: "t" })).toThrow(/http\(s\) base URL/);
+  });
+});
