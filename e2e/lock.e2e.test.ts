@@ -182,6 +182,8 @@ test("Lock now locks every open tab", async () => {
   await lockWith(a, "a passphrase for two tabs");
   // Locking with a passphrase sends the other tab to its lock screen, which says why; unlocked there, both are open.
   await expect.poll(() => b.getByTestId("lock-reason").textContent()).toBe("The lock was changed in another tab.");
+  // Not kept as typed while b waits at its lock screen either (the app is locked: nothing plain at rest).
+  expect(await b.evaluate(() => JSON.stringify(sessionStorage))).not.toContain("typed before the lock");
   await b.getByTestId("unlock-passphrase").fill("a passphrase for two tabs");
   await b.getByTestId("unlock-passphrase").press("Enter");
   await ready(b);

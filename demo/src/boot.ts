@@ -46,6 +46,8 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
     root.replaceChildren(createMissingLockScreen({ erase, retry: () => location.reload() }));
     return;
   }
+  // Locked: a draft this tab typed unlocked (before another tab locked the app) is not left plain at rest.
+  if (typeof sessionStorage !== "undefined") createDraftKeeper().dropPlain();
   root.replaceChildren(
     createLockScreen({
       unlock: async (passphrase) => {

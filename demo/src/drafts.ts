@@ -68,5 +68,21 @@ export function createDraftKeeper(storage: Storage = sessionStorage) {
       seq++;
       storage.removeItem(DRAFT_KEY);
     },
+    /**
+     * Removes a draft kept as plain text: at the lock screen the app is locked, and a tab another tab's lock
+     * sent there still held the draft it typed unlocked, as typed, until someone unlocked it. Sealed drafts
+     * stay for the unlock.
+     */
+    dropPlain(): void {
+      const raw = storage.getItem(DRAFT_KEY);
+      if (raw === null) return;
+      let plain = true;
+      try {
+        plain = "text" in (JSON.parse(raw) as Kept);
+      } catch {
+        // Not a draft this app wrote: dropped too.
+      }
+      if (plain) storage.removeItem(DRAFT_KEY);
+    },
   };
 }
