@@ -84,6 +84,8 @@ export async function importThread(
         { threadId, written: 0, rolledBack: false, cause: error },
       );
     });
+    // Stopped while the copy was read: nothing is deleted yet, so nothing needs putting back.
+    signal?.throwIfAborted();
     await saver.deleteThread(threadId);
   }
   const owned = !exists || ifExists === "replace";

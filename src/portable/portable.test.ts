@@ -658,6 +658,35 @@ describe("a bad file writes nothing", () => {
     expect(await rawThread(target, "good")).toEqual(before);
   });
 
+  it("a replace stopped while it copies the thread it replaces deletes nothing", async () => {
+    const file = await goodFile();
+    const controller = new AbortController();
+    // The user stops the import while the copy is read (a large thread takes a while).
+    class WatchedSaver extends MemorySaver {
+      copying = false;
+      deletes = 0;
+      override async getTuple(...args: Parameters<MemorySaver["getTuple"]>) {
+        if (this.copying) controller.abort();
+        return super.getTuple(...args);
+      }
+      override async deleteThread(threadId: string) {
+        this.deletes += 1;
+        return super.deleteThread(threadId);
+      }
+    }
+    const target = new WatchedSaver();
+    await chat(target, "good", ["my local conversation"], true);
+    const before = await rawThread(target, "good");
+    target.copying = true;
+    const error = await importThread(target, file, { ifExists: "replace", signal: controller.signal }).catch(
+      (e: unknown) => e as Error,
+    );
+    target.copying = false;
+    expect((error as Error).name).toBe("AbortError");
+    expect(target.deletes).toBe(0);
+    expect(await rawThread(target, "good")).toEqual(before);
+  });
+
   it("a replace whose copy meets another writer refuses before deleting anything", async () => {
     const file = await goodFile();
     // Another tab's run writes to the thread while the import copies it: the copy fails as changed.
