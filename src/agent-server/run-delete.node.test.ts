@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, texts, type Chat } from "../../test/support/agent-server/timing.js";
+import { human, sleep, texts, type Chat } from "../../test/support/agent-server/timing.js";
 
 const setup = () => openServer<Chat>("run-delete", true);
 afterEach(closeServers);
@@ -56,5 +56,33 @@ describe("runs.delete", () => {
     const state = await client.threads.getState(t.thread_id);
     expect([texts(state.values), state.next]).toEqual([["human: one", "ai: echo one"], []]);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+
+  // Once 'interrupted' with nothing waiting: the state left has a task to run (the stopped run's), and any
+  // task left was taken for a pause, where a stopped run's thread is idle (thread-status.ts).
+  it("back onto a run that was stopped (useStream's Stop): idle, as that run left it; a breakpoint stays a pause", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const stopped = await client.runs.create(t.thread_id, "agent", {
+      input: human("one"),
+      config: { configurable: { delay_ms: 2_000 } },
+    });
+    await sleep(50);
+    await client.runs.cancel(t.thread_id, stopped.run_id, true);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+    await client.runs.wait(t.thread_id, "agent", { input: human("two") });
+    const [second] = await client.runs.list(t.thread_id);
+    await client.runs.delete(t.thread_id, second!.run_id);
+    const state = await client.threads.getState(t.thread_id);
+    expect([texts(state.values), state.next]).toEqual([["human: one"], ["agent"]]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+
+    const paused = await client.threads.create();
+    await client.runs.wait(paused.thread_id, "agent", { input: human("x"), interruptBefore: ["agent"] });
+    await client.runs.wait(paused.thread_id, "agent", { input: human("y") });
+    const [next] = await client.runs.list(paused.thread_id);
+    await client.runs.delete(paused.thread_id, next!.run_id);
+    expect((await client.threads.getState(paused.thread_id)).next).toEqual(["agent"]);
+    expect((await client.threads.get(paused.thread_id)).status).toBe("interrupted");
   });
 });

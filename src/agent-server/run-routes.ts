@@ -272,9 +272,16 @@ export function registerRunRoutes(
         const head = await readState();
         await context.deleteRun(record);
         // Its checkpoint was the thread's last: the status is the state's now (a pause or a failure of
-        // this run goes with it).
-        if ((head?.metadata as { run_id?: unknown } | undefined)?.run_id !== record.run_id) return undefined;
-        return ((await readState())?.next.length ?? 0) > 0 ? "interrupted" : "idle";
+        // this run goes with it), as the run that left that state set it.
+        if (runIdOf(head) !== record.run_id) return undefined;
+        const state = await readState();
+        if (!state || state.next.length === 0) return "idle";
+        if (state.tasks.some((task) => task.interrupts.length > 0)) return "interrupted";
+        // A task left without an interrupt: a static breakpoint's pause, unless the run that left it
+        // was stopped (a cancel, useStream's Stop: its thread was idle) or failed.
+        const left = runIdOf(state);
+        const by = left === undefined ? undefined : (await runs.find(record.thread_id, left))?.record.status;
+        return by === "interrupted" ? "idle" : by === "error" ? "error" : "interrupted";
       });
       if (status) await threads.patch(record.thread_id, { status });
     } catch (error) {
@@ -294,6 +301,12 @@ export function registerRunRoutes(
     // As the Agent Server: 204 once the run has ended, 202 when the cancel is only under way.
     return c.body(null, wait ? 204 : 202);
   });
+}
+
+/** The run that wrote a state's checkpoint (its metadata's `run_id`), if one did. */
+function runIdOf(state: { metadata?: unknown } | undefined): string | undefined {
+  const runId = (state?.metadata as { run_id?: unknown } | undefined)?.run_id;
+  return typeof runId === "string" ? runId : undefined;
 }
 
 /**
