@@ -36,4 +36,14 @@ describe("assistants", () => {
     const values = await client.runs.wait(thread.thread_id, all[1]!.assistant_id, { input: human("hi") });
     expect(texts(values)).toEqual(["human: hi", "ai: echo hi"]);
   });
+
+  // Once an exact match: the Agent Server takes `name` as a part of the name, in any case, so an app's
+  // assistant picker that searched as the user typed found nothing until the whole name was typed.
+  it("search and count by name match a part of the name, in any case, as the Agent Server", async () => {
+    const { client } = await setup();
+    expect((await client.assistants.search({ name: "ELP" })).map((a) => a.assistant_id)).toEqual(["helper"]);
+    expect(await client.assistants.count({ name: "Ag" })).toBe(1);
+    expect(await client.assistants.count({ name: "e" })).toBe(2);
+    expect(await client.assistants.search({ name: "nope" })).toEqual([]);
+  });
 });

@@ -55,15 +55,15 @@ export function registerAssistantRoutes(app: Hono, graphNames: readonly string[]
     created_at: createdAt,
     updated_at: createdAt,
   }));
-  /** The assistants a search or count body asks for. */
+  /** The assistants a search or count body asks for: `name` a part of theirs, in any case (the Agent Server's). */
   const matching = (json: Record<string, unknown>) => {
     const graphId = optionalString(json, "graph_id");
-    const name = optionalString(json, "name");
+    const name = optionalString(json, "name")?.toLowerCase();
     const metadata = optionalObject(json, "metadata") ?? {};
     return assistants.filter(
       (assistant) =>
         (graphId === undefined || assistant.graph_id === graphId) &&
-        (name === undefined || assistant.name === name) &&
+        (name === undefined || assistant.name.toLowerCase().includes(name)) &&
         containsJson(assistant.metadata, metadata),
     );
   };
