@@ -46,4 +46,20 @@ describe("assistants", () => {
     expect(await client.assistants.count({ name: "e" })).toBe(2);
     expect(await client.assistants.search({ name: "nope" })).toEqual([]);
   });
+
+  // Once a limit of 0 answered [] with X-Pagination-Next "0": an app paging while `next` is set asked the
+  // same empty page for ever. The Agent Server refuses a limit under 1 (422).
+  it("pages with X-Pagination-Next until the last page; a limit under 1 is refused (422)", async () => {
+    const { client } = await setup();
+    const first = await client.assistants.search({
+      limit: 1,
+      sortBy: "name",
+      sortOrder: "asc",
+      includePagination: true,
+    });
+    expect([first.assistants.map((a) => a.assistant_id), first.next]).toEqual([["agent"], "1"]);
+    const last = await client.assistants.search({ limit: 1, offset: 1, sortBy: "name", includePagination: true });
+    expect(last.next).toBeNull();
+    await expect(client.assistants.search({ limit: 0, includePagination: true })).rejects.toThrow(/422.*limit/);
+  });
 });

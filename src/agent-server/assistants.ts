@@ -7,7 +7,7 @@
  */
 import type { Hono } from "hono";
 import { containsJson } from "./threads.js";
-import { body, checkOneOf, optionalNumber, optionalObject, optionalString, selectOf } from "./input.js";
+import { BadRequest, body, checkOneOf, optionalNumber, optionalObject, optionalString, selectOf } from "./input.js";
 import { reply, selected } from "./replies.js";
 
 /** The fields a `select` may name of an assistant (the SDK's AssistantSelectField). */
@@ -71,6 +71,9 @@ export function registerAssistantRoutes(app: Hono, graphNames: readonly string[]
   app.post("/assistants/search", async (c) => {
     const json = await body(c);
     const limit = optionalNumber(json, "limit") ?? 10;
+    // As the Agent Server (1 or more): a page of none would name itself the next, and a client paging
+    // while there is a next would ask it for ever.
+    if (limit < 1) throw new BadRequest(`limit must be 1 or more; got ${limit}.`);
     const offset = optionalNumber(json, "offset") ?? 0;
     const sortBy = checkOneOf(optionalString(json, "sort_by") ?? "created_at", SORT_BY, "sort_by");
     const direction = checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order");
