@@ -11,6 +11,7 @@ import { closeServers, openServer, type ServerPlace } from "../../test/support/a
 import { freshDbName } from "../../test/support/databases.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
+import { defaultLockManager, type RunLockManager } from "../runs/locks.js";
 
 import {
   SlowSaver,
@@ -171,6 +172,38 @@ describe("thread status", () => {
       if (status === "busy") stuck.push(order);
     }
     expect(stuck).toEqual([]);
+  });
+});
+
+describe("thread status, a delete or update holding the thread", () => {
+  it("is not left busy when runs.delete takes the thread as the last run ends", async () => {
+    // The run's end asks the locks whether another run holds the thread; this answer is made slow, so
+    // the delete (of an older run) takes the thread in between, as it did now and then without it.
+    const inner = defaultLockManager();
+    let nextQueryMs = 0;
+    const locks: RunLockManager = {
+      request: (name, options, callback) => inner.request(name, options, callback),
+      query: async () => {
+        const ms = nextQueryMs;
+        nextQueryMs = 0;
+        await sleep(ms);
+        return inner.query();
+      },
+    };
+    const dbName = freshDbName("run-races");
+    const saver = new SlowSaver({ dbName });
+    const { client } = await ownServer({ saver, locks });
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    const [older] = await client.runs.list(t.thread_id);
+    const last = await client.runs.create(t.thread_id, "agent", { input: human("two"), multitaskStrategy: "enqueue" });
+    nextQueryMs = 300;
+    saver.rollbackMs = 400; // the delete holds the thread while the run's end reads the locks
+    await until(async () => (await client.runs.get(t.thread_id, last.run_id)).status === "success");
+    await client.runs.delete(t.thread_id, older!.run_id);
+    await client.runs.join(t.thread_id, last.run_id);
+    await sleep(50);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
 });
 

@@ -72,6 +72,8 @@ export class RunRegistry {
   readonly #channel: AgentRunChannel;
   readonly #remote: RemoteContext;
   readonly #runs = new Map<string, RunState>();
+  /** Threads this server holds through {@link whileIdle} (a run delete, a state update), by hold count. */
+  readonly #idleHolds = new Map<string, number>();
   /** Where a run's events and record go: the run log, and the channel to other tabs' servers. */
   readonly #out: RunOutput;
   readonly #offChannel: () => void;
@@ -145,11 +147,22 @@ export class RunRegistry {
    * @throws {ThreadBusyError} a run holds the thread.
    */
   async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    let held = false;
+    const holding = async () => {
+      held = true;
+      this.#idleHolds.set(threadId, (this.#idleHolds.get(threadId) ?? 0) + 1);
+      return work();
+    };
     try {
-      return await this.#holding(threadId, work, "reject");
+      return await this.#holding(threadId, holding, "reject");
     } catch (error) {
       // Stopped before `work` ran by a newer run asking for the thread: busy, as for a run.
       throw error instanceof RunInterruptedError ? new ThreadBusyError(threadId, this.#saver.dbName) : error;
+    } finally {
+      // Once the lock is let go: until then, its holder is this hold, not a run.
+      const count = (this.#idleHolds.get(threadId) ?? 0) - (held ? 1 : 0);
+      if (count > 0) this.#idleHolds.set(threadId, count);
+      else this.#idleHolds.delete(threadId);
     }
   }
 
@@ -189,7 +202,10 @@ export class RunRegistry {
     for (const state of this.#runs.values()) {
       if (state.record.thread_id === threadId && state.record.run_id !== runId && !state.settled) return true;
     }
-    return isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
+    const running = await isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
+    // Held by a delete or an update of this server (whileIdle), which no run holds with: not busy. Read
+    // after the locks, so a hold let go meanwhile is not taken for a run's.
+    return running && !this.#idleHolds.has(threadId);
   }
 
   /**
