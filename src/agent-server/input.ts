@@ -74,16 +74,23 @@ export function checkOneOf<T extends string>(value: string, allowed: readonly T[
 }
 
 /**
- * `json[key]` if it is a checkpoint's address (`thread_id`, `checkpoint_ns`,
+ * The checkpoint's address `json[key]` names (`thread_id`, `checkpoint_ns`,
  * `checkpoint_id` strings, `checkpoint_map` an object, each may be absent or
- * null), undefined if absent or null.
+ * null), undefined if absent or null. Only those fields, as the Agent
+ * Server's schema keeps them: the address goes into a run's configurable,
+ * where any other key would reach LangGraph (its own `__pregel_*` ones too).
  */
 export function optionalCheckpoint(json: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
   const checkpoint = optionalObject(json, key);
   if (checkpoint === undefined) return undefined;
-  for (const field of ["thread_id", "checkpoint_ns", "checkpoint_id"]) optionalString(checkpoint, field, `${key}.`);
-  optionalObject(checkpoint, "checkpoint_map", `${key}.`);
-  return checkpoint;
+  const address: Record<string, unknown> = {};
+  for (const field of ["thread_id", "checkpoint_ns", "checkpoint_id"]) {
+    const value = optionalString(checkpoint, field, `${key}.`);
+    if (value !== undefined) address[field] = value;
+  }
+  const map = optionalObject(checkpoint, "checkpoint_map", `${key}.`);
+  if (map !== undefined) address.checkpoint_map = map;
+  return address;
 }
 
 /**

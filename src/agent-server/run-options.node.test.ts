@@ -54,6 +54,34 @@ describe("config", () => {
   });
 });
 
+describe("LangGraph's own configurable keys", () => {
+  // Once passed to LangGraph: `__pregel_resuming` made the run drop its input without a word (answered 200
+  // with the state as it was), `__pregel_checkpointer: false` failed it with "Cannot read properties of
+  // undefined", whether they came in config.configurable or in checkpoint (which the Agent Server reads
+  // as a checkpoint's address only).
+  it("are refused (422) in config.configurable, and are not taken from checkpoint", async () => {
+    const { client, server } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    const ask = (fields: Record<string, unknown>) =>
+      server.fetch(`${URL_BASE}/threads/${t.thread_id}/runs/wait`, {
+        method: "POST",
+        body: JSON.stringify({ assistant_id: "agent", input: human("two"), ...fields }),
+      });
+    const refused = await ask({ config: { configurable: { __pregel_resuming: true } } });
+    expect([refused.status, ((await refused.json()) as { message: string }).message]).toEqual([
+      422,
+      expect.stringContaining("config.configurable.__pregel_resuming"),
+    ]);
+    expect(await client.runs.list(t.thread_id)).toHaveLength(1);
+    const taken = await ask({ checkpoint: { checkpoint_ns: "", __pregel_resuming: true } });
+    expect([taken.status, texts(await taken.json())]).toEqual([
+      200,
+      ["human: one", "ai: echo one", "human: two", "ai: echo two"],
+    ]);
+  });
+});
+
 describe("durability", () => {
   /** How many checkpoints a first run on a new thread leaves with `fields`. */
   async function checkpointsLeft(fields: Record<string, unknown>) {

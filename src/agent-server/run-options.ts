@@ -46,9 +46,23 @@ export function runConfigOf(json: Record<string, unknown>): RunnableConfig {
       );
     }
     if (!served.ok(value)) throw new BadRequest(`config.${key} must be ${served.what}; got ${JSON.stringify(value)}.`);
+    if (key === "configurable") refuseLangGraphKeys(value as Record<string, unknown>);
     out[served.as] = value;
   }
   return out as RunnableConfig;
+}
+
+/**
+ * Refuses LangGraph's own configurable keys (`__pregel_*`: its checkpointer,
+ * its resuming flag...), which JSON can name but only LangGraph sets: passed
+ * on, a run dropped its input without a word or failed on a TypeError.
+ * @throws {BadRequest} naming the key.
+ */
+function refuseLangGraphKeys(configurable: Record<string, unknown>): void {
+  const key = Object.keys(configurable).find((name) => name.startsWith("__pregel_"));
+  if (key !== undefined) {
+    throw new BadRequest(`config.configurable.${key} is LangGraph's own (it sets the __pregel_ keys of a run itself).`);
+  }
 }
 
 function isStringList(value: unknown): boolean {
