@@ -208,6 +208,24 @@ describe("thread status, a delete or update holding the thread", () => {
 });
 
 describe("delete", () => {
+  // Once answered 409 "busy with another run" (no run went): the delete holds the thread's run lock, which a
+  // run with the default strategy (reject) took for a run's. The Agent Server's delete holds no thread.
+  it("of an older run does not refuse a run started meanwhile (reject), which waits for it", async () => {
+    const saver = new SlowSaver({ dbName: freshDbName("run-races") });
+    const { client } = await ownServer({ saver });
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(t.thread_id, "agent", { input: human("two") });
+    const [, older] = await client.runs.list(t.thread_id);
+    saver.rollbackMs = 200;
+    const deleted = client.runs.delete(t.thread_id, older!.run_id);
+    await sleep(50);
+    const values = await client.runs.wait(t.thread_id, "agent", { input: human("three") });
+    await deleted;
+    expect(texts(values)).toEqual(["one", "two", "three"].flatMap((x) => [`human: ${x}`, `ai: echo ${x}`]));
+    expect((await client.runs.list(t.thread_id)).map((run) => run.status)).toEqual(["success", "success"]);
+  });
+
   it("answers even when another tab's run never answers its cancel (a frozen or stalled tab)", async () => {
     const { client, saver } = await openServer<Chat>("run-races-frozen");
     const t = await client.threads.create();

@@ -134,6 +134,8 @@ export function registerRunRoutes(
 
     if (ifNotExists === "create") await threads.create(threadId, {});
     else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
+    // A delete or state update of this server holding the thread is not a run: waited for, not refused.
+    if (multitask === "reject") await runs.idleHoldsDone(threadId);
     if (multitask === "reject" && (await isThreadRunning(threadId, { dbName: context.dbName, locks: context.locks }))) {
       return busy(c, threadId);
     }

@@ -74,6 +74,8 @@ export class RunRegistry {
   readonly #runs = new Map<string, RunState>();
   /** Threads this server holds through {@link whileIdle} (a run delete, a state update), by hold count. */
   readonly #idleHolds = new Map<string, number>();
+  /** The same holds from their request to their release, which {@link idleHoldsDone} waits for. */
+  readonly #idleWaits = new Map<string, Set<Promise<void>>>();
   /** Where a run's events and record go: the run log, and the channel to other tabs' servers. */
   readonly #out: RunOutput;
   readonly #offChannel: () => void;
@@ -147,6 +149,11 @@ export class RunRegistry {
    * @throws {ThreadBusyError} a run holds the thread.
    */
   async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    let release!: () => void;
+    const waits = this.#idleWaits.get(threadId) ?? new Set<Promise<void>>();
+    const released = new Promise<void>((resolve) => (release = resolve));
+    waits.add(released);
+    this.#idleWaits.set(threadId, waits);
     let held = false;
     const holding = async () => {
       held = true;
@@ -163,7 +170,19 @@ export class RunRegistry {
       const count = (this.#idleHolds.get(threadId) ?? 0) - (held ? 1 : 0);
       if (count > 0) this.#idleHolds.set(threadId, count);
       else this.#idleHolds.delete(threadId);
+      waits.delete(released);
+      if (waits.size === 0 && this.#idleWaits.get(threadId) === waits) this.#idleWaits.delete(threadId);
+      release();
     }
+  }
+
+  /**
+   * Resolves once the {@link whileIdle} holds of `threadId` under way now
+   * (a run delete, a state update) have let the thread go: a run asked with
+   * strategy `reject` meanwhile waits for them, where it took one for a run.
+   */
+  async idleHoldsDone(threadId: string): Promise<void> {
+    await Promise.all(this.#idleWaits.get(threadId) ?? []);
   }
 
   /**
