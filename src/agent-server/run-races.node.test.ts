@@ -226,6 +226,29 @@ describe("delete", () => {
     expect((await client.runs.list(t.thread_id)).map((run) => run.status)).toEqual(["success", "success"]);
   });
 
+  // Once both deletes answered 409 "busy with another run" (no run went): each hold of the thread took the
+  // others for runs.
+  it("crossing another delete and a state update: each is made, none refused", async () => {
+    const { client } = await ownServer();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("one") });
+    await client.runs.wait(t.thread_id, "agent", { input: human("two") });
+    const [, older] = await client.runs.list(t.thread_id);
+    const outcome = (request: Promise<unknown>) =>
+      request.then(
+        () => "done",
+        (error: Error) => error.message.slice(0, 12),
+      );
+    const answers = await Promise.all([
+      outcome(client.runs.delete(t.thread_id, older!.run_id)),
+      outcome(client.runs.delete(t.thread_id, older!.run_id)),
+      outcome(client.threads.updateState(t.thread_id, { values: human("three") })),
+    ]);
+    expect(answers.filter((answer) => answer.includes("409"))).toEqual([]);
+    expect(await client.runs.list(t.thread_id)).toHaveLength(1);
+    expect(texts((await client.threads.getState(t.thread_id)).values).at(-1)).toBe("human: three");
+  });
+
   it("answers even when another tab's run never answers its cancel (a frozen or stalled tab)", async () => {
     const { client, saver } = await openServer<Chat>("run-races-frozen");
     const t = await client.threads.create();

@@ -145,12 +145,15 @@ export class RunRegistry {
 
   /**
    * Runs `work` while holding `threadId` as a run would (`runOnThread`,
-   * strategy `reject`), so no run starts meanwhile, here or in another tab.
+   * strategy `reject`), so no run starts meanwhile, here or in another tab;
+   * after this server's other such holds of the thread, in turn.
    * @throws {ThreadBusyError} a run holds the thread.
    */
   async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
     let release!: () => void;
     const waits = this.#idleWaits.get(threadId) ?? new Set<Promise<void>>();
+    // This server's holds under way take their turns: none is a run, so none refuses another.
+    const earlier = [...waits];
     const released = new Promise<void>((resolve) => (release = resolve));
     waits.add(released);
     this.#idleWaits.set(threadId, waits);
@@ -161,6 +164,7 @@ export class RunRegistry {
       return work();
     };
     try {
+      await Promise.all(earlier);
       return await this.#holding(threadId, holding, "reject");
     } catch (error) {
       // Stopped before `work` ran by a newer run asking for the thread: busy, as for a run.
