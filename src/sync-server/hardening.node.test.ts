@@ -16,6 +16,7 @@ import {
   inspector,
   newUser,
   postgresUrl,
+  seeded,
   serverForFile,
   startServer,
   wireCheckpoint,
@@ -857,6 +858,181 @@ describe("sync server: a push of many deletes and removals", () => {
       await server.close();
       await inspect.end();
       await pool.end();
+    }
+  });
+});
+
+/**
+ * The per-item code a push's deletes and removals ran before bc93b52, kept
+ * as the oracle of the set-based statements: each delete raises its
+ * thread's tombstone (when higher) and deletes up to it, each new removal
+ * marks and deletes its checkpoint, one sequence number per change made.
+ */
+async function perItemOracle(pool: pg.Pool, user: string, body: PushRequest): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const locked = await client.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1 FOR UPDATE", [
+      user,
+    ]);
+    let seq = Number(locked.rows[0]!.seq);
+    for (const del of body.deletes) {
+      const raised = await client.query(
+        `INSERT INTO lgsync_tombstones (user_id, thread_id, max_deleted_id, seq) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (user_id, thread_id) DO UPDATE SET max_deleted_id = EXCLUDED.max_deleted_id, seq = EXCLUDED.seq
+         WHERE lgsync_tombstones.max_deleted_id COLLATE "C" < EXCLUDED.max_deleted_id COLLATE "C"`,
+        [user, del.thread_id, del.max_deleted_id, seq + 1],
+      );
+      if (raised.rowCount === 0) continue;
+      seq += 1;
+      for (const table of ["lgsync_checkpoints", "lgsync_writes"])
+        await client.query(
+          `DELETE FROM ${table} WHERE user_id = $1 AND thread_id = $2 AND checkpoint_id COLLATE "C" <= $3`,
+          [user, del.thread_id, del.max_deleted_id],
+        );
+      await client.query(
+        `DELETE FROM lgsync_blobs b WHERE b.user_id = $1 AND b.thread_id = $2
+         AND NOT EXISTS (SELECT 1 FROM lgsync_checkpoints c WHERE c.user_id = $1 AND c.thread_id = $2)`,
+        [user, del.thread_id],
+      );
+    }
+    for (const r of body.removed ?? []) {
+      const args = [user, r.thread_id, r.checkpoint_ns, r.checkpoint_id];
+      const inserted = await client.query(
+        `INSERT INTO lgsync_removed (user_id, thread_id, checkpoint_ns, checkpoint_id, seq, origin)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+        [...args, seq + 1, body.device ?? null],
+      );
+      if (inserted.rowCount === 0) continue;
+      seq += 1;
+      const where = "user_id = $1 AND thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4";
+      await client.query(`DELETE FROM lgsync_checkpoints WHERE ${where}`, args);
+      await client.query(`DELETE FROM lgsync_writes WHERE ${where}`, args);
+    }
+    await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [user, seq]);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK");
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** What a space holds after a push's deletes and removals (sequence numbers apart), as sorted lines. */
+async function spaceRows(inspect: pg.Pool, user: string): Promise<Record<string, string[]>> {
+  const lines = async (sql: string) =>
+    (await inspect.query<Record<string, unknown>>(sql, [user])).rows.map((row) => Object.values(row).join(" ")).sort();
+  return {
+    checkpoints: await lines(
+      "SELECT thread_id, checkpoint_ns, checkpoint_id FROM lgsync_checkpoints WHERE user_id = $1",
+    ),
+    writes: await lines(
+      "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx FROM lgsync_writes WHERE user_id = $1",
+    ),
+    blobs: await lines("SELECT thread_id, checkpoint_ns, channel, version FROM lgsync_blobs WHERE user_id = $1"),
+    tombstones: await lines("SELECT thread_id, max_deleted_id FROM lgsync_tombstones WHERE user_id = $1"),
+    removed: await lines(
+      "SELECT thread_id, checkpoint_ns, checkpoint_id, origin FROM lgsync_removed WHERE user_id = $1",
+    ),
+    // The removals in the order their numbers give them (pulls hand them on in that order).
+    removedInOrder: (
+      await inspect.query<{ k: string }>(
+        "SELECT thread_id || ' ' || checkpoint_ns || ' ' || checkpoint_id AS k FROM lgsync_removed WHERE user_id = $1 ORDER BY seq",
+        [user],
+      )
+    ).rows.map((row) => row.k),
+  };
+}
+
+describe("sync server: a push's deletes and removals against the per-item code", () => {
+  it("leave the same rows, tombstones and marks for random mixes, and touch no other space", async () => {
+    const inspect = await inspector();
+    try {
+      const id = (i: number) => `1f0aaaaa-0000-6000-8000-${String(i).padStart(12, "0")}`;
+      for (let seed = 1; seed <= 12; seed++) {
+        const random = seeded(seed);
+        const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+        const threads = ["t0", "t1", "t2", "t3"];
+        const spaces = ["", "s"];
+        // The same history for both users: checkpoints with writes and values, then earlier deletes and removals.
+        const seeding: PushRequest[] = [];
+        const checkpoints: WireCheckpoint[] = [];
+        for (const t of threads)
+          for (const ns of spaces)
+            for (let c = 1; c <= 6; c++) {
+              if (random() < 0.3) continue;
+              const cp = wireCheckpoint(t, [], id(c));
+              cp.checkpoint_ns = ns;
+              cp.channel_versions = { x: c, y: 1 };
+              cp.blobs = [
+                { channel: "x", version: c, value: ["msgpack", new Uint8Array([c])] },
+                { channel: "y", version: 1, value: ["msgpack", new Uint8Array([0])] },
+              ];
+              cp.writes =
+                random() < 0.5
+                  ? [{ task_id: `k${c}`, idx: 0, channel: "x", task_path: "", value: ["msgpack", new Uint8Array([1])] }]
+                  : [];
+              checkpoints.push(cp);
+            }
+        seeding.push({ v: SYNC_PROTOCOL_VERSION, deletes: [], checkpoints });
+        const randomDeletes = (n: number) =>
+          Array.from({ length: n }, () => ({
+            thread_id: pick([...threads, "t9"]),
+            max_deleted_id: id(Math.floor(random() * 8)),
+          }));
+        const randomRemovals = (n: number) =>
+          Array.from({ length: n }, () => ({
+            thread_id: pick([...threads, "t9"]),
+            checkpoint_ns: pick(spaces),
+            checkpoint_id: id(1 + Math.floor(random() * 7)),
+          }));
+        seeding.push({
+          v: SYNC_PROTOCOL_VERSION,
+          device: "old",
+          deletes: randomDeletes(2),
+          removed: randomRemovals(3),
+          checkpoints: [],
+        });
+        // The push compared: duplicates, lower and higher than the tombstones, a delete and a removal of one checkpoint.
+        const removed = randomRemovals(Math.floor(random() * 10));
+        const deletes = [
+          ...randomDeletes(Math.floor(random() * 10)),
+          ...removed
+            .filter(() => random() < 0.3)
+            .map((r) => ({ thread_id: r.thread_id, max_deleted_id: r.checkpoint_id })),
+        ];
+        const body: PushRequest = { v: SYNC_PROTOCOL_VERSION, device: "dev", deletes, removed, checkpoints: [] };
+
+        const set = newUser(`set${seed}`);
+        const oracle = newUser(`oracle${seed}`);
+        for (const request of seeding)
+          for (const { token } of [set, oracle])
+            expect((await call("POST", "/push", token, encodeBody(request))).status).toBe(200);
+        const before = Number(
+          (await inspect.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1", [set.user])).rows[0]!
+            .seq,
+        );
+        await perItemOracle(inspect, oracle.user, body);
+        const expected = await spaceRows(inspect, oracle.user);
+        const answer = await call("POST", "/push", set.token, encodeBody(body));
+        expect(answer.status, `seed ${seed}`).toBe(200);
+        expect(await spaceRows(inspect, set.user), `seed ${seed}: ${JSON.stringify(body)}`).toEqual(expected);
+        // The oracle's space (same thread ids) is untouched by the other user's push.
+        expect(await spaceRows(inspect, oracle.user), `seed ${seed}`).toEqual(expected);
+        // One number per change, none reused: the tombstones raised and the new marks hold before+1..seq.
+        const numbers = (
+          await inspect.query<{ seq: string }>(
+            `SELECT seq FROM lgsync_tombstones WHERE user_id = $1 AND seq > $2
+             UNION ALL SELECT seq FROM lgsync_removed WHERE user_id = $1 AND seq > $2 ORDER BY seq`,
+            [set.user, before],
+          )
+        ).rows.map((row) => Number(row.seq));
+        expect(numbers, `seed ${seed}`).toEqual(Array.from({ length: numbers.length }, (_, i) => before + 1 + i));
+        expect(answer.body.seq, `seed ${seed}`).toBe(before + numbers.length);
+      }
+    } finally {
+      await inspect.end();
     }
   });
 });
