@@ -361,4 +361,27 @@ describe("sync server: options", () => {
       createSyncServer({ connectionString, authenticate, limits: { maxUsersBytes: 1024 } as never }),
     ).rejects.toThrow(/unknown limit `maxUsersBytes`; the limits are maxCheckpointBytes, maxUserBytes/);
   });
+
+  it("refuses a trustProxy it cannot read, naming it, before it connects or starts waiting for the database", async () => {
+    const { createSyncServer } = await import("../sync-server.js");
+    const { authenticate } = await import("../../test/support/sync/harness.js");
+    const connectionString = "postgres://nobody@127.0.0.1:1/none";
+    // "true" as a string (a config file, SYNC_TRUST_PROXY=true), a range past /32.
+    for (const trustProxy of ["true", ["10.0.0.2", "10.0.0.0/40"]]) {
+      let waits = 0;
+      await expect(
+        createSyncServer({
+          connectionString,
+          authenticate,
+          trustProxy,
+          waitForDatabase: true,
+          onDatabaseWait: () => (waits += 1),
+        }),
+        String(trustProxy),
+      ).rejects.toThrow(/createSyncServer: `trustProxy` must be true or the proxies' addresses and CIDR ranges/);
+      // Before, Fastify threw once the database start was under way, and that start went on trying for ever.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(waits, String(trustProxy)).toBe(0);
+    }
+  });
 });

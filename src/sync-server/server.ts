@@ -182,6 +182,24 @@ function checkCounts(options: SyncServerOptions): void {
 }
 
 /**
+ * The Fastify instance of `options`. A `trustProxy` naming something that is
+ * not an address or range ("true" as a string, 10.0.0.0/40) is a TypeError
+ * naming the option, instead of the proxy-address parser's bare message.
+ */
+function makeApp(options: FastifyServerOptions): FastifyInstance {
+  try {
+    return Fastify(options);
+  } catch (error) {
+    if (typeof options.trustProxy !== "string" && !Array.isArray(options.trustProxy)) throw error;
+    throw new TypeError(
+      "createSyncServer: `trustProxy` must be true or the proxies' addresses and CIDR ranges " +
+        `(e.g. ["10.0.0.2", "10.1.0.0/16"]), not ${JSON.stringify(options.trustProxy)}: ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
+}
+
+/**
  * Creates the sync server and its tables (if absent). Node only.
  *
  * @example
@@ -213,6 +231,12 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     throw new TypeError(
       'createSyncServer: `corsOrigins` must be an array of origins (e.g. ["https://app.example.com"]) or "*".',
     );
+  // Made before any connection: Fastify refuses a trustProxy it cannot read only when it is made.
+  const app = makeApp({
+    logger: options.logger ?? false,
+    bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    trustProxy: options.trustProxy ?? false,
+  });
   const ownPool = !options.pool;
   const pool =
     options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
@@ -244,12 +268,6 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     }
   }
 
-  const fastifyOptions: FastifyServerOptions = {
-    logger: options.logger ?? false,
-    bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-    trustProxy: options.trustProxy ?? false,
-  };
-  const app = Fastify(fastifyOptions);
   installProtocol(app);
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
 
