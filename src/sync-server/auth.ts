@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import { SYNC_PATH, parseApp } from "../sync/protocol.js";
 import type { AppSpaces } from "./apps.js";
-import { Strikes, strikeKey } from "./gate.js";
+import { Strikes, strikeKey, strikeSite } from "./gate.js";
 import { errorBody } from "./http.js";
 import { SyncHttpError } from "./store.js";
 
@@ -17,6 +17,14 @@ export type Authenticated = (request: FastifyRequest, reply: FastifyReply) => Pr
 
 /** Remote addresses whose strikes (requests without a valid token) one process remembers at once. */
 const STRIKE_ADDRESSES = 10_000;
+
+/**
+ * How many times an address's strikes one IPv6 /48 may take in all: its
+ * 65,536 /64s are more than the addresses remembered, so counted by /64
+ * alone a host holding a /48 (a tunnel broker gives one away) took a fresh
+ * /64 for each guess, and the oldest were forgotten before their limit.
+ */
+const STRIKES_PER_SITE = 16;
 
 /**
  * The hook every route but health runs: the user is known from the headers
@@ -33,11 +41,14 @@ export function authenticator(
   badTokensPerMinute: number,
 ): Authenticated {
   const strikes = new Strikes(badTokensPerMinute, 60_000, STRIKE_ADDRESSES);
+  const sites = new Strikes(badTokensPerMinute * STRIKES_PER_SITE, 60_000, STRIKE_ADDRESSES);
   return async (request, reply) => {
     const address = strikeKey(request.ip);
-    const pardon = strikes.take(address);
+    const site = strikeSite(request.ip);
+    const pardon = takeStrike(strikes, address, sites, site);
     if (!pardon) {
-      const seconds = Math.max(1, Math.ceil(strikes.retryAfterMs(address) / 1000));
+      const waitMs = Math.max(strikes.retryAfterMs(address), site === undefined ? 0 : sites.retryAfterMs(site));
+      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
       return reply
         .code(429)
         .header("connection", "close")
@@ -75,6 +86,29 @@ export function authenticator(
     request.space = resolved.space;
     request.unscoped = resolved.unscoped;
     return undefined;
+  };
+}
+
+/**
+ * A strike for `address`, and for its IPv6 `site` too: the function that
+ * gives both back, or undefined (taking none) when either has none left.
+ */
+function takeStrike(
+  strikes: Strikes,
+  address: string,
+  sites: Strikes,
+  site: string | undefined,
+): (() => void) | undefined {
+  const own = strikes.take(address);
+  if (!own || site === undefined) return own;
+  const shared = sites.take(site);
+  if (!shared) {
+    own();
+    return undefined;
+  }
+  return () => {
+    own();
+    shared();
   };
 }
 

@@ -3,7 +3,7 @@
  * the test moves.
  */
 import { describe, expect, it } from "vitest";
-import { Strikes, strikeKey } from "./gate.js";
+import { Strikes, strikeKey, strikeSite } from "./gate.js";
 
 describe("Strikes", () => {
   it("refuses a key past its strikes until its window ends, and gives back a strike once", () => {
@@ -55,5 +55,15 @@ describe("strikeKey", () => {
     expect(strikeKey("::1")).toBe("0:0:0:0::/64");
     expect(strikeKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
     expect(strikeKey(undefined)).toBe("");
+  });
+
+  it("strikeSite: an IPv6 address's /48, none for IPv4", () => {
+    expect(strikeSite("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1::/48");
+    expect(strikeSite("2001:0db8:0001:ffff::1")).toBe("2001:db8:1::/48");
+    expect(strikeSite("2001:db8::1")).toBe("2001:db8:0::/48");
+    expect(strikeSite("fe80::1%eth0")).toBe("fe80:0:0::/48");
+    expect(strikeSite("203.0.113.7")).toBeUndefined();
+    expect(strikeSite("::ffff:203.0.113.7")).toBeUndefined();
+    expect(strikeSite(undefined)).toBeUndefined();
   });
 });

@@ -103,7 +103,8 @@ export class InFlight {
  * may be a stranger's takes one, and gives it back once it proved itself.
  * The map holds at most `capacity` keys: past it, expired windows go first,
  * then the oldest key (a key forgotten starts a fresh window, so a flood
- * from more addresses than that is bounded only by `capacity` × `max`).
+ * that cycles through more keys than `capacity` is not bounded here at all:
+ * hence IPv6 addresses count by /48 too, see auth.ts).
  */
 export class Strikes {
   readonly #max: number;
@@ -183,6 +184,26 @@ export class Strikes {
 export function strikeKey(address: string | undefined): string {
   // No address: the socket closed before the request was looked at (Fastify's `ip` is then undefined).
   if (typeof address !== "string") return "";
+  const groups = ipv6Groups(address);
+  if (typeof groups === "string") return groups;
+  return `${groups.slice(0, 4).join(":")}::/64`;
+}
+
+/**
+ * The site an IPv6 address's strikes also count under: its /48, the block
+ * a site (or anyone, from a tunnel broker) is given, which holds 65,536 /64s:
+ * more than the map of {@link strikeKey}s remembers, so a fresh /64 for each
+ * guess would forget the earlier ones and never meet the limit. Undefined
+ * for IPv4 (and a missing address).
+ */
+export function strikeSite(address: string | undefined): string | undefined {
+  if (typeof address !== "string") return undefined;
+  const groups = ipv6Groups(address);
+  return typeof groups === "string" ? undefined : `${groups.slice(0, 3).join(":")}::/48`;
+}
+
+/** The eight groups of an IPv6 address (hex, no leading zeros), or an IPv4 address (an IPv4-mapped one too) as is. */
+function ipv6Groups(address: string): string[] | string {
   const ip = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0)
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped) return mapped[1]!;
@@ -193,6 +214,5 @@ export function strikeKey(address: string | undefined): string {
     const after = tail === "" ? [] : tail.split(":");
     groups.push(...Array<string>(Math.max(0, 8 - groups.length - after.length)).fill("0"), ...after);
   }
-  const prefix = groups.slice(0, 4).map((group) => (Number.parseInt(group, 16) || 0).toString(16));
-  return `${prefix.join(":")}::/64`;
+  return groups.map((group) => (Number.parseInt(group, 16) || 0).toString(16));
 }

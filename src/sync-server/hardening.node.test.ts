@@ -716,6 +716,21 @@ describe("sync server: requests without a valid token", () => {
     expect((await from("2001:db8:7:8::1", "guess")).status).toBe(401);
   });
 
+  it("counts the /64s of one IPv6 /48 together too: fresh /64s past what the map remembers do not lift the limit", async () => {
+    // A /48 holds 65,536 /64s, more than the 10,000 addresses remembered: counted by /64 alone, a host with
+    // one (a tunnel broker gives them away) took a fresh /64 for each guess and was never refused.
+    asked = 0;
+    const statuses: number[] = [];
+    for (let i = 1; i <= 60; i++) statuses.push((await from(`2001:db8:9:${i.toString(16)}::1`, `guess-${i}`)).status);
+    // 16 addresses' worth (3 a minute here) for the whole /48, then 429 without asking authenticate.
+    expect(statuses).toEqual([...Array<number>(48).fill(401), ...Array<number>(12).fill(429)]);
+    expect(asked).toBe(48);
+    // Its good tokens are still refused only until the minute ends; another /48 is asked as before.
+    expect((await from("2001:db8:9:ffff::1", newUser("site").token)).status).toBe(429);
+    expect((await from("2001:db8:a:1::1", "guess")).status).toBe(401);
+    expect((await from("2001:db8:a:2::1", newUser("next-site").token)).status).toBe(200);
+  });
+
   it("answers a user id too long to store with a 500 that names authenticate(), on every route", async () => {
     // PostgreSQL's NOTIFY carries a user id in at most 8,000 bytes, an index entry in 2,704: before, such a
     // user's every push was a 400 saying the request's own data could not be stored, so each device skipped
