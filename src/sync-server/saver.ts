@@ -40,7 +40,13 @@ import {
   type CheckpointRow,
   type WriteRow,
 } from "../rows/index.js";
-import { SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
+import {
+  ProtocolError,
+  SYNC_PROTOCOL_VERSION,
+  parseCheckpoint,
+  type WireCheckpoint,
+  type WireWrite,
+} from "../sync/protocol.js";
 import { newestId, readCheckpoints, readWrites } from "./reads.js";
 import { DEFAULT_STORE_LIMITS, addWrites, push, type StoreLimits } from "./store.js";
 
@@ -157,6 +163,7 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
     };
     if (parentId !== undefined) wire.parent_checkpoint_id = parentId;
     if (typeof storedMetadata.run_id === "string") wire.run_id = storedMetadata.run_id;
+    checkPullable(wire, "put checkpoint");
     await push(this.#pool, this.#userId, this.#limits, {
       v: SYNC_PROTOCOL_VERSION,
       device: SERVER_DEVICE,
@@ -198,6 +205,12 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
       }),
     );
     if (rows.length === 0) return;
+    const ids = { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpointId };
+    const empty: WireCheckpoint["checkpoint"] = ["", new Uint8Array()];
+    checkPullable(
+      { ...ids, checkpoint: empty, metadata: empty, channel_versions: {}, blobs: [], writes: rows },
+      "put writes",
+    );
     await addWrites(
       this.#pool,
       this.#userId,
@@ -284,5 +297,23 @@ export class SyncServerSaver extends BaseCheckpointSaver<number> {
       };
     }
     return tuple;
+  }
+}
+
+/**
+ * Throws unless `wire` (its ids, versions and writes) is what a device's
+ * push may carry: devices check every pulled checkpoint by the same rules
+ * and refuse a page holding one that breaks them, so an agent's checkpoint
+ * with a thread id over 1,024 characters, stored, failed every device's
+ * pull and thread list for good, its other threads too.
+ */
+function checkPullable(wire: WireCheckpoint, action: string): void {
+  try {
+    parseCheckpoint(wire);
+  } catch (error) {
+    if (!(error instanceof ProtocolError)) throw error;
+    throw new Error(`SyncServerSaver: failed to ${action}: ${error.message} Devices could not pull it.`, {
+      cause: error,
+    });
   }
 }

@@ -166,6 +166,32 @@ describe("SyncClient with the sync server", () => {
     await closeDevices(a);
   });
 
+  it("a server-side agent's id a device could not pull is refused there, and the devices' sync goes on", async () => {
+    const { user, token } = newUser();
+    const agent = served.server.saverFor(user);
+    await chat(agent, "fine", ["hi"]);
+    const head = await agent.getTuple({ configurable: { thread_id: "fine" } });
+    // Over the protocol's 1,024 characters: stored before, every device's pull and thread list then failed with
+    // bad_response ("changes[0].checkpoint.thread_id is longer than 1024 characters"), other threads never arrived.
+    const long = "L".repeat(1025);
+    await expect(chat(agent, long, ["hi"])).rejects.toThrow(
+      /SyncServerSaver.*thread_id is longer than 1024 characters/,
+    );
+    await expect(agent.putWrites(head!.config, [["note", 1]], long)).rejects.toThrow(
+      /SyncServerSaver.*task_id is longer than 1024 characters/,
+    );
+    await expect(agent.putWrites(head!.config, [[long, 1]], "task")).rejects.toThrow(
+      /SyncServerSaver.*channel is longer than 1024 characters/,
+    );
+    const a = device(served.url, token);
+    await a.sync.syncNow();
+    expect(await state(a.saver, "fine")).toEqual(await state(agent, "fine"));
+    const listed: string[] = [];
+    for await (const thread of a.sync.remoteThreads()) listed.push(thread.thread_id);
+    expect(listed).toEqual(["fine"]);
+    await closeDevices(a);
+  });
+
   it("reports status and progress a UI can show", async () => {
     const { token } = newUser();
     const a = device(served.url, token);
