@@ -300,6 +300,30 @@ describe("sync server: the thread list", () => {
     }
   });
 
+  it("lists each thread that lives through the listing once, whatever is created or deleted between pages", async () => {
+    const { token } = newUser("pages-churn");
+    const push = async (body: Record<string, unknown>) =>
+      expect((await call("POST", "/push", token, { v: 1, deletes: [], checkpoints: [], ...body })).status).toBe(200);
+    await push({ checkpoints: ["t-a", "t-b", "t-c", "t-d", "t-e", "t-f"].map((id) => wireCheckpoint(id)) });
+    const listed: string[] = [];
+    let after: string | undefined;
+    let pages = 0;
+    do {
+      const page = await threadsOf(`?limit=2${after === undefined ? "" : `&after=${after}`}`, token);
+      listed.push(...page.body.threads.map((t) => t.thread_id));
+      after = page.body.next;
+      pages += 1;
+      if (pages === 1) {
+        // Between pages: the last listed and a coming thread deleted, threads created before and after the cursor.
+        await push({
+          deletes: ["t-b", "t-c"].map((id) => ({ thread_id: id, max_deleted_id: wireCheckpoint(id).checkpoint_id })),
+          checkpoints: [wireCheckpoint("t-0"), wireCheckpoint("t-z")],
+        });
+      }
+    } while (after !== undefined && pages < 10);
+    expect(listed).toEqual(["t-a", "t-b", "t-d", "t-e", "t-f", "t-z"]);
+  });
+
   it("refuses an unpaged list past 10,000 threads with a 413 that says how to page, where it sent them all", async () => {
     const { user, token } = newUser("many-threads");
     const pool = await inspector();
