@@ -49,16 +49,17 @@ async function call(method: string, path: string, token: string | undefined, bod
 
 /**
  * A push whose body of a megabyte trickles in, a byte every 50 ms, on a
- * socket of its own: `closed(ms)` says whether the server closed it within
- * `ms`, `answer()` is what it sent, `end()` stops it.
+ * socket of its own (`POST /v1/push` unless `route` names another method and
+ * path): `closed(ms)` says whether the server closed it within `ms`,
+ * `answer()` is what it sent, `end()` stops it.
  */
-function trickled(token: string) {
+function trickled(token: string, route = "POST /v1/push") {
   const socket = connect(Number(new URL(served.url).port), "127.0.0.1");
   let answer = "";
   socket.on("data", (chunk: Buffer) => (answer += chunk.toString()));
   const gone = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
   socket.write(
-    `POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+    `${route} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
       `Content-Type: ${SYNC_MEDIA_TYPE}\r\nContent-Length: 1000000\r\n\r\n`,
   );
   const trickle = setInterval(() => socket.write("a"), 50);
@@ -135,6 +136,24 @@ describe("sync server: requests meant to stall it", () => {
       expect(stranger.answer()).toMatch(/^HTTP\/1\.1 401/);
     } finally {
       stranger.end();
+    }
+  });
+
+  it("closes the connection of any answer sent before the body is read: no route, the health check", async () => {
+    // Neither asks for a token: before, a stranger's body trickled to a path with no route (404) or to the
+    // health check was read and discarded for as long as its bytes came, a connection held per stranger.
+    for (const [route, status] of [
+      ["POST /v1/nope", 404],
+      ["POST /v1/health", 404],
+      ["GET /v1/health", 200],
+    ] as const) {
+      const stranger = trickled("nope", route);
+      try {
+        expect(await stranger.closed(1500), route).toBe(true);
+        expect(stranger.answer(), route).toMatch(new RegExp(`^HTTP/1\\.1 ${status}`));
+      } finally {
+        stranger.end();
+      }
     }
   });
 

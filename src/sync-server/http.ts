@@ -50,6 +50,12 @@ export function installProtocol(app: FastifyInstance): void {
   app.decorateRequest("space", "");
   app.decorateRequest("unscoped", true);
   app.decorateRequest("bodySlot", undefined);
+  // Any answer sent before its request's body was read (a refusal, no route, the health check): the server
+  // would go on reading and discarding that body for as long as its bytes came (Fastify sets no time limit
+  // on receiving one), a connection held at the client's will. Closing it after the answer ends that.
+  app.addHook("onSend", async (request, reply) => {
+    if (!request.raw.complete) reply.header("connection", "close");
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(SYNC_MEDIA_TYPE, { parseAs: "buffer" }, (_request, body, done) => {
     try {
@@ -60,10 +66,6 @@ export function installProtocol(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
-    // Refused before its body was read (too large, too many in flight, over the rate): the server would go
-    // on reading and discarding that body for as long as its bytes came (Fastify sets no time limit on
-    // receiving one), a connection held at the client's will. Closing it after the answer ends that.
-    if (!request.raw.complete) reply.header("connection", "close");
     if (error instanceof SyncHttpError) return reply.code(error.statusCode).send(errorBody(error.code, error.message));
     if (error instanceof ProtocolError) return reply.code(400).send(errorBody("bad_request", error.message));
     const status = error.statusCode;
@@ -98,6 +100,21 @@ export function installProtocol(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(errorBody("not_found", `No route ${request.method} ${request.url}.`)),
   );
+}
+
+/**
+ * Answers a request for no route (404) from its headers alone. Fastify
+ * otherwise reads and decodes a body of the sync media type, up to
+ * `maxBodyBytes`, before its not-found handler runs: any stranger could
+ * have the server hold 16 MiB per connection, or a connection for as long
+ * as it trickled that body in. Added after CORS and the database's
+ * readiness, so their answers come first as before.
+ */
+export function answerUnroutedEarly(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request, reply) => {
+    if (!request.is404 || reply.sent) return undefined;
+    return reply.code(404).send(errorBody("not_found", `No route ${request.method} ${request.url}.`));
+  });
 }
 
 /** Answers pages on `origins` (CORS), preflights included: browsers ask first because of the Authorization header. */

@@ -14,7 +14,7 @@ import { DEFAULT_MAX_BODY_BYTES, SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../syn
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { AppSpaces } from "./apps.js";
 import { authenticator, limitUsers } from "./auth.js";
-import { errorBody, installCors, installProtocol } from "./http.js";
+import { answerUnroutedEarly, errorBody, installCors, installProtocol } from "./http.js";
 import { addReadRoutes } from "./read-routes.js";
 import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
@@ -286,6 +286,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
         errorBody("unavailable", "The sync server has not reached its database yet; nothing was applied. Try again."),
       );
   });
+
+  answerUnroutedEarly(app);
 
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
 
