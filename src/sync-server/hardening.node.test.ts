@@ -982,6 +982,7 @@ async function spaceRows(inspect: pg.Pool, user: string): Promise<Record<string,
 describe("sync server: a push's deletes and removals against the per-item code", () => {
   it("leave the same rows, tombstones and marks for random mixes, and touch no other space", async () => {
     const inspect = await inspector();
+    const other = await createSyncServer({ connectionString: await postgresUrl(), authenticate });
     try {
       const id = (i: number) => `1f0aaaaa-0000-6000-8000-${String(i).padStart(12, "0")}`;
       for (let seed = 1; seed <= 12; seed++) {
@@ -1040,8 +1041,9 @@ describe("sync server: a push's deletes and removals against the per-item code",
 
         const set = newUser(`set${seed}`);
         const oracle = newUser(`oracle${seed}`);
+        const split = newUser(`split${seed}`);
         for (const request of seeding)
-          for (const { token } of [set, oracle])
+          for (const { token } of [set, oracle, split])
             expect((await call("POST", "/push", token, encodeBody(request))).status).toBe(200);
         const before = Number(
           (await inspect.query<{ seq: string }>("SELECT seq FROM lgsync_users WHERE user_id = $1", [set.user])).rows[0]!
@@ -1064,8 +1066,42 @@ describe("sync server: a push's deletes and removals against the per-item code",
         ).rows.map((row) => Number(row.seq));
         expect(numbers, `seed ${seed}`).toEqual(Array.from({ length: numbers.length }, (_, i) => before + 1 + i));
         expect(answer.body.seq, `seed ${seed}`).toBe(before + numbers.length);
+
+        // The same deletes and removals split between two pushes sent at once to two server processes (two
+        // devices' rounds): the user's row lock makes them one after the other, so the same rows, and no
+        // number given twice. (One process gates a user's writes one at a time, so it takes two.)
+        const half = (i: number) => i % 2 === 0;
+        const halves = [0, 1].map((h): PushRequest => ({
+          ...body,
+          deletes: deletes.filter((_, i) => half(i) === (h === 0)),
+          removed: removed.filter((_, i) => half(i) === (h === 0)),
+        }));
+        const both = await Promise.all([
+          call("POST", "/push", split.token, encodeBody(halves[0]!)).then((r) => r.status),
+          other.app
+            .inject({
+              method: "POST",
+              url: "/v1/push",
+              headers: { authorization: `Bearer ${split.token}`, "content-type": SYNC_MEDIA_TYPE },
+              payload: Buffer.from(encodeBody(halves[1]!)),
+            })
+            .then((r) => r.statusCode),
+        ]);
+        expect(both, `seed ${seed}`).toEqual([200, 200]);
+        const { removedInOrder: _order, ...rows } = await spaceRows(inspect, split.user);
+        const { removedInOrder: _expectedOrder, ...expectedRows } = expected;
+        expect(rows, `seed ${seed}, two pushes at once`).toEqual(expectedRows);
+        const all = (
+          await inspect.query<{ seq: string }>(
+            `SELECT seq FROM lgsync_tombstones WHERE user_id = $1 UNION ALL SELECT seq FROM lgsync_removed WHERE user_id = $1
+             UNION ALL SELECT seq FROM lgsync_checkpoints WHERE user_id = $1`,
+            [split.user],
+          )
+        ).rows.map((row) => row.seq);
+        expect(new Set(all).size, `seed ${seed}, two pushes at once`).toBe(all.length);
       }
     } finally {
+      await other.close();
       await inspect.end();
     }
   });
