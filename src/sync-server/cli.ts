@@ -10,6 +10,7 @@
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
  * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
  *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_MAX_APPS`, `SYNC_REQUESTS_PER_MINUTE`; per remote address, `SYNC_BAD_TOKENS_PER_MINUTE`.
+ * - `SYNC_LOG`: `1` logs every request, `0` nothing; by default, what fails (500s, with the reason).
  * - `SYNC_TRUST_PROXY`: behind a reverse proxy, `1` (believe every hop's `X-Forwarded-For`) or
  *   comma-separated proxy addresses and CIDR ranges.
  *
@@ -86,7 +87,8 @@ async function main(): Promise<void> {
         : env.SYNC_TRUST_PROXY?.split(",")
             .map((a) => a.trim())
             .filter(Boolean),
-    logger: env.SYNC_LOG === "1",
+    // A request the server fails (500) is logged unless SYNC_LOG=0: the answer says nothing of why.
+    logger: env.SYNC_LOG === "1" ? true : env.SYNC_LOG === "0" ? false : "errors",
     waitForDatabase: true,
     onDatabaseWait: (error, retryInMs) =>
       process.stderr.write(

@@ -156,6 +156,27 @@ describe("sync server: started while its database is down", () => {
       }
     }, 40_000);
 
+    it("logs a request it fails (500) with the reason, without SYNC_LOG", async () => {
+      const server = new ServerProcess(await freePort(), bundle, postgres.url, "restart-errors", reaper);
+      const admin = new pg.Client({ connectionString: postgres.url });
+      await admin.connect();
+      try {
+        await server.start(["cli-user"]);
+        await server.ready(10_000);
+        const base = `http://127.0.0.1:${server.port}`;
+        expect((await hello("token-of-cli-user", base)).status).toBe(200);
+        // Before, the operator saw nothing of it: the CLI's logger was off unless SYNC_LOG=1.
+        await admin.query("ALTER TABLE lgsync_users RENAME TO lgsync_users_gone");
+        expect((await hello("token-of-cli-user", base)).status).toBe(500);
+        await server.waitFor(/lgsync_users.*does not exist/, 5_000);
+        expect(await server.stop()).toBe(0);
+      } finally {
+        await admin.query("ALTER TABLE IF EXISTS lgsync_users_gone RENAME TO lgsync_users").catch(() => undefined);
+        await admin.end();
+        await server.kill();
+      }
+    }, 30_000);
+
     it("a failure waiting cannot mend (a database that does not exist) ends it with the reason", async () => {
       const noDatabase = postgres.url.replace(/\/[^/?]*(\?|$)/, "/no_such_database$1");
       const server = new ServerProcess(await freePort(), bundle, noDatabase, "restart-nodb", reaper);

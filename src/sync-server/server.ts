@@ -50,8 +50,12 @@ export interface SyncServerOptions {
    * client behind the proxy counts as the proxy. Default false.
    */
   trustProxy?: boolean | string | string[];
-  /** Log requests (Fastify's logger). Default false. */
-  logger?: boolean;
+  /**
+   * Fastify's logger (JSON lines on stdout): `true` logs every request,
+   * `"errors"` only what fails (a 500's error with its stack), `false`
+   * nothing. Default false (the CLI's default is `"errors"`).
+   */
+  logger?: boolean | "errors";
   /**
    * Pages on other origins allowed to call the server from a browser (CORS),
    * e.g. `["https://app.example.com", "http://localhost:5173"]`, or `"*"`.
@@ -233,7 +237,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     );
   // Made before any connection: Fastify refuses a trustProxy it cannot read only when it is made.
   const app = makeApp({
-    logger: options.logger ?? false,
+    logger: options.logger === "errors" ? { level: "error" } : (options.logger ?? false),
     bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     trustProxy: options.trustProxy ?? false,
   });
