@@ -9,6 +9,7 @@ import { frameRecord, parseJournal } from "./format.js";
 import {
   isEmpty,
   markSnapshot,
+  markedSnapshot,
   newestReflected,
   reachedSnapshot,
   rangeSpec,
@@ -189,13 +190,17 @@ export class ActiveJournal {
     // journal may have deleted or overwritten since what those records wrote. A snapshot replays (clearing
     // every store first) only into a database that lacks its mark, which lost transactions, as after a wipe.
     const empty = options.created || (await isEmpty(db, stores));
+    const reflected = empty ? -1 : await newestReflected(db, stores, body, options.rules.proof);
+    const behind = reflected >= 0 && "snap" in body[reflected]! && !(await reachedSnapshot(db, header!.h));
     // Sealed under a key the database no longer has (another tab's rekey or changeKey): replayed, its rows
     // would put values no key opens over the ones re-encrypted. Replay nothing; rewrite the journal from the
-    // database instead, so no retired key's ciphertext stays in its files either.
-    const stale = !empty && (await options.rules.stale(db, body));
-    const anchor = empty ? -1 : stale ? body.length - 1 : await newestReflected(db, stores, body, options.rules.proof);
-    const behind = !stale && anchor >= 0 && "snap" in body[anchor]! && !(await reachedSnapshot(db, header!.h));
-    const from = behind ? anchor : anchor + 1;
+    // database instead, so no retired key's ciphertext stays in its files either. The key is judged as of
+    // the newest record the database reflects: one it lacks because the crash lost this tab's own key
+    // change (and the database is behind its marked snapshot) is no other tab's, and the journal restores it.
+    const lagging = behind && markedSnapshot(body[reflected]!, header!.h);
+    const stale =
+      !empty && !lagging && (await options.rules.stale(db, reflected >= 0 ? body.slice(0, reflected + 1) : body));
+    const from = stale ? body.length : behind ? reflected : reflected + 1;
     const lost = body.length - from;
     if (body.length > from) await replay(db, stores, await options.rules.retain(db, body.slice(from)));
     // The other way round: transactions that committed but whose append the

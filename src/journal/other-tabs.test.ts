@@ -116,6 +116,17 @@ describe("a saver beside the journaling one, without the journal", () => {
   });
 });
 
+type Rows = { meta: unknown[] } & Record<string, unknown[]>;
+
+/** Removes the database's snapshot mark, as a database an older release compacted has none. */
+async function deleteMark(name: string): Promise<void> {
+  const db = await open(name);
+  const tx = db.transaction("meta", "readwrite");
+  tx.objectStore("meta").delete("journal\u0000snapshot");
+  await new Promise((resolve) => (tx.oncomplete = resolve));
+  db.close();
+}
+
 describe("a key change in a tab without the journal", () => {
   const key = () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(9));
   const keyRecord = (rows: unknown[]) => rows.find((row) => (row as { name: string }).name === "key");
@@ -141,6 +152,59 @@ describe("a key change in a tab without the journal", () => {
     const records = parseJournal(MemoryJournalBackend.file(name)!).records as { snap?: { meta: unknown[] } }[];
     expect(records.map((record) => Object.keys(record).join())).toEqual(["h,db", "snap"]);
     expect(keyRecord(records[1]!.snap!.meta)).toEqual(keyRecord((await scan(name)).meta!));
+    await reopened.close();
+  });
+
+  it("its own rekey() and the writes after it, lost by the database in a crash, come back from the journal", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    const beforeRekey = MemoryJournalBackend.file(name)!;
+    await journaling.rekey();
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("u"));
+    await journaling.close();
+    // The crash cost the database everything since the rekey began; the journal has it all.
+    const lagging = await losing(beforeRekey, 0);
+    const [header, ...body] = parseJournal(MemoryJournalBackend.file(name)!).records;
+    MemoryJournalBackend.setFile(
+      lagging,
+      joinBytes([{ ...(header as object), db: lagging }, ...body].map((record) => frameRecord(record))),
+    );
+    // Before, the database's key record (the one before the rekey) read as another tab's key change: nothing
+    // was replayed, the journal was rewritten from the database, and the thread written after the rekey was gone.
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(lagging, { serde: await key() }, reports);
+    expect((await reopened.getTuple(config("u")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect(reports[0]).toMatchObject({ kind: "restored" });
+    expect(keyRecord((await scan(lagging)).meta!)).toEqual(keyRecord((await scan(name)).meta!));
+    await reopened.close();
+  });
+
+  it("rekey() beside a journal an older release compacted (its snapshot unmarked): nothing of it is replayed", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    await journaling.compactJournal();
+    await journaling.close();
+    // As an older release compacted it: no mark, in the database or in the snapshot.
+    const [header, snap] = parseJournal(MemoryJournalBackend.file(name)!).records as [object, { snap: Rows }];
+    const meta = snap.snap.meta.filter((row) => (row as { name: string }).name !== "journal\u0000snapshot");
+    MemoryJournalBackend.setFile(name, joinBytes([frameRecord(header), frameRecord({ snap: { ...snap.snap, meta } })]));
+    await deleteMark(name);
+    const other = saver(name, { journal: "off", serde: await key() });
+    await other.rekey();
+    await tickGraph(other, 2).invoke({ count: 0 }, config("b"));
+    await other.close();
+    const expected = await scan(name);
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, { serde: await key() }, reports);
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect((await reopened.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    const now = await scan(name);
+    for (const store of ["checkpoints", "blobs", "writes", "threads"] as const)
+      expect({ [store]: now[store] }).toEqual({ [store]: expected[store] });
     await reopened.close();
   });
 
@@ -174,11 +238,7 @@ describe("a journal whose snapshot the database holds no mark of", () => {
     ];
     const old = { snap: { ...snap.snap, meta: unmarked(snap.snap.meta) } };
     MemoryJournalBackend.setFile(name, joinBytes([frameRecord(header), frameRecord(old)]));
-    const db = await open(name);
-    const tx = db.transaction("meta", "readwrite");
-    tx.objectStore("meta").delete("journal\u0000snapshot");
-    await new Promise((resolve) => (tx.oncomplete = resolve));
-    db.close();
+    await deleteMark(name);
     const first = saver(name);
     expect((await first.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
     await first.close();

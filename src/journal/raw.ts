@@ -246,6 +246,23 @@ export async function markSnapshot(db: IDBDatabase, generation: number): Promise
   await completion(tx);
 }
 
+/**
+ * Whether `record` is a snapshot holding the mark of generation `generation`:
+ * one taken after the mark was committed, so a database without that mark
+ * lost transactions. An older release's snapshot has none.
+ */
+export function markedSnapshot(record: Payload, generation: number): boolean {
+  if (!("snap" in record)) return false;
+  const rows = record.snap[META];
+  return (
+    Array.isArray(rows) &&
+    rows.some((row) => {
+      const mark = row as { name?: unknown; value?: unknown } | null;
+      return mark?.name === SNAPSHOT_MARK && mark.value === generation;
+    })
+  );
+}
+
 /** Whether the database holds the mark of journal generation `generation` (see {@link markSnapshot}). */
 export async function reachedSnapshot(db: IDBDatabase, generation: number): Promise<boolean> {
   if (!db.objectStoreNames.contains(META)) return false;
