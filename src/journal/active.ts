@@ -63,6 +63,8 @@ export class ActiveJournal {
   #usable = false;
   #size = 0;
   #snapshotSize = 0;
+  /** The generation of the journal's header (the one its snapshot's mark names). */
+  #generation = 0;
 
   constructor(options: ActiveJournalOptions) {
     this.#options = options;
@@ -125,7 +127,7 @@ export class ActiveJournal {
     if (!this.#usable) return;
     try {
       const db = await this.#options.connection();
-      const generation = Date.now();
+      const generation = this.#nextGeneration();
       await markSnapshot(db, generation);
       const snap = await snapshot(db, this.#options.stores);
       const header = frameRecord({ h: generation, db: this.#options.name } satisfies Payload);
@@ -136,6 +138,16 @@ export class ActiveJournal {
     } catch (error) {
       this.#fail(error);
     }
+  }
+
+  /**
+   * A generation no earlier header of this journal had: the time, or one past the last when the clock has
+   * not moved (two compactions in one millisecond) or went back. The same number twice would let a database
+   * holding the older snapshot's mark pass for one that reached the newer snapshot, and not be restored.
+   */
+  #nextGeneration(): number {
+    this.#generation = Math.max(Date.now(), this.#generation + 1);
+    return this.#generation;
   }
 
   #enqueue(task: () => Promise<void>): Promise<void> {
@@ -183,6 +195,7 @@ export class ActiveJournal {
       return { ...base, kind: "journal-unavailable", error };
     }
     const body = records.slice(1);
+    if (Number.isSafeInteger(header?.h)) this.#generation = header!.h;
     let size = records.length === 0 ? 0 : parsed.validLength;
     this.#snapshotSize = body[0] && "snap" in body[0] ? size : 0;
 
@@ -218,7 +231,7 @@ export class ActiveJournal {
     // its snapshot restarts from the database, under a mark it holds: at the next open, that snapshot would
     // again be missing its mark and clear what other tabs wrote since.
     if (rewrite) {
-      const generation = Date.now();
+      const generation = this.#nextGeneration();
       const parts = [frameRecord({ h: generation, db: name } satisfies Payload)];
       if (!empty) {
         await markSnapshot(db, generation);

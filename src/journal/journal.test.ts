@@ -4,7 +4,7 @@
  * the same in Node and Chromium; the OPFS backend has its own browser test).
  * Saver-level tests go through the saver's `journal` option.
  */
-import { describe, expect, it, afterEach } from "vitest";
+import { describe, expect, it, afterEach, vi } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { frameRecord, parseJournal } from "./format.js";
 import { sameValue } from "../core/equality.js";
@@ -15,6 +15,7 @@ import {
   dbName,
   deleteDb,
   losing,
+  lostSince,
   removeJournalTestData,
   saver,
   scan,
@@ -176,6 +177,32 @@ describe("saver with a journal", () => {
     expect((await second.getTuple(config("copy")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
     expect(sameValue(await scan(name), expected)).toBe(true);
     await second.close();
+  });
+
+  it("two compactions within one millisecond: a database that lost the second is still behind its snapshot", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 2).invoke({ count: 0 }, config("a"));
+    await tickGraph(first, 2).invoke({ count: 0 }, config("b"));
+    // Each delete compacts the journal; a clock that does not move (or moves back) between the two compactions.
+    const now = vi.spyOn(Date, "now").mockReturnValue(Date.now());
+    try {
+      await first.deleteThread("a");
+      const one = MemoryJournalBackend.file(name)!;
+      await first.deleteThread("b");
+      await first.close();
+      // The crash cost the database the second delete and its compaction's mark.
+      const lagging = await lostSince(one, MemoryJournalBackend.file(name)!);
+      // Before, both snapshots had the same generation: the database held the first one's mark, read as the
+      // second's, so that snapshot was not replayed and the deleted thread stayed.
+      const reports: RecoveryReport[] = [];
+      const second = saver(lagging, {}, reports);
+      expect(await second.getTuple(config("b"))).toBeUndefined();
+      expect(reports[0]).toMatchObject({ kind: "restored" });
+      await second.close();
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it("restores an encrypted database: the key record is journaled too", async () => {

@@ -117,6 +117,21 @@ export async function losing(file: Uint8Array, lost: number): Promise<string> {
   return name;
 }
 
+/**
+ * A new database as the journal file `before` left it (replayed whole), with
+ * the later journal file `after` as its own: a crash cost the database every
+ * transaction between the two, the journal kept them. Its name.
+ */
+export async function lostSince(before: Uint8Array, after: Uint8Array): Promise<string> {
+  const name = await losing(before, 0);
+  const [header, ...body] = parseJournal(after).records;
+  MemoryJournalBackend.setFile(
+    name,
+    joinBytes([{ ...(header as object), db: name }, ...body].map((record) => frameRecord(record))),
+  );
+  return name;
+}
+
 /** Removes the databases and memory journals of a test: call it in each file's `afterEach`. */
 export async function removeJournalTestData(): Promise<void> {
   for (const name of names.splice(0)) await deleteDb(name).catch(() => undefined);
