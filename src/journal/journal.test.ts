@@ -4,6 +4,7 @@
  * the same in Node and Chromium; the OPFS backend has its own browser test).
  * Saver-level tests go through the saver's `journal` option.
  */
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it, afterEach, vi } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { frameRecord, parseJournal } from "./format.js";
@@ -203,6 +204,31 @@ describe("saver with a journal", () => {
     } finally {
       now.mockRestore();
     }
+  });
+
+  it("a thread put back after clearTombstone(), lost by the database with the clear, comes back from the journal", async () => {
+    const name = dbName();
+    const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;
+    const first = saver(name);
+    await first.put(config("t"), { ...emptyCheckpoint(), id: "1" }, meta, {});
+    await first.deleteThread("t");
+    const deleted = MemoryJournalBackend.file(name)!;
+    // As importThread does: the thread's tombstone cleared, its old checkpoint put back.
+    await first.clearTombstone("t");
+    await first.put(config("t"), { ...emptyCheckpoint(), id: "1" }, meta, {});
+    const expected = await scan(name);
+    await first.close();
+    // The crash cost the database the clear and the put: it still holds the tombstone, the journal has both.
+    const lagging = await lostSince(deleted, MemoryJournalBackend.file(name)!);
+    // Before, the database's stale tombstone filtered the put out of the replay: the thread was gone.
+    const reports: RecoveryReport[] = [];
+    const second = saver(lagging, {}, reports);
+    expect((await second.getTuple(config("t")))?.checkpoint.id).toBe("1");
+    expect(reports[0]).toMatchObject({ kind: "restored" });
+    const now = await scan(lagging);
+    for (const store of ["checkpoints", "blobs", "writes", "threads"] as const)
+      expect({ [store]: now[store] }).toEqual({ [store]: expected[store] });
+    await second.close();
   });
 
   it("restores an encrypted database: the key record is journaled too", async () => {

@@ -116,9 +116,13 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
  * journal recorded them, and replaying them would bring it back. Blobs of
  * such a thread stay only when a checkpoint kept here lists their version
  * (a new run on the thread after the delete); deletes and other rows stay.
+ * `records` starting with a snapshot are kept whole (see below).
  */
 export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]> {
-  if (!db.objectStoreNames.contains("meta")) return [...records];
+  // A snapshot replays over every store, tombstones included: what follows it lands on the snapshot's rows,
+  // not on the database's. Its tombstones may be older than the journal's own clearTombstone (the crash lost
+  // it): filtered by them, a thread put back after that clear would be lost.
+  if (!db.objectStoreNames.contains("meta") || records.some((record) => "snap" in record)) return [...records];
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
   const range = KeyRange.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper);
   const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
