@@ -214,8 +214,11 @@ export class ActiveJournal {
     const stale =
       !empty && !lagging && (await options.rules.stale(db, reflected >= 0 ? body.slice(0, reflected + 1) : body));
     const from = stale ? body.length : behind ? reflected : reflected + 1;
-    const lost = body.length - from;
-    if (body.length > from) await replay(db, stores, await options.rules.retain(db, body.slice(from)));
+    // What the database lacked and gets back: records of threads another tab deleted since are left out
+    // whole, and a report of their replay ("restored") would tell of nothing put back.
+    const missing = body.length > from ? await options.rules.retain(db, body.slice(from)) : [];
+    const lost = missing.filter((record) => !("o" in record) || record.o.length > 0).length;
+    if (lost > 0) await replay(db, stores, missing);
     // The other way round: transactions that committed but whose append the
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.

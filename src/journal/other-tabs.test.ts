@@ -69,7 +69,14 @@ describe("a saver beside the journaling one, without the journal", () => {
     expect(await reopened.getTuple(config("gone"))).toBeUndefined();
     expect(await threadIds(reopened)).toEqual(["kept"]);
     expect((await reopened.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    // Nothing was put back: no "restored" report (an app shows one), at this open or the next.
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
     await reopened.close();
+    const again: RecoveryReport[] = [];
+    const third = saver(name, {}, again);
+    await third.recovery();
+    await third.close();
+    expect(again[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
   });
 
   it("a thread it continued keeps the summary it wrote, and the open reports nothing restored", async () => {
