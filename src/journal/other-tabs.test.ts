@@ -16,6 +16,7 @@ import {
   STORES,
   config,
   dbName,
+  deleteDb,
   losing,
   lostSince,
   open,
@@ -208,6 +209,25 @@ describe("a key change in a tab without the journal", () => {
     const now = await scan(name);
     for (const store of ["checkpoints", "blobs", "writes", "threads"] as const)
       expect({ [store]: now[store] }).toEqual({ [store]: expected[store] });
+    await reopened.close();
+  });
+
+  it("a wiped database another tab opened first (a new key record) is still restored from the journal", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("a"));
+    await journaling.close();
+    await deleteDb(name); // Chromium deleting a corrupted database
+    // The tab without the journal loads first: it reports the wipe and writes, under a data key of its own.
+    const other = saver(name, { journal: "off", serde: await key() });
+    await tickGraph(other, 1).invoke({ count: 0 }, config("b"));
+    await other.close();
+    // Before, its new key record read as a key change: the journal, the one copy of the wiped threads, was
+    // replaced by a snapshot of the database and thread "a" was gone for good.
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, { serde: await key() }, reports);
+    expect((await reopened.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect(reports[0]).toMatchObject({ kind: "restored" });
     await reopened.close();
   });
 
