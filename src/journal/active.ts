@@ -20,6 +20,7 @@ import {
   type Op,
   type Payload,
   type SchemaRules,
+  type WriteGate,
 } from "./raw.js";
 import type { JournalBackend, RecoveryReport } from "./types.js";
 import { joinBytes } from "../core/bytes.js";
@@ -41,6 +42,8 @@ export interface ActiveJournalOptions {
   purgeOnPut?: readonly string[];
   /** Told when an append or a compaction fails: the journal stops, the saver goes on. */
   onFail(error: unknown): void;
+  /** Asked before each transaction replaying records (see `WriteGate`). */
+  beforeWrite?: WriteGate;
 }
 
 /** What recovery needs from the seam. */
@@ -218,7 +221,7 @@ export class ActiveJournal {
     // whole, and a report of their replay ("restored") would tell of nothing put back.
     const missing = body.length > from ? await options.rules.retain(db, body.slice(from)) : [];
     const lost = missing.filter((record) => !("o" in record) || record.o.length > 0).length;
-    if (lost > 0) await replay(db, stores, missing);
+    if (lost > 0) await replay(db, stores, missing, this.#options.beforeWrite);
     // The other way round: transactions that committed but whose append the
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.

@@ -80,6 +80,27 @@ describe("a saver beside the journaling one, without the journal", () => {
     expect(again[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
   });
 
+  it("one open meanwhile, answering reads from memory, sees what the journaling saver's recovery put back", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("t"));
+    const before = MemoryJournalBackend.file(name)!;
+    await tickGraph(journaling, 5).invoke({ count: 0 }, config("t"));
+    await journaling.close();
+    const lagging = await lostSince(before, MemoryJournalBackend.file(name)!); // steps 3 to 5 lost by a crash
+    const other = saver(lagging, { journal: "off" });
+    await tickGraph(other, 1).invoke({ count: 0 }, config("x")); // it writes: it holds the write lease
+    expect((await other.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(lagging, {}, reports);
+    expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 5 });
+    expect(reports[0]).toMatchObject({ kind: "restored" });
+    // Before, the replay wrote without the lease: the other saver kept answering step 2 from memory (and a
+    // run it continued there would have forked the thread from it).
+    expect((await other.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 5 });
+    await Promise.all([other.close(), reopened.close()]);
+  });
+
   it("a thread it continued keeps the summary it wrote, and the open reports nothing restored", async () => {
     const name = dbName();
     const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;

@@ -271,15 +271,31 @@ export async function reachedSnapshot(db: IDBDatabase, generation: number): Prom
 }
 
 /**
+ * Asked right before each read-write transaction of a replay is created, as
+ * the database asks before each of its own (`DatabaseOptions.beforeWrite`):
+ * a promise to wait for, then ask again, or undefined to go ahead.
+ */
+export type WriteGate = () => Promise<void> | undefined;
+
+/**
  * Re-applies `records` in order, several per transaction (each transaction
  * all or nothing, so a crash during recovery leaves a state the next
  * recovery replays again). Returns how many records carried operations.
+ * `gate` is asked before each transaction (the saver's write lease: other
+ * savers answering reads from memory must drop what they kept first).
  */
-export async function replay(db: IDBDatabase, journaled: readonly string[], records: Payload[]): Promise<number> {
+export async function replay(
+  db: IDBDatabase,
+  journaled: readonly string[],
+  records: Payload[],
+  gate?: WriteGate,
+): Promise<number> {
   const stores = presentStores(db, journaled);
   let applied = 0;
   const BATCH = 256;
   for (let start = 0; start < records.length; start += BATCH) {
+    // Asked again after each wait, so the transaction is created in the same tick as the last yes.
+    for (let wait = gate?.(); wait; wait = gate?.()) await wait;
     const tx = db.transaction(stores, "readwrite");
     const finished = completion(tx);
     for (const record of records.slice(start, start + BATCH)) {

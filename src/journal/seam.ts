@@ -8,7 +8,7 @@
 import type { DatabaseSeam } from "../idb/database.js";
 import type { WriteObserver } from "../idb/requests.js";
 import type { ActiveJournal } from "./active.js";
-import type { Op, SchemaRules } from "./raw.js";
+import type { Op, SchemaRules, WriteGate } from "./raw.js";
 import {
   DatabaseWipedError,
   type JournalBackend,
@@ -40,6 +40,11 @@ export interface JournalSeamOptions {
   rules(): Promise<SchemaRules>;
   /** Stores whose puts compact the journal like deletes do (see `ActiveJournalOptions.purgeOnPut`). */
   purgeOnPut?: readonly string[];
+  /**
+   * Asked before each transaction of a recovery's replay, as the database asks before its own writes
+   * (the saver's write lease: a saver in another tab answering reads from memory drops them first).
+   */
+  beforeWrite?: WriteGate;
 }
 
 /** Recovery and journaling for one database, through its seam. */
@@ -183,6 +188,7 @@ export class JournalSeam implements DatabaseSeam {
       compactBytes: this.#options.compactBytes ?? 8 * 1024 * 1024,
       purgeOnPut: this.#options.purgeOnPut,
       onFail: (error) => this.#fail(error),
+      beforeWrite: this.#options.beforeWrite,
     });
     const outcome = await active.recover(db, {
       created,

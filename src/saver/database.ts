@@ -18,6 +18,9 @@ export interface SaverDatabase {
 /** Opens nothing yet: builds the lazily opened database of a saver. @internal */
 export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase {
   const name = params.dbName ?? "langgraph";
+  // Every write holds the lease: savers that answer reads from memory rely on it (fresh-cache.ts). So does a
+  // recovery's replay, which writes before this saver's first transaction.
+  const beforeWrite = leaseGate(name, params.freshReads !== false, (): object => db);
   const journal = new JournalSeam({
     name,
     stores: SAVER_STORE_NAMES,
@@ -27,6 +30,7 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     purgeOnPut: ["meta"],
     // Needed only after a recovery with a journal: loaded then.
     rules: async () => (await import("./journal-adapter.js")).journalRules,
+    beforeWrite,
   });
   const db = new Database<SaverSchema>({
     name,
@@ -35,8 +39,7 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     durability: params.durability,
     blockedTimeoutMs: params.blockedTimeoutMs,
     seam: journal,
-    // Every write holds the lease: savers that answer reads from memory rely on it (fresh-cache.ts).
-    beforeWrite: leaseGate(name, params.freshReads !== false, (): object => db),
+    beforeWrite,
   });
   journal.attach(() => db.rawConnection());
   return { db, journal };
