@@ -6,7 +6,7 @@
  * Chromium.
  */
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { frameRecord, parseJournal } from "./format.js";
 import { joinBytes } from "../core/bytes.js";
@@ -263,6 +263,52 @@ describe("a key change in a tab without the journal", () => {
     expect((await restored.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 6 });
     expect(reports[0]).toMatchObject({ kind: "restored", recoveredWrites: 3 });
     await restored.close();
+  });
+});
+
+describe("while the journaling saver is open", () => {
+  const key = () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(9));
+  const keyRecord = (rows: unknown[]) => rows.find((row) => (row as { name: string }).name === "key");
+  const lastKeyRecord = (file: Uint8Array) => {
+    let found: unknown;
+    for (const record of parseJournal(file).records as { snap?: { meta: unknown[] }; o?: unknown[][] }[]) {
+      if (record.snap) found = keyRecord(record.snap.meta);
+      for (const op of record.o ?? []) if (op[0] === "meta" && keyRecord([op[2]])) found = op[2];
+    }
+    return found;
+  };
+
+  it("a thread another tab deletes leaves its journal: a wipe later does not bring it back", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("kept"));
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("gone"));
+    const told = new Promise<void>((resolve) => journaling.subscribe((change) => change.remote && resolve()));
+    const other = saver(name, { journal: "off" });
+    await other.deleteThread("gone");
+    await told;
+    await Promise.all([other.close(), journaling.close()]);
+    await deleteDb(name); // Chromium deleting a corrupted database
+    // Before, the journal still held the thread's rows (plaintext without encryption), restored with the rest.
+    const restored = saver(name);
+    expect(await restored.getTuple(config("gone"))).toBeUndefined();
+    expect((await restored.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    await restored.close();
+  });
+
+  it("rekey() in another tab: the retired key's record and ciphertext leave its journal", async () => {
+    const name = dbName();
+    const journaling = saver(name, { serde: await key() });
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    const other = saver(name, { journal: "off", serde: await key() });
+    await other.rekey();
+    const current = keyRecord((await scan(name)).meta!);
+    expect(lastKeyRecord(MemoryJournalBackend.file(name)!)).not.toEqual(current);
+    // Before, they stayed in its OPFS files until its next open or its next delete.
+    await vi.waitFor(() => expect(lastKeyRecord(MemoryJournalBackend.file(name)!)).toEqual(current), {
+      timeout: 1000,
+    });
+    await Promise.all([other.close(), journaling.close()]);
   });
 });
 

@@ -113,6 +113,15 @@ export class JournalSeam implements DatabaseSeam {
     };
   }
 
+  /**
+   * Rewrites an open journal as one snapshot of the database now (another
+   * tab deleted rows or changed the key: the journal's older records still
+   * hold them); nothing when no journal is open.
+   */
+  purge(): Promise<void> {
+    return this.#active?.usable ? this.#active.compact() : Promise.resolve();
+  }
+
   /** Rewrites the journal as one snapshot of the database. */
   async compact(): Promise<void> {
     await this.recovery();

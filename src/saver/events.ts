@@ -51,7 +51,7 @@ export class ChangeFeed {
   readonly #listeners = new Listeners<CheckpointChange>();
   readonly #sender = Math.random().toString(36).slice(2);
   #channel: BroadcastChannel | undefined;
-  #onKey: (() => void) | undefined;
+  readonly #onKey = new Set<() => void>();
   /**
    * Messages for other tabs not posted yet. They go out in a later task, in
    * order, not from the write that made them: a postMessage took about
@@ -85,7 +85,7 @@ export class ChangeFeed {
 
   /** Calls `listener` when another tab or instance announces a key change (keeps the channel open). */
   onKeyChange(listener: () => void): void {
-    this.#onKey = listener;
+    this.#onKey.add(listener);
     this.#ensureChannel();
   }
 
@@ -115,7 +115,7 @@ export class ChangeFeed {
     this.#channel ??= openChannel(this.#channelName, (data) => {
       const message = data as Partial<WireMessage> | null;
       if (!message || message.v !== PROTOCOL || message.sender === this.#sender) return;
-      if (message.key) this.#onKey?.();
+      if (message.key) for (const listener of this.#onKey) listener();
       if (message.change) this.#listeners.deliver({ ...message.change, remote: true });
     });
     return this.#channel;

@@ -102,6 +102,13 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     this.#journal = journal;
     this.#ctx = createSaverContext(db, { get: () => this.serde, set: (serde) => (this.serde = serde) });
     registerContext(this, this.#ctx);
+    if (params.journal !== undefined && params.journal !== "off") {
+      // What another tab deletes or re-encrypts must leave this journal too, as this saver's own deletes and key
+      // changes do: a restore after a wipe would bring it back, and the retired key's ciphertext would stay.
+      const purge = () => void journal.purge();
+      this.#ctx.feed.subscribe((change) => change.remote && change.kind !== "put" && change.kind !== "copy" && purge());
+      this.#ctx.feed.onKeyChange(purge);
+    }
     offerTaskPaths(this, async (threadId) => (await maintenance()).taskPathReader(this.#ctx, threadId));
   }
 
