@@ -7,12 +7,14 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { frameRecord, parseJournal } from "./format.js";
 import { JOURNAL_DIRECTORY, OpfsJournalBackend } from "./opfs-backend.js";
 import type { RecoveryReport } from "./index.js";
 import { IndexedDBSaver, type IndexedDBSaverParams } from "../saver/index.js";
 import { joinBytes } from "../core/bytes.js";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
 import { withRaw, request } from "../../test/support/raw-idb.js";
 import { hex, planted } from "../../test/support/crafted-journal.js";
 
@@ -85,6 +87,50 @@ describe("saver with journal: opfs", () => {
     const reports: RecoveryReport[] = [];
     const second = journaled({ dbName: name, journal: "opfs", onRecovery: (r: RecoveryReport) => reports.push(r) });
     expect((await second.getTuple(config("t")))?.checkpoint.id).toBe(latest?.checkpoint.id);
+    expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
+    await second.close();
+    await deleteDb(name);
+    await removeJournal(name);
+  });
+
+  it("what a second saver (its journal unavailable) deletes, prunes and re-encrypts is not restored after a wipe", async () => {
+    const name = unique();
+    const serde = () => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(3));
+    const first = journaled({ dbName: name, journal: "opfs", serde: await serde() });
+    await tickGraph(first, 3).invoke({ count: 0 }, config("kept"));
+    await tickGraph(first, 3).invoke({ count: 0 }, config("gone"));
+    await tickGraph(first, 4).invoke({ count: 0 }, config("pruned"));
+    // Another tab: the OPFS files are the first saver's, so it writes without a journal.
+    const other = journaled({ dbName: name, journal: "opfs", serde: await serde() });
+    expect((await other.recovery()).kind).toBe("journal-unavailable");
+    await other.deleteThread("gone");
+    await other.prune(["pruned"]);
+    const told = new Promise<void>((resolve) =>
+      first.subscribe((change) => change.remote && change.threadId === "signal" && resolve()),
+    );
+    await other.rekey();
+    await other.put(
+      config("signal"),
+      { ...emptyCheckpoint(), id: "1" },
+      { source: "input", step: -1, parents: {} },
+      {},
+    );
+    await told; // the last notice: the first saver has had every one before it (they arrive in order)
+    await Promise.all([other.close(), first.close()]);
+    await deleteDb(name);
+    // Before, the journal still held both, and the retired key's rows: the wipe's restore brought them back.
+    const reports: RecoveryReport[] = [];
+    const second = journaled({
+      dbName: name,
+      journal: "opfs",
+      serde: await serde(),
+      onRecovery: (r: RecoveryReport) => reports.push(r),
+    });
+    expect(await second.getTuple(config("gone"))).toBeUndefined();
+    expect((await second.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    const pruned: string[] = [];
+    for await (const tuple of second.list(config("pruned"))) pruned.push(tuple.checkpoint.id);
+    expect(pruned).toHaveLength(1);
     expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
     await second.close();
     await deleteDb(name);
