@@ -227,7 +227,9 @@ export class ActiveJournal {
     // records wrote: the saver's resync journals those rows again, as they are now.
     let resync: Uint8Array | undefined;
     // A journal replayed from its snapshot, or stale, is rewritten from the database below.
-    const rewrite = records.length === 0 || stale || behind;
+    // So is one holding rows another tab deleted since (its deletes are not in it): a wipe would restore them.
+    const rewrite =
+      records.length === 0 || stale || behind || (!empty && (await options.rules.deletedSince(db, header!.h)));
     if (!empty && !rewrite) {
       const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);

@@ -101,6 +101,26 @@ describe("a saver beside the journaling one, without the journal", () => {
     await Promise.all([other.close(), reopened.close()]);
   });
 
+  it("a thread it deleted leaves the journal at the journaling saver's next open: a later wipe does not bring it back", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("gone"));
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("kept"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.deleteThread("gone");
+    await other.close();
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+    await deleteDb(name); // Chromium deleting a corrupted database
+    // Before, the journal kept the deleted thread's rows (plaintext without encryption): the restore put it back.
+    const restored = saver(name);
+    expect(await restored.getTuple(config("gone"))).toBeUndefined();
+    expect((await restored.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await restored.close();
+  });
+
   it("a thread it continued keeps the summary it wrote, and the open reports nothing restored", async () => {
     const name = dbName();
     const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;

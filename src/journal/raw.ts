@@ -191,6 +191,12 @@ export interface SchemaRules {
   retain(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]>;
   /** Whether the journal's rows are sealed under a key the database (not empty) no longer has. */
   stale(db: IDBDatabase, records: readonly Payload[]): Promise<boolean>;
+  /**
+   * Whether a writer without this journal deleted rows after its generation
+   * `generation` (a time: see `markSnapshot`) was written: the journal's
+   * records still hold them, and a restore after a wipe would bring them back.
+   */
+  deletedSince(db: IDBDatabase, generation: number): Promise<boolean>;
 }
 
 /**

@@ -210,6 +210,22 @@ function lastKeyRecord(records: readonly Payload[]): unknown {
   return undefined;
 }
 
+/**
+ * Whether a thread's tombstone was raised after `generation` (the time the
+ * journal was last rewritten): the journaling saver compacts right after its
+ * own deletes, so that delete was another tab's, and the journal still holds
+ * the rows it deleted.
+ */
+export async function deletedSince(db: IDBDatabase, generation: number): Promise<boolean> {
+  if (!db.objectStoreNames.contains("meta")) return false;
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  const range = KeyRange.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper);
+  const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
+    value?: Partial<Tombstone> | null;
+  }[];
+  return rows.some(({ value }) => typeof value?.deleted_at === "number" && value.deleted_at > generation);
+}
+
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
 export const journalRules: SchemaRules = {
   resync: resyncNewestRows,
@@ -217,4 +233,5 @@ export const journalRules: SchemaRules = {
   proof: ["checkpoints", "blobs", "writes"],
   retain: withoutDeleted,
   stale: keyChanged,
+  deletedSince,
 };
