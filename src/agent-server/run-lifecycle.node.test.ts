@@ -9,6 +9,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import type { Client } from "@langchain/langgraph-sdk";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
@@ -31,6 +32,14 @@ async function leaveAtMetadata(stream: AsyncIterable<{ event: string }>, control
 const serverOf = (graphs: Record<string, unknown>, keepRunEvents?: number) =>
   openServer<Chat>("run-lifecycle-own", false, { graphs, keepRunEvents });
 
+/** A run of 400 ms queued on the thread, for a client to join and leave. */
+function joinedRun(client: Client, threadId: string) {
+  return client.runs.create(threadId, "agent", {
+    input: human("joined"),
+    config: { configurable: { delay_ms: 400 } },
+    multitaskStrategy: "enqueue",
+  });
+}
 describe("cancel", () => {
   it("of a run that has ended changes nothing, with rollback too", async () => {
     const { client, server } = await setup();
@@ -99,11 +108,7 @@ describe("cancel", () => {
     const { client } = await setup();
     const t = await client.threads.create();
     const leave = async (cancelOnDisconnect: boolean) => {
-      const run = await client.runs.create(t.thread_id, "agent", {
-        input: human("joined"),
-        config: { configurable: { delay_ms: 400 } },
-        multitaskStrategy: "enqueue",
-      });
+      const run = await joinedRun(client, t.thread_id);
       const controller = new AbortController();
       const stream = client.runs.joinStream(t.thread_id, run.run_id, { signal: controller.signal, cancelOnDisconnect });
       await leaveAtMetadata(stream, controller);
@@ -138,11 +143,7 @@ describe("cancel", () => {
     const { client } = await setup();
     const t = await client.threads.create();
     const leave = async (cancelOnDisconnect: boolean) => {
-      const run = await client.runs.create(t.thread_id, "agent", {
-        input: human("joined"),
-        config: { configurable: { delay_ms: 400 } },
-        multitaskStrategy: "enqueue",
-      });
+      const run = await joinedRun(client, t.thread_id);
       const controller = new AbortController();
       const joined = client.runs.join(t.thread_id, run.run_id, { signal: controller.signal, cancelOnDisconnect });
       await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
