@@ -122,19 +122,8 @@ export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[
   // A snapshot replays over every store, tombstones included: what follows it lands on the snapshot's rows,
   // not on the database's. Its tombstones may be older than the journal's own clearTombstone (the crash lost
   // it): filtered by them, a thread put back after that clear would be lost.
-  if (!db.objectStoreNames.contains("meta") || records.some((record) => "snap" in record)) return [...records];
-  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
-  const range = KeyRange.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper);
-  const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
-    name: string;
-    value: Partial<Tombstone> | null;
-  }[];
-  const tombstones = new Map<string, Tombstone>();
-  for (const { name, value } of rows) {
-    // One altered outside the saver reads as no tombstone here (the saver's own reads report it).
-    if (typeof value?.max_deleted_id === "string" && Array.isArray(value.dropped))
-      tombstones.set(tombstoneThread(name), value as Tombstone);
-  }
+  if (records.some((record) => "snap" in record)) return [...records];
+  const tombstones = await tombstonesOf(db);
   if (tombstones.size === 0) return [...records];
   const dead = (row: { thread_id?: unknown; checkpoint_ns?: unknown }, checkpointId: unknown) => {
     const tombstone = tombstones.get(row.thread_id as string);
@@ -217,13 +206,27 @@ function lastKeyRecord(records: readonly Payload[]): unknown {
  * the rows it deleted.
  */
 export async function deletedSince(db: IDBDatabase, generation: number): Promise<boolean> {
-  if (!db.objectStoreNames.contains("meta")) return false;
+  for (const tombstone of (await tombstonesOf(db)).values()) {
+    if (typeof tombstone.deleted_at === "number" && tombstone.deleted_at > generation) return true;
+  }
+  return false;
+}
+
+/** Every tombstone in `db`, by thread; one altered outside the saver reads as none (the saver's own reads report it). */
+async function tombstonesOf(db: IDBDatabase): Promise<Map<string, Tombstone>> {
+  const tombstones = new Map<string, Tombstone>();
+  if (!db.objectStoreNames.contains("meta")) return tombstones;
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
   const range = KeyRange.bound(TOMBSTONE_NAMES.lower, TOMBSTONE_NAMES.upper);
   const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
-    value?: Partial<Tombstone> | null;
+    name: string;
+    value: Partial<Tombstone> | null;
   }[];
-  return rows.some(({ value }) => typeof value?.deleted_at === "number" && value.deleted_at > generation);
+  for (const { name, value } of rows) {
+    if (typeof value?.max_deleted_id === "string" && Array.isArray(value.dropped))
+      tombstones.set(tombstoneThread(name), value as Tombstone);
+  }
+  return tombstones;
 }
 
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
