@@ -11,7 +11,7 @@
  */
 /// <reference types="node" />
 import type { PoolClient } from "pg";
-import { checkpointBytes, cpKey } from "./store.js";
+import { checkpointBytes, cpKey } from "./sql.js";
 
 /** A checkpoint row's columns without its bytes, and the size of those bytes. */
 export interface CheckpointHead {

@@ -6,7 +6,8 @@
 /// <reference types="node" />
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ProtocolError, SYNC_MEDIA_TYPE, decodeBody, encodeBody, type ErrorBody } from "../sync/protocol.js";
-import { SyncHttpError, isConnectionLost, isUnstorable } from "./store.js";
+import { SyncHttpError } from "./store.js";
+import { isConnectionLost, isUnstorable } from "./sql.js";
 
 declare module "fastify" {
   interface FastifyRequest {

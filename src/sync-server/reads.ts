@@ -19,7 +19,8 @@ import {
   type WireWrite,
 } from "../sync/protocol.js";
 import { versionFromKey, versionKey } from "../core/identity.js";
-import { SyncHttpError, cpKey, transaction, writeBytes as writeRowBytes } from "./store.js";
+import { SyncHttpError } from "./store.js";
+import { cpKey, transaction, writeBytes as writeRowBytes } from "./sql.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 
 /**

@@ -9,7 +9,7 @@ import { authenticate, newUser } from "../../test/support/sync/harness.js";
 import { startPostgres, type RunningPostgres } from "../../test/support/postgres.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
-import { transaction } from "./store.js";
+import { transaction } from "./sql.js";
 import { Reaper } from "../../test/support/reaper.js";
 import {
   ServerProcess,

@@ -7,7 +7,7 @@
  * password, a missing permission) cannot mend itself, so it ends the wait.
  */
 /// <reference types="node" />
-import { isConnectionLost } from "./store.js";
+import { isConnectionLost } from "./sql.js";
 
 /** The first wait after a failed attempt, doubled after each until {@link MAX_RETRY_MS}. */
 export const FIRST_RETRY_MS = 200;

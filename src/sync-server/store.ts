@@ -1,5 +1,6 @@
 /**
- * The sync server's writes on PostgreSQL (reads are in reads.ts), each one transaction.
+ * The sync server's writes on PostgreSQL, each one transaction (reads are in reads.ts, a push's
+ * thread deletes in deletes.ts, what they share in sql.ts).
  *
  * Push takes the user's row lock (`SELECT ... FOR UPDATE` on `lgsync_users`)
  * before handing out sequence numbers, so one user's pushes commit in
@@ -14,7 +15,6 @@ import {
   type PushRequest,
   type PushResponse,
   type WireCheckpoint,
-  type WireDelete,
   type WireWrite,
 } from "../sync/protocol.js";
 import { OWNER_OF_ROW, spaceOwner } from "./apps.js";
@@ -23,92 +23,10 @@ import { notifyPush } from "./notify.js";
 import { DEFAULT_MAX_USER_BYTES, assertWithinQuota } from "./quota.js";
 import { applyRemovals, removedAmong } from "./removals.js";
 import { versionKey } from "../core/identity.js";
+import { applyDeletes } from "./deletes.js";
+import { checkpointBytes, cpKey, transaction, writeBytes } from "./sql.js";
 
 export { SyncHttpError };
-
-/**
- * Runs `work` in a transaction on one pooled connection. A connection the
- * database drops while it is checked out (a restart between two queries)
- * emits `error` with no query to take it, and the pool listens only while a
- * connection is idle: without a listener here that event would end the
- * process. The broken connection is destroyed, not returned to the pool.
- */
-export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (error: Error) => {
-    broken ??= error;
-  };
-  client.on("error", onError);
-  try {
-    await client.query(begin);
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    broken ??= isConnectionLost(error) ? (error as Error) : undefined;
-    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
-  }
-}
-
-/** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
-
-/**
- * Whether `error` says the database went away or is not there yet (a
- * restart, a failover, too many connections): the request was not applied,
- * and the same request may succeed in a moment.
- */
-export function isConnectionLost(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as Error & { code?: unknown }).code;
-  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
-    return true;
-  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
-}
-
-/**
- * PostgreSQL error classes that mean "this request holds what the tables
- * cannot": a data exception (a value out of a column's range, U+0000 in
- * text) or a program limit (a key over the 2704 bytes a btree index entry
- * may take, which ids of 1,024 characters can pass once multi-byte).
- * Sent again, the same request fails the same way.
- */
-const UNSTORABLE_SQLSTATE = /^(22|54)[0-9A-Z]{3}$/;
-
-/** Whether `error` is PostgreSQL refusing the request's own data (see {@link UNSTORABLE_SQLSTATE}). */
-export function isUnstorable(error: unknown): error is Error {
-  if (!(error instanceof Error)) return false;
-  const { code, severity } = error as Error & { code?: unknown; severity?: unknown };
-  return typeof code === "string" && typeof severity === "string" && UNSTORABLE_SQLSTATE.test(code);
-}
-
-/**
- * What a checkpoint row weighs on the wire, in SQL on the row `alias`: its
- * values and what else a pull sends of it at a size the client chooses
- * (channel versions, parent write keys). The checkpoint cap and a pull
- * page's budget count it, so neither can be passed with bytes that are not
- * values.
- */
-export function checkpointBytes(alias: string): string {
-  return `(octet_length(${alias}.checkpoint) + octet_length(${alias}.metadata) + octet_length(${alias}.channel_versions)
-    + coalesce(octet_length(${alias}.parent_writes), 0))`;
-}
-
-/** What a pending write row `alias` weighs on the wire: its value and its ids. */
-export function writeBytes(alias: string): string {
-  return `(octet_length(${alias}.value) + octet_length(${alias}.task_id) + octet_length(${alias}.channel)
-    + octet_length(${alias}.task_path))`;
-}
-
-/** A checkpoint's identity within a user. */
-export function cpKey(threadId: string, ns: string, id: string): string {
-  return `${threadId}\u0000${ns}\u0000${id}`;
-}
 
 /** Limits a deployer sets on what one user may store (see `SyncServerOptions.limits`). */
 export interface StoreLimits {
@@ -242,61 +160,6 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     if (seq !== before) await notifyPush(client, userId);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq, removed: request.removed?.length ?? 0 };
   });
-}
-
-/**
- * Applies a push's deletes: each raises its thread's tombstone (when higher
- * than the stored one, in "C" order) and deletes the thread's checkpoints
- * and writes up to it, and its blobs once no checkpoint is left. The raised
- * tombstones take the next sequence numbers after `seq`, in the order the
- * push lists their threads; returns the last number used. A few statements
- * whatever their number: one round trip each held a pooled connection and
- * the user's lock for 18 s at 20,000 deletes.
- */
-async function applyDeletes(
-  client: PoolClient,
-  userId: string,
-  seq: number,
-  deletes: readonly WireDelete[],
-): Promise<number> {
-  if (deletes.length === 0) return seq;
-  // One row per thread, its highest id: a lower delete of the same thread changes nothing after it.
-  const raised = await client.query<WireDelete>(
-    `INSERT INTO lgsync_tombstones (user_id, thread_id, max_deleted_id, seq)
-     SELECT DISTINCT ON (t) $1::text, t, m, 0 FROM unnest($2::text[], $3::text[]) AS x(t, m)
-     ORDER BY t, m COLLATE "C" DESC
-     ON CONFLICT (user_id, thread_id) DO UPDATE SET max_deleted_id = EXCLUDED.max_deleted_id, seq = EXCLUDED.seq
-     WHERE lgsync_tombstones.max_deleted_id COLLATE "C" < EXCLUDED.max_deleted_id COLLATE "C"
-     RETURNING thread_id, max_deleted_id`,
-    [userId, deletes.map((d) => d.thread_id), deletes.map((d) => d.max_deleted_id)],
-  );
-  if (raised.rows.length === 0) return seq;
-  const position = new Map<string, number>();
-  deletes.forEach((d, i) => {
-    if (!position.has(d.thread_id)) position.set(d.thread_id, i);
-  });
-  const rows = raised.rows.sort((a, b) => position.get(a.thread_id)! - position.get(b.thread_id)!);
-  const threads = rows.map((r) => r.thread_id);
-  await client.query(
-    `UPDATE lgsync_tombstones t SET seq = x.s FROM unnest($2::text[], $3::bigint[]) AS x(t, s)
-     WHERE t.user_id = $1 AND t.thread_id = x.t`,
-    [userId, threads, rows.map((_, i) => seq + 1 + i)],
-  );
-  for (const table of ["lgsync_checkpoints", "lgsync_writes"]) {
-    await client.query(
-      `DELETE FROM ${table} d USING unnest($2::text[], $3::text[]) AS x(t, m)
-       WHERE d.user_id = $1 AND d.thread_id = x.t AND d.checkpoint_id COLLATE "C" <= x.m`,
-      [userId, threads, rows.map((r) => r.max_deleted_id)],
-    );
-  }
-  // Blobs are shared by checkpoints: drop a thread's once no checkpoint of it is left.
-  await client.query(
-    `DELETE FROM lgsync_blobs b USING unnest($2::text[]) AS x(t)
-     WHERE b.user_id = $1 AND b.thread_id = x.t
-     AND NOT EXISTS (SELECT 1 FROM lgsync_checkpoints c WHERE c.user_id = $1 AND c.thread_id = x.t)`,
-    [userId, threads],
-  );
-  return seq + rows.length;
 }
 
 /**

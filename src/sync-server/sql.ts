@@ -1,0 +1,92 @@
+/**
+ * What the sync server's reads and writes share on PostgreSQL: a
+ * transaction on one pooled connection, the error classes that tell a lost
+ * connection or data the tables cannot hold from a bug, and the SQL that
+ * weighs a row or names a checkpoint.
+ */
+/// <reference types="node" />
+import type { Pool, PoolClient } from "pg";
+
+/**
+ * Runs `work` in a transaction on one pooled connection. A connection the
+ * database drops while it is checked out (a restart between two queries)
+ * emits `error` with no query to take it, and the pool listens only while a
+ * connection is idle: without a listener here that event would end the
+ * process. The broken connection is destroyed, not returned to the pool.
+ */
+export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on("error", onError);
+  try {
+    await client.query(begin);
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    broken ??= isConnectionLost(error) ? (error as Error) : undefined;
+    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+/** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
+
+/**
+ * Whether `error` says the database went away or is not there yet (a
+ * restart, a failover, too many connections): the request was not applied,
+ * and the same request may succeed in a moment.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as Error & { code?: unknown }).code;
+  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
+    return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
+}
+
+/**
+ * PostgreSQL error classes that mean "this request holds what the tables
+ * cannot": a data exception (a value out of a column's range, U+0000 in
+ * text) or a program limit (a key over the 2704 bytes a btree index entry
+ * may take, which ids of 1,024 characters can pass once multi-byte).
+ * Sent again, the same request fails the same way.
+ */
+const UNSTORABLE_SQLSTATE = /^(22|54)[0-9A-Z]{3}$/;
+
+/** Whether `error` is PostgreSQL refusing the request's own data (see {@link UNSTORABLE_SQLSTATE}). */
+export function isUnstorable(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  const { code, severity } = error as Error & { code?: unknown; severity?: unknown };
+  return typeof code === "string" && typeof severity === "string" && UNSTORABLE_SQLSTATE.test(code);
+}
+
+/**
+ * What a checkpoint row weighs on the wire, in SQL on the row `alias`: its
+ * values and what else a pull sends of it at a size the client chooses
+ * (channel versions, parent write keys). The checkpoint cap and a pull
+ * page's budget count it, so neither can be passed with bytes that are not
+ * values.
+ */
+export function checkpointBytes(alias: string): string {
+  return `(octet_length(${alias}.checkpoint) + octet_length(${alias}.metadata) + octet_length(${alias}.channel_versions)
+    + coalesce(octet_length(${alias}.parent_writes), 0))`;
+}
+
+/** What a pending write row `alias` weighs on the wire: its value and its ids. */
+export function writeBytes(alias: string): string {
+  return `(octet_length(${alias}.value) + octet_length(${alias}.task_id) + octet_length(${alias}.channel)
+    + octet_length(${alias}.task_path))`;
+}
+
+/** A checkpoint's identity within a user. */
+export function cpKey(threadId: string, ns: string, id: string): string {
+  return `${threadId}\u0000${ns}\u0000${id}`;
+}
