@@ -35,11 +35,11 @@ export interface ActiveJournalOptions {
   /** Compact when the journal grows past this many bytes (and twice its last snapshot). */
   compactBytes: number;
   /**
-   * Stores whose every put replaces material that must not stay readable in
-   * older records (the saver's `meta`: key records, tombstones): a record
-   * putting to one compacts the journal, as a record deleting rows does.
+   * Whether a put (of `row` to `store`) replaces material that must not stay
+   * readable in older records (the saver's key record and tombstones): a
+   * record holding one compacts the journal, as a record deleting rows does.
    */
-  purgeOnPut?: readonly string[];
+  purgeOnPut?: (store: string, row: unknown) => boolean;
   /** Told when an append or a compaction fails: the journal stops, the saver goes on. */
   onFail(error: unknown): void;
   /** Asked before each transaction replaying records (see `WriteGate`). */
@@ -95,7 +95,7 @@ export class ActiveJournal {
   /** Appends one committed transaction's operations (queued, in commit order). */
   append(ops: Op[]): Promise<void> {
     const bytes = frameRecord({ o: ops } satisfies Payload);
-    const purge = ops.some((op) => op[1] > 1 || (op[1] === 0 && this.#options.purgeOnPut?.includes(op[0])));
+    const purge = ops.some((op) => op[1] > 1 || (op[1] === 0 && this.#options.purgeOnPut?.(op[0], op[2])));
     return this.#enqueue(async () => {
       if (!this.#usable) return;
       try {

@@ -189,6 +189,8 @@ export interface SchemaRules {
   proof: readonly string[];
   /** What a replay may re-apply of `records` (the saver leaves out rows of threads deleted since). */
   retain(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]>;
+  /** Whether a put (of `row` to `store`) compacts the journal like a delete (see `ActiveJournalOptions.purgeOnPut`). */
+  purgeOnPut(store: string, row: unknown): boolean;
   /** Whether the journal's rows are sealed under a key the database (not empty) no longer has. */
   stale(db: IDBDatabase, records: readonly Payload[]): Promise<boolean>;
   /**

@@ -38,8 +38,6 @@ export interface JournalSeamOptions {
   replayMargin?: number;
   /** The saver's rules for a recovery (loaded only when a journal is on). */
   rules(): Promise<SchemaRules>;
-  /** Stores whose puts compact the journal like deletes do (see `ActiveJournalOptions.purgeOnPut`). */
-  purgeOnPut?: readonly string[];
   /**
    * Asked before each transaction of a recovery's replay, as the database asks before its own writes
    * (the saver's write lease: a saver in another tab answering reads from memory drops them first).
@@ -189,20 +187,21 @@ export class JournalSeam implements DatabaseSeam {
         : journal === "opfs"
           ? new (await import("./opfs-backend.js")).OpfsJournalBackend(this.#options.name)
           : journal;
+    const rules = await this.#options.rules();
     const active = new ActiveJournal({
       name: this.#options.name,
       stores: this.#options.stores,
       backend,
       connection: () => this.#raw(),
       compactBytes: this.#options.compactBytes ?? 8 * 1024 * 1024,
-      purgeOnPut: this.#options.purgeOnPut,
+      purgeOnPut: rules.purgeOnPut,
       onFail: (error) => this.#fail(error),
       beforeWrite: this.#options.beforeWrite,
     });
     const outcome = await active.recover(db, {
       created,
       replayMargin: this.#options.replayMargin ?? 16,
-      rules: await this.#options.rules(),
+      rules,
       wiped,
     });
     if (outcome.kind !== "journal-unavailable") this.#active = active;

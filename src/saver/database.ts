@@ -27,7 +27,6 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     journal: params.journal,
     onWipe: params.onWipe,
     onRecovery: params.onRecovery,
-    purgeOnPut: ["meta"],
     // Needed only after a recovery with a journal: loaded then.
     rules: async () => (await import("./journal-adapter.js")).journalRules,
     beforeWrite,

@@ -229,6 +229,17 @@ async function tombstonesOf(db: IDBDatabase): Promise<Map<string, Tombstone>> {
   return tombstones;
 }
 
+/**
+ * Whether a put holds what must not stay in the journal's older records: the
+ * key record (retired key material) and tombstones. Not sync's records
+ * (cursor, fingerprints), which every round writes: compacting at each would
+ * write a snapshot of the whole database every round.
+ */
+function purgeOnPut(store: string, row: unknown): boolean {
+  const name = store === "meta" ? (row as { name?: unknown } | null)?.name : undefined;
+  return name === KEY_RECORD || (typeof name === "string" && name.startsWith(TOMBSTONE_NAMES.lower));
+}
+
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
 export const journalRules: SchemaRules = {
   resync: resyncNewestRows,
@@ -237,4 +248,5 @@ export const journalRules: SchemaRules = {
   retain: withoutDeleted,
   stale: keyChanged,
   deletedSince,
+  purgeOnPut,
 };
