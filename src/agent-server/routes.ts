@@ -8,7 +8,7 @@
 import { Hono, type Context } from "hono";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ThreadBusyError } from "../runs/errors.js";
-import { isPlainObject } from "../core/guards.js";
+import { isPlainObject, isStringList } from "../core/guards.js";
 import { containsJson, type ThreadRecord, type ThreadStatus } from "./threads.js";
 import { toJsonText } from "./stream.js";
 import type { ServedGraph } from "./graphs.js";
@@ -99,7 +99,7 @@ export function createRoutes(context: RouteContext): Hono {
   const searchThreads = async (json: Record<string, unknown>, page: { limit: number; offset: number }) => {
     const status = optionalString(json, "status");
     const ids = json.ids;
-    if (ids !== undefined && ids !== null && !(Array.isArray(ids) && ids.every((id) => typeof id === "string"))) {
+    if (ids !== undefined && ids !== null && !isStringList(ids)) {
       throw new BadRequest(`ids must be a list of thread ids; got ${JSON.stringify(ids)}.`);
     }
     const values = optionalObject(json, "values");

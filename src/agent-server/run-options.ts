@@ -6,7 +6,7 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { MAX_TIMEOUT_MS } from "../runs/coordinator.js";
-import { isPlainObject } from "../core/guards.js";
+import { isPlainObject, isStringList } from "../core/guards.js";
 import { BadRequest, checkOneOf, optionalBoolean, optionalObject, optionalString } from "./input.js";
 
 /** Each config key served, in the Agent Server's name and LangGraph's where they differ: its check and its name for LangGraph. */
@@ -63,10 +63,6 @@ function refuseLangGraphKeys(configurable: Record<string, unknown>): void {
   if (key !== undefined) {
     throw new BadRequest(`config.configurable.${key} is LangGraph's own (it sets the __pregel_ keys of a run itself).`);
   }
-}
-
-function isStringList(value: unknown): boolean {
-  return Array.isArray(value) && value.every((item) => typeof item === "string");
 }
 
 function isCount(least: number): (value: unknown) => boolean {

@@ -8,6 +8,7 @@ import type { Context, Hono } from "hono";
 import type { BaseStore, Item } from "@langchain/langgraph-checkpoint";
 import { BadRequest, body, optionalNumber, optionalObject, optionalString } from "./input.js";
 import { reply } from "./replies.js";
+import { isStringList } from "../core/guards.js";
 
 /** Adds the store routes on `store` (or, without one, routes answering 404 that say so) to `app`. */
 export function registerStoreRoutes(app: Hono, store: BaseStore | undefined): void {
@@ -110,10 +111,6 @@ function keyOf(json: Record<string, unknown>): string {
   const key = optionalString(json, "key");
   if (key === undefined) throw new BadRequest("key must be a string.");
   return key;
-}
-
-function isStringList(value: unknown): boolean {
-  return Array.isArray(value) && value.every((item) => typeof item === "string");
 }
 
 /** An item as the Agent Server answers it: `created_at` and `updated_at` for `createdAt` and `updatedAt`. */

@@ -22,6 +22,7 @@ import { setupSchema } from "./schema.js";
 import { startDatabase } from "./startup.js";
 import { PushNotifier } from "./notify.js";
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from "./store.js";
+import { isStringList } from "../core/guards.js";
 
 /** Options of {@link createSyncServer}. */
 export interface SyncServerOptions {
@@ -231,7 +232,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   // A limit that is not a number compares false: "1GB" as `maxUserBytes` would switch the quota off unseen.
   checkCounts(options);
   const cors: unknown = options.corsOrigins;
-  if (cors !== undefined && cors !== "*" && !(Array.isArray(cors) && cors.every((o) => typeof o === "string")))
+  if (cors !== undefined && cors !== "*" && !isStringList(cors))
     throw new TypeError(
       'createSyncServer: `corsOrigins` must be an array of origins (e.g. ["https://app.example.com"]) or "*".',
     );
