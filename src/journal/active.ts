@@ -39,7 +39,7 @@ export interface ActiveJournalOptions {
    * readable in older records (the saver's key record and tombstones): a
    * record holding one compacts the journal, as a record deleting rows does.
    */
-  purgeOnPut?: (store: string, row: unknown) => boolean;
+  purgeOnPut: (store: string, row: unknown) => boolean;
   /** Told when an append or a compaction fails: the journal stops, the saver goes on. */
   onFail(error: unknown): void;
   /** Asked before each transaction replaying records (see `WriteGate`). */
@@ -95,7 +95,7 @@ export class ActiveJournal {
   /** Appends one committed transaction's operations (queued, in commit order). */
   append(ops: Op[]): Promise<void> {
     const bytes = frameRecord({ o: ops } satisfies Payload);
-    const purge = ops.some((op) => op[1] > 1 || (op[1] === 0 && this.#options.purgeOnPut?.(op[0], op[2])));
+    const purge = ops.some((op) => op[1] > 1 || (op[1] === 0 && this.#options.purgeOnPut(op[0], op[2])));
     return this.#enqueue(async () => {
       if (!this.#usable) return;
       try {

@@ -211,7 +211,7 @@ export async function newestReflected(
   db: IDBDatabase,
   journaled: readonly string[],
   records: Payload[],
-  proof: readonly string[] = journaled,
+  proof: readonly string[],
 ): Promise<number> {
   const stores = presentStores(db, journaled);
   for (let i = records.length - 1; i >= 0; i--) {
