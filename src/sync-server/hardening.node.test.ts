@@ -277,6 +277,11 @@ describe("sync server: a checkpoint with many pending writes", () => {
     expect((await pull("fan-out-device")).changes).toEqual([]);
     const other = await pull("other-device");
     expect(other.changes.flatMap((c) => (c.kind === "checkpoint" ? c.checkpoint.writes : []))).toHaveLength(6000);
+    // The same push again (a retry after a cut): every write refused, each compared with the stored one.
+    const again = performance.now();
+    const second = await call("POST", "/push", token, encodeBody(request));
+    expect({ status: second.status, changed: second.body.changed }).toEqual({ status: 200, changed: 0 });
+    expect(performance.now() - again).toBeLessThan(2_000);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * The sync server's writes on PostgreSQL, each one transaction (reads are in reads.ts, a push's
- * thread deletes in deletes.ts, what they share in sql.ts).
+ * thread deletes in deletes.ts, its pending writes in pending-writes.ts, what they share in sql.ts).
  *
  * Push takes the user's row lock (`SELECT ... FOR UPDATE` on `lgsync_users`)
  * before handing out sequence numbers, so one user's pushes commit in
@@ -25,6 +25,7 @@ import { applyRemovals, removedAmong } from "./removals.js";
 import { versionKey } from "../core/identity.js";
 import { applyDeletes } from "./deletes.js";
 import { checkpointBytes, cpKey, transaction, writeBytes } from "./sql.js";
+import { heldBeyond, insertWrites } from "./pending-writes.js";
 
 export { SyncHttpError };
 
@@ -116,6 +117,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     const dropped = request.checkpoints.length - live.length;
 
     const changed = new Set<string>();
+    let diverged = new Set<string>();
     if (live.length > 0) {
       const inserted = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
         `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
@@ -145,7 +147,11 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       // A checkpoint held already that brings a value the server lacked (a prune's snapshot): logged again, so
       // devices holding it pull the value (they may have pulled the removals of the checkpoints before it).
       for (const key of await insertBlobs(client, userId, live)) changed.add(key);
-      for (const key of await insertWrites(client, userId, live)) changed.add(key);
+      const writes = await insertWrites(client, userId, live);
+      for (const key of writes.changed) changed.add(key);
+      // A regular write refused for another value: the device lacks the server's, so it must pull it.
+      for (const key of writes.diverged) changed.add(key);
+      diverged = writes.diverged;
       // Every checkpoint stored or grown: one new with no writes is as large as its row.
       await assertWithinLimit(client, userId, [...changed], limits.maxCheckpointBytes);
     }
@@ -155,7 +161,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
       .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
     await assertWithinQuota(client, userId, locked.bytes, limits.maxUserBytes);
-    seq = await assignSeq(client, userId, seq, order, request.device, live);
+    seq = await assignSeq(client, userId, seq, order, request.device, live, diverged);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     if (seq !== before) await notifyPush(client, userId);
     return { v: SYNC_PROTOCOL_VERSION, changed: order.length, dropped, seq, removed: request.removed?.length ?? 0 };
@@ -169,7 +175,8 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
  * pulls skip a device's own rows, and a row that also holds another
  * device's writes, which this push did not carry, must still reach it.
  * (Kept per row, the last pusher alone would hide those writes from it for
- * good.)
+ * good.) `diverged`: checkpoints where the push carried a regular write the
+ * server holds with another value, which the device therefore lacks.
  */
 async function assignSeq(
   client: PoolClient,
@@ -178,10 +185,12 @@ async function assignSeq(
   order: string[],
   device: string | undefined,
   pushed: readonly WireCheckpoint[],
+  diverged: ReadonlySet<string>,
 ): Promise<number> {
   if (order.length === 0) return seq;
   const parts = order.map((key) => key.split("\u0000"));
   const foreign = device === undefined ? new Set<string>() : await heldBeyond(client, userId, parts, pushed);
+  for (const key of diverged) foreign.add(key);
   await client.query(
     `UPDATE lgsync_checkpoints SET seq = x.s, origin = x.o
      FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS x(t, n, c, s, o)
@@ -196,46 +205,6 @@ async function assignSeq(
     ],
   );
   return seq + order.length;
-}
-
-/**
- * The checkpoints among `parts` whose stored writes include one (by task id
- * and idx) that `pushed` does not carry. Values need no comparing: a
- * regular write keeps its first value on every side, and a special write
- * just pushed replaced the stored one.
- */
-async function heldBeyond(
-  client: PoolClient,
-  userId: string,
-  parts: string[][],
-  pushed: readonly WireCheckpoint[],
-): Promise<Set<string>> {
-  // The stored keys are read and compared here, in a hash set: a NOT EXISTS over the pushed writes
-  // (an unnest the planner cannot size) ran as a nested loop, every stored write against every pushed
-  // one, and a checkpoint of 20,000 writes took 45 s.
-  const carried = new Set(
-    pushed.flatMap((c) =>
-      c.writes.map((w) => `${cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id)}\u0000${w.task_id}\u0000${w.idx}`),
-    ),
-  );
-  const result = await client.query<{
-    thread_id: string;
-    checkpoint_ns: string;
-    checkpoint_id: string;
-    task_id: string;
-    idx: number;
-  }>(
-    `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx
-     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
-     JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c`,
-    [userId, parts.map((p) => p[0]), parts.map((p) => p[1]), parts.map((p) => p[2])],
-  );
-  const beyond = new Set<string>();
-  for (const row of result.rows) {
-    const key = cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
-    if (!carried.has(`${key}\u0000${row.task_id}\u0000${row.idx}`)) beyond.add(key);
-  }
-  return beyond;
 }
 
 /**
@@ -268,11 +237,11 @@ export function addWrites(
       blobs: [],
       writes,
     };
-    const changed = await insertWrites(client, userId, [bundle]);
+    const { changed, diverged } = await insertWrites(client, userId, [bundle]);
     if (changed.length === 0) return;
     await assertWithinLimit(client, userId, changed, limits.maxCheckpointBytes);
     await assertWithinQuota(client, userId, locked.bytes, limits.maxUserBytes);
-    const seq = await assignSeq(client, userId, locked.seq, [changed[0]!], device, [bundle]);
+    const seq = await assignSeq(client, userId, locked.seq, [changed[0]!], device, [bundle], diverged);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
     await notifyPush(client, userId);
   });
@@ -336,57 +305,6 @@ async function insertBlobs(client: PoolClient, userId: string, checkpoints: Wire
       c.blobs.some((blob) => added.has(id(c.thread_id, c.checkpoint_ns, blob.channel, versionKey(blob.version)))),
     )
     .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id));
-}
-
-/**
- * Pending writes by LangGraph's `putWrites` rules, decided per write: a
- * regular write (idx >= 0) keeps the first value stored under (task_id,
- * idx); a special channel's write (negative idx) replaces. Returns the keys
- * of the checkpoints whose writes changed.
- */
-async function insertWrites(client: PoolClient, userId: string, checkpoints: WireCheckpoint[]): Promise<string[]> {
-  const regular = new Map<string, [WireCheckpoint, WireWrite]>();
-  const special = new Map<string, [WireCheckpoint, WireWrite]>();
-  for (const c of checkpoints) {
-    for (const write of c.writes) {
-      const key = `${cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id)}\u0000${write.task_id}\u0000${write.idx}`;
-      if (write.idx < 0) special.set(key, [c, write]);
-      else if (!regular.has(key)) regular.set(key, [c, write]);
-    }
-  }
-  const changed: string[] = [];
-  for (const [rows, conflict] of [
-    [[...regular.values()], "DO NOTHING"],
-    [
-      [...special.values()],
-      `(user_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE
-       SET channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, type = EXCLUDED.type, value = EXCLUDED.value
-       WHERE (lgsync_writes.channel, lgsync_writes.task_path, lgsync_writes.type, lgsync_writes.value)
-         IS DISTINCT FROM (EXCLUDED.channel, EXCLUDED.task_path, EXCLUDED.type, EXCLUDED.value)`,
-    ],
-  ] as const) {
-    if (rows.length === 0) continue;
-    const result = await client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string }>(
-      `INSERT INTO lgsync_writes (user_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, value)
-       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::bytea[])
-       ON CONFLICT ${conflict}
-       RETURNING thread_id, checkpoint_ns, checkpoint_id`,
-      [
-        userId,
-        rows.map(([c]) => c.thread_id),
-        rows.map(([c]) => c.checkpoint_ns),
-        rows.map(([c]) => c.checkpoint_id),
-        rows.map(([, w]) => w.task_id),
-        rows.map(([, w]) => w.idx),
-        rows.map(([, w]) => w.channel),
-        rows.map(([, w]) => w.task_path),
-        rows.map(([, w]) => w.value[0]),
-        rows.map(([, w]) => w.value[1]),
-      ],
-    );
-    for (const row of result.rows) changed.push(cpKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id));
-  }
-  return changed;
 }
 
 /**
