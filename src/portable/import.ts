@@ -8,13 +8,15 @@ import {
   type Checkpoint,
   type CheckpointPendingWrite,
   type PendingWrite,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import { type BlobRecord, type CheckpointRecord, KIND, readAll } from "./format.js";
-import type { ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
+import type { IfThreadExists, ImportThreadOptions, ImportThreadResult, ThreadExportInput } from "./options.js";
 import { ThreadImportError } from "./errors.js";
 import { decodeRecord } from "./frames.js";
-import { checkTargetThreadId, validate } from "./validate.js";
+import { checkTargetThreadId, validate, type ValidFile } from "./validate.js";
+import { holdingThread } from "./thread-lock.js";
 import { exportThread, isChangedDuringExport } from "./export.js";
 import { errorMessage } from "../core/guards.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
@@ -33,6 +35,11 @@ import { blobIdentity, checkpointIdentity } from "../core/identity.js";
  * of its own, see reversion.ts), followed by its pending writes, one `putWrites` per task in the order the source
  * returned them. If a write fails, the thread is deleted again when the
  * import created it (or replaced it) and a {@link ThreadImportError} is thrown.
+ *
+ * Into an IndexedDBSaver, the import holds the thread's run lock (runOnThread's)
+ * from its first read of the thread to its last write: a thread running in a
+ * tab or worker is refused (ThreadImportError, nothing changed), and a run
+ * started meanwhile waits (`"enqueue"`) or is refused (`"reject"`).
  *
  * Pending writes keep their source order: when that order is not the task-id
  * order, each task's writes are given a task path (`"~import:000001"`, ...)
@@ -56,13 +63,32 @@ export async function importThread(
       `importThread: ifExists must be "error", "replace" or "merge", not ${JSON.stringify(ifExists)}.`,
     );
   }
-  const { signal, onProgress } = options;
-  signal?.throwIfAborted();
-  const valid = await validate(await readAll(file), serde, signal, options.refuseJson);
-  const { header, counts } = valid;
-  const threadId = options.targetThreadId ?? header.threadId;
+  options.signal?.throwIfAborted();
+  const valid = await validate(await readAll(file), serde, options.signal, options.refuseJson);
+  const threadId = options.targetThreadId ?? valid.header.threadId;
   checkTargetThreadId(threadId, "importThread");
+  return holdingThread(
+    saver,
+    threadId,
+    () => writeThread(saver, valid, threadId, { ...options, serde, ifExists }),
+    () => {
+      throw new ThreadImportError(
+        `importThread: thread "${threadId}" is running in a tab or worker (runOnThread holds it). Nothing was changed: import again when the run has ended.`,
+        { threadId, written: 0, rolledBack: false },
+      );
+    },
+  );
+}
 
+/** The import of a validated file, the thread held. */
+async function writeThread(
+  saver: BaseCheckpointSaver,
+  valid: ValidFile,
+  threadId: string,
+  options: ImportThreadOptions & { serde: SerializerProtocol; ifExists: IfThreadExists },
+): Promise<ImportThreadResult> {
+  const { serde, ifExists, signal, onProgress } = options;
+  const { header, counts } = valid;
   const exists = await threadExists(saver, threadId);
   if (exists && ifExists === "error") {
     throw new ThreadImportError(
@@ -175,7 +201,9 @@ export async function importThread(
     let putBackError = "";
     if (rolledBack && replaced) {
       try {
-        await importThread(saver, replaced, { targetThreadId: threadId, serde });
+        // Not importThread: this import holds the thread, and would refuse itself.
+        const copy = await validate(replaced, serde);
+        await writeThread(saver, copy, threadId, { serde, ifExists: "error" });
         restored = true;
       } catch (putBack) {
         putBackError = errorMessage(putBack);
