@@ -219,7 +219,7 @@ export class ActiveJournal {
     const from = stale ? body.length : behind ? reflected : reflected + 1;
     // What the database lacked and gets back: records of threads another tab deleted since are left out
     // whole, and a report of their replay ("restored") would tell of nothing put back.
-    const missing = body.length > from ? await options.rules.retain(db, body.slice(from)) : [];
+    const missing = body.length > from ? await options.rules.retain(db, body.slice(from), this.#generation) : [];
     const lost = missing.filter((record) => !("o" in record) || record.o.length > 0).length;
     if (lost > 0) await replay(db, stores, missing, this.#options.beforeWrite);
     // The other way round: transactions that committed but whose append the

@@ -121,6 +121,59 @@ describe("a saver beside the journaling one, without the journal", () => {
     await restored.close();
   });
 
+  /** The ids of a thread's checkpoints, newest first. */
+  const ids = async (reader: IndexedDBSaver, threadId: string) => {
+    const found: string[] = [];
+    for await (const tuple of reader.list(config(threadId))) found.push(tuple.checkpoint.id);
+    return found;
+  };
+
+  it("checkpoints it pruned stay pruned at the journaling saver's next open, and after a later wipe", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 4).invoke({ count: 0 }, config("t"));
+    await tickGraph(journaling, 2).invoke({ count: 0 }, config("kept"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.prune(["t"]);
+    const left = await ids(other, "t");
+    expect(left).toHaveLength(1);
+    await other.close();
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect(await ids(reopened, "t")).toEqual(left);
+    await reopened.close();
+    await deleteDb(name); // Chromium deleting a corrupted database
+    const restored = saver(name);
+    expect(await ids(restored, "t")).toEqual(left);
+    expect((await restored.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    await restored.close();
+  });
+
+  it("a run it deleted (deleteForRuns, the thread's newest) stays deleted at the journaling saver's next open, and after a later wipe", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    const runConfig = (runId: string) => ({ ...config("t"), metadata: { run_id: runId } });
+    await tickGraph(journaling, 2).invoke({ count: 0 }, runConfig("first"));
+    const before = await ids(journaling, "t");
+    await tickGraph(journaling, 4).invoke({ count: 0 }, runConfig("second"));
+    expect((await ids(journaling, "t")).length).toBeGreaterThan(before.length);
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.deleteForRuns(["second"]);
+    expect(await ids(other, "t")).toEqual(before);
+    await other.close();
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, {}, reports);
+    expect(await ids(reopened, "t")).toEqual(before);
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+    await deleteDb(name); // Chromium deleting a corrupted database
+    const restored = saver(name);
+    expect(await ids(restored, "t")).toEqual(before);
+    await restored.close();
+  });
+
   it("a thread it continued keeps the summary it wrote, and the open reports nothing restored", async () => {
     const name = dbName();
     const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;

@@ -187,8 +187,12 @@ export interface SchemaRules {
    * nothing of this journal's records.
    */
   proof: readonly string[];
-  /** What a replay may re-apply of `records` (the saver leaves out rows of threads deleted since). */
-  retain(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]>;
+  /**
+   * What a replay may re-apply of `records`, in a journal last rewritten at
+   * `generation` (the saver leaves out rows of threads deleted, and of
+   * checkpoints removed, since).
+   */
+  retain(db: IDBDatabase, records: readonly Payload[], generation: number): Promise<Payload[]>;
   /** Whether a put (of `row` to `store`) compacts the journal like a delete (see `ActiveJournalOptions.purgeOnPut`). */
   purgeOnPut(store: string, row: unknown): boolean;
   /** Whether the journal's rows are sealed under a key the database (not empty) no longer has. */

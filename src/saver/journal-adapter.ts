@@ -22,6 +22,7 @@ import {
   type Tombstone,
   type Version,
 } from "../rows/shapes.js";
+import type { RemovedCheckpoint } from "../rows/marks.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -111,28 +112,42 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
 }
 
 /**
- * `records` without the rows of checkpoints a thread's tombstone in `db`
- * marks deleted: a tab without the journal deleted the thread after the
- * journal recorded them, and replaying them would bring it back. Blobs of
- * such a thread stay only when a checkpoint kept here lists their version
- * (a new run on the thread after the delete); deletes and other rows stay.
- * `records` starting with a snapshot are kept whole (see below).
+ * `records` without the rows of checkpoints deleted since the journal
+ * recorded them by a tab without the journal: those a thread's tombstone in
+ * `db` marks deleted (a deleted thread), and those `prune` or `deleteForRuns`
+ * marked removed after the journal's generation `generation` (a time: the
+ * journaling saver rewrites its journal after its own removals); replaying
+ * them would bring them back. Blobs of a deleted thread stay only when a
+ * checkpoint kept here lists their version (a new run on the thread after
+ * the delete); a blob a removed checkpoint lists, only when a kept one lists
+ * it too; deletes and other rows stay. `records` starting with a snapshot
+ * are kept whole (see below).
  */
-export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[]): Promise<Payload[]> {
+export async function withoutDeleted(
+  db: IDBDatabase,
+  records: readonly Payload[],
+  generation: number,
+): Promise<Payload[]> {
   // A snapshot replays over every store, tombstones included: what follows it lands on the snapshot's rows,
   // not on the database's. Its tombstones may be older than the journal's own clearTombstone (the crash lost
   // it): filtered by them, a thread put back after that clear would be lost.
   if (records.some((record) => "snap" in record)) return [...records];
-  const tombstones = await tombstonesOf(db);
-  if (tombstones.size === 0) return [...records];
+  const [tombstones, removed] = await Promise.all([tombstonesOf(db), removedSince(db, generation)]);
+  if (tombstones.size === 0 && removed.size === 0) return [...records];
   const dead = (row: { thread_id?: unknown; checkpoint_ns?: unknown }, checkpointId: unknown) => {
-    const tombstone = tombstones.get(row.thread_id as string);
     // The tombstone's copy in `writes` (its namespace starts with U+0000) is no checkpoint's.
-    if (!tombstone || typeof checkpointId !== "string" || String(row.checkpoint_ns).startsWith("\u0000")) return false;
-    return isDeadCheckpoint(tombstone, checkpointId, false);
+    if (typeof checkpointId !== "string" || String(row.checkpoint_ns).startsWith("\u0000")) return false;
+    if (removed.has(markKey(row.thread_id, row.checkpoint_ns, checkpointId))) return true;
+    const tombstone = tombstones.get(row.thread_id as string);
+    return tombstone !== undefined && isDeadCheckpoint(tombstone, checkpointId, false);
   };
-  // The versions of every checkpoint of a deleted thread that stays: their values stay too.
+  const versionsOf = (row: Partial<CheckpointRow>) =>
+    Object.entries(row.channel_versions ?? {}).map(([channel, version]) =>
+      JSON.stringify([row.thread_id, row.checkpoint_ns, channel, version]),
+    );
+  // The versions of every checkpoint that stays (their values stay too), and of every removed one left out.
   const listed = new Set<string>();
+  const unlisted = new Set<string>();
   const kept = records.map((record): Payload => {
     if (!("o" in record)) return record;
     const ops = record.o.filter((op) => {
@@ -140,16 +155,19 @@ export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[
       const row = op[2] as Partial<CheckpointRow & ThreadRow>;
       switch (op[0]) {
         case "checkpoints":
-          if (dead(row, row.checkpoint_id)) return false;
-          if (tombstones.has(row.thread_id as string) && row.channel_versions) {
-            for (const [channel, version] of Object.entries(row.channel_versions))
-              listed.add(JSON.stringify([row.thread_id, row.checkpoint_ns, channel, version]));
+          if (dead(row, row.checkpoint_id)) {
+            for (const version of versionsOf(row)) unlisted.add(version);
+            return false;
           }
+          for (const version of versionsOf(row)) listed.add(version);
           return true;
         case "writes":
           return !dead(row, row.checkpoint_id);
         case "threads":
-          return !dead({ thread_id: row.thread_id, checkpoint_ns: "" }, row.latest?.checkpoint_id);
+          return !dead(
+            { thread_id: row.thread_id, checkpoint_ns: row.latest?.checkpoint_ns ?? "" },
+            row.latest?.checkpoint_id,
+          );
         default:
           return true;
       }
@@ -162,8 +180,9 @@ export async function withoutDeleted(db: IDBDatabase, records: readonly Payload[
       o: record.o.filter((op) => {
         if (op[0] !== "blobs" || (op[1] !== 0 && op[1] !== 1)) return true;
         const blob = op[2] as Partial<BlobRow>;
-        if (!tombstones.has(blob.thread_id as string)) return true;
-        return listed.has(JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]));
+        const version = JSON.stringify([blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version]);
+        if (!tombstones.has(blob.thread_id as string) && !unlisted.has(version)) return true;
+        return listed.has(version);
       }),
     };
   });
@@ -200,16 +219,52 @@ function lastKeyRecord(records: readonly Payload[]): unknown {
 }
 
 /**
- * Whether a thread's tombstone was raised after `generation` (the time the
- * journal was last rewritten): the journaling saver compacts right after its
- * own deletes, so that delete was another tab's, and the journal still holds
- * the rows it deleted.
+ * Whether a thread's tombstone was raised, or a checkpoint marked removed
+ * (`prune`, `deleteForRuns`), after `generation` (the time the journal was
+ * last rewritten): the journaling saver compacts right after its own
+ * deletes, so that delete was another tab's, and the journal still holds the
+ * rows it deleted.
  */
 export async function deletedSince(db: IDBDatabase, generation: number): Promise<boolean> {
   for (const tombstone of (await tombstonesOf(db)).values()) {
     if (typeof tombstone.deleted_at === "number" && tombstone.deleted_at > generation) return true;
   }
-  return false;
+  return (await removedSince(db, generation)).size > 0;
+}
+
+/**
+ * The `meta` name prefix of a removed checkpoint's mark: rows/marks.ts's
+ * `removedName` is this, then thread, namespace and id joined by U+0000 (a
+ * stored format: it never changes). Spelled here, not imported: the
+ * maintenance chunk imports rows/marks.ts, and Rolldown made it a file of its own
+ * once this chunk did too (+323 B gzip in all).
+ */
+const REMOVED_PREFIX = "removed\u0000";
+
+/** A checkpoint as its removed mark's name ends: thread, namespace and id joined by U+0000. */
+function markKey(threadId: unknown, checkpointNs: unknown, checkpointId: unknown): string {
+  return `${String(threadId)}\u0000${String(checkpointNs)}\u0000${String(checkpointId)}`;
+}
+
+/**
+ * The checkpoints `prune` or `deleteForRuns` marked removed after
+ * `generation` (their `meta` marks, which sync keeps too), as {@link markKey}s.
+ * A mark altered outside the saver counts as none.
+ */
+async function removedSince(db: IDBDatabase, generation: number): Promise<Set<string>> {
+  const removed = new Set<string>();
+  if (!db.objectStoreNames.contains("meta")) return removed;
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  const range = KeyRange.bound(REMOVED_PREFIX, "removed\u0001");
+  const rows = (await request(db.transaction("meta", "readonly").objectStore("meta").getAll(range))) as {
+    name: string;
+    value: Partial<RemovedCheckpoint> | null;
+  }[];
+  for (const { name, value } of rows) {
+    const at = value?.removed_at;
+    if (typeof at === "number" && at > generation) removed.add(name.slice(REMOVED_PREFIX.length));
+  }
+  return removed;
 }
 
 /** Every tombstone in `db`, by thread; one altered outside the saver reads as none (the saver's own reads report it). */
