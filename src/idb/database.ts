@@ -51,6 +51,12 @@ export interface DatabaseSeam {
   beforeUse?(db: IDBDatabase): Promise<void>;
   /** A read-write transaction starts: the observer of its writes, or nothing to observe. */
   observeWrites?(): WriteObserver | undefined;
+  /**
+   * Another connection deletes the database (`deleteDatabase`): it is gone
+   * once this one has closed, which it does at once, and the next call opens
+   * a new one. IndexedDB cannot take a delete back.
+   */
+  deleting?(): void;
   /** The database is closing: release what the seam holds. */
   close?(): Promise<void>;
 }
@@ -200,9 +206,10 @@ export class Database<Schema extends DBSchema> {
           this.#connections++;
         },
         failed: () => void (this.#connection = undefined),
-        versionChange: (db) => {
-          // Another tab wants to upgrade: step aside, reopen on next use.
+        versionChange: (db, deleting) => {
+          // Another tab wants to upgrade or delete: step aside, reopen on next use.
           this.#drop(db);
+          if (deleting) this.#seam?.deleting?.();
           for (const listener of this.#droppedListeners) listener();
         },
         closed: (db) => {

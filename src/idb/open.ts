@@ -21,8 +21,11 @@ export interface OpenHooks<Schema extends DBSchema> {
   opened(): void;
   /** The open failed or timed out: whatever the owner cached for it is void. */
   failed(): void;
-  /** Another tab asks this connection to close for its upgrade. */
-  versionChange(db: IDBPDatabase<Schema>): void;
+  /**
+   * Another tab asks this connection to close for its upgrade, or (`deleting`:
+   * a version change to no version) to delete the database.
+   */
+  versionChange(db: IDBPDatabase<Schema>, deleting: boolean): void;
   /** The browser closed the connection (storage cleared, a crash of its backend). */
   closed(db: IDBPDatabase<Schema>): void;
 }
@@ -142,7 +145,7 @@ export function openDatabase<Schema extends DBSchema>(options: OpenOptions<Schem
           db.close();
           return;
         }
-        db.addEventListener("versionchange", () => hooks.versionChange(db));
+        db.addEventListener("versionchange", (event) => hooks.versionChange(db, event.newVersion === null));
         db.addEventListener("close", () => hooks.closed(db));
         hooks.opened();
         resolve(db);

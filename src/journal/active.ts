@@ -119,6 +119,14 @@ export class ActiveJournal {
     return this.#enqueue(() => this.#compactNow());
   }
 
+  /**
+   * Starts the journal again with no records (after the appends queued):
+   * the database was deleted, and nothing before it may come back.
+   */
+  restart(): Promise<void> {
+    return this.#enqueue(() => this.#compactNow(false));
+  }
+
   /** Waits for queued appends and releases the file. */
   async close(): Promise<void> {
     await this.#queue;
@@ -126,18 +134,20 @@ export class ActiveJournal {
     await this.#options.backend.close().catch(() => undefined);
   }
 
-  async #compactNow(): Promise<void> {
+  /** Rewrites the journal as its header and (`withSnapshot`) one snapshot of the database. */
+  async #compactNow(withSnapshot = true): Promise<void> {
     if (!this.#usable) return;
     try {
-      const db = await this.#options.connection();
+      const db = withSnapshot ? await this.#options.connection() : undefined;
       const generation = this.#nextGeneration();
-      await markSnapshot(db, generation);
-      const snap = await snapshot(db, this.#options.stores);
-      const header = frameRecord({ h: generation, db: this.#options.name } satisfies Payload);
-      const body = frameRecord({ snap } satisfies Payload);
-      await this.#options.backend.replace(joinBytes([header, body]));
-      this.#size = header.length + body.length;
-      this.#snapshotSize = this.#size;
+      const parts = [frameRecord({ h: generation, db: this.#options.name } satisfies Payload)];
+      if (db) {
+        await markSnapshot(db, generation);
+        parts.push(frameRecord({ snap: await snapshot(db, this.#options.stores) } satisfies Payload));
+      }
+      const bytes = joinBytes(parts);
+      await this.#options.backend.replace(bytes);
+      this.#size = this.#snapshotSize = bytes.length;
     } catch (error) {
       this.#fail(error);
     }

@@ -65,7 +65,7 @@ async function removeIfPresent(folder: FileSystemDirectoryHandle, name: string):
   } catch (error) {
     if (error instanceof DOMException && error.name === "NotFoundError") return false;
     throw new Error(
-      `Could not remove ${JSON.stringify(name)} from the Origin Private File System: ${error instanceof Error ? error.message : String(error)}. A saver with journal: "opfs" may still hold it open; close that saver (or reload the page) first.`,
+      `Could not remove ${JSON.stringify(name)} from the Origin Private File System: ${error instanceof Error ? error.message : String(error)}. A saver with journal: "opfs" may still hold it open (in this or another tab): it empties its journal when it sees the database deleted, so nothing deleted comes back; close that saver (or reload the page) and delete again to remove the file.`,
       { cause: error },
     );
   }

@@ -12,6 +12,7 @@ import { frameRecord, parseJournal } from "./format.js";
 import { joinBytes } from "../core/bytes.js";
 import { MemoryJournalBackend, type RecoveryReport } from "./index.js";
 import type { IndexedDBSaver } from "../saver/index.js";
+import { deleteSaverDatabase } from "../saver/delete-database.js";
 import {
   STORES,
   config,
@@ -367,6 +368,23 @@ describe("while the journaling saver is open", () => {
     expect(await restored.getTuple(config("gone"))).toBeUndefined();
     expect((await restored.getTuple(config("kept")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
     await restored.close();
+  });
+
+  it("the database another tab deletes (deleteSaverDatabase) is not restored from its journal at the next open", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    await deleteSaverDatabase(name);
+    await journaling.close(); // the page reloads
+    const reports: RecoveryReport[] = [];
+    const reloaded = saver(name, {}, reports);
+    // Before: restored from the journal, which the deleting tab cannot remove while this saver holds it.
+    expect(await reloaded.getTuple(config("t"))).toBeUndefined();
+    // Not "restored" ("wiped" in Node, where the wipe marker is kept in memory, which deleteSaverDatabase
+    // does not reach; "ok" in browsers: deleted-elsewhere.browser.test.ts).
+    expect(reports[0]).toMatchObject({ recoveredWrites: 0 });
+    expect(reports[0]!.kind).not.toBe("restored");
+    await reloaded.close();
   });
 
   it("rekey() in another tab: the retired key's record and ciphertext leave its journal", async () => {

@@ -112,6 +112,17 @@ export class JournalSeam implements DatabaseSeam {
   }
 
   /**
+   * Another tab deletes the database while this saver has it open (its
+   * `deleteSaverDatabase`, which cannot remove the journal this saver holds):
+   * the journal starts again empty, or the next open would restore what was
+   * deleted, and the wipe marker is set again at the next write.
+   */
+  deleting(): void {
+    this.#markerSet = false;
+    void this.#active?.restart();
+  }
+
+  /**
    * Rewrites an open journal as one snapshot of the database now (another
    * tab deleted rows or changed the key: the journal's older records still
    * hold them); nothing when no journal is open.

@@ -6,6 +6,7 @@
  */
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { pageSavers, saverFor } from "../iframe-page.js";
+import { deleteSaverDatabase } from "../../../src/saver/delete-database.js";
 
 const api = {
   /** Puts a checkpoint with `a: value` (at version `version`) on top of `parentId` in thread "t"; resolves with its id. */
@@ -24,6 +25,12 @@ const api = {
   /** Deletes thread "t". */
   async deleteThread(dbName: string): Promise<void> {
     await saverFor(dbName).deleteThread("t");
+  },
+  /** `deleteSaverDatabase(dbName)`, as another tab's "clear data" would; resolves with what it removed, or the error's name and message. */
+  async deleteDatabase(dbName: string): Promise<{ marker: boolean; journalFiles: number } | { error: string }> {
+    return deleteSaverDatabase(dbName, { blockedTimeoutMs: 2000 }).catch((error: unknown) => ({
+      error: `${(error as Error).name}: ${(error as Error).message}`,
+    }));
   },
   /** Closes every saver of the tab. */
   async close(): Promise<void> {
