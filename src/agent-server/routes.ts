@@ -109,7 +109,7 @@ export function createRoutes(context: RouteContext): Hono {
       status: status === undefined ? undefined : checkOneOf(status, STATUSES, "status"),
       sortBy: checkOneOf(
         optionalString(json, "sort_by") ?? "created_at",
-        ["created_at", "updated_at", "thread_id"],
+        ["created_at", "updated_at", "thread_id", "status"],
         "sort_by",
       ),
       sortOrder: checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order"),

@@ -22,7 +22,8 @@ export interface ThreadSearchOptions {
   status?: ThreadStatus;
   limit: number;
   offset: number;
-  sortBy: "created_at" | "updated_at" | "thread_id";
+  /** As the Agent Server sorts: `status` by its name, like `thread_id`. */
+  sortBy: "created_at" | "updated_at" | "thread_id" | "status";
   sortOrder: "asc" | "desc";
 }
 
