@@ -54,8 +54,9 @@ export const LAYERS = {
   sync: { imports: ["saver", "rows", "idb", "serde", "core"] },
   // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
   "sync-server": { imports: ["sync/protocol", "rows", "serde", "core"] },
-  // The Agent Server routes: runs go through runOnThread, thread records through idb/.
-  "agent-server": { imports: ["runs", "idb", "core"] },
+  // The Agent Server routes: runs go through runOnThread, thread records through idb/; rows/ for the
+  // saver's id rules, so a thread id the saver would refuse is refused when the thread is created.
+  "agent-server": { imports: ["runs", "rows", "idb", "core"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

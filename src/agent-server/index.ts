@@ -2,8 +2,8 @@
  * agent-server/: the LangGraph Agent Server routes the SDK's `Client` and
  * `useStream` call, served by a `fetch` function in the page or a worker, on
  * the IndexedDB saver and store. Runs go through runs/ (`runOnThread`), thread
- * records through idb/. It imports runs/, idb/, core/, and Hono and LangGraph
- * (optional peers of this entry only).
+ * records through idb/. It imports runs/, idb/, core/, rows/ (the saver's id
+ * rules), and Hono and LangGraph (optional peers of this entry only).
  */
 import type { BaseStore } from "@langchain/langgraph-checkpoint";
 import type { RunSaver } from "../runs/coordinator.js";

@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono";
 import { isPlainObject } from "../core/guards.js";
+import { assertStorableId } from "../rows/ids.js";
 
 /** A request the server refuses: answered 422 with this message. */
 export class BadRequest extends Error {}
@@ -34,6 +35,21 @@ function field<T>(
   if (value === undefined || value === null) return undefined;
   if (!ok(value)) throw new BadRequest(`${within}${key} must be ${what}; got ${JSON.stringify(value)}.`);
   return value;
+}
+
+/**
+ * `threadId` if the saver would store it: a thread the saver refuses (an
+ * empty id, `__proto__`, a U+0000 or a lone surrogate) failed only at its
+ * first run, its record already stored.
+ * @throws {BadRequest} naming the saver's reason.
+ */
+export function storableThreadId(threadId: string): string {
+  try {
+    assertStorableId("thread_id", threadId);
+  } catch (error) {
+    throw new BadRequest((error as Error).message);
+  }
+  return threadId;
 }
 
 /** `json[key]` if it is a string, undefined if absent or null. */

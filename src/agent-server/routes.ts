@@ -29,6 +29,7 @@ import {
   optionalObject,
   optionalString,
   selectOf,
+  storableThreadId,
 } from "./input.js";
 
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
@@ -80,7 +81,8 @@ export function createRoutes(context: RouteContext): Hono {
 
   app.post("/threads", async (c) => {
     const json = await body(c);
-    const threadId = optionalString(json, "thread_id") ?? crypto.randomUUID();
+    const asked = optionalString(json, "thread_id");
+    const threadId = asked === undefined ? crypto.randomUUID() : storableThreadId(asked);
     const ifExists = checkOneOf(optionalString(json, "if_exists") ?? "raise", ["raise", "do_nothing"], "if_exists");
     // Not applied here: refused rather than dropped, so a thread "created with its state" is not empty.
     if (Array.isArray(json.supersteps) && json.supersteps.length > 0) {

@@ -23,6 +23,7 @@ import {
   optionalNumber,
   optionalObject,
   optionalString,
+  storableThreadId,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
 import { durabilityOf, interruptNodesOf, runConfigOf } from "./run-options.js";
@@ -132,7 +133,7 @@ export function registerRunRoutes(
     const metadata = optionalObject(json, "metadata") ?? {};
     const subgraphs = optionalBoolean(json, "stream_subgraphs") ?? false;
 
-    if (ifNotExists === "create") await threads.create(threadId, {});
+    if (ifNotExists === "create") await threads.create(storableThreadId(threadId), {});
     else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
     // A delete or state update of this server holding the thread is not a run: waited for, not refused.
     if (multitask === "reject") await runs.idleHoldsDone(threadId);

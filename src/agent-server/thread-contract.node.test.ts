@@ -33,3 +33,26 @@ describe("thread search", () => {
     ]);
   });
 });
+
+describe("thread ids", () => {
+  // Once taken: the record was stored, and the thread failed at its first run (the saver's "reserved"
+  // error, its status then `error`), or its runs answered 500 (a U+0000 in a response header).
+  it("an id the saver would refuse is refused at create (422 naming thread_id), and nothing is stored", async () => {
+    const { client, server } = await openServer("agent-thread-ids");
+    for (const threadId of ["__proto__", "constructor", "prototype", "a\u0000b", "x\ud800y", ""]) {
+      const answer = await server.fetch("http://local.invalid/threads", {
+        method: "POST",
+        body: JSON.stringify({ thread_id: threadId }),
+      });
+      expect(answer.status, JSON.stringify(threadId)).toBe(422);
+      expect(await answer.json()).toMatchObject({ message: expect.stringContaining("thread_id") });
+    }
+    // A run that would create its thread (if_not_exists "create") checks the path's id the same way.
+    for (const threadId of ["__proto__", "a\u0000b"]) {
+      const run = client.runs.wait(threadId, "agent", { input: human("hi"), ifNotExists: "create" });
+      await expect(run).rejects.toThrow(/422.*thread_id/);
+    }
+    expect(await client.threads.search()).toEqual([]);
+    expect(await client.threads.count()).toBe(0);
+  });
+});
