@@ -178,7 +178,7 @@ export function registerRunRoutes(
     if (c.req.raw.signal.aborted) leave();
     else c.req.raw.signal.addEventListener("abort", leave, { once: true });
   };
-  const location = (run: RunHandle) => `/threads/${run.record.thread_id}/runs/${run.record.run_id}`;
+  const location = (run: RunHandle) => `/threads/${headerSafe(run.record.thread_id)}/runs/${run.record.run_id}`;
   const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
     (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
   const finalValues = async (c: Context, run: RunHandle) => {
@@ -304,6 +304,16 @@ export function registerRunRoutes(
     // As the Agent Server: 204 once the run has ended, 202 when the cancel is only under way.
     return c.body(null, wait ? 204 : 202);
   });
+}
+
+/**
+ * `segment` for a header: what a header value cannot carry (a control
+ * character, a character above U+00FF) percent-encoded as UTF-8, as in a URL.
+ * The rest stays as it is: the SDK reads the thread id out of a run's
+ * `Content-Location` without decoding it (`onRunCreated`).
+ */
+function headerSafe(segment: string): string {
+  return segment.replace(/[^\u0020-\u00ff]+/g, (part) => encodeURIComponent(part));
 }
 
 /** The run that wrote a state's checkpoint (its metadata's `run_id`), if one did. */

@@ -55,4 +55,20 @@ describe("thread ids", () => {
     expect(await client.threads.search()).toEqual([]);
     expect(await client.threads.count()).toBe(0);
   });
+
+  // Once answered 500 for every run ("Cannot convert argument to a ByteString": the id went raw into the
+  // Content-Location header), with the run started all the same and the thread left busy.
+  it("a thread whose id is not Latin-1 runs through stream, create and wait (Content-Location encoded)", async () => {
+    const { client } = await openServer("agent-thread-ids");
+    const threadId = "会話 1/é";
+    await client.threads.create({ threadId });
+    const parts = [];
+    for await (const part of client.runs.stream(threadId, "agent", { input: human("one") })) parts.push(part.event);
+    expect(parts).toEqual(["metadata", "values", "values"]);
+    const run = await client.runs.create(threadId, "agent", { input: human("two"), multitaskStrategy: "enqueue" });
+    await client.runs.join(threadId, run.run_id);
+    const answer = await client.runs.wait(threadId, "agent", { input: human("three") });
+    expect((answer as { messages: unknown[] }).messages).toHaveLength(6);
+    expect((await client.threads.get(threadId)).status).toBe("idle");
+  });
 });
