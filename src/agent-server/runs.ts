@@ -30,6 +30,7 @@ export type { RunSpec } from "./run-state.js";
 import { isFinal, type RunLog } from "./run-log.js";
 import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteContext } from "./remote-run.js";
 import { errorData, streamRunEvents } from "./stream.js";
+import { shapeEvent } from "./event-shapes.js";
 
 /**
  * How long deleting a thread waits for its runs to stop before it deletes
@@ -360,7 +361,7 @@ export class RunRegistry {
         const options = { modes: spec.modes, subgraphs: spec.subgraphs, runId: state.record.run_id };
         try {
           for await (const { event, data } of streamRunEvents(spec.graph, input, { ...config }, options)) {
-            pushEvent(this.#out, state, event, data);
+            pushEvent(this.#out, state, event, shapeEvent(event, data));
           }
         } catch (error) {
           // Stopped by a cancel with rollback: its checkpoints go now, with the thread still held
