@@ -11,7 +11,7 @@ import { closeServers, openServer, type ServerPlace } from "../../test/support/a
 import { freshDbName } from "../../test/support/databases.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
-import { defaultLockManager, type RunLockManager } from "../runs/locks.js";
+import { defaultLockManager, runLockName, type RunLockManager } from "../runs/locks.js";
 
 import {
   SlowSaver,
@@ -203,6 +203,53 @@ describe("thread status, a delete or update holding the thread", () => {
     await client.runs.delete(t.thread_id, older!.run_id);
     await client.runs.join(t.thread_id, last.run_id);
     await sleep(50);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
+  });
+});
+
+describe("thread status, a reject run refused", () => {
+  // Once left busy for good: the reject run had passed the route's check (the thread free) and was about
+  // to try the thread's lock when another run ended; that end took it for a run going on and left the
+  // status to it, and it was then refused (another tab took the thread first), writing none.
+  it("is not left busy when the reject run a run's end waited for is refused", async () => {
+    const dbName = freshDbName("run-races");
+    const inner = defaultLockManager();
+    const threadLock = (threadId: string) => runLockName(dbName, threadId);
+    let gated: string | undefined;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let arrived!: () => void;
+    const tried = new Promise<void>((resolve) => (arrived = resolve));
+    const locks: RunLockManager = {
+      request: async (name, options, callback) => {
+        if (options.ifAvailable && name === gated) {
+          gated = undefined;
+          arrived();
+          await gate;
+        }
+        return inner.request(name, options, callback);
+      },
+      query: () => inner.query(),
+    };
+    const { client } = await ownServer({ dbName, locks });
+    const t = await client.threads.create();
+    gated = threadLock(t.thread_id);
+    const refused = client.runs.create(t.thread_id, "agent", { input: human("second") });
+    await tried;
+    await client.runs.wait(t.thread_id, "agent", { input: human("first"), multitaskStrategy: "enqueue" });
+    // Another tab's run takes the thread before the reject run tries it.
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const other = inner.request(threadLock(t.thread_id), {}, () => {
+      holding();
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    open();
+    await expect(refused).rejects.toThrow(/409/);
+    release();
+    await other;
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
 });

@@ -224,7 +224,10 @@ export class RunRegistry {
    */
   async threadBusy(threadId: string, runId: string): Promise<boolean> {
     for (const state of this.#runs.values()) {
-      if (state.record.thread_id === threadId && state.record.run_id !== runId && !state.settled) return true;
+      // A `reject` run not holding its thread yet (`logged` false) neither goes nor waits: it runs at once
+      // and says busy itself, or is refused and says nothing; counted, a run's end left the status to it.
+      const other = state.record.thread_id === threadId && state.record.run_id !== runId;
+      if (other && state.logged && !state.settled) return true;
     }
     const running = await isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
     // Held by a delete or an update of this server (whileIdle), which no run holds with: not busy. Read
