@@ -54,13 +54,20 @@ describe("threads", () => {
   });
 
   // Once the search's records carried the store's internal creation counter (`seq`) beside the Agent
-  // Server's fields.
+  // Server's fields (state_updated_at is one: the SDK's Thread has it).
   it("search answers each record as get does, with the Agent Server's fields only", async () => {
     const { client } = await setup();
     const thread = await client.threads.create({ metadata: { user: "ann" } });
     const [found] = await client.threads.search();
     expect(found).toEqual(await client.threads.get(thread.thread_id));
-    expect(Object.keys(found!).sort()).toEqual(["created_at", "metadata", "status", "thread_id", "updated_at"]);
+    expect(Object.keys(found!).sort()).toEqual([
+      "created_at",
+      "metadata",
+      "state_updated_at",
+      "status",
+      "thread_id",
+      "updated_at",
+    ]);
   });
 
   // Once dropped: every field answered whatever select named, and extract was taken and never answered.

@@ -64,16 +64,19 @@ export function createRoutes(context: RouteContext): Hono {
    */
   const withState = async (thread: ThreadRecord) => {
     const graph = graphOf(thread);
-    const none = { ...thread, values: undefined, interrupts: undefined };
+    // `state_updated_at` (the SDK's Thread has it): the latest checkpoint's time; the record's creation
+    // before any, and its last change when the state cannot be read (a failed run's end wrote it).
+    const none = { ...thread, state_updated_at: thread.created_at, values: undefined, interrupts: undefined };
     if (!graph) return none;
     let snapshot;
     try {
       snapshot = await graph.getState({ configurable: { thread_id: thread.thread_id } });
     } catch {
-      return none;
+      return { ...none, state_updated_at: thread.updated_at };
     }
     const interrupts = Object.fromEntries(snapshot.tasks.map((task) => [task.id, task.interrupts]));
-    return { ...thread, values: snapshot.values, interrupts };
+    const stateUpdatedAt = snapshot.createdAt ? new Date(snapshot.createdAt).toISOString() : thread.created_at;
+    return { ...thread, state_updated_at: stateUpdatedAt, values: snapshot.values, interrupts };
   };
 
   const threadOr404 = async (c: Context): Promise<ThreadRecord | Response> =>
@@ -105,26 +108,37 @@ export function createRoutes(context: RouteContext): Hono {
       throw new BadRequest(`ids must be a list of thread ids; got ${JSON.stringify(ids)}.`);
     }
     const values = optionalObject(json, "values");
+    const sortBy = checkOneOf(
+      optionalString(json, "sort_by") ?? "created_at",
+      ["created_at", "updated_at", "thread_id", "status", "state_updated_at"],
+      "sort_by",
+    );
+    const sortOrder = checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order");
     const options = {
       ...(Array.isArray(ids) ? { ids: ids as string[] } : {}),
       metadata: optionalObject(json, "metadata"),
       status: status === undefined ? undefined : checkOneOf(status, STATUSES, "status"),
-      sortBy: checkOneOf(
-        optionalString(json, "sort_by") ?? "created_at",
-        ["created_at", "updated_at", "thread_id", "status"],
-        "sort_by",
-      ),
-      sortOrder: checkOneOf(optionalString(json, "sort_order") ?? "desc", ["asc", "desc"], "sort_order"),
+      // The record store holds no state: by the state's time, sorted here after reading every state.
+      sortBy: sortBy === "state_updated_at" ? "created_at" : sortBy,
+      sortOrder,
     };
-    if (values === undefined) {
+    if (values === undefined && sortBy !== "state_updated_at") {
       const result = await threads.search({ ...options, ...page });
       return { threads: await Promise.all(result.threads.map(withState)), total: result.total };
     }
     const all = await threads.search({ ...options, limit: Number.MAX_SAFE_INTEGER, offset: 0 });
     const matching = (await Promise.all(all.threads.map(withState))).filter(
       // The values as answered (LangChain messages in their JSON form), not as LangGraph holds them.
-      (thread) => thread.values !== undefined && containsJson(JSON.parse(toJsonText(thread.values)), values),
+      (thread) =>
+        values === undefined ||
+        (thread.values !== undefined && containsJson(JSON.parse(toJsonText(thread.values)), values)),
     );
+    if (sortBy === "state_updated_at") {
+      // A stable sort: ties keep the store's order (by creation, in the same direction).
+      const direction = sortOrder === "asc" ? 1 : -1;
+      const time = (thread: { state_updated_at: string }) => Date.parse(thread.state_updated_at);
+      matching.sort((a, b) => direction * (time(a) - time(b)));
+    }
     return { threads: matching.slice(page.offset, page.offset + page.limit), total: matching.length };
   };
   app.post("/threads/search", async (c) => {

@@ -34,6 +34,28 @@ describe("thread search", () => {
   });
 });
 
+describe("state_updated_at", () => {
+  // Once missing: the SDK's Thread has state_updated_at (a thread list's "last activity"), and its
+  // ThreadSortBy takes it; records had none (undefined in the UI) and the sort answered 422.
+  it("each record has the time of its latest checkpoint (its creation before any), and search sorts by it", async () => {
+    const { client } = await openServer("agent-thread-state-time");
+    const older = await client.threads.create();
+    const newer = await client.threads.create();
+    await client.runs.wait(older.thread_id, "agent", { input: human("hi") });
+    const state = await client.threads.getState(older.thread_id);
+    expect((await client.threads.get(older.thread_id)).state_updated_at).toBe(state.created_at);
+    expect((await client.threads.get(newer.thread_id)).state_updated_at).toBe(newer.created_at);
+    expect(newer.state_updated_at).toBe(newer.created_at);
+    const order = async (sortOrder: "asc" | "desc", page = {}) =>
+      (await client.threads.search({ sortBy: "state_updated_at", sortOrder, ...page })).map((t) => t.thread_id);
+    expect(await order("desc")).toEqual([older.thread_id, newer.thread_id]);
+    expect(await order("asc")).toEqual([newer.thread_id, older.thread_id]);
+    expect(await order("desc", { limit: 1, offset: 1 })).toEqual([newer.thread_id]);
+    const [selected] = await client.threads.search({ select: ["thread_id", "state_updated_at"], limit: 1 });
+    expect(Object.keys(selected!).sort()).toEqual(["state_updated_at", "thread_id"]);
+  });
+});
+
 describe("thread ids", () => {
   // Once taken: the record was stored, and the thread failed at its first run (the saver's "reserved"
   // error, its status then `error`), or its runs answered 500 (a U+0000 in a response header).
