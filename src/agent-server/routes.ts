@@ -91,6 +91,7 @@ export function createRoutes(context: RouteContext): Hono {
     if (Array.isArray(json.supersteps) && json.supersteps.length > 0) {
       throw new BadRequest("supersteps are not served by the local agent server: create the thread, then updateState.");
     }
+    refuseTtl(json);
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
     return reply(c, await withState(thread));
@@ -166,6 +167,7 @@ export function createRoutes(context: RouteContext): Hono {
   });
   app.patch("/threads/:thread_id", async (c) => {
     const json = await body(c);
+    refuseTtl(json);
     const thread = await threads.patch(c.req.param("thread_id"), { metadata: optionalObject(json, "metadata") });
     return thread ? reply(c, await withState(thread)) : reply(c, { error: "Thread not found" }, 404);
   });
@@ -281,6 +283,17 @@ export function createRoutes(context: RouteContext): Hono {
   registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
   registerStoreRoutes(app, context.store);
   return app;
+}
+
+/**
+ * Refuses a thread's `ttl` (the Agent Server deletes the thread when it
+ * expires): the page's records never expire, so one taken would be dropped.
+ * @throws {BadRequest} a ttl given.
+ */
+function refuseTtl(json: Record<string, unknown>): void {
+  if (json.ttl !== undefined && json.ttl !== null) {
+    throw new BadRequest("ttl is not served by the local agent server: its threads are kept until deleted.");
+  }
 }
 
 /**

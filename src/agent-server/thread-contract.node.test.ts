@@ -94,3 +94,16 @@ describe("thread ids", () => {
     expect((await client.threads.get(threadId)).status).toBe("idle");
   });
 });
+
+describe("thread ttl", () => {
+  // Once taken and dropped: threads.create({ ttl }) and threads.update({ ttl }) answered 200, and the
+  // thread was kept for good (the page's records never expire), as the store's ttl is refused instead.
+  it("a ttl at create or update is refused (422 naming it), and nothing is stored or changed", async () => {
+    const { client } = await openServer("agent-thread-ttl");
+    await expect(client.threads.create({ ttl: 60 })).rejects.toThrow(/422.*ttl/);
+    expect(await client.threads.count()).toBe(0);
+    const thread = await client.threads.create({ metadata: { a: 1 } });
+    await expect(client.threads.update(thread.thread_id, { metadata: { a: 2 }, ttl: 60 })).rejects.toThrow(/422.*ttl/);
+    expect((await client.threads.get(thread.thread_id)).metadata).toEqual({ a: 1 });
+  });
+});
