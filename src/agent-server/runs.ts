@@ -31,6 +31,7 @@ import { isFinal, type RunLog } from "./run-log.js";
 import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteContext } from "./remote-run.js";
 import { errorData, streamRunEvents } from "./stream.js";
 import { shapeEvent } from "./event-shapes.js";
+import { holdThread, IdleHolds } from "./thread-holds.js";
 
 /**
  * How long deleting a thread waits for its runs to stop before it deletes
@@ -73,10 +74,8 @@ export class RunRegistry {
   readonly #channel: AgentRunChannel;
   readonly #remote: RemoteContext;
   readonly #runs = new Map<string, RunState>();
-  /** Threads this server holds through {@link whileIdle} (a run delete, a state update), by hold count. */
-  readonly #idleHolds = new Map<string, number>();
-  /** The same holds from their request to their release, which {@link idleHoldsDone} waits for. */
-  readonly #idleWaits = new Map<string, Set<Promise<void>>>();
+  /** Threads this server holds through {@link whileIdle} (a run delete, a state update). */
+  readonly #idle: IdleHolds;
   /** Where a run's events and record go: the run log, and the channel to other tabs' servers. */
   readonly #out: RunOutput;
   readonly #offChannel: () => void;
@@ -86,6 +85,7 @@ export class RunRegistry {
     this.#hooks = hooks;
     this.#log = log;
     this.#locks = locks ?? defaultLockManager();
+    this.#idle = new IdleHolds({ saver, locks: this.#locks });
     this.#channel = new AgentRunChannel(saver.dbName);
     this.#out = { log, channel: this.#channel };
     this.#remote = {
@@ -150,35 +150,8 @@ export class RunRegistry {
    * after this server's other such holds of the thread, in turn.
    * @throws {ThreadBusyError} a run holds the thread.
    */
-  async whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
-    let release!: () => void;
-    const waits = this.#idleWaits.get(threadId) ?? new Set<Promise<void>>();
-    // This server's holds under way take their turns: none is a run, so none refuses another.
-    const earlier = [...waits];
-    const released = new Promise<void>((resolve) => (release = resolve));
-    waits.add(released);
-    this.#idleWaits.set(threadId, waits);
-    let held = false;
-    const holding = async () => {
-      held = true;
-      this.#idleHolds.set(threadId, (this.#idleHolds.get(threadId) ?? 0) + 1);
-      return work();
-    };
-    try {
-      await Promise.all(earlier);
-      return await this.#holding(threadId, holding, "reject");
-    } catch (error) {
-      // Stopped before `work` ran by a newer run asking for the thread: busy, as for a run.
-      throw error instanceof RunInterruptedError ? new ThreadBusyError(threadId, this.#saver.dbName) : error;
-    } finally {
-      // Once the lock is let go: until then, its holder is this hold, not a run.
-      const count = (this.#idleHolds.get(threadId) ?? 0) - (held ? 1 : 0);
-      if (count > 0) this.#idleHolds.set(threadId, count);
-      else this.#idleHolds.delete(threadId);
-      waits.delete(released);
-      if (waits.size === 0 && this.#idleWaits.get(threadId) === waits) this.#idleWaits.delete(threadId);
-      release();
-    }
+  whileIdle<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    return this.#idle.run(threadId, work);
   }
 
   /**
@@ -186,36 +159,8 @@ export class RunRegistry {
    * (a run delete, a state update) have let the thread go: a run asked with
    * strategy `reject` meanwhile waits for them, where it took one for a run.
    */
-  async idleHoldsDone(threadId: string): Promise<void> {
-    await Promise.all(this.#idleWaits.get(threadId) ?? []);
-  }
-
-  /**
-   * `work`'s result, run holding `threadId`'s run lock as a run would
-   * (`runOnThread`). Once `work` has finished, a newer run (interrupt or
-   * rollback strategy) asking for the thread fails the hold after the fact:
-   * `work` did not watch the stop, and what it wrote stays (helper-51,
-   * helper-56: answered 500 though done).
-   */
-  async #holding<T>(
-    threadId: string,
-    work: () => Promise<T>,
-    multitask: "reject" | "enqueue",
-    signal?: AbortSignal,
-  ): Promise<T> {
-    let done: { result: T } | undefined;
-    try {
-      await runOnThread(
-        { invoke: async () => void (done = { result: await work() }) },
-        null,
-        { configurable: { thread_id: threadId } },
-        { multitask, saver: this.#saver, locks: this.#locks, ...(signal ? { signal } : {}) },
-      );
-    } catch (error) {
-      if (!done) throw error;
-    }
-    if (!done) throw new Error(`runOnThread returned without running the work on thread ${threadId}.`);
-    return done.result;
+  idleHoldsDone(threadId: string): Promise<void> {
+    return this.#idle.done(threadId);
   }
 
   /**
@@ -232,7 +177,7 @@ export class RunRegistry {
     const running = await isThreadRunning(threadId, { dbName: this.#saver.dbName, locks: this.#locks });
     // Held by a delete or an update of this server (whileIdle), which no run holds with: not busy. Read
     // after the locks, so a hold let go meanwhile is not taken for a run's.
-    return running && !this.#idleHolds.has(threadId);
+    return running && !this.#idle.holds(threadId);
   }
 
   /**
@@ -274,7 +219,7 @@ export class RunRegistry {
     const signal = AbortSignal.timeout(CANCEL_WAIT_MS);
     await this.cancelThread(threadId, signal);
     try {
-      await this.#holding(threadId, erase, "enqueue", signal);
+      await holdThread({ saver: this.#saver, locks: this.#locks }, threadId, erase, "enqueue", signal);
     } catch (error) {
       // The deadline passed before the lock came (a frozen tab): erased all the same.
       if (!signal.aborted) throw error;
