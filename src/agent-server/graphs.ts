@@ -22,7 +22,9 @@ export interface ServedGraph extends EventStreamingGraph {
 
 /**
  * Binds each graph to `saver` and `store` (where it has none) and checks it
- * has no other saver.
+ * has no other saver. The record returned has no prototype: a graph name
+ * asked by a client (`assistant_id`, a thread's `graph_id`) finds only the
+ * graphs given, never `constructor` or `toString`.
  *
  * @throws Error When a graph was compiled with another checkpointer.
  */
@@ -32,6 +34,7 @@ export function bindGraphs(
   store: object | undefined,
 ): Readonly<Record<string, ServedGraph>> {
   const names = Object.keys(graphs);
+  const served: Record<string, ServedGraph> = Object.create(null) as Record<string, ServedGraph>;
   if (names.length === 0)
     throw new Error("createLocalAgentServer: graphs must name at least one graph, e.g. { graphs: { agent: graph } }.");
   for (const name of names) {
@@ -48,6 +51,7 @@ export function bindGraphs(
     }
     graph.checkpointer = saver;
     if (store !== undefined && graph.store === undefined) graph.store = store;
+    served[name] = graph;
   }
-  return graphs;
+  return served;
 }

@@ -107,3 +107,24 @@ describe("thread ttl", () => {
     expect((await client.threads.get(thread.thread_id)).metadata).toEqual({ a: 1 });
   });
 });
+
+describe("graph names", () => {
+  // Once taken for served graphs: Object.prototype's names (constructor, toString, …) were read off the
+  // graphs record, so a run asked with one failed (graph.streamEvents is not a function), wrote its name as
+  // the thread's graph_id, and the thread's state and history answered 500 from then on.
+  it("a name of Object.prototype is no graph: the run is answered 404 and the thread is left as it was", async () => {
+    const { client } = await openServer("agent-graph-names");
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("hi") });
+    const before = await client.threads.get(thread.thread_id);
+    for (const name of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      await expect(client.runs.wait(thread.thread_id, name, { input: human("x") })).rejects.toThrow(/404/);
+    }
+    expect(await client.threads.get(thread.thread_id)).toEqual(before);
+    expect((await client.threads.getState(thread.thread_id)).values).toEqual(before.values);
+    // A thread created for such a "graph" reads as one without a graph yet.
+    const other = await client.threads.create({ graphId: "toString" });
+    expect((await client.threads.getState(other.thread_id)).values).toEqual({});
+    expect(await client.threads.getHistory(other.thread_id)).toEqual([]);
+  });
+});
