@@ -66,4 +66,34 @@ describe("strikeKey", () => {
     expect(strikeSite("::ffff:203.0.113.7")).toBeUndefined();
     expect(strikeSite(undefined)).toBeUndefined();
   });
+
+  it("reads every spelling of one address as that address (a proxy's X-Forwarded-For need not be Node's)", () => {
+    // Before, an IPv4-mapped address written in hex or in full was read as IPv6 `::`, so every IPv4
+    // client a proxy wrote so shared one key, and one client's bad tokens refused the others' sign-ins.
+    for (const spelling of [
+      "::ffff:cb00:7107",
+      "::FFFF:CB00:7107",
+      "0:0:0:0:0:ffff:203.0.113.7",
+      "::ffff:203.0.113.7%eth0",
+    ]) {
+      expect(strikeKey(spelling), spelling).toBe("203.0.113.7");
+      expect(strikeSite(spelling), spelling).toBeUndefined();
+    }
+    expect(strikeKey("::ffff:cb00:7108")).toBe("203.0.113.8");
+    expect(strikeKey("::")).toBe("0:0:0:0::/64");
+    expect(strikeKey("2001:DB8:1:2::")).toBe("2001:db8:1:2::/64");
+    expect(strikeKey("fe80::1%25eth0")).toBe("fe80:0:0:0::/64");
+    // An address written with an embedded IPv4 tail is still 8 groups (64:ff9b::/96 is NAT64's).
+    expect(strikeKey("64:ff9b:1:2::203.0.113.7")).toBe("64:ff9b:1:2::/64");
+    expect(strikeSite("64:ff9b:1:2::203.0.113.7")).toBe("64:ff9b:1::/48");
+  });
+
+  it("keys what is not an address by itself, never folding it into a real address's count", () => {
+    // Before, anything with a colon was read as groups of hex: "1:2:3:4:5:6:7:8:9" (nine groups) and
+    // "g::1" counted as the /64s 1:2:3:4 and 0:0:0:0, shared with real hosts there.
+    expect(strikeKey("1:2:3:4:5:6:7:8:9")).toBe("1:2:3:4:5:6:7:8:9");
+    expect(strikeKey("g::1")).toBe("g::1");
+    expect(strikeSite("g::1")).toBeUndefined();
+    expect(strikeKey("unknown")).toBe("unknown");
+  });
 });

@@ -9,6 +9,7 @@
  * user's work beyond its share waits here, holding no connection, and the
  * pool's queue holds at most that share of each user.
  */
+import ipaddr from "ipaddr.js";
 
 /** A counting semaphore per key; idle keys are forgotten. */
 export class UserGate {
@@ -178,15 +179,17 @@ export class Strikes {
 
 /**
  * The key a remote address takes strikes under: an IPv4 address as is (an
- * IPv4-mapped IPv6 one too), an IPv6 address by its /64, the block one host
- * is given and can take any address in, one per guess.
+ * IPv4-mapped IPv6 one too, however it is written), an IPv6 address by its
+ * /64, the block one host is given and can take any address in, one per
+ * guess. What is not an address (a proxy's `X-Forwarded-For: unknown`) is
+ * its own key.
  */
 export function strikeKey(address: string | undefined): string {
   // No address: the socket closed before the request was looked at (Fastify's `ip` is then undefined).
   if (typeof address !== "string") return "";
-  const groups = ipv6Groups(address);
-  if (typeof groups === "string") return groups;
-  return `${groups.slice(0, 4).join(":")}::/64`;
+  const ip = parseAddress(address);
+  if (ip === undefined) return address;
+  return ip instanceof ipaddr.IPv6 ? `${hexGroups(ip, 4)}::/64` : ip.toString();
 }
 
 /**
@@ -194,25 +197,23 @@ export function strikeKey(address: string | undefined): string {
  * a site (or anyone, from a tunnel broker) is given, which holds 65,536 /64s:
  * more than the map of {@link strikeKey}s remembers, so a fresh /64 for each
  * guess would forget the earlier ones and never meet the limit. Undefined
- * for IPv4 (and a missing address).
+ * for IPv4 (and a missing address, or one that is not an address).
  */
 export function strikeSite(address: string | undefined): string | undefined {
   if (typeof address !== "string") return undefined;
-  const groups = ipv6Groups(address);
-  return typeof groups === "string" ? undefined : `${groups.slice(0, 3).join(":")}::/48`;
+  const ip = parseAddress(address);
+  return ip instanceof ipaddr.IPv6 ? `${hexGroups(ip, 3)}::/48` : undefined;
 }
 
-/** The eight groups of an IPv6 address (hex, no leading zeros), or an IPv4 address (an IPv4-mapped one too) as is. */
-function ipv6Groups(address: string): string[] | string {
-  const ip = address.replace(/%.*$/, ""); // a zone (fe80::1%eth0)
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return mapped[1]!;
-  if (!ip.includes(":")) return ip;
-  const [head = "", tail] = ip.split("::") as [string, string | undefined];
-  const groups = head === "" ? [] : head.split(":");
-  if (tail !== undefined) {
-    const after = tail === "" ? [] : tail.split(":");
-    groups.push(...Array<string>(Math.max(0, 8 - groups.length - after.length)).fill("0"), ...after);
-  }
-  return groups.map((group) => (Number.parseInt(group, 16) || 0).toString(16));
+/** An address as ipaddr.js reads it (zone ids too), an IPv4-mapped IPv6 one as IPv4; undefined when it is none. */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  return ipaddr.isValid(address) ? ipaddr.process(address) : undefined;
+}
+
+/** The first `count` 16-bit groups of an IPv6 address, in hex without leading zeros. */
+function hexGroups(ip: ipaddr.IPv6, count: number): string {
+  return ip.parts
+    .slice(0, count)
+    .map((part) => part.toString(16))
+    .join(":");
 }
