@@ -6,7 +6,7 @@
  * - `DATABASE_URL` (or `SYNC_DATABASE_URL`): PostgreSQL connection string. Required.
  * - `SYNC_TOKENS`: comma-separated `token=user` pairs, e.g. `t0k3n-ada=ada,t0k3n-bob=bob`;
  *   or `SYNC_TOKENS_FILE`: a JSON file `{ "<token>": "<user id>" }`. One is required.
- * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`.
+ * - `PORT` (default 8787), `HOST` (default 127.0.0.1), `SYNC_MAX_BODY_BYTES`, `SYNC_REQUEST_TIMEOUT_MS`.
  * - `SYNC_CORS_ORIGINS`: comma-separated origins of pages allowed to call it from a browser, or `*`.
  * - Limits per user (see `SyncServerLimits`): `SYNC_MAX_USER_BYTES`, `SYNC_MAX_CHECKPOINT_BYTES`,
  *   `SYNC_MAX_PUSH_CHECKPOINTS`, `SYNC_MAX_APPS`, `SYNC_REQUESTS_PER_MINUTE`; per remote address, `SYNC_BAD_TOKENS_PER_MINUTE`.
@@ -73,6 +73,7 @@ async function main(): Promise<void> {
     connectionString,
     authenticate: (token) => table.get(token),
     maxBodyBytes: positive(env, "SYNC_MAX_BODY_BYTES"),
+    requestTimeoutMs: positive(env, "SYNC_REQUEST_TIMEOUT_MS"),
     limits: {
       maxUserBytes: positive(env, "SYNC_MAX_USER_BYTES"),
       maxCheckpointBytes: positive(env, "SYNC_MAX_CHECKPOINT_BYTES"),

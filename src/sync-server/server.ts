@@ -8,7 +8,8 @@
  * write-routes.ts (push, key).
  */
 /// <reference types="node" />
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import type { Server } from "node:http";
+import Fastify, { type FastifyHttpOptions, type FastifyInstance } from "fastify";
 import pg from "pg";
 import { DEFAULT_MAX_BODY_BYTES, SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
@@ -40,6 +41,14 @@ export interface SyncServerOptions {
   maxBodyBytes?: number;
   /** What one user may store and ask for; each limit has a default. */
   limits?: SyncServerLimits;
+  /**
+   * Most time a client may take to send a whole request, headers and body,
+   * in milliseconds: past it the server answers 408 and closes the
+   * connection (checked every quarter of it, at least every 30 s). A long
+   * poll is not cut: its request arrives at once, only its answer waits.
+   * Default 60,000 (a device gives up on a request after 30 s).
+   */
+  requestTimeoutMs?: number;
   /** Pool size when the server makes its own pool. Default 10. */
   maxConnections?: number;
   /**
@@ -122,6 +131,9 @@ export interface SyncServerLimits {
   badTokensPerMinute?: number;
 }
 
+/** Default of {@link SyncServerOptions.requestTimeoutMs}. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+
 /** Default of {@link SyncServerLimits.badTokensPerMinute}. */
 const DEFAULT_BAD_TOKENS_PER_MINUTE = 60;
 
@@ -176,6 +188,7 @@ function checkCounts(options: SyncServerOptions): void {
   const counts: [string, unknown][] = [
     ["maxBodyBytes", options.maxBodyBytes],
     ["maxConnections", options.maxConnections],
+    ["requestTimeoutMs", options.requestTimeoutMs],
     ...Object.keys(limits).map((name): [string, unknown] => [`limits.${name}`, limits[name]]),
   ];
   for (const [name, value] of counts) {
@@ -191,7 +204,7 @@ function checkCounts(options: SyncServerOptions): void {
  * not an address or range ("true" as a string, 10.0.0.0/40) is a TypeError
  * naming the option, instead of the proxy-address parser's bare message.
  */
-function makeApp(options: FastifyServerOptions): FastifyInstance {
+function makeApp(options: FastifyHttpOptions<Server>): FastifyInstance {
   try {
     return Fastify(options);
   } catch (error) {
@@ -236,11 +249,21 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     throw new TypeError(
       'createSyncServer: `corsOrigins` must be an array of origins (e.g. ["https://app.example.com"]) or "*".',
     );
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // Made before any connection: Fastify refuses a trustProxy it cannot read only when it is made.
   const app = makeApp({
     logger: options.logger === "errors" ? { level: "error" } : (options.logger ?? false),
     bodyLimit: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     trustProxy: options.trustProxy ?? false,
+    // Fastify's default (0) switches Node's bound off, so a body trickled a byte at a time held its
+    // connection for ever. And Node checks a body against requestTimeout only while headersTimeout is no
+    // longer (it swaps the two otherwise), so the server is made with both (headersTimeout follows
+    // requestTimeout down from 60 s); Fastify then sets requestTimeout alone, to the same value.
+    requestTimeout,
+    http: {
+      requestTimeout,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.ceil(requestTimeout / 4))),
+    },
   });
   const ownPool = !options.pool;
   const pool =
