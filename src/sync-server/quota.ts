@@ -34,7 +34,12 @@ function countingFunction(table: keyof typeof SIZES): string {
     END $$`;
 }
 
-/** One statement-level trigger per table and event (a transition table serves one event only). */
+/**
+ * One statement-level trigger per table and event (a transition table serves
+ * one event only). Looked for on the table itself: trigger names are not
+ * unique across a database, and looked for by name alone, the tables of a
+ * second schema (another server's, in the same database) never got theirs.
+ */
 function triggers(table: keyof typeof SIZES): string {
   const events = [
     ["ins", "INSERT", "NEW TABLE AS new_rows"],
@@ -44,7 +49,7 @@ function triggers(table: keyof typeof SIZES): string {
   return events
     .map(
       ([suffix, event, transition]) =>
-        `IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '${table}_bytes_${suffix}') THEN
+        `IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND tgname = '${table}_bytes_${suffix}') THEN
            CREATE TRIGGER ${table}_bytes_${suffix} AFTER ${event} ON ${table}
              REFERENCING ${transition} FOR EACH STATEMENT EXECUTE FUNCTION ${table}_bytes();
          END IF;`,

@@ -5,7 +5,7 @@
  * returns the chain of rows pushed from then on. Runs in a schema of its own
  * on the test PostgreSQL, so the other tests' tables stay as they are. The
  * old tables are today's less the column (dropped), whichever statement
- * creates it.
+ * creates it. And the quota's triggers, set up per schema.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -103,5 +103,33 @@ describe("sync server schema upgrade: the chain column", () => {
     expect(got.map((cp) => cp?.checkpoint_id)).toEqual(["1", "2"]);
     expect("chain" in got[0]!).toBe(false); // the old row: binding version 1/2
     expect(got[1]).toMatchObject({ parent_checkpoint_id: "1", chain: CHAIN });
+  });
+});
+
+describe("sync server schema: two servers' schemas in one database", () => {
+  it("each schema gets its own quota triggers, so each counter counts", async () => {
+    // Before, a trigger was looked for by name across the database: the tables of a second schema (a
+    // staging server beside production, say) never got theirs, and its users' quota never counted a byte.
+    await setupSchema(admin); // the default schema's tables and triggers, first
+    const other = `${schemaName}_b`;
+    await admin.query(`CREATE SCHEMA ${other}`);
+    const second = new pg.Pool({ connectionString: await postgresUrl(), max: 1, options: `-c search_path=${other}` });
+    try {
+      await setupSchema(second);
+      const { user } = newUser("second-schema");
+      await second.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1)", [user]);
+      await second.query(
+        `INSERT INTO lgsync_blobs (user_id, thread_id, checkpoint_ns, channel, version, type, value)
+         VALUES ($1, 't', '', 'c', '1', 'msgpack', '\\x0102')`,
+        [user],
+      );
+      const { rows } = await second.query<{ bytes: string }>("SELECT bytes FROM lgsync_users WHERE user_id = $1", [
+        user,
+      ]);
+      expect(Number(rows[0]!.bytes)).toBe(2);
+    } finally {
+      await second.end();
+      await admin.query(`DROP SCHEMA IF EXISTS ${other} CASCADE`);
+    }
   });
 });
