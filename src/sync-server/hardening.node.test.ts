@@ -18,6 +18,7 @@ import {
   postgresUrl,
   seeded,
   serverForFile,
+  storedBytes,
   startServer,
   wireCheckpoint,
 } from "../../test/support/sync/harness.js";
@@ -591,16 +592,9 @@ describe("sync server: what one user may store and ask for", () => {
     const pool = await inspector();
     // The counter against the rows themselves, after every kind of change.
     const counted = async () => {
-      const { rows } = await pool.query<{ bytes: string; actual: string }>(
-        `SELECT u.bytes,
-           (SELECT coalesce(sum(octet_length(checkpoint) + octet_length(metadata)), 0) FROM lgsync_checkpoints WHERE user_id = $1)
-           + (SELECT coalesce(sum(octet_length(value)), 0) FROM lgsync_blobs WHERE user_id = $1)
-           + (SELECT coalesce(sum(octet_length(value)), 0) FROM lgsync_writes WHERE user_id = $1) AS actual
-         FROM lgsync_users u WHERE u.user_id = $1`,
-        [user],
-      );
-      expect(rows[0]!.bytes).toBe(rows[0]!.actual);
-      return Number(rows[0]!.bytes);
+      const { counter, rows } = await storedBytes(pool, user);
+      expect(counter).toBe(rows);
+      return counter;
     };
     try {
       for (let i = 0; i < 6; i++) {
@@ -618,7 +612,9 @@ describe("sync server: what one user may store and ask for", () => {
       };
       expect((await to("POST", "/push", token, pushOf(special(1000)))).status).toBe(200);
       expect((await to("POST", "/push", token, pushOf(special(5000)))).status).toBe(200);
-      expect(await counted()).toBe(full + 5000);
+      // The last value, and the new row's ids and type (t0, its checkpoint id, a, __interrupt__, its task path,
+      // msgpack: 76 bytes).
+      expect(await counted()).toBe(full + 5000 + 76);
       const t5 = heavy("t5", "a", 0);
       const removal = { thread_id: "t5", checkpoint_ns: "", checkpoint_id: t5.checkpoint_id };
       expect((await to("POST", "/push", token, { ...pushOf(), removed: [removal] })).status).toBe(200);

@@ -1,23 +1,62 @@
 /**
- * The per-user byte quota. `lgsync_users.bytes` counts the bytes of values
- * a user stores (checkpoint and metadata bytes, channel values, pending
- * writes: what devices sent, ids and keys aside). Triggers on the three
- * tables keep it, one statement at a time, inside the transaction that
- * changes the rows, so the count is never ahead of or behind them whatever
- * path changed them (push, a thread's delete, a removal, a server-side
- * saver's writes). A push that leaves the user over the quota, and grew
- * them, rolls back whole.
+ * The per-user byte quota. `lgsync_users.bytes` counts every byte a user's
+ * rows hold in their own columns: values (checkpoint and metadata bytes,
+ * channel values, pending writes, as devices sent them), and the ids,
+ * channel versions, removal marks and tombstones beside them, all of which a
+ * push makes the server keep. Triggers on the five tables keep it, one
+ * statement at a time, inside the transaction that changes the rows, so the
+ * count is never ahead of or behind them whatever path changed them (push, a
+ * thread's delete, a removal, a server-side saver's writes). A push that
+ * leaves the user over the quota, and grew them, rolls back whole.
  */
 import type { PoolClient } from "pg";
 import { SyncHttpError } from "./errors.js";
 import { OWNER_OF_ROW, spaceOwner } from "./apps.js";
 
-/** What each table's row costs against the quota. */
+/** The bytes of `columns` of a row (a NULL one holds none). */
+const octets = (...columns: string[]) => columns.map((c) => `coalesce(octet_length(${c}), 0)`).join(" + ");
+
+/**
+ * What each table's row costs against the quota: all it holds but `user_id`
+ * (and `seq`, `origin`, `idx`: fixed or the server's own). Before, only the
+ * values counted, so removal marks and tombstones of checkpoints that never
+ * existed, or a checkpoint of a few bytes of values with megabytes of
+ * channel versions, grew the tables 16 MiB a push past any quota.
+ */
 const SIZES = {
-  lgsync_checkpoints: "octet_length(checkpoint) + octet_length(metadata)",
-  lgsync_blobs: "octet_length(value)",
-  lgsync_writes: "octet_length(value)",
+  lgsync_checkpoints: octets(
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "checkpoint_type",
+    "checkpoint",
+    "metadata_type",
+    "metadata",
+    "channel_versions",
+    "run_id",
+    "chain",
+    "parent_writes",
+  ),
+  lgsync_blobs: octets("thread_id", "checkpoint_ns", "channel", "version", "type", "value"),
+  lgsync_writes: octets(
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "channel",
+    "task_path",
+    "type",
+    "value",
+  ),
+  lgsync_tombstones: octets("thread_id", "max_deleted_id"),
+  lgsync_removed: octets("thread_id", "checkpoint_ns", "checkpoint_id"),
 } as const;
+
+/** Every user's bytes counted from the rows (the statement that sets the counter when its meaning changes). */
+const RECOUNT = `UPDATE lgsync_users u SET bytes = ${Object.entries(SIZES)
+  .map(([table, size]) => `coalesce((SELECT sum(${size}) FROM ${table} r WHERE r.user_id = u.user_id), 0)`)
+  .join("\n + ")};`;
 
 /** One table's trigger function: adds what `new_rows` hold, takes away what `old_rows` held. */
 function countingFunction(table: keyof typeof SIZES): string {
@@ -64,14 +103,16 @@ function triggers(table: keyof typeof SIZES): string {
  */
 export const QUOTA_SCHEMA: readonly string[] = [
   ...Object.keys(SIZES).map((table) => countingFunction(table as keyof typeof SIZES)),
+  // A database whose counter predates the ids' count (no trigger on lgsync_removed yet) is counted again
+  // from its rows, once: the triggers then keep it so.
   `DO $$ BEGIN
      IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                     AND table_name = 'lgsync_users' AND column_name = 'bytes') THEN
        ALTER TABLE lgsync_users ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
-       UPDATE lgsync_users u SET bytes =
-         coalesce((SELECT sum(${SIZES.lgsync_checkpoints}) FROM lgsync_checkpoints c WHERE c.user_id = u.user_id), 0)
-         + coalesce((SELECT sum(${SIZES.lgsync_blobs}) FROM lgsync_blobs b WHERE b.user_id = u.user_id), 0)
-         + coalesce((SELECT sum(${SIZES.lgsync_writes}) FROM lgsync_writes w WHERE w.user_id = u.user_id), 0);
+     END IF;
+     IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lgsync_removed'::regclass
+                    AND tgname = 'lgsync_removed_bytes_ins') THEN
+       ${RECOUNT}
      END IF;
      ${Object.keys(SIZES)
        .map((table) => triggers(table as keyof typeof SIZES))

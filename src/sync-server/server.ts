@@ -96,9 +96,10 @@ export interface SyncServerLimits {
    */
   maxCheckpointBytes?: number;
   /**
-   * Most bytes of values one user may store on the server (checkpoints,
-   * channel values and pending writes as devices sent them, ciphertext for
-   * an encrypted user): a push that would go over it is refused whole (413
+   * Most bytes one user may store on the server (checkpoints, channel
+   * values and pending writes as devices sent them, ciphertext for an
+   * encrypted user, with their ids and channel versions; removal marks and
+   * tombstones too): a push that would go over it is refused whole (413
    * `quota_exceeded`; devices show "server_full"), one that frees space
    * always goes through. Default 1 GiB.
    */

@@ -58,9 +58,8 @@ describe("sync server schema upgrade: the chain column", () => {
   it("a database without the column gains it on start, keeps its rows, and stores pushed chains", async () => {
     // The tables as a server before the column left them: today's, less the column.
     await setupSchema(pool);
-    await pool.query("ALTER TABLE lgsync_checkpoints DROP COLUMN chain");
     const { user, token } = newUser("upgrade");
-    // A row the old server stored.
+    // A row the old server stored (before the column goes: today's quota triggers count it).
     await pool.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1)", [user]);
     await pool.query(
       `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
@@ -68,6 +67,7 @@ describe("sync server schema upgrade: the chain column", () => {
        VALUES ($1, 't', '', '1', 'msgpack+aes-gcm', '\\x010203', 'msgpack+aes-gcm', '\\x04', '{}', 1)`,
       [user],
     );
+    await pool.query("ALTER TABLE lgsync_checkpoints DROP COLUMN chain");
     const columns = async () =>
       (
         await pool.query<{ column_name: string }>(
@@ -106,6 +106,45 @@ describe("sync server schema upgrade: the chain column", () => {
   });
 });
 
+describe("sync server schema upgrade: the quota's counter", () => {
+  it("a counter of values alone (before ids, marks and tombstones counted) is counted again from the rows, once", async () => {
+    await setupSchema(pool);
+    const { user } = newUser("recount");
+    await pool.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 3)", [user]);
+    await pool.query(
+      `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
+         metadata_type, metadata, channel_versions, seq)
+       VALUES ($1, 'thread', '', 'id-1', 'msgpack', '\\x010203', 'msgpack', '\\x04', '{"messages":1}', 1)`,
+      [user],
+    );
+    await pool.query(
+      "INSERT INTO lgsync_removed (user_id, thread_id, checkpoint_ns, checkpoint_id, seq) VALUES ($1, 'r', '', 'id-r', 2)",
+      [user],
+    );
+    await pool.query(
+      "INSERT INTO lgsync_tombstones (user_id, thread_id, max_deleted_id, seq) VALUES ($1, 'gone', 'id-9', 3)",
+      [user],
+    );
+    const bytes = async () =>
+      Number(
+        (await pool.query<{ bytes: string }>("SELECT bytes FROM lgsync_users WHERE user_id = $1", [user])).rows[0]!
+          .bytes,
+      );
+    // thread 6 + ns 0 + id 4 + types 7 + 7 + values 3 + 1 + versions 14; mark 1 + 4; tombstone 4 + 4.
+    expect(await bytes()).toBe(42 + 5 + 8);
+    // What a server before left: the values alone counted, no trigger on the marks' and tombstones' tables.
+    await pool.query("UPDATE lgsync_users SET bytes = 4 WHERE user_id = $1", [user]);
+    for (const table of ["lgsync_removed", "lgsync_tombstones"])
+      for (const suffix of ["ins", "upd", "del"]) await pool.query(`DROP TRIGGER ${table}_bytes_${suffix} ON ${table}`);
+    await setupSchema(pool);
+    expect(await bytes()).toBe(55);
+    // Once: a later start leaves the counter to the triggers.
+    await pool.query("UPDATE lgsync_users SET bytes = 7 WHERE user_id = $1", [user]);
+    await setupSchema(pool);
+    expect(await bytes()).toBe(7);
+  });
+});
+
 describe("sync server schema: two servers' schemas in one database", () => {
   it("each schema gets its own quota triggers, so each counter counts", async () => {
     // Before, a trigger was looked for by name across the database: the tables of a second schema (a
@@ -126,7 +165,7 @@ describe("sync server schema: two servers' schemas in one database", () => {
       const { rows } = await second.query<{ bytes: string }>("SELECT bytes FROM lgsync_users WHERE user_id = $1", [
         user,
       ]);
-      expect(Number(rows[0]!.bytes)).toBe(2);
+      expect(Number(rows[0]!.bytes)).toBe(1 + 0 + 1 + 1 + 7 + 2);
     } finally {
       await second.end();
       await admin.query(`DROP SCHEMA IF EXISTS ${other} CASCADE`);

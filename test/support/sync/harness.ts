@@ -131,6 +131,48 @@ export async function inspector(): Promise<pg.Pool> {
 }
 
 /**
+ * What `user`'s rows hold against the quota, summed from the rows
+ * themselves (every column but the user id and the server's own `seq`,
+ * `origin` and `idx`), beside the server's counter, which must equal it.
+ */
+export async function storedBytes(pool: pg.Pool, user: string): Promise<{ counter: number; rows: number }> {
+  const octets = (...columns: string[]) => columns.map((c) => `coalesce(octet_length(${c}), 0)`).join(" + ");
+  const tables: [string, string][] = [
+    [
+      "lgsync_checkpoints",
+      octets(
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "checkpoint_type",
+        "checkpoint",
+        "metadata_type",
+        "metadata",
+        "channel_versions",
+        "run_id",
+        "chain",
+        "parent_writes",
+      ),
+    ],
+    ["lgsync_blobs", octets("thread_id", "checkpoint_ns", "channel", "version", "type", "value")],
+    [
+      "lgsync_writes",
+      octets("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "channel", "task_path", "type", "value"),
+    ],
+    ["lgsync_tombstones", octets("thread_id", "max_deleted_id")],
+    ["lgsync_removed", octets("thread_id", "checkpoint_ns", "checkpoint_id")],
+  ];
+  const { rows } = await pool.query<{ counter: string | null; rows: string }>(
+    `SELECT (SELECT bytes FROM lgsync_users WHERE user_id = $1) AS counter, ${tables
+      .map(([table, size]) => `(SELECT coalesce(sum(${size}), 0) FROM ${table} WHERE user_id = $1)`)
+      .join(" + ")} AS rows`,
+    [user],
+  );
+  return { counter: Number(rows[0]!.counter ?? 0), rows: Number(rows[0]!.rows) };
+}
+
+/**
  * A TCP proxy to `target` that destroys each connection after a random
  * number of bytes (either direction) while `cutting` is on: the network
  * dropping mid-request or mid-response.
