@@ -77,15 +77,20 @@ export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQue
   });
 }
 
-/** The newest checkpoint id of a thread (checkpoints and writes), for a delete's tombstone. */
+/**
+ * The newest checkpoint id of a thread (checkpoints and writes), for a
+ * delete's tombstone: by UTF-16 code unit, as devices and deletes.ts compare
+ * ids (PostgreSQL's "C" order is by code point, see deletes.ts).
+ */
 export async function newestId(pool: Pool, userId: string, threadId: string): Promise<string | undefined> {
-  const result = await pool.query<{ max: string | null }>(
-    `SELECT max(id COLLATE "C") AS max FROM (
-       SELECT checkpoint_id AS id FROM lgsync_checkpoints WHERE user_id = $1 AND thread_id = $2
-       UNION ALL SELECT checkpoint_id FROM lgsync_writes WHERE user_id = $1 AND thread_id = $2) x`,
+  const result = await pool.query<{ id: string }>(
+    `SELECT checkpoint_id AS id FROM lgsync_checkpoints WHERE user_id = $1 AND thread_id = $2
+     UNION SELECT checkpoint_id FROM lgsync_writes WHERE user_id = $1 AND thread_id = $2`,
     [userId, threadId],
   );
-  return result.rows[0]?.max ?? undefined;
+  let newest: string | undefined;
+  for (const { id } of result.rows) if (newest === undefined || newest < id) newest = id;
+  return newest;
 }
 
 /** A checkpoint row as stored, with its bytes. */
