@@ -53,7 +53,7 @@ export const LAYERS = {
   // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
   sync: { imports: ["saver", "rows", "idb", "serde", "core"] },
   // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
-  "sync-server": { imports: ["sync/protocol", "rows", "serde", "core"] },
+  "sync-server": { imports: ["sync/protocol", "sync/protocol-checks", "rows", "serde", "core"] },
   // The Agent Server routes: runs go through runOnThread, thread records through idb/; rows/ for the
   // saver's id rules, so a thread id the saver would refuse is refused when the thread is created.
   "agent-server": { imports: ["runs", "rows", "idb", "core"] },

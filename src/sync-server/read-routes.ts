@@ -6,14 +6,8 @@
 /// <reference types="node" />
 import type { FastifyInstance } from "fastify";
 import type { Pool } from "pg";
-import {
-  MAX_PULL_LIMIT,
-  MAX_PULL_WAIT_SECONDS,
-  MAX_THREADS_PAGE,
-  ProtocolError,
-  SYNC_PATH,
-  threadIdParam,
-} from "../sync/protocol.js";
+import { MAX_PULL_LIMIT, MAX_PULL_WAIT_SECONDS, MAX_THREADS_PAGE, ProtocolError, SYNC_PATH } from "../sync/protocol.js";
+import { threadIdParam } from "../sync/protocol-checks.js";
 import { idDefect } from "../rows/ids.js";
 import type { Authenticated } from "./auth.js";
 import { InFlight, UserGate } from "./gate.js";

@@ -40,13 +40,8 @@ import {
   type CheckpointRow,
   type WriteRow,
 } from "../rows/index.js";
-import {
-  ProtocolError,
-  SYNC_PROTOCOL_VERSION,
-  parseCheckpoint,
-  type WireCheckpoint,
-  type WireWrite,
-} from "../sync/protocol.js";
+import { ProtocolError, SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
+import { parseCheckpoint } from "../sync/protocol-checks.js";
 import { newestId, readCheckpoints, readWrites } from "./reads.js";
 import { DEFAULT_STORE_LIMITS, addWrites, push, type StoreLimits } from "./store.js";
 

@@ -6,7 +6,8 @@
 /// <reference types="node" />
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Pool } from "pg";
-import { SYNC_PATH, SYNC_PROTOCOL_VERSION, parseKeyRequest, parsePushRequest } from "../sync/protocol.js";
+import { SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../sync/protocol.js";
+import { parseKeyRequest, parsePushRequest } from "../sync/protocol-checks.js";
 import type { Authenticated } from "./auth.js";
 import { InFlight, UserGate } from "./gate.js";
 import { send } from "./http.js";

@@ -9,15 +9,8 @@ import { isDatabaseKeyed, type KeyRecord } from "../serde/protocol.js";
 import { sameClone } from "../core/equality.js";
 import { checkpointIdentity } from "../core/identity.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import {
-  ProtocolError,
-  decodeBody,
-  encodeBody,
-  parseCheckpoint,
-  parseDelete,
-  parseRemoved,
-  type HelloResponse,
-} from "./protocol.js";
+import { ProtocolError, decodeBody, encodeBody, type HelloResponse } from "./protocol.js";
+import { parseCheckpoint, parseDelete, parseRemoved } from "./protocol-checks.js";
 import { applyChanges } from "./pull.js";
 import {
   checkpointKeyOf,

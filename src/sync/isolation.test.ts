@@ -12,7 +12,8 @@ import { describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../saver/index.js";
 import type { CheckpointRow } from "../rows/shapes.js";
 import { SyncClient } from "./client.js";
-import { SYNC_MEDIA_TYPE, decodeBody, encodeBody, parsePushRequest } from "./protocol.js";
+import { SYNC_MEDIA_TYPE, decodeBody, encodeBody } from "./protocol.js";
+import { parsePushRequest } from "./protocol-checks.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 import { putRaw, readStore } from "../../test/support/reliability/raw.js";
 

@@ -5,14 +5,8 @@
  * and a well-formed one is carried verbatim. Pure: no IndexedDB, no server.
  */
 import { describe, expect, it } from "vitest";
-import {
-  ProtocolError,
-  SYNC_PROTOCOL_VERSION,
-  decodeBody,
-  encodeBody,
-  parsePullResponse,
-  parsePushRequest,
-} from "./protocol.js";
+import { ProtocolError, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "./protocol.js";
+import { parsePullResponse, parsePushRequest } from "./protocol-checks.js";
 
 const CHAIN = "0123456789abcdef".repeat(4);
 

@@ -10,8 +10,6 @@ import {
   MAX_THREADS_PAGE,
   decodeBody,
   encodeBody,
-  parsePullResponse,
-  parseThreadsResponse,
   type HelloResponse,
   type KeyResponse,
   type PullResponse,
@@ -19,6 +17,7 @@ import {
   type PushResponse,
   type WireThread,
 } from "./protocol.js";
+import { parsePullResponse, parseThreadsResponse } from "./protocol-checks.js";
 
 /**
  * A sync request that failed. `offline` (no answer: network down, server

@@ -8,13 +8,8 @@
  * Node and Chromium.
  */
 import { describe, expect, it } from "vitest";
-import {
-  decodeBody,
-  encodeBody,
-  parsePullResponse,
-  parsePushRequest,
-  type HelloResponse,
-} from "../../src/sync/protocol.js";
+import { decodeBody, encodeBody, type HelloResponse } from "../../src/sync/protocol.js";
+import { parsePullResponse, parsePushRequest } from "../../src/sync/protocol-checks.js";
 import { spaceOf } from "../../src/sync/engine.js";
 import golden from "../golden/sync-wire-removed.json";
 import { WIRE_REMOVED_BODIES } from "../golden/sync-wire-removed.js";
