@@ -42,7 +42,8 @@ import {
 } from "../rows/index.js";
 import { ProtocolError, SYNC_PROTOCOL_VERSION, type WireCheckpoint, type WireWrite } from "../sync/protocol.js";
 import { parseCheckpoint } from "../sync/protocol-checks.js";
-import { newestId, readCheckpoints, readWrites } from "./reads.js";
+import { newestId, readCheckpoints } from "./reads.js";
+import { readWrites } from "./bundles.js";
 import { DEFAULT_STORE_LIMITS, addWrites, push, type StoreLimits } from "./store.js";
 
 /** The device id the server's own writes carry: every browser pulls them. */
