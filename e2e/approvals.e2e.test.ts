@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, send, useHarness } from "./support.js";
+import { lockWith, ready, send, useHarness } from "./support.js";
 
 const harness = useHarness();
 
@@ -92,4 +92,41 @@ test("Regenerate after an approved memory rewrites the answer only; the same mem
   await expect.poll(() => lastAssistant(page)).toContain("already remember");
   await send(page, "what do you remember about me?");
   expect((await lastAssistant(page)).match(/two cats/g)).toHaveLength(1);
+});
+
+test("what was typed in the approval card survives a reload, sealed when locked, and goes once answered", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const editor = page.getByTestId("approval-args");
+  const storage = () => page.evaluate(() => JSON.stringify(sessionStorage));
+  // Typed unlocked in one thread's card, then in another's: kept as typed while nothing is encrypted.
+  await send(page, "remember that my favourite mountain is Mont Blanc", { expectReply: false });
+  await editor.fill("my favourite mountain is the Matterhorn, marker-card-first");
+  await page.getByTestId("new-thread").click();
+  await send(page, "remember that my favourite river is the Loire", { expectReply: false });
+  await editor.fill("my favourite river is the Rhône, marker-card-edit");
+  await page.getByTestId("approval-reason").fill("maybe later, marker-card-reason");
+  await expect.poll(storage).toContain("marker-card-reason");
+  expect(await storage()).toContain("marker-card-first");
+  // Locked: both cards' edits are sealed again, neither is left in the tab's storage as typed.
+  await lockWith(page, "a passphrase for the card");
+  await page.keyboard.press("Escape");
+  await expect.poll(storage).not.toContain("marker-card");
+
+  await page.reload();
+  await page.getByTestId("unlock-passphrase").fill("a passphrase for the card");
+  await page.getByTestId("unlock-passphrase").press("Enter");
+  await ready(page);
+  await expect.poll(() => editor.inputValue()).toBe("my favourite river is the Rhône, marker-card-edit");
+  expect(await page.getByTestId("approval-reason").inputValue()).toBe("maybe later, marker-card-reason");
+
+  await page.getByTestId("approve").click();
+  await expect.poll(() => lastAssistant(page)).toContain("Rhône");
+  // Answered: nothing of that card is kept, and the next question's card starts from its own proposal.
+  await send(page, "remember that my favourite lake is Geneva", { expectReply: false });
+  await expect.poll(() => editor.inputValue()).toBe("my favourite lake is Geneva");
+  expect(await page.getByTestId("approval-reason").inputValue()).toBe("");
+  // The other thread's card is as it was left.
+  await page.getByTestId("thread").filter({ hasText: "mountain" }).click();
+  await expect.poll(() => editor.inputValue()).toBe("my favourite mountain is the Matterhorn, marker-card-first");
 });

@@ -8,6 +8,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { APPROVAL_NODE, pendingApproval, pendingQuestionId } from "./agent.js";
 import { refreshHistory, type HistoryHost } from "./app-history.js";
+import type { CardEdits } from "./drafts.js";
 import { messageOf } from "./errors.js";
 import { branchSwitcher } from "./ui/messages.js";
 
@@ -28,6 +29,8 @@ export interface ViewHost extends HistoryHost {
   readonly busyElsewhere: boolean;
   /** The conversation last shown at the latest state, idle. */
   shown: Shown | undefined;
+  /** What was typed in the thread's approval card for `questionId` before a reload, if anything. */
+  keptCard(threadId: string, questionId: string | undefined): Promise<CardEdits | undefined>;
 }
 
 /** Resolves when the page is idle (Safari has no requestIdleCallback: a short timer there). */
@@ -48,6 +51,10 @@ export async function refreshView(app: ViewHost): Promise<void> {
     const messages = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []) as BaseMessage[];
     const running = app.session.isRunning(id);
     const paused = !app.viewing && snapshot.next.includes(APPROVAL_NODE);
+    const questionId = pendingQuestionId(snapshot);
+    // Read before anything is drawn: a card drawn first would show the proposal, then jump to the edits.
+    const kept = paused ? await app.keptCard(id, questionId) : undefined;
+    if (seq !== app.refreshSeq) return;
     app.chat.setRunning(running && !app.viewing);
     const interactive = !app.viewing && !running && !paused;
     app.chat.showMessages(messages, { interactive });
@@ -58,7 +65,7 @@ export async function refreshView(app: ViewHost): Promise<void> {
     // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
     const problem = app.viewing || app.busyElsewhere ? undefined : app.session.problem(id, snapshot);
     app.chat.showProblem(problem);
-    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running, pendingQuestionId(snapshot));
+    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running, questionId, kept);
     app.chat.showViewing(app.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
     app.chat.setDisabled(app.viewing ? "viewing" : paused ? "approval" : undefined);
     if (app.historyOpen) await refreshHistory(app);

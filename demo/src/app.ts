@@ -18,7 +18,7 @@ import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
-import { createDraftKeeper } from "./drafts.js";
+import { createCardKeeper, createDraftKeeper, type CardEdits } from "./drafts.js";
 import { describeSync } from "./sync.js";
 import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
@@ -77,6 +77,8 @@ export class App {
   #sidebarGaveWay = false;
   /** The composer's unsent text, kept across a reload (sealed when locked). */
   readonly #drafts = createDraftKeeper();
+  /** What was typed in the approval cards, kept across a reload (sealed when locked). */
+  readonly #cards = createCardKeeper();
 
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
@@ -97,8 +99,15 @@ export class App {
     {
       onSend: (text) => sendMessage(this, text),
       onDraft: (text) => void this.#drafts.save(this.session.vault, text),
-      onApprove: (memories, questionId) => decide(this, { decision: "approve", memories }, questionId),
-      onReject: (reason, questionId) => decide(this, { decision: "reject", reason }, questionId),
+      onApprove: (memories, questionId) => {
+        this.#cards.clear(this.currentId);
+        decide(this, { decision: "approve", memories }, questionId);
+      },
+      onReject: (reason, questionId) => {
+        this.#cards.clear(this.currentId);
+        decide(this, { decision: "reject", reason }, questionId);
+      },
+      onCardEdited: (edits, questionId) => void this.#cards.save(this.session.vault, this.currentId, questionId, edits),
       onFork: () => void forkViewed(this),
       onBackToLatest: () => void viewCheckpoint(this, undefined),
       onStop: () => this.session.stop(this.currentId),
@@ -190,9 +199,11 @@ export class App {
   /** Listens to the session's saver: other tabs' writes refresh the open thread. */
   attach(session: Session): void {
     this.#unsubscribe();
+    const before = this.session.vault;
     this.session = session;
-    // A lock change: the draft is sealed again for the new vault (the old key no longer opens it).
+    // A lock change: the drafts are sealed again for the new vault (the old key no longer opens them).
     if (this.chat.draft) void this.#drafts.save(session.vault, this.chat.draft);
+    if (before !== session.vault) void this.#cards.reseal(before, session.vault);
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked
@@ -294,6 +305,7 @@ export class App {
   }
 
   async deleteThread(id: string): Promise<void> {
+    this.#cards.clear(id);
     clearTimeout(this.#touchTimers.get(id));
     this.#touchTimers.delete(id);
     await this.session.deleteThread(id);
@@ -323,6 +335,11 @@ export class App {
     this.#refreshTimer = setTimeout(() => {
       if (!this.session.isRunning(this.currentId)) void this.refresh();
     }, 50);
+  }
+
+  /** What was typed in the thread's approval card for its question `questionId` before a reload, if anything. */
+  keptCard(threadId: string, questionId: string | undefined): Promise<CardEdits | undefined> {
+    return this.#cards.load(this.session.vault, threadId, questionId);
   }
 
   /** Reads the open thread again and draws it (see app-view.ts). */

@@ -4,7 +4,7 @@
  * offers to erase everything). Apart from the App, which it never sees: it
  * hands the opened session to the `start` it is given.
  */
-import { createDraftKeeper } from "./drafts.js";
+import { clearDrafts, dropPlainDrafts } from "./drafts.js";
 import { Session, deleteDatabase } from "./session.js";
 import { DATABASES, plainVault, unlock } from "./settings.js";
 import type { DemoDB } from "./threads-db.js";
@@ -20,8 +20,8 @@ export async function eraseEverything(db: DemoDB): Promise<void> {
     Object.values(DATABASES).flatMap((names) => [deleteDatabase(names.saver), deleteDatabase(names.store)]),
   );
   await db.delete();
-  // The composer's draft of this tab too.
-  if (typeof sessionStorage !== "undefined") createDraftKeeper().clear();
+  // The drafts of this tab too (the composer's, the approval cards').
+  if (typeof sessionStorage !== "undefined") clearDrafts();
 }
 
 /**
@@ -47,7 +47,7 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
     return;
   }
   // Locked: a draft this tab typed unlocked (before another tab locked the app) is not left plain at rest.
-  if (typeof sessionStorage !== "undefined") createDraftKeeper().dropPlain();
+  if (typeof sessionStorage !== "undefined") dropPlainDrafts();
   root.replaceChildren(
     createLockScreen({
       unlock: async (passphrase) => {

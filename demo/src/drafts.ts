@@ -1,15 +1,20 @@
 /**
- * The composer's unsent text, kept across a reload of the tab (and a lock
- * screen in between): in sessionStorage, so it is this tab's only and goes
- * when the tab closes. A locked vault seals it like every other text the user
- * typed (Chromium writes sessionStorage to disk for session restore): plain
- * only while the app is unlocked.
+ * What the user typed and has not sent yet, kept across a reload of the tab
+ * (and a lock screen in between): the composer's text, and the approval
+ * card's edits (the memories as edited, the reason for a rejection) per
+ * thread. In sessionStorage, so it is this tab's only and goes when the tab
+ * closes. A locked vault seals it like every other text the user typed
+ * (Chromium writes sessionStorage to disk for session restore): plain only
+ * while the app is unlocked.
  */
 import type { Place, Vault } from "./settings.js";
 import type { StoredText } from "./threads-db.js";
 
 const DRAFT_KEY = "langgraph-demo:draft";
 const DRAFT_PLACE: Place = ["session", "draft"];
+/** The approval cards' edits: one entry per thread, the thread's id after the prefix. */
+const CARD_PREFIX = "langgraph-demo:approval:";
+const cardPlace = (threadId: string): Place => ["session", "approval", threadId];
 
 /** A stored text as a string: sealed bytes in base64. */
 type Kept = { text: string } | { type: string; data: string };
@@ -25,6 +30,80 @@ function fromBase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
 
+/**
+ * Seals and keeps `text` under `key`, unless `current()` says a later call took over meanwhile (a slower seal
+ * of an older text never overwrites a newer one).
+ */
+async function keep(
+  storage: Storage,
+  key: string,
+  vault: Vault,
+  text: string,
+  place: Place,
+  current: () => boolean,
+): Promise<void> {
+  const sealed = await vault.seal(text, place);
+  if (!current()) return;
+  const kept: Kept = typeof sealed === "string" ? { text: sealed } : { type: sealed.type, data: toBase64(sealed.data) };
+  try {
+    storage.setItem(key, JSON.stringify(kept));
+  } catch (error) {
+    // Too long for the tab's storage: not kept, typing goes on.
+    storage.removeItem(key);
+    console.warn("draft not kept", error);
+  }
+}
+
+/**
+ * The text kept under `key`, or undefined (none, or one this vault cannot open: sealed under another key,
+ * planted, or typed as plain text before another tab locked the app). One that does not open is removed: a
+ * plain one is not left on disk once the app is locked.
+ */
+async function read(storage: Storage, key: string, vault: Vault, place: Place): Promise<string | undefined> {
+  const raw = storage.getItem(key);
+  if (!raw) return undefined;
+  try {
+    const kept = JSON.parse(raw) as Kept;
+    const stored: StoredText = "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
+    return await vault.open(stored, place);
+  } catch {
+    if (storage.getItem(key) === raw) storage.removeItem(key);
+    return undefined;
+  }
+}
+
+/** The keys of every draft this app keeps in `storage`: the composer's and the approval cards'. */
+function draftKeys(storage: Storage): string[] {
+  const keys: string[] = [];
+  for (let i = 0; i < storage.length; i++) {
+    const key = storage.key(i);
+    if (key !== null && (key === DRAFT_KEY || key.startsWith(CARD_PREFIX))) keys.push(key);
+  }
+  return keys;
+}
+
+/** Removes every draft of the tab: the composer's and the approval cards' (everything was erased). */
+export function clearDrafts(storage: Storage = sessionStorage): void {
+  for (const key of draftKeys(storage)) storage.removeItem(key);
+}
+
+/**
+ * Removes the drafts kept as plain text: at the lock screen the app is locked, and a tab another tab's lock
+ * sent there still held what it typed unlocked, as typed, until someone unlocked it. Sealed drafts stay for
+ * the unlock.
+ */
+export function dropPlainDrafts(storage: Storage = sessionStorage): void {
+  for (const key of draftKeys(storage)) {
+    let plain = true;
+    try {
+      plain = "text" in (JSON.parse(storage.getItem(key) ?? "") as Kept);
+    } catch {
+      // Not a draft this app wrote: dropped too.
+    }
+    if (plain) storage.removeItem(key);
+  }
+}
+
 /** Keeps the composer's text as the latest call gave it (a slower seal of an older text never overwrites it). */
 export function createDraftKeeper(storage: Storage = sessionStorage) {
   let seq = 0;
@@ -35,54 +114,93 @@ export function createDraftKeeper(storage: Storage = sessionStorage) {
         storage.removeItem(DRAFT_KEY);
         return;
       }
-      const sealed = await vault.seal(text, DRAFT_PLACE);
-      if (mine !== seq) return;
-      const kept: Kept =
-        typeof sealed === "string" ? { text: sealed } : { type: sealed.type, data: toBase64(sealed.data) };
-      try {
-        storage.setItem(DRAFT_KEY, JSON.stringify(kept));
-      } catch (error) {
-        // Too long for the tab's storage: the draft is not kept, typing goes on.
-        storage.removeItem(DRAFT_KEY);
-        console.warn("draft not kept", error);
-      }
+      await keep(storage, DRAFT_KEY, vault, text, DRAFT_PLACE, () => mine === seq);
     },
-    /**
-     * The kept draft, or "" (none, or one this vault cannot open: sealed under another key, planted, or typed
-     * as plain text before another tab locked the app). One that does not open is removed: a plain one is
-     * not left on disk once the app is locked.
-     */
+    /** The kept draft, or "" (none, or one this vault cannot open: see {@link read}). */
     async load(vault: Vault): Promise<string> {
-      const raw = storage.getItem(DRAFT_KEY);
-      if (!raw) return "";
-      try {
-        const kept = JSON.parse(raw) as Kept;
-        const stored: StoredText = "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
-        return await vault.open(stored, DRAFT_PLACE);
-      } catch {
-        if (storage.getItem(DRAFT_KEY) === raw) storage.removeItem(DRAFT_KEY);
-        return "";
-      }
+      return (await read(storage, DRAFT_KEY, vault, DRAFT_PLACE)) ?? "";
     },
     clear(): void {
       seq++;
       storage.removeItem(DRAFT_KEY);
     },
+  };
+}
+
+/** What the user typed in an approval card: the memories as edited (one per pending call), the reason. */
+export interface CardEdits {
+  memories: string[];
+  reason: string;
+}
+
+/** A card's edits as kept: the question they answer ("" for a pause that asked none). */
+interface KeptCard extends CardEdits {
+  question: string;
+}
+
+/**
+ * Keeps what was typed in each thread's approval card, for the question it
+ * was typed for: a reload draws the card as the user left it, not as the
+ * assistant proposed it. Edits for another question (another tab answered
+ * this one, and the thread asked again) are never shown.
+ */
+export function createCardKeeper(storage: Storage = sessionStorage) {
+  const seqs = new Map<string, number>();
+  const next = (threadId: string) => {
+    const seq = (seqs.get(threadId) ?? 0) + 1;
+    seqs.set(threadId, seq);
+    return seq;
+  };
+  const write = async (vault: Vault, threadId: string, json: string) => {
+    const mine = next(threadId);
+    await keep(storage, CARD_PREFIX + threadId, vault, json, cardPlace(threadId), () => seqs.get(threadId) === mine);
+  };
+  return {
+    save(vault: Vault, threadId: string, questionId: string | undefined, edits: CardEdits): Promise<void> {
+      const kept: KeptCard = { question: questionId ?? "", memories: edits.memories, reason: edits.reason };
+      return write(vault, threadId, JSON.stringify(kept));
+    },
     /**
-     * Removes a draft kept as plain text: at the lock screen the app is locked, and a tab another tab's lock
-     * sent there still held the draft it typed unlocked, as typed, until someone unlocked it. Sealed drafts
-     * stay for the unlock.
+     * A lock change: every thread's kept edits are sealed again, from `from`'s sealing to `to`'s (the old key
+     * no longer opens them, and a plain one must not stay plain once the app is locked).
      */
-    dropPlain(): void {
-      const raw = storage.getItem(DRAFT_KEY);
-      if (raw === null) return;
-      let plain = true;
+    async reseal(from: Vault, to: Vault): Promise<void> {
+      const threads = draftKeys(storage).flatMap((key) =>
+        key.startsWith(CARD_PREFIX) ? [key.slice(CARD_PREFIX.length)] : [],
+      );
+      await Promise.all(
+        threads.map(async (threadId) => {
+          const seq = seqs.get(threadId);
+          const text = await read(storage, CARD_PREFIX + threadId, from, cardPlace(threadId));
+          // Typed again meanwhile: that newer save is sealed for the new vault already.
+          if (text !== undefined && seqs.get(threadId) === seq) await write(to, threadId, text);
+        }),
+      );
+    },
+    /** The edits kept for the thread's question `questionId`, if any; edits for another question are removed. */
+    async load(vault: Vault, threadId: string, questionId: string | undefined): Promise<CardEdits | undefined> {
+      const key = CARD_PREFIX + threadId;
+      const text = await read(storage, key, vault, cardPlace(threadId));
+      if (text === undefined) return undefined;
       try {
-        plain = "text" in (JSON.parse(raw) as Kept);
+        const kept = JSON.parse(text) as Partial<KeptCard>;
+        if (
+          kept.question === (questionId ?? "") &&
+          Array.isArray(kept.memories) &&
+          kept.memories.every((memory) => typeof memory === "string") &&
+          typeof kept.reason === "string"
+        )
+          return { memories: kept.memories, reason: kept.reason };
       } catch {
-        // Not a draft this app wrote: dropped too.
+        // Not edits this app wrote: removed below.
       }
-      if (plain) storage.removeItem(DRAFT_KEY);
+      storage.removeItem(key);
+      return undefined;
+    },
+    /** Forgets the thread's card edits (answered, or the thread deleted). */
+    clear(threadId: string): void {
+      next(threadId);
+      storage.removeItem(CARD_PREFIX + threadId);
     },
   };
 }

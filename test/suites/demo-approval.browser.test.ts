@@ -102,6 +102,7 @@ it("the card drawn for another question starts afresh: an edit typed for the one
   const card = createApproval({
     onApprove: (memories, questionId) => answers.push([memories, questionId]),
     onReject: () => {},
+    onEdited: () => {},
     onGone: () => gone++,
     onShown: () => {},
   });

@@ -1,8 +1,10 @@
 /**
  * The approval card: what the assistant wants to remember, an editor per
  * memory, a reason for a rejection, Approve and Reject. Re-rendering the same
- * card keeps what was typed and where the focus was.
+ * card keeps what was typed and where the focus was; what was typed is also
+ * handed out as it changes, for a reload to draw the card as it was left.
  */
+import type { CardEdits } from "../drafts.js";
 import { h, replace } from "./dom.js";
 import { fitPlaceholder } from "./fit.js";
 
@@ -18,6 +20,8 @@ export interface ApprovalActions {
   onApprove(memories: string[], questionId: string | undefined): void;
   /** Do not save; the agent reads the reason. */
   onReject(reason: string, questionId: string | undefined): void;
+  /** Something was typed in the card drawn for `questionId`: the edits as they stand. */
+  onEdited(edits: CardEdits, questionId: string | undefined): void;
   /** The card went away while it had the focus. */
   onGone(): void;
   /** The card appeared or changed: the log may follow it. */
@@ -43,6 +47,7 @@ export function createApproval(actions: ApprovalActions) {
     calls: { name: string; args: Record<string, unknown> }[] | undefined,
     disabled = false,
     questionId?: string,
+    kept?: CardEdits,
   ): void {
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
@@ -58,10 +63,12 @@ export function createApproval(actions: ApprovalActions) {
     }
     const wasUsable = slot.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
     const memories = calls.map((call) => String(call.args.memory ?? ""));
-    // The editors keep what the user typed across re-renders of the same card.
-    const typed = [...slot.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
+    // The editors keep what the user typed across re-renders of the same card; a new card starts from the
+    // edits kept for its question (typed before a reload), if they are for as many memories.
+    const shown = [...slot.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
       (el) => el.value,
     );
+    const typed = wasShown ? shown : kept?.memories.length === memories.length ? kept.memories : [];
     const editors = memories.map((_, i) =>
       h("textarea", { class: "memory-edit", testid: "approval-args", rows: 2, "aria-label": `Memory ${i + 1}` }),
     );
@@ -73,7 +80,7 @@ export function createApproval(actions: ApprovalActions) {
       placeholder: REASON_HINT[0],
       "aria-label": "Reason for rejecting",
     });
-    reason.value = reasonField?.value ?? "";
+    reason.value = reasonField?.value ?? (wasShown ? "" : (kept?.reason ?? ""));
     const blank = () => editors.some((editor) => editor.value.trim() === "");
     const approve = h(
       "button",
@@ -92,6 +99,9 @@ export function createApproval(actions: ApprovalActions) {
     );
     // A memory emptied in its editor cannot be approved (it saved the proposal unasked): Reject is the way.
     for (const editor of editors) editor.addEventListener("input", () => (approve.disabled = disabled || blank()));
+    const edited = () =>
+      actions.onEdited({ memories: editors.map((editor) => editor.value), reason: reason.value }, questionId);
+    for (const field of [...editors, reason]) field.addEventListener("input", edited);
     replace(
       slot,
       h(

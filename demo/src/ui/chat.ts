@@ -9,6 +9,7 @@
  */
 import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { isStopped } from "../agent.js";
+import type { CardEdits } from "../drafts.js";
 import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
@@ -25,6 +26,8 @@ export interface ChatActions {
   onApprove(memories: string[], questionId: string | undefined): void;
   /** Do not save; the agent reads the reason. */
   onReject(reason: string, questionId: string | undefined): void;
+  /** Something was typed in the approval card for `questionId`: the edits to keep across a reload. */
+  onCardEdited(edits: CardEdits, questionId: string | undefined): void;
   onFork(): void;
   onBackToLatest(): void;
   onStop(): void;
@@ -92,6 +95,7 @@ export function createChat(actions: ChatActions, top?: Node) {
   const approval = createApproval({
     onApprove: (memories, questionId) => actions.onApprove(memories, questionId),
     onReject: (reason, questionId) => actions.onReject(reason, questionId),
+    onEdited: (edits, questionId) => actions.onCardEdited(edits, questionId),
     onGone: () => composer.focus(),
     onShown: () => scroll.followSoon(),
   });
@@ -376,7 +380,10 @@ export function createChat(actions: ChatActions, top?: Node) {
       placeTail();
       if (status) scroll.followSoon();
     },
-    /** The approval card for the pending save_memory calls, or none; `disabled` while a run goes on. */
+    /**
+     * The approval card for the pending save_memory calls, or none; `disabled` while a run goes on; `kept`:
+     * what was typed in a card for this question before a reload.
+     */
     showApproval: approval.show,
     /** Shows or hides the "viewing an older checkpoint" banner. */
     showViewing(viewing: Viewing | undefined): void {
