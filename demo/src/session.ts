@@ -294,11 +294,21 @@ export class Session {
    * Forks: a new checkpoint whose parent is `checkpointId`, with that
    * checkpoint's state. It becomes the thread's latest, so the conversation
    * continues there; the old branch stays in the history.
+   *
+   * A fork of a checkpoint paused for approval has the pause's next step but
+   * not its question (a pending write of the old checkpoint, which the fork
+   * does not copy): its card had no id, and answered whatever question was
+   * pending when it ran. The `tools` node runs on the fork until it asks
+   * again (it asks before it saves anything), so the fork's card answers
+   * its own question by id, as the original's does.
    */
   fork(threadId: string, checkpointId: string): Promise<void> {
     return enqueue(this.#runs, threadId, async () => {
       const was = firstQuestion(messagesOf(await this.state(threadId)));
       await this.agent.updateState(this.config(threadId, checkpointId), { messages: [] });
+      const forked = await this.state(threadId);
+      if (forked.next.includes(APPROVAL_NODE) && pendingQuestionId(forked) === undefined)
+        await this.#run(threadId, null, () => undefined);
       const now = firstQuestion(messagesOf(await this.state(threadId, checkpointId)));
       await followFirstQuestion(this.db, this.vault, threadId, was, now);
     });

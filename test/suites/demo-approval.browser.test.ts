@@ -96,6 +96,36 @@ it("a stale card's answer is refused by its question's id, not given to the ques
   expect(await listMemories(session.store, session.userId)).toHaveLength(1);
 });
 
+it("a fork of a paused checkpoint asks its question again: its card answers by id, and a stale one is refused", async () => {
+  session = await Session.open(db, plainVault);
+  await session.send("f", "remember that my favourite tree is the oak", () => {});
+  const paused = await session.state("f");
+  const oak = pendingQuestionId(paused);
+  await session.answer("f", { decision: "approve" }, () => {}, oak);
+  // Time travel: back to the pause, and on from there on a new branch.
+  await session.fork("f", paused.config.configurable?.checkpoint_id as string);
+  const forked = await session.state("f");
+  expect(forked.next).toEqual([APPROVAL_NODE]);
+  const again = pendingQuestionId(forked);
+  expect(again).toBeTypeOf("string");
+  // Forking wrote nothing to the store: the question is asked again before anything is saved.
+  expect(await listMemories(session.store, session.userId)).toHaveLength(1);
+  // The fork's card, answered by its id, edits what is saved.
+  await session.answer("f", { decision: "approve", memories: ["my favourite tree is the elm"] }, () => {}, again);
+  expect(String((await session.state("f")).values.messages.at(-1)?.content)).toContain("elm");
+  // A card still drawn for the fork's question cannot answer the question asked since.
+  await session.send("f", "remember that my pin is 1234", () => {});
+  const pin = pendingQuestionId(await session.state("f"));
+  await expect(
+    session.answer("f", { decision: "approve", memories: ["my favourite tree is the ash"] }, () => {}, again),
+  ).rejects.toThrow(/already answered/);
+  expect(pendingQuestionId(await session.state("f"))).toBe(pin);
+  expect((await listMemories(session.store, session.userId)).map((m) => m.text)).toEqual([
+    "my favourite tree is the oak",
+    "my favourite tree is the elm",
+  ]);
+});
+
 it("the card drawn for another question starts afresh: an edit typed for the one before is not carried over", () => {
   const answers: [string[], string | undefined][] = [];
   let gone = 0;
