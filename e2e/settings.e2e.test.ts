@@ -282,3 +282,40 @@ test("a sync server that does not answer reads as such, not as the browser being
   expect(harness().errors.every((error) => /ERR_CONNECTION_REFUSED/.test(error))).toBe(true);
   harness().errors.length = 0;
 });
+
+test("two tabs importing the same file at once make one thread; the second says it is here already", async () => {
+  const a = await harness().page();
+  await ready(a);
+  await send(a, "imported from two tabs");
+  await a.getByTestId("settings").click();
+  const download = a.waitForEvent("download");
+  await a.getByRole("button", { name: /^Export/ }).click();
+  const file = await (await download).path();
+  await a.keyboard.press("Escape");
+  const item = a.locator(".thread-item", { hasText: "imported from two tabs" });
+  await threadAction(item, "Delete");
+  await item.getByRole("button", { name: /^Confirm: delete/ }).click();
+  await expect.poll(() => a.getByTestId("thread").count()).toBe(0);
+
+  const b = await harness().page();
+  await ready(b);
+  // An import first looks for a thread holding the file's conversation: on a slow disk the look ends a while
+  // after it read the threads, and both tabs looked before either wrote. (A string, so that Vitest leaves the import alone.)
+  for (const page of [a, b]) {
+    await page.evaluate(`(async () => {
+      const lib = await import("/e2e/internals.js");
+      const list = lib.IndexedDBSaver.prototype.listThreads;
+      lib.IndexedDBSaver.prototype.listThreads = async function* (...args) {
+        yield* list.apply(this, args);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      };
+    })()`);
+    await page.getByTestId("settings").click();
+  }
+  await Promise.all([a, b].map((page) => page.locator("#import-file").setInputFiles(file)));
+  const here = /^This conversation is already here: “imported from two tabs/;
+  // One tab imports; the other finds the copy it made, says so and imports nothing.
+  await expect.poll(async () => (await a.getByText(here).count()) + (await b.getByText(here).count())).toBe(1);
+  await expect.poll(() => a.getByTestId("thread").count()).toBe(1);
+  expect(await b.getByTestId("thread").count()).toBe(1);
+});

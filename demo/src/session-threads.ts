@@ -136,6 +136,9 @@ export async function checkpointBeforeAnswer(state: ReadState, threadId: string,
   return found;
 }
 
+/** The Web Lock an import holds from its look for the file's conversation to its sidebar row (per saver). */
+const IMPORT_LOCK = "langgraph-demo:import";
+
 /** What an import did: the thread it wrote, or the one already holding the file's conversation. */
 export interface ImportOutcome {
   threadId: string;
@@ -159,16 +162,20 @@ export async function importThreadFile(
   fileName: string,
   copy = false,
 ): Promise<ImportOutcome> {
-  if (!copy) {
-    const holder = await threadHolding(saver, file);
-    if (holder !== undefined) return { threadId: holder, alreadyHere: true };
-  }
-  const threadId = ulid();
-  await importThread(saver, file, { targetThreadId: threadId });
-  const first = firstQuestion(messagesOf(await state(threadId)));
-  const title = first !== undefined ? titleFrom(first) : fileName.replace(/\.[^.]+$/, "");
-  await db.touch(threadId, () => vault.seal(`${title} (imported)`, titlePlace(threadId)));
-  return { threadId, alreadyHere: false };
+  // One import at a time across the app's tabs: two tabs importing the same file at once both looked for
+  // it before either wrote it, and made two threads. The look and the write are one step under the lock.
+  return navigator.locks.request(`${IMPORT_LOCK}:${saver.dbName}`, async () => {
+    if (!copy) {
+      const holder = await threadHolding(saver, file);
+      if (holder !== undefined) return { threadId: holder, alreadyHere: true };
+    }
+    const threadId = ulid();
+    await importThread(saver, file, { targetThreadId: threadId });
+    const first = firstQuestion(messagesOf(await state(threadId)));
+    const title = first !== undefined ? titleFrom(first) : fileName.replace(/\.[^.]+$/, "");
+    await db.touch(threadId, () => vault.seal(`${title} (imported)`, titlePlace(threadId)));
+    return { threadId, alreadyHere: false };
+  });
 }
 
 /**
