@@ -130,3 +130,22 @@ test("what was typed in the approval card survives a reload, sealed when locked,
   await page.getByTestId("thread").filter({ hasText: "mountain" }).click();
   await expect.poll(() => editor.inputValue()).toBe("my favourite mountain is the Matterhorn, marker-card-first");
 });
+
+test("History says a question is awaiting approval only where it still is, not on one answered since", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "remember that my favourite bird is the wren", { expectReply: false });
+  await page.getByTestId("approval").waitFor();
+  await page.getByTestId("show-history").click();
+  const panel = page.locator("aside.history");
+  // Paused: the turn's row says so.
+  await expect.poll(() => panel.getByText("paused: awaiting approval").count()).toBe(1);
+  await page.getByTestId("approve").click();
+  await expect.poll(() => lastAssistant(page)).toContain("wren");
+  // Answered: the step that asked says it asked; nothing in the panel is awaiting anything.
+  await expect.poll(() => panel.locator(".turn > .checkpoint .question").first().textContent()).toContain("wren");
+  await panel.locator(".steps-toggle").first().click();
+  await expect.poll(() => panel.locator(".steps .checkpoint").count()).toBeGreaterThan(3);
+  expect(await panel.getByText("awaiting approval").count()).toBe(0);
+  expect(await panel.getByText("asked for approval").count()).toBe(1);
+});

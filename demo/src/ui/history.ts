@@ -71,6 +71,17 @@ function turns(rows: Row[]): Turn[] {
   return result;
 }
 
+/**
+ * What a checkpoint paused for approval says: awaiting only while nothing came after it. One with a child
+ * was answered (or forked, and its fork asks again): it said "awaiting approval" long after the answer.
+ */
+function pauseNote(row: Row, continued: Set<string>): HTMLSpanElement | null {
+  if (!row.paused) return null;
+  return continued.has(row.id)
+    ? h("span", { class: "paused answered" }, "asked for approval")
+    : h("span", { class: "paused" }, "paused: awaiting approval");
+}
+
 export function createHistory(actions: HistoryActions) {
   const body = h("div", { class: "history-body" });
   const loading = h("p", { class: "muted loading", hidden: true }, "Loading older checkpoints…");
@@ -126,6 +137,7 @@ export function createHistory(actions: HistoryActions) {
     parent: Row | undefined,
     viewingId: string | undefined,
     latestId: string | undefined,
+    continued: Set<string>,
   ): HTMLLIElement {
     const selected = viewingId ? viewingId === row.id : row.id === latestId;
     return h(
@@ -136,7 +148,7 @@ export function createHistory(actions: HistoryActions) {
         h("span", { class: "node" }, nodeOf(row, parent)),
         h("span", { class: "count" }, count(row)),
         h("time", { class: "time" }, row.time),
-        row.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
+        pauseNote(row, continued),
       ]),
     );
   }
@@ -146,6 +158,7 @@ export function createHistory(actions: HistoryActions) {
     byId: Map<string, Row>,
     viewingId: string | undefined,
     latestId: string | undefined,
+    continued: Set<string>,
     forkedFrom?: Row,
   ): HTMLLIElement {
     const end = turn.rows[0]!;
@@ -173,7 +186,7 @@ export function createHistory(actions: HistoryActions) {
       replace(
         steps,
         ...turn.rows.map((row) =>
-          stepButton(row, row.parentId ? byId.get(row.parentId) : undefined, viewingId, latestId),
+          stepButton(row, row.parentId ? byId.get(row.parentId) : undefined, viewingId, latestId, continued),
         ),
       );
     if (open.has(key)) draw();
@@ -193,7 +206,7 @@ export function createHistory(actions: HistoryActions) {
         // The answer as the chat renders it, Markdown and all: its text. The question stays as written, as in the chat.
         answer ? h("span", { class: "answer" }, preview(markdownText(answer))) : null,
         h("span", { class: "meta" }, [`step ${end.step}`, count(end), end.time].filter(Boolean).join(" · ")),
-        end.paused ? h("span", { class: "paused" }, "paused: awaiting approval") : null,
+        pauseNote(end, continued),
       ]),
       toggle,
       steps,
@@ -223,6 +236,8 @@ export function createHistory(actions: HistoryActions) {
     }
     const all = branches(rows);
     const byId = new Map(rows.map((row) => [row.id, row]));
+    // Checkpoints something came after (rows stream in newest first: a child is read before its parent).
+    const continued = new Set(rows.flatMap((row) => (row.parentId ? [row.parentId] : [])));
     const latestId = all[0]?.rows[0]?.id;
     replace(
       body,
@@ -240,7 +255,14 @@ export function createHistory(actions: HistoryActions) {
             "ol",
             { class: "turns" },
             ...turns(branch.rows).map((turn, i, list) =>
-              turnItem(turn, byId, viewingId, latestId, i === list.length - 1 ? branch.forkedFrom : undefined),
+              turnItem(
+                turn,
+                byId,
+                viewingId,
+                latestId,
+                continued,
+                i === list.length - 1 ? branch.forkedFrom : undefined,
+              ),
             ),
           ),
         ),
