@@ -383,3 +383,37 @@ test("switching versions keeps the switcher where the reader clicked it, in a co
   expect(Math.abs((await switcher.evaluate((el) => el.getBoundingClientRect().top)) - before)).toBeLessThan(4);
   expect(await log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeGreaterThan(100);
 });
+
+test("a message being edited is still being edited after a reload, with what was typed; a cancelled one is not", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "turn one");
+  await send(page, "turn two");
+  const field = page.getByTestId("edit-text");
+  await page.getByTestId("edit").nth(0).click();
+  await field.fill("turn one, rewritten before the reload");
+  await expect.poll(() => page.evaluate(() => Object.keys(sessionStorage).join())).toContain("edit");
+
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => field.count()).toBe(1);
+  expect(await field.inputValue()).toBe("turn one, rewritten before the reload");
+  // It is the first message's editor: sent, the conversation forks before it.
+  await page.getByTestId("edit-save").click();
+  await expect
+    .poll(() => transcript(page))
+    .toEqual([
+      "user: turn one, rewritten before the reload",
+      expect.stringContaining("turn one, rewritten before the reload"),
+    ]);
+  expect(await field.count()).toBe(0);
+
+  // Opened and cancelled: a reload opens nothing.
+  await page.getByTestId("edit").nth(0).click();
+  await field.fill("given up");
+  await page.keyboard.press("Escape");
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => transcript(page)).toHaveLength(2);
+  expect(await field.count()).toBe(0);
+});

@@ -8,7 +8,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { APPROVAL_NODE, pendingApproval, pendingQuestionId } from "./agent.js";
 import { refreshHistory, type HistoryHost } from "./app-history.js";
-import type { CardEdits } from "./drafts.js";
+import type { CardEdits, MessageEdit } from "./drafts.js";
 import { messageOf } from "./errors.js";
 import { branchSwitcher } from "./ui/messages.js";
 
@@ -31,6 +31,8 @@ export interface ViewHost extends HistoryHost {
   shown: Shown | undefined;
   /** What was typed in the thread's approval card for `questionId` before a reload, if anything. */
   keptCard(threadId: string, questionId: string | undefined): Promise<CardEdits | undefined>;
+  /** The message editor open on the thread before a reload, if any. */
+  keptEdit(threadId: string): Promise<MessageEdit | undefined>;
 }
 
 /** Resolves when the page is idle (Safari has no requestIdleCallback: a short timer there). */
@@ -52,12 +54,13 @@ export async function refreshView(app: ViewHost): Promise<void> {
     const running = app.session.isRunning(id);
     const paused = !app.viewing && snapshot.next.includes(APPROVAL_NODE);
     const questionId = pendingQuestionId(snapshot);
+    const interactive = !app.viewing && !running && !paused;
     // Read before anything is drawn: a card drawn first would show the proposal, then jump to the edits.
     const kept = paused ? await app.keptCard(id, questionId) : undefined;
+    const reopen = interactive ? await app.keptEdit(id) : undefined;
     if (seq !== app.refreshSeq) return;
     app.chat.setRunning(running && !app.viewing);
-    const interactive = !app.viewing && !running && !paused;
-    app.chat.showMessages(messages, { interactive });
+    app.chat.showMessages(messages, { interactive, reopen });
     // Opened again mid-answer: everything streamed so far, then the rest as it comes.
     const streamed = running && !app.viewing && app.streamed.get(id);
     if (streamed) app.chat.appendToken(streamed);

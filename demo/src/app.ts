@@ -18,7 +18,7 @@ import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
-import { createCardKeeper, createDraftKeeper, type CardEdits } from "./drafts.js";
+import { createDraftKeeper, createThreadDrafts, type CardEdits, type MessageEdit } from "./drafts.js";
 import { describeSync } from "./sync.js";
 import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
@@ -77,8 +77,8 @@ export class App {
   #sidebarGaveWay = false;
   /** The composer's unsent text, kept across a reload (sealed when locked). */
   readonly #drafts = createDraftKeeper();
-  /** What was typed in the approval cards, kept across a reload (sealed when locked). */
-  readonly #cards = createCardKeeper();
+  /** What was typed in each thread's approval card and message editor, kept across a reload (sealed when locked). */
+  readonly #typed = createThreadDrafts();
 
   readonly sidebar = createSidebar({
     onNew: () => this.newThread(),
@@ -100,20 +100,22 @@ export class App {
       onSend: (text) => sendMessage(this, text),
       onDraft: (text) => void this.#drafts.save(this.session.vault, text),
       onApprove: (memories, questionId) => {
-        this.#cards.clear(this.currentId);
+        this.#typed.cards.clear(this.currentId);
         decide(this, { decision: "approve", memories }, questionId);
       },
       onReject: (reason, questionId) => {
-        this.#cards.clear(this.currentId);
+        this.#typed.cards.clear(this.currentId);
         decide(this, { decision: "reject", reason }, questionId);
       },
-      onCardEdited: (edits, questionId) => void this.#cards.save(this.session.vault, this.currentId, questionId, edits),
+      onCardEdited: (edits, questionId) =>
+        void this.#typed.cards.save(this.session.vault, this.currentId, questionId, edits),
       onFork: () => void forkViewed(this),
       onBackToLatest: () => void viewCheckpoint(this, undefined),
       onStop: () => this.session.stop(this.currentId),
       onRetry: () => runOnCurrent(this, (id, events) => this.session.retry(id, events)),
       onRegenerate: () => runOnCurrent(this, (id, events) => this.session.regenerate(id, events)),
       onEdit: (index, text) => runOnCurrent(this, (id, events) => this.session.edit(id, index, text, events)),
+      onEditing: (edit) => void this.#typed.edits.save(this.session.vault, this.currentId, edit),
     },
     this.instructions.note,
   );
@@ -203,7 +205,7 @@ export class App {
     this.session = session;
     // A lock change: the drafts are sealed again for the new vault (the old key no longer opens them).
     if (this.chat.draft) void this.#drafts.save(session.vault, this.chat.draft);
-    if (before !== session.vault) void this.#cards.reseal(before, session.vault);
+    if (before !== session.vault) void this.#typed.reseal(before, session.vault);
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked
@@ -305,7 +307,7 @@ export class App {
   }
 
   async deleteThread(id: string): Promise<void> {
-    this.#cards.clear(id);
+    this.#typed.clear(id);
     clearTimeout(this.#touchTimers.get(id));
     this.#touchTimers.delete(id);
     await this.session.deleteThread(id);
@@ -339,7 +341,12 @@ export class App {
 
   /** What was typed in the thread's approval card for its question `questionId` before a reload, if anything. */
   keptCard(threadId: string, questionId: string | undefined): Promise<CardEdits | undefined> {
-    return this.#cards.load(this.session.vault, threadId, questionId);
+    return this.#typed.cards.load(this.session.vault, threadId, questionId);
+  }
+
+  /** The message editor open on the thread before a reload, if any. */
+  keptEdit(threadId: string): Promise<MessageEdit | undefined> {
+    return this.#typed.edits.load(this.session.vault, threadId);
   }
 
   /** Reads the open thread again and draws it (see app-view.ts). */

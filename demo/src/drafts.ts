@@ -1,8 +1,8 @@
 /**
  * What the user typed and has not sent yet, kept across a reload of the tab
- * (and a lock screen in between): the composer's text, and the approval
- * card's edits (the memories as edited, the reason for a rejection) per
- * thread. In sessionStorage, so it is this tab's only and goes when the tab
+ * (and a lock screen in between): the composer's text, and per thread the
+ * approval card's edits (the memories as edited, the reason for a rejection)
+ * and a message being edited in place. In sessionStorage, so it is this tab's only and goes when the tab
  * closes. A locked vault seals it like every other text the user typed
  * (Chromium writes sessionStorage to disk for session restore): plain only
  * while the app is unlocked.
@@ -12,9 +12,10 @@ import type { StoredText } from "./threads-db.js";
 
 const DRAFT_KEY = "langgraph-demo:draft";
 const DRAFT_PLACE: Place = ["session", "draft"];
-/** The approval cards' edits: one entry per thread, the thread's id after the prefix. */
-const CARD_PREFIX = "langgraph-demo:approval:";
-const cardPlace = (threadId: string): Place => ["session", "approval", threadId];
+/** What is kept per thread: one entry per thread and kind, the thread's id after the kind's prefix. */
+type ThreadDraftKind = "approval" | "edit";
+const THREAD_KINDS: readonly ThreadDraftKind[] = ["approval", "edit"];
+const prefixOf = (kind: ThreadDraftKind) => `langgraph-demo:${kind}:`;
 
 /** A stored text as a string: sealed bytes in base64. */
 type Kept = { text: string } | { type: string; data: string };
@@ -72,17 +73,18 @@ async function read(storage: Storage, key: string, vault: Vault, place: Place): 
   }
 }
 
-/** The keys of every draft this app keeps in `storage`: the composer's and the approval cards'. */
+/** The keys of every draft this app keeps in `storage`: the composer's and the threads'. */
 function draftKeys(storage: Storage): string[] {
   const keys: string[] = [];
   for (let i = 0; i < storage.length; i++) {
     const key = storage.key(i);
-    if (key !== null && (key === DRAFT_KEY || key.startsWith(CARD_PREFIX))) keys.push(key);
+    if (key !== null && (key === DRAFT_KEY || THREAD_KINDS.some((kind) => key.startsWith(prefixOf(kind)))))
+      keys.push(key);
   }
   return keys;
 }
 
-/** Removes every draft of the tab: the composer's and the approval cards' (everything was erased). */
+/** Removes every draft of the tab: the composer's and the threads' (everything was erased). */
 export function clearDrafts(storage: Storage = sessionStorage): void {
   for (const key of draftKeys(storage)) storage.removeItem(key);
 }
@@ -139,68 +141,144 @@ interface KeptCard extends CardEdits {
 }
 
 /**
- * Keeps what was typed in each thread's approval card, for the question it
- * was typed for: a reload draws the card as the user left it, not as the
- * assistant proposed it. Edits for another question (another tab answered
- * this one, and the thread asked again) are never shown.
+ * Keeps one text per thread of a kind (sealed at the place `session/<kind>/<thread id>`), each as the latest
+ * call gave it.
  */
-export function createCardKeeper(storage: Storage = sessionStorage) {
+function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
+  const prefix = prefixOf(kind);
+  const place = (threadId: string): Place => ["session", kind, threadId];
   const seqs = new Map<string, number>();
   const next = (threadId: string) => {
     const seq = (seqs.get(threadId) ?? 0) + 1;
     seqs.set(threadId, seq);
     return seq;
   };
-  const write = async (vault: Vault, threadId: string, json: string) => {
+  const write = async (vault: Vault, threadId: string, text: string) => {
     const mine = next(threadId);
-    await keep(storage, CARD_PREFIX + threadId, vault, json, cardPlace(threadId), () => seqs.get(threadId) === mine);
+    await keep(storage, prefix + threadId, vault, text, place(threadId), () => seqs.get(threadId) === mine);
   };
   return {
-    save(vault: Vault, threadId: string, questionId: string | undefined, edits: CardEdits): Promise<void> {
-      const kept: KeptCard = { question: questionId ?? "", memories: edits.memories, reason: edits.reason };
-      return write(vault, threadId, JSON.stringify(kept));
-    },
+    save: write,
     /**
-     * A lock change: every thread's kept edits are sealed again, from `from`'s sealing to `to`'s (the old key
-     * no longer opens them, and a plain one must not stay plain once the app is locked).
+     * A lock change: every thread's kept text is sealed again, from `from`'s sealing to `to`'s (the old key
+     * no longer opens it, and a plain one must not stay plain once the app is locked).
      */
     async reseal(from: Vault, to: Vault): Promise<void> {
-      const threads = draftKeys(storage).flatMap((key) =>
-        key.startsWith(CARD_PREFIX) ? [key.slice(CARD_PREFIX.length)] : [],
-      );
+      const threads = draftKeys(storage).flatMap((key) => (key.startsWith(prefix) ? [key.slice(prefix.length)] : []));
       await Promise.all(
         threads.map(async (threadId) => {
           const seq = seqs.get(threadId);
-          const text = await read(storage, CARD_PREFIX + threadId, from, cardPlace(threadId));
+          const text = await read(storage, prefix + threadId, from, place(threadId));
           // Typed again meanwhile: that newer save is sealed for the new vault already.
           if (text !== undefined && seqs.get(threadId) === seq) await write(to, threadId, text);
         }),
       );
     },
+    /** The thread's kept text, if any this vault opens. */
+    load(vault: Vault, threadId: string): Promise<string | undefined> {
+      return read(storage, prefix + threadId, vault, place(threadId));
+    },
+    /** Forgets the thread's kept text. */
+    clear(threadId: string): void {
+      next(threadId);
+      storage.removeItem(prefix + threadId);
+    },
+  };
+}
+
+/** `text` as JSON when `valid` says it is what was kept, else undefined. */
+function parsed<T>(text: string | undefined, valid: (value: Partial<T>) => boolean): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<T>;
+    return valid(value) ? (value as T) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Keeps what was typed in each thread's approval card, for the question it
+ * was typed for: a reload draws the card as the user left it, not as the
+ * assistant proposed it. Edits for another question (another tab answered
+ * this one, and the thread asked again) are never shown.
+ */
+export function createCardKeeper(storage: Storage = sessionStorage) {
+  const texts = createThreadKeeper(storage, "approval");
+  return {
+    save(vault: Vault, threadId: string, questionId: string | undefined, edits: CardEdits): Promise<void> {
+      const kept: KeptCard = { question: questionId ?? "", memories: edits.memories, reason: edits.reason };
+      return texts.save(vault, threadId, JSON.stringify(kept));
+    },
+    reseal: texts.reseal,
     /** The edits kept for the thread's question `questionId`, if any; edits for another question are removed. */
     async load(vault: Vault, threadId: string, questionId: string | undefined): Promise<CardEdits | undefined> {
-      const key = CARD_PREFIX + threadId;
-      const text = await read(storage, key, vault, cardPlace(threadId));
-      if (text === undefined) return undefined;
-      try {
-        const kept = JSON.parse(text) as Partial<KeptCard>;
-        if (
+      const kept = parsed<KeptCard>(
+        await texts.load(vault, threadId),
+        (kept) =>
           kept.question === (questionId ?? "") &&
           Array.isArray(kept.memories) &&
           kept.memories.every((memory) => typeof memory === "string") &&
-          typeof kept.reason === "string"
-        )
-          return { memories: kept.memories, reason: kept.reason };
-      } catch {
-        // Not edits this app wrote: removed below.
-      }
-      storage.removeItem(key);
-      return undefined;
+          typeof kept.reason === "string",
+      );
+      if (!kept) texts.clear(threadId);
+      return kept && { memories: kept.memories, reason: kept.reason };
     },
     /** Forgets the thread's card edits (answered, or the thread deleted). */
+    clear: texts.clear,
+  };
+}
+
+/** A message being edited in place: its index, its text as shown when the editor opened, what the editor holds. */
+export interface MessageEdit {
+  index: number;
+  original: string;
+  value: string;
+}
+
+/**
+ * Keeps the open message editor of each thread: a reload opens it again on
+ * the same message, holding what was typed, if that message still reads the
+ * same (the chat checks).
+ */
+export function createEditKeeper(storage: Storage = sessionStorage) {
+  const texts = createThreadKeeper(storage, "edit");
+  return {
+    /** Keeps the thread's open editor; undefined: it closed (sent or cancelled). */
+    save(vault: Vault, threadId: string, edit: MessageEdit | undefined): Promise<void> {
+      if (!edit) {
+        texts.clear(threadId);
+        return Promise.resolve();
+      }
+      return texts.save(vault, threadId, JSON.stringify(edit));
+    },
+    reseal: texts.reseal,
+    /** The editor kept open on the thread, if any. */
+    async load(vault: Vault, threadId: string): Promise<MessageEdit | undefined> {
+      return parsed<MessageEdit>(
+        await texts.load(vault, threadId),
+        (edit) => Number.isInteger(edit.index) && typeof edit.original === "string" && typeof edit.value === "string",
+      );
+    },
+    clear: texts.clear,
+  };
+}
+
+/** Both per-thread keepers of a tab, with what a lock change and a deleted thread do to them. */
+export function createThreadDrafts(storage: Storage = sessionStorage) {
+  const cards = createCardKeeper(storage);
+  const edits = createEditKeeper(storage);
+  return {
+    cards,
+    edits,
+    /** A lock change: everything kept is sealed again for the new vault (see createThreadKeeper). */
+    async reseal(from: Vault, to: Vault): Promise<void> {
+      await Promise.all([cards.reseal(from, to), edits.reseal(from, to)]);
+    },
+    /** The thread was deleted: nothing typed for it is kept. */
     clear(threadId: string): void {
-      next(threadId);
-      storage.removeItem(CARD_PREFIX + threadId);
+      cards.clear(threadId);
+      edits.clear(threadId);
     },
   };
 }

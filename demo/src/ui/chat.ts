@@ -9,7 +9,7 @@
  */
 import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { isStopped } from "../agent.js";
-import type { CardEdits } from "../drafts.js";
+import type { CardEdits, MessageEdit } from "../drafts.js";
 import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
@@ -35,6 +35,8 @@ export interface ChatActions {
   onRegenerate(): void;
   /** Sends `text` in place of the user message at `index`: a fork before it. */
   onEdit(index: number, text: string): void;
+  /** The message editor's text changed, or it closed (undefined): what to open again after a reload. */
+  onEditing(edit: MessageEdit | undefined): void;
 }
 
 /** Where the view stands when it is not at the thread's latest state. */
@@ -49,6 +51,8 @@ export interface ShowOptions {
   interactive?: boolean;
   /** Branch switchers, by the index of the message where branches diverge. */
   branches?: Map<number, Node>;
+  /** A message editor open before a reload: opened again (no editor being open), if its message reads the same. */
+  reopen?: MessageEdit;
 }
 
 /** Why the composer is disabled: it shows this hint in place of its usual one. */
@@ -237,6 +241,7 @@ export function createChat(actions: ChatActions, top?: Node) {
     const next = bubble.nextElementSibling;
     const tools = next instanceof HTMLElement && next.classList.contains("message-tools") ? next : undefined;
     const form = editor(original, (value) => {
+      actions.onEditing(undefined);
       form.replaceWith(bubble);
       if (tools) tools.hidden = false;
       // Cancelled: back to the message's own Edit button, not to the page.
@@ -255,7 +260,9 @@ export function createChat(actions: ChatActions, top?: Node) {
     form.dataset.original = original;
     bubble.replaceWith(form);
     if (tools) tools.hidden = true;
-    return form.querySelector("textarea") ?? undefined;
+    const field = form.querySelector("textarea") ?? undefined;
+    field?.addEventListener("input", () => actions.onEditing({ index, original, value: field.value }));
+    return field;
   }
 
   return {
@@ -330,6 +337,8 @@ export function createChat(actions: ChatActions, top?: Node) {
       // tree is read) is tried again by the redraws of the next moments, while the focus is still nowhere.
       const left = focusLeft && performance.now() - focusLeft.at < FOCUS_RETRY_MS ? focusLeft.focused : undefined;
       const place = keepPlace(log, left);
+      const { reopen } = options;
+      if (!place.editing && reopen) place.editing = { ...reopen, index: String(reopen.index) };
       replace(log, ...nodes);
       placeTail();
       const missed = restorePlace(log, place, interactive ? startEdit : undefined);
