@@ -4,6 +4,7 @@
  * the lock included); the next load asks for the passphrase, rejects a
  * wrong one and opens everything with the right one.
  */
+import { readFile } from "node:fs/promises";
 import { expect, test } from "vitest";
 import {
   clockedPage,
@@ -92,6 +93,17 @@ test("lock: no plaintext at rest, wrong passphrase refused, right one opens", as
   // An export is a plain file (it imports anywhere): Settings says so beside the Export buttons of a locked app.
   await page.getByTestId("settings").click();
   expect(await page.getByTestId("export-note").textContent()).toMatch(/not encrypted/);
+  // The export itself says it is done, and, the app being locked, that the file it wrote is plain.
+  const download = page.waitForEvent("download");
+  await page
+    .locator("table.storage tbody tr", { hasText: after })
+    .getByRole("button", { name: /^Export/ })
+    .click();
+  const file = await (await download).path();
+  expect((await readFile(file)).includes(after)).toBe(true);
+  await expect
+    .poll(() => page.getByTestId("export-status").textContent())
+    .toMatch(/^Exported “the marker is secret-\w+” to .+\.lgthread\. The file is not encrypted/);
 });
 
 test("change the passphrase, remove the lock; erasing asks first", async () => {

@@ -131,7 +131,15 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
               "aria-label": `Export “${thread.title}”`,
               onclick: () =>
                 session.exportThread(thread.id).then(
-                  (file) => download(file, `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`),
+                  (file) => {
+                    const name = `${safeName(thread.title)}${THREAD_EXPORT_EXTENSION}`;
+                    download(file, name);
+                    // Said where the click was: a download can go unseen (a phone's, a browser that asks
+                    // nothing), and a locked app's export is the one copy not encrypted.
+                    exportStatus.textContent =
+                      `Exported “${thread.title}” to ${name}.` +
+                      (session.vault.locked ? " The file is not encrypted." : "");
+                  },
                   (error: unknown) => (exportStatus.textContent = `Could not export: ${(error as Error).message}`),
                 ),
             },
