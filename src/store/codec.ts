@@ -94,7 +94,7 @@ export function decodeValue(row: ItemRow, serde: SerializerProtocol | undefined)
 export async function toVectors(row: VectorRow, serde: SerializerProtocol | undefined): Promise<ItemVectors> {
   if (!row.typed) {
     if (serde) throw plantedRow("vectors of item", row);
-    return { vectors: row.vectors!, norms: row.norms!, dims: row.dims };
+    return nativeVectors(row);
   }
   const bytes = await decode(serde, row.typed, vectorRow(row.namespace, row.key), row);
   // Any byte view will do (a serializer may hand back a Node Buffer).
@@ -106,6 +106,29 @@ export async function toVectors(row: VectorRow, serde: SerializerProtocol | unde
   } catch (error) {
     throw new SerializationError(`The stored vectors of item "${row.key}" are malformed.`, { cause: error });
   }
+}
+
+/**
+ * A native vector row's numbers, checked as `unpackVectors` checks packed
+ * ones: the store writes two `Float64Array`s, `vectors` holding `dims`
+ * numbers per norm. A row altered outside the store may hold anything
+ * there, which scoring would turn into a TypeError, a NaN score or a wrong
+ * dimensions message.
+ */
+function nativeVectors(row: VectorRow): ItemVectors {
+  const { vectors, norms, dims } = row as { vectors: unknown; norms: unknown; dims: unknown };
+  if (
+    !(vectors instanceof Float64Array) ||
+    !(norms instanceof Float64Array) ||
+    !Number.isSafeInteger(dims) ||
+    (dims as number) < 1 ||
+    vectors.length !== norms.length * (dims as number)
+  ) {
+    throw new SerializationError(
+      `The stored vectors of item "${row.key}" in namespace [${row.namespace.join(", ")}] are malformed: the row was altered outside the store. Put the item again to re-embed it, or delete it.`,
+    );
+  }
+  return { vectors, norms, dims: dims as number };
 }
 
 /**

@@ -21,6 +21,10 @@
  * - A namespace planted with a NUL in a label ("u\0m"): the search cache
  *   gave it the id of ["u", "m"], so a cached search listed the real items
  *   twice and never the planted namespace's.
+ * - A vector row of a store without a serde altered (norms or vectors gone,
+ *   not numbers, too few numbers, dims not a number): a semantic search
+ *   threw a bare TypeError, ranked the item with a NaN score, or blamed the
+ *   index configuration ("have 4 dimensions, but the query embedding has 4").
  *
  * Node and Chromium.
  */
@@ -28,7 +32,9 @@ import { describe, expect, it } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
 import { IndexedDBStore } from "../../src/store/index.js";
+import { SerializationError } from "../../src/core/errors.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
+import { HashEmbeddings } from "../support/store-fixtures.js";
 import { committed, done, openRaw } from "../support/reliability/raw.js";
 
 const NS = ["user-1", "memories"];
@@ -254,4 +260,57 @@ describe("a namespace planted with a NUL in a label", () => {
       await deleteDatabase(name);
     }
   });
+});
+
+describe("a vector row of a store without a serde altered", () => {
+  const index = () => ({ dims: 4, embeddings: new HashEmbeddings(4), fields: ["text"] });
+  const edits: [string, Record<string, unknown>][] = [
+    ["its norms removed", { norms: undefined }],
+    ["its vectors removed", { vectors: undefined }],
+    ["its norms a string", { norms: "ab" }],
+    ["its vectors a plain list of strings", { vectors: ["1", "2", "3", "4"] }],
+    ["too few numbers for its norms and dims", { vectors: new Float64Array(1) }],
+    ["its dims a string", { dims: "4" }],
+  ];
+  for (const [label, fields] of edits) {
+    it(`(${label}): a semantic search is a SerializationError naming the item, no TypeError or NaN score`, async () => {
+      const name = freshDbName("store-vector-row");
+      const first = new IndexedDBStore({ dbName: name, index: index() });
+      await first.put(NS, "altered", { text: "green tea", role: "x" });
+      await first.put(NS, "other", { text: "black coffee", role: "y" });
+      await first.close();
+      const db = await openRaw(name);
+      try {
+        const tx = db.transaction(["vectors"], "readwrite");
+        const vectors = tx.objectStore("vectors");
+        const row = await done(vectors.get([NS, "altered"]));
+        vectors.put({ ...row, ...fields });
+        await committed(tx);
+      } finally {
+        db.close();
+      }
+      const store = new IndexedDBStore({ dbName: name, index: index() });
+      try {
+        // Before the fix: "Cannot read properties of undefined (reading 'length')", a score of
+        // NaN for the item, or "have 4 dimensions, but the query embedding has 4".
+        const error = await store.search(NS, { query: "green tea" }).then(
+          (value) => value,
+          (e: unknown) => e,
+        );
+        expect(error, `returned ${JSON.stringify(error)}`).toBeInstanceOf(SerializationError);
+        expect((error as Error).message).toMatch(/vectors of item "altered" in namespace \[user-1, memories\]/);
+        expect((error as Error).message).toMatch(/altered outside the store/);
+        // Reads without ranking still work; a put of the item re-embeds it and repairs the row.
+        expect((await store.get(NS, "altered"))?.value).toEqual({ text: "green tea", role: "x" });
+        expect((await store.search(NS, { filter: { role: "y" } })).map((item) => item.key)).toEqual(["other"]);
+        await store.put(NS, "altered", { text: "green tea", role: "x" });
+        const ranked = await store.search(NS, { query: "green tea" });
+        expect(ranked.map((item) => item.key)).toEqual(["altered", "other"]);
+        expect(ranked[0]!.score).toBeCloseTo(1);
+      } finally {
+        await store.close();
+        await deleteDatabase(name);
+      }
+    });
+  }
 });
