@@ -70,7 +70,9 @@ export function compileFilter(filter: Filter | null | undefined): CompiledFilter
 /** True when an item's value passes every condition of the filter. */
 export function matchesFilter(value: unknown, filter: CompiledFilter): boolean {
   if (!filter) return true;
-  const fields = value as Record<string, unknown>;
+  // No put stores null (a put of null deletes), but a row altered outside the
+  // store can hold it: it has no fields, as an item without them.
+  const fields = (value ?? {}) as Record<string, unknown>;
   for (const [field, condition] of filter) {
     if (!compareValues(fields[field], condition)) return false;
   }

@@ -25,6 +25,9 @@
  *   not numbers, too few numbers, dims not a number): a semantic search
  *   threw a bare TypeError, ranked the item with a NaN score, or blamed the
  *   index configuration ("have 4 dimensions, but the query embedding has 4").
+ * - An item of a store without a serde altered to hold null (no put stores
+ *   it: a put of null deletes): every filtered search of its namespace threw
+ *   "Cannot read properties of null".
  *
  * Node and Chromium.
  */
@@ -313,4 +316,31 @@ describe("a vector row of a store without a serde altered", () => {
       }
     });
   }
+});
+
+describe("an item of a store without a serde altered to hold null", () => {
+  it("filtered searches pass over it (it matches no condition), never a TypeError", async () => {
+    const name = freshDbName("store-null-value");
+    const first = new IndexedDBStore({ dbName: name });
+    await first.put(NS, "altered", { role: "x" });
+    await first.put(NS, "other", { role: "y" });
+    await first.close();
+    await editItemRow(name, "altered", { value: null });
+    const store = new IndexedDBStore({ dbName: name });
+    try {
+      // Twice: the second search is served by the namespace cache.
+      for (let i = 0; i < 2; i++) {
+        // Before the fix: "Cannot read properties of null (reading 'role')", from every filtered search.
+        expect((await store.search(NS, { filter: { role: "y" } })).map((item) => item.key)).toEqual(["other"]);
+        expect((await store.search(NS, { filter: { role: { $ne: "y" } } })).map((item) => item.key)).toEqual([
+          "altered",
+        ]);
+        expect((await store.search(NS, { filter: { role: "x" }, limit: 1 })).map((item) => item.key)).toEqual([]);
+      }
+      expect((await store.search(NS)).map((item) => item.key)).toEqual(["altered", "other"]);
+    } finally {
+      await store.close();
+      await deleteDatabase(name);
+    }
+  });
 });
