@@ -82,8 +82,8 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
               : row.latest;
             // A put that found its thread first by update time and its checkpoint the newest leaves the
             // summary as it was (put-proof.ts): its checkpoint's stamp is the thread's update time then.
-            const updatedAt = Math.max(row.updated_at, newest?.value.created_at ?? row.updated_at);
-            return { row, count, createdAt: first?.value.created_at ?? row.updated_at, latest, updatedAt };
+            const updatedAt = Math.max(row.updated_at, stampOf(newest?.value) ?? row.updated_at);
+            return { row, count, createdAt: stampOf(first?.value) ?? row.updated_at, latest, updatedAt };
           }),
         );
       },
@@ -119,6 +119,17 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
     const tail = page[page.length - 1]!.row;
     last = { updatedAt: tail.updated_at, threadId: tail.thread_id };
   }
+}
+
+/**
+ * A checkpoint row's `created_at`, when it is a time: the field is clear,
+ * and a row edited outside the saver may hold anything there (a string, an
+ * object, NaN), which `listThreads` must not hand on as a thread's time.
+ * The summary's own time (an index key, so always a number) stands in.
+ */
+function stampOf(row: CheckpointRow | undefined): number | undefined {
+  // Number.isFinite is false for anything but a finite number.
+  return Number.isFinite(row?.created_at) ? row!.created_at : undefined;
 }
 
 /** Rewrites a thread's summary after checkpoints were removed. */

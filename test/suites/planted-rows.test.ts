@@ -1,11 +1,17 @@
 /**
  * Attacks by someone who can edit the profile's files but holds no key, on
  * this round's code: planted or altered rows the saver keeps for itself (the
- * key-id copy in `writes`) and rows that list()'s page reads gather. Runs on
+ * key-id copy in `writes`), rows that list()'s page reads gather, and the
+ * clear `created_at` stamps listThreads reads thread times from. Runs on
  * fake-indexeddb in Node and on the real IndexedDB in Chromium.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { emptyCheckpoint, type CheckpointMetadata, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import {
+  emptyCheckpoint,
+  uuid6,
+  type CheckpointMetadata,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 import { DecryptionError, SerializationError } from "../../src/core/errors.js";
 import { FORMAT_MAGIC, FORMAT_VERSION } from "../../src/serde/msgpack/wire.js";
@@ -315,3 +321,46 @@ describe("an interrupted key rotation whose key record was reordered", () => {
     expect((await reader.getTuple(c1))?.pendingWrites).toEqual([["task", "x", "secret"]]);
   });
 });
+
+describe("a checkpoint row's clear created_at altered", () => {
+  const edits: [string, unknown][] = [
+    ["a string", "yesterday"],
+    ["an object", { at: 1 }],
+    ["null", null],
+    ["NaN", NaN],
+    ["a Date", new Date(5)],
+  ];
+  for (const [label, stamp] of edits) {
+    it(`to ${label}: listThreads still gives numbers for the thread's times, the summary's time`, async () => {
+      const name = freshDbName("created-at");
+      const saver = saverOn(name);
+      let config = cfg();
+      for (let step = 0; step < 3; step++) {
+        config = await saver.put(config, { ...emptyCheckpoint(), id: uuid6(step) }, meta(step), {});
+      }
+      const [before] = await listThreads(saver);
+      // Every row of the thread: the first gives createdAt, the newest updatedAt.
+      await raw(name, ["checkpoints"], async (tx) => {
+        const store = tx.objectStore("checkpoints");
+        for (const row of (await done(store.getAll())) as Record<string, unknown>[]) {
+          store.put({ ...row, created_at: stamp });
+        }
+      });
+      const [after] = await listThreads(saverOn(name));
+      // Before the fix: createdAt came back as the stored string, object, null or Date,
+      // and updatedAt as NaN (null in JSON), which no `before` bound ever excludes.
+      for (const time of [after!.createdAt, after!.updatedAt]) {
+        expect(typeof time, `${label}: ${String(time)}`).toBe("number");
+        expect(Number.isFinite(time)).toBe(true);
+      }
+      expect(after!.updatedAt).toBeGreaterThanOrEqual(after!.createdAt);
+      expect({ ...after, createdAt: 0, updatedAt: 0 }).toEqual({ ...before, createdAt: 0, updatedAt: 0 });
+    });
+  }
+});
+
+async function listThreads(saver: IndexedDBSaver) {
+  const listed = [];
+  for await (const thread of saver.listThreads()) listed.push(thread);
+  return listed;
+}
