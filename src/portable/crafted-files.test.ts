@@ -169,6 +169,17 @@ describe("ids the savers refuse", () => {
     ["a parent id", (records) => void (records[0]!.parent = "prototype"), /"checkpoint_id".*prototype/],
     // U+0000: what the sync server's PostgreSQL text cannot hold (a lone surrogate would not survive msgpack).
     ["a write's channel", (records) => void records.at(-1)!.writes.push(["task", "a\u0000b", 1]), /"channel".*U\+0000/],
+    // Versions without a value: no B record, no `values` entry, so only channel_versions names them.
+    [
+      "a channel only its versions name",
+      (records) => void (records.at(-1)!.checkpoint.channel_versions!["a\u0000b"] = 1),
+      /"checkpoint\.channel_versions".*U\+0000/,
+    ],
+    [
+      "a channel version",
+      (records) => void (records.at(-1)!.checkpoint.channel_versions!.seen = "1\u00002"),
+      /"checkpoint\.channel_versions".*U\+0000/,
+    ],
   ];
   for (const [what, edit, pattern] of cases) {
     it(`${what} is refused by validation, before a replace deletes anything`, async () => {

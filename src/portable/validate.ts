@@ -25,6 +25,7 @@ import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import type { Version } from "../rows/shapes.js";
 import { collectVersions, planInput, VersionPlanner, type PlanInput, type PlannedVersions } from "./reversion.js";
 import { assertStorableId } from "../rows/ids.js";
+import { checkVersions } from "../rows/put-input.js";
 import { errorMessage } from "../core/guards.js";
 
 /** A file that passed validation: its header and frames. */
@@ -375,6 +376,8 @@ export function checkIds(record: CheckpointRecord, index: number): void {
     assertStorableId("checkpoint_ns", record.ns, { allowEmpty: true });
     assertStorableId("checkpoint.id", record.id);
     if (record.parent !== null) assertStorableId("checkpoint_id", record.parent);
+    // Every channel its versions name, those without a value too (no B record, no `values` entry names them).
+    checkVersions("checkpoint.channel_versions", record.checkpoint.channel_versions ?? {});
     const runId = ownValue(record.metadata, "run_id");
     if (typeof runId === "string") assertStorableId("metadata.run_id", runId);
     for (const channel of [...record.blobs, ...Object.keys(record.values)]) assertStorableId("channel", channel);
