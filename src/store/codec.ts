@@ -7,6 +7,7 @@ import type { Item, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { loadForRow, type RowRef } from "../serde/protocol.js";
 import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import type { ItemVectors } from "./query.js";
+import { isUint8Array } from "../core/bytes.js";
 import { unpackVectors, type ItemRow, type TypedBytes, type VectorRow } from "./schema.js";
 
 /** A collision-free string id of an item. */
@@ -138,12 +139,19 @@ function nativeVectors(row: VectorRow): ItemVectors {
  */
 async function decode(
   serde: SerializerProtocol | undefined,
-  [type, data]: TypedBytes,
+  typed: TypedBytes,
   rowRef: RowRef,
   row: { namespace: string[]; key: string },
 ): Promise<unknown> {
   if (!serde) {
     throw new SerializationError(`Store item "${row.key}" was written by a serializer, but this store has none.`);
+  }
+  // A row altered outside the store may hold anything here: say so, not what the serializer trips on.
+  const [type, data] = Array.isArray(typed) ? typed : [];
+  if (typeof type !== "string" || !(isUint8Array(data) || typeof data === "string")) {
+    throw new SerializationError(
+      `Store item "${row.key}" in namespace [${row.namespace.join(", ")}]: its stored value is not a [type, bytes] pair; the row was altered outside the store.`,
+    );
   }
   try {
     return await loadForRow(serde, type, data, rowRef);

@@ -25,6 +25,10 @@
  *   not numbers, too few numbers, dims not a number): a semantic search
  *   threw a bare TypeError, ranked the item with a NaN score, or blamed the
  *   index configuration ("have 4 dimensions, but the query embedding has 4").
+ * - The serialized value of an encrypted store's item or vectors altered to
+ *   something that is not a [type, bytes] pair (a string, a number as its
+ *   type, no bytes): the SerializationError said "type.endsWith is not a
+ *   function" or "Cannot read properties of undefined (reading 'buffer')".
  * - An item of a store without a serde altered to hold null (no put stores
  *   it: a put of null deletes): every filtered search of its namespace threw
  *   "Cannot read properties of null".
@@ -343,4 +347,60 @@ describe("an item of a store without a serde altered to hold null", () => {
       await deleteDatabase(name);
     }
   });
+});
+
+describe("the serialized value of an encrypted store's row altered to something that is not a [type, bytes] pair", () => {
+  const edits: [string, (typed: [string, Uint8Array]) => unknown][] = [
+    ["a string", () => "x"],
+    ["a number as its type", ([, bytes]) => [5, bytes]],
+    ["no bytes", ([type]) => [type]],
+  ];
+  for (const [label, edit] of edits) {
+    it(`(${label}): a SerializationError naming the item and saying so, from get and from searches`, async () => {
+      const name = freshDbName("store-typed-shape");
+      const serde = () => EncryptedSerializer.fromRawKey(KEY);
+      const index = () => ({ dims: 4, embeddings: new HashEmbeddings(4), fields: ["text"] });
+      const first = new IndexedDBStore({ dbName: name, serde: await serde(), index: index() });
+      await first.put(NS, "altered", { text: "green tea" });
+      await first.put(NS, "other", { text: "black coffee" });
+      await first.close();
+      const db = await openRaw(name);
+      try {
+        const tx = db.transaction(["items", "vectors"], "readwrite");
+        for (const store of ["items", "vectors"]) {
+          const rows = tx.objectStore(store);
+          const row = await done(rows.get([NS, "altered"]));
+          rows.put({ ...row, typed: edit(row.typed) });
+        }
+        await committed(tx);
+      } finally {
+        db.close();
+      }
+      const store = new IndexedDBStore({ dbName: name, serde: await serde(), index: index() });
+      try {
+        for (const read of [
+          () => store.get(NS, "altered"),
+          () => store.search(NS),
+          () => store.search(NS, { query: "green tea" }),
+        ]) {
+          const error = await read().then(
+            (value) => value,
+            (e: unknown) => e,
+          );
+          // Before the fix: "... (type "5"): type.endsWith is not a function", or
+          // "Cannot read properties of undefined (reading 'buffer')".
+          expect(error, `returned ${JSON.stringify(error)}`).toBeInstanceOf(SerializationError);
+          expect((error as Error).message).toMatch(/"altered" in namespace \[user-1, memories\]/);
+          expect((error as Error).message).toMatch(/not a \[type, bytes\] pair.*altered outside the store/);
+        }
+        expect((await store.get(NS, "other"))?.value).toEqual({ text: "black coffee" });
+        // A put of the item writes it anew.
+        await store.put(NS, "altered", { text: "green tea" });
+        expect((await store.search(NS, { query: "green tea" }))[0]?.key).toBe("altered");
+      } finally {
+        await store.close();
+        await deleteDatabase(name);
+      }
+    });
+  }
 });
