@@ -4,6 +4,9 @@
  * residue) and learned the old passphrase must not decrypt what the database
  * holds after `changeKey`, including values written after the change; and a
  * database that lost its key record is reported, not silently re-keyed.
+ * And a key change that meets a value altered into something that is not a
+ * `[type, bytes]` pair says which row, instead of a bare TypeError
+ * ("type.endsWith is not a function") that named none.
  * Runs on fake-indexeddb in Node and on the real IndexedDB in Chromium.
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
@@ -210,4 +213,66 @@ describe("a lost key record is reported, not replaced (issue 11, item 7)", () =>
     const key = await withRaw(dbName, (db) => request(db.transaction("meta").objectStore("meta").get("serde-key")));
     expect(key).toBeUndefined();
   });
+});
+
+describe("a key change meeting a value that is not a [type, bytes] pair", () => {
+  const KEY = new Uint8Array(32).map((_, i) => i * 3 + 11);
+  const NEXT = new Uint8Array(32).map((_, i) => i * 5 + 1);
+  const edits: [string, (typed: [string, Uint8Array]) => unknown][] = [
+    ["a string", () => "x"],
+    ["a number as its type", ([, bytes]) => [5, bytes]],
+    ["no bytes", ([type]) => [type]],
+  ];
+  /** Replaces `field` of the first row of `store` with `edit` of it. */
+  async function alter(name: string, store: string, field: string, edit: (typed: [string, Uint8Array]) => unknown) {
+    await withRaw(name, async (db) => {
+      const tx = db.transaction(store, "readwrite");
+      const rows = tx.objectStore(store);
+      const [row] = (await request(rows.getAll())) as Record<string, [string, Uint8Array]>[];
+      rows.put({ ...row, [field]: edit(row![field]!) });
+      await done(tx);
+    });
+  }
+  const expectNamed = async (change: Promise<unknown>, row: RegExp) => {
+    const error = await change.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // Before the fix: a TypeError ("Cannot read properties of undefined (reading 'buffer')",
+    // "type.endsWith is not a function") naming no row.
+    expect(error).toBeInstanceOf(DecryptionError);
+    expect((error as Error).message).toMatch(row);
+    expect((error as Error).message).toMatch(/not a \[type, bytes\] pair/);
+  };
+  for (const [label, edit] of edits) {
+    it(`(${label}): IndexedDBSaver's rekey and changeKey fail naming the row`, async () => {
+      const name = newDbName("rekey-shape");
+      const saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      await putCheckpoint(saver, "t", "hello");
+      await saver.close();
+      await alter(name, "checkpoints", "metadata", edit);
+      const reopened = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      try {
+        await expectNamed(reopened.rekey(), /\["metadata","t",""/);
+        await expectNamed(reopened.changeKey(await EncryptedSerializer.fromRawKey(NEXT)), /\["metadata","t",""/);
+      } finally {
+        await reopened.close();
+      }
+    });
+
+    it(`(${label}): IndexedDBStore's rekey and changeKey fail naming the item`, async () => {
+      const name = newDbName("rekey-shape-store");
+      const store = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      await store.put(["u"], "a", { x: 1 });
+      await store.close();
+      await alter(name, "items", "typed", edit);
+      const reopened = new IndexedDBStore({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
+      try {
+        await expectNamed(reopened.rekey(), /\["store","item","u","a"\]/);
+        await expectNamed(reopened.changeKey(await EncryptedSerializer.fromRawKey(NEXT)), /\["store","item","u","a"\]/);
+      } finally {
+        await reopened.close();
+      }
+    });
+  }
 });

@@ -117,7 +117,14 @@ export function resolveOptions(options: EncryptedSerializerOptions | undefined):
  * and fail otherwise, as reading them would.
  */
 export function rewriterOf(ring: Keyring, options: SealOptions): DataKeyRotation["rewrite"] {
-  return async ([type, data], row) => {
+  return async (typed, row) => {
+    // A row altered outside the package may hold anything here: name it, not what classify trips on.
+    const [type, data] = Array.isArray(typed) ? typed : [];
+    if (typeof type !== "string" || !(isUint8Array(data) || typeof data === "string")) {
+      throw new DecryptionError(
+        `Cannot decrypt the value of row ${JSON.stringify(row)}: it is not a [type, bytes] pair; it was altered.`,
+      );
+    }
     const binding: Binding = { kind: BIND_ROW, row };
     const envelope = classify(ring, options, type, data, binding);
     if (!envelope) return sealBytes(ring.current, type, typeof data === "string" ? utf8(data) : data, binding);
