@@ -11,7 +11,7 @@ import { DeltaSnapshot, type CheckpointTuple, type SerializerProtocol } from "@l
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SaverContext } from "./context.js";
 import { getTuple } from "./get.js";
-import { threadRows } from "./reads.js";
+import { assertRowFields, threadRows } from "./reads.js";
 import { decodeMetadata, encode, rowRef } from "../rows/codec.js";
 import type { BlobRow, CheckpointRow } from "../rows/shapes.js";
 import { checkpointIdentity } from "../core/identity.js";
@@ -37,6 +37,8 @@ export async function unstoredDeltas(
   serde: SerializerProtocol,
   row: CheckpointRow,
 ): Promise<{ config: RunnableConfig; missing: string[] }> {
+  // Its clear versions are read below: a row edited outside the saver is named, not a TypeError.
+  assertRowFields(row);
   const config = configOf(row);
   const metadata = await decodeMetadata(serde, row);
   const counters =
