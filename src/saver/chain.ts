@@ -103,7 +103,14 @@ export function chainText(fields: ChainFields, parentChain: string | undefined):
       : Object.keys(plain)
           .sort()
           .map((channel) => [channel, tagged(fields.channel_versions[channel]!)]);
-  const common = [fields.checkpoint_id, fields.parent_checkpoint_id ?? null, versions, parentChain ?? null];
+  // A parent's chain edited into something else than a string (a bigint, which JSON refuses, or a cyclic
+  // object) hashes as "?", as no written row's does; none stays null.
+  const common = [
+    fields.checkpoint_id,
+    fields.parent_checkpoint_id ?? null,
+    versions,
+    (parentChain as unknown) && typeof parentChain != "string" ? "?" : (parentChain ?? null),
+  ];
   if (fields.parent_writes === undefined) return JSON.stringify(["lgcp-chain.1", ...common]);
   return JSON.stringify(["lgcp-chain.2", ...common, coverageOf(fields.parent_writes)]);
 }

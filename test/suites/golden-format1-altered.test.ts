@@ -8,11 +8,15 @@
  * - without encryption, the newest checkpoint's channel versions removed:
  *   "Cannot read properties of null (reading 'messages')" from prune
  *   (every read already said the row was altered);
+ * - with encryption, a checkpoint's clear `chain` edited to a bigint or a
+ *   cyclic object (IndexedDB stores both): "Do not know how to serialize a
+ *   BigInt" or "Converting circular structure to JSON" from the hash of its
+ *   child's chain, instead of the walk failing closed.
  *
  * Node and Chromium.
  */
 import { describe, expect, it } from "vitest";
-import { SerializationError, type IndexedDBCheckpointError } from "../../src/core/errors.js";
+import { DecryptionError, SerializationError, type IndexedDBCheckpointError } from "../../src/core/errors.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { journalGoldenCases, journalGoldenSavers } from "../golden/journal-goldens.js";
 import encryptedGolden from "../golden/saver-encrypted-format1.json";
@@ -20,7 +24,7 @@ import plainGolden from "../golden/saver-plain-format1.json";
 import { committed, done, openRaw, scanAll } from "../support/reliability/raw.js";
 
 const savers = journalGoldenSavers("golden-format1-altered");
-const [plain] = journalGoldenCases(plainGolden, encryptedGolden);
+const [plain, encrypted] = journalGoldenCases(plainGolden, encryptedGolden);
 const CHAT = "t-chat";
 
 interface Row {
@@ -73,6 +77,18 @@ describe("a format-1 golden database altered, then pruned", () => {
     for (const versions of [null, undefined]) {
       const { saver, row } = await altered(plain!, (rows) => rows.at(-1)!, { channel_versions: versions });
       await expectPruneRefused(saver, SerializationError, row);
+    }
+  });
+
+  it("with encryption, a checkpoint's clear chain edited to a bigint or a cyclic object: a DecryptionError naming its child, nothing deleted", async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const chain of [5n, cyclic]) {
+      // The parent of the newest: the newest's chain hashes it.
+      const { saver, row } = await altered(encrypted!, (rows) => rows.at(-2)!, { chain });
+      const rows = (await scanAll(saver.dbName)).checkpoints as Row[];
+      const child = rows.find((r) => r.parent_checkpoint_id === row.checkpoint_id && r.thread_id === CHAT)!;
+      await expectPruneRefused(saver, DecryptionError, child);
     }
   });
 });
