@@ -17,7 +17,6 @@ export {
   THREAD_EXPORT_VERSION,
   THREAD_EXPORT_MEDIA_TYPE,
   THREAD_EXPORT_EXTENSION,
-  FORMAT_INTERNALS,
   type ThreadExportHeader,
   type ThreadExportCounts,
   type ThreadExportTrailer,

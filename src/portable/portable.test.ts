@@ -17,7 +17,6 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it } from "vitest";
 import { MsgpackSerializer } from "../serde/msgpack/index.js";
 import {
-  FORMAT_INTERNALS,
   THREAD_EXPORT_MEDIA_TYPE,
   ThreadExportError,
   ThreadFileError,
@@ -35,6 +34,7 @@ import { chat, chatGraph, plain as plainMessages } from "../../test/support/chat
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { Scenario, fanOutGraph, rawThread, stateView } from "../../test/support/portable-scenario.js";
 import { crc32 } from "../core/crc32.js";
+import { FORMAT_INTERNALS } from "./format.js";
 
 const opened: IndexedDBSaver[] = [];
 

@@ -3,7 +3,8 @@
  * match the Web Locks API's where runOnThread depends on them.
  */
 import { describe, expect, it } from "vitest";
-import { InProcessLockManager, defaultLockManager, runLockName } from "./locks.js";
+import { InProcessLockManager } from "../core/locks.js";
+import { defaultLockManager, runLockName } from "./locks.js";
 
 describe("runLockName", () => {
   it("is versioned, scoped per database and thread, and unambiguous", () => {

@@ -5,13 +5,7 @@
  */
 import { crossTabName } from "../core/channel.js";
 
-export {
-  InProcessLockManager,
-  defaultLockManager,
-  type RunLock,
-  type RunLockManager,
-  type RunLockOptions,
-} from "../core/locks.js";
+export { defaultLockManager, type RunLock, type RunLockManager, type RunLockOptions } from "../core/locks.js";
 
 /**
  * The Web Locks name that a run on `threadId` of database `dbName` holds:

@@ -14,7 +14,11 @@ import { contextOf } from "./registry.js";
 import type { SaverSchema, SaverStoreName } from "./schema.js";
 import type { WriteTx } from "./tombstones.js";
 
-/** A saver's raw rows, writes, change feed, clock and key record. @internal */
+/**
+ * A saver's raw rows, writes, change feed, clock and key record. Not public API, but not
+ * marked internal either: sync/'s declarations name it, and `stripInternal` would leave them
+ * importing a type their package lacks.
+ */
 export interface SaverRawAccess {
   /** The saver's database (reads). */
   readonly db: Database<SaverSchema>;

@@ -5,12 +5,8 @@
  */
 import { crc32 } from "../../src/core/crc32.js";
 import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
-import {
-  FORMAT_INTERNALS,
-  type BlobRecord,
-  type CheckpointRecord,
-  type TaskPathsRecord,
-} from "../../src/portable/index.js";
+import { FORMAT_INTERNALS } from "../../src/portable/format.js";
+import type { BlobRecord, CheckpointRecord, TaskPathsRecord } from "../../src/portable/index.js";
 
 const serde = new MsgpackSerializer();
 const { SIGNATURE, KIND, FRAME_HEAD } = FORMAT_INTERNALS;
