@@ -29,7 +29,7 @@ import { ThreadExportError } from "./errors.js";
 import { joinBytes, toHex, utf8 } from "../core/bytes.js";
 import { BOUND_EXPORT_VERSION, bindsFrames, encodeFrame } from "./frames.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
-import { type TaskPathSource, offeredTaskPaths } from "../core/task-paths.js";
+import { offeredTaskPaths } from "../core/task-paths.js";
 import type { Version } from "../rows/shapes.js";
 // ------------------------------------------------------------------ export
 
@@ -167,8 +167,11 @@ async function* exportChunks(
     return bytes;
   };
   // The saver's own reader (IndexedDBSaver) must agree with its tuples; MemorySaver's is a guess.
-  const ownPaths = await offeredTaskPaths(saver, threadId);
-  const taskPaths = ownPaths ?? memorySaverPaths(saver, threadId);
+  const offer = offeredTaskPaths(saver);
+  const own = await offer?.[0](threadId);
+  // A subclass that overrides getTuple reads its way: its tuples are the ones to export.
+  const ownTuples = saver.getTuple === offer?.[1];
+  const taskPaths = own ?? memorySaverPaths(saver, threadId);
   const paths: TaskPathsRecord = { checkpoints: [] };
   /** Blob key → fingerprint of the first value written under it. */
   const blobPrints = new Map<string, Fingerprint>();
@@ -176,9 +179,13 @@ async function* exportChunks(
 
   for (const planned of plan.order) {
     signal?.throwIfAborted();
-    const tuple = await saver.getTuple({
-      configurable: { thread_id: threadId, checkpoint_ns: planned.ns, checkpoint_id: planned.id },
-    });
+    // The saver's reader gives the tuple with its writes' task paths, from one read of its rows.
+    const read = await own?.(planned.ns, planned.id);
+    const tuple = ownTuples
+      ? read?.tuple
+      : await saver.getTuple({
+          configurable: { thread_id: threadId, checkpoint_ns: planned.ns, checkpoint_id: planned.id },
+        });
     if (!tuple) throw changedDuringExport(threadId, `checkpoint ${planned.id} (namespace "${planned.ns}") disappeared`);
     const { channel_values: values = {}, ...checkpoint } = tuple.checkpoint;
     const versions = checkpoint.channel_versions ?? {};
@@ -219,9 +226,9 @@ async function* exportChunks(
       }
     }
     if (record.writes.length > 0 && taskPaths) {
-      const listed = await taskPaths(planned.ns, planned.id);
+      const listed = (read ?? (await taskPaths(planned.ns, planned.id)))?.writes;
       const aligned = listed && alignedPaths(listed, record.writes);
-      if (!aligned && ownPaths) {
+      if (!aligned && own) {
         throw changedDuringExport(threadId, `the pending writes of checkpoint ${planned.id} changed`);
       }
       if (aligned?.some((path) => path !== ""))
@@ -336,7 +343,10 @@ function alignedPaths(listed: [string, string, string][], writes: CheckpointPend
  * paths that line up with the tuple's writes are used, so a MemorySaver that
  * keeps them otherwise exports without paths, as before.
  */
-function memorySaverPaths(saver: BaseCheckpointSaver, threadId: string): TaskPathSource | undefined {
+function memorySaverPaths(
+  saver: BaseCheckpointSaver,
+  threadId: string,
+): ((ns: string, checkpointId: string) => Promise<{ writes: [string, string, string][] } | undefined>) | undefined {
   const ordered = (saver as { _orderedWrites?: unknown })._orderedWrites;
   if (typeof ordered !== "function") return undefined;
   return async (ns, checkpointId) => {
@@ -353,6 +363,6 @@ function memorySaverPaths(saver: BaseCheckpointSaver, threadId: string): TaskPat
       if (!Array.isArray(stored) || typeof stored[0] !== "string" || typeof stored[1] !== "string") return undefined;
       out.push([stored[0], stored[1], typeof stored[3] === "string" ? stored[3] : ""]);
     }
-    return out;
+    return { writes: out };
   };
 }

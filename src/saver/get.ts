@@ -30,8 +30,15 @@ import { absentKeysOf, isAbsent, isTypedBytes, type CheckpointRow } from "../row
 import { authenticates, verifyCheckpointFields } from "./verify.js";
 import { nextChannelVersion } from "../rows/versions.js";
 
-/** The checkpoint `config` names (or the namespace's latest), with its values and pending writes. */
-export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+/**
+ * The checkpoint `config` names (or the namespace's latest), with its values and pending writes.
+ * `read` sees the rows it is decoded from (the export takes its writes' task paths there).
+ */
+export async function getTuple(
+  ctx: SaverContext,
+  config: RunnableConfig,
+  read?: (raw: RawTuple) => void,
+): Promise<CheckpointTuple | undefined> {
   // As every LangGraph saver: no thread, no checkpoint (not an error).
   if (config.configurable?.thread_id === undefined) return undefined;
   const { threadId, checkpointNs, checkpointId } = configIds(config, "get checkpoint");
@@ -60,6 +67,7 @@ export async function getTuple(ctx: SaverContext, config: RunnableConfig): Promi
   const asWritten = raw !== undefined && storedAsWritten(raw);
   if (!raw || asWritten) fresh?.keepPage(ctx, ticket, serde, threadId, checkpointNs, raw ? [raw] : [], undefined, !raw);
   if (!raw) return undefined;
+  read?.(raw);
   if (checkpointId === undefined && asWritten) {
     const { row, blobs } = raw;
     rememberPut(

@@ -109,7 +109,10 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
       this.#ctx.feed.subscribe((change) => change.remote && change.kind !== "put" && change.kind !== "copy" && purge());
       this.#ctx.feed.onKeyChange(purge);
     }
-    offerTaskPaths(this, async (threadId) => (await maintenance()).taskPathReader(this.#ctx, threadId));
+    offerTaskPaths(this, [
+      async (threadId) => (await maintenance()).taskPathReader(this.#ctx, threadId),
+      IndexedDBSaver.prototype.getTuple,
+    ]);
   }
 
   /** The IndexedDB database name. */

@@ -4,23 +4,27 @@
  * checkpoint's writes by `(task_path, task_id, idx)` when it replays a delta
  * channel, and a resumed run adds writes with real paths beside the imported
  * ones. `getTuple`'s pending writes carry no path; the export module reads no
- * rows, so the saver hands it this reader.
+ * rows, so the saver hands it this reader, which gives the checkpoint's tuple
+ * with them: one read of its rows, where a `getTuple` and a read of the write
+ * rows for their paths read (and copied out of IndexedDB) every write twice.
  */
 import type { SaverContext } from "./context.js";
-import { prefixBounds } from "./keys.js";
+import { getTuple } from "./get.js";
 import { sortWrites } from "../rows/codec.js";
+import type { TaskPathSource } from "../core/task-paths.js";
 
-/** Each pending write of one checkpoint as `[taskId, channel, taskPath]`, in `getTuple`'s order. */
-export function taskPathReader(ctx: SaverContext, threadId: string) {
-  return async (ns: string, checkpointId: string): Promise<[string, string, string][]> => {
-    const rows = await ctx.db.read(
-      ["writes"],
-      (tx) => {
-        const bounds = prefixBounds(threadId, ns, checkpointId);
-        return tx.objectStore("writes").getAll(ctx.db.ranges.bound(bounds.lower, bounds.upper));
+/** One checkpoint of `threadId` as `getTuple` gives it, with its writes' task paths in the tuple's order. */
+export function taskPathReader(ctx: SaverContext, threadId: string): TaskPathSource {
+  return async (ns, checkpointId) => {
+    let writes: [string, string, string][] = [];
+    const tuple = await getTuple(
+      ctx,
+      { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpointId } },
+      (raw) => {
+        // In the order the tuple's writes are decoded in (getTuple sorts them the same way).
+        writes = sortWrites([...raw.writes]).map((write) => [write.task_id, write.channel, write.task_path ?? ""]);
       },
-      "read task paths",
     );
-    return sortWrites(rows).map((write) => [write.task_id, write.channel, write.task_path ?? ""]);
+    return tuple && { tuple, writes };
   };
 }
