@@ -246,23 +246,27 @@ export interface TestWithThreadMatchers<TestArgs extends object, WorkerArgs exte
 > {
   /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
   expect: typeof expectWithMatchers;
-  /** Playwright's `test.extend`; the test it returns keeps the matchers on its `expect`. */
+  /**
+   * Playwright's `test.extend`; the test it returns keeps the matchers on its `expect`, and
+   * its `use` takes the `langgraph` options as this one does.
+   */
   extend<T extends object, W extends object = object>(
     fixtures: Fixtures<T, W, TestArgs, WorkerArgs>,
   ): TestWithThreadMatchers<TestArgs & T, WorkerArgs & W>;
-}
-
-/** The type of {@link langgraphTest}: Playwright's `test` with the fixtures, whose `expect` has the matchers. */
-export interface LanggraphTestType extends TestWithThreadMatchers<LanggraphTestArgs, LanggraphWorkerArgs> {
   /** Playwright's `test.use`, where `langgraph` may be given its options: `test.use({ langgraph: { dbName: "my-app" } })`. */
   use(
-    fixtures: Omit<Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>, "langgraph"> & {
+    fixtures: Omit<Fixtures<object, object, TestArgs, WorkerArgs>, "langgraph"> & {
       langgraph?: LanggraphOptions;
     },
   ): void;
   /** Playwright's `test.use`. */
-  use(fixtures: Fixtures<object, object, LanggraphTestArgs, LanggraphWorkerArgs>): void;
+  use(fixtures: Fixtures<object, object, TestArgs, WorkerArgs>): void;
 }
+
+// An interface, as it was: apps may merge declarations into it.
+/** The type of {@link langgraphTest}: Playwright's `test` with the fixtures, whose `expect` has the matchers. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface LanggraphTestType extends TestWithThreadMatchers<LanggraphTestArgs, LanggraphWorkerArgs> {}
 
 /**
  * Playwright Test's `test` with the `langgraph` fixture; extend it again

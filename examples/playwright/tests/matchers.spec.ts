@@ -106,3 +106,17 @@ withGreeting("a test extended again keeps the matchers on its expect", async ({ 
   await langgraph.waitForIdle("t1");
   await withGreeting.expect(page).toHaveThreadMessages("t1", [greeting, "You said: hi"]);
 });
+
+withGreeting.describe("with options given to the extended test", () => {
+  // The spelling the docs give for langgraphTest, on a test extended from it (which typed `langgraph` as the helpers).
+  withGreeting.use({ langgraph: { dbName: "example-app", cleanup: "threads" } });
+
+  withGreeting("binds the helpers to them", async ({ page, langgraph, greeting }) => {
+    await page.goto("/");
+    expect(langgraph.dbName).toBe("example-app");
+    await page.getByTestId("composer").fill(greeting);
+    await page.getByTestId("send").click();
+    await langgraph.waitForIdle("t1");
+    await withGreeting.expect(page).toHaveThreadMessages("t1", [greeting, "You said: hi"]);
+  });
+});
