@@ -1,5 +1,6 @@
 /**
- * The format-1 golden databases (test/golden/saver-*-format1.json), rows
+ * The format-1 golden databases (test/golden/saver-plain-format1.json and
+ * test/golden/saver-encrypted-format1.json), rows
  * then altered by someone who can edit the profile's files, met by `prune`
  * of the golden chat (whose newest checkpoint rebuilds a delta channel from
  * its ancestors' writes). Each alteration is refused with a package error
