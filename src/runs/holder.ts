@@ -55,7 +55,10 @@ const STRICT_RESUME_KEY = "__pregel_strict_resume";
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;
 
-/** One signal that aborts when any of `signals` does, or undefined for none. */
+/**
+ * One signal that aborts when any of `signals` does, or undefined for none.
+ * @internal
+ */
 export function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal | undefined {
   const given = signals.filter((signal): signal is AbortSignal => signal !== undefined);
   return given.length > 1 ? AbortSignal.any(given) : given[0];
@@ -88,12 +91,18 @@ function isResumeMap(input: unknown): boolean {
   return ids.length > 0 && ids.every((id) => /^[0-9a-f]{32}$/.test(id));
 }
 
-/** The lock a run holds, inside its thread's lock `threadLock`, for as long as it runs. */
+/**
+ * The lock a run holds, inside its thread's lock `threadLock`, for as long as it runs.
+ * @internal
+ */
 export function holderLockName(threadLock: string, runId: string): string {
   return `${threadLock}:holder:${encodeURIComponent(runId)}`;
 }
 
-/** What {@link askToStop} asks for: the thread, the waiting run, its strategy and the thread's lock. */
+/**
+ * What {@link askToStop} asks for: the thread, the waiting run, its strategy and the thread's lock.
+ * @internal
+ */
 export interface StopRequest {
   threadId: string;
   runId: string;
@@ -111,6 +120,7 @@ export interface StopRequest {
  * running one), and collects the ids of the runs that said they will stop.
  * An answer counts only from a run that holds this thread's holder lock: any
  * endpoint on the channel can post, and a rollback deletes what it names.
+ * @internal
  */
 export function askToStop(channel: RunChannel, { threadId, runId, strategy, lockName, locks }: StopRequest) {
   const runIds = new Set<string>();
@@ -136,7 +146,10 @@ export function askToStop(channel: RunChannel, { threadId, runId, strategy, lock
   };
 }
 
-/** What {@link runHolding} runs with: the saver, the ids, the run channel, the cancel signal and the timeout. */
+/**
+ * What {@link runHolding} runs with: the saver, the ids, the run channel, the cancel signal and the timeout.
+ * @internal
+ */
 export interface Holding {
   saver: RunSaver;
   threadId: string;
@@ -147,7 +160,10 @@ export interface Holding {
   timeout: number | undefined;
 }
 
-/** The run itself, with the lock held: answers stop requests from newer runs. */
+/**
+ * The run itself, with the lock held: answers stop requests from newer runs.
+ * @internal
+ */
 export async function runHolding<Input, Output>(
   graph: InvokableGraph<Input, Output>,
   input: Input,
