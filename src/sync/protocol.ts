@@ -277,7 +277,8 @@ export function decodeBody(bytes: Uint8Array, limits: DecodeLimits = SYNC_DECODE
   try {
     return packr.unpack(bytes);
   } catch (error) {
-    throw new ProtocolError(`The body is not valid MessagePack: ${(error as Error).message}`);
+    // The cause keeps msgpackr's `incomplete` flag: bytes that end early (a cut answer, transport.ts).
+    throw new ProtocolError(`The body is not valid MessagePack: ${(error as Error).message}`, { cause: error });
   }
 }
 

@@ -200,6 +200,16 @@ export class SyncTransport {
       const value = decodeBody(bytes);
       return parse ? parse(value) : (value as R);
     } catch (error) {
+      // Bytes that end early are an answer the network cut, not a bad one: Chromium's fetch takes a
+      // connection closed mid-headers (after the content type, before the length) as a whole 200 with
+      // an empty or partial body. Retryable, as any cut connection (convergence seed 5117).
+      if (bytes.length === 0 || ((error as Error).cause as { incomplete?: unknown } | undefined)?.incomplete === true)
+        throw new SyncError(`Sync server's answer to ${method} ${path} was cut short (${bytes.length} bytes)`, {
+          status: 0,
+          code: "offline",
+          retryable: true,
+          cause: error,
+        });
       // A hostile server or a man-in-the-middle: nothing of the answer is used.
       throw new SyncError(
         `Sync server's answer to ${method} ${path} breaks the protocol: ${(error as Error).message}`,
