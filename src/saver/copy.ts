@@ -2,6 +2,8 @@
  * `copyThread`: a whole thread under another id, in one transaction, values
  * re-bound to their new rows first when the serializer binds rows.
  */
+import { crossTabName } from "../core/channel.js";
+import { defaultLockManager } from "../core/locks.js";
 import { issue, storePut } from "../idb/requests.js";
 import { isRowBound, withCurrentKey } from "../serde/protocol.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
@@ -28,9 +30,10 @@ import { THREAD_STORES } from "./tombstones.js";
  * Copies a whole thread (every namespace, checkpoint, channel value and
  * pending write) to `targetThreadId`, keeping checkpoint ids, parent links
  * and metadata. The source is untouched; an unknown source copies nothing.
- * The target must not have checkpoints yet. Values bound to their row (an
- * encrypting serializer) are re-encrypted for the target's rows first; the
- * copy itself is one transaction.
+ * The target must not have checkpoints yet, nor be running: a run of
+ * `runOnThread` (in any tab or worker) holding the target refuses the copy.
+ * Values bound to their row (an encrypting serializer) are re-encrypted for
+ * the target's rows first; the copy itself is one transaction.
  */
 export async function copyThread(ctx: SaverContext, sourceThreadId: string, targetThreadId: string): Promise<void> {
   assertId("sourceThreadId", sourceThreadId);
@@ -143,34 +146,48 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
       ),
     };
     const latest = latestOf(moved.checkpoints);
-    await ctx.writes.write(
-      THREAD_STORES,
-      async (tx) => {
-        const bounds = prefixBounds(t);
-        const [key, existing] = await Promise.all([
-          tx.objectStore("meta").get("key"),
-          tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper)),
-        ]);
-        // Re-encrypted under a key another tab retired: roll back, bind again.
-        checkKeyRow(ctx, bound, key);
-        if (existing > 0) {
-          throw new Error(
-            `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
-          );
-        }
-        // Stamped as new rows in this transaction, so sync finds the copy (sync/changes.ts).
-        const now = ctx.now();
-        for (const row of moved.checkpoints)
-          issue(storePut(tx.objectStore("checkpoints"), { ...row, created_at: now }));
-        for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
-        for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), { ...write, written_at: now }));
-        if (latest) {
-          await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
-        }
-      },
-      "copy thread",
-      false,
+    /** The one transaction of the copy, once the target's lock is held. */
+    const writeCopy = () =>
+      ctx.writes.write(
+        THREAD_STORES,
+        async (tx) => {
+          const bounds = prefixBounds(t);
+          const [key, existing] = await Promise.all([
+            tx.objectStore("meta").get("key"),
+            tx.objectStore("checkpoints").count(ranges.bound(bounds.lower, bounds.upper)),
+          ]);
+          // Re-encrypted under a key another tab retired: roll back, bind again.
+          checkKeyRow(ctx, bound, key);
+          if (existing > 0) {
+            throw new Error(
+              `copyThread: the target thread "${t}" already has ${existing} checkpoints; delete it first or choose another id.`,
+            );
+          }
+          // Stamped as new rows in this transaction, so sync finds the copy (sync/changes.ts).
+          const now = ctx.now();
+          for (const row of moved.checkpoints)
+            issue(storePut(tx.objectStore("checkpoints"), { ...row, created_at: now }));
+          for (const blob of moved.blobs) issue(storePut(tx.objectStore("blobs"), blob));
+          for (const write of moved.writes) issue(storePut(tx.objectStore("writes"), { ...write, written_at: now }));
+          if (latest) {
+            await storePut(tx.objectStore("threads"), threadSummary(t, ctx.now(), latest));
+          }
+        },
+        "copy thread",
+        false,
+      );
+    // The target's run lock (runOnThread's, as importThread holds it): a run
+    // that read the target empty and has not written yet would otherwise put
+    // its root beside the copied history, a fork that hides the copy.
+    const runLock = crossTabName({ kind: "run", dbName: ctx.db.name, threadId: t });
+    const copied = await defaultLockManager().request(
+      runLock,
+      { ifAvailable: true },
+      async (lock) => lock && writeCopy(),
     );
+    if (copied === null) {
+      throw new Error(`copyThread: thread "${t}" is running (runOnThread holds it); nothing was copied.`);
+    }
   });
   ctx.feed.emit({ threadId: targetThreadId, kind: "copy" });
 }
