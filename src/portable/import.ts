@@ -100,6 +100,10 @@ async function writeThread(
   // if a write fails or the import is stopped midway. A thread that cannot be exported (values
   // `serde` cannot encode, rows altered outside its saver) is replaced without one, as before.
   let replaced: Uint8Array | undefined;
+  // An IndexedDBSaver marks the replaced checkpoints the file does not hold removed once the import is
+  // written (see below): the delete's tombstone is lifted next, and nothing else would tell of the delete.
+  const marking = saver as BaseCheckpointSaver & Partial<ReplaceMarks>;
+  let previous: (readonly [string, string])[] = [];
   if (exists && ifExists === "replace") {
     replaced = await exportThread(saver, threadId, { as: "bytes", serde }).catch((error: unknown) => {
       // Another writer (a run in another tab) is busy on the thread: replacing it now would delete
@@ -112,6 +116,7 @@ async function writeThread(
     });
     // Stopped while the copy was read: nothing is deleted yet, so nothing needs putting back.
     signal?.throwIfAborted();
+    if (typeof marking.markReplaced === "function") previous = await marking.markReplaced(threadId);
     await saver.deleteThread(threadId);
   }
   const owned = !exists || ifExists === "replace";
@@ -229,7 +234,17 @@ async function writeThread(
       { threadId, written, rolledBack, restored, ...(replaced && !restored ? { replaced } : {}), cause: error },
     );
   }
+  // After the last write: a failed import puts the replaced thread back, which must keep no mark.
+  if (previous.length > 0) await marking.markReplaced!(threadId, previous);
   return { threadId, header, ...counts };
+}
+
+/** What an IndexedDBSaver offers an import that replaces a thread (its @internal methods). */
+interface ReplaceMarks {
+  markReplaced(
+    threadId: string,
+    replaced?: readonly (readonly [string, string])[],
+  ): Promise<(readonly [string, string])[]>;
 }
 
 /** One `putWrites` call: a task's writes, regular ones first so their idx stays their position. */

@@ -46,6 +46,9 @@ import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
 import { offerTaskPaths } from "../core/task-paths.js";
 
+/** A checkpoint of a thread: its namespace and id. */
+type Checkpointed = readonly [checkpointNs: string, checkpointId: string];
+
 /** The list module, loaded by the first `list()` of any saver and kept. */
 const listModule = loadOnce(() => import("./list.js"));
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
@@ -252,6 +255,17 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
    */
   async clearTombstone(threadId: string): Promise<void> {
     return (await maintenance()).clearTombstone(this.#ctx, threadId);
+  }
+
+  /**
+   * `importThread`'s replace (saver/replace-marks.ts): without `replaced`,
+   * the checkpoints (namespace, id) `threadId` holds, read before the
+   * delete; with it, once the import is written, marks removed those the
+   * import did not write again, as `prune` does, so that neither another
+   * tab's crash journal nor sync brings them back. @internal
+   */
+  async markReplaced(threadId: string, replaced?: readonly Checkpointed[]): Promise<Checkpointed[]> {
+    return (await maintenance()).markReplaced(this.#ctx, threadId, replaced);
   }
 
   /**

@@ -10,6 +10,7 @@
  * own, loaded up front as one more file (docs/benchmarks.md, "Bundle").
  */
 export { deleteThread, clearTombstone } from "./delete-thread.js";
+export { markReplaced } from "./replace-marks.js";
 export { copyThread } from "./copy.js";
 export { prune } from "./prune.js";
 export { deleteForRuns } from "./runs.js";
