@@ -6,11 +6,11 @@
  * or restores the deleted rows from the journal.
  */
 import { JOURNAL_DIRECTORY, journalFiles } from "./opfs-backend.js";
-import { markerName } from "./wipe-marker.js";
+import { forgetMemoryMarker, markerName } from "./wipe-marker.js";
 
 /** What {@link forgetDatabaseTraces} removed. */
 export interface ForgottenTraces {
-  /** The wipe marker was there (OPFS file or `localStorage` entry) and is gone. */
+  /** The wipe marker was there (OPFS file, `localStorage` entry, or in memory) and is gone. */
   marker: boolean;
   /** Journal files removed. */
   journalFiles: number;
@@ -23,7 +23,8 @@ export interface ForgottenTraces {
  * the journal would otherwise bring the deleted rows back.
  */
 export async function forgetDatabaseTraces(dbName: string): Promise<ForgottenTraces> {
-  const forgotten: ForgottenTraces = { marker: false, journalFiles: 0 };
+  // Where there is neither OPFS nor localStorage (Node), the marker lives in this process's memory.
+  const forgotten: ForgottenTraces = { marker: forgetMemoryMarker(dbName), journalFiles: 0 };
   const name = markerName(dbName);
   try {
     const local = (globalThis as { localStorage?: Storage }).localStorage;

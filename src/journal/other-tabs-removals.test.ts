@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { importThread } from "../portable/index.js";
 import type { IndexedDBSaver } from "../saver/index.js";
 import type { RecoveryReport } from "./index.js";
+import { deleteSaverDatabase } from "../saver/delete-database.js";
 import {
   config,
   dbName,
@@ -77,5 +78,21 @@ describe('importThread with ifExists: "replace" in a tab without the journal', (
     const restored = saver(name);
     expect(await ids(restored, "t")).toEqual(imported);
     await restored.close();
+  });
+});
+
+describe("deleteSaverDatabase", () => {
+  it("the next saver on that name starts as on a new database, where the wipe marker is kept in memory too", async () => {
+    const name = dbName();
+    const first = saver(name, { journal: "off" });
+    await tickGraph(first, 2).invoke({ count: 0 }, config("t"));
+    await first.close();
+    await deleteSaverDatabase(name);
+    // Before, in Node (no OPFS, no localStorage: the marker lives in memory), "wiped" with fromEmpty.
+    const reports: RecoveryReport[] = [];
+    const next = saver(name, { journal: "off", onWipe: "throw" }, reports);
+    expect(await next.getTuple(config("t"))).toBeUndefined();
+    expect(reports[0]).toMatchObject({ kind: "ok", fromEmpty: false });
+    await next.close();
   });
 });

@@ -17,6 +17,11 @@ export function memoryMarker(name: string): WipeMarker {
   };
 }
 
+/** Forgets the memory marker of `name` (deleteSaverDatabase); true when it was there. */
+export function forgetMemoryMarker(name: string): boolean {
+  return memoryMarkers.delete(name);
+}
+
 /** Forgets every memory marker (tests, through `resetMemoryJournals`). */
 export function forgetMemoryMarkers(): void {
   memoryMarkers.clear();
