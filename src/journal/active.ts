@@ -239,7 +239,7 @@ export class ActiveJournal {
     // A journal replayed from its snapshot, or stale, is rewritten from the database below.
     // So is one holding rows another tab deleted since (its deletes are not in it): a wipe would restore them.
     const rewrite =
-      records.length === 0 || stale || behind || (!empty && (await options.rules.deletedSince(db, header!.h)));
+      records.length === 0 || stale || behind || (!empty && (await options.rules.deletedSince(db, header!.h, body)));
     if (!empty && !rewrite) {
       const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);

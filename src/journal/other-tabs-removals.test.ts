@@ -81,6 +81,30 @@ describe('importThread with ifExists: "replace" in a tab without the journal', (
   });
 });
 
+describe("a thread another tab wrote while the journaling tab was closed", () => {
+  it("copyThread: the copy is in the journal after the journaling saver's next open, and a later wipe restores it", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("a"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.copyThread("a", "b");
+    const copied = await ids(other, "b");
+    expect(copied).toEqual(await ids(other, "a"));
+    await other.close();
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+    await deleteDb(name); // Chromium deleting a corrupted database
+    // Before, the journal knew only what the journaling saver wrote: thread "b" was gone.
+    const restored = saver(name);
+    expect(await ids(restored, "b")).toEqual(copied);
+    expect((await restored.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    expect((await restored.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await restored.close();
+  });
+});
+
 describe("deleteSaverDatabase", () => {
   it("the next saver on that name starts as on a new database, where the wipe marker is kept in memory too", async () => {
     const name = dbName();

@@ -201,8 +201,9 @@ export interface SchemaRules {
    * Whether a writer without this journal deleted rows after its generation
    * `generation` (a time: see `markSnapshot`) was written: the journal's
    * records still hold them, and a restore after a wipe would bring them back.
+   * Or wrote rows the journal's `records` lack: a restore would leave them out.
    */
-  deletedSince(db: IDBDatabase, generation: number): Promise<boolean>;
+  deletedSince(db: IDBDatabase, generation: number, records: readonly Payload[]): Promise<boolean>;
 }
 
 /**

@@ -225,11 +225,43 @@ function lastKeyRecord(records: readonly Payload[]): unknown {
  * deletes, so that delete was another tab's, and the journal still holds the
  * rows it deleted.
  */
-export async function deletedSince(db: IDBDatabase, generation: number): Promise<boolean> {
+export async function deletedSince(
+  db: IDBDatabase,
+  generation: number,
+  records: readonly Payload[] = [],
+): Promise<boolean> {
   for (const tombstone of (await tombstonesOf(db)).values()) {
     if (typeof tombstone.deleted_at === "number" && tombstone.deleted_at > generation) return true;
   }
-  return (await removedSince(db, generation)).size > 0;
+  return (await removedSince(db, generation)).size > 0 || (await summariesUnjournaled(db, records));
+}
+
+/**
+ * Whether a thread summary in `db` is not the one the journal's `records`
+ * left for its thread: another tab wrote the thread (a run, `copyThread`,
+ * an import) while this journal was closed, or a crash cut off this tab's
+ * own last appends. Either way the journal lacks rows the database holds,
+ * and a restore after a wipe would leave them out (a thread copied there was
+ * gone): the journal is rewritten from the database.
+ */
+async function summariesUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
+  const last = new Map<unknown, unknown>();
+  const idOf = (row: unknown) => (row as Partial<ThreadRow> | null)?.thread_id;
+  for (const record of records) {
+    if ("snap" in record) {
+      last.clear();
+      for (const row of record.snap.threads ?? []) last.set(idOf(row), row);
+    } else if ("o" in record) {
+      for (const op of record.o) {
+        if (op[0] !== "threads") continue;
+        if (op[1] === 0 || (op[1] === 1 && !last.has(idOf(op[2])))) last.set(idOf(op[2]), op[2]);
+        else if (op[1] === 2) last.delete(op[2]);
+        else if (op[1] > 2) last.clear(); // a range delete or a clear: whatever is left must be journaled again
+      }
+    }
+  }
+  const rows = (await request(db.transaction("threads", "readonly").objectStore("threads").getAll())) as unknown[];
+  return rows.some((row) => !sameValue(row, last.get(idOf(row))));
 }
 
 /**
