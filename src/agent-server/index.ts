@@ -38,6 +38,8 @@ export interface AgentServerSaver extends RunSaver {
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
   /** Deletes a run's checkpoints (`runs.delete`; the graph's channels keep delta channels whole). */
   deleteForRuns(runIds: string[], options: { threadId: string; channels?: Record<string, unknown> }): Promise<void>;
+  /** Keeps the newest checkpoint of each namespace (`threads.prune` with `"keep_latest"`). */
+  prune(threadIds: string[], options: { strategy: "keep_latest"; channels?: Record<string, unknown> }): Promise<void>;
 }
 
 /** Options of {@link createLocalAgentServer}. */
@@ -100,6 +102,10 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     threadStatusHooks(threads, graphs, (threadId, runId) => runs.threadBusy(threadId, runId)),
     options.locks,
   );
+  const channelsOf = (graphId: string | undefined) =>
+    graphId === undefined
+      ? undefined
+      : (graphs[graphId] as { channels?: Record<string, unknown> } | undefined)?.channels;
   const app = createRoutes({
     graphs,
     threads,
@@ -108,9 +114,14 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     dbName: saver.dbName,
     locks: options.locks,
     copyThread: (sourceThreadId, targetThreadId) => saver.copyThread(sourceThreadId, targetThreadId),
+    pruneCheckpoints: async (threadId, graphId) => {
+      // The graph's channels: the kept checkpoint gets a snapshot of a delta channel, not its ancestors.
+      const channels = channelsOf(graphId);
+      await saver.prune([threadId], { strategy: "keep_latest", ...(channels ? { channels } : {}) });
+    },
     deleteRun: async (run) => {
       // The graph's channels: a delta channel of the checkpoints left after the run keeps its history.
-      const channels = (graphs[run.assistant_id] as { channels?: Record<string, unknown> } | undefined)?.channels;
+      const channels = channelsOf(run.assistant_id);
       await saver.deleteForRuns([run.run_id], { threadId: run.thread_id, ...(channels ? { channels } : {}) });
       await log.deleteRun(run.run_id);
     },

@@ -17,6 +17,7 @@ import { busy, reply, selected, STATE_FIELDS, THREAD_FIELDS } from "./replies.js
 import { registerRunRoutes, type RouteContext } from "./run-routes.js";
 import { registerAssistantRoutes } from "./assistants.js";
 import { registerStoreRoutes } from "./store-routes.js";
+import { registerPruneRoute } from "./thread-prune.js";
 
 export type { RouteContext } from "./run-routes.js";
 import {
@@ -280,6 +281,7 @@ export function createRoutes(context: RouteContext): Hono {
   );
 
   registerRunRoutes(app, context, threadOr404);
+  registerPruneRoute(app, context);
   registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
   registerStoreRoutes(app, context.store);
   return app;

@@ -43,6 +43,8 @@ export interface RouteContext {
   deleteThread(threadId: string): Promise<void>;
   /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
+  /** Keeps the newest checkpoint of each namespace of a thread (the saver's prune, with its graph's channels). */
+  pruneCheckpoints(threadId: string, graphId: string | undefined): Promise<void>;
   /** The long-term memory store the graphs get, served by the store routes; none: they answer 404. */
   store?: BaseStore;
   /** Deletes an ended run's checkpoints, then its record and events (the caller holds its thread). */
