@@ -40,7 +40,7 @@ function field<T>(
 /**
  * `threadId` if the saver would store it: a thread the saver refuses (an
  * empty id, `__proto__`, a U+0000 or a lone surrogate) failed only at its
- * first run, its record already stored.
+ * first run, its record already stored. "." and ".." too: no URL path names them.
  * @throws {BadRequest} naming the saver's reason.
  */
 export function storableThreadId(threadId: string): string {
@@ -48,6 +48,11 @@ export function storableThreadId(threadId: string): string {
     assertStorableId("thread_id", threadId);
   } catch (error) {
     throw new BadRequest((error as Error).message);
+  }
+  // The saver stores them, but the SDK refuses them as a path segment ("Invalid path segment"), and a URL
+  // resolves them away: taken, the thread could never be read, run or deleted.
+  if (threadId === "." || threadId === "..") {
+    throw new BadRequest(`thread_id ${JSON.stringify(threadId)} cannot be named in a URL path: choose another id.`);
   }
   return threadId;
 }

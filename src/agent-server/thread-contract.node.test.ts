@@ -78,6 +78,18 @@ describe("thread ids", () => {
     expect(await client.threads.count()).toBe(0);
   });
 
+  // Once taken: threads.create({ threadId: "." }) answered 200 and stored the record, but the SDK refuses
+  // "." and ".." as a path segment ("Invalid path segment"), so no get, run, update or delete could name it.
+  it('"." and ".." are refused at create (422 naming thread_id): no SDK call could name the thread after', async () => {
+    const { client } = await openServer("agent-thread-ids");
+    for (const threadId of [".", ".."]) {
+      await expect(client.threads.create({ threadId })).rejects.toThrow(/422.*thread_id/);
+    }
+    expect(await client.threads.count()).toBe(0);
+    // An id holding dots otherwise is a plain id.
+    expect((await client.threads.create({ threadId: "..." })).thread_id).toBe("...");
+  });
+
   // Once answered 500 for every run ("Cannot convert argument to a ByteString": the id went raw into the
   // Content-Location header), with the run started all the same and the thread left busy.
   it("a thread whose id is not Latin-1 runs through stream, create and wait (Content-Location encoded)", async () => {
