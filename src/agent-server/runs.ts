@@ -323,6 +323,7 @@ export class RunRegistry {
     };
     const config = { ...spec.config, metadata: { ...spec.config.metadata, run_id: state.record.run_id } };
     let failure: unknown;
+    let rolledBack = false;
     try {
       await runOnThread(runner, spec.input, config, {
         multitask: spec.multitask,
@@ -350,6 +351,9 @@ export class RunRegistry {
         return;
       }
       const stopped = error instanceof RunInterruptedError || state.controller.signal.aborted;
+      // Rolled back by a newer run's rollback strategy: its checkpoints are gone. (A runs.cancel with
+      // action rollback keeps its record, status `interrupted`.)
+      rolledBack = error instanceof RunInterruptedError && error.strategy === "rollback";
       // The error event before the final status: a final record always comes with all its events.
       if (!stopped) {
         failure = error;
@@ -365,6 +369,12 @@ export class RunRegistry {
       } finally {
         this.#end(state);
       }
+    }
+    // As the Agent Server's rollback strategy: the run is deleted with its checkpoints ("completely deleted
+    // from the database"), once its followers have had its end; a get or join of it then answers 404.
+    if (rolledBack) {
+      await state.saving.catch(() => undefined);
+      await this.#log.deleteRun(state.record.run_id);
     }
   }
 
