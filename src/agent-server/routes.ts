@@ -90,7 +90,9 @@ export function createRoutes(context: RouteContext): Hono {
     const ifExists = checkOneOf(optionalString(json, "if_exists") ?? "raise", ["raise", "do_nothing"], "if_exists");
     // Not applied here: refused rather than dropped, so a thread "created with its state" is not empty.
     if (Array.isArray(json.supersteps) && json.supersteps.length > 0) {
-      throw new BadRequest("supersteps are not served by the local agent server: create the thread, then updateState.");
+      throw new BadRequest(
+        "supersteps are not served by the local agent server: create the thread with its graphId (graph_id in its metadata), then updateState.",
+      );
     }
     refuseTtl(json);
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
@@ -223,7 +225,12 @@ export function createRoutes(context: RouteContext): Hono {
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
     const graph = graphOf(thread);
-    if (!graph) return reply(c, { error: "The thread has no graph yet: start a run on it first" }, 409);
+    if (!graph) {
+      // The graph whose channels take the update: the thread's graph_id, set by a run or at create.
+      const error =
+        "The thread has no graph yet: create it with a graphId (graph_id in its metadata), or start a run on it first";
+      return reply(c, { error }, 409);
+    }
     const configurable: Record<string, unknown> = {
       ...optionalCheckpoint(json, "checkpoint"),
       thread_id: thread.thread_id,

@@ -489,6 +489,25 @@ it("threads.create with supersteps is refused (422), not created empty", async (
   expect(await client.threads.search({})).toEqual([]);
 });
 
+// Once a dead end: the 422 for supersteps said "create the thread, then updateState", and the update of a
+// thread created so (no graphId) answered 409 "The thread has no graph yet: start a run on it first".
+it("a thread's state can be seeded as the supersteps refusal says: create it with its graphId, then updateState", async () => {
+  const { client } = await setup();
+  const refusal = await client.threads
+    .create({ supersteps: [{ updates: [{ values: human("seed"), asNode: "agent" }] }] })
+    .then(
+      () => "",
+      (error: Error) => error.message,
+    );
+  expect(refusal).toMatch(/graphId/);
+  const bare = await client.threads.create();
+  const busy = client.threads.updateState(bare.thread_id, { values: human("seed"), asNode: "agent" });
+  await expect(busy).rejects.toThrow(/409.*graphId/);
+  const t = await client.threads.create({ graphId: "agent" });
+  await client.threads.updateState(t.thread_id, { values: human("seed"), asNode: "agent" });
+  expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: seed"]);
+});
+
 it("a run asked with after_seconds is refused (422), not started at once; 0 runs now", async () => {
   const { client } = await setup();
   const t = await client.threads.create();
