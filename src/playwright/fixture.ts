@@ -24,15 +24,14 @@ import {
   DEFAULT_PAGE_DB_NAME,
   clearThreads,
   exportThreadFromPage,
-  pageDb,
   readThreadState,
+  restoreThreads,
   seedThread,
+  snapshotThreads,
   type ReadThreadStateOptions,
   type SeedThreadOptions,
   type ThreadFileInput,
 } from "./threads.js";
-import { callPage } from "./inject.js";
-import { toBase64 } from "../core/bytes.js";
 import {
   readSyncStatus,
   trackSyncStatus,
@@ -126,8 +125,6 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
   const db = { dbName, encryption: options.encryption };
   // The docs pair the fixture's options with the matchers: they read the same database.
   setMatcherDefaults(page, db);
-  const databaseExists = () =>
-    page.evaluate(async (name) => (await indexedDB.databases()).some((db) => db.name === name), dbName);
   return {
     page,
     dbName,
@@ -140,17 +137,9 @@ function bind(page: Page, options: LanggraphOptions): LanggraphFixture {
     waitForCheckpoint: (threadId, predicate, options) =>
       waitForCheckpoint(page, threadId, predicate, { ...options, ...db }),
     exportThread: (threadId) => exportThreadFromPage(page, threadId, db),
-    snapshot: async () => {
-      const threads = new Map<string, Uint8Array>();
-      if (!(await databaseExists())) return { dbName, threads };
-      for (const threadId of await callPage(page, "snapshot", "threads", pageDb(db))) {
-        threads.set(threadId, await exportThreadFromPage(page, threadId, db));
-      }
-      return { dbName, threads };
-    },
+    snapshot: async () => ({ dbName, threads: await snapshotThreads(page, db) }),
     restore: async (snapshot) => {
-      const files = [...snapshot.threads].map(([threadId, file]): [string, string] => [threadId, toBase64(file)]);
-      await callPage(page, "restore", "restore", files, pageDb(db));
+      await restoreThreads(page, snapshot.threads, db);
     },
     openTab: async (url) => bind(await openTab(page, url), options),
     setOffline: (offline) => setOffline(page, offline),

@@ -76,6 +76,20 @@ function explainEncrypted(dbName: string, error: unknown): unknown {
   );
 }
 
+/** Files in transit between Node and this page (transfer.ts), by name. */
+const staged = new Map<string, Uint8Array>();
+/** Names this page gives the exports it stages (a counter: `crypto.randomUUID` needs a secure context). */
+let exportsStaged = 0;
+
+/** Takes a staged file out of {@link staged}; one that is gone means the page navigated meanwhile. */
+function takeStaged(helper: string, id: string): Uint8Array {
+  const bytes = staged.get(id);
+  staged.delete(id);
+  if (!bytes)
+    throw new Error(`${helper}: the file sent to the page is gone (did the page navigate while it was sent?)`);
+  return bytes;
+}
+
 /** LangGraph's own channels: `__start__`, `__pregel_tasks`, `branch:to:x`, `join:…`. */
 function isInternal(channel: string): boolean {
   return channel.startsWith("__") || channel.includes(":");
@@ -116,9 +130,25 @@ function compareVersions(a: string | number, b: string | number): number {
 
 /** The page API. */
 export const pageApi: PageApi = {
-  async seed(base64, options) {
+  async stage(id, size, offset, base64) {
+    let bytes = staged.get(id);
+    if (!bytes) staged.set(id, (bytes = new Uint8Array(size)));
+    bytes.set(fromBase64(base64), offset);
+  },
+
+  async unstage(id, offset, length) {
+    const bytes = staged.get(id);
+    if (!bytes) throw new Error("the export staged in the page is gone (did the page navigate while it was read?)");
+    return toBase64(bytes.subarray(offset, offset + length));
+  },
+
+  async drop(ids) {
+    for (const id of ids) staged.delete(id);
+  },
+
+  async seed(id, options) {
+    const file = takeStaged("seedThread", id);
     return withSaver(options, async (saver, serde) => {
-      const file = fromBase64(base64);
       const result = await importThread(saver, file, {
         targetThreadId: options.threadId,
         ifExists: options.ifExists,
@@ -235,16 +265,20 @@ export const pageApi: PageApi = {
 
   async exportThread(threadId, options) {
     await requireDatabase("exportThreadFromPage", options.dbName);
-    return withSaver(options, async (saver) => toBase64(await saver.exportThread(threadId, { as: "bytes" })));
+    const bytes = await withSaver(options, (saver) => saver.exportThread(threadId, { as: "bytes" }));
+    const id = `export-${++exportsStaged}`;
+    staged.set(id, bytes);
+    return { id, size: bytes.length };
   },
 
-  async restore(files, options) {
+  async restore(ids, options) {
+    // Taken out of staging at once: a refused restore must not leave them in the page.
+    const files = ids.map(([threadId, id]): [string, Uint8Array] => [threadId, takeStaged("restore", id)]);
     return withSaver(options, async (saver, serde) => {
       // Every file is decoded before anything is deleted: a file this key cannot read (another
       // app's, a wrong passphrase, a corrupt one) is refused with the database left as it was.
       const decoded: { threadId: string; bytes: Uint8Array; serde: SerializerProtocol | undefined }[] = [];
-      for (const [threadId, base64] of files) {
-        const bytes = fromBase64(base64);
+      for (const [threadId, bytes] of files) {
         try {
           const fileSerde = await importSerde(bytes, serde, "restore");
           await validateThreadExport(bytes, { serde: fileSerde, targetThreadId: threadId });

@@ -10,7 +10,15 @@ import type { IfThreadExists } from "../portable/index.js";
  * The global the page API lives under. Versioned: a helper never uses a
  * script injected by another release with a different API.
  */
-export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v4";
+export const PAGE_API_KEY = "__langgraphIndexedDBPlaywright_v5";
+
+/** A file the page holds for Node to fetch in pieces (transfer.ts). */
+export interface StagedFile {
+  /** Its name in the page. */
+  id: string;
+  /** Its length in bytes. */
+  size: number;
+}
 
 /** What seeding a thread reports. */
 export interface SeededThread {
@@ -121,21 +129,32 @@ export interface PageRestoreResult {
 
 /** The functions the injected script installs in the page. */
 export interface PageApi {
+  /**
+   * Writes one piece (base64) of a file of `size` bytes at `offset`, under `id`: files reach the
+   * page in bounded pieces (transfer.ts), then a seed or restore names them by `id`.
+   */
+  stage(id: string, size: number, offset: number, base64: string): Promise<void>;
+  /** Up to `length` bytes (base64) of a staged file from `offset`. */
+  unstage(id: string, offset: number, length: number): Promise<string>;
+  /** Frees staged files. */
+  drop(ids: string[]): Promise<void>;
+  /** Imports the staged file `staged` (and frees it). */
   seed(
-    base64: string,
+    staged: string,
     options: PageDbOptions & { threadId?: string; ifExists?: IfThreadExists },
   ): Promise<SeededThread>;
   read(threadId: string, options: PageReadOptions): Promise<PageThreadState | null>;
   activity(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<PageThreadActivity>;
-  exportThread(threadId: string, options: PageDbOptions): Promise<string>;
+  /** Exports a thread into a staged file, for Node to fetch with `unstage`. */
+  exportThread(threadId: string, options: PageDbOptions): Promise<StagedFile>;
   count(threadId: string, options: PageDbOptions & { checkpointNs?: string }): Promise<number>;
   threads(options: PageDbOptions): Promise<string[]>;
   clear(options: PageDbOptions & { threadIds?: string[]; deleteDatabase?: boolean }): Promise<PageClearResult>;
   /**
-   * Makes the database hold exactly these threads (`[threadId, base64 export]` each): every
+   * Makes the database hold exactly these threads (`[threadId, staged export]` each, freed after): every
    * file is validated with the app's serializer first, so a refused file changes nothing.
    */
-  restore(files: [threadId: string, base64: string][], options: PageDbOptions): Promise<PageRestoreResult>;
+  restore(files: [threadId: string, staged: string][], options: PageDbOptions): Promise<PageRestoreResult>;
   /** Opens the database as an app would (optionally with the OPFS journal) and says what recovery found. */
   recovery(options: PageDbOptions & { journal?: "opfs" }): Promise<{ kind: string; recoveredWrites: number }>;
 }

@@ -4,10 +4,10 @@
  */
 import type { Page } from "playwright";
 import type { IfThreadExists } from "../portable/index.js";
-import { fromBase64, toBase64 } from "../core/bytes.js";
 import { callPage } from "./inject.js";
+import { dropStaged, receiveBytes, sendBytes } from "./transfer.js";
 import { toPageEncryption, type AppEncryption } from "./encryption.js";
-import type { PageDbOptions, PageThreadState, SeededThread } from "./protocol.js";
+import type { PageDbOptions, PageRestoreResult, PageThreadState, SeededThread } from "./protocol.js";
 
 /** The `dbName` an IndexedDBSaver uses when given none. */
 export const DEFAULT_PAGE_DB_NAME = "langgraph";
@@ -94,8 +94,8 @@ export async function seedThread(
   file: ThreadFileInput,
   options: SeedThreadOptions = {},
 ): Promise<SeededThread> {
-  const base64 = toBase64(await fileBytes(file));
-  return callPage(page, "seedThread", "seed", base64, {
+  const staged = await sendBytes(page, "seedThread", await fileBytes(file));
+  return callPage(page, "seedThread", "seed", staged, {
     ...pageDb(options),
     threadId: options.threadId,
     ifExists: options.ifExists,
@@ -133,8 +133,8 @@ export async function exportThreadFromPage(
   threadId: string,
   options: PageDatabaseOptions = {},
 ): Promise<Uint8Array> {
-  const base64 = await callPage(page, "exportThreadFromPage", "exportThread", threadId, pageDb(options));
-  return fromBase64(base64);
+  const staged = await callPage(page, "exportThreadFromPage", "exportThread", threadId, pageDb(options));
+  return receiveBytes(page, "exportThreadFromPage", staged);
 }
 
 /**
@@ -153,4 +153,46 @@ export async function clearThreads(page: Page, options: ClearThreadsOptions = {}
     deleteDatabase: options.deleteDatabase,
   });
   return result.threadIds;
+}
+
+/**
+ * Every thread of the page's database, exported (the fixture's `snapshot()`);
+ * empty when the database does not exist.
+ */
+export async function snapshotThreads(page: Page, options: PageDatabaseOptions = {}): Promise<Map<string, Uint8Array>> {
+  const db = pageDb(options);
+  const threads = new Map<string, Uint8Array>();
+  const exists = await page.evaluate(
+    async (name) => (await indexedDB.databases()).some((database) => database.name === name),
+    db.dbName,
+  );
+  if (!exists) return threads;
+  for (const threadId of await callPage(page, "snapshot", "threads", db)) {
+    threads.set(threadId, await exportThreadFromPage(page, threadId, options));
+  }
+  return threads;
+}
+
+/**
+ * Makes the page's database hold exactly these threads (the fixture's
+ * `restore()`). Each file reaches the page in bounded pieces: in one
+ * `page.evaluate`, two threads of ~50 MB crashed the page.
+ */
+export async function restoreThreads(
+  page: Page,
+  threads: ReadonlyMap<string, Uint8Array>,
+  options: PageDatabaseOptions = {},
+): Promise<PageRestoreResult> {
+  const files: [string, string][] = [];
+  try {
+    for (const [threadId, file] of threads) files.push([threadId, await sendBytes(page, "restore", file)]);
+  } catch (error) {
+    await dropStaged(
+      page,
+      "restore",
+      files.map(([, id]) => id),
+    );
+    throw error;
+  }
+  return callPage(page, "restore", "restore", files, pageDb(options));
 }

@@ -23,8 +23,7 @@ import {
   type AppEncryption,
 } from "../../src/playwright.js";
 import { callPage } from "../../src/playwright/inject.js";
-import { pageDb } from "../../src/playwright/threads.js";
-import { toBase64 } from "../../src/core/bytes.js";
+import { restoreThreads } from "../../src/playwright/threads.js";
 import { exportThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
@@ -222,16 +221,16 @@ describe("an app that encrypts", () => {
 
       // Restoring: with the key, the snapshot's threads replace the database's; without it, or
       // with a wrong one, the files are refused before anything is deleted.
-      const snapshot: [string, string][] = [["s", toBase64(sealed)]];
-      await expect(callPage(page, "test", "restore", snapshot, { dbName: "sealed" })).rejects.toThrow(
+      const snapshot = new Map([["s", sealed]]);
+      await expect(restoreThreads(page, snapshot, { dbName: "sealed" })).rejects.toThrow(
         /thread "s" cannot be read, so nothing was restored or deleted: restore: this .lgthread file is encrypted .*\{ encryption: \{ passphrase, salt \} \}/,
       );
-      const wrongKey = pageDb({ dbName: "sealed", encryption: { ...encryption, passphrase: "wrong" } });
-      await expect(callPage(page, "test", "restore", snapshot, wrongKey)).rejects.toThrow(
+      const wrongKey = { dbName: "sealed", encryption: { ...encryption, passphrase: "wrong" } };
+      await expect(restoreThreads(page, snapshot, wrongKey)).rejects.toThrow(
         /thread "s" cannot be read, so nothing was restored or deleted: .*does not decrypt/,
       );
       expect(await readThreadState(page, "copy", { dbName: "sealed", encryption })).toBeDefined();
-      const restored = await callPage(page, "test", "restore", snapshot, pageDb({ dbName: "sealed", encryption }));
+      const restored = await restoreThreads(page, snapshot, { dbName: "sealed", encryption });
       expect(restored).toEqual({ threadIds: ["s"], deleted: ["copy"] });
       expect((await readThreadState(page, "s", { dbName: "sealed", encryption }))?.values).toEqual(state?.values);
       expect(await readThreadState(page, "copy", { dbName: "sealed", encryption })).toBeUndefined();
