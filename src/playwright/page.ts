@@ -21,17 +21,30 @@ import { SealedFileError, importSerde, serializerFor } from "./page-serde.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { PAGE_API_KEY, type PageApi, type PageDbOptions, type PageThreadState } from "./protocol.js";
 
+/** Databases `clear({ deleteDatabase: true })` deleted in this document: a read of one is not a wrong name. */
+const deletedHere = new Set<string>();
+
 /**
  * Refuses a database the page does not have, listing those it has: opening
  * it would create an empty one and answer "no thread", hiding a wrong
- * `dbName`. Where `indexedDB.databases()` is missing, nothing is checked.
+ * `dbName`. One this page's clear deleted is named as such, since its name
+ * is right. Where `indexedDB.databases()` is missing, nothing is checked.
  */
 async function requireDatabase(helper: string, dbName: string): Promise<void> {
   if (typeof indexedDB.databases !== "function") return;
   const names = (await indexedDB.databases()).map((db) => db.name ?? "").filter(Boolean);
-  if (names.includes(dbName)) return;
+  if (names.includes(dbName)) {
+    deletedHere.delete(dbName);
+    return;
+  }
+  const has = names.length ? names.map((name) => JSON.stringify(name)).join(", ") : "none";
+  if (deletedHere.has(dbName)) {
+    throw new Error(
+      `${helper}: database "${dbName}" was deleted in this page by clearThreads({ deleteDatabase: true }) (the fixture's langgraph.clear), and nothing has opened it since (the origin has ${has}). Reload the page, or let the app open its IndexedDBSaver again, before reading it.`,
+    );
+  }
   throw new Error(
-    `${helper}: this page's origin has no IndexedDB database "${dbName}"; it has ${names.length ? names.map((name) => JSON.stringify(name)).join(", ") : "none"}. Pass the dbName your app gives its IndexedDBSaver, e.g. { dbName: "${names[0] ?? "my-app"}" }.`,
+    `${helper}: this page's origin has no IndexedDB database "${dbName}"; it has ${has}. Pass the dbName your app gives its IndexedDBSaver, e.g. { dbName: "${names[0] ?? "my-app"}" }; if "${dbName}" is that name, the app has not opened its saver yet (or deleted its database).`,
   );
 }
 
@@ -311,6 +324,7 @@ export const pageApi: PageApi = {
       // Not required to exist: an app that deleted its own database leaves its wipe marker,
       // which this removes, or the app's next open reports "wiped".
       const forgotten = await deleteSaverDatabase(options.dbName);
+      deletedHere.add(options.dbName);
       return { threadIds: [], ...forgotten };
     }
     await requireDatabase("clearThreads", options.dbName);

@@ -172,6 +172,32 @@ describe("seedThread, readThreadState and clearThreads", () => {
     }
   }, 60_000);
 
+  it("after clearThreads deleted the database, a read says so instead of suggesting another dbName", async () => {
+    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-deleted") });
+    await new Scenario().untilInterrupted(local, "t");
+    const file = await exportThread(local, "t", { as: "bytes" });
+    await local.close();
+    await deleteDatabase(local.dbName);
+    const page = await browser.newPage();
+    try {
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app" });
+      await seedThread(page, file, { dbName: "drafts" });
+      await clearThreads(page, { dbName: "app", deleteDatabase: true });
+      const read = readThreadState(page, "t", { dbName: "app" });
+      await expect(read).rejects.toThrow(
+        /"app" was deleted in this page by clearThreads\(\{ deleteDatabase: true \}\)/,
+      );
+      // The name is right: no hint to pass another one.
+      await expect(read).rejects.not.toThrow(/dbName: "drafts"/);
+      // Once the app opens its database again, reads work as before.
+      await seedThread(page, file, { dbName: "app" });
+      expect((await readThreadState(page, "t", { dbName: "app" }))?.threadId).toBe("t");
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
   it("exports a seeded thread from the page with its LangChain messages intact, and waits on it", async () => {
     // The page script keeps LangChain records as plain data: what it writes and exports must still revive as classes.
     const scenario = new Scenario();
