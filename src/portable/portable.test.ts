@@ -462,6 +462,9 @@ describe("a bad file writes nothing", () => {
       /end record is missing/,
     );
     await expectRejected(new Blob([file.slice(0, 5)]), /truncated/);
+    // Cut right after its signature: a download that stopped, not a file of another kind.
+    await expectRejected(file.slice(0, SIGNATURE.length), /truncated: it ends after its signature/);
+    await expect(validateThreadExport(file.slice(0, SIGNATURE.length))).rejects.toThrow(/truncated/);
     // A checkpoint record that refers to a blob nobody wrote (valid CRC).
     const missingBlob = rewrite(file, (frames) => {
       const at = frames.findIndex((f) => f.kind === KIND.BLOB);

@@ -127,7 +127,12 @@ export async function validate(
     offset = ref.start + FRAME_HEAD + ref.payload.length;
   }
   const first = frames[0];
-  if (!first || first.kind !== KIND.HEADER)
+  // Nothing after the signature is a cut download, not another kind of file.
+  if (!first)
+    throw new ThreadFileError(
+      "The langgraph-thread file is truncated: it ends after its signature, before its header.",
+    );
+  if (first.kind !== KIND.HEADER)
     throw new ThreadFileError("Not a langgraph-thread file: its first record is not a header.");
   const header = parseHeader(first.payload, refuseJson);
   const endAt = frames.findIndex((ref) => ref.kind === KIND.END);
