@@ -244,7 +244,8 @@ export const pageApi: PageApi = {
     const names = typeof indexedDB.databases === "function" ? await indexedDB.databases() : undefined;
     // Not an error here: the app may create its database after the wait begins.
     if (names && !names.some((db) => db.name === options.dbName)) {
-      return { running, databases: names.map((db) => db.name ?? "").filter(Boolean) };
+      const databases = names.map((db) => db.name ?? "").filter(Boolean);
+      return deletedHere.has(options.dbName) ? { running, databases, deletedHere: true } : { running, databases };
     }
     const checkpointId = await withSaver(options, async (saver) => {
       const tuple = await saver.getTuple({

@@ -107,6 +107,8 @@ export interface PageThreadActivity {
   checkpointId?: string;
   /** The databases of the page's origin, when the one asked for is not among them (yet). */
   databases?: string[];
+  /** That database was deleted by this page's clear (`deleteDatabase`), so its name is right. */
+  deletedHere?: boolean;
 }
 
 /** What clearing a database reports. */

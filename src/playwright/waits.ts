@@ -129,15 +129,17 @@ export async function waitForThreadIdle(
       const last = seen.value;
       const state = !last
         ? "nothing could be read"
-        : last.databases
-          ? `the page's origin had no IndexedDB database "${dbName}" (it had ${last.databases.length ? last.databases.map((name) => JSON.stringify(name)).join(", ") : "none"}): pass the dbName your app gives its IndexedDBSaver`
-          : last.running
-            ? `a run still held the thread (latest checkpoint ${last.checkpointId ?? "none"})`
-            : last.checkpointId === undefined
-              ? "no run held it, and it had no checkpoint yet"
-              : last.checkpointId === options.since
-                ? `no run held it, and its latest checkpoint was still ${last.checkpointId} (the one given as since)`
-                : `no run held it, latest checkpoint ${last.checkpointId}, not yet stable for ${stableFor} ms`;
+        : last.deletedHere
+          ? `the page's origin had no IndexedDB database "${dbName}": it was deleted in this page by clearThreads({ deleteDatabase: true }) (the fixture's langgraph.clear), and nothing opened it again`
+          : last.databases
+            ? `the page's origin had no IndexedDB database "${dbName}" (it had ${last.databases.length ? last.databases.map((name) => JSON.stringify(name)).join(", ") : "none"}): pass the dbName your app gives its IndexedDBSaver (or, if that is its name, let the app open its saver)`
+            : last.running
+              ? `a run still held the thread (latest checkpoint ${last.checkpointId ?? "none"})`
+              : last.checkpointId === undefined
+                ? "no run held it, and it had no checkpoint yet"
+                : last.checkpointId === options.since
+                  ? `no run held it, and its latest checkpoint was still ${last.checkpointId} (the one given as since)`
+                  : `no run held it, latest checkpoint ${last.checkpointId}, not yet stable for ${stableFor} ms`;
       const error = seen.error === undefined ? "" : `; the last read failed: ${describeError(seen.error)}`;
       return `waitForThreadIdle: thread "${threadId}" of database "${dbName}" was not idle after ${timeout} ms: last seen, ${state}${error}.`;
     },

@@ -190,6 +190,10 @@ describe("seedThread, readThreadState and clearThreads", () => {
       );
       // The name is right: no hint to pass another one.
       await expect(read).rejects.not.toThrow(/dbName: "drafts"/);
+      // A wait that times out on it says the same, not "pass the dbName".
+      const wait = waitForThreadIdle(page, "t", { dbName: "app", timeout: 300 });
+      await expect(wait).rejects.toThrow(/"app".*was deleted in this page by clearThreads/);
+      await expect(wait).rejects.not.toThrow(/pass the dbName/);
       // Once the app opens its database again, reads work as before.
       await seedThread(page, file, { dbName: "app" });
       expect((await readThreadState(page, "t", { dbName: "app" }))?.threadId).toBe("t");
