@@ -212,6 +212,9 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await hintFitsSmallPhone(page, "Read-only (older checkpoint)");
   await fork.click();
   await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
+  // Fork does not open the phone's keyboard unasked, as the page load does not: the focus goes from the
+  // button, now gone, to the conversation, which goes on from there, not to the composer.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("role"))).toBe("log");
   await send(page, "phone turn two, again");
   expect(await transcript(page)).toHaveLength(4);
   await page.getByTestId("show-history").click();

@@ -11,6 +11,7 @@ import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { countMessages, rowOf, type Row } from "./timeline.js";
 import type { Chat } from "./ui/chat.js";
+import { phoneScreen } from "./ui/dom.js";
 import type { createHistory } from "./ui/history.js";
 
 /** What the History panel needs of the app; read at each use, so always the current values. */
@@ -132,7 +133,10 @@ export async function forkViewed(app: HistoryHost): Promise<void> {
     await app.session.fork(app.currentId, app.viewing.id);
     app.viewing = undefined;
     await app.refresh();
-    app.chat.focus();
+    // The Fork button went with the banner. On a phone the composer's focus would open the keyboard over
+    // the conversation unasked (the page load avoids it too): the conversation, going on from here, takes it.
+    if (phoneScreen.matches) app.chat.focusLog();
+    else app.chat.focus();
   } catch (error) {
     app.chat.showError(`Could not fork: ${messageOf(error)}`);
   }

@@ -270,6 +270,10 @@ export function createChat(actions: ChatActions, top?: Node) {
     focus(): void {
       composer.focus();
     },
+    /** Focuses the conversation (where a phone's keyboard would cover what comes next). */
+    focusLog(): void {
+      log.focus();
+    },
     /** Puts back a message that was not sent (unless something new is being typed). */
     restoreDraft(value: string): void {
       if (composer.value.trim()) return;
