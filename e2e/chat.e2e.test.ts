@@ -46,6 +46,46 @@ test("a conversation is still there after a reload", async () => {
   expect(await page.getByTestId("composer").inputValue()).toBe("");
 });
 
+test("a half-typed message stays with its thread", async () => {
+  const page = await harness().page();
+  await ready(page);
+  await send(page, "alpha");
+  await page.getByTestId("new-thread").click();
+  await send(page, "beta");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
+  const composer = page.getByTestId("composer");
+  const open = async (title: string) => {
+    await page.getByTestId("thread").filter({ hasText: title }).click();
+    await expect.poll(() => page.title()).toContain(title);
+  };
+  // Typed in beta, then off to alpha: the text is beta's, so alpha's composer is empty, and beta has it back.
+  await composer.fill("half a thought for beta");
+  await open("alpha");
+  await expect.poll(() => composer.inputValue()).toBe("");
+  await composer.fill("half a thought for alpha");
+  await open("beta");
+  await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
+  // Each kept across a reload, with its thread.
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
+  await open("alpha");
+  await expect.poll(() => composer.inputValue()).toBe("half a thought for alpha");
+  // Sent, alpha's is gone; beta's stays.
+  await send(page, "half a thought for alpha, finished");
+  await open("beta");
+  await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
+  await open("alpha");
+  await expect.poll(() => composer.inputValue()).toBe("");
+  // The one draft of the tab that an earlier version kept is read still: it goes to the thread the tab opens.
+  await page.evaluate(() => sessionStorage.setItem("langgraph-demo:draft", JSON.stringify({ text: "kept before" })));
+  await page.reload();
+  await ready(page);
+  await expect.poll(() => composer.inputValue()).toBe("kept before");
+  await open("beta");
+  await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
+});
+
 test("two threads stay apart", async () => {
   const page = await harness().page();
   await ready(page);

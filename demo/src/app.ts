@@ -18,7 +18,7 @@ import { BranchCache } from "./branches.js";
 import { messageOf } from "./errors.js";
 import type { Session } from "./session.js";
 import { titlePlace } from "./settings.js";
-import { createDraftKeeper, createThreadDrafts, type CardEdits, type MessageEdit } from "./drafts.js";
+import { createThreadDrafts, type CardEdits, type MessageEdit } from "./drafts.js";
 import { describeSync } from "./sync.js";
 import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
@@ -75,9 +75,10 @@ export class App {
   readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
   /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
   #sidebarGaveWay = false;
-  /** The composer's unsent text, kept across a reload (sealed when locked). */
-  readonly #drafts = createDraftKeeper();
-  /** What was typed in each thread's approval card and message editor, kept across a reload (sealed when locked). */
+  /**
+   * What was typed in each thread's composer, approval card and message editor, kept across a reload (sealed
+   * when locked).
+   */
   readonly #typed = createThreadDrafts();
 
   readonly sidebar = createSidebar({
@@ -98,7 +99,7 @@ export class App {
   readonly chat = createChat(
     {
       onSend: (text) => sendMessage(this, text),
-      onDraft: (text) => void this.#drafts.save(this.session.vault, text),
+      onDraft: (text) => void this.#typed.composer.save(this.session.vault, this.currentId, text),
       onApprove: (memories, questionId) => {
         this.#typed.cards.clear(this.currentId);
         decide(this, { decision: "approve", memories }, questionId);
@@ -190,8 +191,6 @@ export class App {
       },
       error: (e: unknown) => console.warn("lock query", e),
     });
-    // The draft of this tab from before a reload (or the lock screen), before attach keeps the composer's.
-    void this.#drafts.load(session.vault).then((text) => this.chat.setDraft(text));
     this.attach(session);
     this.openThread(this.currentId);
     // Ready to type, except on a phone: there the focus would open its keyboard over the page unasked.
@@ -204,7 +203,6 @@ export class App {
     const before = this.session.vault;
     this.session = session;
     // A lock change: the drafts are sealed again for the new vault (the old key no longer opens them).
-    if (this.chat.draft) void this.#drafts.save(session.vault, this.chat.draft);
     if (before !== session.vault) void this.#typed.reseal(before, session.vault);
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
@@ -267,6 +265,13 @@ export class App {
 
   /** Opens a thread; `push`: a new entry in the tab's history, so Back returns to the previous thread. */
   openThread(id: string, push = true): void {
+    // What was typed stays with its thread (kept as typed, by onDraft): the composer shows this thread's.
+    if (id !== this.currentId || !this.chat.draft) {
+      this.chat.replaceDraft("");
+      void this.#typed.composer.load(this.session.vault, id).then((text) => {
+        if (id === this.currentId) this.chat.setDraft(text);
+      });
+    }
     this.currentId = id;
     this.viewing = undefined;
     if (threadFromHash() !== id) {

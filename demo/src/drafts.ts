@@ -1,6 +1,6 @@
 /**
  * What the user typed and has not sent yet, kept across a reload of the tab
- * (and a lock screen in between): the composer's text, and per thread the
+ * (and a lock screen in between): per thread the composer's text, the
  * approval card's edits (the memories as edited, the reason for a rejection)
  * and a message being edited in place. In sessionStorage, so it is this tab's only and goes when the tab
  * closes. A locked vault seals it like every other text the user typed
@@ -10,11 +10,12 @@
 import type { Place, Vault } from "./settings.js";
 import type { StoredText } from "./threads-db.js";
 
+/** The composer's text as kept before it was kept per thread: still read, as the draft of the thread opened first. */
 const DRAFT_KEY = "langgraph-demo:draft";
 const DRAFT_PLACE: Place = ["session", "draft"];
 /** What is kept per thread: one entry per thread and kind, the thread's id after the kind's prefix. */
-type ThreadDraftKind = "approval" | "edit";
-const THREAD_KINDS: readonly ThreadDraftKind[] = ["approval", "edit"];
+type ThreadDraftKind = "approval" | "edit" | "composer";
+const THREAD_KINDS: readonly ThreadDraftKind[] = ["approval", "edit", "composer"];
 const prefixOf = (kind: ThreadDraftKind) => `langgraph-demo:${kind}:`;
 
 /** A stored text as a string: sealed bytes in base64. */
@@ -104,29 +105,6 @@ export function dropPlainDrafts(storage: Storage = sessionStorage): void {
     }
     if (plain) storage.removeItem(key);
   }
-}
-
-/** Keeps the composer's text as the latest call gave it (a slower seal of an older text never overwrites it). */
-export function createDraftKeeper(storage: Storage = sessionStorage) {
-  let seq = 0;
-  return {
-    async save(vault: Vault, text: string): Promise<void> {
-      const mine = ++seq;
-      if (!text.trim()) {
-        storage.removeItem(DRAFT_KEY);
-        return;
-      }
-      await keep(storage, DRAFT_KEY, vault, text, DRAFT_PLACE, () => mine === seq);
-    },
-    /** The kept draft, or "" (none, or one this vault cannot open: see {@link read}). */
-    async load(vault: Vault): Promise<string> {
-      return (await read(storage, DRAFT_KEY, vault, DRAFT_PLACE)) ?? "";
-    },
-    clear(): void {
-      seq++;
-      storage.removeItem(DRAFT_KEY);
-    },
-  };
 }
 
 /** What the user typed in an approval card: the memories as edited (one per pending call), the reason. */
@@ -264,19 +242,67 @@ export function createEditKeeper(storage: Storage = sessionStorage) {
   };
 }
 
-/** Both per-thread keepers of a tab, with what a lock change and a deleted thread do to them. */
+/**
+ * Keeps each thread's unsent message: what was typed in a thread stays with
+ * it, so opening another thread shows that one's (or an empty composer), and
+ * coming back shows it again. The latest text of each thread is also held in
+ * memory, so a thread opened again before its seal landed reads what was typed last.
+ */
+export function createComposerKeeper(storage: Storage = sessionStorage) {
+  const texts = createThreadKeeper(storage, "composer");
+  const latest = new Map<string, string>();
+  const save = (vault: Vault, threadId: string, text: string): Promise<void> => {
+    latest.set(threadId, text);
+    if (!text.trim()) {
+      texts.clear(threadId);
+      return Promise.resolve();
+    }
+    return texts.save(vault, threadId, text);
+  };
+  return {
+    /** Keeps the thread's text ("" or blank: there is none). */
+    save,
+    /**
+     * The thread's kept text, or "". A draft kept by a version that had one for the whole tab (the tab's
+     * reload after an update) goes to the first thread asked for, the one the tab opens, where it was typed.
+     */
+    async load(vault: Vault, threadId: string): Promise<string> {
+      const known = latest.get(threadId);
+      if (known !== undefined) return known;
+      const legacy = await read(storage, DRAFT_KEY, vault, DRAFT_PLACE);
+      if (legacy !== undefined) {
+        storage.removeItem(DRAFT_KEY);
+        if (!latest.has(threadId)) await save(vault, threadId, legacy);
+      }
+      const stored = await texts.load(vault, threadId);
+      // Typed meanwhile: that is the text now.
+      return latest.get(threadId) ?? stored ?? "";
+    },
+    reseal: texts.reseal,
+    /** Forgets the thread's text. */
+    clear(threadId: string): void {
+      latest.delete(threadId);
+      texts.clear(threadId);
+    },
+  };
+}
+
+/** The per-thread keepers of a tab, with what a lock change and a deleted thread do to them. */
 export function createThreadDrafts(storage: Storage = sessionStorage) {
+  const composer = createComposerKeeper(storage);
   const cards = createCardKeeper(storage);
   const edits = createEditKeeper(storage);
   return {
+    composer,
     cards,
     edits,
     /** A lock change: everything kept is sealed again for the new vault (see createThreadKeeper). */
     async reseal(from: Vault, to: Vault): Promise<void> {
-      await Promise.all([cards.reseal(from, to), edits.reseal(from, to)]);
+      await Promise.all([composer.reseal(from, to), cards.reseal(from, to), edits.reseal(from, to)]);
     },
     /** The thread was deleted: nothing typed for it is kept. */
     clear(threadId: string): void {
+      composer.clear(threadId);
       cards.clear(threadId);
       edits.clear(threadId);
     },

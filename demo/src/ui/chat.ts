@@ -288,6 +288,11 @@ export function createChat(actions: ChatActions, top?: Node) {
       composer.value = value;
       autosize();
     },
+    /** Puts `value` in the composer in place of its text (another thread's draft). */
+    replaceDraft(value: string): void {
+      composer.value = value;
+      autosize();
+    },
     /** The composer's text as it stands. */
     get draft(): string {
       return composer.value;
