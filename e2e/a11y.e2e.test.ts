@@ -6,7 +6,7 @@
 import { AxeBuilder } from "@axe-core/playwright";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { clockedPage, ready, screenshot, send, useHarness, threadAction } from "./support.js";
+import { clockedPage, lockWith, ready, screenshot, send, useHarness, threadAction } from "./support.js";
 
 const harness = useHarness();
 
@@ -215,3 +215,50 @@ test("a delete question keeps asking while it has the focus, and goes a while af
   await expect.poll(() => question.count()).toBe(0);
   expect(await page.getByTestId("thread").count()).toBe(1);
 });
+
+test(
+  "axe-core: the older-checkpoint view, the lock screen, and on a phone the chat, its drawer, History and Settings",
+  { timeout: 180_000 },
+  async () => {
+    const page = await harness().page();
+    await ready(page);
+    await send(page, "turn one");
+    await send(page, "turn two");
+    const both = async (what: string) => {
+      for (const scheme of ["light", "dark"] as const) {
+        await page.emulateMedia({ colorScheme: scheme });
+        expect(await audit(page), `${scheme}: ${what}`).toEqual([]);
+      }
+    };
+    // An older checkpoint on view: the banner with Fork, the read-only composer.
+    await page.getByTestId("show-history").click();
+    await page.locator('[data-testid="checkpoint"][data-message-count="2"]').first().click();
+    await page.getByTestId("fork").waitFor();
+    await both("older checkpoint");
+    await page.keyboard.press("Escape");
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
+    await both("phone chat");
+    await page.getByRole("button", { name: "Show threads" }).click();
+    await both("phone drawer");
+    await page.keyboard.press("Escape");
+    await page.getByTestId("show-history").click();
+    await page.getByTestId("checkpoint").first().waitFor();
+    await both("phone history");
+    await page.keyboard.press("Escape");
+    await page.getByTestId("settings").click();
+    await both("phone settings");
+    await page.keyboard.press("Escape");
+
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await lockWith(page, "a passphrase for axe");
+    await page.reload();
+    await page.getByTestId("unlock-passphrase").waitFor();
+    await both("lock screen");
+    await page.getByTestId("unlock-passphrase").fill("not it");
+    await page.getByTestId("unlock-passphrase").press("Enter");
+    await page.getByTestId("unlock-error").waitFor({ timeout: 30_000 });
+    await both("lock screen, wrong passphrase");
+  },
+);
