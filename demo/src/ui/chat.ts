@@ -13,8 +13,9 @@ import type { CardEdits, MessageEdit } from "../drafts.js";
 import type { TurnProblem } from "../runs.js";
 import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
-import { h, phoneScreen, replace } from "./dom.js";
-import { fitsOneLine } from "./fit.js";
+import { createComposer, type DisabledReason } from "./composer.js";
+export type { DisabledReason } from "./composer.js";
+import { h, replace } from "./dom.js";
 import { keepPlace, restorePlace, type LogPlace } from "./log-state.js";
 import { editor, renderMessage, text } from "./messages.js";
 
@@ -55,28 +56,9 @@ export interface ShowOptions {
   reopen?: MessageEdit;
 }
 
-/** Why the composer is disabled: it shows this hint in place of its usual one. */
-export type DisabledReason = "viewing" | "approval";
-
-/**
- * Each hint of the composer in full, and shorter. The box is one line high
- * until something is typed, so a hint that would wrap is cut off: the short
- * one is shown when the full one does not fit the line (a phone, a tablet
- * with History open; "Read-only (older checkpoint)" at 320 px lost its
- * second line).
- */
-const HINTS: Record<DisabledReason | "message", readonly [full: string, short: string]> = {
-  message: ["Message the assistant… (Enter sends, Shift+Enter: new line)", "Message the assistant…"],
-  viewing: ["Read-only (older checkpoint)", "Read-only"],
-  approval: ["Approve or reject the memory first", "Approve or reject first"],
-};
 /** How long a redraw keeps trying to put back a focus the redraw before could not (ms). */
 const FOCUS_RETRY_MS = 2_000;
 
-/** The composer grows with its text up to this height (px), as in style.css. */
-const COMPOSER_MAX = 200;
-/** Longer texts are not measured (see autosize). */
-const AUTOSIZE_LIMIT = 3_000;
 function problemText(problem: TurnProblem): string {
   if (problem.kind === "stopped") return "You stopped this answer.";
   if (problem.kind === "interrupted")
@@ -111,13 +93,8 @@ export function createChat(actions: ChatActions, top?: Node) {
     "Replying in another tab… a message you send now waits for that answer.",
   );
   const error = h("div", { class: "error-banner", hidden: true });
-  const composer = h("textarea", {
-    id: "composer",
-    testid: "composer",
-    rows: 1,
-    "aria-label": "Message",
-    autocomplete: "off",
-  });
+  const box = createComposer(actions);
+  const composer = box.field;
   const send = h("button", { class: "primary", testid: "send", type: "submit", "aria-label": "Send message" }, "Send");
   const stop = h(
     "button",
@@ -145,51 +122,13 @@ export function createChat(actions: ChatActions, top?: Node) {
   /** The focus a redraw could not put back (log-state.ts), and when. */
   let focusLeft: { focused: NonNullable<LogPlace["focused"]>; at: number } | undefined;
   let busyElsewhere = false;
-  let disabledReason: DisabledReason | undefined;
   let status: HTMLElement | undefined;
 
-  function submit(): void {
-    const value = composer.value.trim();
-    if (!value || disabledReason) return;
-    composer.value = "";
-    autosize();
-    actions.onDraft("");
-    actions.onSend(value);
-  }
-  function autosize(): void {
-    // Measuring forces a layout of the whole text (about half a second for
-    // 20,000 characters); past a few thousand the box is at its maximum anyway.
-    if (composer.value.length > AUTOSIZE_LIMIT) {
-      composer.style.height = `${COMPOSER_MAX}px`;
-      return;
-    }
-    composer.style.height = "auto";
-    composer.style.height = `${Math.min(composer.scrollHeight, COMPOSER_MAX)}px`;
-  }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    submit();
+    box.submit();
   });
-  composer.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      submit();
-    }
-  });
-  /** The hint for the composer's state, short where the full one would be cut off. */
-  function showHint(): void {
-    const [full, short] = HINTS[disabledReason ?? "message"];
-    // A phone's keyboard has no Shift+Enter to speak of: the short hint there.
-    const touch = !disabledReason && phoneScreen.matches;
-    composer.placeholder = !touch && fitsOneLine(composer, full) ? full : short;
-  }
-  composer.addEventListener("input", () => {
-    autosize();
-    actions.onDraft(composer.value);
-  });
-  showHint();
-  phoneScreen.addEventListener("change", showHint);
-  const scroll = createFollower(log, showHint);
+  const scroll = createFollower(log, box.showHint);
 
   const el = h(
     "section",
@@ -277,21 +216,18 @@ export function createChat(actions: ChatActions, top?: Node) {
     /** Puts back a message that was not sent (unless something new is being typed). */
     restoreDraft(value: string): void {
       if (composer.value.trim()) return;
-      composer.value = value;
-      autosize();
+      box.set(value);
       actions.onDraft(value);
       composer.focus();
     },
     /** Puts a draft kept from before a reload in the composer, unless something is typed already. */
     setDraft(value: string): void {
       if (composer.value.trim()) return;
-      composer.value = value;
-      autosize();
+      box.set(value);
     },
     /** Puts `value` in the composer in place of its text (another thread's draft). */
     replaceDraft(value: string): void {
-      composer.value = value;
-      autosize();
+      box.set(value);
     },
     /** The composer's text as it stands. */
     get draft(): string {
@@ -429,10 +365,8 @@ export function createChat(actions: ChatActions, top?: Node) {
     },
     /** Disables the composer for `reason` (its hint says why), or enables it again. */
     setDisabled(reason: DisabledReason | undefined): void {
-      disabledReason = reason;
-      composer.disabled = Boolean(reason);
+      box.disable(reason);
       send.disabled = Boolean(reason);
-      showHint();
     },
     showError(message: string | undefined): void {
       error.hidden = !message;
