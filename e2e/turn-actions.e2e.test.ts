@@ -389,6 +389,9 @@ test("a message being edited is still being edited after a reload, with what was
   await ready(page);
   await send(page, "turn one");
   await send(page, "turn two");
+  // The second answer drawn first: an editor opened while it still streams can be drawn again under
+  // the typing (a proof run under load read "turn oneturn one, rewritten…"; see the session note).
+  await expect.poll(() => transcript(page)).toHaveLength(4);
   const field = page.getByTestId("edit-text");
   await page.getByTestId("edit").nth(0).click();
   await field.fill("turn one, rewritten before the reload");
