@@ -102,7 +102,7 @@ test("storage view, export, delete and import a thread", async () => {
       const dialog = button.closest("dialog")!.getBoundingClientRect();
       return box.top >= dialog.top && box.bottom <= Math.min(dialog.bottom, innerHeight);
     });
-  await expect.poll(() => inView("Import a copy anyway")).toBe(true);
+  await expect.poll(() => inView("Import a copy anyway"), { timeout: 15_000 }).toBe(true);
   expect(await inView("Open it")).toBe(true);
   // A copy only when asked for: then a third thread, open behind the closed dialog, as the file has it.
   await page.getByRole("button", { name: "Import a copy anyway" }).click();
