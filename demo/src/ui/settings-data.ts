@@ -166,6 +166,8 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         : "",
     );
     renderPersist(origin.persisted);
+    // The table grew above an import's answer said meanwhile (a phone's dialog scrolls): keep it in view.
+    if (importStatus.childNodes.length > 0) importStatus.scrollIntoView({ block: "nearest" });
   }
 
   function renderPersist(persisted: boolean | undefined): void {
