@@ -308,3 +308,43 @@ export function pageInvariants(
     if (!inv.checkpoints.has(key)) problems.push(`writes of ${key.replaceAll("\u0000", "|")} without their checkpoint`);
   return problems;
 }
+
+/** The key of a value: `thread\0ns\0channel\0version`, as {@link Inventory.blobs} has them. */
+const valueKey = (cp: CheckpointView, channel: string, version: string): string =>
+  `${cp.thread}\u0000${cp.ns}\u0000${channel}\u0000${version}`;
+
+/**
+ * Notes in `heldFor`, for each value `inv` holds, the checkpoints of `inv`
+ * (by {@link cpKey}) that name its version: what a store held the value for.
+ */
+export function noteHolders(inv: Inventory, heldFor: Map<string, Set<string>>): void {
+  for (const [key, cp] of inv.checkpoints)
+    for (const [channel, version] of Object.entries(cp.versions)) {
+      const value = valueKey(cp, channel, version);
+      if (!inv.blobs.has(value)) continue;
+      let set = heldFor.get(value);
+      if (!set) heldFor.set(value, (set = new Set()));
+      set.add(key);
+    }
+}
+
+/**
+ * The values of `known` that belonged to deleted history only: every
+ * checkpoint a store held one for (`heldFor`, by {@link noteHolders}) is at
+ * or below its thread's tombstone in `tombstones`. A store drops such a
+ * value with the last checkpoint naming it, so a checkpoint above the
+ * tombstone that names its version (written on a device that never held
+ * the value: a delta channel's version, which a prune elsewhere gave a
+ * snapshot) is left without it by the user's delete, not by sync.
+ */
+export function deletedHistory(
+  known: Iterable<string>,
+  heldFor: Map<string, Set<string>>,
+  tombstones: Map<string, string>,
+): string[] {
+  return [...known].filter((value) => {
+    const tomb = tombstones.get(value.slice(0, value.indexOf("\u0000")));
+    if (tomb === undefined) return false;
+    return [...(heldFor.get(value) ?? [])].every((key) => key.slice(key.lastIndexOf("\u0000") + 1) <= tomb);
+  });
+}

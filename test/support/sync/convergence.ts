@@ -23,8 +23,10 @@ import { bundleServer, freePort, ServerProcess, type ServerBundle } from "./conv
 import { ChromiumDevice, startChromiumSite, type ChromiumSite } from "./convergence-chromium.js";
 import { openDevice, type DeviceOps, type DeviceSetup } from "./convergence-device.js";
 import {
+  deletedHistory,
   deviceInventory,
   Link,
+  noteHolders,
   pageInvariants,
   replicatedLines,
   serverInventory,
@@ -221,6 +223,8 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   const deletes: { thread: string; max: string }[] = [];
   /** Every value (`thread\0ns\0channel\0version`) any store was seen holding. */
   const knownBlobs = new Set<string>();
+  /** Per known value, the checkpoints a store held it for (see `deletedHistory`). */
+  const heldFor = new Map<string, Set<string>>();
   /**
    * Values a prune stored at versions its checkpoints had without one (delta snapshots): a store holding
    * such a checkpoint lacks the value until its next pull brings it, so only quiescence requires it.
@@ -249,6 +253,7 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
   async function inventory(device: Device, full = false): Promise<Inventory> {
     const inv = deviceInventory(await device.ops.rows(full), full);
     for (const blob of inv.blobs.keys()) knownBlobs.add(blob);
+    noteHolders(inv, heldFor);
     return inv;
   }
 
@@ -304,28 +309,6 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
       n += 1;
     }
     return n;
-  }
-
-  /**
-   * After `device` deleted `thread`: the thread's values that no other store held (not the server,
-   * no other device) are gone by the user's hand, not lost by sync, so no checkpoint must have them
-   * any more. Seed 321 at 40 operations: a prune stored a delta snapshot, the same device deleted the
-   * thread before its next round, and a checkpoint another device had continued the line with kept
-   * the snapshot's version, which no store could then hold. With the server out of reach (a fault
-   * in progress), nothing is forgotten.
-   */
-  async function forgetUnshared(device: Device, before: Inventory, thread: string): Promise<void> {
-    const own = [...before.blobs.keys()].filter((blob) => blob.startsWith(`${thread}\0`));
-    if (own.length === 0) return;
-    const held = new Set<string>();
-    try {
-      for (const blob of (await serverInventory(world.pool, user)).blobs.keys()) held.add(blob);
-    } catch {
-      return;
-    }
-    for (const other of devices)
-      if (other !== device) for (const blob of (await inventory(other)).blobs.keys()) held.add(blob);
-    for (const blob of own) if (!held.has(blob)) knownBlobs.delete(blob);
   }
 
   const config = (thread: string, extra: Record<string, unknown> = {}) => ({ thread_id: thread, ...extra });
@@ -461,7 +444,6 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
           const before = await inventory(device);
           const ids = [...before.checkpoints.values()].filter((c) => c.thread === thread).map((c) => c.id);
           await device.ops.deleteThread(thread);
-          await forgetUnshared(device, before, thread);
           const max = ids.sort().at(-1);
           if (max !== undefined) deletes.push({ thread, max });
           line += ` ${thread} (up to ${max ?? "nothing"})`;
@@ -576,6 +558,14 @@ export async function runSeed(world: ConvergenceWorld, seed: number, options: Ru
     async function checkQuiescence(): Promise<void> {
       const server = await serverInventory(world.pool, user);
       for (const blob of server.blobs.keys()) knownBlobs.add(blob);
+      noteHolders(server, heldFor);
+      // Values of deleted history are gone by the user's hand, not lost by sync. Seed 321 at 40
+      // operations: a prune stored a delta snapshot, the same device deleted the thread before its next
+      // round. Seed 6014 at 60: d1's prune stored one for a checkpoint d0 had deleted offline, and pushed
+      // it; d0's delete then took the thread's last checkpoints from the server, which dropped the
+      // thread's values with them. In both, a checkpoint another device had continued the line with (and
+      // pushed after) kept the snapshot's version, which that device never held.
+      for (const blob of deletedHistory(knownBlobs, heldFor, server.tombstones)) knownBlobs.delete(blob);
       if (!server.uniqueSeq) fail("two server rows share a sequence number");
       const expected = replicatedLines(server);
       const problems = pageInvariants(server, removals, knownBlobs);
