@@ -33,6 +33,7 @@ export default defineConfig({
       // This round's formats: row format 2 (values inline) and schema step 5 (rows listing versions without a value).
       "test/suites/golden-format2.test.ts",
       "test/suites/golden-schema5.test.ts",
+      "test/suites/golden-schema6.test.ts",
       // Goldens and store rows altered outside the package (bigint and cyclic chains: what IndexedDB stores).
       "test/suites/golden-format1-altered.test.ts",
       "test/suites/store-format-attack.test.ts",

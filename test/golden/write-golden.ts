@@ -1,6 +1,7 @@
 /**
  * What the journal-keeping golden generators (generate-format1.ts,
- * generate-format1-sizes.ts, generate-format2.ts, generate-schema5.ts)
+ * generate-format1-sizes.ts, generate-format2.ts, generate-schema5.ts,
+ * generate-schema6.ts)
  * share: a saver with the `"memory"` journal (which writes the same bytes as
  * `"opfs"`) fills a database, and the file beside them holds its dump, the
  * journal's bytes and what the saver answered. Node only (it writes files).
