@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, sleep, texts, type Chat } from "../../test/support/agent-server/timing.js";
+import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 
 const setup = () => openServer<Chat>("run-delete", true);
 afterEach(closeServers);
@@ -84,5 +84,33 @@ describe("runs.delete", () => {
     await client.runs.delete(paused.thread_id, next!.run_id);
     expect((await client.threads.getState(paused.thread_id)).next).toEqual(["agent"]);
     expect((await client.threads.get(paused.thread_id)).status).toBe("interrupted");
+  });
+});
+
+describe("runs.cancel with action rollback", () => {
+  // As the Agent Server's worker (a run rolled back is deleted, `Runs.delete`), and its cancel of a pending
+  // run with rollback (deleted at once). Before, the record stayed, status `interrupted`, its events kept.
+  it("deletes the run, running or waiting for the thread, with its checkpoints; the thread's other runs stay", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    await client.runs.wait(t.thread_id, "agent", { input: human("kept") });
+    const running = await client.runs.create(t.thread_id, "agent", {
+      input: human("undo me"),
+      config: { configurable: { delay_ms: 3_000 } },
+    });
+    const waiting = await client.runs.create(t.thread_id, "agent", {
+      input: human("never run"),
+      multitaskStrategy: "enqueue",
+    });
+    await until(async () => (await client.runs.get(t.thread_id, running.run_id)).status === "running");
+    await client.runs.cancel(t.thread_id, waiting.run_id, true, "rollback");
+    await client.runs.cancel(t.thread_id, running.run_id, true, "rollback");
+    for (const run of [running, waiting]) {
+      await expect(client.runs.get(t.thread_id, run.run_id)).rejects.toThrow(/404/);
+      await expect(client.runs.join(t.thread_id, run.run_id)).rejects.toThrow(/404/);
+    }
+    expect((await client.runs.list(t.thread_id)).map((run) => run.status)).toEqual(["success"]);
+    expect(texts((await client.threads.getState(t.thread_id)).values)).toEqual(["human: kept", "ai: echo kept"]);
+    expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
 });

@@ -351,9 +351,10 @@ export class RunRegistry {
         return;
       }
       const stopped = error instanceof RunInterruptedError || state.controller.signal.aborted;
-      // Rolled back by a newer run's rollback strategy: its checkpoints are gone. (A runs.cancel with
-      // action rollback keeps its record, status `interrupted`.)
-      rolledBack = error instanceof RunInterruptedError && error.strategy === "rollback";
+      // Rolled back, by a newer run's rollback strategy or a runs.cancel with action rollback: its
+      // checkpoints are gone, and the run goes too, as the Agent Server's worker deletes a run rolled back.
+      rolledBack =
+        stopped && (state.rollback || (error instanceof RunInterruptedError && error.strategy === "rollback"));
       // The error event before the final status: a final record always comes with all its events.
       if (!stopped) {
         failure = error;
@@ -370,8 +371,9 @@ export class RunRegistry {
         this.#end(state);
       }
     }
-    // As the Agent Server's rollback strategy: the run is deleted with its checkpoints ("completely deleted
-    // from the database"), once its followers have had its end; a get or join of it then answers 404.
+    // As the Agent Server's rollback (the strategy, or a cancel with action rollback): the run is deleted with
+    // its checkpoints ("completely deleted from the database"), once its followers have had its end; a get or
+    // join of it then answers 404.
     if (rolledBack) {
       await state.saving.catch(() => undefined);
       await this.#log.deleteRun(state.record.run_id);
