@@ -10,10 +10,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { isThreadRunning, type MultitaskStrategy } from "../runs/coordinator.js";
 import { ThreadBusyError } from "../runs/errors.js";
 import type { ThreadRecord } from "./threads.js";
-import type { RunRecord, SentEvent } from "./records.js";
+import type { RunRecord } from "./records.js";
 import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
+import { onlyModes, queryFlag, runHeaders, sse } from "./run-replies.js";
 import {
   BadRequest,
   body,
@@ -180,10 +181,11 @@ export function registerRunRoutes(
     if (c.req.raw.signal.aborted) leave();
     else c.req.raw.signal.addEventListener("abort", leave, { once: true });
   };
-  const location = (run: RunHandle) => `/threads/${headerSafe(run.record.thread_id)}/runs/${run.record.run_id}`;
   const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
     (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
+  /** The run's answer once it ends (runs.wait, runs.join), with the headers naming it, as the Agent Server's. */
   const finalValues = async (c: Context, run: RunHandle) => {
+    for (const [name, value] of Object.entries(runHeaders(run.record, "join"))) c.header(name, value);
     let error: string | undefined;
     let values: string | undefined;
     for await (const event of run.follow()) {
@@ -203,18 +205,17 @@ export function registerRunRoutes(
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const run = await startRun(c, true);
     if (run instanceof Response) return run;
-    return sse(run.follow(), { "Content-Location": location(run) });
+    return sse(run.follow(), runHeaders(run.record, "stream"));
   });
   app.post("/threads/:thread_id/runs", async (c) => {
     const run = await startRun(c, false);
     if (run instanceof Response) return run;
-    c.header("Content-Location", location(run));
+    c.header("Content-Location", runHeaders(run.record, "join")["Content-Location"]);
     return reply(c, run.record);
   });
   app.post("/threads/:thread_id/runs/wait", async (c) => {
     const run = await startRun(c, true);
     if (run instanceof Response) return run;
-    c.header("Content-Location", location(run));
     return finalValues(c, run);
   });
   app.get("/threads/:thread_id/runs", async (c) => {
@@ -255,7 +256,7 @@ export function registerRunRoutes(
     // As the Agent Server serves it: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     const events = run.follow(Number.isInteger(lastEventId) ? lastEventId : -1);
-    return sse(modes.length === 0 ? events : onlyModes(events, modes), {});
+    return sse(modes.length === 0 ? events : onlyModes(events, modes), runHeaders(run.record, "stream"));
   });
   // As the Agent Server's Runs.delete: the record goes with the run's checkpoints (as a rollback
   // deletes them), holding the thread, so no run builds on them meanwhile. A run not ended is
@@ -308,28 +309,10 @@ export function registerRunRoutes(
   });
 }
 
-/**
- * `segment` for a header: what a header value cannot carry (a control
- * character, a character above U+00FF) percent-encoded as UTF-8, as in a URL.
- * The rest stays as it is: the SDK reads the thread id out of a run's
- * `Content-Location` without decoding it (`onRunCreated`).
- */
-function headerSafe(segment: string): string {
-  return segment.replace(/[^\u0020-\u00ff]+/g, (part) => encodeURIComponent(part));
-}
-
 /** The run that wrote a state's checkpoint (its metadata's `run_id`), if one did. */
 function runIdOf(state: { metadata?: unknown } | undefined): string | undefined {
   const runId = (state?.metadata as { run_id?: unknown } | undefined)?.run_id;
   return typeof runId === "string" ? runId : undefined;
-}
-
-/**
- * A query flag as the Agent Server reads one: "true", "1" or "yes", in any
- * case (a Python client's `True` too); anything else, or none, is false.
- */
-function queryFlag(c: Context, name: string): boolean {
-  return ["true", "1", "yes"].includes(c.req.query(name)?.toLowerCase() ?? "");
 }
 
 /**
@@ -353,44 +336,4 @@ function commandOf(command: Record<string, unknown>): Command {
   // `update` as the client sent it: channel values, or a list of [channel, value] pairs.
   const updates = update as Record<string, unknown> | [string, unknown][] | undefined;
   return new Command({ ...(sends.length > 0 ? { goto: sends } : {}), update: updates, resume });
-}
-
-/**
- * The events of `modes` among `events` (a subgraph's `<mode>|<namespace>`
- * too; `messages-tuple` is sent as `messages`), and the run's own: its
- * `metadata` and an `error`. Their ids stay: `Last-Event-ID` still resumes.
- */
-async function* onlyModes(events: AsyncGenerator<SentEvent>, modes: readonly StreamMode[]): AsyncGenerator<SentEvent> {
-  const names = new Set<string>([
-    "metadata",
-    "error",
-    ...modes.map((mode) => (mode === "messages-tuple" ? "messages" : mode)),
-  ]);
-  try {
-    for await (const event of events) if (names.has(event.event.split("|")[0]!)) yield event;
-  } finally {
-    await events.return(undefined);
-  }
-}
-
-/** A server-sent-events response of `events`; the run goes on if the client leaves. */
-function sse(
-  events: AsyncGenerator<{ id: number; event: string; data: string }>,
-  headers: Record<string, string>,
-): Response {
-  const encoder = new TextEncoder();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await events.next();
-      if (next.done) return controller.close();
-      const { id, event, data } = next.value;
-      controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`));
-    },
-    async cancel() {
-      await events.return(undefined);
-    },
-  });
-  return new Response(stream, {
-    headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", ...headers },
-  });
 }
