@@ -146,3 +146,23 @@ function wake(state: RunState): void {
   state.wake.clear();
   for (const resolve of waiting) resolve();
 }
+
+/**
+ * The strategy the run `own` of `spec` asks its thread with, given this server's `runs`. A
+ * `rollback` asked while every run of this server on the thread not ended is
+ * already stopping on a cancel that keeps its checkpoints (`interrupt`: a
+ * client that left with `on_disconnect: "cancel"`) asks `interrupt` instead:
+ * the first cancel decides, as at the Agent Server, whose run takes the first
+ * stop it is sent. `useStream` without resumable streams aborts its previous
+ * stream (that cancel) before it asks the rollback; asked as such, the rollback
+ * deleted the run's checkpoints only when its ask came before the run let the
+ * thread go, and left its record saying it had kept them.
+ */
+export function strategyOf(spec: RunSpec, own: RunState, runs: Iterable<RunState>): MultitaskStrategy {
+  if (spec.multitask !== "rollback") return spec.multitask;
+  const others = [...runs].filter(
+    (state) => state !== own && state.record.thread_id === spec.threadId && !state.finished,
+  );
+  const cancelled = (state: RunState) => state.controller.signal.aborted && !state.rollback;
+  return others.length > 0 && others.every(cancelled) ? "interrupt" : "rollback";
+}

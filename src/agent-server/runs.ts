@@ -21,6 +21,7 @@ import {
   pushEvent,
   saveRun,
   setRunStatus,
+  strategyOf,
   type RunOutput,
   type RunSpec,
   type RunState,
@@ -326,7 +327,7 @@ export class RunRegistry {
     let rolledBack = false;
     try {
       await runOnThread(runner, spec.input, config, {
-        multitask: spec.multitask,
+        multitask: strategyOf(spec, state, this.#runs.values()),
         saver: this.#saver,
         signal: state.controller.signal,
         locks: this.#locks,
