@@ -4,7 +4,7 @@
  */
 import type { Locator, Page } from "playwright";
 import { expect, test } from "vitest";
-import { ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
+import { assistants, ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
 
 const harness = useHarness({ viewport: { width: 390, height: 844 } });
 
@@ -220,6 +220,29 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
   await screenshot(page, "mobile-history-branches");
+});
+
+test("on a phone, Approve and Reject on an approval card do not open the keyboard", async () => {
+  const page = await harness().page();
+  await ready(page);
+  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? null);
+  const role = () => page.evaluate(() => document.activeElement?.getAttribute("role") ?? null);
+  for (const [memory, button] of [
+    ["my favourite colour is teal", "approve"],
+    ["my favourite tree is the oak", "reject"],
+  ] as const) {
+    await send(page, `remember that ${memory}`, { expectReply: false });
+    await page.getByTestId("approval").waitFor();
+    const answers = await assistants(page).count();
+    await page.getByTestId(button).click();
+    await expect.poll(() => page.getByTestId("approval").count()).toBe(0);
+    // The answer drawn (the run's end moves the focus too, if anything does): still not the composer.
+    await expect.poll(() => assistants(page).count()).toBeGreaterThan(answers);
+    await expect.poll(() => page.getByTestId("stop").isVisible()).toBe(false);
+    expect(await focused()).not.toBe("composer");
+    // The focus went from the button, now gone, to the conversation, as after Fork.
+    expect(await role()).toBe("log");
+  }
 });
 
 test("on a phone, a short thread title is shown whole in the top bar", async () => {

@@ -101,10 +101,11 @@ export function runOnCurrent(
  */
 export function decide(app: RunTarget, answer: ApprovalAnswer, questionId: string | undefined): void {
   const id = app.currentId;
-  // The composer was disabled while the card waited: enable it first, so the focus can go back to it.
+  // The composer was disabled while the card waited: enable it first, so the focus can go back to it
+  // (not on a phone: there the conversation takes it, and no keyboard opens unasked).
   app.chat.setDisabled(undefined);
   app.chat.showApproval(undefined);
-  app.chat.focus();
+  app.chat.focusNext();
   overtakeReads(app);
   app.chat.setRunning(true);
   const run = app.session.answer(id, answer, eventsFor(app, id), questionId).catch((error: unknown) => {

@@ -15,7 +15,7 @@ import { createApproval } from "./approval.js";
 import { createFollower } from "./chat-scroll.js";
 import { createComposer, type DisabledReason } from "./composer.js";
 export type { DisabledReason } from "./composer.js";
-import { h, replace } from "./dom.js";
+import { h, phoneScreen, replace } from "./dom.js";
 import { keepPlace, restorePlace, type LogPlace } from "./log-state.js";
 import { editor, renderMessage, text } from "./messages.js";
 
@@ -82,7 +82,7 @@ export function createChat(actions: ChatActions, top?: Node) {
     onApprove: (memories, questionId) => actions.onApprove(memories, questionId),
     onReject: (reason, questionId) => actions.onReject(reason, questionId),
     onEdited: (edits, questionId) => actions.onCardEdited(edits, questionId),
-    onGone: () => composer.focus(),
+    onGone: () => focusNext(),
     onShown: () => scroll.followSoon(),
   });
   // Another tab (or worker) is answering on this thread: say so; a message sent now waits for it.
@@ -172,6 +172,16 @@ export function createChat(actions: ChatActions, top?: Node) {
     if (status) log.append(status);
   }
 
+  /**
+   * Where the focus goes from a control that went away (an answered approval card): the composer, to type
+   * what comes next; on a phone the conversation, which goes on from there: a focused composer would open
+   * the phone's keyboard over it unasked.
+   */
+  function focusNext(): void {
+    if (phoneScreen.matches) log.focus();
+    else composer.focus();
+  }
+
   /** Opens the editor in place of `bubble` (message `index`); returns its field. */
   function startEdit(index: number, bubble: HTMLElement): HTMLTextAreaElement | undefined {
     const original = bubble.textContent ?? "";
@@ -213,6 +223,8 @@ export function createChat(actions: ChatActions, top?: Node) {
     focusLog(): void {
       log.focus();
     },
+    /** Focuses what comes after a control that went away: the composer, or on a phone the conversation. */
+    focusNext,
     /** Puts back a message that was not sent (unless something new is being typed). */
     restoreDraft(value: string): void {
       if (composer.value.trim()) return;
