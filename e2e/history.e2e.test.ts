@@ -5,30 +5,12 @@
  * of e2e/fixtures/ with the app's import, in a few seconds instead of the
  * ~25 s that writing 300 turns takes (`npm run e2e:fixtures` writes them again).
  */
-import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { HISTORY_FIXTURES } from "./fixtures/history.js";
+import { HISTORY_FIXTURES, importFixture } from "./fixtures/history.js";
 import { ready, screenshot, useHarness } from "./support.js";
 
 const harness = useHarness();
-
-/** Imports the thread file at `path` (gzipped) with the app's Session, as its Import button does; returns the new thread's id. */
-async function importFixture(page: Page, path: string): Promise<string> {
-  const base64 = gunzipSync(readFileSync(path)).toString("base64");
-  // A string, evaluated as written: the page's own module loader imports the app's modules
-  // (built beside the app by e2e/global-setup.ts, from e2e/demo-internals.ts).
-  const threadId = await page.evaluate(`(async () => {
-    const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
-    const session = await Session.open(new DemoDB(), plainVault);
-    const bytes = Uint8Array.from(atob(${JSON.stringify(base64)}), (c) => c.charCodeAt(0));
-    const { threadId } = await session.importThread(new Blob([bytes]), "history.lgthread");
-    await session.close();
-    return threadId;
-  })()`);
-  return threadId as string;
-}
 
 /** Opens the history and times, in the page, its first row and its last. */
 async function timeHistory(page: Page): Promise<{ first: number; all: number; turns: number }> {

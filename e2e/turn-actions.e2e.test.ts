@@ -420,3 +420,38 @@ test("a message being edited is still being edited after a reload, with what was
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect(await field.count()).toBe(0);
 });
+
+test("an open message editor keeps its text and its place while an answer streams and another tab writes", async () => {
+  const page = await harness().page("", { pace: "model" });
+  await ready(page);
+  await send(page, "turn one");
+  await page.getByTestId("edit").nth(0).click();
+  const field = page.getByTestId("edit-text");
+  await field.fill("turn one, rewritten");
+  // The very node: drawn again, it lost the typing that went on meanwhile (it read "turn oneturn one, …").
+  await field.evaluate((el) => ((el as HTMLElement & { kept?: boolean }).kept = true));
+  const same = () => field.evaluate((el) => (el as HTMLElement & { kept?: boolean }).kept === true);
+  // An answer streams (its steps and its end redraw the log) while the editor is open and typed into.
+  await submit(page, longMessage(120));
+  await page.locator(".message.streaming").waitFor();
+  await field.focus();
+  await field.press("End");
+  await page.keyboard.type(" while it streams", { delay: 40 });
+  await expect.poll(() => assistants(page).count()).toBe(2);
+  await expect.poll(() => page.getByTestId("stop").isVisible()).toBe(false);
+  expect(await field.inputValue()).toBe("turn one, rewritten while it streams");
+  expect(await same()).toBe(true);
+  // Another tab answers on the thread: this one draws the new turn, the editor stays as it is.
+  const other = await harness().page(new URL(page.url()).hash, { pace: "fast" });
+  await ready(other);
+  await send(other, "from the other tab");
+  await expect.poll(() => transcript(page)).toContain("user: from the other tab");
+  await expect.poll(() => assistants(page).count()).toBe(3);
+  await page.keyboard.type(", and after");
+  expect(await field.inputValue()).toBe("turn one, rewritten while it streams, and after");
+  expect(await same()).toBe(true);
+  await page.getByTestId("edit-save").click();
+  await expect
+    .poll(() => transcript(page))
+    .toEqual(["user: turn one, rewritten while it streams, and after", expect.stringContaining("rewritten")]);
+});

@@ -60,7 +60,7 @@ export async function refreshView(app: ViewHost): Promise<void> {
     const reopen = interactive ? await app.keptEdit(id) : undefined;
     if (seq !== app.refreshSeq) return;
     app.chat.setRunning(running && !app.viewing);
-    app.chat.showMessages(messages, { interactive, reopen });
+    app.chat.showMessages(messages, { interactive, reopen, past: Boolean(app.viewing) });
     // Opened again mid-answer: everything streamed so far, then the rest as it comes.
     const streamed = running && !app.viewing && app.streamed.get(id);
     if (streamed) app.chat.appendToken(streamed);

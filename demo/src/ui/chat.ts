@@ -17,7 +17,9 @@ import { createComposer, type DisabledReason } from "./composer.js";
 export type { DisabledReason } from "./composer.js";
 import { h, phoneScreen, replace } from "./dom.js";
 import { keepPlace, restorePlace, type LogPlace } from "./log-state.js";
-import { editor, renderMessage, text } from "./messages.js";
+import { createMessageList, patchChildren } from "./message-list.js";
+import { createMessageEditing } from "./message-editing.js";
+import { renderMessage, text } from "./messages.js";
 
 export interface ChatActions {
   onSend(text: string): void;
@@ -54,6 +56,8 @@ export interface ShowOptions {
   branches?: Map<number, Node>;
   /** A message editor open before a reload: opened again (no editor being open), if its message reads the same. */
   reopen?: MessageEdit;
+  /** An older checkpoint on view: an open message editor (of the latest state) closes. */
+  past?: boolean;
 }
 
 /** How long a redraw keeps trying to put back a focus the redraw before could not (ms). */
@@ -182,37 +186,15 @@ export function createChat(actions: ChatActions, top?: Node) {
     else composer.focus();
   }
 
-  /** Opens the editor in place of `bubble` (message `index`); returns its field. */
-  function startEdit(index: number, bubble: HTMLElement): HTMLTextAreaElement | undefined {
-    const original = bubble.textContent ?? "";
-    // The message's own actions (Copy, Edit, its versions) would stand under the editor's
-    // buttons, a second row offering Edit again: hidden while the editor is open.
-    const next = bubble.nextElementSibling;
-    const tools = next instanceof HTMLElement && next.classList.contains("message-tools") ? next : undefined;
-    const form = editor(original, (value) => {
-      actions.onEditing(undefined);
-      form.replaceWith(bubble);
-      if (tools) tools.hidden = false;
-      // Cancelled: back to the message's own Edit button, not to the page.
-      if (value === undefined) return tools?.querySelector<HTMLElement>('[data-testid="edit"]')?.focus();
-      // Shown at once as it will read, marked pending as a message just sent is: the run may first wait
-      // for another tab's. What followed it belongs to the version it replaces: off the screen until the
-      // run draws the new one (or, stopped while waiting, a redraw brings it back).
-      bubble.textContent = value;
-      bubble.classList.add("draft");
-      for (let after = bubble.nextSibling; after; after = bubble.nextSibling) after.remove();
+  const list = createMessageList();
+  const editing = createMessageEditing(list, {
+    onEditing: (edit) => actions.onEditing(edit),
+    onEdit: (index, value) => {
       placeTail();
       actions.onEdit(index, value);
-    });
-    // What a redraw needs to open it again (log-state.ts).
-    form.dataset.index = String(index);
-    form.dataset.original = original;
-    bubble.replaceWith(form);
-    if (tools) tools.hidden = true;
-    const field = form.querySelector("textarea") ?? undefined;
-    field?.addEventListener("input", () => actions.onEditing({ index, original, value: field.value }));
-    return field;
-  }
+    },
+  });
+  const startEdit = editing.start;
 
   return {
     el,
@@ -265,16 +247,27 @@ export function createChat(actions: ChatActions, top?: Node) {
       const answered = new Set(
         messages.flatMap((message) => (message.getType() === "tool" ? [(message as ToolMessage).tool_call_id] : [])),
       );
-      const nodes = messages.flatMap((message, index) =>
-        renderMessage(message, {
+      const editorFocused = editing.focused;
+      // Only the messages that changed are drawn (ui/message-list.ts).
+      const drawn = list.update(
+        messages,
+        (index) => ({
           draft,
-          index,
+          regenerable: interactive && index === lastAnswer,
           answered,
-          onEdit: interactive ? startEdit : undefined,
-          onRegenerate: interactive && index === lastAnswer ? () => actions.onRegenerate() : undefined,
           branches: options.branches?.get(index),
         }),
+        (message, index, as) =>
+          renderMessage(message, {
+            draft: as.draft,
+            index,
+            answered: as.answered,
+            onEdit: as.draft ? undefined : startEdit,
+            onRegenerate: as.regenerable ? () => actions.onRegenerate() : undefined,
+            branches: as.branches,
+          }),
       );
+      const nodes = editing.place(messages, drawn, options.past ?? false);
       if (nodes.length === 0 && !running) {
         nodes.push(
           h(
@@ -295,9 +288,11 @@ export function createChat(actions: ChatActions, top?: Node) {
       const left = focusLeft && performance.now() - focusLeft.at < FOCUS_RETRY_MS ? focusLeft.focused : undefined;
       const place = keepPlace(log, left);
       const { reopen } = options;
-      if (!place.editing && reopen) place.editing = { ...reopen, index: String(reopen.index) };
-      replace(log, ...nodes);
+      if (editing.open) place.editing = undefined;
+      else if (!place.editing && reopen) place.editing = { ...reopen, index: String(reopen.index) };
+      patchChildren(log, nodes);
       placeTail();
+      if (editorFocused) editing.refocus();
       const missed = restorePlace(log, place, interactive ? startEdit : undefined);
       focusLeft = missed && { focused: missed, at: missed === left ? focusLeft!.at : performance.now() };
       // Put back where the reader was: the follower counts them as there, not at the end.

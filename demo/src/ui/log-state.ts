@@ -1,9 +1,11 @@
 /**
  * What a redraw of the chat log must not take away from the reader: an
  * open message editor (with what was typed in it) and the focus on a
- * message's control. The log is rebuilt whole at each redraw (a run's end,
- * another tab's change), and one could come just after the reader opened
- * Edit or pressed Escape: the editor vanished and the focus fell to the page.
+ * message's control. A redraw (a run's end, another tab's change) draws
+ * the messages that changed anew (ui/message-list.ts), and one could come
+ * just after the reader pressed a control of such a message: the focus fell
+ * to the page. An editor open before a reload is opened again from here (an
+ * open one stays as it is, ui/message-editing.ts).
  */
 
 /** The reader's place in the log before a redraw (see {@link keepPlace}). */
