@@ -22,10 +22,10 @@ import { createThreadDrafts, type CardEdits, type MessageEdit } from "./drafts.j
 import { describeSync } from "./sync.js";
 import { createThreadSearch } from "./thread-search.js";
 import { TitleCache } from "./thread-titles.js";
-import type { DemoDB, ThreadRow } from "./threads-db.js";
+import { debouncedTouch, type DemoDB, type ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
 import { watchIdle } from "./auto-lock.js";
-import { lockEveryTab, onLockElsewhere, reloadLocked } from "./lock-now.js";
+import { lockEveryTab, lockIdentity, onLockElsewhere, reloadLocked } from "./lock-now.js";
 import { createChat } from "./ui/chat.js";
 import { createHistory } from "./ui/history.js";
 import { createSettings } from "./ui/settings.js";
@@ -33,11 +33,6 @@ import { createSidebar, type SidebarThread } from "./ui/sidebar.js";
 
 /** The page's own title (index.html), after the open thread's in the tab. */
 const APP_TITLE = "IndexedDB LangGraph chat";
-
-/** Identifies a lock by its salt, to notice another tab locking or erasing. */
-function lockIdentity(salt: Uint8Array | undefined): string {
-  return salt ? Array.from(salt, (b) => b.toString(16).padStart(2, "0")).join("") : "";
-}
 
 function threadFromHash(): string | undefined {
   const match = /^#\/thread\/([0-9A-Za-z]+)$/.exec(location.hash);
@@ -72,7 +67,8 @@ export class App {
   /** Another tab is running the open thread: its turn in flight is not "cut short". */
   busyElsewhere = false;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
-  readonly #touchTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** The sidebar's "last updated" of the threads this tab writes (see threads-db.ts). */
+  readonly #touches = debouncedTouch((id) => this.db.touch(id));
   /** The thread list was collapsed to make room for History (a tablet): it comes back when History closes. */
   #sidebarGaveWay = false;
   /**
@@ -224,7 +220,7 @@ export class App {
       // The branch cache reads new checkpoints from the newest end; anything else changed the tree under it.
       if (change.remote || change.kind !== "put" || !this.session.isRunning(change.threadId))
         this.branches.invalidate(change.threadId);
-      if (!change.remote && change.kind === "put") this.scheduleTouch(change.threadId);
+      if (!change.remote && change.kind === "put") this.#touches.schedule(change.threadId);
       if (change.remote && change.threadId === this.currentId) {
         if (change.kind === "delete")
           this.chat.showError("This thread was deleted in another tab. Sending a message here starts it afresh.");
@@ -313,26 +309,13 @@ export class App {
 
   async deleteThread(id: string): Promise<void> {
     this.#typed.clear(id);
-    clearTimeout(this.#touchTimers.get(id));
-    this.#touchTimers.delete(id);
+    this.#touches.cancel(id);
     await this.session.deleteThread(id);
     if (id === this.currentId) {
       const next = this.threads.find((t) => t.id !== id);
       if (next) this.openThread(next.id);
       else this.newThread();
     }
-  }
-
-  /** The sidebar's "last updated": touched by the tab that writes, seen by all through liveQuery. */
-  scheduleTouch(threadId: string): void {
-    clearTimeout(this.#touchTimers.get(threadId));
-    this.#touchTimers.set(
-      threadId,
-      setTimeout(() => {
-        this.#touchTimers.delete(threadId);
-        void this.db.touch(threadId).catch((e: unknown) => console.warn("touch", e));
-      }, 100),
-    );
   }
 
   // ------------------------------------------------------------ the open thread

@@ -21,6 +21,11 @@ export function takeLockReason(): string | undefined {
   return reason;
 }
 
+/** Identifies a lock by its salt, to notice another tab locking or erasing. */
+export function lockIdentity(salt: Uint8Array | undefined): string {
+  return salt ? Array.from(salt, (b) => b.toString(16).padStart(2, "0")).join("") : "";
+}
+
 /** This tab's listening channel: the lock is posted on it, since a channel does not hear its own messages. */
 let listening: BroadcastChannel | undefined;
 

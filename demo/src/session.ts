@@ -1,12 +1,14 @@
 /**
  * A session: the saver, the store and the agent opened for one vault (plain
  * or locked), plus the operations the UI calls. No DOM here. A thin facade:
- * runs are in runs.ts, thread reads and imports in session-threads.ts, the
- * lock change's data moves in session-lock.ts, sync in session-sync.ts.
+ * runs are in runs.ts, the runs from a point in a thread's past (regenerate,
+ * edit, an approval's answer, fork) in session-turns.ts, thread reads and
+ * imports in session-threads.ts, the lock change's data moves in
+ * session-lock.ts, sync in session-sync.ts.
  */
 import { HumanMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import { Command, isUnknownInterruptError, type StateSnapshot } from "@langchain/langgraph/web";
+import type { StateSnapshot } from "@langchain/langgraph/web";
 import { ulid } from "ulid";
 import {
   buildAgent,
@@ -17,7 +19,6 @@ import {
   stamped,
   type Agent,
   type AgentConfigurable,
-  pendingQuestionId,
 } from "./agent.js";
 import { DIMS, HashEmbeddings } from "./embeddings.js";
 import { IndexedDBSaver, IndexedDBStore, exportThread, watchThreadRunning, type SyncStatus } from "./lib.js";
@@ -51,19 +52,8 @@ import {
   type RunEvent,
   type TurnProblem,
 } from "./runs.js";
-import {
-  adoptUnlistedThreads,
-  checkpointBefore,
-  checkpointBeforeAnswer,
-  firstQuestion,
-  followFirstQuestion,
-  importThreadFile,
-  type ImportOutcome,
-  lastAnswer,
-  messagesOf,
-  timeline,
-  titleFrom,
-} from "./session-threads.js";
+import { adoptUnlistedThreads, importThreadFile, type ImportOutcome, timeline, titleFrom } from "./session-threads.js";
+import { answerQuestion, editMessage, forkAt, regenerateAnswer, type RunFrom } from "./session-turns.js";
 import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
@@ -71,13 +61,7 @@ import { connectRefusal } from "../csp.js";
 
 export { deleteDatabase } from "./vault-migration.js";
 
-/** An approval card's question was answered meanwhile (in another tab): this answer was not given to any question. */
-export class QuestionAnsweredError extends Error {
-  override name = "QuestionAnsweredError";
-  constructor() {
-    super("This question was already answered (in another tab?): your answer was not saved. Here is the thread now.");
-  }
-}
+export { QuestionAnsweredError } from "./session-turns.js";
 
 export class Session {
   readonly saver: IndexedDBSaver;
@@ -222,96 +206,42 @@ export class Session {
     });
   }
 
-  /**
-   * A new answer in place of the last one: a fork of the checkpoint before
-   * the model's final step of the turn, run from there. Only that step runs
-   * again: a memory saved earlier in the turn is not asked for (or saved)
-   * again. Running from the old checkpoint itself would not do: LangGraph
-   * reuses a task's saved writes, so the "new" answer would be the old one;
-   * the fork has none. The old answer stays on its own branch.
-   */
+  /** A new answer in place of the last one (see session-turns.ts). */
   regenerate(threadId: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueueRun(this.#runs, threadId, async () => {
-      const messages = messagesOf(await this.state(threadId));
-      const answer = lastAnswer(messages);
-      if (answer < 0) return;
-      const before = await checkpointBeforeAnswer((id, at) => this.state(id, at), threadId, answer);
-      await this.agent.updateState(this.config(threadId, before), { messages: [] });
-      await this.#run(threadId, null, onEvent);
-    });
+    return enqueueRun(this.#runs, threadId, () => regenerateAnswer(this, threadId, this.#runFrom(threadId, onEvent)));
   }
 
-  /**
-   * Edits the user message at `index`: a fork of the checkpoint before it
-   * (the state with the `index` messages before it), so the conversation
-   * continues from the edited message and the original stays on its branch.
-   */
+  /** Edits the user message at `index`: a fork of the checkpoint before it (see session-turns.ts). */
   edit(threadId: string, index: number, text: string, onEvent: (event: RunEvent) => void): Promise<void> {
-    return enqueueRun(this.#runs, threadId, async () => {
-      const before = await checkpointBefore((id, at) => this.state(id, at), threadId, index);
-      const shown = messagesOf(await this.state(threadId));
-      const input = stamped(new HumanMessage(text));
-      // Retitled before the answer: the new branch starts with `input` as soon as the run does.
-      const now = firstQuestion([...shown.slice(0, index), input]);
-      await followFirstQuestion(this.db, this.vault, threadId, firstQuestion(shown), now);
-      await this.#run(threadId, { messages: [input] }, onEvent, before);
-    });
+    return enqueueRun(this.#runs, threadId, () =>
+      editMessage(this, threadId, index, text, this.#runFrom(threadId, onEvent)),
+    );
   }
 
-  /**
-   * Answers the paused save_memory question `questionId` (its interrupt id,
-   * see `pendingQuestionId`) with `Command({ resume: { [questionId]: answer } })`:
-   * a card drawn before another tab answered its question cannot answer the
-   * question asked since (it throws {@link QuestionAnsweredError}, nothing
-   * written). A thread paused by the earlier demo's breakpoint (before
-   * `tools`, no question yet, so no id) takes a plain `Command({ resume })`:
-   * LangGraph hands a resume without a pending question to the first one the
-   * node asks.
-   */
+  /** Answers the paused save_memory question `questionId` (see session-turns.ts). */
   answer(
     threadId: string,
     answer: ApprovalAnswer,
     onEvent: (event: RunEvent) => void,
     questionId: string | undefined,
   ): Promise<void> {
-    return enqueueRun(this.#runs, threadId, async () => {
-      const state = await this.state(threadId);
-      if (questionId !== undefined && pendingQuestionId(state) !== questionId) throw new QuestionAnsweredError();
-      if (!state.next.includes(APPROVAL_NODE)) return;
-      const resume = questionId === undefined ? answer : { [questionId]: answer };
-      try {
-        await this.#run(threadId, new Command({ resume }), onEvent);
-      } catch (error) {
-        // Answered by another tab while this answer waited for the thread: LangGraph's strict resume refused it.
-        if (!isUnknownInterruptError(error)) throw error;
-        this.#runs.failed.delete(threadId);
-        throw new QuestionAnsweredError();
-      }
-    });
+    return enqueueRun(this.#runs, threadId, () =>
+      answerQuestion(this, threadId, answer, questionId, this.#runFrom(threadId, onEvent), () =>
+        this.#runs.failed.delete(threadId),
+      ),
+    );
   }
 
-  /**
-   * Forks: a new checkpoint whose parent is `checkpointId`, with that
-   * checkpoint's state. It becomes the thread's latest, so the conversation
-   * continues there; the old branch stays in the history.
-   *
-   * A fork of a checkpoint paused for approval has the pause's next step but
-   * not its question (a pending write of the old checkpoint, which the fork
-   * does not copy): its card had no id, and answered whatever question was
-   * pending when it ran. The `tools` node runs on the fork until it asks
-   * again (it asks before it saves anything), so the fork's card answers
-   * its own question by id, as the original's does.
-   */
+  /** Forks: the state of `checkpointId` becomes the thread's latest (see session-turns.ts). */
   fork(threadId: string, checkpointId: string): Promise<void> {
-    return enqueue(this.#runs, threadId, async () => {
-      const was = firstQuestion(messagesOf(await this.state(threadId)));
-      await this.agent.updateState(this.config(threadId, checkpointId), { messages: [] });
-      const forked = await this.state(threadId);
-      if (forked.next.includes(APPROVAL_NODE) && pendingQuestionId(forked) === undefined)
-        await this.#run(threadId, null, () => undefined);
-      const now = firstQuestion(messagesOf(await this.state(threadId, checkpointId)));
-      await followFirstQuestion(this.db, this.vault, threadId, was, now);
-    });
+    return enqueue(this.#runs, threadId, () =>
+      forkAt(
+        this,
+        threadId,
+        checkpointId,
+        this.#runFrom(threadId, () => undefined),
+      ),
+    );
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -458,5 +388,10 @@ export class Session {
 
   #run(threadId: string, input: RunInput, onEvent: (event: RunEvent) => void, checkpointId?: string): Promise<void> {
     return runThread(this.#runs, this, threadId, input, onEvent, checkpointId);
+  }
+
+  /** Runs of the thread, with `onEvent`, for session-turns.ts. */
+  #runFrom(threadId: string, onEvent: (event: RunEvent) => void): RunFrom {
+    return (input, checkpointId) => this.#run(threadId, input, onEvent, checkpointId);
   }
 }

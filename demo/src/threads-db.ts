@@ -115,3 +115,29 @@ export class DemoDB extends Dexie {
     });
   }
 }
+
+/**
+ * The sidebar's "last updated", touched by the tab that writes (every tab sees it through liveQuery):
+ * a thread's writes within 100 ms (a run's steps) touch it once, with `touch`.
+ */
+export function debouncedTouch(touch: (threadId: string) => Promise<void>) {
+  const timers = new Map<string, ReturnType<typeof setTimeout>>();
+  return {
+    /** Touches the thread once its writes pause. */
+    schedule(threadId: string): void {
+      clearTimeout(timers.get(threadId));
+      timers.set(
+        threadId,
+        setTimeout(() => {
+          timers.delete(threadId);
+          void touch(threadId).catch((e: unknown) => console.warn("touch", e));
+        }, 100),
+      );
+    },
+    /** Forgets a touch due (the thread is being deleted). */
+    cancel(threadId: string): void {
+      clearTimeout(timers.get(threadId));
+      timers.delete(threadId);
+    },
+  };
+}
