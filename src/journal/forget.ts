@@ -1,10 +1,12 @@
 /**
  * Forgetting a database's traces outside IndexedDB: its wipe marker and its
- * OPFS journal. Deleting the database alone leaves both behind, and the next
- * saver on that name then finds a database "recreated empty after holding
- * data" and reports it wiped (or, with `onWipe: "throw"`, fails every call),
- * or restores the deleted rows from the journal.
+ * journal (OPFS, or this process's memory journal). Deleting the database
+ * alone leaves both behind, and the next saver on that name then finds a
+ * database "recreated empty after holding data" and reports it wiped (or,
+ * with `onWipe: "throw"`, fails every call), or restores the deleted rows
+ * from the journal.
  */
+import { forgetMemoryJournal } from "./memory-backend.js";
 import { JOURNAL_DIRECTORY, journalFiles } from "./opfs-backend.js";
 import { forgetMemoryMarker, markerName } from "./wipe-marker.js";
 
@@ -12,19 +14,23 @@ import { forgetMemoryMarker, markerName } from "./wipe-marker.js";
 export interface ForgottenTraces {
   /** The wipe marker was there (OPFS file, `localStorage` entry, or in memory) and is gone. */
   marker: boolean;
-  /** Journal files removed. */
+  /** Journal files removed (a memory journal counts as one). */
   journalFiles: number;
 }
 
 /**
- * Removes the wipe marker and the OPFS journal of `dbName`. Call it once the
- * database itself is deleted. A journal still held open by a saver (its
+ * Removes the wipe marker and the journal (OPFS or memory) of `dbName`. Call
+ * it once the database itself is deleted. A journal still held open by a saver (its
  * worker owns the files) cannot be removed: that is an error naming it, since
  * the journal would otherwise bring the deleted rows back.
  */
 export async function forgetDatabaseTraces(dbName: string): Promise<ForgottenTraces> {
   // Where there is neither OPFS nor localStorage (Node), the marker lives in this process's memory.
-  const forgotten: ForgottenTraces = { marker: forgetMemoryMarker(dbName), journalFiles: 0 };
+  // A memory journal outlives saver instances as a file would: left here, the next saver restored the deleted rows.
+  const forgotten: ForgottenTraces = {
+    marker: forgetMemoryMarker(dbName),
+    journalFiles: forgetMemoryJournal(dbName) ? 1 : 0,
+  };
   const name = markerName(dbName);
   try {
     const local = (globalThis as { localStorage?: Storage }).localStorage;

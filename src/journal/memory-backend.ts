@@ -38,6 +38,11 @@ export class MemoryJournalBackend implements JournalBackend {
   }
 }
 
+/** Forgets the memory journal of `name` (deleteSaverDatabase); true when there was one. */
+export function forgetMemoryJournal(name: string): boolean {
+  return memoryFiles.delete(name);
+}
+
 /** Forgets memory journals and markers (tests). */
 export function resetMemoryJournals(): void {
   memoryFiles.clear();

@@ -119,4 +119,18 @@ describe("deleteSaverDatabase", () => {
     expect(reports[0]).toMatchObject({ kind: "ok", fromEmpty: false });
     await next.close();
   });
+
+  it("a memory journal goes with the database: the next saver on that name restores nothing", async () => {
+    const name = dbName();
+    const first = saver(name);
+    await tickGraph(first, 3).invoke({ count: 0 }, config("t"));
+    await first.close();
+    await deleteSaverDatabase(name);
+    // Before, the memory journal outlived the delete: the next saver restored thread "t" from it ("restored").
+    const reports: RecoveryReport[] = [];
+    const next = saver(name, {}, reports);
+    expect(await next.getTuple(config("t"))).toBeUndefined();
+    expect(reports[0]).toMatchObject({ kind: "ok", fromEmpty: false, recoveredWrites: 0, journalRecords: 0 });
+    await next.close();
+  });
 });
