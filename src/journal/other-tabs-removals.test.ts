@@ -5,6 +5,7 @@
  * as they left it at the journaling saver's next open, and after a later
  * wipe. Memory backend, so it runs the same in Node and Chromium.
  */
+import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import { importThread } from "../portable/index.js";
 import type { IndexedDBSaver } from "../saver/index.js";
@@ -101,6 +102,34 @@ describe("a thread another tab wrote while the journaling tab was closed", () =>
     expect(await ids(restored, "b")).toEqual(copied);
     expect((await restored.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
     expect((await restored.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
+    await restored.close();
+  });
+
+  it("rows that change no thread summary (a subgraph's checkpoint, pending writes alone) are in the journal after its next open", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    const head = (await journaling.getTuple(config("t")))!.config;
+    // Thread "t" out of the journal's last records: the resync after a recovery re-reads their newest rows.
+    await tickGraph(journaling, 24).invoke({ count: 0 }, config("u"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.putWrites(head, [["count", 7]], "task-other");
+    const child = { configurable: { thread_id: "t", checkpoint_ns: "child:1" } };
+    const meta = { source: "loop", step: 0, parents: {} } as CheckpointMetadata;
+    await other.put(child, { ...emptyCheckpoint(), id: "child-1" }, meta, {});
+    await other.close();
+    const summaries = (await scan(name)).threads;
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+    expect((await scan(name)).threads).toEqual(summaries); // neither write changed a summary
+    await deleteDb(name); // Chromium deleting a corrupted database
+    // Before, the journal was left as it was: the restore lacked the pending write and the subgraph's checkpoint.
+    const restored = saver(name);
+    const tuple = await restored.getTuple(head);
+    expect(tuple?.pendingWrites).toContainEqual(["task-other", "count", 7]);
+    expect((await restored.getTuple(child))?.checkpoint.id).toBe("child-1");
     await restored.close();
   });
 });

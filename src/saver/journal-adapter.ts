@@ -233,7 +233,52 @@ export async function deletedSince(
   for (const tombstone of (await tombstonesOf(db)).values()) {
     if (typeof tombstone.deleted_at === "number" && tombstone.deleted_at > generation) return true;
   }
-  return (await removedSince(db, generation)).size > 0 || (await summariesUnjournaled(db, records));
+  return (
+    (await removedSince(db, generation)).size > 0 ||
+    (await summariesUnjournaled(db, records)) ||
+    (await rowsUnjournaled(db, records))
+  );
+}
+
+/** The stores whose rows another tab may add without changing a thread summary. */
+const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
+
+/**
+ * Whether the database holds more checkpoint, blob or pending-write rows
+ * than the journal's `records` leave: another tab wrote rows that change no
+ * thread summary (a subgraph namespace's checkpoints, pending writes alone),
+ * which {@link summariesUnjournaled} cannot see, and a restore after a wipe
+ * would leave them out. Counts, not values: a row another tab overwrote in
+ * place is not seen. A range delete or a clear the journal holds after its
+ * snapshot (a crash cut off the compaction that follows one) leaves its
+ * count unknown: rewritten too.
+ */
+async function rowsUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
+  const stores: string[] = ROW_STORES.filter((store) => db.objectStoreNames.contains(store));
+  if (stores.length === 0) return false;
+  const tx = db.transaction(stores, "readonly");
+  const keys = new Map(stores.map((store): [string, Set<string>] => [store, new Set()]));
+  const paths = new Map(stores.map((store) => [store, [tx.objectStore(store).keyPath ?? []].flat()]));
+  const keyOf = (store: string, row: unknown) =>
+    JSON.stringify(paths.get(store)!.map((part) => (row as Record<string, unknown> | null)?.[part]));
+  for (const record of records) {
+    if ("snap" in record) {
+      for (const [store, held] of keys) {
+        held.clear();
+        for (const row of record.snap[store] ?? []) held.add(keyOf(store, row));
+      }
+    } else if ("o" in record) {
+      for (const op of record.o) {
+        const held = keys.get(op[0]);
+        if (!held) continue;
+        if (op[1] === 0 || op[1] === 1) held.add(keyOf(op[0], op[2]));
+        else if (op[1] === 2) held.delete(JSON.stringify(op[2]));
+        else return true;
+      }
+    }
+  }
+  const counts = await Promise.all(stores.map((store) => request(tx.objectStore(store).count())));
+  return counts.some((count, i) => count > keys.get(stores[i]!)!.size);
 }
 
 /**
