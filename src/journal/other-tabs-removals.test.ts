@@ -68,12 +68,19 @@ describe('importThread with ifExists: "replace" in a tab without the journal', (
     await importThread(other, file, { ifExists: "replace" });
     const imported = await ids(other, "t");
     await other.close();
-    const reopened = saver(name);
+    const expected = await scan(name);
+    const reports: RecoveryReport[] = [];
+    const reopened = saver(name, {}, reports);
     // Before: the replaced checkpoints, read as lost by a crash, were replayed: the thread was at step 6 again.
-    // (The journal's copies of the checkpoints the file holds again are still replayed over the imported rows:
-    // the same checkpoints, read the same, so the open may report "restored".)
     expect(await ids(reopened, "t")).toEqual(imported);
     expect((await reopened.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 2 });
+    // Nothing was lost, and the rows stay as the import wrote them. Before, the journal's copies of the checkpoints
+    // the file holds again (and the thread summary of the older run) were replayed over the imported rows, and the
+    // open reported "restored", with as many recovered writes.
+    expect(reports[0]).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    const now = await scan(name);
+    for (const store of ["checkpoints", "blobs", "writes", "threads"] as const)
+      expect({ [store]: now[store] }).toEqual({ [store]: expected[store] });
     await reopened.close();
     await deleteDb(name); // Chromium deleting a corrupted database
     const restored = saver(name);

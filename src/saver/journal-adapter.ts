@@ -23,16 +23,10 @@ import {
   type Version,
 } from "../rows/shapes.js";
 import type { RemovedCheckpoint } from "../rows/marks.js";
+import { request, withoutHeld } from "./journal-held.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
-
-function request<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
 
 /**
  * Put operations for the current rows of the newest checkpoints of every
@@ -377,7 +371,8 @@ export const journalRules: SchemaRules = {
   resync: resyncNewestRows,
   // A thread summary or a meta row another tab overwrites says nothing of the journal's records.
   proof: ["checkpoints", "blobs", "writes"],
-  retain: withoutDeleted,
+  // Left out: what other tabs deleted since, then what the database holds already (only what it lost is replayed).
+  retain: async (db, records, generation) => withoutHeld(db, await withoutDeleted(db, records, generation)),
   stale: keyChanged,
   deletedSince,
   purgeOnPut,
