@@ -236,6 +236,8 @@ export class ActiveJournal {
     // crash cut off. They can only be the newest rows the journal's last
     // records wrote: the saver's resync journals those rows again, as they are now.
     let resync: Uint8Array | undefined;
+    // What the journal holds once this recovery is done, after its header.
+    let held: Payload[] = body;
     // A journal replayed from its snapshot, or stale, is rewritten from the database below.
     // So is one holding rows another tab deleted since (its deletes are not in it): a wipe would restore them.
     const rewrite =
@@ -243,6 +245,7 @@ export class ActiveJournal {
     if (!empty && !rewrite) {
       const ops = await options.rules.resync(db, body.slice(-options.replayMargin));
       if (ops.length > 0) resync = frameRecord({ o: ops } satisfies Payload);
+      if (ops.length > 0) held = [...body, { o: ops }];
     }
 
     // An empty journal: start it (with a snapshot when the database already holds data). One replayed from
@@ -251,9 +254,11 @@ export class ActiveJournal {
     if (rewrite) {
       const generation = this.#nextGeneration();
       const parts = [frameRecord({ h: generation, db: name } satisfies Payload)];
+      held = [];
       if (!empty) {
         await markSnapshot(db, generation);
-        parts.push(frameRecord({ snap: await snapshot(db, stores) } satisfies Payload));
+        held = [{ snap: await snapshot(db, stores) }];
+        parts.push(frameRecord(held[0]));
       }
       const fresh = joinBytes(parts);
       try {
@@ -274,6 +279,8 @@ export class ActiveJournal {
     }
     this.#size = size;
     this.#usable = true;
+    // Housekeeping: a failure leaves the marks, which only cost their rows.
+    await options.rules.settled(db, held).catch(() => undefined);
     const fromEmpty = empty && body.length > 0;
     // A database that had data, with neither it nor the journal holding any now.
     const wiped = options.created && body.length === 0 && (await options.wiped());

@@ -159,7 +159,10 @@ describe("saver with a journal", () => {
     await deleteDb(name);
     const second = saver(name);
     expect((await second.getTuple(config("t")))?.checkpoint.channel_values).toMatchObject({ count: 10 });
-    expect(sameValue(await scan(name), expected)).toBe(true);
+    // All of it, but for the prune's removed marks: lifted at this open, as the journal holds none of their checkpoints.
+    const isMark = (row: unknown) => (row as { name: string }).name.startsWith("removed\u0000");
+    expect(expected.meta!.some(isMark)).toBe(true);
+    expect(sameValue(await scan(name), { ...expected, meta: expected.meta!.filter((row) => !isMark(row)) })).toBe(true);
     await second.close();
   });
 

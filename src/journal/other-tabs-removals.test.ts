@@ -15,6 +15,7 @@ import {
   config,
   dbName,
   deleteDb,
+  open,
   removeJournalTestData,
   saver,
   scan,
@@ -168,5 +169,98 @@ describe("deleteSaverDatabase", () => {
     expect(await next.getTuple(config("t"))).toBeUndefined();
     expect(reports[0]).toMatchObject({ kind: "ok", fromEmpty: false, recoveredWrites: 0, journalRecords: 0 });
     await next.close();
+  });
+});
+
+describe("removed marks (prune, deleteForRuns, an import's replace)", () => {
+  type MetaRow = { name: string; value: unknown };
+  const marks = async (name: string) =>
+    ((await scan(name)).meta as MetaRow[]).filter((row) => row.name.startsWith("removed\u0000"));
+  /** Thread "t" pruned by a tab without the journal while the journaling one was closed; its checkpoints left. */
+  const prunedElsewhere = async (name: string) => {
+    const journaling = saver(name);
+    await tickGraph(journaling, 4).invoke({ count: 0 }, config("t"));
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.prune(["t"]);
+    const left = await ids(other, "t");
+    await other.close();
+    expect(left).toHaveLength(1);
+    expect((await marks(name)).length).toBeGreaterThan(0);
+    return left;
+  };
+
+  /** A thread's checkpoint ids after a wipe (Chromium deleting a corrupted database) and the restore from the journal. */
+  const idsAfterWipe = async (name: string, threadId: string) => {
+    await deleteDb(name);
+    const restored = saver(name);
+    const found = await ids(restored, threadId);
+    await restored.close();
+    return found;
+  };
+
+  it("are lifted once the journal holds none of their checkpoints: a wipe after the lift brings none back", async () => {
+    const name = dbName();
+    const left = await prunedElsewhere(name);
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    // Before, every mark stayed for good: the journal was rewritten without those checkpoints, nothing needed them.
+    expect(await marks(name)).toEqual([]);
+    expect(await ids(reopened, "t")).toEqual(left);
+    await reopened.close();
+    const again = saver(name); // an open after the lift: nothing to replay, nothing comes back
+    expect(await again.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect(await ids(again, "t")).toEqual(left);
+    await again.close();
+    expect(await idsAfterWipe(name, "t")).toEqual(left);
+  });
+
+  it("the journaling saver's own prune: lifted at its next open, and a wipe brings nothing back", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 4).invoke({ count: 0 }, config("t"));
+    await journaling.prune(["t"]);
+    const left = await ids(journaling, "t");
+    expect((await marks(name)).length).toBeGreaterThan(0);
+    await journaling.close();
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    expect(await marks(name)).toEqual([]);
+    await reopened.close();
+    expect(await idsAfterWipe(name, "t")).toEqual(left);
+  });
+
+  it("stay in a database that syncs: sync pushes them and refuses their checkpoints from a server", async () => {
+    const name = dbName();
+    await prunedElsewhere(name);
+    const db = await open(name);
+    const tx = db.transaction("meta", "readwrite");
+    tx.objectStore("meta").put({ name: "sync\u0000https://example.test\u0000cursor", value: 5 });
+    await new Promise((resolve) => (tx.oncomplete = resolve));
+    db.close();
+    const before = await marks(name);
+    const reopened = saver(name);
+    await reopened.recovery();
+    await reopened.close();
+    expect(await marks(name)).toEqual(before);
+  });
+
+  it("stay while the journal still holds their checkpoints", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    const held = await ids(journaling, "t");
+    await journaling.close();
+    // A mark older than the journal naming a checkpoint its records hold (written outside the saver).
+    const mark = { name: `removed\u0000t\u0000\u0000${held[1]}`, value: { removed_at: 1 } };
+    const db = await open(name);
+    const tx = db.transaction("meta", "readwrite");
+    tx.objectStore("meta").put(mark);
+    await new Promise((resolve) => (tx.oncomplete = resolve));
+    db.close();
+    const reopened = saver(name);
+    await reopened.recovery();
+    await reopened.close();
+    expect(await marks(name)).toEqual([mark]);
   });
 });

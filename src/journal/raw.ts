@@ -204,6 +204,12 @@ export interface SchemaRules {
    * Or wrote rows the journal's `records` lack: a restore would leave them out.
    */
   deletedSince(db: IDBDatabase, generation: number, records: readonly Payload[]): Promise<boolean>;
+  /**
+   * Told at the end of a recovery what the journal holds now (its records
+   * after the header): the saver lifts what guarded only against records the
+   * journal no longer holds (the removed marks of checkpoints it cannot replay).
+   */
+  settled(db: IDBDatabase, records: readonly Payload[]): Promise<void>;
 }
 
 /**

@@ -23,7 +23,7 @@ import {
   type Version,
 } from "../rows/shapes.js";
 import type { RemovedCheckpoint } from "../rows/marks.js";
-import { request, withoutHeld } from "./journal-held.js";
+import { request, rowsUnjournaled, summariesUnjournaled, withoutHeld } from "./journal-held.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -234,75 +234,6 @@ export async function deletedSince(
   );
 }
 
-/** The stores whose rows another tab may add without changing a thread summary. */
-const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
-
-/**
- * Whether the database holds more checkpoint, blob or pending-write rows
- * than the journal's `records` leave: another tab wrote rows that change no
- * thread summary (a subgraph namespace's checkpoints, pending writes alone),
- * which {@link summariesUnjournaled} cannot see, and a restore after a wipe
- * would leave them out. Counts, not values: a row another tab overwrote in
- * place is not seen. A range delete or a clear the journal holds after its
- * snapshot (a crash cut off the compaction that follows one) leaves its
- * count unknown: rewritten too.
- */
-async function rowsUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
-  const stores: string[] = ROW_STORES.filter((store) => db.objectStoreNames.contains(store));
-  if (stores.length === 0) return false;
-  const tx = db.transaction(stores, "readonly");
-  const keys = new Map(stores.map((store): [string, Set<string>] => [store, new Set()]));
-  const paths = new Map(stores.map((store) => [store, [tx.objectStore(store).keyPath ?? []].flat()]));
-  const keyOf = (store: string, row: unknown) =>
-    JSON.stringify(paths.get(store)!.map((part) => (row as Record<string, unknown> | null)?.[part]));
-  for (const record of records) {
-    if ("snap" in record) {
-      for (const [store, held] of keys) {
-        held.clear();
-        for (const row of record.snap[store] ?? []) held.add(keyOf(store, row));
-      }
-    } else if ("o" in record) {
-      for (const op of record.o) {
-        const held = keys.get(op[0]);
-        if (!held) continue;
-        if (op[1] === 0 || op[1] === 1) held.add(keyOf(op[0], op[2]));
-        else if (op[1] === 2) held.delete(JSON.stringify(op[2]));
-        else return true;
-      }
-    }
-  }
-  const counts = await Promise.all(stores.map((store) => request(tx.objectStore(store).count())));
-  return counts.some((count, i) => count > keys.get(stores[i]!)!.size);
-}
-
-/**
- * Whether a thread summary in `db` is not the one the journal's `records`
- * left for its thread: another tab wrote the thread (a run, `copyThread`,
- * an import) while this journal was closed, or a crash cut off this tab's
- * own last appends. Either way the journal lacks rows the database holds,
- * and a restore after a wipe would leave them out (a thread copied there was
- * gone): the journal is rewritten from the database.
- */
-async function summariesUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
-  const last = new Map<unknown, unknown>();
-  const idOf = (row: unknown) => (row as Partial<ThreadRow> | null)?.thread_id;
-  for (const record of records) {
-    if ("snap" in record) {
-      last.clear();
-      for (const row of record.snap.threads ?? []) last.set(idOf(row), row);
-    } else if ("o" in record) {
-      for (const op of record.o) {
-        if (op[0] !== "threads") continue;
-        if (op[1] === 0 || (op[1] === 1 && !last.has(idOf(op[2])))) last.set(idOf(op[2]), op[2]);
-        else if (op[1] === 2) last.delete(op[2]);
-        else if (op[1] > 2) last.clear(); // a range delete or a clear: whatever is left must be journaled again
-      }
-    }
-  }
-  const rows = (await request(db.transaction("threads", "readonly").objectStore("threads").getAll())) as unknown[];
-  return rows.some((row) => !sameValue(row, last.get(idOf(row))));
-}
-
 /**
  * The `meta` name prefix of a removed checkpoint's mark: rows/marks.ts's
  * `removedName` is this, then thread, namespace and id joined by U+0000 (a
@@ -336,6 +267,44 @@ async function removedSince(db: IDBDatabase, generation: number): Promise<Set<st
     if (typeof at === "number" && at > generation) removed.add(name.slice(REMOVED_PREFIX.length));
   }
   return removed;
+}
+
+/**
+ * Lifts the removed marks whose checkpoint nothing in the journal's
+ * `records` puts (no checkpoint row, no pending write): they guard against a
+ * replay bringing it back (see {@link withoutDeleted}), and this journal no
+ * longer can. Before, they grew with every prune for good. A mark committed
+ * after the journal's snapshot was read names a checkpoint the snapshot may
+ * hold, and stays. Not in a database that syncs (a `sync` record in `meta`):
+ * sync pushes the marks and refuses their checkpoints from a server.
+ */
+async function liftMarks(db: IDBDatabase, records: readonly Payload[]): Promise<void> {
+  if (!db.objectStoreNames.contains("meta")) return;
+  const journaled = new Set<string>();
+  const note = (store: string, row: unknown) => {
+    const { thread_id, checkpoint_ns, checkpoint_id } = (row ?? {}) as Partial<CheckpointRow>;
+    if (store === "checkpoints" || store === "writes") journaled.add(markKey(thread_id, checkpoint_ns, checkpoint_id));
+  };
+  for (const record of records) {
+    if ("snap" in record)
+      for (const [store, rows] of Object.entries(record.snap)) rows.forEach((row) => note(store, row));
+    else if ("o" in record) for (const op of record.o) if (op[1] === 0 || op[1] === 1) note(op[0], op[2]);
+  }
+  const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
+  const tx = db.transaction("meta", "readwrite");
+  const meta = tx.objectStore("meta");
+  const done = new Promise((resolve, reject) => {
+    tx.oncomplete = resolve;
+    tx.onabort = () => reject(tx.error ?? new Error("lifting removed marks aborted"));
+  });
+  void done.catch(() => undefined); // a failed read rejects first, and is the one reported
+  const [synced, names] = await Promise.all([
+    request(meta.count(KeyRange.bound("sync\u0000", "sync\u0001"))),
+    request(meta.getAllKeys(KeyRange.bound(REMOVED_PREFIX, "removed\u0001"))),
+  ]);
+  if (synced === 0)
+    for (const name of names) if (!journaled.has(String(name).slice(REMOVED_PREFIX.length))) meta.delete(name);
+  await done;
 }
 
 /** Every tombstone in `db`, by thread; one altered outside the saver reads as none (the saver's own reads report it). */
@@ -376,4 +345,5 @@ export const journalRules: SchemaRules = {
   stale: keyChanged,
   deletedSince,
   purgeOnPut,
+  settled: liftMarks,
 };
