@@ -4,6 +4,7 @@
  * the handlers that turn any failure into the protocol's error body.
  */
 /// <reference types="node" />
+import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ProtocolError, SYNC_MEDIA_TYPE, decodeBody, encodeBody, type ErrorBody } from "../sync/protocol.js";
 import { SyncHttpError } from "./store.js";
@@ -30,6 +31,44 @@ export function send(reply: FastifyReply, body: unknown): FastifyReply {
 /** The error body every failure carries. */
 export function errorBody(code: string, message: string): ErrorBody {
   return { error: { code, message } };
+}
+
+/**
+ * Answers a request Node cut before any route saw it (Fastify's
+ * `clientErrorHandler`): 408 `request_timeout` when it took longer than
+ * `requestTimeoutMs`, 400 `bad_request` for one Node could not parse, each
+ * with the protocol's {@link ErrorBody}, then closes the connection.
+ * Fastify's own body (`{"error":"Request Timeout","statusCode":408}`) read
+ * to a device as an unknown, final refusal, where a slow upload is worth
+ * trying again.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  // A connection reset, or one already closed: nobody to answer.
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, reason, body] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? ([
+          408,
+          "Request Timeout",
+          errorBody(
+            "request_timeout",
+            "The request did not arrive whole within this server's time limit; nothing of it was applied. Try again.",
+          ),
+        ] as const)
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? ([
+            431,
+            "Request Header Fields Too Large",
+            errorBody("bad_request", "The request's headers are too large."),
+          ] as const)
+        : ([400, "Bad Request", errorBody("bad_request", "The request is not valid HTTP.")] as const);
+  const json = JSON.stringify(body);
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+    );
+  socket.destroy(error);
 }
 
 /** A query parameter as a non-negative integer, or the default. */

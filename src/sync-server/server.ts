@@ -15,7 +15,7 @@ import { DEFAULT_MAX_BODY_BYTES, SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../syn
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { AppSpaces } from "./apps.js";
 import { authenticator, limitUsers } from "./auth.js";
-import { answerUnroutedEarly, errorBody, installCors, installProtocol } from "./http.js";
+import { answerClientError, answerUnroutedEarly, errorBody, installCors, installProtocol } from "./http.js";
 import { addReadRoutes } from "./read-routes.js";
 import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
@@ -261,6 +261,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     // longer (it swaps the two otherwise), so the server is made with both (headersTimeout follows
     // requestTimeout down from 60 s); Fastify then sets requestTimeout alone, to the same value.
     requestTimeout,
+    // A request cut by Node (too slow, not HTTP) is answered in the protocol's error shape too.
+    clientErrorHandler: answerClientError,
     http: {
       requestTimeout,
       connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.ceil(requestTimeout / 4))),

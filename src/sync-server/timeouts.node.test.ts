@@ -7,7 +7,8 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser, postgresUrl } from "../../test/support/sync/harness.js";
-import { SYNC_MEDIA_TYPE } from "../sync/protocol.js";
+import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION } from "../sync/protocol.js";
+import { SyncError, SyncTransport, type FetchLike } from "../sync/transport.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
 
 /** Sends `head` on a socket of its own, then `drip` every 50 ms; says when and with what the server closed it. */
@@ -59,6 +60,38 @@ describe("sync server: requestTimeoutMs", () => {
     } finally {
       push.end();
     }
+  });
+
+  it("answers a stalled body with the protocol's error body: a device reads a retryable request_timeout", async () => {
+    // Before, the 408 carried Fastify's own body ({"error":"Request Timeout","statusCode":408}): the device read
+    // code "http_error", not retryable, and showed the person "incompatible" (check the server's address).
+    const { token } = newUser("stalled");
+    /** The device's own request on a raw socket: its headers, then none of the body they announce. */
+    const stalling: FetchLike = async (input, init) => {
+      const body = init.body as Uint8Array;
+      const headers = Object.entries(init.headers as Record<string, string>)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join("");
+      const request = rawRequest(
+        port,
+        `${init.method} ${new URL(input).pathname} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${body.length}\r\n\r\n`,
+      );
+      try {
+        expect(await request.closedWithin(4000), "still open after 4 s").toBeDefined();
+      } finally {
+        request.end();
+      }
+      const [head = "", text = ""] = request.answer().split("\r\n\r\n");
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
+      return new Response(text, { status });
+    };
+    const transport = new SyncTransport({ url: `http://127.0.0.1:${port}`, token, fetch: stalling });
+    const refused = await transport.push({ v: SYNC_PROTOCOL_VERSION, checkpoints: [], deletes: [] }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(SyncError);
+    expect(refused).toMatchObject({ status: 408, code: "request_timeout", retryable: true });
   });
 
   it("cuts headers that never end, and a connection that sends nothing", async () => {

@@ -46,6 +46,12 @@ const CASES: [string, (url: string, init: RequestInit) => Promise<Response>, Syn
     "server_full",
     /space on the sync server is full/,
   ],
+  [
+    "a request too slow to arrive whole (the server's 408)",
+    json(408, "request_timeout", "The request did not arrive whole within this server's time limit"),
+    "offline",
+    /Can't reach the sync server/,
+  ],
   ["a database restarting", json(503, "unavailable", "PostgreSQL is unavailable"), "unavailable", /try again/],
   [
     "a proxy's page",

@@ -11,7 +11,7 @@ import { SyncError } from "./transport.js";
 export type SyncProblemCode =
   /** The server did not accept the token (401). */
   | "unauthorized"
-  /** No answer: network down, server unreachable, timeout. */
+  /** No answer: network down, server unreachable, timeout; or a request too slow to reach it whole (408). */
   | "offline"
   /** The server answered with a server error or is restarting (5xx): it retries by itself. */
   | "unavailable"
@@ -70,7 +70,8 @@ function problemCode(error: unknown): SyncProblemCode {
     return "server_full";
   if (isQuotaError(error)) return "device_full";
   if (!(error instanceof SyncError)) return "failed";
-  if (error.code === "offline") return "offline";
+  // A 408: the request did not reach the server whole in time, a slow or stalling link.
+  if (error.code === "offline" || error.status === 408) return "offline";
   if (error.status === 401 || error.code === "unauthorized") return "unauthorized";
   if (error.status === 429) return "rate_limited";
   if (error.status >= 500) return "unavailable";

@@ -21,7 +21,8 @@ import { parsePullResponse, parseThreadsResponse } from "./protocol-checks.js";
 
 /**
  * A sync request that failed. `offline` (no answer: network down, server
- * unreachable, timeout) and server errors (5xx) are `retryable`; a refused
+ * unreachable, timeout), server errors (5xx), 429 and 408 (a request too
+ * slow to arrive whole) are `retryable`; a refused
  * token (401) or a request the server rejects (4xx) is not.
  */
 export class SyncError extends IndexedDBCheckpointError {
@@ -182,7 +183,8 @@ export class SyncTransport {
       throw new SyncError(`Sync server refused ${method} ${path}: ${message}`, {
         status: response.status,
         code,
-        retryable: response.status >= 500 || response.status === 429,
+        // 408: the request did not reach the server whole in time (a slow link), nothing of it applied.
+        retryable: response.status >= 500 || response.status === 429 || response.status === 408,
       });
     }
     const type = response.headers.get("content-type") ?? "";
