@@ -7,6 +7,7 @@
  * loopback, real PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
 import { inspector, newUser, startServer, wireCheckpoint } from "../../test/support/sync/harness.js";
 import {
@@ -16,6 +17,7 @@ import {
   encodeBody,
   type PullResponse,
   type PushRequest,
+  type ThreadsResponse,
 } from "../sync/protocol.js";
 import type { SyncServer } from "../sync-server.js";
 
@@ -115,5 +117,36 @@ describe("sync server: checkpoint ids in the devices' order", () => {
       [user],
     );
     expect(tombstone.rows.map((row) => row.max_deleted_id)).toEqual([HIGH]);
+  });
+
+  it("a server-side agent's list and getTuple put ids in the devices' order, newest first", async () => {
+    // Before, the saver ordered (and cut at `before`) by code point ("C"): ASTRAL came first, as the newest,
+    // where every device lists HIGH first, so an agent on the server resumed a thread from an older checkpoint.
+    const { user } = newUser("list");
+    const OLDER = "1f0aaaaa-\uD7FF";
+    const saver = server.saverFor(user);
+    for (const id of [HIGH, ASTRAL, OLDER])
+      await saver.put(
+        { configurable: { thread_id: "t", checkpoint_ns: "" } },
+        { ...emptyCheckpoint(), id },
+        { source: "input", step: -1, parents: {} },
+        {},
+      );
+    const ids = async (options: Parameters<typeof saver.list>[1] = {}) => {
+      const listed: string[] = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: "t" } }, options))
+        listed.push(tuple.checkpoint.id);
+      return listed;
+    };
+    const devices = [HIGH, ASTRAL, OLDER].sort().reverse();
+    expect(devices).toEqual([HIGH, ASTRAL, OLDER]);
+    expect(await ids()).toEqual(devices);
+    expect(await ids({ limit: 1 })).toEqual([HIGH]);
+    expect(await ids({ before: { configurable: { checkpoint_id: HIGH } } })).toEqual([ASTRAL, OLDER]);
+    expect(await ids({ before: { configurable: { checkpoint_id: ASTRAL } } })).toEqual([OLDER]);
+    expect((await saver.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id).toBe(HIGH);
+    // And the thread's newest id in the list of threads, which was ASTRAL as well.
+    const listed = (await call(`token-of-${user}`, "GET", "/threads")) as unknown as ThreadsResponse;
+    expect(listed.threads.map((thread) => thread.latest_checkpoint_id)).toEqual([HIGH]);
   });
 });

@@ -19,7 +19,7 @@ import {
 } from "../sync/protocol.js";
 import { versionKey } from "../core/identity.js";
 import { SyncHttpError } from "./store.js";
-import { cpKey, transaction, writeBytes as writeRowBytes } from "./sql.js";
+import { cpKey, transaction, utf16Order, writeBytes as writeRowBytes } from "./sql.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 import { blobId, distinctBlobKeys, inSequence, readDetails, readRows, type CheckpointDbRow } from "./bundles.js";
 
@@ -36,7 +36,7 @@ export interface CheckpointQuery {
   limit?: number;
 }
 
-/** A user's checkpoints, complete, newest id first (one snapshot). */
+/** A user's checkpoints, complete, newest id first as devices order ids (one snapshot). */
 export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQuery): Promise<WireCheckpoint[]> {
   return transaction(pool, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
     const where = ["user_id = $1"];
@@ -48,11 +48,12 @@ export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQue
     if (query.threadId !== undefined) add("thread_id = ?", query.threadId);
     if (query.checkpointNs !== undefined) add("checkpoint_ns = ?", query.checkpointNs);
     if (query.checkpointId !== undefined) add("checkpoint_id = ?", query.checkpointId);
-    if (query.before !== undefined) add(`checkpoint_id COLLATE "C" < ?`, query.before);
+    // In the devices' order (see utf16Order), which code point order ("C") is not.
+    if (query.before !== undefined) add(`${utf16Order("checkpoint_id")} < ${utf16Order("?::text")}`, query.before);
     let sql = `SELECT seq, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, chain, parent_writes, checkpoint_type, checkpoint,
         metadata_type, metadata, channel_versions, run_id, origin
       FROM lgsync_checkpoints WHERE ${where.join(" AND ")}
-      ORDER BY checkpoint_id COLLATE "C" DESC, thread_id, checkpoint_ns`;
+      ORDER BY ${utf16Order("checkpoint_id")} DESC, thread_id, checkpoint_ns`;
     if (query.limit !== undefined) {
       args.push(query.limit);
       sql += ` LIMIT $${args.length}`;
@@ -305,7 +306,8 @@ export async function threads(
 ): Promise<ThreadsResponse> {
   const limit = page ? page.limit : MAX_THREADS_UNPAGED;
   const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
-    `SELECT thread_id, count(*) AS checkpoints, max(checkpoint_id COLLATE "C") FILTER (WHERE checkpoint_ns = '') AS latest, max(seq) AS seq
+    `SELECT thread_id, count(*) AS checkpoints, max(seq) AS seq,
+       (array_agg(checkpoint_id ORDER BY ${utf16Order("checkpoint_id")} DESC) FILTER (WHERE checkpoint_ns = ''))[1] AS latest
      FROM lgsync_checkpoints WHERE user_id = $1 ${page?.after === undefined ? "" : "AND thread_id > $3"}
      GROUP BY thread_id ORDER BY thread_id LIMIT $2`,
     [userId, limit + 1, ...(page?.after === undefined ? [] : [page.after])],

@@ -86,6 +86,21 @@ export function writeBytes(alias: string): string {
     + octet_length(${alias}.task_path))`;
 }
 
+/**
+ * An SQL expression on the text `column` whose "C" order is the devices'
+ * order of ids: by UTF-16 code unit (JavaScript's `<`, IndexedDB's key
+ * order), where PostgreSQL orders UTF-8 text by code point, putting a
+ * character of U+E000-U+FFFF before one above U+FFFF (a surrogate pair
+ * first in UTF-16). Its UTF-8 bytes as hex pairs, each followed by a space
+ * (so a match stays on a whole byte), with the lead bytes of U+E000-U+FFFF
+ * (0xEE, 0xEF) raised above those of four-byte characters (0xF0-0xF4);
+ * continuation bytes (0x80-0xBF) are never either.
+ */
+export function utf16Order(column: string): string {
+  const pairs = `regexp_replace(encode(convert_to(${column}, 'UTF8'), 'hex'), '(..)', '\\1 ', 'g')`;
+  return `(replace(replace(${pairs}, 'ee ', 'f5 '), 'ef ', 'f6 ') COLLATE "C")`;
+}
+
 /** A checkpoint's identity within a user. */
 export function cpKey(threadId: string, ns: string, id: string): string {
   return `${threadId}\u0000${ns}\u0000${id}`;
