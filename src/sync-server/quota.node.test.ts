@@ -46,9 +46,11 @@ describe("sync server: the quota counts what a push makes the server keep", () =
   const stored = (user: string) => storedBytes(pool, user);
   const long = (label: string, i: number) => `${label}-${i}-`.padEnd(1000, "x");
 
-  it("refuses removal marks past the quota: a user cannot grow lgsync_removed without end", async () => {
+  it("never refuses removals; past the quota it stores no mark of a checkpoint it never held", async () => {
     // Before, a mark was ids only, which the quota did not count: each push of 16 MiB of removals of
-    // checkpoints that never existed stored its marks, 1,200 pushes a minute, whatever the quota.
+    // checkpoints that never existed stored its marks, 1,200 pushes a minute, whatever the quota. Then such
+    // marks were refused past it (413), and a device resends every removal the server has not acknowledged
+    // with every push: one holding more than the room left could never push again.
     const { user, token } = newUser("marks");
     const marks = (from: number) =>
       Array.from({ length: 40 }, (_, i) => ({
@@ -56,15 +58,64 @@ describe("sync server: the quota counts what a push makes the server keep", () =
         checkpoint_ns: "",
         checkpoint_id: long("c", from + i),
       }));
-    expect((await push(token, { removed: marks(0) })).status).toBe(200); // 80 kB, within
+    expect((await push(token, { removed: marks(0) })).status).toBe(200); // 80 kB, within: kept
     const over = await push(token, { removed: marks(40) });
-    expect(over.status).toBe(413);
-    expect(over.body).toMatchObject({ error: { code: "quota_exceeded" } });
+    expect(over.status).toBe(200);
+    expect(over.body).toMatchObject({ removed: 40 });
     const held = await pool.query("SELECT 1 FROM lgsync_removed WHERE user_id = $1", [user]);
     expect(held.rowCount).toBe(40);
     const { counter, rows } = await stored(user);
     expect(counter).toBe(rows);
     expect(counter).toBe(80_000);
+  });
+
+  it("a device at the quota that deletes a thread recovers, whatever removals it resends", async () => {
+    const { user, token } = newUser("stuck");
+    const big = (threadId: string, checkpointId = "1f0aaaaa-0000-6000-8000-000000000001"): WireCheckpoint => ({
+      ...wireCheckpoint(threadId, [], checkpointId),
+      checkpoint: ["msgpack", new Uint8Array(45_000)],
+    });
+    expect((await push(token, { checkpoints: [big("t"), big("u")] })).status).toBe(200);
+    // Refused: the device keeps v, then prunes its history (70 checkpoints the server never held), and
+    // deletes thread t to make room. Its push carries the delete and the removals it has not had acknowledged.
+    expect((await push(token, { checkpoints: [big("v")] })).status).toBe(413);
+    const pruned = Array.from({ length: 70 }, (_, i) => ({
+      thread_id: "v",
+      checkpoint_ns: "",
+      checkpoint_id: long("1f0aaaaa-pruned", i),
+    }));
+    const recovered = await push(token, { deletes: [{ thread_id: "t", max_deleted_id: "1f0aaaab" }], removed: pruned });
+    expect(recovered.status).toBe(200);
+    let { counter, rows } = await stored(user);
+    expect(counter).toBe(rows);
+    expect(counter).toBeLessThan(QUOTA);
+    // And it pushes again: v fits now.
+    expect((await push(token, { checkpoints: [big("v")] })).status).toBe(200);
+    ({ counter, rows } = await stored(user));
+    expect(counter).toBe(rows);
+    expect(counter).toBeLessThanOrEqual(QUOTA);
+  });
+
+  it("takes the first batch of a device whose resent removals fit only without its checkpoints", async () => {
+    // A device sends its deletes and removals with its first batch of checkpoints: marks that fit alone
+    // but not beside the checkpoints made that batch refused, each round again.
+    const { user, token } = newUser("batch");
+    const big = (threadId: string): WireCheckpoint => ({
+      ...wireCheckpoint(threadId),
+      checkpoint: ["msgpack", new Uint8Array(45_000)],
+    });
+    expect((await push(token, { checkpoints: [big("t")] })).status).toBe(200);
+    const removed = Array.from({ length: 20 }, (_, i) => ({
+      thread_id: long("gone", i),
+      checkpoint_ns: "",
+      checkpoint_id: long("c", i),
+    }));
+    const first = await push(token, { removed, checkpoints: [big("v")] });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ changed: 1, removed: 20 });
+    const { counter, rows } = await stored(user);
+    expect(counter).toBe(rows);
+    expect(counter).toBeLessThanOrEqual(QUOTA);
   });
 
   it("refuses tombstones past the quota: deletes of threads the server never held", async () => {

@@ -123,6 +123,16 @@ export const QUOTA_SCHEMA: readonly string[] = [
 /** The quota a server applies when its options name none: 1 GiB per user. */
 export const DEFAULT_MAX_USER_BYTES = 1024 ** 3;
 
+/** What `space` and all the spaces of its user (across their apps) store now, in bytes. */
+export async function storedBytes(client: PoolClient, space: string): Promise<{ own: number; bytes: number }> {
+  const row = await client.query<{ own: string; bytes: string }>(
+    `SELECT coalesce(sum(bytes) FILTER (WHERE user_id = $1), 0) AS own, coalesce(sum(bytes), 0) AS bytes
+     FROM lgsync_users WHERE ${OWNER_OF_ROW} = $2`,
+    [space, spaceOwner(space)],
+  );
+  return { own: Number(row.rows[0]!.own), bytes: Number(row.rows[0]!.bytes) };
+}
+
 /**
  * Refuses (413 `quota_exceeded`, and the transaction rolls back) when the
  * user, across the spaces of all their apps, now stores more than `max`
@@ -131,13 +141,8 @@ export const DEFAULT_MAX_USER_BYTES = 1024 ** 3;
  * it can always get back under.
  */
 export async function assertWithinQuota(client: PoolClient, space: string, before: number, max: number): Promise<void> {
-  const row = await client.query<{ own: string; bytes: string }>(
-    `SELECT coalesce(sum(bytes) FILTER (WHERE user_id = $1), 0) AS own, coalesce(sum(bytes), 0) AS bytes
-     FROM lgsync_users WHERE ${OWNER_OF_ROW} = $2`,
-    [space, spaceOwner(space)],
-  );
-  const bytes = Number(row.rows[0]!.bytes);
-  if (bytes > max && Number(row.rows[0]!.own) > before)
+  const { own, bytes } = await storedBytes(client, space);
+  if (bytes > max && own > before)
     throw new SyncHttpError(
       413,
       "quota_exceeded",

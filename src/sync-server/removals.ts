@@ -9,13 +9,15 @@
  */
 import type { PoolClient } from "pg";
 import type { WireCheckpoint, WireRemoved } from "../sync/protocol.js";
+import { storedBytes } from "./quota.js";
 
 /**
  * Applies `removed` inside the push's transaction, each new one with the
  * next sequence number after `seq`, in the order the push lists them;
- * returns the last number used. A few statements whatever their number
- * (one per removal held a pooled connection and the user's lock for 6 s at
- * 20,000).
+ * returns the last number used, and the new marks of checkpoints the server
+ * never held (for {@link takeBackPastQuota}). A few statements whatever
+ * their number (one per removal held a pooled connection and the user's
+ * lock for 6 s at 20,000).
  */
 export async function applyRemovals(
   client: PoolClient,
@@ -23,8 +25,9 @@ export async function applyRemovals(
   seq: number,
   removed: readonly WireRemoved[],
   device: string | undefined,
-): Promise<number> {
-  if (removed.length === 0) return seq;
+): Promise<{ seq: number; unheld: WireRemoved[] }> {
+  if (removed.length === 0) return { seq, unheld: [] };
+  const unheld = await neverHeld(client, userId, removed);
   const column = (field: keyof WireRemoved) => removed.map((r) => r[field]);
   // A removal listed twice, or known already, is inserted once (DO NOTHING skips it).
   const inserted = await client.query<WireRemoved>(
@@ -34,7 +37,7 @@ export async function applyRemovals(
      RETURNING thread_id, checkpoint_ns, checkpoint_id`,
     [userId, column("thread_id"), column("checkpoint_ns"), column("checkpoint_id"), device ?? null],
   );
-  if (inserted.rows.length === 0) return seq;
+  if (inserted.rows.length === 0) return { seq, unheld };
   const keyOf = (r: WireRemoved) => `${r.thread_id}\u0000${r.checkpoint_ns}\u0000${r.checkpoint_id}`;
   const position = new Map<string, number>();
   removed.forEach((r, i) => {
@@ -60,7 +63,48 @@ export async function applyRemovals(
       args,
     );
   }
-  return seq + rows.length;
+  return { seq: seq + rows.length, unheld };
+}
+
+/** Those of `removed` the server holds nothing of (no row, no pending write, no mark), each once. */
+async function neverHeld(client: PoolClient, userId: string, removed: readonly WireRemoved[]): Promise<WireRemoved[]> {
+  const found = await client.query<WireRemoved>(
+    `SELECT DISTINCT x.t AS thread_id, x.n AS checkpoint_ns, x.c AS checkpoint_id
+     FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     WHERE ${["lgsync_checkpoints", "lgsync_writes", "lgsync_removed"]
+       .map(
+         (table) => `NOT EXISTS (SELECT 1 FROM ${table} r
+           WHERE r.user_id = $1 AND r.thread_id = x.t AND r.checkpoint_ns = x.n AND r.checkpoint_id = x.c)`,
+       )
+       .join(" AND ")}`,
+    [userId, removed.map((r) => r.thread_id), removed.map((r) => r.checkpoint_ns), removed.map((r) => r.checkpoint_id)],
+  );
+  return found.rows;
+}
+
+/**
+ * Takes back the push's marks of checkpoints the server never held
+ * (`unheld`, from {@link applyRemovals}) when the user, across their apps,
+ * is now over `max`, so that removals never make a push refused: a removal
+ * of a checkpoint the server holds frees more than its mark holds, and one
+ * it never held changes nothing without its mark. Kept within the quota, a
+ * mark stops a push of that checkpoint still on its way from storing it.
+ * Before, such marks counted like any growth: a device sends every removal
+ * the server has not acknowledged again with every push, so once they no
+ * longer fit, every push of that device was refused, its deletes too.
+ */
+export async function takeBackPastQuota(
+  client: PoolClient,
+  userId: string,
+  unheld: readonly WireRemoved[],
+  max: number,
+): Promise<void> {
+  if (unheld.length === 0 || (await storedBytes(client, userId)).bytes <= max) return;
+  await client.query(
+    `DELETE FROM lgsync_removed d USING unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
+     WHERE d.user_id = $1 AND d.thread_id = x.t AND d.checkpoint_ns = x.n AND d.checkpoint_id = x.c`,
+    [userId, unheld.map((r) => r.thread_id), unheld.map((r) => r.checkpoint_ns), unheld.map((r) => r.checkpoint_id)],
+  );
 }
 
 /** The keys (by `keyOf`) of those of `checkpoints` that were removed. */

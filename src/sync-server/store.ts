@@ -21,7 +21,7 @@ import { OWNER_OF_ROW, spaceOwner } from "./apps.js";
 import { SyncHttpError } from "./errors.js";
 import { notifyPush } from "./notify.js";
 import { DEFAULT_MAX_USER_BYTES, assertWithinQuota } from "./quota.js";
-import { applyRemovals, removedAmong } from "./removals.js";
+import { applyRemovals, removedAmong, takeBackPastQuota } from "./removals.js";
 import { versionKey } from "../core/identity.js";
 import { applyDeletes } from "./deletes.js";
 import { checkpointBytes, cpKey, transaction, writeBytes } from "./sql.js";
@@ -93,7 +93,8 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
 
     seq = await applyDeletes(client, userId, seq, request.deletes);
 
-    seq = await applyRemovals(client, userId, seq, request.removed ?? [], request.device);
+    const removals = await applyRemovals(client, userId, seq, request.removed ?? [], request.device);
+    seq = removals.seq;
 
     // Checkpoints of a thread deleted after them, or removed, are dropped: a
     // device that had not seen the delete must not bring them back.
@@ -160,6 +161,7 @@ export function push(pool: Pool, userId: string, limits: StoreLimits, request: P
     const order = live
       .map((c) => cpKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id))
       .filter((key, i, all) => changed.has(key) && all.indexOf(key) === i);
+    await takeBackPastQuota(client, userId, removals.unheld, limits.maxUserBytes);
     await assertWithinQuota(client, userId, locked.bytes, limits.maxUserBytes);
     seq = await assignSeq(client, userId, seq, order, request.device, live, diverged);
     await client.query("UPDATE lgsync_users SET seq = $2 WHERE user_id = $1", [userId, seq]);
