@@ -58,14 +58,36 @@ const RECOUNT = `UPDATE lgsync_users u SET bytes = ${Object.entries(SIZES)
   .map(([table, size]) => `coalesce((SELECT sum(${size}) FROM ${table} r WHERE r.user_id = u.user_id), 0)`)
   .join("\n + ")};`;
 
+/**
+ * The version of {@link SIZES}' counting, in the name of each trigger
+ * function (`lgsync_checkpoints_bytes_v2`). Servers before it named theirs
+ * `<table>_bytes`, whatever they counted, and replaced those functions at
+ * every start (`CREATE OR REPLACE`): an older process started during a
+ * rolling deploy put its counting (values alone) back under the newer
+ * triggers. Now each version writes functions of its own name, which only
+ * its triggers run: an older process replaces functions nothing runs any
+ * more, finds the triggers there and leaves them, and a server moves the
+ * triggers only from an older version to its own, never from a newer one.
+ * Raise it whenever SIZES changes.
+ */
+const COUNTING_VERSION = 2;
+
+type Table = keyof typeof SIZES;
+const TABLES = Object.keys(SIZES) as Table[];
+const EVENTS = [
+  ["ins", "INSERT", "NEW TABLE AS new_rows"],
+  ["upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"],
+  ["del", "DELETE", "OLD TABLE AS old_rows"],
+] as const;
+
 /** One table's trigger function: adds what `new_rows` hold, takes away what `old_rows` held. */
-function countingFunction(table: keyof typeof SIZES): string {
+function countingFunction(table: Table): string {
   const sum = (rows: string) =>
     `UPDATE lgsync_users u SET bytes = u.bytes + d.n * SIGN
        FROM (SELECT user_id, sum(${SIZES[table]}) AS n FROM ${rows} GROUP BY user_id) d
        WHERE u.user_id = d.user_id;`;
   // Statements on a transition table that a trigger does not declare are never run, so never planned.
-  return `CREATE OR REPLACE FUNCTION ${table}_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+  return `CREATE OR REPLACE FUNCTION ${table}_bytes_v${COUNTING_VERSION}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF TG_OP IN ('INSERT', 'UPDATE') THEN ${sum("new_rows").replace("SIGN", "1")} END IF;
       IF TG_OP IN ('DELETE', 'UPDATE') THEN ${sum("old_rows").replace("SIGN", "-1")} END IF;
@@ -75,48 +97,49 @@ function countingFunction(table: keyof typeof SIZES): string {
 
 /**
  * One statement-level trigger per table and event (a transition table serves
- * one event only). Looked for on the table itself: trigger names are not
- * unique across a database, and looked for by name alone, the tables of a
- * second schema (another server's, in the same database) never got theirs.
+ * one event only), in place of any older one. Looked for on the table
+ * itself: trigger names are not unique across a database, and looked for by
+ * name alone, the tables of a second schema (another server's, in the same
+ * database) never got theirs.
  */
-function triggers(table: keyof typeof SIZES): string {
-  const events = [
-    ["ins", "INSERT", "NEW TABLE AS new_rows"],
-    ["upd", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"],
-    ["del", "DELETE", "OLD TABLE AS old_rows"],
-  ] as const;
-  return events
-    .map(
-      ([suffix, event, transition]) =>
-        `IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND tgname = '${table}_bytes_${suffix}') THEN
-           CREATE TRIGGER ${table}_bytes_${suffix} AFTER ${event} ON ${table}
-             REFERENCING ${transition} FOR EACH STATEMENT EXECUTE FUNCTION ${table}_bytes();
-         END IF;`,
-    )
-    .join("\n");
+function triggers(table: Table): string {
+  return EVENTS.map(
+    ([suffix, event, transition]) =>
+      `DROP TRIGGER IF EXISTS ${table}_bytes_${suffix} ON ${table};
+       CREATE TRIGGER ${table}_bytes_${suffix} AFTER ${event} ON ${table}
+         REFERENCING ${transition} FOR EACH STATEMENT EXECUTE FUNCTION ${table}_bytes_v${COUNTING_VERSION}();`,
+  ).join("\n");
 }
 
+/** The schema's quota triggers (by name) and the counting version of the function each runs (1: unversioned). */
+const INSTALLED = `SELECT coalesce(substring(p.proname FROM '_bytes_v([0-9]+)$')::int, 1) AS version
+  FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+  WHERE t.tgrelid IN (${TABLES.map((table) => `'${table}'::regclass`).join(", ")})
+  AND t.tgname IN (${TABLES.flatMap((table) => EVENTS.map(([suffix]) => `'${table}_bytes_${suffix}'`)).join(", ")})`;
+
 /**
- * The statements that add the counter (counting what is stored already, on
- * a database from before it) and its triggers; idempotent, run after the
- * tables exist, under setupSchema's lock.
+ * The statements that add the counter and its triggers; idempotent, run
+ * after the tables exist, under setupSchema's lock. Where a trigger is
+ * missing or runs an older version's counting (a database from before the
+ * counter, or before this counting), every trigger is made anew and every
+ * user counted again from the rows, once; where one runs a newer version's,
+ * all is left to it.
  */
 export const QUOTA_SCHEMA: readonly string[] = [
-  ...Object.keys(SIZES).map((table) => countingFunction(table as keyof typeof SIZES)),
-  // A database whose counter predates the ids' count (no trigger on lgsync_removed yet) is counted again
-  // from its rows, once: the triggers then keep it so.
-  `DO $$ BEGIN
+  ...TABLES.map(countingFunction),
+  `DO $$ DECLARE newer int; current int; BEGIN
      IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
                     AND table_name = 'lgsync_users' AND column_name = 'bytes') THEN
        ALTER TABLE lgsync_users ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
      END IF;
-     IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lgsync_removed'::regclass
-                    AND tgname = 'lgsync_removed_bytes_ins') THEN
+     SELECT count(*) FILTER (WHERE version > ${COUNTING_VERSION}), count(*) FILTER (WHERE version = ${COUNTING_VERSION})
+       INTO newer, current FROM (${INSTALLED}) installed;
+     IF newer = 0 AND current < ${TABLES.length * EVENTS.length} THEN
+       ${TABLES.map(triggers).join("\n")}
        ${RECOUNT}
+       -- An older version's functions, which nothing runs now (an older process makes them again: harmless).
+       ${TABLES.map((table) => `DROP FUNCTION IF EXISTS ${table}_bytes();`).join("\n")}
      END IF;
-     ${Object.keys(SIZES)
-       .map((table) => triggers(table as keyof typeof SIZES))
-       .join("\n")}
    END $$`,
 ];
 

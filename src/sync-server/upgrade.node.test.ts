@@ -9,7 +9,8 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticate, newUser, postgresUrl } from "../../test/support/sync/harness.js";
+import { authenticate, newUser, postgresUrl, storedBytes } from "../../test/support/sync/harness.js";
+import { VALUES_ONLY_QUOTA_SCHEMA } from "../../test/support/sync/old-quota-schema.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -170,5 +171,87 @@ describe("sync server schema: two servers' schemas in one database", () => {
       await second.end();
       await admin.query(`DROP SCHEMA IF EXISTS ${other} CASCADE`);
     }
+  });
+});
+
+describe("sync server schema: processes of different versions on one database (a rolling deploy)", () => {
+  /** Runs `statements` as a server process's start does: one transaction, under setupSchema's lock. */
+  const start = async (statements: readonly string[]) => {
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock(7270451)");
+      for (const statement of statements) await client.query(statement);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+  };
+  /** The function each quota trigger of this schema runs, by trigger name. */
+  const counting = async () =>
+    (
+      await pool.query<{ tgname: string; proname: string }>(
+        `SELECT t.tgname, p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+         JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = $1::regnamespace AND t.tgname LIKE '%\\_bytes\\_%'
+         ORDER BY t.tgname`,
+        [schemaName],
+      )
+    ).rows;
+
+  it("an older process started after the upgrade cannot put values-only counting back", async () => {
+    // Before, its `CREATE OR REPLACE FUNCTION lgsync_checkpoints_bytes()` replaced the very function today's
+    // triggers ran: from then on ids, channel versions and pending writes' ids went uncounted, rows stored
+    // before were taken away at less than they had added, and the counter drifted from the rows.
+    await setupSchema(pool);
+    await start(VALUES_ONLY_QUOTA_SCHEMA);
+    const { user } = newUser("rolling");
+    await pool.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1)", [user]);
+    await pool.query(
+      `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
+         metadata_type, metadata, channel_versions, seq)
+       VALUES ($1, 'thread', '', 'id-1', 'msgpack', '\\x010203', 'msgpack', '\\x04', '{"messages":1}', 1),
+              ($1, 'thread', '', 'id-2', 'msgpack', '\\x05', 'msgpack', '\\x06', '{"messages":2}', 1)`,
+      [user],
+    );
+    await pool.query(
+      `INSERT INTO lgsync_writes (user_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, value)
+       VALUES ($1, 'thread', '', 'id-1', 'task', 0, 'messages', '', 'msgpack', '\\x0708')`,
+      [user],
+    );
+    await pool.query(
+      "INSERT INTO lgsync_removed (user_id, thread_id, checkpoint_ns, checkpoint_id, seq) VALUES ($1, 'thread', '', 'id-0', 2)",
+      [user],
+    );
+    await pool.query("DELETE FROM lgsync_checkpoints WHERE user_id = $1 AND checkpoint_id = 'id-2'", [user]);
+    let { counter, rows } = await storedBytes(pool, user);
+    expect(counter).toBe(rows);
+    expect(counter).toBe(42 + 31 + 10);
+    // Today's process starting again, then the older one again: still so.
+    await setupSchema(pool);
+    await start(VALUES_ONLY_QUOTA_SCHEMA);
+    await pool.query("DELETE FROM lgsync_writes WHERE user_id = $1", [user]);
+    ({ counter, rows } = await storedBytes(pool, user));
+    expect(counter).toBe(rows);
+    expect(counter).toBe(42 + 10);
+  });
+
+  it("leaves the triggers of a newer version as they are", async () => {
+    await setupSchema(pool);
+    const current = await counting();
+    expect(current).toHaveLength(15);
+    // A newer process's counting: functions of a higher version, the triggers made to run them.
+    for (const { tgname, proname } of current) {
+      const table = tgname.replace(/_bytes_(ins|upd|del)$/, "");
+      const newer = proname.replace(/_v\d+$/, "_v99");
+      await pool.query(`CREATE OR REPLACE FUNCTION ${newer}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RETURN NULL; END $$`);
+      const event = tgname.endsWith("_ins") ? "INSERT" : tgname.endsWith("_upd") ? "UPDATE" : "DELETE";
+      await pool.query(`DROP TRIGGER ${tgname} ON ${table}`);
+      await pool.query(
+        `CREATE TRIGGER ${tgname} AFTER ${event} ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${newer}()`,
+      );
+    }
+    await setupSchema(pool);
+    expect((await counting()).every(({ proname }) => proname.endsWith("_v99"))).toBe(true);
   });
 });
