@@ -111,12 +111,21 @@ export const SYNC_SCHEMA: readonly string[] = [
  * an advisory lock keeps their `CREATE ... IF NOT EXISTS` from racing on the
  * catalog (which PostgreSQL reports as a unique violation).
  */
-export async function setupSchema(pool: Pool): Promise<void> {
+export function setupSchema(pool: Pool): Promise<void> {
+  return runSchemaStatements(pool, SYNC_SCHEMA);
+}
+
+/**
+ * Runs `statements` as a server process's start runs its schema's: one
+ * transaction, under the advisory lock every start takes (tests run an older
+ * version's statements so, as its process would).
+ */
+export async function runSchemaStatements(pool: Pool, statements: readonly string[]): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(7270451)");
-    for (const statement of SYNC_SCHEMA) await client.query(statement);
+    for (const statement of statements) await client.query(statement);
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);

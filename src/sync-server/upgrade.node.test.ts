@@ -20,7 +20,7 @@ import {
   type PushResponse,
 } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "./server.js";
-import { setupSchema } from "./schema.js";
+import { runSchemaStatements, setupSchema } from "./schema.js";
 
 const CHAIN = "0123456789abcdef".repeat(4);
 
@@ -175,18 +175,8 @@ describe("sync server schema: two servers' schemas in one database", () => {
 });
 
 describe("sync server schema: processes of different versions on one database (a rolling deploy)", () => {
-  /** Runs `statements` as a server process's start does: one transaction, under setupSchema's lock. */
-  const start = async (statements: readonly string[]) => {
-    const client = await pool.connect();
-    try {
-      await client.query("BEGIN");
-      await client.query("SELECT pg_advisory_xact_lock(7270451)");
-      for (const statement of statements) await client.query(statement);
-      await client.query("COMMIT");
-    } finally {
-      client.release();
-    }
-  };
+  /** An older process's start: its statements, as it ran them. */
+  const start = (statements: readonly string[]) => runSchemaStatements(pool, statements);
   /** The function each quota trigger of this schema runs, by trigger name. */
   const counting = async () =>
     (
