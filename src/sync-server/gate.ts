@@ -97,6 +97,11 @@ export class InFlight {
       else this.#counts.set(key, rest);
     };
   }
+
+  /** Places `key` holds now. */
+  load(key: string): number {
+    return this.#counts.get(key) ?? 0;
+  }
 }
 
 /**

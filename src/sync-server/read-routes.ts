@@ -4,11 +4,12 @@
  * user's read turns (gate.ts).
  */
 /// <reference types="node" />
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Pool } from "pg";
 import { MAX_PULL_LIMIT, MAX_PULL_WAIT_SECONDS, MAX_THREADS_PAGE, ProtocolError, SYNC_PATH } from "../sync/protocol.js";
 import { threadIdParam } from "../sync/protocol-checks.js";
 import { idDefect } from "../rows/ids.js";
+import type { AdmitRead } from "./answers.js";
 import type { Authenticated } from "./auth.js";
 import { InFlight, UserGate } from "./gate.js";
 import { intParam, send } from "./http.js";
@@ -27,16 +28,24 @@ export interface ReadRoutes {
   pool: Pool;
   authenticated: Authenticated;
   notifier: PushNotifier;
+  /** Refuses a read while its user has too many answers untaken (answers.ts). */
+  admitRead: AdmitRead;
 }
 
 /** Adds the read routes to `app`. */
-export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notifier }: ReadRoutes): void {
+export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notifier, admitRead }: ReadRoutes): void {
   // Each user's share of the pool (gate.ts): reads two at a time; a user's reads beyond that wait without a connection.
   const reads = new UserGate(2);
   const polls = new InFlight(MAX_POLLS_WAITING);
+  /** Runs a read of `reply`'s user in the user's read turn, once its untaken answers leave room for one more. */
+  const readFor = <T>(reply: FastifyReply, work: () => Promise<T>): Promise<T> =>
+    reads.run(reply.request.userId, async () => {
+      admitRead(reply);
+      return work();
+    });
 
   app.get(`${SYNC_PATH}/hello`, { onRequest: authenticated }, async (request, reply) => {
-    const answer = await reads.run(request.userId, () => hello(pool, request.space, request.userId));
+    const answer = await readFor(reply, () => hello(pool, request.space, request.userId));
     const named = (request.query as Record<string, unknown>).app;
     return send(reply, typeof named === "string" ? { ...answer, app: named, unscoped: request.unscoped } : answer);
   });
@@ -51,7 +60,7 @@ export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notif
         throw new ProtocolError(`Query parameter "limit" must be an integer from 1 to ${MAX_THREADS_PAGE}.`);
       page = { limit, after: query.after === undefined ? undefined : threadIdParam(query.after, "after") };
     }
-    return send(reply, await reads.run(request.userId, () => threads(pool, request.space, page)));
+    return send(reply, await readFor(reply, () => threads(pool, request.space, page)));
   });
   app.get(`${SYNC_PATH}/pull`, { onRequest: authenticated }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
@@ -66,7 +75,7 @@ export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notif
       throw new ProtocolError('Query parameter "device" must be a device id.');
     const withRemoved = query.removed === "1";
     const read = () =>
-      reads.run(request.userId, () =>
+      readFor(reply, () =>
         pull(
           pool,
           request.space,

@@ -13,6 +13,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance } from "fastify"
 import pg from "pg";
 import { DEFAULT_MAX_BODY_BYTES, SYNC_PATH, SYNC_PROTOCOL_VERSION } from "../sync/protocol.js";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { watchAnswers } from "./answers.js";
 import { AppSpaces } from "./apps.js";
 import { authenticator, limitUsers } from "./auth.js";
 import { answerClientError, answerUnroutedEarly, errorBody, installCors, installProtocol } from "./http.js";
@@ -46,6 +47,8 @@ export interface SyncServerOptions {
    * in milliseconds: past it the server answers 408 and closes the
    * connection (checked every quarter of it, at least every 30 s). A long
    * poll is not cut: its request arrives at once, only its answer waits.
+   * An answer the client has not taken within the same time of its sending
+   * has its connection cut too: until taken it is held in memory.
    * Default 60,000 (a device gives up on a request after 30 s).
    */
   requestTimeoutMs?: number;
@@ -300,6 +303,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   }
 
   installProtocol(app);
+  const admitRead = watchAnswers(app, requestTimeout);
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
 
   // Until the database is set up, every request (health too: a balancer should look elsewhere) is
@@ -329,7 +333,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     options.limits?.badTokensPerMinute ?? DEFAULT_BAD_TOKENS_PER_MINUTE,
   );
   await limitUsers(app, options.limits?.requestsPerMinute ?? 1200);
-  addReadRoutes(app, { pool, authenticated, notifier });
+  addReadRoutes(app, { pool, authenticated, notifier, admitRead });
   addWriteRoutes(app, { pool, authenticated, storeLimits, maxPushCheckpoints });
 
   return {
