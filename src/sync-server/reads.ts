@@ -98,7 +98,9 @@ type Entry = {
  * it (ancestors.ts), and after its thread's delete when the log puts that
  * later and it covers the checkpoint's parent (or an ancestor carried with
  * it): a device never holds a checkpoint without its parent, nor without
- * the tombstone that explains where the parent went.
+ * the tombstone that explains where the parent went. Bar ancestors past the
+ * budget: a page carries the nearest that fit, and the farther come at their
+ * own places in later pages.
  */
 export function pull(
   pool: Pool,
@@ -169,11 +171,15 @@ export function pull(
       if (entry.cp && !own(entry) && !carried.has(keyOf(entry.cp))) {
         const skip = (head: CheckpointHead) => carried.has(keyOf(head)) || mine(head);
         sent = [...ancestorsBefore(entry.cp, ancestors, skip), entry.cp];
-        const size = sent.reduce((sum, head) => sum + sizes.get(head)!, 0);
+        let size = sent.reduce((sum, head) => sum + sizes.get(head)!, 0);
         if (page.length > 0 && bytes + size > PULL_RESPONSE_BYTES) {
           more = true;
           break;
         }
+        // First in its page and past the budget with the ancestors it carries (a chain pushed newest first puts
+        // them all after it): only the nearest that fit come with it, the others at their own places, in later
+        // pages. Before, the page carried the whole chain: up to the user's quota, built in memory for one answer.
+        while (sent.length > 1 && size > PULL_RESPONSE_BYTES) size -= sizes.get(sent.shift()!)!;
         bytes += size;
       }
       cursor = entry.seq;
