@@ -68,11 +68,14 @@ async function get(url: string, path: string, token: string) {
   };
 }
 
+/** The server pushes go through, with the default timeouts (a push of 8 MiB may take a loaded machine past a short one). */
+const served = serverForFile();
+
 describe("sync server: answers a client does not take", () => {
   let quick: SyncServer;
   let quickUrl = "";
   beforeAll(async () => {
-    quick = await createSyncServer({ connectionString: await postgresUrl(), authenticate, requestTimeoutMs: 1000 });
+    quick = await createSyncServer({ connectionString: await postgresUrl(), authenticate, requestTimeoutMs: 2000 });
     quickUrl = await quick.listen({ port: 0 });
   }, 60_000);
   afterAll(() => quick?.close(), 30_000);
@@ -81,11 +84,11 @@ describe("sync server: answers a client does not take", () => {
     // Before, nothing bounded it: the 8 MiB answer stayed in the server's memory, and its connection open,
     // for as long as the client liked (40 unread pulls of a 7 MiB page held 280 MB, and never let go).
     const { token } = newUser("unread");
-    await pushLarge(quickUrl, token);
+    await pushLarge(served.url, token);
     const unread = unreadPull(quickUrl, token);
     try {
       expect(await unread.started).toBe("HTTP/1.1 200");
-      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await new Promise((resolve) => setTimeout(resolve, 4000));
       // Read now, the answer comes cut short and the connection closed; before, it came whole, and stayed open.
       const { closed, received } = await unread.drain(3000);
       expect(closed, "the connection is still open").toBe(true);
@@ -100,8 +103,6 @@ describe("sync server: answers a client does not take", () => {
 });
 
 describe("sync server: a user's answers not yet taken", () => {
-  const served = serverForFile();
-
   it("refuses the user's reads with 429 while 8 of its answers wait to be taken; others are served; freed as they end", async () => {
     // Before, each unread answer of a user held its bytes in the server's memory, with no bound on how many:
     // one token within its rate limit (1,200 requests a minute) could pin gigabytes.
