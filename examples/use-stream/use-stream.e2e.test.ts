@@ -92,7 +92,9 @@ const listedStatus = (page: Page, thread: string) =>
 
 describe("useStream on the in-page Agent Server", () => {
   it("streams tokens, keeps history, forks on an edit and switches branches", async () => {
-    const page = await tab(context, 15);
+    // 60 ms a character: the 16-character answer streams for about a second, so a loaded machine's page, whose
+    // frames (and so the test's polling) come late, still shows it part-way (at 15 ms it was missed under load).
+    const page = await tab(context, 60);
     await submit(page, "hello there");
     const part = await streamingPartOf(page, "echo hello there");
     expect(part.length).toBeLessThan("echo hello there".length);
