@@ -14,22 +14,15 @@
  *
  * What lives in serde/encrypted/: this serializer (index.ts), the envelope
  * and its associated data (envelope.ts), key records and the keyring
- * (key-record.ts), and stateless WebCrypto calls (webcrypto.ts). It imports
- * serde/protocol.ts, serde/msgpack/ and core/.
+ * (key-record.ts), the database's data keys under this serializer's key and
+ * the serializer its rows are sealed with (data-keys.ts), and stateless
+ * WebCrypto calls (webcrypto.ts). It imports serde/protocol.ts,
+ * serde/msgpack/ and core/.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { DatabaseBinding, DatabaseInfo, KeyRecord, RowBoundSerializer, RowRef } from "../protocol.js";
 import type { DataKeyRotation, RekeyableSerializer, RewrappableSerializer } from "../rekey.js";
-import {
-  IV_BYTES,
-  deriveAesKey,
-  generateAesKey,
-  importAesKey,
-  keyId,
-  randomBytes,
-  unwrapAesKey,
-  wrapAesKey,
-} from "./webcrypto.js";
+import { IV_BYTES, deriveAesKey, generateAesKey, importAesKey, keyId, randomBytes, wrapAesKey } from "./webcrypto.js";
 import { DecryptionError } from "../../core/errors.js";
 import { utf8, toHex, fromBase64, fromHex, isUint8Array } from "../../core/bytes.js";
 import {
@@ -38,7 +31,6 @@ import {
   DEFAULT_PBKDF2_ITERATIONS,
   type Keyring,
   type SealOptions,
-  type SealingKey,
   open,
   seal,
   wrapAad,
@@ -57,6 +49,7 @@ import {
   rewriterOf,
   ringOf,
 } from "./key-record.js";
+import { DatabaseSerializer, checkKek, newDataKey, openRecord, unwrapDataKey } from "./data-keys.js";
 
 export {
   AES_GCM_SUFFIX,
@@ -284,10 +277,10 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
           `IndexedDB database "${database!.name}" holds values but has no encryption key record: it was removed or lost (restore it from a backup). A new key was not made. To encrypt a database written without encryption, open it with allowPlaintext: true.`,
         );
       }
-      const { record, ring } = await this.#newDataKey([], []);
+      const { record, ring } = await newDataKey((await this.#kekRing()).current, [], []);
       return { serde: new DatabaseSerializer(ring, this.#options), record };
     }
-    const ring = await this.#openRecord(parseRecord(stored));
+    const ring = await openRecord((await this.#kekRing()).current, parseRecord(stored));
     return { serde: new DatabaseSerializer(ring, this.#options) };
   }
 
@@ -312,12 +305,12 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
       );
     }
     const record = parseRecord(stored);
-    const ours = await this.#checkKek(record);
+    const ours = checkKek((await this.#kekRing()).current, record);
     const theirs = (await next.#kekRing()).current.id;
     const keys = await Promise.all(
       record.keys.map(async (entry): Promise<WrappedDataKey> => {
         const dekId = fromHex(entry.id);
-        const dek = await this.#unwrap(ours, entry, true);
+        const dek = await unwrapDataKey(ours, entry, true);
         const iv = randomBytes(IV_BYTES);
         return {
           id: entry.id,
@@ -328,7 +321,7 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
       }),
     );
     const rewrapped: AesGcmKeyRecord = { kind: "aes-gcm", v: 1, kek: toHex(theirs), keys };
-    await next.#openRecord(rewrapped);
+    await openRecord((await next.#kekRing()).current, rewrapped);
     return rewrapped;
   }
 
@@ -340,117 +333,23 @@ export class EncryptedSerializer implements RowBoundSerializer, RewrappableSeria
    */
   async beginRekey(stored: KeyRecord | undefined): Promise<DataKeyRotation> {
     if (stored === undefined) {
-      const { record, ring } = await this.#newDataKey([], []);
+      const { record, ring } = await newDataKey((await this.#kekRing()).current, [], []);
       return { record, rewrite: rewriterOf(ring, this.#options) };
     }
     const record = parseRecord(stored);
-    const ring = await this.#openRecord(record);
+    const kek = (await this.#kekRing()).current;
+    const ring = await openRecord(kek, record);
     // Even when resuming, a fresh key: the order of the record's keys is not
     // sealed, so "the first one is the new one" may be an edit that puts a
     // retired (perhaps leaked) key back in front.
-    const next = await this.#newDataKey(record.keys, [...ring.byId.values()]);
+    const next = await newDataKey(kek, record.keys, [...ring.byId.values()]);
     return { record: next.record, rewrite: rewriterOf(next.ring, this.#options) };
   }
 
   /** Ends a rekey: the record with only its current data key, once no row uses the others. */
   async endRekey(stored: KeyRecord): Promise<KeyRecord> {
     const record = parseRecord(stored);
-    await this.#openRecord(record);
+    await openRecord((await this.#kekRing()).current, record);
     return { kind: "aes-gcm", v: 1, kek: record.kek, keys: [record.keys[0]!] } satisfies AesGcmKeyRecord;
-  }
-
-  /** This serializer's KEK id, after checking `record` was wrapped by it (the key check). */
-  async #checkKek(record: AesGcmKeyRecord): Promise<SealingKey> {
-    const ours = (await this.#kekRing()).current;
-    if (record.kek !== ours.hex) {
-      throw new DecryptionError(
-        `Wrong passphrase or key: this database's data key is locked by key ${record.kek}, and this EncryptedSerializer's key is ${ours.hex}. Nothing was read. Check the passphrase (or key), and that the salt and iterations are the ones the database was created with.`,
-      );
-    }
-    return ours;
-  }
-
-  /** Unwraps one data key of `record` (wrapped by `kek`). */
-  async #unwrap(kek: SealingKey, entry: WrappedDataKey, extractable: boolean): Promise<CryptoKey> {
-    try {
-      return await unwrapAesKey(this.#kek, entry.wrapped, entry.iv, wrapAad(kek.id, fromHex(entry.id)), extractable);
-    } catch (error) {
-      throw new DecryptionError(
-        "Wrong passphrase or key: the database's data key does not unwrap with this EncryptedSerializer's key (or the key record was altered). Nothing was read.",
-        { cause: error },
-      );
-    }
-  }
-
-  /** Unwraps every data key of `record` into a keyring, checking each one's id. */
-  async #openRecord(record: AesGcmKeyRecord): Promise<Keyring> {
-    const kek = await this.#checkKek(record);
-    const keys = await Promise.all(
-      record.keys.map(async (entry): Promise<SealingKey> => {
-        const key = await this.#unwrap(kek, entry, false);
-        const id = await keyId(key);
-        if (toHex(id) !== entry.id) {
-          throw new DecryptionError(
-            "This database's encryption key record is inconsistent (a data key's id does not match): it was altered.",
-          );
-        }
-        return { id, hex: entry.id, key };
-      }),
-    );
-    return ringOf(keys);
-  }
-
-  /**
-   * A fresh data key, wrapped under the KEK, ahead of `retired` (entries and
-   * their unwrapped keys), as a record and a ring.
-   */
-  async #newDataKey(
-    retired: readonly WrappedDataKey[],
-    retiredKeys: readonly SealingKey[],
-  ): Promise<{ record: AesGcmKeyRecord; ring: Keyring }> {
-    const kek = (await this.#kekRing()).current;
-    // Extractable only so wrapKey accepts it; the copy we use is unwrapped non-extractable.
-    const dek = await generateAesKey(true);
-    const id = await keyId(dek);
-    const iv = randomBytes(IV_BYTES);
-    const entry: WrappedDataKey = {
-      id: toHex(id),
-      iv,
-      wrapped: await wrapAesKey(this.#kek, dek, iv, wrapAad(kek.id, id)),
-      created: Date.now(),
-    };
-    const usable = await this.#unwrap(kek, entry, false);
-    const record: AesGcmKeyRecord = { kind: "aes-gcm", v: 1, kek: kek.hex, keys: [entry, ...retired] };
-    return { record, ring: ringOf([{ id, hex: entry.id, key: usable }, ...retiredKeys]) };
-  }
-}
-
-/**
- * The serializer `forDatabase` hands to IndexedDBSaver/IndexedDBStore: rows
- * sealed with the database's data key, opened with any of its keys.
- */
-class DatabaseSerializer implements RowBoundSerializer {
-  readonly #ring: Keyring;
-  readonly #options: SealOptions;
-
-  constructor(ring: Keyring, options: SealOptions) {
-    this.#ring = ring;
-    this.#options = options;
-  }
-
-  dumpsTyped(value: unknown): Promise<[string, Uint8Array]> {
-    return seal(this.#ring, this.#options, value, { kind: BIND_CONTEXT, context: this.#options.context });
-  }
-
-  loadsTyped(type: string, data: Uint8Array | string): Promise<unknown> {
-    return open(this.#ring, this.#options, type, data, { kind: BIND_CONTEXT, context: this.#options.context });
-  }
-
-  dumpsTypedForRow(value: unknown, row: RowRef): Promise<[string, Uint8Array]> {
-    return seal(this.#ring, this.#options, value, { kind: BIND_ROW, row });
-  }
-
-  loadsTypedForRow(type: string, data: Uint8Array | string, row: RowRef): Promise<unknown> {
-    return open(this.#ring, this.#options, type, data, { kind: BIND_ROW, row });
   }
 }
