@@ -9,14 +9,27 @@ import { isPlainObject } from "../../core/guards.js";
 // ---------------------------------------------------------------------------
 // Writing
 
-/** Thrown inside the encoder for a value nobody could read back. */
+/**
+ * Why the encoder refused a value: a function, another type msgpack has no
+ * place for (a symbol), an unregistered class (`class-json` when it has
+ * `toJSON()`), a LangChain object whose record load() could not revive
+ * (`lc-record`: not a constructor record; `lc-id`: outside its namespaces).
+ */
+export type UnencodableReason = "function" | "type" | "class" | "class-json" | "lc-record" | "lc-id";
+
+/**
+ * Thrown inside the encoder for a value nobody could read back. It carries
+ * facts, not words: the words load with the explanation (explain.ts), only
+ * when an encode fails, so they stay out of every app's first download.
+ */
 export class Unencodable {
   constructor(
     readonly value: unknown,
-    /** What the value is ("a function (\"f\")"). */
-    readonly what: string,
-    /** What to do about it, if there is something to say. */
-    readonly advice = "",
+    readonly reason: UnencodableReason,
+    /** The class name, for the class and LangChain reasons. */
+    readonly name = "",
+    /** The record's type (`lc-record`) or id (`lc-id`). */
+    readonly detail = "",
   ) {}
 }
 
@@ -61,9 +74,9 @@ export class Encoder {
       case "object":
         return value === null ? null : this.object(value);
       case "function":
-        throw new Unencodable(value, `a function (${value.name ? `"${value.name}"` : "anonymous"})`);
+        throw new Unencodable(value, "function");
       default:
-        throw new Unencodable(value, `a ${typeof value} (${String(value)})`);
+        throw new Unencodable(value, "type");
     }
   }
 
@@ -207,16 +220,8 @@ export class Encoder {
     if (isSerializableLike(value)) return this.langChain(value);
     if (Array.isArray(value) && isForeignBuiltIn(prototype, "Array")) return this.array(value);
     if (isForeignBuiltIn(prototype, "Object")) return this.plain(value as Record<string, unknown>);
-    const name = className(value);
-    const hint =
-      typeof (value as { toJSON?: unknown }).toJSON === "function"
-        ? ` It has toJSON(): store value.toJSON() yourself if that plain shape is what you want.`
-        : "";
-    throw new Unencodable(
-      value,
-      `an instance of class ${name}`,
-      `It would come back as a plain object: register it with new MsgpackSerializer({ types: [${name}] }) to keep it a ${name}, or store plain data.${hint}`,
-    );
+    const json = typeof (value as { toJSON?: unknown }).toJSON === "function";
+    throw new Unencodable(value, json ? "class-json" : "class", className(value));
   }
 
   /**
@@ -228,19 +233,11 @@ export class Encoder {
     const record = value.toJSON();
     if (!isPlainObject(record) || record.lc !== 1 || record.type !== "constructor") {
       const kind = isPlainObject(record) && typeof record.type === "string" ? `"${record.type}"` : "no constructor";
-      throw new Unencodable(
-        value,
-        `a LangChain ${className(value)} whose toJSON() gives a ${kind} record`,
-        "Its lc_serializable is false, so load() could not revive it: register the class with types, or store plain data.",
-      );
+      throw new Unencodable(value, "lc-record", className(value), kind);
     }
     if (!isRevivableLcRecord(record)) {
       const id = Array.isArray(record.id) ? record.id.join("/") : String(record.id);
-      throw new Unencodable(
-        value,
-        `a LangChain ${className(value)} with id ${id}`,
-        "load() only revives langchain_core and langchain classes: register the class with types instead.",
-      );
+      throw new Unencodable(value, "lc-id", className(value), id);
     }
     const nonJsonBefore = this.nonJson;
     const lowered = this.lower(record);

@@ -91,8 +91,8 @@ export function encodeErrorMessage(error: unknown, root: unknown, encoder: Encod
     const path =
       safely(() => findPath(root, (value) => value === error.value, encoder.maxDepth)) ??
       "$ (inside a toJSON() result)";
-    const advice = error.advice ? ` ${error.advice}` : "";
-    return `MsgpackSerializer cannot store ${error.what} at ${path}.${advice}`;
+    const [what, advice] = unencodableWords(error);
+    return `MsgpackSerializer cannot store ${what} at ${path}.${advice}`;
   }
   if (error instanceof encoder.TooDeep) {
     const cycle = safely(() => findCycle(root));
@@ -101,4 +101,36 @@ export function encodeErrorMessage(error: unknown, root: unknown, encoder: Encod
       : `MsgpackSerializer cannot store a value nested more than ${encoder.maxDepth} levels deep.`;
   }
   return undefined;
+}
+
+/** What a refused value is ("a function (\"f\")") and what to do about it (with a leading space, or ""). */
+function unencodableWords({ value, reason, name, detail }: Unencodable): [what: string, advice: string] {
+  switch (reason) {
+    case "function": {
+      const fn = value as { name?: string };
+      return [`a function (${fn.name ? `"${fn.name}"` : "anonymous"})`, ""];
+    }
+    case "type":
+      return [`a ${typeof value} (${String(value)})`, ""];
+    case "lc-record":
+      return [
+        `a LangChain ${name} whose toJSON() gives a ${detail} record`,
+        " Its lc_serializable is false, so load() could not revive it: register the class with types, or store plain data.",
+      ];
+    case "lc-id":
+      return [
+        `a LangChain ${name} with id ${detail}`,
+        " load() only revives langchain_core and langchain classes: register the class with types instead.",
+      ];
+    default: {
+      const hint =
+        reason === "class-json"
+          ? " It has toJSON(): store value.toJSON() yourself if that plain shape is what you want."
+          : "";
+      return [
+        `an instance of class ${name}`,
+        ` It would come back as a plain object: register it with new MsgpackSerializer({ types: [${name}] }) to keep it a ${name}, or store plain data.${hint}`,
+      ];
+    }
+  }
 }
