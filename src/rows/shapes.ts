@@ -109,6 +109,19 @@ export function inlineBlob(row: CheckpointRow, channel: string, version: Version
   return { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, channel, version, value };
 }
 
+/** Every value `row` holds inline, as blob rows (what export, sync and deletes see). */
+export function inlineBlobs(row: CheckpointRow): BlobRow[] {
+  // A row edited outside the saver may hold anything here: a row without
+  // channel versions holds no value at any (reading it says what is wrong).
+  const versions: unknown = row.channel_versions;
+  if (typeof versions !== "object" || versions === null || typeof row.inline !== "object" || row.inline === null) {
+    return [];
+  }
+  return Object.keys(row.inline).flatMap((channel) =>
+    Object.hasOwn(versions, channel) ? (inlineBlob(row, channel, row.channel_versions[channel]!) ?? []) : [],
+  );
+}
+
 /**
  * The value of `channel` at `version` of thread `t`, namespace `ns`, from
  * the first of `holders` (the rows the `by_value` index gave for that key)

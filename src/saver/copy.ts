@@ -13,6 +13,7 @@ import { INLINE_SHAPE, alteredRow, assertRowFields, blobKey, threadRows } from "
 import { verifyCheckpointFields } from "./verify.js";
 import { decodeBlob, decodeCheckpoint, decodeMetadata, decodeWrite, encode, rowRef } from "../rows/codec.js";
 import {
+  inlineBlobs,
   absentKeysOf,
   isTombstoneWrite,
   isTypedBytes,
@@ -22,7 +23,6 @@ import {
   type ValueKey,
   type WriteRow,
 } from "../rows/shapes.js";
-import { inlineBlobs } from "../rows/inline.js";
 import { latestOf } from "./threads.js";
 import { THREAD_STORES } from "./tombstones.js";
 

@@ -8,8 +8,7 @@ import type { KeyRanges } from "../idb/database.js";
 import { prefixBounds } from "./keys.js";
 import { blobKey, readDetails, readValue, type BlobReads, type ReadTx } from "./reads.js";
 import type { RawTuple } from "../rows/codec.js";
-import { isAbsent, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
-import { inlineBlobs } from "../rows/inline.js";
+import { inlineBlobs, isAbsent, type CheckpointRow, type Version, type WriteRow } from "../rows/shapes.js";
 
 /**
  * A page of checkpoint rows with their blobs and writes (each blob read once

@@ -18,8 +18,14 @@ import { DecryptionError } from "../core/errors.js";
 import type { SaverContext } from "./context.js";
 import { checkpointRefs, rowRef, writeRefs } from "../rows/codec.js";
 import type { SaverSchema } from "./schema.js";
-import { isTombstoneWrite, type BlobRow, type CheckpointRow, type ThreadRow, type WriteRow } from "../rows/shapes.js";
-import { inlineBlobs } from "../rows/inline.js";
+import {
+  inlineBlobs,
+  isTombstoneWrite,
+  type BlobRow,
+  type CheckpointRow,
+  type ThreadRow,
+  type WriteRow,
+} from "../rows/shapes.js";
 import { storePut } from "../idb/requests.js";
 import { withKeyLock } from "../serde/key-change.js";
 

@@ -9,9 +9,15 @@ import { crc32 } from "../core/crc32.js";
 import { blobIdentity, checkpointIdentity } from "../core/identity.js";
 import { prefixBounds } from "../saver/keys.js";
 import type { SaverRawAccess } from "../saver/raw-access.js";
-import { isTombstoneWrite, type BlobRow, type CheckpointRow, type ValueKey, type WriteRow } from "../rows/shapes.js";
+import {
+  inlineBlobs,
+  isTombstoneWrite,
+  type BlobRow,
+  type CheckpointRow,
+  type ValueKey,
+  type WriteRow,
+} from "../rows/shapes.js";
 import { REMOVED_NAMES, checkpointOfMark } from "../rows/marks.js";
-import { inlineBlobs } from "../rows/inline.js";
 import { readValue } from "../saver/reads.js";
 import { readTombstones } from "../saver/tombstones.js";
 import type { WireCheckpoint, WireRemoved, WireWrite } from "./protocol.js";
