@@ -44,16 +44,20 @@ afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
-/** Text that does not compress: what an attachment's base64 looks like. */
+/**
+ * Text that does not compress: what an attachment's base64 looks like. The
+ * letters' ASCII codes go into one array, decoded once: a million
+ * one-character strings joined took seconds of the test's 20.
+ */
 function attachment(seed: number): string {
-  const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const out = new Array<string>(ATTACHMENT);
+  const letters = new TextEncoder().encode("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+  const out = new Uint8Array(ATTACHMENT);
   let x = seed * 2654435761 + 1;
   for (let i = 0; i < ATTACHMENT; i++) {
     x = (x * 1103515245 + 12345) >>> 0;
     out[i] = letters[x >>> 26]!;
   }
-  return out.join("");
+  return new TextDecoder().decode(out);
 }
 
 /** A thread of one checkpoint per turn, each turn's message with a 1 MiB attachment. */
