@@ -27,6 +27,20 @@ function addColumnIfMissing(table: string, column: string, type: string): string
    END $$`;
 }
 
+/**
+ * A statement creating the index `name` only when it is missing: `CREATE
+ * INDEX IF NOT EXISTS` takes a SHARE lock on the table before it looks for
+ * the index, held to the start's commit. A push that wrote a tombstone and
+ * then waited on the checkpoints so locked, while the start waited on the
+ * tombstones, deadlocked with it (40P01: the push's 500, or a failed start)
+ * during every rolling restart. Names are this module's own literals.
+ */
+function createIndexIfMissing(name: string, on: string): string {
+  return `DO $$ BEGIN
+     IF to_regclass('${name}') IS NULL THEN CREATE INDEX IF NOT EXISTS ${name} ON ${on}; END IF;
+   END $$`;
+}
+
 /** The statements that create the schema; idempotent, run by `setup()`. */
 export const SYNC_SCHEMA: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS lgsync_users (
@@ -58,7 +72,7 @@ export const SYNC_SCHEMA: readonly string[] = [
   // The row's `parent_writes` (row binding version 4) as JSON text, added
   // the same way; NULL on older rows.
   addColumnIfMissing("lgsync_checkpoints", "parent_writes", "text"),
-  `CREATE INDEX IF NOT EXISTS lgsync_checkpoints_seq ON lgsync_checkpoints (user_id, seq)`,
+  createIndexIfMissing("lgsync_checkpoints_seq", "lgsync_checkpoints (user_id, seq)"),
   `CREATE TABLE IF NOT EXISTS lgsync_blobs (
      user_id text NOT NULL,
      thread_id text NOT NULL,
@@ -89,7 +103,7 @@ export const SYNC_SCHEMA: readonly string[] = [
      seq bigint NOT NULL,
      PRIMARY KEY (user_id, thread_id)
    )`,
-  `CREATE INDEX IF NOT EXISTS lgsync_tombstones_seq ON lgsync_tombstones (user_id, seq)`,
+  createIndexIfMissing("lgsync_tombstones_seq", "lgsync_tombstones (user_id, seq)"),
   // Checkpoints removed by prune or deleteForRuns on a device: kept (ids only)
   // so that no later push brings one back, and pulled by every device.
   `CREATE TABLE IF NOT EXISTS lgsync_removed (
@@ -101,7 +115,7 @@ export const SYNC_SCHEMA: readonly string[] = [
      origin text,
      PRIMARY KEY (user_id, thread_id, checkpoint_ns, checkpoint_id)
    )`,
-  `CREATE INDEX IF NOT EXISTS lgsync_removed_seq ON lgsync_removed (user_id, seq)`,
+  createIndexIfMissing("lgsync_removed_seq", "lgsync_removed (user_id, seq)"),
   ...QUOTA_SCHEMA,
   APPS_SCHEMA,
 ];

@@ -10,6 +10,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser, postgresUrl, storedBytes } from "../../test/support/sync/harness.js";
+import { schemaForFile } from "../../test/support/sync/own-schema.js";
 import { VALUES_ONLY_QUOTA_SCHEMA } from "../../test/support/sync/old-quota-schema.js";
 import {
   SYNC_MEDIA_TYPE,
@@ -24,24 +25,18 @@ import { runSchemaStatements, setupSchema } from "./schema.js";
 
 const CHAIN = "0123456789abcdef".repeat(4);
 
-const schemaName = `lgsync_upgrade_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+const own = schemaForFile("upgrade");
+const schemaName = own.name;
 let admin: pg.Pool;
 let pool: pg.Pool;
 let server: SyncServer | undefined;
 
 beforeAll(async () => {
-  const connectionString = await postgresUrl();
-  admin = new pg.Pool({ connectionString, max: 1 });
-  await admin.query(`CREATE SCHEMA ${schemaName}`);
-  pool = new pg.Pool({ connectionString, max: 4, options: `-c search_path=${schemaName}` });
+  admin = own.admin;
+  pool = await own.pool(4);
 }, 60_000);
 
-afterAll(async () => {
-  await server?.close();
-  await pool?.end();
-  await admin?.query(`DROP SCHEMA IF EXISTS ${schemaName} CASCADE`);
-  await admin?.end();
-}, 30_000);
+afterAll(() => server?.close(), 30_000);
 
 const bundle = (id: string, fields: Record<string, unknown> = {}) => ({
   thread_id: "t",
