@@ -13,7 +13,12 @@
 import type { PoolClient } from "pg";
 import { checkpointBytes, cpKey } from "./sql.js";
 
-/** A checkpoint row's columns without its bytes, and the size of those bytes. */
+/**
+ * A checkpoint row's columns without its bytes, and the size of those bytes.
+ * Without its channel versions and parent writes either, which a client
+ * may make megabytes each: a pull reads the heads of up to 1,000 changes
+ * to choose its page, and loads those only for the heads its budget takes.
+ */
 export interface CheckpointHead {
   seq: string;
   thread_id: string;
@@ -21,11 +26,8 @@ export interface CheckpointHead {
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
   chain: string | null;
-  /** JSON text of the row's `parent_writes` (binding version 4), or NULL. */
-  parent_writes: string | null;
   checkpoint_type: string;
   metadata_type: string;
-  channel_versions: string;
   run_id: string | null;
   origin: string | null;
   own_bytes: number;
@@ -40,10 +42,8 @@ export function headColumns(alias: string): string {
     "checkpoint_id",
     "parent_checkpoint_id",
     "chain",
-    "parent_writes",
     "checkpoint_type",
     "metadata_type",
-    "channel_versions",
     "run_id",
     "origin",
   ];

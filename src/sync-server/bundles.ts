@@ -26,7 +26,14 @@ export async function inSequence<T extends readonly (() => Promise<unknown>)[]>(
 }
 
 /** A checkpoint row as stored, with its bytes. */
-export type CheckpointDbRow = Omit<CheckpointHead, "own_bytes"> & { checkpoint: Buffer; metadata: Buffer };
+export type CheckpointDbRow = Omit<CheckpointHead, "own_bytes"> & {
+  checkpoint: Buffer;
+  metadata: Buffer;
+  /** JSON text of the row's channel versions. */
+  channel_versions: string;
+  /** JSON text of the row's `parent_writes` (binding version 4), or NULL. */
+  parent_writes: string | null;
+};
 
 /** The full rows (with their bytes) of the checkpoints a page sends. */
 export async function readRows(

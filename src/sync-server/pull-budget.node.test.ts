@@ -5,8 +5,17 @@
  * later ancestors before it. Real server on loopback, real PostgreSQL.
  */
 import { describe, expect, it } from "vitest";
-import { newUser, serverForFile, wireCheckpoint } from "../../test/support/sync/harness.js";
+import {
+  authenticate,
+  cuttingProxy,
+  inspector,
+  newUser,
+  postgresUrl,
+  serverForFile,
+  wireCheckpoint,
+} from "../../test/support/sync/harness.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type PullResponse } from "../sync/protocol.js";
+import { createSyncServer } from "./server.js";
 
 const served = serverForFile();
 
@@ -54,4 +63,47 @@ describe("sync server: a pull page and a chain the log holds backwards", () => {
     expect(Math.max(...sizes)).toBeLessThanOrEqual(8 * 1024 * 1024 + 64 * 1024);
     expect([...received].sort()).toEqual(Array.from({ length: CHAIN }, (_, i) => idOf(i + 1)));
   });
+});
+
+describe("sync server: a pull page and heads of large channel versions", () => {
+  it("reads from the database what its budget takes, not every head of its limit", async () => {
+    const { user, token } = newUser("versions");
+    const database = new URL(await postgresUrl());
+    const proxy = await cuttingProxy(Number(database.port), () => 0);
+    proxy.cutting.on = false;
+    database.port = String(proxy.port);
+    const server = await createSyncServer({ connectionString: database.href, authenticate });
+    const admin = await inspector();
+    try {
+      const url = await server.listen({ port: 0 });
+      // 1,000 checkpoints of 64 KiB of channel versions each (compressed on disk, 64 MiB read back), one
+      // pull's limit of them: a page's 8 MiB takes about 128.
+      await admin.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1000)", [user]);
+      await admin.query(
+        `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
+           metadata_type, metadata, channel_versions, seq)
+         SELECT $1, 't' || i, '', $2, 'msgpack', '\\x80', 'msgpack', '\\x80',
+           '{"' || repeat('v', ${64 * 1024}) || '":' || i || '}', i
+         FROM generate_series(1, 1000) AS i`,
+        [user, idOf(1)],
+      );
+      const before = proxy.received.n;
+      const response = await fetch(`${url}/v1/pull?since=0&limit=1000`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(response.status).toBe(200);
+      const page = decodeBody(new Uint8Array(await response.arrayBuffer())) as PullResponse;
+      const read = proxy.received.n - before;
+      expect(page.more).toBe(true);
+      expect(page.changes.length).toBeGreaterThan(100);
+      expect(page.changes.length).toBeLessThan(140);
+      // The page's rows are read twice (weighed, then sent) and nothing else of any size: before, every one
+      // of the 1,000 heads' channel versions was loaded first, 64 MiB read to send 8.
+      expect(read).toBeLessThan(3 * 8 * 1024 * 1024);
+    } finally {
+      await server.close();
+      await admin.end();
+      await proxy.close();
+    }
+  }, 60_000);
 });

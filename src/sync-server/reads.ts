@@ -17,11 +17,11 @@ import {
   type WireRemoved,
   type WireCheckpoint,
 } from "../sync/protocol.js";
-import { versionKey } from "../core/identity.js";
 import { SyncHttpError } from "./store.js";
-import { cpKey, transaction, utf16Order, writeBytes as writeRowBytes } from "./sql.js";
+import { cpKey, transaction, utf16Order } from "./sql.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
-import { blobId, distinctBlobKeys, inSequence, readDetails, readRows, type CheckpointDbRow } from "./bundles.js";
+import { inSequence, readDetails, readRows, type CheckpointDbRow } from "./bundles.js";
+import { PageSizes } from "./page-sizes.js";
 
 /** Largest response a pull assembles (bytes of values), beyond its first change. */
 const PULL_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -152,10 +152,7 @@ export function pull(
     const heads = chosen.filter((e) => e.cp).map((e) => e.cp!);
     const ancestors = await ancestorsAfter(client, userId, since, heads);
     const tombs = await laterTombstones(client, userId, since, heads);
-    const sizes = await storedSizes(client, userId, [
-      ...chosen.filter((e) => e.cp && !own(e)).map((e) => e.cp!),
-      ...[...ancestors.values()].filter((head) => !mine(head)),
-    ]);
+    const sizes = new PageSizes(client, userId);
 
     // The page: every entry up to the first checkpoint that would take it past
     // the budget, each checkpoint after the ancestors the log puts after it.
@@ -166,12 +163,18 @@ export function pull(
     const keyOf = (head: CheckpointHead) => cpKey(head.thread_id, head.checkpoint_ns, head.checkpoint_id);
     let cursor = since;
     let bytes = 0;
-    for (const entry of chosen) {
+    for (const [index, entry] of chosen.entries()) {
       let sent: CheckpointHead[] = [];
       if (entry.cp && !own(entry) && !carried.has(keyOf(entry.cp))) {
         const skip = (head: CheckpointHead) => carried.has(keyOf(head)) || mine(head);
-        sent = [...ancestorsBefore(entry.cp, ancestors, skip), entry.cp];
-        let size = sent.reduce((sum, head) => sum + sizes.get(head)!, 0);
+        const toSend = (cp: CheckpointHead) => [...ancestorsBefore(cp, ancestors, skip), cp];
+        sent = toSend(entry.cp);
+        // Weighed a batch at a time, as far as the budget left may reach: this entry's and the next ones'.
+        const following = function* () {
+          for (const next of chosen.slice(index + 1)) if (next.cp && !own(next)) yield* toSend(next.cp);
+        };
+        if (!sizes.has(sent)) await sizes.weigh(sent, following(), PULL_RESPONSE_BYTES - bytes);
+        let size = sizes.of(sent);
         if (page.length > 0 && bytes + size > PULL_RESPONSE_BYTES) {
           more = true;
           break;
@@ -179,7 +182,7 @@ export function pull(
         // First in its page and past the budget with the ancestors it carries (a chain pushed newest first puts
         // them all after it): only the nearest that fit come with it, the others at their own places, in later
         // pages. Before, the page carried the whole chain: up to the user's quota, built in memory for one answer.
-        while (sent.length > 1 && size > PULL_RESPONSE_BYTES) size -= sizes.get(sent.shift()!)!;
+        while (sent.length > 1 && size > PULL_RESPONSE_BYTES) size -= sizes.of([sent.shift()!]);
         bytes += size;
       }
       cursor = entry.seq;
@@ -234,50 +237,6 @@ async function laterTombstones(
     [userId, since, threads],
   );
   return new Map(result.rows.map((row) => [row.thread_id, row]));
-}
-
-/** What each checkpoint weighs on the wire (its bytes, its blobs, its writes), from stored sizes alone. */
-async function storedSizes(
-  client: PoolClient,
-  userId: string,
-  heads: CheckpointHead[],
-): Promise<Map<CheckpointHead, number>> {
-  const result = new Map<CheckpointHead, number>();
-  if (heads.length === 0) return result;
-  const versions = heads.map((head) => JSON.parse(head.channel_versions) as Record<string, string | number>);
-  const blobKeys = distinctBlobKeys(heads, versions);
-  const [blobs, writes] = await inSequence(
-    () =>
-      client.query<{ thread_id: string; checkpoint_ns: string; channel: string; version: string; bytes: number }>(
-        `SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version,
-         octet_length(b.value) + octet_length(b.channel) + octet_length(b.version) AS bytes
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(t, n, ch, v)
-       JOIN lgsync_blobs b ON b.user_id = $1 AND b.thread_id = x.t AND b.checkpoint_ns = x.n AND b.channel = x.ch AND b.version = x.v`,
-        [userId, ...[0, 1, 2, 3].map((i) => blobKeys.map((key) => key[i]))],
-      ),
-    () =>
-      client.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; bytes: string }>(
-        `SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, sum(${writeRowBytes("w")}) AS bytes
-       FROM unnest($2::text[], $3::text[], $4::text[]) AS x(t, n, c)
-       JOIN lgsync_writes w ON w.user_id = $1 AND w.thread_id = x.t AND w.checkpoint_ns = x.n AND w.checkpoint_id = x.c
-       GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id`,
-        [userId, heads.map((r) => r.thread_id), heads.map((r) => r.checkpoint_ns), heads.map((r) => r.checkpoint_id)],
-      ),
-  );
-  const blobBytes = new Map(
-    blobs.rows.map((b) => [blobId(b.thread_id, b.checkpoint_ns, b.channel, b.version), b.bytes]),
-  );
-  const writeBytes = new Map(
-    writes.rows.map((w) => [cpKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id), Number(w.bytes)]),
-  );
-  heads.forEach((head, i) => {
-    let size =
-      Number(head.own_bytes) + (writeBytes.get(cpKey(head.thread_id, head.checkpoint_ns, head.checkpoint_id)) ?? 0);
-    for (const [channel, version] of Object.entries(versions[i]!))
-      size += blobBytes.get(blobId(head.thread_id, head.checkpoint_ns, channel, versionKey(version))) ?? 0;
-    result.set(head, size);
-  });
-  return result;
 }
 
 /** Who the user is to the server: sequence, key record, whether it holds data. */

@@ -175,14 +175,23 @@ export async function storedBytes(pool: pg.Pool, user: string): Promise<{ counte
 /**
  * A TCP proxy to `target` that destroys each connection after a random
  * number of bytes (either direction) while `cutting` is on: the network
- * dropping mid-request or mid-response.
+ * dropping mid-request or mid-response. `received` counts the bytes the
+ * target sent through it (what a server read of its database, say).
  */
 export async function cuttingProxy(
   targetPort: number,
   random: () => number,
-): Promise<{ url: string; cutting: { on: boolean }; cuts: { n: number }; close(): Promise<void> }> {
+): Promise<{
+  url: string;
+  port: number;
+  cutting: { on: boolean };
+  cuts: { n: number };
+  received: { n: number };
+  close(): Promise<void>;
+}> {
   const cutting = { on: true };
   const cuts = { n: 0 };
+  const received = { n: 0 };
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect(targetPort, "127.0.0.1");
@@ -200,6 +209,7 @@ export async function cuttingProxy(
           return cut();
         }
         budget -= chunk.length;
+        if (from === upstream) received.n += chunk.length;
         to.write(chunk);
       });
     relay(client, upstream);
@@ -217,8 +227,10 @@ export async function cuttingProxy(
   const port = (server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}`,
+    port,
     cutting,
     cuts,
+    received,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
