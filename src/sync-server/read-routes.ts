@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Pool } from "pg";
 import { MAX_PULL_LIMIT, MAX_PULL_WAIT_SECONDS, MAX_THREADS_PAGE, ProtocolError, SYNC_PATH } from "../sync/protocol.js";
-import { threadIdParam } from "../sync/protocol-checks.js";
+import { deviceIdParam, threadIdParam } from "../sync/protocol-checks.js";
 import { idDefect } from "../rows/ids.js";
 import type { AdmitRead } from "./answers.js";
 import type { Authenticated } from "./auth.js";
@@ -70,22 +70,11 @@ export function addReadRoutes(app: FastifyInstance, { pool, authenticated, notif
     const thread = query.thread;
     if (thread !== undefined && (typeof thread !== "string" || thread.length === 0 || idDefect(thread) !== undefined))
       throw new ProtocolError('Query parameter "thread" must be a thread id.');
-    const device = query.device;
-    if (device !== undefined && (typeof device !== "string" || device.length === 0 || device.length > 128))
-      throw new ProtocolError('Query parameter "device" must be a device id.');
+    // The bound a push's device id has: before, 128 here and 1,024 there, and a device pushed but could not pull.
+    const device = query.device === undefined ? undefined : deviceIdParam(query.device);
     const withRemoved = query.removed === "1";
     const read = () =>
-      readFor(reply, () =>
-        pull(
-          pool,
-          request.space,
-          since,
-          limit,
-          thread as string | undefined,
-          device as string | undefined,
-          withRemoved,
-        ),
-      );
+      readFor(reply, () => pull(pool, request.space, since, limit, thread as string | undefined, device, withRemoved));
     // A long poll holds a connection: past its user's share it answers at once, as a server without
     // long polls does (the client backs off, and its interval rounds go on).
     const leave = waitSeconds === 0 ? undefined : polls.enter(request.userId);

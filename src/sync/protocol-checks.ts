@@ -219,6 +219,15 @@ export function parsePullResponse(value: unknown): PullResponse {
   return { v: SYNC_PROTOCOL_VERSION, changes, cursor: value.cursor as number, more: value.more };
 }
 
+/**
+ * A device id in a pull's query (`device`): as a push's body's is checked,
+ * one bound for both, so a device whose id a push took can always pull.
+ */
+export function deviceIdParam(value: unknown): string {
+  if (typeof value !== "string") throw new ProtocolError('Query parameter "device" must be a device id.');
+  return id(value, 'Query parameter "device"');
+}
+
 /** A thread id in a query parameter (`thread`, `after`): as a body's thread id is checked. */
 export function threadIdParam(value: unknown, name: string): string {
   if (typeof value !== "string") throw new ProtocolError(`Query parameter "${name}" must be a thread id.`);
