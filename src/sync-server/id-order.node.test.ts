@@ -149,4 +149,27 @@ describe("sync server: checkpoint ids in the devices' order", () => {
     const listed = (await call(`token-of-${user}`, "GET", "/threads")) as unknown as ThreadsResponse;
     expect(listed.threads.map((thread) => thread.latest_checkpoint_id)).toEqual([HIGH]);
   });
+
+  it("pages the list of threads in the devices' order, every thread once", async () => {
+    // Before, /threads ordered and cut pages at `after` by PostgreSQL's collation: by code point in "C", so
+    // a thread id holding U+E000-U+FFFF came after one holding a character above U+FFFF at the same place,
+    // where every device puts it before; in a database of another default collation, by its own rules.
+    const { token } = newUser("thread-pages");
+    const ids = [`t-${ASTRAL}`, `t-${HIGH}`, "t-\uFFFD", "t-\u{10FFFF}", "t-a", "t-B", "t-\uD7FF", "t-\u{1F600}z"];
+    await call(token, "POST", "/push", { checkpoints: ids.map((id) => wireCheckpoint(id)) });
+    const devices = [...ids].sort();
+    for (const limit of [1, 2, 3]) {
+      const listed: string[] = [];
+      let after: string | undefined;
+      do {
+        const query = `?limit=${limit}${after === undefined ? "" : `&after=${encodeURIComponent(after)}`}`;
+        const page = (await call(token, "GET", `/threads${query}`)) as unknown as ThreadsResponse;
+        listed.push(...page.threads.map((thread) => thread.thread_id));
+        after = page.next;
+      } while (after !== undefined && listed.length <= ids.length);
+      expect(listed).toEqual(devices);
+    }
+    const whole = (await call(token, "GET", "/threads")) as unknown as ThreadsResponse;
+    expect(whole.threads.map((thread) => thread.thread_id)).toEqual(devices);
+  });
 });

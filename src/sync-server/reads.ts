@@ -258,11 +258,13 @@ export async function hello(pool: Pool, userId: string, user = userId): Promise<
 }
 
 /**
- * The user's threads in thread id order: with `page`, at most `page.limit`
- * after `page.after`, and `next` when more follow; without, every one, or
- * 413 `too_many_threads` past {@link MAX_THREADS_UNPAGED}. Each page reads
- * its own threads' rows alone (the primary key's order), whatever the user
- * holds beyond them.
+ * The user's threads in thread id order as devices order ids (by UTF-16
+ * code unit, see utf16Order; before, by the database's collation, which a
+ * device's list of threads did not follow): with `page`, at most
+ * `page.limit` after `page.after`, and `next` when more follow; without,
+ * every one, or 413 `too_many_threads` past {@link MAX_THREADS_UNPAGED}.
+ * The order is not the primary key's, so each page sorts the user's
+ * threads (not their rows' values: ids and counts alone).
  */
 export async function threads(
   pool: Pool,
@@ -273,8 +275,9 @@ export async function threads(
   const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
     `SELECT thread_id, count(*) AS checkpoints, max(seq) AS seq,
        (array_agg(checkpoint_id ORDER BY ${utf16Order("checkpoint_id")} DESC) FILTER (WHERE checkpoint_ns = ''))[1] AS latest
-     FROM lgsync_checkpoints WHERE user_id = $1 ${page?.after === undefined ? "" : "AND thread_id > $3"}
-     GROUP BY thread_id ORDER BY thread_id LIMIT $2`,
+     FROM lgsync_checkpoints WHERE user_id = $1
+       ${page?.after === undefined ? "" : `AND ${utf16Order("thread_id")} > ${utf16Order("$3::text")}`}
+     GROUP BY thread_id ORDER BY ${utf16Order("thread_id")} LIMIT $2`,
     [userId, limit + 1, ...(page?.after === undefined ? [] : [page.after])],
   );
   const more = result.rows.length > limit;

@@ -211,8 +211,8 @@ export interface WireThread {
 }
 
 /**
- * `GET /v1/threads?limit=L&after=A`: the user's threads in the server's
- * order of thread ids, after `A`, at most `L` ({@link MAX_THREADS_PAGE});
+ * `GET /v1/threads?limit=L&after=A`: the user's threads in thread id order
+ * (by UTF-16 code unit, as devices order ids), after `A`, at most `L` ({@link MAX_THREADS_PAGE});
  * `next`, when more follow, is the `after` of the next page. Without
  * `limit` and `after`: every thread (no `next`), or 413 `too_many_threads`
  * past {@link MAX_THREADS_UNPAGED}.
