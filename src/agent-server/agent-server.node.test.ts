@@ -202,7 +202,7 @@ describe("runs", () => {
       }),
     );
     const kinds = new Set(parts.map((p) => p.event));
-    expect([...kinds].sort()).toEqual(["custom", "events", "messages", "metadata", "updates", "values"]);
+    expect([...kinds].sort()).toEqual(["custom", "end", "events", "messages", "metadata", "updates", "values"]);
     expect(parts[0]!.event).toBe("metadata");
     const tokens = parts
       .filter((p) => p.event === "messages")
@@ -242,7 +242,7 @@ describe("runs", () => {
     const parts = await collect(
       client.runs.stream(thread.thread_id, "agent", { command: { resume: "yes" }, streamMode: ["values"] }),
     );
-    expect(texts(parts.at(-1)!.data)).toEqual(["human: approve: save it?", "ai: approved: yes"]);
+    expect(texts(parts.at(-2)!.data)).toEqual(["human: approve: save it?", "ai: approved: yes"]);
     expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
   });
 
@@ -317,9 +317,9 @@ describe("runs", () => {
     });
     expect(["pending", "running"]).toContain(run.status);
     const joined = await collect(client.runs.joinStream(thread.thread_id, run.run_id));
-    expect(joined.map((p) => p.event)).toEqual(["metadata", "values", "updates", "values"]);
+    expect(joined.map((p) => p.event)).toEqual(["metadata", "values", "updates", "values", "end"]);
     const resumed = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "1" }));
-    expect(resumed.map((p) => p.event)).toEqual(["updates", "values"]);
+    expect(resumed.map((p) => p.event)).toEqual(["updates", "values", "end"]);
     expect(texts(await client.runs.join(thread.thread_id, run.run_id))).toEqual(["human: slow", "ai: echo slow"]);
     expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
     expect((await client.runs.list(thread.thread_id)).map((r) => r.run_id)).toEqual([run.run_id]);

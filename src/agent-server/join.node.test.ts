@@ -119,8 +119,9 @@ describe("a run of another tab", () => {
     await waitFor(async () => (await log.events(run.run_id, -1)).some((event) => event.event === "values"));
     await log.close();
     const joined = await collect(second.client.runs.joinStream(thread.thread_id, run.run_id));
-    expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "error"]);
-    expect(joined.at(-1)!.data).toMatchObject({ error: "RunLostError" });
+    expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "error", "end"]);
+    expect(joined.at(-2)!.data).toMatchObject({ error: "RunLostError" });
+    expect(joined.at(-1)!.data).toEqual({ run_id: run.run_id, status: "error" });
     expect((await second.client.runs.get(thread.thread_id, run.run_id)).status).toBe("error");
     await expect(second.client.runs.join(thread.thread_id, run.run_id)).resolves.toMatchObject({
       __error__: { error: "RunLostError" },

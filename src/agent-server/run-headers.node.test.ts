@@ -101,7 +101,7 @@ describe("run headers", () => {
       events.push(part.event);
     }
     expect(broken).toBe(true);
-    expect(events).toEqual(["metadata", "values", "values"]);
+    expect(events).toEqual(["metadata", "values", "values", "end"]);
     expect(requests.filter((line) => line.startsWith("GET ") && line.endsWith("/stream"))).toHaveLength(1);
     const state = await client.threads.getState(threadId);
     expect((state.values as Chat).messages.map((m) => m.content)).toEqual(["again", "echo again"]);

@@ -66,9 +66,30 @@ export async function* onlyModes(
   }
 }
 
+/**
+ * `events`, then the `end` event the Agent Server ends a run's stream with:
+ * the run's final status (null when its record is gone: a rolled-back run, or
+ * one deleted with its thread). The SDK takes it as the run's end; without it,
+ * it asks for the run once more to learn that the run has ended. It has no
+ * id: it is no event of the run's, and resuming from it would skip nothing.
+ */
+export async function* withEnd(
+  events: AsyncGenerator<SentEvent>,
+  final: () => Promise<{ run_id: string; status: string } | undefined>,
+): AsyncGenerator<{ id?: number; event: string; data: string }> {
+  try {
+    yield* events;
+  } finally {
+    await events.return(undefined);
+  }
+  const record = await final();
+  const ended = record && record.status !== "pending" && record.status !== "running";
+  yield { event: "end", data: JSON.stringify(ended ? { run_id: record.run_id, status: record.status } : null) };
+}
+
 /** A server-sent-events response of `events`; the run goes on if the client leaves. */
 export function sse(
-  events: AsyncGenerator<{ id: number; event: string; data: string }>,
+  events: AsyncGenerator<{ id?: number; event: string; data: string }>,
   headers: Record<string, string>,
 ): Response {
   const encoder = new TextEncoder();
@@ -77,7 +98,8 @@ export function sse(
       const next = await events.next();
       if (next.done) return controller.close();
       const { id, event, data } = next.value;
-      controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`));
+      const idLine = id === undefined ? "" : `id: ${id}\n`;
+      controller.enqueue(encoder.encode(`${idLine}event: ${event}\ndata: ${data}\n\n`));
     },
     async cancel() {
       await events.return(undefined);

@@ -14,7 +14,7 @@ import type { RunRecord } from "./records.js";
 import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
-import { onlyModes, queryFlag, runHeaders, sse } from "./run-replies.js";
+import { onlyModes, queryFlag, runHeaders, sse, withEnd } from "./run-replies.js";
 import {
   BadRequest,
   body,
@@ -181,6 +181,9 @@ export function registerRunRoutes(
     if (c.req.raw.signal.aborted) leave();
     else c.req.raw.signal.addEventListener("abort", leave, { once: true });
   };
+  /** The record of `run` once it has ended, as the run log has it (the handle's may be older). */
+  const finalRecord = (run: RunHandle) => async () =>
+    (await runs.find(run.record.thread_id, run.record.run_id))?.record;
   const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
     (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
   /** The run's answer once it ends (runs.wait, runs.join), with the headers naming it, as the Agent Server's. */
@@ -205,7 +208,7 @@ export function registerRunRoutes(
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const run = await startRun(c, true);
     if (run instanceof Response) return run;
-    return sse(run.follow(), runHeaders(run.record, "stream"));
+    return sse(withEnd(run.follow(), finalRecord(run)), runHeaders(run.record, "stream"));
   });
   app.post("/threads/:thread_id/runs", async (c) => {
     const run = await startRun(c, false);
@@ -256,7 +259,8 @@ export function registerRunRoutes(
     // As the Agent Server serves it: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     const events = run.follow(Number.isInteger(lastEventId) ? lastEventId : -1);
-    return sse(modes.length === 0 ? events : onlyModes(events, modes), runHeaders(run.record, "stream"));
+    const sent = modes.length === 0 ? events : onlyModes(events, modes);
+    return sse(withEnd(sent, finalRecord(run)), runHeaders(run.record, "stream"));
   });
   // As the Agent Server's Runs.delete: the record goes with the run's checkpoints (as a rollback
   // deletes them), holding the thread, so no run builds on them meanwhile. A run not ended is

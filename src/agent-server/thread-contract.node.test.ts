@@ -98,7 +98,7 @@ describe("thread ids", () => {
     await client.threads.create({ threadId });
     const parts = [];
     for await (const part of client.runs.stream(threadId, "agent", { input: human("one") })) parts.push(part.event);
-    expect(parts).toEqual(["metadata", "values", "values"]);
+    expect(parts).toEqual(["metadata", "values", "values", "end"]);
     const run = await client.runs.create(threadId, "agent", { input: human("two"), multitaskStrategy: "enqueue" });
     await client.runs.join(threadId, run.run_id);
     const answer = await client.runs.wait(threadId, "agent", { input: human("three") });
