@@ -80,7 +80,7 @@ const DURABILITIES = ["sync", "async", "exit"] as const;
  * connected; a page would call it from the user's browser, under CORS, and
  * not at all once the tab closes) and `feedback_keys` (LangSmith's signed
  * feedback URLs need LangSmith). `on_completion` only applies to thread-less
- * runs, as at the Agent Server: checked, without effect.
+ * runs, as at the Agent Server: checked, without effect on a thread's run.
  * @throws {BadRequest} a field refused or of the wrong type.
  */
 export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIES)[number] | undefined {
@@ -99,7 +99,7 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
       `feedback_keys are not served by the local agent server (LangSmith signs their URLs); got ${JSON.stringify(feedbackKeys)}.`,
     );
   }
-  checkOneOf(optionalString(json, "on_completion") ?? "delete", ["delete", "keep"], "on_completion");
+  onCompletionOf(json);
   optionalBoolean(json, "stream_resumable");
   optionalBoolean(json, "strict_resume");
   const durability = optionalString(json, "durability");
@@ -109,6 +109,15 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
   }
   if (durability !== undefined) return checkOneOf(durability, DURABILITIES, "durability");
   return during === undefined ? undefined : during ? "async" : "exit";
+}
+
+/**
+ * What becomes of a thread-less run's thread once the run has ended
+ * (`on_completion`): "delete" (the default, as at the Agent Server) or "keep".
+ * @throws {BadRequest} anything else.
+ */
+export function onCompletionOf(json: Record<string, unknown>): "delete" | "keep" {
+  return checkOneOf(optionalString(json, "on_completion") ?? "delete", ["delete", "keep"], "on_completion");
 }
 
 /**

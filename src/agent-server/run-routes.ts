@@ -15,6 +15,7 @@ import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
 import { onlyModes, queryFlag, runHeaders, sse, withEnd } from "./run-replies.js";
+import { registerStatelessRunRoutes } from "./stateless-runs.js";
 import {
   BadRequest,
   body,
@@ -80,10 +81,11 @@ export function registerRunRoutes(
   /**
    * Starts the run a body describes, or answers why it cannot. `streamed`: the
    * answer lasts as long as the run (stream, wait), so `on_disconnect` applies.
+   * `ownThread`: a run without a thread (stateless-runs.ts), on this new one.
    */
-  const startRun = async (c: Context, streamed: boolean): Promise<RunHandle | Response> => {
+  const startRun = async (c: Context, streamed: boolean, ownThread?: string): Promise<RunHandle | Response> => {
     const json = await body(c);
-    const threadId = c.req.param("thread_id")!;
+    const threadId = ownThread ?? c.req.param("thread_id")!;
     const assistantId = optionalString(json, "assistant_id");
     const graph = assistantId === undefined ? undefined : context.graphs[assistantId];
     if (!graph || assistantId === undefined) {
@@ -136,7 +138,7 @@ export function registerRunRoutes(
     const metadata = optionalObject(json, "metadata") ?? {};
     const subgraphs = optionalBoolean(json, "stream_subgraphs") ?? false;
 
-    if (ifNotExists === "create") await threads.create(storableThreadId(threadId), {});
+    if (ownThread !== undefined || ifNotExists === "create") await threads.create(storableThreadId(threadId), {});
     else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
     // A delete or state update of this server holding the thread is not a run: waited for, not refused.
     if (multitask === "reject") await runs.idleHoldsDone(threadId);
@@ -205,6 +207,7 @@ export function registerRunRoutes(
     return reply(c, snapshot?.values ?? {});
   };
 
+  registerStatelessRunRoutes(app, context, { startRun, finalValues });
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const run = await startRun(c, true);
     if (run instanceof Response) return run;

@@ -1,0 +1,80 @@
+/**
+ * Runs without a thread (POST /runs/stream, /runs/wait, /runs: the SDK's
+ * `runs.stream(null, ...)` and the like), as the Agent Server serves them: on
+ * a thread of their own, deleted once the run has ended (`on_completion`
+ * "delete", the default for them) or kept ("keep").
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { human } from "../../test/support/agent-server/timing.js";
+
+afterEach(closeServers);
+
+type Chat = { messages: { type: string; content: string }[] };
+
+// The Agent Server's values ("delete", its default for a run without a thread, and "keep"); the SDK's
+// OnCompletionBehavior types them "complete" | "continue", though it sends the field as given.
+const keep = "keep" as never;
+
+const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
+
+async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
+  const parts: T[] = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+describe("runs without a thread", () => {
+  // Once each answered 404 (no such route).
+  it("a stream runs on a thread of its own, deleted with its checkpoints once the run has ended", async () => {
+    const { client, saver } = await openServer("stateless");
+    let created: { run_id: string; thread_id?: string } | undefined;
+    const parts = await collect(
+      client.runs.stream(null, "agent", { input: human("hi"), onRunCreated: (run) => (created = run) }),
+    );
+    const threadId = created?.thread_id;
+    expect(threadId).toEqual(expect.any(String));
+    const values = parts.filter((part) => part.event === "values").at(-1)!.data;
+    expect(texts(values)).toEqual(["human: hi", "ai: echo hi"]);
+    expect(parts.at(-1)).toMatchObject({ event: "end", data: { run_id: created!.run_id, status: "success" } });
+    // Deleted before the stream's end was sent: nothing of it is left.
+    expect(await client.threads.search()).toEqual([]);
+    await expect(client.threads.get(threadId!)).rejects.toThrow(/404/);
+    expect(await saver.getTuple({ configurable: { thread_id: threadId! } })).toBeUndefined();
+  });
+
+  it('a wait answers the run\'s values; a run created with on_completion "keep" keeps its thread', async () => {
+    const { client } = await openServer("stateless");
+    const deleted = await client.runs.wait(null, "agent", { input: human("gone") });
+    expect(texts(deleted)).toEqual(["human: gone", "ai: echo gone"]);
+    expect(await client.threads.search()).toEqual([]);
+
+    const run = await client.runs.create(null, "agent", { input: human("kept"), onCompletion: keep });
+    expect(texts(await client.runs.join(run.thread_id, run.run_id))).toEqual(["human: kept", "ai: echo kept"]);
+    const thread = await client.threads.get(run.thread_id);
+    expect(texts(thread.values)).toEqual(["human: kept", "ai: echo kept"]);
+    expect(thread).toMatchObject({ status: "idle", metadata: { graph_id: "agent" } });
+    expect((await client.runs.get(run.thread_id, run.run_id)).status).toBe("success");
+  });
+
+  it("a run created in the background is answered at once; its thread goes once it has ended", async () => {
+    const { client } = await openServer("stateless");
+    const run = await client.runs.create(null, "agent", {
+      input: human("later"),
+      config: { configurable: { delay_ms: 200 } },
+    });
+    expect(run.assistant_id).toBe("agent");
+    expect(["pending", "running"]).toContain(run.status);
+    expect((await client.threads.get(run.thread_id)).status).toBe("busy");
+    await vi.waitFor(async () => expect(await client.threads.search()).toEqual([]), { timeout: 5_000 });
+  });
+
+  it("refuses an on_completion it does not know, writing nothing", async () => {
+    const { client } = await openServer("stateless");
+    await expect(
+      client.runs.create(null, "agent", { input: human("x"), onCompletion: "forget" as never }),
+    ).rejects.toThrow(/422/);
+    await expect(client.runs.wait(null, "nobody", { input: human("x") })).rejects.toThrow(/404/);
+    expect(await client.threads.search()).toEqual([]);
+  });
+});

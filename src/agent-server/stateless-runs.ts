@@ -1,0 +1,77 @@
+/**
+ * Runs without a thread (POST /runs/stream, /runs/wait, /runs: the SDK's
+ * `runs.stream(null, ...)` and the like). As the Agent Server runs them: on a
+ * thread of their own, made for the run, which goes once the run has ended
+ * (`on_completion` "delete", the default) or stays ("keep"). The answers name
+ * the run on its thread (Content-Location, Location), so a client can join it
+ * or resume its stream while the thread is there.
+ */
+import type { Context, Hono } from "hono";
+import type { RunRecord } from "./records.js";
+import type { RunHandle, RunRegistry } from "./runs.js";
+import { body } from "./input.js";
+import { onCompletionOf } from "./run-options.js";
+import { reply } from "./replies.js";
+import { runHeaders, sse, withEnd } from "./run-replies.js";
+
+/** What of the server these routes use: its runs, and how a thread is deleted (RouteContext's). */
+export interface StatelessContext {
+  runs: RunRegistry;
+  deleteThread(threadId: string): Promise<void>;
+}
+
+/** What the run routes lend these: how a run starts, and how its end is answered. */
+export interface RunStarter {
+  /** Starts the run the body of `c` describes on the new thread `ownThread`, or answers why it cannot. */
+  startRun(c: Context, streamed: boolean, ownThread: string): Promise<RunHandle | Response>;
+  /** The run's answer once it ends, as runs.wait answers. */
+  finalValues(c: Context, run: RunHandle): Promise<Response>;
+}
+
+/** Adds the routes of runs without a thread to `app`. */
+export function registerStatelessRunRoutes(app: Hono, context: StatelessContext, starter: RunStarter): void {
+  /**
+   * Starts the run on a thread of its own; `ended` resolves once the run has
+   * ended and, with "delete", its thread is gone, with the run's final record
+   * (read before the thread goes with it).
+   */
+  const start = async (c: Context, streamed: boolean) => {
+    // Checked before anything is written, as the run's other fields are.
+    const onCompletion = onCompletionOf(await body(c));
+    const run = await starter.startRun(c, streamed, crypto.randomUUID());
+    if (run instanceof Response) return run;
+    const ended = (async (): Promise<RunRecord | undefined> => {
+      for await (const _ of run.follow(Number.MAX_SAFE_INTEGER));
+      const record = (await context.runs.find(run.record.thread_id, run.record.run_id))?.record;
+      if (onCompletion === "delete") await context.deleteThread(run.record.thread_id);
+      return record;
+    })();
+    // Awaited by the stream and the wait; a run created in the background has no one to tell.
+    ended.catch(() => undefined);
+    return { run, ended };
+  };
+
+  app.post("/runs/stream", async (c) => {
+    const started = await start(c, true);
+    if (started instanceof Response) return started;
+    const { run, ended } = started;
+    // The stream's end once the thread is gone: a client that reads it finds nothing left behind.
+    return sse(
+      withEnd(run.follow(), () => ended),
+      runHeaders(run.record, "stream"),
+    );
+  });
+  app.post("/runs/wait", async (c) => {
+    const started = await start(c, true);
+    if (started instanceof Response) return started;
+    const answer = await starter.finalValues(c, started.run);
+    await started.ended;
+    return answer;
+  });
+  app.post("/runs", async (c) => {
+    const started = await start(c, false);
+    if (started instanceof Response) return started;
+    c.header("Content-Location", runHeaders(started.run.record, "join")["Content-Location"]);
+    return reply(c, started.run.record);
+  });
+}
