@@ -45,7 +45,8 @@ it("joins another tab's run while it goes, and reports one whose tab closed as c
     tab.frame.remove();
     const parts = await following;
     expect(parts[0]!.event).toBe("metadata");
-    expect(parts.at(-1)).toMatchObject({ event: "error", data: { error: "RunLostError" } });
+    expect(parts.at(-2)).toMatchObject({ event: "error", data: { error: "RunLostError" } });
+    expect(parts.at(-1)).toMatchObject({ event: "end", data: { run_id: cut.runId, status: "error" } });
     expect((await client.runs.get(cut.threadId, cut.runId)).status).toBe("error");
     expect((await client.threads.get(cut.threadId)).status).toBe("error");
   } finally {
