@@ -25,6 +25,11 @@ import {
 import type { JournalBackend, RecoveryReport } from "./types.js";
 import { joinBytes } from "../core/bytes.js";
 
+// The saver's rules (saver/journal-adapter.ts, its own lazy chunk) read the raw connection with these:
+// taken from here, not from raw.ts, so that the bundler keeps raw.ts in this chunk instead of splitting it
+// into a third one (+254 B gzip measured) for the two chunks to share.
+export { completion, request } from "./raw.js";
+
 /** Options of {@link ActiveJournal}. */
 export interface ActiveJournalOptions {
   name: string;

@@ -68,7 +68,8 @@ export function request<T>(req: IDBRequest<T>): Promise<T> {
   });
 }
 
-function completion(tx: IDBTransaction): Promise<void> {
+/** Resolves once `tx` commits; rejects with its error if it fails or aborts. */
+export function completion(tx: IDBTransaction): Promise<void> {
   return new Promise((resolve, reject) => {
     tx.oncomplete = () => resolve();
     tx.onerror = () => reject(tx.error);

@@ -7,6 +7,7 @@
  * out, those of threads deleted since. The journal itself knows no schema.
  */
 import type { Op, Payload, SchemaRules } from "../journal/raw.js";
+import { completion, request } from "../journal/active.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
 import { isValidKey } from "../core/guards.js";
 import { sameValue } from "../core/equality.js";
@@ -23,7 +24,7 @@ import {
   type Version,
 } from "../rows/shapes.js";
 import type { RemovedCheckpoint } from "../rows/marks.js";
-import { request, rowsUnjournaled, summariesUnjournaled, withoutHeld } from "./journal-held.js";
+import { rowsUnjournaled, summariesUnjournaled, withoutHeld } from "./journal-held.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -293,10 +294,7 @@ async function liftMarks(db: IDBDatabase, records: readonly Payload[]): Promise<
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
   const tx = db.transaction("meta", "readwrite");
   const meta = tx.objectStore("meta");
-  const done = new Promise((resolve, reject) => {
-    tx.oncomplete = resolve;
-    tx.onabort = () => reject(tx.error ?? new Error("lifting removed marks aborted"));
-  });
+  const done = completion(tx);
   void done.catch(() => undefined); // a failed read rejects first, and is the one reported
   const [synced, names] = await Promise.all([
     request(meta.count(KeyRange.bound("sync\u0000", "sync\u0001"))),

@@ -8,16 +8,9 @@
  * (another tab wrote them), for which the journal is rewritten.
  */
 import type { Op, Payload } from "../journal/raw.js";
+import { request } from "../journal/active.js";
 import { sameValue } from "../core/equality.js";
 import type { ThreadRow } from "../rows/shapes.js";
-
-/** The result of one IndexedDB request, as a promise (the journal's rules read the raw connection). */
-export function request<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
 
 /**
  * Stores whose rows, once put under a key, keep their meaning: a checkpoint
