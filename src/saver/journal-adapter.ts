@@ -24,7 +24,7 @@ import {
   type Version,
 } from "../rows/shapes.js";
 import type { RemovedCheckpoint } from "../rows/marks.js";
-import { rowsUnjournaled, summariesUnjournaled, withoutHeld } from "./journal-held.js";
+import { unjournaled, withoutHeld } from "./journal-held.js";
 
 /** How many newest checkpoints per namespace are journaled again. */
 const PER_NAMESPACE = 4;
@@ -228,11 +228,7 @@ export async function deletedSince(
   for (const tombstone of (await tombstonesOf(db)).values()) {
     if (typeof tombstone.deleted_at === "number" && tombstone.deleted_at > generation) return true;
   }
-  return (
-    (await removedSince(db, generation)).size > 0 ||
-    (await summariesUnjournaled(db, records)) ||
-    (await rowsUnjournaled(db, records))
-  );
+  return (await removedSince(db, generation)).size > 0 || (await unjournaled(db, records));
 }
 
 /**

@@ -72,31 +72,46 @@ export async function withoutHeld(db: IDBDatabase, records: readonly Payload[]):
 const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
 
 /**
- * Whether the database holds more checkpoint, blob or pending-write rows
- * than the journal's `records` leave: another tab wrote rows that change no
- * thread summary (a subgraph namespace's checkpoints, pending writes alone),
- * which {@link summariesUnjournaled} cannot see, and a restore after a wipe
- * would leave them out. Counts, not values: a row another tab overwrote in
- * place is not seen. A range delete or a clear the journal holds after its
- * snapshot (a crash cut off the compaction that follows one) leaves its
- * count unknown: rewritten too.
+ * Whether the database holds rows the journal's `records` lack: another tab
+ * wrote them while this journal was closed, or a crash cut off this tab's
+ * own last appends, and a restore after a wipe would leave them out (a
+ * thread copied there was gone): the journal is rewritten from the database.
+ * Seen two ways, in one walk of the records and one read transaction (the
+ * records are a whole journal, read at every open):
+ * - a thread summary that is not the one the records left for its thread
+ *   (a run, `copyThread`, an import);
+ * - more checkpoint, blob or pending-write rows than the records leave:
+ *   rows that change no summary (a subgraph namespace's checkpoints,
+ *   pending writes alone). Counts, not values: a row another tab overwrote
+ *   in place is not seen. A range delete or a clear of those stores the
+ *   journal holds after its snapshot (a crash cut off the compaction that
+ *   follows one) leaves the count unknown: rewritten too.
  */
-export async function rowsUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
+export async function unjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
   const stores: string[] = ROW_STORES.filter((store) => db.objectStoreNames.contains(store));
-  if (stores.length === 0) return false;
-  const tx = db.transaction(stores, "readonly");
+  const tx = db.transaction(["threads", ...stores], "readonly");
+  const summaries = new Map<unknown, unknown>();
+  const idOf = (row: unknown) => (row as Partial<ThreadRow> | null)?.thread_id;
   const keys = new Map(stores.map((store): [string, Set<string>] => [store, new Set()]));
   const paths = new Map(stores.map((store) => [store, [tx.objectStore(store).keyPath ?? []].flat()]));
   const keyOf = (store: string, row: unknown) =>
     JSON.stringify(paths.get(store)!.map((part) => (row as Record<string, unknown> | null)?.[part]));
   for (const record of records) {
     if ("snap" in record) {
+      summaries.clear();
+      for (const row of record.snap.threads ?? []) summaries.set(idOf(row), row);
       for (const [store, held] of keys) {
         held.clear();
         for (const row of record.snap[store] ?? []) held.add(keyOf(store, row));
       }
     } else if ("o" in record) {
       for (const op of record.o) {
+        if (op[0] === "threads") {
+          if (op[1] === 0 || (op[1] === 1 && !summaries.has(idOf(op[2])))) summaries.set(idOf(op[2]), op[2]);
+          else if (op[1] === 2) summaries.delete(op[2]);
+          else if (op[1] > 2) summaries.clear(); // a range delete or a clear: whatever is left must be journaled again
+          continue;
+        }
         const held = keys.get(op[0]);
         if (!held) continue;
         if (op[1] === 0 || op[1] === 1) held.add(keyOf(op[0], op[2]));
@@ -105,34 +120,12 @@ export async function rowsUnjournaled(db: IDBDatabase, records: readonly Payload
       }
     }
   }
-  const counts = await Promise.all(stores.map((store) => request(tx.objectStore(store).count())));
-  return counts.some((count, i) => count > keys.get(stores[i]!)!.size);
-}
-
-/**
- * Whether a thread summary in `db` is not the one the journal's `records`
- * left for its thread: another tab wrote the thread (a run, `copyThread`,
- * an import) while this journal was closed, or a crash cut off this tab's
- * own last appends. Either way the journal lacks rows the database holds,
- * and a restore after a wipe would leave them out (a thread copied there was
- * gone): the journal is rewritten from the database.
- */
-export async function summariesUnjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
-  const last = new Map<unknown, unknown>();
-  const idOf = (row: unknown) => (row as Partial<ThreadRow> | null)?.thread_id;
-  for (const record of records) {
-    if ("snap" in record) {
-      last.clear();
-      for (const row of record.snap.threads ?? []) last.set(idOf(row), row);
-    } else if ("o" in record) {
-      for (const op of record.o) {
-        if (op[0] !== "threads") continue;
-        if (op[1] === 0 || (op[1] === 1 && !last.has(idOf(op[2])))) last.set(idOf(op[2]), op[2]);
-        else if (op[1] === 2) last.delete(op[2]);
-        else if (op[1] > 2) last.clear(); // a range delete or a clear: whatever is left must be journaled again
-      }
-    }
-  }
-  const rows = (await request(db.transaction("threads", "readonly").objectStore("threads").getAll())) as unknown[];
-  return rows.some((row) => !sameValue(row, last.get(idOf(row))));
+  const [threads, counts] = await Promise.all([
+    request(tx.objectStore("threads").getAll()),
+    Promise.all(stores.map((store) => request(tx.objectStore(store).count()))),
+  ]);
+  return (
+    threads.some((row) => !sameValue(row, summaries.get(idOf(row)))) ||
+    counts.some((count, i) => count > keys.get(stores[i]!)!.size)
+  );
 }
