@@ -91,6 +91,15 @@ describe('importThread with ifExists: "replace" in a tab without the journal', (
 });
 
 describe("a thread another tab wrote while the journaling tab was closed", () => {
+  /** The journaling saver's next open (nothing to restore), a wipe (Chromium deleting a corrupted database), and the saver restoring from the journal. */
+  const reopenThenWipe = async (name: string) => {
+    const reopened = saver(name);
+    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+    await reopened.close();
+    await deleteDb(name);
+    return saver(name);
+  };
+
   it("copyThread: the copy is in the journal after the journaling saver's next open, and a later wipe restores it", async () => {
     const name = dbName();
     const journaling = saver(name);
@@ -101,12 +110,8 @@ describe("a thread another tab wrote while the journaling tab was closed", () =>
     const copied = await ids(other, "b");
     expect(copied).toEqual(await ids(other, "a"));
     await other.close();
-    const reopened = saver(name);
-    expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
-    await reopened.close();
-    await deleteDb(name); // Chromium deleting a corrupted database
     // Before, the journal knew only what the journaling saver wrote: thread "b" was gone.
-    const restored = saver(name);
+    const restored = await reopenThenWipe(name);
     expect(await ids(restored, "b")).toEqual(copied);
     expect((await restored.getTuple(config("b")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
     expect((await restored.getTuple(config("a")))?.checkpoint.channel_values).toMatchObject({ count: 3 });
@@ -138,6 +143,26 @@ describe("a thread another tab wrote while the journaling tab was closed", () =>
     const tuple = await restored.getTuple(head);
     expect(tuple?.pendingWrites).toContainEqual(["task-other", "count", 7]);
     expect((await restored.getTuple(child))?.checkpoint.id).toBe("child-1");
+    await restored.close();
+  });
+
+  it("a special pending write it overwrote in place (same key, same row count) is in the journal after its next open", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    const head = (await journaling.getTuple(config("t")))!.config;
+    // A special channel (negative idx) is stored with a put, so a later write of it replaces the row.
+    await journaling.putWrites(head, [["__error__", "first"]], "task-1");
+    await tickGraph(journaling, 24).invoke({ count: 0 }, config("u")); // "t" out of the resync's reach
+    await journaling.close();
+    const other = saver(name, { journal: "off" });
+    await other.putWrites(head, [["__error__", "second"]], "task-1");
+    await other.close();
+    // Before, the wipe check counted rows: the journal kept "first", and the restore put it back over "second".
+    const restored = await reopenThenWipe(name);
+    const pending = (await restored.getTuple(head))?.pendingWrites;
+    expect(pending).toContainEqual(["task-1", "__error__", "second"]);
+    expect(pending).not.toContainEqual(["task-1", "__error__", "first"]);
     await restored.close();
   });
 });

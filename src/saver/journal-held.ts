@@ -82,27 +82,33 @@ const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
  *   (a run, `copyThread`, an import);
  * - more checkpoint, blob or pending-write rows than the records leave:
  *   rows that change no summary (a subgraph namespace's checkpoints,
- *   pending writes alone). Counts, not values: a row another tab overwrote
- *   in place is not seen. A range delete or a clear of those stores the
+ *   pending writes alone). A range delete or a clear of those stores the
  *   journal holds after its snapshot (a crash cut off the compaction that
- *   follows one) leaves the count unknown: rewritten too.
+ *   follows one) leaves the count unknown: rewritten too;
+ * - a special pending write (negative idx: an error, an interrupt, a
+ *   resume) whose row is not the records' last: the saver replaces those
+ *   in place, which leaves the count as it was. The other rows keep their
+ *   value under their key (unique checkpoint ids and branch-tagged
+ *   versions, first-wins regular writes): counted, not compared.
  */
 export async function unjournaled(db: IDBDatabase, records: readonly Payload[]): Promise<boolean> {
   const stores: string[] = ROW_STORES.filter((store) => db.objectStoreNames.contains(store));
   const tx = db.transaction(["threads", ...stores], "readonly");
   const summaries = new Map<unknown, unknown>();
   const idOf = (row: unknown) => (row as Partial<ThreadRow> | null)?.thread_id;
-  const keys = new Map(stores.map((store): [string, Set<string>] => [store, new Set()]));
+  // Each row store's keys, with the last row the records leave under each.
+  const keys = new Map(stores.map((store): [string, Map<string, unknown>] => [store, new Map()]));
   const paths = new Map(stores.map((store) => [store, [tx.objectStore(store).keyPath ?? []].flat()]));
-  const keyOf = (store: string, row: unknown) =>
-    JSON.stringify(paths.get(store)!.map((part) => (row as Record<string, unknown> | null)?.[part]));
+  const keyParts = (store: string, row: unknown) =>
+    paths.get(store)!.map((part) => (row as Record<string, unknown> | null)?.[part]);
+  const keyOf = (store: string, row: unknown) => JSON.stringify(keyParts(store, row));
   for (const record of records) {
     if ("snap" in record) {
       summaries.clear();
       for (const row of record.snap.threads ?? []) summaries.set(idOf(row), row);
       for (const [store, held] of keys) {
         held.clear();
-        for (const row of record.snap[store] ?? []) held.add(keyOf(store, row));
+        for (const row of record.snap[store] ?? []) held.set(keyOf(store, row), row);
       }
     } else if ("o" in record) {
       for (const op of record.o) {
@@ -114,18 +120,26 @@ export async function unjournaled(db: IDBDatabase, records: readonly Payload[]):
         }
         const held = keys.get(op[0]);
         if (!held) continue;
-        if (op[1] === 0 || op[1] === 1) held.add(keyOf(op[0], op[2]));
+        const key = op[1] === 0 || op[1] === 1 ? keyOf(op[0], op[2]) : "";
+        if (op[1] === 0 || (op[1] === 1 && !held.has(key)))
+          held.set(key, op[2]); // an insert: first wins
         else if (op[1] === 2) held.delete(JSON.stringify(op[2]));
         else return true;
       }
     }
   }
-  const [threads, counts] = await Promise.all([
+  const special = [...(keys.get("writes")?.values() ?? [])].filter((row) => {
+    const idx = (row as { idx?: unknown } | null)?.idx;
+    return typeof idx === "number" && idx < 0;
+  });
+  const [threads, counts, found] = await Promise.all([
     request(tx.objectStore("threads").getAll()),
     Promise.all(stores.map((store) => request(tx.objectStore(store).count()))),
+    Promise.all(special.map((row) => request(tx.objectStore("writes").get(keyParts("writes", row) as IDBValidKey)))),
   ]);
   return (
     threads.some((row) => !sameValue(row, summaries.get(idOf(row)))) ||
-    counts.some((count, i) => count > keys.get(stores[i]!)!.size)
+    counts.some((count, i) => count > keys.get(stores[i]!)!.size) ||
+    found.some((row, i) => !sameValue(row, special[i]))
   );
 }
