@@ -6,7 +6,7 @@
  * wipe. Memory backend, so it runs the same in Node and Chromium.
  */
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { importThread } from "../portable/index.js";
 import type { IndexedDBSaver } from "../saver/index.js";
 import type { RecoveryReport } from "./index.js";
@@ -268,6 +268,25 @@ describe("removed marks (prune, deleteForRuns, an import's replace)", () => {
     await reopened.recovery();
     await reopened.close();
     expect(await marks(name)).toEqual(before);
+  });
+
+  it("none to lift, nothing changed: the open makes no read-write transaction (it would hold up other tabs' writes)", async () => {
+    const name = dbName();
+    const journaling = saver(name);
+    await tickGraph(journaling, 3).invoke({ count: 0 }, config("t"));
+    await journaling.close();
+    const transaction = vi.spyOn(IDBDatabase.prototype, "transaction");
+    try {
+      const reopened = saver(name);
+      expect(await reopened.recovery()).toMatchObject({ kind: "ok", recoveredWrites: 0 });
+      const modes = transaction.mock.calls.map(([stores, mode]) => ({ stores, mode: mode ?? "readonly" }));
+      expect(modes.length).toBeGreaterThan(0); // the spy sees the recovery's reads
+      // Before, lifting removed marks opened one on meta at every journaled open, with none to lift.
+      expect(modes.filter(({ mode }) => mode !== "readonly")).toEqual([]);
+      await reopened.close();
+    } finally {
+      transaction.mockRestore();
+    }
   });
 
   it("stay while the journal still holds their checkpoints", async () => {

@@ -287,8 +287,18 @@ async function liftMarks(db: IDBDatabase, records: readonly Payload[]): Promise<
       for (const [store, rows] of Object.entries(record.snap)) rows.forEach((row) => note(store, row));
     else if ("o" in record) for (const op of record.o) if (op[1] === 0 || op[1] === 1) note(op[0], op[2]);
   }
+  // Read-only first: a read-write transaction holds up every other tab's writes, and most opens lift nothing.
+  if ((await liftable(db, "readonly", journaled)) === 0) return;
+  await liftable(db, "readwrite", journaled); // read again where it deletes: a tab may have synced meanwhile
+}
+
+/**
+ * Counts the removed marks whose checkpoint `journaled` lacks (none in a
+ * database that syncs), and in a `readwrite` transaction deletes them.
+ */
+async function liftable(db: IDBDatabase, mode: IDBTransactionMode, journaled: Set<string>): Promise<number> {
   const KeyRange = (globalThis as { IDBKeyRange: typeof IDBKeyRange }).IDBKeyRange;
-  const tx = db.transaction("meta", "readwrite");
+  const tx = db.transaction("meta", mode);
   const meta = tx.objectStore("meta");
   const done = completion(tx);
   void done.catch(() => undefined); // a failed read rejects first, and is the one reported
@@ -296,9 +306,10 @@ async function liftMarks(db: IDBDatabase, records: readonly Payload[]): Promise<
     request(meta.count(KeyRange.bound("sync\u0000", "sync\u0001"))),
     request(meta.getAllKeys(KeyRange.bound(REMOVED_PREFIX, "removed\u0001"))),
   ]);
-  if (synced === 0)
-    for (const name of names) if (!journaled.has(String(name).slice(REMOVED_PREFIX.length))) meta.delete(name);
+  const lifted = synced === 0 ? names.filter((name) => !journaled.has(String(name).slice(REMOVED_PREFIX.length))) : [];
+  if (mode === "readwrite") for (const name of lifted) meta.delete(name);
   await done;
+  return lifted.length;
 }
 
 /** Every tombstone in `db`, by thread; one altered outside the saver reads as none (the saver's own reads report it). */
