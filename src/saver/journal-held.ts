@@ -120,10 +120,12 @@ export async function unjournaled(db: IDBDatabase, records: readonly Payload[]):
         }
         const held = keys.get(op[0]);
         if (!held) continue;
-        const key = op[1] === 0 || op[1] === 1 ? keyOf(op[0], op[2]) : "";
-        if (op[1] === 0 || (op[1] === 1 && !held.has(key)))
-          held.set(key, op[2]); // an insert: first wins
-        else if (op[1] === 2) held.delete(JSON.stringify(op[2]));
+        if (op[1] === 0) held.set(keyOf(op[0], op[2]), op[2]);
+        else if (op[1] === 1) {
+          // An insert: first wins. A refused one (a task's write repeated) is journaled too, and changes nothing.
+          const key = keyOf(op[0], op[2]);
+          if (!held.has(key)) held.set(key, op[2]);
+        } else if (op[1] === 2) held.delete(JSON.stringify(op[2]));
         else return true;
       }
     }
@@ -135,11 +137,26 @@ export async function unjournaled(db: IDBDatabase, records: readonly Payload[]):
   const [threads, counts, found] = await Promise.all([
     request(tx.objectStore("threads").getAll()),
     Promise.all(stores.map((store) => request(tx.objectStore(store).count()))),
-    Promise.all(special.map((row) => request(tx.objectStore("writes").get(keyParts("writes", row) as IDBValidKey)))),
+    Promise.all(special.map((row) => heldRow(tx.objectStore("writes"), keyParts("writes", row)))),
   ]);
   return (
     threads.some((row) => !sameValue(row, summaries.get(idOf(row)))) ||
     counts.some((count, i) => count > keys.get(stores[i]!)!.size) ||
-    found.some((row, i) => !sameValue(row, special[i]))
+    found.some((row, i) => row === NOT_A_KEY || !sameValue(row, special[i]))
   );
+}
+
+/** What {@link heldRow} answers for a journal row whose key parts are no key (a damaged or crafted journal). */
+const NOT_A_KEY = Symbol("not a key");
+
+/**
+ * The row `store` holds under `parts`, or {@link NOT_A_KEY} when they are no valid key: `get` throws a
+ * DataError at once for those, which must not fail the open; the journal is rewritten from the database instead.
+ */
+function heldRow(store: IDBObjectStore, parts: unknown[]): Promise<unknown> {
+  try {
+    return request<unknown>(store.get(parts as IDBValidKey));
+  } catch {
+    return Promise.resolve(NOT_A_KEY);
+  }
 }
