@@ -33,19 +33,32 @@ export class PageSizes {
   }
 
   /**
-   * Weighs `first`, and of `following` (in page order) as many as `room`,
-   * the bytes the page has left, may take by their rows' own bytes: a head
+   * Weighs of `first` (a checkpoint after the ancestors it carries, farthest
+   * first) the checkpoint and as many of its nearest ancestors as `room`,
+   * the bytes the page has left, may take by their rows' own bytes, and then
+   * of `following` (in page order) as many as the room left may take: a head
    * weighs at least those, so the page is full before it needs more, and
-   * what is read to weigh them stays within the budget.
+   * what is read to weigh them stays within the budget. Those of `first`
+   * left unweighed are past the room with the nearer ones alone: the page
+   * cannot carry them (a first checkpoint sheds its farthest ancestors, see
+   * reads.ts), and a chain the log holds backwards is read a page at a time,
+   * not whole at every page.
    */
   async weigh(first: readonly CheckpointHead[], following: Iterable<CheckpointHead>, room: number): Promise<void> {
-    const batch = new Set(first.filter((head) => !this.#sizes.has(head)));
-    let weight = [...batch].reduce((sum, head) => sum + Number(head.own_bytes), 0);
+    const batch = new Set<CheckpointHead>();
+    let weight = 0;
+    const take = (head: CheckpointHead) => {
+      if (this.#sizes.has(head)) weight += this.#sizes.get(head)!;
+      else if (!batch.has(head)) {
+        batch.add(head);
+        weight += Number(head.own_bytes);
+      }
+    };
+    // The checkpoint itself always: a first in its page is sent whatever it weighs.
+    for (let i = first.length - 1; i >= 0 && (i === first.length - 1 || weight <= room); i--) take(first[i]!);
     for (const head of following) {
       if (weight > room) break;
-      if (this.#sizes.has(head) || batch.has(head)) continue;
-      batch.add(head);
-      weight += Number(head.own_bytes);
+      take(head);
     }
     for (const [head, size] of await storedSizes(this.#client, this.#userId, [...batch])) this.#sizes.set(head, size);
   }

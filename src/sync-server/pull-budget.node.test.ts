@@ -65,35 +65,52 @@ describe("sync server: a pull page and a chain the log holds backwards", () => {
   });
 });
 
+/** A sync server reading its database through a proxy that counts the bytes the database sends it. */
+async function countedServer() {
+  const database = new URL(await postgresUrl());
+  const proxy = await cuttingProxy(Number(database.port), () => 0);
+  proxy.cutting.on = false;
+  database.port = String(proxy.port);
+  const server = await createSyncServer({ connectionString: database.href, authenticate });
+  const admin = await inspector();
+  const url = await server.listen({ port: 0 });
+  return {
+    url,
+    admin,
+    read: proxy.received,
+    async close() {
+      await server.close();
+      await admin.end();
+      await proxy.close();
+    },
+  };
+}
+
+/** 64 KiB of channel versions (compressed on disk, 64 KiB read back each time a row's versions are). */
+const WIDE_VERSIONS = `'{"' || repeat('v', ${64 * 1024}) || '":' || i || '}'`;
+
 describe("sync server: a pull page and heads of large channel versions", () => {
   it("reads from the database what its budget takes, not every head of its limit", async () => {
     const { user, token } = newUser("versions");
-    const database = new URL(await postgresUrl());
-    const proxy = await cuttingProxy(Number(database.port), () => 0);
-    proxy.cutting.on = false;
-    database.port = String(proxy.port);
-    const server = await createSyncServer({ connectionString: database.href, authenticate });
-    const admin = await inspector();
+    const counted = await countedServer();
     try {
-      const url = await server.listen({ port: 0 });
-      // 1,000 checkpoints of 64 KiB of channel versions each (compressed on disk, 64 MiB read back), one
-      // pull's limit of them: a page's 8 MiB takes about 128.
-      await admin.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1000)", [user]);
-      await admin.query(
+      // 1,000 checkpoints of 64 KiB of channel versions each (64 MiB read back), one pull's limit of them:
+      // a page's 8 MiB takes about 128.
+      await counted.admin.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, 1000)", [user]);
+      await counted.admin.query(
         `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, checkpoint_type, checkpoint,
            metadata_type, metadata, channel_versions, seq)
-         SELECT $1, 't' || i, '', $2, 'msgpack', '\\x80', 'msgpack', '\\x80',
-           '{"' || repeat('v', ${64 * 1024}) || '":' || i || '}', i
+         SELECT $1, 't' || i, '', $2, 'msgpack', '\\x80', 'msgpack', '\\x80', ${WIDE_VERSIONS}, i
          FROM generate_series(1, 1000) AS i`,
         [user, idOf(1)],
       );
-      const before = proxy.received.n;
-      const response = await fetch(`${url}/v1/pull?since=0&limit=1000`, {
+      const before = counted.read.n;
+      const response = await fetch(`${counted.url}/v1/pull?since=0&limit=1000`, {
         headers: { authorization: `Bearer ${token}` },
       });
       expect(response.status).toBe(200);
       const page = decodeBody(new Uint8Array(await response.arrayBuffer())) as PullResponse;
-      const read = proxy.received.n - before;
+      const read = counted.read.n - before;
       expect(page.more).toBe(true);
       expect(page.changes.length).toBeGreaterThan(100);
       expect(page.changes.length).toBeLessThan(140);
@@ -101,9 +118,49 @@ describe("sync server: a pull page and heads of large channel versions", () => {
       // of the 1,000 heads' channel versions was loaded first, 64 MiB read to send 8.
       expect(read).toBeLessThan(3 * 8 * 1024 * 1024);
     } finally {
-      await server.close();
-      await admin.end();
-      await proxy.close();
+      await counted.close();
     }
   }, 60_000);
+
+  it("reads what each page of a chain held backwards sends, not the rest of the chain", async () => {
+    const { user, token } = newUser("backwards-versions");
+    const counted = await countedServer();
+    const LENGTH = 400;
+    try {
+      // One thread's chain of 400 checkpoints of 64 KiB of channel versions each (25 MiB), pushed newest
+      // first: checkpoint i's parent is i - 1, and the log puts it after i.
+      await counted.admin.query("INSERT INTO lgsync_users (user_id, seq) VALUES ($1, $2)", [user, LENGTH]);
+      await counted.admin.query(
+        `INSERT INTO lgsync_checkpoints (user_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+           checkpoint_type, checkpoint, metadata_type, metadata, channel_versions, seq)
+         SELECT $1, 'chain', '', '1f0aaaaa-0000-6000-8000-' || lpad(i::text, 12, '0'),
+           CASE WHEN i > 1 THEN '1f0aaaaa-0000-6000-8000-' || lpad((i - 1)::text, 12, '0') END,
+           'msgpack', '\\x80', 'msgpack', '\\x80', ${WIDE_VERSIONS}, $2 + 1 - i
+         FROM generate_series(1, $2) AS i`,
+        [user, LENGTH],
+      );
+      const received = new Set<string>();
+      const reads: number[] = [];
+      let since = 0;
+      for (let pages = 0; pages < 20; pages++) {
+        const before = counted.read.n;
+        const response = await fetch(`${counted.url}/v1/pull?since=${since}`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        expect(response.status).toBe(200);
+        const page = decodeBody(new Uint8Array(await response.arrayBuffer())) as PullResponse;
+        reads.push(counted.read.n - before);
+        for (const change of page.changes)
+          if (change.kind === "checkpoint") received.add(change.checkpoint.checkpoint_id);
+        since = page.cursor;
+        if (!page.more) break;
+      }
+      expect(received.size).toBe(LENGTH);
+      // Each page weighs and then sends its 8 MiB, and looks one checkpoint ahead. Before, each weighed every
+      // ancestor its first checkpoint has left (25, 17, 9 MiB, with each page sent: the chain read about quadratically).
+      expect(Math.max(...reads)).toBeLessThan(3 * 8 * 1024 * 1024);
+    } finally {
+      await counted.close();
+    }
+  }, 120_000);
 });

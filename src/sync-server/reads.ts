@@ -174,14 +174,16 @@ export function pull(
           for (const next of chosen.slice(index + 1)) if (next.cp && !own(next)) yield* toSend(next.cp);
         };
         if (!sizes.has(sent)) await sizes.weigh(sent, following(), PULL_RESPONSE_BYTES - bytes);
-        let size = sizes.of(sent);
-        if (page.length > 0 && bytes + size > PULL_RESPONSE_BYTES) {
+        // Ancestors left unweighed are past the budget with the nearer ones alone (see PageSizes.weigh).
+        if (page.length > 0 && (!sizes.has(sent) || bytes + sizes.of(sent) > PULL_RESPONSE_BYTES)) {
           more = true;
           break;
         }
         // First in its page and past the budget with the ancestors it carries (a chain pushed newest first puts
         // them all after it): only the nearest that fit come with it, the others at their own places, in later
         // pages. Before, the page carried the whole chain: up to the user's quota, built in memory for one answer.
+        while (!sizes.has(sent.slice(0, 1))) sent.shift();
+        let size = sizes.of(sent);
         while (sent.length > 1 && size > PULL_RESPONSE_BYTES) size -= sizes.of([sent.shift()!]);
         bytes += size;
       }
