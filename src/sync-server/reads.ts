@@ -18,7 +18,7 @@ import {
   type WireCheckpoint,
 } from "../sync/protocol.js";
 import { SyncHttpError } from "./store.js";
-import { cpKey, transaction, utf16Order } from "./sql.js";
+import { cpKey, transaction, utf16Key, utf16Order } from "./sql.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 import { inSequence, readDetails, readRows, type CheckpointDbRow } from "./bundles.js";
 import { PageSizes } from "./page-sizes.js";
@@ -265,8 +265,8 @@ export async function hello(pool: Pool, userId: string, user = userId): Promise<
  * device's list of threads did not follow): with `page`, at most
  * `page.limit` after `page.after`, and `next` when more follow; without,
  * every one, or 413 `too_many_threads` past {@link MAX_THREADS_UNPAGED}.
- * The order is not the primary key's, so each page sorts the user's
- * threads (not their rows' values: ids and counts alone).
+ * The order is not the primary key's: an index of it takes a page to its
+ * threads (see {@link threadsQuery}).
  */
 export async function threads(
   pool: Pool,
@@ -275,12 +275,7 @@ export async function threads(
 ): Promise<ThreadsResponse> {
   const limit = page ? page.limit : MAX_THREADS_UNPAGED;
   const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
-    `SELECT thread_id, count(*) AS checkpoints, max(seq) AS seq,
-       (array_agg(checkpoint_id ORDER BY ${utf16Order("checkpoint_id")} DESC) FILTER (WHERE checkpoint_ns = ''))[1] AS latest
-     FROM lgsync_checkpoints WHERE user_id = $1
-       ${page?.after === undefined ? "" : `AND ${utf16Order("thread_id")} > ${utf16Order("$3::text")}`}
-     GROUP BY thread_id ORDER BY ${utf16Order("thread_id")} LIMIT $2`,
-    [userId, limit + 1, ...(page?.after === undefined ? [] : [page.after])],
+    threadsQuery(userId, limit + 1, page?.after),
   );
   const more = result.rows.length > limit;
   if (more && !page)
@@ -301,4 +296,33 @@ export async function threads(
   };
   if (more) response.next = response.threads[limit - 1]!.thread_id;
   return response;
+}
+
+/**
+ * The query of {@link threads}: at most `limit` of the user's threads after
+ * `after`, in the devices' order. It walks the index of that order
+ * (`lgsync_checkpoints_thread_order`, schema.ts) from one thread to the
+ * next, a probe each, and counts each thread it reached by the primary key:
+ * a page reads its own threads. Before, every page grouped all of the
+ * user's checkpoints by thread to sort them.
+ */
+export function threadsQuery(userId: string, limit: number, after?: string): { text: string; values: unknown[] } {
+  const key = utf16Key("c.thread_id");
+  return {
+    text: `WITH RECURSIVE walk AS (
+       (SELECT c.thread_id, ${key} AS k FROM lgsync_checkpoints c
+        WHERE c.user_id = $1 ${after === undefined ? "" : `AND ${key} > ${utf16Key("$3::text")}`} ORDER BY ${key} LIMIT 1)
+       UNION ALL
+       SELECT next.thread_id, next.k FROM walk CROSS JOIN LATERAL (
+         SELECT c.thread_id, ${key} AS k FROM lgsync_checkpoints c
+         WHERE c.user_id = $1 AND ${key} > walk.k ORDER BY ${key} LIMIT 1) next
+     )
+     SELECT t.thread_id, counted.checkpoints, counted.seq, counted.latest
+     FROM (SELECT thread_id, k FROM walk LIMIT $2) t CROSS JOIN LATERAL (
+       SELECT count(*) AS checkpoints, max(c.seq) AS seq,
+         (array_agg(c.checkpoint_id ORDER BY ${utf16Order("c.checkpoint_id")} DESC) FILTER (WHERE c.checkpoint_ns = ''))[1] AS latest
+       FROM lgsync_checkpoints c WHERE c.user_id = $1 AND c.thread_id = t.thread_id) counted
+     ORDER BY t.k`,
+    values: [userId, limit, ...(after === undefined ? [] : [after])],
+  };
 }

@@ -8,18 +8,22 @@
  * PostgreSQL broke the deadlock (40P01) by failing one of them, the push as
  * a 500 or the start. Runs in a schema of its own, like upgrade.node.test.
  */
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser, wireCheckpoint } from "../../test/support/sync/harness.js";
 import { schemaForFile } from "../../test/support/sync/own-schema.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "./server.js";
 import { setupSchema } from "./schema.js";
+import { UTF16_KEY_FUNCTION } from "./sql.js";
 
 const schema = schemaForFile("rolling");
 let server: SyncServer;
 let url: string;
+let admin: pg.Pool;
 
 beforeAll(async () => {
+  admin = await schema.pool(1);
   server = await createSyncServer({ pool: await schema.pool(8), authenticate });
   url = await server.listen({ port: 0 });
 }, 60_000);
@@ -75,51 +79,68 @@ describe("sync server: a process starting beside one serving pushes", () => {
     }
   });
 
-  it("pushes with deletes meet no deadlock and no 500 while a second process starts several times", async () => {
-    const workers = Array.from({ length: 4 }, (_, i) => ({ ...newUser(`stream${i}`), statuses: [] as number[] }));
-    let running = true;
-    const stream = Promise.all(
-      workers.map(async (worker) => {
-        for (let round = 0; running; round++) {
-          const thread = `t${round}`;
-          worker.statuses.push(
-            await push(worker.token, { checkpoints: [wireCheckpoint(thread), wireCheckpoint(`k${round}`)] }),
-          );
-          worker.statuses.push(
-            await push(worker.token, {
-              deletes: [{ thread_id: thread, max_deleted_id: "1f0aaaaa-0000-6000-8000-000000000001" }],
-              removed: [
-                { thread_id: `k${round}`, checkpoint_ns: "", checkpoint_id: "1f0aaaaa-0000-6000-8000-000000000001" },
-              ],
-              checkpoints: [wireCheckpoint(`n${round}`)],
-            }),
-          );
+  it.each([
+    ["", false],
+    [", each start on a database of the version before the thread order index", true],
+  ])(
+    "pushes with deletes meet no deadlock and no 500 while a second process starts several times%s",
+    async (_, older) => {
+      const workers = Array.from({ length: 4 }, (_, i) => ({ ...newUser(`stream${i}`), statuses: [] as number[] }));
+      let running = true;
+      const stream = Promise.all(
+        workers.map(async (worker) => {
+          for (let round = 0; running; round++) {
+            const thread = `t${round}`;
+            worker.statuses.push(
+              await push(worker.token, { checkpoints: [wireCheckpoint(thread), wireCheckpoint(`k${round}`)] }),
+            );
+            worker.statuses.push(
+              await push(worker.token, {
+                deletes: [{ thread_id: thread, max_deleted_id: "1f0aaaaa-0000-6000-8000-000000000001" }],
+                removed: [
+                  { thread_id: `k${round}`, checkpoint_ns: "", checkpoint_id: "1f0aaaaa-0000-6000-8000-000000000001" },
+                ],
+                checkpoints: [wireCheckpoint(`n${round}`)],
+              }),
+            );
+          }
+        }),
+      );
+      const starts: string[] = [];
+      try {
+        for (let start = 0; start < 6; start++) {
+          // The version before had neither: this start builds the index while the first process serves pushes.
+          if (older)
+            await admin.query(
+              `DROP INDEX IF EXISTS lgsync_checkpoints_thread_order; DROP FUNCTION IF EXISTS ${UTF16_KEY_FUNCTION}(text)`,
+            );
+          const second = await schema.pool(2);
+          try {
+            const other = await createSyncServer({ pool: second, authenticate });
+            await other.ready.then(
+              () => starts.push("ready"),
+              (error: Error & { code?: string }) => starts.push(`${error.code}: ${error.message}`),
+            );
+            await other.close();
+          } catch (error) {
+            starts.push(`${(error as { code?: string }).code}: ${(error as Error).message}`);
+          }
+          await new Promise((done) => setTimeout(done, 50));
         }
-      }),
-    );
-    const starts: string[] = [];
-    try {
-      for (let start = 0; start < 6; start++) {
-        const second = await schema.pool(2);
-        try {
-          const other = await createSyncServer({ pool: second, authenticate });
-          await other.ready.then(
-            () => starts.push("ready"),
-            (error: Error & { code?: string }) => starts.push(`${error.code}: ${error.message}`),
-          );
-          await other.close();
-        } catch (error) {
-          starts.push(`${(error as { code?: string }).code}: ${(error as Error).message}`);
-        }
-        await new Promise((done) => setTimeout(done, 50));
+      } finally {
+        running = false;
+        await stream;
       }
-    } finally {
-      running = false;
-      await stream;
-    }
-    expect(starts).toEqual(Array(6).fill("ready"));
-    const statuses = workers.flatMap((worker) => worker.statuses);
-    expect(statuses.length).toBeGreaterThan(12);
-    expect(statuses.filter((status) => status !== 200)).toEqual([]);
-  }, 60_000);
+      expect(starts).toEqual(Array(6).fill("ready"));
+      const statuses = workers.flatMap((worker) => worker.statuses);
+      expect(statuses.length).toBeGreaterThan(12);
+      expect(statuses.filter((status) => status !== 200)).toEqual([]);
+      const listed = await fetch(`${url}/v1/threads?limit=5`, {
+        headers: { authorization: `Bearer ${workers[0]!.token}` },
+      });
+      expect(listed.status).toBe(200);
+      await listed.arrayBuffer();
+    },
+    60_000,
+  );
 });

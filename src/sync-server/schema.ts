@@ -11,6 +11,7 @@
 import type { Pool } from "pg";
 import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
+import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, utf16Key } from "./sql.js";
 
 /**
  * A statement adding `column` to `table` only when it is missing: ALTER
@@ -38,6 +39,18 @@ function addColumnIfMissing(table: string, column: string, type: string): string
 function createIndexIfMissing(name: string, on: string): string {
   return `DO $$ BEGIN
      IF to_regclass('${name}') IS NULL THEN CREATE INDEX IF NOT EXISTS ${name} ON ${on}; END IF;
+   END $$`;
+}
+
+/**
+ * A statement creating a function by `definition` only when `signature`
+ * names none: `CREATE OR REPLACE` at every start would rewrite the catalog
+ * row (and wait on whoever holds it) for nothing. Names are this module's
+ * own literals.
+ */
+function createFunctionIfMissing(signature: string, definition: string): string {
+  return `DO $$ BEGIN
+     IF to_regprocedure('${signature}') IS NULL THEN ${definition}; END IF;
    END $$`;
 }
 
@@ -118,6 +131,11 @@ export const SYNC_SCHEMA: readonly string[] = [
   createIndexIfMissing("lgsync_removed_seq", "lgsync_removed (user_id, seq)"),
   ...QUOTA_SCHEMA,
   APPS_SCHEMA,
+  // The user's thread ids in the devices' order, for /threads to walk a page's threads a step each
+  // (reads.ts). Last: on a database of an older version, the build's SHARE lock on the checkpoints is
+  // the last lock the start takes, so no push waits on it while holding what a later statement needs.
+  createFunctionIfMissing(`${UTF16_KEY_FUNCTION}(text)`, UTF16_KEY_DEFINITION),
+  createIndexIfMissing("lgsync_checkpoints_thread_order", `lgsync_checkpoints (user_id, ${utf16Key("thread_id")})`),
 ];
 
 /**

@@ -97,8 +97,36 @@ export function writeBytes(alias: string): string {
  * continuation bytes (0x80-0xBF) are never either.
  */
 export function utf16Order(column: string): string {
+  return `(${raisedPairs(column)} COLLATE "C")`;
+}
+
+/** The hex pairs of {@link utf16Order}, each followed by a space, the lead bytes of U+E000-U+FFFF raised. */
+function raisedPairs(column: string): string {
   const pairs = `regexp_replace(encode(convert_to(${column}, 'UTF8'), 'hex'), '(..)', '\\1 ', 'g')`;
-  return `(replace(replace(${pairs}, 'ee ', 'f5 '), 'ef ', 'f6 ') COLLATE "C")`;
+  return `replace(replace(${pairs}, 'ee ', 'f5 '), 'ef ', 'f6 ')`;
+}
+
+/**
+ * The SQL function whose value on an id orders as {@link utf16Order} does,
+ * as bytes: the id's UTF-8 bytes with the same two lead bytes raised, no
+ * longer than the id (an index entry of it fits where the primary key's
+ * does; one of utf16Order's text, three times the bytes, could pass the 2704
+ * a btree entry may take). A function, not the expression, because an index
+ * needs an immutable one and `convert_to` is only stable (its encoding is
+ * named here, so its result never changes). An index keeps the values it
+ * computed: the body under a name never changes, a new body takes a new
+ * version in the name.
+ */
+export const UTF16_KEY_FUNCTION = "lgsync_utf16_key_v1";
+
+/** The statement creating {@link UTF16_KEY_FUNCTION} (run only where it is missing: see schema.ts). */
+export const UTF16_KEY_DEFINITION = `CREATE FUNCTION ${UTF16_KEY_FUNCTION}(id text) RETURNS bytea
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  AS $key$ SELECT decode(replace(${raisedPairs("id")}, ' ', ''), 'hex') $key$`;
+
+/** {@link UTF16_KEY_FUNCTION} on the text `column`: a key an index holds, in the devices' order of ids. */
+export function utf16Key(column: string): string {
+  return `${UTF16_KEY_FUNCTION}(${column})`;
 }
 
 /** A checkpoint's identity within a user. */
