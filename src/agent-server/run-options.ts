@@ -112,12 +112,23 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
 }
 
 /**
+ * The SDK's names for `on_completion` (its OnCompletionBehavior types the
+ * field "complete" | "continue" and sends it as given), by the Agent
+ * Server's: the run completes and its thread goes, or the thread stays to be
+ * continued.
+ */
+const SDK_ON_COMPLETION = { complete: "delete", continue: "keep" } as const;
+
+/**
  * What becomes of a thread-less run's thread once the run has ended
- * (`on_completion`): "delete" (the default, as at the Agent Server) or "keep".
+ * (`on_completion`): "delete" (the default, as at the Agent Server) or
+ * "keep"; the SDK's typed "complete" and "continue" are taken for them.
  * @throws {BadRequest} anything else.
  */
 export function onCompletionOf(json: Record<string, unknown>): "delete" | "keep" {
-  return checkOneOf(optionalString(json, "on_completion") ?? "delete", ["delete", "keep"], "on_completion");
+  const asked = optionalString(json, "on_completion") ?? "delete";
+  const named = Object.hasOwn(SDK_ON_COMPLETION, asked) ? SDK_ON_COMPLETION[asked as "complete"] : asked;
+  return checkOneOf(named, ["delete", "keep"], `on_completion (or the SDK's "complete", "continue")`);
 }
 
 /**

@@ -13,7 +13,7 @@ afterEach(closeServers);
 type Chat = { messages: { type: string; content: string }[] };
 
 // The Agent Server's values ("delete", its default for a run without a thread, and "keep"); the SDK's
-// OnCompletionBehavior types them "complete" | "continue", though it sends the field as given.
+// OnCompletionBehavior types them "complete" | "continue" (served too), though it sends the field as given.
 const keep = "keep" as never;
 
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
@@ -76,5 +76,18 @@ describe("runs without a thread", () => {
     ).rejects.toThrow(/422/);
     await expect(client.runs.wait(null, "nobody", { input: human("x") })).rejects.toThrow(/404/);
     expect(await client.threads.search()).toEqual([]);
+  });
+
+  // Once answered 422: the SDK's OnCompletionBehavior is "complete" | "continue", which it sends as given.
+  it('takes the SDK\'s on_completion values: "continue" keeps the thread, "complete" deletes it', async () => {
+    const { client } = await openServer("stateless-sdk-values");
+    const kept = await client.runs.create(null, "agent", { input: human("kept"), onCompletion: "continue" });
+    await client.runs.join(kept.thread_id, kept.run_id);
+    expect(texts((await client.threads.get(kept.thread_id)).values)).toEqual(["human: kept", "ai: echo kept"]);
+    const gone = await client.runs.create(null, "agent", { input: human("gone"), onCompletion: "complete" });
+    expect(texts(await client.runs.join(gone.thread_id, gone.run_id))).toEqual(["human: gone", "ai: echo gone"]);
+    await vi.waitFor(async () =>
+      expect((await client.threads.search()).map((thread) => thread.thread_id)).toEqual([kept.thread_id]),
+    );
   });
 });
