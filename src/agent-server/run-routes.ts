@@ -87,8 +87,12 @@ export function registerRunRoutes(
     const json = await body(c);
     const threadId = ownThread ?? c.req.param("thread_id")!;
     const assistantId = optionalString(json, "assistant_id");
-    const graph = assistantId === undefined ? undefined : context.graphs[assistantId];
-    if (!graph || assistantId === undefined) {
+    // Required, as the Agent Server's schema has it: a body without one is answered 422, not "no graph".
+    if (assistantId === undefined) {
+      throw new BadRequest(`assistant_id is required: one of ${Object.keys(context.graphs).join(", ")}.`);
+    }
+    const graph = context.graphs[assistantId];
+    if (!graph) {
       return reply(
         c,
         {

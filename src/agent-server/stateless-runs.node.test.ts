@@ -90,4 +90,22 @@ describe("runs without a thread", () => {
       expect((await client.threads.search()).map((thread) => thread.thread_id)).toEqual([kept.thread_id]),
     );
   });
+  // Once 404 "No graph named undefined": the Agent Server validates the body first, answering 422.
+  it("a run request without an assistant_id is answered 422 on every route that starts a run, writing nothing", async () => {
+    const { client, server } = await openServer("stateless-no-assistant");
+    const thread = await client.threads.create();
+    const paths = ["/runs/stream", "/runs/wait", "/runs"].flatMap((path) => [
+      path,
+      `/threads/${thread.thread_id}${path}`,
+    ]);
+    for (const path of paths) {
+      for (const payload of ["", "{}", JSON.stringify({ input: human("x") })]) {
+        const answer = await server.fetch(`http://local.invalid${path}`, { method: "POST", body: payload });
+        expect([path, payload, answer.status]).toEqual([path, payload, 422]);
+        expect(await answer.json()).toMatchObject({ message: expect.stringMatching(/assistant_id/) });
+      }
+    }
+    expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
+    expect(await client.runs.list(thread.thread_id)).toEqual([]);
+  });
 });
