@@ -15,7 +15,7 @@ import { isFinal } from "./run-log.js";
 import type { RunHandle } from "./runs.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
 import { onlyModes, queryFlag, runHeaders, sse, withEnd } from "./run-replies.js";
-import { registerStatelessRunRoutes } from "./stateless-runs.js";
+import { registerStatelessRunRoutes, type OwnThread } from "./stateless-runs.js";
 import {
   BadRequest,
   body,
@@ -81,11 +81,11 @@ export function registerRunRoutes(
   /**
    * Starts the run a body describes, or answers why it cannot. `streamed`: the
    * answer lasts as long as the run (stream, wait), so `on_disconnect` applies.
-   * `ownThread`: a run without a thread (stateless-runs.ts), on this new one.
+   * `own`: a run without a thread (stateless-runs.ts), on this new one, and what is done once it has ended.
    */
-  const startRun = async (c: Context, streamed: boolean, ownThread?: string): Promise<RunHandle | Response> => {
+  const startRun = async (c: Context, streamed: boolean, own?: OwnThread): Promise<RunHandle | Response> => {
     const json = await body(c);
-    const threadId = ownThread ?? c.req.param("thread_id")!;
+    const threadId = own?.threadId ?? c.req.param("thread_id")!;
     const assistantId = optionalString(json, "assistant_id");
     // Required, as the Agent Server's schema has it: a body without one is answered 422, not "no graph".
     if (assistantId === undefined) {
@@ -142,7 +142,7 @@ export function registerRunRoutes(
     const metadata = optionalObject(json, "metadata") ?? {};
     const subgraphs = optionalBoolean(json, "stream_subgraphs") ?? false;
 
-    if (ownThread !== undefined || ifNotExists === "create") await threads.create(storableThreadId(threadId), {});
+    if (own !== undefined || ifNotExists === "create") await threads.create(storableThreadId(threadId), {});
     else if ((await threadOr404(c)) instanceof Response) return reply(c, { error: "Thread not found" }, 404);
     // A delete or state update of this server holding the thread is not a run: waited for, not refused.
     if (multitask === "reject") await runs.idleHoldsDone(threadId);
@@ -167,6 +167,7 @@ export function registerRunRoutes(
       subgraphs,
       multitask,
       metadata,
+      ...(own ? { afterRun: own.afterRun } : {}),
     });
     let run: RunHandle;
     try {

@@ -27,6 +27,12 @@ export interface RunSpec {
   subgraphs: boolean;
   multitask: MultitaskStrategy;
   metadata: Record<string, unknown>;
+  /**
+   * Work done once the run has ended and its final record is written, before
+   * anyone following it is told it ended (a thread-less run's thread deleted):
+   * given that record, or undefined when the run was rolled back (it is deleted).
+   */
+  afterRun?: (record: RunRecord | undefined) => Promise<void>;
 }
 
 /** A run's state in the server running it. */
@@ -53,6 +59,8 @@ export interface RunState {
   orphaned: boolean;
   /** A cancel asked for its rollback: its checkpoints go before it lets its thread go. */
   rollback: boolean;
+  /** Its spec's `afterRun` is under way (it may delete the run's own thread): not waited for by that delete. */
+  closing: boolean;
 }
 
 /** Where a run's events and record go. */
@@ -89,6 +97,7 @@ export function newRunState(spec: RunSpec, runId: string): RunState {
     settled: false,
     orphaned: false,
     rollback: false,
+    closing: false,
   };
 }
 

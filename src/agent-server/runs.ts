@@ -187,7 +187,8 @@ export class RunRegistry {
    * deleted under a run would otherwise get its checkpoints and record back.
    */
   async cancelThread(threadId: string, within = AbortSignal.timeout(CANCEL_WAIT_MS)): Promise<void> {
-    const own = [...this.#runs.values()].filter((state) => state.record.thread_id === threadId && !state.finished);
+    // Not a run in its afterRun: its end is written, and that work may be this very delete.
+    const own = [...this.#runs.values()].filter((s) => s.record.thread_id === threadId && !s.finished && !s.closing);
     const others = (await this.#log.list(threadId)).filter(
       (record) => !isFinal(record) && !this.#runs.has(record.run_id),
     );
@@ -369,6 +370,10 @@ export class RunRegistry {
       try {
         await saveRun(this.#out, state);
       } finally {
+        // Before those following it here and in other tabs are told it ended (a thread-less run's thread
+        // deleted: a join answers once it is gone); a failure leaves the run's end as it is.
+        state.closing = spec.afterRun !== undefined;
+        await spec.afterRun?.(rolledBack ? undefined : state.record).catch(() => undefined);
         this.#end(state);
       }
     }

@@ -108,4 +108,49 @@ describe("runs without a thread", () => {
     expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
     expect(await client.runs.list(thread.thread_id)).toEqual([]);
   });
+  // Once a join's end came before the run's thread was deleted (15-150 ms): a list right after still had it.
+  it("a join of a run whose thread goes answers once the thread is gone", async () => {
+    const { client } = await openServer("stateless-join");
+    const slow = { configurable: { delay_ms: 200 } };
+    const streamed = await client.runs.create(null, "agent", { input: human("a"), config: slow });
+    const joined = await collect(client.runs.joinStream(streamed.thread_id, streamed.run_id));
+    expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "values", "end"]);
+    expect(await client.threads.search()).toEqual([]);
+
+    const waited = await client.runs.create(null, "agent", { input: human("b"), config: slow });
+    expect(texts(await client.runs.join(waited.thread_id, waited.run_id))).toEqual(["human: b", "ai: echo b"]);
+    expect(await client.threads.search()).toEqual([]);
+  });
+
+  // Once its stream ended with { status: "interrupted" } (its record read before the rollback deleted it),
+  // where a thread's run rolled back ends with null: its record is gone.
+  it("a run rolled back ends its stream with a null end, as a thread's run rolled back does", async () => {
+    const { client } = await openServer("stateless-rollback");
+    const thread = await client.threads.create();
+    const ends: { event: string; data: unknown }[] = [];
+    for (const threadId of [null, thread.thread_id]) {
+      let created: { run_id: string; thread_id?: string } | undefined;
+      const payload = {
+        input: human("x"),
+        config: { configurable: { delay_ms: 1_000 } },
+        onRunCreated: (run: { run_id: string; thread_id?: string }) => void (created = run),
+      };
+      // The SDK's overloads: a thread-less run's payload has no multitaskStrategy, a thread's may.
+      const stream =
+        threadId === null ? client.runs.stream(null, "agent", payload) : client.runs.stream(threadId, "agent", payload);
+      const parts = [];
+      for await (const part of stream) {
+        parts.push(part);
+        if (part.event === "metadata")
+          await client.runs.cancel(created!.thread_id!, created!.run_id, false, "rollback");
+      }
+      ends.push(parts.at(-1)!);
+      await expect(client.runs.get(created!.thread_id!, created!.run_id)).rejects.toThrow(/404/);
+    }
+    expect(ends.map(({ event, data }) => ({ event, data }))).toEqual([
+      { event: "end", data: null },
+      { event: "end", data: null },
+    ]);
+    expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
+  });
 });

@@ -8,22 +8,27 @@
  */
 import type { Context, Hono } from "hono";
 import type { RunRecord } from "./records.js";
-import type { RunHandle, RunRegistry } from "./runs.js";
+import type { RunHandle } from "./runs.js";
 import { body } from "./input.js";
 import { onCompletionOf } from "./run-options.js";
 import { reply } from "./replies.js";
 import { runHeaders, sse, withEnd } from "./run-replies.js";
 
-/** What of the server these routes use: its runs, and how a thread is deleted (RouteContext's). */
+/** What of the server these routes use: how a thread is deleted (RouteContext's). */
 export interface StatelessContext {
-  runs: RunRegistry;
   deleteThread(threadId: string): Promise<void>;
+}
+
+/** A thread-less run's own thread, and what is done once the run has ended (RunSpec's `afterRun`). */
+export interface OwnThread {
+  threadId: string;
+  afterRun(record: RunRecord | undefined): Promise<void>;
 }
 
 /** What the run routes lend these: how a run starts, and how its end is answered. */
 export interface RunStarter {
-  /** Starts the run the body of `c` describes on the new thread `ownThread`, or answers why it cannot. */
-  startRun(c: Context, streamed: boolean, ownThread: string): Promise<RunHandle | Response>;
+  /** Starts the run the body of `c` describes on its own new thread, or answers why it cannot. */
+  startRun(c: Context, streamed: boolean, own: OwnThread): Promise<RunHandle | Response>;
   /** The run's answer once it ends, as runs.wait answers. */
   finalValues(c: Context, run: RunHandle): Promise<Response>;
 }
@@ -33,21 +38,26 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
   /**
    * Starts the run on a thread of its own; `ended` resolves once the run has
    * ended and, with "delete", its thread is gone, with the run's final record
-   * (read before the thread goes with it).
+   * (taken before the thread goes with it; none when the run was rolled back:
+   * deleted, as a thread's run rolled back is).
    */
   const start = async (c: Context, streamed: boolean) => {
     // Checked before anything is written, as the run's other fields are.
     const onCompletion = onCompletionOf(await body(c));
-    const run = await starter.startRun(c, streamed, crypto.randomUUID());
+    let final: RunRecord | undefined;
+    const threadId = crypto.randomUUID();
+    // Run by the registry before anyone following the run is told it ended: a join, here or in another
+    // tab, answers once the thread is gone (it answered first, and a list right after still had the thread).
+    const afterRun = async (record: RunRecord | undefined) => {
+      final = record;
+      if (onCompletion === "delete") await context.deleteThread(threadId);
+    };
+    const run = await starter.startRun(c, streamed, { threadId, afterRun });
     if (run instanceof Response) return run;
     const ended = (async (): Promise<RunRecord | undefined> => {
       for await (const _ of run.follow(Number.MAX_SAFE_INTEGER));
-      const record = (await context.runs.find(run.record.thread_id, run.record.run_id))?.record;
-      if (onCompletion === "delete") await context.deleteThread(run.record.thread_id);
-      return record;
+      return final;
     })();
-    // Awaited by the stream and the wait; a run created in the background has no one to tell.
-    ended.catch(() => undefined);
     return { run, ended };
   };
 
