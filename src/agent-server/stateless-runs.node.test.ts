@@ -122,6 +122,19 @@ describe("runs without a thread", () => {
     expect(await client.threads.search()).toEqual([]);
   });
 
+  // Once told the run's end (the runner's "finished" on the run channel) before the first tab deleted the thread.
+  it("a join from another tab answers once the thread is gone too", async () => {
+    const first = await openServer("stateless-join-tab");
+    const second = await openServer("stateless-join-tab", false, { dbName: first.saver.dbName });
+    const run = await first.client.runs.create(null, "agent", {
+      input: human("c"),
+      config: { configurable: { delay_ms: 300 } },
+    });
+    const joined = await collect(second.client.runs.joinStream(run.thread_id, run.run_id));
+    expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "values", "end"]);
+    expect(await second.client.threads.search()).toEqual([]);
+  });
+
   // Once its stream ended with { status: "interrupted" } (its record read before the rollback deleted it),
   // where a thread's run rolled back ends with null: its record is gone.
   it("a run rolled back ends its stream with a null end, as a thread's run rolled back does", async () => {
