@@ -58,6 +58,16 @@ function unreadPull(url: string, token: string) {
   };
 }
 
+/**
+ * Resolves once the next connection `server` accepts is closed on the
+ * server's side (a paused client socket cannot see its end until it reads).
+ */
+function serverSideClose(server: SyncServer): Promise<void> {
+  return new Promise((resolve) =>
+    server.app.server.once("connection", (socket: Socket) => socket.once("close", resolve)),
+  );
+}
+
 async function get(url: string, path: string, token: string) {
   const response = await fetch(`${url}/v1${path}`, { headers: { authorization: `Bearer ${token}` } });
   const bytes = new Uint8Array(await response.arrayBuffer());
@@ -85,10 +95,13 @@ describe("sync server: answers a client does not take", () => {
     // for as long as the client liked (40 unread pulls of a 7 MiB page held 280 MB, and never let go).
     const { token } = newUser("unread");
     await pushLarge(served.url, token);
+    const cut = serverSideClose(quick);
     const unread = unreadPull(quickUrl, token);
     try {
       expect(await unread.started).toBe("HTTP/1.1 200");
-      await new Promise((resolve) => setTimeout(resolve, 4000));
+      // Waits for the server to end the connection (due at requestTimeoutMs, 2 s), at most 3 times that
+      // long: a fixed 4 s wait before. The drain below proves the cut from the client's side either way.
+      await Promise.race([cut, new Promise((resolve) => setTimeout(resolve, 6000))]);
       // Read now, the answer comes cut short and the connection closed; before, it came whole, and stayed open.
       const { closed, received } = await unread.drain(3000);
       expect(closed, "the connection is still open").toBe(true);
