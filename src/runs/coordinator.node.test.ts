@@ -34,8 +34,8 @@ describe("two sends at once on one thread, from two savers", () => {
       await seed(tabA, "t", "hello");
       const before = await historyReport(tabA, "t");
       const [a, b] = await Promise.all([
-        send(tabA, "t", "from A", strategy, DELAY_MS[strategy]),
-        send(tabB, "t", "from B", strategy, DELAY_MS[strategy]),
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy], false, true),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy], false, true),
       ]);
       await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints);
     }, 30_000);
@@ -66,8 +66,8 @@ describe("two sends at once with messages on MessagesDeltaValue", () => {
       await seed(tabA, "t", "hello", true);
       const before = await historyReport(tabA, "t");
       const [a, b] = await Promise.all([
-        send(tabA, "t", "from A", strategy, DELAY_MS[strategy], true),
-        send(tabB, "t", "from B", strategy, DELAY_MS[strategy], true),
+        send(tabA, "t", "from A", strategy, DELAY_MS[strategy], true, true),
+        send(tabB, "t", "from B", strategy, DELAY_MS[strategy], true, true),
       ]);
       await verifyTwoSends(strategy, a, b, tabB, "t", "hello", before.checkpoints, true);
       // A reopened saver rebuilds the same messages from the stored deltas.

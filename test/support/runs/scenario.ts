@@ -40,12 +40,19 @@ export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void
   });
 }
 
-/** The chat graph of test/support/chat-graph.ts with a slow `agent`; `delta` keeps messages on `MessagesDeltaValue`. */
-export function slowChatGraph(saver: BaseCheckpointSaver, delta = false) {
+/** How the slow model thinks: waits `ms`, or until `signal` aborts (then rejects). */
+export type Think = (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+
+/**
+ * The chat graph of test/support/chat-graph.ts with a slow `agent`, which
+ * thinks `delay_ms` (from `config.configurable`) through `think`; `delta`
+ * keeps messages on `MessagesDeltaValue`.
+ */
+export function slowChatGraph(saver: BaseCheckpointSaver, delta = false, think: Think = sleep) {
   const State = new StateSchema({ messages: delta ? MessagesDeltaValue : MessagesValue });
   return new StateGraph(State)
     .addNode("agent", async (state, config: LangGraphRunnableConfig) => {
-      await sleep(Number(config.configurable?.delay_ms ?? 0), config.signal);
+      await think(Number(config.configurable?.delay_ms ?? 0), config.signal);
       const last = state.messages[state.messages.length - 1];
       return { messages: [new AIMessage(`echo ${String(last?.content)} (#${state.messages.length})`)] };
     })
@@ -63,7 +70,44 @@ export interface Outcome {
   ms: number;
 }
 
-/** Sends `text` on `threadId` through runOnThread and reports how it ended. */
+/**
+ * The model of one {@link send}. A stopped model (interrupt, rollback) says
+ * so on a channel of its database and thread (BroadcastChannel: other
+ * frames, workers and savers of this realm alike). With `answerAfterStop`
+ * (one of two sends at once) the model then answers at once: only the
+ * stopped run's wait matters there (it must still be thinking when the
+ * other send stops it), and the run that stopped it waited out the same
+ * delay (1.5 s a test) for nothing. Without it (a third send may have to
+ * stop this one) the model thinks its whole delay. A message that comes
+ * late only leaves a model its whole delay, as before. Used in Node only:
+ * in src/runs/runs.browser.test.ts the two frames share one event loop, and
+ * the stopping run's work, no longer spread over its delay, delayed the end
+ * of the stopped send past that delay (Firefox, loaded machine, 3 runs in 4).
+ */
+function modelOfSend(dbName: string, threadId: string, answerAfterStop: boolean): { think: Think; close: () => void } {
+  const channel = new BroadcastChannel(`runs-scenario-stopped:${dbName}:${threadId}`);
+  const otherStopped = new AbortController();
+  if (answerAfterStop) channel.onmessage = () => otherStopped.abort();
+  return {
+    think: async (ms, signal) => {
+      const either = signal ? AbortSignal.any([signal, otherStopped.signal]) : otherStopped.signal;
+      try {
+        await sleep(ms, either);
+      } catch (error) {
+        // Only this run's own stop ends its run; another's stop ends the wait (its answer comes now).
+        if (!signal?.aborted) return;
+        channel.postMessage("stopped");
+        throw error;
+      }
+    },
+    close: () => channel.close(),
+  };
+}
+
+/**
+ * Sends `text` on `threadId` through runOnThread and reports how it ended;
+ * `answerAfterStop` for one of two sends at once (see `modelOfSend`).
+ */
 export async function send(
   saver: IndexedDBSaver,
   threadId: string,
@@ -71,11 +115,14 @@ export async function send(
   multitask: MultitaskStrategy,
   delayMs: number,
   delta = false,
+  answerAfterStop = false,
 ): Promise<Outcome> {
   const started = performance.now();
   const config = { configurable: { thread_id: threadId, delay_ms: delayMs } };
+  const model = modelOfSend(saver.dbName, threadId, answerAfterStop);
   try {
-    await runOnThread(slowChatGraph(saver, delta), { messages: [new HumanMessage(text)] }, config, { multitask });
+    const graph = slowChatGraph(saver, delta, model.think);
+    await runOnThread(graph, { messages: [new HumanMessage(text)] }, config, { multitask });
     return { text, ok: true, ms: performance.now() - started };
   } catch (error) {
     const strategy = error instanceof RunInterruptedError ? error.strategy : undefined;
@@ -84,6 +131,8 @@ export async function send(
         ? error.name
         : `${(error as Error)?.name}: ${(error as Error)?.message}`;
     return { text, ok: false, error: name, ms: performance.now() - started, ...(strategy ? { strategy } : {}) };
+  } finally {
+    model.close();
   }
 }
 
