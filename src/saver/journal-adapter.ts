@@ -19,6 +19,7 @@ import {
   tombstoneThread,
   type BlobRow,
   type CheckpointRow,
+  type MetaRow,
   type ThreadRow,
   type Tombstone,
   type Version,
@@ -340,13 +341,38 @@ function purgeOnPut(store: string, row: unknown): boolean {
   return name === KEY_RECORD || (typeof name === "string" && name.startsWith(TOMBSTONE_NAMES.lower));
 }
 
+/**
+ * `records` without their puts of a sync pull cursor: a replay leaves the
+ * database the cursor it holds (none after a wipe), and the next pull
+ * starts from it and brings again what came after. A journaled cursor
+ * commits with the rows its pull brought, but it also covers rows a tab
+ * without this journal pulled before (journal "off", or the journal
+ * another tab held): put back without them, it would make every later
+ * pull skip them, and they would be lost on this device. Pulled again,
+ * rows the database holds change nothing. A snapshot's cursor stays: it
+ * was read in one transaction with every row it covers.
+ */
+function withoutCursors(records: readonly Payload[]): Payload[] {
+  // Its name is `sync\0<scope>\0cursor`, its value a number (sync/state.ts; a stored format, so it never
+  // changes). Spelled here, not imported: sync/ stays out of the journal's chunk.
+  const cursor = (op: Op) => {
+    const row = op[2] as Partial<MetaRow> | null;
+    return (
+      op[0] === "meta" && op[1] < 2 && typeof row?.value === "number" && /^sync\0[^]*\0cursor$/.test(String(row.name))
+    );
+  };
+  return records.map((record) => ("o" in record ? { o: record.o.filter((op) => !cursor(op)) } : record));
+}
+
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
 export const journalRules: SchemaRules = {
   resync: resyncNewestRows,
   // A thread summary or a meta row another tab overwrites says nothing of the journal's records.
   proof: ["checkpoints", "blobs", "writes"],
-  // Left out: what other tabs deleted since, then what the database holds already (only what it lost is replayed).
-  retain: async (db, records, generation) => withoutHeld(db, await withoutDeleted(db, records, generation)),
+  // Left out: what other tabs deleted since, then what the database holds already (only what it lost is replayed),
+  // and any sync cursor (it may cover rows the journal lacks).
+  retain: async (db, records, generation) =>
+    withoutCursors(await withoutHeld(db, await withoutDeleted(db, records, generation))),
   stale: keyChanged,
   deletedSince,
   purgeOnPut,
