@@ -14,7 +14,7 @@ import { ThreadImportError, importThread, validateThreadExport } from "../portab
 import { IndexedDBSaver } from "../saver/index.js";
 import { deleteSaverDatabase } from "../saver/delete-database.js";
 import { isThreadRunning } from "../runs/index.js";
-import { fromBase64, toBase64 } from "../core/bytes.js";
+import { pieceBase64, pieceBytes } from "./page-bytes.js";
 import { TASKS, isDeltaSnapshot, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { replayDelta, toData } from "./plain-data.js";
 import { SealedFileError, importSerde, serializerFor } from "./page-serde.js";
@@ -146,13 +146,13 @@ export const pageApi: PageApi = {
   async stage(id, size, offset, base64) {
     let bytes = staged.get(id);
     if (!bytes) staged.set(id, (bytes = new Uint8Array(size)));
-    bytes.set(fromBase64(base64), offset);
+    bytes.set(pieceBytes(base64), offset);
   },
 
   async unstage(id, offset, length) {
     const bytes = staged.get(id);
     if (!bytes) throw new Error("the export staged in the page is gone (did the page navigate while it was read?)");
-    return toBase64(bytes.subarray(offset, offset + length));
+    return pieceBase64(bytes.subarray(offset, offset + length));
   },
 
   async drop(ids) {

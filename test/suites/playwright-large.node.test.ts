@@ -3,7 +3,10 @@
  * whose messages carry attachments (MBs each) is seeded, exported, snapshot
  * and restored, and no single `page.evaluate` carries more than a bounded
  * piece of it. In one message, a snapshot of two ~50 MB threads crashed the
- * page ("Target page, context or browser has been closed").
+ * page ("Target page, context or browser has been closed"). At the fast
+ * depth the pieces are 512 KiB, so that a 2 MiB thread crosses in five
+ * both ways (a send or fetch of one piece, or pieces put back out of order,
+ * fails it); the full depth moves 50 MB threads in the real 8 MiB pieces.
  */
 import { createServer, type Server } from "node:http";
 import { chromium, type Browser, type Page } from "playwright";
@@ -12,15 +15,17 @@ import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { exportThreadFromPage, readThreadState, seedThread } from "../../src/playwright.js";
 import { restoreThreads, snapshotThreads } from "../../src/playwright/threads.js";
-import { TRANSFER_CHUNK_BYTES } from "../../src/playwright/transfer.js";
-import { exportThread } from "../../src/portable/index.js";
+import { TRANSFER_CHUNK_BYTES, setTransferChunkBytes } from "../../src/playwright/transfer.js";
+import { exportThread, validateThreadExport } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { byDepth } from "../support/depth.js";
 
-/** Each thread's size (MiB): the pair is more than one piece; at the full depth, the size that crashed the page. */
-const THREAD_MB = byDepth(6, 50);
+/** Each thread's size (MiB): several pieces; at the full depth, the size that crashed the page. */
+const THREAD_MB = byDepth(2, 50);
+/** The piece size: small at the fast depth, so that small threads cross in several pieces. */
+const PIECE = byDepth(512 * 1024, TRANSFER_CHUNK_BYTES);
 /** Attachment size: a photo's base64. */
 const ATTACHMENT = 1024 * 1024;
 
@@ -37,9 +42,11 @@ beforeAll(async () => {
   const address = server.address();
   origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+  setTransferChunkBytes(PIECE);
 }, 60_000);
 
 afterAll(async () => {
+  setTransferChunkBytes(TRANSFER_CHUNK_BYTES);
   await browser?.close();
   await new Promise((resolve) => server?.close(resolve));
 });
@@ -88,37 +95,64 @@ async function largeThread(threadId: string): Promise<Uint8Array> {
   return file;
 }
 
-/** Records the size (JSON characters) of every argument and result that crosses `page.evaluate`. */
-function watchMessages(page: Page): number[] {
-  const sizes: number[] = [];
+/** What crossed `page.evaluate`: every argument's and result's size (JSON characters), and the page API calls. */
+interface Messages {
+  sizes: number[];
+  calls: string[];
+}
+
+/** Records every argument and result that crosses `page.evaluate`. */
+function watchMessages(page: Page): Messages {
+  const messages: Messages = { sizes: [], calls: [] };
   const evaluate = page.evaluate.bind(page) as (fn: unknown, arg?: unknown) => Promise<unknown>;
   page.evaluate = (async (fn: unknown, arg?: unknown) => {
-    sizes.push(JSON.stringify(arg ?? null).length);
+    // callPage's argument: [the API's key, method, arguments].
+    const method = Array.isArray(arg) && typeof arg[1] === "string" ? arg[1] : "";
+    if (method) messages.calls.push(method);
+    messages.sizes.push(JSON.stringify(arg ?? null).length);
     const result = await evaluate(fn, arg);
-    sizes.push(JSON.stringify(result ?? null).length);
+    // A state read carries the state itself (here a whole attachment, more than a small piece); files never.
+    if (method !== "read") messages.sizes.push(JSON.stringify(result ?? null).length);
     return result;
   }) as Page["evaluate"];
-  return sizes;
+  return messages;
+}
+
+/** How many of the calls since `from` were `method`. */
+function countCalls(messages: Messages, method: string, from: number): number {
+  return messages.calls.slice(from).filter((call) => call === method).length;
 }
 
 it(
   "seeds, exports, snapshots and restores two large threads in bounded page.evaluate messages",
   async () => {
-    const [a, b] = [await largeThread("a"), await largeThread("b")];
+    // One thread built, seeded twice: b's own build took seconds and covered nothing more.
+    const a = await largeThread("a");
+    const pieces = Math.ceil(a.length / PIECE);
     expect(a.length).toBeGreaterThan(THREAD_MB * ATTACHMENT);
+    expect(pieces).toBeGreaterThan(2);
     const page = await browser.newPage();
     try {
       await page.goto(origin);
-      const sizes = watchMessages(page);
+      const messages = watchMessages(page);
       const dbName = "large-app";
       await seedThread(page, a, { dbName });
-      await seedThread(page, b, { dbName });
+      expect(countCalls(messages, "stage", 0)).toBe(pieces);
+      await seedThread(page, a, { dbName, threadId: "b" });
+      let from = messages.calls.length;
       const exported = await exportThreadFromPage(page, "a", { dbName });
-      expect(exported.length).toBeGreaterThan(THREAD_MB * ATTACHMENT);
+      expect(countCalls(messages, "unstage", from)).toBe(Math.ceil(exported.length / PIECE));
+      expect(exported.length).toBeGreaterThan(2 * PIECE);
+      // Its checksums hold: every piece came back, in its place.
+      await validateThreadExport(exported);
       const snapshot = await snapshotThreads(page, { dbName });
       expect([...snapshot.keys()].sort()).toEqual(["a", "b"]);
       await seedThread(page, a, { dbName, threadId: "extra" });
+      from = messages.calls.length;
       const restored = await restoreThreads(page, snapshot, { dbName });
+      expect(countCalls(messages, "stage", from)).toBe(
+        [...snapshot.values()].reduce((sum, file) => sum + Math.ceil(file.length / PIECE), 0),
+      );
       expect({ threadIds: restored.threadIds.sort(), deleted: restored.deleted }).toEqual({
         threadIds: ["a", "b"],
         deleted: ["extra"],
@@ -127,7 +161,7 @@ it(
       expect(state?.values.turns).toBe(THREAD_MB);
       expect((state?.values.last as { attachment: string }).attachment).toBe(attachment(THREAD_MB - 1));
       // A piece as base64 is a third larger than its bytes; the rest of a message is small.
-      expect(Math.max(...sizes)).toBeLessThan((TRANSFER_CHUNK_BYTES * 4) / 3 + 4096);
+      expect(Math.max(...messages.sizes)).toBeLessThan((PIECE * 4) / 3 + 4096);
     } finally {
       await page.close();
     }
