@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isBaseMessage } from "@langchain/core/messages";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { expect as playwrightExpect } from "@playwright/test";
 import {
   clearThreads,
@@ -30,6 +31,12 @@ import { Scenario, config, fanOutGraph } from "../support/portable-scenario.js";
 let server: Server;
 let origin: string;
 let browser: Browser;
+/** A thread paused inside a subgraph, with a delta channel and pending writes, made once: every test seeds its export. */
+const scenario = new Scenario();
+let file: Uint8Array;
+/** The thread's state as LangGraph reads it (`getState`), and its latest checkpoint as stored. */
+let expected: Awaited<ReturnType<ReturnType<Scenario["graph"]>["getState"]>>;
+let latest: CheckpointTuple;
 
 beforeAll(async () => {
   server = createServer((request, response) => {
@@ -44,6 +51,13 @@ beforeAll(async () => {
   const address = server.address();
   origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
+  const local = new IndexedDBSaver({ dbName: freshDbName("playwright") });
+  await scenario.untilInterrupted(local, "t");
+  expected = await scenario.graph(local).getState(config("t"));
+  latest = (await local.getTuple({ configurable: { thread_id: "t", checkpoint_ns: "" } }))!;
+  file = await exportThread(local, "t", { as: "bytes" });
+  await local.close();
+  await deleteDatabase(local.dbName);
 }, 60_000);
 
 afterAll(async () => {
@@ -58,16 +72,6 @@ function databases(page: Page): Promise<string[]> {
 
 describe("seedThread, readThreadState and clearThreads", () => {
   it("seeds a page's database from an exported thread, reads the state back and clears it", async () => {
-    // A thread paused inside a subgraph, with a delta channel and pending writes.
-    const scenario = new Scenario();
-    const local = new IndexedDBSaver({ dbName: freshDbName("playwright") });
-    await scenario.untilInterrupted(local, "t");
-    const expected = await scenario.graph(local).getState(config("t"));
-    const latest = await local.getTuple({ configurable: { thread_id: "t", checkpoint_ns: "" } });
-    const file = await exportThread(local, "t", { as: "bytes" });
-    await local.close();
-    await deleteDatabase(local.dbName);
-
     const page = await browser.newPage();
     try {
       await page.goto(origin);
@@ -79,8 +83,8 @@ describe("seedThread, readThreadState and clearThreads", () => {
       expect(state).toMatchObject({
         threadId: "seeded",
         checkpointNs: "",
-        checkpointId: latest!.checkpoint.id,
-        createdAt: latest!.checkpoint.ts,
+        checkpointId: latest.checkpoint.id,
+        createdAt: latest.checkpoint.ts,
       });
       const messages = state!.values.messages as { type: string; content: string; id: string }[];
       expect(messages.map((m) => [m.type, m.content, m.id])).toEqual(
@@ -91,11 +95,11 @@ describe("seedThread, readThreadState and clearThreads", () => {
         ]),
       );
       // The checkpoint's own values: `side`'s finished result is still a pending write (getState would apply it).
-      expect(state!.values.notes).toEqual(latest!.checkpoint.channel_values.notes);
+      expect(state!.values.notes).toEqual(latest.checkpoint.channel_values.notes);
       expect(state!.values.notes).toEqual(["side 2"]);
       expect(Object.keys(state!.values).sort()).toEqual(["log", "messages", "notes", "report"]);
       // The second delta channel, rebuilt from its last DeltaSnapshot and later writes.
-      const pendingLog = latest!
+      const pendingLog = latest
         .pendingWrites!.filter(([, channel]) => channel === "log")
         .flatMap(([, , value]) => value as string[]);
       expect([...(state!.values.log as string[]), ...pendingLog]).toEqual(expected.values.log);
@@ -138,13 +142,6 @@ describe("seedThread, readThreadState and clearThreads", () => {
   }, 60_000);
 
   it("says what to do: navigate first, the dbName that exists, seedThread's own options, error class names", async () => {
-    const scenario = new Scenario();
-    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-hints") });
-    await scenario.untilInterrupted(local, "t");
-    const file = await exportThread(local, "t", { as: "bytes" });
-    await local.close();
-    await deleteDatabase(local.dbName);
-
     const page = await browser.newPage();
     try {
       // A page that has not navigated anywhere has no IndexedDB: say so, not "SecurityError".
@@ -173,11 +170,6 @@ describe("seedThread, readThreadState and clearThreads", () => {
   }, 60_000);
 
   it("after clearThreads deleted the database, a read says so instead of suggesting another dbName", async () => {
-    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-deleted") });
-    await new Scenario().untilInterrupted(local, "t");
-    const file = await exportThread(local, "t", { as: "bytes" });
-    await local.close();
-    await deleteDatabase(local.dbName);
     const page = await browser.newPage();
     try {
       await page.goto(origin);
@@ -204,14 +196,6 @@ describe("seedThread, readThreadState and clearThreads", () => {
 
   it("exports a seeded thread from the page with its LangChain messages intact, and waits on it", async () => {
     // The page script keeps LangChain records as plain data: what it writes and exports must still revive as classes.
-    const scenario = new Scenario();
-    const local = new IndexedDBSaver({ dbName: freshDbName("playwright-export") });
-    await scenario.untilInterrupted(local, "t");
-    const expected = await scenario.graph(local).getState(config("t"));
-    const file = await exportThread(local, "t", { as: "bytes" });
-    await local.close();
-    await deleteDatabase(local.dbName);
-
     const page = await browser.newPage();
     const back = new IndexedDBSaver({ dbName: freshDbName("playwright-export-back") });
     try {
