@@ -21,7 +21,8 @@ import {
   waitForCheckpoint,
   waitForThreadIdle,
 } from "../../src/playwright.js";
-import { ensurePageApi } from "../../src/playwright/inject.js";
+import { callPage, ensurePageApi } from "../../src/playwright/inject.js";
+import { receiveBytes } from "../../src/playwright/transfer.js";
 import { exportThread, importThread } from "../../src/portable/index.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { chromiumArgs, chromiumPath } from "../support/chromium.js";
@@ -212,6 +213,11 @@ describe("seedThread, readThreadState and clearThreads", () => {
       expect(state.values.log).toEqual(expected.values.log);
       await expect(exportThreadFromPage(page, "seeded", { dbName: "nope" })).rejects.toThrow(
         /no IndexedDB database "nope"/,
+      );
+      // A piece shorter than the staged file's size is refused, not left as zeros in the bytes.
+      const staged = await callPage(page, "test", "exportThread", "seeded", { dbName: "app" });
+      await expect(receiveBytes(page, "test", { id: staged.id, size: staged.size + 1 })).rejects.toThrow(
+        `test: the page sent ${staged.size} bytes of its export at offset 0, not ${staged.size + 1}.`,
       );
 
       // Nothing runs it in this page: idle at once, on its latest checkpoint; a predicate that holds returns that state.
