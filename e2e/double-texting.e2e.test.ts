@@ -69,6 +69,9 @@ test("two tabs send 5 messages each at once on one thread: every message answere
 
 test("while another tab answers, this tab does not call that turn cut short (nor offer Retry)", async () => {
   // A answers at the slow pace (about 9 s for this question): B's checks all fall inside A's answer.
+  // The tabs' timers run on a clock that flows as real time does until the checks are done; then it
+  // skips the rest of A's answer (seconds of waiting that prove nothing) instead of waiting it out.
+  await harness().context.clock.install();
   const [a, b] = await twoTabs("slow");
   // A long answer in A: B sees the question land and the thread busy elsewhere.
   const question = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
@@ -81,6 +84,7 @@ test("while another tab answers, this tab does not call that turn cut short (nor
   expect(await a.getByTestId("stop").isVisible()).toBe(true);
   await screenshot(b, "answering-elsewhere");
   // Once A is done, B shows the answer, with no problem either.
+  await a.clock.runFor("00:10");
   await expect.poll(() => transcript(b), { timeout: 30_000 }).toHaveLength(4);
   await expect.poll(() => b.getByTestId("busy-elsewhere").isVisible()).toBe(false);
   expect(await b.getByTestId("turn-status").count()).toBe(0);
