@@ -21,9 +21,15 @@ import {
 const harness = useHarness();
 
 test("the reader scrolled up is not pulled down: a button offers the new text", async () => {
-  const page = await harness().page("", { pace: "model" });
+  // The turns before only make the log taller than the view: answered at once, then the page
+  // reloads at the model's pace for the answer that streams while the reader is scrolled up.
+  const page = await harness().page();
   await ready(page);
   for (const n of [1, 2, 3]) await send(page, `${longMessage(60)} filler ${n}`);
+  const url = new URL(page.url());
+  url.searchParams.delete("pace");
+  await page.goto(url.href);
+  await expect.poll(() => transcript(page)).toHaveLength(6);
   await submit(page, longMessage(400));
   await page.locator(".message.streaming").waitFor();
   await page.locator(".messages").evaluate((log) => (log.scrollTop = 0));
