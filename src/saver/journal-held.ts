@@ -10,7 +10,6 @@
 import type { Op, Payload } from "../journal/raw.js";
 import { request } from "../journal/active.js";
 import { sameValue } from "../core/equality.js";
-import { isValidKey } from "../core/guards.js";
 import type { ThreadRow } from "../rows/shapes.js";
 
 /**
@@ -77,7 +76,7 @@ const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
  * wrote them while this journal was closed, or a crash cut off this tab's
  * own last appends, and a restore after a wipe would leave them out (a
  * thread copied there was gone): the journal is rewritten from the database.
- * Seen three ways, in one walk of the records and one read transaction (the
+ * Seen two ways, in one walk of the records and one read transaction (the
  * records are a whole journal, read at every open):
  * - a thread summary that is not the one the records left for its thread
  *   (a run, `copyThread`, an import);
@@ -88,8 +87,7 @@ const ROW_STORES = ["checkpoints", "blobs", "writes"] as const;
  *   follows one) leaves the count unknown: rewritten too;
  * - a special pending write (negative idx: an error, an interrupt, a
  *   resume) whose row is not the records' last: the saver replaces those
- *   in place, which leaves the count as it was (read in one walk, see
- *   `specialsDiffer`). The other rows keep their
+ *   in place, which leaves the count as it was. The other rows keep their
  *   value under their key (unique checkpoint ids and branch-tagged
  *   versions, first-wins regular writes): counted, not compared.
  */
@@ -136,54 +134,29 @@ export async function unjournaled(db: IDBDatabase, records: readonly Payload[]):
     const idx = (row as { idx?: unknown } | null)?.idx;
     return typeof idx === "number" && idx < 0;
   });
-  const [threads, counts, replaced] = await Promise.all([
+  const [threads, counts, found] = await Promise.all([
     request(tx.objectStore("threads").getAll()),
     Promise.all(stores.map((store) => request(tx.objectStore(store).count()))),
-    special.length > 0 && specialsDiffer(tx.objectStore("writes"), special, (row) => keyParts("writes", row)),
+    Promise.all(special.map((row) => heldRow(tx.objectStore("writes"), keyParts("writes", row)))),
   ]);
   return (
     threads.some((row) => !sameValue(row, summaries.get(idOf(row)))) ||
     counts.some((count, i) => count > keys.get(stores[i]!)!.size) ||
-    replaced
+    found.some((row, i) => row === NOT_A_KEY || !sameValue(row, special[i]))
   );
 }
 
-/** How many rows each request of {@link specialsDiffer}'s walk reads at most. */
-const WALK = 256;
+/** What {@link heldRow} answers for a journal row whose key parts are no key (a damaged or crafted journal). */
+const NOT_A_KEY = Symbol("not a key");
 
 /**
- * Whether the `writes` store differs from `special`, the journal's last row
- * of each special pending write: one walk in key order, compared in memory.
- * Each request reads up to {@link WALK} rows from the next special write not
- * yet met, so the rows between far-apart ones are skipped, not read. Before,
- * one `get` each: 20,000 of them cost an open 514 ms on fake-indexeddb. A
- * row whose key parts are no key (a damaged or crafted journal) differs:
- * the journal is rewritten from the database, and the open does not fail.
+ * The row `store` holds under `parts`, or {@link NOT_A_KEY} when they are no valid key: `get` throws a
+ * DataError at once for those, which must not fail the open; the journal is rewritten from the database instead.
  */
-async function specialsDiffer(
-  store: IDBObjectStore,
-  special: unknown[],
-  keyParts: (row: unknown) => unknown[],
-): Promise<boolean> {
-  // Sorted, and the walk's rows placed among them, as IndexedDB orders keys (the journal takes these globals as given).
-  const { indexedDB: factory, IDBKeyRange: KeyRange } = globalThis as unknown as {
-    indexedDB: IDBFactory;
-    IDBKeyRange: typeof IDBKeyRange;
-  };
-  const keyed = special.map((row): [unknown[], unknown] => [keyParts(row), row]);
-  if (!keyed.every(([key]) => isValidKey(key))) return true;
-  keyed.sort(([a], [b]) => factory.cmp(a, b));
-  const last = keyed.at(-1)![0];
-  let next = 0;
-  while (next < keyed.length) {
-    const rows = await request(store.getAll(KeyRange.bound(keyed[next]![0], last), WALK));
-    for (const row of rows) {
-      if (next === keyed.length) break;
-      const sign = factory.cmp(keyParts(row), keyed[next]![0]);
-      if (sign > 0) return true; // the walk went past it: the database lacks it
-      if (sign === 0 && !sameValue(row, keyed[next++]![1])) return true;
-    }
-    if (rows.length < WALK) return next < keyed.length;
+function heldRow(store: IDBObjectStore, parts: unknown[]): Promise<unknown> {
+  try {
+    return request<unknown>(store.get(parts as IDBValidKey));
+  } catch {
+    return Promise.resolve(NOT_A_KEY);
   }
-  return false;
 }
