@@ -351,17 +351,30 @@ function purgeOnPut(store: string, row: unknown): boolean {
  * pull skip them, and they would be lost on this device. Pulled again,
  * rows the database holds change nothing. A snapshot's cursor stays: it
  * was read in one transaction with every row it covers.
+ *
+ * Nor the sync device id, from any record, snapshots too: the server
+ * leaves a device's own pushes out of its pulls, and those such a tab
+ * wrote and pushed are lacking too. Put back, the id kept them out of
+ * every pull for good; without it, the next round makes a new one, and
+ * its pulls bring them (and rows the database holds, which change nothing).
  */
 function withoutCursors(records: readonly Payload[]): Payload[] {
-  // Its name is `sync\0<scope>\0cursor`, its value a number (sync/state.ts; a stored format, so it never
-  // changes). Spelled here, not imported: sync/ stays out of the journal's chunk.
+  // A cursor's name is `sync\0<scope>\0cursor`, its value a number; the id's `sync\0device` (sync/state.ts; a
+  // stored format, so they never change). Spelled here, not imported: sync/ stays out of the journal's chunk.
+  const device = (row: unknown) => (row as Partial<MetaRow> | null)?.name === "sync\u0000device";
   const cursor = (op: Op) => {
     const row = op[2] as Partial<MetaRow> | null;
     return (
-      op[0] === "meta" && op[1] < 2 && typeof row?.value === "number" && /^sync\0[^]*\0cursor$/.test(String(row.name))
+      op[0] === "meta" &&
+      op[1] < 2 &&
+      (device(row) || (typeof row?.value === "number" && /^sync\0[^]*\0cursor$/.test(String(row.name))))
     );
   };
-  return records.map((record) => ("o" in record ? { o: record.o.filter((op) => !cursor(op)) } : record));
+  return records.map((record): Payload => {
+    if ("o" in record) return { o: record.o.filter((op) => !cursor(op)) };
+    if (!("snap" in record) || !record.snap.meta) return record;
+    return { snap: { ...record.snap, meta: record.snap.meta.filter((row) => !device(row)) } };
+  });
 }
 
 /** The saver's rules for a journal's recovery (journal/raw.ts `SchemaRules`). */
@@ -370,7 +383,7 @@ export const journalRules: SchemaRules = {
   // A thread summary or a meta row another tab overwrites says nothing of the journal's records.
   proof: ["checkpoints", "blobs", "writes"],
   // Left out: what other tabs deleted since, then what the database holds already (only what it lost is replayed),
-  // and any sync cursor (it may cover rows the journal lacks).
+  // and any sync cursor or device id (they may leave rows the journal lacks out of every pull).
   retain: async (db, records, generation) =>
     withoutCursors(await withoutHeld(db, await withoutDeleted(db, records, generation))),
   stale: keyChanged,

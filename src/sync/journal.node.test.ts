@@ -8,6 +8,7 @@ import { IDBFactory } from "fake-indexeddb";
 import { chat } from "../../test/support/chat-graph.js";
 import { deleteDatabase } from "../../test/support/databases.js";
 import { closeDevices, device, newUser, serverForFile, state } from "../../test/support/sync/harness.js";
+import type { JournaledSaver } from "../../test/support/journal-savers.js";
 import { parseJournal } from "../journal/format.js";
 import { MemoryJournalBackend, type RecoveryReport } from "../journal/index.js";
 import { IndexedDBSaver } from "../saver/index.js";
@@ -41,23 +42,49 @@ describe("sync with the crash journal", () => {
   });
 });
 
+/**
+ * One device's database, two tabs on it: the first holds the journal, the second runs without it (what
+ * `journal: "opfs"` gives a tab while another holds the file); and another device. One app's space on the
+ * server for both devices (it defaults to the database's name).
+ */
+function twoTabs(label: string) {
+  const { token } = newUser();
+  const name = `sync-journal-${label}-${Date.now()}`;
+  const options = { url: served.url, token, app: `journal-${label}`, minBackoffMs: 10, maxBackoffMs: 50 };
+  const factory = new IDBFactory();
+  const tab = (journal: "memory" | "off", onRecovery?: (report: RecoveryReport) => void) => {
+    const saver = new IndexedDBSaver({
+      dbName: name,
+      indexedDB: factory,
+      journal,
+      ...(onRecovery ? { onRecovery } : {}),
+    });
+    return { saver, sync: new SyncClient({ saver, ...options }), factory };
+  };
+  const other = device(served.url, token, { dbName: `${name}-other`, client: options });
+  /** The database deleted (Chromium deleting a corrupted one), then a journaling tab restoring it. */
+  const wipeAndRestore = async () => {
+    await deleteDatabase(name, factory);
+    const reports: RecoveryReport[] = [];
+    return { ...tab("memory", (report) => reports.push(report)), reports };
+  };
+  const done = async () => {
+    await closeDevices(other);
+    MemoryJournalBackend.setFile(name, undefined);
+  };
+  return { journaled: tab("memory"), plain: tab("off"), other, wipeAndRestore, done };
+}
+
+/** `threadIds` read the same on `saver` as on `other`. */
+async function expectSame(saver: IndexedDBSaver, other: IndexedDBSaver, ...threadIds: string[]): Promise<void> {
+  for (const threadId of threadIds) {
+    expect((await state(saver, threadId)).messages, threadId).toEqual((await state(other, threadId)).messages);
+  }
+}
+
 describe("a restore from the crash journal and the pull cursor", () => {
   it("a thread another tab pulled without the journal comes back at the next round after a wipe", async () => {
-    const { token } = newUser();
-    const name = `sync-journal-cursor-${Date.now()}`;
-    // One app's space on the server for both devices (it defaults to the database's name).
-    const options = { url: served.url, token, app: "journal-cursor", minBackoffMs: 10, maxBackoffMs: 50 };
-    const other = device(served.url, token, { dbName: `${name}-other`, client: options });
-    // One device, two tabs on one database: the first holds the journal, the second runs without it
-    // (what `journal: "opfs"` gives a tab while another holds the file).
-    const factory = new IDBFactory();
-    const tab = (journal: "memory" | "off") => {
-      const saver = new IndexedDBSaver({ dbName: name, indexedDB: factory, journal });
-      const sync = new SyncClient({ saver, ...options });
-      return { saver, sync, factory };
-    };
-    const journaled = tab("memory");
-    const plain = tab("off");
+    const { journaled, plain, other, wipeAndRestore, done } = twoTabs("cursor");
     try {
       await journaled.saver.getTuple({ configurable: { thread_id: "none" } }); // it takes the journal first
       await chat(other.saver, "t1", ["first"]);
@@ -66,31 +93,56 @@ describe("a restore from the crash journal and the pull cursor", () => {
       await chat(other.saver, "t2", ["second"]);
       await other.sync.syncNow();
       await journaled.sync.syncNow(); // t2's rows and a cursor past t1 too: journaled
-      expect((await state(plain.saver, "t1")).messages).toEqual((await state(other.saver, "t1")).messages);
+      await expectSame(plain.saver, other.saver, "t1");
       await closeDevices(journaled, plain);
 
-      await deleteDatabase(name, factory); // Chromium deleting the corrupted database
-      const reports: RecoveryReport[] = [];
-      const saver = new IndexedDBSaver({
-        dbName: name,
-        indexedDB: factory,
-        journal: "memory",
-        onRecovery: (report) => reports.push(report),
-      });
-      const sync = new SyncClient({ saver, ...options });
+      const restored = await wipeAndRestore();
       try {
-        expect((await state(saver, "t2")).messages).toEqual((await state(other.saver, "t2")).messages);
-        expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
+        await expectSame(restored.saver, other.saver, "t2");
+        expect(restored.reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
         // Before, the journal put back the cursor past t1 without t1's rows: no pull ever brought them again.
-        await sync.syncNow();
-        expect((await state(saver, "t1")).messages).toEqual((await state(other.saver, "t1")).messages);
-        expect((await state(saver, "t2")).messages).toEqual((await state(other.saver, "t2")).messages);
+        await restored.sync.syncNow();
+        await expectSame(restored.saver, other.saver, "t1", "t2");
       } finally {
-        await closeDevices({ saver, sync, factory });
+        await closeDevices(restored);
       }
     } finally {
-      await closeDevices(other);
-      MemoryJournalBackend.setFile(name, undefined);
+      await done();
     }
   });
+});
+
+describe("a restore from the crash journal and the device's own pushes", () => {
+  // The device id in a record of the journal, or in its snapshot (compacted after the round that made it).
+  it.each(["record", "snapshot"])(
+    "a thread another tab of this device ran and pushed without the journal comes back after a wipe (id in a %s)",
+    async (where) => {
+      const { journaled, plain, other, wipeAndRestore, done } = twoTabs(`own-${where}`);
+      try {
+        // The journaling tab syncs first: the device id, which the server names as its pushes' origin, is journaled.
+        await chat(journaled.saver, "t0", ["zero"]);
+        await journaled.sync.syncNow();
+        if (where === "snapshot") await (journaled.saver as JournaledSaver).compactJournal();
+        // The other tab (no journal) runs t1 and pushes it: the server has it, from this device.
+        await chat(plain.saver, "t1", ["first"]);
+        await plain.sync.syncNow();
+        await other.sync.syncNow();
+        expect((await state(other.saver, "t1")).messages.length).toBeGreaterThan(0);
+        await closeDevices(journaled, plain);
+
+        const restored = await wipeAndRestore();
+        try {
+          await expectSame(restored.saver, other.saver, "t0");
+          expect(restored.reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
+          await restored.sync.syncNow();
+          // Before, t1 never came back: the restored device id kept the server leaving it out of every pull.
+          await expectSame(restored.saver, other.saver, "t0", "t1");
+        } finally {
+          await closeDevices(restored);
+        }
+      } finally {
+        await done();
+      }
+    },
+  );
 });
