@@ -137,11 +137,14 @@ describe("sync server: started while its database is down", () => {
       const server = new ServerProcess(await freePort(), bundle, postgres.url, "restart", reaper);
       try {
         await server.start(["cli-user"]);
-        await server.waitFor(/cannot reach the database \(.*ECONNREFUSED.*\); trying again/, 5_000);
+        const tryingAgain = /cannot reach the database \(.*ECONNREFUSED.*\); trying again/;
+        await server.waitFor(tryingAgain, 5_000);
         const base = `http://127.0.0.1:${server.port}`;
         expect((await hello("token-of-cli-user", base)).status).toBe(503);
-        // Several attempts later it is still there.
-        await new Promise((done) => setTimeout(done, 1000));
+        // Several attempts later it is still there: two more "trying again" lines (the attempts 200 and 600 ms
+        // after the first, the ones a fixed 1 s wait used to span); waitFor rejects if it exits before.
+        const attempts = (n: number) => new RegExp(Array(n).fill(tryingAgain.source).join("[\\s\\S]*"));
+        await server.waitFor(attempts(3), 5_000);
         expect(server.alive).toBe(true);
         await postgres.restart();
         await server.ready(10_000);
