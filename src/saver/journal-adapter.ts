@@ -342,7 +342,8 @@ function purgeOnPut(store: string, row: unknown): boolean {
 }
 
 /**
- * `records` without their puts of a sync pull cursor: a replay leaves the
+ * `records` without what places this device's next pull: its sync pull
+ * cursor, and its device id. Without a cursor put, a replay leaves the
  * database the cursor it holds (none after a wipe), and the next pull
  * starts from it and brings again what came after. A journaled cursor
  * commits with the rows its pull brought, but it also covers rows a tab
@@ -358,11 +359,11 @@ function purgeOnPut(store: string, row: unknown): boolean {
  * every pull for good; without it, the next round makes a new one, and
  * its pulls bring them (and rows the database holds, which change nothing).
  */
-function withoutCursors(records: readonly Payload[]): Payload[] {
+function withoutPullPlace(records: readonly Payload[]): Payload[] {
   // A cursor's name is `sync\0<scope>\0cursor`, its value a number; the id's `sync\0device` (sync/state.ts; a
   // stored format, so they never change). Spelled here, not imported: sync/ stays out of the journal's chunk.
   const device = (row: unknown) => (row as Partial<MetaRow> | null)?.name === "sync\u0000device";
-  const cursor = (op: Op) => {
+  const placesPull = (op: Op) => {
     const row = op[2] as Partial<MetaRow> | null;
     return (
       op[0] === "meta" &&
@@ -371,7 +372,7 @@ function withoutCursors(records: readonly Payload[]): Payload[] {
     );
   };
   return records.map((record): Payload => {
-    if ("o" in record) return { o: record.o.filter((op) => !cursor(op)) };
+    if ("o" in record) return { o: record.o.filter((op) => !placesPull(op)) };
     if (!("snap" in record) || !record.snap.meta) return record;
     return { snap: { ...record.snap, meta: record.snap.meta.filter((row) => !device(row)) } };
   });
@@ -385,7 +386,7 @@ export const journalRules: SchemaRules = {
   // Left out: what other tabs deleted since, then what the database holds already (only what it lost is replayed),
   // and any sync cursor or device id (they may leave rows the journal lacks out of every pull).
   retain: async (db, records, generation) =>
-    withoutCursors(await withoutHeld(db, await withoutDeleted(db, records, generation))),
+    withoutPullPlace(await withoutHeld(db, await withoutDeleted(db, records, generation))),
   stale: keyChanged,
   deletedSince,
   purgeOnPut,
