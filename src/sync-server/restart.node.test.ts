@@ -3,6 +3,7 @@
  * (retryable) while PostgreSQL is down, and serves again once it is back.
  * On a PostgreSQL of its own, since this test stops and restarts it.
  */
+import { once } from "node:events";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser } from "../../test/support/sync/harness.js";
@@ -10,6 +11,8 @@ import { startPostgres, type RunningPostgres } from "../../test/support/postgres
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
 import { transaction } from "./sql.js";
+import { runSchemaStatements } from "./schema.js";
+import { startHoldingProxy } from "../../test/support/sync/holding-proxy.js";
 import { Reaper } from "../../test/support/reaper.js";
 import {
   ServerProcess,
@@ -44,6 +47,25 @@ async function hello(token: string, base = url) {
   return { status: response.status, body, retryAfter: response.headers.get("retry-after") };
 }
 
+/** A pull of the user of `token`, as {@link hello} answers it. */
+async function pull(token: string, base = url) {
+  const response = await fetch(`${base}/v1/pull?since=0`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: response.status, retryAfter: response.headers.get("retry-after") };
+}
+
+/** Runs `body`, and returns the errors nobody caught meanwhile (a pg client's `error` event with no listener). */
+async function uncaughtDuring(body: () => Promise<void>): Promise<unknown[]> {
+  const uncaught: unknown[] = [];
+  const onUncaught = (error: unknown) => uncaught.push(error);
+  process.on("uncaughtException", onUncaught);
+  try {
+    await body();
+  } finally {
+    process.off("uncaughtException", onUncaught);
+  }
+  return uncaught;
+}
+
 describe("sync server: its database restarting", () => {
   it("a connection dropped between two queries of a transaction rejects that transaction, and the process lives on", async () => {
     const other = new pg.Client({ connectionString: postgres.url });
@@ -51,9 +73,10 @@ describe("sync server: its database restarting", () => {
     try {
       const failed = transaction(pool, "BEGIN", async (client) => {
         const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        const ended = new Promise((resolve) => client.once("end", resolve));
         await other.query("SELECT pg_terminate_backend($1)", [rows[0]!.pid]);
         // No query is running while the connection goes: pg emits `error` on the client itself.
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await ended;
         await client.query("SELECT 1");
       });
       await expect(failed).rejects.toThrow();
@@ -63,6 +86,62 @@ describe("sync server: its database restarting", () => {
       ]);
     } finally {
       await other.end();
+    }
+  });
+
+  it("a connection the database ends as it passes to a request waiting for one: that request answers 503, and the process lives on", async () => {
+    // pg reads a query's last answer and the termination notice after it in one chunk: the finished request's
+    // connection went to the waiting one before pg read the notice, which it emitted with nobody listening.
+    const proxy = await startHoldingProxy(postgres.url);
+    const narrow = new pg.Pool({ connectionString: proxy.url, max: 1, application_name: "restart-narrow" });
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    const proxied = await createSyncServer({ pool: narrow, authenticate });
+    try {
+      const base = await proxied.listen({ port: 0 });
+      const [first, second] = [newUser("first"), newUser("second")];
+      expect((await hello(first.token, base)).status).toBe(200);
+      const { rows } = await admin.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'restart-narrow' AND query LIKE '%has_data%'",
+      );
+      expect(rows).toHaveLength(1);
+      const uncaught = await uncaughtDuring(async () => {
+        proxy.hold();
+        const answered = hello(first.token, base);
+        await proxy.held; // its backend has answered (and waits for the next query)
+        // A pull waits for the connection: a transaction, which listens to its connection once it has it.
+        const waiting = pull(second.token, base);
+        while (narrow.waitingCount === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        await admin.query("SELECT pg_terminate_backend($1)", [rows[0]!.pid]);
+        expect((await answered).status).toBe(200);
+        expect(await waiting).toEqual({ status: 503, retryAfter: "1" });
+      });
+      expect(uncaught).toEqual([]);
+      proxy.hold(false);
+      expect((await pull(second.token, base)).status).toBe(200);
+    } finally {
+      await proxied.close();
+      await narrow.end().catch(() => undefined);
+      await admin.end();
+      await proxy.close();
+    }
+  });
+
+  it("a connection dropped during the schema's setup rejects it, and the process lives on", async () => {
+    // A start that waits for its database runs it again after such a failure: a restart meanwhile must not end it.
+    // On a pool of its own, which no server has listened to.
+    const own = new pg.Pool({ connectionString: postgres.url, max: 1 });
+    try {
+      const uncaught = await uncaughtDuring(async () => {
+        const removed = once(own, "remove");
+        await expect(runSchemaStatements(own, ["SELECT pg_terminate_backend(pg_backend_pid())"])).rejects.toThrow(
+          /terminating connection/,
+        );
+        await removed; // the broken connection is gone: pg has read its close
+      });
+      expect(uncaught).toEqual([]);
+    } finally {
+      await own.end();
     }
   });
 

@@ -11,7 +11,7 @@
 import type { Pool } from "pg";
 import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
-import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, utf16Key } from "./sql.js";
+import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, transaction, utf16Key } from "./sql.js";
 
 /**
  * A statement adding `column` to `table` only when it is missing: ALTER
@@ -150,19 +150,14 @@ export function setupSchema(pool: Pool): Promise<void> {
 /**
  * Runs `statements` as a server process's start runs its schema's: one
  * transaction, under the advisory lock every start takes (tests run an older
- * version's statements so, as its process would).
+ * version's statements so, as its process would). In {@link transaction},
+ * which listens to the connection: one the database dropped in the middle
+ * (a restart, which a start that waits for its database then outlives)
+ * ended the process.
  */
-export async function runSchemaStatements(pool: Pool, statements: readonly string[]): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
+export function runSchemaStatements(pool: Pool, statements: readonly string[]): Promise<void> {
+  return transaction(pool, "BEGIN", async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(7270451)");
     for (const statement of statements) await client.query(statement);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

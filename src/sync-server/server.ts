@@ -22,6 +22,7 @@ import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupSchema } from "./schema.js";
 import { startDatabase } from "./startup.js";
+import { surviveLostConnections } from "./sql.js";
 import { PushNotifier } from "./notify.js";
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from "./store.js";
 import { isStringList } from "../core/guards.js";
@@ -274,8 +275,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   const ownPool = !options.pool;
   const pool =
     options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
-  // An idle client's error (the database restarted) must not crash the process.
-  pool.on("error", () => undefined);
+  // A connection's error (the database restarted) must not crash the process.
+  surviveLostConnections(pool);
   const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
   const storeLimits: StoreLimits = {
     maxCheckpointBytes: options.limits?.maxCheckpointBytes ?? DEFAULT_STORE_LIMITS.maxCheckpointBytes,

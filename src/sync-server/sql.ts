@@ -36,6 +36,31 @@ export async function transaction<R>(pool: Pool, begin: string, work: (client: P
   }
 }
 
+/** Listens to a pooled connection's `error` so that nobody listening cannot end the process: see {@link surviveLostConnections}. */
+function ignoreLostConnection(): void {}
+
+/**
+ * Keeps the database dropping `pool`'s connections (a restart) from ending
+ * the process. pg-pool listens to an idle connection's `error` (and emits it
+ * as the pool's: ignored here), and whoever checks one out must listen
+ * while it holds it, as {@link transaction} does; but between the two a
+ * connection has no listener. pg reads a query's last answer and the
+ * termination notice after it in one chunk: the answer releases the
+ * connection, the pool hands it at once to a transaction waiting for one,
+ * which listens only a moment later, and pg emits the notice between the
+ * two, with nobody listening (a PostgreSQL restart with requests queued for
+ * connections ended the server). So every connection gets a listener of
+ * its own when first checked out. Losing the event loses nothing: pg marks
+ * the connection unusable all the same, its next query fails as a lost
+ * connection (503), and the pool drops it when it comes back.
+ */
+export function surviveLostConnections(pool: Pool): void {
+  pool.on("error", ignoreLostConnection);
+  pool.on("acquire", (client) => {
+    if (!client.listeners("error").includes(ignoreLostConnection)) client.on("error", ignoreLostConnection);
+  });
+}
+
 /** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
 const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
 
