@@ -145,6 +145,31 @@ describe("sync server: its database restarting", () => {
     }
   });
 
+  it("a request that waits longer than its pool's connectionTimeoutMillis for a connection answers 503", async () => {
+    // A deployer's pool may bound the wait (connections hang while a database host is down): before, pg-pool's
+    // "timeout exceeded when trying to connect" answered 500, where one connecting too slowly answered 503.
+    const narrow = new pg.Pool({ connectionString: postgres.url, max: 1, connectionTimeoutMillis: 200 });
+    const bounded = await createSyncServer({ pool: narrow, authenticate });
+    try {
+      const base = await bounded.listen({ port: 0 });
+      const { token } = newUser("bounded");
+      const taken = await narrow.connect();
+      try {
+        expect(await hello(token, base)).toMatchObject({
+          status: 503,
+          retryAfter: "1",
+          body: { error: { code: "unavailable" } },
+        });
+      } finally {
+        taken.release();
+      }
+      expect((await hello(token, base)).status).toBe(200);
+    } finally {
+      await bounded.close();
+      await narrow.end();
+    }
+  });
+
   it("answers 503 with Retry-After while PostgreSQL is down, and serves again once it is back", async () => {
     const { token } = newUser("restart");
     expect((await hello(token)).status).toBe(200);

@@ -66,15 +66,19 @@ const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
 
 /**
  * Whether `error` says the database went away or is not there yet (a
- * restart, a failover, too many connections): the request was not applied,
- * and the same request may succeed in a moment.
+ * restart, a failover, too many connections), or that no pooled connection
+ * came free within the pool's `connectionTimeoutMillis` (connections hang
+ * while a database host is down): the request was not applied, and the
+ * same request may succeed in a moment.
  */
 export function isConnectionLost(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as Error & { code?: unknown }).code;
   if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
     return true;
-  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message);
+  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+    error.message,
+  );
 }
 
 /**
