@@ -13,6 +13,7 @@ import { createRoutes } from "./routes.js";
 import { RunRegistry } from "./runs.js";
 import { threadStatusHooks } from "./thread-status.js";
 import { RunLog } from "./run-log.js";
+import { LeftoverThreads } from "./leftover-threads.js";
 import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
 
@@ -106,6 +107,13 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     graphId === undefined
       ? undefined
       : (graphs[graphId] as { channels?: Record<string, unknown> } | undefined)?.channels;
+  const deleteThread = (threadId: string) =>
+    runs.deleteThread(threadId, async () => {
+      await saver.deleteThread(threadId);
+      await log.deleteThread(threadId);
+      await threads.delete(threadId);
+    });
+  const leftovers = new LeftoverThreads(deleteThread);
   const app = createRoutes({
     graphs,
     threads,
@@ -125,12 +133,8 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
       await saver.deleteForRuns([run.run_id], { threadId: run.thread_id, ...(channels ? { channels } : {}) });
       await log.deleteRun(run.run_id);
     },
-    deleteThread: (threadId) =>
-      runs.deleteThread(threadId, async () => {
-        await saver.deleteThread(threadId);
-        await log.deleteThread(threadId);
-        await threads.delete(threadId);
-      }),
+    deleteThread,
+    deleteThreadLater: (threadId) => leftovers.add(threadId),
   });
   let closed = false;
   return {
@@ -167,6 +171,8 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
       if (closed) return;
       closed = true;
       await runs.close();
+      // After the runs: one cancelled by the close may leave its own thread to delete again.
+      await leftovers.close();
       await threads.close();
       await log.close();
     },

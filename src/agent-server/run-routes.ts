@@ -43,6 +43,8 @@ export interface RouteContext {
   locks: RunLockManager | undefined;
   /** Deletes the thread: its runs stopped, then its checkpoints, runs and record (RunRegistry.deleteThread). */
   deleteThread(threadId: string): Promise<void>;
+  /** Deletes the thread again later, until a delete succeeds (a thread-less run's whose delete failed). */
+  deleteThreadLater(threadId: string): void;
   /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
   /** Keeps the newest checkpoint of each namespace of a thread (the saver's prune, with its graph's channels). */

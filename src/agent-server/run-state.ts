@@ -31,6 +31,7 @@ export interface RunSpec {
    * Work done once the run has ended and its final record is written, before
    * anyone following it is told it ended (a thread-less run's thread deleted):
    * given that record, or undefined when the run was rolled back (it is deleted).
+   * A rejection is reported on the run: an `error` event, then status `error`.
    */
   afterRun?: (record: RunRecord | undefined) => Promise<void>;
 }

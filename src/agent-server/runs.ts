@@ -371,9 +371,16 @@ export class RunRegistry {
         await saveRun(this.#out, state);
       } finally {
         // Before those following it here and in other tabs are told it ended (a thread-less run's thread
-        // deleted: a join answers once it is gone); a failure leaves the run's end as it is.
+        // deleted: a join answers once it is gone).
         state.closing = spec.afterRun !== undefined;
-        await spec.afterRun?.(rolledBack ? undefined : state.record).catch(() => undefined);
+        try {
+          await spec.afterRun?.(rolledBack ? undefined : state.record);
+        } catch (error) {
+          // Said, not dropped: an error before its end, and its record says so (its thread left behind
+          // would otherwise go unseen).
+          pushEvent(this.#out, state, "error", errorData(error));
+          setRunStatus(this.#out, state, "error");
+        }
         this.#end(state);
       }
     }

@@ -7,6 +7,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human } from "../../test/support/agent-server/timing.js";
+import { freshDbName } from "../../test/support/databases.js";
+import { IndexedDBSaver } from "../saver/index.js";
 
 afterEach(closeServers);
 
@@ -17,6 +19,18 @@ type Chat = { messages: { type: string; content: string }[] };
 const keep = "keep" as never;
 
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
+
+/** A saver whose next `failures` thread deletes fail, as a database that refuses a write would. */
+class FailingDeleteSaver extends IndexedDBSaver {
+  failures = 1;
+  override async deleteThread(threadId: string): Promise<void> {
+    if (this.failures > 0) {
+      this.failures -= 1;
+      throw new Error("the disk refused the delete");
+    }
+    await super.deleteThread(threadId);
+  }
+}
 
 async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const parts: T[] = [];
@@ -165,5 +179,24 @@ describe("runs without a thread", () => {
       { event: "end", data: null },
     ]);
     expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
+  });
+
+  // Once the failed delete was dropped (.catch(() => undefined)): the stream ended "success" and the
+  // thread stayed for good, its checkpoints with it.
+  it("a run whose thread cannot be deleted says so before its end, and the thread is deleted again later", async () => {
+    const saver = new FailingDeleteSaver({ dbName: freshDbName("stateless-delete-fails") });
+    const { client } = await openServer("stateless-delete-fails", false, { saver });
+    let created: { run_id: string; thread_id?: string } | undefined;
+    const parts = await collect(
+      client.runs.stream(null, "agent", { input: human("hi"), onRunCreated: (run) => (created = run) }),
+    );
+    expect(parts.slice(-2)).toMatchObject([
+      { event: "error", data: expect.objectContaining({ message: expect.stringMatching(/refused the delete/) }) },
+      { event: "end", data: { run_id: created!.run_id, status: "error" } },
+    ]);
+    const threadId = created!.thread_id!;
+    expect((await client.runs.get(threadId, created!.run_id)).status).toBe("error");
+    await vi.waitFor(async () => expect(await client.threads.search()).toEqual([]), { timeout: 5_000 });
+    expect(await saver.getTuple({ configurable: { thread_id: threadId } })).toBeUndefined();
   });
 });

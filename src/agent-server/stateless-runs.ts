@@ -17,6 +17,8 @@ import { runHeaders, sse, withEnd } from "./run-replies.js";
 /** What of the server these routes use: how a thread is deleted (RouteContext's). */
 export interface StatelessContext {
   deleteThread(threadId: string): Promise<void>;
+  /** Deletes the thread again later, until a delete succeeds (a run's own thread whose delete failed). */
+  deleteThreadLater(threadId: string): void;
 }
 
 /** A thread-less run's own thread, and what is done once the run has ended (RunSpec's `afterRun`). */
@@ -39,7 +41,8 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
    * Starts the run on a thread of its own; `ended` resolves once the run has
    * ended and, with "delete", its thread is gone, with the run's final record
    * (taken before the thread goes with it; none when the run was rolled back:
-   * deleted, as a thread's run rolled back is).
+   * deleted, as a thread's run rolled back is). A thread whose delete fails
+   * is deleted again later, and the run ends with status `error` saying so.
    */
   const start = async (c: Context, streamed: boolean) => {
     // Checked before anything is written, as the run's other fields are.
@@ -50,7 +53,19 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
     // tab, answers once the thread is gone (it answered first, and a list right after still had the thread).
     const afterRun = async (record: RunRecord | undefined) => {
       final = record;
-      if (onCompletion === "delete") await context.deleteThread(threadId);
+      if (onCompletion !== "delete") return;
+      try {
+        await context.deleteThread(threadId);
+      } catch (error) {
+        // The registry reports the rejection on the run (an error event, status "error"), and so does its end.
+        if (final) final = { ...final, status: "error" };
+        context.deleteThreadLater(threadId);
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(
+          `The run's own thread ${threadId} could not be deleted (on_completion "delete"): ${reason}. It is deleted again later.`,
+          { cause: error },
+        );
+      }
     };
     const run = await starter.startRun(c, streamed, { threadId, afterRun });
     if (run instanceof Response) return run;
