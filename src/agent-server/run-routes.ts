@@ -195,8 +195,18 @@ export function registerRunRoutes(
     (await runs.find(run.record.thread_id, run.record.run_id))?.record;
   const runOr404 = async (c: Context): Promise<RunHandle | Response> =>
     (await runs.find(c.req.param("thread_id")!, c.req.param("run_id")!)) ?? reply(c, { error: "Run not found" }, 404);
-  /** The run's answer once it ends (runs.wait, runs.join), with the headers naming it, as the Agent Server's. */
-  const finalValues = async (c: Context, run: RunHandle) => {
+  /** The values of the state of the thread of `run`, now; `{}` without a thread or a graph. */
+  const stateValues = async (run: RunRecord): Promise<unknown> => {
+    const thread = await threads.get(run.thread_id);
+    const graph = thread && context.graphs[run.assistant_id];
+    const snapshot = graph ? await graph.getState({ configurable: { thread_id: run.thread_id } }) : undefined;
+    return snapshot?.values ?? {};
+  };
+  /**
+   * The run's answer once it ends (runs.wait, runs.join), with the headers naming it, as the Agent
+   * Server's; without a values event, `fallback`'s (default: the thread's state then).
+   */
+  const finalValues = async (c: Context, run: RunHandle, fallback = () => stateValues(run.record)) => {
     for (const [name, value] of Object.entries(runHeaders(run.record, "join"))) c.header(name, value);
     let error: string | undefined;
     let values: string | undefined;
@@ -208,13 +218,10 @@ export function registerRunRoutes(
     // The run's own last values, as the Agent Server answers: they carry `__interrupt__` when
     // the run paused, and they are this run's even if another ran on the thread since.
     if (values !== undefined) return c.body(values, 200, { "Content-Type": "application/json" });
-    const thread = await threads.get(run.record.thread_id);
-    const graph = thread && context.graphs[run.record.assistant_id];
-    const snapshot = graph ? await graph.getState({ configurable: { thread_id: run.record.thread_id } }) : undefined;
-    return reply(c, snapshot?.values ?? {});
+    return reply(c, await fallback());
   };
 
-  registerStatelessRunRoutes(app, context, { startRun, finalValues });
+  registerStatelessRunRoutes(app, context, { startRun, finalValues, stateValues });
   app.post("/threads/:thread_id/runs/stream", async (c) => {
     const run = await startRun(c, true);
     if (run instanceof Response) return run;

@@ -199,4 +199,16 @@ describe("runs without a thread", () => {
     await vi.waitFor(async () => expect(await client.threads.search()).toEqual([]), { timeout: 5_000 });
     expect(await saver.getTuple({ configurable: { thread_id: threadId } })).toBeUndefined();
   });
+
+  // Once answered {}: with no values event to answer, the wait read the state of a thread already deleted.
+  it("a wait whose run streamed no values answers the run's final state, read before its thread went", async () => {
+    const { client, server } = await openServer("stateless-wait-state");
+    const payload = { assistant_id: "agent", input: human("quiet"), stream_mode: ["updates"] };
+    const answer = await server.fetch("http://local.invalid/runs/wait", {
+      method: "POST",
+      body: JSON.stringify(payload),
+    });
+    expect(texts(await answer.json())).toEqual(["human: quiet", "ai: echo quiet"]);
+    expect(await client.threads.search()).toEqual([]);
+  });
 });

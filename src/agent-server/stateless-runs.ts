@@ -31,8 +31,10 @@ export interface OwnThread {
 export interface RunStarter {
   /** Starts the run the body of `c` describes on its own new thread, or answers why it cannot. */
   startRun(c: Context, streamed: boolean, own: OwnThread): Promise<RunHandle | Response>;
-  /** The run's answer once it ends, as runs.wait answers. */
-  finalValues(c: Context, run: RunHandle): Promise<Response>;
+  /** The run's answer once it ends, as runs.wait answers; without a values event, `fallback`'s. */
+  finalValues(c: Context, run: RunHandle, fallback?: () => Promise<unknown>): Promise<Response>;
+  /** The values of the state of the run's thread, now. */
+  stateValues(run: RunRecord): Promise<unknown>;
 }
 
 /** Adds the routes of runs without a thread to `app`. */
@@ -43,17 +45,22 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
    * (taken before the thread goes with it; none when the run was rolled back:
    * deleted, as a thread's run rolled back is). A thread whose delete fails
    * is deleted again later, and the run ends with status `error` saying so.
+   * `waited`: a wait, which answers the run's final state when it sent no
+   * values event; with "delete", `stateBefore` has it, read before the thread went.
    */
-  const start = async (c: Context, streamed: boolean) => {
+  const start = async (c: Context, streamed: boolean, waited = false) => {
     // Checked before anything is written, as the run's other fields are.
     const onCompletion = onCompletionOf(await body(c));
     let final: RunRecord | undefined;
+    let finalState: unknown = {};
     const threadId = crypto.randomUUID();
     // Run by the registry before anyone following the run is told it ended: a join, here or in another
     // tab, answers once the thread is gone (it answered first, and a list right after still had the thread).
     const afterRun = async (record: RunRecord | undefined) => {
       final = record;
       if (onCompletion !== "delete") return;
+      // A state LangGraph cannot read (a run that failed on its input) is answered by its error event instead.
+      if (waited && record) finalState = await starter.stateValues(record).catch(() => ({}));
       try {
         await context.deleteThread(threadId);
       } catch (error) {
@@ -73,7 +80,9 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
       for await (const _ of run.follow(Number.MAX_SAFE_INTEGER));
       return final;
     })();
-    return { run, ended };
+    // With "keep" none: the thread is there, and its state answers, as a thread's wait's does.
+    const stateBefore = onCompletion === "delete" ? async () => finalState : undefined;
+    return { run, ended, stateBefore };
   };
 
   app.post("/runs/stream", async (c) => {
@@ -87,9 +96,9 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
     );
   });
   app.post("/runs/wait", async (c) => {
-    const started = await start(c, true);
+    const started = await start(c, true, true);
     if (started instanceof Response) return started;
-    const answer = await starter.finalValues(c, started.run);
+    const answer = await starter.finalValues(c, started.run, started.stateBefore);
     await started.ended;
     return answer;
   });
