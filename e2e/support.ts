@@ -52,12 +52,18 @@ export interface HarnessOptions {
    * the offline test is about it.
    */
   serviceWorkers?: "allow" | "block";
+  /** What the context's storage starts with (default: empty); see {@link storageMadeBy}. */
+  storageState?: StorageState;
 }
+
+/** A context's cookies and origins' storage, IndexedDB included: Playwright's `storageState({ indexedDB: true })`. */
+export type StorageState = Awaited<ReturnType<BrowserContext["storageState"]>>;
 
 /** A fresh context (fresh storage) whose pages record console errors and uncaught exceptions. */
 export class Harness {
   readonly errors: string[] = [];
   context!: BrowserContext;
+  #options: HarnessOptions = {};
 
   constructor(
     readonly browser: Browser,
@@ -66,10 +72,12 @@ export class Harness {
   ) {}
 
   async open(options: HarnessOptions = {}): Promise<this> {
+    this.#options = options;
     this.context = await this.browser.newContext({
       viewport: options.viewport ?? { width: 1280, height: 800 },
       acceptDownloads: true,
       serviceWorkers: options.serviceWorkers ?? "block",
+      storageState: options.storageState,
     });
     // Playwright's 30 s for a wait is tight when two Chromiums share 2 cores; tests still end at 60 s.
     this.context.setDefaultTimeout(45_000);
@@ -89,6 +97,34 @@ export class Harness {
 
   async close(): Promise<void> {
     await this.context?.close();
+  }
+
+  /**
+   * Replaces this harness's context (no page of it may be open) by a fresh
+   * one whose storage starts as `state`: a set-up the app made once, copied
+   * into each test that starts from it instead of being made again.
+   */
+  async restart(state: StorageState): Promise<this> {
+    await this.context.close();
+    return this.open({ ...this.#options, storageState: state });
+  }
+}
+
+/**
+ * The storage `make` leaves in a context of its own (IndexedDB included), for
+ * {@link Harness.restart}: a set-up several tests of a file start from, made
+ * once by driving the app as a test does. A console error fails it as it
+ * fails a test.
+ */
+export async function storageMadeBy(make: (harness: Harness) => Promise<void>): Promise<StorageState> {
+  const harness = await new Harness(await sharedChromium(), inject("baseURL")).open();
+  try {
+    await make(harness);
+    const state = await harness.context.storageState({ indexedDB: true });
+    expect(harness.errors).toEqual([]);
+    return state;
+  } finally {
+    await harness.close();
   }
 }
 

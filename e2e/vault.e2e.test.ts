@@ -6,11 +6,51 @@
  * migration cut off between its steps; and the passphrase's minimum length.
  */
 import type { Page } from "playwright";
-import { expect, test } from "vitest";
-import { editDemoDb, lockWith, plaintextHits, ready, send, transcript, useHarness } from "./support.js";
+import { beforeAll, expect, test } from "vitest";
+import {
+  editDemoDb,
+  lockWith,
+  plaintextHits,
+  ready,
+  send,
+  storageMadeBy,
+  transcript,
+  useHarness,
+  type StorageState,
+} from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
+
+/**
+ * The vault most attacks start from, made once by the app as a user makes
+ * it: two threads ("alpha thread", then "beta thread", the one that opens),
+ * locked with PASSPHRASE, at rest behind the lock screen. Each test that
+ * starts from it gets its own copy of these bytes in a fresh context.
+ */
+let lockedVault: StorageState;
+beforeAll(async () => {
+  lockedVault = await storageMadeBy(async (setup) => {
+    const page = await setup.page();
+    await ready(page);
+    await send(page, "alpha thread");
+    await page.getByTestId("new-thread").click();
+    await send(page, "beta thread");
+    // expect.poll is for tests only: the second row is waited for, then the count checked.
+    await page.getByTestId("thread").nth(1).waitFor();
+    expect(await page.getByTestId("thread").count()).toBe(2);
+    await lock(page);
+    await page.reload();
+    await page.getByTestId("unlock-passphrase").waitFor();
+  });
+});
+
+/** A tab on a copy of {@link lockedVault}, at its lock screen. */
+async function atLockScreen(): Promise<Page> {
+  const page = await (await harness().restart(lockedVault)).page();
+  await page.getByTestId("unlock-passphrase").waitFor();
+  return page;
+}
 
 async function lock(page: Page, passphrase = PASSPHRASE): Promise<void> {
   await lockWith(page, passphrase);
@@ -25,12 +65,7 @@ async function unlockWith(page: Page, passphrase = PASSPHRASE): Promise<void> {
 const databaseNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
 
 test("plain settings planted in a locked vault are refused and reported, never used", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "a private question");
-  await lock(page);
-  await page.reload();
-  await page.getByTestId("unlock-passphrase").waitFor();
+  const page = await atLockScreen();
 
   // Another endpoint for every conversation, and another sync server, as plain rows.
   let stolen = 0;
@@ -86,15 +121,7 @@ test("a planted lock row is refused with any passphrase, and the data is left al
 });
 
 test("a sealed title moved to another thread's row is refused", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "alpha thread");
-  await page.getByTestId("new-thread").click();
-  await send(page, "beta thread");
-  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
-  await lock(page);
-  await page.reload();
-  await page.getByTestId("unlock-passphrase").waitFor();
+  const page = await atLockScreen();
   // Both rows get alpha's sealed title (exactly its bytes).
   await editDemoDb(
     page,
@@ -119,12 +146,7 @@ test("a sealed title moved to another thread's row is refused", async () => {
 });
 
 test("a lock whose encrypted databases are missing is reported, not replaced", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "soon gone");
-  await lock(page);
-  await page.reload();
-  await page.getByTestId("unlock-passphrase").waitFor();
+  const page = await atLockScreen();
   await page.evaluate(
     () =>
       new Promise((resolve, reject) => {
@@ -216,10 +238,7 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
 });
 
 test("a vault locked before texts were bound to their place (a v1 lock row) is upgraded by the passphrase, not refused", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "asked before the upgrade");
-  await lock(page);
+  const page = await atLockScreen();
   // Rewrites the vault as the first format wrote it: lock row without `v`,
   // texts sealed with the key but not bound to their place.
   await page.evaluate(`(async () => {
@@ -274,7 +293,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
   await unlockWith(page);
   await ready(page);
   await expect.poll(() => transcript(page)).toHaveLength(2);
-  expect((await transcript(page))[0]).toBe("user: asked before the upgrade");
+  expect((await transcript(page))[0]).toBe("user: beta thread");
   await expect.poll(() => page.locator(".thread-title").allTextContents()).toContain("the v1 title");
   expect(await page.getByTestId("vault-problem").allTextContents()).toEqual([]);
   expect((await lockRow())?.v).toBe(2);
@@ -289,10 +308,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
 });
 
 test("a deleted lock row opens nothing: the app refuses and explains instead of booting unlocked", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "a locked secret");
-  await lock(page);
+  const page = await atLockScreen();
   await editDemoDb(page, "settings", `store.delete("lock");`);
   await page.reload();
   await page.getByTestId("missing-lock").waitFor();
