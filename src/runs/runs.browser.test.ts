@@ -76,7 +76,7 @@ function startWorker() {
     /** Loads the worker's modules and opens its saver, so that a send starts at once. */
     ready: (dbName: string) => ask({ dbName, ping: true }),
     send: (dbName: string, text: string, strategy: MultitaskStrategy) =>
-      ask({ dbName, text, strategy, delayMs: DELAY_MS[strategy] }),
+      ask({ dbName, text, strategy, delayMs: DELAY_MS[strategy], answerAfterStop: true }),
     terminate: () => w.terminate(),
   };
 }
@@ -88,7 +88,7 @@ describe("two pages of one origin send on one thread at once", () => {
       const [a, b] = await Promise.all(
         pair.map(
           async (tab, i) =>
-            JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy])) as Outcome,
+            JSON.parse(await tab.api.send(dbName, "t", `from tab ${i}`, strategy, DELAY_MS[strategy], true)) as Outcome,
         ),
       );
       await verifyTwoSends(strategy, a!, b!, saver, "t", "hello", seedCheckpoints);
@@ -136,7 +136,7 @@ describe("a page and a dedicated worker send on one thread at once", () => {
       await inWorker.ready(dbName);
       const [fromWorker, fromPage] = await Promise.all([
         inWorker.send(dbName, "from the worker", strategy),
-        send(saver, "t", "from the page", strategy, DELAY_MS[strategy]),
+        send(saver, "t", "from the page", strategy, DELAY_MS[strategy], false, true),
       ]);
       expect(fromWorker.hasLocks).toBe(true);
       await verifyTwoSends(strategy, fromWorker.outcome, fromPage, saver, "t", "hello", seedCheckpoints);

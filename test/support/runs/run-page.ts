@@ -9,15 +9,16 @@ import { saverFor } from "../iframe-page.js";
 import { send, slowChatGraph } from "./scenario.js";
 
 const api = {
-  /** Sends one message with runOnThread; resolves with the Outcome as JSON. */
+  /** Sends one message with runOnThread (`answerAfterStop`: see `send`); resolves with the Outcome as JSON. */
   async send(
     dbName: string,
     threadId: string,
     text: string,
     strategy: MultitaskStrategy,
     delayMs: number,
+    answerAfterStop = false,
   ): Promise<string> {
-    return JSON.stringify(await send(saverFor(dbName), threadId, text, strategy, delayMs));
+    return JSON.stringify(await send(saverFor(dbName), threadId, text, strategy, delayMs, false, answerAfterStop));
   },
   /** Resumes a cut-off run (null input) through runOnThread. */
   async resume(dbName: string, threadId: string): Promise<string> {

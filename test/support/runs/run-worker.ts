@@ -15,12 +15,14 @@ interface Request {
   text: string;
   strategy: MultitaskStrategy;
   delayMs: number;
+  /** One of two sends at once: see `send` in scenario.ts. */
+  answerAfterStop?: boolean;
 }
 
 const savers = new Map<string, IndexedDBSaver>();
 
 self.onmessage = async (event: MessageEvent<Request>) => {
-  const { id, dbName, threadId, text, strategy, delayMs } = event.data;
+  const { id, dbName, threadId, text, strategy, delayMs, answerAfterStop } = event.data;
   let saver = savers.get(dbName);
   if (!saver) savers.set(dbName, (saver = new IndexedDBSaver({ dbName })));
   if (event.data.ping) {
@@ -30,7 +32,7 @@ self.onmessage = async (event: MessageEvent<Request>) => {
   }
   self.postMessage({
     id,
-    outcome: await send(saver, threadId, text, strategy, delayMs),
+    outcome: await send(saver, threadId, text, strategy, delayMs, false, answerAfterStop),
     hasLocks: "locks" in navigator,
   });
 };

@@ -71,37 +71,35 @@ export interface Outcome {
 }
 
 /**
- * The model of one {@link send}. A stopped model (interrupt, rollback) says
+ * The model of one {@link send}. A stopped send (interrupt, rollback) says
  * so on a channel of its database and thread (BroadcastChannel: other
- * frames, workers and savers of this realm alike). With `answerAfterStop`
- * (one of two sends at once) the model then answers at once: only the
- * stopped run's wait matters there (it must still be thinking when the
- * other send stops it), and the run that stopped it waited out the same
- * delay (1.5 s a test) for nothing. Without it (a third send may have to
- * stop this one) the model thinks its whole delay. A message that comes
- * late only leaves a model its whole delay, as before. Used in Node only:
- * in src/runs/runs.browser.test.ts the two frames share one event loop, and
- * the stopping run's work, no longer spread over its delay, delayed the end
- * of the stopped send past that delay (Firefox, loaded machine, 3 runs in 4).
+ * frames, workers and savers of this realm alike) once its outcome is
+ * measured. With `answerAfterStop` (one of two sends at once) the model then
+ * answers at once: only the stopped run's wait matters there (it must still
+ * be thinking when the other send stops it), and the run that stopped it
+ * waited out the same delay (1.5 s a test) for nothing. Without it (a third
+ * send may have to stop this one) the model thinks its whole delay. A message
+ * that comes late only leaves a model its whole delay, as before. The notice
+ * leaves only after the stopped send's `ms` is taken: in the browsers
+ * (src/runs/runs.browser.test.ts) the two frames share one event loop, and
+ * a notice sent when the stopped model gave up let the stopping run's answer
+ * delay the end of the stopped send past the delay (Firefox, loaded machine,
+ * 3 runs in 4).
  */
-function modelOfSend(dbName: string, threadId: string, answerAfterStop: boolean): { think: Think; close: () => void } {
+function modelOfSend(dbName: string, threadId: string, answerAfterStop: boolean) {
   const channel = new BroadcastChannel(`runs-scenario-stopped:${dbName}:${threadId}`);
   const otherStopped = new AbortController();
   if (answerAfterStop) channel.onmessage = () => otherStopped.abort();
-  return {
-    think: async (ms, signal) => {
-      const either = signal ? AbortSignal.any([signal, otherStopped.signal]) : otherStopped.signal;
-      try {
-        await sleep(ms, either);
-      } catch (error) {
-        // Only this run's own stop ends its run; another's stop ends the wait (its answer comes now).
-        if (!signal?.aborted) return;
-        channel.postMessage("stopped");
-        throw error;
-      }
-    },
-    close: () => channel.close(),
+  const think: Think = async (ms, signal) => {
+    const either = signal ? AbortSignal.any([signal, otherStopped.signal]) : otherStopped.signal;
+    try {
+      await sleep(ms, either);
+    } catch (error) {
+      // Only this run's own stop ends its run; another's stop ends the wait (its answer comes now).
+      if (signal?.aborted) throw error;
+    }
   };
+  return { think, stopped: () => channel.postMessage("stopped"), close: () => channel.close() };
 }
 
 /**
@@ -130,7 +128,15 @@ export async function send(
       error instanceof ThreadBusyError || error instanceof RunInterruptedError
         ? error.name
         : `${(error as Error)?.name}: ${(error as Error)?.message}`;
-    return { text, ok: false, error: name, ms: performance.now() - started, ...(strategy ? { strategy } : {}) };
+    const outcome = {
+      text,
+      ok: false,
+      error: name,
+      ms: performance.now() - started,
+      ...(strategy ? { strategy } : {}),
+    };
+    if (strategy) model.stopped();
+    return outcome;
   } finally {
     model.close();
   }
