@@ -22,23 +22,31 @@ const STRATEGIES: MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "roll
 
 type Tab = IframeTab<RunsTabApi>;
 
-/** A same-origin iframe that loads the page module. */
-const openTab = (): Promise<Tab> => openIframeTab<RunsTabApi>(PAGE_MODULE, "runsTab");
+/** A same-origin iframe that loads the page module (20 s a tab opened at once with it). */
+const openTab = (atOnce: number): Promise<Tab> => openIframeTab<RunsTabApi>(PAGE_MODULE, "runsTab", atOnce * 20_000);
 
-/** Two tabs and a worker, loaded once and shared by the tests (each uses a fresh database). */
+/**
+ * Two tabs and a worker, loaded once and shared by the tests (each uses a
+ * fresh database), and the tab that "a tab closed mid-run" closes, loaded
+ * beside them: a tab loads the whole library into its own realm, and three
+ * loads at once overlap their fetches.
+ */
 let pair: [Tab, Tab];
+let toClose: Tab | undefined;
 let shared: ReturnType<typeof startWorker>;
 let tabs: Tab[] = [];
 const savers: IndexedDBSaver[] = [];
 const names = new Set<string>();
 
 beforeAll(async () => {
-  pair = [await openTab(), await openTab()];
+  const [a, b, c] = await Promise.all([openTab(3), openTab(3), openTab(3)]);
+  pair = [a, b];
+  toClose = c;
   shared = startWorker();
 }, 60_000);
 
 afterAll(() => {
-  for (const tab of pair) tab.frame.remove();
+  for (const tab of [...pair, toClose]) tab?.frame.remove();
   shared.terminate();
 });
 
@@ -147,7 +155,8 @@ describe("a page and a dedicated worker send on one thread at once", () => {
 describe("a tab closed mid-run", () => {
   it("releases the thread; the cut-off run shows its `next` task and another frame resumes it", async () => {
     const { dbName, saver } = await seeded("runs-closed");
-    const closing = await openTab();
+    const closing = toClose!;
+    toClose = undefined;
     tabs = [closing];
     const seen: boolean[] = [];
     const unwatch = watchThreadRunning("t", { dbName, pollMs: 100 }, (running) => seen.push(running));
@@ -173,9 +182,8 @@ describe("a tab closed mid-run", () => {
       next: ["agent"],
     });
 
-    const other = await openTab();
-    tabs = [other];
-    expect(JSON.parse(await other.api.resume(dbName, "t"))).toEqual({ ok: true });
+    // Another frame, one of the pair: it never sent on this database.
+    expect(JSON.parse(await pair[0].api.resume(dbName, "t"))).toEqual({ ok: true });
     expect(await threadState(saver, "t")).toEqual({
       messages: [
         ["human", "hello"],
