@@ -15,7 +15,7 @@
  *   connection that ignores `versionchange`: `DatabaseBlockedError` after
  *   `blockedTimeoutMs`, also on a retry, and it works once A lets go.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import { SAVER_UPGRADES } from "../../src/saver/schema.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
@@ -35,35 +35,38 @@ type Result<T> =
   | { ok: false; error: { name?: string; message?: string; cause?: string }; ms: number };
 const parse = <T>(json: string) => JSON.parse(json) as Result<T>;
 
-/** A same-origin iframe that loads the page module. */
-const openTab = (): Promise<Tab> => openIframeTab<TabApi>(PAGE_MODULE, "reliabilityTab");
+/** A same-origin iframe that loads the page module (20 s a tab opened at once with it). */
+const openTab = (atOnce: number): Promise<Tab> => openIframeTab<TabApi>(PAGE_MODULE, "reliabilityTab", atOnce * 20_000);
 
-let tabs: Tab[] = [];
+/**
+ * Pages A and B, loaded once, at once, and shared by the tests: each test
+ * works on a fresh database, and afterEach closes the pages' saver and raw
+ * connection, which are all a page keeps. Loading a page (the whole package
+ * in a realm of its own) cost more than most tests here. Loaded before the
+ * tests, so the timed parts below measure IndexedDB, not Vite.
+ */
+let pages: [Tab, Tab];
 const dbNames = new Set<string>();
 const savers: IndexedDBSaver[] = [];
 
 beforeAll(async () => {
-  // Load the module graph once, so the timed parts below measure IndexedDB, not Vite.
-  const warm = await openTab();
-  warm.frame.remove();
+  const [a, b] = await Promise.all([openTab(2), openTab(2)]);
+  pages = [a, b];
 }, 60_000);
 
+afterAll(() => {
+  for (const tab of pages) tab.frame.remove();
+});
+
 afterEach(async () => {
-  for (const tab of tabs) {
+  for (const tab of pages) {
     tab.api.releaseRaw();
     await tab.api.close();
-    tab.frame.remove();
   }
-  tabs = [];
   await Promise.all(savers.splice(0).map((saver) => saver.close()));
   await Promise.all([...dbNames].map((name) => deleteDatabase(name)));
   dbNames.clear();
 });
-
-async function twoTabs(): Promise<[Tab, Tab]> {
-  tabs = [await openTab(), await openTab()];
-  return tabs as [Tab, Tab];
-}
 
 function dbName(prefix: string): string {
   const name = freshDbName(prefix);
@@ -81,7 +84,7 @@ describe("two pages writing at once", () => {
   for (const shared of [false, true]) {
     it(`${STEPS} supersteps each on ${shared ? "the same thread" : "different threads"}, listed from a third page meanwhile`, async () => {
       const name = dbName("tabs");
-      const [a, b] = await twoTabs();
+      const [a, b] = pages;
       a.api.open(name);
       b.api.open(name);
       const threads = shared ? ["shared", "shared"] : ["left", "right"];
@@ -130,7 +133,7 @@ describe("two pages writing at once", () => {
 describe("page B opens a newer schema version", () => {
   it("page A's connection closes at once, its next call names the newer version, and it reopens once that database is gone", async () => {
     const name = dbName("tabs-versionchange");
-    const [a, b] = await twoTabs();
+    const [a, b] = pages;
     a.api.open(name);
     expect(parse<string>(await a.api.put("t", "from A")).ok).toBe(true);
 
@@ -159,7 +162,7 @@ describe("page B opens a newer schema version", () => {
 
   it("page A reopens transparently, data intact, when page B's upgrade is aborted", async () => {
     const name = dbName("tabs-aborted");
-    const [a, b] = await twoTabs();
+    const [a, b] = pages;
     a.api.open(name);
     expect(parse(await a.api.put("t", "kept"))).toMatchObject({ ok: true });
     expect(parse(await b.api.upgrade(name, SAVER_UPGRADES.length + 1, true))).toMatchObject({
@@ -173,7 +176,7 @@ describe("page B opens a newer schema version", () => {
 
   it("a newer saver in page B takes over from page A's saver without waiting", async () => {
     const name = dbName("tabs-takeover");
-    const [a, b] = await twoTabs();
+    const [a, b] = pages;
     a.api.open(name);
     expect(parse(await a.api.put("t", "from A"))).toMatchObject({ ok: true });
     b.api.open(name, { newer: true, blockedTimeoutMs: 2_000 });
@@ -187,7 +190,7 @@ describe("page B opens a newer schema version", () => {
 describe("a blocked upgrade across pages", () => {
   it("gives DatabaseBlockedError after blockedTimeoutMs, not a hang, also on retry, and works once page A lets go", async () => {
     const name = dbName("tabs-blocked");
-    const [a, b] = await twoTabs();
+    const [a, b] = pages;
     a.api.open(name);
     expect(parse(await a.api.put("t", "v1 data"))).toMatchObject({ ok: true });
     await a.api.close();
