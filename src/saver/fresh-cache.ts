@@ -59,7 +59,8 @@ import type { SaverContext } from "./context.js";
 import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import { isAbsent, type BlobRow, type CheckpointRow, type WriteRow } from "../rows/shapes.js";
-import { answerOf, copyBlob, copyRaw, copyRow, copyWrite, mergeWrites } from "./fresh-rows.js";
+import { answerOf, copyBlob, copyRaw, copyRow, mergeWrites } from "./fresh-rows.js";
+import { keepsInPlace } from "../serde/in-place.js";
 import { closeProofs } from "./put-proof.js";
 import {
   dropAll,
@@ -223,10 +224,12 @@ export function keepPut(
   if (base ? id <= base.row.checkpoint_id : !entry.complete) return dropNamespace(state, threadId, ns);
   const baseVersions = base ? Object.keys(base.row.channel_versions) : [];
   const blobs: (BlobRow | undefined)[] = [];
+  // The shipped serializer's bytes are the put's own: kept as they are (serde/in-place.ts).
+  const inPlace = keepsInPlace(serde);
   for (const [channel, version] of Object.entries(row.channel_versions)) {
     const own = stored.find((blob) => blob.channel === channel && blob.version === version);
     const at = baseVersions.indexOf(channel);
-    if (own) blobs.push(copyBlob(own));
+    if (own) blobs.push(copyBlob(own, inPlace));
     else if (base && at >= 0 && base.row.channel_versions[channel] === version) blobs.push(base.blobs[at]);
     // A version the row lists as stored without a value (schema step 5; a graph's consumed trigger
     // channels): the read path asks for none, so neither does the entry.
@@ -234,7 +237,8 @@ export function keepPut(
     else return dropNamespace(state, threadId, ns);
   }
   state.written.delete(idKey(threadId, ns, id));
-  const raw: RawTuple = { row: copyRow(row), blobs, writes: (writes ?? []).map((write) => copyWrite(write)) };
+  // The writes kept for it are copies already (mergeWrites), held by nothing else now.
+  const raw: RawTuple = { row: copyRow(row, inPlace), blobs, writes: writes ?? [] };
   keep(state, key, { ...entry, rows: [raw, ...entry.rows], bytes: 0, ownPut: id });
 }
 

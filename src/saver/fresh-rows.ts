@@ -5,10 +5,12 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { RawTuple } from "../rows/codec.js";
 import type { BlobRow, CheckpointRow, TypedBytes, WriteRow } from "../rows/shapes.js";
+import { keepsInPlace } from "../serde/in-place.js";
 
 // Copies of the bytes: the serializer that made them may reuse its buffer,
 // and a decoder may write into the bytes it reads. `inPlace`: not "msgpack"
-// values, which the shipped MsgpackSerializer only reads (see answerOf).
+// values, which the shipped MsgpackSerializer makes fresh and only reads
+// (serde/in-place.ts).
 const copyBytes = ([type, data]: TypedBytes, inPlace?: boolean): TypedBytes => [
   type,
   inPlace && type === "msgpack" ? data : data.slice(),
@@ -40,24 +42,15 @@ export const copyRaw = (raw: RawTuple, inPlace?: boolean): RawTuple => ({
   writes: raw.writes.map((write) => copyWrite(write, inPlace)),
 });
 
-/** Set on MsgpackSerializer itself (serde/msgpack/index.ts); a global name, so this chunk need not import the class. */
-const READS_IN_PLACE = Symbol.for("langgraph-checkpoint-indexeddb:v1:in-place");
-
 /**
  * What an answer from memory decodes: copies of the kept bytes, but for
- * "msgpack" values under the shipped MsgpackSerializer (its class, not a
- * subclass, its own loadsTyped), which decodes the kept bytes themselves:
- * msgpackr only reads its input and copies every `bin` value out
- * (`copyBuffers`, serde/msgpack/wire.ts). Its "json"/"bytes" values
- * (JsonPlusSerializer's rows) are copied: JsonPlusSerializer returns "bytes"
- * as the array it was given. The copies took a fifth of a latest read from
- * memory (a 2 KB checkpoint in Chromium: 20-21 µs with them, 16-17 without).
+ * "msgpack" values under the shipped MsgpackSerializer, which decodes the
+ * kept bytes themselves (serde/in-place.ts). The copies took a fifth of a
+ * latest read from memory (a 2 KB checkpoint in Chromium: 20-21 µs with
+ * them, 16-17 without).
  */
 export function answerOf(raw: RawTuple, serde: SerializerProtocol): RawTuple {
-  const ctor = (Object.getPrototypeOf(serde) as { constructor?: { prototype?: SerializerProtocol } } | null)
-    ?.constructor;
-  const shipped = Object.hasOwn(ctor ?? {}, READS_IN_PLACE) && serde.loadsTyped === ctor?.prototype?.loadsTyped;
-  return copyRaw(raw, shipped);
+  return copyRaw(raw, keepsInPlace(serde));
 }
 
 /** The `putWrites` rules: a special write (negative idx) replaces, a regular one is kept only if new. */

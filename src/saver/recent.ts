@@ -33,6 +33,7 @@
  * then left unused.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { keepsInPlace } from "../serde/in-place.js";
 import type { SaverContext } from "./context.js";
 import type { CheckpointChange } from "./events.js";
 import type { BlobRow, CheckpointRow, Version } from "../rows/shapes.js";
@@ -188,10 +189,12 @@ export function keptValues(
   blobs: Iterable<BlobRow | undefined>,
 ): KeptValues {
   const kept = new Map<string, BlobRow>();
+  // A copy: the serializer that made the bytes may reuse its buffer, and one that reads them may write into
+  // it; not the shipped serializer's "msgpack" bytes, which it makes fresh and only reads (serde/in-place.ts).
+  const inPlace = keepsInPlace(serde);
   for (const blob of blobs) {
-    // A copy: the serializer that made the bytes may reuse its buffer, and one that reads them may write into it.
     if (blob && versions[blob.channel] === blob.version && blob.value[1].byteLength <= KEPT_VALUE_LIMIT) {
-      kept.set(blob.channel, copyOf(blob));
+      kept.set(blob.channel, inPlace && blob.value[0] === "msgpack" ? blob : copyOf(blob));
     }
   }
   return { serde, blobs: kept };
