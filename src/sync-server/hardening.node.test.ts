@@ -22,6 +22,7 @@ import {
   startServer,
   wireCheckpoint,
 } from "../../test/support/sync/harness.js";
+import { watchArrivals } from "../../test/support/sync/arrivals.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -161,9 +162,11 @@ describe("sync server: requests meant to stall it", () => {
   it("closes a user's connection with a 429 refused before its body is read, not only a stranger's", async () => {
     const { token } = newUser("trickler");
     // Four bodies in flight, each trickling in: the user's every place.
+    const arrivals = watchArrivals(served.server);
     const held = Array.from({ length: 4 }, () => trickled(token));
     try {
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The four hold their places once the server reads their bodies (a fixed 200 ms before).
+      await arrivals.admitted(4);
       const fifth = trickled(token);
       try {
         expect(await fifth.closed(1500)).toBe(true);
@@ -172,6 +175,7 @@ describe("sync server: requests meant to stall it", () => {
         fifth.end();
       }
     } finally {
+      arrivals.stop();
       for (const request of held) request.end();
     }
   });
@@ -401,6 +405,19 @@ describe("sync server: one user's load and the others", () => {
     }
   }
 
+  /** Resolves once `count` sessions wait on `holder`'s lock. */
+  async function blockedBehind(pool: pg.Pool, holder: pg.PoolClient, count: number): Promise<void> {
+    const pid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+    for (const deadline = Date.now() + 10_000; ; await new Promise((resolve) => setTimeout(resolve, 10))) {
+      const { rows } = await pool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        [pid],
+      );
+      if (Number(rows[0]!.n) >= count) return;
+      if (Date.now() > deadline) throw new Error(`${count} sessions did not come to wait on the lock within 10 s.`);
+    }
+  }
+
   it("a user's pushes waiting on its row lock hold one pooled connection: another user is served", async () => {
     const { user, token } = newUser("busy");
     const { token: other } = newUser("calm");
@@ -426,10 +443,11 @@ describe("sync server: one user's load and the others", () => {
 
   it("bounds the bodies one user has in flight: beyond four, 429 before the body is read; each freed as it ends", async () => {
     const { user, token } = newUser("bodies");
+    const arrivals = watchArrivals(served.server);
     await whileUserLocked(user, async (pool, holder) => {
       // The first takes the user's turn and waits on the lock; the others wait for their turn.
       const first = call("POST", "/push", token, pushBody(1));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await blockedBehind(pool, holder, 1); // a fixed 100 ms before
       const gone = new AbortController();
       const abandoned = fetch(`${served.url}/v1/push`, {
         method: "POST",
@@ -438,7 +456,7 @@ describe("sync server: one user's load and the others", () => {
         signal: gone.signal,
       }).catch(() => "aborted");
       const waiting = [first, ...[2, 3].map((i) => call("POST", "/push", token, pushBody(i)))];
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await arrivals.admitted(4); // a fixed 200 ms before
       // Four in flight (each body up to maxBodyBytes in memory): the fifth is refused at once.
       const refused = await Promise.race([
         call("POST", "/push", token, pushBody(4)),
@@ -450,7 +468,7 @@ describe("sync server: one user's load and the others", () => {
       // A request whose client went away while waiting for its turn frees its place, unrun.
       gone.abort();
       expect(await abandoned).toBe("aborted");
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await arrivals.left(1); // the server saw it go (a fixed 100 ms before)
       const fourth = call("POST", "/push", token, pushBody(5));
       await holder.query("COMMIT");
       expect((await Promise.all([...waiting, fourth])).map((r) => r.status)).toEqual([200, 200, 200, 200]);
@@ -460,7 +478,7 @@ describe("sync server: one user's load and the others", () => {
         [user],
       );
       expect(rows.map((r) => r.thread_id)).toEqual(["t1", "t2", "t3", "t5", "t6"]);
-    });
+    }).finally(arrivals.stop);
   });
 });
 
