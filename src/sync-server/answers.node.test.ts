@@ -8,6 +8,7 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser, postgresUrl, serverForFile, wireCheckpoint } from "../../test/support/sync/harness.js";
+import { watchArrivals, type Arrival } from "../../test/support/sync/arrivals.js";
 import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, decodeBody, encodeBody, type PullResponse } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "../sync-server.js";
 
@@ -122,9 +123,12 @@ describe("sync server: a user's answers not yet taken", () => {
     const { token } = newUser("hoarder");
     const { token: other } = newUser("neighbour");
     await pushLarge(served.url, token);
+    const arrivals = watchArrivals(served.server);
     const unread = Array.from({ length: 8 }, () => unreadPull(served.url, token));
+    const pulls: Arrival[] = [];
     try {
       expect(await Promise.all(unread.map((u) => u.started))).toEqual(Array(8).fill("HTTP/1.1 200"));
+      pulls.push(...arrivals.arrived); // the eight, and nothing else yet
       for (const path of ["/pull?since=0", "/threads", "/hello"]) {
         const refused = await get(served.url, path, token);
         expect(refused.status, path).toBe(429);
@@ -135,7 +139,8 @@ describe("sync server: a user's answers not yet taken", () => {
     } finally {
       unread.forEach((u) => u.end());
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Freed once the server saw the eight connections close (a fixed 200 ms before).
+    await arrivals.closed(pulls).finally(arrivals.stop);
     const again = await get(served.url, "/pull?since=0", token);
     expect(again.status).toBe(200);
     expect((again.body as unknown as PullResponse).changes).toHaveLength(1);

@@ -11,6 +11,8 @@ import type { SyncServer } from "../../../src/sync-server.js";
 /** One request, as the server's Node HTTP server received it. */
 export interface Arrival {
   request: IncomingMessage;
+  /** Whether its response closed: answered whole, or its connection gone. */
+  closed: boolean;
   /** Whether its connection closed before its answer was sent whole: its client went away. */
   left: boolean;
 }
@@ -32,9 +34,12 @@ export function watchArrivals(server: SyncServer) {
   const http = server.app.server;
   const arrived: Arrival[] = [];
   const listener = (request: IncomingMessage, response: ServerResponse) => {
-    const arrival: Arrival = { request, left: false };
+    const arrival: Arrival = { request, closed: false, left: false };
     // Registered before the server's own listeners of this request: they have run once this one's turn is over.
-    response.once("close", () => (arrival.left = !response.writableFinished));
+    response.once("close", () => {
+      arrival.closed = true;
+      arrival.left = !response.writableFinished;
+    });
     arrived.push(arrival);
   };
   http.on("request", listener);
@@ -48,6 +53,8 @@ export function watchArrivals(server: SyncServer) {
       ),
     /** Resolves once the server saw the client of `count` of them go away before its answer. */
     left: (count: number) => until(() => arrived.filter((a) => a.left).length >= count, `${count} clients gone`),
+    /** Resolves once each of `these` (taken from `arrived`) has closed. */
+    closed: (these: Arrival[]) => until(() => these.every((a) => a.closed), `${these.length} requests closed`),
     stop: () => http.off("request", listener),
   };
 }
