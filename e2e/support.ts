@@ -251,6 +251,38 @@ export async function send(page: Page, text: string, options: { expectReply?: bo
   );
 }
 
+/**
+ * Writes the turns `texts` into thread `threadId` through the demo's own
+ * Session (`send`, the path the composer's Enter takes; answered at the
+ * page's pace), then opens that thread in `page` and waits until its turns
+ * are drawn. For set-up turns a test is not about: each typed and answered
+ * through the page costs a redraw per step, this writes them undrawn.
+ */
+export async function seedTurns(page: Page, threadId: string, texts: readonly string[]): Promise<void> {
+  // A string, evaluated as written: the page's own module loader imports the app's modules
+  // (built beside the app by e2e/global-setup.ts, from e2e/demo-internals.ts).
+  await page.evaluate(`(async () => {
+    const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
+    const session = await Session.open(new DemoDB(), plainVault);
+    try {
+      for (const text of ${JSON.stringify(texts)}) await session.send(${JSON.stringify(threadId)}, text, () => undefined);
+    } finally {
+      await session.close();
+    }
+  })()`);
+  await page.evaluate((id) => (location.hash = `#/thread/${id}`), threadId);
+  // Drawn: every turn, the last one being the last seeded (not a thread shown before).
+  await page.waitForFunction(
+    ({ count, last }) => {
+      const messages = [...document.querySelectorAll<HTMLElement>('[data-testid="message"]')];
+      const users = messages.filter((message) => message.dataset.role === "user");
+      return messages.length === count && !!users.at(-1)?.textContent?.replace(/\s+/g, " ").includes(last);
+    },
+    { count: texts.length * 2, last: texts.at(-1)?.replace(/\s+/g, " ").trim() ?? "" },
+    { polling: 50 },
+  );
+}
+
 /** An action of a sidebar thread's "⋯" menu. */
 export type ThreadAction = "Rename" | "Instructions" | "Delete";
 

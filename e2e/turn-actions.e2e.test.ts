@@ -11,6 +11,7 @@ import {
   longMessage,
   ready,
   screenshot,
+  seedTurns,
   send,
   submit,
   threadAction,
@@ -21,11 +22,15 @@ import {
 const harness = useHarness();
 
 test("the reader scrolled up is not pulled down: a button offers the new text", async () => {
-  // The turns before only make the log taller than the view: answered at once, then the page
+  // The turns before only make the log taller than the view: written at once, then the page
   // reloads at the model's pace for the answer that streams while the reader is scrolled up.
   const page = await harness().page();
   await ready(page);
-  for (const n of [1, 2, 3]) await send(page, `${longMessage(60)} filler ${n}`);
+  await seedTurns(
+    page,
+    "SCROLLEDUP",
+    [1, 2, 3].map((n) => `${longMessage(60)} filler ${n}`),
+  );
   const url = new URL(page.url());
   url.searchParams.delete("pace");
   await page.goto(url.href);
@@ -93,7 +98,10 @@ test("a reload mid-answer: the turn shows it was cut short, and Retry finishes i
   await send(page, "first");
   await submit(page, longMessage(400));
   await page.locator(".message.streaming").waitFor();
-  await page.reload();
+  // Reloaded at once (`?pace=0`): the cut is what is shown; Retry's answer need not stream again.
+  const url = new URL(page.url());
+  url.searchParams.set("pace", "0");
+  await page.goto(url.href);
   await ready(page);
   const status = page.getByTestId("turn-status");
   await status.waitFor();
@@ -253,9 +261,7 @@ test("Regenerate at the end of a long conversation follows the new answer to its
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
   const page = await harness().page();
   await ready(page);
-  await send(page, "turn one");
-  await send(page, "turn two");
-  await send(page, "turn three");
+  await seedTurns(page, "EDITED", ["turn one", "turn two", "turn three"]);
   const users = page.locator('[data-testid="message"][data-role="user"]');
   expect(await page.getByTestId("edit").count()).toBe(3);
 
@@ -357,8 +363,7 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
 test("switching versions keeps the switcher where the reader clicked it, in a conversation longer than the view", async () => {
   const page = await harness().page("");
   await ready(page);
-  await send(page, "the first question");
-  for (const n of [1, 2, 3]) await send(page, `${longMessage(80)} filler ${n}`);
+  await seedTurns(page, "SWITCHED", ["the first question", ...[1, 2, 3].map((n) => `${longMessage(80)} filler ${n}`)]);
   // Edit the first message: a second version of the whole conversation, short.
   await page.getByTestId("edit").first().click();
   await page.getByTestId("edit-text").fill("the first question, asked again");
@@ -393,10 +398,9 @@ test("switching versions keeps the switcher where the reader clicked it, in a co
 test("a message being edited is still being edited after a reload, with what was typed; a cancelled one is not", async () => {
   const page = await harness().page();
   await ready(page);
-  await send(page, "turn one");
-  await send(page, "turn two");
-  // The second answer drawn first: an editor opened while it still streams can be drawn again under
-  // the typing (a proof run under load read "turn oneturn one, rewritten…"; see the session note).
+  // Both turns drawn first (seedTurns waits for them): an editor opened while an answer still streams
+  // can be drawn again under the typing (a proof run under load read "turn oneturn one, rewritten…").
+  await seedTurns(page, "REWRITTEN", ["turn one", "turn two"]);
   await expect.poll(() => transcript(page)).toHaveLength(4);
   const field = page.getByTestId("edit-text");
   await page.getByTestId("edit").nth(0).click();
