@@ -3,7 +3,7 @@
  * travel forks from an earlier checkpoint while keeping the original branch.
  */
 import { expect, test } from "vitest";
-import { longMessage, ready, screenshot, send, transcript, useHarness } from "./support.js";
+import { longMessage, ready, screenshot, seedTurns, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
 
@@ -49,9 +49,9 @@ test("a conversation is still there after a reload", async () => {
 test("a half-typed message stays with its thread", async () => {
   const page = await harness().page();
   await ready(page);
-  await send(page, "alpha");
-  await page.getByTestId("new-thread").click();
-  await send(page, "beta");
+  // Two threads to type in: written as set-up, beta open.
+  await seedTurns(page, "ALPHA", ["alpha"]);
+  await seedTurns(page, "BETA", ["beta"]);
   await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
   const composer = page.getByTestId("composer");
   const open = async (title: string) => {
@@ -149,9 +149,7 @@ test("two threads stay apart", async () => {
 test("fork from an earlier checkpoint: later turns leave the view, the old branch stays", async () => {
   const page = await harness().page();
   await ready(page);
-  await send(page, "turn one");
-  await send(page, "turn two");
-  await send(page, "turn three");
+  await seedTurns(page, "FORKED", ["turn one", "turn two", "turn three"]);
   expect(await transcript(page)).toHaveLength(6);
 
   await page.getByTestId("show-history").click();
@@ -204,8 +202,7 @@ test("an edit near the top that leaves a short conversation offers no 'New messa
   const page = await harness().page();
   await ready(page);
   const filler = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
-  await send(page, "first question");
-  for (const n of [1, 2, 3]) await send(page, `${filler} ${n}`);
+  await seedTurns(page, "EDITEDSHORT", ["first question", ...[1, 2, 3].map((n) => `${filler} ${n}`)]);
   await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
   const log = page.locator(".messages");
   // The log overflows; the reader goes up to the first message and edits it.
