@@ -4,7 +4,7 @@
  */
 import type { Locator, Page } from "playwright";
 import { expect, test } from "vitest";
-import { assistants, ready, screenshot, send, threadAction, transcript, useHarness } from "./support.js";
+import { assistants, ready, screenshot, seedTurns, send, threadAction, transcript, useHarness } from "./support.js";
 
 const harness = useHarness({ viewport: { width: 390, height: 844 } });
 
@@ -194,8 +194,7 @@ test("readable and usable on a phone", async () => {
 test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   const page = await harness().page();
   await ready(page);
-  await send(page, "phone turn one");
-  await send(page, "phone turn two");
+  await seedTurns(page, "PHONEFORK", ["phone turn one", "phone turn two"]);
   await page.getByTestId("show-history").click();
   await page.locator('[data-testid="checkpoint"][data-message-count="2"]').first().click();
   // The panel steps aside and the selection stays: the banner with Fork is on screen.
@@ -284,7 +283,8 @@ test("on a tablet, History leaves the chat its room, the thread list collapses, 
   const page = await harness().page();
   await page.setViewportSize({ width: 820, height: 1180 });
   await ready(page);
-  for (let i = 0; i < 8; i++) await send(page, `tablet turn ${i} ${"with a long line of words ".repeat(8)}`);
+  const turns = Array.from({ length: 8 }, (_, i) => `tablet turn ${i} ${"with a long line of words ".repeat(8)}`);
+  await seedTurns(page, "TABLET", turns);
   const chat = page.locator(".chat");
   const log = page.locator(".messages");
   const gap = () => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
