@@ -107,13 +107,18 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     graphId === undefined
       ? undefined
       : (graphs[graphId] as { channels?: Record<string, unknown> } | undefined)?.channels;
-  const deleteThread = (threadId: string) =>
+  const eraseThread = (threadId: string) =>
     runs.deleteThread(threadId, async () => {
       await saver.deleteThread(threadId);
       await log.deleteThread(threadId);
       await threads.delete(threadId);
     });
-  const leftovers = new LeftoverThreads(deleteThread);
+  const leftovers = new LeftoverThreads(eraseThread);
+  // A thread deleted is no leftover: a retry after it would delete a thread created again under its id.
+  const deleteThread = async (threadId: string) => {
+    await eraseThread(threadId);
+    leftovers.forget(threadId);
+  };
   const app = createRoutes({
     graphs,
     threads,

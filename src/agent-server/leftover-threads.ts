@@ -36,6 +36,12 @@ export class LeftoverThreads {
     this.#timers.set(threadId, timer);
   }
 
+  /** Deletes `threadId` no more: it was deleted (a thread created again under its id is another's). */
+  forget(threadId: string): void {
+    clearTimeout(this.#timers.get(threadId));
+    this.#timers.delete(threadId);
+  }
+
   /**
    * Stops the retries after one last delete of each thread left; one that
    * fails then stays (its run reported it; `threads.delete` deletes it).

@@ -4,6 +4,7 @@
  * a thread of their own, deleted once the run has ended (`on_completion`
  * "delete", the default for them) or kept ("keep").
  */
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human } from "../../test/support/agent-server/timing.js";
@@ -198,6 +199,28 @@ describe("runs without a thread", () => {
     expect((await client.runs.get(threadId, created!.run_id)).status).toBe("error");
     await vi.waitFor(async () => expect(await client.threads.search()).toEqual([]), { timeout: 5_000 });
     expect(await saver.getTuple({ configurable: { thread_id: threadId } })).toBeUndefined();
+  });
+
+  // Once deleted again a second later whatever became of it: a thread the user deleted and created
+  // again under the same id in between lost its checkpoints to the retry.
+  it("a leftover thread the user deleted, then created again under its id, is not deleted again", async () => {
+    const saver = new FailingDeleteSaver({ dbName: freshDbName("stateless-delete-recreated") });
+    const { client } = await openServer("stateless-delete-recreated", false, { saver });
+    let created: { run_id: string; thread_id?: string } | undefined;
+    await collect(client.runs.stream(null, "agent", { input: human("hi"), onRunCreated: (run) => (created = run) }));
+    const threadId = created!.thread_id!;
+    await client.threads.delete(threadId);
+    await client.threads.create({ threadId });
+    await saver.put(
+      { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: uuid6(0) },
+      { source: "input", step: -1, parents: {} },
+      {},
+    );
+    // Past the first retry (1 s): the thread and its checkpoint are the user's.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([threadId]);
+    expect(await saver.getTuple({ configurable: { thread_id: threadId } })).toBeDefined();
   });
 
   // Once answered {}: with no values event to answer, the wait read the state of a thread already deleted.
