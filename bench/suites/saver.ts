@@ -359,7 +359,19 @@ async function deltaWalk(): Promise<BenchRow> {
     await temp.saver.putWrites(config, [["messages", [{ role: "user", content: `turn ${step}` }]]], `task-${step}`);
   }
   const options = { config, channels: ["messages"] };
-  const ours = await msPerCall(() => temp.saver.getDeltaChannelHistory(options), { perRound: 5, rounds: 5, warmup: 2 });
+  // A walk by a saver that has not walked this thread: the saver that wrote it keeps each walk it made
+  // (saver/delta-cache.ts) and answers the next one from memory in microseconds, which measured no walk.
+  // Its connection is opened (and the latest checkpoint read) before the clock starts.
+  const walks: number[] = [];
+  for (let round = 0; round < 9; round++) {
+    const fresh = new IndexedDBSaver({ dbName: temp.dbName });
+    await fresh.getTuple(config);
+    const start = performance.now();
+    await fresh.getDeltaChannelHistory(options);
+    if (round > 0) walks.push(performance.now() - start);
+    await fresh.close();
+  }
+  const ours = median(walks);
   const base = await msPerCall(() => BaseCheckpointSaver.prototype.getDeltaChannelHistory.call(temp.saver, options), {
     perRound: 2,
     rounds: 3,
@@ -367,7 +379,7 @@ async function deltaWalk(): Promise<BenchRow> {
   });
   await temp.done();
   // A speed-up: report default / ours.
-  return row(SUITE, "delta walk over 300 ancestors (speed-up)", base, ours, "ours", ms, { min: 5 });
+  return row(SUITE, "delta walk over 300 ancestors, a saver's first (speed-up)", base, ours, "ours", ms, { min: 5 });
 }
 
 async function chatBytes(): Promise<BenchRow[]> {
