@@ -62,17 +62,32 @@ function twoTabs(label: string) {
     return { saver, sync: new SyncClient({ saver, ...options }), factory };
   };
   const other = device(served.url, token, { dbName: `${name}-other`, client: options });
-  /** The database deleted (Chromium deleting a corrupted one), then a journaling tab restoring it. */
-  const wipeAndRestore = async () => {
+  const journaled = tab("memory");
+  const plain = tab("off");
+  /**
+   * Both tabs closed, the database deleted (Chromium deleting a corrupted one), then a journaling tab
+   * restoring it: it reads `restoredIds` as the other device does, and after one round `pulledIds` too
+   * (rows the journal lacked, which only a pull brings back).
+   */
+  const restoreThenPull = async (restoredIds: string[], pulledIds: string[]) => {
+    await closeDevices(journaled, plain);
     await deleteDatabase(name, factory);
     const reports: RecoveryReport[] = [];
-    return { ...tab("memory", (report) => reports.push(report)), reports };
+    const restored = tab("memory", (report) => reports.push(report));
+    try {
+      await expectSame(restored.saver, other.saver, ...restoredIds);
+      expect(reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
+      await restored.sync.syncNow();
+      await expectSame(restored.saver, other.saver, ...restoredIds, ...pulledIds);
+    } finally {
+      await closeDevices(restored);
+    }
   };
   const done = async () => {
     await closeDevices(other);
     MemoryJournalBackend.setFile(name, undefined);
   };
-  return { journaled: tab("memory"), plain: tab("off"), other, wipeAndRestore, done };
+  return { journaled, plain, other, restoreThenPull, done };
 }
 
 /** `threadIds` read the same on `saver` as on `other`. */
@@ -84,7 +99,7 @@ async function expectSame(saver: IndexedDBSaver, other: IndexedDBSaver, ...threa
 
 describe("a restore from the crash journal and the pull cursor", () => {
   it("a thread another tab pulled without the journal comes back at the next round after a wipe", async () => {
-    const { journaled, plain, other, wipeAndRestore, done } = twoTabs("cursor");
+    const { journaled, plain, other, restoreThenPull, done } = twoTabs("cursor");
     try {
       await journaled.saver.getTuple({ configurable: { thread_id: "none" } }); // it takes the journal first
       await chat(other.saver, "t1", ["first"]);
@@ -94,18 +109,8 @@ describe("a restore from the crash journal and the pull cursor", () => {
       await other.sync.syncNow();
       await journaled.sync.syncNow(); // t2's rows and a cursor past t1 too: journaled
       await expectSame(plain.saver, other.saver, "t1");
-      await closeDevices(journaled, plain);
-
-      const restored = await wipeAndRestore();
-      try {
-        await expectSame(restored.saver, other.saver, "t2");
-        expect(restored.reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
-        // Before, the journal put back the cursor past t1 without t1's rows: no pull ever brought them again.
-        await restored.sync.syncNow();
-        await expectSame(restored.saver, other.saver, "t1", "t2");
-      } finally {
-        await closeDevices(restored);
-      }
+      // Before, the journal put back the cursor past t1 without t1's rows: no pull ever brought them again.
+      await restoreThenPull(["t2"], ["t1"]);
     } finally {
       await done();
     }
@@ -117,7 +122,7 @@ describe("a restore from the crash journal and the device's own pushes", () => {
   it.each(["record", "snapshot"])(
     "a thread another tab of this device ran and pushed without the journal comes back after a wipe (id in a %s)",
     async (where) => {
-      const { journaled, plain, other, wipeAndRestore, done } = twoTabs(`own-${where}`);
+      const { journaled, plain, other, restoreThenPull, done } = twoTabs(`own-${where}`);
       try {
         // The journaling tab syncs first: the device id, which the server names as its pushes' origin, is journaled.
         await chat(journaled.saver, "t0", ["zero"]);
@@ -128,18 +133,8 @@ describe("a restore from the crash journal and the device's own pushes", () => {
         await plain.sync.syncNow();
         await other.sync.syncNow();
         expect((await state(other.saver, "t1")).messages.length).toBeGreaterThan(0);
-        await closeDevices(journaled, plain);
-
-        const restored = await wipeAndRestore();
-        try {
-          await expectSame(restored.saver, other.saver, "t0");
-          expect(restored.reports[0]).toMatchObject({ kind: "restored", fromEmpty: true });
-          await restored.sync.syncNow();
-          // Before, t1 never came back: the restored device id kept the server leaving it out of every pull.
-          await expectSame(restored.saver, other.saver, "t0", "t1");
-        } finally {
-          await closeDevices(restored);
-        }
+        // Before, t1 never came back: the restored device id kept the server leaving it out of every pull.
+        await restoreThenPull(["t0"], ["t1"]);
       } finally {
         await done();
       }
