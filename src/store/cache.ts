@@ -52,9 +52,19 @@ export class NamespaceCache {
   #items = 0;
   /** Namespace rows under a prefix, as of a store-wide generation. */
   readonly #lists = new Map<string, { generation: number; rows: NamespaceRow[] }>();
+  #epoch = 0;
 
   /** @param maxItems Budget in items; 0 disables the cache. */
   constructor(readonly maxItems: number) {}
+
+  /**
+   * Counts {@link clear}s. A search notes it before it reads and hands it to
+   * {@link set}: what it read from a database since dropped (closed, deleted,
+   * made again with its generations started over) is not kept.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
 
   /** False when the cache is off. */
   get enabled(): boolean {
@@ -100,13 +110,14 @@ export class NamespaceCache {
   }
 
   /**
-   * Keeps `entry` for namespace `id`, evicting the least recently used
-   * entries as needed. Returns false (and keeps nothing) when the entry
-   * alone exceeds the budget, or a newer one, or one of the same generation
-   * holding at least as much, is already there.
+   * Keeps `entry` for namespace `id`, read when the cache was at `epoch`,
+   * evicting the least recently used entries as needed. Returns false (and
+   * keeps nothing) when the cache was cleared since, the entry alone exceeds
+   * the budget, or a newer one, or one of the same generation holding at
+   * least as much, is already there.
    */
-  set(id: string, entry: CachedNamespace): boolean {
-    if (!this.enabled || entry.rows.length > this.maxItems) return false;
+  set(id: string, entry: CachedNamespace, epoch: number): boolean {
+    if (!this.enabled || epoch !== this.#epoch || entry.rows.length > this.maxItems) return false;
     const current = this.#entries.get(id);
     if (current && current !== entry) {
       if (current.generation > entry.generation) return false;
@@ -134,6 +145,7 @@ export class NamespaceCache {
 
   /** Forgets everything. */
   clear(): void {
+    this.#epoch += 1;
     this.#entries.clear();
     this.#lists.clear();
     this.#items = 0;

@@ -73,6 +73,8 @@ interface Segment {
 /** What a search read inside the transaction, namespace by namespace in store order. */
 export interface SearchRead {
   segments: Segment[];
+  /** The cache's epoch when the search began: nothing read before a clear is kept. */
+  epoch: number;
 }
 
 /** One item a search considers, in store order. */
@@ -147,6 +149,7 @@ const MANY_NAMESPACES = 16;
  * creation order), or both: a cached head, then the rows after it.
  */
 export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan: SearchPlan): Promise<SearchRead> {
+  const epoch = cache.epoch;
   const prefix = plan.op.namespacePrefix;
   const namespaceRows = await readNamespaces(tx, ranges, cache, prefix);
   const order = tx.objectStore("items").index("order");
@@ -165,7 +168,7 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
     const missingRows = cached.filter((entry) => !entry?.complete).length;
     const missingVectors = ranked ? cached.filter((entry) => !entry?.vectors).length : 0;
     if (Math.max(missingRows, missingVectors) > MANY_NAMESPACES) {
-      return { segments: await readPrefixWhole(tx, ranges, prefix, namespaceRows, ranked) };
+      return { segments: await readPrefixWhole(tx, ranges, prefix, namespaceRows, ranked), epoch };
     }
     // What the cache lacks is read, all namespaces at once: a namespace not
     // cached whole, or the rows after its cached head. Only a ranked
@@ -182,7 +185,7 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
         return { namespace, cached: entry, rows, complete: true, vectors };
       }),
     );
-    return { segments };
+    return { segments, epoch };
   }
   // A page: stop as soon as `need` items pass the filter (which then runs
   // here, on structured-clone values or cached decoded ones).
@@ -232,7 +235,7 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
     }
     segments.push({ namespace, cached, rows, complete });
   }
-  return { segments };
+  return { segments, epoch };
 }
 
 /** The `order` range of a namespace's rows after a cached head (all its rows without one). */
@@ -345,7 +348,7 @@ export async function finishSearch(
       if (rows.length > 0 || complete) {
         // Read in the transaction that validated `cached`: the same generation.
         const candidate: CachedNamespace = { generation: segment.namespace.generation, rows, values, complete };
-        if (cache.set(namespaceId(segment.namespace.namespace), candidate)) {
+        if (cache.set(namespaceId(segment.namespace.namespace), candidate, read.epoch)) {
           entry = candidate;
           shared = rows.length;
         }
