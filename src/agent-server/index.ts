@@ -5,7 +5,8 @@
  * records through idb/. It imports runs/, idb/, core/, rows/ (the saver's id
  * rules), and Hono and LangGraph (optional peers of this entry only).
  */
-import type { BaseStore } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { BaseStore, ChannelVersions, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunSaver } from "../runs/coordinator.js";
 import type { RunLockManager } from "../runs/locks.js";
 import { bindGraphs, type ServedGraph } from "./graphs.js";
@@ -41,6 +42,13 @@ export interface AgentServerSaver extends RunSaver {
   deleteForRuns(runIds: string[], options: { threadId: string; channels?: Record<string, unknown> }): Promise<void>;
   /** Keeps the newest checkpoint of each namespace (`threads.prune` with `"keep_latest"`). */
   prune(threadIds: string[], options: { strategy: "keep_latest"; channels?: Record<string, unknown> }): Promise<void>;
+  /** Stores a checkpoint (`threads.patchState` puts the latest one again, its metadata merged). */
+  put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig>;
 }
 
 /** Options of {@link createLocalAgentServer}. */
@@ -140,6 +148,17 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     },
     deleteThread,
     deleteThreadLater: (threadId) => leftovers.add(threadId),
+    patchStateMetadata: async (threadId, metadata) => {
+      const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+      if (!tuple) return false;
+      // Put again under its own id and parent: the same row, its metadata merged. Every channel's
+      // version is given, so every value is stored with it (a row may hold its small values inline).
+      const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+      const config = { configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: parentId } };
+      const merged = { ...tuple.metadata, ...metadata } as CheckpointMetadata;
+      await saver.put(config, tuple.checkpoint, merged, tuple.checkpoint.channel_versions);
+      return true;
+    },
   });
   let closed = false;
   return {

@@ -1,7 +1,7 @@
 /**
  * The Agent Server routes the LangGraph SDK's `Client` and `useStream` call,
  * on a Hono app: threads (create, get, patch, delete, search, copy), thread state
- * and history, state updates, and runs (stream, create, wait, join, join the
+ * and history, state updates and metadata patches, and runs (stream, create, wait, join, join the
  * stream, cancel, get, list). Paths, bodies and answers follow the Agent
  * Server's API; what it does not serve answers 404 with the route named.
  */
@@ -18,6 +18,7 @@ import { registerRunRoutes, type RouteContext } from "./run-routes.js";
 import { registerAssistantRoutes } from "./assistants.js";
 import { registerStoreRoutes } from "./store-routes.js";
 import { registerPruneRoute } from "./thread-prune.js";
+import { registerStatePatchRoute } from "./state-patch.js";
 
 export type { RouteContext } from "./run-routes.js";
 import {
@@ -289,6 +290,7 @@ export function createRoutes(context: RouteContext): Hono {
 
   registerRunRoutes(app, context, threadOr404);
   registerPruneRoute(app, context);
+  registerStatePatchRoute(app, context, threadOr404);
   registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
   registerStoreRoutes(app, context.store);
   return app;

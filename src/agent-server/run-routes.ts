@@ -53,6 +53,11 @@ export interface RouteContext {
   store?: BaseStore;
   /** Deletes an ended run's checkpoints, then its record and events (the caller holds its thread). */
   deleteRun(run: RunRecord): Promise<void>;
+  /**
+   * Merges `metadata` into the thread's latest checkpoint's, in place (the caller holds the thread);
+   * false when the thread has no checkpoint.
+   */
+  patchStateMetadata(threadId: string, metadata: Record<string, unknown>): Promise<boolean>;
 }
 
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];

@@ -6,7 +6,12 @@
  * and two servers' status writes at a run's end. Slow stores widen windows.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
+import {
+  closeServers,
+  openServer,
+  statusOf as status,
+  type ServerPlace,
+} from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
 
 import {
@@ -26,12 +31,6 @@ afterEach(async () => {
   await closeServers();
 });
 const server = (place: ServerPlace = {}) => openServer<Chat>("thread-delete", false, place);
-/** An SDK call's HTTP status (200 when it resolves). */
-const status = (p: Promise<unknown>) =>
-  p.then(
-    () => 200,
-    (e: { status?: number; message?: string }) => e.status ?? e.message,
-  );
 
 describe("deleting a thread, and the ends of runs", () => {
   it("a delete while this server's run writes its end leaves no run record behind", async () => {

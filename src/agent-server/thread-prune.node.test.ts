@@ -5,17 +5,11 @@
  * its older checkpoints; `pruned_count` counts the threads pruned.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { closeServers, openServer, statusOf as status } from "../../test/support/agent-server/server.js";
 import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 
 afterEach(closeServers);
 const server = () => openServer<Chat>("thread-prune");
-/** An SDK call's HTTP status (200 when it resolves). */
-const status = (p: Promise<unknown>) =>
-  p.then(
-    () => 200,
-    (e: { status?: number; message?: string }) => e.status ?? e.message,
-  );
 
 describe("threads.prune", () => {
   it('"delete" deletes the threads named, their checkpoints and runs, and counts those that were there', async () => {

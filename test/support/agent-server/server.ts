@@ -73,3 +73,10 @@ export async function closeServers(): Promise<void> {
   for (const { close } of servers) await close();
   for (const name of new Set(servers.flatMap(({ databases }) => databases))) await deleteDatabase(name);
 }
+
+/** An SDK call's HTTP status (200 when it resolves; the error's message when it has no status). */
+export const statusOf = (call: Promise<unknown>): Promise<number | string | undefined> =>
+  call.then(
+    () => 200,
+    (e: { status?: number; message?: string }) => e.status ?? e.message,
+  );
