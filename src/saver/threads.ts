@@ -3,6 +3,8 @@
  * index, so the cost is the page, not the database) and the summary rows
  * that puts, copies and removals keep.
  */
+import type { CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { DecryptionError, SerializationError } from "../core/errors.js";
 import type { SaverContext } from "./context.js";
 import { LIST_PAGE, prefixBounds } from "./keys.js";
 import { decodeMetadata } from "../rows/codec.js";
@@ -93,12 +95,11 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
       // Found below `before` by its summary's time, though updated since (see above).
       if (before !== undefined && updatedAt >= before) continue;
       // Checked as a checkpoint row's metadata is: an object, whatever an edit of the row left there.
-      const metadata = latest
-        ? await decodeMetadata(serde, { ...latest, thread_id: row.thread_id } as CheckpointRow)
-        : undefined;
+      const { metadata, error } = await readLatest(serde, row.thread_id, latest);
       if (
         filterEntries.length > 0 &&
-        !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value)
+        (error ||
+          !filterEntries.every(([key, value]) => (metadata as Record<string, unknown> | undefined)?.[key] === value))
       )
         continue;
       if (skip > 0) {
@@ -111,6 +112,7 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
         updatedAt,
         latestCheckpointId: latest?.checkpoint_id,
         metadata,
+        ...(error && { error }),
       };
       yield count === undefined ? listed : { ...listed, checkpointCount: count };
       if (remaining !== undefined && --remaining <= 0) return;
@@ -118,6 +120,28 @@ export async function* listThreads(ctx: SaverContext, options: ListThreadsOption
     if (page.length < pageSize) return;
     const tail = page[page.length - 1]!.row;
     last = { updatedAt: tail.updated_at, threadId: tail.thread_id };
+  }
+}
+
+/**
+ * The metadata of a thread's latest checkpoint, or why it cannot be read:
+ * a listing is not `getTuple`, and one unreadable thread (a row edited by
+ * hand, half written by an old version, sealed under another key) must not
+ * make every page throw and hide the threads that read. Only what the row
+ * caused is kept as the thread's `error`; anything else (a closed database)
+ * still fails the listing.
+ */
+async function readLatest(
+  serde: SerializerProtocol,
+  threadId: string,
+  latest: ThreadRow["latest"],
+): Promise<{ metadata?: CheckpointMetadata; error?: SerializationError | DecryptionError }> {
+  if (!latest) return {};
+  try {
+    return { metadata: await decodeMetadata(serde, { ...latest, thread_id: threadId } as CheckpointRow) };
+  } catch (error) {
+    if (error instanceof SerializationError || error instanceof DecryptionError) return { error };
+    throw error;
   }
 }
 

@@ -2,6 +2,7 @@
  * The saver's public option and result types.
  */
 import type { CheckpointMetadata, CheckpointPendingWrite, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { IndexedDBCheckpointError } from "../core/errors.js";
 import type { Durability } from "../idb/database.js";
 import type { JournalOption, RecoveryReport } from "../journal/index.js";
 
@@ -115,6 +116,16 @@ export interface ListedThread {
    * thread's rows: about 2 µs each in Chromium); absent with `count: false`.
    */
   checkpointCount?: number;
+  /**
+   * Set when the thread's latest checkpoint cannot be read (its row or
+   * summary altered outside the saver, half written by an old version, or
+   * sealed under another key): a `SerializationError` or `DecryptionError`
+   * naming the row. The thread is still listed, without `metadata`, so one
+   * bad row hides no other thread and the app can offer to export or delete
+   * it; nothing is deleted. With a `filter` it is left out: its metadata
+   * cannot be compared.
+   */
+  error?: IndexedDBCheckpointError;
 }
 
 /** One thread, as {@link IndexedDBSaver.listThreads} lists it when it counts (the default). */
