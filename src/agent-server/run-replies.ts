@@ -87,10 +87,15 @@ export async function* withEnd(
   yield { event: "end", data: JSON.stringify(ended ? { run_id: record.run_id, status: record.status } : null) };
 }
 
-/** A server-sent-events response of `events`; the run goes on if the client leaves. */
+/**
+ * A server-sent-events response of `events`; the run goes on if the client
+ * leaves. `onCancel` is told at once when it leaves (`events` ends only at
+ * its next event: one waiting for a run to start would wait on).
+ */
 export function sse(
-  events: AsyncGenerator<{ id?: number; event: string; data: string }>,
+  events: AsyncGenerator<{ id?: number | string; event: string; data: string }>,
   headers: Record<string, string>,
+  onCancel?: () => void,
 ): Response {
   const encoder = new TextEncoder();
   const stream = new ReadableStream<Uint8Array>({
@@ -102,6 +107,7 @@ export function sse(
       controller.enqueue(encoder.encode(`${idLine}event: ${event}\ndata: ${data}\n\n`));
     },
     async cancel() {
+      onCancel?.();
       await events.return(undefined);
     },
   });

@@ -60,6 +60,11 @@ export interface RouteContext {
   patchStateMetadata(threadId: string, metadata: Record<string, unknown>): Promise<boolean>;
 }
 
+/** The thread a request's path names, or the 404 answered without one. */
+export type ThreadOr404 = (c: Context) => Promise<ThreadRecord | Response>;
+/** Adds routes of a thread to `app`. */
+export type ThreadRoutes = (app: Hono, context: RouteContext, threadOr404: ThreadOr404) => void;
+
 const STRATEGIES: readonly MultitaskStrategy[] = ["reject", "enqueue", "interrupt", "rollback"];
 /** A run's statuses at the Agent Server (`timeout` too, which no local run has). */
 const RUN_STATUSES = ["pending", "running", "error", "success", "timeout", "interrupted"] as const;
@@ -78,11 +83,7 @@ const RUN_FIELDS = [
 ] as const;
 
 /** Adds the run routes to `app`. */
-export function registerRunRoutes(
-  app: Hono,
-  context: RouteContext,
-  threadOr404: (c: Context) => Promise<ThreadRecord | Response>,
-): void {
+export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404: ThreadOr404): void {
   const { threads, runs } = context;
 
   /**

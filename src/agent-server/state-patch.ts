@@ -5,22 +5,16 @@
  * gains no state). LangGraph's JS API server (1.5.1) does not serve the
  * route; its schema (`ThreadStatePatch`) is the same body, `{ metadata }`.
  */
-import type { Context, Hono } from "hono";
 import { ThreadBusyError } from "../runs/errors.js";
-import type { ThreadRecord } from "./threads.js";
 import { busy, reply } from "./replies.js";
 import { BadRequest, body, optionalObject } from "./input.js";
-import type { RouteContext } from "./run-routes.js";
+import type { ThreadRoutes } from "./run-routes.js";
 
 /** Metadata keys a patch may not change (see the route). */
 const KEPT_KEYS = ["step", "parents", "run_id"] as const;
 
 /** Adds PATCH /threads/:thread_id/state to `app`. */
-export function registerStatePatchRoute(
-  app: Hono,
-  context: RouteContext,
-  threadOr404: (c: Context) => Promise<ThreadRecord | Response>,
-): void {
+export const registerStatePatchRoute: ThreadRoutes = (app, context, threadOr404) => {
   app.patch("/threads/:thread_id/state", async (c) => {
     // Checked before the thread is read: bad input is answered 422 whatever the thread.
     const metadata = optionalObject(await body(c), "metadata");
@@ -56,4 +50,4 @@ export function registerStatePatchRoute(
       throw error;
     }
   });
-}
+};

@@ -1,0 +1,130 @@
+/**
+ * `threads.joinStream` (GET /threads/:id/stream), through the SDK: a
+ * thread's runs' events in turn, from the runs not ended (or from a
+ * `Last-Event-ID`), a run started later included, until the client leaves or
+ * the thread is deleted; the refusals. Each answered 404 before the route.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+
+afterEach(closeServers);
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] });
+type Event = { id?: string; event: string; data: unknown };
+/** The run ids a list of events names, in the order their metadata events came. */
+const runsOf = (events: Event[]) =>
+  events.filter((e) => e.event === "metadata").map((e) => (e.data as { run_id: string }).run_id);
+/** Reads the thread's stream until `enough` says so (then leaves it), or it ends. */
+async function read(stream: AsyncGenerator<Event>, enough: (events: Event[]) => boolean): Promise<Event[]> {
+  const events: Event[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    if (enough(events)) break;
+  }
+  return events;
+}
+/** Whether the last event is a values event whose last message says `text` (its run's answer). */
+const answered = (text: string) => (events: Event[]) => {
+  const last = events.at(-1);
+  const messages = (last?.data as { messages?: { content?: unknown }[] } | undefined)?.messages;
+  return last?.event === "values" && messages?.at(-1)?.content === text;
+};
+
+describe("threads.joinStream", () => {
+  it("streams the run going, then each run after it, with ids that name the run; not the runs already ended", async () => {
+    const { client } = await openServer("agent-thread-stream");
+    const { thread_id } = await client.threads.create();
+    await client.runs.wait(thread_id, "agent", { input: human("before") });
+    const [ended] = await client.runs.list(thread_id);
+    const first = await client.runs.create(thread_id, "agent", {
+      input: human("one"),
+      // Still going when the stream lists the runs, under load too (an ended run is not streamed).
+      config: { configurable: { delay_ms: 1500 } },
+    });
+    const joined = read(client.threads.joinStream(thread_id) as AsyncGenerator<Event>, answered("echo two"));
+    const second = await client.runs.create(thread_id, "agent", {
+      input: human("two"),
+      multitaskStrategy: "enqueue",
+    });
+    const events = await joined;
+    expect(runsOf(events)).toEqual([first.run_id, second.run_id]);
+    expect(events.every((e) => e.id?.startsWith(`${first.run_id}:`) || e.id?.startsWith(`${second.run_id}:`))).toBe(
+      true,
+    );
+    const text = JSON.stringify(events);
+    expect(text).toContain("echo one");
+    expect(text).toContain("echo two");
+    expect(events.some((e) => e.id?.startsWith(`${ended!.run_id}:`))).toBe(false);
+    // The same events as the runs' own streams, in order.
+    const own = async (runId: string) =>
+      read(client.runs.joinStream(thread_id, runId) as AsyncGenerator<Event>, () => false);
+    const expected = [...(await own(first.run_id)), ...(await own(second.run_id))].filter((e) => e.event !== "end");
+    expect(events.map((e) => [e.event, e.data])).toEqual(expected.map((e) => [e.event, e.data]));
+  });
+
+  it("resumes after a Last-Event-ID: the rest of that run, then the runs after it", async () => {
+    const { client } = await openServer("agent-thread-stream-resume");
+    const { thread_id } = await client.threads.create();
+    const one = await client.runs.create(thread_id, "agent", { input: human("one") });
+    const two = await client.runs.create(thread_id, "agent", { input: human("two"), multitaskStrategy: "enqueue" });
+    await client.runs.join(thread_id, two.run_id);
+    // From the first event of run one (ended: without an id, the stream would start at the next run).
+    const all = await read(
+      client.threads.joinStream(thread_id, { lastEventId: `${one.run_id}:-1` }) as AsyncGenerator<Event>,
+      answered("echo two"),
+    );
+    expect(runsOf(all)).toEqual([one.run_id, two.run_id]);
+    // Inside run one: the rest of it, then run two.
+    const cut = 1;
+    expect(all[cut + 1]!.id).toBe(`${one.run_id}:${cut + 1}`);
+    const rest = await read(
+      client.threads.joinStream(thread_id, { lastEventId: all[cut]!.id! }) as AsyncGenerator<Event>,
+      answered("echo two"),
+    );
+    expect(rest.map((e) => e.id)).toEqual(all.slice(cut + 1).map((e) => e.id));
+  });
+
+  it("on an idle thread, waits for the next run, from any server of the database; ends when the thread is deleted", async () => {
+    const a = await openServer("agent-thread-stream-idle");
+    const b = await openServer("agent-thread-stream-idle", false, { dbName: a.dbName });
+    const { thread_id } = await a.client.threads.create();
+    const stream = a.client.threads.joinStream(thread_id) as AsyncGenerator<Event>;
+    const events: Event[] = [];
+    const reading = (async () => {
+      for await (const event of stream) events.push(event);
+      return "ended";
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Going for a while: a stream that lists the runs only after this one ended would not stream it.
+    const run = await b.client.runs.create(thread_id, "agent", {
+      input: human("later"),
+      config: { configurable: { delay_ms: 1500 } },
+    });
+    await b.client.runs.join(thread_id, run.run_id);
+    await expect.poll(() => answered("echo later")(events), { timeout: 5000 }).toBe(true);
+    expect(runsOf(events)).toEqual([run.run_id]);
+    await a.client.threads.delete(thread_id);
+    expect(await reading).toBe("ended");
+  });
+
+  it("answers 404 for a missing thread, 422 for a stream_mode or Last-Event-ID it does not serve", async () => {
+    const { client, server } = await openServer("agent-thread-stream-refused");
+    const status = (p: AsyncGenerator<unknown>) =>
+      p.next().then(
+        () => 200,
+        (e: { status?: number; message?: string }) => `${e.status} ${e.message}`,
+      );
+    expect(await status(client.threads.joinStream(crypto.randomUUID()))).toMatch(/^404 /);
+    const { thread_id } = await client.threads.create();
+    for (const query of ["stream_mode=values", "stream_mode=lifecycle", "stream_mode=state_update"]) {
+      const res = await server.fetch(`http://local.invalid/threads/${thread_id}/stream?${query}`);
+      expect(res.status).toBe(422);
+      expect(await res.text()).toContain("stream_mode");
+    }
+    const res = await server.fetch(`http://local.invalid/threads/${thread_id}/stream`, {
+      headers: { "Last-Event-ID": "7" },
+    });
+    expect(res.status).toBe(422);
+    expect(await res.text()).toContain("Last-Event-ID");
+  });
+});

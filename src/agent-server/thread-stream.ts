@@ -1,0 +1,108 @@
+/**
+ * `threads.joinStream` (GET /threads/:id/stream): a thread's own stream, the
+ * events of each of its runs in turn (any tab's: read through the registry,
+ * which follows another server's run over the channel), open until the
+ * client leaves or the thread is deleted. Event ids are `<run_id>:<n>` (the
+ * run's own event number), so a `Last-Event-ID` resumes inside a run and
+ * then goes on with the runs after it. Mode `run_modes` only: each run's
+ * events as its own stream sent them.
+ */
+import { isFinal } from "./run-log.js";
+import { sse } from "./run-replies.js";
+import { BadRequest, checkOneOf } from "./input.js";
+import type { RouteContext, ThreadRoutes } from "./run-routes.js";
+import type { RunRecord, SentEvent } from "./records.js";
+
+/** The SDK's ThreadStreamMode. */
+const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;
+/** How often an open stream with no run to follow looks for a new one (a run may start in another tab). */
+const LOOK_EVERY_MS = 200;
+
+/** Where a resumed stream goes on: after event `after` of run `runId`. */
+interface ResumeAt {
+  runId: string;
+  after: number;
+}
+
+/** Adds GET /threads/:thread_id/stream to `app`. */
+export const registerThreadStreamRoute: ThreadRoutes = (app, context, threadOr404) => {
+  app.get("/threads/:thread_id/stream", async (c) => {
+    const modes = (c.req.queries("stream_mode") ?? []).map((mode) =>
+      checkOneOf(mode, THREAD_STREAM_MODES, "stream_mode"),
+    );
+    // Their event shapes are the Agent Server's own, which no public code shows: refused, not guessed.
+    const other = modes.find((mode) => mode !== "run_modes");
+    if (other !== undefined) {
+      throw new BadRequest(`stream_mode ${other} is not served by the local agent server: run_modes only.`);
+    }
+    const lastEventId = c.req.header("Last-Event-ID");
+    const from = lastEventId === undefined ? undefined : resumeAt(lastEventId);
+    const thread = await threadOr404(c);
+    if (thread instanceof Response) return thread;
+    const stop = new AbortController();
+    // A client that leaves (the body cancelled, or the request aborted) ends the stream's wait for runs.
+    c.req.raw.signal.addEventListener("abort", () => stop.abort(), { once: true });
+    return sse(threadEvents(context, thread.thread_id, from, stop.signal), {}, () => stop.abort());
+  });
+};
+
+/**
+ * A `Last-Event-ID` of this stream (`<run_id>:<n>`).
+ * @throws {BadRequest} any other.
+ */
+function resumeAt(lastEventId: string): ResumeAt {
+  const at = lastEventId.lastIndexOf(":");
+  const after = Number(lastEventId.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(after) || after < -1) {
+    throw new BadRequest(
+      `Last-Event-ID must be an id this thread's stream sent (<run_id>:<n>); got ${JSON.stringify(lastEventId)}.`,
+    );
+  }
+  return { runId: lastEventId.slice(0, at), after };
+}
+
+/**
+ * The thread's runs' events, run after run, oldest first: from `from`, or
+ * (without one, or when its run is gone) from the runs not ended yet, then
+ * each run after them, until `stop` aborts or the thread is deleted.
+ */
+async function* threadEvents(
+  context: RouteContext,
+  threadId: string,
+  from: ResumeAt | undefined,
+  stop: AbortSignal,
+): AsyncGenerator<Omit<SentEvent, "id"> & { id: string }> {
+  const oldestFirst = async () => (await context.runs.list(threadId)).reverse();
+  const listed = await oldestFirst();
+  const index = from === undefined ? -1 : listed.findIndex((run) => run.run_id === from.runId);
+  // Runs the client has had: those before its run, or, with no run to resume, those already ended.
+  const done = new Set(
+    (index >= 0 ? listed.slice(0, index) : listed.filter(isFinal)).map((run: RunRecord) => run.run_id),
+  );
+  while (!stop.aborted) {
+    if (!(await context.threads.get(threadId))) return;
+    const next = (await oldestFirst()).find((run) => !done.has(run.run_id));
+    if (next === undefined) {
+      await pause(LOOK_EVERY_MS, stop);
+      continue;
+    }
+    done.add(next.run_id);
+    const run = await context.runs.find(threadId, next.run_id);
+    if (!run) continue;
+    const events = run.follow(index >= 0 && next.run_id === from?.runId ? from.after : -1);
+    try {
+      for await (const event of events) yield { ...event, id: `${next.run_id}:${event.id}` };
+    } finally {
+      await events.return(undefined);
+    }
+  }
+}
+
+/** Resolves after `ms`, or at once when `stop` aborts. */
+function pause(ms: number, stop: AbortSignal): Promise<void> {
+  const wake = AbortSignal.any([stop, AbortSignal.timeout(ms)]);
+  return new Promise((resolve) => {
+    if (wake.aborted) resolve();
+    else wake.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
