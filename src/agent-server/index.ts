@@ -14,7 +14,7 @@ import { createRoutes } from "./routes.js";
 import { RunRegistry } from "./runs.js";
 import { threadStatusHooks } from "./thread-status.js";
 import { RunLog } from "./run-log.js";
-import { LeftoverThreads } from "./leftover-threads.js";
+import { LeftoverRecords, LeftoverThreads, sweepLeftovers } from "./leftover-threads.js";
 import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
 
@@ -103,7 +103,9 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   const graphs = bindGraphs(options.graphs, saver, store);
   const dbName = `${saver.dbName}-agent-threads`;
   const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
-  const log = new RunLog(openAgentDatabase(dbName, options.indexedDB), options.keepRunEvents);
+  const db = openAgentDatabase(dbName, options.indexedDB);
+  const log = new RunLog(db, options.keepRunEvents);
+  const records = new LeftoverRecords(db);
   // The hooks ask the registry whether another run goes; it is made with them, hence the getter.
   const runs: RunRegistry = new RunRegistry(
     saver,
@@ -115,13 +117,22 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     graphId === undefined
       ? undefined
       : (graphs[graphId] as { channels?: Record<string, unknown> } | undefined)?.channels;
-  const eraseThread = (threadId: string) =>
-    runs.deleteThread(threadId, async () => {
-      await saver.deleteThread(threadId);
-      await log.deleteThread(threadId);
-      await threads.delete(threadId);
-    });
+  // The record last: a thread whose delete failed halfway is still a leftover.
+  const erase = async (threadId: string) => {
+    await saver.deleteThread(threadId);
+    await log.deleteThread(threadId);
+    await threads.delete(threadId);
+    await records.remove(threadId);
+  };
+  const eraseThread = (threadId: string) => runs.deleteThread(threadId, () => erase(threadId));
   const leftovers = new LeftoverThreads(eraseThread);
+  // What a server closed before deleting its runs' own threads left (a reload, another tab's).
+  await sweepLeftovers({
+    records,
+    whileIdle: (threadId, work) => runs.whileIdle(threadId, work),
+    createdAt: async (threadId) => (await threads.get(threadId))?.created_at,
+    erase,
+  });
   // A thread deleted is no leftover: a retry after it would delete a thread created again under its id.
   const deleteThread = async (threadId: string) => {
     await eraseThread(threadId);
@@ -147,6 +158,11 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
       await log.deleteRun(run.run_id);
     },
     deleteThread,
+    recordLeftover: async (threadId) => {
+      const thread = await threads.get(threadId);
+      if (thread) await records.add(threadId, thread.created_at);
+    },
+    forgetLeftover: (threadId) => records.remove(threadId),
     deleteThreadLater: (threadId) => leftovers.add(threadId),
     patchStateMetadata: async (threadId, metadata) => {
       const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });

@@ -2,8 +2,12 @@
  * The threads of thread-less runs (`on_completion: "delete"`) whose delete
  * failed once the run ended. The run reports the failure (stateless-runs.ts,
  * runs.ts); the thread is deleted again here, later, until a delete succeeds,
- * rather than left for good with its checkpoints.
+ * rather than left for good with its checkpoints. Each is recorded in the
+ * agent server's database before its first delete, so a server closed first
+ * (a reload) does not forget it: the next server to start deletes it.
  */
+import type { Database } from "../idb/database.js";
+import type { AgentSchema, LeftoverRow } from "./schema.js";
 
 /** The first wait before a thread is deleted again; each failure doubles it, up to RETRY_MAX_MS. */
 const RETRY_FIRST_MS = 1_000;
@@ -58,5 +62,85 @@ export class LeftoverThreads {
   #track(deleting: Promise<void>): void {
     this.#deleting.add(deleting);
     void deleting.finally(() => this.#deleting.delete(deleting));
+  }
+}
+
+/** The leftover threads recorded in one agent server database (its `leftover_threads` store). */
+export class LeftoverRecords {
+  readonly #db: Database<AgentSchema>;
+
+  constructor(db: Database<AgentSchema>) {
+    this.#db = db;
+  }
+
+  /** Records `threadId`, created at `createdAt` (its record's), before its first delete. */
+  add(threadId: string, createdAt: string): Promise<void> {
+    const row: LeftoverRow = { thread_id: threadId, created_at: createdAt };
+    return this.#db.write(
+      ["leftover_threads"],
+      (tx) => void tx.objectStore("leftover_threads").put(row),
+      "record a leftover thread",
+      true,
+    );
+  }
+
+  /** The record of `threadId`, or undefined. */
+  get(threadId: string): Promise<LeftoverRow | undefined> {
+    return this.#db.read(
+      ["leftover_threads"],
+      (tx) => tx.objectStore("leftover_threads").get(threadId),
+      "read a leftover thread",
+    );
+  }
+
+  /** Every record. */
+  list(): Promise<LeftoverRow[]> {
+    return this.#db.read(
+      ["leftover_threads"],
+      (tx) => tx.objectStore("leftover_threads").getAll(),
+      "list leftover threads",
+    );
+  }
+
+  /** Removes the record of `threadId` (deleted, or created again under its id). */
+  remove(threadId: string): Promise<void> {
+    return this.#db.write(
+      ["leftover_threads"],
+      (tx) => void tx.objectStore("leftover_threads").delete(threadId),
+      "forget a leftover thread",
+    );
+  }
+}
+
+/** What a sweep of the leftover records uses of the server. */
+export interface SweepContext {
+  records: LeftoverRecords;
+  /** Runs `work` holding the thread's run lock; rejects (ThreadBusyError) at once while a run holds it. */
+  whileIdle(threadId: string, work: () => Promise<void>): Promise<void>;
+  /** The creation time of the thread's record, or undefined without one. */
+  createdAt(threadId: string): Promise<string | undefined>;
+  /** Deletes the thread's checkpoints, runs and record, and its leftover record. */
+  erase(threadId: string): Promise<void>;
+}
+
+/**
+ * Deletes the threads the records list (left by a server closed before their
+ * delete succeeded, in this tab or another), each holding its run lock and
+ * only while no run holds it: a thread a run of any tab uses is left for the
+ * next start. Only the thread recorded is deleted: one deleted since (no
+ * record) or created again under its id (another creation time) stays, and
+ * its leftover record goes. A delete that fails leaves the record.
+ */
+export async function sweepLeftovers(context: SweepContext): Promise<void> {
+  for (const { thread_id: threadId } of await context.records.list()) {
+    await context
+      .whileIdle(threadId, async () => {
+        // Read again under the lock: the record may have gone with a delete since the list.
+        const recorded = await context.records.get(threadId);
+        if (!recorded) return;
+        if ((await context.createdAt(threadId)) === recorded.created_at) await context.erase(threadId);
+        else await context.records.remove(threadId);
+      })
+      .catch(() => undefined);
   }
 }

@@ -98,6 +98,7 @@ export function createRoutes(context: RouteContext): Hono {
     }
     refuseTtl(json);
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
+    if (created) await context.forgetLeftover(threadId);
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
     return reply(c, await withState(thread));
   });

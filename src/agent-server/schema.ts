@@ -24,11 +24,24 @@ export interface RunEventRow extends SentEvent {
   run_id: string;
 }
 
+/**
+ * A thread-less run's own thread whose delete is under way or failed
+ * (leftover-threads.ts): recorded before the first delete, removed once the
+ * thread is gone; a server starting deletes those left, if still the same
+ * thread (`created_at`).
+ */
+export interface LeftoverRow {
+  thread_id: string;
+  /** The thread record's creation time when it was recorded: a thread created again has another. */
+  created_at: string;
+}
+
 /** The schema of the agent server's database. */
 export interface AgentSchema extends DBSchema {
   threads: { key: string; value: ThreadRow; indexes: { seq: number } };
   runs: { key: string; value: RunRecord; indexes: { thread_id: string } };
   run_events: { key: [string, number]; value: RunEventRow };
+  leftover_threads: { key: string; value: LeftoverRow };
 }
 
 const UPGRADES: readonly Upgrade<AgentSchema>[] = [
@@ -37,6 +50,7 @@ const UPGRADES: readonly Upgrade<AgentSchema>[] = [
     db.createObjectStore("runs", { keyPath: "run_id" }).createIndex("thread_id", "thread_id");
     db.createObjectStore("run_events", { keyPath: ["run_id", "id"] });
   },
+  (db) => void db.createObjectStore("leftover_threads", { keyPath: "thread_id" }),
 ];
 
 /** A connection (opened lazily) to the agent server's database `name`. */

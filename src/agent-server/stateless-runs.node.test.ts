@@ -7,9 +7,8 @@
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human } from "../../test/support/agent-server/timing.js";
+import { FailingDeleteSaver, human } from "../../test/support/agent-server/timing.js";
 import { freshDbName } from "../../test/support/databases.js";
-import { IndexedDBSaver } from "../saver/index.js";
 
 afterEach(closeServers);
 
@@ -20,18 +19,6 @@ type Chat = { messages: { type: string; content: string }[] };
 const keep = "keep" as never;
 
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
-
-/** A saver whose next `failures` thread deletes fail, as a database that refuses a write would. */
-class FailingDeleteSaver extends IndexedDBSaver {
-  failures = 1;
-  override async deleteThread(threadId: string): Promise<void> {
-    if (this.failures > 0) {
-      this.failures -= 1;
-      throw new Error("the disk refused the delete");
-    }
-    await super.deleteThread(threadId);
-  }
-}
 
 async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const parts: T[] = [];

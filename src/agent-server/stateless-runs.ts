@@ -17,6 +17,11 @@ import { runHeaders, sse, withEnd } from "./run-replies.js";
 /** What of the server these routes use: how a thread is deleted (RouteContext's). */
 export interface StatelessContext {
   deleteThread(threadId: string): Promise<void>;
+  /**
+   * Records the thread as a leftover in the server's database, before its first delete: a server
+   * closed before a delete succeeds (a reload) leaves it to the next one to start.
+   */
+  recordLeftover(threadId: string): Promise<void>;
   /** Deletes the thread again later, until a delete succeeds (a run's own thread whose delete failed). */
   deleteThreadLater(threadId: string): void;
 }
@@ -62,6 +67,7 @@ export function registerStatelessRunRoutes(app: Hono, context: StatelessContext,
       // A state LangGraph cannot read (a run that failed on its input) is answered by its error event instead.
       if (waited && record) finalState = await starter.stateValues(record).catch(() => ({}));
       try {
+        await context.recordLeftover(threadId);
         await context.deleteThread(threadId);
       } catch (error) {
         // The registry reports the rejection on the run (an error event, status "error"), and so does its end.

@@ -81,6 +81,18 @@ export class SlowSaver extends IndexedDBSaver {
   }
 }
 
+/** A saver whose next `failures` thread deletes fail, as a database that refuses a write would. */
+export class FailingDeleteSaver extends IndexedDBSaver {
+  failures = 1;
+  override async deleteThread(threadId: string): Promise<void> {
+    if (this.failures > 0) {
+      this.failures -= 1;
+      throw new Error("the disk refused the delete");
+    }
+    await super.deleteThread(threadId);
+  }
+}
+
 /** LangGraph's embed server needs a thread store: the one of its own tests, in memory. */
 export function memoryThreads(): ThreadSaver {
   const threads = new Map<string, { thread_id: string; metadata: Record<string, unknown> }>();
