@@ -32,8 +32,8 @@ export interface RunLockManager {
   query(): Promise<{ held: string[]; pending: string[] }>;
 }
 
-/** Adapts the browser's `LockManager`. */
-class WebLockManager implements RunLockManager {
+/** Adapts the browser's `LockManager`. @internal */
+export class WebLockManager implements RunLockManager {
   constructor(readonly locks: LockManager) {}
 
   request<T>(name: string, options: RunLockOptions, callback: (lock: RunLock | null) => Promise<T>): Promise<T> {

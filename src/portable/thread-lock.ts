@@ -6,7 +6,7 @@
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { crossTabName } from "../core/channel.js";
-import { defaultLockManager } from "../core/locks.js";
+import { holdIfFree } from "../core/run-locks.js";
 
 /**
  * Calls `work` holding the run lock of `threadId` in the saver's database,
@@ -23,10 +23,8 @@ export async function holdingThread<T>(
 ): Promise<T> {
   const dbName: unknown = (saver as { dbName?: unknown }).dbName;
   if (typeof dbName !== "string") return work();
-  const name = crossTabName({ kind: "run", dbName, threadId });
-  const held = await defaultLockManager().request(name, { ifAvailable: true }, async (lock) =>
-    lock ? { value: await work() } : undefined,
-  );
+  // Through runOnThread's own lock managers too, when a run was given one.
+  const held = await holdIfFree(dbName, crossTabName({ kind: "run", dbName, threadId }), work);
   if (!held) busy();
   return held.value;
 }

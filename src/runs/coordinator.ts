@@ -7,7 +7,7 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ThreadBusyError } from "./errors.js";
-import { defaultLockManager, runLockName, type RunLockManager } from "./locks.js";
+import { defaultLockManager, noteRunLocks, runLockName, type RunLockManager } from "./locks.js";
 import { RunChannel } from "./signals.js";
 import { anySignal, askToStop, holderLockName, runHolding, type InvokableGraph, type RunSaver } from "./holder.js";
 
@@ -110,6 +110,8 @@ export async function runOnThread<Input, Output>(
   const given: unknown = config.metadata?.run_id;
   const runId = typeof given === "string" && given !== "" ? given : crypto.randomUUID();
   const locks = options.locks ?? defaultLockManager();
+  // copyThread and importThread must see this run through the same locks.
+  if (options.locks) noteRunLocks(saver.dbName, options.locks);
   const name = runLockName(saver.dbName, threadId);
   const channel = new RunChannel(saver.dbName);
   let ran = false;

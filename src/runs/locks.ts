@@ -6,6 +6,7 @@
 import { crossTabName } from "../core/channel.js";
 
 export { defaultLockManager, type RunLock, type RunLockManager, type RunLockOptions } from "../core/locks.js";
+export { noteRunLocks } from "../core/run-locks.js";
 
 /**
  * The Web Locks name that a run on `threadId` of database `dbName` holds:

@@ -3,7 +3,7 @@
  * re-bound to their new rows first when the serializer binds rows.
  */
 import { crossTabName } from "../core/channel.js";
-import { defaultLockManager } from "../core/locks.js";
+import { holdIfFree } from "../core/run-locks.js";
 import { issue, storePut } from "../idb/requests.js";
 import { isRowBound, withCurrentKey } from "../serde/protocol.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
@@ -179,13 +179,10 @@ export async function copyThread(ctx: SaverContext, sourceThreadId: string, targ
     // The target's run lock (runOnThread's, as importThread holds it): a run
     // that read the target empty and has not written yet would otherwise put
     // its root beside the copied history, a fork that hides the copy.
+    // Through runOnThread's own lock managers too, when a run was given one.
     const runLock = crossTabName({ kind: "run", dbName: ctx.db.name, threadId: t });
-    const copied = await defaultLockManager().request(
-      runLock,
-      { ifAvailable: true },
-      async (lock) => lock && writeCopy(),
-    );
-    if (copied === null) {
+    const copied = await holdIfFree(ctx.db.name, runLock, writeCopy);
+    if (copied === undefined) {
       throw new Error(`copyThread: thread "${t}" is running (runOnThread holds it); nothing was copied.`);
     }
   });
