@@ -33,10 +33,11 @@
  * Loaded lazily: only encrypting savers write chains, and only walks check them.
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { sha256 } from "@noble/hashes/sha2.js";
 import type { SaverContext } from "./context.js";
 import { decodeCheckpoint, encode, rowRef, sameVersions } from "../rows/codec.js";
 import { prefixBounds } from "./keys.js";
+import { toHex, utf8 } from "../core/bytes.js";
+import { subtle } from "../serde/encrypted/webcrypto.js";
 import type { CheckpointRow, Version, WriteKey, WriteRow } from "../rows/shapes.js";
 
 /** The fields of a row its chain covers (`parent_writes` from version 4 on). */
@@ -58,11 +59,6 @@ export interface Chained {
 function tagged(version: Version): string {
   return typeof version === "number" ? `n${String(version)}` : typeof version === "string" ? `s${version}` : "?";
 }
-
-/** Reused for every hash input: allocating per row cost more than hashing it. */
-let scratch = new Uint8Array(1024);
-
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
 
 /** True for a write key as the saver writes it; anything else only an edited row holds. */
 function isWriteKey(entry: unknown): entry is WriteKey {
@@ -124,24 +120,21 @@ export function sortedWriteKeys(keys: Iterable<WriteKey>): WriteKey[] {
 
 /**
  * The `chain` of a row with these fields whose parent's chain is
- * `parentChain` (undefined: a root, or a parent without one). Synchronous
- * (@noble/hashes): a walk hashes one row per ancestor, and WebCrypto's
- * `digest` costs an async round trip each, queued behind the walk's own
- * decryptions, about what decrypting the ancestors cost.
+ * `parentChain` (undefined: a root, or a parent without one): WebCrypto's
+ * SHA-256, as hex. Asynchronous: a walk starts its rows' hashes while its
+ * last reads are out and checks them after (verify-links.ts), and a put
+ * remembers the promise at once for its child (see {@link remember}).
  */
-export function chainOf(fields: ChainFields, parentChain: string | undefined): string {
-  const text = chainText(fields, parentChain);
-  // UTF-8 takes at most 3 bytes per UTF-16 code unit.
-  if (scratch.length < text.length * 3) scratch = new Uint8Array(text.length * 3);
-  const { written } = new TextEncoder().encodeInto(text, scratch);
-  const digest = sha256(scratch.subarray(0, written));
-  let hex = "";
-  for (const byte of digest) hex += HEX[byte];
-  return hex;
+export async function chainOf(fields: ChainFields, parentChain: string | undefined): Promise<string> {
+  return toHex(new Uint8Array(await subtle().digest("SHA-256", utf8(chainText(fields, parentChain)))));
 }
 
-/** Chains this saver wrote or proved, per context: a put's parent is almost always the previous put. */
-const known = new WeakMap<SaverContext, Map<string, string>>();
+/**
+ * Chains this saver wrote or proved, per context: a put's parent is almost
+ * always the previous put. Kept as promises: a row's chain is remembered
+ * the moment its put asks for it, before its hash is done.
+ */
+const known = new WeakMap<SaverContext, Map<string, Promise<string>>>();
 
 /**
  * Per context, by checkpoint: the keys of the pending writes this saver
@@ -169,11 +162,14 @@ const writeKeyOf = (write: WriteRow): WriteKey => [write.task_id, write.idx, wri
  * comes after its commit, so a put racing it can still miss it. This
  * saver's own deletes (thread, runs, prune) may remove writes it noted.
  */
-function tablesOf(ctx: SaverContext): { chains: Map<string, string>; writes: Map<string, Map<string, WriteKey>> } {
+function tablesOf(ctx: SaverContext): {
+  chains: Map<string, Promise<string>>;
+  writes: Map<string, Map<string, WriteKey>>;
+} {
   let chains = known.get(ctx);
   let writes = committed.get(ctx);
   if (!chains || !writes) {
-    const made = { chains: new Map<string, string>(), writes: new Map<string, Map<string, WriteKey>>() };
+    const made = { chains: new Map<string, Promise<string>>(), writes: new Map<string, Map<string, WriteKey>>() };
     known.set(ctx, (chains = made.chains));
     committed.set(ctx, (writes = made.writes));
     ctx.feed.subscribe((change) => {
@@ -248,7 +244,7 @@ async function storedChain(
     if (sealed && sameVersions(fields.channel_versions, sealed.channel_versions ?? {})) {
       const kept: Chained | undefined = self.chain === undefined ? undefined : { chain: self.chain };
       if (kept && self.parent_writes !== undefined) kept.parent_writes = self.parent_writes;
-      return remember(ctx, threadId, checkpointNs, id, kept);
+      return remember(ctx, threadId, checkpointNs, id, kept && Promise.resolve(kept));
     }
   }
   if (parentId === undefined) return remember(ctx, threadId, checkpointNs, id, chained(fields, [], undefined));
@@ -258,10 +254,17 @@ async function storedChain(
   return remember(ctx, threadId, checkpointNs, id, chained(fields, parentWrites.map(writeKeyOf), parent.chain));
 }
 
-/** The version 4 chain of a row listing `parentWrites`, over its parent's chain. */
-function chained(fields: ChainFields, parentWrites: Iterable<WriteKey>, parentChain: string | undefined): Chained {
+/**
+ * The version 4 chain of a row listing `parentWrites` (taken now: the list
+ * is what is stored when the row is put), over its parent's chain.
+ */
+async function chained(
+  fields: ChainFields,
+  parentWrites: Iterable<WriteKey>,
+  parentChain: string | undefined | Promise<string>,
+): Promise<Chained> {
   const listed = { ...fields, parent_writes: sortedWriteKeys(parentWrites) };
-  return { chain: chainOf(listed, parentChain), parent_writes: listed.parent_writes };
+  return { chain: await chainOf(listed, await parentChain), parent_writes: listed.parent_writes };
 }
 
 /**
@@ -279,12 +282,12 @@ function chainFor(
   checkpointNs: string,
   fields: ChainFields,
   stored = false,
-): Chained | undefined | Promise<Chained | undefined> {
+): Promise<Chained | undefined> {
   const parentId = fields.parent_checkpoint_id;
   const tables = tablesOf(ctx);
   const parentKey = parentId === undefined ? undefined : keyOf(threadId, checkpointNs, parentId);
   const cached = parentKey === undefined ? undefined : tables.chains.get(parentKey);
-  // The common case (the parent is this saver's previous put) needs no await.
+  // The common case (the parent is this saver's previous put) reads nothing.
   if (stored || (parentKey !== undefined && cached === undefined)) {
     return storedChain(ctx, serde, threadId, checkpointNs, fields);
   }
@@ -319,23 +322,29 @@ export async function seal(
  * Remembers `chained` as the chain of row `checkpointId` for its children,
  * or forgets the row's when it gets none (a chain remembered from an earlier
  * put, before a delete and a restore, would be sealed into its children).
+ * Remembered at once, as a promise: the put of a child that starts before
+ * this row's hash is done hashes over it, as it did when hashing was
+ * synchronous, instead of reading a parent not yet stored.
  */
-function remember<C extends Chained | undefined>(
+function remember(
   ctx: SaverContext,
   threadId: string,
   checkpointNs: string,
   checkpointId: string,
-  chained: C,
-): C {
+  chained: Promise<Chained> | undefined,
+): Promise<Chained | undefined> {
   const { chains } = tablesOf(ctx);
   const key = keyOf(threadId, checkpointNs, checkpointId);
   chains.delete(key);
-  if (chained === undefined) return chained;
+  if (chained === undefined) return Promise.resolve(undefined);
   if (chains.size >= MAX_KNOWN) chains.delete(chains.keys().next().value!);
   // Remembered before the put commits. If it rolls back, a later put of
   // the same row computes and remembers its chain again (its list may have
   // grown); only a child put in between, over a parent that failed, would
   // hash a chain no stored row has, and its walks would fail closed.
-  chains.set(key, chained.chain);
+  const chain = chained.then((made) => made.chain);
+  chains.set(key, chain);
+  // A hash that failed (no WebCrypto) is not remembered; its put reports the failure.
+  chain.catch(() => chains.get(key) === chain && chains.delete(key));
   return chained;
 }

@@ -78,26 +78,28 @@ export async function getDeltaChannelHistory(
     sealed.checkListedWrites([target, ...rows], path, channels, depths, walked.writesByChannel);
   });
   const order = new Map(walked.path.map((id, depth) => [id, depth]));
-  const [, decoded] = await Promise.all([
-    verified,
-    Promise.all(
-      channels.map(async (channel, i): Promise<ChannelWalk> => {
-        const rows = walked.writesByChannel[i]!;
-        // Oldest checkpoint first; inside one checkpoint, live execution's order.
-        rows.sort((a, b) => {
-          const byDepth = order.get(b.checkpoint_id)! - order.get(a.checkpoint_id)!;
-          return byDepth !== 0 ? byDepth : compareWritesSortKeys(writeSortKey(a), writeSortKey(b));
-        });
-        const writes = await Promise.all(rows.map((write) => decodeWrite(serde, write)));
-        const seed = walked.seeds.get(channel);
-        return {
-          writes,
-          ids: rows.map((write) => write.checkpoint_id),
-          ...(seed && { seed: { value: await decodeBlob(serde, seed.blob), depth: seed.depth } }),
-        };
-      }),
-    ),
-  ]);
+  // Decoded while the links are checked; a failed check is reported first: it names what was altered
+  // (a listed write moved to another key also fails to decrypt there, which says less).
+  const decoding = Promise.all(
+    channels.map(async (channel, i): Promise<ChannelWalk> => {
+      const rows = walked.writesByChannel[i]!;
+      // Oldest checkpoint first; inside one checkpoint, live execution's order.
+      rows.sort((a, b) => {
+        const byDepth = order.get(b.checkpoint_id)! - order.get(a.checkpoint_id)!;
+        return byDepth !== 0 ? byDepth : compareWritesSortKeys(writeSortKey(a), writeSortKey(b));
+      });
+      const writes = await Promise.all(rows.map((write) => decodeWrite(serde, write)));
+      const seed = walked.seeds.get(channel);
+      return {
+        writes,
+        ids: rows.map((write) => write.checkpoint_id),
+        ...(seed && { seed: { value: await decodeBlob(serde, seed.blob), depth: seed.depth } }),
+      };
+    }),
+  );
+  void decoding.catch(() => undefined);
+  await verified;
+  const decoded = await decoding;
   const result: Record<string, DeltaChannelHistory> = {};
   channels.forEach((channel, i) => {
     const { writes, seed } = decoded[i]!;

@@ -111,18 +111,26 @@ function remember(proven: Map<string, Proven>, row: CheckpointRow, versions: Rec
   });
 }
 
-/** What {@link checkChains} left to do: rows to decrypt, and rows their chains proved once those open. */
+/**
+ * What {@link checkChains} left to do: chains to compare once hashed, rows
+ * to decrypt, and rows their chains proved once those open.
+ */
 export interface LinkCheck {
   serde: SerializerProtocol;
+  /** Rows whose chain must hash right, newest first (the first wrong one is reported). */
+  chained: CheckpointRow[];
+  /** Their hashes, in that order. */
+  hashes: Promise<string[]>;
   decrypt: CheckpointRow[];
   hashed: CheckpointRow[];
 }
 
 /**
- * The synchronous part of {@link verifyParentLinks}: hashes what it can and
- * throws `DecryptionError` on a chain that does not hash right; undefined
+ * The first part of {@link verifyParentLinks}: sorts out which rows a hash
+ * proves and which must be decrypted, and starts the hashes; undefined
  * without encryption. A walk runs it while its last reads are in flight
- * (the main thread waits for them anyway).
+ * (the hashes run meanwhile), and awaits nothing: it may run inside the
+ * walk's transaction.
  */
 export function checkChains(
   serde: SerializerProtocol,
@@ -142,33 +150,45 @@ export function checkChains(
     row.parent_checkpoint_id === undefined ? undefined : byId.get(row.checkpoint_ns)!.get(row.parent_checkpoint_id);
   const isKnown = new Set(rows.filter((row) => isProven(known, row)));
   const chainProven = new Set<CheckpointRow>();
-  const check: LinkCheck = { serde, decrypt: [], hashed: [] };
+  const chained: CheckpointRow[] = [];
+  const hashes: Promise<string>[] = [];
+  const decrypt: CheckpointRow[] = [];
+  const hashed: CheckpointRow[] = [];
   for (const row of [...rows].sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1))) {
     const parent = parentOf(row);
     const hashable = row.chain !== undefined && (row.parent_checkpoint_id === undefined || parent !== undefined);
     // Nothing to learn from a row proven before whose parent is proven too.
     if (!hashable || (isKnown.has(row) && (parent === undefined || isKnown.has(parent)))) {
-      if (!isKnown.has(row)) check.decrypt.push(row);
+      if (!isKnown.has(row)) decrypt.push(row);
       continue;
     }
-    if (chainOf(row, parent?.chain) !== row.chain) {
-      throw new DecryptionError(
-        `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its parent link, channel versions or chain do not hash to its chain. The row or its parent was altered outside the saver.`,
-      );
-    }
+    chained.push(row);
+    hashes.push(chainOf(row, parent?.chain));
     // Its chain is proven by a child, by a proof kept from before, or by decrypting it.
-    (chainProven.has(row) || isKnown.has(row) ? check.hashed : check.decrypt).push(row);
+    (chainProven.has(row) || isKnown.has(row) ? hashed : decrypt).push(row);
     if (parent?.chain !== undefined) chainProven.add(parent);
   }
+  const check: LinkCheck = { serde, chained, hashes: Promise.all(hashes), decrypt, hashed };
+  // Awaited by finishLinkCheck, unless the walk's read failed first.
+  check.hashes.catch(() => undefined);
   return check;
 }
 
 /**
- * The rest of {@link verifyParentLinks}: decrypts the rows `check` left and
+ * The rest of {@link verifyParentLinks}: throws `DecryptionError` on a
+ * chain that does not hash right, then decrypts the rows `check` left, and
  * only then remembers what the hashes proved (they hang on those rows).
  */
 export async function finishLinkCheck(check: LinkCheck | undefined): Promise<void> {
   if (!check) return;
+  const hashes = await check.hashes;
+  check.chained.forEach((row, i) => {
+    if (hashes[i] !== row.chain) {
+      throw new DecryptionError(
+        `Checkpoint ${row.checkpoint_id} of thread "${row.thread_id}" is inconsistent: its parent link, channel versions or chain do not hash to its chain. The row or its parent was altered outside the saver.`,
+      );
+    }
+  });
   const known = provenOf(check.serde);
   const opened = await Promise.all(
     check.decrypt.map(async (row) => {

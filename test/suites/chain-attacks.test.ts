@@ -175,7 +175,7 @@ describe("attacks on the hash chain of parent links (row binding version 3)", ()
     edited.get(`${THREAD}/4`)!.parent_checkpoint_id = "2";
     for (const id of ["4", "5", "6"]) {
       const row = edited.get(`${THREAD}/${id}`)!;
-      row.chain = chainOf(row, edited.get(`${THREAD}/${row.parent_checkpoint_id!}`)!.chain);
+      row.chain = await chainOf(row, edited.get(`${THREAD}/${row.parent_checkpoint_id!}`)!.chain);
     }
     await writeRows(name, [...["4", "5", "6"].map((id) => edited.get(`${THREAD}/${id}`)!)]);
     const saver = await saverOn(name);
@@ -241,7 +241,7 @@ describe("the chains a saver remembers", () => {
     const stored = await readStore<CheckpointRow>(name, "checkpoints");
     const seven = stored.find((row) => row.thread_id === THREAD && row.checkpoint_id === "7")!;
     seven.parent_checkpoint_id = "5";
-    seven.chain = chainOf(seven, rows.get(`${THREAD}/5`)!.chain);
+    seven.chain = await chainOf(seven, rows.get(`${THREAD}/5`)!.chain);
     await putRaw(name, "checkpoints", [seven]);
     // The put of 8 seals the chain of 7 it remembers, not the edited one: walks through 7 fail.
     await step(running, config("7"), "8");

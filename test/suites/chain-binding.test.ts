@@ -9,12 +9,14 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { emptyCheckpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { DecryptionError } from "../../src/core/errors.js";
 import { chainOf } from "../../src/saver/chain.js";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import type { CheckpointRow } from "../../src/rows/shapes.js";
 import { EncryptedSerializer } from "../../src/serde/encrypted/index.js";
+import { MsgpackSerializer } from "../../src/serde/msgpack/index.js";
+import type { RowBoundSerializer } from "../../src/serde/protocol.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { putRaw, readStore } from "../support/reliability/raw.js";
 
@@ -76,7 +78,7 @@ async function rechain(rows: Map<string, CheckpointRow>, ids: string[]): Promise
   for (const id of ids) {
     const row = rows.get(id)!;
     const parent = row.parent_checkpoint_id === undefined ? undefined : rows.get(row.parent_checkpoint_id);
-    row.chain = chainOf(row, parent?.chain);
+    row.chain = await chainOf(row, parent?.chain);
     out.push(row);
   }
   return out;
@@ -96,7 +98,7 @@ describe("row binding version 3: the hash chain of parent links", () => {
     // Each chain is the hash of the row's clear fields and its parent's chain.
     for (const row of rows.values()) {
       const parent = row.parent_checkpoint_id === undefined ? undefined : rows.get(row.parent_checkpoint_id);
-      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+      expect(await chainOf(row, parent?.chain)).toBe(row.chain);
     }
     expect(await turns(await saverOn(name))).toEqual(["turn 1", "turn 2", "turn 3", "turn 4", "turn 5"]);
   });
@@ -108,6 +110,47 @@ describe("row binding version 3: the hash chain of parent links", () => {
     open.push(saver);
     await saver.put(config(), { ...emptyCheckpoint(), id: "1" }, { source: "input", step: -1, parents: {} }, {});
     expect((await readRows(name)).get("1")!.chain).toBeUndefined();
+  });
+
+  it("a child put that starts before its parent's put is done chains over the parent (the hash is asynchronous)", async () => {
+    const name = freshDbName("chain-overlap");
+    created.push(name);
+    const saver = await saverOn(name);
+    const checkpoint = (id: string) => ({ ...emptyCheckpoint(), id, channel_versions: { [CHANNEL]: `v${id}` } });
+    const metadata = { source: "loop", step: 1, parents: {} } as CheckpointMetadata;
+    // Neither awaited before the other starts: the parent's chain is not hashed yet when the child asks for it.
+    const parent = saver.put(config(), checkpoint("1"), metadata, {});
+    const child = saver.put(config("1"), checkpoint("2"), metadata, {});
+    await Promise.all([parent, child]);
+    const rows = await readRows(name);
+    expect(rows.get("2")!.chain).toBe(await chainOf(rows.get("2")!, rows.get("1")!.chain));
+  });
+
+  it("a row-bound serializer of the app's own, without WebCrypto: the put says why and stores nothing", async () => {
+    const name = freshDbName("chain-no-webcrypto");
+    created.push(name);
+    const plain = new MsgpackSerializer();
+    // Binds nothing, but is row-bound, so the saver chains its rows (and needs SHA-256 for that).
+    const rowBound: RowBoundSerializer = {
+      dumpsTyped: (value) => plain.dumpsTyped(value),
+      loadsTyped: (type, data) => plain.loadsTyped(type, data),
+      dumpsTypedForRow: (value) => plain.dumpsTyped(value),
+      loadsTypedForRow: (type, data) => plain.loadsTyped(type, data),
+    };
+    const saver = new IndexedDBSaver({ dbName: name, serde: rowBound });
+    open.push(saver);
+    const metadata = { source: "input", step: -1, parents: {} } as CheckpointMetadata;
+    const checkpoint = { ...emptyCheckpoint(), id: "1" };
+    // What a page served over plain http from a LAN address has: getRandomValues, no crypto.subtle.
+    vi.stubGlobal("crypto", { getRandomValues: crypto.getRandomValues.bind(crypto) });
+    try {
+      await expect(saver.put(config(), checkpoint, metadata, {})).rejects.toThrow(
+        /WebCrypto \(crypto\.subtle\) is not available.*secure contexts/,
+      );
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect((await readRows(name)).size).toBe(0);
   });
 
   it("an ancestor relinked past a turn, its chain recomputed: the walk fails closed", async () => {

@@ -144,9 +144,9 @@ describe("row binding version 4: a step's pending writes in the hash chain", () 
     for (const row of rows) {
       const parent = rows.find((other) => other.checkpoint_id === row.parent_checkpoint_id);
       expect(row.parent_writes).toBeDefined();
-      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+      expect(await chainOf(row, parent?.chain)).toBe(row.chain);
       // Without the list, the same fields hash to another chain: it cannot pass as version 3.
-      expect(chainOf({ ...row, parent_writes: undefined }, parent?.chain)).not.toBe(row.chain);
+      expect(await chainOf({ ...row, parent_writes: undefined }, parent?.chain)).not.toBe(row.chain);
       const parentWrites = writes.filter((w) => w.checkpoint_id === row.parent_checkpoint_id);
       for (const [taskId, idx, channel] of row.parent_writes!) {
         expect(parentWrites.some((w) => w.task_id === taskId && w.idx === idx && w.channel === channel)).toBe(true);
@@ -174,7 +174,7 @@ describe("row binding version 4: a step's pending writes in the hash chain", () 
       const parentChain: string | undefined = (
         edited.get(at.parent_checkpoint_id!) ?? byId.get(at.parent_checkpoint_id!)
       )?.chain;
-      at = { ...at, chain: chainOf(at, parentChain) };
+      at = { ...at, chain: await chainOf(at, parentChain) };
       edited.set(at.checkpoint_id, at);
       const id: string = at.checkpoint_id;
       const next = rows.find((row) => row.parent_checkpoint_id === id);

@@ -45,9 +45,9 @@ afterEach(async () => {
 });
 
 /** A saver on a fresh copy of `dump`, after `edit` changed its records. */
-async function saverOn(dump: DatabaseDump, edit?: (dump: DatabaseDump) => void): Promise<IndexedDBSaver> {
+async function saverOn(dump: DatabaseDump, edit?: (dump: DatabaseDump) => unknown): Promise<IndexedDBSaver> {
   const copy = structuredClone(dump);
-  edit?.(copy);
+  await edit?.(copy);
   const name = freshDbName("golden-binding2");
   created.push(name);
   await loadDatabase(indexedDB, name, copy);
@@ -150,14 +150,14 @@ describe("saver database of row binding version 3 (encrypted, hash chain of pare
     expect(history.messages!.writes.length).toBeGreaterThan(0);
     const row = await rawCheckpoint(saver.dbName, next.configurable!.checkpoint_id as string);
     expect(row.chain).toMatch(/^[0-9a-f]{64}$/);
-    expect(chainOf(row, undefined)).toBe(row.chain); // its parent has no chain
+    expect(await chainOf(row, undefined)).toBe(row.chain); // its parent has no chain
   });
 
   it("reads back every checkpoint, pending write, delta history and thread as recorded", async () => {
     expectAnswers(await readSaver(await saverOn(v3.dump)), v3.expected);
   });
 
-  it("each row's chain is the hash of its clear fields and its parent's chain (the algorithm is frozen)", () => {
+  it("each row's chain is the hash of its clear fields and its parent's chain (the algorithm is frozen)", async () => {
     const checkpoints = rows(v3.dump, "checkpoints") as unknown as CheckpointRow[];
     expect(checkpoints.length).toBeGreaterThan(5);
     for (const row of checkpoints) {
@@ -168,21 +168,21 @@ describe("saver database of row binding version 3 (encrypted, hash chain of pare
           other.checkpoint_id === row.parent_checkpoint_id,
       );
       expect(row.chain).toMatch(/^[0-9a-f]{64}$/);
-      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+      expect(await chainOf(row, parent?.chain)).toBe(row.chain);
     }
   });
 
   it("a relinked ancestor with its chain recomputed fails the walk; the untouched golden walks", async () => {
     const chatConfig = { config: { configurable: { thread_id: "t-chat" } }, channels: ["messages"] };
     expect(await (await saverOn(v3.dump)).getDeltaChannelHistory(chatConfig)).toBeDefined();
-    const saver = await saverOn(v3.dump, (dump) => {
+    const saver = await saverOn(v3.dump, async (dump) => {
       const chat = (rows(dump, "checkpoints") as unknown as CheckpointRow[])
         .filter((row) => row.thread_id === "t-chat")
         .sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? -1 : 1));
       // The grandparent of the latest skips its parent; its chain recomputed as an attacker can.
       const relinked = chat[chat.length - 2]!;
       relinked.parent_checkpoint_id = chat[chat.length - 4]!.checkpoint_id;
-      relinked.chain = chainOf(relinked, chat[chat.length - 4]!.chain);
+      relinked.chain = await chainOf(relinked, chat[chat.length - 4]!.chain);
     });
     await expect(saver.getDeltaChannelHistory(chatConfig)).rejects.toBeInstanceOf(DecryptionError);
   });
@@ -195,7 +195,7 @@ describe("saver database of row binding version 4 (encrypted, the parent's write
     expectAnswers(await readSaver(await saverOn(v4.dump)), v4.expected);
   });
 
-  it("each row's chain hashes its parent's writes as listed, and every listed write is stored (the algorithm is frozen)", () => {
+  it("each row's chain hashes its parent's writes as listed, and every listed write is stored (the algorithm is frozen)", async () => {
     const checkpoints = rows(v4.dump, "checkpoints") as unknown as CheckpointRow[];
     const writes = rows(v4.dump, "writes") as unknown as WriteRow[];
     let listed = 0;
@@ -207,7 +207,7 @@ describe("saver database of row binding version 4 (encrypted, the parent's write
           other.checkpoint_id === row.parent_checkpoint_id,
       );
       expect(row.parent_writes).toBeDefined();
-      expect(chainOf(row, parent?.chain)).toBe(row.chain);
+      expect(await chainOf(row, parent?.chain)).toBe(row.chain);
       for (const [taskId, idx, channel] of row.parent_writes!) {
         listed++;
         const stored = writes.find(
@@ -265,6 +265,6 @@ describe("saver database of row binding version 4 (encrypted, the parent's write
     expect(row.parent_writes).toEqual([["task-late", 0, "messages"]]);
     const parent = await rawCheckpoint(saver.dbName, head.checkpoint.id);
     expect(parent.parent_writes).toBeUndefined();
-    expect(chainOf(row, parent.chain)).toBe(row.chain);
+    expect(await chainOf(row, parent.chain)).toBe(row.chain);
   });
 });
