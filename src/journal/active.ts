@@ -30,6 +30,11 @@ import { joinBytes } from "../core/bytes.js";
 // into a third one (+254 B gzip measured) for the two chunks to share.
 export { completion, request } from "./raw.js";
 
+// The backends ride in this chunk (a journal always loads one with it): each in a chunk of its own cost one
+// more request, and gzip's cold start and an import line in each (measured: docs/benchmarks.md, "Bundle").
+export { MemoryJournalBackend } from "./memory-backend.js";
+export { OpfsJournalBackend } from "./opfs-backend.js";
+
 /** Options of {@link ActiveJournal}. */
 export interface ActiveJournalOptions {
   name: string;

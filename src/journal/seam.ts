@@ -190,13 +190,13 @@ export class JournalSeam implements DatabaseSeam {
         elapsedMs: now() - started,
       };
     }
-    // The journal's code and its OPFS worker load only now, when enabled.
-    const { ActiveJournal } = await import("./active.js");
+    // The journal's code, both backends and the OPFS worker load only now, when enabled (one chunk).
+    const { ActiveJournal, MemoryJournalBackend, OpfsJournalBackend } = await import("./active.js");
     const backend: JournalBackend =
       journal === "memory"
-        ? new (await import("./memory-backend.js")).MemoryJournalBackend(this.#options.name)
+        ? new MemoryJournalBackend(this.#options.name)
         : journal === "opfs"
-          ? new (await import("./opfs-backend.js")).OpfsJournalBackend(this.#options.name)
+          ? new OpfsJournalBackend(this.#options.name)
           : journal;
     const rules = await this.#options.rules();
     const active = new ActiveJournal({
