@@ -44,8 +44,9 @@ const PHASES = [
   { name: "crash", steps: ["test:crash"], after: "node" },
   { name: "chromium", steps: ["test:browser"], after: "crash" },
   // Sync under random faults mostly waits on cut connections and restarted servers (about a
-  // quarter of a core), so it runs beside Firefox, which waits on its own browser.
-  { name: "firefox", steps: ["test:firefox", "test:convergence"], after: "chromium" },
+  // quarter of a core), so it runs beside Firefox, which waits on its own browser; then the
+  // demo's build for the e2e phases (e2e/demo-build.mjs), which sat alone at the start of e2e.
+  { name: "firefox", steps: ["test:firefox", ["test:convergence", "e2e:build"]], after: "chromium" },
   { name: "e2e", steps: ["test:e2e:parallel"], after: "firefox" },
   // The Playwright kit's example project (examples/playwright), through @playwright/test, beside the
   // useStream example (examples/use-stream: its build, then one Chromium through Vitest).
@@ -112,7 +113,8 @@ const listed =
         (p) => p.depth === undefined || p.depth === depth,
       );
 const chosen = new Set(listed.map((p) => p.name));
-// The e2e phases serve one build of the demo (e2e/global-setup.ts): built by the first, removed at the end.
+// The e2e phases serve one build of the demo (e2e/global-setup.ts): built by e2e:build (or the first
+// e2e phase run), removed at the end.
 const demoBuild = mkdtempSync(join(tmpdir(), "demo-e2e-"));
 process.on("exit", () => rmSync(demoBuild, { recursive: true, force: true }));
 const results = [];
