@@ -4,7 +4,8 @@
  * `npm run demo:preview` does on a free loopback port, and hands the URL to
  * the tests (`inject("baseURL")`). A built page loads in a few requests;
  * the dev server's hundreds of modules per fresh context were most of the
- * suite's time.
+ * suite's time. Its scripts and styles are gzipped once (precompressed.ts),
+ * not at each request.
  *
  * With `E2E_DEMO_BUILD` set to a folder (scripts/test.mjs sets it for the
  * whole of `npm test`), the build goes there, is kept, and a later run with
@@ -18,6 +19,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { preview, type PreviewServer } from "vite";
 import { buildDemoOnce, demoRoot } from "./demo-build.mjs";
+import { precompress, servePrecompressed } from "./precompressed.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -33,10 +35,12 @@ export async function setup(project: TestProject): Promise<void> {
   const shared = process.env.E2E_DEMO_BUILD;
   const outDir = shared || (ownOutDir = mkdtempSync(join(tmpdir(), "demo-e2e-")));
   await buildDemoOnce(outDir);
+  precompress(outDir);
   server = await preview({
     root: demoRoot,
     configFile: `${demoRoot}/vite.config.ts`,
     logLevel: "warn",
+    plugins: [servePrecompressed(outDir)],
     build: { outDir },
     preview: { port: 0, strictPort: false, host: "127.0.0.1" },
   });
