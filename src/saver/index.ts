@@ -44,13 +44,13 @@ import type {
 } from "./types.js";
 import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
+import { list } from "./list.js";
 import { offerTaskPaths } from "../core/task-paths.js";
 
 /** A checkpoint of a thread: its namespace and id. */
 type Checkpointed = readonly [checkpointNs: string, checkpointId: string];
 
 /** The list module, loaded by the first `list()` of any saver and kept. */
-const listModule = loadOnce(() => import("./list.js"));
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
 const deltaModule = loadOnce(() => import("./delta-history.js"));
 
@@ -201,9 +201,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
-    // A graph run never lists: the list code loads on the first call, once
-    // (an app bundler's `import()` may check preloads on every call).
-    const { list } = await listModule();
+    // In the saver's first chunk: a chat lists its history before its first answer.
     yield* list(this.#ctx, config, options);
   }
 
