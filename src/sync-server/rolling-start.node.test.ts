@@ -6,7 +6,10 @@
  * commit. A push that had written a tombstone then waited on the
  * checkpoints the start held, while the start waited on the tombstones:
  * PostgreSQL broke the deadlock (40P01) by failing one of them, the push as
- * a 500 or the start. Runs in a schema of its own, like upgrade.node.test.
+ * a 500 or the start. Runs in a schema of its own, like upgrade.node.test,
+ * in a database of its own: a start on the version before the thread order
+ * index builds it concurrently, which waits out every transaction open in
+ * the database, the other test files' too.
  */
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +20,7 @@ import { createSyncServer, type SyncServer } from "./server.js";
 import { setupSchema } from "./schema.js";
 import { UTF16_KEY_FUNCTION } from "./sql.js";
 
-const schema = schemaForFile("rolling");
+const schema = schemaForFile("rolling", { ownDatabase: true });
 let server: SyncServer;
 let url: string;
 let admin: pg.Pool;

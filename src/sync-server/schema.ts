@@ -8,10 +8,16 @@
  * byte. `seq` orders the user's change log: a checkpoint takes a new `seq`
  * when it is stored or gains writes, a tombstone when its thread is deleted.
  */
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
-import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, transaction, utf16Key } from "./sql.js";
+import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, transaction } from "./sql.js";
+import {
+  THREAD_ORDER_INDEX,
+  THREAD_ORDER_INDEX_ON,
+  THREAD_ORDER_INDEX_VALID,
+  ThreadOrderIndexBuild,
+} from "./thread-order-index.js";
 
 /**
  * A statement adding `column` to `table` only when it is missing: ALTER
@@ -54,8 +60,20 @@ function createFunctionIfMissing(signature: string, definition: string): string 
    END $$`;
 }
 
-/** The statements that create the schema; idempotent, run by `setup()`. */
+/**
+ * The transaction's own setting saying whether `lgsync_checkpoints` was
+ * missing when it began (so this transaction creates it).
+ */
+const NEW_CHECKPOINTS = "lgsync.new_checkpoints";
+
+/**
+ * The statements that create the schema; idempotent, run by `setupSchema()`
+ * in one transaction. They create the index `lgsync_checkpoints_thread_order`
+ * only with the table: on a table an older version created, it is built
+ * after them, concurrently (thread-order-index.ts).
+ */
 export const SYNC_SCHEMA: readonly string[] = [
+  `SELECT set_config('${NEW_CHECKPOINTS}', (to_regclass('lgsync_checkpoints') IS NULL)::text, true)`,
   `CREATE TABLE IF NOT EXISTS lgsync_users (
      user_id text PRIMARY KEY,
      seq bigint NOT NULL DEFAULT 0,
@@ -132,19 +150,40 @@ export const SYNC_SCHEMA: readonly string[] = [
   ...QUOTA_SCHEMA,
   APPS_SCHEMA,
   // The user's thread ids in the devices' order, for /threads to walk a page's threads a step each
-  // (reads.ts). Last: on a database of an older version, the build's SHARE lock on the checkpoints is
-  // the last lock the start takes, so no push waits on it while holding what a later statement needs.
+  // (reads.ts). Built here only on the table this transaction created, which nobody else can be writing:
+  // on one an older version created, its SHARE lock held to the start's commit made every push wait for
+  // the whole build. That one is built concurrently once the start committed (thread-order-index.ts).
   createFunctionIfMissing(`${UTF16_KEY_FUNCTION}(text)`, UTF16_KEY_DEFINITION),
-  createIndexIfMissing("lgsync_checkpoints_thread_order", `lgsync_checkpoints (user_id, ${utf16Key("thread_id")})`),
+  `DO $$ BEGIN
+     IF current_setting('${NEW_CHECKPOINTS}', true) = 'true' AND to_regclass('${THREAD_ORDER_INDEX}') IS NULL THEN
+       CREATE INDEX ${THREAD_ORDER_INDEX} ON ${THREAD_ORDER_INDEX_ON};
+     END IF;
+   END $$`,
 ];
 
 /**
- * Creates the tables if absent. Several server processes may start at once:
- * an advisory lock keeps their `CREATE ... IF NOT EXISTS` from racing on the
- * catalog (which PostgreSQL reports as a unique violation).
+ * Creates the tables if absent, then builds the index
+ * `lgsync_checkpoints_thread_order` concurrently where an older version's
+ * table lacks it (or an interrupted build left it INVALID), unless another
+ * session is building it. Several server processes may start at once: an
+ * advisory lock keeps their `CREATE ... IF NOT EXISTS` from racing on the
+ * catalog (which PostgreSQL reports as a unique violation). A server runs
+ * the tables' part ({@link setupTables}) at start and builds the index
+ * while it serves.
  */
-export function setupSchema(pool: Pool): Promise<void> {
-  return runSchemaStatements(pool, SYNC_SCHEMA);
+export async function setupSchema(pool: Pool): Promise<void> {
+  if (await setupTables(pool)) await new ThreadOrderIndexBuild(pool.options).run();
+}
+
+/**
+ * The tables' part of {@link setupSchema}, its one transaction; resolves to
+ * whether the thread order index is still to be built (concurrently).
+ */
+export function setupTables(pool: Pool): Promise<boolean> {
+  return runSchemaStatements(pool, SYNC_SCHEMA, async (client) => {
+    const { rows } = await client.query<{ valid: boolean }>(THREAD_ORDER_INDEX_VALID);
+    return !rows[0]!.valid;
+  });
 }
 
 /**
@@ -155,9 +194,21 @@ export function setupSchema(pool: Pool): Promise<void> {
  * (a restart, which a start that waits for its database then outlives)
  * ended the process.
  */
-export function runSchemaStatements(pool: Pool, statements: readonly string[]): Promise<void> {
+export function runSchemaStatements(pool: Pool, statements: readonly string[]): Promise<void>;
+/** The same, then `after` in the same transaction; resolves to what it gives. */
+export function runSchemaStatements<R>(
+  pool: Pool,
+  statements: readonly string[],
+  after: (client: PoolClient) => Promise<R>,
+): Promise<R>;
+export function runSchemaStatements(
+  pool: Pool,
+  statements: readonly string[],
+  after?: (client: PoolClient) => Promise<unknown>,
+): Promise<unknown> {
   return transaction(pool, "BEGIN", async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(7270451)");
     for (const statement of statements) await client.query(statement);
+    return after?.(client);
   });
 }

@@ -20,7 +20,8 @@ import { answerClientError, answerUnroutedEarly, errorBody, installCors, install
 import { addReadRoutes } from "./read-routes.js";
 import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
-import { setupSchema } from "./schema.js";
+import { setupTables } from "./schema.js";
+import { ThreadOrderIndexBuild } from "./thread-order-index.js";
 import { startDatabase } from "./startup.js";
 import { surviveLostConnections } from "./sql.js";
 import { PushNotifier } from "./notify.js";
@@ -285,12 +286,30 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   };
 
   const notifier = new PushNotifier(() => new pg.Client(pool.options));
+  let buildIndex = false;
+  let closing = false;
   const startup = startDatabase(
     async () => {
-      await setupSchema(pool);
+      buildIndex = await setupTables(pool);
       await notifier.start();
     },
     options.waitForDatabase ? (options.onDatabaseWait ?? (() => undefined)) : undefined,
+  );
+  // On a database an older version created: built while the server serves (thread-order-index.ts).
+  const indexBuild = new ThreadOrderIndexBuild(pool.options);
+  startup.ready.then(
+    () => {
+      if (buildIndex)
+        indexBuild.run().catch((error: Error) => {
+          if (!closing)
+            app.log.error(
+              { err: error },
+              "The sync server could not build the index lgsync_checkpoints_thread_order: /threads answers " +
+                "without it, slower, and the next start tries again.",
+            );
+        });
+    },
+    () => undefined,
   );
   if (options.waitForDatabase) {
     startup.ready.catch(() => undefined); // seen through `ready` and by every request
@@ -350,7 +369,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       // (each push is one transaction: a cut one is either committed or not).
       const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
       grace.unref();
+      closing = true;
       startup.stop();
+      await indexBuild.stop();
       await notifier.close(); // long polls answer now, so closing need not wait for them
       await app.close();
       clearTimeout(grace);
