@@ -8,7 +8,7 @@
 import type { PoolClient, Pool } from "pg";
 import type { WireCheckpoint, WireWrite } from "../sync/protocol.js";
 import { versionFromKey, versionKey } from "../core/identity.js";
-import { cpKey } from "./sql.js";
+import { cpKey, read } from "./sql.js";
 import type { CheckpointHead } from "./ancestors.js";
 
 /**
@@ -158,7 +158,8 @@ export async function readWrites(
   checkpointNs: string,
   checkpointId: string,
 ): Promise<WireWrite[]> {
-  const result = await pool.query<WriteColumns>(
+  const result = await read<WriteColumns>(
+    pool,
     `SELECT task_id, idx, channel, task_path, type, value FROM lgsync_writes
      WHERE user_id = $1 AND thread_id = $2 AND checkpoint_ns = $3 AND checkpoint_id = $4`,
     [userId, threadId, checkpointNs, checkpointId],

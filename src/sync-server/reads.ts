@@ -18,7 +18,7 @@ import {
   type WireCheckpoint,
 } from "../sync/protocol.js";
 import { SyncHttpError } from "./store.js";
-import { cpKey, transaction, utf16Key, utf16Order } from "./sql.js";
+import { cpKey, read, transaction, utf16Key, utf16Order } from "./sql.js";
 import { ancestorsAfter, ancestorsBefore, headColumns, type CheckpointHead } from "./ancestors.js";
 import { inSequence, readDetails, readRows, type CheckpointDbRow } from "./bundles.js";
 import { PageSizes } from "./page-sizes.js";
@@ -70,7 +70,8 @@ export function readCheckpoints(pool: Pool, userId: string, query: CheckpointQue
  * ids (PostgreSQL's "C" order is by code point, see deletes.ts).
  */
 export async function newestId(pool: Pool, userId: string, threadId: string): Promise<string | undefined> {
-  const result = await pool.query<{ id: string }>(
+  const result = await read<{ id: string }>(
+    pool,
     `SELECT checkpoint_id AS id FROM lgsync_checkpoints WHERE user_id = $1 AND thread_id = $2
      UNION SELECT checkpoint_id FROM lgsync_writes WHERE user_id = $1 AND thread_id = $2`,
     [userId, threadId],
@@ -243,7 +244,8 @@ async function laterTombstones(
 
 /** Who the user is to the server: sequence, key record, whether it holds data. */
 export async function hello(pool: Pool, userId: string, user = userId): Promise<HelloResponse> {
-  const result = await pool.query<{ seq: string | null; key_record: Buffer | null; has_data: boolean }>(
+  const result = await read<{ seq: string | null; key_record: Buffer | null; has_data: boolean }>(
+    pool,
     `SELECT (SELECT seq FROM lgsync_users WHERE user_id = $1) AS seq,
             (SELECT key_record FROM lgsync_users WHERE user_id = $1) AS key_record,
             EXISTS (SELECT 1 FROM lgsync_checkpoints WHERE user_id = $1) AS has_data`,
@@ -274,8 +276,11 @@ export async function threads(
   page?: { after?: string; limit: number },
 ): Promise<ThreadsResponse> {
   const limit = page ? page.limit : MAX_THREADS_UNPAGED;
-  const result = await pool.query<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
-    threadsQuery(userId, limit + 1, page?.after),
+  const query = threadsQuery(userId, limit + 1, page?.after);
+  const result = await read<{ thread_id: string; checkpoints: string; latest: string | null; seq: string }>(
+    pool,
+    query.text,
+    query.values,
   );
   const more = result.rows.length > limit;
   if (more && !page)

@@ -5,7 +5,14 @@
  * weighs a row or names a checkpoint.
  */
 /// <reference types="node" />
-import type { Pool, PoolClient } from "pg";
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from "pg";
+
+/**
+ * Connections that answered a statement of {@link transaction} or
+ * {@link read}: one of them found dead at a request's first statement was
+ * dropped by the database since (a restart), not refused by it now.
+ */
+const answered = new WeakSet<PoolClient>();
 
 /**
  * Runs `work` in a transaction on one pooled connection. A connection the
@@ -13,26 +20,73 @@ import type { Pool, PoolClient } from "pg";
  * emits `error` with no query to take it, and the pool listens only while a
  * connection is idle: without a listener here that event would end the
  * process. The broken connection is destroyed, not returned to the pool.
+ *
+ * A pooled connection found dead at `begin` (the database restarted since
+ * it answered last, and its notice was lost or is still on its way) ran
+ * nothing of the request: the transaction is tried again on another
+ * connection, until one made since fails as well (the database is down:
+ * the request's 503). Nothing is tried again once `begin` succeeded: what
+ * failed after may have committed.
  */
-export async function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (error: Error) => {
-    broken ??= error;
-  };
-  client.on("error", onError);
-  try {
-    await client.query(begin);
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    broken ??= isConnectionLost(error) ? (error as Error) : undefined;
-    if (!broken) await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
+export function transaction<R>(pool: Pool, begin: string, work: (client: PoolClient) => Promise<R>): Promise<R> {
+  return onConnection(
+    pool,
+    (client) => client.query(begin),
+    async (client) => {
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    },
+  );
+}
+
+/**
+ * Runs one read-only `text` (a SELECT: it commits nothing) on a pooled
+ * connection, and again on another when the connection turns out dead, as
+ * {@link transaction} does with its `begin`: a read may always be asked again.
+ */
+export function read<R extends QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<QueryResult<R>> {
+  return onConnection(
+    pool,
+    (client) => client.query<R>(text, values),
+    async (_, result) => result,
+  );
+}
+
+/**
+ * `first` (a statement that commits nothing), then `rest` on one pooled
+ * connection (see {@link transaction}); a failure after `first` rolls back
+ * whatever transaction is open.
+ */
+async function onConnection<F, R>(
+  pool: Pool,
+  first: (client: PoolClient) => Promise<F>,
+  rest: (client: PoolClient, first: F) => Promise<R>,
+): Promise<R> {
+  for (;;) {
+    const client = await pool.connect();
+    const stale = answered.has(client);
+    let begun = false;
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken ??= error;
+    };
+    client.on("error", onError);
+    try {
+      const answer = await first(client);
+      begun = true;
+      answered.add(client);
+      return await rest(client, answer);
+    } catch (error) {
+      broken ??= isConnectionLost(error) ? (error as Error) : undefined;
+      if (!broken && begun) await client.query("ROLLBACK").catch(() => undefined);
+      // Dead before it ran anything: another connection, until one made since fails too (the database down).
+      if (broken && stale && !begun) continue;
+      throw error;
+    } finally {
+      client.off("error", onError);
+      client.release(broken);
+    }
   }
 }
 
@@ -61,8 +115,23 @@ export function surviveLostConnections(pool: Pool): void {
   });
 }
 
-/** PostgreSQL error classes that mean "the database is (re)starting or unreachable", not "this request is wrong". */
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
+/**
+ * PostgreSQL error classes that mean "the database is (re)starting or
+ * unreachable", not "this request is wrong": connection exceptions (08),
+ * a session terminated (57P01), a crash shutdown (57P02), a database
+ * starting or stopping (57P03), an idle session timed out (57P05), too many
+ * connections (53300). Not 57P04 (the database was dropped): that does
+ * not mend itself.
+ */
+const UNAVAILABLE_SQLSTATE = /^(08|57P0[1235]|53300)/;
+
+/**
+ * Node's socket errors of a database gone or out of reach: refused, reset,
+ * cut, timed out, no route to its host or network, its name not resolved
+ * for now (EAI_AGAIN; not ENOTFOUND, a name that does not exist).
+ */
+const UNAVAILABLE_ERRNO =
+  /^E(CONNREFUSED|CONNRESET|CONNABORTED|PIPE|TIMEDOUT|HOSTUNREACH|HOSTDOWN|NETUNREACH|NETDOWN|AI_AGAIN)$/;
 
 /**
  * Whether `error` says the database went away or is not there yet (a
@@ -74,9 +143,9 @@ const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300)/;
 export function isConnectionLost(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as Error & { code?: unknown }).code;
-  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || /^E(CONNREFUSED|CONNRESET|PIPE)$/.test(code)))
-    return true;
-  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+  if (typeof code === "string" && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.test(code))) return true;
+  // "timeout expired": pg's own connectionTimeoutMillis, a host that does not answer (a network down).
+  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|^timeout expired$/i.test(
     error.message,
   );
 }
