@@ -1,7 +1,7 @@
 // ESLint 9 flat config (`npm run lint`).
 //
-// TypeScript is linted with type information (typescript-eslint's project
-// service reads tsconfig.json), so the rules that need types run too: floating
+// TypeScript is linted with type information (typescript-eslint builds one
+// program from tsconfig.json), so the rules that need types run too: floating
 // and misused promises above all, the bug class an IndexedDB library is most
 // exposed to (a transaction that auto-commits while a promise is left behind).
 // Plain JS (scripts, the Chromium launcher, the Firefox runner) is linted
@@ -37,7 +37,11 @@ export default defineConfig(
     files: ["**/*.ts", "**/*.tsx", "**/*.mts", "**/*.cts"],
     extends: [tseslint.configs.recommended],
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // `project`, not `projectService`: the same one program (every TypeScript file is in
+      // tsconfig.json's include; a file outside it is an error either way) and the same findings,
+      // for 16-24% less CPU in the full lint (typescript-eslint#9571: the project service no longer
+      // outperforms it).
+      parserOptions: { project: ["./tsconfig.json"], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // The code base already writes `import type` / inline `type` (verbatimModuleSyntax); keep it so.
