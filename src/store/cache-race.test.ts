@@ -121,3 +121,60 @@ describe("search cache and a racing write", () => {
     expect(await keysOf(store)).toEqual(["new=2"]);
   });
 });
+
+/**
+ * `base` whose connections call `hook` (once armed) just before a read of
+ * the `namespaces` store goes out: a search between its read of the write
+ * generation and its read of the namespace list, in one transaction.
+ */
+function namespaceReadHook(base: IDBFactory = indexedDB) {
+  let hook: (() => void) | undefined;
+  const factory = {
+    open: (name: string, version?: number) => {
+      const request = version === undefined ? base.open(name) : base.open(name, version);
+      request.addEventListener("success", () => {
+        const db = request.result;
+        const transaction = db.transaction.bind(db);
+        db.transaction = ((...args: Parameters<IDBDatabase["transaction"]>) => {
+          const tx = transaction(...args);
+          const objectStore = tx.objectStore.bind(tx);
+          tx.objectStore = (storeName: string) => {
+            const store = objectStore(storeName);
+            if (storeName !== "namespaces") return store;
+            const getAll = store.getAll.bind(store);
+            store.getAll = (...query: Parameters<IDBObjectStore["getAll"]>) => {
+              const run = hook;
+              hook = undefined;
+              run?.();
+              return getAll(...query);
+            };
+            return store;
+          };
+          return tx;
+        }) as IDBDatabase["transaction"];
+      });
+      return request;
+    },
+    deleteDatabase: (name: string) => base.deleteDatabase(name),
+    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
+    databases: () => base.databases(),
+  } as IDBFactory;
+  return { factory, arm: (run: () => void) => (hook = run) };
+}
+
+describe("search cache and a drop inside the search's transaction", () => {
+  it("keeps no namespace list read across a close, once the database is deleted and made again", async () => {
+    const hooked = namespaceReadHook();
+    const store = freshStore({ indexedDB: hooked.factory });
+    await store.put(["old"], "k", { v: 1 });
+    // The close lands between the search's read of the generation and of the namespace list.
+    let closed: Promise<void> | undefined;
+    hooked.arm(() => (closed = store.close()));
+    expect((await store.search([], { limit: 10 })).map((item) => item.namespace.join("/"))).toEqual(["old"]);
+    await closed;
+    await deleteDatabase(store.dbName);
+    // The new database's write generation is the old one's: one put each.
+    await reopen(store).put(["new"], "k", { v: 2 });
+    expect((await store.search([], { limit: 10 })).map((item) => item.namespace.join("/"))).toEqual(["new"]);
+  });
+});

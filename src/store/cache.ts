@@ -84,9 +84,14 @@ export class NamespaceCache {
     return list.rows;
   }
 
-  /** Remembers the namespace rows under prefix `id` as of store-wide `generation`. */
-  setNamespaces(id: string, generation: number, rows: NamespaceRow[]): void {
-    if (!this.enabled) return;
+  /**
+   * Remembers the namespace rows under prefix `id` as of store-wide
+   * `generation`, read when the cache was at `epoch`: a list read across a
+   * {@link clear} (the database dropped between the transaction's reads of
+   * the generation and of the list) is not kept, as {@link set} keeps no entry.
+   */
+  setNamespaces(id: string, generation: number, rows: NamespaceRow[], epoch: number): void {
+    if (!this.enabled || epoch !== this.#epoch) return;
     this.#lists.delete(id);
     this.#lists.set(id, { generation, rows });
     for (const oldest of this.#lists.keys()) {

@@ -151,7 +151,7 @@ const MANY_NAMESPACES = 16;
 export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan: SearchPlan): Promise<SearchRead> {
   const epoch = cache.epoch;
   const prefix = plan.op.namespacePrefix;
-  const namespaceRows = await readNamespaces(tx, ranges, cache, prefix);
+  const namespaceRows = await readNamespaces(tx, ranges, cache, prefix, epoch);
   const order = tx.objectStore("items").index("order");
   const ranked = plan.queryVector !== undefined;
   let need = plan.need;
@@ -250,6 +250,7 @@ async function readNamespaces(
   ranges: KeyRanges,
   cache: NamespaceCache,
   prefix: readonly string[],
+  epoch: number,
 ): Promise<NamespaceRow[]> {
   const id = JSON.stringify(prefix);
   let generation: number | undefined;
@@ -261,8 +262,8 @@ async function readNamespaces(
   }
   const rows = await tx.objectStore("namespaces").getAll(namespacePrefixRange(ranges, prefix));
   rows.sort((a, b) => a.seq - b.seq);
-  // Read in this transaction, right after that generation: consistent.
-  if (generation !== undefined) cache.setNamespaces(id, generation, rows);
+  // Read in this transaction, right after that generation: consistent (unless the cache was cleared between).
+  if (generation !== undefined) cache.setNamespaces(id, generation, rows, epoch);
   return rows;
 }
 
