@@ -138,7 +138,11 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     await eraseThread(threadId);
     leftovers.forget(threadId);
   };
+  // Ends the thread streams still open at close: each would otherwise look for runs (and open the
+  // databases again) every 200 ms for as long as its client stays.
+  const closing = new AbortController();
   const app = createRoutes({
+    closed: closing.signal,
     graphs,
     threads,
     runs,
@@ -210,6 +214,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     close: async () => {
       if (closed) return;
       closed = true;
+      closing.abort();
       await runs.close();
       // After the runs: one cancelled by the close may leave its own thread to delete again.
       await leftovers.close();

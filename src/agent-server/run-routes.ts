@@ -41,6 +41,8 @@ export interface RouteContext {
   runs: RunRegistry;
   dbName: string;
   locks: RunLockManager | undefined;
+  /** Aborted when the server closes: a thread's open stream ends then, instead of polling a closed server. */
+  closed: AbortSignal;
   /** Deletes the thread: its runs stopped, then its checkpoints, runs and record (RunRegistry.deleteThread). */
   deleteThread(threadId: string): Promise<void>;
   /** Deletes the thread again later, until a delete succeeds (a thread-less run's whose delete failed). */

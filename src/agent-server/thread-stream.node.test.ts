@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { deleteDatabase } from "../../test/support/databases.js";
 
 afterEach(closeServers);
 
@@ -105,6 +106,25 @@ describe("threads.joinStream", () => {
     expect(runsOf(events)).toEqual([run.run_id]);
     await a.client.threads.delete(thread_id);
     expect(await reading).toBe("ended");
+  });
+
+  it("ends an open stream when the server closes, and opens none of its databases again", async () => {
+    const { client, server, dbName } = await openServer("agent-thread-stream-close");
+    const { thread_id } = await client.threads.create();
+    const stream = client.threads.joinStream(thread_id) as AsyncGenerator<Event>;
+    const reading = (async () => {
+      for await (const event of stream) void event;
+      return "ended";
+    })().catch((error: unknown) => `failed: ${String(error)}`);
+    // Waiting for a run: it looks for one every 200 ms.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await server.close();
+    const ended = await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 2000, "still open"))]);
+    expect(ended).not.toBe("still open");
+    // Nothing of the closed server opens its database again: a delete goes through at once and stays done.
+    await deleteDatabase(`${dbName}-agent-threads`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await indexedDB.databases()).map((db) => db.name)).not.toContain(`${dbName}-agent-threads`);
   });
 
   it("answers 404 for a missing thread, 422 for a stream_mode or Last-Event-ID it does not serve", async () => {

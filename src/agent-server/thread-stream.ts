@@ -40,8 +40,11 @@ export const registerThreadStreamRoute: ThreadRoutes = (app, context, threadOr40
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
     const stop = new AbortController();
-    // A client that leaves (the body cancelled, or the request aborted) ends the stream's wait for runs.
-    c.req.raw.signal.addEventListener("abort", () => stop.abort(), { once: true });
+    // A client that leaves (the body cancelled, or the request aborted) ends the stream's wait for runs,
+    // and so does the server closing (its runs are cancelled: the one followed ends too).
+    const ended = AbortSignal.any([c.req.raw.signal, context.closed]);
+    if (ended.aborted) stop.abort();
+    else ended.addEventListener("abort", () => stop.abort(), { once: true });
     return sse(threadEvents(context, thread.thread_id, from, stop.signal), {}, () => stop.abort());
   });
 };
