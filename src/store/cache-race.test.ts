@@ -10,7 +10,7 @@ import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanupStores, freshStore, reopen } from "../../test/support/store-fixtures.js";
 import { deleteDatabase } from "../../test/support/databases.js";
-import { closingFactory } from "../../test/support/reliability/factories.js";
+import { closingFactory, transactionsFactory } from "../../test/support/reliability/factories.js";
 import type { IndexedDBStore } from "./index.js";
 
 afterEach(cleanupStores);
@@ -127,38 +127,23 @@ describe("search cache and a racing write", () => {
  * the `namespaces` store goes out: a search between its read of the write
  * generation and its read of the namespace list, in one transaction.
  */
-function namespaceReadHook(base: IDBFactory = indexedDB) {
+function namespaceReadHook() {
   let hook: (() => void) | undefined;
-  const factory = {
-    open: (name: string, version?: number) => {
-      const request = version === undefined ? base.open(name) : base.open(name, version);
-      request.addEventListener("success", () => {
-        const db = request.result;
-        const transaction = db.transaction.bind(db);
-        db.transaction = ((...args: Parameters<IDBDatabase["transaction"]>) => {
-          const tx = transaction(...args);
-          const objectStore = tx.objectStore.bind(tx);
-          tx.objectStore = (storeName: string) => {
-            const store = objectStore(storeName);
-            if (storeName !== "namespaces") return store;
-            const getAll = store.getAll.bind(store);
-            store.getAll = (...query: Parameters<IDBObjectStore["getAll"]>) => {
-              const run = hook;
-              hook = undefined;
-              run?.();
-              return getAll(...query);
-            };
-            return store;
-          };
-          return tx;
-        }) as IDBDatabase["transaction"];
-      });
-      return request;
-    },
-    deleteDatabase: (name: string) => base.deleteDatabase(name),
-    cmp: (a: unknown, b: unknown) => base.cmp(a, b),
-    databases: () => base.databases(),
-  } as IDBFactory;
+  const factory = transactionsFactory((tx) => {
+    const objectStore = tx.objectStore.bind(tx);
+    tx.objectStore = (storeName: string) => {
+      const store = objectStore(storeName);
+      if (storeName !== "namespaces") return store;
+      const getAll = store.getAll.bind(store);
+      store.getAll = (...query: Parameters<IDBObjectStore["getAll"]>) => {
+        const run = hook;
+        hook = undefined;
+        run?.();
+        return getAll(...query);
+      };
+      return store;
+    };
+  });
   return { factory, arm: (run: () => void) => (hook = run) };
 }
 

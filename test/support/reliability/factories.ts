@@ -84,6 +84,21 @@ export function closingFactory(base: IDBFactory = indexedDB) {
   };
 }
 
+/**
+ * `base`, handing each transaction its connections create to `made` as it
+ * is created (to count transactions, or to wrap a store's requests).
+ */
+export function transactionsFactory(made: (tx: IDBTransaction) => void, base: IDBFactory = indexedDB): IDBFactory {
+  return watchedFactory(base, (db) => {
+    const transaction = db.transaction.bind(db);
+    db.transaction = ((...args: Parameters<IDBDatabase["transaction"]>) => {
+      const tx = transaction(...args);
+      made(tx);
+      return tx;
+    }) as IDBDatabase["transaction"];
+  });
+}
+
 /** A factory whose `open` throws synchronously (Firefox private mode before 115 did, as InvalidStateError). */
 export function throwingFactory(
   error: unknown = new DOMException(
