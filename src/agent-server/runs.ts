@@ -246,9 +246,13 @@ export class RunRegistry {
     };
   }
 
-  /** The runs of `threadId`, newest first: this server's as they stand, others' from the run log. */
-  async list(threadId: string): Promise<RunRecord[]> {
-    const stored = await this.#log.list(threadId);
+  /**
+   * The runs of `threadId`, newest first: this server's as they stand, others' from the run log;
+   * without those in `except` (a thread's stream, which looks every 200 ms, reads only runs it has
+   * not had: each other run's record is a read of its own).
+   */
+  async list(threadId: string, except?: ReadonlySet<string>): Promise<RunRecord[]> {
+    const stored = (await this.#log.list(threadId)).filter((record) => !except?.has(record.run_id));
     return Promise.all(
       stored.map(async (record) => {
         const own = this.#runs.get(record.run_id);

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { deleteDatabase } from "../../test/support/databases.js";
+import { transactionsFactory } from "../../test/support/reliability/factories.js";
 
 afterEach(closeServers);
 
@@ -125,6 +126,25 @@ describe("threads.joinStream", () => {
     await deleteDatabase(`${dbName}-agent-threads`);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await indexedDB.databases()).map((db) => db.name)).not.toContain(`${dbName}-agent-threads`);
+  });
+
+  it("on an idle thread with many ended runs, reads those runs' records only once", async () => {
+    // Transactions on the agent database, counted through its factory.
+    let transactions = 0;
+    const factory = transactionsFactory(() => transactions++);
+    const { client, server } = await openServer("agent-thread-stream-ended", false, { indexedDB: factory });
+    const { thread_id } = await client.threads.create();
+    for (let i = 0; i < 20; i++) await client.runs.wait(thread_id, "agent", { input: human(`turn ${i}`) });
+    const leave = new AbortController();
+    const response = await server.fetch(`http://local.invalid/threads/${thread_id}/stream`, { signal: leave.signal });
+    expect(response.status).toBe(200);
+    // About five looks for a new run in a second: each a read of the thread and of its runs, not of every run.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const before = transactions;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(transactions - before).toBeLessThan(30);
+    leave.abort();
+    await response.body?.cancel();
   });
 
   it("answers 404 for a missing thread, 422 for a stream_mode or Last-Event-ID it does not serve", async () => {

@@ -75,7 +75,7 @@ async function* threadEvents(
   from: ResumeAt | undefined,
   stop: AbortSignal,
 ): AsyncGenerator<Omit<SentEvent, "id"> & { id: string }> {
-  const oldestFirst = async () => (await context.runs.list(threadId)).reverse();
+  const oldestFirst = async (except?: ReadonlySet<string>) => (await context.runs.list(threadId, except)).reverse();
   const listed = await oldestFirst();
   const index = from === undefined ? -1 : listed.findIndex((run) => run.run_id === from.runId);
   // Runs the client has had: those before its run, or, with no run to resume, those already ended.
@@ -84,7 +84,8 @@ async function* threadEvents(
   );
   while (!stop.aborted) {
     if (!(await context.threads.get(threadId))) return;
-    const next = (await oldestFirst()).find((run) => !done.has(run.run_id));
+    // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
+    const next = (await oldestFirst(done)).find((run) => !done.has(run.run_id));
     if (next === undefined) {
       await pause(LOOK_EVERY_MS, stop);
       continue;

@@ -30,6 +30,8 @@ export interface ServerPlace {
   /** The thread store; default the server's own. */
   threads?: AgentThreadStore;
   keepRunEvents?: number;
+  /** The agent database's `IDBFactory`; default `globalThis.indexedDB`. */
+  indexedDB?: IDBFactory;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function openServer<State extends Record<string, unknown> = Record<
     locks: place.locks,
     threads: place.threads,
     keepRunEvents: place.keepRunEvents,
+    indexedDB: place.indexedDB,
   });
   opened.push({
     close: async () => {
