@@ -7,6 +7,7 @@
  * then goes on with the runs after it. Mode `run_modes` only: each run's
  * events as its own stream sent them.
  */
+import { pause } from "../core/tasks.js";
 import { isFinal } from "./run-log.js";
 import { sse } from "./run-replies.js";
 import { BadRequest, checkOneOf } from "./input.js";
@@ -100,13 +101,4 @@ async function* threadEvents(
       await events.return(undefined);
     }
   }
-}
-
-/** Resolves after `ms`, or at once when `stop` aborts. */
-function pause(ms: number, stop: AbortSignal): Promise<void> {
-  const wake = AbortSignal.any([stop, AbortSignal.timeout(ms)]);
-  return new Promise((resolve) => {
-    if (wake.aborted) resolve();
-    else wake.addEventListener("abort", () => resolve(), { once: true });
-  });
 }

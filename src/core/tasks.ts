@@ -1,4 +1,4 @@
-/** Scheduling helpers shared by the write batcher and the change feed. */
+/** Scheduling helpers shared by the write batcher, the change feed and the loops that wait (sync, thread streams). */
 
 /** Resolves in a later task: `scheduler.postTask` where there is one (no timer clamping), else a timer. */
 export function nextTask(): Promise<void> {
@@ -24,4 +24,23 @@ export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
       pending = undefined;
       throw error;
     }));
+}
+
+/**
+ * Resolves after `ms`, or at once when `signal` aborts; the timer and the
+ * listener go either way (a loop that pauses many times leaves nothing
+ * behind), and the timer keeps no Node process alive.
+ */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    (timer as { unref?: () => void }).unref?.();
+    if (signal.aborted) done();
+    else signal.addEventListener("abort", done, { once: true });
+  });
 }

@@ -8,6 +8,7 @@
  * `wait`), it backs off and the interval rounds carry on alone.
  */
 import type { SyncTransport } from "./transport.js";
+import { pause } from "../core/tasks.js";
 
 /** Seconds a long poll waits (below the protocol's 30, so proxies' idle timeouts rarely cut it). */
 export const LIVE_WAIT_SECONDS = 25;
@@ -71,19 +72,4 @@ export async function runLive(ctx: LiveContext): Promise<void> {
     }
     if (!(await ctx.round())) await fail();
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    (timer as { unref?: () => void }).unref?.();
-    if (signal.aborted) done();
-    else signal.addEventListener("abort", done, { once: true });
-  });
 }
