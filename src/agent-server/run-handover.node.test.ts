@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
+import { letGo } from "../../test/support/agent-server/graph.js";
 
 import {
   SlowSaver,
@@ -92,14 +93,17 @@ describe("the thread between runs", () => {
     const a = await client.runs.create(t.thread_id, "agent", { input: human("a") });
     await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "success");
     await sleep(30);
-    const b = await client.runs.create(t.thread_id, "agent", {
-      input: human("b"),
-      config: { configurable: { delay_ms: 1_500 } },
-    });
-    await sleep(600);
+    // b goes until the test lets it go: a timed one (1.5 s) ended before the checks on a loaded machine.
+    const hold = crypto.randomUUID();
+    const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), config: { configurable: { hold } } });
+    // a's end written (its join answers after it), where a fixed 600 ms wait counted on the 300 ms write.
+    await client.runs.join(t.thread_id, a.run_id);
+    await until(async () => (await client.runs.get(t.thread_id, b.run_id)).status === "running");
     const bStatus = (await client.runs.get(t.thread_id, b.run_id)).status;
     const threadStatus = (await client.threads.get(t.thread_id)).status;
     expect({ bStatus, threadStatus }).toEqual({ bStatus: "running", threadStatus: "busy" });
+    letGo(hold);
+    await client.runs.join(t.thread_id, b.run_id);
   });
 
   it("a rollback cancel of a run with a run enqueued behind it: the next run starts without the rolled-back input", async () => {

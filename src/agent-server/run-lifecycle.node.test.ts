@@ -12,7 +12,7 @@ import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import type { Client } from "@langchain/langgraph-sdk";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
-import { agentGraph } from "../../test/support/agent-server/graph.js";
+import { agentGraph, letGo } from "../../test/support/agent-server/graph.js";
 
 const URL_BASE = "http://local.invalid";
 const setup = () => openServer<Chat>("run-lifecycle", true);
@@ -236,23 +236,28 @@ describe("thread status", () => {
   it("stays busy while an enqueued run follows, or while a run goes after a pending one was cancelled", async () => {
     const { client } = await setup();
     const t = await client.threads.create();
+    // Each run goes until the test lets it go: timed ones (150 and 300 ms) ended early on a loaded machine,
+    // b before the checks below (then idle, as it should be), a before b was enqueued behind it.
+    const [holdA, holdB] = [crypto.randomUUID(), crypto.randomUUID()];
     const a = await client.runs.create(t.thread_id, "agent", {
       input: human("a"),
-      config: { configurable: { delay_ms: 150 } },
+      config: { configurable: { hold: holdA } },
     });
     const b = await client.runs.create(t.thread_id, "agent", {
       input: human("b"),
-      config: { configurable: { delay_ms: 300 } },
+      config: { configurable: { hold: holdB } },
       multitaskStrategy: "enqueue",
     });
+    letGo(holdA);
+    // a's end wrote the thread's status before its join answers: what follows sees every write of it.
     await client.runs.join(t.thread_id, a.run_id);
     await until(async () => (await client.runs.get(t.thread_id, b.run_id)).status === "running");
-    await sleep(50);
     expect((await client.threads.get(t.thread_id)).status).toBe("busy");
     // A third, enqueued and cancelled while pending: b still runs, the thread stays busy.
     const c = await client.runs.create(t.thread_id, "agent", { input: human("c"), multitaskStrategy: "enqueue" });
     await client.runs.cancel(t.thread_id, c.run_id, true);
     expect((await client.threads.get(t.thread_id)).status).toBe("busy");
+    letGo(holdB);
     await client.runs.join(t.thread_id, b.run_id);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
