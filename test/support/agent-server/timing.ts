@@ -26,8 +26,13 @@ export const texts = (values: unknown): string[] =>
 /** Waits `ms`. */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits until `check` holds, asking every 10 ms; throws after `ms`. */
-export async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+/**
+ * Waits until `check` holds, asking every 10 ms; throws after `ms`. The
+ * bound only stops a wait for what never comes: 30 s by default, since on a
+ * loaded machine a run's few status writes took more than 5 s, and a wait
+ * that fails still says "timed out" before the test's own timeout (60 s).
+ */
+export async function until(check: () => Promise<boolean>, ms = 30_000): Promise<void> {
   for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
     if (Date.now() > deadline) throw new Error("timed out");
   }
