@@ -55,8 +55,9 @@ export const LAYERS = {
   // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
   "sync-server": { imports: ["sync/protocol", "sync/protocol-checks", "rows", "serde", "core"] },
   // The Agent Server routes: runs go through runOnThread, thread records through idb/; rows/ for the
-  // saver's id rules, so a thread id the saver would refuse is refused when the thread is created.
-  "agent-server": { imports: ["runs", "rows", "idb", "core"] },
+  // saver's id rules, so a thread id the saver would refuse is refused when the thread is created;
+  // saver/syncing: whether the saver syncs (a checkpoint patched in place would reach no other device).
+  "agent-server": { imports: ["runs", "rows", "idb", "core", "saver/syncing"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

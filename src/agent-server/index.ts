@@ -17,6 +17,7 @@ import { RunLog } from "./run-log.js";
 import { LeftoverRecords, LeftoverThreads, sweepLeftovers } from "./leftover-threads.js";
 import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
+import { syncsBetweenDevices } from "../saver/syncing.js";
 
 export { IndexedDBThreadStore } from "./threads.js";
 export { exposeLocalAgentServer, connectLocalAgentServer } from "./port.js";
@@ -169,15 +170,18 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     forgetLeftover: (threadId) => records.remove(threadId),
     deleteThreadLater: (threadId) => leftovers.add(threadId),
     patchStateMetadata: async (threadId, metadata) => {
+      // The sync server stores a checkpoint once: a row put again under its id would stay on this device
+      // (and its copies on the others keep the old metadata), so nothing is written.
+      if (await syncsBetweenDevices(saver)) return "synced";
       const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
-      if (!tuple) return false;
+      if (!tuple) return "no checkpoint";
       // Put again under its own id and parent: the same row, its metadata merged. Every channel's
       // version is given, so every value is stored with it (a row may hold its small values inline).
       const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
       const config = { configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: parentId } };
       const merged = { ...tuple.metadata, ...metadata } as CheckpointMetadata;
       await saver.put(config, tuple.checkpoint, merged, tuple.checkpoint.channel_versions);
-      return true;
+      return "patched";
     },
   });
   let closed = false;

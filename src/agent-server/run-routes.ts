@@ -61,9 +61,13 @@ export interface RouteContext {
   deleteRun(run: RunRecord): Promise<void>;
   /**
    * Merges `metadata` into the thread's latest checkpoint's, in place (the caller holds the thread);
-   * false when the thread has no checkpoint.
+   * "no checkpoint" when the thread has none, "synced" (nothing written) when the saver syncs between
+   * devices, whose server stores a checkpoint once: the patch would stay on this device.
    */
-  patchStateMetadata(threadId: string, metadata: Record<string, unknown>): Promise<boolean>;
+  patchStateMetadata(
+    threadId: string,
+    metadata: Record<string, unknown>,
+  ): Promise<"patched" | "no checkpoint" | "synced">;
 }
 
 /** The thread a request's path names, or the 404 answered without one. */

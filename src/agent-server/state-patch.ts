@@ -4,6 +4,9 @@
  * checkpoint keeps its id, values, parent and pending writes: the history
  * gains no state). LangGraph's JS API server (1.5.1) does not serve the
  * route; its schema (`ThreadStatePatch`) is the same body, `{ metadata }`.
+ * On a saver that syncs between devices it is refused (409), nothing
+ * written: the sync server stores a checkpoint once, so the patch would
+ * reach no other device (docs/sync.md).
  */
 import { ThreadBusyError } from "../runs/errors.js";
 import { busy, reply } from "./replies.js";
@@ -12,6 +15,13 @@ import type { ThreadRoutes } from "./run-routes.js";
 
 /** Metadata keys a patch may not change (see the route). */
 const KEPT_KEYS = ["step", "parents", "run_id"] as const;
+
+/** Why a patch on a saver that syncs between devices is refused, and what to do instead. */
+const synced = (threadId: string) =>
+  `Thread ${threadId}'s checkpoints are synced between devices (its saver is given to a SyncClient, or its ` +
+  "database has synced), and the sync server stores a checkpoint once: metadata patched in place would stay on " +
+  "this device, unseen by the others. Nothing was patched. Keep what the other devices must see in the state " +
+  "(threads.updateState writes a new checkpoint, which syncs), or patch on a saver that does not sync.";
 
 /** Adds PATCH /threads/:thread_id/state to `app`. */
 export const registerStatePatchRoute: ThreadRoutes = (app, context, threadOr404) => {
@@ -40,9 +50,10 @@ export const registerStatePatchRoute: ThreadRoutes = (app, context, threadOr404)
       const patched = await context.runs.whileIdle(threadId, async () => {
         // Deleted since it was read above: nothing is written onto a thread gone.
         if (!(await context.threads.get(threadId))) return "no thread";
-        return (await context.patchStateMetadata(threadId, metadata)) ? "patched" : "no checkpoint";
+        return context.patchStateMetadata(threadId, metadata);
       });
       if (patched === "patched") return c.body(null, 204);
+      if (patched === "synced") return reply(c, { error: synced(threadId) }, 409);
       const error = patched === "no thread" ? "Thread not found" : `Thread ${threadId} has no state to patch yet`;
       return reply(c, { error }, 404);
     } catch (error) {

@@ -9,6 +9,7 @@ import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
 import { Listeners } from "../core/listeners.js";
 import { defaultLockManager } from "../core/locks.js";
 import { rawAccessOf, type SaverRawAccess } from "../saver/raw-access.js";
+import { markSyncing } from "../saver/syncing.js";
 import { countPending, syncRound, type SyncProgress, type SyncResult } from "./engine.js";
 import { syncProblem, type SyncProblem } from "./problems.js";
 import type { SkippedThread } from "./send.js";
@@ -176,6 +177,9 @@ export class SyncClient {
       const message = data as { v?: number; status?: SyncStatus } | null;
       if (message?.v === STATUS_PROTOCOL && message.status) this.#deliver({ ...message.status, remote: true });
     });
+    // Once made (its options checked): what would rewrite a stored checkpoint in place (threads.patchState)
+    // is refused from now on, before this client's first round writes a sync record.
+    markSyncing(options.saver);
   }
 
   /** The latest status (this tab's, or the syncing tab's). */
