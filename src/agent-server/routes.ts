@@ -2,7 +2,7 @@
  * The Agent Server routes the LangGraph SDK's `Client` and `useStream` call,
  * on a Hono app: threads (create, get, patch, delete, search, copy), thread state
  * and history, state updates and metadata patches, a thread's own stream, and
- * runs (stream, create, wait, join, join the stream, cancel, get, list). Paths, bodies and answers follow the Agent
+ * runs (stream, create, wait, join, join the stream, cancel, cancel many, get, list). Paths, bodies and answers follow the Agent
  * Server's API; what it does not serve answers 404 with the route named.
  */
 import { Hono, type Context } from "hono";
@@ -20,6 +20,7 @@ import { registerStoreRoutes } from "./store-routes.js";
 import { registerPruneRoute } from "./thread-prune.js";
 import { registerStatePatchRoute } from "./state-patch.js";
 import { registerThreadStreamRoute } from "./thread-stream.js";
+import { registerCancelRunsRoute } from "./cancel-runs.js";
 
 export type { RouteContext } from "./run-routes.js";
 import {
@@ -291,6 +292,7 @@ export function createRoutes(context: RouteContext): Hono {
   );
 
   registerRunRoutes(app, context, threadOr404);
+  registerCancelRunsRoute(app, context);
   registerPruneRoute(app, context);
   registerStatePatchRoute(app, context, threadOr404);
   registerThreadStreamRoute(app, context, threadOr404);

@@ -79,6 +79,12 @@ export class RunLog {
     return newestFirst(records);
   }
 
+  /** The records of every thread's runs that have not ended (the status of `runs.cancelMany`). */
+  async unfinished(): Promise<RunRecord[]> {
+    const records = await this.#db.read(["runs"], (tx) => tx.objectStore("runs").getAll(), "list runs not ended");
+    return records.filter((record) => !isFinal(record));
+  }
+
   /** The run's stored events after the one with id `afterId` (all with -1), in order. */
   async events(runId: string, afterId: number): Promise<SentEvent[]> {
     const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);

@@ -193,19 +193,39 @@ export class RunRegistry {
       (record) => !isFinal(record) && !this.#runs.has(record.run_id),
     );
     const remote = await Promise.all(others.map((record) => this.find(threadId, record.run_id)));
+    const runs = [...own.map((state) => this.#handle(state)), ...remote.filter((run) => run !== undefined)];
+    await this.cancelRuns(runs, "interrupt", within);
+  }
+
+  /**
+   * Cancels each of `runs` with `action`, as one cancel each, and waits for
+   * them to end, at most until `within` aborts (a frozen tab never answers).
+   */
+  async cancelRuns(
+    runs: readonly RunHandle[],
+    action: "interrupt" | "rollback",
+    within = AbortSignal.timeout(CANCEL_WAIT_MS),
+  ): Promise<void> {
     let stop = (): void => undefined;
     const deadline = new Promise<void>((resolve) => {
       stop = () => resolve();
       if (within.aborted) resolve();
       else within.addEventListener("abort", stop, { once: true });
     });
-    await Promise.race([
-      Promise.all([
-        ...own.map((state) => this.#cancel(state, "interrupt")),
-        ...remote.map((run) => run?.cancel("interrupt")),
-      ]),
-      deadline,
-    ]).finally(() => within.removeEventListener("abort", stop));
+    const cancelled = Promise.all(runs.map((run) => run.cancel(action)));
+    // Still under way past the deadline: a failure then is the run's, not this caller's.
+    cancelled.catch(() => undefined);
+    await Promise.race([cancelled, deadline]).finally(() => within.removeEventListener("abort", stop));
+  }
+
+  /**
+   * The runs not ended of every thread, newest first: this server's as they
+   * stand, others' from the run log (`runs.cancelMany` by status).
+   */
+  async unfinished(): Promise<RunHandle[]> {
+    const stored = await this.#log.unfinished();
+    const runs = await Promise.all(stored.map((record) => this.find(record.thread_id, record.run_id)));
+    return runs.filter((run) => run !== undefined && !isFinal(run.record)) as RunHandle[];
   }
 
   /**
