@@ -140,7 +140,7 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
     leftovers.forget(threadId);
   };
   // Ends the thread streams still open at close: each would otherwise look for runs (and open the
-  // databases again) every 200 ms for as long as its client stays.
+  // databases again) at each notice or slow look for as long as its client stays.
   const closing = new AbortController();
   const app = createRoutes({
     closed: closing.signal,

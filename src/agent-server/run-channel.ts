@@ -3,7 +3,8 @@
  * a BroadcastChannel per database (`…:<dbName>:agent-runs`): a server
  * following or cancelling a run that another server runs asks that server,
  * which answers with the run's events so far, then sends each new one as it
- * comes, and a last message once the run has ended. Messages carry a
+ * comes, and a last message once the run has ended; and each tells the
+ * others when a thread has a new run or is deleted. Messages carry a
  * protocol version, so builds that speak another version ignore each other.
  */
 import { crossTabName, VersionedChannel } from "../core/channel.js";
@@ -23,7 +24,13 @@ export type AgentRunMessage =
    */
   | { type: "events"; runId: string; to?: string; events: SentEvent[]; finished: boolean }
   /** Someone asks the runner of `runId` to cancel it. */
-  | { type: "cancel"; runId: string; action: "interrupt" | "rollback" };
+  | { type: "cancel"; runId: string; action: "interrupt" | "rollback" }
+  /**
+   * A run of `threadId` is in the run log now, or the thread was deleted: a
+   * thread's stream waiting for its next run looks again. It names no run,
+   * so builds before it (which take only messages with a `runId`) drop it.
+   */
+  | { type: "changed"; threadId: string };
 
 /** One endpoint on a database's agent-run channel, with the id answers are addressed to. @internal */
 export class AgentRunChannel extends VersionedChannel<AgentRunMessage> {
@@ -31,6 +38,11 @@ export class AgentRunChannel extends VersionedChannel<AgentRunMessage> {
   readonly id = crypto.randomUUID();
 
   constructor(dbName: string) {
-    super(crossTabName({ kind: "agent-runs", dbName }), PROTOCOL, (message) => typeof message.runId === "string");
+    super(
+      crossTabName({ kind: "agent-runs", dbName }),
+      PROTOCOL,
+      (message) =>
+        typeof message.runId === "string" || (message.type === "changed" && typeof message.threadId === "string"),
+    );
   }
 }

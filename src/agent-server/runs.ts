@@ -33,6 +33,8 @@ import { followRemote, remoteRecord, runnerLockName, RunLostError, type RemoteCo
 import { errorData, streamRunEvents } from "./stream.js";
 import { shapeEvent } from "./event-shapes.js";
 import { holdThread, IdleHolds } from "./thread-holds.js";
+import { Listeners } from "../core/listeners.js";
+import { unlessAborted } from "../core/tasks.js";
 
 /**
  * How long deleting a thread waits for its runs to stop before it deletes
@@ -80,6 +82,8 @@ export class RunRegistry {
   /** Where a run's events and record go: the run log, and the channel to other tabs' servers. */
   readonly #out: RunOutput;
   readonly #offChannel: () => void;
+  /** Told the id of a thread with a new run in the log, or deleted (onThreadChange). */
+  readonly #changes = new Listeners<string>();
 
   constructor(saver: RunSaver, log: RunLog, hooks: RunHooks, locks?: RunLockManager) {
     this.#saver = saver;
@@ -97,6 +101,7 @@ export class RunRegistry {
       lost: (record) => hooks.ended(record, new RunLostError(record.run_id)),
     };
     this.#offChannel = this.#channel.listen((message) => {
+      if (message.type === "changed") return this.#changes.deliver(message.threadId);
       const state = this.#runs.get(message.runId);
       if (!state) return;
       if (message.type === "replay") {
@@ -125,7 +130,13 @@ export class RunRegistry {
     this.#runs.set(runId, state);
     pushEvent(this.#out, state, "metadata", { run_id: runId, attempt: 1 });
     let recorded!: () => void;
-    const inLog = new Promise<void>((resolve) => (recorded = resolve));
+    const inLog = new Promise<void>(
+      (resolve) =>
+        (recorded = () => {
+          resolve();
+          this.#changed(spec.threadId);
+        }),
+    );
     // A `reject` run is recorded once it holds its thread, so that one refused (another run
     // took the thread after the route's check) leaves no record and is answered 409, as the
     // Agent Server answers; the others are recorded at once, pending while they wait.
@@ -206,16 +217,7 @@ export class RunRegistry {
     action: "interrupt" | "rollback",
     within = AbortSignal.timeout(CANCEL_WAIT_MS),
   ): Promise<void> {
-    let stop = (): void => undefined;
-    const deadline = new Promise<void>((resolve) => {
-      stop = () => resolve();
-      if (within.aborted) resolve();
-      else within.addEventListener("abort", stop, { once: true });
-    });
-    const cancelled = Promise.all(runs.map((run) => run.cancel(action)));
-    // Still under way past the deadline: a failure then is the run's, not this caller's.
-    cancelled.catch(() => undefined);
-    await Promise.race([cancelled, deadline]).finally(() => within.removeEventListener("abort", stop));
+    await unlessAborted(Promise.all(runs.map((run) => run.cancel(action))), within);
   }
 
   /**
@@ -247,6 +249,25 @@ export class RunRegistry {
       if (!signal.aborted) throw error;
       await erase();
     }
+    this.#changed(threadId);
+  }
+
+  /**
+   * Calls `listener` each time a run of `threadId` is in the run log or the
+   * thread is deleted, by this server or another on the database (a tab, a
+   * worker); returns the function that stops. A notice can be missed (from
+   * a build that sends none): a listener looks now and then all the same.
+   */
+  onThreadChange(threadId: string, listener: () => void): () => void {
+    return this.#changes.add((changed) => {
+      if (changed === threadId) listener();
+    });
+  }
+
+  /** Tells this server's listeners and the other servers' that `threadId` changed (onThreadChange). */
+  #changed(threadId: string): void {
+    this.#changes.deliver(threadId);
+    this.#channel.post({ type: "changed", threadId });
   }
 
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
@@ -268,8 +289,8 @@ export class RunRegistry {
 
   /**
    * The runs of `threadId`, newest first: this server's as they stand, others' from the run log;
-   * without those in `except` (a thread's stream, which looks every 200 ms, reads only runs it has
-   * not had: each other run's record is a read of its own).
+   * without those in `except` (a thread's stream, which looks again at each run recorded on its
+   * thread, reads only runs it has not had: each other run's record is a read of its own).
    */
   async list(threadId: string, except?: ReadonlySet<string>): Promise<RunRecord[]> {
     const stored = (await this.#log.list(threadId)).filter((record) => !except?.has(record.run_id));

@@ -117,7 +117,7 @@ describe("threads.joinStream", () => {
       for await (const event of stream) void event;
       return "ended";
     })().catch((error: unknown) => `failed: ${String(error)}`);
-    // Waiting for a run: it looks for one every 200 ms.
+    // Waiting for a run: woken by a notice, or its slow look.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await server.close();
     const ended = await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 2000, "still open"))]);
@@ -138,13 +138,39 @@ describe("threads.joinStream", () => {
     const leave = new AbortController();
     const response = await server.fetch(`http://local.invalid/threads/${thread_id}/stream`, { signal: leave.signal });
     expect(response.status).toBe(200);
-    // About five looks for a new run in a second: each a read of the thread and of its runs, not of every run.
+    // Its looks for a new run: each a read of the thread and of its runs, not of every run.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const before = transactions;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(transactions - before).toBeLessThan(30);
     leave.abort();
     await response.body?.cancel();
+  });
+
+  it("on an idle thread, reads nothing while nothing happens, and wakes at once for a run of another server", async () => {
+    let transactions = 0;
+    const factory = transactionsFactory(() => transactions++);
+    const a = await openServer("agent-thread-stream-quiet", false, { indexedDB: factory });
+    const b = await openServer("agent-thread-stream-quiet", false, { dbName: a.dbName });
+    const { thread_id } = await a.client.threads.create();
+    const events: Event[] = [];
+    const leave = new AbortController();
+    const reading = (async () => {
+      const stream = a.client.threads.joinStream(thread_id, { signal: leave.signal }) as AsyncGenerator<Event>;
+      for await (const event of stream) events.push(event);
+    })().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = transactions;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Before: a look every 200 ms, each a read of the thread and one of its runs (about ten in this second).
+    expect(transactions - before).toBe(0);
+    const run = await b.client.runs.create(thread_id, "agent", { input: human("woken") });
+    const created = Date.now();
+    await expect.poll(() => runsOf(events), { timeout: 10_000, interval: 20 }).toEqual([run.run_id]);
+    // Well within the slow look kept for a missed notice (5 s): woken by the run's notice.
+    expect(Date.now() - created).toBeLessThan(2_000);
+    leave.abort();
+    await reading;
   });
 
   it("answers 404 for a missing thread, 422 for a stream_mode or Last-Event-ID it does not serve", async () => {

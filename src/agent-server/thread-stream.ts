@@ -16,8 +16,12 @@ import type { RunRecord, SentEvent } from "./records.js";
 
 /** The SDK's ThreadStreamMode. */
 const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;
-/** How often an open stream with no run to follow looks for a new one (a run may start in another tab). */
-const LOOK_EVERY_MS = 200;
+/**
+ * How often an open stream with no run to follow looks for a new one all the same: it is woken by the
+ * notice of a run recorded (or of the thread deleted) in any tab (RunRegistry.onThreadChange); this
+ * look is for a notice missed (a tab of a build that sends none).
+ */
+const LOOK_EVERY_MS = 5_000;
 
 /** Where a resumed stream goes on: after event `after` of run `runId`. */
 interface ResumeAt {
@@ -83,22 +87,30 @@ async function* threadEvents(
   const done = new Set(
     (index >= 0 ? listed.slice(0, index) : listed.filter(isFinal)).map((run: RunRecord) => run.run_id),
   );
-  while (!stop.aborted) {
-    if (!(await context.threads.get(threadId))) return;
-    // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
-    const next = (await oldestFirst(done)).find((run) => !done.has(run.run_id));
-    if (next === undefined) {
-      await pause(LOOK_EVERY_MS, stop);
-      continue;
+  // Listening before each look: a notice that comes while it reads is not waited for.
+  let noticed = new AbortController();
+  const off = context.runs.onThreadChange(threadId, () => noticed.abort());
+  try {
+    while (!stop.aborted) {
+      noticed = new AbortController();
+      if (!(await context.threads.get(threadId))) return;
+      // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
+      const next = (await oldestFirst(done)).find((run) => !done.has(run.run_id));
+      if (next === undefined) {
+        await pause(LOOK_EVERY_MS, AbortSignal.any([stop, noticed.signal]));
+        continue;
+      }
+      done.add(next.run_id);
+      const run = await context.runs.find(threadId, next.run_id);
+      if (!run) continue;
+      const events = run.follow(index >= 0 && next.run_id === from?.runId ? from.after : -1);
+      try {
+        for await (const event of events) yield { ...event, id: `${next.run_id}:${event.id}` };
+      } finally {
+        await events.return(undefined);
+      }
     }
-    done.add(next.run_id);
-    const run = await context.runs.find(threadId, next.run_id);
-    if (!run) continue;
-    const events = run.follow(index >= 0 && next.run_id === from?.runId ? from.after : -1);
-    try {
-      for await (const event of events) yield { ...event, id: `${next.run_id}:${event.id}` };
-    } finally {
-      await events.return(undefined);
-    }
+  } finally {
+    off();
   }
 }

@@ -44,3 +44,18 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
     else signal.addEventListener("abort", done, { once: true });
   });
 }
+
+/**
+ * Waits for `work`, or only until `signal` aborts: `work` goes on then, and
+ * a failure of it after that is dropped (its caller has stopped waiting).
+ */
+export async function unlessAborted(work: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  work.catch(() => undefined);
+  let stop = (): void => undefined;
+  const aborted = new Promise<void>((resolve) => {
+    stop = () => resolve();
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", stop, { once: true });
+  });
+  await Promise.race([work, aborted]).finally(() => signal.removeEventListener("abort", stop));
+}
