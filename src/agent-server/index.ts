@@ -167,7 +167,6 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
       const thread = await threads.get(threadId);
       if (thread) await records.add(threadId, thread.created_at);
     },
-    forgetLeftover: (threadId) => records.remove(threadId),
     deleteThreadLater: (threadId) => leftovers.add(threadId),
     patchStateMetadata: async (threadId, metadata) => {
       // The sync server stores a checkpoint once: a row put again under its id would stay on this device

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { FailingDeleteSaver, human } from "../../test/support/agent-server/timing.js";
 import { freshDbName } from "../../test/support/databases.js";
+import { transactionsFactory } from "../../test/support/reliability/factories.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { LeftoverRecords } from "./leftover-threads.js";
 import { openAgentDatabase } from "./schema.js";
@@ -83,15 +84,38 @@ describe("leftover threads of thread-less runs", () => {
     expect(left.map((row) => row.thread_id)).toEqual([thread.thread_id]);
   });
 
-  it("a thread deleted or created through the server is no leftover any more", async () => {
+  it("a thread deleted through the server is no leftover any more", async () => {
     const { client, dbName } = await openServer("leftover-forgotten");
     const deleted = await client.threads.create();
     await withRecords(dbName, (records) => records.add(deleted.thread_id, deleted.created_at));
     await client.threads.delete(deleted.thread_id);
-    const recreated = crypto.randomUUID();
-    await withRecords(dbName, (records) => records.add(recreated, "2000-01-01T00:00:00.000Z"));
-    await client.threads.create({ threadId: recreated });
     expect(await withRecords(dbName, (records) => records.list())).toEqual([]);
+  });
+
+  it("a thread created through the server under a leftover's id survives the next start, and the record goes", async () => {
+    const a = await openServer<{ messages: { type: string; content: string }[] }>("leftover-recreated-restart");
+    const threadId = crypto.randomUUID();
+    // The record of a thread of that id left before (deleted since), then a thread created under its id.
+    await withRecords(a.dbName, (records) => records.add(threadId, "2000-01-01T00:00:00.000Z"));
+    await a.client.threads.create({ threadId });
+    await a.client.runs.wait(threadId, "agent", { input: human("new") });
+    await a.server.close();
+    const b = await openServer("leftover-recreated-restart", false, { dbName: a.dbName });
+    expect((await b.client.threads.get(threadId)).thread_id).toBe(threadId);
+    expect(JSON.stringify((await b.client.threads.getState(threadId)).values)).toContain("echo new");
+    expect(await withRecords(a.dbName, (records) => records.list())).toEqual([]);
+  });
+
+  it("a thread created through the server writes nothing to the leftover records", async () => {
+    let writes = 0;
+    const factory = transactionsFactory((tx) => {
+      if ([...tx.objectStoreNames].includes("leftover_threads") && tx.mode === "readwrite") writes++;
+    });
+    const { client } = await openServer("leftover-create", false, { indexedDB: factory });
+    writes = 0;
+    for (let i = 0; i < 3; i++) await client.threads.create();
+    // Before: each create removed the thread's record, a write per create; the start's sweep drops such a record.
+    expect(writes).toBe(0);
   });
 
   it("opens a version 2 database (before the records) and upgrades it, its threads and runs kept", async () => {

@@ -102,7 +102,7 @@ export class LeftoverRecords {
     );
   }
 
-  /** Removes the record of `threadId` (deleted, or created again under its id). */
+  /** Removes the record of `threadId` (deleted, or found created again under its id by a sweep). */
   remove(threadId: string): Promise<void> {
     return this.#db.write(
       ["leftover_threads"],

@@ -98,8 +98,9 @@ export function createRoutes(context: RouteContext): Hono {
       );
     }
     refuseTtl(json);
+    // A leftover record of a thread once under this id is left: the next start's sweep drops it, this
+    // thread's creation time not being the one recorded (leftover-threads.ts).
     const { thread, created } = await threads.create(threadId, optionalObject(json, "metadata") ?? {});
-    if (created) await context.forgetLeftover(threadId);
     if (!created && ifExists === "raise") return reply(c, { error: `Thread ${threadId} already exists` }, 409);
     return reply(c, await withState(thread));
   });

@@ -49,8 +49,6 @@ export interface RouteContext {
   deleteThreadLater(threadId: string): void;
   /** Records a thread-less run's own thread as a leftover, before its first delete (leftover-threads.ts). */
   recordLeftover(threadId: string): Promise<void>;
-  /** Removes the thread's leftover record: a thread created under its id is not the one left over. */
-  forgetLeftover(threadId: string): Promise<void>;
   /** Copies the thread's checkpoints and pending writes under another id (the saver's copyThread). */
   copyThread(sourceThreadId: string, targetThreadId: string): Promise<void>;
   /** Keeps the newest checkpoint of each namespace of a thread (the saver's prune, with its graph's channels). */
