@@ -110,10 +110,10 @@ export async function runOnThread<Input, Output>(
   const given: unknown = config.metadata?.run_id;
   const runId = typeof given === "string" && given !== "" ? given : crypto.randomUUID();
   const locks = options.locks ?? defaultLockManager();
-  // copyThread and importThread must see this run through the same locks.
-  if (options.locks) noteRunLocks(saver.dbName, options.locks);
   const name = runLockName(saver.dbName, threadId);
   const channel = new RunChannel(saver.dbName);
+  // copyThread and importThread must see this run through the same locks, until it lets the thread go.
+  const release = options.locks ? noteRunLocks(saver.dbName, options.locks) : undefined;
   let ran = false;
   const hold = () => {
     ran = true;
@@ -149,6 +149,7 @@ export async function runOnThread<Input, Output>(
     // After the release, so that a watcher re-checking on "ended" sees it free.
     if (ran) channel.post({ type: "ended", threadId, runId });
     channel.close();
+    release?.();
   }
 }
 

@@ -89,8 +89,11 @@ describe("copyThread while a run holds the target thread", () => {
  */
 class OwnLocks implements RunLockManager {
   readonly #inner = defaultLockManager();
+  /** How many requests it was asked. */
+  asked = 0;
 
   request<T>(name: string, options: RunLockOptions, callback: (lock: RunLock | null) => Promise<T>): Promise<T> {
+    this.asked++;
     return this.#inner.request(`own:${name}`, options, callback);
   }
 
@@ -117,4 +120,23 @@ describe("copyThread and importThread while a run holds the target thread throug
       expect(report.checkpoints).toBe(3);
     });
   }
+});
+
+describe("the custom lock managers a copy asks", () => {
+  it("no longer asks a manager once its runs have ended (an app making one per run)", async () => {
+    const dbName = freshDbName("copy-after-run");
+    const saver = track(new IndexedDBSaver({ dbName }));
+    await seed(saver, "source", "copied");
+    const locks = new OwnLocks();
+    await runOnThread(
+      slowChatGraph(saver),
+      { messages: [new HumanMessage("mine")] },
+      { configurable: { thread_id: "ran" } },
+      { saver, locks },
+    );
+    locks.asked = 0;
+    await saver.copyThread("source", "copy");
+    // Before: every manager a run was ever given was kept for the realm's life, and asked at each copy.
+    expect(locks.asked).toBe(0);
+  });
 });
