@@ -1,11 +1,14 @@
-// ESLint 9 flat config (`npm run lint`).
+// ESLint 9 flat config (`npm run lint`, after oxlint).
 //
-// TypeScript is linted with type information (typescript-eslint builds one
-// program from tsconfig.json), so the rules that need types run too: floating
-// and misused promises above all, the bug class an IndexedDB library is most
-// exposed to (a transaction that auto-commits while a promise is left behind).
-// Plain JS (scripts, the Chromium launcher, the Firefox runner) is linted
-// without types. eslint-config-prettier comes last: layout is Prettier's job.
+// Every rule here runs without type information: the two rules that need types, floating and
+// misused promises (the bug class an IndexedDB library is most exposed to: a transaction that
+// auto-commits while a promise is left behind), run in oxlint instead (.oxlintrc.json), through
+// tsgolint, a Go port of TypeScript's checker, over the same tsconfig.json program: the same
+// findings for a fraction of the CPU (figures in docs/testing.md). A deliberate exception to them is
+// an `oxlint-disable-next-line typescript/no-floating-promises` comment, not an `eslint-disable`
+// one. TypeScript gets typescript-eslint's recommended set, plain JS (scripts, the Chromium
+// launcher, the Firefox runner) ESLint's own; eslint-config-prettier comes last: layout is
+// Prettier's job.
 import js from "@eslint/js";
 import { defineConfig } from "eslint/config";
 import prettier from "eslint-config-prettier/flat";
@@ -16,6 +19,7 @@ import tseslint from "typescript-eslint";
 const TEST_FILES = ["**/*.test.ts", "test/**", "e2e/**", "src/test-support/**"];
 
 export default defineConfig(
+  // The same list as .oxlintrc.json's ignorePatterns.
   {
     ignores: [
       "**/dist/",
@@ -32,17 +36,10 @@ export default defineConfig(
 
   js.configs.recommended,
 
-  // TypeScript: the recommended set, plus the type-aware promise rules.
+  // TypeScript: the recommended set, which needs no types.
   {
     files: ["**/*.ts", "**/*.tsx", "**/*.mts", "**/*.cts"],
     extends: [tseslint.configs.recommended],
-    languageOptions: {
-      // `project`, not `projectService`: the same one program (every TypeScript file is in
-      // tsconfig.json's include; a file outside it is an error either way) and the same findings,
-      // for 16-24% less CPU in the full lint (typescript-eslint#9571: the project service no longer
-      // outperforms it).
-      parserOptions: { project: ["./tsconfig.json"], tsconfigRootDir: import.meta.dirname },
-    },
     rules: {
       // The code base already writes `import type` / inline `type` (verbatimModuleSyntax); keep it so.
       "@typescript-eslint/consistent-type-imports": [
@@ -55,19 +52,8 @@ export default defineConfig(
         "error",
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", ignoreRestSiblings: true },
       ],
-      // A promise nobody awaits or catches: an unhandled rejection, or an IndexedDB transaction that
-      // commits before the work it was meant to hold. `void promise` marks a deliberate fire-and-forget.
-      "@typescript-eslint/no-floating-promises": ["error", { ignoreVoid: true }],
-      // A promise where a boolean or a void callback is expected (if (promise), forEach(async ...)).
-      "@typescript-eslint/no-misused-promises": [
-        "error",
-        { checksVoidReturn: { arguments: false, attributes: false } },
-      ],
     },
   },
-  // A declaration file beside a plain JS module describes it; nothing to lint with types.
-  { files: ["**/*.d.mts", "**/*.d.ts"], extends: [tseslint.configs.disableTypeChecked] },
-
   // Plain JS: Node scripts, no types.
   {
     files: ["**/*.js", "**/*.mjs", "**/*.cjs"],

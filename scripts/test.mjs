@@ -32,21 +32,19 @@ import { createInterface } from "node:readline";
  * last, once every other phase is done.
  */
 const PHASES = [
-  // Every check but ESLint, in two busy lanes of about the same CPU time: tsc then Prettier; the
-  // package (check:package builds dist/, which check:size:limits then bundles; ESLint ignores
-  // dist/), then the cycle, layer and doc checks.
+  // Every check, in two busy lanes of about the same CPU time (measured one by one, 2026-12-05, under
+  // load: about 66 and 72 CPU-s): tsc, Prettier, then oxlint's type-aware promise rules; the package
+  // (check:package builds dist/, which check:size:limits then bundles; the linters ignore dist/), the
+  // cycle, layer and doc checks, then ESLint's other rules (without types). `npm run lint` is the
+  // two linters in one.
   {
     name: "static checks",
     steps: [
-      ["typecheck", "format:check"],
-      ["check:package", "check:size:limits", "check:cycles", "check:layers", "check:docs"],
+      ["typecheck", "format:check", "lint:oxlint"],
+      ["check:package", "check:size:limits", "check:cycles", "check:layers", "check:docs", "lint:eslint"],
     ],
   },
-  // ESLint's type-aware pass (one busy core for most of a minute, half the static checks' CPU) runs
-  // beside the Node tests, which leave about a quarter of the two cores idle while they wait on
-  // PostgreSQL, server processes and Chromium: beside them it fills that, where before it set the
-  // static phase's length on its own.
-  { name: "node", steps: ["test:node", "lint"], after: "static checks" },
+  { name: "node", steps: ["test:node"], after: "static checks" },
   // Chromium restarting after SIGKILLs, 40 times.
   { name: "crash", steps: ["test:crash"], after: "node" },
   { name: "chromium", steps: ["test:browser"], after: "crash" },
