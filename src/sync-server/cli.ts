@@ -115,9 +115,16 @@ async function main(): Promise<void> {
       void server.close().finally(() => process.exit(1));
     },
   );
+  // close() ends within its bound whatever the database does (shutdown.ts), and leaves nothing open: the
+  // process then ends by itself. Should something still hold it, it is ended, and says so.
   const stop = () => {
     closing = true;
-    void server.close().then(() => process.exit(0));
+    void server.close().then(() => {
+      setTimeout(() => {
+        process.stderr.write("langgraph sync server: closed, but something still held the process open; exiting\n");
+        process.exit(0);
+      }, 1000).unref();
+    });
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);

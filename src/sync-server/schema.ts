@@ -8,7 +8,7 @@
  * byte. `seq` orders the user's change log: a checkpoint takes a new `seq`
  * when it is stored or gains writes, a tombstone when its thread is deleted.
  */
-import type { Pool, PoolClient } from "pg";
+import pg, { type Pool, type PoolClient } from "pg";
 import { APPS_SCHEMA } from "./apps.js";
 import { QUOTA_SCHEMA } from "./quota.js";
 import { UTF16_KEY_DEFINITION, UTF16_KEY_FUNCTION, transaction } from "./sql.js";
@@ -172,7 +172,7 @@ export const SYNC_SCHEMA: readonly string[] = [
  * while it serves.
  */
 export async function setupSchema(pool: Pool): Promise<void> {
-  if (await setupTables(pool)) await new ThreadOrderIndexBuild(pool.options).run();
+  if (await setupTables(pool)) await new ThreadOrderIndexBuild(() => new pg.Client(pool.options)).run();
 }
 
 /**

@@ -25,6 +25,7 @@ import { ThreadOrderIndexBuild } from "./thread-order-index.js";
 import { startDatabase } from "./startup.js";
 import { surviveLostConnections } from "./sql.js";
 import { PushNotifier } from "./notify.js";
+import { CLOSE_CUT_MS, CLOSE_GRACE_MS, OwnConnections, answerUnfinished, trackInFlight, within } from "./shutdown.js";
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from "./store.js";
 import { isStringList } from "../core/guards.js";
 
@@ -155,7 +156,13 @@ export interface ListenOptions {
 export interface SyncServer {
   /** Starts listening; resolves with the base URL, e.g. `http://127.0.0.1:8787`. */
   listen(options?: ListenOptions): Promise<string>;
-  /** Stops listening, lets requests in flight finish (2 s at most), and ends its own pool. */
+  /**
+   * Stops listening, lets requests in flight finish (2 s at most), answers
+   * those still running 503 `unavailable`, and ends its own pool: resolves
+   * within about 3 s whatever the database does (one that stops answering
+   * has every connection the server opened destroyed), leaving nothing that
+   * keeps the process alive. A `pool` passed in is not ended.
+   */
   close(): Promise<void>;
   /** The Fastify instance, for `inject` in tests or adding routes. */
   readonly app: FastifyInstance;
@@ -274,8 +281,14 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     },
   });
   const ownPool = !options.pool;
+  const connections = new OwnConnections();
   const pool =
-    options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+    options.pool ??
+    new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.maxConnections ?? 10,
+      Client: connections.clientClass(),
+    });
   // A connection's error (the database restarted) must not crash the process.
   surviveLostConnections(pool);
   const maxPushCheckpoints = options.limits?.maxPushCheckpoints ?? 1000;
@@ -285,7 +298,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     maxApps: options.limits?.maxApps ?? DEFAULT_STORE_LIMITS.maxApps,
   };
 
-  const notifier = new PushNotifier(() => new pg.Client(pool.options));
+  const notifier = new PushNotifier(() => connections.client(pool.options));
   let buildIndex = false;
   let closing = false;
   const startup = startDatabase(
@@ -296,7 +309,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     options.waitForDatabase ? (options.onDatabaseWait ?? (() => undefined)) : undefined,
   );
   // On a database an older version created: built while the server serves (thread-order-index.ts).
-  const indexBuild = new ThreadOrderIndexBuild(pool.options);
+  const indexBuild = new ThreadOrderIndexBuild(() => connections.client(pool.options));
   startup.ready.then(
     () => {
       if (buildIndex)
@@ -322,6 +335,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     }
   }
 
+  const inFlight = trackInFlight(app);
   installProtocol(app);
   const admitRead = watchAnswers(app, requestTimeout);
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
@@ -365,17 +379,18 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       return address.replace("[::1]", "127.0.0.1");
     },
     async close(): Promise<void> {
-      // Requests in flight get a grace period, then their connections are cut
-      // (each push is one transaction: a cut one is either committed or not).
-      const grace = setTimeout(() => app.server.closeAllConnections(), 2000);
-      grace.unref();
+      // Everything at once, none waiting on another: a database that stopped answering holds each of
+      // them (shutdown.ts). Long polls answer now, so closing need not wait for them.
       closing = true;
       startup.stop();
-      await indexBuild.stop();
-      await notifier.close(); // long polls answer now, so closing need not wait for them
-      await app.close();
-      clearTimeout(grace);
-      if (ownPool) await pool.end();
+      const ended = Promise.all([indexBuild.stop(), notifier.close(), app.close()]).then(() =>
+        ownPool ? pool.end() : undefined,
+      );
+      if (await within(ended, CLOSE_GRACE_MS)) return;
+      answerUnfinished(inFlight);
+      connections.destroy();
+      if (!(await within(ended, CLOSE_CUT_MS))) app.server.closeAllConnections();
+      connections.destroy(); // one the pool or the build opened meanwhile
     },
   };
 }

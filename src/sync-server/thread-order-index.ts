@@ -10,7 +10,7 @@
  * itself: nobody can be waiting on a table no one else sees yet.)
  */
 /// <reference types="node" />
-import pg from "pg";
+import type pg from "pg";
 import { utf16Key } from "./sql.js";
 
 /** The index's name. */
@@ -67,15 +67,18 @@ function ignore(): void {}
  * held for minutes), which a closing server stops at once.
  */
 export class ThreadOrderIndexBuild {
-  readonly #options: pg.ClientConfig;
+  readonly #connect: () => pg.Client;
   #running: Promise<ThreadOrderIndexOutcome> | undefined;
   #client: pg.Client | undefined;
   #pid: number | undefined;
   #stopped = false;
 
-  /** @param options The connection options of the server's pool (`pool.options`). */
-  constructor(options: pg.ClientConfig) {
-    this.#options = options;
+  /**
+   * @param connect Makes a new client on the server's database: the build's, and a short-lived one to
+   * cancel it (the server's own, which a close destroys if the database stops answering).
+   */
+  constructor(connect: () => pg.Client) {
+    this.#connect = connect;
   }
 
   /**
@@ -90,7 +93,7 @@ export class ThreadOrderIndexBuild {
 
   async #run(): Promise<ThreadOrderIndexOutcome> {
     if (this.#stopped) throw new Error("The thread order index build was stopped.");
-    const client = new pg.Client(this.#options);
+    const client = this.#connect();
     this.#client = client;
     client.on("error", ignore); // a lost connection fails the query below; nothing to crash
     try {
@@ -115,7 +118,9 @@ export class ThreadOrderIndexBuild {
    * statement reads nothing from its client until the statement ends. No
    * timer: a closing server must close under a test's fake timers too. A
    * build still connecting is not waited for (its database may not answer):
-   * once connected it sees it was stopped and ends.
+   * once connected it sees it was stopped and ends. Where the database
+   * stops answering, the cancel waits on it too: the closing server bounds
+   * that, destroying the connections it made (shutdown.ts).
    */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -127,7 +132,7 @@ export class ThreadOrderIndexBuild {
   }
 
   async #cancel(pid: number): Promise<void> {
-    const client = new pg.Client(this.#options);
+    const client = this.#connect();
     client.on("error", ignore);
     try {
       await client.connect();

@@ -174,12 +174,15 @@ export class ServerProcess {
     return this.waitFor(/database ready/, ms);
   }
 
-  /** Asks the process to stop (SIGTERM, as a deployment would) and resolves with its exit code once it is gone. */
+  /**
+   * Asks the process to stop (SIGTERM, as a deployment would) and resolves with its exit code once it is
+   * gone and {@link output} holds all it printed (its pipes closed: what it wrote last may come after its exit).
+   */
   async stop(): Promise<number | null> {
     const child = this.#child;
     if (!child) return null;
     this.#child = undefined;
-    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    const exited = new Promise<number | null>((done) => child.once("close", (code) => done(code)));
     child.kill("SIGTERM");
     return exited;
   }

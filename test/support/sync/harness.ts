@@ -11,7 +11,7 @@ import type { BaseCheckpointSaver, SerializerProtocol } from "@langchain/langgra
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { SyncClient, type SyncClientOptions } from "../../../src/sync.js";
 import { createSyncServer, type SyncServer, type SyncServerOptions } from "../../../src/sync-server.js";
-import type { WireCheckpoint } from "../../../src/sync/protocol.js";
+import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, encodeBody, type WireCheckpoint } from "../../../src/sync/protocol.js";
 import { acquirePostgres } from "../postgres.js";
 import { chatGraph, plain } from "../chat-graph.js";
 
@@ -96,6 +96,19 @@ export function wireCheckpoint(
     blobs: [],
     writes,
   };
+}
+
+/** A push of one minimal checkpoint of `threadId` (see {@link wireCheckpoint}) by `token` to the server at `url`. */
+export function pushThread(url: string, token: string, threadId: string): Promise<Response> {
+  return fetch(`${url}/v1/push`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
+    body: encodeBody({
+      v: SYNC_PROTOCOL_VERSION,
+      checkpoints: [wireCheckpoint(threadId)],
+      deletes: [],
+    }) as Uint8Array<ArrayBuffer>,
+  });
 }
 
 /** A device: its own IndexedDB (a separate factory), saver and sync client. */

@@ -78,12 +78,9 @@ export async function startHoldingProxy(url: string): Promise<HoldingProxy> {
     down.on("error", () => up.destroy());
     down.on("close", () => up.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const proxied = new URL(url);
-  proxied.hostname = "127.0.0.1";
-  proxied.port = String((server.address() as AddressInfo).port);
+  const proxied = await listenInFront(server, url);
   return {
-    url: proxied.toString(),
+    url: proxied,
     hold: (on = true) => passages.forEach((passage) => void (passage.holding = on)),
     stall: () => passages.forEach((passage) => void (passage.stalled = true)),
     held,
@@ -93,4 +90,13 @@ export async function startHoldingProxy(url: string): Promise<HoldingProxy> {
         for (const socket of sockets) socket.destroy();
       }),
   };
+}
+
+/** Has `server` listen on a free loopback port; resolves with `url` with its host and port replaced by it. */
+export async function listenInFront(server: Server, url: string): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const proxied = new URL(url);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String((server.address() as AddressInfo).port);
+  return proxied.toString();
 }

@@ -1,0 +1,118 @@
+/**
+ * How a sync server closes in a bounded time whatever its database does. A
+ * database that accepts connections and then never answers (a hung backend,
+ * a network black hole dropping packets) leaves every statement, every new
+ * connection and every polite goodbye waiting for ever: a connection's
+ * `end()` sends its farewell and waits for the database to close the socket,
+ * and pg's `connectionTimeoutMillis` is 0 (no bound) unless set. So a closing
+ * server gives its requests a grace period, then answers those still running
+ * 503 itself, destroys every database socket it opened (nothing keeps the
+ * process alive after `close()`), and cuts the HTTP connections left.
+ */
+/// <reference types="node" />
+import type { FastifyInstance, FastifyReply } from "fastify";
+import pg from "pg";
+import { errorBody } from "./http.js";
+
+/** How long requests in flight may take to finish once `close()` is called. */
+export const CLOSE_GRACE_MS = 2000;
+
+/** How long after the grace the 503 answers and the ends of connections may take before they are cut. */
+export const CLOSE_CUT_MS = 1000;
+
+/**
+ * The database connections one server opened itself (its pool's, its
+ * listener's, its index build's), so that a close can destroy those a
+ * silent database would keep open. A connection leaves once its socket closed.
+ */
+export class OwnConnections {
+  readonly #open = new Set<pg.Client>();
+
+  /** Registers `client` (before it connects) and returns it. */
+  add<C extends pg.Client>(client: C): C {
+    this.#open.add(client);
+    client.connection.stream.once("close", () => this.#open.delete(client));
+    return client;
+  }
+
+  /** A new client on `options`, registered. */
+  client(options: pg.ClientConfig): pg.Client {
+    return this.add(new pg.Client(options));
+  }
+
+  /** A `pg.Client` class whose instances register themselves: a pool's `Client` option. */
+  clientClass(): typeof pg.Client {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the class below is made per server
+    const own = this;
+    return class OwnClient extends pg.Client {
+      constructor(options?: string | pg.ClientConfig) {
+        super(options);
+        own.add(this);
+      }
+    };
+  }
+
+  /** Destroys every socket still open: what runs on it fails as a lost connection. */
+  destroy(): void {
+    for (const client of this.#open) client.connection.stream.destroy();
+    this.#open.clear();
+  }
+}
+
+/**
+ * Keeps the replies of the requests `app` is handling, so that a close can
+ * answer those still running when the grace ends.
+ */
+export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
+  const replies = new Set<FastifyReply>();
+  app.addHook("onRequest", async (_request, reply) => {
+    replies.add(reply);
+    reply.raw.once("close", () => replies.delete(reply));
+  });
+  return replies;
+}
+
+/**
+ * Answers 503 `unavailable` to every request of `replies` not answered yet,
+ * and closes its connection. A push cut here either committed or did not
+ * (one transaction), as with a connection cut: a device sends it again,
+ * and a push sent again applies once.
+ */
+export function answerUnfinished(replies: Set<FastifyReply>): void {
+  for (const reply of replies) {
+    if (reply.sent || reply.raw.headersSent) continue;
+    void reply
+      .code(503)
+      .header("retry-after", "1")
+      .header("connection", "close")
+      .send(
+        errorBody(
+          "unavailable",
+          "The sync server shut down before this request finished; it may not have been applied. Try again.",
+        ),
+      );
+  }
+}
+
+/**
+ * Whether `work` settled within `ms`. The timer is cleared once it did: a
+ * test's fake timers, which never fire it, wait only for `work`.
+ */
+export async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
