@@ -13,6 +13,7 @@
  */
 import type { Pool } from "pg";
 import { SyncHttpError } from "./errors.js";
+import { idempotent } from "./sql.js";
 
 /** Separates a user from an app in a space id; no user id may hold it. */
 export const SPACE_SEPARATOR = "\u001f";
@@ -93,9 +94,15 @@ export class AppSpaces {
       : { space: `${user}${SPACE_SEPARATOR}${app}`, unscoped: false };
   }
 
-  /** Lets `app` claim the user's own space if no app has; returns the app that holds it. */
+  /**
+   * Lets `app` claim the user's own space if no app has; returns the app
+   * that holds it. Run again on another connection when its pooled one
+   * turns out dead (a database restart): the claim is idempotent, a second
+   * run finds the row and keeps the app it holds, whichever run stored it.
+   */
   async #claim(user: string, app: string): Promise<string> {
-    const result = await this.#pool.query<{ app: string }>(
+    const result = await idempotent<{ app: string }>(
+      this.#pool,
       `INSERT INTO lgsync_users (user_id, app) VALUES ($1, $2)
        ON CONFLICT (user_id) DO UPDATE SET app = coalesce(lgsync_users.app, EXCLUDED.app)
        RETURNING app`,

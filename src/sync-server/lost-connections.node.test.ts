@@ -13,9 +13,8 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticate, newUser, postgresUrl, wireCheckpoint } from "../../test/support/sync/harness.js";
+import { authenticate, newUser, postgresUrl, pushThread } from "../../test/support/sync/harness.js";
 import { startHoldingProxy, type HoldingProxy } from "../../test/support/sync/holding-proxy.js";
-import { SYNC_MEDIA_TYPE, SYNC_PROTOCOL_VERSION, encodeBody } from "../sync/protocol.js";
 import { createSyncServer, type SyncServer } from "./server.js";
 import { isConnectionLost } from "./sql.js";
 
@@ -133,21 +132,16 @@ describe("sync server: a pooled connection the database dropped unheard", () => 
   }
 
   async function push(token: string, thread: string): Promise<number> {
-    const response = await fetch(`${url}/v1/push`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": SYNC_MEDIA_TYPE },
-      body: encodeBody({
-        v: SYNC_PROTOCOL_VERSION,
-        checkpoints: [wireCheckpoint(thread)],
-        deletes: [],
-      }) as Uint8Array<ArrayBuffer>,
-    });
+    const response = await pushThread(url, token, thread);
     await response.arrayBuffer();
     return response.status;
   }
 
-  async function threads(token: string): Promise<number> {
-    const response = await fetch(`${url}/v1/threads?limit=5`, { headers: { authorization: `Bearer ${token}` } });
+  async function threads(token: string, app?: string): Promise<number> {
+    const query = app === undefined ? "" : `&app=${app}`;
+    const response = await fetch(`${url}/v1/threads?limit=5${query}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     await response.arrayBuffer();
     return response.status;
   }
@@ -170,5 +164,16 @@ describe("sync server: a pooled connection the database dropped unheard", () => 
     await dropUnheard();
     // Before, 503.
     expect(await threads(token)).toBe(200);
+  }, 30_000);
+
+  it("an app's first request, its claim of the user's own space, runs again on a new connection: 200", async () => {
+    const { user, token } = newUser("unheard-claim");
+    expect(await threads(token)).toBe(200); // no app: no claim, but the connection has answered
+    await dropUnheard();
+    // Before, the claim's INSERT (a plain pool.query) met the database's farewell (57P01): 503, though
+    // a second run of it changes nothing.
+    expect(await threads(token, "notes")).toBe(200);
+    const { rows } = await admin.query("SELECT app FROM lgsync_users WHERE user_id = $1", [user]);
+    expect(rows).toEqual([{ app: "notes" }]);
   }, 30_000);
 });

@@ -46,6 +46,23 @@ export function transaction<R>(pool: Pool, begin: string, work: (client: PoolCli
  * {@link transaction} does with its `begin`: a read may always be asked again.
  */
 export function read<R extends QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<QueryResult<R>> {
+  return idempotent(pool, text, values);
+}
+
+/**
+ * Runs one statement `text` on its own (it commits as it ends) that leaves
+ * the same rows and answers the same however many times it runs (an upsert
+ * whose conflict keeps what the first run stored), as {@link read} runs a
+ * read: again on another connection when its pooled one turns out dead at
+ * it. A connection that died after the statement committed and before its
+ * answer came is told apart from one that died before it by nothing the
+ * client sees: only such a statement may be sent again.
+ */
+export function idempotent<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: unknown[],
+): Promise<QueryResult<R>> {
   return onConnection(
     pool,
     (client) => client.query<R>(text, values),
