@@ -253,10 +253,10 @@ describe("sync server: writes several devices add to one checkpoint", () => {
 });
 
 describe("sync server: a checkpoint with many pending writes", () => {
-  it("stores thousands of writes of one checkpoint in time linear in them", async () => {
-    // A fan-out of thousands of tasks (Send) gives one checkpoint thousands of writes. Finding whether the
-    // stored row holds a write the push did not carry compared every stored write with every pushed one:
-    // 5,000 writes took 4.4 s, 20,000 took 45 s, holding the user's lock and a database core.
+  it("stores thousands of writes of one checkpoint, whole for another device, refused whole when sent again", async () => {
+    // A fan-out of thousands of tasks (Send) gives one checkpoint thousands of writes. That the work is
+    // linear in them (a nested loop, every stored write against every pushed one, took 45 s for 20,000)
+    // is counted in plan rows in pending-writes.node.test.ts: a time bound here failed under load.
     const { token } = newUser("fan-out");
     const writes: WireWrite[] = Array.from({ length: 6000 }, (_, i) => ({
       task_id: `task-${i}`,
@@ -271,11 +271,8 @@ describe("sync server: a checkpoint with many pending writes", () => {
       checkpoints: [wireCheckpoint("t", writes)],
       deletes: [],
     };
-    const started = performance.now();
     const { status, body } = await call("POST", "/push", token, encodeBody(request));
-    const took = performance.now() - started;
     expect({ status, changed: body.changed }).toEqual({ status: 200, changed: 1 });
-    expect(took).toBeLessThan(2_000);
     // The row is this device's whole: its own pull skips it, another device's brings every write.
     const pull = async (device: string) =>
       (await call("GET", `/pull?since=0&device=${device}`, token)).body as unknown as PullResponse;
@@ -283,10 +280,8 @@ describe("sync server: a checkpoint with many pending writes", () => {
     const other = await pull("other-device");
     expect(other.changes.flatMap((c) => (c.kind === "checkpoint" ? c.checkpoint.writes : []))).toHaveLength(6000);
     // The same push again (a retry after a cut): every write refused, each compared with the stored one.
-    const again = performance.now();
     const second = await call("POST", "/push", token, encodeBody(request));
     expect({ status: second.status, changed: second.body.changed }).toEqual({ status: 200, changed: 0 });
-    expect(performance.now() - again).toBeLessThan(2_000);
   });
 });
 
