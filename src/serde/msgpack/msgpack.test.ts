@@ -18,6 +18,7 @@ import { Command, Overwrite, Send, isCommand } from "@langchain/langgraph/web";
 import { Packr, Unpackr, unpack } from "msgpackr";
 import { describe, expect, it } from "vitest";
 import { countCalls } from "../../../test/support/call-counts.js";
+import { byDepth } from "../../../test/support/depth.js";
 import { SerializationError } from "../../core/errors.js";
 import { MsgpackSerializer } from "./index.js";
 import { EXT, FORMAT_MAGIC, FORMAT_VERSION, packPayload, tagged } from "./wire.js";
@@ -188,11 +189,12 @@ describe("round trips: primitives and built-ins", () => {
   });
 
   it("reads a long string with a lone surrogate in one native decode, not one concatenation per code unit", async () => {
-    // A long text cut inside an emoji: 4 M code units. Read one unit at a time it took ten
-    // times as long as writing, and ~17 bytes of heap per unit in V8. Counted, not timed
-    // (a bound on time failed on a loaded machine): one UTF-16 decode, and a string built
-    // from a code unit only for each lone surrogate, not for each unit.
-    const long = "a".repeat(4_000_000) + "\ud83d";
+    // A long text cut inside an emoji. Read one unit at a time it took ten times as long as
+    // writing, and ~17 bytes of heap per unit in V8. Counted, not timed (a bound on time
+    // failed on a loaded machine): one UTF-16 decode, and a string built from a code unit
+    // only for each lone surrogate, not for each unit. The counts do not depend on the
+    // length: 400 K code units at the fast depth (a bin32 payload, as at 4 M), 4 M at the full.
+    const long = "a".repeat(byDepth(400_000, 4_000_000)) + "\ud83d";
     const [type, bytes] = await serde.dumpsTyped(long);
     const utf16 = (self: unknown) => !(self instanceof TextDecoder) || self.encoding === "utf-16le";
     const read = await countCalls(
