@@ -8,7 +8,7 @@
  */
 import { forgetMemoryJournal } from "./memory-backend.js";
 import { JOURNAL_DIRECTORY, journalFiles } from "./opfs-backend.js";
-import { forgetMemoryMarker, markerName } from "./wipe-marker.js";
+import { forgetMemoryMarker, markerName, markerWritesSettled } from "./wipe-marker.js";
 
 /** What {@link forgetDatabaseTraces} removed. */
 export interface ForgottenTraces {
@@ -25,6 +25,9 @@ export interface ForgottenTraces {
  * the journal would otherwise bring the deleted rows back.
  */
 export async function forgetDatabaseTraces(dbName: string): Promise<ForgottenTraces> {
+  // A saver of this realm still writing the marker (its first commit's, in the background, not closed
+  // yet): removed before that write lands, the marker would come back.
+  await markerWritesSettled(dbName);
   // Where there is neither OPFS nor localStorage (Node), the marker lives in this process's memory.
   // A memory journal outlives saver instances as a file would: left here, the next saver restored the deleted rows.
   const forgotten: ForgottenTraces = {

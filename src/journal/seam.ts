@@ -16,7 +16,7 @@ import {
   type RecoveryReport,
   type WipeMarker,
 } from "./types.js";
-import { defaultMarker } from "./wipe-marker.js";
+import { defaultMarker, noteMarkerWrite } from "./wipe-marker.js";
 
 /** Options of {@link JournalSeam}. */
 export interface JournalSeamOptions {
@@ -56,6 +56,8 @@ export class JournalSeam implements DatabaseSeam {
   #report: RecoveryReport | undefined;
   #active: ActiveJournal | undefined;
   #markerSet = false;
+  /** The marker's write, in the background after the first commit: `close()` waits for it. */
+  #markerWrite: Promise<unknown> | undefined;
 
   constructor(options: JournalSeamOptions) {
     this.#options = options;
@@ -144,13 +146,16 @@ export class JournalSeam implements DatabaseSeam {
     const active = this.#active;
     this.#active = undefined;
     this.#created = false;
-    await active?.close();
+    // Closed means done: a marker landing later would outlive a deleteSaverDatabase made next.
+    await Promise.all([active?.close(), this.#markerWrite]);
   }
 
   #setMarker(): void {
     if (this.#markerSet) return;
     this.#markerSet = true;
-    void this.#marker.set().catch(() => (this.#markerSet = false));
+    const write = this.#marker.set().catch(() => (this.#markerSet = false));
+    this.#markerWrite = write;
+    noteMarkerWrite(this.#options.name, write);
   }
 
   #raw(): Promise<IDBDatabase> {

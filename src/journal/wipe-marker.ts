@@ -27,6 +27,24 @@ export function forgetMemoryMarkers(): void {
   memoryMarkers.clear();
 }
 
+/** The marker writes of each database name, chained (see {@link noteMarkerWrite}); never rejects. */
+const markerWrites = new Map<string, Promise<unknown>>();
+
+/**
+ * Notes a write of `dbName`'s marker: forgetting the database's traces
+ * (deleteSaverDatabase) waits for it first, since a write landing after the
+ * removal would leave the marker of a database deleted, and the next saver
+ * on the name would find it "wiped".
+ */
+export function noteMarkerWrite(dbName: string, write: Promise<unknown>): void {
+  markerWrites.set(dbName, Promise.allSettled([markerWrites.get(dbName), write]));
+}
+
+/** Settles once every marker write of `dbName` noted in this realm has. */
+export async function markerWritesSettled(dbName: string): Promise<void> {
+  await markerWrites.get(dbName);
+}
+
 /** The marker's OPFS file name (also its `localStorage` key where there is no OPFS). */
 export function markerName(dbName: string): string {
   return `langgraph-idb-${encodeURIComponent(dbName)}.marker`;
