@@ -8,9 +8,19 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
+import {
+  frozenTabRun,
+  human,
+  releaseFrozenTabs,
+  texts,
+  until,
+  type Chat,
+} from "../../test/support/agent-server/timing.js";
 
-afterEach(closeServers);
+afterEach(async () => {
+  releaseFrozenTabs();
+  await closeServers();
+});
 
 /** Two servers on one database (two tabs), and how to read a run's status from either. */
 async function twoTabs() {
@@ -102,4 +112,18 @@ describe("runs.cancelMany", () => {
     expect(await answer({ thread_id: other.thread_id, run_ids: [run.run_id] })).toMatch(/^404 /);
     expect(await status(t.thread_id, run.run_id)).toBe("running");
   });
+
+  it("answers 202, not 204, when a run has not ended within its wait (a frozen tab's)", async () => {
+    const a = await openServer<Chat>("cancel-many");
+    const t = await a.client.threads.create();
+    // Another tab's run: its record in the run log, its runner lock held, its tab not answering.
+    await frozenTabRun(a.saver.dbName, t.thread_id);
+    const res = await a.server.fetch("http://local.invalid/runs/cancel", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ status: "running" }),
+    });
+    // As runs.cancel answers without wait: the cancel is under way, the run has not ended.
+    expect(res.status).toBe(202);
+  }, 10_000);
 });

@@ -40,8 +40,9 @@ export function registerCancelRunsRoute(app: Hono, context: RouteContext): void 
       if (found.some((run) => run === undefined)) return reply(c, { error: "Run not found" }, 404);
       runs = found as RunHandle[];
     }
-    // Answered once they have ended (a frozen tab's waited for a while only), so a list read next shows them so.
-    await context.runs.cancelRuns(runs, action);
-    return c.body(null, 204);
+    // 204 once they have ended, so a list read next shows them so; a frozen tab's run is waited for a while
+    // only, and then answered 202 as runs.cancel answers a cancel under way: 204 would say it had ended.
+    const ended = await context.runs.cancelRuns(runs, action);
+    return c.body(null, ended ? 204 : 202);
   });
 }

@@ -210,14 +210,15 @@ export class RunRegistry {
 
   /**
    * Cancels each of `runs` with `action`, as one cancel each, and waits for
-   * them to end, at most until `within` aborts (a frozen tab never answers).
+   * them to end, at most until `within` aborts (a frozen tab never answers);
+   * true when every one has ended, false when the wait was cut short.
    */
-  async cancelRuns(
+  cancelRuns(
     runs: readonly RunHandle[],
     action: "interrupt" | "rollback",
     within = AbortSignal.timeout(CANCEL_WAIT_MS),
-  ): Promise<void> {
-    await unlessAborted(Promise.all(runs.map((run) => run.cancel(action))), within);
+  ): Promise<boolean> {
+    return unlessAborted(Promise.all(runs.map((run) => run.cancel(action))), within);
   }
 
   /**

@@ -48,14 +48,16 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * Waits for `work`, or only until `signal` aborts: `work` goes on then, and
  * a failure of it after that is dropped (its caller has stopped waiting).
+ * True when `work` settled first, false when the wait was cut short.
  */
-export async function unlessAborted(work: Promise<unknown>, signal: AbortSignal): Promise<void> {
-  work.catch(() => undefined);
+export async function unlessAborted(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
+  const settled = work.then(() => true);
+  settled.catch(() => undefined);
   let stop = (): void => undefined;
-  const aborted = new Promise<void>((resolve) => {
-    stop = () => resolve();
-    if (signal.aborted) resolve();
+  const aborted = new Promise<false>((resolve) => {
+    stop = () => resolve(false);
+    if (signal.aborted) resolve(false);
     else signal.addEventListener("abort", stop, { once: true });
   });
-  await Promise.race([work, aborted]).finally(() => signal.removeEventListener("abort", stop));
+  return Promise.race([settled, aborted]).finally(() => signal.removeEventListener("abort", stop));
 }
