@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { deleteDatabase } from "../../test/support/databases.js";
 import { transactionsFactory } from "../../test/support/reliability/factories.js";
+import { RunRegistry } from "./runs.js";
 
 afterEach(closeServers);
 
@@ -171,6 +172,37 @@ describe("threads.joinStream", () => {
     expect(Date.now() - created).toBeLessThan(2_000);
     leave.abort();
     await reading;
+  });
+
+  it("leaves no run-notice listener behind once its clients have left, one after a run's events included", async () => {
+    // The registry's listeners counted as they are added and removed (a wrapper that calls the real one).
+    let listening = 0;
+    const onThreadChange = RunRegistry.prototype.onThreadChange;
+    RunRegistry.prototype.onThreadChange = function (this: RunRegistry, threadId, listener) {
+      listening++;
+      const off = onThreadChange.call(this, threadId, listener);
+      return () => {
+        listening--;
+        off();
+      };
+    };
+    try {
+      const { client, server } = await openServer("agent-thread-stream-listeners");
+      const { thread_id } = await client.threads.create();
+      for (const withRun of [false, true, false, true]) {
+        const leave = new AbortController();
+        const url = `http://local.invalid/threads/${thread_id}/stream`;
+        const response = await server.fetch(url, { signal: leave.signal });
+        // The stream buffers the run's first event and waits there for the client to read it: it never does.
+        if (withRun) await client.runs.wait(thread_id, "agent", { input: human("left unread") });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        leave.abort(); // the client's request aborted, its body never cancelled nor read
+        expect(response.status).toBe(200);
+      }
+      await expect.poll(() => listening, { timeout: 2_000 }).toBe(0);
+    } finally {
+      RunRegistry.prototype.onThreadChange = onThreadChange;
+    }
   });
 
   it("answers 404 for a missing thread, 422 for a stream_mode or Last-Event-ID it does not serve", async () => {

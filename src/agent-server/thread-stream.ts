@@ -80,36 +80,50 @@ async function* threadEvents(
   from: ResumeAt | undefined,
   stop: AbortSignal,
 ): AsyncGenerator<Omit<SentEvent, "id"> & { id: string }> {
-  const oldestFirst = async (except?: ReadonlySet<string>) => (await context.runs.list(threadId, except)).reverse();
-  const listed = await oldestFirst();
+  const listed = (await context.runs.list(threadId)).reverse(); // oldest first
   const index = from === undefined ? -1 : listed.findIndex((run) => run.run_id === from.runId);
   // Runs the client has had: those before its run, or, with no run to resume, those already ended.
   const done = new Set(
     (index >= 0 ? listed.slice(0, index) : listed.filter(isFinal)).map((run: RunRecord) => run.run_id),
   );
-  // Listening before each look: a notice that comes while it reads is not waited for.
-  let noticed = new AbortController();
+  while (!stop.aborted) {
+    const next = await nextRun(context, threadId, done, stop);
+    if (next === "gone") return;
+    if (next === undefined) continue;
+    done.add(next.run_id);
+    const run = await context.runs.find(threadId, next.run_id);
+    if (!run) continue;
+    const events = run.follow(index >= 0 && next.run_id === from?.runId ? from.after : -1);
+    try {
+      for await (const event of events) yield { ...event, id: `${next.run_id}:${event.id}` };
+    } finally {
+      await events.return(undefined);
+    }
+  }
+}
+
+/**
+ * One look for a run of the thread not in `done`: "gone" once the thread is
+ * deleted; with none, waits for a run's notice (or the slow look, or `stop`)
+ * and answers undefined. Listening only meanwhile, before the look (a notice
+ * that comes while it reads is not waited for): a stream held at an event its
+ * client never reads (one that left without cancelling the body) holds no
+ * listener on the registry.
+ */
+async function nextRun(
+  context: RouteContext,
+  threadId: string,
+  done: ReadonlySet<string>,
+  stop: AbortSignal,
+): Promise<RunRecord | "gone" | undefined> {
+  const noticed = new AbortController();
   const off = context.runs.onThreadChange(threadId, () => noticed.abort());
   try {
-    while (!stop.aborted) {
-      noticed = new AbortController();
-      if (!(await context.threads.get(threadId))) return;
-      // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
-      const next = (await oldestFirst(done)).find((run) => !done.has(run.run_id));
-      if (next === undefined) {
-        await pause(LOOK_EVERY_MS, AbortSignal.any([stop, noticed.signal]));
-        continue;
-      }
-      done.add(next.run_id);
-      const run = await context.runs.find(threadId, next.run_id);
-      if (!run) continue;
-      const events = run.follow(index >= 0 && next.run_id === from?.runId ? from.after : -1);
-      try {
-        for await (const event of events) yield { ...event, id: `${next.run_id}:${event.id}` };
-      } finally {
-        await events.return(undefined);
-      }
-    }
+    if (!(await context.threads.get(threadId))) return "gone";
+    // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
+    const next = (await context.runs.list(threadId, done)).reverse().find((run) => !done.has(run.run_id));
+    if (next === undefined) await pause(LOOK_EVERY_MS, AbortSignal.any([stop, noticed.signal]));
+    return next;
   } finally {
     off();
   }
