@@ -121,7 +121,8 @@ async function nextRun(
   try {
     if (!(await context.threads.get(threadId))) return "gone";
     // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
-    const next = (await context.runs.list(threadId, done)).reverse().find((run) => !done.has(run.run_id));
+    // Newest first: the last is the oldest it has not had.
+    const next = (await context.runs.list(threadId, done)).at(-1);
     if (next === undefined) await pause(LOOK_EVERY_MS, AbortSignal.any([stop, noticed.signal]));
     return next;
   } finally {
