@@ -16,7 +16,7 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { watchAnswers } from "./answers.js";
 import { AppSpaces } from "./apps.js";
 import { authenticator, limitUsers } from "./auth.js";
-import { answerClientError, answerUnroutedEarly, errorBody, installCors, installProtocol } from "./http.js";
+import { answerClientError, answerUnroutedEarly, installCors, installProtocol } from "./http.js";
 import { addReadRoutes } from "./read-routes.js";
 import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
@@ -25,7 +25,15 @@ import { ThreadOrderIndexBuild } from "./thread-order-index.js";
 import { startDatabase } from "./startup.js";
 import { surviveLostConnections } from "./sql.js";
 import { PushNotifier } from "./notify.js";
-import { CLOSE_CUT_MS, CLOSE_GRACE_MS, OwnConnections, answerUnfinished, trackInFlight, within } from "./shutdown.js";
+import {
+  CLOSE_CUT_MS,
+  CLOSE_GRACE_MS,
+  OwnConnections,
+  answerUnfinished,
+  refuseUnlessServing,
+  trackInFlight,
+  within,
+} from "./shutdown.js";
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from "./store.js";
 import { isStringList } from "../core/guards.js";
 
@@ -275,6 +283,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
     requestTimeout,
     // A request cut by Node (too slow, not HTTP) is answered in the protocol's error shape too.
     clientErrorHandler: answerClientError,
+    // A request arriving during close() on a connection kept alive is answered by refuseUnlessServing, in the
+    // protocol's shape: Fastify's own 503 body ({"error":"Service Unavailable",...}) no client could parse.
+    return503OnClosing: false,
     http: {
       requestTimeout,
       connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.ceil(requestTimeout / 4))),
@@ -340,21 +351,8 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   const admitRead = watchAnswers(app, requestTimeout);
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
 
-  // Until the database is set up, every request (health too: a balancer should look elsewhere) is
-  // answered here, after CORS so a page can read the answer.
-  app.addHook("onRequest", async (_request, reply) => {
-    if (startup.state === "ready" || reply.sent) return undefined;
-    if (startup.state === "failed")
-      return reply
-        .code(500)
-        .send(errorBody("internal", "The sync server could not set up its database; its log says why."));
-    return reply
-      .code(503)
-      .header("retry-after", "1")
-      .send(
-        errorBody("unavailable", "The sync server has not reached its database yet; nothing was applied. Try again."),
-      );
-  });
+  // Until the database is set up, and once closing, every request is answered here (shutdown.ts).
+  refuseUnlessServing(app, startup, () => closing);
 
   answerUnroutedEarly(app);
 

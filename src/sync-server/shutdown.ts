@@ -13,6 +13,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import pg from "pg";
 import { errorBody } from "./http.js";
+import type { DatabaseStartup } from "./startup.js";
 
 /** How long requests in flight may take to finish once `close()` is called. */
 export const CLOSE_GRACE_MS = 2000;
@@ -70,6 +71,36 @@ export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
     reply.raw.once("close", () => replies.delete(reply));
   });
   return replies;
+}
+
+/**
+ * Answers every request here while the server cannot serve it, health
+ * included (a balancer should look elsewhere): 503 `unavailable` with
+ * Retry-After until `startup` reached the database and from the moment
+ * `closing()` says so (a request on a connection kept alive from before;
+ * its connection is closed after), 500 `internal` once the setup failed.
+ * Added after CORS, so that a page can read the answer.
+ */
+export function refuseUnlessServing(app: FastifyInstance, startup: DatabaseStartup, closing: () => boolean): void {
+  app.addHook("onRequest", async (_request, reply) => {
+    if (reply.sent || (startup.state === "ready" && !closing())) return undefined;
+    if (closing())
+      return reply
+        .code(503)
+        .header("retry-after", "1")
+        .header("connection", "close")
+        .send(errorBody("unavailable", "The sync server is shutting down; nothing was applied. Try again."));
+    if (startup.state === "failed")
+      return reply
+        .code(500)
+        .send(errorBody("internal", "The sync server could not set up its database; its log says why."));
+    return reply
+      .code(503)
+      .header("retry-after", "1")
+      .send(
+        errorBody("unavailable", "The sync server has not reached its database yet; nothing was applied. Try again."),
+      );
+  });
 }
 
 /**
