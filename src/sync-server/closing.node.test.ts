@@ -2,15 +2,22 @@
  * What a closing sync server answers and reports. A request that arrives
  * during `close()` on a connection kept alive from before (a device's
  * agent reuses its sockets) is answered in the protocol's error shape, 503
- * `unavailable` with Retry-After, as every other refusal of the server.
- * Real server on loopback, real PostgreSQL.
+ * `unavailable` with Retry-After, as every other refusal of the server; and
+ * a failure of the close's own final work reaches the server's logger (the
+ * one the CLI prints), while close() still resolves within its bound and
+ * ends the pool all the same. Real server on loopback, real PostgreSQL.
  */
 import { Agent, request } from "node:http";
-import type { Socket } from "node:net";
+import { connect, type Socket } from "node:net";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { authenticate, newUser, postgresUrl } from "../../test/support/sync/harness.js";
 import { SYNC_PATH } from "../sync/protocol.js";
 import { createSyncServer } from "./server.js";
+import { CLOSE_CUT_MS, CLOSE_GRACE_MS } from "./shutdown.js";
+
+/** What a close may take beyond its bound on a loaded machine. */
+const SLACK_MS = 3000;
 
 /** An answer as a client reads it: status, headers, body, and the socket it came on. */
 interface Answer {
@@ -75,6 +82,66 @@ describe("sync server: closing", () => {
     } finally {
       letGo();
       agent.destroy();
+      await server.close();
+    }
+  }, 30_000);
+
+  it("a failure of its final work is logged at error level; close() resolves in its bound and ends the pool", async () => {
+    // The pool's sessions, told apart from every other test's by their application_name.
+    const name = `close-fails-${Date.now().toString(36)}`;
+    const url = new URL(await postgresUrl());
+    url.searchParams.set("application_name", name);
+    const admin = new pg.Client({ connectionString: await postgresUrl() });
+    await admin.connect();
+    const sessions = async () =>
+      (
+        await admin.query<{ n: number }>(
+          "SELECT count(*)::integer AS n FROM pg_stat_activity WHERE application_name = $1",
+          [name],
+        )
+      ).rows[0]!.n;
+    const server = await createSyncServer({ connectionString: url.href, authenticate, logger: "errors" });
+    // A real fault in the close's own work: a plugin of the deployer's whose onClose flushes to a
+    // collector that is down (nothing listens on port 1), so Fastify's close rejects.
+    server.app.addHook(
+      "onClose",
+      () =>
+        new Promise<void>((_resolve, reject) => {
+          const socket = connect(1, "127.0.0.1");
+          socket.once("error", reject);
+          socket.once("connect", () => reject(new Error("Something listens on port 1.")));
+        }),
+    );
+    // What the server's logger (the CLI's: JSON lines on stdout) is asked to print at error level.
+    const logged: unknown[][] = [];
+    const log = server.app.log;
+    const error = log.error.bind(log);
+    log.error = ((...args: Parameters<typeof error>) => {
+      logged.push(args);
+      error(...args);
+    }) as typeof log.error;
+    try {
+      const base = await server.listen({ port: 0 });
+      const { token } = newUser("close-fails");
+      const agent = new Agent();
+      expect((await get(agent, base, `${SYNC_PATH}/hello`, token)).status).toBe(200);
+      expect(await sessions()).toBeGreaterThan(0);
+      const started = performance.now();
+      await server.close();
+      expect(performance.now() - started).toBeLessThan(CLOSE_GRACE_MS + CLOSE_CUT_MS + SLACK_MS);
+      // Before, nothing: the failure was dropped, and the pool's end skipped with it.
+      expect(logged).toEqual([
+        [{ err: expect.objectContaining({ code: "ECONNREFUSED" }) }, expect.stringContaining("HTTP server")],
+      ]);
+      // The pool ended all the same (before, its idle sessions stayed until their idle timeout, 10 s).
+      const deadline = performance.now() + 5000;
+      while ((await sessions()) > 0 && performance.now() < deadline) await new Promise((done) => setTimeout(done, 50));
+      expect(await sessions()).toBe(0);
+      // A second close waits for the first, and reports nothing more (a pool ended twice would be a report).
+      await server.close();
+      expect(logged).toHaveLength(1);
+    } finally {
+      await admin.end();
       await server.close();
     }
   }, 30_000);

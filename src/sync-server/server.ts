@@ -25,15 +25,7 @@ import { ThreadOrderIndexBuild } from "./thread-order-index.js";
 import { startDatabase } from "./startup.js";
 import { surviveLostConnections } from "./sql.js";
 import { PushNotifier } from "./notify.js";
-import {
-  CLOSE_CUT_MS,
-  CLOSE_GRACE_MS,
-  OwnConnections,
-  answerUnfinished,
-  refuseUnlessServing,
-  trackInFlight,
-  within,
-} from "./shutdown.js";
+import { OwnConnections, closeServer, refuseUnlessServing, trackInFlight } from "./shutdown.js";
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from "./store.js";
 import { isStringList } from "../core/guards.js";
 
@@ -169,7 +161,9 @@ export interface SyncServer {
    * those still running 503 `unavailable`, and ends its own pool: resolves
    * within about 3 s whatever the database does (one that stops answering
    * has every connection the server opened destroyed), leaving nothing that
-   * keeps the process alive. A `pool` passed in is not ended.
+   * keeps the process alive. A `pool` passed in is not ended. A failure of
+   * that work (an `onClose` hook of `app`'s) is logged at error level, and
+   * close() still resolves; called again, it returns the first call's promise.
    */
   close(): Promise<void>;
   /** The Fastify instance, for `inject` in tests or adding routes. */
@@ -312,6 +306,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   const notifier = new PushNotifier(() => connections.client(pool.options));
   let buildIndex = false;
   let closing = false;
+  let closed: Promise<void> | undefined;
   const startup = startDatabase(
     async () => {
       buildIndex = await setupTables(pool);
@@ -376,19 +371,25 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
       const address = await app.listen({ port: listenOptions.port ?? 8787, host: listenOptions.host ?? "127.0.0.1" });
       return address.replace("[::1]", "127.0.0.1");
     },
-    async close(): Promise<void> {
-      // Everything at once, none waiting on another: a database that stopped answering holds each of
-      // them (shutdown.ts). Long polls answer now, so closing need not wait for them.
-      closing = true;
-      startup.stop();
-      const ended = Promise.all([indexBuild.stop(), notifier.close(), app.close()]).then(() =>
-        ownPool ? pool.end() : undefined,
-      );
-      if (await within(ended, CLOSE_GRACE_MS)) return;
-      answerUnfinished(inFlight);
-      connections.destroy();
-      if (!(await within(ended, CLOSE_CUT_MS))) app.server.closeAllConnections();
-      connections.destroy(); // one the pool or the build opened meanwhile
+    close(): Promise<void> {
+      // Once: a second call (SIGTERM while a failed setup closes the CLI's server) waits for the first.
+      closed ??= (() => {
+        closing = true;
+        startup.stop();
+        // Long polls answer now, so closing need not wait for them.
+        return closeServer({
+          app,
+          inFlight,
+          connections,
+          first: [
+            ["stop its index build", () => indexBuild.stop()],
+            ["close its live-push listener", () => notifier.close()],
+            ["close its HTTP server (Fastify's close and its onClose hooks)", () => app.close()],
+          ],
+          last: ownPool ? ["end its database pool", () => pool.end()] : undefined,
+        });
+      })();
+      return closed;
     },
   };
 }

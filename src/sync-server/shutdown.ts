@@ -125,6 +125,48 @@ export function answerUnfinished(replies: Set<FastifyReply>): void {
   }
 }
 
+/** Work a close ends, with what it does in words (the report of its failure names it). */
+export type FinalWork = readonly [what: string, work: () => Promise<unknown>];
+
+/** What {@link closeServer} closes. */
+export interface Closing {
+  app: FastifyInstance;
+  /** The requests in flight (see {@link trackInFlight}). */
+  inFlight: Set<FastifyReply>;
+  connections: OwnConnections;
+  /** Started at once, none waiting on another: a database that stopped answering holds each of them. */
+  first: readonly FinalWork[];
+  /** Started once `first` settled (the pool, which the requests in flight still use). */
+  last?: FinalWork;
+}
+
+/**
+ * Closes a server within {@link CLOSE_GRACE_MS} + {@link CLOSE_CUT_MS}
+ * whatever its database does (see this file's comment). A failure of the
+ * final work is reported on the server's logger, at error level (the CLI
+ * prints it), and the rest of the work goes on: before, the first failure
+ * (an onClose hook of the app's) skipped the pool's end, and neither was
+ * told to anyone. Resolves all the same: by then the server serves nothing
+ * and has released what it could; a rejection would leave its caller (a
+ * SIGTERM handler, a test's `afterAll`) nothing to do but crash or hide its
+ * own error, and a second close could not redo the work.
+ */
+export async function closeServer({ app, inFlight, connections, first, last }: Closing): Promise<void> {
+  const settle = async ([what, work]: FinalWork): Promise<void> => {
+    try {
+      await work();
+    } catch (error) {
+      app.log.error({ err: error }, `The sync server's close could not ${what}; the rest of the close went on.`);
+    }
+  };
+  const ended = Promise.all(first.map(settle)).then(() => (last ? settle(last) : undefined));
+  if (await within(ended, CLOSE_GRACE_MS)) return;
+  answerUnfinished(inFlight);
+  connections.destroy();
+  if (!(await within(ended, CLOSE_CUT_MS))) app.server.closeAllConnections();
+  connections.destroy(); // one the pool or the build opened meanwhile
+}
+
 /**
  * Whether `work` settled within `ms`. The timer is cleared once it did: a
  * test's fake timers, which never fire it, wait only for `work`.
