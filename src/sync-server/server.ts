@@ -18,6 +18,7 @@ import { AppSpaces } from "./apps.js";
 import { authenticator, limitUsers } from "./auth.js";
 import { answerClientError, answerUnroutedEarly, installCors, installProtocol } from "./http.js";
 import { addReadRoutes } from "./read-routes.js";
+import { ReadinessProbe, addReadiness } from "./readiness.js";
 import { addWriteRoutes } from "./write-routes.js";
 import { SyncServerSaver } from "./saver.js";
 import { setupTables } from "./schema.js";
@@ -351,7 +352,9 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   answerUnroutedEarly(app);
 
+  // Liveness (ok, the database down or not: a restart would not mend it), and readiness (readiness.ts).
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
+  addReadiness(app, new ReadinessProbe(() => connections.client(pool.options)));
 
   // Every other route needs a user (auth.ts), and counts against the user's requests a minute.
   const authenticated = authenticator(
