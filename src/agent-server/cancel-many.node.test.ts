@@ -7,6 +7,7 @@
  * before any run is cancelled.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_CANCEL_RUN_IDS } from "./cancel-runs.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import {
   frozenTabRun,
@@ -112,6 +113,31 @@ describe("runs.cancelMany", () => {
     expect(await answer({ thread_id: other.thread_id, run_ids: [run.run_id] })).toMatch(/^404 /);
     expect(await status(t.thread_id, run.run_id)).toBe("running");
   });
+
+  it("answers 422 to more run ids than it takes, before any run is cancelled; as many as it takes are looked up", async () => {
+    const { a, status } = await twoTabs();
+    const t = await a.client.threads.create();
+    const run = await a.client.runs.create(t.thread_id, "agent", { input: human("stays"), ...slow });
+    await until(async () => (await status(t.thread_id, run.run_id)) === "running");
+    const answer = (runIds: string[]) =>
+      a.server
+        .fetch("http://local.invalid/runs/cancel", {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ thread_id: t.thread_id, run_ids: runIds }),
+        })
+        .then(async (res) => `${res.status} ${await res.text()}`);
+    const unknown = (n: number) => Array.from({ length: n }, () => crypto.randomUUID());
+    // The running run named over and over: found each time, it would be cancelled; over the cap, it is not.
+    const over = await answer(Array.from({ length: MAX_CANCEL_RUN_IDS + 1 }, () => run.run_id));
+    expect(over).toMatch(
+      new RegExp(`^422 .*run_ids takes at most ${MAX_CANCEL_RUN_IDS} run ids; got ${MAX_CANCEL_RUN_IDS + 1}`),
+    );
+    expect(await status(t.thread_id, run.run_id)).toBe("running");
+    // At the cap the list is taken: its unknown ids are looked up and answered 404.
+    expect(await answer(unknown(MAX_CANCEL_RUN_IDS))).toMatch(/^404 .*Run not found/);
+    expect(await status(t.thread_id, run.run_id)).toBe("running");
+  }, 20_000);
 
   it("answers 202, not 204, when a run has not ended within its wait (a frozen tab's)", async () => {
     const a = await openServer<Chat>("cancel-many");

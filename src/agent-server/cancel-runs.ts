@@ -13,6 +13,14 @@ import type { RouteContext } from "./run-routes.js";
 /** The statuses `runs.cancelMany` takes (the SDK's BulkCancelRunsStatus). */
 const CANCEL_STATUSES = ["pending", "running", "all"] as const;
 
+/**
+ * The most run ids one `runs.cancelMany` takes. Each id is looked up at once (a read of the run
+ * log, and a Web Lock query for another tab's run), all before any is cancelled, so an uncapped
+ * list is that many reads held open together; 1,000 is far more than one thread has runs going or
+ * waiting (one runs, the rest wait in turn), and the page size the sync protocol caps its lists at.
+ */
+export const MAX_CANCEL_RUN_IDS = 1_000;
+
 /** Adds POST /runs/cancel to `app`. */
 export function registerCancelRunsRoute(app: Hono, context: RouteContext): void {
   app.post("/runs/cancel", async (c) => {
@@ -35,6 +43,11 @@ export function registerCancelRunsRoute(app: Hono, context: RouteContext): void 
       }
       if (!isStringList(runIds))
         throw new BadRequest(`run_ids must be a list of run ids; got ${JSON.stringify(runIds)}.`);
+      if (runIds.length > MAX_CANCEL_RUN_IDS) {
+        throw new BadRequest(
+          `run_ids takes at most ${MAX_CANCEL_RUN_IDS} run ids; got ${runIds.length}: cancel them in several requests.`,
+        );
+      }
       const found = await Promise.all(runIds.map((runId) => context.runs.find(threadId, runId)));
       // As the Agent Server answers a run it does not find on the thread; here before any run is cancelled.
       if (found.some((run) => run === undefined)) return reply(c, { error: "Run not found" }, 404);
