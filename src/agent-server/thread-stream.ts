@@ -46,11 +46,11 @@ export const registerThreadStreamRoute: ThreadRoutes = (app, context, threadOr40
     if (thread instanceof Response) return thread;
     const stop = new AbortController();
     // A client that leaves (the body cancelled, or the request aborted) ends the stream's wait for runs,
-    // and so does the server closing (its runs are cancelled: the one followed ends too).
-    const ended = AbortSignal.any([c.req.raw.signal, context.closed]);
-    if (ended.aborted) stop.abort();
-    else ended.addEventListener("abort", () => stop.abort(), { once: true });
-    return sse(threadEvents(context, thread.thread_id, from, stop.signal), {}, () => stop.abort());
+    // and so does the server closing (its runs are cancelled: the one followed ends too). Each wait
+    // listens to the three itself: a signal combined over the server's `closed` (AbortSignal.any) would
+    // stay one of its dependants for the server's life in Node 20, one per stream.
+    const stops = [stop.signal, c.req.raw.signal, context.closed];
+    return sse(threadEvents(context, thread.thread_id, from, stops), {}, () => stop.abort());
   });
 };
 
@@ -72,13 +72,13 @@ function resumeAt(lastEventId: string): ResumeAt {
 /**
  * The thread's runs' events, run after run, oldest first: from `from`, or
  * (without one, or when its run is gone) from the runs not ended yet, then
- * each run after them, until `stop` aborts or the thread is deleted.
+ * each run after them, until one of `stops` aborts or the thread is deleted.
  */
 async function* threadEvents(
   context: RouteContext,
   threadId: string,
   from: ResumeAt | undefined,
-  stop: AbortSignal,
+  stops: readonly AbortSignal[],
 ): AsyncGenerator<Omit<SentEvent, "id"> & { id: string }> {
   const listed = (await context.runs.list(threadId)).reverse(); // oldest first
   const index = from === undefined ? -1 : listed.findIndex((run) => run.run_id === from.runId);
@@ -86,8 +86,8 @@ async function* threadEvents(
   const done = new Set(
     (index >= 0 ? listed.slice(0, index) : listed.filter(isFinal)).map((run: RunRecord) => run.run_id),
   );
-  while (!stop.aborted) {
-    const next = await nextRun(context, threadId, done, stop);
+  while (!stops.some((stop) => stop.aborted)) {
+    const next = await nextRun(context, threadId, done, stops);
     if (next === "gone") return;
     if (next === undefined) continue;
     done.add(next.run_id);
@@ -104,7 +104,7 @@ async function* threadEvents(
 
 /**
  * One look for a run of the thread not in `done`: "gone" once the thread is
- * deleted; with none, waits for a run's notice (or the slow look, or `stop`)
+ * deleted; with none, waits for a run's notice (or the slow look, or `stops`)
  * and answers undefined. Listening only meanwhile, before the look (a notice
  * that comes while it reads is not waited for): a stream held at an event its
  * client never reads (one that left without cancelling the body) holds no
@@ -114,7 +114,7 @@ async function nextRun(
   context: RouteContext,
   threadId: string,
   done: ReadonlySet<string>,
-  stop: AbortSignal,
+  stops: readonly AbortSignal[],
 ): Promise<RunRecord | "gone" | undefined> {
   const noticed = new AbortController();
   const off = context.runs.onThreadChange(threadId, () => noticed.abort());
@@ -123,7 +123,9 @@ async function nextRun(
     // Only the runs it has not had are read: a long thread's ended runs are not read again at each look.
     // Newest first: the last is the oldest it has not had.
     const next = (await context.runs.list(threadId, done)).at(-1);
-    if (next === undefined) await pause(LOOK_EVERY_MS, AbortSignal.any([stop, noticed.signal]));
+    // Listening to each signal only while it waits: a new AbortSignal.any over the stream's signals at each
+    // wait stayed their dependant in Node 20 (20,000 waits: 20,000 dependants, 2 MB, after gc).
+    if (next === undefined) await pause(LOOK_EVERY_MS, ...stops, noticed.signal);
     return next;
   } finally {
     off();

@@ -1,6 +1,6 @@
-/** `loadOnce`: one load for every call, and a failed load tried again. */
+/** `loadOnce`: one load for every call, and a failed load tried again; `pause` over several signals. */
 import { describe, expect, it } from "vitest";
-import { loadOnce } from "./tasks.js";
+import { loadOnce, pause } from "./tasks.js";
 
 describe("loadOnce", () => {
   it("loads once for every call, concurrent or later", async () => {
@@ -23,5 +23,34 @@ describe("loadOnce", () => {
     expect(await load()).toBe("module");
     expect(await load()).toBe("module");
     expect(loads).toBe(2);
+  });
+});
+
+describe("pause", () => {
+  /** A signal whose abort listeners are counted as they are added and removed (a `once` one too, when it runs). */
+  function counted() {
+    const controller = new AbortController();
+    const listeners = new Set<unknown>();
+    const { signal } = controller;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    signal.addEventListener = (...args: Parameters<typeof add>) => (listeners.add(args[1]), add(...args));
+    signal.removeEventListener = (...args: Parameters<typeof remove>) => (listeners.delete(args[1]), remove(...args));
+    return { controller, signal, listening: () => listeners.size };
+  }
+
+  it("ends at the first of its signals to abort, and leaves a listener on none of them", async () => {
+    const long = counted();
+    const notice = counted();
+    const waiting = pause(60_000, long.signal, notice.signal);
+    expect([long.listening(), notice.listening()]).toEqual([1, 1]);
+    notice.controller.abort();
+    await waiting;
+    expect([long.listening(), notice.listening()]).toEqual([0, 0]);
+    long.controller.abort();
+    // One already aborted: no wait, and no listener added.
+    const fresh = counted();
+    await pause(60_000, fresh.signal, long.signal);
+    expect(fresh.listening()).toBe(0);
   });
 });

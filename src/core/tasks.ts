@@ -27,21 +27,23 @@ export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
 }
 
 /**
- * Resolves after `ms`, or at once when `signal` aborts; the timer and the
- * listener go either way (a loop that pauses many times leaves nothing
- * behind), and the timer keeps no Node process alive.
+ * Resolves after `ms`, or at once when one of `signals` aborts; the timer
+ * and the listeners go either way (a loop that pauses many times leaves
+ * nothing behind: no `AbortSignal.any` over a long-lived signal, which Node
+ * 20 keeps a dependant of for that signal's life), and the timer keeps no
+ * Node process alive.
  */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
+export function pause(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
+      for (const signal of signals) signal.removeEventListener("abort", done);
       resolve();
     };
     const timer = setTimeout(done, ms);
     (timer as { unref?: () => void }).unref?.();
-    if (signal.aborted) done();
-    else signal.addEventListener("abort", done, { once: true });
+    if (signals.some((signal) => signal.aborted)) done();
+    else for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }
 
