@@ -7,7 +7,7 @@ import type { Hono } from "hono";
 import { isStringList } from "../core/guards.js";
 import { BadRequest, body, checkOneOf, optionalString } from "./input.js";
 import { reply } from "./replies.js";
-import type { RunHandle } from "./runs.js";
+import type { RunHandle } from "./run-handles.js";
 import type { RouteContext } from "./run-routes.js";
 
 /** The statuses `runs.cancelMany` takes (the SDK's BulkCancelRunsStatus). */

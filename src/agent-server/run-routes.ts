@@ -12,7 +12,7 @@ import { ThreadBusyError } from "../runs/errors.js";
 import type { ThreadRecord } from "./threads.js";
 import type { RunRecord } from "./records.js";
 import { isFinal } from "./run-log.js";
-import type { RunHandle } from "./runs.js";
+import type { RunHandle } from "./run-handles.js";
 import { STREAM_MODES, type StreamMode } from "./stream.js";
 import { onlyModes, queryFlag, runHeaders, sse, withEnd } from "./run-replies.js";
 import { registerStatelessRunRoutes, type OwnThread } from "./stateless-runs.js";

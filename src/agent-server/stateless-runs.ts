@@ -8,7 +8,7 @@
  */
 import type { Context, Hono } from "hono";
 import type { RunRecord } from "./records.js";
-import type { RunHandle } from "./runs.js";
+import type { RunHandle } from "./run-handles.js";
 import { body } from "./input.js";
 import { onCompletionOf } from "./run-options.js";
 import { reply } from "./replies.js";

@@ -6,7 +6,7 @@
  * cancel too, unless an interrupt of the thread still waits for an answer).
  */
 import type { ServedGraph } from "./graphs.js";
-import type { RunHooks } from "./runs.js";
+import type { RunHooks } from "./run-execute.js";
 import type { AgentThreadStore, ThreadStatus } from "./threads.js";
 
 /**
