@@ -139,8 +139,9 @@ describe("leftover threads of thread-less runs", () => {
     expect((await client.runs.get("t-old", "r-old")).status).toBe("success");
     expect(await withRecords(dbName, (records) => records.list())).toEqual([]);
     const upgraded = await openDB(`${dbName}-agent-threads`);
+    // Upgraded through every later step: 3 added leftover_threads, 4 the runs' status index.
     expect([upgraded.version, [...upgraded.objectStoreNames].sort()]).toEqual([
-      3,
+      4,
       ["leftover_threads", "run_events", "runs", "threads"],
     ]);
     upgraded.close();

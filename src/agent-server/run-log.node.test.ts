@@ -2,7 +2,8 @@
  * The run log's bound on stored events: when a run ends, only the thread's
  * newest `keepEventsOf` runs keep their events; older finished runs keep
  * their records, a run not finished keeps its events whatever its age, and
- * other threads are untouched.
+ * other threads are untouched. The runs not ended (`runs.cancelMany` by
+ * status) are read through the status index, not by reading every record.
  */
 import { afterEach, expect, it } from "vitest";
 import { createLocalAgentServer } from "./index.js";
@@ -69,3 +70,46 @@ it("refuses a bound that is not a whole number of runs", async () => {
     );
   }
 });
+
+it("reads only the runs not ended for runs.cancelMany by status, not every finished record", async () => {
+  const name = freshDbName("run-log-unfinished");
+  names.push(name);
+  const db = openAgentDatabase(name, undefined);
+  const log = new RunLog(db);
+  // Records read, counted from what each getAll (of a store or of an index) answers.
+  let read = 0;
+  const counted = <T extends { getAll: (...args: never[]) => IDBRequest }>(proto: T) => {
+    const getAll = proto.getAll;
+    proto.getAll = function (this: T, ...args: never[]) {
+      const request = getAll.apply(this, args);
+      request.addEventListener("success", () => (read += (request.result as unknown[]).length));
+      return request;
+    };
+    return () => void (proto.getAll = getAll);
+  };
+  try {
+    // 2,000 finished runs on 50 threads, in one transaction (saved one by one, each would prune its thread).
+    await db.write(
+      ["runs"],
+      (tx) => {
+        const runs = tx.objectStore("runs");
+        for (let i = 0; i < 2_000; i++) void runs.put({ ...record(i, "success", `t-${i % 50}`), run_id: `done-${i}` });
+      },
+      "seed finished runs",
+    );
+    await log.save({ ...record(1, "pending", "t2"), run_id: "waiting" }, []);
+    await log.save({ ...record(2, "running", "t3"), run_id: "going" }, []);
+    const restore = [counted(IDBObjectStore.prototype), counted(IDBIndex.prototype)];
+    let unfinished: RunRecord[];
+    try {
+      unfinished = await log.unfinished();
+    } finally {
+      for (const undo of restore) undo();
+    }
+    expect(unfinished.map((r) => r.run_id).sort()).toEqual(["going", "waiting"]);
+    // Before the status index: all 2,002 records read (20-75 ms here in Node; 20,000 runs: 270-380 ms).
+    expect(read).toBe(2);
+  } finally {
+    await log.close();
+  }
+}, 30_000);

@@ -79,10 +79,21 @@ export class RunLog {
     return newestFirst(records);
   }
 
-  /** The records of every thread's runs that have not ended (the status of `runs.cancelMany`). */
+  /**
+   * The records of every thread's runs that have not ended (the status of `runs.cancelMany`), in run id
+   * order: read through the status index, so the finished runs, however many, are not read.
+   */
   async unfinished(): Promise<RunRecord[]> {
-    const records = await this.#db.read(["runs"], (tx) => tx.objectStore("runs").getAll(), "list runs not ended");
-    return records.filter((record) => !isFinal(record));
+    const records = await this.#db.read(
+      ["runs"],
+      async (tx) => {
+        const byStatus = tx.objectStore("runs").index("status");
+        const [pending, running] = await Promise.all([byStatus.getAll("pending"), byStatus.getAll("running")]);
+        return [...pending, ...running];
+      },
+      "list runs not ended",
+    );
+    return records.sort((a, b) => compare(a.run_id, b.run_id));
   }
 
   /** The run's stored events after the one with id `afterId` (all with -1), in order. */

@@ -44,8 +44,21 @@ const AGENT_SCHEMA_3 = {
   ],
 };
 
+/** Schema version 4: step 4 indexes runs by status (`runs.cancelMany` by status). */
+const AGENT_SCHEMA_4 = {
+  version: 4,
+  stores: AGENT_SCHEMA_3.stores.map((store) =>
+    store.name === "runs"
+      ? {
+          ...store,
+          indexes: [{ name: "status", keyPath: "status", unique: false, multiEntry: false }, ...store.indexes],
+        }
+      : store,
+  ),
+};
+
 /** The schema the current code opens the golden at. */
-const CURRENT_SCHEMA = AGENT_SCHEMA_3;
+const CURRENT_SCHEMA = AGENT_SCHEMA_4;
 
 const opened: string[] = [];
 afterEach(async () => {
