@@ -256,8 +256,8 @@ describe("saver with a journal", () => {
     const first = saver(name, { journal: "off" });
     await tickGraph(first, 2).invoke({ count: 0 }, config("t"));
     expect((await first.recovery()).kind).toBe("ok");
+    // The marker is written in the background after the first commit; close() waits for that write.
     await first.close();
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the marker is written in the background
     await deleteDb(name);
 
     const reports: RecoveryReport[] = [];
