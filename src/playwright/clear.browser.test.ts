@@ -11,6 +11,7 @@ import { IndexedDBSaver } from "../saver/index.js";
 import { pageApi } from "./page.js";
 import { deleteSaverDatabase } from "../saver/delete-database.js";
 import { DatabaseBlockedError } from "../core/errors.js";
+import { defaultMarker } from "../journal/wipe-marker.js";
 
 const unique = () => `playwright-clear-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
 
@@ -27,9 +28,15 @@ async function writeOne(dbName: string, journal: "off" | "opfs" = "off"): Promis
     },
     {},
   );
-  // The marker is written after the commit, without being awaited by put.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // The marker is written after the commit, without being awaited by put: close() waits for it.
   await saver.close();
+}
+
+/** Waits until `done` holds, looking every 20 ms; the 10 s bound only stops a wait for what never comes. */
+async function until(done: () => Promise<boolean>, what: string): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !(await done()); await new Promise((resolve) => setTimeout(resolve, 20))) {
+    if (Date.now() > deadline) throw new Error(`Not within 10 s: ${what}.`);
+  }
 }
 
 function rawDelete(name: string): Promise<void> {
@@ -86,10 +93,9 @@ describe("clear with deleteDatabase", () => {
     expect(error).toBeInstanceOf(DatabaseBlockedError);
     expect((error as Error).message).toMatch(/stays queued.*when that connection closes/);
     held.close();
-    while ((await indexedDB.databases()).some((db) => db.name === dbName)) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the marker's removal follows the delete
+    await until(async () => !(await indexedDB.databases()).some((db) => db.name === dbName), "the late delete");
+    // The marker's removal follows the delete, in the background: waited for as it happens, not for a while.
+    await until(async () => !(await defaultMarker(dbName).has()), "the marker removed after the late delete");
     const app = new IndexedDBSaver({ dbName, onWipe: "throw" });
     expect((await app.recovery()).kind).toBe("ok");
     await app.close();
