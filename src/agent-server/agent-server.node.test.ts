@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { settles, until } from "../../test/support/agent-server/timing.js";
 
 type Chat = {
   messages: { type: string; content: string }[];
@@ -324,13 +325,14 @@ describe("runs", () => {
     expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
     expect((await client.runs.list(thread.thread_id)).map((r) => r.run_id)).toEqual([run.run_id]);
 
+    // Held until the test lets it go, which it never does: only the cancel can end it, so the cancel's
+    // answer says that it stopped the run and did not wait for its end. (Before, a 5 s run and a bound of
+    // 4 s on the cancel, which a loaded machine overran.)
     const long = await client.runs.create(thread.thread_id, "agent", {
       input: human("never"),
-      config: { configurable: { delay_ms: 5_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    const started = Date.now();
-    await client.runs.cancel(thread.thread_id, long.run_id, true, "rollback");
-    expect(Date.now() - started).toBeLessThan(4_000);
+    await settles(client.runs.cancel(thread.thread_id, long.run_id, true, "rollback"), "the held run cancelled");
     // Deleted, as the Agent Server deletes a run rolled back.
     await expect(client.runs.get(thread.thread_id, long.run_id)).rejects.toThrow(/404/);
     expect(texts((await client.threads.getState(thread.thread_id)).values)).toEqual(["human: slow", "ai: echo slow"]);
@@ -344,19 +346,21 @@ describe("fetch", () => {
     const { client, server } = await setup();
     const thread = await client.threads.create();
     const controller = new AbortController();
-    const started = Date.now();
+    // A run held until the test lets it go (never): the answer can come only from the abort. Aborted once
+    // the run is running, so the server has the request. (Before, a 1.5 s run, an abort after 50 ms and a
+    // bound of 1 s on the answer, which a loaded machine overran.)
     const answer = server.fetch(`http://local.invalid/threads/${thread.thread_id}/runs/wait`, {
       method: "POST",
       body: JSON.stringify({
         assistant_id: "agent",
         input: human("slow"),
-        config: { configurable: { delay_ms: 1_500 } },
+        config: { configurable: { hold: crypto.randomUUID() } },
       }),
       signal: controller.signal,
     });
-    setTimeout(() => controller.abort(), 50);
-    await expect(answer).rejects.toMatchObject({ name: "AbortError" });
-    expect(Date.now() - started).toBeLessThan(1_000);
+    await until(async () => (await client.runs.list(thread.thread_id)).some((run) => run.status === "running"));
+    controller.abort();
+    await expect(settles(answer, "the answer to an aborted request")).rejects.toMatchObject({ name: "AbortError" });
     await expect(
       server.fetch("http://local.invalid/threads/search", { method: "POST", signal: controller.signal }),
     ).rejects.toMatchObject({ name: "AbortError" });
@@ -371,7 +375,7 @@ describe("multitask strategies: a second message while the first runs", () => {
       input: human("first"),
       config: { configurable: { delay_ms: 400 } },
     });
-    await waitFor(async () => (await client.runs.get(thread.thread_id, first.run_id)).status === "running");
+    await until(async () => (await client.runs.get(thread.thread_id, first.run_id)).status === "running");
     const second = client.runs.wait(thread.thread_id, "agent", { input: human("second"), multitaskStrategy: strategy });
     const outcome = await second.then(
       (values) => ({ values }),
@@ -413,11 +417,3 @@ describe("multitask strategies: a second message while the first runs", () => {
     expect(final).toEqual(["human: second", "ai: echo second"]);
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("waitFor: timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -38,6 +38,20 @@ export async function until(check: () => Promise<boolean>, ms = 30_000): Promise
   }
 }
 
+/**
+ * `promise`, or a rejection naming `what` once `ms` have passed. As
+ * {@link until}'s, the bound only stops a wait for what never comes (a run
+ * held until the test lets it go ends only when stopped): it measures
+ * nothing, and fails sooner than the test's own timeout (60 s).
+ */
+export function settles<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Not within ${ms / 1000} s: ${what}.`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** A thread store whose writes can be made to take longer. */
 export class SlowThreadStore extends IndexedDBThreadStore {
   /** How long a status write takes (`statusOf` chooses which statuses). */
