@@ -12,6 +12,8 @@ import { InProcessLockManager } from "../core/locks.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
+import { letGo } from "../../test/support/agent-server/graph.js";
+import { settles, until } from "../../test/support/agent-server/timing.js";
 
 type Chat = { messages: { type: string; content: string }[] };
 
@@ -20,10 +22,21 @@ afterEach(closeServers);
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 const texts = (values: unknown) => (values as Chat).messages.map((m) => `${m.type}: ${m.content}`);
 
-async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
+/** Every part of `stream`; `onPart` is called at each (the first says the join is there). */
+async function collect<T>(stream: AsyncIterable<T>, onPart = () => {}): Promise<T[]> {
   const parts: T[] = [];
-  for await (const part of stream) parts.push(part);
+  for await (const part of stream) {
+    parts.push(part);
+    onPart();
+  }
   return parts;
+}
+
+/** A promise and what resolves it (Node 20 has no Promise.withResolvers). */
+function once() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
 }
 
 /** Two servers on one database; `separateLocks` puts them in two realms that cannot see each other's locks. */
@@ -41,18 +54,26 @@ describe("a run of another tab", () => {
   it("is reported, joined while it goes (all events, then from an event id), and its result read", async () => {
     const { first, second } = await twoTabs();
     const thread = await first.client.threads.create();
+    // Held until both joins have had an event: they join while it goes however loaded the machine is (a
+    // 300 ms run could end before the status was read or the joins came).
+    const hold = crypto.randomUUID();
     const run = await first.client.runs.create(thread.thread_id, "agent", {
       input: human("slow"),
-      config: { configurable: { delay_ms: 300 } },
+      config: { configurable: { hold } },
       streamMode: ["values", "updates", "messages-tuple"],
     });
     expect(["pending", "running"]).toContain((await second.client.runs.get(thread.thread_id, run.run_id)).status);
 
-    const [own, joined, fromTwo] = await Promise.all([
-      collect(first.client.runs.joinStream(thread.thread_id, run.run_id)),
-      collect(second.client.runs.joinStream(thread.thread_id, run.run_id)),
+    const [ownFirst, joinedFirst] = [once(), once()];
+    const all = Promise.all([
+      collect(first.client.runs.joinStream(thread.thread_id, run.run_id), ownFirst.resolve),
+      collect(second.client.runs.joinStream(thread.thread_id, run.run_id), joinedFirst.resolve),
+      // From event 3 on: what the run sends once let go.
       collect(second.client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "2" })),
     ]);
+    await settles(Promise.all([ownFirst.promise, joinedFirst.promise]), "both joins' first event");
+    letGo(hold);
+    const [own, joined, fromTwo] = await all;
     expect(own.map((part) => part.event)).toContain("messages");
     expect(joined).toEqual(own);
     expect(fromTwo).toEqual(own.slice(3));
@@ -71,13 +92,14 @@ describe("a run of another tab", () => {
   it("is cancelled from the other tab (rollback deletes its checkpoints)", async () => {
     const { first, second } = await twoTabs();
     const thread = await first.client.threads.create();
+    // Held until the test lets it go, which it never does: only the cancel can end it, so the cancel's
+    // answer says that it stopped the run and did not wait for its end. (Before, a 5 s run and a bound of
+    // 4 s on the cancel, which a loaded machine overran.)
     const run = await first.client.runs.create(thread.thread_id, "agent", {
       input: human("never"),
-      config: { configurable: { delay_ms: 5_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    const started = Date.now();
-    await second.client.runs.cancel(thread.thread_id, run.run_id, true, "rollback");
-    expect(Date.now() - started).toBeLessThan(4_000);
+    await settles(second.client.runs.cancel(thread.thread_id, run.run_id, true, "rollback"), "the held run cancelled");
     // Deleted in the tab that ran it, as the Agent Server deletes a run rolled back.
     await expect(first.client.runs.get(thread.thread_id, run.run_id)).rejects.toThrow(/404/);
     // No checkpoint left ({}), or one with no message, depending on how far the run had come.
@@ -110,13 +132,14 @@ describe("a run of another tab", () => {
     const thread = await first.client.threads.create();
     const run = await first.client.runs.create(thread.thread_id, "agent", {
       input: human("lost"),
-      config: { configurable: { delay_ms: 5_000 } },
+      // Held (never let go): a 5 s run ended on its own, "success", when the waits below took longer.
+      config: { configurable: { hold: crypto.randomUUID() } },
       streamMode: ["values"],
     });
     // The first server's lock is in a realm the second cannot see: as if its tab had closed.
-    await waitFor(async () => (await first.client.runs.get(thread.thread_id, run.run_id)).status === "running");
+    await until(async () => (await first.client.runs.get(thread.thread_id, run.run_id)).status === "running");
     const log = new RunLog(openAgentDatabase(`${first.saver.dbName}-agent-threads`, undefined));
-    await waitFor(async () => (await log.events(run.run_id, -1)).some((event) => event.event === "values"));
+    await until(async () => (await log.events(run.run_id, -1)).some((event) => event.event === "values"));
     await log.close();
     const joined = await collect(second.client.runs.joinStream(thread.thread_id, run.run_id));
     expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "error", "end"]);
@@ -129,11 +152,3 @@ describe("a run of another tab", () => {
     expect((await second.client.threads.get(thread.thread_id)).status).toBe("error");
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("waitFor: timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
