@@ -9,7 +9,8 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterEach, expect, it } from "vitest";
 import { connectLocalAgentServer, exposeLocalAgentServer } from "./port.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { until } from "../../test/support/agent-server/timing.js";
+import { letGo } from "../../test/support/agent-server/graph.js";
+import { settles, until } from "../../test/support/agent-server/timing.js";
 
 type Chat = { messages: { type: string; content: string }[] };
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
@@ -46,18 +47,27 @@ it("answers JSON and errors, and streams a run's events as they come", async () 
   const bad = await remote.fetch("http://local.invalid/threads", { method: "POST", body: "{nope" });
   expect(bad.status).toBe(422);
 
-  const seen: { event: string; at: number }[] = [];
-  const started = Date.now();
-  for await (const part of client.runs.stream(thread.thread_id, "agent", {
-    input: human("hi"),
-    config: { configurable: { delay_ms: 300 } },
-    streamMode: ["values", "messages-tuple"],
-  })) {
-    seen.push({ event: part.event, at: Date.now() - started });
-  }
-  expect(seen.map((s) => s.event)).toEqual(expect.arrayContaining(["metadata", "values", "messages"]));
-  // The first event arrives while the node still waits (300 ms): streamed, not buffered to the end.
-  expect(seen.at(-1)!.at - seen[0]!.at).toBeGreaterThanOrEqual(250);
+  // The run is held until its first values have come through the port: streamed, not buffered to the end
+  // (a stream buffered never gives them, and the held run never ends). Before, a 300 ms run and at least
+  // 250 ms between the first event and the last, which a slow read of the first event shortened.
+  const hold = crypto.randomUUID();
+  const seen: string[] = [];
+  const reading = (async () => {
+    for await (const part of client.runs.stream(thread.thread_id, "agent", {
+      input: human("hi"),
+      config: { configurable: { hold } },
+      streamMode: ["values", "messages-tuple"],
+    })) {
+      seen.push(part.event);
+      if (part.event === "values" && !seen.includes("let go")) {
+        seen.push("let go");
+        letGo(hold);
+      }
+    }
+  })();
+  await settles(reading, "the run's first values, while it is held");
+  expect(seen.slice(0, 3)).toEqual(["metadata", "values", "let go"]);
+  expect(seen).toEqual(expect.arrayContaining(["messages"]));
   const deleted = await remote.fetch(`http://local.invalid/threads/${thread.thread_id}`, { method: "DELETE" });
   expect(deleted.status).toBe(204);
 });
@@ -95,16 +105,15 @@ it("a stream asked with on_disconnect 'cancel' and cancelled by the page stops i
       assistant_id: "agent",
       input: human("stop me"),
       on_disconnect: "cancel",
-      config: { configurable: { delay_ms: 3_000 } },
+      // Held (never let go): only the cancel can end it. Before, a 3 s run and a bound of 2 s on the join.
+      config: { configurable: { hold: crypto.randomUUID() } },
     }),
   });
   const reader = response.body!.getReader();
   const first = new TextDecoder().decode((await reader.read()).value);
   const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
   await reader.cancel();
-  const started = Date.now();
-  await client.runs.join(thread.thread_id, runId);
-  expect(Date.now() - started).toBeLessThan(2_000);
+  await settles(client.runs.join(thread.thread_id, runId), "the end of the run whose stream was cancelled");
   expect((await client.runs.get(thread.thread_id, runId)).status).toBe("interrupted");
 });
 
@@ -115,7 +124,8 @@ it("a page gone (its connection closed) stops a run it streams with on_disconnec
   const reading = (async () => {
     for await (const part of client.runs.stream(thread.thread_id, "agent", {
       input: human("long"),
-      config: { configurable: { delay_ms: 3_000 } },
+      // Held (never let go): only the page going can end it (a 3 s run ended "success" on its own).
+      config: { configurable: { hold: crypto.randomUUID() } },
       onDisconnect: "cancel",
       onRunCreated: (meta) => void (runId = meta.run_id),
     }))
@@ -126,7 +136,7 @@ it("a page gone (its connection closed) stops a run it streams with on_disconnec
   remote.close();
   await reading;
   const direct = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch: server.fetch, maxRetries: 0 } });
-  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted", 1_500);
+  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted");
 });
 
 it("a page's own request header of the client lock's name does not hide the page from the worker", async () => {
@@ -142,11 +152,12 @@ it("a page's own request header of the client lock's name does not hide the page
       assistant_id: "agent",
       input: human("long"),
       on_disconnect: "cancel",
-      config: { configurable: { delay_ms: 3_000 } },
+      // Held (never let go): only the page going can end it (a 3 s run ended "success" on its own).
+      config: { configurable: { hold: crypto.randomUUID() } },
     }),
   });
   const first = new TextDecoder().decode((await response.body!.getReader().read()).value);
   const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
   remote.close();
-  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted", 1_500);
+  await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted");
 });
