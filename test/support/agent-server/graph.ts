@@ -26,9 +26,21 @@ function lastText(messages: BaseMessage[]): string {
   return String(messages[messages.length - 1]?.content ?? "");
 }
 
+/** The busy slices run in this realm (see {@link busySlices}). */
+let slices = 0;
+
+/**
+ * How many 60 ms slices of `busy_ms` work the graph has run in this realm
+ * (a page, a worker): where a run's CPU work happens, counted, not timed.
+ */
+export function busySlices(): number {
+  return slices;
+}
+
 /** Keeps this thread busy for `ms`, in 60 ms slices with a macrotask between them. */
 async function busy(ms: number): Promise<void> {
   for (let spent = 0; spent < ms; spent += 60) {
+    slices += 1;
     const end = performance.now() + 60;
     while (performance.now() < end);
     await new Promise((resolve) => setTimeout(resolve, 0));
