@@ -26,6 +26,10 @@ import { openIframeTab, type IframeTab } from "../support/iframe-tab.js";
 
 /** Supersteps per page: 80 still take each thread past one page of `list()` (64 checkpoints). */
 const STEPS = byDepth(80, 200);
+/** The saver's default blocked timeout (src/idb/database.ts): a call that waited one out took at least this. */
+const DEFAULT_BLOCKED_TIMEOUT_MS = 10_000;
+/** Page B's blocked timeout in the takeover: had it been blocked, its read would have taken at least this. */
+const TAKEOVER_BLOCKED_MS = 10_000;
 const PAGE_MODULE = new URL("../support/reliability/tab-page.ts", import.meta.url).href;
 
 type Tab = IframeTab<TabApi>;
@@ -139,8 +143,9 @@ describe("page B opens a newer schema version", () => {
 
     const newer = SAVER_UPGRADES.length + 1;
     const upgraded = parse<{ version: number; blocked: boolean }>(await b.api.upgrade(name, newer));
+    // Not blocked: A's connection closed at once. The event says so; a bound of 2 s on the upgrade's time
+    // said it less surely (a loaded machine can take that long without any block).
     expect(upgraded).toMatchObject({ ok: true, value: { version: newer, blocked: false } });
-    expect(upgraded.ms).toBeLessThan(2_000);
 
     const next = parse<unknown>(await a.api.get("t"));
     expect(next.ok).toBe(false);
@@ -148,7 +153,8 @@ describe("page B opens a newer schema version", () => {
       expect(next.error.message).toMatch(/newer version/);
       expect(next.error.cause).toBe("VersionError");
     }
-    expect(next.ms).toBeLessThan(2_000);
+    // At once, not after waiting out a blocked open (a bound of 2 s was a guess at the speed).
+    expect(next.ms).toBeLessThan(DEFAULT_BLOCKED_TIMEOUT_MS);
 
     expect(parse<{ blocked: boolean }>(await b.api.deleteDatabase(name))).toMatchObject({
       ok: true,
@@ -179,10 +185,12 @@ describe("page B opens a newer schema version", () => {
     const [a, b] = pages;
     a.api.open(name);
     expect(parse(await a.api.put("t", "from A"))).toMatchObject({ ok: true });
-    b.api.open(name, { newer: true, blockedTimeoutMs: 2_000 });
+    b.api.open(name, { newer: true, blockedTimeoutMs: TAKEOVER_BLOCKED_MS });
     const read = parse<unknown>(await b.api.get("t"));
     expect(read).toMatchObject({ ok: true, value: { v: "from A" } });
-    expect(read.ms).toBeLessThan(1_500);
+    // Without waiting: a B blocked by A would have waited out its blocked timeout (then failed). Before, a
+    // bound of 1.5 s, a guess at the speed that a loaded machine could miss.
+    expect(read.ms).toBeLessThan(TAKEOVER_BLOCKED_MS);
     expect(parse(await a.api.get("t"))).toMatchObject({ ok: false, error: { cause: "VersionError" } });
   });
 });
@@ -197,20 +205,21 @@ describe("a blocked upgrade across pages", () => {
     expect(parse(await a.api.holdRaw(name))).toMatchObject({ ok: true, value: SAVER_UPGRADES.length });
 
     b.api.open(name, { newer: true, blockedTimeoutMs: 300 });
+    // The bound only stops a wait for what never comes (a hang): it measures nothing. The error says the
+    // blocked timeout ran out (only its timer gives it), and not before blockedTimeoutMs. (Before, a bound
+    // of 2.3 s on each answer and of 5 s on the hang, which a loaded machine could overrun.)
     const race = <T>(p: Promise<T>) =>
       Promise.race([
         p,
         new Promise<string>((resolve) =>
-          setTimeout(() => resolve(JSON.stringify({ ok: false, error: { name: "Hang" }, ms: 5_000 })), 5_000),
+          setTimeout(() => resolve(JSON.stringify({ ok: false, error: { name: "Hang" }, ms: 30_000 })), 30_000),
         ),
       ]);
     const first = parse<unknown>(await race(b.api.get("t")));
     expect(first).toMatchObject({ ok: false, error: { name: "DatabaseBlockedError" } });
     expect(first.ms).toBeGreaterThanOrEqual(280);
-    expect(first.ms).toBeLessThan(2_300);
     const retry = parse<unknown>(await race(b.api.get("t")));
     expect(retry).toMatchObject({ ok: false, error: { name: "DatabaseBlockedError" } });
-    expect(retry.ms).toBeLessThan(2_300);
 
     a.api.releaseRaw();
     expect(parse(await race(b.api.get("t")))).toMatchObject({ ok: true, value: { v: "v1 data" } });
