@@ -129,7 +129,8 @@ export interface SweepContext {
  * only while no run holds it: a thread a run of any tab uses is left for the
  * next start. Only the thread recorded is deleted: one deleted since (no
  * record) or created again under its id (another creation time) stays, and
- * its leftover record goes. A delete that fails leaves the record.
+ * its leftover record goes, as does a record with no creation time (damaged).
+ * A delete that fails leaves the record.
  */
 export async function sweepLeftovers(context: SweepContext): Promise<void> {
   for (const { thread_id: threadId } of await context.records.list()) {
@@ -138,7 +139,11 @@ export async function sweepLeftovers(context: SweepContext): Promise<void> {
         // Read again under the lock: the record may have gone with a delete since the list.
         const recorded = await context.records.get(threadId);
         if (!recorded) return;
-        if ((await context.createdAt(threadId)) === recorded.created_at) await context.erase(threadId);
+        // A record without its time (a row edited on disk) proves no thread: a thread with no record
+        // has none either, and undefined equalled undefined, erasing checkpoints no run had left.
+        const recordedAt: unknown = recorded.created_at;
+        if (typeof recordedAt === "string" && (await context.createdAt(threadId)) === recordedAt)
+          await context.erase(threadId);
         else await context.records.remove(threadId);
       })
       .catch(() => undefined);
