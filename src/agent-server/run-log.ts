@@ -96,7 +96,10 @@ export class RunLog {
     return records.sort((a, b) => compare(a.run_id, b.run_id));
   }
 
-  /** The run's stored events after the one with id `afterId` (all with -1), in order. */
+  /**
+   * The run's stored events after the one with id `afterId` (all with -1), in
+   * order; a row of a shape this log never writes (edited on disk) is left out.
+   */
   async events(runId: string, afterId: number): Promise<SentEvent[]> {
     const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
     const rows = await this.#db.read(
@@ -104,7 +107,7 @@ export class RunLog {
       (tx) => tx.objectStore("run_events").getAll(range),
       "read a run's events",
     );
-    return rows.map(({ id, event, data }) => ({ id, event, data }));
+    return rows.filter(isSentEvent).map(({ id, event, data }) => ({ id, event, data }));
   }
 
   /** Sets a run's record to `record` if it is not final yet; the record now stored. */
@@ -147,6 +150,24 @@ export class RunLog {
   /** Closes the connection. */
   close(): Promise<void> {
     return this.#db.close();
+  }
+}
+
+/**
+ * Whether a stored row is an event as a run sent it: a whole-number id, a
+ * name and JSON text, neither with a line break. Another row, sent as it is,
+ * broke the stream: the SDK failed to parse it and asked again 5 times, then
+ * gave up with no event; a line break in it framed events of its own.
+ */
+function isSentEvent(row: RunEventRow): boolean {
+  const { id, event, data } = row as { id: unknown; event: unknown; data: unknown };
+  if (!Number.isSafeInteger(id) || typeof event !== "string" || typeof data !== "string") return false;
+  if (/[\r\n]/.test(event) || /[\r\n]/.test(data)) return false;
+  try {
+    JSON.parse(data);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -36,4 +36,30 @@ describe("the agent server's database, edited between requests", () => {
     // The damaged row is dropped, not looked at again at each start.
     expect(await editAgentStore(dbName, "leftover_threads", (rows) => rows.count())).toBe(0);
   });
+
+  it("a stored event of another shape is left out of a replay, which goes on to the run's end", async () => {
+    const { client, dbName } = await openServer("tampered-events");
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("hello") });
+    const [run] = await client.runs.list(thread.thread_id);
+    const replay = async () => {
+      const parts: { event: string; data: unknown }[] = [];
+      // Without ids: the SDK gives the `end` event (which has none) the last id it saw.
+      for await (const { event, data } of client.runs.joinStream(thread.thread_id, run!.run_id))
+        parts.push({ event, data });
+      return parts;
+    };
+    const whole = await replay();
+    expect(whole.length).toBeGreaterThan(3);
+    // Retyped (its data an object, its name a number: the SDK could not parse the stream and tried
+    // again 5 times, 20 s, then failed with no event at all) and one whose data breaks the SSE framing
+    // with an `end` of its own.
+    await editAgentStore(dbName, "run_events", (rows) =>
+      rows.put({ run_id: run!.run_id, id: 1, event: 5, data: { x: 1 } }),
+    );
+    await editAgentStore(dbName, "run_events", (rows) =>
+      rows.put({ run_id: run!.run_id, id: 2, event: "values", data: "null\n\nevent: end\ndata: null" }),
+    );
+    expect(await replay()).toEqual([whole[0], ...whole.slice(3)]);
+  });
 });
