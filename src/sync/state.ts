@@ -68,10 +68,10 @@ export function readSyncState(access: SaverRawAccess, scope: string, threads?: I
           meta.get(cursorName(scope)),
           ...ids.map((threadId) => meta.get(threadName(scope, threadId))),
         ]);
-        const state: SyncState = { cursor: typeof cursor?.value === "number" ? cursor.value : 0, threads: new Map() };
+        const state: SyncState = { cursor: cursorOf(cursor?.value), threads: new Map() };
         ids.forEach((threadId, i) => {
           const record = records[i];
-          if (record !== undefined) state.threads.set(threadId, record.value as ThreadSyncRecord);
+          if (record !== undefined) state.threads.set(threadId, threadRecordOf(record.value));
         });
         return state;
       }
@@ -80,9 +80,9 @@ export function readSyncState(access: SaverRawAccess, scope: string, threads?: I
       const state: SyncState = { cursor: 0, threads: new Map() };
       const threadPrefix = `${start}thread\u0000`;
       for (const row of rows) {
-        if (row.name === cursorName(scope) && typeof row.value === "number") state.cursor = row.value;
+        if (row.name === cursorName(scope)) state.cursor = cursorOf(row.value);
         else if (row.name.startsWith(threadPrefix))
-          state.threads.set(row.name.slice(threadPrefix.length), row.value as ThreadSyncRecord);
+          state.threads.set(row.name.slice(threadPrefix.length), threadRecordOf(row.value));
       }
       return state;
     },
@@ -115,11 +115,38 @@ export async function readThreadSync(
   scope: string,
   threadId: string,
 ): Promise<ThreadSyncRecord> {
-  return (
-    ((await tx.objectStore("meta").get(threadName(scope, threadId)))?.value as ThreadSyncRecord | undefined) ?? {
-      fps: {},
-    }
-  );
+  return threadRecordOf((await tx.objectStore("meta").get(threadName(scope, threadId)))?.value);
+}
+
+/**
+ * A stored cursor as a pull can send it: the server's sequence numbers are
+ * whole numbers from 0. Another value (a record edited on disk) reads as 0,
+ * as a cursor forgotten does: the next pull starts over; a negative or NaN
+ * one sent as it is made the server refuse every round.
+ */
+function cursorOf(value: unknown): number {
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0;
+}
+
+/**
+ * A stored thread record, without its parts of another type (a record edited
+ * on disk, or absent: empty). What goes was known of the server, so at worst
+ * the next round sends again what the server already holds; a record taken as
+ * it was failed every round with a TypeError (a `removed` not a list).
+ */
+function threadRecordOf(value: unknown): ThreadSyncRecord {
+  const stored = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+  const strings = (list: unknown) => Array.isArray(list) && list.every((item) => typeof item === "string");
+  const entries = (map: unknown, keep: (item: unknown) => boolean) =>
+    typeof map === "object" && map !== null ? Object.entries(map).filter(([, item]) => keep(item)) : [];
+  const record: ThreadSyncRecord = {
+    fps: Object.fromEntries(entries(stored.fps, (fp) => typeof fp === "string")) as Record<string, string>,
+  };
+  if (typeof stored.tomb === "string") record.tomb = stored.tomb;
+  const seen = entries(stored.seen, strings);
+  if (seen.length > 0) record.seen = Object.fromEntries(seen) as Record<string, string[]>;
+  if (strings(stored.removed)) record.removed = stored.removed as string[];
+  return record;
 }
 
 /** Merges updates (and a new cursor) into the state inside `tx`; only IndexedDB requests are awaited. */
@@ -192,7 +219,7 @@ export function forgetScope(access: SaverRawAccess, scope: string): Promise<void
       const rows = await meta.getAll(access.db.ranges.bound(start, `${start}\uffff`));
       await storeDelete(meta, access.db.ranges.bound(start, `${start}\uffff`));
       for (const row of rows) {
-        const seen = row.name.startsWith(threadPrefix) ? (row.value as ThreadSyncRecord).seen : undefined;
+        const seen = row.name.startsWith(threadPrefix) ? threadRecordOf(row.value).seen : undefined;
         if (seen !== undefined) await storePut(meta, { name: row.name, value: { fps: {}, seen } } satisfies MetaRow);
       }
     },
