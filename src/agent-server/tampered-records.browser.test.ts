@@ -62,4 +62,21 @@ describe("the agent server's database, edited between requests", () => {
     );
     expect(await replay()).toEqual([whole[0], ...whole.slice(3)]);
   });
+
+  it("a thread record whose metadata is no object is read with none: answered, listed and counted", async () => {
+    const { client, dbName } = await openServer("tampered-metadata");
+    const thread = await client.threads.create({ metadata: { app: "x" } });
+    const row = await editAgentStore(dbName, "threads", (rows) => rows.get(thread.thread_id));
+    // Before: GET answered 500 "Cannot read properties of null (reading 'graph_id')", and search
+    // and count left the thread out, with no filter too.
+    for (const metadata of [null, "text"]) {
+      await editAgentStore(dbName, "threads", (rows) => rows.put({ ...(row as object), metadata }));
+      expect((await client.threads.get(thread.thread_id)).metadata).toEqual({});
+      expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
+      expect(await client.threads.count()).toBe(1);
+      expect((await client.threads.update(thread.thread_id, { metadata: { app: "y" } })).metadata).toEqual({
+        app: "y",
+      });
+    }
+  });
 });

@@ -111,7 +111,7 @@ export class IndexedDBThreadStore implements AgentThreadStore {
         if (!existing) return undefined;
         const next: ThreadRow = {
           ...existing,
-          metadata: { ...existing.metadata, ...changes.metadata },
+          metadata: { ...metadataOf(existing), ...changes.metadata },
           status: changes.status ?? existing.status,
           updated_at: now,
         };
@@ -144,7 +144,7 @@ export class IndexedDBThreadStore implements AgentThreadStore {
       (thread) =>
         (ids === undefined || ids.has(thread.thread_id)) &&
         (options.status === undefined || thread.status === options.status) &&
-        containsJson(thread.metadata, options.metadata ?? {}),
+        containsJson(metadataOf(thread), options.metadata ?? {}),
     );
     const direction = options.sortOrder === "asc" ? 1 : -1;
     const key = options.sortBy;
@@ -162,7 +162,19 @@ export class IndexedDBThreadStore implements AgentThreadStore {
 }
 
 function toRecord({ seq: _seq, ...record }: ThreadRow): ThreadRecord {
-  return record;
+  return { ...record, metadata: metadataOf(record) };
+}
+
+/**
+ * A stored thread's metadata; none when the row holds no JSON object there
+ * (edited on disk). Taken as it was, a null one answered its thread 500
+ * (TypeError), and search and count left the thread out.
+ */
+function metadataOf(row: ThreadRecord): ThreadMetadata {
+  const metadata: unknown = row.metadata;
+  return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata)
+    ? (metadata as ThreadMetadata)
+    : {};
 }
 
 /**
