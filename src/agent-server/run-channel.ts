@@ -23,8 +23,12 @@ export type AgentRunMessage =
    * for every follower. `finished` once the run has ended.
    */
   | { type: "events"; runId: string; to?: string; events: SentEvent[]; finished: boolean }
-  /** Someone asks the runner of `runId` to cancel it. */
-  | { type: "cancel"; runId: string; action: "interrupt" | "rollback" }
+  /**
+   * Someone asks the runner of `runId` to cancel it, a run of `threadId` as
+   * the asker read its record: a runner whose run is another thread's (the
+   * record edited on disk) leaves it going. Builds before it send no thread.
+   */
+  | { type: "cancel"; runId: string; action: "interrupt" | "rollback"; threadId?: string }
   /**
    * A run of `threadId` is in the run log now, or the thread was deleted: a
    * thread's stream waiting for its next run looks again. It names no run,

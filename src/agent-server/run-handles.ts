@@ -54,7 +54,7 @@ export function remoteHandle(remote: RemoteContext, record: RunRecord): RunHandl
     record,
     follow: (afterId = -1) => followRemote(remote, runId, afterId),
     cancel: async (action) => {
-      remote.channel.post({ type: "cancel", runId, action });
+      remote.channel.post({ type: "cancel", runId, action, threadId: record.thread_id });
       const ending = followRemote(remote, runId, Number.MAX_SAFE_INTEGER);
       while (!(await ending.next()).done);
     },

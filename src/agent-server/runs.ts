@@ -67,6 +67,8 @@ export class RunRegistry {
           finished: state.finished,
         });
       } else if (message.type === "cancel" && !state.finished) {
+        // A cancel asked through a record that names another thread (edited on disk) is not this run's.
+        if ((message.threadId ?? state.record.thread_id) !== state.record.thread_id) return;
         cancelLocal(state, message.action).catch(() => undefined);
       }
     });

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { request, withRaw } from "../../test/support/raw-idb.js";
+import type { RunRecord } from "./records.js";
 
 afterEach(closeServers);
 
@@ -79,4 +80,30 @@ describe("the agent server's database, edited between requests", () => {
       });
     }
   });
+
+  it("a running run's record moved to another thread: that thread's delete does not cancel it", async () => {
+    const first = await openServer("tampered-moved-run");
+    const second = await openServer("tampered-moved-run", false, { dbName: first.dbName });
+    const deleted = await first.client.threads.create();
+    const running = await first.client.threads.create();
+    // The run goes in the second tab's server; the first finds it only through the run log.
+    const run = await second.client.runs.create(running.thread_id, "agent", {
+      input: human("slow"),
+      config: { configurable: { delay_ms: 4000 } },
+    });
+    for (;;) {
+      const stored = (await editAgentStore(first.dbName, "runs", (rows) => rows.get(run.run_id))) as RunRecord;
+      if (stored?.status === "running") {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        // Its record says another thread (edited on disk): the delete of that thread asked the runner
+        // to cancel it, by run id alone, and the runner stopped a run of a thread no one deleted.
+        await editAgentStore(first.dbName, "runs", (rows) => rows.put({ ...stored, thread_id: deleted.thread_id }));
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await first.client.threads.delete(deleted.thread_id);
+    await second.client.runs.join(running.thread_id, run.run_id);
+    expect((await second.client.runs.get(running.thread_id, run.run_id)).status).toBe("success");
+  }, 30_000);
 });
