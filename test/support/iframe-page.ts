@@ -2,7 +2,7 @@
  * What a test page loaded into an iframe tab (iframe-tab.ts) needs: the
  * saver's on-demand modules able to load, and one saver per database.
  */
-import { IndexedDBSaver } from "../../src/index.js";
+import { IndexedDBSaver } from "../../src/saver/index.js";
 
 // Vitest's browser mode rewrites import() into __vitest_browser_runner__.wrapDynamicImport(...)
 // in the modules it serves. This frame is a page of our own with no runner in it; give it the

@@ -4,7 +4,7 @@
  * Web Locks client), it sends messages through runOnThread on request.
  * Results cross the realm boundary as JSON.
  */
-import { runOnThread, type MultitaskStrategy } from "../../../src/index.js";
+import { runOnThread, type MultitaskStrategy } from "../../../src/runs/index.js";
 import { saverFor } from "../iframe-page.js";
 import { send, slowChatGraph } from "./scenario.js";
 

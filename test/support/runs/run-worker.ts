@@ -3,7 +3,8 @@
  * through runOnThread per request (navigator.locks and BroadcastChannel of
  * the worker, shared with the page's origin) and answers with the Outcome.
  */
-import { IndexedDBSaver, type MultitaskStrategy } from "../../../src/index.js";
+import { IndexedDBSaver } from "../../../src/saver/index.js";
+import type { MultitaskStrategy } from "../../../src/runs/index.js";
 import { send } from "./scenario.js";
 
 interface Request {

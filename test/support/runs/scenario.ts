@@ -16,13 +16,10 @@ import {
   type BaseCheckpointSaver,
 } from "@langchain/langgraph/web";
 import { plain } from "../chat-graph.js";
-import {
-  RunInterruptedError,
-  ThreadBusyError,
-  runOnThread,
-  type IndexedDBSaver,
-  type MultitaskStrategy,
-} from "../../../src/index.js";
+// runs/ and saver/ rather than the package's root: a tab of src/runs/runs.browser.test.ts loads
+// what this imports into a realm of its own, and the root adds the store, export and encryption.
+import { RunInterruptedError, ThreadBusyError, runOnThread, type MultitaskStrategy } from "../../../src/runs/index.js";
+import type { IndexedDBSaver } from "../../../src/saver/index.js";
 
 /** Waits `ms`, or until `signal` aborts (then rejects). */
 export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
