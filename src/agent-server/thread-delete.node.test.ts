@@ -13,7 +13,7 @@ import {
   type ServerPlace,
 } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
-import { CANCEL_WAIT_MS } from "./runs.js";
+import { CANCEL_WAIT_MS } from "./run-handles.js";
 
 import {
   SlowSaver,
