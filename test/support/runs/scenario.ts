@@ -65,6 +65,8 @@ export interface Outcome {
   error?: string;
   strategy?: string;
   ms: number;
+  /** Whether its model finished a think (its whole delay, or ended early by another send's stop). */
+  thoughtOut?: boolean;
 }
 
 /**
@@ -87,6 +89,7 @@ function modelOfSend(dbName: string, threadId: string, answerAfterStop: boolean)
   const channel = new BroadcastChannel(`runs-scenario-stopped:${dbName}:${threadId}`);
   const otherStopped = new AbortController();
   if (answerAfterStop) channel.onmessage = () => otherStopped.abort();
+  let thoughtOut = false;
   const think: Think = async (ms, signal) => {
     const either = signal ? AbortSignal.any([signal, otherStopped.signal]) : otherStopped.signal;
     try {
@@ -95,8 +98,14 @@ function modelOfSend(dbName: string, threadId: string, answerAfterStop: boolean)
       // Only this run's own stop ends its run; another's stop ends the wait (its answer comes now).
       if (signal?.aborted) throw error;
     }
+    thoughtOut = true;
   };
-  return { think, stopped: () => channel.postMessage("stopped"), close: () => channel.close() };
+  return {
+    think,
+    thoughtOut: () => thoughtOut,
+    stopped: () => channel.postMessage("stopped"),
+    close: () => channel.close(),
+  };
 }
 
 /**
@@ -130,6 +139,7 @@ export async function send(
       ok: false,
       error: name,
       ms: performance.now() - started,
+      thoughtOut: model.thoughtOut(),
       ...(strategy ? { strategy } : {}),
     };
     if (strategy) model.stopped();
