@@ -5,7 +5,7 @@
  * events, a leftover thread. It loads exactly as dumped, the current code
  * opens it (running any later schema step) and keeps every record, and its
  * classes answer as recorded. A later version must still pass this file.
- * Node and Chromium.
+ * Node, Chromium and Firefox (vitest.firefox.config.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { readAgentDatabase } from "../golden/agent-database.js";
