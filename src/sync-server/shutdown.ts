@@ -79,9 +79,17 @@ export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
  * Retry-After until `startup` reached the database and from the moment
  * `closing()` says so (a request on a connection kept alive from before;
  * its connection is closed after), 500 `internal` once the setup failed.
- * Added after CORS, so that a page can read the answer.
+ * Added after CORS, so that a page can read the answer. Once closing, every
+ * answer (those of the requests in flight too) closes its connection.
  */
 export function refuseUnlessServing(app: FastifyInstance, startup: DatabaseStartup, closing: () => boolean): void {
+  // Fastify's close ends only the connections idle when it begins: one whose request was in flight (a
+  // readiness probe, a long poll answered at once) was kept alive after its answer, and every close that
+  // raced a request waited until it cut that connection, at its 3 s bound.
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (closing()) reply.header("connection", "close");
+    return payload;
+  });
   app.addHook("onRequest", async (_request, reply) => {
     if (reply.sent || (startup.state === "ready" && !closing())) return undefined;
     if (closing())
