@@ -8,6 +8,7 @@
  */
 import type { Database } from "../idb/database.js";
 import { sameClone } from "../core/equality.js";
+import { isPlainObject } from "../core/guards.js";
 import { openAgentDatabase, type AgentSchema, type ThreadRow } from "./schema.js";
 import type { ThreadMetadata, ThreadRecord, ThreadStatus } from "./records.js";
 
@@ -172,9 +173,7 @@ function toRecord({ seq: _seq, ...record }: ThreadRow): ThreadRecord {
  */
 function metadataOf(row: ThreadRecord): ThreadMetadata {
   const metadata: unknown = row.metadata;
-  return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata)
-    ? (metadata as ThreadMetadata)
-    : {};
+  return isPlainObject(metadata) ? (metadata as ThreadMetadata) : {};
 }
 
 /**

@@ -11,6 +11,7 @@ import type { MetaRow } from "../rows/shapes.js";
 import type { Tx } from "../idb/database.js";
 import type { SaverSchema } from "../saver/schema.js";
 import { storeDelete, storePut } from "../idb/requests.js";
+import { isStringList } from "../core/guards.js";
 
 /** One thread's sync record. */
 export interface ThreadSyncRecord {
@@ -136,16 +137,15 @@ function cursorOf(value: unknown): number {
  */
 function threadRecordOf(value: unknown): ThreadSyncRecord {
   const stored = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
-  const strings = (list: unknown) => Array.isArray(list) && list.every((item) => typeof item === "string");
   const entries = (map: unknown, keep: (item: unknown) => boolean) =>
     typeof map === "object" && map !== null ? Object.entries(map).filter(([, item]) => keep(item)) : [];
   const record: ThreadSyncRecord = {
     fps: Object.fromEntries(entries(stored.fps, (fp) => typeof fp === "string")) as Record<string, string>,
   };
   if (typeof stored.tomb === "string") record.tomb = stored.tomb;
-  const seen = entries(stored.seen, strings);
+  const seen = entries(stored.seen, isStringList);
   if (seen.length > 0) record.seen = Object.fromEntries(seen) as Record<string, string[]>;
-  if (strings(stored.removed)) record.removed = stored.removed as string[];
+  if (isStringList(stored.removed)) record.removed = stored.removed;
   return record;
 }
 
