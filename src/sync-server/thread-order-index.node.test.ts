@@ -93,11 +93,26 @@ async function indexState(): Promise<{ valid: boolean; definition: string } | un
   return rows[0];
 }
 
+/**
+ * {@link indexState} while a server may be dropping the index (a start drops an INVALID one before building
+ * it again): `pg_get_indexdef` of an index dropped between the catalog's scan and the call fails with "cache
+ * lookup failed" (XX000), which says only that it is not there now.
+ */
+async function indexStateInFlux(): Promise<{ valid: boolean; definition: string } | undefined> {
+  try {
+    return await indexState();
+  } catch (error) {
+    if ((error as { code?: string }).code === "XX000" && /cache lookup failed/.test(String(error))) return undefined;
+    throw error;
+  }
+}
+
 /** Waits until the index is there and valid; its definition. */
 async function validIndex(): Promise<string> {
-  return (await until("a valid thread order index", async () =>
-    (await indexState())?.valid ? indexState() : undefined,
-  ))!.definition;
+  return (await until("a valid thread order index", async () => {
+    const state = await indexStateInFlux();
+    return state?.valid ? state : undefined;
+  }))!.definition;
 }
 
 /** `token`'s threads as `/threads` lists them, two a page. */
