@@ -39,6 +39,7 @@ import { prefixBounds } from "./keys.js";
 import { toHex, utf8 } from "../core/bytes.js";
 import { subtle } from "../serde/encrypted/webcrypto.js";
 import type { CheckpointRow, Version, WriteKey, WriteRow } from "../rows/shapes.js";
+import { pendingSeal, type SealNote } from "./pending-seals.js";
 
 /** The fields of a row its chain covers (`parent_writes` from version 4 on). */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions"> &
@@ -275,18 +276,29 @@ async function chained(
  * thread) must keep the chain it has, which its children hash: `put` finds
  * the row in its transaction and asks again with `stored`.
  */
-function chainFor(
+async function chainFor(
   ctx: SaverContext,
   serde: SerializerProtocol,
   threadId: string,
   checkpointNs: string,
   fields: ChainFields,
   stored = false,
+  note?: SealNote,
 ): Promise<Chained | undefined> {
   const parentId = fields.parent_checkpoint_id;
   const tables = tablesOf(ctx);
   const parentKey = parentId === undefined ? undefined : keyOf(threadId, checkpointNs, parentId);
-  const cached = parentKey === undefined ? undefined : tables.chains.get(parentKey);
+  let cached = parentKey === undefined ? undefined : tables.chains.get(parentKey);
+  // The parent's put, started before this one, may not have reached its seal: its chain is remembered
+  // then. Read from IndexedDB now, the parent would not be stored yet, and this row would get no chain.
+  const parentSeal =
+    cached !== undefined || stored || note === undefined || parentId === undefined
+      ? undefined
+      : pendingSeal(ctx, threadId, checkpointNs, parentId, note.seq);
+  if (parentSeal) {
+    await parentSeal;
+    cached = tables.chains.get(parentKey!);
+  }
   // The common case (the parent is this saver's previous put) reads nothing.
   if (stored || (parentKey !== undefined && cached === undefined)) {
     return storedChain(ctx, serde, threadId, checkpointNs, fields);
@@ -298,7 +310,7 @@ function chainFor(
 /**
  * Seals `row` (about to be put by an encrypting saver) with its chain:
  * sets its `chain` and `parent_writes` (or removes them: no chain) and its
- * `checkpoint`, the sealed `checkpoint` value. `stored`: see {@link chainFor}.
+ * `checkpoint`, the sealed `checkpoint` value. `stored`: see {@link chainFor}; `note`: the put's, whose earlier puts' seals it waits for (pending-seals.ts).
  */
 export async function seal(
   ctx: SaverContext,
@@ -306,10 +318,11 @@ export async function seal(
   row: CheckpointRow,
   checkpoint: unknown,
   stored = false,
+  note?: SealNote,
 ): Promise<void> {
   const { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: id, parent_checkpoint_id: parentId } = row;
   const fields = { checkpoint_id: id, parent_checkpoint_id: parentId, channel_versions: row.channel_versions };
-  const chained = await chainFor(ctx, serde, threadId, checkpointNs, fields, stored);
+  const chained = await chainFor(ctx, serde, threadId, checkpointNs, fields, stored, note);
   const ref = rowRef.checkpoint(threadId, checkpointNs, id, parentId, chained?.chain);
   row.checkpoint = await encode(serde, "serialize the checkpoint", checkpoint, ref);
   delete row.chain;

@@ -27,6 +27,7 @@ import { prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, readTombstone, type WriteTx } from "./tombstones.js";
 import { loadOnce } from "../core/tasks.js";
+import { noteSealing } from "./pending-seals.js";
 
 /** The encryption-only chunk (sealed.ts: the hash chain), loaded by the first encrypted put and kept: `import()` costs a few hops each time. */
 const sealedModule = loadOnce(() => import("./sealed.js"));
@@ -59,6 +60,8 @@ export async function put(
   const nsId = JSON.stringify([threadId, checkpointNs]);
   const ownPuts = inFlight(ctx);
   ownPuts.set(nsId, (ownPuts.get(nsId) ?? 0) + 1);
+  // Noted before the first await: a child put started after this one waits for this row's seal (chain.ts).
+  const sealing = noteSealing(ctx, threadId, checkpointNs, checkpointId);
   // Set once the checkpoint is committed (a late write rolled back leaves it unset).
   let written: { serde: BoundSerializer["serde"]; blobs: BlobRow[]; row: CheckpointRow } | undefined;
   // On any failure, what this saver keeps of the namespace goes: the checkpoint may have committed.
@@ -104,7 +107,8 @@ export async function put(
     if (parentId !== undefined) row.parent_checkpoint_id = parentId;
     if (typeof storedMetadata.run_id === "string") row.run_id = storedMetadata.run_id;
     // Its chain, the parent's writes it lists, and its checkpoint sealed with them.
-    await chains?.seal(ctx, serde, row, withoutValues);
+    await chains?.seal(ctx, serde, row, withoutValues, false, sealing);
+    sealing.done();
     // Set once a row found stored under another chain is sealed again over that chain (Rechain).
     let resealed = false;
     // Row format 2: small values ride in the row; the others get blob rows.
@@ -256,6 +260,7 @@ export async function put(
   })
     .catch(dropKept)
     .finally(() => {
+      sealing.done();
       const left = (ownPuts.get(nsId) ?? 1) - 1;
       if (left > 0) ownPuts.set(nsId, left);
       else ownPuts.delete(nsId);

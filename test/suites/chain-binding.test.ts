@@ -20,6 +20,10 @@ import type { RowBoundSerializer } from "../../src/serde/protocol.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
 import { putRaw, readStore } from "../support/reliability/raw.js";
 
+/** The printable ASCII of `bytes` (a row reference's field names, as the additional data spells them). */
+const clearText = (bytes: BufferSource): string =>
+  String.fromCharCode(...new Uint8Array(ArrayBuffer.isView(bytes) ? bytes.buffer : bytes)).replace(/[^\x20-\x7e]/g, "");
+
 const created: string[] = [];
 const open: IndexedDBSaver[] = [];
 afterEach(async () => {
@@ -36,6 +40,20 @@ async function saverOn(name: string): Promise<IndexedDBSaver> {
   const saver = new IndexedDBSaver({ dbName: name, serde: await EncryptedSerializer.fromRawKey(KEY) });
   open.push(saver);
   return saver;
+}
+
+/** Puts checkpoint 1 and its child 2 on a new database, the child started before the parent's put is done; the rows. */
+async function parentAndChildAtOnce(prefix: string): Promise<Map<string, CheckpointRow>> {
+  const name = freshDbName(prefix);
+  created.push(name);
+  const saver = await saverOn(name);
+  const checkpoint = (id: string) => ({ ...emptyCheckpoint(), id, channel_versions: { [CHANNEL]: `v${id}` } });
+  const metadata = { source: "loop", step: 1, parents: {} } as CheckpointMetadata;
+  await Promise.all([
+    saver.put(config(), checkpoint("1"), metadata, {}),
+    saver.put(config("1"), checkpoint("2"), metadata, {}),
+  ]);
+  return readRows(name);
 }
 
 const config = (checkpointId?: string): RunnableConfig => ({
@@ -113,16 +131,26 @@ describe("row binding version 3: the hash chain of parent links", () => {
   });
 
   it("a child put that starts before its parent's put is done chains over the parent (the hash is asynchronous)", async () => {
-    const name = freshDbName("chain-overlap");
-    created.push(name);
-    const saver = await saverOn(name);
-    const checkpoint = (id: string) => ({ ...emptyCheckpoint(), id, channel_versions: { [CHANNEL]: `v${id}` } });
-    const metadata = { source: "loop", step: 1, parents: {} } as CheckpointMetadata;
     // Neither awaited before the other starts: the parent's chain is not hashed yet when the child asks for it.
-    const parent = saver.put(config(), checkpoint("1"), metadata, {});
-    const child = saver.put(config("1"), checkpoint("2"), metadata, {});
-    await Promise.all([parent, child]);
-    const rows = await readRows(name);
+    const rows = await parentAndChildAtOnce("chain-overlap");
+    expect(rows.get("2")!.chain).toBe(await chainOf(rows.get("2")!, rows.get("1")!.chain));
+  });
+
+  it("a child put whose parent's encryption ends after its own still chains over the parent (it waits for that seal)", async () => {
+    // The first metadata's encryption (the parent's, which starts first) ends 150 ms late: the child reaches
+    // its seal first. Before, it read the parent from IndexedDB, found it not stored yet, and got no chain.
+    const encrypt = crypto.subtle.encrypt.bind(crypto.subtle);
+    let delayed = false;
+    const slow = vi.spyOn(crypto.subtle, "encrypt").mockImplementation(async (...args) => {
+      const aad = (args[0] as AesGcmParams).additionalData;
+      const late = !delayed && aad !== undefined && /metadata/.test(clearText(aad));
+      delayed ||= late;
+      const sealed = await encrypt(...args);
+      if (late) await new Promise((done) => setTimeout(done, 150));
+      return sealed;
+    });
+    const rows = await parentAndChildAtOnce("chain-late-parent").finally(() => slow.mockRestore());
+    expect(rows.get("2")!.chain).toMatch(/^[0-9a-f]{64}$/);
     expect(rows.get("2")!.chain).toBe(await chainOf(rows.get("2")!, rows.get("1")!.chain));
   });
 
