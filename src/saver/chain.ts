@@ -39,7 +39,7 @@ import { prefixBounds } from "./keys.js";
 import { toHex, utf8 } from "../core/bytes.js";
 import { subtle } from "../serde/encrypted/webcrypto.js";
 import type { CheckpointRow, Version, WriteKey, WriteRow } from "../rows/shapes.js";
-import { pendingSeal, type SealNote } from "./pending-seals.js";
+import { keyOf, pendingSeal, type SealNote } from "./pending-seals.js";
 
 /** The fields of a row its chain covers (`parent_writes` from version 4 on). */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions"> &
@@ -149,9 +149,8 @@ const committed = new WeakMap<SaverContext, Map<string, Map<string, WriteKey>>>(
 /** Chains remembered per saver (the heads of its busiest threads). */
 const MAX_KNOWN = 256;
 
-/** A checkpoint row's key as one string, for maps (here and in verify-links.ts). */
-export const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
-  JSON.stringify([threadId, checkpointNs, checkpointId]);
+/** A checkpoint row's key as one string, for maps (pending-seals.ts: the eager chunk holds it). */
+export { keyOf };
 
 /** A write's key (task id, idx, channel), as a row lists it. */
 const writeKeyOf = (write: WriteRow): WriteKey => [write.task_id, write.idx, write.channel];

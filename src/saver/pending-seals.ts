@@ -21,7 +21,8 @@ interface Pending {
 const pending = new WeakMap<SaverContext, Map<string, Pending>>();
 let nextSeq = 0;
 
-const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
+/** A checkpoint row's key as one string, for maps (here, in chain.ts and in verify-links.ts). */
+export const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
   JSON.stringify([threadId, checkpointNs, checkpointId]);
 
 /** A put's note: its start order, and `done()` once its row is sealed, or the put ended without a seal. */
