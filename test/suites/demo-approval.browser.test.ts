@@ -158,3 +158,36 @@ it("the card drawn for another question starts afresh: an edit typed for the one
     card.el.remove();
   }
 });
+
+it("what was typed in the card drawn while the run went on stays when its question is asked, kept for that question", () => {
+  const edits: [string[], string, string | undefined][] = [];
+  const card = createApproval({
+    onApprove: () => {},
+    onReject: () => {},
+    onEdited: ({ memories, reason }, questionId) => edits.push([memories, reason, questionId]),
+    onGone: () => {},
+    onShown: () => {},
+  });
+  document.body.append(card.el);
+  try {
+    const editor = () => card.el.querySelector<HTMLTextAreaElement>('[data-testid="approval-args"]')!;
+    const calls = [{ name: "save_memory", args: { memory: "my favourite river is the Loire" } }];
+    // Drawn from the checkpoint before the approval step ran: no question yet, the run still going.
+    card.show(calls, true, undefined);
+    editor().value = "my favourite river is the Rhône";
+    editor().dispatchEvent(new Event("input"));
+    expect(edits).toEqual([[["my favourite river is the Rhône"], "", undefined]]);
+    // The run paused on its question: the same card, with what was typed, kept again for the question's id.
+    card.show(calls, false, "q1");
+    expect(editor().value).toBe("my favourite river is the Rhône");
+    expect(edits.at(-1)).toEqual([["my favourite river is the Rhône"], "", "q1"]);
+    // Nothing typed: nothing kept again when asked.
+    card.show(undefined);
+    card.show(calls, true, undefined);
+    card.show(calls, false, "q2");
+    expect(editor().value).toBe("my favourite river is the Loire");
+    expect(edits).toHaveLength(2);
+  } finally {
+    card.el.remove();
+  }
+});

@@ -42,6 +42,11 @@ export function createApproval(actions: ApprovalActions) {
 
   /** The question the card on show answers (its interrupt id). */
   let shownId: string | undefined;
+  /**
+   * The proposal the card on show was drawn for while the run was still going and its question not asked
+   * yet (no id to draw it for): the draw with the id, once asked, is the same card, not another question.
+   */
+  let drawnBeforeAsked: string | undefined;
 
   function show(
     calls: { name: string; args: Record<string, unknown> }[] | undefined,
@@ -51,8 +56,12 @@ export function createApproval(actions: ApprovalActions) {
   ): void {
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
+    const proposal = JSON.stringify(calls?.map((call) => call.args.memory ?? ""));
+    // The card drawn while the run went on, now asked: what was typed meanwhile stays, kept for the id.
+    const askedNow = shownId === undefined && questionId !== undefined && drawnBeforeAsked === proposal;
+    drawnBeforeAsked = disabled && questionId === undefined ? proposal : undefined;
     // Another question (another tab answered the one on show, and the agent asked again): a new card.
-    if (questionId !== shownId) replace(slot);
+    if (questionId !== shownId && !askedNow) replace(slot);
     shownId = questionId;
     const wasShown = slot.childElementCount > 0;
     sizing?.disconnect();
@@ -102,6 +111,8 @@ export function createApproval(actions: ApprovalActions) {
     const edited = () =>
       actions.onEdited({ memories: editors.map((editor) => editor.value), reason: reason.value }, questionId);
     for (const field of [...editors, reason]) field.addEventListener("input", edited);
+    // Typed before the question was asked: kept so far for no question, which a reload would not show.
+    if (askedNow && (reason.value !== "" || editors.some((editor, i) => editor.value !== memories[i]))) edited();
     replace(
       slot,
       h(
