@@ -352,11 +352,11 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
 
   answerUnroutedEarly(app);
 
-  // Liveness (ok, the database down or not: a restart would not mend it), and readiness (readiness.ts).
+  // Liveness (ok, the database down or not: a restart would not mend it), and readiness (readiness.ts),
+  // added before limitUsers: never counted. Every other route needs a user (auth.ts), and counts.
   app.get(`${SYNC_PATH}/health`, async (_request, reply) => reply.send({ ok: true, v: SYNC_PROTOCOL_VERSION }));
   addReadiness(app, new ReadinessProbe(() => connections.client(pool.options)));
 
-  // Every other route needs a user (auth.ts), and counts against the user's requests a minute.
   const authenticated = authenticator(
     options.authenticate,
     new AppSpaces(pool),
