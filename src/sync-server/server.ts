@@ -348,7 +348,7 @@ export async function createSyncServer(options: SyncServerOptions): Promise<Sync
   if (options.corsOrigins !== undefined) installCors(app, options.corsOrigins);
 
   // Until the database is set up, and once closing, every request is answered here (shutdown.ts).
-  refuseUnlessServing(app, startup, () => closing);
+  refuseUnlessServing(app, startup, () => closing, inFlight);
 
   answerUnroutedEarly(app);
 

@@ -79,15 +79,21 @@ export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
  * Retry-After until `startup` reached the database and from the moment
  * `closing()` says so (a request on a connection kept alive from before;
  * its connection is closed after), 500 `internal` once the setup failed.
- * Added after CORS, so that a page can read the answer. Once closing, every
- * answer (those of the requests in flight too) closes its connection.
+ * Added after CORS, so that a page can read the answer. Once closing, each
+ * connection closes after the last answer queued on it (`inFlight`, see
+ * {@link trackInFlight}).
  */
-export function refuseUnlessServing(app: FastifyInstance, startup: DatabaseStartup, closing: () => boolean): void {
+export function refuseUnlessServing(
+  app: FastifyInstance,
+  startup: DatabaseStartup,
+  closing: () => boolean,
+  inFlight: Set<FastifyReply>,
+): void {
   // Fastify's close ends only the connections idle when it begins: one whose request was in flight (a
   // readiness probe, a long poll answered at once) was kept alive after its answer, and every close that
   // raced a request waited until it cut that connection, at its 3 s bound.
   app.addHook("onSend", async (_request, reply, payload) => {
-    if (closing()) reply.header("connection", "close");
+    if (closing()) closeAfterLast(inFlight, reply);
     return payload;
   });
   app.addHook("onRequest", async (_request, reply) => {
@@ -96,7 +102,6 @@ export function refuseUnlessServing(app: FastifyInstance, startup: DatabaseStart
       return reply
         .code(503)
         .header("retry-after", "1")
-        .header("connection", "close")
         .send(errorBody("unavailable", "The sync server is shutting down; nothing was applied. Try again."));
     if (startup.state === "failed")
       return reply
@@ -112,10 +117,32 @@ export function refuseUnlessServing(app: FastifyInstance, startup: DatabaseStart
 }
 
 /**
+ * Ends the connection of `reply` after the last answer queued on it. Node
+ * writes the answers of pipelined requests in order, and ends a connection
+ * after one that says `connection: close`: said on the answer in flight, it
+ * dropped every answer queued behind it (a push's that committed, the 503
+ * of one that came during the close), and their client read only an end of
+ * stream. So only the last says it; or, when that one's head is already
+ * out (answered before the close began), the connection ends once it is.
+ */
+function closeAfterLast(inFlight: Set<FastifyReply>, reply: FastifyReply): void {
+  const socket = reply.request.raw.socket;
+  let seen = false;
+  let last: FastifyReply | undefined;
+  // In arrival order (trackInFlight's onRequest hook runs first): those after `reply` came after it.
+  for (const other of inFlight) {
+    if (other === reply) seen = true;
+    else if (seen && other.request.raw.socket === socket) last = other;
+  }
+  if (!last) reply.header("connection", "close");
+  else if (last.raw.headersSent) last.raw.once("finish", () => socket.destroySoon());
+}
+
+/**
  * Answers 503 `unavailable` to every request of `replies` not answered yet,
- * and closes its connection. A push cut here either committed or did not
- * (one transaction), as with a connection cut: a device sends it again,
- * and a push sent again applies once.
+ * its connection closed after the last (see {@link closeAfterLast}). A push
+ * cut here either committed or did not (one transaction), as with a
+ * connection cut: a device sends it again, and a push sent again applies once.
  */
 export function answerUnfinished(replies: Set<FastifyReply>): void {
   for (const reply of replies) {
@@ -123,7 +150,6 @@ export function answerUnfinished(replies: Set<FastifyReply>): void {
     void reply
       .code(503)
       .header("retry-after", "1")
-      .header("connection", "close")
       .send(
         errorBody(
           "unavailable",
