@@ -107,19 +107,29 @@ describe("SyncClient live push", () => {
     const a = device(served.url, token, A);
     const counted = countingFetch();
     const b = device(served.url, token, onB({ intervalMs: TEN_MINUTES, live: false, fetch: counted.fetch }));
+    // A device with live on, started beside B: the turn reaching it through its long poll is the moment by
+    // which B, had it polled, would have polled and heard of the turn too (a fixed 800 ms shrank under load).
+    const control = countingFetch();
+    const c = device(served.url, token, {
+      dbName: "live-c",
+      client: { app: "live", intervalMs: TEN_MINUTES, fetch: control.fetch },
+    });
     await chat(a.saver, "t", ["first"]);
     await a.sync.syncNow();
     const ofB = rounds(b);
+    const ofC = rounds(c);
     b.sync.start();
+    c.sync.start();
     await until(() => ofB.started >= 2 && idle(b), LONG, "B's first round and the one its pull started");
+    await until(() => ofC.started >= 2 && idle(c) && control.polls.open === 1, LONG, "C's rounds and long poll");
     await chat(a.saver, "t", ["second"]);
     await a.sync.syncNow();
-    // Nothing may come: 800 ms in which a wrong round would show (a loaded machine only makes it less likely).
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    await until(async () => (await state(c.saver, "t")).messages.length > 2, LONG, "A's turn on C");
+    expect(control.polls.sent - control.polls.open - control.polls.aborted).toBeGreaterThanOrEqual(1);
     expect((await state(b.saver, "t")).messages).toHaveLength(2);
     expect(counted.polls.sent).toBe(0);
     expect(ofB.started).toBe(2);
-    await closeDevices(a, b);
+    await closeDevices(a, b, c);
   });
 
   it("a server without the long poll: the poll backs off instead of spinning, and the interval still brings the turn", async () => {
@@ -127,27 +137,43 @@ describe("SyncClient live push", () => {
     const a = device(served.url, token, A);
     // An older server ignores `wait`: dropping it from the URL answers every poll at once.
     const counted = countingFetch((url) => url.replace(/&wait=\d+/, ""));
+    const sentAt: number[] = [];
+    const stamped: FetchLike = (input, init) => {
+      if (input.includes("wait=")) sentAt.push(performance.now());
+      return counted.fetch(input, init);
+    };
     const b = device(
       served.url,
       token,
-      onB({ intervalMs: 400, minBackoffMs: 200, maxBackoffMs: 400, fetch: counted.fetch }),
+      onB({
+        intervalMs: 400,
+        // A backoff of 0.5-2 s: far above a spinning poll's gaps (a fetch each, 30-120 ms measured under load).
+        minBackoffMs: 1_000,
+        maxBackoffMs: 2_000,
+        fetch: stamped,
+      }),
     );
     b.sync.start();
     await until(() => idle(b), LONG, "B's first round");
     await chat(a.saver, "t", ["first"]);
     await a.sync.syncNow();
-    const started = performance.now();
     await until(
       async () => (await b.saver.getTuple({ configurable: { thread_id: "t" } })) !== undefined,
       LONG,
       "A's turn on B",
     );
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1_000 - (performance.now() - started))));
+    await until(() => sentAt.length >= 8, LONG, "eight polls");
     b.sync.stop();
     expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
-    // Answered at once, each poll counts as a failure: about one per backoff (100-400 ms), not hundreds.
-    expect(counted.polls.sent).toBeGreaterThan(0);
-    expect(counted.polls.sent).toBeLessThan(15);
+    // Answered at once with nothing, a poll is a failure, so the next waits a backoff (at least half of
+    // minBackoffMs: jitter); only the poll after a round that a poll's news started comes sooner. Gaps, not
+    // polls in a 1 s window (which counted the polls of a wait for the turn that load made long): load
+    // only lengthens a gap, where a spinning poll's gaps are a fetch each.
+    const gaps = sentAt.slice(1).map((at, i) => at - sentAt[i]!);
+    expect(
+      gaps.filter((gap) => gap < 500 - 2).length,
+      `gaps ${gaps.map(Math.round).join(", ")} ms`,
+    ).toBeLessThanOrEqual(2);
     await closeDevices(a, b);
   });
 
