@@ -4,7 +4,7 @@
  * `Last-Event-ID`), a run started later included, until the client leaves or
  * the thread is deleted; the refusals. Each answered 404 before the route.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { deleteDatabase } from "../../test/support/databases.js";
 import { transactionsFactory } from "../../test/support/reliability/factories.js";
@@ -32,6 +32,23 @@ const answered = (text: string) => (events: Event[]) => {
   const messages = (last?.data as { messages?: { content?: unknown }[] } | undefined)?.messages;
   return last?.event === "values" && messages?.at(-1)?.content === text;
 };
+
+/**
+ * Puts off a thread stream's slow look (its 5 s pause with no run to follow) to ten minutes while a test
+ * runs, and counts those pauses: a count that went up is a stream waiting now, and a run that reaches it
+ * came through a notice, not the slow look (a bound of 2 s on that failed under load). It hooks the only
+ * 5 s timer of the server; a count that stays 0 says the look's period changed.
+ */
+function slowLooksPutOff(): { waits: () => number; restore: () => void } {
+  const real = globalThis.setTimeout;
+  let waits = 0;
+  globalThis.setTimeout = ((handler: () => void, ms?: number, ...rest: unknown[]) => {
+    if (ms !== 5_000) return real(handler, ms, ...rest);
+    waits++;
+    return real(handler, 600_000, ...rest);
+  }) as typeof setTimeout;
+  return { waits: () => waits, restore: () => void (globalThis.setTimeout = real) };
+}
 
 describe("threads.joinStream", () => {
   it("streams the run going, then each run after it, with ids that name the run; not the runs already ended", async () => {
@@ -88,6 +105,8 @@ describe("threads.joinStream", () => {
   });
 
   it("on an idle thread, waits for the next run, from any server of the database; ends when the thread is deleted", async () => {
+    const looks = slowLooksPutOff();
+    onTestFinished(looks.restore);
     const a = await openServer("agent-thread-stream-idle");
     const b = await openServer("agent-thread-stream-idle", false, { dbName: a.dbName });
     const { thread_id } = await a.client.threads.create();
@@ -97,20 +116,22 @@ describe("threads.joinStream", () => {
       for await (const event of stream) events.push(event);
       return "ended";
     })();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expect.poll(looks.waits, { timeout: 20_000 }).toBeGreaterThan(0);
     // Going for a while: a stream that lists the runs only after this one ended would not stream it.
     const run = await b.client.runs.create(thread_id, "agent", {
       input: human("later"),
       config: { configurable: { delay_ms: 1500 } },
     });
     await b.client.runs.join(thread_id, run.run_id);
-    await expect.poll(() => answered("echo later")(events), { timeout: 5000 }).toBe(true);
+    await expect.poll(() => answered("echo later")(events), { timeout: 20_000 }).toBe(true);
     expect(runsOf(events)).toEqual([run.run_id]);
     await a.client.threads.delete(thread_id);
     expect(await reading).toBe("ended");
   });
 
   it("ends an open stream when the server closes, and opens none of its databases again", async () => {
+    const looks = slowLooksPutOff();
+    onTestFinished(looks.restore);
     const { client, server, dbName } = await openServer("agent-thread-stream-close");
     const { thread_id } = await client.threads.create();
     const stream = client.threads.joinStream(thread_id) as AsyncGenerator<Event>;
@@ -118,11 +139,12 @@ describe("threads.joinStream", () => {
       for await (const event of stream) void event;
       return "ended";
     })().catch((error: unknown) => `failed: ${String(error)}`);
-    // Waiting for a run: woken by a notice, or its slow look.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Waiting for a run: woken by a notice, or its slow look (put off, so only the close can end it).
+    await expect.poll(looks.waits, { timeout: 20_000 }).toBeGreaterThan(0);
     await server.close();
-    const ended = await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 2000, "still open"))]);
-    expect(ended).not.toBe("still open");
+    // A hang guard far past what a close takes under load (well under a second), not a measurement.
+    const ended = await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 20_000, "still open"))]);
+    expect(ended).toBe("ended");
     // Nothing of the closed server opens its database again: a delete goes through at once and stays done.
     await deleteDatabase(`${dbName}-agent-threads`);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -133,22 +155,39 @@ describe("threads.joinStream", () => {
     // Transactions on the agent database, counted through its factory.
     let transactions = 0;
     const factory = transactionsFactory(() => transactions++);
+    const looks = slowLooksPutOff();
+    onTestFinished(looks.restore);
+    // Each look's notice listener, taken as the stream adds it, and called as a run's notice would be.
+    let listener: (() => void) | undefined;
+    const onThreadChange = RunRegistry.prototype.onThreadChange;
+    RunRegistry.prototype.onThreadChange = function (this: RunRegistry, threadId, added) {
+      listener = added;
+      return onThreadChange.call(this, threadId, added);
+    };
+    onTestFinished(() => void (RunRegistry.prototype.onThreadChange = onThreadChange));
     const { client, server } = await openServer("agent-thread-stream-ended", false, { indexedDB: factory });
     const { thread_id } = await client.threads.create();
     for (let i = 0; i < 20; i++) await client.runs.wait(thread_id, "agent", { input: human(`turn ${i}`) });
     const leave = new AbortController();
     const response = await server.fetch(`http://local.invalid/threads/${thread_id}/stream`, { signal: leave.signal });
     expect(response.status).toBe(200);
-    // Its looks for a new run: each a read of the thread and of its runs, not of every run.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Ten looks for a new run, each woken by a notice once the one before waits: counted, not the looks
+    // of a second (which load made fewer). Each reads the thread and its runs, not every run's record.
+    await expect.poll(looks.waits, { timeout: 20_000 }).toBe(1);
     const before = transactions;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(transactions - before).toBeLessThan(30);
+    for (let look = 2; look <= 11; look++) {
+      listener!();
+      await expect.poll(looks.waits, { timeout: 20_000 }).toBe(look);
+    }
+    // Two a look (the thread, its run list); one a run's record read again at each look was 22 a look.
+    expect(transactions - before, "transactions of ten looks").toBeLessThan(10 * 3);
     leave.abort();
     await response.body?.cancel();
   });
 
   it("on an idle thread, reads nothing while nothing happens, and wakes at once for a run of another server", async () => {
+    const looks = slowLooksPutOff();
+    onTestFinished(looks.restore);
     let transactions = 0;
     const factory = transactionsFactory(() => transactions++);
     const a = await openServer("agent-thread-stream-quiet", false, { indexedDB: factory });
@@ -160,16 +199,14 @@ describe("threads.joinStream", () => {
       const stream = a.client.threads.joinStream(thread_id, { signal: leave.signal }) as AsyncGenerator<Event>;
       for await (const event of stream) events.push(event);
     })().catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await expect.poll(looks.waits, { timeout: 20_000 }).toBeGreaterThan(0);
     const before = transactions;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     // Before: a look every 200 ms, each a read of the thread and one of its runs (about ten in this second).
     expect(transactions - before).toBe(0);
     const run = await b.client.runs.create(thread_id, "agent", { input: human("woken") });
-    const created = Date.now();
-    await expect.poll(() => runsOf(events), { timeout: 10_000, interval: 20 }).toEqual([run.run_id]);
-    // Well within the slow look kept for a missed notice (5 s): woken by the run's notice.
-    expect(Date.now() - created).toBeLessThan(2_000);
+    // The slow look kept for a missed notice is put off to ten minutes: a run that comes woke the stream.
+    await expect.poll(() => runsOf(events), { timeout: 30_000, interval: 20 }).toEqual([run.run_id]);
     leave.abort();
     await reading;
   });
