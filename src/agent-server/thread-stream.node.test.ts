@@ -151,7 +151,8 @@ describe("threads.joinStream", () => {
     expect((await indexedDB.databases()).map((db) => db.name)).not.toContain(`${dbName}-agent-threads`);
   });
 
-  it("on an idle thread with many ended runs, reads those runs' records only once", async () => {
+  // Its 20 runs took over 60 s with the machine's two cores shared ten ways: a hang guard, not a measurement.
+  it("on an idle thread with many ended runs, reads those runs' records only once", { timeout: 120_000 }, async () => {
     // Transactions on the agent database, counted through its factory.
     let transactions = 0;
     const factory = transactionsFactory(() => transactions++);
