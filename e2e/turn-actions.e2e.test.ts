@@ -13,6 +13,7 @@ import {
   screenshot,
   seedTurns,
   send,
+  setPace,
   submit,
   threadAction,
   transcript,
@@ -22,8 +23,8 @@ import {
 const harness = useHarness();
 
 test("the reader scrolled up is not pulled down: a button offers the new text", async () => {
-  // The turns before only make the log taller than the view: written at once, then the page
-  // reloads at the model's pace for the answer that streams while the reader is scrolled up.
+  // The turns before only make the log taller than the view: written at once; then the model's
+  // pace (no reload) for the answer that streams while the reader is scrolled up.
   const page = await harness().page();
   await ready(page);
   await seedTurns(
@@ -31,10 +32,7 @@ test("the reader scrolled up is not pulled down: a button offers the new text", 
     "SCROLLEDUP",
     [1, 2, 3].map((n) => `${longMessage(60)} filler ${n}`),
   );
-  const url = new URL(page.url());
-  url.searchParams.delete("pace");
-  await page.goto(url.href);
-  await expect.poll(() => transcript(page)).toHaveLength(6);
+  await setPace(page, "model");
   await submit(page, longMessage(400));
   await page.locator(".message.streaming").waitFor();
   await page.locator(".messages").evaluate((log) => (log.scrollTop = 0));
