@@ -318,7 +318,16 @@ export async function transcript(page: Page): Promise<string[]> {
     .evaluateAll((nodes) => nodes.map((node) => `${(node as HTMLElement).dataset.role}: ${node.textContent ?? ""}`));
 }
 
+/**
+ * Whether {@link screenshot} writes its pictures: with `E2E_SCREENSHOTS=1`
+ * only. No test reads them (they are for a person looking over the UI), and
+ * each costs about 0.14 CPU-s of a phase bound by CPU (docs/testing.md).
+ */
+const screenshotsOn = process.env.E2E_SCREENSHOTS === "1";
+
+/** Saves a picture of the page's view as `e2e/screenshots/<name>.png`, when {@link screenshotsOn}. */
 export async function screenshot(page: Page, name: string): Promise<void> {
+  if (!screenshotsOn) return;
   mkdirSync(screenshotDir, { recursive: true });
   await page.screenshot({ path: `${screenshotDir}${name}.png`, fullPage: false, animations: "disabled" });
 }
