@@ -45,6 +45,7 @@ import type {
 import { nextChannelVersion } from "../rows/versions.js";
 import { loadOnce } from "../core/tasks.js";
 import { list } from "./list.js";
+import { maintenance } from "./lazy.js";
 import { offerTaskPaths } from "../core/task-paths.js";
 
 /** A checkpoint of a thread: its namespace and id. */
@@ -53,14 +54,6 @@ type Checkpointed = readonly [checkpointNs: string, checkpointId: string];
 /** The list module, loaded by the first `list()` of any saver and kept. */
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
 const deltaModule = loadOnce(() => import("./delta-history.js"));
-
-/**
- * The maintenance chunk (maintenance.ts), loaded by the first call of one
- * of its methods and kept (`listThreads` may run at every redraw of an
- * app's thread list, and an app bundler's `import()` checks its preloads at
- * each call).
- */
-const maintenance = loadOnce(() => import("./maintenance.js"));
 
 export type {
   IndexedDBSaverParams,

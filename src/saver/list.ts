@@ -10,28 +10,17 @@ import type {
   SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
+import type { PageQuery } from "./index-pages.js";
 import { decodeTuple, storedAsWritten } from "./get.js";
 import { assertId } from "../rows/ids.js";
-import { ABOVE_STRINGS, LIST_PAGE, checkpointRangeBounds } from "./keys.js";
+import { LIST_PAGE, checkpointRangeBounds } from "./keys.js";
 import { newestValues } from "../idb/newest.js";
 import { readPage } from "./page.js";
 import { readDetails } from "./reads.js";
 import { decodeMetadata, type RawTuple } from "../rows/codec.js";
 import type { CheckpointRow } from "../rows/shapes.js";
 import { freshModule } from "./fresh.js";
-
-/** What one pager reads: which rows, how many per transaction, with or without their details. */
-interface PageQuery {
-  threadId?: string;
-  checkpointNs?: string;
-  /** Only checkpoints strictly older than this id. */
-  beforeId?: string;
-  /** Only this checkpoint id. */
-  onlyId?: string;
-  /** Read blobs and writes in the same transaction (no filter: every row read is listed). */
-  withDetails: boolean;
-  pageSize: number;
-}
+import { maintenance } from "./lazy.js";
 
 /** The checkpoints `config` and `options` select, newest first (LangGraph's `list` contract). */
 export async function* list(
@@ -82,9 +71,10 @@ export async function* list(
       // Without a filter the limit is known: read no more rows than it (less what memory answered).
       pageSize: noFilter && remaining !== undefined ? Math.min(remaining, LIST_PAGE) : LIST_PAGE,
     };
+    // Across namespaces or threads (no graph run lists so): loaded with the maintenance chunk, before its first read.
     const reads = namespace
       ? namespacePages(ctx, { ...query, ...namespace }, serde)
-      : indexPages(ctx, {
+      : (await maintenance()).indexPages(ctx, {
           ...query,
           threadId: threadId as string | undefined,
           checkpointNs: checkpointNs as string | undefined,
@@ -177,77 +167,5 @@ async function* namespacePages(
     yield page;
     if (page.length < pageSize) return;
     upperId = page[page.length - 1]!.row.checkpoint_id;
-  }
-}
-
-/** Newest checkpoint id first; equal ids by thread, then namespace (as every saver lists them). */
-function newestFirst(a: CheckpointRow, b: CheckpointRow): number {
-  if (a.checkpoint_id !== b.checkpoint_id) return a.checkpoint_id < b.checkpoint_id ? 1 : -1;
-  if (a.thread_id !== b.thread_id) return a.thread_id < b.thread_id ? -1 : 1;
-  return a.checkpoint_ns < b.checkpoint_ns ? -1 : a.checkpoint_ns > b.checkpoint_ns ? 1 : 0;
-}
-
-/**
- * Pages across namespaces (one thread, `by_thread_checkpoint`) or threads
- * (`by_checkpoint`), newest first, by a reverse cursor over the index: the
- * cost is the page, not the thread or the database. A page ends only between
- * two checkpoint ids, so rows of equal ids (in several namespaces or threads)
- * are in one page, sorted there by thread and namespace; the index alone
- * would give them in reverse key order. With `withDetails`, blobs and writes
- * come in the same transaction.
- */
-async function* indexPages(ctx: SaverContext, query: PageQuery): AsyncGenerator<RawTuple[]> {
-  const { threadId, checkpointNs, beforeId, onlyId, withDetails, pageSize } = query;
-  if (onlyId !== undefined && beforeId !== undefined && !(onlyId < beforeId)) return;
-  let upperId = beforeId;
-  for (;;) {
-    const { page, more, lastId } = await ctx.db.read(
-      ["checkpoints", "blobs", "writes"],
-      async (tx) => {
-        const store = tx.objectStore("checkpoints");
-        const ranges = ctx.db.ranges;
-        const cursorStart =
-          threadId === undefined
-            ? store
-                .index("by_checkpoint")
-                .openCursor(
-                  onlyId !== undefined
-                    ? ranges.only(onlyId)
-                    : upperId !== undefined
-                      ? ranges.bound("", upperId, false, true)
-                      : ranges.bound("", ABOVE_STRINGS),
-                  "prev",
-                )
-            : store
-                .index("by_thread_checkpoint")
-                .openCursor(
-                  onlyId !== undefined
-                    ? ranges.only([threadId, onlyId])
-                    : upperId !== undefined
-                      ? ranges.bound([threadId], [threadId, upperId], false, true)
-                      : ranges.bound([threadId], [threadId, ABOVE_STRINGS]),
-                  "prev",
-                );
-        const rows: CheckpointRow[] = [];
-        let lastId: string | undefined;
-        let cursor = await cursorStart;
-        while (cursor) {
-          const row = cursor.value;
-          // Stop only where the id changes, once the page is full.
-          if (rows.length >= pageSize && row.checkpoint_id !== lastId) break;
-          lastId = row.checkpoint_id;
-          if (checkpointNs === undefined || row.checkpoint_ns === checkpointNs) rows.push(row);
-          cursor = await cursor.continue();
-        }
-        rows.sort(newestFirst);
-        const more = cursor !== null && onlyId === undefined;
-        const page = await readPage(tx, ctx.db.ranges, rows, withDetails);
-        return { page, more, lastId };
-      },
-      "list checkpoints",
-    );
-    if (page.length > 0) yield page;
-    if (!more || lastId === undefined) return;
-    upperId = lastId;
   }
 }

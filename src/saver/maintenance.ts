@@ -2,8 +2,9 @@
  * The saver's maintenance, loaded as one chunk by the first call of any of
  * them: what an app runs now and then (deleting, copying, pruning threads,
  * deleting runs, changing or rotating the key), never on a graph's path,
- * and `listThreads`, whose summaries (threads.ts) copy, prune and
- * deleteForRuns rewrite. One chunk rather than one per file: each chunk
+ * `listThreads`, whose summaries (threads.ts) copy, prune and deleteForRuns
+ * rewrite, and a `list()` across threads or namespaces (index-pages.ts),
+ * which a graph run never makes. One chunk rather than one per file: each chunk
  * costs a request and its own gzip overhead, and a module both loaded with
  * `import()` and imported by another lazy chunk (threads.ts was) makes
  * Rolldown split what it shares with the saver (idb) into a chunk of its
@@ -17,3 +18,4 @@ export { deleteForRuns } from "./runs.js";
 export { changeKey, rekey } from "./rekey.js";
 export { listThreads } from "./threads.js";
 export { taskPathReader } from "./task-paths.js";
+export { indexPages } from "./index-pages.js";
