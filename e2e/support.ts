@@ -325,7 +325,7 @@ export async function transcript(page: Page): Promise<string[]> {
  */
 const screenshotsOn = process.env.E2E_SCREENSHOTS === "1";
 
-/** Saves a picture of the page's view as `e2e/screenshots/<name>.png`, when {@link screenshotsOn}. */
+/** Saves a picture of the page's view as `<name>.png` in the git-ignored `screenshots` folder beside this file, when {@link screenshotsOn}. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   if (!screenshotsOn) return;
   mkdirSync(screenshotDir, { recursive: true });
