@@ -6,8 +6,10 @@
  * misses.
  * Two servers on the real PostgreSQL, plain HTTP clients speaking the protocol.
  */
-import { describe, expect, it } from "vitest";
-import { newUser, serverForFile, wireCheckpoint } from "../../test/support/sync/harness.js";
+import { once } from "node:events";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authenticate, newUser, postgresUrl, serverForFile, wireCheckpoint } from "../../test/support/sync/harness.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -16,8 +18,24 @@ import {
   type PullResponse,
   type PushRequest,
 } from "../sync/protocol.js";
+import { createSyncServer, type SyncServer } from "./server.js";
 
-const servers = [serverForFile(), serverForFile()];
+/**
+ * The first server runs on a pool of the test's own, so that a test sees
+ * each read the server makes: a pull's read is one transaction, its
+ * connection released to the pool when it ends.
+ */
+let reads: pg.Pool;
+const servers = [{ server: undefined as unknown as SyncServer, url: "" }, serverForFile()];
+beforeAll(async () => {
+  reads = new pg.Pool({ connectionString: await postgresUrl() });
+  const server = await createSyncServer({ pool: reads, authenticate });
+  Object.assign(servers[0]!, { server, url: await server.listen({ port: 0 }) });
+}, 60_000);
+afterAll(async () => {
+  await servers[0]!.server?.close();
+  await reads?.end();
+}, 30_000);
 
 async function pull(url: string, token: string, query: string): Promise<PullResponse> {
   const response = await fetch(`${url}/v1/pull?${query}`, { headers: { authorization: `Bearer ${token}` } });
@@ -45,8 +63,11 @@ describe("sync server: live push by long poll", () => {
     const { token } = newUser("live");
     const [one, two] = servers;
     const WAIT_S = 20;
-    // The pull reaches the server and starts waiting before the push: it gets there, then a margin for its first read.
-    const arrived = new Promise((resolve) => one!.server.app.server.once("request", resolve));
+    // The pull reaches the server, reads, finds nothing and waits; the push goes once its read ended (the
+    // read's connection back in the pool), not after a margin a loaded machine could overrun (300 ms before).
+    const arrived = once(one!.server.app.server, "request");
+    let released = 0;
+    const counting = () => (released += 1);
     let deliveredAt = 0;
     const pulledAt = performance.now();
     const waiting = pull(one!.url, token, `since=0&device=watcher&wait=${WAIT_S}`).then((page) => {
@@ -54,21 +75,29 @@ describe("sync server: live push by long poll", () => {
       return page;
     });
     await arrived;
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(deliveredAt).toBe(0); // still waiting when the push goes
-    const sentAt = performance.now();
-    await push(two!.url, token, "live-thread");
-    const committedAt = performance.now(); // the push's transaction committed before its answer
-    const page = await waiting;
-    expect(page.changes.map((c) => (c.kind === "checkpoint" ? c.checkpoint.thread_id : ""))).toEqual(["live-thread"]);
-    // Delivery follows the commit by one notification and one read. Without live push the pull answers
-    // only when its wait ends, at least WAIT_S after it was sent: answered sooner, it was the push that
-    // woke it. (Before, a bound of 5 s on the delay from the push, a guess a loaded machine could miss.)
-    const delay = deliveredAt - sentAt;
-    console.log(
-      `live push: delivered ${Math.round(deliveredAt - committedAt)} ms after the push's answer, ${Math.round(delay)} ms after it was sent`,
-    );
-    expect(deliveredAt - pulledAt).toBeLessThan(WAIT_S * 1000);
+    reads.on("release", counting);
+    try {
+      await once(reads, "release"); // its first read, which found nothing
+      expect(deliveredAt).toBe(0); // still waiting when the push goes
+      const sentAt = performance.now();
+      await push(two!.url, token, "live-thread");
+      const committedAt = performance.now(); // the push's transaction committed before its answer
+      const page = await waiting;
+      expect(page.changes.map((c) => (c.kind === "checkpoint" ? c.checkpoint.thread_id : ""))).toEqual(["live-thread"]);
+      // Two reads: the first found nothing, the push woke the pull and the second brought it. (One would be a
+      // pull that read after the push had committed, which proves nothing about waking.)
+      expect(released).toBe(2);
+      // Delivery follows the commit by one notification and one read. Without live push the pull answers
+      // only when its wait ends, at least WAIT_S after it was sent: answered sooner, it was the push that
+      // woke it. (Before, a bound of 5 s on the delay from the push, a guess a loaded machine could miss.)
+      const delay = deliveredAt - sentAt;
+      console.log(
+        `live push: delivered ${Math.round(deliveredAt - committedAt)} ms after the push's answer, ${Math.round(delay)} ms after it was sent`,
+      );
+      expect(deliveredAt - pulledAt).toBeLessThan(WAIT_S * 1000);
+    } finally {
+      reads.off("release", counting);
+    }
   });
 
   it("another user's push does not wake it; with nothing new it answers empty when its wait ends", async () => {
