@@ -23,6 +23,7 @@ import {
   wireCheckpoint,
 } from "../../test/support/sync/harness.js";
 import { watchArrivals } from "../../test/support/sync/arrivals.js";
+import { byDepth } from "../../test/support/depth.js";
 import {
   SYNC_MEDIA_TYPE,
   SYNC_PROTOCOL_VERSION,
@@ -993,13 +994,26 @@ async function spaceRows(inspect: pg.Pool, user: string): Promise<Record<string,
   };
 }
 
+/**
+ * The seeds of the random mixes: twelve at the full depth, four at the fast one. Bugs planted in
+ * deletes.ts and removals.ts, and the seeds of the twelve that failed each: a thread's lower delete kept
+ * instead of its highest (1-4, 7, 8, 10, 11); a checkpoint equal to its tombstone kept (1-5, 7, 8, 10, 11);
+ * removals numbered in reverse order (all but 3 and 5); a thread's blobs dropped while checkpoints of it
+ * remain (2-5, 10-12); a removal's writes left (4, 9, 10, 11 only). Seeds 4, 10 and 11 fail every one;
+ * seed 1 is the first of the original order.
+ */
+const MIX_SEEDS = byDepth(
+  [1, 4, 10, 11],
+  Array.from({ length: 12 }, (_, i) => i + 1),
+);
+
 describe("sync server: a push's deletes and removals against the per-item code", () => {
   it("leave the same rows, tombstones and marks for random mixes, and touch no other space", async () => {
     const inspect = await inspector();
     const other = await createSyncServer({ connectionString: await postgresUrl(), authenticate });
     try {
       const id = (i: number) => `1f0aaaaa-0000-6000-8000-${String(i).padStart(12, "0")}`;
-      for (let seed = 1; seed <= 12; seed++) {
+      for (const seed of MIX_SEEDS) {
         const random = seeded(seed);
         const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
         const threads = ["t0", "t1", "t2", "t3"];
