@@ -114,10 +114,15 @@ describe("sync server: /v1/ready", () => {
     silent = await startSilentProxy(await postgresUrl());
     server = await createSyncServer({ connectionString: silent.url, authenticate });
     const base = await server.listen({ port: 0 });
+    const started = silent.open(); // the pool's and the live-push listener's connections
     expect((await probe(base)).status).toBe(200);
-    // That probe's connection has closed by then (its goodbye, at the latest cut at the bound).
-    await new Promise((done) => setTimeout(done, READY_BOUND_MS + 200));
-    const before = silent.open(); // the pool's and the live-push listener's connections
+    // Once that probe's connection has closed (its goodbye, at the latest cut at the bound): looked for, not
+    // waited a fixed READY_BOUND_MS + 200 ms for.
+    for (const deadline = performance.now() + 10_000; silent.open() > started;) {
+      if (performance.now() > deadline) throw new Error("Not within 10 s: the first probe's connection closed.");
+      await new Promise((done) => setTimeout(done, 5));
+    }
+    const before = silent.open();
     silent.silence();
     const probes = Array.from({ length: 20 }, () => probe(base));
     await silent.heard; // the probe's connection sent its first bytes, never to be answered
