@@ -50,13 +50,19 @@ export async function* indexPages(ctx: SaverContext, query: PageQuery): AsyncGen
         const ranges = ctx.db.ranges;
         // One thread: `by_thread_checkpoint`, keyed [thread, id]; every thread: `by_checkpoint`, keyed id.
         const key = (id: IDBValidKey) => (threadId === undefined ? id : [threadId, id]);
-        // Open above: ABOVE_STRINGS is no id, so the open bound leaves out nothing the closed one held.
+        // One thread's range starts at [thread], below every id of it: a row planted under an id that is no
+        // string (a number sorts before "") is listed, and refused by name, not skipped.
         const cursorStart = store
           .index(threadId === undefined ? "by_checkpoint" : "by_thread_checkpoint")
           .openCursor(
             onlyId !== undefined
               ? ranges.only(key(onlyId))
-              : ranges.bound(key(""), key(upperId ?? ABOVE_STRINGS), false, true),
+              : ranges.bound(
+                  threadId === undefined ? "" : [threadId],
+                  key(upperId ?? ABOVE_STRINGS),
+                  false,
+                  upperId !== undefined,
+                ),
             "prev",
           );
         const rows: CheckpointRow[] = [];
