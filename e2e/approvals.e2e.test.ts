@@ -149,3 +149,31 @@ test("History says a question is awaiting approval only where it still is, not o
   expect(await panel.getByText("awaiting approval").count()).toBe(0);
   expect(await panel.getByText("asked for approval").count()).toBe(1);
 });
+
+test("another thread's card is drawn afresh: what was typed in one thread's card never shows in another's", async () => {
+  const page = await harness().page();
+  await ready(page);
+  // Two threads paused as the earlier demo paused them (before the tools step, no question id): both cards
+  // are for "no question", the case where the card on show was kept across draws.
+  await page.evaluate(`(async () => {
+    const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
+    const session = await Session.open(new DemoDB(), plainVault);
+    try {
+      for (const [id, text] of [["cardA", "remember that my favourite tree is the oak"], ["cardB", "remember that my favourite river is the Loire"]])
+        await session.agent.invoke({ messages: [{ role: "user", content: text }] }, { ...session.config(id), interruptBefore: ["tools"] });
+    } finally {
+      await session.close();
+    }
+  })()`);
+  const editor = page.getByTestId("approval-args");
+  const open = (id: string) => page.evaluate((thread) => (location.hash = `#/thread/${thread}`), id);
+  await open("cardA");
+  await expect.poll(() => editor.inputValue()).toBe("my favourite tree is the oak");
+  await editor.fill("my favourite tree is the birch, marker-thread-a");
+  await open("cardB");
+  await expect.poll(() => page.getByTestId("message").last().textContent()).toContain("Loire");
+  await expect.poll(() => editor.inputValue()).toBe("my favourite river is the Loire");
+  // The first thread's card is as it was left there.
+  await open("cardA");
+  await expect.poll(() => editor.inputValue()).toBe("my favourite tree is the birch, marker-thread-a");
+});

@@ -268,6 +268,8 @@ export class App {
         if (id === this.currentId) this.chat.setDraft(text);
       });
     }
+    // The other thread's card: kept across draws (same question, or none asked), it showed its typing here.
+    if (id !== this.currentId) this.chat.showApproval(undefined);
     this.currentId = id;
     this.viewing = undefined;
     if (threadFromHash() !== id) {
