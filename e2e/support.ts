@@ -12,7 +12,7 @@ import { chromium, type Browser, type BrowserContext, type Locator, type Page } 
 import { afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
 import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
 
-export const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
+const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });

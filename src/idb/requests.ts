@@ -58,14 +58,6 @@ export function storeDelete<Schema extends DBSchema, Name extends StoreNames<Sch
   return store.delete(query);
 }
 
-/** `store.clear()`, seen by the transaction's observer. */
-export function storeClear<Schema extends DBSchema, Name extends StoreNames<Schema>>(
-  store: WritableStore<Schema, Name>,
-): Promise<void> {
-  observerOf(store)?.record({ kind: "clear", store: store.name });
-  return store.clear();
-}
-
 /**
  * Sends a request without waiting for it. Its own failure is the
  * transaction's failure (the transaction aborts and `read`/`write` reject

@@ -51,7 +51,6 @@ import { offerTaskPaths } from "../core/task-paths.js";
 /** A checkpoint of a thread: its namespace and id. */
 type Checkpointed = readonly [checkpointNs: string, checkpointId: string];
 
-/** The list module, loaded by the first `list()` of any saver and kept. */
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
 const deltaModule = loadOnce(() => import("./delta-history.js"));
 
