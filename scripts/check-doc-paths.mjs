@@ -212,7 +212,8 @@ function filesUnder(root, dir, pattern) {
   return found;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+/** Checks every markdown file and code comment of the repository and prints the result; sets a failing exit code on a problem. */
+export function main() {
   const root = fileURLToPath(new URL("..", import.meta.url));
   const markdown = filesUnder(root, "", /\.md$/);
   const code = CODE_ROOTS.flatMap((dir) => filesUnder(root, dir, /\.(?:m?ts|m?js)$/));
@@ -225,8 +226,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ),
   ];
   for (const problem of problems) console.error(problem);
-  if (problems.length > 0) process.exit(1);
+  if (problems.length > 0) {
+    process.exitCode = 1;
+    return;
+  }
   console.log(
     `check-doc-paths: every path and link in ${markdown.length} markdown files and the comments of ${code.length} code files exists`,
   );
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

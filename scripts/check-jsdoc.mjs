@@ -52,7 +52,8 @@ export function undocumentedExports(fileName, source) {
   return missing;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+/** Checks every module of src/ and prints the result; sets a failing exit code on a missing doc. */
+export function main() {
   const root = fileURLToPath(new URL("..", import.meta.url));
   let count = 0;
   for (const [path, source] of readSources(join(root, "src"))) {
@@ -62,6 +63,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       count++;
     }
   }
-  if (count > 0) process.exit(1);
-  console.log("check-jsdoc: every export of src/ has a JSDoc comment");
+  if (count > 0) process.exitCode = 1;
+  else console.log("check-jsdoc: every export of src/ has a JSDoc comment");
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

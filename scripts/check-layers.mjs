@@ -207,8 +207,11 @@ export function readSources(dir) {
   return files;
 }
 
-function main() {
-  const srcDir = resolve(process.argv[2] ?? "src");
+/**
+ * Checks `srcDir` and prints the result; sets a failing exit code on a violation.
+ * @param {string} [srcDir]
+ */
+export function main(srcDir = resolve(process.argv[2] ?? "src")) {
   const files = readSources(srcDir);
   const checked = [...files.keys()].filter((path) => classify(path).kind !== "test");
   const layered = new Set(

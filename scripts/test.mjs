@@ -34,12 +34,12 @@ import { createInterface } from "node:readline";
 const PHASES = [
   // Every check but the linters, in two busy lanes of about the same CPU time: tsc then Prettier; the
   // package (check:package builds dist/, which check:size:limits then bundles; the linters ignore dist/),
-  // then the cycle, layer and doc checks.
+  // then the cycle check, then the layer and doc checks (check:layers and check:docs in one process).
   {
     name: "static checks",
     steps: [
       ["typecheck", "format:check"],
-      ["check:package", "check:size:limits", "check:cycles", "check:layers", "check:docs"],
+      ["check:package", "check:size:limits", "check:cycles", "check:source"],
     ],
   },
   // The linters (`npm run lint`: oxlint's type-aware promise rules, then ESLint's others without types,
