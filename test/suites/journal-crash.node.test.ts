@@ -2,6 +2,7 @@
  * Crash test of the journal: a page runs a slow graph on IndexedDBSaver,
  * acknowledging each superstep once its checkpoint is committed; Chromium's
  * whole process group is killed (SIGKILL) at a random moment of a superstep,
+ * after a random number of acknowledged supersteps ({@link KILL_AFTER_ACKS}),
  * then restarted on the same profile, 20 times with `journal: "opfs"` and 20
  * times without, at either depth. After each restart the page checks the thread (never empty,
  * newest checkpoint consistent, history linked) and resumes the run; at the
@@ -40,8 +41,22 @@ const pages = resolve(here, "../pages");
  * history), so the depths differ only in how long the last run goes on.
  */
 const KILLS = Number(process.env.JOURNAL_CRASH_KILLS ?? 20);
-/** Supersteps of the run while kills remain: far more than 20 short sessions reach (about 200). */
+/** Supersteps of the run while kills remain: far more than 20 short sessions reach (100-350). */
 const STEPS = 1500;
+/**
+ * A session is killed after 1 to this many supersteps acknowledged to the test (at random), then 0 to
+ * {@link KILL_JITTER_MS} later, so that the kill lands at any moment of a superstep (the node's
+ * {@link DELAY}, its `put`, and the wait for the reports before it: the page, test/pages/journal-crash.ts,
+ * starts a superstep once its earlier reports have arrived). Counted in supersteps rather than
+ * milliseconds, and with the page so paced, the history by the last kill follows the machine's speed
+ * much less: with a time window (50-600 ms after the first acknowledgement), the one-process Chromium
+ * ran 605 supersteps by the last kill where the multi-process one ran 95, each superstep and each
+ * restart's check of the longer history paid for and nothing more proved (the journal compacts at
+ * 8 MiB: about 2 MB by 650 supersteps, so neither reached it).
+ */
+const KILL_AFTER_ACKS = 8;
+/** Milliseconds from the chosen acknowledgement to the kill, at most: about a superstep. */
+const KILL_JITTER_MS = 25;
 /** Supersteps the last session runs past the count acknowledged before the last kill, at the fast depth. */
 const FAST_TAIL = 50;
 const DELAY = 10;
@@ -199,7 +214,8 @@ interface Session {
   state: Promise<PageState>;
   done: Promise<PageState & { logLength: number }>;
   acks: number[];
-  firstAck: Promise<void>;
+  /** Settles once `count` supersteps of this session were acknowledged. */
+  acked: (count: number) => Promise<void>;
 }
 
 let sessions = 0;
@@ -210,21 +226,23 @@ function openPage(profile: string, journal: "opfs" | "off", db: string, steps: n
   const acks: number[] = [];
   let stateResolve!: (s: PageState) => void;
   let doneResolve!: (s: PageState & { logLength: number }) => void;
-  let firstAckResolve!: () => void;
+  let wanted: { count: number; resolve: () => void } | undefined;
   let fail!: (error: Error) => void;
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => undefined);
   const state = Promise.race([new Promise<PageState>((r) => (stateResolve = r)), failed]);
   const done = Promise.race([new Promise<PageState & { logLength: number }>((r) => (doneResolve = r)), failed]);
-  const firstAck = Promise.race([new Promise<void>((r) => (firstAckResolve = r)), failed]);
   state.catch(() => undefined);
   done.catch(() => undefined);
-  firstAck.catch(() => undefined);
+  const acked = (count: number): Promise<void> => {
+    if (acks.length >= count) return Promise.resolve();
+    return Promise.race([new Promise<void>((r) => (wanted = { count, resolve: r })), failed]);
+  };
   listeners.set(name, (kind, value) => {
     if (kind === "state") stateResolve(value as PageState);
     else if (kind === "ack") {
       acks.push(value as number);
-      if (acks.length === 1) firstAckResolve();
+      if (wanted && acks.length >= wanted.count) wanted.resolve();
     } else if (kind === "done") doneResolve(value as PageState & { logLength: number });
     else if (kind === "error") fail(new Error(`page error: ${String(value)}`));
   });
@@ -235,7 +253,7 @@ function openPage(profile: string, journal: "opfs" | "off", db: string, steps: n
   child.once("exit", (code, signal) => {
     if (signal !== "SIGKILL") fail(new Error(`Chromium exited (${code ?? signal}):\n${log().slice(-2000)}`));
   });
-  return { child, log, state, done, acks, firstAck };
+  return { child, log, state, done, acks, acked };
 }
 
 async function scenario(
@@ -251,11 +269,11 @@ async function scenario(
     for (let kill = 1; kill <= KILLS; kill++) {
       // A run long enough that it never ends before the last kill.
       await Promise.race([
-        session.firstAck,
+        session.acked(1 + Math.floor(Math.random() * KILL_AFTER_ACKS)),
         session.done.then(() => Promise.reject(new Error(`the run ended before kill ${kill}`))),
       ]);
-      // A random moment of a random superstep, 0.05 to 0.6 s into the run.
-      await new Promise((r) => setTimeout(r, 50 + Math.random() * 550));
+      // A random moment of the superstep under way.
+      await new Promise((r) => setTimeout(r, Math.random() * KILL_JITTER_MS));
       const ackedBefore = Math.max(0, ...session.acks);
       const ackedAny = session.acks.length > 0;
       await killGroup(session.child);
