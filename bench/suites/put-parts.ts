@@ -28,7 +28,7 @@ interface PartsSchema extends DBSchema {
 }
 
 /** An index of the saver's checkpoints store. */
-interface IndexSpec {
+export interface IndexSpec {
   name: string;
   keyPath: string | string[];
   multiEntry: boolean;
@@ -41,7 +41,7 @@ interface IndexSpec {
  * without an edit here. Read once per page: every breakdown database
  * (the pairing's, the runner's, the loop's) is made with them.
  */
-const saverCheckpointIndexes = loadOnce(async (): Promise<IndexSpec[]> => {
+export const saverCheckpointIndexes = loadOnce(async (): Promise<IndexSpec[]> => {
   const name = `bench-parts-schema-${Date.now()}`;
   const scratch = new Database<SaverSchema>({ name, upgrades: SAVER_UPGRADES });
   const specs = await scratch.read(

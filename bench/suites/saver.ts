@@ -33,6 +33,7 @@ import {
 } from "../harness.js";
 import { graphLoop, openRaw } from "./loop.js";
 import { putParts } from "./put-parts.js";
+import { putIndexEntries } from "./put-indexes.js";
 import { inlineThreshold } from "./inline-threshold.js";
 
 const SUITE = "saver";
@@ -102,6 +103,8 @@ async function singlePut(): Promise<BenchRow[]> {
   // What each part of the put costs (issue 13: measure before choosing a layout); its rounds take 285 puts.
   prepare(285);
   const parts = await putParts(payload, oursPut, sample.checkpoint);
+  // The saver's newest row, put again with each index of its store left out in turn.
+  const indexes = await putIndexEntries(temp.dbName, payload);
   await temp.done();
   raw.close();
   await deleteDatabase(rawName);
@@ -116,6 +119,7 @@ async function singlePut(): Promise<BenchRow[]> {
       { max: 1.5 },
     ),
     ...parts,
+    ...indexes,
   ];
 }
 
