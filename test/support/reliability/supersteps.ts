@@ -38,6 +38,19 @@ export interface Recorded {
 /** Plain data (what a reader gets back from any saver). */
 const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
+/**
+ * JSON with every object's keys sorted: values compare equal whatever order
+ * their keys come in. A checkpoint's `channel_values` has no promised order
+ * (a value read back may come from the row, a blob row or memory), and a
+ * check comparing plain JSON once failed on the same values in another order.
+ */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
 /** Records every put and putWrites of `saver` (this instance only) into `into`. */
 export function record(saver: IndexedDBSaver, into: Recorded = { puts: [], writes: [] }): Recorded {
   const put = saver.put.bind(saver);
@@ -136,7 +149,7 @@ export function checkListAnswer(tuples: CheckpointTuple[], recorded: Recorded[],
     const beyond = !complete && parent !== undefined && parent < ids[ids.length - 1]!;
     if (parent !== undefined && !beyond && !seen.has(parent))
       return `checkpoint ${put.checkpointId} is listed without its parent ${parent}`;
-    if (JSON.stringify(plain(tuple.checkpoint.channel_values)) !== JSON.stringify(put.values)) {
+    if (canonical(tuple.checkpoint.channel_values) !== canonical(put.values)) {
       return `checkpoint ${put.checkpointId}: values ${JSON.stringify(tuple.checkpoint.channel_values)}, put ${JSON.stringify(put.values)}`;
     }
   }
@@ -194,7 +207,7 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
     writesOf.set(key, [...(writesOf.get(key) ?? []), batch]);
   }
   const same = (tuple: CheckpointTuple, put: RecordedPut): Problem => {
-    if (JSON.stringify(plain(tuple.checkpoint.channel_values)) !== JSON.stringify(put.values))
+    if (canonical(tuple.checkpoint.channel_values) !== canonical(put.values))
       return `checkpoint ${put.checkpointId} reads back different values`;
     if (tuple.metadata?.step !== put.step)
       return `checkpoint ${put.checkpointId} reads back step ${tuple.metadata?.step}, put ${put.step}`;
@@ -204,7 +217,7 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
       for (const [channel, value] of batch.writes) {
         const found = tuple.pendingWrites?.some(
           ([taskId, c, v]) =>
-            taskId === batch.taskId && c === channel && JSON.stringify(plain(v)) === JSON.stringify(value),
+            taskId === batch.taskId && c === channel && canonical(v) === canonical(value),
         );
         if (!found) return `lost write ${channel} of task ${batch.taskId} on ${put.checkpointId}`;
       }
