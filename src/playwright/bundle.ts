@@ -2,7 +2,8 @@
  * The script the `./playwright` helpers inject into pages: page.ts and what
  * it imports, as one minified IIFE. Node only. The package build writes it
  * to `dist/playwright-page.iife.js` (scripts/build-playwright-bundle.mjs);
- * running from the sources, it is built on first use. Internal: not exported
+ * running from the sources, it is built on first use and kept under
+ * node_modules/.vite for the next process. Internal: not exported
  * by any entry.
  */
 
@@ -26,8 +27,77 @@ async function loadBundle(): Promise<string> {
     // This module is dist/playwright/bundle.js; the script sits in dist/.
     return await fs.readFile(new URL(`../${PAGE_BUNDLE_FILE}`, import.meta.url), "utf8");
   } catch {
-    return buildPageBundle();
+    // A .ts module runs from this repository's sources (its own tests), never from an installed package.
+    if (!import.meta.url.endsWith(".ts")) return buildPageBundle();
+    return cachedBuild(
+      new URL("../", import.meta.url),
+      new URL("../../package-lock.json", import.meta.url),
+      new URL("../../node_modules/.vite/playwright-page/", import.meta.url),
+      buildPageBundle,
+    );
   }
+}
+
+/** The parts of node:fs/promises the build cache uses (the package's build has no Node types). */
+interface CacheFs {
+  readdir(
+    path: URL,
+    options: { recursive: true; withFileTypes: true },
+  ): Promise<{ name: string; parentPath: string; isFile(): boolean }[]>;
+  readdir(path: URL): Promise<string[]>;
+  readFile(path: URL): Promise<Uint8Array>;
+  readFile(path: URL, encoding: "utf8"): Promise<string>;
+  mkdir(path: URL, options: { recursive: true }): Promise<unknown>;
+  writeFile(path: URL, data: string): Promise<void>;
+  rename(from: URL, to: URL): Promise<void>;
+  rm(path: URL, options: { force: true }): Promise<void>;
+}
+
+/** node:crypto's hash, as the build cache uses it. */
+interface Hash {
+  update(data: string | Uint8Array): Hash;
+  digest(encoding: "hex"): string;
+}
+
+/**
+ * The script built from the sources, kept on disk for the next process:
+ * every Playwright worker and Vitest worker that runs the kit from the
+ * sources would build it again (about 2.4 CPU-s each). The file in `dir` is
+ * named by a hash of every file under `src` (tests aside) and of the
+ * lockfile, so any change to the sources or the dependencies builds anew,
+ * and a stale script is never read.
+ */
+export async function cachedBuild(src: URL, lockfile: URL, dir: URL, build: () => Promise<string>): Promise<string> {
+  const fs = (await import("node:fs/promises" as string)) as CacheFs;
+  const { createHash } = (await import("node:crypto" as string)) as {
+    createHash(algorithm: string): Hash;
+  };
+  // Relative paths, so that a file renamed or moved changes the hash too; tests never enter the script.
+  const files = (await fs.readdir(src, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile() && !entry.name.endsWith(".test.ts"))
+    .map((entry) => new URL(entry.name, `file://${entry.parentPath.replace(/\/?$/, "/")}`).href.slice(src.href.length))
+    .sort();
+  const contents = await Promise.all(files.map((file) => fs.readFile(new URL(file, src))));
+  const hash = createHash("sha256");
+  files.forEach((file, i) => hash.update(`${file}\0${contents[i]!.length}\0`).update(contents[i]!));
+  hash.update(await fs.readFile(lockfile).catch(() => new Uint8Array()));
+  const cached = new URL(`${hash.digest("hex").slice(0, 32)}.js`, dir);
+  const hit = await fs.readFile(cached, "utf8").catch(() => undefined);
+  if (hit !== undefined) return hit;
+  const code = await build();
+  // Written aside, then renamed: a process reading it at the same time sees the whole file or none.
+  const partial = new URL(`${cached.href}.${Math.random().toString(36).slice(2)}.partial`);
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(partial, code);
+    await fs.rename(partial, cached);
+    // One script is kept: the older ones were built from sources as they no longer are.
+    for (const name of await fs.readdir(dir))
+      if (!cached.href.endsWith(`/${name}`)) await fs.rm(new URL(name, dir), { force: true });
+  } catch {
+    // A cache that cannot be written (a read-only checkout) only costs the next process a build.
+  }
+  return code;
 }
 
 /** The part of Vite's `build()` result used here. */
