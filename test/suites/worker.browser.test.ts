@@ -7,7 +7,7 @@
  * carries on from them, each side seeing the other's turns.
  */
 import { HumanMessage } from "@langchain/core/messages";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "../../src/saver/index.js";
 import type { CheckpointChange } from "../../src/saver/events.js";
 import { deleteDatabase, freshDbName } from "../support/databases.js";
@@ -24,18 +24,35 @@ interface Reply {
 }
 
 let worker: Worker | undefined;
+let started: ReturnType<typeof boot> | undefined;
 const savers: IndexedDBSaver[] = [];
 const names = new Set<string>();
 
+// Each test uses a database of its own; the worker's saver on it closes on the delete's versionchange.
 afterEach(async () => {
-  worker?.terminate();
-  worker = undefined;
   await Promise.all(savers.splice(0).map((saver) => saver.close()));
   await Promise.all([...names].map((name) => deleteDatabase(name)));
   names.clear();
 });
 
+afterAll(() => {
+  worker?.terminate();
+  worker = undefined;
+  started = undefined;
+});
+
+/**
+ * The file's one worker: a worker imports LangGraph and the package afresh
+ * (about 1 CPU-s in Chromium, measured), and what the tests prove is about
+ * the two contexts sharing a database, not about the worker being new.
+ * Its errors accumulate over the file, so a test also fails on an earlier
+ * test's late worker error.
+ */
 function startWorker() {
+  return (started ??= boot());
+}
+
+function boot() {
   worker = new Worker(new URL("../support/reliability/graph-worker.ts", import.meta.url), { type: "module" });
   let next = 0;
   const pending = new Map<number, (reply: Reply) => void>();
