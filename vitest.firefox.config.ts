@@ -3,8 +3,8 @@ import { preview } from "@vitest/browser-preview";
 import { configuredDepth } from "./test/support/depth-config.js";
 
 /**
- * Firefox (Debian's firefox-esr) runs the official conformance suite, the
- * graph scenarios, the runs module, and the security suites that depend
+ * Firefox (Debian's firefox-esr) runs the official conformance suite (and,
+ * at the full depth, the graph scenarios), the runs module, and the security suites that depend
  * on the browser (its IndexedDB, WebCrypto and OPFS): the journal purge on
  * OPFS, key rotation, structural binding, export binding and the attacks on
  * stored rows; the golden databases of schema versions 3 and 5 and of row formats 1 and 2, and the latest
@@ -17,7 +17,13 @@ export default defineConfig({
     provide: { testDepth: configuredDepth() },
     include: [
       "test/suites/conformance.test.ts",
-      "test/suites/graphs.test.ts",
+      // LangGraph's graphs compared with MemorySaver (reload, interrupts, forks, failed parallel steps,
+      // subgraphs, Send, 45 turns of MessagesDeltaValue, three durabilities): saver logic, the same in
+      // every engine, which Node and Chromium check at either depth. What of it touches Firefox's engine
+      // (IndexedDB's ranges, getAll and transactions under LangGraph's real scheduling) the fast set still
+      // does: the conformance suite, and real graphs in the runs module, the interrupt scenarios and
+      // parent-writes-attacks. About 12 s of the page (a tenth of its tests' time), so at the full depth.
+      ...(configuredDepth() === "full" ? ["test/suites/graphs.test.ts"] : []),
       "src/runs/runs.browser.test.ts",
       "test/suites/journal-purge.test.ts",
       "test/suites/key-rotation.test.ts",

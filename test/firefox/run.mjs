@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run test:firefox`: the suites of vitest.firefox.config.ts (the
-// official conformance suite, the graph scenarios, the runs module and the
+// official conformance suite, the graph scenarios at the full depth, the runs module and the
 // security suites) in Debian's firefox-esr. Vitest's preview provider asks Vite to
 // open the page, and Vite runs test/firefox/open.js (BROWSER) for it; that
 // script does not end by itself, so Vitest runs in its own process group,
