@@ -216,8 +216,7 @@ export async function checkEverything(saver: IndexedDBSaver, recorded: Recorded[
     for (const batch of writesOf.get(`${put.threadId}\u0000${put.checkpointId}`) ?? []) {
       for (const [channel, value] of batch.writes) {
         const found = tuple.pendingWrites?.some(
-          ([taskId, c, v]) =>
-            taskId === batch.taskId && c === channel && canonical(v) === canonical(value),
+          ([taskId, c, v]) => taskId === batch.taskId && c === channel && canonical(v) === canonical(value),
         );
         if (!found) return `lost write ${channel} of task ${batch.taskId} on ${put.checkpointId}`;
       }
