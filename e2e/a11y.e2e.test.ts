@@ -6,13 +6,15 @@
 import axe from "axe-core";
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
-import { clockedPage, lockWith, ready, screenshot, send, useHarness, threadAction } from "./support.js";
+import { clockedPage, lockWith, screenshot, send, useHarness, threadAction } from "./support.js";
 
-const harness = useHarness();
+// Each test starts at a fresh thread of one kept page (one boot for the file, not one per test), but the
+// one whose timers run on the test's clock (a clock is the whole context's): it has a context of its own.
+const harness = useHarness({ keepPage: true });
+const own = useHarness();
 
 test("answers are Markdown, sanitized; user messages stay plain text", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   const hostile =
     'Here is **bold**, `code`, [a link](https://example.com/x) and [bad](javascript:window.pwned=1) <img src=x onerror="window.pwned=2"> <script>window.pwned=3</script> <a href="#" onclick="window.pwned=4">click</a> ![a cat](https://example.com/cat.png)';
   await send(page, hostile);
@@ -49,8 +51,7 @@ test("answers are Markdown, sanitized; user messages stay plain text", async () 
 });
 
 test("a multi-line Markdown message: the answer quotes every block, then its own words", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   const message = "A list:\n\n- one\n- two\n\n```js\nconst x = 1;\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |";
   await send(page, message);
   const answer = page.locator('[data-testid="message"][data-role="assistant"]').first();
@@ -65,8 +66,7 @@ test("a multi-line Markdown message: the answer quotes every block, then its own
 });
 
 test("History by keyboard: focus goes into the panel, stays on the chosen checkpoint, and comes back", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   await send(page, "keyboard one");
   await send(page, "keyboard two");
   await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
@@ -119,8 +119,7 @@ test(
   "axe-core: no violations in light and dark mode; focus follows the approval card",
   { timeout: 180_000 },
   async () => {
-    const page = await harness().page();
-    await ready(page);
+    const page = await harness().thread();
     await send(page, "Hello, **markdown** with `code` and a [link](https://example.com)");
     await send(page, "remember that my favourite colour is teal", { expectReply: false });
     await page.getByTestId("approval").waitFor();
@@ -159,19 +158,21 @@ test(
       await page.emulateMedia({ colorScheme: scheme });
       expect(await audit(page), `${scheme}: settings`).toEqual([]);
     }
+    await page.keyboard.press("Escape");
   },
 );
 
 test("Escape cancels a confirmation; tap targets are 44 px on a phone", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   await send(page, "a thread to keep");
   const item = page.locator(".thread-item.current");
   await threadAction(item, "Delete");
   await item.getByRole("button", { name: /^Confirm: delete/ }).waitFor();
+  // The threads of the kept page's earlier tests are listed too: counts are against this one's.
+  const threads = await page.getByTestId("thread").count();
   await page.keyboard.press("Escape");
   await expect.poll(() => item.getByRole("button", { name: /^Confirm: delete/ }).count()).toBe(0);
-  expect(await page.getByTestId("thread").count()).toBe(1);
+  expect(await page.getByTestId("thread").count()).toBe(threads);
 
   // The Instructions editor gives the focus back to the row's menu when it closes, not to the page.
   await threadAction(item, "Instructions");
@@ -187,7 +188,7 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
   const doomed = page.locator(".thread-item.current");
   await threadAction(doomed, "Delete");
   await doomed.getByRole("button", { name: /^Confirm: delete/ }).press("Enter");
-  await expect.poll(() => page.getByTestId("thread").count()).toBe(1);
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(threads);
   await expect
     .poll(() => page.evaluate(() => document.activeElement?.closest(".thread-item")?.textContent ?? ""))
     .toContain("a thread to keep");
@@ -214,10 +215,13 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
     await page.emulateMedia({ colorScheme: scheme });
     expect(await audit(page), `${scheme}: thread menu`).toEqual([]);
   }
+  // The menu, then the drawer, closed: the kept page goes on to the next test as it was.
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Escape");
 });
 
 test("a delete question keeps asking while it has the focus, and goes a while after the focus leaves", async () => {
-  const page = await clockedPage(harness(), "a thread asked about");
+  const page = await clockedPage(own(), "a thread asked about");
   const item = page.locator(".thread-item.current");
   await threadAction(item, "Delete");
   const question = item.getByRole("button", { name: /^Confirm: delete/ });
@@ -236,8 +240,7 @@ test(
   "axe-core: the older-checkpoint view, the lock screen, and on a phone the chat, its drawer, History and Settings",
   { timeout: 180_000 },
   async () => {
-    const page = await harness().page();
-    await ready(page);
+    const page = await harness().thread();
     await send(page, "turn one");
     await send(page, "turn two");
     const both = async (what: string) => {

@@ -7,24 +7,26 @@
 import type { Page } from "playwright";
 import { expect, test } from "vitest";
 import { runLockName } from "../src/runs/locks.js";
-import { type Pace, ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
+import { type Harness, ready, screenshot, send, submit, transcript, useHarness } from "./support.js";
 
-// A tab's message meets another tab's run still in progress: the model's pace.
-const harness = useHarness({ pace: "model" });
+// A tab's message meets another tab's run still in progress: the model's pace. Tab A of each test is a
+// fresh thread of one kept page (one boot for the file, not one per test), but in the test whose timers
+// run on its clock (a clock is the whole context's): it has a context of its own.
+const harness = useHarness({ pace: "model", keepPage: true });
+const own = useHarness({ pace: "model" });
 
-/** Two tabs on one thread that has an opening turn, both showing it. */
-async function twoTabs(pace?: Pace): Promise<[Page, Page]> {
-  const a = await harness().page("", pace ? { pace } : {});
+/** Tab A, a new page of `h`, and tab B, one more, on one thread that has an opening turn, both showing it. */
+async function twoTabs(h: Harness, a: Page): Promise<[Page, Page]> {
   await ready(a);
   await send(a, "opening message");
-  const b = await harness().page(new URL(a.url()).hash);
+  const b = await h.page(new URL(a.url()).hash);
   await ready(b);
   await expect.poll(() => transcript(b)).toHaveLength(2);
   return [a, b];
 }
 
 test("two tabs send 5 messages each at once on one thread: every message answered once, one branch", async () => {
-  const [a, b] = await twoTabs();
+  const [a, b] = await twoTabs(harness(), await harness().thread());
 
   const sent: string[] = [];
   let sawBusy = false;
@@ -71,8 +73,8 @@ test("while another tab answers, this tab does not call that turn cut short (nor
   // A answers at the slow pace (about 9 s for this question): B's checks all fall inside A's answer.
   // The tabs' timers run on a clock that flows as real time does until the checks are done; then it
   // skips the rest of A's answer (seconds of waiting that prove nothing) instead of waiting it out.
-  await harness().context.clock.install();
-  const [a, b] = await twoTabs("slow");
+  await own().context.clock.install();
+  const [a, b] = await twoTabs(own(), await own().page("", { pace: "slow" }));
   // A long answer in A: B sees the question land and the thread busy elsewhere.
   const question = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(" ");
   await submit(a, question);
@@ -95,8 +97,7 @@ test("while another tab answers, this tab does not call that turn cut short (nor
  * in A: how long another tab waits is then up to the test, not to a race with the model's pace.
  */
 async function heldThread(): Promise<Page> {
-  const a = await harness().page();
-  await ready(a);
+  const a = await harness().thread();
   await send(a, "opening message");
   const threadId = decodeURIComponent(new URL(a.url()).hash.replace("#/thread/", ""));
   await a.evaluate(

@@ -4,9 +4,10 @@
  */
 import type { Locator, Page } from "playwright";
 import { expect, test } from "vitest";
-import { assistants, ready, screenshot, seedTurns, send, threadAction, transcript, useHarness } from "./support.js";
+import { assistants, screenshot, seedTurns, send, threadAction, transcript, useHarness } from "./support.js";
 
-const harness = useHarness({ viewport: { width: 390, height: 844 } });
+// Each test starts at a fresh thread of one kept page (one boot for the file, not one per test).
+const harness = useHarness({ viewport: { width: 390, height: 844 }, keepPage: true });
 
 /** Controls without an accessible name (a cheap check, not a full audit). */
 function unnamedControls(page: Page): Promise<string[]> {
@@ -60,8 +61,7 @@ function placeholderCut(field: Locator): Promise<boolean> {
 }
 
 test("readable and usable on a phone", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   // Nothing opens the phone's keyboard unasked (the composer is not focused at load), and no hint names
   // a shortcut a phone has no keyboard for.
   expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? null)).not.toBe("composer");
@@ -192,8 +192,7 @@ test("readable and usable on a phone", async () => {
 });
 
 test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   await seedTurns(page, "PHONEFORK", ["phone turn one", "phone turn two"]);
   await page.getByTestId("show-history").click();
   await page.locator('[data-testid="checkpoint"][data-message-count="2"]').first().click();
@@ -219,11 +218,11 @@ test("on a phone, choosing a checkpoint leaves Fork in reach", async () => {
   await page.getByTestId("show-history").click();
   await expect.poll(() => page.getByTestId("branch").count()).toBe(2);
   await screenshot(page, "mobile-history-branches");
+  await page.keyboard.press("Escape");
 });
 
 test("on a phone, Approve and Reject on an approval card do not open the keyboard", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   const focused = () => page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? null);
   const role = () => page.evaluate(() => document.activeElement?.getAttribute("role") ?? null);
   for (const [memory, button] of [
@@ -245,8 +244,7 @@ test("on a phone, Approve and Reject on an approval card do not open the keyboar
 });
 
 test("on a phone, a short thread title is shown whole in the top bar", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   const heading = page.locator(".thread-heading");
   const cut = () => heading.evaluate((el) => el.scrollWidth > el.clientWidth);
   expect(await heading.textContent()).toBe("New thread");
@@ -259,8 +257,7 @@ test("on a phone, a short thread title is shown whole in the top bar", async () 
 
 test("on a phone, the composer's hint and the Stop button are not cut off", async () => {
   // The answer must still be streaming for Stop to show.
-  const page = await harness().page("", { pace: "model" });
-  await ready(page);
+  const page = await harness().thread({ pace: "model" });
   const composer = page.getByTestId("composer");
   const stop = page.getByTestId("stop");
   expect(await hintCut(page)).toBe(false);
@@ -280,9 +277,8 @@ test("on a phone, the composer's hint and the Stop button are not cut off", asyn
 });
 
 test("on a tablet, History leaves the chat its room, the thread list collapses, and the last answer stays in view", async () => {
-  const page = await harness().page();
+  const page = await harness().thread();
   await page.setViewportSize({ width: 820, height: 1180 });
-  await ready(page);
   const turns = Array.from({ length: 8 }, (_, i) => `tablet turn ${i} ${"with a long line of words ".repeat(8)}`);
   await seedTurns(page, "TABLET", turns);
   const chat = page.locator(".chat");

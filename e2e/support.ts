@@ -1,6 +1,7 @@
 /**
  * What every end-to-end test shares: launching Debian's Chromium, a fresh
- * context per test that records console errors, and the chat gestures.
+ * context per test that records console errors (or, with `keepPage`, one
+ * page per file that each test gets at a fresh thread), and the chat gestures.
  *
  * Pages open at the fast pace (`?pace=0`: the demo's local model answers at
  * once) unless a test asks for the model's pace: only tests about streaming,
@@ -9,8 +10,10 @@
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright";
-import { afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
 import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
+
+export { cspViolations, editDemoDb, lockWith, plaintextHits, recordCspViolations } from "./page-probes.js";
 
 const screenshotDir = fileURLToPath(new URL("./screenshots/", import.meta.url));
 
@@ -54,6 +57,15 @@ export interface HarnessOptions {
   serviceWorkers?: "allow" | "block";
   /** What the context's storage starts with (default: empty); see {@link storageMadeBy}. */
   storageState?: StorageState;
+  /**
+   * One context for the file's tests, and one page in it that {@link Harness.thread} hands each test
+   * at a fresh thread, instead of a fresh context and a page boot (about 1.7 CPU-s) per test. A test
+   * on it must not need empty storage (other tests' threads, memories and settings are there) and
+   * must leave nothing that outlives it in the page (settings, page-level patches, a clock): those
+   * take a context of their own (a second `useHarness()` of the file). The page is booted afresh
+   * after a test that failed or left it busy (a dialog open, an answer streaming).
+   */
+  keepPage?: boolean;
 }
 
 /** A context's cookies and origins' storage, IndexedDB included: Playwright's `storageState({ indexedDB: true })`. */
@@ -64,6 +76,8 @@ export class Harness {
   readonly errors: string[] = [];
   context!: BrowserContext;
   #options: HarnessOptions = {};
+  /** The page {@link thread} hands out (with `keepPage`), while it stays usable. */
+  #kept: Page | undefined;
 
   constructor(
     readonly browser: Browser,
@@ -100,11 +114,81 @@ export class Harness {
   }
 
   /**
+   * The harness's kept page (booted at the first call) at a new, empty thread, at `pace` (default: the
+   * harness's): for tests that start from a thread of their own and need no fresh storage (see
+   * {@link HarnessOptions.keepPage}). The viewport and colour scheme are the harness's again.
+   */
+  async thread(options: { pace?: Pace } = {}): Promise<Page> {
+    const pace = options.pace ?? this.pace;
+    // A thread no test has used (ids are letters and digits), named by the address.
+    const id = `T${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`.toUpperCase();
+    if (!this.#kept || this.#kept.isClosed()) {
+      this.#kept = await this.page(`#/thread/${id}`, { pace });
+      await ready(this.#kept);
+      return this.#kept;
+    }
+    const page = this.#kept;
+    await page.setViewportSize(this.#options.viewport ?? { width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: null });
+    await setPace(page, pace);
+    // The app opens the thread on hashchange (its listener came first), then this one resolves.
+    await page.evaluate(
+      (id) =>
+        new Promise<void>((opened) => {
+          addEventListener("hashchange", () => opened(), { once: true });
+          location.hash = `#/thread/${id}`;
+        }),
+      id,
+    );
+    await page.waitForFunction(
+      () => document.querySelector(".welcome") !== null && document.querySelector('[data-testid="message"]') === null,
+      undefined,
+      { polling: 50 },
+    );
+    return page;
+  }
+
+  /**
+   * After a test of a `keepPage` harness: closes the pages it opened besides the kept one, drops its
+   * routes, stops an answer still streaming (a closed context used to end it), and gives the kept page
+   * up (closing the context) if the test failed or left it otherwise busy (a dialog or History open),
+   * so that the next test starts from a fresh one.
+   */
+  async endTest(failed: boolean): Promise<void> {
+    for (const page of this.context.pages()) if (page !== this.#kept) await page.close();
+    const kept = this.#kept;
+    // A test that closed the kept page passed it on as it was: the next one boots another in this context.
+    if (!failed && (!kept || kept.isClosed())) return void (this.#kept = undefined);
+    if (!failed && (await this.#settle(kept!))) return;
+    this.#kept = undefined;
+    await this.restart(undefined);
+  }
+
+  /** Whether `page` is left as {@link thread} can use it, once its routes are gone and its run stopped. */
+  async #settle(page: Page): Promise<boolean> {
+    try {
+      await page.unrouteAll({ behavior: "wait" });
+      const stop = page.getByTestId("stop");
+      // (It may end by itself meanwhile: then the click has nothing to do.)
+      if (await stop.isVisible()) await stop.click({ timeout: 2_000 }).catch(() => undefined);
+      await stop.waitFor({ state: "hidden", timeout: 10_000 });
+      return await page.evaluate(
+        () =>
+          document.querySelector("dialog[open], .message.streaming") === null &&
+          !document.getElementById("history")?.checkVisibility() &&
+          document.querySelector('[data-testid="composer"]') !== null,
+      );
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * Replaces this harness's context (no page of it may be open) by a fresh
    * one whose storage starts as `state`: a set-up the app made once, copied
    * into each test that starts from it instead of being made again.
    */
-  async restart(state: StorageState): Promise<this> {
+  async restart(state: StorageState | undefined): Promise<this> {
     await this.context.close();
     return this.open({ ...this.#options, storageState: state });
   }
@@ -155,18 +239,33 @@ export async function setPace(page: Page, pace: Pace): Promise<void> {
  */
 export function useHarness(options: HarnessOptions = {}): () => Harness {
   let browser: Browser;
-  let harness: Harness;
+  let harness: Harness | undefined;
   beforeAll(async () => {
     browser = await sharedChromium();
   });
-  beforeEach(async () => {
-    harness = await new Harness(browser, inject("baseURL"), options.pace).open(options);
-  });
-  afterEach(async () => {
-    await harness.close();
-    expect(harness.errors).toEqual([]);
-  });
-  return () => harness;
+  if (options.keepPage) {
+    beforeEach(async () => {
+      harness ??= await new Harness(browser, inject("baseURL"), options.pace).open(options);
+    });
+    afterEach(async ({ task }) => {
+      const errors = harness!.errors.splice(0);
+      await harness!.endTest(task.result?.state === "fail" || errors.length > 0);
+      expect(errors).toEqual([]);
+    });
+    afterAll(async () => {
+      await harness?.close();
+      harness = undefined;
+    });
+  } else {
+    beforeEach(async () => {
+      harness = await new Harness(browser, inject("baseURL"), options.pace).open(options);
+    });
+    afterEach(async () => {
+      await harness!.close();
+      expect(harness!.errors).toEqual([]);
+    });
+  }
+  return () => harness!;
 }
 
 /** The assistant's messages of the page. */
@@ -195,42 +294,6 @@ export async function clockedPage(harness: Harness, message: string): Promise<Pa
   await ready(page);
   await send(page, message);
   return page;
-}
-
-/**
- * Locks the app with `passphrase` from Settings (typed twice, as the form
- * asks) and waits until it is locked; the dialog stays open.
- */
-export async function lockWith(page: Page, passphrase: string): Promise<void> {
-  await page.getByTestId("settings").click();
-  await page.getByTestId("passphrase").fill(passphrase);
-  await page.getByTestId("passphrase-again").fill(passphrase);
-  await page.getByTestId("lock").click();
-  await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
-}
-
-/**
- * Runs `edit` (a function body with `store` in scope) on an object store of
- * the demo's database with raw IndexedDB, as a file edit would. A string
- * evaluated by Playwright: the page's CSP rightly forbids `new Function`.
- */
-export function editDemoDb(page: Page, store: "settings" | "threads", edit: string): Promise<unknown> {
-  return page.evaluate(`(async () => {
-    const db = await new Promise((resolve, reject) => {
-      const request = indexedDB.open("langgraph-demo");
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-    });
-    const tx = db.transaction(${JSON.stringify(store)}, "readwrite");
-    const store = tx.objectStore(${JSON.stringify(store)});
-    const result = await (async () => { ${edit} })();
-    await new Promise((resolve, reject) => {
-      tx.oncomplete = resolve;
-      tx.onerror = () => reject(tx.error);
-    });
-    db.close();
-    return result;
-  })()`);
 }
 
 /** Waits until the chat is ready for input. */
@@ -330,88 +393,4 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   if (!screenshotsOn) return;
   mkdirSync(screenshotDir, { recursive: true });
   await page.screenshot({ path: `${screenshotDir}${name}.png`, fullPage: false, animations: "disabled" });
-}
-
-/**
- * Records the page's Content-Security-Policy violations (every page of the
- * context, from its first script on); read them with {@link cspViolations}.
- */
-export async function recordCspViolations(context: BrowserContext): Promise<void> {
-  await context.addInitScript(() => {
-    const seen: string[] = [];
-    (globalThis as { __cspViolations?: string[] }).__cspViolations = seen;
-    document.addEventListener("securitypolicyviolation", (event) =>
-      seen.push(
-        `${event.effectiveDirective} blocked ${event.blockedURI || "(inline)"} at ${event.sourceFile}:${event.lineNumber}`,
-      ),
-    );
-  });
-}
-
-/** The violations recorded so far in this page (and clears them with `clear`). */
-export function cspViolations(page: Page, clear = false): Promise<string[]> {
-  return page.evaluate((clear) => {
-    const seen = (globalThis as { __cspViolations?: string[] }).__cspViolations ?? [];
-    const copy = [...seen];
-    if (clear) seen.length = 0;
-    return copy;
-  }, clear);
-}
-
-/**
- * Where `marker` occurs in plaintext in the page's IndexedDB: every database,
- * every object store, every key and value (strings, and bytes read as UTF-8
- * and as UTF-16).
- */
-export function plaintextHits(page: Page, marker: string): Promise<string[]> {
-  return page.evaluate(async (marker) => {
-    const hits: string[] = [];
-    const utf8 = new TextEncoder().encode(marker);
-    const utf16 = new Uint8Array(marker.length * 2);
-    for (let i = 0; i < marker.length; i++) utf16[i * 2] = marker.charCodeAt(i);
-    const contains = (bytes: Uint8Array, needle: Uint8Array) => {
-      outer: for (let i = 0; i + needle.length <= bytes.length; i++) {
-        for (let j = 0; j < needle.length; j++) if (bytes[i + j] !== needle[j]) continue outer;
-        return true;
-      }
-      return false;
-    };
-    const seen = new Set<unknown>();
-    const scan = (value: unknown, where: string): void => {
-      if (typeof value === "string") {
-        if (value.includes(marker)) hits.push(where);
-        return;
-      }
-      if (typeof value !== "object" || value === null || seen.has(value)) return;
-      seen.add(value);
-      if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-        const bytes =
-          value instanceof ArrayBuffer
-            ? new Uint8Array(value)
-            : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-        if (contains(bytes, utf8) || contains(bytes, utf16)) hits.push(where);
-        return;
-      }
-      for (const [key, item] of value instanceof Map ? value.entries() : Object.entries(value)) {
-        scan(key, where);
-        scan(item, where);
-      }
-    };
-    const request = <T>(r: IDBRequest<T>) =>
-      new Promise<T>((resolve, reject) => {
-        r.onsuccess = () => resolve(r.result);
-        r.onerror = () => reject(r.error);
-      });
-    for (const info of await indexedDB.databases()) {
-      const db = await request(indexedDB.open(info.name!));
-      for (const name of Array.from(db.objectStoreNames)) {
-        const store = db.transaction(name, "readonly").objectStore(name);
-        const [keys, values] = await Promise.all([request(store.getAllKeys()), request(store.getAll())]);
-        scan(keys, `${info.name}/${name} (key)`);
-        scan(values, `${info.name}/${name}`);
-      }
-      db.close();
-    }
-    return [...new Set(hits)];
-  }, marker);
 }

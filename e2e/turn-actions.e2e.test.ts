@@ -20,13 +20,19 @@ import {
   useHarness,
 } from "./support.js";
 
-const harness = useHarness();
+// Each test starts at a fresh thread of one kept page (one boot for the file, not one per test); the
+// tests that point the app at a mock endpoint (a setting of the whole app) keep a page of their own.
+const harness = useHarness({ keepPage: true });
+const endpoint = useHarness({ keepPage: true });
+
+/** The sidebar row of the thread open in `page`. */
+const currentRow = (page: Page) =>
+  page.locator(`[data-testid="thread"][data-thread-id="${new URL(page.url()).hash.replace("#/thread/", "")}"]`);
 
 test("the reader scrolled up is not pulled down: a button offers the new text", async () => {
   // The turns before only make the log taller than the view: written at once; then the model's
   // pace (no reload) for the answer that streams while the reader is scrolled up.
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   await seedTurns(
     page,
     "SCROLLEDUP",
@@ -47,8 +53,8 @@ test("the reader scrolled up is not pulled down: a button offers the new text", 
 
 test("Stop keeps what was written, marked stopped, also after a thread switch mid-answer, a reload and the next turn", async () => {
   // The slow pace: the answer is still streaming after a trip to another thread and back.
-  const page = await harness().page("", { pace: "slow" });
-  await ready(page);
+  const page = await harness().thread({ pace: "slow" });
+  const row = currentRow(page);
   await submit(page, longMessage(400));
   await page.getByTestId("thinking").waitFor();
   expect(await page.locator(".messages").getAttribute("aria-busy")).toBe("true");
@@ -59,7 +65,7 @@ test("Stop keeps what was written, marked stopped, also after a thread switch mi
   // Another thread, then back: the bubble shows the answer from its first word, not from where it was left.
   await page.getByTestId("new-thread").click();
   await page.locator(".welcome").waitFor();
-  await page.getByTestId("thread").filter({ hasText: "word0" }).click();
+  await row.click();
   await expect.poll(() => streaming.textContent()).toMatch(/^You said: “word0 word1 word2 .* word3\d+ /);
 
   await page.getByTestId("stop").click();
@@ -91,8 +97,7 @@ test("Stop keeps what was written, marked stopped, also after a thread switch mi
 });
 
 test("a reload mid-answer: the turn shows it was cut short, and Retry finishes it", async () => {
-  const page = await harness().page("", { pace: "model" });
-  await ready(page);
+  const page = await harness().thread({ pace: "model" });
   await send(page, "first");
   await submit(page, longMessage(400));
   await page.locator(".message.streaming").waitFor();
@@ -116,8 +121,8 @@ test("a reload mid-answer: the turn shows it was cut short, and Retry finishes i
 
 test("a model error reads as a sentence, not JSON, with Retry", async () => {
   const baseURL = inject("baseURL");
-  const h = harness();
-  const page = await h.page();
+  const h = endpoint();
+  const page = await h.thread();
   let calls = 0;
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     calls += 1;
@@ -141,7 +146,6 @@ test("a model error reads as a sentence, not JSON, with Retry", async () => {
       });
     }
   });
-  await ready(page);
   await page.getByTestId("settings").click();
   await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
   await page.getByRole("textbox", { name: "Base URL" }).fill(`${baseURL}mock-llm/v1`);
@@ -172,10 +176,9 @@ test("a model error reads as a sentence, not JSON, with Retry", async () => {
 });
 
 test("an endpoint that cannot be reached says so in words, also after a reload", async () => {
-  const h = harness();
-  const page = await h.page();
+  const h = endpoint();
+  const page = await h.thread();
   await page.route("**/mock-llm/v1/chat/completions", (route: Route) => route.abort("connectionrefused"));
-  await ready(page);
   await useEndpoint(page);
   await submit(page, "is anyone there?");
   const status = page.getByTestId("turn-status");
@@ -206,7 +209,7 @@ async function useEndpoint(page: Page): Promise<void> {
 }
 
 test("Regenerate asks the model again for the last answer, on a new branch", async () => {
-  const page = await harness().page();
+  const page = await endpoint().thread();
   let calls = 0;
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     calls += 1;
@@ -234,10 +237,11 @@ test("Regenerate asks the model again for the last answer, on a new branch", asy
     "answer number 1",
     "Second answer number 2",
   ]);
+  await page.keyboard.press("Escape");
 });
 
 test("Regenerate at the end of a long conversation follows the new answer to its end", async () => {
-  const page = await harness().page();
+  const page = await endpoint().thread();
   let calls = 0;
   await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
     calls += 1;
@@ -257,8 +261,7 @@ test("Regenerate at the end of a long conversation follows the new answer to its
 });
 
 test("Edit a message: a fork of the checkpoint before it; the original branch stays", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   await seedTurns(page, "EDITED", ["turn one", "turn two", "turn three"]);
   const users = page.locator('[data-testid="message"][data-role="user"]');
   expect(await page.getByTestId("edit").count()).toBe(3);
@@ -328,7 +331,7 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
   // that message) follows it, in the top bar and the thread list.
   const titles = async () => [
     await page.locator(".thread-heading").textContent(),
-    await page.getByTestId("thread").locator(".thread-title").textContent(),
+    await page.locator(".thread-item.current .thread-title").textContent(),
   ];
   expect(await titles()).toEqual(["turn one", "turn one"]);
   await page.getByTestId("edit").first().click();
@@ -359,8 +362,7 @@ test("Edit a message: a fork of the checkpoint before it; the original branch st
 });
 
 test("switching versions keeps the switcher where the reader clicked it, in a conversation longer than the view", async () => {
-  const page = await harness().page("");
-  await ready(page);
+  const page = await harness().thread();
   await seedTurns(page, "SWITCHED", ["the first question", ...[1, 2, 3].map((n) => `${longMessage(80)} filler ${n}`)]);
   // Edit the first message: a second version of the whole conversation, short.
   await page.getByTestId("edit").first().click();
@@ -394,8 +396,7 @@ test("switching versions keeps the switcher where the reader clicked it, in a co
 });
 
 test("a message being edited is still being edited after a reload, with what was typed; a cancelled one is not", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await harness().thread();
   // Both turns drawn first (seedTurns waits for them): an editor opened while an answer still streams
   // can be drawn again under the typing (a proof run under load read "turn oneturn one, rewritten…").
   await seedTurns(page, "REWRITTEN", ["turn one", "turn two"]);
@@ -403,7 +404,7 @@ test("a message being edited is still being edited after a reload, with what was
   const field = page.getByTestId("edit-text");
   await page.getByTestId("edit").nth(0).click();
   await field.fill("turn one, rewritten before the reload");
-  await expect.poll(() => page.evaluate(() => Object.keys(sessionStorage).join())).toContain("edit");
+  await expect.poll(() => page.evaluate(() => Object.keys(sessionStorage).join())).toContain("edit:REWRITTEN");
 
   await page.reload();
   await ready(page);
@@ -430,8 +431,7 @@ test("a message being edited is still being edited after a reload, with what was
 });
 
 test("an open message editor keeps its text and its place while an answer streams and another tab writes", async () => {
-  const page = await harness().page("", { pace: "model" });
-  await ready(page);
+  const page = await harness().thread({ pace: "model" });
   await send(page, "turn one");
   await page.getByTestId("edit").nth(0).click();
   const field = page.getByTestId("edit-text");
