@@ -30,11 +30,7 @@ import {
 } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-
-/** The repository's root: the cluster template is kept in its node_modules/.cache. */
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+import { join } from "node:path";
 
 /** What the globalSetup hands to tests. */
 export interface ProvidedPostgres {
@@ -155,7 +151,9 @@ const templates = new Map<string, Promise<string>>();
  * A stopped cluster fresh from initdb, made once per PostgreSQL version and
  * copied for every throwaway cluster: initdb costs about 1.2-1.7 CPU-s (13-20 s
  * of wall time with the two cores loaded), a copy of its 39 MB 0.1 CPU-s
- * (1-3 s). Kept in node_modules/.cache (as the test bundles are), named after
+ * (1-3 s). Kept in the temporary directory, where the clusters are (the server's user
+ * may not reach a checkout under a private home or a `mktemp -d`: a first version kept it in
+ * node_modules/.cache, and a clone in a fresh temporary directory failed every PostgreSQL test), named after
  * the binaries' path, version and {@link INITDB_ARGS}; made in a directory of
  * its own and renamed into place, so a process that dies midway, or two that
  * make it at once, leave no half-made template behind.
@@ -173,10 +171,10 @@ function clusterTemplate(bin: string): Promise<string> {
 async function makeTemplate(bin: string): Promise<string> {
   const version = (await run(join(bin, "initdb"), ["--version"])).trim();
   const key = createHash("sha256")
-    .update(JSON.stringify([bin, version, INITDB_ARGS]))
+    .update(JSON.stringify([bin, version, INITDB_ARGS, process.getuid?.()]))
     .digest("hex")
     .slice(0, 16);
-  const cache = join(root, "node_modules", ".cache");
+  const cache = tmpdir();
   const template = join(cache, `lgidb-postgres-template-${key}`);
   if (existsSync(join(template, "PG_VERSION"))) return template;
   mkdirSync(cache, { recursive: true });
