@@ -50,6 +50,18 @@ describe("cachedBuild", () => {
     expect(await load()).toBe("script 5");
   });
 
+  it("keeps no script built while a source changed under it (it could be read back for other sources)", async () => {
+    const page = join(root, "src", "playwright", "page.ts");
+    const editedMidBuild = async () => {
+      await writeFile(page, "export const b = 3;\n");
+      return build();
+    };
+    // Hashed with b = 2, built from b = 3 (an editor's save, a checkout, during the build).
+    expect(await cachedBuild(url("src/"), url("package-lock.json"), url("cache/"), editedMidBuild)).toBe("script 1");
+    await writeFile(page, "export const b = 2;\n");
+    expect(await load()).toBe("script 2");
+  });
+
   it("does not build again for a test file, which never enters the script", async () => {
     await load();
     await writeFile(join(root, "src", "playwright", "page.node.test.ts"), "it('x', () => {});\n");

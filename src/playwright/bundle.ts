@@ -72,19 +72,28 @@ export async function cachedBuild(src: URL, lockfile: URL, dir: URL, build: () =
   const { createHash } = (await import("node:crypto" as string)) as {
     createHash(algorithm: string): Hash;
   };
-  // Relative paths, so that a file renamed or moved changes the hash too; tests never enter the script.
-  const files = (await fs.readdir(src, { recursive: true, withFileTypes: true }))
-    .filter((entry) => entry.isFile() && !entry.name.endsWith(".test.ts"))
-    .map((entry) => new URL(entry.name, `file://${entry.parentPath.replace(/\/?$/, "/")}`).href.slice(src.href.length))
-    .sort();
-  const contents = await Promise.all(files.map((file) => fs.readFile(new URL(file, src))));
-  const hash = createHash("sha256");
-  files.forEach((file, i) => hash.update(`${file}\0${contents[i]!.length}\0`).update(contents[i]!));
-  hash.update(await fs.readFile(lockfile).catch(() => new Uint8Array()));
-  const cached = new URL(`${hash.digest("hex").slice(0, 32)}.js`, dir);
+  const sourcesHash = async (): Promise<string> => {
+    // Relative paths, so that a file renamed or moved changes the hash too; tests never enter the script.
+    const files = (await fs.readdir(src, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile() && !entry.name.endsWith(".test.ts"))
+      .map((entry) =>
+        new URL(entry.name, `file://${entry.parentPath.replace(/\/?$/, "/")}`).href.slice(src.href.length),
+      )
+      .sort();
+    const contents = await Promise.all(files.map((file) => fs.readFile(new URL(file, src))));
+    const hash = createHash("sha256");
+    files.forEach((file, i) => hash.update(`${file}\0${contents[i]!.length}\0`).update(contents[i]!));
+    hash.update(await fs.readFile(lockfile).catch(() => new Uint8Array()));
+    return hash.digest("hex").slice(0, 32);
+  };
+  const key = await sourcesHash();
+  const cached = new URL(`${key}.js`, dir);
   const hit = await fs.readFile(cached, "utf8").catch(() => undefined);
   if (hit !== undefined) return hit;
   const code = await build();
+  // A source changed during the build (an editor's save, a checkout): the script may be of either
+  // version, so it is not kept under the hash of the first, where a later process could read it.
+  if ((await sourcesHash()) !== key) return code;
   // Written aside, then renamed: a process reading it at the same time sees the whole file or none.
   const partial = new URL(`${cached.href}.${Math.random().toString(36).slice(2)}.partial`);
   try {
