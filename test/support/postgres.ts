@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import {
   chownSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -124,27 +125,47 @@ function run(bin: string, args: string[]): Promise<string> {
   });
 }
 
-/** Gives `dir` to the `postgres` user when we are root (the server runs as that user: PostgreSQL refuses root). */
-function ownedByServer(dir: string): void {
-  if (process.getuid?.() !== 0) return;
-  let uid: number;
-  let gid: number;
+/** The user the server runs as: the `postgres` user when we are root (PostgreSQL refuses root), else us. */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
   try {
-    uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
-    gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+    return {
+      uid: Number(execFileSync("id", ["-u", "postgres"]).toString().trim()),
+      gid: Number(execFileSync("id", ["-g", "postgres"]).toString().trim()),
+    };
   } catch (error) {
     throw new Error(
       "Running as root, but there is no 'postgres' user to run the server as (PostgreSQL refuses root). Install Debian's postgresql package, which creates it.",
       { cause: error },
     );
   }
-  chownSync(dir, uid, gid);
+}
+
+/** Gives `dir` to the `postgres` user when we are root. */
+function ownedByServer(dir: string): void {
+  const user = serverUser();
+  if (user) chownSync(dir, user.uid, user.gid);
+}
+
+/**
+ * `template`, once checked to be a data directory the server's user made: its name in the shared
+ * temporary directory is predictable, and a directory another user put there first (its
+ * postgresql.conf can name a command or a library) would run as ours in every cluster copied from it.
+ */
+function trusted(template: string): string {
+  const stat = lstatSync(template);
+  const uid = serverUser()?.uid ?? process.getuid?.();
+  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o077) !== 0)
+    throw new Error(
+      `${template} is not a cluster template this user made (a directory of uid ${uid}, mode 0700): remove it.`,
+    );
+  return template;
 }
 
 /** What initdb is run with (the template's name changes with it). */
 const INITDB_ARGS = ["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"];
 
-/** The template being made by this process, per binary directory. */
+/** The template being made by this process, per temporary directory and binary directory. */
 const templates = new Map<string, Promise<string>>();
 
 /**
@@ -156,14 +177,16 @@ const templates = new Map<string, Promise<string>>();
  * node_modules/.cache, and a clone in a fresh temporary directory failed every PostgreSQL test), named after
  * the binaries' path, version and {@link INITDB_ARGS}; made in a directory of
  * its own and renamed into place, so a process that dies midway, or two that
- * make it at once, leave no half-made template behind.
+ * make it at once, leave no half-made template behind. One found there is
+ * copied only if it is the server's user's, mode 0700 (see `trusted`).
  */
-function clusterTemplate(bin: string): Promise<string> {
-  let made = templates.get(bin);
+export function clusterTemplate(bin: string): Promise<string> {
+  const where = `${tmpdir()}\0${bin}`;
+  let made = templates.get(where);
   if (!made) {
     made = makeTemplate(bin);
-    templates.set(bin, made);
-    made.catch(() => templates.delete(bin));
+    templates.set(where, made);
+    made.catch(() => templates.delete(where));
   }
   return made;
 }
@@ -176,7 +199,7 @@ async function makeTemplate(bin: string): Promise<string> {
     .slice(0, 16);
   const cache = tmpdir();
   const template = join(cache, `lgidb-postgres-template-${key}`);
-  if (existsSync(join(template, "PG_VERSION"))) return template;
+  if (existsSync(join(template, "PG_VERSION"))) return trusted(template);
   mkdirSync(cache, { recursive: true });
   const making = mkdtempSync(`${template}-making-`);
   try {
@@ -188,7 +211,7 @@ async function makeTemplate(bin: string): Promise<string> {
       // Another process put its own there first: the same files.
       if (!existsSync(join(template, "PG_VERSION"))) throw error;
     }
-    return template;
+    return trusted(template);
   } finally {
     rmSync(making, { recursive: true, force: true });
   }
