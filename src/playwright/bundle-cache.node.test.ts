@@ -1,7 +1,8 @@
 /**
  * The page script's build cache for runs from the sources (cachedBuild): a
  * process reads the build of the same sources instead of building again,
- * and any change to a source, a file's name or the lockfile builds anew.
+ * and any change to a source, a file's name, the lockfile or tsconfig.json
+ * builds anew.
  * The build here is a counter that returns a new script each call, so a
  * read that should have been a build shows as a script from before.
  */
@@ -17,7 +18,8 @@ describe("cachedBuild", () => {
   let builds: number;
   const build = async () => `script ${++builds}`;
   const url = (path: string) => pathToFileURL(join(root, path) + (path.endsWith("/") ? "/" : ""));
-  const load = () => cachedBuild(url("src/"), url("package-lock.json"), url("cache/"), build);
+  const inputs = () => [url("package-lock.json"), url("tsconfig.json")];
+  const load = () => cachedBuild(url("src/"), inputs(), url("cache/"), build);
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), "page-bundle-cache-"));
@@ -26,6 +28,7 @@ describe("cachedBuild", () => {
     await writeFile(join(root, "src", "index.ts"), "export const a = 1;\n");
     await writeFile(join(root, "src", "playwright", "page.ts"), "export const b = 2;\n");
     await writeFile(join(root, "package-lock.json"), '{"lockfileVersion":3}\n');
+    await writeFile(join(root, "tsconfig.json"), '{"compilerOptions":{}}\n');
   });
   afterEach(() => rm(root, { recursive: true, force: true }));
 
@@ -36,7 +39,7 @@ describe("cachedBuild", () => {
     expect(await readdir(join(root, "cache"))).toHaveLength(1);
   });
 
-  it("builds anew when a nested source, a name or the lockfile changes, and drops the old script", async () => {
+  it("builds anew when a nested source, a name, the lockfile or tsconfig.json changes, and drops the old script", async () => {
     await load();
     await writeFile(join(root, "src", "playwright", "page.ts"), "export const b = 3;\n");
     expect(await load()).toBe("script 2");
@@ -44,10 +47,13 @@ describe("cachedBuild", () => {
     expect(await load()).toBe("script 3");
     await writeFile(join(root, "package-lock.json"), '{"lockfileVersion":4}\n');
     expect(await load()).toBe("script 4");
+    // The compiler's options change the script too (class fields, decorators, JSX).
+    await writeFile(join(root, "tsconfig.json"), '{"compilerOptions":{"useDefineForClassFields":false}}\n');
+    expect(await load()).toBe("script 5");
     expect(await readdir(join(root, "cache"))).toHaveLength(1);
     // Back to sources it has built before: the dropped script is built again, not found stale.
     await writeFile(join(root, "package-lock.json"), '{"lockfileVersion":3}\n');
-    expect(await load()).toBe("script 5");
+    expect(await load()).toBe("script 6");
   });
 
   it("keeps no script built while a source changed under it (it could be read back for other sources)", async () => {
@@ -57,7 +63,7 @@ describe("cachedBuild", () => {
       return build();
     };
     // Hashed with b = 2, built from b = 3 (an editor's save, a checkout, during the build).
-    expect(await cachedBuild(url("src/"), url("package-lock.json"), url("cache/"), editedMidBuild)).toBe("script 1");
+    expect(await cachedBuild(url("src/"), inputs(), url("cache/"), editedMidBuild)).toBe("script 1");
     await writeFile(page, "export const b = 2;\n");
     expect(await load()).toBe("script 2");
   });

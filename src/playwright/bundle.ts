@@ -31,7 +31,8 @@ async function loadBundle(): Promise<string> {
     if (!import.meta.url.endsWith(".ts")) return buildPageBundle();
     return cachedBuild(
       new URL("../", import.meta.url),
-      new URL("../../package-lock.json", import.meta.url),
+      // Vite's TypeScript transform reads tsconfig.json's options too.
+      [new URL("../../package-lock.json", import.meta.url), new URL("../../tsconfig.json", import.meta.url)],
       new URL("../../node_modules/.vite/playwright-page/", import.meta.url),
       buildPageBundle,
     );
@@ -63,11 +64,12 @@ interface Hash {
  * The script built from the sources, kept on disk for the next process:
  * every Playwright worker and Vitest worker that runs the kit from the
  * sources would build it again (about 2.4 CPU-s each). The file in `dir` is
- * named by a hash of every file under `src` (tests aside) and of the
- * lockfile, so any change to the sources or the dependencies builds anew,
- * and a stale script is never read.
+ * named by a hash of every file under `src` (tests aside) and of `inputs`,
+ * the files outside it that the build reads (the lockfile, tsconfig.json),
+ * so any change to the sources, the dependencies or the compiler's options
+ * builds anew, and a stale script is never read.
  */
-export async function cachedBuild(src: URL, lockfile: URL, dir: URL, build: () => Promise<string>): Promise<string> {
+export async function cachedBuild(src: URL, inputs: URL[], dir: URL, build: () => Promise<string>): Promise<string> {
   const fs = (await import("node:fs/promises" as string)) as CacheFs;
   const { createHash } = (await import("node:crypto" as string)) as {
     createHash(algorithm: string): Hash;
@@ -83,7 +85,10 @@ export async function cachedBuild(src: URL, lockfile: URL, dir: URL, build: () =
     const contents = await Promise.all(files.map((file) => fs.readFile(new URL(file, src))));
     const hash = createHash("sha256");
     files.forEach((file, i) => hash.update(`${file}\0${contents[i]!.length}\0`).update(contents[i]!));
-    hash.update(await fs.readFile(lockfile).catch(() => new Uint8Array()));
+    for (const input of inputs) {
+      const bytes = await fs.readFile(input).catch(() => new Uint8Array());
+      hash.update(`${input.href}\0${bytes.length}\0`).update(bytes);
+    }
     return hash.digest("hex").slice(0, 32);
   };
   const key = await sourcesHash();
