@@ -98,7 +98,8 @@ async function main(): Promise<void> {
   const graph = new StateGraph(State)
     .addNode("tick", async (s: typeof State.State) => {
       // Paced by the reports: a superstep starts once the test has what the page said before it, so
-      // the page runs at most a superstep past the acknowledgements the test has counted, whatever
+      // the page runs only a few supersteps past the acknowledgements the test has counted (0-8 measured
+      // at load 22: LangGraph's async durability starts a superstep before the last put resolved), whatever
       // the load (the test kills a session after a number of them). Unpaced, at load 22 it ran 20-30
       // supersteps past them, every one a longer history for the next session to check.
       await Promise.all([reports, new Promise((resolve) => setTimeout(resolve, delay))]);

@@ -55,7 +55,11 @@ const STEPS = 1500;
  * 8 MiB: about 2 MB by 650 supersteps, so neither reached it).
  */
 const KILL_AFTER_ACKS = 8;
-/** Milliseconds from the chosen acknowledgement to the kill, at most: about a superstep. */
+/**
+ * Milliseconds from the chosen acknowledgement to the kill, at most, or the session's last gap between
+ * two acknowledgements when longer: a superstep's length, on a quiet machine (about 15 ms) or a loaded
+ * one (a put taking longer), so that no part of the next put is out of the kill's reach.
+ */
 const KILL_JITTER_MS = 25;
 /** Supersteps the last session runs past the count acknowledged before the last kill, at the fast depth. */
 const FAST_TAIL = 50;
@@ -214,6 +218,8 @@ interface Session {
   state: Promise<PageState>;
   done: Promise<PageState & { logLength: number }>;
   acks: number[];
+  /** When each acknowledgement arrived (performance.now()). */
+  ackTimes: number[];
   /** Settles once `count` supersteps of this session were acknowledged. */
   acked: (count: number) => Promise<void>;
 }
@@ -224,6 +230,7 @@ let sessions = 0;
 function openPage(profile: string, journal: "opfs" | "off", db: string, steps: number): Session {
   const name = `${db}-${++sessions}`;
   const acks: number[] = [];
+  const ackTimes: number[] = [];
   let stateResolve!: (s: PageState) => void;
   let doneResolve!: (s: PageState & { logLength: number }) => void;
   let wanted: { count: number; resolve: () => void } | undefined;
@@ -242,6 +249,7 @@ function openPage(profile: string, journal: "opfs" | "off", db: string, steps: n
     if (kind === "state") stateResolve(value as PageState);
     else if (kind === "ack") {
       acks.push(value as number);
+      ackTimes.push(performance.now());
       if (wanted && acks.length >= wanted.count) wanted.resolve();
     } else if (kind === "done") doneResolve(value as PageState & { logLength: number });
     else if (kind === "error") fail(new Error(`page error: ${String(value)}`));
@@ -253,7 +261,7 @@ function openPage(profile: string, journal: "opfs" | "off", db: string, steps: n
   child.once("exit", (code, signal) => {
     if (signal !== "SIGKILL") fail(new Error(`Chromium exited (${code ?? signal}):\n${log().slice(-2000)}`));
   });
-  return { child, log, state, done, acks, acked };
+  return { child, log, state, done, acks, ackTimes, acked };
 }
 
 async function scenario(
@@ -272,8 +280,10 @@ async function scenario(
         session.acked(1 + Math.floor(Math.random() * KILL_AFTER_ACKS)),
         session.done.then(() => Promise.reject(new Error(`the run ended before kill ${kill}`))),
       ]);
-      // A random moment of the superstep under way.
-      await new Promise((r) => setTimeout(r, Math.random() * KILL_JITTER_MS));
+      // A random moment of the superstep under way (as long as the last one took, if longer than the jitter).
+      const [before, last] = session.ackTimes.slice(-2);
+      const superstep = before !== undefined && last !== undefined ? last - before : 0;
+      await new Promise((r) => setTimeout(r, Math.random() * Math.max(KILL_JITTER_MS, superstep)));
       const ackedBefore = Math.max(0, ...session.acks);
       const ackedAny = session.acks.length > 0;
       await killGroup(session.child);
