@@ -21,7 +21,6 @@ import {
   chownSync,
   existsSync,
   lstatSync,
-  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -125,14 +124,17 @@ function run(bin: string, args: string[]): Promise<string> {
   });
 }
 
+/** {@link serverUser}'s answer, once looked up (two `id` processes). */
+let postgresUser: { uid: number; gid: number } | undefined;
+
 /** The user the server runs as: the `postgres` user when we are root (PostgreSQL refuses root), else us. */
 function serverUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   try {
-    return {
+    return (postgresUser ??= {
       uid: Number(execFileSync("id", ["-u", "postgres"]).toString().trim()),
       gid: Number(execFileSync("id", ["-g", "postgres"]).toString().trim()),
-    };
+    });
   } catch (error) {
     throw new Error(
       "Running as root, but there is no 'postgres' user to run the server as (PostgreSQL refuses root). Install Debian's postgresql package, which creates it.",
@@ -197,10 +199,8 @@ async function makeTemplate(bin: string): Promise<string> {
     .update(JSON.stringify([bin, version, INITDB_ARGS, process.getuid?.()]))
     .digest("hex")
     .slice(0, 16);
-  const cache = tmpdir();
-  const template = join(cache, `lgidb-postgres-template-${key}`);
+  const template = join(tmpdir(), `lgidb-postgres-template-${key}`);
   if (existsSync(join(template, "PG_VERSION"))) return trusted(template);
-  mkdirSync(cache, { recursive: true });
   const making = mkdtempSync(`${template}-making-`);
   try {
     ownedByServer(making);
