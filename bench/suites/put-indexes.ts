@@ -48,7 +48,12 @@ interface Variant {
   row: (n: number) => object;
 }
 
-/** Puts `row` into `store` in one transaction with an explicit commit; ms from `transaction()` to `complete`. */
+/**
+ * Puts `value` into `store` in one transaction; ms from `transaction()` to `complete`. A variant's row
+ * (no `key`: the store has a key path) is committed with `commit()`, as the saver commits its writes; the
+ * raw put (`key` given) commits on its own, as the put row's raw baseline does (bench/suites/saver.ts), so
+ * the first row's ratio pairs the same two commit modes as the goal row.
+ */
 function timedPut(db: IDBDatabase, store: string, value: object, key?: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
@@ -56,7 +61,6 @@ function timedPut(db: IDBDatabase, store: string, value: object, key?: number): 
     tx.oncomplete = () => resolve(performance.now() - start);
     tx.onerror = tx.onabort = () => reject(tx.error);
     tx.objectStore(store).put(value, key);
-    // The raw put's baseline commits on its own, as the put row's does.
     if (key === undefined) tx.commit();
   });
 }
