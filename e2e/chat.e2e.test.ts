@@ -98,7 +98,22 @@ test("two threads stay apart", async () => {
 
   await expect.poll(() => page.title()).toContain("beta one");
 
-  await page.getByTestId("thread").filter({ hasText: "alpha one" }).click();
+  // Pressed on alpha's row, released after beta's row took a new time (its run's last write touches it about
+  // 100 ms after the answer; here a write from the page does): the click still opens alpha. A sidebar that drew
+  // every row anew lost it, the press and the release landing on two elements.
+  const betaRow = page.getByTestId("thread").filter({ hasText: "beta one" });
+  const betaTime = () => betaRow.locator("time").getAttribute("datetime");
+  const before = await betaTime();
+  await page.getByTestId("thread").filter({ hasText: "alpha one" }).hover();
+  await page.mouse.down();
+  await page.evaluate(`(async () => {
+    const { DemoDB } = await import("/e2e/internals.js");
+    const db = new DemoDB();
+    await db.touch(${JSON.stringify(await betaRow.getAttribute("data-thread-id"))}, undefined, Date.now() + 1000);
+    db.close();
+  })()`);
+  await expect.poll(betaTime).not.toBe(before);
+  await page.mouse.up();
   await expect.poll(() => transcript(page)).toHaveLength(4);
   await expect.poll(() => page.title()).toContain("alpha one");
 

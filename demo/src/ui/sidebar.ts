@@ -2,7 +2,7 @@
  * The sidebar: new thread, search, and the threads (title, last updated),
  * each with a menu to rename it, edit its instructions or delete it.
  */
-import { h, phoneScreen, relativeTime, replace } from "./dom.js";
+import { h, phoneScreen, relativeTime } from "./dom.js";
 import { createMenuButton } from "./menu.js";
 
 /** The search field's hint: with its shortcut where there is a keyboard to press it on. */
@@ -235,17 +235,55 @@ export function createSidebar(actions: SidebarActions) {
     return list.querySelector(`[data-thread-id="${CSS.escape(id)}"]`)?.parentElement;
   }
 
+  /**
+   * The rows on show, by thread id, with what each was drawn from besides its time. A row whose thread changed
+   * only its time (a run's last write touches it, another tab's too) is kept and its time redrawn in place: a
+   * row drawn anew between a press and its release lost the click (the two landed on different elements), and a
+   * rename in progress lost what was typed.
+   */
+  const rows = new Map<string, { drawn: string; li: HTMLLIElement }>();
+
+  function rowFor(thread: SidebarThread): HTMLLIElement {
+    const drawn = JSON.stringify([
+      thread.title,
+      thread.id === currentId,
+      confirming === thread.id,
+      editing === thread.id,
+    ]);
+    const known = rows.get(thread.id);
+    if (known?.drawn === drawn) {
+      const time = known.li.querySelector("time");
+      const at = new Date(thread.updatedAt).toISOString();
+      if (time && time.dateTime !== at) time.dateTime = at;
+      const text = relativeTime(thread.updatedAt);
+      if (time && time.textContent !== text) time.textContent = text;
+      return known.li;
+    }
+    const li = item(thread);
+    rows.set(thread.id, { drawn, li });
+    return li;
+  }
+
   function render(): void {
     // A row's menu is open: redrawn once it closes (a new row would drop the menu and its focus).
     stale = menuOpen;
     if (menuOpen) return;
     const shown = matches ? threads.filter((thread) => matches!.has(thread.id)) : threads;
-    // The rows are drawn anew: a row's button that had the focus gets it back (another tab's write redraws too).
+    // A button that had the focus in a row drawn anew (or moved) gets it back, in the row now on show.
     const focused = document.activeElement;
     const kept = focused instanceof HTMLButtonElement && list.contains(focused) ? focused.className : undefined;
     const keptId = kept && focused!.closest("li")?.querySelector<HTMLElement>("[data-thread-id]")?.dataset.threadId;
-    replace(list, ...shown.map(item));
-    if (keptId) rowOf(keptId)?.querySelector<HTMLButtonElement>(`button[class="${kept}"]`)?.focus();
+    const next = shown.map(rowFor);
+    const showing = new Set(shown.map((thread) => thread.id));
+    for (const id of rows.keys()) if (!showing.has(id)) rows.delete(id);
+    // Rows no longer on show go, then only the rows out of place move: the others stay in the document untouched.
+    const keep = new Set(next);
+    for (const child of [...list.children]) if (!keep.has(child as HTMLLIElement)) child.remove();
+    next.forEach((li, i) => {
+      if (list.children[i] !== li) list.insertBefore(li, list.children[i] ?? null);
+    });
+    if (keptId && document.activeElement !== focused)
+      rowOf(keptId)?.querySelector<HTMLButtonElement>(`button[class="${kept}"]`)?.focus();
     empty.hidden = threads.length > 0;
     noMatch.hidden = !matches || shown.length > 0;
   }
