@@ -56,22 +56,34 @@ async function keep(
   }
 }
 
+/** A kept text as stored: undefined for one that is not a draft this app wrote. */
+function storedText(raw: string): StoredText | undefined {
+  try {
+    const kept = JSON.parse(raw) as Kept;
+    return "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `stored` as `vault` opens it, or undefined: sealed under another key, planted, plain to a locked vault. */
+async function opened(stored: StoredText | undefined, vault: Vault, place: Place): Promise<string | undefined> {
+  try {
+    return stored === undefined ? undefined : await vault.open(stored, place);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The text kept under `key`, or undefined (none, or one this vault cannot open: sealed under another key,
- * planted, or typed as plain text before another tab locked the app). One that does not open is removed: a
- * plain one is not left on disk once the app is locked.
+ * The text kept under `key`, or undefined (none, or one this vault cannot open). Nothing is removed: a read
+ * may race a lock change (the text not sealed for the new vault yet) or come from a vault that is not the
+ * current one, and erased a draft the right vault opens. What no vault opens goes at a lock change
+ * (createThreadKeeper's reseal), a plain one at the lock screen (dropPlainDrafts).
  */
 async function read(storage: Storage, key: string, vault: Vault, place: Place): Promise<string | undefined> {
   const raw = storage.getItem(key);
-  if (!raw) return undefined;
-  try {
-    const kept = JSON.parse(raw) as Kept;
-    const stored: StoredText = "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
-    return await vault.open(stored, place);
-  } catch {
-    if (storage.getItem(key) === raw) storage.removeItem(key);
-    return undefined;
-  }
+  return raw ? opened(storedText(raw), vault, place) : undefined;
 }
 
 /** The keys of every draft this app keeps in `storage`: the composer's and the threads'. */
@@ -131,29 +143,57 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     seqs.set(threadId, seq);
     return seq;
   };
-  const write = async (vault: Vault, threadId: string, text: string) => {
+  /** Saves whose seal is in flight: a lock change waits for them, so it seals again what was typed last. */
+  const writing = new Set<Promise<void>>();
+  /** The lock changes so far, one after another: a load waits for them, so it reads what its vault opens. */
+  let resealed: Promise<void> = Promise.resolve();
+  const write = (vault: Vault, threadId: string, text: string): Promise<void> => {
     const mine = next(threadId);
-    await keep(storage, prefix + threadId, vault, text, place(threadId), () => seqs.get(threadId) === mine);
+    const current = () => seqs.get(threadId) === mine;
+    const done: Promise<void> = keep(storage, prefix + threadId, vault, text, place(threadId), current).finally(() =>
+      writing.delete(done),
+    );
+    writing.add(done);
+    return done;
+  };
+  /** One thread's kept text, sealed again from `from`'s sealing to `to`'s. */
+  const resealOne = async (from: Vault, to: Vault, threadId: string): Promise<void> => {
+    const key = prefix + threadId;
+    const seq = seqs.get(threadId);
+    const raw = storage.getItem(key);
+    if (!raw) return;
+    const stored = storedText(raw);
+    const text = await opened(stored, from, place(threadId));
+    // Typed again meanwhile: that newer save is sealed for the new vault already.
+    if (seqs.get(threadId) !== seq) return;
+    if (text !== undefined) await write(to, threadId, text);
+    // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
+    // does (planted, sealed under another key, plain at a lock): removed, not left on disk as it is.
+    else if ((await opened(stored, to, place(threadId))) === undefined && storage.getItem(key) === raw)
+      storage.removeItem(key);
   };
   return {
     save: write,
     /**
      * A lock change: every thread's kept text is sealed again, from `from`'s sealing to `to`'s (the old key
-     * no longer opens it, and a plain one must not stay plain once the app is locked).
+     * no longer opens it, and a plain one must not stay plain once the app is locked). After the lock
+     * changes before it, and after the saves in flight (sealed for `from`, they would land after the read).
      */
-    async reseal(from: Vault, to: Vault): Promise<void> {
-      const threads = draftKeys(storage).flatMap((key) => (key.startsWith(prefix) ? [key.slice(prefix.length)] : []));
-      await Promise.all(
-        threads.map(async (threadId) => {
-          const seq = seqs.get(threadId);
-          const text = await read(storage, prefix + threadId, from, place(threadId));
-          // Typed again meanwhile: that newer save is sealed for the new vault already.
-          if (text !== undefined && seqs.get(threadId) === seq) await write(to, threadId, text);
-        }),
-      );
+    reseal(from: Vault, to: Vault): Promise<void> {
+      const run = resealed.then(async () => {
+        await Promise.allSettled(writing);
+        const threads = draftKeys(storage).flatMap((key) => (key.startsWith(prefix) ? [key.slice(prefix.length)] : []));
+        await Promise.all(threads.map((threadId) => resealOne(from, to, threadId)));
+      });
+      resealed = run.catch(() => undefined);
+      return run;
     },
-    /** The thread's kept text, if any this vault opens. */
-    load(vault: Vault, threadId: string): Promise<string | undefined> {
+    /**
+     * The thread's kept text, if any this vault opens; read once the lock changes begun so far are done
+     * (read during one, a draft not yet sealed for the new vault would not open).
+     */
+    async load(vault: Vault, threadId: string): Promise<string | undefined> {
+      await resealed;
       return read(storage, prefix + threadId, vault, place(threadId));
     },
     /** Forgets the thread's kept text. */
@@ -189,7 +229,11 @@ export function createCardKeeper(storage: Storage = sessionStorage) {
       return texts.save(vault, threadId, JSON.stringify(kept));
     },
     reseal: texts.reseal,
-    /** The edits kept for the thread's question `questionId`, if any; edits for another question are removed. */
+    /**
+     * The edits kept for the thread's question `questionId`, if any. Edits for another question are not
+     * shown, and not removed: the read may be one a newer one overtook, or one made while the run goes on
+     * and its question is not asked yet; an answer (or typing in the new question's card) replaces them.
+     */
     async load(vault: Vault, threadId: string, questionId: string | undefined): Promise<CardEdits | undefined> {
       const kept = parsed<KeptCard>(
         await texts.load(vault, threadId),
@@ -199,7 +243,6 @@ export function createCardKeeper(storage: Storage = sessionStorage) {
           kept.memories.every((memory) => typeof memory === "string") &&
           typeof kept.reason === "string",
       );
-      if (!kept) texts.clear(threadId);
       return kept && { memories: kept.memories, reason: kept.reason };
     },
     /** Forgets the thread's card edits (answered, or the thread deleted). */

@@ -1,0 +1,110 @@
+/**
+ * The demo's drafts (demo/src/drafts.ts) in Chromium, in the tab's real
+ * sessionStorage, sealed by real vaults: what was typed in an approval card
+ * is never erased by a read that raced a lock change, came from a vault that
+ * does not open it, or asked for another question (a read a newer one
+ * overtook, or one made before the question was asked). Only an answer (or
+ * typing for the new question) replaces it. A lock change seals again what
+ * was typed last, and removes only what no vault of the app opens.
+ */
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { clearDrafts, createThreadDrafts, type CardEdits } from "../../demo/src/drafts.js";
+import { EncryptedSerializer } from "../../demo/src/lib.js";
+import { lockFor, plainVault, type Vault } from "../../demo/src/settings.js";
+
+beforeEach(() => clearDrafts(sessionStorage));
+afterEach(() => clearDrafts(sessionStorage));
+
+/** A locked vault on a key derived cheaply (the app's own rounds take a second each). */
+async function lockedVault(passphrase: string): Promise<Vault> {
+  const salt = crypto.getRandomValues(new Uint8Array(16));
+  const serde = await EncryptedSerializer.fromPassphrase(passphrase, {
+    salt,
+    iterations: 1,
+    insecureTestOnlyWeakKdf: true,
+  });
+  return (await lockFor(serde, salt)).vault;
+}
+
+/** `vault`, whose seals land only once `open()` is called: a slow seal, at a point the test picks. */
+function gated(vault: Vault): { vault: Vault; open: () => void } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  return {
+    vault: { ...vault, seal: async (text, place) => (await gate, vault.seal(text, place)) },
+    open,
+  };
+}
+
+/** Every task queued so far has run: a read that goes on without waiting for a seal is done by then. */
+const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+const edit = (marker: string): CardEdits => ({ memories: [`my favourite river is the Rhône, ${marker}`], reason: "" });
+const stored = () => JSON.stringify(sessionStorage);
+
+it("a card's edits survive a read of the thread made while a lock seals them again", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  await drafts.cards.save(plainVault, "river", "q1", edit("marker-lock-race"));
+  const locked = await lockedVault("a passphrase for the card");
+  // The lock's new vault seals slowly; the app reads the open thread with that vault meanwhile (the
+  // refresh after a lock), while the draft is still plain: the CI failure of e2e/approvals.
+  const slow = gated(locked);
+  const resealing = drafts.reseal(plainVault, slow.vault);
+  const during = drafts.cards.load(locked, "river", "q1");
+  await settled();
+  slow.open();
+  await resealing;
+  // The read waited for the lock change: it reads the edits, as a reload after it will.
+  expect(await during).toEqual(edit("marker-lock-race"));
+  expect(await drafts.cards.load(locked, "river", "q1")).toEqual(edit("marker-lock-race"));
+  expect(stored()).not.toContain("marker-lock-race");
+});
+
+it("a read for another question, or before the question is asked, shows nothing and leaves the edits", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  await drafts.cards.save(plainVault, "river", "q2", edit("marker-question"));
+  // A read the run overtook (its snapshot still on the question before), one made as the run goes on and
+  // its question is not asked yet, one of a legacy pause (no id): none is for these edits.
+  expect(await drafts.cards.load(plainVault, "river", "q1")).toBeUndefined();
+  expect(await drafts.cards.load(plainVault, "river", undefined)).toBeUndefined();
+  expect(await drafts.cards.load(plainVault, "river", "q2")).toEqual(edit("marker-question"));
+  // Answered: gone.
+  drafts.cards.clear("river");
+  expect(await drafts.cards.load(plainVault, "river", "q2")).toBeUndefined();
+  expect(stored()).not.toContain("marker-question");
+});
+
+it("a read with a vault that does not open the edits (not the unlocked one yet) leaves them", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  const locked = await lockedVault("a passphrase for the card");
+  await drafts.cards.save(locked, "river", "q1", edit("marker-vault"));
+  expect(await drafts.cards.load(plainVault, "river", "q1")).toBeUndefined();
+  expect(await drafts.cards.load(await lockedVault("another passphrase"), "river", "q1")).toBeUndefined();
+  expect(await drafts.cards.load(locked, "river", "q1")).toEqual(edit("marker-vault"));
+});
+
+it("a lock change seals again what was typed last, even a save still being sealed when it began", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  const [before, after] = [await lockedVault("the passphrase before"), await lockedVault("the passphrase after")];
+  await drafts.cards.save(before, "river", "q1", edit("typed first"));
+  const slow = gated(before);
+  const typed = drafts.cards.save(slow.vault, "river", "q1", edit("typed last"));
+  const resealing = drafts.reseal(before, after);
+  await settled();
+  slow.open();
+  await Promise.all([typed, resealing]);
+  expect(await drafts.cards.load(after, "river", "q1")).toEqual(edit("typed last"));
+});
+
+it("a lock change removes only what no vault opens: a draft already sealed for the new vault stays", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  const [before, after] = [await lockedVault("the passphrase before"), await lockedVault("the passphrase after")];
+  // Planted as plain text while the app is locked: neither vault opens it, and it must not stay plain.
+  sessionStorage.setItem("langgraph-demo:approval:planted", JSON.stringify({ text: "marker-planted" }));
+  const resealing = drafts.reseal(before, after);
+  // Typed as the lock changed, for the new vault: the lock change reads it after it lands.
+  const typed = drafts.cards.save(after, "river", "q1", edit("marker-new-vault"));
+  await Promise.all([resealing, typed]);
+  expect(sessionStorage.getItem("langgraph-demo:approval:planted")).toBeNull();
+  expect(await drafts.cards.load(after, "river", "q1")).toEqual(edit("marker-new-vault"));
+});
