@@ -159,7 +159,8 @@ it("the card drawn for another question starts afresh: an edit typed for the one
   }
 });
 
-it("what was typed in the card drawn while the run went on stays when its question is asked, kept for that question", () => {
+/** An approval card in the page, the edits it hands out (memories, reason, question), and its first editor. */
+function cardInPage() {
   const edits: [string[], string, string | undefined][] = [];
   const card = createApproval({
     onApprove: () => {},
@@ -169,8 +170,13 @@ it("what was typed in the card drawn while the run went on stays when its questi
     onShown: () => {},
   });
   document.body.append(card.el);
+  const editor = () => card.el.querySelector<HTMLTextAreaElement>('[data-testid="approval-args"]')!;
+  return { card, edits, editor };
+}
+
+it("what was typed in the card drawn while the run went on stays when its question is asked, kept for that question", () => {
+  const { card, edits, editor } = cardInPage();
   try {
-    const editor = () => card.el.querySelector<HTMLTextAreaElement>('[data-testid="approval-args"]')!;
     const calls = [{ name: "save_memory", args: { memory: "my favourite river is the Loire" } }];
     // Drawn from the checkpoint before the approval step ran: no question yet, the run still going.
     card.show(calls, true, undefined);
@@ -187,6 +193,35 @@ it("what was typed in the card drawn while the run went on stays when its questi
     card.show(calls, false, "q2");
     expect(editor().value).toBe("my favourite river is the Loire");
     expect(edits).toHaveLength(2);
+  } finally {
+    card.el.remove();
+  }
+});
+
+it("a re-render of the card as the user types keeps the focus and selection in that field: the typing lands there", () => {
+  const { card, edits, editor } = cardInPage();
+  try {
+    const reason = () => card.el.querySelector<HTMLInputElement>('[data-testid="approval-reason"]')!;
+    const calls = [{ name: "save_memory", args: { memory: "my favourite river is the Loire" } }];
+    // Drawn while the run went on: the user starts typing in it; the question is asked, the card redrawn.
+    card.show(calls, true, undefined);
+    editor().focus();
+    editor().setSelectionRange(26, 31);
+    card.show(calls, false, "q1");
+    // As a keyboard (and Playwright's fill: select, then insert) types: into the focused field. It went
+    // to Approve, and the e2e test's edit was lost, the card after a reload showing the proposal.
+    expect(document.activeElement).toBe(editor());
+    document.execCommand("insertText", false, "Rhône");
+    expect(editor().value).toBe("my favourite river is the Rhône");
+    expect(edits.at(-1)).toEqual([["my favourite river is the Rhône"], "", "q1"]);
+    // A refresh of the same card while the reason is typed, its whole text selected: typed over.
+    reason().focus();
+    document.execCommand("insertText", false, "not now");
+    reason().select();
+    card.show(calls, false, "q1");
+    expect(document.activeElement).toBe(reason());
+    document.execCommand("insertText", false, "maybe later");
+    expect(edits.at(-1)).toEqual([["my favourite river is the Rhône"], "maybe later", "q1"]);
   } finally {
     card.el.remove();
   }

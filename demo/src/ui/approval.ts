@@ -28,6 +28,22 @@ export interface ApprovalActions {
   onShown(): void;
 }
 
+/** The card's field that has the focus (its editors, then the reason), and the selection in it. */
+function typingAt(slot: HTMLElement) {
+  const fields = [
+    ...slot.querySelectorAll<HTMLTextAreaElement | HTMLInputElement>(
+      '[data-testid="approval-args"], [data-testid="approval-reason"]',
+    ),
+  ];
+  const field = fields.find((el) => el === document.activeElement);
+  return (
+    field && {
+      index: fields.indexOf(field),
+      selection: [field.selectionStart ?? 0, field.selectionEnd ?? 0, field.selectionDirection ?? "none"] as const,
+    }
+  );
+}
+
 /** The slot under the log that holds the card, and the function that (re)draws or hides it. */
 export function createApproval(actions: ApprovalActions) {
   const slot = h("div", { class: "approval-slot" });
@@ -56,6 +72,7 @@ export function createApproval(actions: ApprovalActions) {
   ): void {
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
+    const typingIn = typingAt(slot);
     const proposal = JSON.stringify(calls?.map((call) => call.args.memory ?? ""));
     // The card drawn while the run went on, now asked: what was typed meanwhile stays, kept for the id.
     const askedNow = shownId === undefined && questionId !== undefined && drawnBeforeAsked === proposal;
@@ -143,9 +160,17 @@ export function createApproval(actions: ApprovalActions) {
       ),
     );
     sizing?.observe(reason);
+    // A re-render of the same card while a field had the focus (a refresh as the user types): the same
+    // field takes it back, with its selection. On Approve it would eat the next keys, what was typed
+    // lost (and Space or Enter would approve).
+    const field = typingIn && wasShown ? [...editors, reason][typingIn.index] : undefined;
+    if (field && typingIn) {
+      field.focus();
+      field.setSelectionRange(...typingIn.selection);
+    }
     // A card that just appeared (or just became usable) takes the focus: the next thing to do is
     // to decide. A re-render of the same card keeps it on the card.
-    if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();
+    else if (!disabled && (hadFocus || !wasShown || !wasUsable)) approve.focus();
     actions.onShown();
   }
 
