@@ -1,10 +1,10 @@
 // Self-test of scripts/check-doc-paths.mjs (node:test):
 //   node --test scripts/check-doc-paths.test.mjs
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import {
   brokenLinks,
   citedFiles,
@@ -16,9 +16,16 @@ import {
   sourceComments,
 } from "./check-doc-paths.mjs";
 
-/** A throwaway repository holding `files` (path → text). */
+/** The throwaway repositories made here, removed once every test has run. */
+const made = [];
+after(() => {
+  for (const root of made) rmSync(root, { recursive: true, force: true });
+});
+
+/** A throwaway repository holding `files` (path → text); removed after the tests. */
 function repository(files) {
   const root = mkdtempSync(join(tmpdir(), "doc-paths-"));
+  made.push(root);
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), text);
