@@ -64,21 +64,19 @@ if (!process.argv.includes("--no-build")) {
 }
 
 const out = mkdtempSync(join(tmpdir(), "check-package-"));
-try {
-  // --ignore-scripts: prepack would build again; dist/ was just built.
-  const packed = run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", out], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const [info] = JSON.parse(packed.stdout.toString());
-  const tarball = join(out, info.filename);
-  const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
-  console.log(
-    `check-package: ${info.filename}: ${info.entryCount} files, ${kib(info.size)} packed, ${kib(info.unpackedSize)} unpacked`,
-  );
-  run(bin("publint"), ["run", tarball, "--strict"]);
-  run(bin("attw"), [tarball, "--profile", "esm-only", "--no-emoji"]);
-  checkDeclarations(tarball);
-  console.log("check-package: publint, attw and tsc found no problem");
-} finally {
-  rmSync(out, { recursive: true, force: true });
-}
+// Removed at exit, a failed step's too: run() ends the process, past any `finally`.
+process.on("exit", () => rmSync(out, { recursive: true, force: true }));
+// --ignore-scripts: prepack would build again; dist/ was just built.
+const packed = run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", out], {
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const [info] = JSON.parse(packed.stdout.toString());
+const tarball = join(out, info.filename);
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+console.log(
+  `check-package: ${info.filename}: ${info.entryCount} files, ${kib(info.size)} packed, ${kib(info.unpackedSize)} unpacked`,
+);
+run(bin("publint"), ["run", tarball, "--strict"]);
+run(bin("attw"), [tarball, "--profile", "esm-only", "--no-emoji"]);
+checkDeclarations(tarball);
+console.log("check-package: publint, attw and tsc found no problem");
