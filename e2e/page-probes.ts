@@ -1,6 +1,6 @@
 /**
  * What the end-to-end tests read or plant in the demo's page, beside the
- * gestures of e2e/support.ts (which re-exports these): locking from
+ * gestures of e2e/chat-gestures.ts (e2e/support.ts re-exports both): locking from
  * Settings, raw edits of the demo's database, its Content-Security-Policy
  * violations, and plaintext anywhere in its IndexedDB.
  */
