@@ -91,7 +91,10 @@ export const DEFAULT_STORE_DB_NAME = "langgraph-store";
  * namespaces (`["user-1", "memories"]`) shared by every thread, with filters
  * and optional semantic search. Answers are those of `InMemoryStore`:
  * same validation and errors, same order (namespaces in order of first use,
- * items in order of creation), same filter operators, same scores.
+ * items in order of creation), same filter operators, same scores. A
+ * namespace stays listed once an item was put or deleted in it, even with
+ * no item left, as in `InMemoryStore` (JS and Python); the PostgreSQL
+ * stores list only namespaces that hold items.
  *
  * The database opens on first use; `close()` releases it and a later call
  * reopens it. Searches keep what they read of each namespace (all of it,
