@@ -23,7 +23,10 @@ describe("cluster template", () => {
     return dir;
   };
   afterEach(() => {
-    process.env.TMPDIR = saved;
+    // Assigned undefined, process.env holds the string "undefined": every later file of the worker
+    // (isolate: false) would then make its temporary directories under ./undefined/.
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
