@@ -8,8 +8,7 @@
 // - tsc on the tarball's declarations with `skipLibCheck: false` (TypeScript's
 //   default): each entry's `.d.ts` and every file it reaches must compile, as
 //   in an app that does not skip them. `stripInternal` drops an `@internal`
-//   declaration from its file but not the imports of it in other files;
-// - that no packed file comes from a source that only runs from the sources load (SOURCE_ONLY).
+//   declaration from its file but not the imports of it in other files.
 //
 //   node scripts/check-package.mjs [--no-build]
 import { spawnSync } from "node:child_process";
@@ -29,21 +28,6 @@ function run(command, args, options = {}) {
     process.exit(result.status ?? 1);
   }
   return result;
-}
-
-/**
- * The outputs of sources that only runs from this repository load, which tsconfig.build.json
- * excludes: the tests, and the Playwright kit's build cache (src/playwright/bundle-cache.ts). Listed
- * here as well, as tsc still compiles an excluded file that a built one imports.
- */
-const SOURCE_ONLY = [/\.test\.(?:js|d\.ts|js\.map)$/, /^dist\/playwright\/bundle-cache\./];
-
-/** Fails when the tarball holds a SOURCE_ONLY file. */
-function checkSourceOnly(files) {
-  const packed = files.map((file) => file.path).filter((path) => SOURCE_ONLY.some((pattern) => pattern.test(path)));
-  if (packed.length === 0) return;
-  console.error(`check-package: the tarball holds files that only runs from the sources use: ${packed.join(", ")}`);
-  process.exit(1);
 }
 
 /**
@@ -80,7 +64,7 @@ if (!process.argv.includes("--no-build")) {
 }
 
 const out = mkdtempSync(join(tmpdir(), "check-package-"));
-// Removed at exit, a failed step's too: run() and the checks end the process, past any `finally`.
+// Removed at exit, a failed step's too: run() ends the process, past any `finally`.
 process.on("exit", () => rmSync(out, { recursive: true, force: true }));
 // --ignore-scripts: prepack would build again; dist/ was just built.
 const packed = run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", out], {
@@ -88,7 +72,6 @@ const packed = run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destina
 });
 const [info] = JSON.parse(packed.stdout.toString());
 const tarball = join(out, info.filename);
-checkSourceOnly(info.files);
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 console.log(
   `check-package: ${info.filename}: ${info.entryCount} files, ${kib(info.size)} packed, ${kib(info.unpackedSize)} unpacked`,

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cachedBuild } from "./bundle-cache.js";
+import { cachedBuild } from "./bundle.js";
 
 describe("cachedBuild", () => {
   let root: string;

@@ -29,9 +29,6 @@ async function loadBundle(): Promise<string> {
   } catch {
     // A .ts module runs from this repository's sources (its own tests), never from an installed package.
     if (!import.meta.url.endsWith(".ts")) return buildPageBundle();
-    // The build cache serves only those runs, so its module stays out of dist/ (tsconfig.build.json) and
-    // is imported by path, here alone: a literal import would put it back in the package.
-    const { cachedBuild } = (await import(await sibling("bundle-cache"))) as { cachedBuild: CachedBuild };
     return cachedBuild(
       new URL("../", import.meta.url),
       // Vite's TypeScript transform reads tsconfig.json's options too.
@@ -42,12 +39,80 @@ async function loadBundle(): Promise<string> {
   }
 }
 
+/** The parts of node:fs/promises the build cache uses (the package's build has no Node types). */
+interface CacheFs {
+  readdir(
+    path: URL,
+    options: { recursive: true; withFileTypes: true },
+  ): Promise<{ name: string; parentPath: string; isFile(): boolean }[]>;
+  readdir(path: URL): Promise<string[]>;
+  readFile(path: URL): Promise<Uint8Array>;
+  readFile(path: URL, encoding: "utf8"): Promise<string>;
+  mkdir(path: URL, options: { recursive: true }): Promise<unknown>;
+  writeFile(path: URL, data: string): Promise<void>;
+  rename(from: URL, to: URL): Promise<void>;
+  rm(path: URL, options: { force: true }): Promise<void>;
+}
+
+/** node:crypto's hash, as the build cache uses it. */
+interface Hash {
+  update(data: string | Uint8Array): Hash;
+  digest(encoding: "hex"): string;
+}
+
 /**
- * The build cache of runs from the sources (bundle-cache.ts), which only
- * they load: the script built from the files under `src` and `inputs`, kept
- * in `dir` for the next process.
+ * The script built from the sources, kept on disk for the next process:
+ * every Playwright worker and Vitest worker that runs the kit from the
+ * sources would build it again (about 2.4 CPU-s each). The file in `dir` is
+ * named by a hash of every file under `src` (tests aside) and of `inputs`,
+ * the files outside it that the build reads (the lockfile, tsconfig.json),
+ * so any change to the sources, the dependencies or the compiler's options
+ * builds anew, and a stale script is never read.
  */
-export type CachedBuild = (src: URL, inputs: URL[], dir: URL, build: () => Promise<string>) => Promise<string>;
+export async function cachedBuild(src: URL, inputs: URL[], dir: URL, build: () => Promise<string>): Promise<string> {
+  const fs = (await import("node:fs/promises" as string)) as CacheFs;
+  const { createHash } = (await import("node:crypto" as string)) as {
+    createHash(algorithm: string): Hash;
+  };
+  const sourcesHash = async (): Promise<string> => {
+    // Relative paths, so that a file renamed or moved changes the hash too; tests never enter the script.
+    const files = (await fs.readdir(src, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile() && !entry.name.endsWith(".test.ts"))
+      .map((entry) =>
+        new URL(entry.name, `file://${entry.parentPath.replace(/\/?$/, "/")}`).href.slice(src.href.length),
+      )
+      .sort();
+    const contents = await Promise.all(files.map((file) => fs.readFile(new URL(file, src))));
+    const hash = createHash("sha256");
+    files.forEach((file, i) => hash.update(`${file}\0${contents[i]!.length}\0`).update(contents[i]!));
+    for (const input of inputs) {
+      const bytes = await fs.readFile(input).catch(() => new Uint8Array());
+      hash.update(`${input.href}\0${bytes.length}\0`).update(bytes);
+    }
+    return hash.digest("hex").slice(0, 32);
+  };
+  const key = await sourcesHash();
+  const cached = new URL(`${key}.js`, dir);
+  const hit = await fs.readFile(cached, "utf8").catch(() => undefined);
+  if (hit !== undefined) return hit;
+  const code = await build();
+  // A source changed during the build (an editor's save, a checkout): the script may be of either
+  // version, so it is not kept under the hash of the first, where a later process could read it.
+  if ((await sourcesHash()) !== key) return code;
+  // Written aside, then renamed: a process reading it at the same time sees the whole file or none.
+  const partial = new URL(`${cached.href}.${Math.random().toString(36).slice(2)}.partial`);
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(partial, code);
+    await fs.rename(partial, cached);
+    // One script is kept: the older ones were built from sources as they no longer are.
+    for (const name of await fs.readdir(dir))
+      if (!cached.href.endsWith(`/${name}`)) await fs.rm(new URL(name, dir), { force: true });
+  } catch {
+    // A cache that cannot be written (a read-only checkout) only costs the next process a build.
+  }
+  return code;
+}
 
 /** The part of Vite's `build()` result used here. */
 interface ViteBuildOutput {
