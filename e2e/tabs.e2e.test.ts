@@ -37,6 +37,32 @@ test("a message sent in one tab appears live in the other", async () => {
   await a.getByRole("textbox", { name: "Thread title" }).fill("Renamed in A");
   await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
   await b.getByTestId("thread").filter({ hasText: "Renamed in A" }).waitFor();
+
+  // A rename half typed in B outlives A renaming the thread meanwhile: the input keeps its text and the focus
+  // (its row drawn anew lost both, the input's blur saving the half-typed name, and threw in the redraw).
+  const title = b.getByRole("textbox", { name: "Thread title" });
+  await threadAction(b.locator(".thread-item.current"), "Rename");
+  await title.fill("Named in B, half");
+  await threadAction(a.locator(".thread-item.current"), "Rename");
+  await a.getByRole("textbox", { name: "Thread title" }).fill("Renamed again in A");
+  await a.getByRole("textbox", { name: "Thread title" }).press("Enter");
+  await expect.poll(() => b.title()).toContain("Renamed again in A");
+  expect(await title.inputValue()).toBe("Named in B, half");
+  expect(await title.evaluate((input) => input === document.activeElement)).toBe(true);
+  await title.press("End");
+  await title.pressSequentially(" done");
+  await title.press("Enter");
+  await a.getByTestId("thread").filter({ hasText: "Named in B, half done" }).waitFor();
+
+  // A rename in B whose thread A deletes meanwhile ends unsaved, without an error in B.
+  await threadAction(b.locator(".thread-item.current"), "Rename");
+  await title.fill("never saved");
+  const item = a.locator(".thread-item.current");
+  await threadAction(item, "Delete");
+  await item.getByRole("button", { name: /^Confirm: delete/ }).click();
+  await title.waitFor({ state: "detached" });
+  await expect.poll(() => a.getByTestId("thread").count()).toBe(0);
+  expect(harness().errors).toEqual([]);
 });
 
 test("Back returns to the previous thread; a thread deleted in another tab says so", async () => {

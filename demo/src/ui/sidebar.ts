@@ -244,12 +244,12 @@ export function createSidebar(actions: SidebarActions) {
   const rows = new Map<string, { drawn: string; li: HTMLLIElement }>();
 
   function rowFor(thread: SidebarThread): HTMLLIElement {
-    const drawn = JSON.stringify([
-      thread.title,
-      thread.id === currentId,
-      confirming === thread.id,
-      editing === thread.id,
-    ]);
+    // A row being renamed is its input, kept whatever else changed (another tab renamed the thread, or edited its
+    // first message): drawn anew, it lost what was typed, and its input's blur saved the text half typed.
+    const drawn =
+      editing === thread.id
+        ? "editing"
+        : JSON.stringify([thread.title, thread.id === currentId, confirming === thread.id]);
     const known = rows.get(thread.id);
     if (known?.drawn === drawn) {
       const time = known.li.querySelector("time");
@@ -276,6 +276,9 @@ export function createSidebar(actions: SidebarActions) {
     const next = shown.map(rowFor);
     const showing = new Set(shown.map((thread) => thread.id));
     for (const id of rows.keys()) if (!showing.has(id)) rows.delete(id);
+    // The thread being renamed went (deleted in another tab): the rename ends unsaved before its input leaves the
+    // document, whose blur would otherwise save it and draw the list again in the middle of this draw.
+    if (editing !== undefined && !showing.has(editing)) editing = undefined;
     // Rows no longer on show go, then only the rows out of place move: the others stay in the document untouched.
     const keep = new Set(next);
     for (const child of [...list.children]) if (!keep.has(child as HTMLLIElement)) child.remove();
