@@ -98,24 +98,27 @@ test("two threads stay apart", async () => {
 
   await expect.poll(() => page.title()).toContain("beta one");
 
-  // Pressed on alpha's row, released after beta's row took a new time (its run's last write touches it about
-  // 100 ms after the answer; here a write from the page does): the click still opens alpha. A sidebar that drew
-  // every row anew lost it, the press and the release landing on two elements.
-  const betaRow = page.getByTestId("thread").filter({ hasText: "beta one" });
-  const betaTime = () => betaRow.locator("time").getAttribute("datetime");
-  const before = await betaTime();
-  await page.getByTestId("thread").filter({ hasText: "alpha one" }).hover();
+  // Pressed on alpha's row, then alpha touched (as the last write of a run in another tab touches it: it takes a
+  // new time and goes to the top, beta below it, under the pointer), then released: the click opens alpha. A
+  // sidebar that drew every row anew lost it, the press and the release landing on two elements; one that
+  // moved rows under a press lost it too (or gave it to beta).
+  const alphaRow = page.getByTestId("thread").filter({ hasText: "alpha one" });
+  const alphaTime = () => alphaRow.locator("time").getAttribute("datetime");
+  const before = await alphaTime();
+  await alphaRow.hover();
   await page.mouse.down();
   await page.evaluate(`(async () => {
     const { DemoDB } = await import("/e2e/internals.js");
     const db = new DemoDB();
-    await db.touch(${JSON.stringify(await betaRow.getAttribute("data-thread-id"))}, undefined, Date.now() + 1000);
+    await db.touch(${JSON.stringify(await alphaRow.getAttribute("data-thread-id"))}, undefined, Date.now() + 1000);
     db.close();
   })()`);
-  await expect.poll(betaTime).not.toBe(before);
+  await expect.poll(alphaTime).not.toBe(before);
   await page.mouse.up();
   await expect.poll(() => transcript(page)).toHaveLength(4);
   await expect.poll(() => page.title()).toContain("alpha one");
+  // Released, the rows take their places: alpha, touched last, on top.
+  await expect.poll(() => page.getByTestId("thread").first().textContent()).toContain("alpha one");
 
   const alpha = await transcript(page);
   expect(alpha.filter((line) => line.startsWith("user:"))).toEqual(["user: alpha one", "user: alpha two"]);

@@ -98,6 +98,25 @@ export function createSidebar(actions: SidebarActions) {
   /** A row's menu is open; `stale`: the list changed meanwhile. */
   let menuOpen = false;
   let stale = false;
+  /**
+   * A press in the list: its rows keep their places until it is released, and the click it makes has landed.
+   * A row moved under the pointer meanwhile (another tab's run moved its thread to the top) lost the click, or
+   * gave it to the thread moved there.
+   */
+  let pressed = false;
+  list.addEventListener("pointerdown", () => (pressed = true));
+  const release = () => {
+    if (!pressed) return;
+    pressed = false;
+    // A task later: after the click this release makes.
+    if (stale)
+      setTimeout(() => {
+        if (stale && !pressed) render();
+      });
+  };
+  for (const type of ["pointerup", "pointercancel"]) addEventListener(type, release, true);
+  // The window's own blur (released outside it), not an element's: the press itself moves the focus.
+  addEventListener("blur", (event) => event.target === window && release());
 
   function item(thread: SidebarThread): HTMLLIElement {
     if (editing === thread.id) {
@@ -274,6 +293,9 @@ export function createSidebar(actions: SidebarActions) {
     const kept = focused instanceof HTMLButtonElement && list.contains(focused) ? focused.className : undefined;
     const keptId = kept && focused!.closest("li")?.querySelector<HTMLElement>("[data-thread-id]")?.dataset.threadId;
     const next = shown.map(rowFor);
+    // Pressed: rows redraw their times in place (rowFor), but none moves, comes or goes until the release.
+    stale = pressed && (next.length !== list.children.length || next.some((li, i) => list.children[i] !== li));
+    if (stale) return;
     const showing = new Set(shown.map((thread) => thread.id));
     for (const id of rows.keys()) if (!showing.has(id)) rows.delete(id);
     // The thread being renamed went (deleted in another tab): the rename ends unsaved before its input leaves the
