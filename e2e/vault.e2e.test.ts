@@ -214,7 +214,18 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   await page.getByTestId("passphrase").fill("nine char");
   await page.getByTestId("passphrase-again").fill("nine char");
   await page.getByTestId("lock").click();
-  await page.getByText("Could not lock: Use a passphrase of at least 10 characters.").waitFor();
+  const refused = page.getByText("Could not lock: Use a passphrase of at least 10 characters.");
+  await refused.waitFor();
+  // Said as a failure, in the colour of errors (it was the grey of "Encrypting…").
+  const inDangerColour = (el: Element) => {
+    const probe = document.createElement("span");
+    probe.style.color = "var(--danger)";
+    el.append(probe);
+    const danger = getComputedStyle(probe).color;
+    probe.remove();
+    return getComputedStyle(el).color === danger;
+  };
+  expect(await refused.evaluate(inDangerColour)).toBe(true);
   expect(await page.getByTestId("new-passphrase").count()).toBe(0);
   expect(
     await editDemoDb(

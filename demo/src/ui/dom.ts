@@ -47,6 +47,12 @@ export function replace(parent: Element, ...children: Child[]): void {
   append(parent, children);
 }
 
+/** Says `text` in a form's result line (`.status`); a failure (`failed`) shows as one, in the colour of errors. */
+export function setStatus(status: HTMLElement, text: string, failed = false): void {
+  status.textContent = text;
+  status.classList.toggle("failed", failed);
+}
+
 /** "just now", "5 min ago", "14:02", "3 Mar". */
 export function relativeTime(ms: number, now = Date.now()): string {
   const seconds = Math.round((now - ms) / 1000);

@@ -3,7 +3,7 @@
  * that shows them as such (with Edit), and the dialog that edits them,
  * opened from the thread's menu in the sidebar or from the note.
  */
-import { h } from "./dom.js";
+import { h, setStatus } from "./dom.js";
 
 /** The note above the conversation; hidden while the thread has no instructions. */
 export function createInstructionsNote(onEdit: () => void) {
@@ -69,7 +69,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     submit.disabled = true;
-    status.textContent = "Saving…";
+    setStatus(status, "Saving…");
     save(threadId, input.value).then(
       () => {
         submit.disabled = false;
@@ -77,7 +77,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
       },
       (error: unknown) => {
         submit.disabled = false;
-        status.textContent = `Could not save: ${(error as Error).message}`;
+        setStatus(status, `Could not save: ${(error as Error).message}`, true);
       },
     );
   });
@@ -89,7 +89,7 @@ export function createInstructionsDialog(save: (threadId: string, text: string) 
       opener = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
       heading.textContent = `Instructions for “${title}”`;
       input.value = current;
-      status.textContent = "";
+      setStatus(status, "");
       dialog.showModal();
       input.focus();
     },

@@ -7,7 +7,7 @@
 import { listModels, PolicyRefusal } from "../model.js";
 import type { Session } from "../session.js";
 import type { ModelSettings } from "../settings.js";
-import { field, h, replace } from "./dom.js";
+import { field, h, replace, setStatus } from "./dom.js";
 
 /**
  * Where a secret field's value is kept. Unlocked, there is no key to
@@ -119,8 +119,8 @@ export function modelSection(session: Session): HTMLElement {
       apiKey: apiKey.value,
     };
     session.setModel(next).then(
-      () => (status.textContent = "Saved."),
-      (error: unknown) => (status.textContent = `Could not save: ${(error as Error).message}`),
+      () => setStatus(status, "Saved."),
+      (error: unknown) => setStatus(status, `Could not save: ${(error as Error).message}`, true),
     );
   });
   return h("section", { "aria-labelledby": "model-h" }, h("h3", { id: "model-h" }, "Model"), form);

@@ -3,7 +3,7 @@
  * is in settings-model.ts, the storage and memory sections in settings-data.ts.
  */
 import { MIN_PASSPHRASE_LENGTH } from "../settings.js";
-import { field, h, replace } from "./dom.js";
+import { field, h, replace, setStatus } from "./dom.js";
 import { memorySection, storageSection, type SettingsContext } from "./settings-data.js";
 import { modelSection, secretHint } from "./settings-model.js";
 import { icon } from "./icons.js";
@@ -22,7 +22,7 @@ function secretInput(id: string, autocomplete: "current-password" | "new-passwor
  */
 function typedTwice(first: HTMLInputElement, again: HTMLInputElement, status: HTMLElement): boolean {
   if (first.value === again.value) return true;
-  status.textContent = "The two passphrases differ: type the same one twice.";
+  setStatus(status, "The two passphrases differ: type the same one twice.", true);
   again.select();
   again.focus();
   return false;
@@ -51,20 +51,20 @@ export function createSettings(context: SettingsContext) {
       event.preventDefault();
       if (!typedTwice(next, nextAgain, status)) return;
       change.disabled = true;
-      status.textContent = "Changing the passphrase…";
+      setStatus(status, "Changing the passphrase…");
       context.changePassphrase(current.value, next.value).then(
         () => {
           current.value = "";
           next.value = "";
           nextAgain.value = "";
           change.disabled = false;
-          status.textContent = "Passphrase changed.";
+          setStatus(status, "Passphrase changed.");
           // Disabled while it worked, the button lost the focus to the page.
           change.focus();
         },
         (error: unknown) => {
           change.disabled = false;
-          status.textContent = `Could not change it: ${(error as Error).message}`;
+          setStatus(status, `Could not change it: ${(error as Error).message}`, true);
           current.select();
           current.focus();
         },
@@ -85,10 +85,10 @@ export function createSettings(context: SettingsContext) {
           testid: "confirm-remove-lock",
           onclick: () => {
             yes.disabled = true;
-            status.textContent = "Decrypting…";
+            setStatus(status, "Decrypting…");
             context.removeLock().then(
               () => render(),
-              (error: unknown) => (status.textContent = `Could not remove the lock: ${(error as Error).message}`),
+              (error: unknown) => setStatus(status, `Could not remove the lock: ${(error as Error).message}`, true),
             );
           },
         },
@@ -173,13 +173,13 @@ export function createSettings(context: SettingsContext) {
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      status.textContent = "Syncing…";
+      setStatus(status, "Syncing…");
       session
         .setSync({ url: url.value.trim(), token: token.value.trim() })
         .then(() => (url.value.trim() && token.value.trim() ? session.syncNow() : undefined))
         .then(
-          () => (status.textContent = url.value.trim() && token.value.trim() ? "Synced." : "Sync off."),
-          (error: unknown) => (status.textContent = `Could not sync: ${syncFailure(error)}`),
+          () => setStatus(status, url.value.trim() && token.value.trim() ? "Synced." : "Sync off."),
+          (error: unknown) => setStatus(status, `Could not sync: ${syncFailure(error)}`, true),
         );
     });
     return h(
@@ -297,7 +297,7 @@ export function createSettings(context: SettingsContext) {
       event.preventDefault();
       if (!typedTwice(passphrase, again, status)) return;
       button.disabled = true;
-      status.textContent = "Encrypting…";
+      setStatus(status, "Encrypting…");
       context.lock(passphrase.value).then(
         () => {
           passphrase.value = "";
@@ -306,7 +306,7 @@ export function createSettings(context: SettingsContext) {
         },
         (error: unknown) => {
           button.disabled = false;
-          status.textContent = `Could not lock: ${(error as Error).message}`;
+          setStatus(status, `Could not lock: ${(error as Error).message}`, true);
           passphrase.select();
           passphrase.focus();
         },
