@@ -104,17 +104,29 @@ export function createSidebar(actions: SidebarActions) {
    * gave it to the thread moved there.
    */
   let pressed = false;
-  list.addEventListener("pointerdown", () => (pressed = true));
+  let releaseTimer: ReturnType<typeof setTimeout> | undefined;
+  list.addEventListener("pointerdown", () => {
+    pressed = true;
+    clearTimeout(releaseTimer);
+  });
   const release = () => {
+    clearTimeout(releaseTimer);
     if (!pressed) return;
     pressed = false;
-    // A task later: after the click this release makes.
+    // A task later: after the click's own handlers.
     if (stale)
       setTimeout(() => {
         if (stale && !pressed) render();
       });
   };
-  for (const type of ["pointerup", "pointercancel"]) addEventListener(type, release, true);
+  // A mouse's click comes in the pointerup's task, a finger's tap a gesture later: the press ends with its
+  // click, or half a second after the release when it makes none (a drag, a long press).
+  addEventListener("click", release, true);
+  addEventListener("pointerup", () => {
+    clearTimeout(releaseTimer);
+    if (pressed) releaseTimer = setTimeout(release, 500);
+  });
+  addEventListener("pointercancel", release, true);
   // The window's own blur (released outside it), not an element's: the press itself moves the focus.
   addEventListener("blur", (event) => event.target === window && release());
 
@@ -298,15 +310,20 @@ export function createSidebar(actions: SidebarActions) {
     if (stale) return;
     const showing = new Set(shown.map((thread) => thread.id));
     for (const id of rows.keys()) if (!showing.has(id)) rows.delete(id);
-    // The thread being renamed went (deleted in another tab): the rename ends unsaved before its input leaves the
+    // The thread being renamed went (deleted in another tab, or out of a search's matches): the rename ends unsaved before its input leaves the
     // document, whose blur would otherwise save it and draw the list again in the middle of this draw.
     if (editing !== undefined && !showing.has(editing)) editing = undefined;
-    // Rows no longer on show go, then only the rows out of place move: the others stay in the document untouched.
+    // Rows no longer on show go, then the rows out of place move, from the last up, each before the row that
+    // follows it. The row holding the focus never moves (the others move around it): moved, a rename's input
+    // blurred, saving what was half typed and drawing the list again in the middle of this draw.
     const keep = new Set(next);
     for (const child of [...list.children]) if (!keep.has(child as HTMLLIElement)) child.remove();
-    next.forEach((li, i) => {
-      if (list.children[i] !== li) list.insertBefore(li, list.children[i] ?? null);
-    });
+    const pinned = next.find((li) => li.contains(document.activeElement));
+    for (let i = next.length - 1; i >= 0; i--) {
+      const li = next[i]!;
+      const after = next[i + 1] ?? null;
+      if (li !== pinned && (li.parentNode !== list || li.nextElementSibling !== after)) list.insertBefore(li, after);
+    }
     if (keptId && document.activeElement !== focused)
       rowOf(keptId)?.querySelector<HTMLButtonElement>(`button[class="${kept}"]`)?.focus();
     empty.hidden = threads.length > 0;
