@@ -157,14 +157,13 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     return done;
   };
   /** One thread's kept text, sealed again from `from`'s sealing to `to`'s. */
-  const resealOne = async (from: Vault, to: Vault, threadId: string): Promise<void> => {
+  const resealOne = async (from: Vault, to: Vault, threadId: string, seq: number | undefined): Promise<void> => {
     const key = prefix + threadId;
-    const seq = seqs.get(threadId);
     const raw = storage.getItem(key);
     if (!raw) return;
     const stored = storedText(raw);
     const text = await opened(stored, from, place(threadId));
-    // Typed again meanwhile: that newer save is sealed for the new vault already.
+    // Typed again since the lock change began: that newer save is sealed for the new vault already.
     if (seqs.get(threadId) !== seq) return;
     if (text !== undefined) await write(to, threadId, text);
     // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
@@ -181,9 +180,12 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
      */
     reseal(from: Vault, to: Vault): Promise<void> {
       const run = resealed.then(async () => {
+        // The saves so far, the ones in flight included (sealed for `from`): a save begun after this point
+        // seals for `to` (the session changed before this call), and a text it kept is not sealed again.
+        const at = new Map(seqs);
         await Promise.allSettled(writing);
         const threads = draftKeys(storage).flatMap((key) => (key.startsWith(prefix) ? [key.slice(prefix.length)] : []));
-        await Promise.all(threads.map((threadId) => resealOne(from, to, threadId)));
+        await Promise.all(threads.map((threadId) => resealOne(from, to, threadId, at.get(threadId))));
       });
       resealed = run.catch(() => undefined);
       return run;

@@ -108,3 +108,23 @@ it("a lock change removes only what no vault opens: a draft already sealed for t
   expect(sessionStorage.getItem("langgraph-demo:approval:planted")).toBeNull();
   expect(await drafts.cards.load(after, "river", "q1")).toEqual(edit("marker-new-vault"));
 });
+
+it("a lock change does not seal again an older text over one typed after it began (for the new vault)", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  const [before, after] = [await lockedVault("the passphrase before"), await lockedVault("the passphrase after")];
+  const typed = (memory: string): CardEdits => ({ memories: [memory], reason: "" });
+  await drafts.cards.save(before, "river", "q1", typed("typed first"));
+  // A save still sealing for the old vault when the lock change begins...
+  const slowOld = gated(before);
+  const first = drafts.cards.save(slowOld.vault, "river", "q1", typed("typed second"));
+  const resealing = drafts.reseal(before, after);
+  await settled();
+  // ...and one typed after it began, sealed for the new vault (the session changed first), landing last.
+  const slowNew = gated(after);
+  const last = drafts.cards.save(slowNew.vault, "river", "q1", typed("typed last"));
+  slowOld.open();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  slowNew.open();
+  await Promise.all([first, last, resealing]);
+  expect(await drafts.cards.load(after, "river", "q1")).toEqual(typed("typed last"));
+});
