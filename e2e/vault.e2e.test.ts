@@ -216,14 +216,17 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
   await page.getByTestId("lock").click();
   const refused = page.getByText("Could not lock: Use a passphrase of at least 10 characters.");
   await refused.waitFor();
-  // Said as a failure, in the colour of errors (it was the grey of "Encrypting…").
+  // Said as a failure, in the colour of errors (it was the grey of "Encrypting…"), which is not that grey.
   const inDangerColour = (el: Element) => {
-    const probe = document.createElement("span");
-    probe.style.color = "var(--danger)";
-    el.append(probe);
-    const danger = getComputedStyle(probe).color;
-    probe.remove();
-    return getComputedStyle(el).color === danger;
+    const colour = (value: string) => {
+      const probe = document.createElement("span");
+      probe.style.color = value;
+      el.append(probe);
+      const computed = getComputedStyle(probe).color;
+      probe.remove();
+      return computed;
+    };
+    return colour("var(--danger)") !== colour("var(--muted)") && getComputedStyle(el).color === colour("var(--danger)");
   };
   expect(await refused.evaluate(inDangerColour)).toBe(true);
   expect(await page.getByTestId("new-passphrase").count()).toBe(0);

@@ -6,7 +6,7 @@
 import { DecryptionError, THREAD_EXPORT_EXTENSION, ThreadFileError } from "../lib.js";
 import { databasesOf } from "../settings.js";
 import { databaseBytes, originUsage, saverBytes } from "../storage.js";
-import { field, formatBytes, h, replace } from "./dom.js";
+import { field, formatBytes, h, replace, setStatus } from "./dom.js";
 import { icon } from "./icons.js";
 import type { Session } from "../session.js";
 import type { SidebarThread } from "./sidebar.js";
@@ -75,6 +75,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
   const exportStatus = h("p", { class: "status", role: "status", testid: "export-status" });
   /** Says how an import went, in view: on a phone the file field is at the dialog's foot, the answer below it. */
   function showImport(...children: (string | HTMLElement)[]): void {
+    importStatus.classList.remove("failed");
     replace(importStatus, ...children);
     importStatus.scrollIntoView({ block: "nearest" });
   }
@@ -85,7 +86,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
       ({ threadId, alreadyHere }) => {
         importInput.value = "";
         if (!alreadyHere) {
-          importStatus.textContent = "Imported.";
+          setStatus(importStatus, "Imported.");
           onImported(threadId);
           return;
         }
@@ -99,6 +100,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
       },
       (error: unknown) => {
         showImport(importFailure(error));
+        importStatus.classList.add("failed");
         importInput.value = "";
       },
     );
@@ -136,11 +138,13 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
                     download(file, name);
                     // Said where the click was: a download can go unseen (a phone's, a browser that asks
                     // nothing), and a locked app's export is the one copy not encrypted.
-                    exportStatus.textContent =
+                    setStatus(
+                      exportStatus,
                       `Exported “${thread.title}” to ${name}.` +
-                      (session.vault.locked ? " The file is not encrypted." : "");
+                        (session.vault.locked ? " The file is not encrypted." : ""),
+                    );
                   },
-                  (error: unknown) => (exportStatus.textContent = `Could not export: ${(error as Error).message}`),
+                  (error: unknown) => setStatus(exportStatus, `Could not export: ${(error as Error).message}`, true),
                 ),
             },
             "Export",

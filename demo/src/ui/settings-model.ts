@@ -66,22 +66,26 @@ export function modelSection(session: Session): HTMLElement {
   async function showList(): Promise<void> {
     const seq = ++listing;
     list.disabled = true;
-    listStatus.textContent = "Listing the endpoint's models…";
+    setStatus(listStatus, "Listing the endpoint's models…");
     try {
       const models = await listModels({ baseUrl: baseUrl.value.trim(), apiKey: apiKey.value });
       if (seq !== listing) return;
       usePicker(models);
-      listStatus.textContent = `${models.length} ${models.length === 1 ? "model" : "models"} listed by the endpoint.`;
+      setStatus(listStatus, `${models.length} ${models.length === 1 ? "model" : "models"} listed by the endpoint.`);
     } catch (error) {
       if (seq !== listing) return;
       usePicker(undefined);
       // A fetch that failed (no server, a wrong URL, no CORS) is not an endpoint without a list.
-      listStatus.textContent =
+      // A refusal or an endpoint that cannot be reached is a failure; one without a list is not (the model is typed).
+      setStatus(
+        listStatus,
         error instanceof PolicyRefusal
           ? error.message
           : error instanceof TypeError
             ? `Could not reach the endpoint (${error.message}): check the base URL, that its server runs, and that it lets this page in (CORS).`
-            : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`;
+            : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`,
+        error instanceof PolicyRefusal || error instanceof TypeError,
+      );
     } finally {
       if (seq === listing) list.disabled = false;
     }
@@ -91,7 +95,7 @@ export function modelSection(session: Session): HTMLElement {
     input.addEventListener("change", () => {
       listing++;
       list.disabled = false;
-      listStatus.textContent = "";
+      setStatus(listStatus, "");
       usePicker(undefined);
     });
   usePicker(undefined);
