@@ -199,7 +199,10 @@ export class App {
     const before = this.session.vault;
     this.session = session;
     // A lock change: the drafts are sealed again for the new vault (the old key no longer opens them).
-    if (before !== session.vault) void this.#typed.reseal(before, session.vault);
+    if (before !== session.vault)
+      this.#typed
+        .reseal(before, session.vault)
+        .catch((error: unknown) => console.warn("drafts not sealed again", error));
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked

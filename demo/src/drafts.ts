@@ -165,7 +165,12 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     const text = await opened(stored, from, place(threadId));
     // Typed again since the lock change began: that newer save is sealed for the new vault already.
     if (seqs.get(threadId) !== seq) return;
-    if (text !== undefined) await write(to, threadId, text);
+    if (text !== undefined)
+      await write(to, threadId, text).catch((error: unknown) => {
+        // Not sealed for the new vault: the copy the old one opens goes (a lock leaves no plain draft behind).
+        if (storage.getItem(key) === raw) storage.removeItem(key);
+        throw error;
+      });
     // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
     // does (planted, sealed under another key, plain at a lock): removed, not left on disk as it is.
     else if ((await opened(stored, to, place(threadId))) === undefined && storage.getItem(key) === raw)

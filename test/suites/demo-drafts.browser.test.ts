@@ -128,3 +128,12 @@ it("a lock change does not seal again an older text over one typed after it bega
   await Promise.all([first, last, resealing]);
   expect(await drafts.cards.load(after, "river", "q1")).toEqual(typed("typed last"));
 });
+
+it("a lock change whose seal fails leaves no plain draft behind, and says so", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  await drafts.composer.save(plainVault, "river", "typed while unlocked");
+  const locked = await lockedVault("the passphrase");
+  const failing: Vault = { ...locked, seal: () => Promise.reject(new Error("no key to seal with")) };
+  await expect(drafts.reseal(plainVault, failing)).rejects.toThrow("no key to seal with");
+  expect(JSON.stringify(sessionStorage)).not.toContain("typed while unlocked");
+});
