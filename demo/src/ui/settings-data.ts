@@ -73,15 +73,18 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
   const importStatus = h("p", { class: "status", role: "status" });
   // Under the table of threads it is about (it was written in the import's line, under the file field).
   const exportStatus = h("p", { class: "status", role: "status", testid: "export-status" });
-  /** Says how an import went, in view: on a phone the file field is at the dialog's foot, the answer below it. */
-  function showImport(...children: (string | HTMLElement)[]): void {
-    importStatus.classList.remove("failed");
+  /**
+   * Says how an import went, in view: on a phone the file field is at the dialog's foot, the answer below it.
+   * `failed`: in the colour of errors, as setStatus shows a failure.
+   */
+  function showImport(failed: boolean, ...children: (string | HTMLElement)[]): void {
+    importStatus.classList.toggle("failed", failed);
     replace(importStatus, ...children);
     importStatus.scrollIntoView({ block: "nearest" });
   }
   /** Imports `file`; a conversation here already is said, with a way to it and a copy only when asked for. */
   function importFile(file: File, copy: boolean): void {
-    showImport("Importing…");
+    showImport(false, "Importing…");
     session.importThread(file, file.name, copy).then(
       ({ threadId, alreadyHere }) => {
         importInput.value = "";
@@ -92,6 +95,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         }
         const title = context.threads().find((thread) => thread.id === threadId)?.title ?? "a thread";
         showImport(
+          false,
           `This conversation is already here: “${title}”. Nothing was imported. `,
           h("button", { type: "button", onclick: () => onImported(threadId) }, "Open it"),
           " ",
@@ -99,8 +103,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         );
       },
       (error: unknown) => {
-        showImport(importFailure(error));
-        importStatus.classList.add("failed");
+        showImport(true, importFailure(error));
         importInput.value = "";
       },
     );
