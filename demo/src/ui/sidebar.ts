@@ -310,8 +310,9 @@ export function createSidebar(actions: SidebarActions) {
     if (stale) return;
     const showing = new Set(shown.map((thread) => thread.id));
     for (const id of rows.keys()) if (!showing.has(id)) rows.delete(id);
-    // The thread being renamed went (deleted in another tab, or out of a search's matches): the rename ends unsaved before its input leaves the
-    // document, whose blur would otherwise save it and draw the list again in the middle of this draw.
+    // The thread being renamed went (deleted in another tab, or out of a search's matches): the rename ends
+    // unsaved before its input leaves the document, whose blur would otherwise save it and draw the list again
+    // in the middle of this draw.
     if (editing !== undefined && !showing.has(editing)) editing = undefined;
     // Rows no longer on show go, then the rows out of place move, from the last up, each before the row that
     // follows it. The row holding the focus never moves (the others move around it): moved, a rename's input
