@@ -59,6 +59,7 @@ function checkDeclarations(tarball) {
 // dist/, byte for byte; what it drops, a file outside rootDir (TS6059), check:layers refuses (an
 // import from outside src/). The build's tsc: 6.3 CPU-s with its check, 2.7 without.
 if (!process.argv.includes("--no-build")) {
+  run("node", [join(root, "scripts", "clean-dist.mjs")]);
   run("node", [join(root, "node_modules", "typescript-7", "bin", "tsc"), "-p", "tsconfig.build.json", "--noCheck"]);
   run("node", [join(root, "scripts", "build-playwright-bundle.mjs")]);
 }
