@@ -58,10 +58,13 @@ export const ASK_AGAIN_MS = 20;
  * one second keeps the lease across a run's steps with a 50x margin. Letting
  * it go costs little: the next write takes it again (one uncontended lock
  * grant) and the next latest read goes to IndexedDB once (about 1 ms, the
- * getTuple row there). What it bounds: a holder that stops running right
- * after a write (frozen, paused) blocks other savers' writes this long.
- * Gaps longer than this (a model call, a user typing) would need an idle
- * period no one should wait for, so they are not bridged.
+ * getTuple row there). What it bounds: a holder that stops running (paused
+ * in a debugger, say) later than this after its last write has let the
+ * lease go by then. One that stops sooner runs no timer, so it holds the
+ * lease until it runs again; a page that is frozen let it go when it was
+ * hidden, before it froze. Gaps longer than this (a model call, a user
+ * typing) would need an idle period no one should wait for, so they are not
+ * bridged.
  */
 export const IDLE_RELEASE_MS = 1000;
 
