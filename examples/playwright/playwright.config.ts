@@ -17,7 +17,10 @@ export default defineConfig({
   testDir: "tests",
   outputDir: "../../test-results/example-playwright",
   fullyParallel: false,
-  workers: 1,
+  // Two workers (files split between them): one kept about one core busy (the example alone, every
+  // process counted: 41.6 CPU-s; its tests take 42 s in a quiet `npm test`), so the other core idled in
+  // the examples phase once the useStream example beside it (about 28 s) had ended.
+  workers: 2,
   reporter: process.env.CI ? "dot" : "list",
   timeout: 60_000,
   expect: { timeout: 5_000 },
