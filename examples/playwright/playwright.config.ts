@@ -39,6 +39,8 @@ export default defineConfig({
   },
   projects: [
     { name: "setup", testMatch: /.*\.setup\.ts/ },
-    { name: "chromium", testMatch: /.*\.spec\.ts/, dependencies: ["setup"] },
+    // Only the tests that open the setup's storage states wait for it; the others start beside it.
+    { name: "chromium", testMatch: /.*\.spec\.ts/, testIgnore: /seeded\.spec\.ts/ },
+    { name: "seeded", testMatch: /seeded\.spec\.ts/, dependencies: ["setup"] },
   ],
 });
