@@ -11,7 +11,7 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ChannelVersions, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import { issue, storePut } from "../idb/requests.js";
+import { putQuietly } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
 import { recordLatePut } from "./late-put.js";
 import { encode, rowRef } from "../rows/codec.js";
@@ -161,19 +161,19 @@ export async function put(
           const selfRead =
             row.parent_writes && !resealed ? checkpoints.get([threadId, checkpointNs, checkpointId]) : undefined;
           const blobStore = tx.objectStore("blobs");
-          for (const blob of stored) issue(storePut(blobStore, blob));
+          for (const blob of stored) putQuietly(blobStore, blob);
           // Stamped once the transaction exists: a sync round that reads after
           // it was created sees the row, and one that read before it finds a
           // later stamp (sync/changes.ts).
           const now = ctx.now();
           row.created_at = now;
-          issue(storePut(checkpoints, row));
+          putQuietly(checkpoints, row);
           // The first format 2 row marks the database so, in its own transaction.
-          if (markFormat) issue(storePut(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT }));
+          if (markFormat) putQuietly(tx.objectStore("meta"), { name: "format", value: SAVER_FORMAT });
           // A stamp ahead of the clock (two within a millisecond) could be passed by another saver's summary
           // written after this put: then this one is written too, or that thread would list above this one.
           if (checkpointNs === "" && (!proof.summary || now > Date.now())) {
-            issue(storePut(tx.objectStore("threads"), threadSummary(threadId, now, row)));
+            putQuietly(tx.objectStore("threads"), threadSummary(threadId, now, row));
           }
           // Read after the writes, not awaited here: what later puts need to skip the summary.
           learned = learn(ctx, tx, proof, threadId);
