@@ -72,11 +72,14 @@ export async function putWrites(
     );
     // Set when the last run of the transaction's work read the tombstone copy (and found none, or it threw).
     let checked = false;
-    try {
-      // Fast path: the writes store alone, so this never waits for a put.
-      const added = await ctx.writes.write(
+    // Runs of the work so far: the first commits without waiting for the adds (see `settled`).
+    let runs = 0;
+    // Fast path: the writes store alone, so this never waits for a put.
+    const write = () =>
+      ctx.writes.write(
         ["writes"],
         async (tx, notes) => {
+          const early = !runs++;
           const store = tx.objectStore("writes");
           // A put in this transaction checks the key and this checkpoint as its parent (PutChecks).
           const covered = notes.some(
@@ -88,7 +91,7 @@ export async function putWrites(
           );
           checked = false;
           if (covered || proven(ctx, bound, threadId, checkpointNs, checkpointId)) {
-            return storeWrites(store, rows, ctx.writeTime());
+            return settled(storeWrites(store, rows, ctx.writeTime()), early);
           }
           checked = true;
           const guardRead = readGuards(tx, store, threadId);
@@ -99,7 +102,7 @@ export async function putWrites(
           const tombstone = asTombstone(tombstoneRow?.tombstone, threadId);
           // A deleted thread: roll back and take the careful path.
           if (tombstone) throw new LateWrite(tombstone);
-          return stored;
+          return settled(stored, early);
         },
         "put writes",
         true,
@@ -109,6 +112,16 @@ export async function putWrites(
         // Pending writes remove no checkpoint and leave the key as it is.
         true,
       );
+    try {
+      // A first run that failed, maybe for its early commit (see `settled`), runs once more, waiting (a
+      // rerun by the batcher, its shared transaction failed, waited already; a deleted thread or a key
+      // change fails it again, and takes the careful path below). Its results are settled with the
+      // transaction, which has committed.
+      const [stored] = await write().catch((error: unknown) => {
+        if (runs > 1) throw error;
+        return write();
+      });
+      const added = await stored;
       freshModule()?.keepWrites(ctx, ticket, rows, true);
       // No tombstone of the thread: later writes to it need not read again (put-proof.ts).
       if (checked) freshModule()?.noteLive(ctx, token, threadId);
@@ -129,6 +142,24 @@ export async function putWrites(
     freshModule()?.forgetFailed(ctx, threadId, checkpointNs, checkpointId);
     throw error;
   });
+}
+
+/**
+ * The end of putWrites' work in the transaction: its rows' results (one
+ * each, `false` for a write a first one kept out), boxed so that the work
+ * does not wait for them. A first run ends as soon as
+ * its requests are out, so the transaction commits without a round trip to
+ * the main thread for the adds' results (in a graph run that thread is busy,
+ * and the put sharing the transaction waits too; see docs/benchmarks.md, "The
+ * tool loop against sqlite-wasm"). A retry waits for them: Chromium aborts a
+ * transaction committed while an add is in flight that it then refuses (its
+ * key taken: a regular write kept out by the first one), though the refusal's
+ * error event is prevented (UnknownError, seen with Chromium 156). So a first
+ * run that failed runs once more, waiting.
+ */
+function settled(stored: Promise<unknown[]>, early: boolean): [Promise<unknown[]>] | Promise<[Promise<unknown[]>]> {
+  issue(stored);
+  return early ? [stored] : stored.then(() => [stored]);
 }
 
 /** Whether this saver proves the guards from memory as the transaction is created (put-proof.ts `proveWrites`). */
