@@ -51,18 +51,13 @@ const PHASES = [
   { name: "crash", steps: ["test:crash"], after: "node" },
   { name: "chromium", steps: ["test:browser"], after: "crash" },
   // Sync under random faults mostly waits on cut connections and restarted servers (about a
-  // quarter of a core), so it runs beside Firefox, which keeps about one core busy in its one page;
-  // then the demo's build for the e2e phases (e2e/demo-build.mjs), which sat alone at the start of
-  // e2e. The useStream example (examples/use-stream: its build, then one Chromium through Vitest,
-  // about a core for 28 s) fills the other core before that build, where it sat in the examples phase.
-  {
-    name: "firefox",
-    steps: ["test:firefox", ["test:convergence", "e2e:build"], "test:examples:use-stream"],
-    after: "chromium",
-  },
+  // quarter of a core), so it runs beside Firefox, which waits on its own browser; then the
+  // demo's build for the e2e phases (e2e/demo-build.mjs), which sat alone at the start of e2e.
+  { name: "firefox", steps: ["test:firefox", ["test:convergence", "e2e:build"]], after: "chromium" },
   { name: "e2e", steps: ["test:e2e:parallel"], after: "firefox" },
-  // The Playwright kit's example project (examples/playwright), through @playwright/test, in two workers.
-  { name: "examples", steps: ["test:examples"], after: "e2e" },
+  // The Playwright kit's example project (examples/playwright), through @playwright/test, beside the
+  // useStream example (examples/use-stream: its build, then one Chromium through Vitest).
+  { name: "examples", steps: ["test:examples", "test:examples:use-stream"], after: "e2e" },
   // Measures time: alone.
   { name: "e2e timed", steps: ["test:e2e:timed"], alone: true },
 ];

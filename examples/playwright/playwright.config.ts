@@ -18,8 +18,8 @@ export default defineConfig({
   outputDir: "../../test-results/example-playwright",
   fullyParallel: false,
   // Two workers (files split between them): one kept about one core busy (the example alone, every
-  // process counted: 41.6 CPU-s; its tests took 42 s in a quiet `npm test`), and the examples phase of
-  // `npm test` is this step alone (the useStream example runs beside Firefox: scripts/test.mjs).
+  // process counted: 41.6 CPU-s; its tests take 42 s in a quiet `npm test`), so the other core idled in
+  // the examples phase once the useStream example beside it (about 28 s) had ended.
   workers: 2,
   reporter: process.env.CI ? "dot" : "list",
   timeout: 60_000,
