@@ -162,7 +162,7 @@ describe("SyncClient live push", () => {
       LONG,
       "A's turn on B",
     );
-    await until(() => sentAt.length >= 8, LONG, "eight polls");
+    await until(() => sentAt.length >= 5, LONG, "five polls");
     b.sync.stop();
     expect(await state(b.saver, "t")).toEqual(await state(a.saver, "t"));
     // Answered at once with nothing, a poll is a failure, so the next waits a backoff (at least half of
