@@ -23,7 +23,13 @@ const checkpoint = (id: string) => ({
 
 /** Puts back the prototypes' methods a test wrapped. */
 const restore: (() => void)[] = [];
-afterEach(() => restore.splice(0).forEach((undo) => undo()));
+// Newest first: a method wrapped twice gets its original back.
+afterEach(() =>
+  restore
+    .splice(0)
+    .reverse()
+    .forEach((undo) => undo()),
+);
 
 /** Calls `spy` before each call of `proto[name]`. */
 function spyOn(proto: object, name: string, spy: (self: unknown, result: unknown) => void): void {
@@ -93,5 +99,25 @@ describe("putWrites' commit", () => {
       ["task", "y", "new"],
     ]);
     expect((await saver.getTuple(child))?.checkpoint.id).toBe(child.configurable?.checkpoint_id);
+  });
+  it("keeps the first write when an attempt that failed before its work ran is tried again", async () => {
+    const saver = track(new IndexedDBSaver({ dbName: freshDbName("put-writes") }));
+    let first = await saver.put(root, checkpoint(uuid6(0)), meta(0), { a: 1 });
+    first = await saver.put(first, checkpoint(uuid6(1)), meta(1), { a: 2 });
+    await saver.putWrites(first, [["x", "first"]], "task");
+    // The next read-write transaction cannot be created (as a closing connection's): the first attempt
+    // fails before its work runs, and the retry, whose add is refused, must wait for its results (in
+    // Chromium an early commit with that add in flight aborts: UnknownError).
+    const target = IDBDatabase.prototype as { transaction: IDBDatabase["transaction"] };
+    const original = target.transaction;
+    let failures = 1;
+    target.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
+      if (args[1] === "readwrite" && failures-- > 0) throw new DOMException("planted", "NotFoundError");
+      return original.apply(this, args);
+    } as IDBDatabase["transaction"];
+    restore.push(() => (target.transaction = original));
+    await saver.putWrites(first, [["x", "second"]], "task");
+    expect(failures).toBe(-1);
+    expect((await saver.getTuple(first))?.pendingWrites).toEqual([["task", "x", "first"]]);
   });
 });

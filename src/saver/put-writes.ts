@@ -113,12 +113,14 @@ export async function putWrites(
         true,
       );
     try {
-      // A first run that failed, maybe for its early commit (see `settled`), runs once more, waiting (a
-      // rerun by the batcher, its shared transaction failed, waited already; a deleted thread or a key
-      // change fails it again, and takes the careful path below). Its results are settled with the
-      // transaction, which has committed.
+      // A first attempt that failed, maybe for its early commit (see `settled`), runs once more, waiting;
+      // so does one that failed before its work ran (no transaction: `runs` is set for the retry). Not
+      // retried: a rerun by the batcher (its shared transaction failed; the rerun waited already), and a
+      // deleted thread or a key change that the write's own transaction found (the careful path below).
+      // Its results are settled with the transaction, which has committed.
       const [stored] = await write().catch((error: unknown) => {
-        if (runs > 1) throw error;
+        if (runs > 1 || error instanceof LateWrite || error instanceof StaleKeyWrite) throw error;
+        runs = 1;
         return write();
       });
       const added = await stored;
@@ -147,15 +149,16 @@ export async function putWrites(
 /**
  * The end of putWrites' work in the transaction: its rows' results (one
  * each, `false` for a write a first one kept out), boxed so that the work
- * does not wait for them. A first run ends as soon as
- * its requests are out, so the transaction commits without a round trip to
- * the main thread for the adds' results (in a graph run that thread is busy,
- * and the put sharing the transaction waits too; see docs/benchmarks.md, "The
- * tool loop against sqlite-wasm"). A retry waits for them: Chromium aborts a
- * transaction committed while an add is in flight that it then refuses (its
- * key taken: a regular write kept out by the first one), though the refusal's
- * error event is prevented (UnknownError, seen with Chromium 156). So a first
- * run that failed runs once more, waiting.
+ * does not wait for them. A first run ends as soon as its requests are out
+ * (after the guard reads' answers, when it makes them), so the transaction
+ * commits without a round trip to the main thread for the adds' results (in
+ * a graph run that thread is busy, and the put sharing the transaction waits
+ * too; see docs/benchmarks.md, "The tool loop against sqlite-wasm"). A retry
+ * waits for them: Chromium aborts a transaction committed while an add is in
+ * flight that it then refuses (its key taken: a regular write kept out by
+ * the first one), though the refusal's error event is prevented
+ * (UnknownError, seen with Chromium 156). So a first attempt that failed
+ * runs once more, waiting.
  */
 function settled(stored: Promise<unknown[]>, early: boolean): [Promise<unknown[]>] | Promise<[Promise<unknown[]>]> {
   issue(stored);
