@@ -61,8 +61,9 @@ export function putQuietly<Schema extends DBSchema, Name extends StoreNames<Sche
   store: WritableStore<Schema, Name>,
   value: StoreValue<Schema, Name>,
 ): void {
-  observerOf(store)?.record({ kind: "put", store: store.name, value });
-  (unwrap(store) as unknown as IDBObjectStore).put(value);
+  const raw = unwrap(store) as unknown as IDBObjectStore;
+  observers.get(raw.transaction)?.record({ kind: "put", store: raw.name, value });
+  raw.put(value);
 }
 
 /** `store.delete(query)`, seen by the transaction's observer. */
