@@ -7,7 +7,7 @@
  */
 import { emptyCheckpoint, uuid6, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
 import { freshDbName, trackSavers } from "../../test/support/databases.js";
 
@@ -21,27 +21,7 @@ const checkpoint = (id: string) => ({
   channel_versions: { a: 1 },
 });
 
-/** Puts back the prototypes' methods a test wrapped. */
-const restore: (() => void)[] = [];
-// Newest first: a method wrapped twice gets its original back.
-afterEach(() =>
-  restore
-    .splice(0)
-    .reverse()
-    .forEach((undo) => undo()),
-);
-
-/** Calls `spy` before each call of `proto[name]`. */
-function spyOn(proto: object, name: string, spy: (self: unknown, result: unknown) => void): void {
-  const target = proto as Record<string, (...args: unknown[]) => unknown>;
-  const original = target[name]!;
-  target[name] = function (this: unknown, ...args: unknown[]) {
-    const result = original.apply(this, args);
-    spy(this, result);
-    return result;
-  };
-  restore.push(() => (target[name] = original));
-}
+afterEach(() => vi.restoreAllMocks());
 
 describe("putWrites' commit", () => {
   it("is asked while the adds are still pending", async () => {
@@ -50,9 +30,16 @@ describe("putWrites' commit", () => {
     const adds: IDBRequest[] = [];
     // The state of the adds when their transaction's commit was asked.
     const atCommit: string[][] = [];
-    spyOn(IDBObjectStore.prototype, "add", (_store, request) => adds.push(request as IDBRequest));
-    spyOn(IDBTransaction.prototype, "commit", () => {
+    const add = IDBObjectStore.prototype.add;
+    vi.spyOn(IDBObjectStore.prototype, "add").mockImplementation(function (this: IDBObjectStore, value, key) {
+      const request = add.call(this, value, key);
+      adds.push(request);
+      return request;
+    });
+    const commit = IDBTransaction.prototype.commit;
+    vi.spyOn(IDBTransaction.prototype, "commit").mockImplementation(function (this: IDBTransaction) {
       if (adds.length > 0) atCommit.push(adds.splice(0).map((request) => request.readyState));
+      return commit.call(this);
     });
     await saver.putWrites(
       config,
@@ -108,14 +95,12 @@ describe("putWrites' commit", () => {
     // The next read-write transaction cannot be created (as a closing connection's): the first attempt
     // fails before its work runs, and the retry, whose add is refused, must wait for its results (in
     // Chromium an early commit with that add in flight aborts: UnknownError).
-    const target = IDBDatabase.prototype as { transaction: IDBDatabase["transaction"] };
-    const original = target.transaction;
+    const transaction = IDBDatabase.prototype.transaction;
     let failures = 1;
-    target.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
+    vi.spyOn(IDBDatabase.prototype, "transaction").mockImplementation(function (this: IDBDatabase, ...args) {
       if (args[1] === "readwrite" && failures-- > 0) throw new DOMException("planted", "NotFoundError");
-      return original.apply(this, args);
-    } as IDBDatabase["transaction"];
-    restore.push(() => (target.transaction = original));
+      return transaction.apply(this, args);
+    });
     await saver.putWrites(first, [["x", "second"]], "task");
     expect(failures).toBe(-1);
     expect((await saver.getTuple(first))?.pendingWrites).toEqual([["task", "x", "first"]]);
