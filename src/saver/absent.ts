@@ -10,6 +10,7 @@ import { issue, storePut } from "../idb/requests.js";
 import { absentKeysOf, type CheckpointRow, type ValueKey } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { blobKey } from "./reads.js";
+import { checkpointMapKey } from "./keys.js";
 
 /**
  * Takes each of `keys` off every checkpoint row that lists it, in `tx`;
@@ -24,7 +25,7 @@ export async function takeOffAbsent(tx: WriteTx, keys: ValueKey[]): Promise<Chec
   // One put per row, however many of its keys go.
   const rows = new Map<string, CheckpointRow>();
   for (const row of found.flat()) {
-    rows.set(JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id]), row);
+    rows.set(checkpointMapKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id), row);
   }
   const gone = new Set(keys.map((key) => blobKey(...key)));
   const changed: CheckpointRow[] = [];

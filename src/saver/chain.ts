@@ -39,7 +39,8 @@ import { prefixBounds } from "./keys.js";
 import { toHex, utf8 } from "../core/bytes.js";
 import { subtle } from "../serde/encrypted/webcrypto.js";
 import type { CheckpointRow, Version, WriteKey, WriteRow } from "../rows/shapes.js";
-import { keyOf, pendingSeal, type SealNote } from "./pending-seals.js";
+import { pendingSeal, type SealNote } from "./pending-seals.js";
+import { checkpointMapKey } from "./keys.js";
 
 /** The fields of a row its chain covers (`parent_writes` from version 4 on). */
 export type ChainFields = Pick<CheckpointRow, "checkpoint_id" | "parent_checkpoint_id" | "channel_versions"> &
@@ -150,7 +151,6 @@ const committed = new WeakMap<SaverContext, Map<string, Map<string, WriteKey>>>(
 const MAX_KNOWN = 256;
 
 /** A checkpoint row's key as one string, for maps (pending-seals.ts: the eager chunk holds it). */
-export { keyOf };
 
 /** A write's key (task id, idx, channel), as a row lists it. */
 const writeKeyOf = (write: WriteRow): WriteKey => [write.task_id, write.idx, write.channel];
@@ -196,7 +196,7 @@ export function noteWrites(ctx: SaverContext, rows: readonly WriteRow[], results
   for (const [i, write] of rows.entries()) {
     // A regular write a first one kept out (addIfAbsent: false) is not what is stored under its key.
     if (results[i] === false) continue;
-    const key = keyOf(write.thread_id, write.checkpoint_ns, write.checkpoint_id);
+    const key = checkpointMapKey(write.thread_id, write.checkpoint_ns, write.checkpoint_id);
     let keys = writes.get(key);
     if (!keys) {
       if (writes.size >= MAX_KNOWN) writes.delete(writes.keys().next().value!);
@@ -286,7 +286,7 @@ async function chainFor(
 ): Promise<Chained | undefined> {
   const parentId = fields.parent_checkpoint_id;
   const tables = tablesOf(ctx);
-  const parentKey = parentId === undefined ? undefined : keyOf(threadId, checkpointNs, parentId);
+  const parentKey = parentId === undefined ? undefined : checkpointMapKey(threadId, checkpointNs, parentId);
   let cached = parentKey === undefined ? undefined : tables.chains.get(parentKey);
   // The parent's put, started before this one, may not have reached its seal: its chain is remembered
   // then. Read from IndexedDB now, the parent would not be stored yet, and this row would get no chain.
@@ -346,7 +346,7 @@ function remember(
   chained: Promise<Chained> | undefined,
 ): Promise<Chained | undefined> {
   const { chains } = tablesOf(ctx);
-  const key = keyOf(threadId, checkpointNs, checkpointId);
+  const key = checkpointMapKey(threadId, checkpointNs, checkpointId);
   chains.delete(key);
   if (chained === undefined) return Promise.resolve(undefined);
   if (chains.size >= MAX_KNOWN) chains.delete(chains.keys().next().value!);

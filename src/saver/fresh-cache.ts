@@ -62,12 +62,11 @@ import { isAbsent, type BlobRow, type CheckpointRow, type WriteRow } from "../ro
 import { answerOf, copyBlob, copyRaw, copyRow, mergeWrites } from "./fresh-rows.js";
 import { keepsInPlace } from "../serde/in-place.js";
 import { closeProofs } from "./put-proof.js";
+import { checkpointMapKey, namespaceMapKey } from "./keys.js";
 import {
   dropAll,
   dropNamespace,
-  idKey,
   keep,
-  nsKey,
   remember,
   servable,
   stateOf,
@@ -93,7 +92,7 @@ export function ticket(
   const state = stateOf(ctx);
   const lease = leaseOf(ctx.db)?.lease;
   if (!state) return undefined;
-  if (write) touch(state, nsKey(threadId, checkpointNs));
+  if (write) touch(state, namespaceMapKey(threadId, checkpointNs));
   if (!lease?.held) return undefined;
   return { generation: state.generation, epoch: lease.epoch, connection: state.connection, clock: state.clock };
 }
@@ -183,7 +182,7 @@ export function keepPage(
   const record = leaseOf(ctx.db);
   if (!t && record?.freshReads) record.lease.takeIfFree();
   if (!state || !valid(ctx, state, t)) return;
-  const key = nsKey(threadId, ns);
+  const key = namespaceMapKey(threadId, ns);
   if ((state.touched.get(key) ?? 0) > t.clock) return;
   const kept = page.map((raw) => copyRaw(raw));
   if (upperId === undefined) return keep(state, key, { rows: kept, complete, serde, bytes: 0 });
@@ -208,14 +207,14 @@ export function keepPut(
 ): void {
   const state = states.get(ctx);
   if (!state) return;
-  const key = nsKey(threadId, ns);
+  const key = namespaceMapKey(threadId, ns);
   // A read that began before this commit may have read before it: it keeps nothing.
   touch(state, key);
   if (!written) return dropNamespace(state, threadId, ns);
   const { serde, row, blobs: stored } = written;
   const id = row.checkpoint_id;
   const entry = state.entries.get(key);
-  const writes = state.written.get(idKey(threadId, ns, id));
+  const writes = state.written.get(checkpointMapKey(threadId, ns, id));
   // Only a newer checkpoint on top of a kept window (maybe empty), with every value known, goes on top.
   if (!valid(ctx, state, t) || state.lostTrack || !entry || entry.serde !== serde || writes === null) {
     return dropNamespace(state, threadId, ns);
@@ -236,7 +235,7 @@ export function keepPut(
     else if (isAbsent(row, channel, version)) blobs.push(undefined);
     else return dropNamespace(state, threadId, ns);
   }
-  state.written.delete(idKey(threadId, ns, id));
+  state.written.delete(checkpointMapKey(threadId, ns, id));
   // The writes kept for it are copies already (mergeWrites), held by nothing else now.
   const raw: RawTuple = { row: copyRow(row, inPlace), blobs, writes: writes ?? [] };
   keep(state, key, { ...entry, rows: [raw, ...entry.rows], bytes: 0, ownPut: id });
@@ -252,11 +251,11 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
   const first = rows[0];
   if (!state || !first) return;
   const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } = first;
-  const key = nsKey(threadId, ns);
+  const key = namespaceMapKey(threadId, ns);
   touch(state, key);
   const entry = state.entries.get(key);
   if (!valid(ctx, state, t) || !stored) {
-    remember(state, idKey(threadId, ns, id), null);
+    remember(state, checkpointMapKey(threadId, ns, id), null);
     return dropNamespace(state, threadId, ns);
   }
   const hit = entry?.rows.find((raw) => raw.row.checkpoint_id === id);
@@ -270,8 +269,8 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
   // window's newest is the namespace's, as the lease proves, so the window stays as it is.
   const newest = entry?.rows[0]?.row.checkpoint_id;
   if (newest && id < newest) return;
-  const known = state.written.get(idKey(threadId, ns, id));
-  remember(state, idKey(threadId, ns, id), known === null ? null : mergeWrites(known ?? [], rows));
+  const known = state.written.get(checkpointMapKey(threadId, ns, id));
+  remember(state, checkpointMapKey(threadId, ns, id), known === null ? null : mergeWrites(known ?? [], rows));
 }
 
 /**
@@ -282,7 +281,7 @@ export function keepWrites(ctx: SaverContext, t: FreshTicket | undefined, rows: 
 export function forgetFailed(ctx: SaverContext, threadId: string, ns: string, checkpointId: string): void {
   const state = states.get(ctx);
   if (!state) return;
-  remember(state, idKey(threadId, ns, checkpointId), null);
+  remember(state, checkpointMapKey(threadId, ns, checkpointId), null);
   dropNamespace(state, threadId, ns);
 }
 

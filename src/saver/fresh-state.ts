@@ -12,6 +12,7 @@ import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { WriteRow } from "../rows/shapes.js";
 import { sizeOf } from "./fresh-rows.js";
+import { namespaceMapKey } from "./keys.js";
 
 /** Namespaces kept per saver. */
 export const MAX_ENTRIES = 64;
@@ -72,12 +73,6 @@ export interface FreshState {
 /** Each saver's state, by its context. */
 export const states = new WeakMap<SaverContext, FreshState>();
 
-/** The key of a namespace in `entries` and `touched`. */
-export const nsKey = (threadId: string, checkpointNs: string) => JSON.stringify([threadId, checkpointNs]);
-/** The key of a checkpoint in `written`. */
-export const idKey = (threadId: string, checkpointNs: string, id: string) =>
-  JSON.stringify([threadId, checkpointNs, id]);
-
 /** The state of `ctx`, made on first use (undefined where nothing is answered from memory); drops it all if the connection changed or a removal settled. */
 export function stateOf(ctx: SaverContext): FreshState | undefined {
   const lease = leaseOf(ctx.db);
@@ -131,7 +126,7 @@ const changeListeners = new WeakMap<FreshState, (change: CheckpointChange) => vo
 
 function onFeed(state: FreshState, change: CheckpointChange): void {
   if (!change.remote && change.kind === "put" && change.checkpointNs !== undefined) {
-    const entry = state.entries.get(nsKey(change.threadId, change.checkpointNs));
+    const entry = state.entries.get(namespaceMapKey(change.threadId, change.checkpointNs));
     if (entry?.ownPut !== undefined && entry.ownPut === change.checkpointId) {
       delete entry.ownPut;
       return;
@@ -166,7 +161,7 @@ export function dropThread(state: FreshState, threadId: string): void {
 
 /** Drops a namespace's entry (an update of it could not be proven); reads of it in flight keep nothing. */
 export function dropNamespace(state: FreshState, threadId: string, checkpointNs: string): void {
-  const key = nsKey(threadId, checkpointNs);
+  const key = namespaceMapKey(threadId, checkpointNs);
   remove(state, key);
   touch(state, key);
 }
@@ -202,7 +197,7 @@ export function servable(ctx: SaverContext, threadId: string, ns: string, serde:
   const state = states.get(ctx);
   if (!state || !leaseOf(ctx.db)?.lease.held || state.connection !== ctx.db.connectionMark) return undefined;
   if (!exclusiveSynced(ctx, state)) return undefined;
-  const key = nsKey(threadId, ns);
+  const key = namespaceMapKey(threadId, ns);
   const entry = state.entries.get(key);
   if (!entry || entry.serde !== serde) return undefined;
   // Re-inserted: the map's order is the order of use, the oldest goes first.

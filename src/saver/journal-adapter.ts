@@ -11,6 +11,7 @@ import { completion, request } from "../journal/active.js";
 import { SAVER_STORE_NAMES } from "./schema.js";
 import { isValidKey } from "../core/guards.js";
 import { sameValue } from "../core/equality.js";
+import { namespaceMapKey } from "./keys.js";
 import {
   TOMBSTONE_NAMES,
   heldInline,
@@ -42,7 +43,7 @@ export async function resyncNewestRows(db: IDBDatabase, records: readonly Payloa
     for (const op of record.o) {
       if ((op[0] === "checkpoints" || op[0] === "writes") && (op[1] === 0 || op[1] === 1)) {
         const row = op[2] as { thread_id: string; checkpoint_ns: string };
-        namespaces.set(JSON.stringify([row.thread_id, row.checkpoint_ns]), [row.thread_id, row.checkpoint_ns]);
+        namespaces.set(namespaceMapKey(row.thread_id, row.checkpoint_ns), [row.thread_id, row.checkpoint_ns]);
       }
     }
   }

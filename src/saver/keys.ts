@@ -25,6 +25,18 @@ export function prefixBounds(...prefix: (string | number)[]): PrefixBounds {
   return { lower: prefix, upper: [...prefix, ABOVE_STRINGS] };
 }
 
+/**
+ * A namespace as one string, for the saver's in-memory maps (the answers from
+ * memory, the put proofs, the values kept from the last put). JSON of the
+ * pair: unambiguous whatever characters the ids hold.
+ */
+export const namespaceMapKey = (threadId: string, checkpointNs: string): string =>
+  JSON.stringify([threadId, checkpointNs]);
+
+/** A checkpoint as one string, for in-memory maps (see {@link namespaceMapKey}). */
+export const checkpointMapKey = (threadId: string, checkpointNs: string, checkpointId: string): string =>
+  JSON.stringify([threadId, checkpointNs, checkpointId]);
+
 /** Key of a checkpoint row. */
 export function checkpointKey(threadId: string, checkpointNs: string, checkpointId: string): Key {
   return [threadId, checkpointNs, checkpointId];

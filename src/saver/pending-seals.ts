@@ -11,6 +11,7 @@
  * only a Map entry per put.
  */
 import type { SaverContext } from "./context.js";
+import { checkpointMapKey } from "./keys.js";
 
 interface Pending {
   /** Order of the puts' starts: a put waits only for one that started before it (no cycle can wait). */
@@ -20,10 +21,6 @@ interface Pending {
 
 const pending = new WeakMap<SaverContext, Map<string, Pending>>();
 let nextSeq = 0;
-
-/** A checkpoint row's key as one string, for maps (here, in chain.ts and in verify-links.ts). */
-export const keyOf = (threadId: string, checkpointNs: string, checkpointId: string) =>
-  JSON.stringify([threadId, checkpointNs, checkpointId]);
 
 /** A put's note: its start order, and `done()` once its row is sealed, or the put ended without a seal. */
 export interface SealNote {
@@ -35,7 +32,7 @@ export interface SealNote {
 export function noteSealing(ctx: SaverContext, threadId: string, checkpointNs: string, checkpointId: string): SealNote {
   let seals = pending.get(ctx);
   if (!seals) pending.set(ctx, (seals = new Map()));
-  const key = keyOf(threadId, checkpointNs, checkpointId);
+  const key = checkpointMapKey(threadId, checkpointNs, checkpointId);
   let resolve!: () => void;
   const entry: Pending = { seq: nextSeq++, sealed: new Promise<void>((done) => (resolve = done)) };
   seals.set(key, entry);
@@ -59,6 +56,6 @@ export function pendingSeal(
   checkpointId: string,
   before: number,
 ): Promise<void> | undefined {
-  const entry = pending.get(ctx)?.get(keyOf(threadId, checkpointNs, checkpointId));
+  const entry = pending.get(ctx)?.get(checkpointMapKey(threadId, checkpointNs, checkpointId));
   return entry !== undefined && entry.seq < before ? entry.sealed : undefined;
 }

@@ -41,6 +41,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { SaverContext } from "./context.js";
 import { leaseOf } from "./write-lease.js";
+import { namespaceMapKey } from "./keys.js";
 import { isAbsent, type CheckpointRow, type ValueKey } from "../rows/shapes.js";
 
 interface ProofState {
@@ -78,7 +79,6 @@ export interface ProofToken {
 const MAX_NAMESPACES = 64;
 
 const states = new WeakMap<SaverContext, ProofState>();
-const nsKey = (threadId: string, checkpointNs: string) => JSON.stringify([threadId, checkpointNs]);
 
 /** The state of `ctx`, cleared if anything changed since it was learned; undefined when nothing can be proven now. */
 function current(ctx: SaverContext): ProofState | undefined {
@@ -161,7 +161,7 @@ export function provePut(
   const { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id, parent_checkpoint_id: parentId } = row;
   const state = current(ctx);
   if (!state) return { guard: false, summary: false, learnNewest: false, learnTop: false, seq: undefined };
-  const key = nsKey(threadId, ns);
+  const key = namespaceMapKey(threadId, ns);
   const last = state.stored.get(key);
   const parent = parentId === undefined ? undefined : last?.checkpoint_id === parentId ? last : windowParent;
   const guard =
@@ -216,7 +216,7 @@ export function proveWrites(
   if (!state || state.key?.serde !== serde || state.key.keyId !== keyId) return false;
   return (
     state.live.has(threadId) ||
-    state.stored.get(nsKey(threadId, checkpointNs))?.checkpoint_id === checkpointId ||
+    state.stored.get(namespaceMapKey(threadId, checkpointNs))?.checkpoint_id === checkpointId ||
     inWindow()
   );
 }
@@ -256,7 +256,7 @@ export function notePut(
   newestRead: string | undefined,
   topRead: { threadId: string; time: number } | undefined,
 ): void {
-  const key = nsKey(row.thread_id, row.checkpoint_ns);
+  const key = namespaceMapKey(row.thread_id, row.checkpoint_ns);
   const state = since(ctx, t);
   if (!state) return forgetPut(ctx, row.thread_id, row.checkpoint_ns);
   remember(state.stored, key, row);
@@ -277,8 +277,8 @@ export function notePut(
 export function forgetPut(ctx: SaverContext, threadId: string, checkpointNs: string): void {
   const state = states.get(ctx);
   if (!state) return;
-  state.stored.delete(nsKey(threadId, checkpointNs));
-  state.newest.delete(nsKey(threadId, checkpointNs));
+  state.stored.delete(namespaceMapKey(threadId, checkpointNs));
+  state.newest.delete(namespaceMapKey(threadId, checkpointNs));
   state.top = undefined;
 }
 

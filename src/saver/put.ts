@@ -23,7 +23,7 @@ import { changeMark, keptValues, recentPut, rememberPut } from "./recent.js";
 import { listAbsent } from "./absent-list.js";
 import { freshModule } from "./fresh.js";
 import type { PutProof } from "./put-proof.js";
-import { prefixBounds } from "./keys.js";
+import { namespaceMapKey, prefixBounds } from "./keys.js";
 import { authenticates } from "./verify.js";
 import { LateWrite, readTombstone, type WriteTx } from "./tombstones.js";
 import { loadOnce } from "../core/tasks.js";
@@ -57,7 +57,7 @@ export async function put(
   const ticket = freshModule()?.ticket(ctx, threadId, checkpointNs, true);
   const token = freshModule()?.proofToken(ctx);
   // This saver's puts to the namespace in flight, this one among them (put-proof.ts).
-  const nsId = JSON.stringify([threadId, checkpointNs]);
+  const nsId = namespaceMapKey(threadId, checkpointNs);
   const ownPuts = inFlight(ctx);
   ownPuts.set(nsId, (ownPuts.get(nsId) ?? 0) + 1);
   // Noted before the first await: a child put started after this one waits for this row's seal (chain.ts).

@@ -35,6 +35,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { keepsInPlace } from "../serde/in-place.js";
 import type { SaverContext } from "./context.js";
+import { namespaceMapKey } from "./keys.js";
 import type { CheckpointChange } from "./events.js";
 import type { BlobRow, CheckpointRow, Version } from "../rows/shapes.js";
 
@@ -77,10 +78,6 @@ interface Recents {
 
 const recents = new WeakMap<SaverContext, Recents>();
 
-function keyOf(threadId: string, checkpointNs: string): string {
-  return JSON.stringify([threadId, checkpointNs]);
-}
-
 function bytesOf(values: KeptValues | undefined): number {
   let bytes = 0;
   for (const blob of values?.blobs.values() ?? []) bytes += blob.value[1].byteLength;
@@ -119,7 +116,7 @@ export function rememberPut(
   const state = stateOf(ctx);
   if (mark !== state.changes) delete put.values;
   const { map } = state;
-  const key = keyOf(threadId, checkpointNs);
+  const key = namespaceMapKey(threadId, checkpointNs);
   state.bytes -= bytesOf(map.get(key)?.values);
   // Re-inserted, so the map's order is the order of use and the oldest goes first.
   map.delete(key);
@@ -171,7 +168,7 @@ export function forgetRecent(ctx: SaverContext): void {
 
 /** The checkpoint this saver put last in a namespace, if it remembers one. */
 export function recentPut(ctx: SaverContext, threadId: string, checkpointNs: string): RecentPut | undefined {
-  return recents.get(ctx)?.map.get(keyOf(threadId, checkpointNs));
+  return recents.get(ctx)?.map.get(namespaceMapKey(threadId, checkpointNs));
 }
 
 /**

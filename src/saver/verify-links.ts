@@ -8,7 +8,8 @@ import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { assertVersionsMatch, decodeCheckpoint, sameVersions } from "../rows/codec.js";
 import type { CheckpointRow, Version, WriteRow } from "../rows/shapes.js";
 import { authenticates } from "./verify.js";
-import { chainOf, keyOf } from "./chain.js";
+import { chainOf } from "./chain.js";
+import { checkpointMapKey } from "./keys.js";
 import { DecryptionError } from "../core/errors.js";
 
 /**
@@ -78,7 +79,7 @@ function tagOf(row: CheckpointRow): Uint8Array | undefined {
 }
 
 function provenKey(row: CheckpointRow): string {
-  return keyOf(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
+  return checkpointMapKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id);
 }
 
 /** True when `row` is, in every field a walk reads, a row already proven. */
