@@ -158,6 +158,23 @@ test("change the passphrase, remove the lock; erasing asks first", async () => {
   await expect.poll(() => page.getByTestId("confirm-remove-lock").count()).toBe(0);
   expect(await page.locator("dialog.settings").evaluate((d) => (d as HTMLDialogElement).open)).toBe(true);
   await page.getByTestId("remove-lock").click();
+  // A removal that fails (once, here: made to) says why, and may be tried again or cancelled. (A string,
+  // so that Vitest leaves the page's dynamic import alone.)
+  await page.evaluate(`(async () => {
+    const { Session } = await import("/e2e/internals.js");
+    const unlockForGood = Session.prototype.unlockForGood;
+    Session.prototype.unlockForGood = function () {
+      Session.prototype.unlockForGood = unlockForGood;
+      return Promise.reject(new Error("the disk is full"));
+    };
+  })()`);
+  await page.getByTestId("confirm-remove-lock").click();
+  const failed = page.getByRole("status").filter({ hasText: "Could not remove the lock: the disk is full" });
+  await failed.waitFor();
+  expect(await page.getByTestId("confirm-remove-lock").isEnabled()).toBe(true);
+  // The focus is on Cancel, as when first asked, not lost to the page.
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+  await screenshot(page, "remove-lock-failed");
   await page.getByTestId("confirm-remove-lock").click();
   await page.getByTestId("passphrase").waitFor({ timeout: 30_000 });
   await page.keyboard.press("Escape");

@@ -88,7 +88,14 @@ export function createSettings(context: SettingsContext) {
             setStatus(status, "Decrypting…");
             context.removeLock().then(
               () => render(),
-              (error: unknown) => setStatus(status, `Could not remove the lock: ${(error as Error).message}`, true),
+              (error: unknown) => {
+                setStatus(status, `Could not remove the lock: ${(error as Error).message}`, true);
+                // Still asked (unless Cancel was pressed meanwhile): Yes may be tried again. The focus goes
+                // to Cancel, as when the question was first asked; disabled, Yes had lost it to the page.
+                if (!yes.isConnected) return;
+                yes.disabled = false;
+                no.focus();
+              },
             );
           },
         },
