@@ -176,4 +176,29 @@ test("another thread's card is drawn afresh: what was typed in one thread's card
   // The first thread's card is as it was left there.
   await open("cardA");
   await expect.poll(() => editor.inputValue()).toBe("my favourite tree is the birch, marker-thread-a");
+
+  // The user goes on typing in it as another writer adds a call before the one typed in: the card drawn
+  // again keeps the typing, the focus and the caret with that call's editor, now the second.
+  await editor.click();
+  await page.keyboard.press("Control+End");
+  await page.evaluate(`(async () => {
+    const { Session, DemoDB, plainVault } = await import("/e2e/internals.js");
+    const session = await Session.open(new DemoDB(), plainVault);
+    try {
+      const asked = (await session.state("cardA")).values.messages.at(-1);
+      const pin = { id: "call-pin", name: "save_memory", args: { memory: "my pin is 1234" }, type: "tool_call" };
+      const message = { role: "assistant", id: asked.id, content: asked.content, tool_calls: [pin, ...asked.tool_calls] };
+      await session.agent.updateState(session.config("cardA"), { messages: [message] }, "agent");
+    } finally {
+      await session.close();
+    }
+  })()`);
+  await expect.poll(() => editor.count()).toBe(2);
+  expect(await editor.evaluateAll((fields) => fields.map((field) => (field as HTMLTextAreaElement).value))).toEqual([
+    "my pin is 1234",
+    "my favourite tree is the birch, marker-thread-a",
+  ]);
+  await page.keyboard.type(", still typing");
+  expect(await editor.nth(1).inputValue()).toBe("my favourite tree is the birch, marker-thread-a, still typing");
+  expect(await editor.nth(0).inputValue()).toBe("my pin is 1234");
 });

@@ -226,3 +226,35 @@ it("a re-render of the card as the user types keeps the focus and selection in t
     card.el.remove();
   }
 });
+
+it("a re-render whose calls changed keeps the typing, focus and caret with their call, not their place", () => {
+  const { card, editor } = cardInPage();
+  try {
+    const editors = () => [...card.el.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')];
+    const oak = { id: "call-oak", name: "save_memory", args: { memory: "my favourite tree is the oak" } };
+    const pin = { id: "call-pin", name: "save_memory", args: { memory: "my pin is 1234" } };
+    const river = { id: "call-river", name: "save_memory", args: { memory: "my favourite river is the Loire" } };
+    // A pause that asked no question (the earlier demo's): every draw of it is the same card.
+    card.show([oak, river], false, undefined);
+    editors()[1]!.focus();
+    editors()[1]!.setSelectionRange(26, 31);
+    document.execCommand("insertText", false, "Rhône");
+    // The oak's call goes: the river's editor moves up one, with what was typed, the focus and the caret.
+    card.show([river], false, undefined);
+    expect(document.activeElement).toBe(editor());
+    expect(editor().value).toBe("my favourite river is the Rhône");
+    expect([editor().selectionStart, editor().selectionEnd]).toEqual([31, 31]);
+    // A call added before it: the river's editor is the second, and still the one typed in.
+    card.show([pin, river], false, undefined);
+    expect(editors().map((el) => el.value)).toEqual(["my pin is 1234", "my favourite river is the Rhône"]);
+    expect(document.activeElement).toBe(editors()[1]);
+    document.execCommand("insertText", false, "!");
+    expect(editors()[1]!.value).toBe("my favourite river is the Rhône!");
+    // Its call gone: the focus goes to no other field, nor to Approve (the next key would approve).
+    card.show([pin], false, undefined);
+    expect(editors().map((el) => el.value)).toEqual(["my pin is 1234"]);
+    expect(card.el.contains(document.activeElement)).toBe(false);
+  } finally {
+    card.el.remove();
+  }
+});

@@ -28,17 +28,27 @@ export interface ApprovalActions {
   onShown(): void;
 }
 
-/** The card's field that has the focus (its editors, then the reason), and the selection in it. */
+/** A pending call, as the card reads it: `id` is its tool call id. */
+type PendingCall = { id?: string; name: string; args: Record<string, unknown> };
+
+/**
+ * Which field of the card an editor is, across re-renders (its `data-field`): the memory argument of a
+ * call, by the call's id (by its place and proposal for a call without one). Not its place among the
+ * fields: a call added or removed shifts them, and what was typed, the focus and the caret would move to
+ * another memory.
+ */
+const fieldOf = (call: PendingCall, index: number): string =>
+  call.id ? `memory:${call.id}` : `memory@${index}:${String(call.args.memory ?? "")}`;
+const REASON_FIELD = "reason";
+
+/** The card's field that has the focus (an editor or the reason), by its `data-field`, and the selection in it. */
 function typingAt(slot: HTMLElement) {
-  const fields = [
-    ...slot.querySelectorAll<HTMLTextAreaElement | HTMLInputElement>(
-      '[data-testid="approval-args"], [data-testid="approval-reason"]',
-    ),
-  ];
-  const field = fields.find((el) => el === document.activeElement);
+  const field = document.activeElement;
   return (
-    field && {
-      index: fields.indexOf(field),
+    (field instanceof HTMLTextAreaElement || field instanceof HTMLInputElement) &&
+    slot.contains(field) &&
+    field.dataset.field !== undefined && {
+      key: field.dataset.field,
       selection: [field.selectionStart ?? 0, field.selectionEnd ?? 0, field.selectionDirection ?? "none"] as const,
     }
   );
@@ -64,12 +74,7 @@ export function createApproval(actions: ApprovalActions) {
    */
   let drawnBeforeAsked: string | undefined;
 
-  function show(
-    calls: { name: string; args: Record<string, unknown> }[] | undefined,
-    disabled = false,
-    questionId?: string,
-    kept?: CardEdits,
-  ): void {
+  function show(calls: PendingCall[] | undefined, disabled = false, questionId?: string, kept?: CardEdits): void {
     // Re-rendering replaces the buttons: where the focus was, and whether Approve could be used yet.
     const hadFocus = slot.contains(document.activeElement);
     const typingIn = typingAt(slot);
@@ -89,22 +94,34 @@ export function createApproval(actions: ApprovalActions) {
     }
     const wasUsable = slot.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.disabled === false;
     const memories = calls.map((call) => String(call.args.memory ?? ""));
-    // The editors keep what the user typed across re-renders of the same card; a new card starts from the
-    // edits kept for its question (typed before a reload), if they are for as many memories.
-    const shown = [...slot.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map(
-      (el) => el.value,
+    // The editors keep what the user typed across re-renders of the same card, each its own call's; a new
+    // card starts from the edits kept for its question (typed before a reload), if they are for as many memories.
+    const shown = new Map(
+      [...slot.querySelectorAll<HTMLTextAreaElement>('[data-testid="approval-args"]')].map((el) => [
+        el.dataset.field,
+        el.value,
+      ]),
     );
-    const typed = wasShown ? shown : kept?.memories.length === memories.length ? kept.memories : [];
-    const editors = memories.map((_, i) =>
-      h("textarea", { class: "memory-edit", testid: "approval-args", rows: 2, "aria-label": `Memory ${i + 1}` }),
+    const restored = kept?.memories.length === memories.length ? kept.memories : undefined;
+    const editors = calls.map((call, i) =>
+      h("textarea", {
+        class: "memory-edit",
+        testid: "approval-args",
+        rows: 2,
+        "aria-label": `Memory ${i + 1}`,
+        dataset: { field: fieldOf(call, i) },
+      }),
     );
-    editors.forEach((editor, i) => (editor.value = typed.length === memories.length ? typed[i]! : memories[i]!));
+    editors.forEach(
+      (editor, i) => (editor.value = (wasShown ? shown.get(editor.dataset.field) : restored?.[i]) ?? memories[i]!),
+    );
     const reasonField = slot.querySelector<HTMLInputElement>('[data-testid="approval-reason"]');
     const reason = h("input", {
       type: "text",
       testid: "approval-reason",
       placeholder: REASON_HINT[0],
       "aria-label": "Reason for rejecting",
+      dataset: { field: REASON_FIELD },
     });
     reason.value = reasonField?.value ?? (wasShown ? "" : (kept?.reason ?? ""));
     const blank = () => editors.some((editor) => editor.value.trim() === "");
@@ -161,12 +178,12 @@ export function createApproval(actions: ApprovalActions) {
     );
     sizing?.observe(reason);
     // A re-render of the same card while a field had the focus (a refresh as the user types): the same
-    // field takes it back, with its selection. On Approve it would eat the next keys, what was typed
-    // lost (and Space or Enter would approve).
-    const field = typingIn && wasShown ? [...editors, reason][typingIn.index] : undefined;
-    if (field && typingIn) {
-      field.focus();
-      field.setSelectionRange(...typingIn.selection);
+    // field takes it back, with its selection; if its call is gone, no field does. On Approve it would eat
+    // the next keys, what was typed lost (and Space or Enter would approve).
+    if (typingIn && wasShown) {
+      const field = [...editors, reason].find((el) => el.dataset.field === typingIn.key);
+      field?.focus();
+      field?.setSelectionRange(...typingIn.selection);
     }
     // A card that just appeared (or just became usable) takes the focus: the next thing to do is
     // to decide. A re-render of the same card keeps it on the card.
