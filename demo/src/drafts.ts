@@ -10,7 +10,10 @@
 import type { Place, Vault } from "./settings.js";
 import type { StoredText } from "./threads-db.js";
 
-/** The composer's text as kept before it was kept per thread: still read, as the draft of the thread opened first. */
+/**
+ * The composer's text as kept before it was kept per thread: still read, as the draft of the thread opened
+ * first, and sealed again at a lock change until then.
+ */
 const DRAFT_KEY = "langgraph-demo:draft";
 const DRAFT_PLACE: Place = ["session", "draft"];
 /** What is kept per thread: one entry per thread and kind, the thread's id after the kind's prefix. */
@@ -131,6 +134,34 @@ interface KeptCard extends CardEdits {
 }
 
 /**
+ * The text kept under `key`, sealed again from `from`'s sealing to `to`'s by `write`, unless `stale()` says a
+ * newer text replaced it meanwhile (sealed for `to` already).
+ */
+async function resealKept(
+  storage: Storage,
+  key: string,
+  place: Place,
+  from: Vault,
+  to: Vault,
+  { stale, write }: { stale: () => boolean; write: (text: string) => Promise<void> },
+): Promise<void> {
+  const raw = storage.getItem(key);
+  if (!raw) return;
+  const stored = storedText(raw);
+  const text = await opened(stored, from, place);
+  if (stale()) return;
+  if (text !== undefined)
+    await write(text).catch((error: unknown) => {
+      // Not sealed for the new vault: the copy the old one opens goes (a lock leaves no plain draft behind).
+      if (storage.getItem(key) === raw) storage.removeItem(key);
+      throw error;
+    });
+  // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
+  // does (planted, sealed under another key, plain at a lock): removed, not left on disk as it is.
+  else if ((await opened(stored, to, place)) === undefined && storage.getItem(key) === raw) storage.removeItem(key);
+}
+
+/**
  * Keeps one text per thread of a kind (sealed at the place `session/<kind>/<thread id>`), each as the latest
  * call gave it.
  */
@@ -156,44 +187,37 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     writing.add(done);
     return done;
   };
-  /** One thread's kept text, sealed again from `from`'s sealing to `to`'s. */
-  const resealOne = async (from: Vault, to: Vault, threadId: string, seq: number | undefined): Promise<void> => {
-    const key = prefix + threadId;
-    const raw = storage.getItem(key);
-    if (!raw) return;
-    const stored = storedText(raw);
-    const text = await opened(stored, from, place(threadId));
-    // Typed again since the lock change began: that newer save is sealed for the new vault already.
-    if (seqs.get(threadId) !== seq) return;
-    if (text !== undefined)
-      await write(to, threadId, text).catch((error: unknown) => {
-        // Not sealed for the new vault: the copy the old one opens goes (a lock leaves no plain draft behind).
-        if (storage.getItem(key) === raw) storage.removeItem(key);
-        throw error;
-      });
-    // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
-    // does (planted, sealed under another key, plain at a lock): removed, not left on disk as it is.
-    else if ((await opened(stored, to, place(threadId))) === undefined && storage.getItem(key) === raw)
-      storage.removeItem(key);
+  /** `work` after the lock changes (and other work) queued before it: one at a time, in the order asked. */
+  const serially = (work: () => Promise<void>): Promise<void> => {
+    const run = resealed.then(work);
+    resealed = run.catch(() => undefined);
+    return run;
   };
   return {
     save: write,
+    serially,
     /**
      * A lock change: every thread's kept text is sealed again, from `from`'s sealing to `to`'s (the old key
      * no longer opens it, and a plain one must not stay plain once the app is locked). After the lock
      * changes before it, and after the saves in flight (sealed for `from`, they would land after the read).
      */
     reseal(from: Vault, to: Vault): Promise<void> {
-      const run = resealed.then(async () => {
+      return serially(async () => {
         // The saves so far, the ones in flight included (sealed for `from`): a save begun after this point
         // seals for `to` (the session changed before this call), and a text it kept is not sealed again.
         const at = new Map(seqs);
         await Promise.allSettled(writing);
         const threads = draftKeys(storage).flatMap((key) => (key.startsWith(prefix) ? [key.slice(prefix.length)] : []));
-        await Promise.all(threads.map((threadId) => resealOne(from, to, threadId, at.get(threadId))));
+        await Promise.all(
+          threads.map((threadId) =>
+            resealKept(storage, prefix + threadId, place(threadId), from, to, {
+              // Typed again since the lock change began: that newer save is sealed for the new vault already.
+              stale: () => seqs.get(threadId) !== at.get(threadId),
+              write: (text) => write(to, threadId, text),
+            }),
+          ),
+        );
       });
-      resealed = run.catch(() => undefined);
-      return run;
     },
     /**
      * The thread's kept text, if any this vault opens; read once the lock changes begun so far are done
@@ -319,16 +343,31 @@ export function createComposerKeeper(storage: Storage = sessionStorage) {
     async load(vault: Vault, threadId: string): Promise<string> {
       const known = latest.get(threadId);
       if (known !== undefined) return known;
-      const legacy = await read(storage, DRAFT_KEY, vault, DRAFT_PLACE);
-      if (legacy !== undefined) {
-        storage.removeItem(DRAFT_KEY);
-        if (!latest.has(threadId)) await save(vault, threadId, legacy);
-      }
+      // In turn with the lock changes, queued now: one asked for earlier sealed it for `vault` already, a
+      // later one seals again what this moved (moved meanwhile, it was sealed for the old vault: lost).
+      if (storage.getItem(DRAFT_KEY) !== null)
+        await texts.serially(async () => {
+          const legacy = await read(storage, DRAFT_KEY, vault, DRAFT_PLACE);
+          if (legacy === undefined) return;
+          storage.removeItem(DRAFT_KEY);
+          // Typed meanwhile: that is the text now.
+          if (!latest.has(threadId)) await save(vault, threadId, legacy);
+        });
       const stored = await texts.load(vault, threadId);
       // Typed meanwhile: that is the text now.
       return latest.get(threadId) ?? stored ?? "";
     },
-    reseal: texts.reseal,
+    /** A lock change: the threads' texts, and an earlier version's draft no thread took yet. */
+    reseal(from: Vault, to: Vault): Promise<void> {
+      const threads = texts.reseal(from, to);
+      const legacy = texts.serially(() =>
+        resealKept(storage, DRAFT_KEY, DRAFT_PLACE, from, to, {
+          stale: () => false,
+          write: (text) => keep(storage, DRAFT_KEY, to, text, DRAFT_PLACE, () => true),
+        }),
+      );
+      return Promise.all([threads, legacy]).then(() => undefined);
+    },
     /** Forgets the thread's text. */
     clear(threadId: string): void {
       latest.delete(threadId);

@@ -5,7 +5,8 @@
  * does not open it, or asked for another question (a read a newer one
  * overtook, or one made before the question was asked). Only an answer (or
  * typing for the new question) replaces it. A lock change seals again what
- * was typed last, and removes only what no vault of the app opens.
+ * was typed last, and removes only what no vault of the app opens; the
+ * tab's one draft an earlier version kept goes with it until a thread takes it.
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { clearDrafts, createThreadDrafts, type CardEdits } from "../../demo/src/drafts.js";
@@ -136,4 +137,43 @@ it("a lock change whose seal fails leaves no plain draft behind, and says so", a
   const failing: Vault = { ...locked, seal: () => Promise.reject(new Error("no key to seal with")) };
   await expect(drafts.reseal(plainVault, failing)).rejects.toThrow("no key to seal with");
   expect(JSON.stringify(sessionStorage)).not.toContain("typed while unlocked");
+});
+
+/** The one draft of the tab an earlier version kept, plain (the app unlocked): a thread's once opened. */
+const plantLegacy = (text: string) => sessionStorage.setItem("langgraph-demo:draft", JSON.stringify({ text }));
+
+it("an earlier version's draft not moved to a thread yet goes with every lock change: the thread opened after reads it", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  plantLegacy("marker-legacy");
+  const [first, second] = [await lockedVault("the first passphrase"), await lockedVault("the second passphrase")];
+  // Locked: not left plain. The passphrase changed, then the lock removed: each time, the new vault opens it.
+  await drafts.reseal(plainVault, first);
+  expect(stored()).not.toContain("marker-legacy");
+  await drafts.reseal(first, second);
+  await drafts.reseal(second, plainVault);
+  expect(await drafts.composer.load(plainVault, "river")).toBe("marker-legacy");
+  expect(sessionStorage.getItem("langgraph-demo:draft")).toBeNull();
+});
+
+it("an earlier version's draft being moved to the thread as the lock changes is sealed for the new vault", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  plantLegacy("marker-moved");
+  const locked = await lockedVault("the passphrase");
+  // The tab opens its thread (the draft is read, then moved); the user locks before that is done.
+  const loading = drafts.composer.load(plainVault, "river");
+  const resealing = drafts.reseal(plainVault, locked);
+  expect(await loading).toBe("marker-moved");
+  await resealing;
+  // Not left plain; a reload (a new tab's keepers) with the locked vault reads it.
+  expect(stored()).not.toContain("marker-moved");
+  expect(await createThreadDrafts(sessionStorage).composer.load(locked, "river")).toBe("marker-moved");
+});
+
+it("an earlier version's draft does not overwrite what was typed in the thread while it was moved", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  plantLegacy("marker-older");
+  const loading = drafts.composer.load(plainVault, "river");
+  await drafts.composer.save(plainVault, "river", "typed meanwhile");
+  expect(await loading).toBe("typed meanwhile");
+  expect(await createThreadDrafts(sessionStorage).composer.load(plainVault, "river")).toBe("typed meanwhile");
 });
