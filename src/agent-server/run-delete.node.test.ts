@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
+import { letGo } from "../../test/support/agent-server/graph.js";
+import { atNode, human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 
 const setup = () => openServer<Chat>("run-delete", true);
 afterEach(closeServers);
@@ -34,11 +35,14 @@ describe("runs.delete", () => {
   it("refuses a run still going (409), which goes on; once it has ended it is deleted", async () => {
     const { client } = await setup();
     const t = await client.threads.create();
+    // Going until the test lets it go: a timed run (300 ms) could end before the delete on a loaded machine.
+    const hold = crypto.randomUUID();
     const run = await client.runs.create(t.thread_id, "agent", {
       input: human("slow"),
-      config: { configurable: { delay_ms: 300 } },
+      config: { configurable: { hold } },
     });
     await expect(client.runs.delete(t.thread_id, run.run_id)).rejects.toThrow(/409/);
+    letGo(hold);
     expect(texts(await client.runs.join(t.thread_id, run.run_id))).toEqual(["human: slow", "ai: echo slow"]);
     expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
     await client.runs.delete(t.thread_id, run.run_id);
@@ -63,11 +67,13 @@ describe("runs.delete", () => {
   it("back onto a run that was stopped (useStream's Stop): idle, as that run left it; a breakpoint stays a pause", async () => {
     const { client } = await setup();
     const t = await client.threads.create();
+    // Stopped in its node, which it leaves only when stopped. A fixed 50 ms wait failed under load: the
+    // stop came before the node's checkpoint, leaving only the input's (state [], next ["__start__"]).
     const stopped = await client.runs.create(t.thread_id, "agent", {
       input: human("one"),
-      config: { configurable: { delay_ms: 2_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    await sleep(50);
+    await atNode(client, t.thread_id, stopped.run_id);
     await client.runs.cancel(t.thread_id, stopped.run_id, true);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
     await client.runs.wait(t.thread_id, "agent", { input: human("two") });

@@ -6,6 +6,7 @@
  * server's in-memory thread store.
  */
 import type { ThreadSaver } from "@langchain/langgraph-api/experimental/embed";
+import type { Client } from "@langchain/langgraph-sdk";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import { IndexedDBThreadStore, type ThreadStatus } from "../../../src/agent-server/index.js";
 import { RunLog } from "../../../src/agent-server/run-log.js";
@@ -36,6 +37,25 @@ export async function until(check: () => Promise<boolean>, ms = 30_000): Promise
   for (const deadline = Date.now() + ms; !(await check()); await sleep(10)) {
     if (Date.now() > deadline) throw new Error("timed out");
   }
+}
+
+/**
+ * Waits until run `runId` is at `node`: its thread's last checkpoint is the
+ * run's, with `node` next (written as the node starts). "running" comes
+ * sooner: a run stopped then may have written no checkpoint, or only its
+ * input's (next `__start__`), where a test of a run stopped mid-node needs
+ * the node's.
+ */
+export function atNode<State extends Record<string, unknown>>(
+  client: Client<State>,
+  threadId: string,
+  runId: string,
+  node = "agent",
+): Promise<void> {
+  return until(async () => {
+    const state = await client.threads.getState(threadId);
+    return state.metadata?.run_id === runId && state.next.includes(node);
+  });
 }
 
 /**
