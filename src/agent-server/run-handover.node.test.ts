@@ -10,12 +10,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
 import { letGo } from "../../test/support/agent-server/graph.js";
+import { defaultLockManager, runLockName } from "../runs/locks.js";
 
 import {
   SlowSaver,
   SlowThreadStore,
+  atNode,
   human,
-  sleep,
   texts,
   until,
   type Chat,
@@ -31,16 +32,20 @@ describe("the thread between runs", () => {
     const a = await server({ saver: saverA, dbName });
     const b = await server({ dbName });
     const t = await a.client.threads.create();
+    // In its node until stopped (its input written, so a rollback has something to undo), where a
+    // fixed 200 ms wait after "running" guessed it.
     const run = await a.client.runs.create(t.thread_id, "agent", {
       input: human("undo me"),
-      config: { configurable: { delay_ms: 3_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    await until(async () => (await b.client.runs.get(t.thread_id, run.run_id)).status === "running");
-    await sleep(200);
+    await atNode(b.client, t.thread_id, run.run_id);
     saverA.rollbackMs = 300; // a busy IndexedDB
     await b.client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     const right = { values: texts((await b.client.threads.getState(t.thread_id)).values) };
-    await sleep(600);
+    // Once no slowed rollback is under way (a fixed 600 ms wait counted on its 300 ms): a cancel answered
+    // before its rollback shows the input `right`, and none `later`.
+    const rollbacks = saverA.slowed.rollback;
+    await until(async () => rollbacks.done === rollbacks.begun);
     const later = { values: texts((await b.client.threads.getState(t.thread_id)).values) };
     expect({ right, later }).toEqual({ right: { values: [] }, later: { values: [] } });
   });
@@ -92,7 +97,8 @@ describe("the thread between runs", () => {
     threads.statusMs = 300;
     const a = await client.runs.create(t.thread_id, "agent", { input: human("a") });
     await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "success");
-    await sleep(30);
+    // Inside a's slowed end write (a fixed 30 ms wait guessed when it began).
+    await until(async () => threads.slowed.status.begun === 1);
     // b goes until the test lets it go: a timed one (1.5 s) ended before the checks on a loaded machine.
     const hold = crypto.randomUUID();
     const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), config: { configurable: { hold } } });
@@ -109,13 +115,13 @@ describe("the thread between runs", () => {
   it("a rollback cancel of a run with a run enqueued behind it: the next run starts without the rolled-back input", async () => {
     const { client } = await server();
     const t = await client.threads.create();
+    // a in its node until stopped, its input written (a fixed 200 ms wait after "running" guessed it).
     const a = await client.runs.create(t.thread_id, "agent", {
       input: human("a"),
-      config: { configurable: { delay_ms: 2_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
     const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
-    await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "running");
-    await sleep(200);
+    await atNode(client, t.thread_id, a.run_id);
     await client.runs.cancel(t.thread_id, a.run_id, true, "rollback");
     const answer = texts(await client.runs.join(t.thread_id, b.run_id));
     const state = texts((await client.threads.getState(t.thread_id)).values);
@@ -128,14 +134,17 @@ describe("the thread between runs", () => {
     const t = await a.client.threads.create();
     const ra = await a.client.runs.create(t.thread_id, "agent", {
       input: human("a"),
-      config: { configurable: { delay_ms: 2_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    await until(async () => (await a.client.runs.get(t.thread_id, ra.run_id)).status === "running");
+    await atNode(a.client, t.thread_id, ra.run_id);
     const rb = await b.client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
-    await sleep(200);
+    // rb waiting for the thread's lock on b (a fixed 200 ms wait guessed when it asked).
+    const lock = runLockName(a.dbName, t.thread_id);
+    await until(async () => (await defaultLockManager().query()).pending.includes(lock));
     await b.client.runs.cancel(t.thread_id, ra.run_id, true, "rollback");
     await b.client.runs.join(t.thread_id, rb.run_id);
-    await sleep(200);
+    // rb's end writes the thread's status on b: a fixed 200 ms wait guessed when a read would see it.
+    await until(async () => (await a.client.threads.get(t.thread_id)).status !== "busy");
     const state = texts((await a.client.threads.getState(t.thread_id)).values);
     const status = (await a.client.threads.get(t.thread_id)).status;
     expect({ state, status }).toEqual({ state: ["human: b", "ai: echo b"], status: "idle" });

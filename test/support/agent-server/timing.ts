@@ -72,6 +72,30 @@ export function settles<T>(promise: Promise<T>, what: string, ms = 30_000): Prom
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The calls a slow store or saver made take longer, by kind: `begun` once a
+ * call's wait starts (a test's cue to act inside the window it opens, where
+ * a fixed wait guessed when that was), `done` once the call has answered or
+ * failed (the cue that what it wrote has landed).
+ */
+export class SlowCalls {
+  begun = 0;
+  done = 0;
+
+  /** `work`, after `ms` (none when undefined; counted when not 0). */
+  async run<T>(ms: number | undefined, work: () => Promise<T>): Promise<T> {
+    if (ms === undefined) return work();
+    const counted = ms > 0;
+    if (counted) this.begun += 1;
+    try {
+      await sleep(ms);
+      return await work();
+    } finally {
+      if (counted) this.done += 1;
+    }
+  }
+}
+
 /** A thread store whose writes can be made to take longer. */
 export class SlowThreadStore extends IndexedDBThreadStore {
   /** How long a status write takes (`statusOf` chooses which statuses). */
@@ -82,19 +106,22 @@ export class SlowThreadStore extends IndexedDBThreadStore {
   metadataMs = 0;
   /** How long the next `get` takes to answer, once it has read the record. */
   nextGetMs = 0;
+  /** The slowed status writes, metadata writes and gets. */
+  readonly slowed = { status: new SlowCalls(), metadata: new SlowCalls(), get: new SlowCalls() };
 
   override async patch(threadId: string, changes: { metadata?: Record<string, unknown>; status?: ThreadStatus }) {
-    if (changes.status !== undefined && this.statusOf(changes.status)) await sleep(this.statusMs);
-    if (changes.metadata !== undefined) await sleep(this.metadataMs);
-    return super.patch(threadId, changes);
+    const statusMs = changes.status !== undefined && this.statusOf(changes.status) ? this.statusMs : undefined;
+    const metadataMs = changes.metadata !== undefined ? this.metadataMs : undefined;
+    return this.slowed.status.run(statusMs, () =>
+      this.slowed.metadata.run(metadataMs, () => super.patch(threadId, changes)),
+    );
   }
 
   override async get(threadId: string) {
     const ms = this.nextGetMs;
     this.nextGetMs = 0;
     const record = await super.get(threadId);
-    if (ms) await sleep(ms);
-    return record;
+    return this.slowed.get.run(ms || undefined, async () => record);
   }
 }
 
@@ -103,20 +130,19 @@ export class SlowSaver extends IndexedDBSaver {
   putMs = 0;
   rollbackMs = 0;
   deleteMs = 0;
+  /** The slowed puts, rollbacks (`deleteForRuns`) and thread deletes. */
+  readonly slowed = { put: new SlowCalls(), rollback: new SlowCalls(), delete: new SlowCalls() };
 
   override async put(...args: Parameters<IndexedDBSaver["put"]>) {
-    if (this.putMs) await sleep(this.putMs);
-    return super.put(...args);
+    return this.slowed.put.run(this.putMs || undefined, () => super.put(...args));
   }
 
   override async deleteForRuns(...args: Parameters<IndexedDBSaver["deleteForRuns"]>) {
-    if (this.rollbackMs) await sleep(this.rollbackMs);
-    return super.deleteForRuns(...args);
+    return this.slowed.rollback.run(this.rollbackMs || undefined, () => super.deleteForRuns(...args));
   }
 
   override async deleteThread(...args: Parameters<IndexedDBSaver["deleteThread"]>) {
-    if (this.deleteMs) await sleep(this.deleteMs);
-    return super.deleteThread(...args);
+    return this.slowed.delete.run(this.deleteMs || undefined, () => super.deleteThread(...args));
   }
 }
 
