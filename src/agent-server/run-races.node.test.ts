@@ -16,6 +16,7 @@ import { defaultLockManager, runLockName, type RunLockManager } from "../runs/lo
 import {
   SlowSaver,
   SlowThreadStore,
+  atNode,
   human,
   sleep,
   texts,
@@ -49,12 +50,12 @@ describe("cancel", () => {
   it("rollback of a running run leaves the thread idle (its state rolled back), not interrupted", async () => {
     const { client } = await ownServer();
     const t = await client.threads.create();
+    // In its node until stopped, its input written (a fixed 100 ms wait after "running" guessed it).
     const run = await client.runs.create(t.thread_id, "agent", {
       input: human("undo me"),
-      config: { configurable: { delay_ms: 2_000 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    await until(async () => (await client.runs.get(t.thread_id, run.run_id)).status === "running");
-    await sleep(100);
+    await atNode(client, t.thread_id, run.run_id);
     await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     const state = await client.threads.getState(t.thread_id);
     expect(texts(state.values)).toEqual([]);
@@ -94,7 +95,8 @@ describe("updateState", () => {
       method: "POST",
       body: JSON.stringify({ values: human("edit"), as_node: "agent" }),
     });
-    await sleep(50);
+    // Inside the update's slowed put (a fixed 50 ms wait guessed when it began).
+    await until(async () => saver.slowed.put.begun > 0);
     const run = client.runs.wait(t.thread_id, "agent", { input: human("two"), multitaskStrategy: "rollback" });
     const response = await update;
     saver.putMs = 0;
@@ -126,7 +128,9 @@ describe("on_disconnect cancel", () => {
       }),
       signal: controller.signal,
     });
-    await sleep(10); // useStream's Stop, pressed right after submit
+    // useStream's Stop, pressed right after submit: inside the route's slowed patch, before the run started
+    // (a fixed 10 ms wait guessed when that was).
+    await until(async () => threads.slowed.metadata.begun > 0);
     controller.abort();
     await request.then((response) => response.body?.cancel()).catch(() => undefined);
     await until(async () => (await client.runs.list(t.thread_id)).length === 1);
@@ -165,15 +169,14 @@ describe("thread status", () => {
       const t = await client.threads.create();
       const a = await client.runs.create(t.thread_id, "agent", {
         input: human("a"),
-        config: { configurable: { delay_ms: 2_000 } },
+        config: { configurable: { hold: crypto.randomUUID() } },
       });
       const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
       await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "running");
       const cancels = [...order].map((x) => client.runs.cancel(t.thread_id, x === "a" ? a.run_id : b.run_id, true));
       await Promise.all(cancels);
-      await sleep(200);
-      const status = (await client.threads.get(t.thread_id)).status;
-      if (status === "busy") stuck.push(order);
+      // Its last status write landed, where a fixed 200 ms wait guessed when; one left busy stays busy.
+      await until(async () => (await client.threads.get(t.thread_id)).status !== "busy").catch(() => stuck.push(order));
     }
     expect(stuck).toEqual([]);
   });
@@ -206,7 +209,8 @@ describe("thread status, a delete or update holding the thread", () => {
     await until(async () => (await client.runs.get(t.thread_id, last.run_id)).status === "success");
     await client.runs.delete(t.thread_id, older!.run_id);
     await client.runs.join(t.thread_id, last.run_id);
-    await sleep(50);
+    // The delete's status write after its slowed rollback (a fixed 50 ms wait guessed when it landed).
+    await until(async () => (await client.threads.get(t.thread_id)).status !== "busy").catch(() => undefined);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });
 });
@@ -270,7 +274,8 @@ describe("delete", () => {
     const [, older] = await client.runs.list(t.thread_id);
     saver.rollbackMs = 200;
     const deleted = client.runs.delete(t.thread_id, older!.run_id);
-    await sleep(50);
+    // Inside the delete's slowed rollback (a fixed 50 ms wait guessed when it began).
+    await until(async () => saver.slowed.rollback.begun > 0);
     const values = await client.runs.wait(t.thread_id, "agent", { input: human("three") });
     await deleted;
     expect(texts(values)).toEqual(["one", "two", "three"].flatMap((x) => [`human: ${x}`, `ai: echo ${x}`]));
@@ -322,10 +327,12 @@ describe("delete", () => {
       method: "POST",
       body: JSON.stringify({ assistant_id: "agent", input: human("secret") }),
     });
-    await sleep(20);
+    // Inside the route's slowed patch (a fixed 20 ms wait guessed when it began).
+    await until(async () => threads.slowed.metadata.begun > 0);
     await client.threads.delete(t.thread_id);
     const answer = await run;
     threads.metadataMs = 0;
+    // Absence: a run that started all the same writes its first checkpoint within a few ms of its answer.
     await sleep(50);
     const log = new RunLog(openAgentDatabase(`${dbName}-agent-threads`, undefined));
     const left = {
