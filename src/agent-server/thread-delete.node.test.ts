@@ -19,7 +19,6 @@ import {
   SlowSaver,
   SlowThreadStore,
   human,
-  sleep,
   texts,
   until,
   type Chat,
@@ -45,7 +44,10 @@ describe("deleting a thread, and the ends of runs", () => {
     const run = await client.runs.create(threadId, "agent", { input: human("old") });
     await until(async () => (await client.runs.get(threadId, run.run_id)).status === "success");
     await client.threads.delete(threadId);
-    await sleep(600);
+    // The run's slowed end write landed (a fixed 600 ms wait counted on its 300 ms).
+    await until(
+      async () => threads.slowed.status.begun > 0 && threads.slowed.status.done === threads.slowed.status.begun,
+    );
     await client.threads.create({ threadId });
     const runs = (await client.runs.list(threadId)).map((r) => r.run_id === run.run_id);
     expect(runs).toEqual([]);
@@ -61,12 +63,16 @@ describe("deleting a thread, and the ends of runs", () => {
     threads.statusMs = 300;
     const ra = await a.client.runs.create(t.thread_id, "agent", { input: human("a") });
     await until(async () => (await a.client.runs.get(t.thread_id, ra.run_id)).status === "success");
-    await sleep(30);
+    // Inside a's slowed end write (a fixed 30 ms wait guessed when it began).
+    await until(async () => threads.slowed.status.begun > 0);
+    // b goes until stopped: a timed one (1.5 s) could end before the checks on a loaded machine.
     const rb = await b.client.runs.create(t.thread_id, "agent", {
       input: human("b"),
-      config: { configurable: { delay_ms: 1_500 } },
+      config: { configurable: { hold: crypto.randomUUID() } },
     });
-    await sleep(600);
+    // a's end written and b going (a fixed 600 ms wait counted on the 300 ms write).
+    await until(async () => threads.slowed.status.done === threads.slowed.status.begun);
+    await until(async () => (await b.client.runs.get(t.thread_id, rb.run_id)).status !== "pending");
     const bStatus = (await b.client.runs.get(t.thread_id, rb.run_id)).status;
     const threadStatus = (await b.client.threads.get(t.thread_id)).status;
     expect({ bStatus, threadStatus }).toEqual({ bStatus: "running", threadStatus: "busy" });
@@ -80,7 +86,8 @@ describe("deleting a thread, and the ends of runs", () => {
     await client.runs.wait(t.thread_id, "agent", { input: human("a") });
     saver.deleteMs = 500;
     const deleting = status(client.threads.delete(t.thread_id));
-    await sleep(100);
+    // Inside the delete's slowed erase (a fixed 100 ms wait guessed when it began).
+    await until(async () => saver.slowed.delete.begun > 0);
     await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "rollback" });
     const answer = await deleting;
     const thread = await status(client.threads.get(t.thread_id));
@@ -97,7 +104,8 @@ describe("deleting a thread, and the ends of runs", () => {
     await client.runs.wait(threadId, "agent", { input: human("a") });
     threads.nextGetMs = 300;
     const updating = status(client.threads.updateState(threadId, { values: human("ghost") }));
-    await sleep(30);
+    // The update checked the thread: inside its slowed read (a fixed 30 ms wait guessed when).
+    await until(async () => threads.slowed.get.begun > 0);
     await client.threads.delete(threadId);
     const update = await updating;
     const tuple = await saver.getTuple({ configurable: { thread_id: threadId } });
