@@ -20,7 +20,7 @@ import {
 import { interruptWith } from "../interrupt/index.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, memoryThreads, sleep, texts, type Chat } from "../../test/support/agent-server/timing.js";
+import { human, memoryThreads, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 import { sleep as abortableSleep } from "../../test/support/runs/scenario.js";
 
 afterEach(closeServers);
@@ -43,11 +43,12 @@ it("a second answer sent with the interrupt strategy while a resume runs replace
   const { client } = await openServer<Chat>("resume", false, { graphs: { agent: slowApproveGraph() } });
   const { thread_id } = await client.threads.create();
   await client.runs.wait(thread_id, "agent", { input: human("go") });
-  await client.runs.create(thread_id, "agent", {
+  const first = await client.runs.create(thread_id, "agent", {
     command: { resume: "yes" },
     config: { configurable: { after_ms: 2000 } },
   });
-  await sleep(300);
+  // The first resume going (a fixed 300 ms wait guessed when it started).
+  await until(async () => (await client.runs.get(thread_id, first.run_id)).status === "running");
   const result = await client.runs.wait(thread_id, "agent", {
     command: { resume: "no" },
     multitaskStrategy: "interrupt",

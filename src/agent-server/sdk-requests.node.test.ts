@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { human, sleep, texts, type Chat } from "../../test/support/agent-server/timing.js";
+import { letGo } from "../../test/support/agent-server/graph.js";
+import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 
 const URL_BASE = "http://local.invalid";
@@ -37,12 +38,15 @@ describe("runs.wait", () => {
   it("answers its own run's values when another run was enqueued behind it", async () => {
     const { client } = await setup();
     const t = await client.threads.create();
+    // first goes until the second is enqueued (a 150 ms run and a 50 ms wait could miss that under load).
+    const hold = crypto.randomUUID();
     const first = client.runs.wait(t.thread_id, "agent", {
       input: human("first"),
-      config: { configurable: { delay_ms: 150 } },
+      config: { configurable: { hold } },
     });
-    await sleep(50);
+    await until(async () => (await client.runs.list(t.thread_id))[0]?.status === "running");
     await client.runs.create(t.thread_id, "agent", { input: human("second"), multitaskStrategy: "enqueue" });
+    letGo(hold);
     expect(texts(await first)).toEqual(["human: first", "ai: echo first"]);
   });
 });
