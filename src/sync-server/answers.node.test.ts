@@ -86,7 +86,7 @@ describe("sync server: answers a client does not take", () => {
   let quick: SyncServer;
   let quickUrl = "";
   beforeAll(async () => {
-    quick = await createSyncServer({ connectionString: await postgresUrl(), authenticate, requestTimeoutMs: 2000 });
+    quick = await createSyncServer({ connectionString: await postgresUrl(), authenticate, requestTimeoutMs: 1000 });
     quickUrl = await quick.listen({ port: 0 });
   }, 60_000);
   afterAll(() => quick?.close(), 30_000);
@@ -100,8 +100,8 @@ describe("sync server: answers a client does not take", () => {
     const unread = unreadPull(quickUrl, token);
     try {
       expect(await unread.started).toBe("HTTP/1.1 200");
-      // Waits for the server to end the connection (due at requestTimeoutMs, 2 s), at most 3 times that
-      // long: a fixed 4 s wait before. The drain below proves the cut from the client's side either way.
+      // Waits for the server to end the connection (due at requestTimeoutMs, 1 s; 2 s before), at most 6 times
+      // that long: a fixed 4 s wait before. The drain below proves the cut from the client's side either way.
       await Promise.race([cut, new Promise((resolve) => setTimeout(resolve, 6000))]);
       // Read now, the answer comes cut short and the connection closed; before, it came whole, and stayed open.
       const { closed, received } = await unread.drain(3000);

@@ -133,6 +133,7 @@ describe("SyncClient live push", () => {
   });
 
   it("a server without the long poll: the poll backs off instead of spinning, and the interval still brings the turn", async () => {
+    const MIN_BACKOFF_MS = 600;
     const { token } = newUser("old");
     const a = device(served.url, token, A);
     // An older server ignores `wait`: dropping it from the URL answers every poll at once.
@@ -147,9 +148,10 @@ describe("SyncClient live push", () => {
       token,
       onB({
         intervalMs: 400,
-        // A backoff of 0.5-2 s: far above a spinning poll's gaps (a fetch each, 30-120 ms measured under load).
-        minBackoffMs: 1_000,
-        maxBackoffMs: 2_000,
+        // A backoff of 0.3-1.2 s: above a spinning poll's gaps (a fetch each, 30-120 ms measured under load,
+        // up to 240 ms under a load of 15 on two cores), and short, as the test waits out five (0.5-2 s before).
+        minBackoffMs: MIN_BACKOFF_MS,
+        maxBackoffMs: 2 * MIN_BACKOFF_MS,
         fetch: stamped,
       }),
     );
@@ -171,7 +173,7 @@ describe("SyncClient live push", () => {
     // only lengthens a gap, where a spinning poll's gaps are a fetch each.
     const gaps = sentAt.slice(1).map((at, i) => at - sentAt[i]!);
     expect(
-      gaps.filter((gap) => gap < 500 - 2).length,
+      gaps.filter((gap) => gap < MIN_BACKOFF_MS / 2 - 2).length,
       `gaps ${gaps.map(Math.round).join(", ")} ms`,
     ).toBeLessThanOrEqual(2);
     await closeDevices(a, b);
