@@ -9,10 +9,10 @@
  * need not cut it at its bound. A raw socket, since
  * node:http's Agent never pipelines. Real server on loopback, real PostgreSQL.
  */
-import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { authenticate, newUser, postgresUrl } from "../../test/support/sync/harness.js";
+import { countCuts } from "../../test/support/sync/close-cuts.js";
 import { SYNC_PATH } from "../sync/protocol.js";
 import { createSyncServer } from "./server.js";
 
@@ -67,17 +67,6 @@ function signal(): [Promise<void>, () => void] {
   let fire!: () => void;
   const promise = new Promise<void>((resolve) => (fire = resolve));
   return [promise, fire];
-}
-
-/** Counts the calls of `http.closeAllConnections`: the close's cut of the connections left at its bound. */
-function countCuts(http: Server): { count: number } {
-  const cuts = { count: 0 };
-  const closeAll = http.closeAllConnections.bind(http);
-  http.closeAllConnections = () => {
-    cuts.count += 1;
-    closeAll();
-  };
-  return cuts;
 }
 
 describe("sync server: closing with pipelined requests", () => {

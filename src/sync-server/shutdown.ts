@@ -10,6 +10,7 @@
  * process alive after `close()`), and cuts the HTTP connections left.
  */
 /// <reference types="node" />
+import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import pg from "pg";
 import { errorBody } from "./http.js";
@@ -60,9 +61,13 @@ export class OwnConnections {
   }
 }
 
+/** The HTTP connections of each app, so that its close can end those that never sent a byte. */
+const connectionsOf = new WeakMap<FastifyInstance, Set<Socket>>();
+
 /**
  * Keeps the replies of the requests `app` is handling, so that a close can
- * answer those still running when the grace ends.
+ * answer those still running when the grace ends, and its connections (see
+ * {@link closeServer}).
  */
 export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
   const replies = new Set<FastifyReply>();
@@ -70,7 +75,24 @@ export function trackInFlight(app: FastifyInstance): Set<FastifyReply> {
     replies.add(reply);
     reply.raw.once("close", () => replies.delete(reply));
   });
+  const sockets = new Set<Socket>();
+  connectionsOf.set(app, sockets);
+  app.server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
   return replies;
+}
+
+/**
+ * Ends the connections of `app` that have not sent a byte: Node's close
+ * ends a connection idle after a request, but waits for one that never sent
+ * any (a client's connection opened ahead of its request, or kept after the
+ * request it was for was aborted before it went out: Node's fetch does so),
+ * and every such close waited until it cut them, at its 3 s bound.
+ */
+function endSilentConnections(app: FastifyInstance): void {
+  for (const socket of connectionsOf.get(app) ?? []) if (socket.bytesRead === 0) socket.destroy();
 }
 
 /**
@@ -193,6 +215,7 @@ export async function closeServer({ app, inFlight, connections, first, last }: C
       app.log.error({ err: error }, `The sync server's close could not ${what}; the rest of the close went on.`);
     }
   };
+  endSilentConnections(app);
   const ended = Promise.all(first.map(settle)).then(() => (last ? settle(last) : undefined));
   if (await within(ended, CLOSE_GRACE_MS)) return;
   answerUnfinished(inFlight);
