@@ -70,6 +70,8 @@ export class Session {
   #model: ModelSettings;
   readonly #runs = newRunState();
   readonly #sync: SyncLink;
+  /** A lock change of this session committed: its data is in the new databases, even if the call then failed. */
+  #moved = false;
   /** What was refused while opening (a planted setting): for the page to report. */
   readonly problems: string[] = [];
 
@@ -275,6 +277,7 @@ export class Session {
    * Returns the session on the encrypted databases.
    */
   async lock(passphrase: string): Promise<Session> {
+    this.#checkNotMoved();
     if (this.vault.locked) throw new Error("Already locked.");
     await allQueued(this.#runs);
     const { vault, row } = await createLock(passphrase);
@@ -292,6 +295,9 @@ export class Session {
   async #migrateTo(vault: Vault, row: LockRow | undefined): Promise<Session> {
     const from = Object.values(databasesOf(this.vault));
     return withMigrationLock(async () => {
+      // A second call on this session (a click while the first ran) waited for the first's lock: it must not
+      // take the first's new databases for leftovers.
+      this.#checkNotMoved();
       // Leftovers of an earlier migration cut short.
       await runPendingDeletes(this.db, Object.values(databasesOf(vault)));
       // Until the lock record changes, the copies are leftovers: a tab closed mid-copy has them deleted at
@@ -300,6 +306,7 @@ export class Session {
       const next = new Session(this.db, vault, this.userId, this.#model);
       await copyVaultData(this, next, this.userId);
       await storeTexts(this.db, vault, await openTexts(this.db, this.vault), this.#settings(), row, from);
+      this.#moved = true;
       await this.close();
       await runPendingDeletes(this.db);
       next.#sync.start(this.#sync.settings);
@@ -313,6 +320,7 @@ export class Session {
    * sealed again, and the lock record gets the new salt and check value.
    */
   async changePassphrase(current: string, passphrase: string): Promise<Session> {
+    this.#checkNotMoved();
     if (!this.vault.locked) throw new Error("Not locked.");
     // An unlocked, unattended screen is not enough to lock the owner out: the current passphrase is proved
     // on the stored check value first (a wrong one throws WrongPassphraseError, and nothing changes).
@@ -326,6 +334,7 @@ export class Session {
     await this.saver.changeKey(vault.serde!);
     await this.store.changeKey(vault.serde!);
     await storeTexts(this.db, vault, texts, this.#settings(), row);
+    this.#moved = true;
     await this.close();
     const next = new Session(this.db, vault, this.userId, this.#model);
     await next.saver.listThreads({ limit: 1, count: false }).next();
@@ -335,9 +344,18 @@ export class Session {
 
   /** Removes the lock: the reverse of {@link lock}, back to the plain databases. */
   async unlockForGood(): Promise<Session> {
+    this.#checkNotMoved();
     if (!this.vault.locked) throw new Error("Not locked.");
     await allQueued(this.#runs);
     return this.#migrateTo(plainVault, undefined);
+  }
+
+  /**
+   * Refuses a lock change of a session whose data moved (a retry after a failure past the commit, say: the
+   * old databases' deletes, retried at the next start): it would take the new databases for leftovers.
+   */
+  #checkNotMoved(): void {
+    if (this.#moved) throw new Error("The lock changed already; reload the page to go on with the app's data.");
   }
 
   async close(): Promise<void> {

@@ -84,16 +84,17 @@ export function createSettings(context: SettingsContext) {
           class: "danger",
           testid: "confirm-remove-lock",
           onclick: () => {
-            yes.disabled = true;
+            // Both held while it runs: a Cancel then Yes again would start a second removal behind this one.
+            yes.disabled = no.disabled = true;
             setStatus(status, "Decrypting…");
             context.removeLock().then(
               () => render(),
               (error: unknown) => {
                 setStatus(status, `Could not remove the lock: ${(error as Error).message}`, true);
-                // Still asked (unless Cancel was pressed meanwhile): Yes may be tried again. The focus goes
-                // to Cancel, as when the question was first asked; disabled, Yes had lost it to the page.
+                // Still asked: Yes may be tried again (a session whose data moved before the failure refuses,
+                // saying to reload). The focus goes to Cancel, as when the question was first asked.
                 if (!yes.isConnected) return;
-                yes.disabled = false;
+                yes.disabled = no.disabled = false;
                 no.focus();
               },
             );
@@ -106,7 +107,9 @@ export function createSettings(context: SettingsContext) {
       no.focus();
     }
     remove.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && remove.querySelector('[data-testid="confirm-remove-lock"]')) {
+      const yes = remove.querySelector<HTMLButtonElement>('[data-testid="confirm-remove-lock"]');
+      // Not while a removal runs (Yes held): the question stays until it ends.
+      if (event.key === "Escape" && yes && !yes.disabled) {
         event.preventDefault();
         event.stopPropagation();
         idle();
