@@ -150,8 +150,6 @@ const committed = new WeakMap<SaverContext, Map<string, Map<string, WriteKey>>>(
 /** Chains remembered per saver (the heads of its busiest threads). */
 const MAX_KNOWN = 256;
 
-/** A checkpoint row's key as one string, for maps (pending-seals.ts: the eager chunk holds it). */
-
 /** A write's key (task id, idx, channel), as a row lists it. */
 const writeKeyOf = (write: WriteRow): WriteKey => [write.task_id, write.idx, write.channel];
 
