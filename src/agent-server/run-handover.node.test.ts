@@ -99,6 +99,8 @@ describe("the thread between runs", () => {
     await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "success");
     // Inside a's slowed end write (a fixed 30 ms wait guessed when it began).
     await until(async () => threads.slowed.status.begun === 1);
+    // Still inside it: a wait that returned after the write landed would prove nothing below.
+    expect(threads.slowed.status.done).toBe(0);
     // b goes until the test lets it go: a timed one (1.5 s) ended before the checks on a loaded machine.
     const hold = crypto.randomUUID();
     const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), config: { configurable: { hold } } });

@@ -176,7 +176,10 @@ describe("thread status", () => {
       const cancels = [...order].map((x) => client.runs.cancel(t.thread_id, x === "a" ? a.run_id : b.run_id, true));
       await Promise.all(cancels);
       // Its last status write landed, where a fixed 200 ms wait guessed when; one left busy stays busy.
-      await until(async () => (await client.threads.get(t.thread_id)).status !== "busy").catch(() => stuck.push(order));
+      // 10 s each, so that four orders left busy fail here, naming them, within the test's timeout.
+      await until(async () => (await client.threads.get(t.thread_id)).status !== "busy", 10_000).catch(() =>
+        stuck.push(order),
+      );
     }
     expect(stuck).toEqual([]);
   });

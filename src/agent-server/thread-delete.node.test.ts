@@ -65,6 +65,8 @@ describe("deleting a thread, and the ends of runs", () => {
     await until(async () => (await a.client.runs.get(t.thread_id, ra.run_id)).status === "success");
     // Inside a's slowed end write (a fixed 30 ms wait guessed when it began).
     await until(async () => threads.slowed.status.begun > 0);
+    // Still inside it: a wait that returned after the write landed would prove nothing below.
+    expect(threads.slowed.status.done).toBe(0);
     // b goes until stopped: a timed one (1.5 s) could end before the checks on a loaded machine.
     const rb = await b.client.runs.create(t.thread_id, "agent", {
       input: human("b"),
