@@ -8,7 +8,7 @@
  */
 import type { Page } from "playwright";
 import { beforeAll, expect, test } from "vitest";
-import { lockWith, ready, send, storageMadeBy, transcript, useHarness, type StorageState } from "./support.js";
+import { lockedVaultOf, ready, transcript, unlockWith, useHarness, type StorageState } from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
@@ -16,22 +16,13 @@ const PASSPHRASE = "correct horse battery staple";
 /** One thread ("kept thread"), locked with PASSPHRASE, at rest behind the lock screen. */
 let lockedVault: StorageState;
 beforeAll(async () => {
-  lockedVault = await storageMadeBy(async (setup) => {
-    const page = await setup.page();
-    await ready(page);
-    await send(page, "kept thread");
-    await lockWith(page, PASSPHRASE);
-    await page.keyboard.press("Escape");
-    await page.reload();
-    await page.getByTestId("unlock-passphrase").waitFor();
-  });
+  lockedVault = await lockedVaultOf(["kept thread"], PASSPHRASE);
 });
 
 /** A tab on a copy of {@link lockedVault}, unlocked, its Settings open at "Remove the lock…". */
 async function unlockedAtSettings(): Promise<Page> {
   const page = await (await harness().restart(lockedVault)).page();
-  await page.getByTestId("unlock-passphrase").fill(PASSPHRASE);
-  await page.getByTestId("unlock").click();
+  await unlockWith(page, PASSPHRASE);
   await ready(page);
   await expect.poll(() => transcript(page)).toContain("user: kept thread");
   await page.getByTestId("settings").click();
@@ -54,8 +45,7 @@ async function transcriptLeft(): Promise<string[]> {
     },
   );
   if (await next.getByTestId("unlock-passphrase").count()) {
-    await next.getByTestId("unlock-passphrase").fill(PASSPHRASE);
-    await next.getByTestId("unlock").click();
+    await unlockWith(next, PASSPHRASE);
   }
   await ready(next);
   await expect.poll(() => next.getByTestId("thread").count()).toBe(1);

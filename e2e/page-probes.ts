@@ -18,6 +18,12 @@ export async function lockWith(page: Page, passphrase: string): Promise<void> {
   await page.getByTestId("new-passphrase").waitFor({ timeout: 30_000 });
 }
 
+/** Unlocks the app at its lock screen with `passphrase`. */
+export async function unlockWith(page: Page, passphrase: string): Promise<void> {
+  await page.getByTestId("unlock-passphrase").fill(passphrase);
+  await page.getByTestId("unlock").click();
+}
+
 /**
  * Runs `edit` (a function body with `store` in scope) on an object store of
  * the demo's database with raw IndexedDB, as a file edit would. A string

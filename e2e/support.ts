@@ -12,6 +12,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { afterAll, afterEach, beforeAll, beforeEach, expect, inject } from "vitest";
 import { chromiumArgs, chromiumPath } from "../test/support/chromium.js";
 import { ready, send } from "./chat-gestures.js";
+import { lockWith } from "./page-probes.js";
 
 export {
   assistants,
@@ -25,7 +26,7 @@ export {
   transcript,
   type ThreadAction,
 } from "./chat-gestures.js";
-export { cspViolations, editDemoDb, lockWith, plaintextHits, recordCspViolations } from "./page-probes.js";
+export { cspViolations, editDemoDb, lockWith, plaintextHits, recordCspViolations, unlockWith } from "./page-probes.js";
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });
@@ -220,6 +221,29 @@ export async function storageMadeBy(make: (harness: Harness) => Promise<void>): 
   } finally {
     await harness.close();
   }
+}
+
+/**
+ * A vault made once by the app as a user makes it ({@link storageMadeBy}): one thread per text of
+ * `threads`, each its first message, the last one open, then locked with `passphrase` and left at rest
+ * behind the lock screen.
+ */
+export function lockedVaultOf(threads: string[], passphrase: string): Promise<StorageState> {
+  return storageMadeBy(async (setup) => {
+    const page = await setup.page();
+    await ready(page);
+    for (const [i, text] of threads.entries()) {
+      if (i > 0) await page.getByTestId("new-thread").click();
+      await send(page, text);
+      // expect.poll is for tests only: the thread's row is waited for, then the count checked.
+      await page.getByTestId("thread").nth(i).waitFor();
+    }
+    expect(await page.getByTestId("thread").count()).toBe(threads.length);
+    await lockWith(page, passphrase);
+    await page.keyboard.press("Escape");
+    await page.reload();
+    await page.getByTestId("unlock-passphrase").waitFor();
+  });
 }
 
 /** `url` with the demo's pace parameter for `pace`; a pace the address already names is kept. */

@@ -9,12 +9,12 @@ import type { Page } from "playwright";
 import { beforeAll, expect, test } from "vitest";
 import {
   editDemoDb,
-  lockWith,
+  lockedVaultOf,
   plaintextHits,
   ready,
   send,
-  storageMadeBy,
   transcript,
+  unlockWith,
   useHarness,
   type StorageState,
 } from "./support.js";
@@ -30,19 +30,7 @@ const PASSPHRASE = "correct horse battery staple";
  */
 let lockedVault: StorageState;
 beforeAll(async () => {
-  lockedVault = await storageMadeBy(async (setup) => {
-    const page = await setup.page();
-    await ready(page);
-    await send(page, "alpha thread");
-    await page.getByTestId("new-thread").click();
-    await send(page, "beta thread");
-    // expect.poll is for tests only: the second row is waited for, then the count checked.
-    await page.getByTestId("thread").nth(1).waitFor();
-    expect(await page.getByTestId("thread").count()).toBe(2);
-    await lock(page);
-    await page.reload();
-    await page.getByTestId("unlock-passphrase").waitFor();
-  });
+  lockedVault = await lockedVaultOf(["alpha thread", "beta thread"], PASSPHRASE);
 });
 
 /** A tab on a copy of {@link lockedVault}, at its lock screen. */
@@ -50,16 +38,6 @@ async function atLockScreen(): Promise<Page> {
   const page = await (await harness().restart(lockedVault)).page();
   await page.getByTestId("unlock-passphrase").waitFor();
   return page;
-}
-
-async function lock(page: Page, passphrase = PASSPHRASE): Promise<void> {
-  await lockWith(page, passphrase);
-  await page.keyboard.press("Escape");
-}
-
-async function unlockWith(page: Page, passphrase = PASSPHRASE): Promise<void> {
-  await page.getByTestId("unlock-passphrase").fill(passphrase);
-  await page.getByTestId("unlock").click();
 }
 
 const databaseNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
@@ -81,7 +59,7 @@ test("plain settings planted in a locked vault are refused and reported, never u
      store.put({ key: "sync", value: ${JSON.stringify(JSON.stringify({ url: `${evil}sync`, token: "t" }))} });`,
   );
   await page.reload();
-  await unlockWith(page);
+  await unlockWith(page, PASSPHRASE);
   await ready(page);
   const notice = page.getByTestId("vault-problem");
   await notice.waitFor();
@@ -133,7 +111,7 @@ test("a sealed title moved to another thread's row is refused", async () => {
      for (const row of rows) store.put({ ...row, title: alpha.title });`,
   );
   await page.reload();
-  await unlockWith(page);
+  await unlockWith(page, PASSPHRASE);
   await ready(page);
   await expect
     .poll(() => page.getByTestId("thread").allTextContents())
@@ -156,7 +134,7 @@ test("a lock whose encrypted databases are missing is reported, not replaced", a
       }),
   );
   await page.reload();
-  await unlockWith(page);
+  await unlockWith(page, PASSPHRASE);
   await page.getByTestId("unlock-error").waitFor();
   expect(await page.getByTestId("unlock-error").textContent()).toContain("encrypted data is missing");
   expect(await page.getByTestId("composer").count()).toBe(0);
@@ -199,7 +177,7 @@ test("a lock cut off after its lock record, before the plain databases are delet
   await expect.poll(() => databaseNames(next)).not.toContain("demo-checkpoints");
   expect(await databaseNames(next)).not.toContain("demo-memory");
   expect(await plaintextHits(next, marker)).toEqual([]);
-  await unlockWith(next);
+  await unlockWith(next, PASSPHRASE);
   await ready(next);
   await expect.poll(() => transcript(next)).toContain(`user: my note ${marker}`);
 });
@@ -304,7 +282,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
   expect(await page.getByTestId("unlock-error").textContent()).toContain("not right");
   expect((await lockRow())?.v).toBeUndefined();
 
-  await unlockWith(page);
+  await unlockWith(page, PASSPHRASE);
   await ready(page);
   await expect.poll(() => transcript(page)).toHaveLength(2);
   expect((await transcript(page))[0]).toBe("user: beta thread");
@@ -314,7 +292,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
 
   // From now on it is an ordinary vault: the upgraded texts open bound to their place.
   await page.reload();
-  await unlockWith(page);
+  await unlockWith(page, PASSPHRASE);
   await ready(page);
   await expect.poll(() => page.locator(".thread-title").allTextContents()).toContain("the v1 title");
   // The model settings were re-sealed too: a row that did not open bound would be reported here.
