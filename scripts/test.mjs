@@ -22,6 +22,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
+const options = Object.fromEntries(
+  process.argv.slice(2).map((arg) => {
+    const match = /^--(depth|from|only)=(.+)$/.exec(arg);
+    if (!match) throw new Error(`scripts/test.mjs: unknown argument ${arg}`);
+    return [match[1], match[2]];
+  }),
+);
+const depth = options.depth ?? process.env.TEST_DEPTH ?? "fast";
+if (depth !== "fast" && depth !== "full")
+  throw new Error(`scripts/test.mjs: --depth must be fast or full, not ${depth}`);
 /**
  * The phases, each a list of steps (run side by side), one after
  * another: each comes `after` the one before. Lanes side by side were
@@ -46,7 +56,10 @@ const PHASES = [
   // about 33 CPU-s together) run beside the Node tests, which leave about a quarter of the two cores idle
   // while they wait on PostgreSQL, server processes and Chromium. In the static lanes they made that phase
   // 17 s longer for 13 s less in this one (two proofs of 2026-12-05: static 60.3-60.8 s, node 133.7-138.9 s).
-  { name: "node", steps: ["test:node", "lint"], after: "static checks" },
+  // At the fast depth the Node phase runs the Node project's own files (`test:node:own`): every other
+  // test file runs in real Chromium in the chromium phase, and ran here a second time on fake-indexeddb
+  // (about a quarter of the phase). `test:node` (the full depth, and a contributor's quick loop) runs them all.
+  { name: "node", steps: [depth === "full" ? "test:node" : "test:node:own", "lint"], after: "static checks" },
   // Chromium restarting after SIGKILLs, 40 times.
   { name: "crash", steps: ["test:crash"], after: "node" },
   { name: "chromium", steps: ["test:browser"], after: "crash" },
@@ -62,16 +75,6 @@ const PHASES = [
   { name: "e2e timed", steps: ["test:e2e:timed"], alone: true },
 ];
 
-const options = Object.fromEntries(
-  process.argv.slice(2).map((arg) => {
-    const match = /^--(depth|from|only)=(.+)$/.exec(arg);
-    if (!match) throw new Error(`scripts/test.mjs: unknown argument ${arg}`);
-    return [match[1], match[2]];
-  }),
-);
-const depth = options.depth ?? process.env.TEST_DEPTH ?? "fast";
-if (depth !== "fast" && depth !== "full")
-  throw new Error(`scripts/test.mjs: --depth must be fast or full, not ${depth}`);
 for (const name of [options.from, options.only])
   if (name !== undefined && !PHASES.some((phase) => phase.name === name))
     throw new Error(`scripts/test.mjs: no phase "${name}" (phases: ${PHASES.map((p) => p.name).join(", ")})`);
