@@ -12,7 +12,7 @@ import { leaseOf } from "./write-lease.js";
 import type { RawTuple } from "../rows/codec.js";
 import type { WriteRow } from "../rows/shapes.js";
 import { sizeOf } from "./fresh-rows.js";
-import { namespaceMapKey } from "./keys.js";
+import { namespaceMapKey, threadOfMapKey } from "./keys.js";
 
 /** Namespaces kept per saver. */
 export const MAX_ENTRIES = 64;
@@ -154,7 +154,7 @@ export function dropAll(state: FreshState): void {
 /** Forgets a thread's entries and remembered writes; tickets taken before keep nothing. */
 export function dropThread(state: FreshState, threadId: string): void {
   state.generation++;
-  const owns = (key: string) => (JSON.parse(key) as string[])[0] === threadId;
+  const owns = (key: string) => threadOfMapKey(key) === threadId;
   for (const key of [...state.entries.keys()]) if (owns(key)) remove(state, key);
   for (const key of state.written.keys()) if (owns(key)) state.written.set(key, null);
 }

@@ -33,6 +33,9 @@ export function prefixBounds(...prefix: (string | number)[]): PrefixBounds {
 export const namespaceMapKey = (threadId: string, checkpointNs: string): string =>
   JSON.stringify([threadId, checkpointNs]);
 
+/** The thread of a key made by {@link namespaceMapKey} or {@link checkpointMapKey}. */
+export const threadOfMapKey = (key: string): string => (JSON.parse(key) as string[])[0]!;
+
 /** A checkpoint as one string, for in-memory maps (see {@link namespaceMapKey}). */
 export const checkpointMapKey = (threadId: string, checkpointNs: string, checkpointId: string): string =>
   JSON.stringify([threadId, checkpointNs, checkpointId]);

@@ -35,7 +35,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { keepsInPlace } from "../serde/in-place.js";
 import type { SaverContext } from "./context.js";
-import { namespaceMapKey } from "./keys.js";
+import { namespaceMapKey, threadOfMapKey } from "./keys.js";
 import type { CheckpointChange } from "./events.js";
 import type { BlobRow, CheckpointRow, Version } from "../rows/shapes.js";
 
@@ -144,7 +144,7 @@ function newRecents(): Recents {
       if (!change.remote && change.kind === "put") return;
       state.changes++;
       for (const [key, entry] of state.map) {
-        if ((JSON.parse(key) as [string, string])[0] !== change.threadId) continue;
+        if (threadOfMapKey(key) !== change.threadId) continue;
         state.bytes -= bytesOf(entry.values);
         state.map.delete(key);
       }
