@@ -10,6 +10,7 @@ import { journalSuite } from "./suites/journal.js";
 import { loadSuite } from "./suites/load.js";
 import { longTasksSuite } from "./suites/long-tasks.js";
 import { peersSuite } from "./peers/suite.js";
+import { rowShapeSuite } from "./suites/row-shape.js";
 import { saverSuite } from "./suites/saver.js";
 import { storeSuite } from "./suites/store.js";
 import { threadsSuite } from "./suites/threads.js";
@@ -32,8 +33,9 @@ const suites: Suite[] = [
   longTasksSuite,
 ];
 
-// Run only when named (`npm run bench -- peers`): minutes of seeding four savers.
-const namedOnly: Suite[] = [peersSuite];
+// Run only when named (`npm run bench -- peers`): minutes of seeding four savers; row-shape
+// measures shapes a next format might take (docs/benchmarks.md), not a figure of the saver's.
+const namedOnly: Suite[] = [peersSuite, rowShapeSuite];
 
 async function main(): Promise<void> {
   const only = new URLSearchParams(location.search).get("only")?.split(",");

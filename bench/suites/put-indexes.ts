@@ -17,7 +17,7 @@ const SUITE = "saver";
 const KEY_PATH = ["thread_id", "checkpoint_ns", "checkpoint_id"];
 
 /** Opens `name`; `upgrade` makes its stores when `version` is new to it. */
-function open(name: string, version?: number, upgrade?: (db: IDBDatabase) => void): Promise<IDBDatabase> {
+export function open(name: string, version?: number, upgrade?: (db: IDBDatabase) => void): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
     const request = indexedDB.open(name, version);
     request.onupgradeneeded = () => upgrade?.(request.result);
@@ -27,7 +27,7 @@ function open(name: string, version?: number, upgrade?: (db: IDBDatabase) => voi
 }
 
 /** The newest checkpoint row of the saver's database `dbName`, as the saver stored it. */
-async function newestRow(dbName: string): Promise<Record<string, unknown>> {
+export async function newestRow(dbName: string): Promise<Record<string, unknown>> {
   const db = await open(dbName);
   try {
     return await new Promise((resolve, reject) => {
