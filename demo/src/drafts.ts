@@ -8,119 +8,19 @@
  * while the app is unlocked.
  */
 import type { Place, Vault } from "./settings.js";
-import type { StoredText } from "./threads-db.js";
+import {
+  DRAFT_KEY,
+  DRAFT_PLACE,
+  clearedSince,
+  draftKeys,
+  keep,
+  prefixOf,
+  read,
+  resealKept,
+  type ThreadDraftKind,
+} from "./drafts-kept.js";
 
-/**
- * The composer's text as kept before it was kept per thread: still read, as the draft of the thread opened
- * first, and sealed again at a lock change until then.
- */
-const DRAFT_KEY = "langgraph-demo:draft";
-const DRAFT_PLACE: Place = ["session", "draft"];
-/** What is kept per thread: one entry per thread and kind, the thread's id after the kind's prefix. */
-type ThreadDraftKind = "approval" | "edit" | "composer";
-const THREAD_KINDS: readonly ThreadDraftKind[] = ["approval", "edit", "composer"];
-const prefixOf = (kind: ThreadDraftKind) => `langgraph-demo:${kind}:`;
-
-/** A stored text as a string: sealed bytes in base64. */
-type Kept = { text: string } | { type: string; data: string };
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  // In slices: one call with a long draft's every byte as an argument overflows the stack.
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array {
-  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-}
-
-/**
- * Seals and keeps `text` under `key`, unless `current()` says a later call took over meanwhile (a slower seal
- * of an older text never overwrites a newer one).
- */
-async function keep(
-  storage: Storage,
-  key: string,
-  vault: Vault,
-  text: string,
-  place: Place,
-  current: () => boolean,
-): Promise<void> {
-  const sealed = await vault.seal(text, place);
-  if (!current()) return;
-  const kept: Kept = typeof sealed === "string" ? { text: sealed } : { type: sealed.type, data: toBase64(sealed.data) };
-  try {
-    storage.setItem(key, JSON.stringify(kept));
-  } catch (error) {
-    // Too long for the tab's storage: not kept, typing goes on.
-    storage.removeItem(key);
-    console.warn("draft not kept", error);
-  }
-}
-
-/** A kept text as stored: undefined for one that is not a draft this app wrote. */
-function storedText(raw: string): StoredText | undefined {
-  try {
-    const kept = JSON.parse(raw) as Kept;
-    return "text" in kept ? kept.text : { type: kept.type, data: fromBase64(kept.data) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** `stored` as `vault` opens it, or undefined: sealed under another key, planted, plain to a locked vault. */
-async function opened(stored: StoredText | undefined, vault: Vault, place: Place): Promise<string | undefined> {
-  try {
-    return stored === undefined ? undefined : await vault.open(stored, place);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The text kept under `key`, or undefined (none, or one this vault cannot open). Nothing is removed: a read
- * may race a lock change (the text not sealed for the new vault yet) or come from a vault that is not the
- * current one, and erased a draft the right vault opens. What no vault opens goes at a lock change
- * (createThreadKeeper's reseal), a plain one at the lock screen (dropPlainDrafts).
- */
-async function read(storage: Storage, key: string, vault: Vault, place: Place): Promise<string | undefined> {
-  const raw = storage.getItem(key);
-  return raw ? opened(storedText(raw), vault, place) : undefined;
-}
-
-/** The keys of every draft this app keeps in `storage`: the composer's and the threads'. */
-function draftKeys(storage: Storage): string[] {
-  const keys: string[] = [];
-  for (let i = 0; i < storage.length; i++) {
-    const key = storage.key(i);
-    if (key !== null && (key === DRAFT_KEY || THREAD_KINDS.some((kind) => key.startsWith(prefixOf(kind)))))
-      keys.push(key);
-  }
-  return keys;
-}
-
-/** Removes every draft of the tab: the composer's and the threads' (everything was erased). */
-export function clearDrafts(storage: Storage = sessionStorage): void {
-  for (const key of draftKeys(storage)) storage.removeItem(key);
-}
-
-/**
- * Removes the drafts kept as plain text: at the lock screen the app is locked, and a tab another tab's lock
- * sent there still held what it typed unlocked, as typed, until someone unlocked it. Sealed drafts stay for
- * the unlock.
- */
-export function dropPlainDrafts(storage: Storage = sessionStorage): void {
-  for (const key of draftKeys(storage)) {
-    let plain = true;
-    try {
-      plain = "text" in (JSON.parse(storage.getItem(key) ?? "") as Kept);
-    } catch {
-      // Not a draft this app wrote: dropped too.
-    }
-    if (plain) storage.removeItem(key);
-  }
-}
+export { clearDrafts, dropPlainDrafts } from "./drafts-kept.js";
 
 /** What the user typed in an approval card: the memories as edited (one per pending call), the reason. */
 export interface CardEdits {
@@ -131,34 +31,6 @@ export interface CardEdits {
 /** A card's edits as kept: the question they answer ("" for a pause that asked none). */
 interface KeptCard extends CardEdits {
   question: string;
-}
-
-/**
- * The text kept under `key`, sealed again from `from`'s sealing to `to`'s by `write`, unless `stale()` says a
- * newer text replaced it meanwhile (sealed for `to` already).
- */
-async function resealKept(
-  storage: Storage,
-  key: string,
-  place: Place,
-  from: Vault,
-  to: Vault,
-  { stale, write }: { stale: () => boolean; write: (text: string) => Promise<void> },
-): Promise<void> {
-  const raw = storage.getItem(key);
-  if (!raw) return;
-  const stored = storedText(raw);
-  const text = await opened(stored, from, place);
-  if (stale()) return;
-  if (text !== undefined)
-    await write(text).catch((error: unknown) => {
-      // Not sealed for the new vault: the copy the old one opens goes (a lock leaves no plain draft behind).
-      if (storage.getItem(key) === raw) storage.removeItem(key);
-      throw error;
-    });
-  // Not the old vault's: left if the new one opens it (sealed for it already), else no vault of this app
-  // does (planted, sealed under another key, plain at a lock): removed, not left on disk as it is.
-  else if ((await opened(stored, to, place)) === undefined && storage.getItem(key) === raw) storage.removeItem(key);
 }
 
 /**
@@ -178,9 +50,10 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
   const writing = new Set<Promise<void>>();
   /** The lock changes so far, one after another: a load waits for them, so it reads what its vault opens. */
   let resealed: Promise<void> = Promise.resolve();
-  const write = (vault: Vault, threadId: string, text: string): Promise<void> => {
+  /** Keeps `text`, unless a later call took over or every draft was removed (`cleared()`) before it lands. */
+  const write = (vault: Vault, threadId: string, text: string, cleared = clearedSince(storage)): Promise<void> => {
     const mine = next(threadId);
-    const current = () => seqs.get(threadId) === mine;
+    const current = () => seqs.get(threadId) === mine && !cleared();
     const done: Promise<void> = keep(storage, prefix + threadId, vault, text, place(threadId), current).finally(() =>
       writing.delete(done),
     );
@@ -194,7 +67,7 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     return run;
   };
   return {
-    save: write,
+    save: (vault: Vault, threadId: string, text: string): Promise<void> => write(vault, threadId, text),
     serially,
     /**
      * A lock change: every thread's kept text is sealed again, from `from`'s sealing to `to`'s (the old key
@@ -213,7 +86,7 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
             resealKept(storage, prefix + threadId, place(threadId), from, to, {
               // Typed again since the lock change began: that newer save is sealed for the new vault already.
               stale: () => seqs.get(threadId) !== at.get(threadId),
-              write: (text) => write(to, threadId, text),
+              write: (text, cleared) => write(to, threadId, text, cleared),
             }),
           ),
         );
@@ -363,7 +236,7 @@ export function createComposerKeeper(storage: Storage = sessionStorage) {
       const legacy = texts.serially(() =>
         resealKept(storage, DRAFT_KEY, DRAFT_PLACE, from, to, {
           stale: () => false,
-          write: (text) => keep(storage, DRAFT_KEY, to, text, DRAFT_PLACE, () => true),
+          write: (text, cleared) => keep(storage, DRAFT_KEY, to, text, DRAFT_PLACE, () => !cleared()),
         }),
       );
       return Promise.all([threads, legacy]).then(() => undefined);

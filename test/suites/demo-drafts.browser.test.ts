@@ -177,3 +177,29 @@ it("an earlier version's draft does not overwrite what was typed in the thread w
   expect(await loading).toBe("typed meanwhile");
   expect(await createThreadDrafts(sessionStorage).composer.load(plainVault, "river")).toBe("typed meanwhile");
 });
+
+/** The keys of the drafts in the tab's storage. */
+const draftsKept = () => Object.keys(sessionStorage).filter((key) => key.startsWith("langgraph-demo:"));
+
+it("everything cleared while a lock change seals the drafts again stays cleared", async () => {
+  const drafts = createThreadDrafts(sessionStorage);
+  await drafts.composer.save(plainVault, "river", "marker-composer");
+  await drafts.cards.save(plainVault, "river", "q1", edit("marker-card"));
+  plantLegacy("marker-legacy");
+  const locked = await lockedVault("the passphrase");
+  // The new vault seals slowly: the drafts are read and opened, then all erased before their seals land.
+  const slow = gated(locked);
+  const resealing = drafts.reseal(plainVault, slow.vault);
+  await settled();
+  clearDrafts(sessionStorage);
+  slow.open();
+  await resealing;
+  expect(draftsKept()).toEqual([]);
+  // A save still being sealed when everything was cleared lands nothing either.
+  const late = gated(locked);
+  const saving = drafts.composer.save(late.vault, "river", "typed before the erase");
+  clearDrafts(sessionStorage);
+  late.open();
+  await saving;
+  expect(draftsKept()).toEqual([]);
+});
