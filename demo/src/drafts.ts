@@ -48,8 +48,12 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
   };
   /** Saves whose seal is in flight: a lock change waits for them, so it seals again what was typed last. */
   const writing = new Set<Promise<void>>();
-  /** The lock changes so far, one after another: a load waits for them, so it reads what its vault opens. */
-  let resealed: Promise<void> = Promise.resolve();
+  /**
+   * The lock changes and loads so far, one after another: a load reads after the lock changes asked for
+   * before it (so it reads what its vault opens) and before those asked for after it (which seal for another
+   * vault, one its vault does not open).
+   */
+  let turns: Promise<void> = Promise.resolve();
   /** Keeps `text`, unless a later call took over or every draft was removed (`cleared()`) before it lands. */
   const write = (vault: Vault, threadId: string, text: string, cleared = clearedSince(storage)): Promise<void> => {
     const mine = next(threadId);
@@ -61,9 +65,12 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
     return done;
   };
   /** `work` after the lock changes (and other work) queued before it: one at a time, in the order asked. */
-  const serially = (work: () => Promise<void>): Promise<void> => {
-    const run = resealed.then(work);
-    resealed = run.catch(() => undefined);
+  const serially = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = turns.then(work);
+    turns = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   };
   return {
@@ -93,12 +100,15 @@ function createThreadKeeper(storage: Storage, kind: ThreadDraftKind) {
       });
     },
     /**
-     * The thread's kept text, if any this vault opens; read once the lock changes begun so far are done
-     * (read during one, a draft not yet sealed for the new vault would not open).
+     * The thread's kept text, if any this vault opens; read in turn with the lock changes (see `turns`):
+     * read during one, a draft not yet sealed for the new vault would not open, and read after one asked for
+     * later, a draft sealed for the next vault would not either. `first`: work done in the same turn before.
      */
-    async load(vault: Vault, threadId: string): Promise<string | undefined> {
-      await resealed;
-      return read(storage, prefix + threadId, vault, place(threadId));
+    load(vault: Vault, threadId: string, first?: () => Promise<void>): Promise<string | undefined> {
+      return serially(async () => {
+        await first?.();
+        return read(storage, prefix + threadId, vault, place(threadId));
+      });
     },
     /** Forgets the thread's kept text. */
     clear(threadId: string): void {
@@ -216,17 +226,19 @@ export function createComposerKeeper(storage: Storage = sessionStorage) {
     async load(vault: Vault, threadId: string): Promise<string> {
       const known = latest.get(threadId);
       if (known !== undefined) return known;
-      // In turn with the lock changes, queued now: one asked for earlier sealed it for `vault` already, a
-      // later one seals again what this moved (moved meanwhile, it was sealed for the old vault: lost).
-      if (storage.getItem(DRAFT_KEY) !== null)
-        await texts.serially(async () => {
-          const legacy = await read(storage, DRAFT_KEY, vault, DRAFT_PLACE);
-          if (legacy === undefined) return;
-          storage.removeItem(DRAFT_KEY);
-          // Typed meanwhile: that is the text now.
-          if (!latest.has(threadId)) await save(vault, threadId, legacy);
-        });
-      const stored = await texts.load(vault, threadId);
+      // The earlier version's draft is moved in the read's turn with the lock changes: one asked for earlier
+      // sealed it for `vault` already, a later one seals again what this moved (moved meanwhile, it was sealed
+      // for the old vault: lost). And the thread's own read follows in that turn, before a later lock change.
+      const stored = await texts.load(vault, threadId, async () => {
+        if (storage.getItem(DRAFT_KEY) === null) return;
+        const cleared = clearedSince(storage);
+        const legacy = await read(storage, DRAFT_KEY, vault, DRAFT_PLACE);
+        // Erased while it was read: not brought back as this thread's.
+        if (legacy === undefined || cleared()) return;
+        storage.removeItem(DRAFT_KEY);
+        // Typed meanwhile: that is the text now.
+        if (!latest.has(threadId)) await save(vault, threadId, legacy);
+      });
       // Typed meanwhile: that is the text now.
       return latest.get(threadId) ?? stored ?? "";
     },

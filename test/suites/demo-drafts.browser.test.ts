@@ -178,6 +178,24 @@ it("an earlier version's draft does not overwrite what was typed in the thread w
   expect(await createThreadDrafts(sessionStorage).composer.load(plainVault, "river")).toBe("typed meanwhile");
 });
 
+it("a thread's draft read as a lock change is queued behind it is the draft, not nothing", async () => {
+  // Kept before the reload (this tab's keepers are new): the thread's draft and an earlier version's one.
+  await createThreadDrafts(sessionStorage).composer.save(plainVault, "beta", "marker-beta");
+  plantLegacy("marker-legacy-alpha");
+  const drafts = createThreadDrafts(sessionStorage);
+  const locked = await lockedVault("the passphrase");
+  // The tab opens alpha (which takes the earlier version's draft), then beta, still unlocked; the lock
+  // change hands over the locked vault before those reads are done: it seals beta's draft for that vault.
+  const alpha = drafts.composer.load(plainVault, "alpha");
+  const beta = drafts.composer.load(plainVault, "beta");
+  const resealing = drafts.reseal(plainVault, locked);
+  expect(await alpha).toBe("marker-legacy-alpha");
+  expect(await beta).toBe("marker-beta");
+  await resealing;
+  expect(stored()).not.toContain("marker-beta");
+  expect(await createThreadDrafts(sessionStorage).composer.load(locked, "beta")).toBe("marker-beta");
+});
+
 /** The keys of the drafts in the tab's storage. */
 const draftsKept = () => Object.keys(sessionStorage).filter((key) => key.startsWith("langgraph-demo:"));
 
