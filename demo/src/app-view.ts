@@ -10,6 +10,7 @@ import { APPROVAL_NODE, pendingApproval, pendingQuestionId } from "./agent.js";
 import { refreshHistory, type HistoryHost } from "./app-history.js";
 import type { CardEdits, MessageEdit } from "./drafts.js";
 import { messageOf } from "./errors.js";
+import { isThreadRunning } from "./lib.js";
 import { branchSwitcher } from "./ui/messages.js";
 
 /** The conversation on screen at the latest state, idle: where branch switchers may go. */
@@ -58,6 +59,7 @@ export async function refreshView(app: ViewHost): Promise<void> {
     // Read before anything is drawn: a card drawn first would show the proposal, then jump to the edits.
     const kept = paused ? await app.keptCard(id, questionId) : undefined;
     const reopen = interactive ? await app.keptEdit(id) : undefined;
+    const waiting = running || (paused && questionId === undefined && (await askingElsewhere(app, id)));
     if (seq !== app.refreshSeq) return;
     app.chat.setRunning(running && !app.viewing);
     app.chat.showMessages(messages, { interactive, reopen, past: Boolean(app.viewing) });
@@ -68,13 +70,24 @@ export async function refreshView(app: ViewHost): Promise<void> {
     // A turn another tab is answering still has steps due: not a problem, and Retry would answer it twice.
     const problem = app.viewing || app.busyElsewhere ? undefined : app.session.problem(id, snapshot);
     app.chat.showProblem(problem);
-    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, running, questionId, kept);
+    app.chat.showApproval(paused ? pendingApproval(messages) : undefined, waiting, questionId, kept);
     app.chat.showViewing(app.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
     app.chat.setDisabled(app.viewing ? "viewing" : paused ? "approval" : undefined);
     if (app.historyOpen) await refreshHistory(app);
   } catch (error) {
     if (seq === app.refreshSeq) app.chat.showError(`Could not read the thread: ${messageOf(error)}`);
   }
+}
+
+/**
+ * Whether a run of another tab holds the thread, paused with no question: that run is between its model
+ * step and the approval step's question, and the card waits for the question (its id, and what it asks).
+ * Asked of the lock manager, not only `busyElsewhere`: the watch of a thread just opened has not answered
+ * yet. With no run anywhere, a pause without a question is the earlier demo's breakpoint (or a run cut short
+ * before it asked): its card answers it, as the first question the step asks.
+ */
+async function askingElsewhere(app: ViewHost, threadId: string): Promise<boolean> {
+  return app.busyElsewhere || (await isThreadRunning(threadId, { dbName: app.session.saver.dbName }));
 }
 
 /**

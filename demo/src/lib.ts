@@ -14,6 +14,7 @@ export {
   THREAD_EXPORT_EXTENSION,
   runOnThread,
   watchThreadRunning,
+  isThreadRunning,
   interruptWith,
 } from "../../src/index.js";
 export { SyncClient, type SyncStatus } from "../../src/sync.js";

@@ -5,14 +5,22 @@
  * new one. The demo's threads paused by its earlier static breakpoint
  * (`interruptBefore: ["tools"]`, no question asked yet) are on users' disks:
  * answering them with the approval card's answer still saves (or rejects) the
- * memory.
+ * memory. A pause whose question another tab's run has not asked yet draws
+ * a card that cannot answer until it is asked.
  */
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, expect, it } from "vitest";
 import { APPROVAL_NODE, listMemories, pendingQuestionId } from "../../demo/src/agent.js";
+import { refreshView, type ViewHost } from "../../demo/src/app-view.js";
 import { eraseEverything } from "../../demo/src/boot.js";
+import { BranchCache } from "../../demo/src/branches.js";
+import { isThreadRunning, runOnThread } from "../../demo/src/lib.js";
 import { Session } from "../../demo/src/session.js";
 import { createApproval } from "../../demo/src/ui/approval.js";
+import { createChat } from "../../demo/src/ui/chat.js";
+import { h } from "../../demo/src/ui/dom.js";
+import { createHistory } from "../../demo/src/ui/history.js";
 import { plainVault } from "../../demo/src/settings.js";
 import { DemoDB } from "../../demo/src/threads-db.js";
 
@@ -256,5 +264,100 @@ it("a re-render whose calls changed keeps the typing, focus and caret with their
     expect(card.el.contains(document.activeElement)).toBe(false);
   } finally {
     card.el.remove();
+  }
+});
+
+/** The app's view of thread `threadId` on `s`, as App draws it (refreshView), with its own chat in the page. */
+function viewOf(s: Session, threadId: string): ViewHost {
+  const none = () => {};
+  const chat = createChat({
+    onSend: none,
+    onDraft: none,
+    onApprove: none,
+    onReject: none,
+    onCardEdited: none,
+    onFork: none,
+    onBackToLatest: none,
+    onStop: none,
+    onRetry: none,
+    onRegenerate: none,
+    onEdit: none,
+    onEditing: none,
+  });
+  document.body.append(chat.el);
+  const host: ViewHost = {
+    session: s,
+    chat,
+    history: createHistory({ onView: none, onClose: none }),
+    shell: { historyButton: h("button") },
+    branches: new BranchCache((id) => s.timeline(id)),
+    currentId: threadId,
+    viewing: undefined,
+    historyOpen: false,
+    rows: [],
+    historyReads: 0,
+    refresh: () => refreshView(host),
+    drawBranches: none,
+    streamed: new Map(),
+    refreshSeq: 0,
+    busyElsewhere: false,
+    shown: undefined,
+    keptCard: () => Promise.resolve(undefined),
+    keptEdit: () => Promise.resolve(undefined),
+  };
+  return host;
+}
+
+it("a card drawn while another tab's run is between its model step and its question cannot answer until it is asked", async () => {
+  session = await Session.open(db, plainVault);
+  const other = await Session.open(db, plainVault);
+  const control = (view: ViewHost, id: string) =>
+    view.chat.el.querySelector<HTMLButtonElement | HTMLTextAreaElement>(`[data-testid="${id}"]`);
+  // The earlier demo's breakpoint pause, no run anywhere: no question will come, and its card answers it.
+  await legacyPause(session, "old", "remember that my favourite tree is the elm");
+  const old = viewOf(session, "old");
+  await refreshView(old);
+  expect(control(old, "approve")?.disabled).toBe(false);
+  old.chat.el.remove();
+  const view = viewOf(session, "t");
+  let ask!: () => void;
+  const asked = new Promise<void>((resolve) => (ask = resolve));
+  let run: Promise<unknown> = Promise.resolve();
+  try {
+    // Another tab's run, holding the thread as the demo's runs do (runOnThread): its model step is written
+    // (the pending save_memory call), then it stops before the approval step asks, until `ask()`.
+    run = runOnThread(
+      {
+        invoke: async (input: { messages: BaseMessage[] }, config: RunnableConfig) => {
+          await other.agent.invoke(input, { ...config, interruptBefore: [APPROVAL_NODE] });
+          await asked;
+          return other.agent.invoke(null, config);
+        },
+      },
+      { messages: [new HumanMessage("remember that my favourite tree is the oak")] },
+      other.config("t"),
+      { saver: other.saver },
+    );
+    await expect.poll(async () => (await session!.state("t")).next).toEqual([APPROVAL_NODE]);
+    expect(pendingQuestionId(await session.state("t"))).toBeUndefined();
+    expect(await isThreadRunning("t", { dbName: session.saver.dbName })).toBe(true);
+    // This tab's view, before its watch of the other tab's run has said anything (busyElsewhere still false).
+    await refreshView(view);
+    expect(control(view, "approval-args")?.value).toBe("my favourite tree is the oak");
+    expect(control(view, "approve")?.disabled).toBe(true);
+    expect(control(view, "reject")?.disabled).toBe(true);
+    // Asked: the card answers its question, by id.
+    ask();
+    await run;
+    const question = pendingQuestionId(await session.state("t"));
+    expect(question).toBeTypeOf("string");
+    await refreshView(view);
+    expect(control(view, "approve")?.disabled).toBe(false);
+    expect(control(view, "reject")?.disabled).toBe(false);
+  } finally {
+    ask();
+    await run.catch(() => undefined);
+    view.chat.el.remove();
+    await other.close();
   }
 });
