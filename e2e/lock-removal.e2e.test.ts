@@ -1,14 +1,16 @@
 /**
- * Removing the lock a second time on the same session (h173, reviewing
- * 067c3c3, which re-enables Yes after a failed removal): both tests fail on
- * 0c7f9cd, the conversations lost. The session a removal ran on was closed
- * by it once the lock record went; a second removal on it deletes the plain
- * copies as leftovers of a cut migration, then copies again from encrypted
- * databases the first removal deleted, in part or whole.
+ * Removing the lock when it fails past its commit (h173, h176). The first
+ * test's removal fails at its last step, one of the encrypted databases'
+ * deletes: the lock record is gone and the data is in the plain databases,
+ * so the app goes on with the plain session, saying what was left (before
+ * h176 it stayed on the old, closed session until a reload, and a second
+ * Yes on it, h173, deleted the plain copies as leftovers of a cut
+ * migration: the conversation lost). The second calls the same session's
+ * removal twice at once: the second is refused.
  */
 import type { Page } from "playwright";
 import { beforeAll, expect, test } from "vitest";
-import { lockedVaultOf, ready, transcript, unlockWith, useHarness, type StorageState } from "./support.js";
+import { lockedVaultOf, ready, send, transcript, unlockWith, useHarness, type StorageState } from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
@@ -36,8 +38,8 @@ const migrating = (page: Page) =>
     return [...held, ...pending].some((lock) => lock.name === "langgraph-demo:vault-migration");
   });
 
-/** A new tab of the same profile, unlocked if it asks: the open thread's transcript. */
-async function transcriptLeft(): Promise<string[]> {
+/** A new tab of the same profile, unlocked if it asks: the open thread's transcript, and the databases left. */
+async function transcriptLeft(): Promise<{ transcript: string[]; databases: string[] }> {
   const next = await harness().page();
   await Promise.race([next.getByTestId("unlock-passphrase").waitFor(), next.getByTestId("composer").waitFor()]).catch(
     async (error: unknown) => {
@@ -51,12 +53,13 @@ async function transcriptLeft(): Promise<string[]> {
   await expect.poll(() => next.getByTestId("thread").count()).toBe(1);
   // The thread's row is the demo's own database's; its messages are the checkpoints'.
   await expect.poll(() => transcript(next)).not.toEqual([]);
-  return transcript(next);
+  const databases = await next.evaluate(async () => (await indexedDB.databases()).map((info) => info.name ?? ""));
+  return { transcript: await transcript(next), databases };
 }
 
-test("a removal that failed after the lock record went, tried again with Yes, keeps the conversation", async () => {
+test("a removal that failed after the lock record went goes on unlocked, says what was left, and keeps the conversation", async () => {
   const page = await unlockedAtSettings();
-  // The first try fails at its last step, the encrypted databases' deletes: one of them is made to fail.
+  // The removal fails at its last step, the encrypted databases' deletes: one of them is made to fail.
   await page.evaluate(() => {
     const original = IDBFactory.prototype.deleteDatabase;
     let failed = false;
@@ -70,12 +73,22 @@ test("a removal that failed after the lock record went, tried again with Yes, ke
   });
   await page.getByTestId("remove-lock").click();
   await page.getByTestId("confirm-remove-lock").click();
-  await page.getByRole("status").filter({ hasText: "Could not remove the lock" }).waitFor({ timeout: 30_000 });
-  // Without this second Yes (a reload instead), the next start opens the conversation whole.
-  await page.getByTestId("confirm-remove-lock").click();
-  await expect.poll(() => migrating(page), { timeout: 30_000 }).toBe(false);
+  // The lock section is drawn again for the plain session (Lock with passphrase), saying what was left.
+  const status = page.getByTestId("lock-status");
+  await status.filter({ hasText: "The lock is removed, but the encrypted copy" }).waitFor({ timeout: 30_000 });
+  expect(await status.textContent()).toMatch(/deletes it when it next starts/);
+  await page.getByTestId("lock").waitFor();
+  expect(await page.getByTestId("confirm-remove-lock").count()).toBe(0);
+  expect(await page.locator(".lock-badge").isHidden()).toBe(true);
+  // The app runs on the plain session: a message is sent and answered (on the closed one, it failed).
+  await page.keyboard.press("Escape");
+  await send(page, "after the removal");
   await page.close();
-  expect(await transcriptLeft()).toContain("user: kept thread");
+  const left = await transcriptLeft();
+  expect(left.transcript).toContain("user: kept thread");
+  expect(left.transcript).toContain("user: after the removal");
+  // The next start deleted what was left.
+  expect(left.databases.filter((name) => name.endsWith("-locked"))).toEqual([]);
 });
 
 test("a second removal on the same session while the first runs is refused, and the conversation kept; Cancel is held meanwhile", async () => {
@@ -110,5 +123,5 @@ test("a second removal on the same session while the first runs is refused, and 
     .toMatch(/lock changed already/);
   await expect.poll(() => migrating(page), { timeout: 30_000 }).toBe(false);
   await page.close();
-  expect(await transcriptLeft()).toContain("user: kept thread");
+  expect((await transcriptLeft()).transcript).toContain("user: kept thread");
 });

@@ -4,7 +4,7 @@
  * the saver's change feed (which carries other tabs' writes over a
  * BroadcastChannel). The page's layout is in app-shell.ts, starting runs in
  * app-runs.ts, drawing the open thread in app-view.ts, the History panel's
- * behaviour in app-history.ts.
+ * behaviour in app-history.ts, moving to a lock change's session in app-lock.ts.
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { ulid } from "ulid";
@@ -26,6 +26,7 @@ import { debouncedTouch, type DemoDB, type ThreadRow } from "./threads-db.js";
 import type { Row } from "./timeline.js";
 import { watchIdle } from "./auto-lock.js";
 import { lockEveryTab, lockIdentity, onLockElsewhere, reloadLocked } from "./lock-now.js";
+import { replaceSession, watchLockRecord } from "./app-lock.js";
 import { createChat } from "./ui/chat.js";
 import { createHistory } from "./ui/history.js";
 import { createSettings } from "./ui/settings.js";
@@ -51,7 +52,9 @@ export class App {
   readonly streamed = new Map<string, string>();
   /** The open thread's checkpoint tree, for the branch switchers (read through whichever session is current). */
   readonly branches = new BranchCache((threadId) => this.session.timeline(threadId));
+  /** A lock change of this tab is going on (see app-lock.ts). */
   locking = false;
+  /** The lock this tab runs under: another's, written by another tab, sends it to the lock screen. */
   knownLock: string;
   readonly #titles = new TitleCache();
   #unsubscribe: () => void = () => undefined;
@@ -131,10 +134,10 @@ export class App {
   readonly settings = createSettings({
     session: () => this.session,
     threads: () => this.threads,
-    lock: (passphrase) => this.lock(passphrase),
+    lock: (passphrase) => replaceSession(this, () => this.session.lock(passphrase)),
     lockNow: lockEveryTab,
-    changePassphrase: (current, next) => this.replaceSession(() => this.session.changePassphrase(current, next)),
-    removeLock: () => this.replaceSession(() => this.session.unlockForGood()),
+    changePassphrase: (current, next) => replaceSession(this, () => this.session.changePassphrase(current, next)),
+    removeLock: () => replaceSession(this, () => this.session.unlockForGood()),
     openThread: (id) => this.openThread(id),
   });
   readonly shell = createShell({
@@ -179,14 +182,7 @@ export class App {
     });
     // "Lock now" in another tab locks this one too.
     onLockElsewhere(() => reloadLocked("Locked from another tab."));
-    db.liveLock().subscribe({
-      next: (row) => {
-        // Another tab locked the app, or erased it: start over from the lock screen.
-        if (!this.locking && lockIdentity(row?.salt) !== this.knownLock)
-          reloadLocked("The lock was changed in another tab.");
-      },
-      error: (e: unknown) => console.warn("lock query", e),
-    });
+    watchLockRecord(this);
     this.attach(session);
     this.openThread(this.currentId);
     // Ready to type, except on a phone: there the focus would open its keyboard over the page unasked.
@@ -380,23 +376,5 @@ export class App {
   /** Closes the phone's drawer; says whether it was open. */
   closeDrawer(focusMenu = false): boolean {
     return closeDrawer(this.shell.menuButton, this.sidebar.el, focusMenu);
-  }
-
-  lock(passphrase: string): Promise<void> {
-    return this.replaceSession(() => this.session.lock(passphrase));
-  }
-
-  /** Moves to the session a lock change returns (lock, new passphrase, unlock for good). */
-  async replaceSession(change: () => Promise<Session>): Promise<void> {
-    this.locking = true;
-    try {
-      const next = await change();
-      this.knownLock = lockIdentity(next.vault.salt);
-      this.attach(next);
-      await this.showThreads(await this.db.threads.orderBy("updatedAt").reverse().toArray());
-      await this.refresh();
-    } finally {
-      this.locking = false;
-    }
   }
 }

@@ -1,14 +1,17 @@
 /**
- * The data moves behind a lock change (lock, new passphrase, unlock for
- * good): copying threads and memories to another vault's databases, and
- * re-sealing the demo's own texts with the lock record in one transaction.
- * Functions of the databases and vaults they are given; `Session` decides
- * when they run and opens the sessions around them.
+ * The lock changes (lock, new passphrase, unlock for good), step by step:
+ * copying threads and memories to another vault's databases, re-sealing the
+ * demo's own texts with the lock record in one transaction (the commit), the
+ * hand-over to the next session, the old databases' deletes. Functions of
+ * the session they are given ({@link MovingSession}); `Session` checks what
+ * may change and opens the sessions around them.
  */
 import { memoryNamespace } from "./agent.js";
+import { messageOf } from "./errors.js";
 import { copyThreads, type IndexedDBSaver, type IndexedDBStore } from "./lib.js";
 import {
   UnsealedTextError,
+  databasesOf,
   instructionsPlace,
   settingRow,
   titlePlace,
@@ -17,7 +20,7 @@ import {
 } from "./settings.js";
 import type { SyncSettings } from "./sync.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
-import { pendingDeletes } from "./vault-migration.js";
+import { pendingDeletes, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
 
 /** A thread's title, opened. */
 export interface OpenText {
@@ -98,4 +101,98 @@ export async function storeTexts(
     else await db.settings.delete("lock");
     if (toDelete.length > 0) await db.settings.put(pendingDeletes(toDelete));
   });
+}
+
+/** A session as a lock change sees it: its databases and its vault. */
+export type VaultSession = VaultData & { readonly vault: Vault };
+
+/** What a lock change needs of the session it moves from; `S`, the session type (`Session`). */
+export interface MovingSession<S extends VaultSession> extends VaultSession {
+  readonly db: DemoDB;
+  readonly userId: string;
+  /** The model and sync settings as they are at the commit, sealed again for the next vault. */
+  settings(): { model: ModelSettings; sync: SyncSettings };
+  /** A session on `vault`'s databases, its sync not started. */
+  open(vault: Vault): S;
+  /**
+   * After the commit: this session refuses further lock changes and closes; `next` reads its databases
+   * once (binding its serializer to their key records) and starts its sync.
+   */
+  handOver(next: S): Promise<void>;
+}
+
+/**
+ * A lock change that committed (the lock record changed, the data is in `session`'s databases) but could
+ * not delete the old databases after: the app goes on with `session`; the deletes are retried at the next
+ * start (their names stay marked, vault-migration.ts).
+ */
+export class OldDataLeftError<S extends { readonly vault: Vault }> extends Error {
+  override name = "OldDataLeftError";
+  constructor(
+    readonly session: S,
+    cause: unknown,
+  ) {
+    const [done, left] = session.vault.locked
+      ? ["Locked", "the unencrypted copy of your data"]
+      : ["The lock is removed", "the encrypted copy of your data"];
+    const message = `${done}, but ${left} could not be deleted yet; the app deletes it when it next starts.`;
+    super(`${message} ${messageOf(cause)}`, { cause });
+  }
+}
+
+/**
+ * Moves everything to `vault`'s databases (locking, or removing the lock): every thread and memory is
+ * copied; then, in one transaction, the thread titles and settings are sealed for `vault`, the lock record
+ * is written (or removed) and the old databases are marked for deletion; then `from` hands over to the next
+ * session and they are deleted (a tab closed before that finishes them on its next start). A failure of the
+ * deletes is an {@link OldDataLeftError} carrying the next session. `check` runs holding the migration lock
+ * first: a second call on the same session (a click while the first ran) waited for the first's lock, and
+ * must not take the first's new databases for leftovers.
+ */
+export function moveVault<S extends VaultSession>(
+  from: MovingSession<S>,
+  vault: Vault,
+  row: LockRow | undefined,
+  check: () => void,
+): Promise<S> {
+  const old = Object.values(databasesOf(from.vault));
+  const fresh = Object.values(databasesOf(vault));
+  return withMigrationLock(async () => {
+    check();
+    // Leftovers of an earlier migration cut short.
+    await runPendingDeletes(from.db, fresh);
+    // Until the lock record changes, the copies are leftovers: a tab closed mid-copy has them deleted at
+    // the next start, so encrypted databases without a lock record always mean a lost record.
+    await from.db.settings.put(pendingDeletes(fresh));
+    const next = from.open(vault);
+    await copyVaultData(from, next, from.userId);
+    await storeTexts(from.db, vault, await openTexts(from.db, from.vault), from.settings(), row, old);
+    await from.handOver(next);
+    try {
+      await runPendingDeletes(from.db);
+    } catch (error) {
+      throw new OldDataLeftError(next, error);
+    }
+    return next;
+  });
+}
+
+/**
+ * A new passphrase on the same databases: the saver and store rotate their data key (`changeKey`: every row
+ * re-encrypted under a fresh one), the demo's own sealed texts are sealed again, and the lock record gets
+ * the new salt and check value; then `from` hands over to the session on `vault`.
+ */
+export async function rekeyVault<S extends VaultSession>(
+  from: MovingSession<S>,
+  vault: Vault,
+  row: LockRow,
+): Promise<S> {
+  // Read the texts with the old key first: after changeKey only the new one opens the databases.
+  const texts = await openTexts(from.db, from.vault);
+  await from.saver.changeKey(vault.serde!);
+  await from.store.changeKey(vault.serde!);
+  await storeTexts(from.db, vault, texts, from.settings(), row);
+  const next = from.open(vault);
+  await from.handOver(next);
+  return next;
 }

@@ -38,8 +38,8 @@ import {
   type ModelSettings,
   type Vault,
 } from "./settings.js";
-import type { DemoDB, LockRow } from "./threads-db.js";
-import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
+import type { DemoDB } from "./threads-db.js";
+import { prepareLockedOpen } from "./vault-migration.js";
 import {
   allQueued,
   enqueue,
@@ -54,7 +54,7 @@ import {
 } from "./runs.js";
 import { adoptUnlistedThreads, importThreadFile, type ImportOutcome, timeline, titleFrom } from "./session-threads.js";
 import { answerQuestion, editMessage, forkAt, regenerateAnswer, type RunFrom } from "./session-turns.js";
-import { copyVaultData, openTexts, storeTexts } from "./session-lock.js";
+import { moveVault, rekeyVault, type MovingSession } from "./session-lock.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
 import { connectRefusal } from "../csp.js";
@@ -62,6 +62,7 @@ import { connectRefusal } from "../csp.js";
 export { deleteDatabase } from "./vault-migration.js";
 
 export { QuestionAnsweredError } from "./session-turns.js";
+export { OldDataLeftError } from "./session-lock.js";
 
 export class Session {
   readonly saver: IndexedDBSaver;
@@ -272,53 +273,16 @@ export class Session {
     await this.store.delete(memoryNamespace(this.userId), key);
   }
 
-  /**
-   * Locks the app with a passphrase: see {@link Session.#migrateTo}.
-   * Returns the session on the encrypted databases.
-   */
+  /** Locks the app with a passphrase (see session-lock.ts `moveVault`); returns the session on the encrypted databases. */
   async lock(passphrase: string): Promise<Session> {
     this.#checkNotMoved();
     if (this.vault.locked) throw new Error("Already locked.");
     await allQueued(this.#runs);
     const { vault, row } = await createLock(passphrase);
-    return this.#migrateTo(vault, row);
+    return moveVault(this.#moving(), vault, row, () => this.#checkNotMoved());
   }
 
-  /**
-   * Moves everything to `vault`'s databases (locking, or removing the lock):
-   * every thread and memory is copied; then, in one transaction, the thread
-   * titles and settings are sealed for `vault`, the lock record is written
-   * (or removed) and the old databases are marked for deletion; then they
-   * are deleted (vault-migration.ts: a tab closed before that finishes them
-   * on its next start).
-   */
-  async #migrateTo(vault: Vault, row: LockRow | undefined): Promise<Session> {
-    const from = Object.values(databasesOf(this.vault));
-    return withMigrationLock(async () => {
-      // A second call on this session (a click while the first ran) waited for the first's lock: it must not
-      // take the first's new databases for leftovers.
-      this.#checkNotMoved();
-      // Leftovers of an earlier migration cut short.
-      await runPendingDeletes(this.db, Object.values(databasesOf(vault)));
-      // Until the lock record changes, the copies are leftovers: a tab closed mid-copy has them deleted at
-      // the next start, so encrypted databases without a lock record always mean a lost record.
-      await this.db.settings.put(pendingDeletes(Object.values(databasesOf(vault))));
-      const next = new Session(this.db, vault, this.userId, this.#model);
-      await copyVaultData(this, next, this.userId);
-      await storeTexts(this.db, vault, await openTexts(this.db, this.vault), this.#settings(), row, from);
-      this.#moved = true;
-      await this.close();
-      await runPendingDeletes(this.db);
-      next.#sync.start(this.#sync.settings);
-      return next;
-    });
-  }
-
-  /**
-   * A new passphrase, once `current` is proved right: the saver and store rotate their data key
-   * (`changeKey`: every row re-encrypted under a fresh one), the demo's own sealed texts are
-   * sealed again, and the lock record gets the new salt and check value.
-   */
+  /** A new passphrase, once `current` is proved right (see session-lock.ts `rekeyVault`). */
   async changePassphrase(current: string, passphrase: string): Promise<Session> {
     this.#checkNotMoved();
     if (!this.vault.locked) throw new Error("Not locked.");
@@ -329,17 +293,7 @@ export class Session {
     await unlock(lock, current);
     await allQueued(this.#runs);
     const { vault, row } = await createLock(passphrase);
-    // Read the texts with the old key first: after changeKey only the new one opens the databases.
-    const texts = await openTexts(this.db, this.vault);
-    await this.saver.changeKey(vault.serde!);
-    await this.store.changeKey(vault.serde!);
-    await storeTexts(this.db, vault, texts, this.#settings(), row);
-    this.#moved = true;
-    await this.close();
-    const next = new Session(this.db, vault, this.userId, this.#model);
-    await next.saver.listThreads({ limit: 1, count: false }).next();
-    next.#sync.start(this.#sync.settings);
-    return next;
+    return rekeyVault(this.#moving(), vault, row);
   }
 
   /** Removes the lock: the reverse of {@link lock}, back to the plain databases. */
@@ -347,15 +301,34 @@ export class Session {
     this.#checkNotMoved();
     if (!this.vault.locked) throw new Error("Not locked.");
     await allQueued(this.#runs);
-    return this.#migrateTo(plainVault, undefined);
+    return moveVault(this.#moving(), plainVault, undefined, () => this.#checkNotMoved());
   }
 
   /**
-   * Refuses a lock change of a session whose data moved (a retry after a failure past the commit, say: the
-   * old databases' deletes, retried at the next start): it would take the new databases for leftovers.
+   * Refuses a lock change of a session whose data moved (a call that waited behind the one that moved it):
+   * it would take the new databases for leftovers. The app goes on with the next session (OldDataLeftError).
    */
   #checkNotMoved(): void {
     if (this.#moved) throw new Error("The lock changed already; reload the page to go on with the app's data.");
+  }
+
+  /** This session as a lock change moves from it (session-lock.ts). */
+  #moving(): MovingSession<Session> {
+    return {
+      db: this.db,
+      vault: this.vault,
+      userId: this.userId,
+      saver: this.saver,
+      store: this.store,
+      settings: () => ({ model: this.#model, sync: this.#sync.settings }),
+      open: (vault) => new Session(this.db, vault, this.userId, this.#model),
+      handOver: async (next) => {
+        this.#moved = true;
+        await this.close();
+        await next.saver.listThreads({ limit: 1, count: false }).next();
+        next.#sync.start(this.#sync.settings);
+      },
+    };
   }
 
   async close(): Promise<void> {
@@ -392,11 +365,6 @@ export class Session {
   /** Tells `listener` the sync status now and on every change; returns the function that stops it. */
   onSyncStatus(listener: (status: SyncStatus) => void): () => void {
     return this.#sync.onStatus(listener);
-  }
-
-  /** The settings a lock change seals again for the next vault. */
-  #settings(): { model: ModelSettings; sync: SyncSettings } {
-    return { model: this.#model, sync: this.#sync.settings };
   }
 
   /** Threads in the saver without a sidebar row: listed (see session-threads.ts). */

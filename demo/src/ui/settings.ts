@@ -28,12 +28,33 @@ function typedTwice(first: HTMLInputElement, again: HTMLInputElement, status: HT
   return false;
 }
 
-/** A form's result line, read out by screen readers when it changes. */
-const statusLine = () => h("p", { class: "status", role: "status" });
+/**
+ * The lock forms' result line, read out by screen readers when it changes; focusable, for a message the
+ * section is drawn again with.
+ */
+const statusLine = () => h("p", { class: "status", role: "status", testid: "lock-status", tabIndex: -1 });
 
 export function createSettings(context: SettingsContext) {
+  /**
+   * After a lock change failed: true when it committed all the same, its data moved, and the app went on
+   * with the new session (the old databases left, to delete at the next start): the dialog is drawn again
+   * for that session, its lock section saying `error`.
+   */
+  function movedAnyway(before: ReturnType<SettingsContext["session"]>, error: unknown): boolean {
+    if (context.session() === before) return false;
+    render();
+    const status = content.querySelector<HTMLElement>('[data-testid="lock-status"]');
+    if (status) {
+      setStatus(status, (error as Error).message, true);
+      // Its form went with the button that had the focus: the message takes it, and is read out.
+      status.focus();
+    }
+    return true;
+  }
+
   /** Change the passphrase, or remove the lock (asked twice). */
   function lockedForms(): HTMLElement {
+    const session = context.session();
     const current = secretInput("current-passphrase", "current-password");
     const next = secretInput("new-passphrase", "new-password");
     const nextAgain = secretInput("new-passphrase-again", "new-password");
@@ -63,6 +84,7 @@ export function createSettings(context: SettingsContext) {
           change.focus();
         },
         (error: unknown) => {
+          if (movedAnyway(session, error)) return;
           change.disabled = false;
           setStatus(status, `Could not change it: ${(error as Error).message}`, true);
           current.select();
@@ -90,9 +112,10 @@ export function createSettings(context: SettingsContext) {
             context.removeLock().then(
               () => render(),
               (error: unknown) => {
+                if (movedAnyway(session, error)) return;
                 setStatus(status, `Could not remove the lock: ${(error as Error).message}`, true);
-                // Still asked: Yes may be tried again (a session whose data moved before the failure refuses,
-                // saying to reload). The focus goes to Cancel, as when the question was first asked.
+                // Still asked: Yes may be tried again. The focus goes to Cancel, as when the question was
+                // first asked.
                 if (!yes.isConnected) return;
                 yes.disabled = no.disabled = false;
                 no.focus();
@@ -315,6 +338,7 @@ export function createSettings(context: SettingsContext) {
           render();
         },
         (error: unknown) => {
+          if (movedAnyway(session, error)) return;
           button.disabled = false;
           setStatus(status, `Could not lock: ${(error as Error).message}`, true);
           passphrase.select();
