@@ -199,6 +199,9 @@ export class App {
       this.#typed
         .reseal(before, session.vault)
         .catch((error: unknown) => console.warn("drafts not sealed again", error));
+    // The open thread's runs are watched through the new session: on its databases (a lock, or its removal,
+    // moved the data), told apart from its own runs.
+    if (this.#unwatchElsewhere) this.#watchElsewhere(this.currentId);
     this.shell.lockBadge.hidden = !session.vault.locked;
     this.#unwatchIdle?.();
     this.#unwatchIdle = session.vault.locked
@@ -277,6 +280,18 @@ export class App {
     }
     this.sidebar.setCurrent(id);
     this.updateHeading();
+    this.#watchElsewhere(id);
+    this.chat.showError(undefined);
+    this.closeDrawer();
+    void this.instructions.show();
+    void this.refresh();
+  }
+
+  /**
+   * Watches whether another tab runs thread `id`, through the session: on its databases (the run locks and
+   * notices are named after them), and not counting its own runs. A new session watches again (see attach).
+   */
+  #watchElsewhere(id: string): void {
     this.#unwatchElsewhere?.();
     this.busyElsewhere = false;
     this.chat.setBusyElsewhere(false);
@@ -287,10 +302,6 @@ export class App {
       // Busy: the turn's problem line goes. Done: its answer (or, if that tab died, the cut-short turn) shows.
       this.scheduleRefresh();
     });
-    this.chat.showError(undefined);
-    this.closeDrawer();
-    void this.instructions.show();
-    void this.refresh();
   }
 
   /** Shows the thread list (a phone's drawer, a collapsed column) with the focus in its search. */
