@@ -72,7 +72,9 @@ export async function refreshView(app: ViewHost): Promise<void> {
     app.chat.showProblem(problem);
     app.chat.showApproval(paused ? pendingApproval(messages) : undefined, waiting, questionId, kept);
     app.chat.showViewing(app.viewing && { step: snapshot.metadata?.step ?? 0, messageCount: messages.length });
-    app.chat.setDisabled(app.viewing ? "viewing" : paused ? "approval" : undefined);
+    // Held for another tab's question: "approve or reject first" would ask for what the card cannot do yet.
+    const disabled = paused && waiting && !running ? "asking-elsewhere" : paused ? "approval" : undefined;
+    app.chat.setDisabled(app.viewing ? "viewing" : disabled);
     if (app.historyOpen) await refreshHistory(app);
   } catch (error) {
     if (seq === app.refreshSeq) app.chat.showError(`Could not read the thread: ${messageOf(error)}`);

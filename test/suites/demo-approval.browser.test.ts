@@ -346,6 +346,8 @@ it("a card drawn while another tab's run is between its model step and its quest
     expect(control(view, "approval-args")?.value).toBe("my favourite tree is the oak");
     expect(control(view, "approve")?.disabled).toBe(true);
     expect(control(view, "reject")?.disabled).toBe(true);
+    // The composer's hint says why, not "approve or reject first", which the card cannot do yet.
+    expect(view.chat.el.querySelector("textarea#composer")?.getAttribute("placeholder")).toMatch(/^Another tab is/);
     // Asked: the card answers its question, by id.
     ask();
     await run;
@@ -354,6 +356,7 @@ it("a card drawn while another tab's run is between its model step and its quest
     await refreshView(view);
     expect(control(view, "approve")?.disabled).toBe(false);
     expect(control(view, "reject")?.disabled).toBe(false);
+    expect(view.chat.el.querySelector("textarea#composer")?.getAttribute("placeholder")).toMatch(/^Approve or reject/);
   } finally {
     ask();
     await run.catch(() => undefined);

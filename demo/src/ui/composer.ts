@@ -8,7 +8,7 @@ import { h, phoneScreen } from "./dom.js";
 import { fitsOneLine } from "./fit.js";
 
 /** Why the composer is disabled: it shows this hint in place of its usual one. */
-export type DisabledReason = "viewing" | "approval";
+export type DisabledReason = "viewing" | "approval" | "asking-elsewhere";
 
 /**
  * Each hint of the composer in full, and shorter. The box is one line high
@@ -21,6 +21,8 @@ const HINTS: Record<DisabledReason | "message", readonly [full: string, short: s
   message: ["Message the assistant… (Enter sends, Shift+Enter: new line)", "Message the assistant…"],
   viewing: ["Read-only (older checkpoint)", "Read-only"],
   approval: ["Approve or reject the memory first", "Approve or reject first"],
+  // The card is held until another tab's run asks its question (app-view.ts).
+  "asking-elsewhere": ["Another tab is about to ask about this memory…", "Another tab is asking…"],
 };
 
 /** The composer grows with its text up to this height (px), as in style.css. */
