@@ -10,7 +10,16 @@
  */
 import type { Page } from "playwright";
 import { beforeAll, expect, test } from "vitest";
-import { lockedVaultOf, ready, send, transcript, unlockWith, useHarness, type StorageState } from "./support.js";
+import {
+  lockedVaultOf,
+  ready,
+  screenshot,
+  send,
+  transcript,
+  unlockWith,
+  useHarness,
+  type StorageState,
+} from "./support.js";
 
 const harness = useHarness();
 const PASSPHRASE = "correct horse battery staple";
@@ -77,6 +86,9 @@ test("a removal that failed after the lock record went goes on unlocked, says wh
   const status = page.getByTestId("lock-status");
   await status.filter({ hasText: "The lock is removed, but the encrypted copy" }).waitFor({ timeout: 30_000 });
   expect(await status.textContent()).toMatch(/deletes it when it next starts/);
+  // Done, with something left: marked as a warning, not in the colour of a failed removal.
+  expect(await status.getAttribute("class")).toBe("status warning");
+  await screenshot(page, "lock-removed-old-data-left");
   await page.getByTestId("lock").waitFor();
   expect(await page.getByTestId("confirm-remove-lock").count()).toBe(0);
   expect(await page.locator(".lock-badge").isHidden()).toBe(true);

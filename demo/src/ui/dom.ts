@@ -47,10 +47,14 @@ export function replace(parent: Element, ...children: Child[]): void {
   append(parent, children);
 }
 
-/** Says `text` in a form's result line (`.status`); a failure (`failed`) shows as one, in the colour of errors. */
-export function setStatus(status: HTMLElement, text: string, failed = false): void {
+/**
+ * Says `text` in a form's result line (`.status`): a failure (`failed` true) shows as one, in the colour of
+ * errors; `"warning"` is a change done with something left to tell (marked, not red).
+ */
+export function setStatus(status: HTMLElement, text: string, failed: boolean | "warning" = false): void {
   status.textContent = text;
-  status.classList.toggle("failed", failed);
+  status.classList.toggle("failed", failed === true);
+  status.classList.toggle("warning", failed === "warning");
 }
 
 /** "just now", "5 min ago", "14:02", "3 Mar". */

@@ -45,7 +45,8 @@ export function createSettings(context: SettingsContext) {
     render();
     const status = content.querySelector<HTMLElement>('[data-testid="lock-status"]');
     if (status) {
-      setStatus(status, (error as Error).message, true);
+      // Done, with old data left to delete at the next start: a warning, not a failure.
+      setStatus(status, (error as Error).message, "warning");
       // Its form went with the button that had the focus: the message takes it, and is read out.
       status.focus();
     }
