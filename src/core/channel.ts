@@ -93,6 +93,28 @@ export function postQuietly(channel: BroadcastChannel | undefined, message: unkn
   }
 }
 
+/** Whether this is a page that is hidden now (a hidden page may be frozen at any time). */
+export const pageHidden = (): boolean => typeof document !== "undefined" && document.visibilityState === "hidden";
+
+/**
+ * Calls `leaving` whenever the page is hidden, frozen or unloaded: after
+ * that its timers may never run, and a frozen page answers no message.
+ * Returns the function that stops it; nothing to watch where there is no
+ * document (workers, Node).
+ */
+export function watchPage(leaving: () => void): () => void {
+  if (typeof document === "undefined") return () => undefined;
+  const onHide = () => pageHidden() && leaving();
+  document.addEventListener("visibilitychange", onHide);
+  document.addEventListener("freeze", leaving);
+  globalThis.addEventListener("pagehide", leaving);
+  return () => {
+    document.removeEventListener("visibilitychange", onHide);
+    document.removeEventListener("freeze", leaving);
+    globalThis.removeEventListener("pagehide", leaving);
+  };
+}
+
 /**
  * One endpoint on a channel of versioned messages: each message goes out
  * with `v: version`, and only messages of that version which `accept`

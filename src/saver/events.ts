@@ -4,7 +4,7 @@
  * (as Dexie's `x-storagemutated-1`), so tabs running an older build of the
  * package ignore messages they would not understand instead of misreading them.
  */
-import { crossTabName, openChannel, postQuietly } from "../core/channel.js";
+import { crossTabName, openChannel, postQuietly, watchPage } from "../core/channel.js";
 import { Listeners } from "../core/listeners.js";
 import { nextTask } from "../core/tasks.js";
 
@@ -30,6 +30,9 @@ export type ChangeListener = (change: CheckpointChange) => void;
 /** Version of the messages on the channel. */
 const PROTOCOL = 1;
 
+/** How long a put's notice waits for the notices after it: a frame. */
+const PUT_WINDOW_MS = 16;
+
 /**
  * The wire message: the change without `remote`, plus who sent it; or, with
  * `key` and no `change` (which older builds ignore), a key change.
@@ -53,18 +56,29 @@ export class ChangeFeed {
   #channel: BroadcastChannel | undefined;
   readonly #onKey = new Set<() => void>();
   /**
-   * Messages for other tabs not posted yet. They go out in a later task, in
-   * order, not from the write that made them: a postMessage took about
-   * 0.13 ms of a 2 KB put's 2-3 ms in Chromium (a profile of 1,200 puts),
-   * and the put resolved only after it. In a later task it runs while the
-   * next write waits for its commit. Another tab learns of a change a task
-   * later than it would have. The fresh reads do not rely on notices (they
-   * rely on the write lease); the delta-walk cache (delta-cache.ts) drops
-   * its walks on one, so until it arrives a walk it serves is the database
-   * as it was just before the change, as a read begun a moment earlier
-   * would see it; a message between tabs takes a task of its own anyway.
+   * Messages for other tabs not posted yet. They go out later, in order, one
+   * message per change as always (tabs of older builds read each one), not
+   * from the write that made them: a postMessage took about 0.13 ms of a 2 KB
+   * put's 2-3 ms in Chromium (a profile of 1,200 puts), and the put resolved
+   * only after it. A put's notice waits up to PUT_WINDOW_MS for the notices
+   * after it, any other change's goes a task later with everything before
+   * it: Chromium's first postMessage of a task costs 70-95 µs, each further
+   * one 13-19 µs, so a loop of puts pays the first-post cost once per window
+   * instead of once per put (docs/benchmarks.md, "The change notices of a
+   * loop of puts"). Another tab learns of a put up to a frame later. Nothing
+   * there relies on that being sooner: the fresh reads and the put's proofs
+   * rely on the write lease, not on notices; a put removes nothing, so the
+   * delta-walk cache (delta-cache.ts), which another tab's delete, prune or
+   * key change must reach soon, is told of those a task later as before;
+   * apps show other tabs' new checkpoints a frame later. The outbox is posted
+   * when the page is hidden, frozen or unloaded, and on close(), so a page
+   * that goes right after a put still tells the others.
    */
   #outbox: WireMessage[] = [];
+  /** The window's timer, while puts' notices wait in the outbox. */
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Removes the page listeners that post the outbox; set once a message waited. */
+  #unwatch: (() => void) | undefined;
 
   constructor(dbName: string) {
     this.#channelName = crossTabName({ kind: "changes", dbName });
@@ -95,10 +109,15 @@ export class ChangeFeed {
   }
 
   #post(message: WireMessage): void {
-    if (this.#outbox.push(message) === 1) void nextTask().then(() => this.#flush());
+    this.#outbox.push(message);
+    this.#unwatch ??= watchPage(() => this.#flush());
+    if (message.change?.kind === "put") this.#timer ??= setTimeout(() => this.#flush(), PUT_WINDOW_MS);
+    else void nextTask().then(() => this.#flush());
   }
 
   #flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     if (this.#outbox.length === 0) return;
     const channel = this.#ensureChannel();
     for (const message of this.#outbox.splice(0)) postQuietly(channel, message);
@@ -107,6 +126,8 @@ export class ChangeFeed {
   /** Closes the channel, once the messages not posted yet are; a later emit or subscribe reopens it. */
   close(): void {
     this.#flush();
+    this.#unwatch?.();
+    this.#unwatch = undefined;
     this.#channel?.close();
     this.#channel = undefined;
   }

@@ -43,7 +43,7 @@
  * in-process stand-in coordinates the savers of one realm, which is every
  * saver that shares an in-memory IndexedDB there.
  */
-import { crossTabName, VersionedChannel } from "../core/channel.js";
+import { crossTabName, pageHidden, VersionedChannel, watchPage } from "../core/channel.js";
 import { Listeners } from "../core/listeners.js";
 import { defaultLockManager, type RunLockManager } from "../core/locks.js";
 import { nextTask } from "../core/tasks.js";
@@ -67,9 +67,6 @@ export const ASK_AGAIN_MS = 20;
  * bridged.
  */
 export const IDLE_RELEASE_MS = 1000;
-
-/** Whether this is a page that is hidden now (a hidden page may be frozen at any time). */
-const pageHidden = (): boolean => typeof document !== "undefined" && document.visibilityState === "hidden";
 
 /** Version of the request messages. */
 const PROTOCOL = 1;
@@ -212,7 +209,9 @@ export class WriteLease {
   async #acquire(ifFree = false): Promise<void> {
     // Listening before the lock is held: a saver asking for it is answered at once.
     const channel = (this.#channel ??= this.#openChannel());
-    this.#unwatchPage ??= this.#watchPage();
+    // Whenever the page is hidden, frozen or unloaded: a hidden page may be frozen with no
+    // further event, and a frozen one never answers a request.
+    this.#unwatchPage ??= watchPage(() => this.#drop());
     let granted!: () => void;
     const got = new Promise<void>((resolve) => (granted = resolve));
     const holding = this.#locks.request(this.#name, ifFree ? { ifAvailable: true } : {}, async (lock) => {
@@ -258,27 +257,6 @@ export class WriteLease {
   readonly #onRequest = (message: LeaseRequest): void => {
     if (message.sender !== this.#sender && this.#held) this.#drop();
   };
-
-  /**
-   * Lets the lease go whenever the page is hidden, frozen or unloaded: a
-   * hidden page may be frozen with no further event, and a frozen one never
-   * answers a request. Nothing to watch where there is no document (workers).
-   */
-  #watchPage(): (() => void) | undefined {
-    if (typeof document === "undefined") return undefined;
-    const onHide = () => {
-      if (pageHidden()) this.#drop();
-    };
-    const onGone = () => this.#drop();
-    document.addEventListener("visibilitychange", onHide);
-    document.addEventListener("freeze", onGone);
-    globalThis.addEventListener("pagehide", onGone);
-    return () => {
-      document.removeEventListener("visibilitychange", onHide);
-      document.removeEventListener("freeze", onGone);
-      globalThis.removeEventListener("pagehide", onGone);
-    };
-  }
 
   #drop(): void {
     clearTimeout(this.#idle);
