@@ -104,4 +104,33 @@ describe("the change feed across tabs", () => {
       BroadcastChannel.prototype.postMessage = real;
     }
   });
+
+  it.runIf(typeof document !== "undefined")(
+    "posts a put's notice a task later in a hidden page, whose timers are throttled",
+    async () => {
+      const { here, received } = twoTabs();
+      here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c0", kind: "put" });
+      await until(received, 1);
+      const visibility = Object.getOwnPropertyDescriptor(Document.prototype, "visibilityState")!;
+      Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+      const real = BroadcastChannel.prototype.postMessage;
+      let posted = 0;
+      BroadcastChannel.prototype.postMessage = function (this: BroadcastChannel, message: unknown) {
+        posted++;
+        real.call(this, message);
+      };
+      try {
+        here.emit({ threadId: "t", checkpointNs: "", checkpointId: "c1", kind: "put" });
+        // Posted in the next task, not when a 16 ms timer (a second or more, hidden) fires.
+        await nextTask();
+        await nextTask();
+        expect(posted).toBe(1);
+        expect(await until(received, 2)).toEqual(["put t c0 true", "put t c1 true"]);
+      } finally {
+        BroadcastChannel.prototype.postMessage = real;
+        delete (document as { visibilityState?: unknown }).visibilityState;
+        expect(Object.getOwnPropertyDescriptor(Document.prototype, "visibilityState")).toEqual(visibility);
+      }
+    },
+  );
 });

@@ -4,7 +4,7 @@
  * (as Dexie's `x-storagemutated-1`), so tabs running an older build of the
  * package ignore messages they would not understand instead of misreading them.
  */
-import { crossTabName, openChannel, postQuietly, watchPage } from "../core/channel.js";
+import { crossTabName, openChannel, pageHidden, postQuietly, watchPage } from "../core/channel.js";
 import { Listeners } from "../core/listeners.js";
 import { nextTask } from "../core/tasks.js";
 
@@ -111,7 +111,9 @@ export class ChangeFeed {
   #post(message: WireMessage): void {
     this.#outbox.push(message);
     this.#unwatch ??= watchPage(() => this.#flush());
-    if (message.change?.kind === "put") this.#timer ??= setTimeout(() => this.#flush(), PUT_WINDOW_MS);
+    // A hidden page's timers are throttled (Chromium runs them once a second, and more rarely after
+    // minutes hidden): there a put's notice goes a task later, as any other change's.
+    if (message.change?.kind === "put" && !pageHidden()) this.#timer ??= setTimeout(() => this.#flush(), PUT_WINDOW_MS);
     else void nextTask().then(() => this.#flush());
   }
 
