@@ -17,6 +17,7 @@ import {
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { IndexedDBSaver } from "./index.js";
+import { ChangeFeed } from "./events.js";
 import { contextOf } from "./registry.js";
 import { freshSize } from "./fresh-cache.js";
 import { rawAccessOf } from "./raw-access.js";
@@ -152,6 +153,27 @@ describe("getTuple of the latest checkpoint from memory", () => {
       expect(await saver.getTuple(root("t"))).toBeUndefined();
     });
   }
+
+  it("a change another tab announces drops what is kept of its thread only", async () => {
+    const [saver] = await tabs(1);
+    await primed(saver);
+    await saver.put(root("u"), checkpoint(uuid6(0), { a: "u0" }, { a: 1 }), meta, { a: 1 });
+    await saver.getTuple(root("u")); // a read keeps its window
+    expect(freshSize(contextOf(saver)!)).toBe(2);
+    // Another tab's notice of a change to "u" (its feed on the same database; no write, so the lease stays).
+    const elsewhere = new ChangeFeed(contextOf(saver)!.db.name);
+    try {
+      elsewhere.emit({ threadId: "u", kind: "delete" });
+      await expect.poll(() => freshSize(contextOf(saver)!)).toBe(1);
+      const reads = countReads(saver);
+      expect((await saver.getTuple(root("t")))?.checkpoint.channel_values).toEqual({ a: "a1", b: "b0" });
+      expect(reads()).toBe(0);
+      await saver.getTuple(root("u"));
+      expect(reads()).toBe(1);
+    } finally {
+      elsewhere.close();
+    }
+  });
 
   it("hands the lease back and forth: each saver sees the other's every write", async () => {
     const [a, b] = await tabs(2);
