@@ -9,10 +9,9 @@
  * for such a run's question was not drawn again if that run died first.
  */
 import { expect, test } from "vitest";
-import { lockWith, ready, send, submit, transcript, unlockWith, useHarness } from "./support.js";
+import { lockWith, ready, send, submit, transcript, unlockWith, useHarness, PASSPHRASE } from "./support.js";
 
 const harness = useHarness({ pace: "fast" });
-const PASSPHRASE = "correct horse battery staple";
 
 test("after this tab locked the app, another tab's run on the open thread shows here as replying elsewhere", async () => {
   const a = await harness().page();

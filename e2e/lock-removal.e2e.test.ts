@@ -19,10 +19,10 @@ import {
   unlockWith,
   useHarness,
   type StorageState,
+  PASSPHRASE,
 } from "./support.js";
 
 const harness = useHarness();
-const PASSPHRASE = "correct horse battery staple";
 
 /** One thread ("kept thread"), locked with PASSPHRASE, at rest behind the lock screen. */
 let lockedVault: StorageState;

@@ -9,6 +9,7 @@ import { expect, test } from "vitest";
 import {
   clockedPage,
   lockWith,
+  PASSPHRASE,
   plaintextHits,
   ready,
   screenshot,
@@ -23,7 +24,7 @@ const harness = useHarness();
 test("lock: no plaintext at rest, wrong passphrase refused, right one opens", async () => {
   const before = `early-${Math.random().toString(36).slice(2, 10)}`;
   const after = `secret-${Math.random().toString(36).slice(2, 10)}`;
-  const passphrase = "correct horse battery staple";
+  const passphrase = PASSPHRASE;
   const page = await harness().page();
   await ready(page);
 

@@ -223,6 +223,9 @@ export async function storageMadeBy(make: (harness: Harness) => Promise<void>): 
   }
 }
 
+/** The passphrase the lock tests lock with (long enough for the app's minimum). */
+export const PASSPHRASE = "correct horse battery staple";
+
 /**
  * A vault made once by the app as a user makes it ({@link storageMadeBy}): one thread per text of
  * `threads`, each its first message, the last one open, then locked with `passphrase` and left at rest

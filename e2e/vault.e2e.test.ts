@@ -17,10 +17,10 @@ import {
   unlockWith,
   useHarness,
   type StorageState,
+  PASSPHRASE,
 } from "./support.js";
 
 const harness = useHarness();
-const PASSPHRASE = "correct horse battery staple";
 
 /**
  * The vault most attacks start from, made once by the app as a user makes
