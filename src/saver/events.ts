@@ -65,7 +65,9 @@ export class ChangeFeed {
    * it: Chromium's first postMessage of a task costs 70-95 µs, each further
    * one 13-19 µs, so a loop of puts pays the first-post cost once per window
    * instead of once per put (docs/benchmarks.md, "The change notices of a
-   * loop of puts"). Another tab learns of a put up to a frame later. Nothing
+   * loop of puts"). In a worker or Node, where no event says the context is
+   * about to go, the notices go at the end of the microtask checkpoint of the
+   * write that made them. Another tab learns of a put up to a frame later. Nothing
    * there relies on that being sooner: the fresh reads and the put's proofs
    * rely on the write lease, not on notices; a put removes nothing, so the
    * delta-walk cache (delta-cache.ts), which another tab's delete, prune or
@@ -111,9 +113,14 @@ export class ChangeFeed {
   #post(message: WireMessage): void {
     this.#outbox.push(message);
     this.#unwatch ??= watchPage(() => this.#flush());
+    // Where there is no page (a worker, Node), nothing announces the end: an app terminates a worker as
+    // soon as its run's last put resolves, which a task later, let alone a window later, often misses.
+    // There the outbox goes out in this microtask checkpoint, before the writer's code goes on.
+    if (typeof document === "undefined") queueMicrotask(() => this.#flush());
     // A hidden page's timers are throttled (Chromium runs them once a second, and more rarely after
     // minutes hidden): there a put's notice goes a task later, as any other change's.
-    if (message.change?.kind === "put" && !pageHidden()) this.#timer ??= setTimeout(() => this.#flush(), PUT_WINDOW_MS);
+    else if (message.change?.kind === "put" && !pageHidden())
+      this.#timer ??= setTimeout(() => this.#flush(), PUT_WINDOW_MS);
     else void nextTask().then(() => this.#flush());
   }
 

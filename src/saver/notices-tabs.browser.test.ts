@@ -2,7 +2,8 @@
  * Change notices between real browsing contexts (events.ts): a same-origin
  * iframe (its own document, realm and BroadcastChannel endpoint, as another
  * tab) writes through its saver; this page's saver must hear of every change,
- * in order, including a put made just before the iframe's page unloads.
+ * in order, including a put made just before the iframe's page unloads, and
+ * one made by a dedicated worker terminated as soon as its put resolved.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { IndexedDBSaver } from "./index.js";
@@ -55,5 +56,19 @@ describe("another tab's change notices", () => {
     void tab.api.putThenLeave(dbName, (made) => (id = made));
     expect(await until(heard, 1)).toEqual([`put t ${id}`]);
     expect(tab.frame.isConnected).toBe(false);
+  }, 30_000);
+
+  it("arrive from a dedicated worker terminated as soon as its put resolves", async () => {
+    const { dbName, heard } = listening();
+    const worker = new Worker(new URL("../../test/support/notices-worker.ts", import.meta.url), { type: "module" });
+    const id = await new Promise<string>((resolve, reject) => {
+      worker.onmessage = (event: MessageEvent<string>) => {
+        worker.terminate();
+        resolve(event.data);
+      };
+      worker.onerror = (event) => reject(new Error(event.message));
+      worker.postMessage({ dbName });
+    });
+    expect(await until(heard, 1)).toEqual([`put t ${id}`]);
   }, 30_000);
 });
