@@ -109,25 +109,32 @@ test("a second removal on the same session while the first runs is refused, and 
   await page.getByTestId("confirm-remove-lock").waitFor();
   // The UI no longer lets a second removal start while one runs (Cancel is held); the session refuses one
   // anyway: it is called twice here, the second waiting for the first's migration lock, as a second click did.
+  // Both wait for `openRemovalGate()`, so the question is still drawn while the test reads its Cancel.
   // (A string, so that Vitest leaves the page's dynamic import alone.)
   await page.evaluate(`(async () => {
     const { Session } = await import("/e2e/internals.js");
     const unlockForGood = Session.prototype.unlockForGood;
+    const gate = new Promise((open) => (globalThis.openRemovalGate = open));
     Session.prototype.unlockForGood = function () {
       Session.prototype.unlockForGood = unlockForGood;
-      const first = unlockForGood.call(this);
-      globalThis.secondRemoval = unlockForGood.call(this).then(() => "done", (error) => error.message);
+      const first = gate.then(() => unlockForGood.call(this));
+      globalThis.secondRemoval = gate
+        .then(() => unlockForGood.call(this))
+        .then(() => "done", (error) => error.message);
       return first;
     };
   })()`);
   await page.getByTestId("confirm-remove-lock").click();
-  // Read in one go in the page: the removal may end, and the question go, between a count and a read.
-  const cancelHeld = await page.evaluate(() =>
+  // The removal has started (the patched call ran) and waits at the gate: its question's Cancel is held.
+  await expect.poll(() => page.evaluate(() => "secondRemoval" in globalThis)).toBe(true);
+  const cancels = await page.evaluate(() =>
     [...document.querySelectorAll<HTMLButtonElement>("dialog.settings button")]
       .filter((button) => button.textContent === "Cancel")
-      .every((button) => button.disabled),
+      .map((button) => button.disabled),
   );
-  expect(cancelHeld).toBe(true);
+  expect(cancels.length).toBeGreaterThan(0);
+  expect(cancels).not.toContain(false);
+  await page.evaluate(() => (globalThis as { openRemovalGate?: () => void }).openRemovalGate?.());
   await expect
     .poll(() => page.evaluate(() => (globalThis as { secondRemoval?: Promise<string> }).secondRemoval), {
       timeout: 30_000,
