@@ -9,11 +9,10 @@
  */
 import { emptyCheckpoint, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { IndexedDBSaver } from "./index.js";
-import { freshDbName, trackSavers } from "../../test/support/databases.js";
+import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 
-const track = trackSavers<IndexedDBSaver>();
 const THREAD = "pages";
 const MAIN = 150;
 const FORKS = 150;
@@ -63,9 +62,17 @@ async function buildThread(saver: IndexedDBSaver): Promise<void> {
 }
 
 describe("list() pages", () => {
+  // Both tests only read the thread: it is built once (about 600 transactions), by the first test's saver.
+  const dbName = freshDbName("list-pages");
+  const builder = new IndexedDBSaver({ dbName });
+  beforeAll(() => buildThread(builder));
+  afterAll(async () => {
+    await builder.close();
+    await deleteDatabase(dbName);
+  });
+
   it("return what getTuple returns for every checkpoint, with crowded version ranges and stray writes", async () => {
-    const saver = track(new IndexedDBSaver({ dbName: freshDbName("list-pages") }));
-    await buildThread(saver);
+    const saver = builder;
     const listed = [];
     for await (const tuple of saver.list(config())) listed.push(tuple);
     expect(listed).toHaveLength(MAIN + FORKS);
@@ -86,8 +93,9 @@ describe("list() pages", () => {
   });
 
   it("agree with getTuple from any starting point and page size", async () => {
-    const saver = track(new IndexedDBSaver({ dbName: freshDbName("list-pages") }));
-    await buildThread(saver);
+    // Another saver on the database (a reload, or another tab): nothing of the thread in its memory.
+    const saver = new IndexedDBSaver({ dbName });
+    onTestFinished(() => saver.close());
     for (const options of [{ limit: 5 }, { before: config(mainId(70)) }, { before: config(mainId(20)), limit: 70 }]) {
       const listed = [];
       for await (const tuple of saver.list(config(), options)) listed.push(tuple);
