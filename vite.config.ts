@@ -11,12 +11,15 @@ const CONVERGENCE_TESTS = [
   "test/suites/sync-convergence-world.node.test.ts",
 ];
 /**
- * Tests about a module's state at its first import in a realm (msgpackr's
- * extension registry, the per-realm lock fallback): each file in a fresh
- * realm (`node-isolated`, `chromium-isolated`). Every other file shares its
- * worker or page with the files before it (`isolate: false`): re-importing
- * LangGraph, the validation suite and fake-indexeddb per file cost about 40%
- * of the Node project's CPU, and 30% of the Chromium project's.
+ * Node tests about a module's state at its first import in a realm
+ * (msgpackr's extension registry, the per-realm lock fallback): each file in
+ * a fresh process (`node-isolated`). Every other file shares its worker or
+ * page with the files before it (`isolate: false`): re-importing LangGraph,
+ * the validation suite and fake-indexeddb per file cost about 40% of the
+ * Node project's CPU, and 30% of the Chromium project's. In Chromium these
+ * two share the page too: the registry's check loads a frame of its own, and
+ * the lock fallback is Node's (a project of their own cost a Vite server, its
+ * optimizer and a Chromium).
  */
 const FIRST_IMPORT_TESTS = ["src/serde/msgpack/msgpack.test.ts", "src/runs/locks.test.ts"];
 
@@ -45,7 +48,7 @@ const inChromium = () => ({
  *   so that `npm test` runs it beside the other suites: it mostly waits;
  * - `convergence`: sync under random operations and faults (full depth only);
  * - `chromium`: the same tests (bar `*.node.test.ts`) plus `*.browser.test.ts`
- *   in real Chromium through Vitest browser mode (and `chromium-isolated`);
+ *   in real Chromium through Vitest browser mode;
  * - `bench`: `npm run bench`, in Chromium, never part of `npm test`.
  *
  * Two files at a time in each project (Vitest's default here would be
@@ -105,16 +108,12 @@ export default defineConfig({
         test: {
           name: "chromium",
           include: ["src/**/*.test.ts", "test/suites/**/*.test.ts"],
-          exclude: ["**/*.node.test.ts", ...FIRST_IMPORT_TESTS],
+          exclude: ["**/*.node.test.ts"],
           testTimeout: 60_000,
           // Files share their page (as the Node files share their worker): about 30% less CPU.
           isolate: false,
           browser: inChromium(),
         },
-      },
-      {
-        extends: true,
-        test: { name: "chromium-isolated", include: FIRST_IMPORT_TESTS, browser: inChromium() },
       },
       {
         extends: true,

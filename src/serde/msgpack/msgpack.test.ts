@@ -15,9 +15,10 @@ import {
 import { Serializable } from "@langchain/core/load/serializable";
 import { DeltaSnapshot, JsonPlusSerializer, isDeltaSnapshot } from "@langchain/langgraph-checkpoint";
 import { Command, Overwrite, Send, isCommand } from "@langchain/langgraph/web";
-import { Packr, Unpackr, unpack } from "msgpackr";
+import { Packr, Unpackr } from "msgpackr";
 import { describe, expect, it } from "vitest";
 import { countCalls } from "../../../test/support/call-counts.js";
+import { firstUse, firstUseInFreshFrame } from "../../../test/support/msgpack-first-use.js";
 import { byDepth } from "../../../test/support/depth.js";
 import { SerializationError } from "../../core/errors.js";
 import { MsgpackSerializer } from "./index.js";
@@ -50,13 +51,12 @@ const isSendInterface = (value: unknown): boolean =>
   (value as { args?: unknown }).args !== undefined;
 
 describe("payload format", () => {
-  // First test of the file: nothing above has packed or unpacked yet.
+  // In Node, the first test of a fresh process (node-isolated): nothing has packed or unpacked yet. The
+  // browser's files share their page, so there it runs in a frame of its own, with msgpackr imported anew.
   it("registers its msgpackr extensions on first use, not at import or construction", async () => {
-    new MsgpackSerializer({ types: [class Unused {}] });
-    const undefinedExtension = new Uint8Array([0xd4, EXT.UNDEFINED, 0x00]);
-    expect(() => unpack(undefinedExtension)).toThrow(/Unknown extension/);
-    await serde.dumpsTyped(1);
-    expect(unpack(undefinedExtension)).toBeUndefined();
+    const seen = typeof window === "undefined" ? await firstUse() : await firstUseInFreshFrame();
+    expect(seen.before).toMatch(/Unknown extension/);
+    expect(seen.after).toBeUndefined();
   });
 
   it("starts every payload with the 0xC1 marker and the format version, in its own buffer", async () => {
