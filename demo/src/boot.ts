@@ -6,11 +6,11 @@
  */
 import { clearDrafts, dropPlainDrafts } from "./drafts.js";
 import { Session, deleteDatabase } from "./session.js";
-import { DATABASES, plainVault, unlock } from "./settings.js";
+import { DATABASES, plainVault } from "./settings.js";
 import type { DemoDB } from "./threads-db.js";
 import { h } from "./ui/dom.js";
 import { createLockScreen, createMissingLockScreen } from "./ui/lock.js";
-import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
+import { unlockVault } from "./session-lock.js";
 import { takeLockReason } from "./lock-now.js";
 import { finishPendingDeletes, lockedDataWithoutLock } from "./vault-migration.js";
 
@@ -51,10 +51,8 @@ export async function boot(db: DemoDB, root: HTMLElement, start: (session: Sessi
   root.replaceChildren(
     createLockScreen({
       unlock: async (passphrase) => {
-        // A lock of the first format is the user's own: upgraded in place, not refused (vault-upgrade.ts).
-        const { vault, problems } = isV1Lock(lock)
-          ? await upgradeV1Lock(db, lock, passphrase)
-          : { vault: await unlock(lock, passphrase), problems: [] };
+        // A lock of the first format is upgraded, a passphrase change cut short settled (session-lock.ts).
+        const { vault, problems } = await unlockVault(db, lock, passphrase);
         const session = await Session.open(db, vault);
         session.problems.push(...problems);
         await start(session);

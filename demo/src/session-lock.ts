@@ -7,20 +7,27 @@
  * may change and opens the sessions around them.
  */
 import { memoryNamespace } from "./agent.js";
+import { DIMS, HashEmbeddings } from "./embeddings.js";
 import { messageOf } from "./errors.js";
-import { copyThreads, type IndexedDBSaver, type IndexedDBStore } from "./lib.js";
+import { copyThreads, IndexedDBSaver, IndexedDBStore, type EncryptedSerializer } from "./lib.js";
 import {
+  DATABASES,
+  DEFAULT_MODEL_SETTINGS,
   UnsealedTextError,
   databasesOf,
   instructionsPlace,
+  loadModelSettings,
+  refusing,
   settingRow,
   titlePlace,
   type ModelSettings,
   type Vault,
 } from "./settings.js";
-import type { SyncSettings } from "./sync.js";
+import { NO_SYNC, loadSyncSettings, type SyncSettings } from "./sync.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
-import { pendingDeletes, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
+import { eitherVault, keyChangeRow, unlockChanging, type CutChange, type LockKey } from "./vault-key-change.js";
+import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
+import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
 
 /** A thread's title, opened. */
 export interface OpenText {
@@ -34,6 +41,18 @@ export interface OpenText {
 export interface VaultData {
   readonly saver: IndexedDBSaver;
   readonly store: IndexedDBStore;
+}
+
+/** The saver and store of the databases `names`, on `serde` (undefined: plain), as every session opens them. */
+export function vaultData(names: { saver: string; store: string }, serde: EncryptedSerializer | undefined): VaultData {
+  return {
+    saver: new IndexedDBSaver({ dbName: names.saver, serde }),
+    store: new IndexedDBStore({
+      dbName: names.store,
+      serde,
+      index: { dims: DIMS, embeddings: new HashEmbeddings(), fields: ["text"] },
+    }),
+  };
 }
 
 /**
@@ -99,6 +118,8 @@ export async function storeTexts(
     await db.settings.put(sync);
     if (row) await db.settings.put(row);
     else await db.settings.delete("lock");
+    // A passphrase change's record goes with the lock record it led to (vault-key-change.ts).
+    await db.settings.delete("key-change");
     if (toDelete.length > 0) await db.settings.put(pendingDeletes(toDelete));
   });
 }
@@ -178,21 +199,85 @@ export function moveVault<S extends VaultSession>(
 }
 
 /**
- * A new passphrase on the same databases: the saver and store rotate their data key (`changeKey`: every row
- * re-encrypted under a fresh one), the demo's own sealed texts are sealed again, and the lock record gets
- * the new salt and check value; then `from` hands over to the session on `vault`.
+ * A new passphrase on the same databases, from the lock `current` to `next`: the change is recorded first
+ * (vault-key-change.ts), then the saver and store rotate their data key (`changeKey`: every row re-encrypted
+ * under a fresh one), the demo's own sealed texts are sealed again and the lock record gets the new salt and
+ * check value, with the record deleted; then `from` hands over to the session on the new vault. Cut after
+ * the record was kept, it is a {@link KeyChangeCutError}: the next unlock settles it.
  */
 export async function rekeyVault<S extends VaultSession>(
   from: MovingSession<S>,
-  vault: Vault,
-  row: LockRow,
+  current: LockKey,
+  next: LockKey,
 ): Promise<S> {
   // Read the texts with the old key first: after changeKey only the new one opens the databases.
   const texts = await openTexts(from.db, from.vault);
-  await from.saver.changeKey(vault.serde!);
-  await from.store.changeKey(vault.serde!);
-  await storeTexts(from.db, vault, texts, from.settings(), row);
-  const next = from.open(vault);
-  await from.handOver(next);
-  return next;
+  await from.db.settings.put(await keyChangeRow(current, next));
+  try {
+    await from.saver.changeKey(next.vault.serde!);
+    await from.store.changeKey(next.vault.serde!);
+    await storeTexts(from.db, next.vault, texts, from.settings(), next.row);
+  } catch (error) {
+    throw new KeyChangeCutError(error);
+  }
+  const session = from.open(next.vault);
+  await from.handOver(session);
+  return session;
+}
+
+/** A passphrase change that failed after it was recorded: finished, or undone, at the next unlock. */
+export class KeyChangeCutError extends Error {
+  override name = "KeyChangeCutError";
+  constructor(cause: unknown) {
+    super(
+      `The change stopped halfway (${messageOf(cause)}). Nothing is lost: reload the page, then unlock with the new passphrase to finish the change, or with the current one to undo it.`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * Settles a passphrase change cut short (vault-key-change.ts) toward `cut.proved`, the lock whose passphrase
+ * was just typed, in the change's order: each database brought to its key (`changeKey` from the other key
+ * resumes a database already on it: its rotation is finished, it is not re-wrapped), the texts (opened with
+ * either key) sealed again, and the lock record written with the change's record deleted, in one
+ * transaction. Returns what the user is told.
+ */
+export async function settleKeyChange(db: DemoDB, { proved, other, finishes }: CutChange): Promise<string[]> {
+  // The databases must exist (opening would make empty ones); leftovers of a lock change go first.
+  await prepareLockedOpen(db);
+  const target = proved.vault.serde!;
+  const data = vaultData(DATABASES.locked, other.vault.serde);
+  try {
+    await data.saver.changeKey(target);
+    await data.store.changeKey(target);
+  } finally {
+    await Promise.all([data.saver.close(), data.store.close()]);
+  }
+  const either = eitherVault(proved.vault, other.vault);
+  const problems: string[] = [];
+  const settings = {
+    model: await refusing(loadModelSettings(db, either), "model settings", DEFAULT_MODEL_SETTINGS, problems),
+    sync: await refusing(loadSyncSettings(db, either), "sync settings", NO_SYNC, problems),
+  };
+  await storeTexts(db, proved.vault, await openTexts(db, either), settings, proved.row);
+  problems.push(
+    `A passphrase change did not finish (the page was closed, or a write failed). Nothing was lost: it is ${finishes ? "finished" : "undone"} now, and the passphrase you just entered is the one that opens the app.`,
+  );
+  return problems;
+}
+
+/**
+ * The lock screen's unlock: the vault `passphrase` opens (WrongPassphraseError when none), and what the
+ * user is told. A lock of the first format is upgraded in place (vault-upgrade.ts); a passphrase change cut
+ * short is settled first (vault-key-change.ts).
+ */
+export async function unlockVault(
+  db: DemoDB,
+  lock: LockRow,
+  passphrase: string,
+): Promise<{ vault: Vault; problems: string[] }> {
+  if (isV1Lock(lock)) return upgradeV1Lock(db, lock, passphrase);
+  const { vault, cut } = await unlockChanging(db, lock, passphrase);
+  return { vault, problems: cut ? await settleKeyChange(db, cut) : [] };
 }

@@ -20,8 +20,7 @@ import {
   type Agent,
   type AgentConfigurable,
 } from "./agent.js";
-import { DIMS, HashEmbeddings } from "./embeddings.js";
-import { IndexedDBSaver, IndexedDBStore, exportThread, watchThreadRunning, type SyncStatus } from "./lib.js";
+import { exportThread, watchThreadRunning, type IndexedDBSaver, type IndexedDBStore, type SyncStatus } from "./lib.js";
 import { NO_SYNC, loadSyncSettings, saveSyncSettings, type SyncSettings } from "./sync.js";
 import { modelFor } from "./model.js";
 import {
@@ -34,7 +33,6 @@ import {
   saveModelSettings,
   instructionsPlace,
   titlePlace,
-  unlock,
   type ModelSettings,
   type Vault,
 } from "./settings.js";
@@ -54,7 +52,8 @@ import {
 } from "./runs.js";
 import { adoptUnlistedThreads, importThreadFile, type ImportOutcome, timeline, titleFrom } from "./session-threads.js";
 import { answerQuestion, editMessage, forkAt, regenerateAnswer, type RunFrom } from "./session-turns.js";
-import { moveVault, rekeyVault, type MovingSession } from "./session-lock.js";
+import { moveVault, rekeyVault, vaultData, type MovingSession } from "./session-lock.js";
+import { changeOf, newLockKey, provenKey } from "./vault-key-change.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
 import { connectRefusal } from "../csp.js";
@@ -62,7 +61,7 @@ import { connectRefusal } from "../csp.js";
 export { deleteDatabase } from "./vault-migration.js";
 
 export { QuestionAnsweredError } from "./session-turns.js";
-export { OldDataLeftError } from "./session-lock.js";
+export { KeyChangeCutError, OldDataLeftError } from "./session-lock.js";
 
 export class Session {
   readonly saver: IndexedDBSaver;
@@ -82,13 +81,7 @@ export class Session {
     readonly userId: string,
     model: ModelSettings,
   ) {
-    const names = databasesOf(vault);
-    this.saver = new IndexedDBSaver({ dbName: names.saver, serde: vault.serde });
-    this.store = new IndexedDBStore({
-      dbName: names.store,
-      serde: vault.serde,
-      index: { dims: DIMS, embeddings: new HashEmbeddings(), fields: ["text"] },
-    });
+    ({ saver: this.saver, store: this.store } = vaultData(databasesOf(vault), vault.serde));
     this.#model = model;
     this.agent = buildAgent({
       checkpointer: this.saver,
@@ -290,10 +283,13 @@ export class Session {
     // on the stored check value first (a wrong one throws WrongPassphraseError, and nothing changes).
     const lock = await this.db.lock();
     if (!lock) throw new Error("The lock record is missing: reload the page.");
-    await unlock(lock, current);
+    const proved = await provenKey(lock, current);
+    // Its record holds the keys of a change cut short: a second change must not write over it.
+    if (await changeOf(this.db, lock))
+      throw new Error("An earlier change did not finish: reload the page and unlock, which finishes or undoes it.");
+    const next = await newLockKey(passphrase);
     await allQueued(this.#runs);
-    const { vault, row } = await createLock(passphrase);
-    return rekeyVault(this.#moving(), vault, row);
+    return rekeyVault(this.#moving(), proved, next);
   }
 
   /** Removes the lock: the reverse of {@link lock}, back to the plain databases. */

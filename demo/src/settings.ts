@@ -123,11 +123,16 @@ function checkPlace(salt: Uint8Array): Place {
   ];
 }
 
-/** A new lock: a fresh salt, the derived key, and the record to keep. */
-export async function createLock(passphrase: string): Promise<{ vault: Vault; row: LockRow }> {
+/** The salt of a new lock for `passphrase`, once it is long enough. */
+export function newLockSalt(passphrase: string): Uint8Array {
   if (passphrase.length < MIN_PASSPHRASE_LENGTH)
     throw new Error(`Use a passphrase of at least ${MIN_PASSPHRASE_LENGTH} characters.`);
-  const salt = crypto.getRandomValues(new Uint8Array(SALT_BYTES));
+  return crypto.getRandomValues(new Uint8Array(SALT_BYTES));
+}
+
+/** A new lock: a fresh salt, the derived key, and the record to keep. */
+export async function createLock(passphrase: string): Promise<{ vault: Vault; row: LockRow }> {
+  const salt = newLockSalt(passphrase);
   return lockFor(await EncryptedSerializer.fromPassphrase(passphrase, { salt, iterations: LOCK_ITERATIONS }), salt);
 }
 
@@ -163,16 +168,31 @@ export function lockRowProblem(lock: LockRow): string | undefined {
   return undefined;
 }
 
-/** Derives the key from the passphrase and proves it on the check value. */
-export async function unlock(lock: LockRow, passphrase: string): Promise<Vault> {
+/**
+ * Throws {@link InvalidLockError} for a lock row this app did not write, and {@link WrongPassphraseError} for
+ * an empty passphrase: call it before any key is derived from the row's parameters.
+ */
+export function checkLockRow(lock: LockRow, passphrase: string): void {
   const problem = lockRowProblem(lock);
-  // Refused before any key is derived from its parameters, whatever the passphrase.
   if (problem)
     throw new InvalidLockError(
       `This lock record was not written by this app (${problem}), so it is not used. Erase all data to start again.`,
     );
   if (!passphrase) throw new WrongPassphraseError("Enter your passphrase.");
-  const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt: lock.salt, iterations: LOCK_ITERATIONS });
+}
+
+/** Derives the key from the passphrase and proves it on the check value. */
+export async function unlock(lock: LockRow, passphrase: string): Promise<Vault> {
+  // Refused before any key is derived from its parameters, whatever the passphrase.
+  checkLockRow(lock, passphrase);
+  return openLock(
+    lock,
+    await EncryptedSerializer.fromPassphrase(passphrase, { salt: lock.salt, iterations: LOCK_ITERATIONS }),
+  );
+}
+
+/** The vault of `serde` once it opens the lock row's check value; else {@link WrongPassphraseError}. */
+export async function openLock(lock: LockRow, serde: EncryptedSerializer): Promise<Vault> {
   const vault = encryptedVault(serde, lock.salt);
   try {
     if ((await vault.open(lock.check, checkPlace(lock.salt))) === CHECK_TEXT) return vault;

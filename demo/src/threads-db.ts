@@ -61,7 +61,23 @@ export interface PendingDeletesRow {
   names: string[];
 }
 
-export type SettingRow = LockRow | UserRow | ModelRow | SyncRow | PendingDeletesRow;
+/**
+ * A passphrase change under way (vault-key-change.ts): the lock before and after, and each lock's key
+ * sealed by the other's, so either passphrase reaches both keys. Removed with the lock record's change.
+ */
+export interface KeyChangeRow {
+  key: "key-change";
+  /** This record's format. */
+  v: 1;
+  from: LockRow;
+  to: LockRow;
+  /** The key of `to`, sealed by the key of `from`. */
+  toKey: StoredText;
+  /** The key of `from`, sealed by the key of `to`. */
+  fromKey: StoredText;
+}
+
+export type SettingRow = LockRow | UserRow | ModelRow | SyncRow | PendingDeletesRow | KeyChangeRow;
 
 /** The demo's database name (the saver and the store have their own). */
 export const DEMO_DB_NAME = "langgraph-demo";

@@ -5,15 +5,27 @@
  * new session all the same (OldDataLeftError carries it), so the app goes
  * on with it instead of a closed one; the old databases stay marked and go
  * at the next start.
+ *
+ * And the passphrase change cut short: cut after each step (the change recorded; the saver re-keyed; the
+ * saver and the store; the texts sealed again without the lock record; the lock record written with the
+ * change's record left), then opened as a reload opens it (demo/src/session-lock.ts `unlockVault`, then
+ * `Session.open`) with the old passphrase and with the new one. Every thread, memory, title, instruction
+ * and setting reads back, the change is undone (old passphrase) or finished (new one), and the next start
+ * is clean: no record, and only that passphrase opens.
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { afterEach, expect, it } from "vitest";
+import { memoryNamespace } from "../../demo/src/agent.js";
 import { eraseEverything } from "../../demo/src/boot.js";
-import { OldDataLeftError, Session } from "../../demo/src/session.js";
-import { DATABASES, plainVault } from "../../demo/src/settings.js";
-import type { PendingDeletesRow } from "../../demo/src/threads-db.js";
+import { IndexedDBSaver, IndexedDBStore } from "../../demo/src/lib.js";
+import { openTexts, storeTexts, unlockVault } from "../../demo/src/session-lock.js";
+import { KeyChangeCutError, OldDataLeftError, Session } from "../../demo/src/session.js";
+import { DATABASES, WrongPassphraseError, plainVault, titlePlace, unlock } from "../../demo/src/settings.js";
+import type { KeyChangeRow, LockRow, PendingDeletesRow } from "../../demo/src/threads-db.js";
 import { DemoDB } from "../../demo/src/threads-db.js";
+import { keyChangeRow, newLockKey } from "../../demo/src/vault-key-change.js";
 import { existingDatabases, finishPendingDeletes } from "../../demo/src/vault-migration.js";
+import { byDepth } from "../support/depth.js";
 
 let session: Session | undefined;
 let db = new DemoDB();
@@ -75,4 +87,155 @@ it("a lock whose old databases could not be deleted hands over the locked sessio
   expect(await db.settings.get("pending-deletes")).toBeUndefined();
   // The locked session still reads its own databases.
   expect(await transcript(session, "t")).toContain("hello after the lock");
+});
+
+const OLD = "the passphrase before the change";
+const NEW = "the passphrase after the change";
+const API_KEY = "sk-kept-through-the-change";
+
+/** A locked app with a thread (title, instructions), a memory and model settings, all under OLD. */
+async function lockedApp(): Promise<Session> {
+  const plain = await Session.open(db, plainVault);
+  session = plain;
+  const locked = await plain.lock(OLD);
+  session = locked;
+  await locked.send("t", "hello before the change", () => {});
+  await locked.setInstructions("t", "answer in verse");
+  await locked.setModel({ ...locked.model, apiKey: API_KEY });
+  await locked.store.put(memoryNamespace(locked.userId), "m", { text: "likes tea" });
+  return locked;
+}
+
+/** Runs `work` while `target[name]` rejects, as a write refused for quota does. */
+async function failing<T, K extends string>(target: Record<K, unknown>, name: K, work: () => Promise<T>): Promise<T> {
+  const original = target[name];
+  target[name] = () => Promise.reject(new DOMException("The quota is exceeded.", "QuotaExceededError"));
+  try {
+    return await work();
+  } finally {
+    target[name] = original;
+  }
+}
+
+type Cut = "recorded" | "saver" | "saver and store" | "texts sealed" | "lock written";
+
+/** The change from OLD to NEW, cut after the step `cut`; then the page's session is closed, as a reload does. */
+async function cutChange(locked: Session, cut: Cut): Promise<void> {
+  const change = () => locked.changePassphrase(OLD, NEW);
+  const error: unknown =
+    cut === "recorded"
+      ? await failing(IndexedDBSaver.prototype as never, "changeKey", change).catch((e: unknown) => e)
+      : cut === "saver"
+        ? await failing(IndexedDBStore.prototype as never, "changeKey", change).catch((e: unknown) => e)
+        : await failing(db as never, "transaction", change).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(KeyChangeCutError);
+  expect((error as Error).message).toMatch(/unlock with the new passphrase to finish the change/);
+  const record = (await db.settings.get("key-change")) as KeyChangeRow;
+  expect(record.from.salt).toEqual(((await db.lock()) as LockRow).salt);
+  if (cut === "texts sealed" || cut === "lock written") {
+    // The states one transaction never leaves, made by hand: a recovery must take them all the same.
+    const next = await unlock(record.to, NEW);
+    const texts = await openTexts(db, locked.vault);
+    const settings = { model: locked.model, sync: locked.syncSettings };
+    await storeTexts(db, next, texts, settings, cut === "lock written" ? record.to : record.from);
+    await db.settings.put(record);
+  }
+  await locked.close();
+  session = undefined;
+}
+
+/** Opens the app as the lock screen does (a fresh database connection, as after a reload). */
+async function reopen(passphrase: string): Promise<Session> {
+  db.close();
+  db = new DemoDB();
+  const lock = (await db.lock())!;
+  const { vault, problems } = await unlockVault(db, lock, passphrase);
+  const opened = await Session.open(db, vault);
+  opened.problems.push(...problems);
+  return opened;
+}
+
+/** Everything `lockedApp` wrote, as `s` reads it. */
+async function contents(s: Session) {
+  const messages = ((await s.state("t")).values as { messages?: BaseMessage[] }).messages ?? [];
+  const row = await s.db.threads.get("t");
+  return {
+    messages: messages.map((m) => String(m.content)),
+    title: await s.vault.open(row!.title, titlePlace("t")),
+    instructions: await s.instructions("t"),
+    apiKey: s.model.apiKey,
+    memories: (await s.memories()).map((m) => m.text),
+  };
+}
+
+const UNDO = [OLD, "undone", NEW] as const;
+const FINISH = [NEW, "finished", OLD] as const;
+/**
+ * At the fast depth each cut is opened with one passphrase, and the last with both: the four ways a
+ * passphrase reaches the keys (on the lock record or on the change's other lock; undoing or finishing)
+ * are all taken. Every cut with both at the full depth.
+ */
+const RUNS: [Cut, typeof UNDO | typeof FINISH][] = byDepth(
+  [
+    ["recorded", FINISH],
+    ["saver", UNDO],
+    ["saver and store", FINISH],
+    ["texts sealed", UNDO],
+    ["lock written", UNDO],
+    ["lock written", FINISH],
+  ],
+  (["recorded", "saver", "saver and store", "texts sealed", "lock written"] as const).flatMap((cut) => [
+    [cut, UNDO],
+    [cut, FINISH],
+  ]),
+);
+
+for (const [cut, [passphrase, done, other]] of RUNS)
+  it(`cut after "${cut}", the ${passphrase === OLD ? "old" : "new"} passphrase opens everything and the change is ${done}`, async () => {
+    await cutChange(await lockedApp(), cut);
+    if (cut === "saver") {
+      // A wrong passphrase fails as it always did (tried on both locks), and writes nothing.
+      const before = await db.settings.toArray();
+      await expect(reopen("not the passphrase at all")).rejects.toBeInstanceOf(WrongPassphraseError);
+      expect(await db.settings.toArray()).toEqual(before);
+    }
+    session = await reopen(passphrase);
+    expect(await contents(session)).toEqual({
+      messages: expect.arrayContaining(["hello before the change"]) as unknown,
+      title: "hello before the change",
+      instructions: "answer in verse",
+      apiKey: API_KEY,
+      memories: ["likes tea"],
+    });
+    expect(session.problems).toEqual([expect.stringContaining(`it is ${done} now`)]);
+    // It goes on: a new turn is stored under the key that now opens the app.
+    await session.send("t", "hello after", () => {});
+    await session.close();
+    session = undefined;
+    // The next start is clean: no record left, only this passphrase opens, and everything reads.
+    expect(await db.settings.get("key-change")).toBeUndefined();
+    await expect(reopen(other)).rejects.toBeInstanceOf(WrongPassphraseError);
+    session = await reopen(passphrase);
+    expect(session.problems).toEqual([]);
+    expect((await contents(session)).messages).toContain("hello after");
+  });
+
+it("a change record the user's key did not seal opens nothing: the lock record's passphrase opens as usual", async () => {
+  const locked = await lockedApp();
+  // Planted by someone without the passphrase: their own lock as `to`, keys sealed by their key.
+  const theirs = await newLockKey("someone else's passphrase");
+  const lock = (await db.lock())!;
+  const fake = { row: lock, vault: theirs.vault, bits: crypto.getRandomValues(new Uint8Array(32)) };
+  await db.settings.put(await keyChangeRow(fake, theirs));
+  await locked.close();
+  session = undefined;
+  // Their passphrase opens their row, but the key it opens does not open the lock record: refused, unwritten.
+  const before = await db.settings.toArray();
+  await expect(reopen("someone else's passphrase")).rejects.toBeInstanceOf(WrongPassphraseError);
+  expect(await db.settings.toArray()).toEqual(before);
+  // The user's passphrase opens everything, with nothing to settle; the record is dropped.
+  session = await reopen(OLD);
+  expect(session.problems).toEqual([]);
+  expect((await contents(session)).memories).toEqual(["likes tea"]);
+  expect(await db.settings.get("key-change")).toBeUndefined();
 });
