@@ -140,12 +140,15 @@ export function createMissingLockScreen(actions: { erase(): Promise<void>; retry
   );
 }
 
-/** A banner over the app: what the vault refused while opening (rows it did not seal). */
+/**
+ * A banner over the app: what opening the vault found (rows it did not seal, refused; a passphrase change
+ * cut short, settled), each item saying which.
+ */
 export function vaultNotice(problems: readonly string[]): HTMLElement {
   const notice: HTMLElement = h(
     "div",
     { class: "vault-notice", role: "alert", testid: "vault-problem" },
-    h("p", {}, icon("lock"), " Some stored data was refused:"),
+    h("p", {}, icon("lock"), " About the data stored in this browser:"),
     h("ul", {}, ...problems.map((problem) => h("li", {}, problem))),
     h("button", { type: "button", onclick: () => notice.remove() }, "Dismiss"),
   );
