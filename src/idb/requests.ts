@@ -92,20 +92,83 @@ export function issue(request: Promise<unknown>): void {
  * transaction going, so no read round trip has to come first.
  */
 export function addIfAbsent<Schema extends DBSchema, Name extends StoreNames<Schema>>(
-  store: IDBPObjectStore<Schema, StoreNames<Schema>[], Name, "readwrite">,
+  store: WritableStore<Schema, Name>,
   value: StoreValue<Schema, Name>,
 ): Promise<boolean> {
-  observerOf(store)?.record({ kind: "add", store: store.name, value });
-  const request = (unwrap(store) as IDBObjectStore).add(value);
+  return storeAll(store, [value], () => false).then(([added]) => added!);
+}
+
+/**
+ * Issues one request per value, `put` where `replaces(value)` and
+ * insert-if-absent (see {@link addIfAbsent}) elsewhere; resolves, once the
+ * last of them has its answer, to one result per value: `false` for an
+ * insert its key kept out, else `true`. No promise or listener per request:
+ * requests of a transaction are answered in order, so the last one's answer
+ * settles them all, and one capture listener on the transaction keeps a
+ * refused insert from aborting it. Chromium dispatches each request's
+ * success event to JavaScript only when a listener waits for it (a task's
+ * pending writes are 13 adds per tool-loop invoke; docs/benchmarks.md, "The
+ * write path's per-request JavaScript").
+ */
+export function storeAll<Schema extends DBSchema, Name extends StoreNames<Schema>>(
+  store: WritableStore<Schema, Name>,
+  values: readonly StoreValue<Schema, Name>[],
+  replaces: (value: StoreValue<Schema, Name>) => boolean,
+): Promise<boolean[]> {
+  const raw = unwrap(store) as unknown as IDBObjectStore;
+  const tx = raw.transaction;
+  const observer = observers.get(tx);
+  const inserts = insertsOf(tx);
+  const requests: IDBRequest[] = [];
+  for (const value of values) {
+    const replace = replaces(value);
+    observer?.record({ kind: replace ? "put" : "add", store: raw.name, value });
+    const request = replace ? raw.put(value) : raw.add(value);
+    if (!replace) inserts.refusable.add(request);
+    requests.push(request);
+  }
+  const last = requests.at(-1);
+  if (!last) return Promise.resolve([]);
   return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(true);
-    request.onerror = (event) => {
-      if (request.error?.name !== "ConstraintError") return reject(request.error);
+    const settle = () => resolve(requests.map((request) => !request.error));
+    last.onsuccess = settle;
+    last.onerror = () => reject(last.error);
+    // A refused insert's error event stops at the transaction (see insertsOf): it never reaches `last`.
+    if (inserts.refusable.has(last)) inserts.lastOf.set(last, settle);
+  });
+}
+
+/** Per transaction: the inserts a taken key may refuse, and the groups they end (see {@link storeAll}). */
+interface Inserts {
+  refusable: WeakSet<IDBRequest>;
+  lastOf: WeakMap<IDBRequest, () => void>;
+}
+const insertsByTx = new WeakMap<IDBTransaction, Inserts>();
+
+/**
+ * The transaction's {@link Inserts}, with its one capture listener: an
+ * insert refused for its key (ConstraintError) has its error event's default
+ * prevented, so the transaction goes on, and its propagation stopped before
+ * the transaction's own listeners (idb's `done` rejects on any error event
+ * it sees there).
+ */
+function insertsOf(tx: IDBTransaction): Inserts {
+  const known = insertsByTx.get(tx);
+  if (known) return known;
+  const made: Inserts = { refusable: new WeakSet(), lastOf: new WeakMap() };
+  tx.addEventListener(
+    "error",
+    (event) => {
+      const request = event.target as IDBRequest;
+      if (!made.refusable.has(request) || request.error?.name !== "ConstraintError") return;
       event.preventDefault();
       event.stopPropagation();
-      resolve(false);
-    };
-  });
+      made.lastOf.get(request)?.();
+    },
+    { capture: true },
+  );
+  insertsByTx.set(tx, made);
+  return made;
 }
 
 /** True for DOMExceptions and their look-alikes from fake-indexeddb. @internal */

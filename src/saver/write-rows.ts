@@ -3,7 +3,7 @@
  * (put-writes.ts) and its careful path (late-put.ts, loaded on demand).
  */
 import type { IDBPObjectStore } from "idb";
-import { addIfAbsent, storePut } from "../idb/requests.js";
+import { storeAll } from "../idb/requests.js";
 import type { WriteRow } from "../rows/shapes.js";
 import type { SaverSchema, SaverStoreName } from "./schema.js";
 
@@ -18,7 +18,7 @@ export type WritesStore = IDBPObjectStore<SaverSchema, SaverStoreName[], "writes
  * (`written_at`), in the transaction, as a put stamps its checkpoint
  * (sync/changes.ts). @internal
  */
-export function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<unknown[]> {
+export function storeWrites(store: WritesStore, rows: WriteRow[], now: number): Promise<boolean[]> {
   for (const write of rows) write.written_at = now;
-  return Promise.all(rows.map((write) => (write.idx < 0 ? storePut(store, write) : addIfAbsent(store, write))));
+  return storeAll(store, rows, (write) => write.idx < 0);
 }
