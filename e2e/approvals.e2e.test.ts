@@ -10,6 +10,12 @@ import { expect, test } from "vitest";
 import { lockWith, ready, send, useHarness } from "./support.js";
 
 const harness = useHarness();
+/**
+ * One booted page for the tests that start from a thread of their own (e2e/support.ts, `keepPage`): the
+ * memories other tests saved are there, and each such test checks only its own (a cat, a wren, a pin never
+ * saved). The first test (pages of the default thread, a closed page) and the lock's keep fresh contexts.
+ */
+const kept = useHarness({ keepPage: true });
 
 const lastAssistant = async (page: Page): Promise<string> =>
   (await page.locator('[data-testid="message"][data-role="assistant"]').last().textContent()) ?? "";
@@ -59,8 +65,7 @@ test("an edited memory is saved as edited, across a reload, a closed page and in
 });
 
 test("a rejection's reason reaches the assistant, and nothing is saved", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   await send(page, "remember that my pin is 1234", { expectReply: false });
   await page.getByTestId("approval-reason").fill("that is a secret");
   await page.getByTestId("reject").click();
@@ -70,8 +75,7 @@ test("a rejection's reason reaches the assistant, and nothing is saved", async (
 });
 
 test("Regenerate after an approved memory rewrites the answer only; the same memory is saved once", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   await send(page, "remember that I have two cats", { expectReply: false });
   await page.getByTestId("approve").click();
   await expect.poll(() => lastAssistant(page)).toContain("remember that you have two cats");
@@ -132,8 +136,7 @@ test("what was typed in the approval card survives a reload, sealed when locked,
 });
 
 test("History says a question is awaiting approval only where it still is, not on one answered since", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   await send(page, "remember that my favourite bird is the wren", { expectReply: false });
   await page.getByTestId("approval").waitFor();
   await page.getByTestId("show-history").click();
@@ -148,11 +151,13 @@ test("History says a question is awaiting approval only where it still is, not o
   await expect.poll(() => panel.locator(".steps .checkpoint").count()).toBeGreaterThan(3);
   expect(await panel.getByText("awaiting approval").count()).toBe(0);
   expect(await panel.getByText("asked for approval").count()).toBe(1);
+  // Closed, so that the next test takes the kept page as it is (an open History would boot another).
+  await page.keyboard.press("Escape");
+  await panel.waitFor({ state: "hidden" });
 });
 
 test("another thread's card is drawn afresh: what was typed in one thread's card never shows in another's", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   // Two threads paused as the earlier demo paused them (before the tools step, no question id): both cards
   // are for "no question", the case where the card on show was kept across draws.
   await page.evaluate(`(async () => {

@@ -6,8 +6,14 @@ import { expect, test } from "vitest";
 import { longMessage, ready, screenshot, seedTurns, send, transcript, useHarness } from "./support.js";
 
 const harness = useHarness();
+/**
+ * One booted page for the last three tests, each at a thread of its own (e2e/support.ts, `keepPage`). "two
+ * threads stay apart", the first of them, counts and searches the whole thread list: it is the kept page's
+ * first test, so the list holds its two threads only (after a failure the next test gets a fresh context).
+ */
+const kept = useHarness({ keepPage: true });
 
-test("a conversation is still there after a reload", async () => {
+test("a conversation is still there after a reload; a half-typed message stays with its thread", async () => {
   const page = await harness().page();
   await ready(page);
   // A wide screen has room for the whole hint (phones get a shorter one: mobile.e2e.test.ts).
@@ -30,30 +36,22 @@ test("a conversation is still there after a reload", async () => {
   await expect.poll(() => page.title()).toBe("Hello there · IndexedDB LangGraph chat");
   await screenshot(page, "chat");
   // A half-typed message survives the reload too.
-  await page.getByTestId("composer").fill("a thought I have not finished");
+  const composer = page.getByTestId("composer");
+  await composer.fill("a thought I have not finished");
 
   await page.reload();
   await ready(page);
   await page.locator('[data-testid="message"]').nth(3).waitFor();
   expect(await transcript(page)).toEqual(before);
   await expect.poll(() => page.getByTestId("thread").first().textContent()).toContain("Hello there");
-  await expect.poll(() => page.getByTestId("composer").inputValue()).toBe("a thought I have not finished");
-  // Sent, it is no draft any more: the next reload starts with an empty composer.
+  await expect.poll(() => composer.inputValue()).toBe("a thought I have not finished");
+  // Sent, it is no draft any more: after the next reload (below) this thread's composer is empty.
   await send(page, "a thought I have now finished");
-  await page.reload();
-  await ready(page);
-  await page.locator('[data-testid="message"]').nth(5).waitFor();
-  expect(await page.getByTestId("composer").inputValue()).toBe("");
-});
 
-test("a half-typed message stays with its thread", async () => {
-  const page = await harness().page();
-  await ready(page);
-  // Two threads to type in: written as set-up, beta open.
+  // Two more threads to type in: written as set-up, beta open.
   await seedTurns(page, "ALPHA", ["alpha"]);
   await seedTurns(page, "BETA", ["beta"]);
-  await expect.poll(() => page.getByTestId("thread").count()).toBe(2);
-  const composer = page.getByTestId("composer");
+  await expect.poll(() => page.getByTestId("thread").count()).toBe(3);
   const open = async (title: string) => {
     await page.getByTestId("thread").filter({ hasText: title }).click();
     await expect.poll(() => page.title()).toContain(title);
@@ -65,10 +63,13 @@ test("a half-typed message stays with its thread", async () => {
   await composer.fill("half a thought for alpha");
   await open("beta");
   await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
-  // Each kept across a reload, with its thread.
+  // Each kept across a reload, with its thread; the one sent is gone.
   await page.reload();
   await ready(page);
   await expect.poll(() => composer.inputValue()).toBe("half a thought for beta");
+  await open("Hello there");
+  await page.locator('[data-testid="message"]').nth(5).waitFor();
+  expect(await composer.inputValue()).toBe("");
   await open("alpha");
   await expect.poll(() => composer.inputValue()).toBe("half a thought for alpha");
   // Sent, alpha's is gone; beta's stays.
@@ -87,8 +88,7 @@ test("a half-typed message stays with its thread", async () => {
 });
 
 test("two threads stay apart", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   await send(page, "alpha one");
   await send(page, "alpha two");
   await page.getByTestId("new-thread").click();
@@ -165,8 +165,7 @@ test("two threads stay apart", async () => {
 });
 
 test("fork from an earlier checkpoint: later turns leave the view, the old branch stays", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   await seedTurns(page, "FORKED", ["turn one", "turn two", "turn three"]);
   expect(await transcript(page)).toHaveLength(6);
 
@@ -217,8 +216,7 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
 });
 
 test("an edit near the top that leaves a short conversation offers no 'New messages' button", async () => {
-  const page = await harness().page();
-  await ready(page);
+  const page = await kept().thread();
   const filler = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
   await seedTurns(page, "EDITEDSHORT", ["first question", ...[1, 2, 3].map((n) => `${filler} ${n}`)]);
   await expect.poll(() => page.getByTestId("stop").isHidden()).toBe(true);
