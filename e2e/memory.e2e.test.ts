@@ -13,9 +13,22 @@ async function lastAssistant(page: Page): Promise<string> {
   return (await page.locator('[data-testid="message"][data-role="assistant"]').last().textContent()) ?? "";
 }
 
-test("an approved memory is recalled in a new thread; a rejected one never is", async () => {
+test("with no approved memory there is nothing to recall; an approved one is recalled in a new thread, a rejected one never is", async () => {
   const page = await harness().page();
   await ready(page);
+  // First, in this fresh context, with no memory approved yet.
+  await send(page, "remember that I live in Lisbon", { expectReply: false });
+  await page.getByTestId("approval").waitFor();
+  await page.getByTestId("reject").click();
+  await expect.poll(() => lastAssistant(page)).toMatch(/won't remember/i);
+  await send(page, "What do you remember?");
+  const nothing = await lastAssistant(page);
+  expect(nothing).toMatch(/don't remember anything/i);
+  expect(nothing).not.toContain("Lisbon");
+
+  // Then a thread of its own for the memory approved.
+  await page.getByTestId("new-thread").click();
+  await expect.poll(() => transcript(page)).toEqual([]);
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   const approval = page.getByTestId("approval");
   await approval.waitFor();
@@ -66,17 +79,4 @@ test("an approved memory is recalled in a new thread; a rejected one never is", 
   await page.reload();
   await ready(page);
   await expect.poll(() => transcript(page)).toEqual(before);
-});
-
-test("with no approved memory, there is nothing to recall", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await send(page, "remember that I live in Lisbon", { expectReply: false });
-  await page.getByTestId("approval").waitFor();
-  await page.getByTestId("reject").click();
-  await expect.poll(() => lastAssistant(page)).toMatch(/won't remember/i);
-  await send(page, "What do you remember?");
-  const answer = await lastAssistant(page);
-  expect(answer).toMatch(/don't remember anything/i);
-  expect(answer).not.toContain("Lisbon");
 });

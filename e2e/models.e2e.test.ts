@@ -90,7 +90,7 @@ test("models are listed from the endpoint, the one picked is saved and answers",
   await expect.poll(() => page.getByRole("combobox", { name: "Model" }).inputValue()).toBe("stub-large");
 });
 
-test("an endpoint that cannot be reached is said so, not taken for one that offers no list", async () => {
+test("an endpoint that cannot be reached is said so, not taken for one that offers no list; without a list, the model is typed; a thread's custom instructions reach it before that thread's conversation only", async () => {
   const page = await harness().page();
   await ready(page);
   // Port 9 (discard) on loopback: nothing listens, the connection is refused.
@@ -108,11 +108,8 @@ test("an endpoint that cannot be reached is said so, not taken for one that offe
   await page.getByRole("button", { name: "Save model" }).click();
   await page.getByText(/^Could not save: This page may use plain http:\/\/ only/).waitFor();
   expect(harness().errors).toEqual([]);
-});
+  await page.keyboard.press("Escape");
 
-test("without a list, the model is typed; a thread's custom instructions reach it before that thread's conversation only", async () => {
-  const page = await harness().page();
-  await ready(page);
   // An endpoint without a list of models: the model's name is typed.
   await openModelSettings(page, `${endpoint}/bare/v1`);
   await page.getByText(/offers no list of models \(it answered 404 Not Found: no such route\)/).waitFor();

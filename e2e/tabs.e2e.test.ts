@@ -8,7 +8,7 @@ import { ready, send, transcript, useHarness, threadAction } from "./support.js"
 
 const harness = useHarness();
 
-test("a message sent in one tab appears live in the other", async () => {
+test("a message sent in one tab appears live in the other; Back returns to the previous thread; a thread deleted in another tab says so", async () => {
   const a = await harness().page();
   const b = await harness().page();
   await Promise.all([ready(a), ready(b)]);
@@ -63,11 +63,9 @@ test("a message sent in one tab appears live in the other", async () => {
   await title.waitFor({ state: "detached" });
   await expect.poll(() => a.getByTestId("thread").count()).toBe(0);
   expect(harness().errors).toEqual([]);
-});
 
-test("Back returns to the previous thread; a thread deleted in another tab says so", async () => {
-  const a = await harness().page();
-  await ready(a);
+  // The same two tabs, the list empty again: Back returns to the previous thread; a thread deleted in another
+  // tab says so.
   await send(a, "first thread");
   await a.getByTestId("new-thread").click();
   await send(a, "second thread");
@@ -76,13 +74,12 @@ test("Back returns to the previous thread; a thread deleted in another tab says 
   await a.goForward();
   await expect.poll(() => transcript(a)).toEqual(["user: second thread", expect.stringContaining("second thread")]);
 
-  // Tab B deletes the thread A has open.
-  const b = await harness().page(new URL(a.url()).hash);
-  await ready(b);
+  // Tab B opens the thread A has open, and deletes it.
+  await b.getByTestId("thread").filter({ hasText: "second thread" }).click();
   await expect.poll(() => transcript(b)).toHaveLength(2);
-  const item = b.locator(".thread-item.current");
-  await threadAction(item, "Delete");
-  await item.getByRole("button", { name: /^Confirm: delete/ }).click();
+  const doomed = b.locator(".thread-item.current");
+  await threadAction(doomed, "Delete");
+  await doomed.getByRole("button", { name: /^Confirm: delete/ }).click();
   await a.getByText("This thread was deleted in another tab").waitFor();
   await expect.poll(() => transcript(a)).toEqual([]);
 });
