@@ -14,7 +14,7 @@ import { editDemoDb, ready, screenshot, send, transcript, useHarness, threadActi
 
 const harness = useHarness();
 
-test("storage view, export, delete and import a thread", async () => {
+test("storage view, export, delete and import a thread; About names the package and where each feature lives in it", async () => {
   const page = await harness().page();
   await ready(page);
   await send(page, "keep this one");
@@ -111,6 +111,30 @@ test("storage view, export, delete and import a thread", async () => {
     .poll(() => page.locator("dialog.settings").evaluate((dialog) => (dialog as HTMLDialogElement).open))
     .toBe(false);
   await expect.poll(() => transcript(page)).toEqual(kept);
+
+  // About names the package and where each feature lives in it.
+  await page.getByTestId("settings").click();
+  const about = page.getByTestId("about");
+  await about.scrollIntoViewIfNeeded();
+  const link = about.getByRole("link", { name: "langgraph-checkpoint-indexeddb" });
+  expect(await link.count()).toBe(1);
+  // It leads to a page that exists: the package's README, carried by the demo.
+  const readme = await page.request.get(new URL((await link.getAttribute("href"))!, page.url()).href);
+  expect(readme.status()).toBe(200);
+  expect(readme.headers()["content-type"]).toMatch(/^text\/html/);
+  const readmeTitle = /^#\s+(.+)$/m.exec(await readFile(new URL("../README.md", import.meta.url), "utf8"))![1]!;
+  expect(await readme.text()).toContain(`<h1>${readmeTitle}</h1>`);
+  const code = await about.locator("tbody td code").allTextContents();
+  expect(code.length).toBeGreaterThanOrEqual(8);
+  for (const path of ["src/saver/", "src/store/", "src/runs/", "src/sync/"]) {
+    expect(code.some((text) => text.startsWith(path))).toBe(true);
+  }
+  // Every path it names exists in the package, so the panel cannot drift from the code.
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  for (const text of code) {
+    for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
+  }
+  await screenshot(page, "about");
 });
 
 /** Answers like an OpenAI-compatible endpoint, one scripted reply per request. */
@@ -195,33 +219,6 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
     "assistant",
     "tool",
   ]);
-});
-
-test("About names the package and where each feature lives in it", async () => {
-  const page = await harness().page();
-  await ready(page);
-  await page.getByTestId("settings").click();
-  const about = page.getByTestId("about");
-  await about.scrollIntoViewIfNeeded();
-  const link = about.getByRole("link", { name: "langgraph-checkpoint-indexeddb" });
-  expect(await link.count()).toBe(1);
-  // It leads to a page that exists: the package's README, carried by the demo.
-  const readme = await page.request.get(new URL((await link.getAttribute("href"))!, page.url()).href);
-  expect(readme.status()).toBe(200);
-  expect(readme.headers()["content-type"]).toMatch(/^text\/html/);
-  const readmeTitle = /^#\s+(.+)$/m.exec(await readFile(new URL("../README.md", import.meta.url), "utf8"))![1]!;
-  expect(await readme.text()).toContain(`<h1>${readmeTitle}</h1>`);
-  const code = await about.locator("tbody td code").allTextContents();
-  expect(code.length).toBeGreaterThanOrEqual(8);
-  for (const path of ["src/saver/", "src/store/", "src/runs/", "src/sync/"]) {
-    expect(code.some((text) => text.startsWith(path))).toBe(true);
-  }
-  // Every path it names exists in the package, so the panel cannot drift from the code.
-  const root = fileURLToPath(new URL("..", import.meta.url));
-  for (const text of code) {
-    for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
-  }
-  await screenshot(page, "about");
 });
 
 test("a sync server that does not answer reads as such, not as the browser being offline", async () => {
