@@ -15,6 +15,7 @@ import {
   send,
   transcript,
   unlockWith,
+  paced,
   useHarness,
   type StorageState,
   PASSPHRASE,
@@ -33,17 +34,25 @@ beforeAll(async () => {
   lockedVault = await lockedVaultOf(["alpha thread", "beta thread"], PASSPHRASE);
 });
 
-/** A tab on a copy of {@link lockedVault}, at its lock screen. */
-async function atLockScreen(): Promise<Page> {
-  const page = await (await harness().restart(lockedVault)).page();
-  await page.getByTestId("unlock-passphrase").waitFor();
-  return page;
+/**
+ * A tab on a copy of {@link lockedVault}, at a document of the demo's origin that does not start the app (the
+ * README page's stylesheet): an attack plants its rows there, then starts the app ({@link startApp}). The app's
+ * lock screen, where they were planted before, was a boot (about 1.7 CPU-s) that only waited for the reload
+ * that read them; the vault's copy shows that screen when the app starts (lockedVaultOf waits for it).
+ */
+async function vaultCopy(): Promise<Page> {
+  return (await harness().restart(lockedVault)).page("readme.css");
+}
+
+/** Starts the app in `page`, at the fast pace, after a test planted its rows. */
+async function startApp(page: Page): Promise<void> {
+  await page.goto(paced(new URL(harness().baseURL), "fast"));
 }
 
 const databaseNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
 
 test("plain settings planted in a locked vault are refused and reported, never used", async () => {
-  const page = await atLockScreen();
+  const page = await vaultCopy();
 
   // Another endpoint for every conversation, and another sync server, as plain rows.
   let stolen = 0;
@@ -58,7 +67,7 @@ test("plain settings planted in a locked vault are refused and reported, never u
     `store.put({ key: "model", value: ${JSON.stringify(JSON.stringify({ provider: "openai", baseUrl: `${evil}v1`, model: "m", apiKey: "k" }))} });
      store.put({ key: "sync", value: ${JSON.stringify(JSON.stringify({ url: `${evil}sync`, token: "t" }))} });`,
   );
-  await page.reload();
+  await startApp(page);
   await unlockWith(page, PASSPHRASE);
   await ready(page);
   const notice = page.getByTestId("vault-problem");
@@ -99,7 +108,7 @@ test("a planted lock row is refused with any passphrase, and the data is left al
 });
 
 test("a sealed title moved to another thread's row is refused", async () => {
-  const page = await atLockScreen();
+  const page = await vaultCopy();
   // Both rows get alpha's sealed title (exactly its bytes).
   await editDemoDb(
     page,
@@ -110,7 +119,7 @@ test("a sealed title moved to another thread's row is refused", async () => {
      const alpha = rows.find((row) => row.createdAt === Math.min(...rows.map((r) => r.createdAt)));
      for (const row of rows) store.put({ ...row, title: alpha.title });`,
   );
-  await page.reload();
+  await startApp(page);
   await unlockWith(page, PASSPHRASE);
   await ready(page);
   await expect
@@ -124,7 +133,7 @@ test("a sealed title moved to another thread's row is refused", async () => {
 });
 
 test("a lock whose encrypted databases are missing is reported, not replaced", async () => {
-  const page = await atLockScreen();
+  const page = await vaultCopy();
   await page.evaluate(
     () =>
       new Promise((resolve, reject) => {
@@ -133,7 +142,7 @@ test("a lock whose encrypted databases are missing is reported, not replaced", a
         request.onerror = () => reject(request.error);
       }),
   );
-  await page.reload();
+  await startApp(page);
   await unlockWith(page, PASSPHRASE);
   await page.getByTestId("unlock-error").waitFor();
   expect(await page.getByTestId("unlock-error").textContent()).toContain("encrypted data is missing");
@@ -230,7 +239,7 @@ test("locking needs a passphrase of 10 characters; unlocked, the API key field s
 });
 
 test("a vault locked before texts were bound to their place (a v1 lock row) is upgraded by the passphrase, not refused", async () => {
-  const page = await atLockScreen();
+  const page = await vaultCopy();
   // Rewrites the vault as the first format wrote it: lock row without `v`,
   // texts sealed with the key but not bound to their place.
   await page.evaluate(`(async () => {
@@ -276,7 +285,7 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
     });
   expect((await lockRow())?.v).toBeUndefined();
 
-  await page.reload();
+  await startApp(page);
   await unlockWith(page, "not the passphrase at all");
   await page.getByTestId("unlock-error").waitFor();
   expect(await page.getByTestId("unlock-error").textContent()).toContain("not right");
@@ -300,9 +309,9 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
 });
 
 test("a deleted lock row opens nothing: the app refuses and explains instead of booting unlocked", async () => {
-  const page = await atLockScreen();
+  const page = await vaultCopy();
   await editDemoDb(page, "settings", `store.delete("lock");`);
-  await page.reload();
+  await startApp(page);
   await page.getByTestId("missing-lock").waitFor();
   expect(await page.getByTestId("missing-lock").textContent()).toContain("lock record");
   expect(await page.getByTestId("composer").count()).toBe(0);
