@@ -25,7 +25,14 @@ import {
 } from "./settings.js";
 import { NO_SYNC, loadSyncSettings, type SyncSettings } from "./sync.js";
 import type { DemoDB, LockRow } from "./threads-db.js";
-import { eitherVault, keyChangeRow, unlockChanging, type CutChange, type LockKey } from "./vault-key-change.js";
+import {
+  committedLock,
+  eitherVault,
+  keyChangeRow,
+  unlockChanging,
+  type CutChange,
+  type LockKey,
+} from "./vault-key-change.js";
 import { isV1Lock, upgradeV1Lock } from "./vault-upgrade.js";
 import { pendingDeletes, prepareLockedOpen, runPendingDeletes, withMigrationLock } from "./vault-migration.js";
 
@@ -216,7 +223,7 @@ export async function rekeyVault<S extends VaultSession>(
   try {
     await from.saver.changeKey(next.vault.serde!);
     await from.store.changeKey(next.vault.serde!);
-    await storeTexts(from.db, next.vault, texts, from.settings(), next.row);
+    await storeTexts(from.db, next.vault, texts, from.settings(), await committedLock(next));
   } catch (error) {
     throw new KeyChangeCutError(error);
   }
@@ -260,7 +267,7 @@ export async function settleKeyChange(db: DemoDB, { proved, other, finishes }: C
     model: await refusing(loadModelSettings(db, either), "model settings", DEFAULT_MODEL_SETTINGS, problems),
     sync: await refusing(loadSyncSettings(db, either), "sync settings", NO_SYNC, problems),
   };
-  await storeTexts(db, proved.vault, await openTexts(db, either), settings, proved.row);
+  await storeTexts(db, proved.vault, await openTexts(db, either), settings, await committedLock(proved));
   problems.push(
     `A passphrase change did not finish (the page was closed, or a write failed). Nothing was lost: it is ${finishes ? "finished" : "undone"} now, and the passphrase you just entered is the one that opens the app.`,
   );

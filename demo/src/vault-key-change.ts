@@ -8,7 +8,9 @@
  * `changeKey`, the change is recorded ({@link KeyChangeRow}, key "key-change"): both lock rows (salt and
  * check value) and each lock's key, the raw PBKDF2 output, sealed (AES-GCM, bound to its place and both
  * salts) by the other's key. Whichever passphrase is typed then reaches both keys. The record is deleted in
- * the transaction that writes the final lock record (session-lock.ts `storeTexts`).
+ * the transaction that writes the final lock record (session-lock.ts `storeTexts`), whose check value is
+ * sealed anew ({@link committedLock}): a record kept and put back later names no lock record, so it is stale
+ * (else it would let the passphrase the change replaced open the app again, and undo the change).
  *
  * At unlock, a record one of whose rows is the lock record means a change was cut short. The passphrase is
  * proved on that row or on the other, opens the other key, and that key must open its own row's check
@@ -85,6 +87,15 @@ export async function newLockKey(passphrase: string): Promise<LockKey> {
   const salt = newLockSalt(passphrase);
   const bits = await keyBits(passphrase, salt);
   return { ...(await lockFor(await EncryptedSerializer.fromRawKey(bits), salt)), bits };
+}
+
+/**
+ * The lock row to commit for `key` when a change (or its settling) ends: its check value sealed anew, so the
+ * row differs from both of the change's rows. A record of that change put back later (kept by someone who
+ * knows the passphrase it replaced) then names neither the lock record nor its own rows: it is stale.
+ */
+export async function committedLock(key: LockKey): Promise<LockRow> {
+  return (await lockFor(key.vault.serde!, key.row.salt)).row;
 }
 
 /** Where a lock's sealed key is kept: bound to both salts, so it cannot be moved to another change. */

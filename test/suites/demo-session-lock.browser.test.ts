@@ -11,7 +11,8 @@
  * change's record left), then opened as a reload opens it (demo/src/session-lock.ts `unlockVault`, then
  * `Session.open`) with the old passphrase and with the new one. Every thread, memory, title, instruction
  * and setting reads back, the change is undone (old passphrase) or finished (new one), and the next start
- * is clean: no record, and only that passphrase opens.
+ * is clean: no record, and only that passphrase opens. A change's record kept and put back after the change
+ * settled (finished, or undone) is stale: it opens nothing for the passphrase the settling retired.
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { afterEach, expect, it } from "vitest";
@@ -238,4 +239,50 @@ it("a change record the user's key did not seal opens nothing: the lock record's
   expect(session.problems).toEqual([]);
   expect((await contents(session)).memories).toEqual(["likes tea"]);
   expect(await db.settings.get("key-change")).toBeUndefined();
+});
+
+/** The change's record as it was while the change ran (read when the store's key changes), and the change. */
+async function recordOfChange(work: () => Promise<Session>): Promise<{ record: KeyChangeRow; next: Session }> {
+  const original = IndexedDBStore.prototype.changeKey;
+  let record: KeyChangeRow | undefined;
+  IndexedDBStore.prototype.changeKey = async function (this: IndexedDBStore, ...args) {
+    record ??= (await db.settings.get("key-change")) as KeyChangeRow;
+    return original.apply(this, args);
+  };
+  try {
+    const next = await work();
+    return { record: record!, next };
+  } finally {
+    IndexedDBStore.prototype.changeKey = original;
+  }
+}
+
+/** `record` put back once the change settled (the page closed): `refused` opens nothing, `opens` all, as usual. */
+async function putBack(record: KeyChangeRow, refused: string, opens: string): Promise<void> {
+  await session?.close();
+  session = undefined;
+  await db.settings.put(record);
+  await expect(reopen(refused)).rejects.toBeInstanceOf(WrongPassphraseError);
+  session = await reopen(opens);
+  expect(session.problems).toEqual([]);
+  expect(await db.settings.get("key-change")).toBeUndefined();
+  expect((await contents(session)).memories).toEqual(["likes tea"]);
+}
+
+it("a finished change's record, put back, is stale: the old passphrase stays refused", async () => {
+  const { record, next } = await recordOfChange(async () => (await lockedApp()).changePassphrase(OLD, NEW));
+  session = next;
+  // Kept by someone who knows the old passphrase (it leaked: the reason for the change), and put back.
+  await putBack(record, OLD, NEW);
+});
+
+it("an undone change's record, put back, is stale: the passphrase typed in the failed change stays refused", async () => {
+  const locked = await lockedApp();
+  const { record } = await recordOfChange(() =>
+    failing(db as never, "transaction", () => locked.changePassphrase(OLD, NEW)).catch(() => locked),
+  );
+  await locked.close();
+  session = await reopen(OLD);
+  expect(session.problems).toEqual([expect.stringContaining("it is undone now")]);
+  await putBack(record, NEW, OLD);
 });
