@@ -35,6 +35,7 @@ import {
   WrongPassphraseError,
   checkLockRow,
   lockFor,
+  lockRowProblem,
   newLockSalt,
   openLock,
   unlock,
@@ -124,10 +125,25 @@ function sameLock(a: LockRow | undefined, b: LockRow): boolean {
   return id(a) !== undefined && id(a) === id(b);
 }
 
-/** The record of a change of `lock` cut short, if there is one (a stale record is not). */
+/** In the shape this app writes: both rows lock rows it would take, both keys sealed. */
+function wellFormed(change: KeyChangeRow | undefined): change is KeyChangeRow {
+  const lockRow = (row: unknown) => typeof row === "object" && row !== null && !lockRowProblem(row as LockRow);
+  const sealed = (text: unknown) =>
+    typeof (text as { type?: unknown } | null)?.type === "string" &&
+    (text as { data?: unknown }).data instanceof Uint8Array;
+  return (
+    change?.v === 1 && lockRow(change.from) && lockRow(change.to) && sealed(change.toKey) && sealed(change.fromKey)
+  );
+}
+
+/**
+ * The record of a change of `lock` cut short, if there is one. A stale record is not, nor one in another
+ * shape (edited, truncated): its rows would otherwise fail a mistyped passphrase as an invalid lock, or
+ * every passphrase on a missing field.
+ */
 export async function changeOf(db: DemoDB, lock: LockRow): Promise<KeyChangeRow | undefined> {
   const change = (await db.settings.get(KEY)) as KeyChangeRow | undefined;
-  return change?.v === 1 && (sameLock(change.from, lock) || sameLock(change.to, lock)) ? change : undefined;
+  return wellFormed(change) && (sameLock(change.from, lock) || sameLock(change.to, lock)) ? change : undefined;
 }
 
 /**

@@ -286,3 +286,35 @@ it("an undone change's record, put back, is stale: the passphrase typed in the f
   expect(session.problems).toEqual([expect.stringContaining("it is undone now")]);
   await putBack(record, NEW, OLD);
 });
+
+it("a change record not in this app's shape is stale: a wrong passphrase is only wrong, the right one opens", async () => {
+  const locked = await lockedApp();
+  const lock = (await db.lock())!;
+  const other = (await newLockKey(NEW)).row;
+  await locked.close();
+  session = undefined;
+  // Before, the first failed a mistyped passphrase as an invalid lock ("Erase all data to start again"), and
+  // the second every passphrase, the right one too (a TypeError on the missing row), for as long as it stayed.
+  const shapes = [
+    { to: { ...other, iterations: 1 } },
+    { to: undefined },
+    { toKey: { type: "not a sealing", data: new Uint8Array(40) } },
+  ];
+  for (const shape of shapes) {
+    await db.settings.put({
+      key: "key-change",
+      v: 1,
+      from: lock,
+      to: other,
+      toKey: "",
+      fromKey: "",
+      ...shape,
+    } as never);
+    await expect(reopen("not the passphrase at all")).rejects.toBeInstanceOf(WrongPassphraseError);
+    session = await reopen(OLD);
+    expect(session.problems).toEqual([]);
+    expect(await db.settings.get("key-change")).toBeUndefined();
+    await session.close();
+    session = undefined;
+  }
+});
