@@ -30,6 +30,7 @@ import {
   eitherVault,
   keyChangeRow,
   unlockChanging,
+  withKeyChangeLock,
   type CutChange,
   type LockKey,
 } from "./vault-key-change.js";
@@ -285,6 +286,9 @@ export async function unlockVault(
   passphrase: string,
 ): Promise<{ vault: Vault; problems: string[] }> {
   if (isV1Lock(lock)) return upgradeV1Lock(db, lock, passphrase);
-  const { vault, cut } = await unlockChanging(db, lock, passphrase);
-  return { vault, problems: cut ? await settleKeyChange(db, cut) : [] };
+  // Not beside a change running in another tab: it would be taken for one cut short.
+  return withKeyChangeLock(async () => {
+    const { vault, cut } = await unlockChanging(db, lock, passphrase);
+    return { vault, problems: cut ? await settleKeyChange(db, cut) : [] };
+  });
 }

@@ -53,7 +53,7 @@ import {
 import { adoptUnlistedThreads, importThreadFile, type ImportOutcome, timeline, titleFrom } from "./session-threads.js";
 import { answerQuestion, editMessage, forkAt, regenerateAnswer, type RunFrom } from "./session-turns.js";
 import { moveVault, rekeyVault, vaultData, type MovingSession } from "./session-lock.js";
-import { changeOf, newLockKey, provenKey } from "./vault-key-change.js";
+import { changeOf, newLockKey, provenKey, withKeyChangeLock } from "./vault-key-change.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
 import { connectRefusal } from "../csp.js";
@@ -281,15 +281,17 @@ export class Session {
     if (!this.vault.locked) throw new Error("Not locked.");
     // An unlocked, unattended screen is not enough to lock the owner out: the current passphrase is proved
     // on the stored check value first (a wrong one throws WrongPassphraseError, and nothing changes).
-    const lock = await this.db.lock();
-    if (!lock) throw new Error("The lock record is missing: reload the page.");
-    const proved = await provenKey(lock, current);
-    // Its record holds the keys of a change cut short: a second change must not write over it.
-    if (await changeOf(this.db, lock))
-      throw new Error("An earlier change did not finish: reload the page and unlock, which finishes or undoes it.");
-    const next = await newLockKey(passphrase);
-    await allQueued(this.#runs);
-    return rekeyVault(this.#moving(), proved, next);
+    return withKeyChangeLock(async () => {
+      const lock = await this.db.lock();
+      if (!lock) throw new Error("The lock record is missing: reload the page.");
+      const proved = await provenKey(lock, current);
+      // Its record holds the keys of a change cut short: a second change must not write over it.
+      if (await changeOf(this.db, lock))
+        throw new Error("An earlier change did not finish: reload the page and unlock, which finishes or undoes it.");
+      const next = await newLockKey(passphrase);
+      await allQueued(this.#runs);
+      return rekeyVault(this.#moving(), proved, next);
+    });
   }
 
   /** Removes the lock: the reverse of {@link lock}, back to the plain databases. */

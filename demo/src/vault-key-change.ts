@@ -188,6 +188,16 @@ export async function unlockChanging(
   return { vault: proved.vault, cut: { proved, other, finishes: proved.row === change.to } };
 }
 
+/**
+ * Runs `work` holding the passphrase-change lock (Web Locks, across tabs): a change from its check for an
+ * earlier change's record to its end, or the settling of one, runs alone. Two tabs changing at once each
+ * found no record and wrote their own, the second over the first's; with the first's saver re-keyed and
+ * its change cut, the record left named a key no database was on, and nothing opened.
+ */
+export function withKeyChangeLock<T>(work: () => Promise<T>): Promise<T> {
+  return navigator.locks.request("langgraph-demo:key-change", work);
+}
+
 /** A vault that seals with `first`, and opens what `first` or `second` sealed (a change's two keys). */
 export function eitherVault(first: Vault, second: Vault): Vault {
   return {

@@ -318,3 +318,25 @@ it("a change record not in this app's shape is stale: a wrong passphrase is only
     session = undefined;
   }
 });
+
+it("two tabs changing the passphrase at once: one changes, the other is refused, and a cut stays settleable", async () => {
+  const locked = await lockedApp();
+  const other = new DemoDB();
+  const tab = await Session.open(other, locked.vault);
+  // The first tab's change is cut after its saver re-keyed (a write refused, or the tab closed).
+  const outcomes = await failing(IndexedDBStore.prototype as never, "changeKey", () =>
+    Promise.all(
+      [locked, tab].map((s, i) => s.changePassphrase(OLD, `${NEW}, tab ${i}`).catch((e: unknown) => e as Error)),
+    ),
+  );
+  await Promise.all([locked.close(), tab.close()]);
+  other.close();
+  session = undefined;
+  // Before, both wrote their record, the second over the first: no passphrase opened the saver any more.
+  session = await reopen(OLD);
+  expect(await contents(session)).toMatchObject({ title: "hello before the change", memories: ["likes tea"] });
+  // The second waited for the first, found its record and wrote nothing.
+  expect(outcomes.map((e) => (e as Error).message)).toEqual(
+    expect.arrayContaining([expect.stringMatching(/stopped halfway/), expect.stringMatching(/did not finish/)]),
+  );
+});
