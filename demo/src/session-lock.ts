@@ -277,8 +277,9 @@ export async function settleKeyChange(db: DemoDB, { proved, other, finishes }: C
 
 /**
  * The lock screen's unlock: the vault `passphrase` opens (WrongPassphraseError when none), and what the
- * user is told. A lock of the first format is upgraded in place (vault-upgrade.ts); a passphrase change cut
- * short is settled first (vault-key-change.ts).
+ * user is told. A lock of the first format is upgraded in place (vault-upgrade.ts); past it, the stored lock
+ * record is used, not `lock` (the row the screen was drawn for), and a passphrase change cut short is
+ * settled first (vault-key-change.ts).
  */
 export async function unlockVault(
   db: DemoDB,
@@ -288,7 +289,11 @@ export async function unlockVault(
   if (isV1Lock(lock)) return upgradeV1Lock(db, lock, passphrase);
   // Not beside a change running in another tab: it would be taken for one cut short.
   return withKeyChangeLock(async () => {
-    const { vault, cut } = await unlockChanging(db, lock, passphrase);
+    // The lock record as it is now: a screen drawn before another tab's change holds the row before it,
+    // whose passphrase would take a later change's record for a stale one, and delete it.
+    const current = await db.lock();
+    if (!current) throw new Error("The lock record is missing: reload the page.");
+    const { vault, cut } = await unlockChanging(db, current, passphrase);
     return { vault, problems: cut ? await settleKeyChange(db, cut) : [] };
   });
 }

@@ -340,3 +340,24 @@ it("two tabs changing the passphrase at once: one changes, the other is refused,
     expect.arrayContaining([expect.stringMatching(/stopped halfway/), expect.stringMatching(/did not finish/)]),
   );
 });
+
+it("a lock screen drawn before a change does not drop a later change's record: the lock record is read again", async () => {
+  const locked = await lockedApp();
+  // A tab at its lock screen since before the change OLD -> NEW: it holds the OLD lock row.
+  const drawn = (await db.lock())!;
+  session = await locked.changePassphrase(OLD, NEW);
+  // Then a change NEW -> another, cut after the saver re-keyed.
+  const third = "a third passphrase, cut short";
+  const cut = await failing(IndexedDBStore.prototype as never, "changeKey", () =>
+    session!.changePassphrase(NEW, third),
+  ).catch((e: unknown) => e);
+  expect(cut).toBeInstanceOf(KeyChangeCutError);
+  await session.close();
+  session = undefined;
+  // The old passphrase, typed at that screen, opens nothing and leaves the record.
+  await expect(unlockVault(db, drawn, OLD)).rejects.toBeInstanceOf(WrongPassphraseError);
+  expect(await db.settings.get("key-change")).toBeDefined();
+  session = await reopen(NEW);
+  expect(session.problems).toEqual([expect.stringContaining("it is undone now")]);
+  expect((await contents(session)).memories).toEqual(["likes tea"]);
+});
