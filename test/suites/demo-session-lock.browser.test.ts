@@ -12,7 +12,8 @@
  * `Session.open`) with the old passphrase and with the new one. Every thread, memory, title, instruction
  * and setting reads back, the change is undone (old passphrase) or finished (new one), and the next start
  * is clean: no record, and only that passphrase opens. A change's record kept and put back after the change
- * settled (finished, or undone) is stale: it opens nothing for the passphrase the settling retired.
+ * settled (finished, or undone) is stale: it opens nothing for the passphrase the settling retired. Settings
+ * tells of a change that stopped halfway as a warning that takes the focus, its Change button held.
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { afterEach, expect, it } from "vitest";
@@ -26,6 +27,7 @@ import type { KeyChangeRow, LockRow, PendingDeletesRow } from "../../demo/src/th
 import { DemoDB } from "../../demo/src/threads-db.js";
 import { keyChangeRow, newLockKey } from "../../demo/src/vault-key-change.js";
 import { existingDatabases, finishPendingDeletes } from "../../demo/src/vault-migration.js";
+import { createSettings } from "../../demo/src/ui/settings.js";
 import { byDepth } from "../support/depth.js";
 
 let session: Session | undefined;
@@ -360,4 +362,39 @@ it("a lock screen drawn before a change does not drop a later change's record: t
   session = await reopen(NEW);
   expect(session.problems).toEqual([expect.stringContaining("it is undone now")]);
   expect((await contents(session)).memories).toEqual(["likes tea"]);
+});
+
+it("Settings tells of a change that stopped halfway as a warning, holds Change, and gives the message the focus", async () => {
+  const locked = await (await Session.open(db, plainVault)).lock(OLD);
+  session = locked;
+  const settings = createSettings({
+    session: () => locked,
+    threads: () => [],
+    changePassphrase: async (current, next) => void (await locked.changePassphrase(current, next)),
+    // Not reached from the passphrase form.
+    lock: () => Promise.reject(new Error("not in this test")),
+    lockNow: () => undefined,
+    removeLock: () => Promise.reject(new Error("not in this test")),
+    openThread: () => undefined,
+  });
+  document.body.append(settings.el);
+  try {
+    settings.open();
+    const field = (id: string) => settings.el.querySelector<HTMLInputElement>(`[data-testid="${id}"]`)!;
+    field("current-passphrase").value = OLD;
+    field("new-passphrase").value = field("new-passphrase-again").value = NEW;
+    const change = settings.el.querySelector<HTMLButtonElement>('[data-testid="change-passphrase"]')!;
+    // The passphrase form's own status line (the removal has one too).
+    const status = change.form!.parentElement!.querySelector<HTMLElement>('[data-testid="lock-status"]')!;
+    await failing(IndexedDBStore.prototype as never, "changeKey", async () => {
+      change.click();
+      await expect.poll(() => status.textContent, { timeout: 15_000 }).toMatch(/^The change stopped halfway/);
+    });
+    expect([status.classList.contains("warning"), status.classList.contains("failed")]).toEqual([true, false]);
+    expect(document.activeElement).toBe(status);
+    // A retry in this page is refused until a reload settles the change: the button stays held.
+    expect(change.disabled).toBe(true);
+  } finally {
+    settings.el.remove();
+  }
 });

@@ -3,6 +3,7 @@
  * is in settings-model.ts, the storage and memory sections in settings-data.ts.
  */
 import { MIN_PASSPHRASE_LENGTH } from "../settings.js";
+import { KeyChangeCutError } from "../session-lock.js";
 import { field, h, replace, setStatus } from "./dom.js";
 import { memorySection, storageSection, type SettingsContext } from "./settings-data.js";
 import { modelSection, secretHint } from "./settings-model.js";
@@ -86,6 +87,14 @@ export function createSettings(context: SettingsContext) {
         },
         (error: unknown) => {
           if (movedAnyway(session, error)) return;
+          if (error instanceof KeyChangeCutError) {
+            // Nothing is lost and the next unlock settles it: a warning, not a failure. A retry in this page is
+            // refused (the change's record waits for that unlock), so the button stays held and the message,
+            // which says to reload, takes the focus (and so the view, on a phone) instead of the passphrase.
+            setStatus(status, error.message, "warning");
+            status.focus();
+            return;
+          }
           change.disabled = false;
           setStatus(status, `Could not change it: ${(error as Error).message}`, true);
           current.select();
