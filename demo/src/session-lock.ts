@@ -64,6 +64,21 @@ export function vaultData(names: { saver: string; store: string }, serde: Encryp
 }
 
 /**
+ * The model and sync settings `vault` opens, as a session starts with them: one that was not sealed with
+ * its key is reported in `problems` (see settings.ts `refusing`) and its default used.
+ */
+export async function loadSettings(
+  db: DemoDB,
+  vault: Vault,
+  problems: string[],
+): Promise<{ model: ModelSettings; sync: SyncSettings }> {
+  return {
+    model: await refusing(loadModelSettings(db, vault), "model settings", DEFAULT_MODEL_SETTINGS, problems),
+    sync: await refusing(loadSyncSettings(db, vault), "sync settings", NO_SYNC, problems),
+  };
+}
+
+/**
  * Copies every thread and the user's memories from one vault's databases to
  * another's; then reads both new databases once, so they exist with their
  * key records before the lock record names them.
@@ -264,10 +279,7 @@ export async function settleKeyChange(db: DemoDB, { proved, other, finishes }: C
   }
   const either = eitherVault(proved.vault, other.vault);
   const problems: string[] = [];
-  const settings = {
-    model: await refusing(loadModelSettings(db, either), "model settings", DEFAULT_MODEL_SETTINGS, problems),
-    sync: await refusing(loadSyncSettings(db, either), "sync settings", NO_SYNC, problems),
-  };
+  const settings = await loadSettings(db, either, problems);
   await storeTexts(db, proved.vault, await openTexts(db, either), settings, await committedLock(proved));
   problems.push(
     `A passphrase change did not finish (the page was closed, or a write failed). Nothing was lost: it is ${finishes ? "finished" : "undone"} now, and the passphrase you just entered is the one that opens the app.`,

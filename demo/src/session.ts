@@ -21,14 +21,11 @@ import {
   type AgentConfigurable,
 } from "./agent.js";
 import { exportThread, watchThreadRunning, type IndexedDBSaver, type IndexedDBStore, type SyncStatus } from "./lib.js";
-import { NO_SYNC, loadSyncSettings, saveSyncSettings, type SyncSettings } from "./sync.js";
+import { saveSyncSettings, type SyncSettings } from "./sync.js";
 import { modelFor } from "./model.js";
 import {
-  DEFAULT_MODEL_SETTINGS,
   createLock,
-  refusing,
   databasesOf,
-  loadModelSettings,
   plainVault,
   saveModelSettings,
   instructionsPlace,
@@ -52,7 +49,7 @@ import {
 } from "./runs.js";
 import { adoptUnlistedThreads, importThreadFile, type ImportOutcome, timeline, titleFrom } from "./session-threads.js";
 import { answerQuestion, editMessage, forkAt, regenerateAnswer, type RunFrom } from "./session-turns.js";
-import { moveVault, rekeyVault, vaultData, type MovingSession } from "./session-lock.js";
+import { loadSettings, moveVault, rekeyVault, vaultData, type MovingSession } from "./session-lock.js";
 import { changeOf, newLockKey, provenKey, withKeyChangeLock } from "./vault-key-change.js";
 import { SyncLink } from "./session-sync.js";
 import { messageOf } from "./errors.js";
@@ -100,13 +97,12 @@ export class Session {
     if (vault.locked) await prepareLockedOpen(db);
     const userId = await db.userId(ulid);
     const problems: string[] = [];
-    const model = await refusing(loadModelSettings(db, vault), "model settings", DEFAULT_MODEL_SETTINGS, problems);
+    const { model, sync } = await loadSettings(db, vault, problems);
     const session = new Session(db, vault, userId, model);
     // The first read binds the serializer to the databases' key records.
     await session.saver.listThreads({ limit: 1, count: false }).next();
     await session.store.search(memoryNamespace(userId), { limit: 1 });
     await session.#adoptUnlistedThreads();
-    const sync = await refusing(loadSyncSettings(db, vault), "sync settings", NO_SYNC, problems);
     try {
       session.#sync.start(sync);
     } catch (error) {
