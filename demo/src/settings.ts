@@ -77,6 +77,35 @@ export const MIN_PASSPHRASE_LENGTH = 10;
  * asking for fewer would make a planted (or copied) vault cheap to guess.
  */
 export const LOCK_ITERATIONS = 600_000;
+/** The rounds in force: {@link LOCK_ITERATIONS}, unless a test lowered them ({@link setLockRoundsForTests}). */
+let lockIterations = LOCK_ITERATIONS;
+
+/**
+ * The PBKDF2 rounds this page derives every lock's key with, and the only count a lock row may ask for:
+ * {@link LOCK_ITERATIONS}, bar a test's {@link setLockRoundsForTests}.
+ */
+export function lockRounds(): number {
+  return lockIterations;
+}
+
+/** `EncryptedSerializer.fromPassphrase`'s options for a lock's key from `salt`, at {@link lockRounds}. */
+export function lockKdf(salt: Uint8Array) {
+  return { salt, iterations: lockIterations, insecureTestOnlyWeakKdf: lockIterations !== LOCK_ITERATIONS };
+}
+
+/**
+ * Tests only: this page's locks derive (and expect) `rounds` instead of {@link LOCK_ITERATIONS} until the
+ * returned function puts the rounds before back, so that browser tests run the lock's own code at a
+ * millisecond a key instead of a tenth of a second. A module's state, reached by code in the page only: no
+ * address, storage or setting sets it. A lock row written so asks for other rounds than the app's, which
+ * the app refuses ({@link lockRowProblem}).
+ */
+export function setLockRoundsForTests(rounds: number): () => void {
+  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new RangeError(`PBKDF2 rounds: ${rounds}`);
+  const before = lockIterations;
+  lockIterations = rounds;
+  return () => void (lockIterations = before);
+}
 /** The lock row's format: v2 seals every text bound to its place. */
 export const LOCK_VERSION = 2;
 const SALT_BYTES = 16;
@@ -118,7 +147,7 @@ function checkPlace(salt: Uint8Array): Place {
     "settings",
     "lock",
     "check",
-    LOCK_ITERATIONS,
+    lockIterations,
     Array.from(salt, (b) => b.toString(16).padStart(2, "0")).join(""),
   ];
 }
@@ -133,14 +162,14 @@ export function newLockSalt(passphrase: string): Uint8Array {
 /** A new lock: a fresh salt, the derived key, and the record to keep. */
 export async function createLock(passphrase: string): Promise<{ vault: Vault; row: LockRow }> {
   const salt = newLockSalt(passphrase);
-  return lockFor(await EncryptedSerializer.fromPassphrase(passphrase, { salt, iterations: LOCK_ITERATIONS }), salt);
+  return lockFor(await EncryptedSerializer.fromPassphrase(passphrase, lockKdf(salt)), salt);
 }
 
 /** The vault of a key derived from `salt`, and its lock row in this app's format. */
 export async function lockFor(serde: EncryptedSerializer, salt: Uint8Array): Promise<{ vault: Vault; row: LockRow }> {
   const vault = encryptedVault(serde, salt);
   const check = await vault.seal(CHECK_TEXT, checkPlace(salt));
-  const row: LockRow = { key: "lock", v: LOCK_VERSION, salt, iterations: LOCK_ITERATIONS, check };
+  const row: LockRow = { key: "lock", v: LOCK_VERSION, salt, iterations: lockIterations, check };
   return { vault, row };
 }
 
@@ -160,8 +189,8 @@ export class InvalidLockError extends Error {
 /** Why a lock row can't be trusted, or undefined when it has this app's shape. */
 export function lockRowProblem(lock: LockRow): string | undefined {
   if (lock.v !== LOCK_VERSION) return `it is not in this app's format, version ${LOCK_VERSION}`;
-  if (lock.iterations !== LOCK_ITERATIONS)
-    return `it asks for ${String(lock.iterations)} PBKDF2 rounds instead of ${LOCK_ITERATIONS}`;
+  if (lock.iterations !== lockIterations)
+    return `it asks for ${String(lock.iterations)} PBKDF2 rounds instead of ${lockIterations}`;
   if (!(lock.salt instanceof Uint8Array) || lock.salt.length !== SALT_BYTES) return "its salt is not 16 bytes";
   if (typeof lock.check === "string" || !(lock.check?.data instanceof Uint8Array))
     return "its check value is not sealed";
@@ -185,10 +214,7 @@ export function checkLockRow(lock: LockRow, passphrase: string): void {
 export async function unlock(lock: LockRow, passphrase: string): Promise<Vault> {
   // Refused before any key is derived from its parameters, whatever the passphrase.
   checkLockRow(lock, passphrase);
-  return openLock(
-    lock,
-    await EncryptedSerializer.fromPassphrase(passphrase, { salt: lock.salt, iterations: LOCK_ITERATIONS }),
-  );
+  return openLock(lock, await EncryptedSerializer.fromPassphrase(passphrase, lockKdf(lock.salt)));
 }
 
 /** The vault of `serde` once it opens the lock row's check value; else {@link WrongPassphraseError}. */

@@ -30,11 +30,11 @@
  */
 import { EncryptedSerializer } from "./lib.js";
 import {
-  LOCK_ITERATIONS,
   UnsealedTextError,
   WrongPassphraseError,
   checkLockRow,
   lockFor,
+  lockRounds,
   lockRowProblem,
   newLockSalt,
   openLock,
@@ -68,7 +68,7 @@ const unhex = (text: string) => Uint8Array.from(text.match(/../g) ?? [], (pair) 
 async function keyBits(passphrase: string, salt: Uint8Array): Promise<Uint8Array> {
   const input = encoder.encode(passphrase.normalize("NFC"));
   const material = await crypto.subtle.importKey("raw", input, "PBKDF2", false, ["deriveBits"]);
-  const params = { name: "PBKDF2", hash: "SHA-256", salt: new Uint8Array(salt), iterations: LOCK_ITERATIONS };
+  const params = { name: "PBKDF2", hash: "SHA-256", salt: new Uint8Array(salt), iterations: lockRounds() };
   return new Uint8Array(await crypto.subtle.deriveBits(params, material, 256));
 }
 

@@ -15,7 +15,15 @@
  * before the upgrade, stays as it was found.
  */
 import { DecryptionError, EncryptedSerializer } from "./lib.js";
-import { LOCK_ITERATIONS, lockFor, settingPlace, titlePlace, WrongPassphraseError, type Vault } from "./settings.js";
+import {
+  lockFor,
+  lockKdf,
+  lockRounds,
+  settingPlace,
+  titlePlace,
+  WrongPassphraseError,
+  type Vault,
+} from "./settings.js";
 import type { DemoDB, LockRow, StoredText } from "./threads-db.js";
 
 /** The check text of v1 locks. */
@@ -31,7 +39,7 @@ const decoder = new TextDecoder();
 export function isV1Lock(lock: LockRow): boolean {
   return (
     lock.v === undefined &&
-    lock.iterations === LOCK_ITERATIONS &&
+    lock.iterations === lockRounds() &&
     lock.salt instanceof Uint8Array &&
     lock.salt.length === 16 &&
     typeof lock.check !== "string" &&
@@ -49,7 +57,7 @@ export async function upgradeV1Lock(
   passphrase: string,
 ): Promise<{ vault: Vault; problems: string[] }> {
   if (!passphrase) throw new WrongPassphraseError("Enter your passphrase.");
-  const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt: lock.salt, iterations: LOCK_ITERATIONS });
+  const serde = await EncryptedSerializer.fromPassphrase(passphrase, lockKdf(lock.salt));
   /** A v1 text, or undefined when it was not sealed (or not by this key). */
   const openV1 = async (stored: StoredText | undefined): Promise<string | undefined> => {
     if (stored === undefined || typeof stored === "string") return undefined;

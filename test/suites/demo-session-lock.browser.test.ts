@@ -1,10 +1,8 @@
 /**
- * The demo's lock changes on its Session in Chromium, on its real
- * databases: a change that committed (the lock record changed, the data in
- * the new databases) and then could not delete the old ones hands over the
- * new session all the same (OldDataLeftError carries it), so the app goes
- * on with it instead of a closed one; the old databases stay marked and go
- * at the next start.
+ * The demo's lock changes on its Session in Chromium, on its real databases: a change that committed (the
+ * lock record changed, the data in the new databases) and then could not delete the old ones hands over the
+ * new session all the same (OldDataLeftError carries it), so the app goes on with it instead of a closed one;
+ * the old databases stay marked and go at the next start.
  *
  * And the passphrase change cut short: cut after each step (the change recorded; the saver re-keyed; the
  * saver and the store; the texts sealed again without the lock record; the lock record written with the
@@ -23,13 +21,14 @@ import { IndexedDBSaver, IndexedDBStore } from "../../demo/src/lib.js";
 import { openTexts, storeTexts, unlockVault } from "../../demo/src/session-lock.js";
 import { KeyChangeCutError, OldDataLeftError, Session } from "../../demo/src/session.js";
 import { DATABASES, WrongPassphraseError, plainVault, titlePlace, unlock } from "../../demo/src/settings.js";
-import type { KeyChangeRow, LockRow, PendingDeletesRow } from "../../demo/src/threads-db.js";
-import { DemoDB } from "../../demo/src/threads-db.js";
+import { DemoDB, type KeyChangeRow, type LockRow, type PendingDeletesRow } from "../../demo/src/threads-db.js";
 import { keyChangeRow, newLockKey } from "../../demo/src/vault-key-change.js";
 import { existingDatabases, finishPendingDeletes } from "../../demo/src/vault-migration.js";
 import { createSettings } from "../../demo/src/ui/settings.js";
+import { demoAtTestSpeed } from "../support/demo-speed.js";
 import { byDepth } from "../support/depth.js";
 
+demoAtTestSpeed(); // The same code, with keys at a few PBKDF2 rounds and no model pace.
 let session: Session | undefined;
 let db = new DemoDB();
 afterEach(async () => {
