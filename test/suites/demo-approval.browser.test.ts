@@ -23,7 +23,9 @@ import { h } from "../../demo/src/ui/dom.js";
 import { createHistory } from "../../demo/src/ui/history.js";
 import { plainVault } from "../../demo/src/settings.js";
 import { DemoDB } from "../../demo/src/threads-db.js";
+import { demoAtTestSpeed } from "../support/demo-speed.js";
 
+demoAtTestSpeed(); // The local model answers at once: no test here is about its pace.
 let session: Session | undefined;
 let db = new DemoDB();
 afterEach(async () => {

@@ -7,8 +7,9 @@
  *   rounds are proved in Chromium by test/suites/demo-lock-rounds.browser.test.ts, and by the e2e tests,
  *   which run the built demo.
  * - The local model's pace: it waits 150 ms before its first word and 15 ms a step after (demo/src/model.ts),
- *   which was 11 of the same file's 18.7 s of tests (25 turns), none of it CPU. `?pace=0` in the page's
- *   address answers at once, as the e2e tests' pages do.
+ *   which was 11 of the same file's 18.7 s of tests (25 turns), none of it CPU, and 3.6 of
+ *   test/suites/demo-approval.browser.test.ts's 5.3 s. `?pace=0` in the page's address answers at once, as
+ *   the e2e tests' pages do.
  *
  * The Chromium project's files share their page, so both are put back after the calling file's last test.
  */
