@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { DBSchema } from "idb";
+import { unwrap, type DBSchema } from "idb";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
 import { WriteBatcher } from "./batch.js";
 import { Database } from "./database.js";
-import { issue, storePut } from "./requests.js";
+import { issue, putQuietly, storePut } from "./requests.js";
+import { IndexedDBCheckpointError } from "../core/errors.js";
 
 interface Schema extends DBSchema {
   a: { key: string; value: { id: string } };
@@ -147,5 +148,69 @@ describe("WriteBatcher: notes", () => {
     await batcher.write(["a"], (_tx, notes) => void seen.push([...notes]), "alone", true, false, "mine");
     await batcher.write(["a"], (_tx, notes) => void seen.push([...notes]), "unnoted");
     expect(seen).toEqual([["mine"], [undefined]]);
+  });
+});
+
+/**
+ * `Database.write`'s outcome is its transaction's, read from the raw transaction's own `complete` and
+ * `abort` (requests.ts `committed`), not from idb's wrapped transaction: a request error nobody prevents
+ * aborts the write and rejects it, one its own handler prevents fails nothing.
+ */
+async function seeded(): Promise<Database<Schema>> {
+  const db = open();
+  await db.write(["a"], (tx) => putQuietly(tx.objectStore("a"), { id: "taken" }), "seed");
+  return db;
+}
+
+/** The ids stored, read through a connection of its own. */
+async function storedIds(name: string): Promise<string[]> {
+  const other = new Database<Schema>({ name, upgrades: [() => undefined] });
+  try {
+    return (await other.read(["a"], (tx) => tx.objectStore("a").getAllKeys(), "read")).sort();
+  } finally {
+    await other.close();
+  }
+}
+
+/** An insert of a taken key, with no promise: only the transaction hears of its failure. */
+function addTaken(store: object, onError?: (event: Event) => void): void {
+  const request = (unwrap(store as never) as unknown as IDBObjectStore).add({ id: "taken" });
+  if (onError) request.onerror = onError;
+}
+
+describe("Database.write: the transaction's outcome", () => {
+  it("a request's error nobody prevents aborts the write: it rejects, caused by that error, and nothing of it is stored", async () => {
+    const db = await seeded();
+    const write = db.write(
+      ["a"],
+      (tx) => {
+        putQuietly(tx.objectStore("a"), { id: "rolled back" });
+        addTaken(tx.objectStore("a"));
+      },
+      "write two rows",
+    );
+    const error = await write.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(IndexedDBCheckpointError);
+    expect((error as Error).message).toContain("write two rows");
+    expect(((error as Error).cause as DOMException).name).toBe("ConstraintError");
+    expect(await storedIds(db.name)).toEqual(["taken"]);
+  });
+
+  it("a request's error its own handler prevents fails nothing: the write resolves, the rest committed", async () => {
+    const db = await seeded();
+    await db.write(
+      ["a"],
+      // The put awaited, so the commit is asked once the refusal is in: Chromium aborts a transaction
+      // committed while an insert it then refuses is in flight (src/saver/put-writes.ts `settled`).
+      async (tx) => {
+        addTaken(tx.objectStore("a"), (event) => event.preventDefault());
+        await tx.objectStore("a").put({ id: "kept" });
+      },
+      "write two rows",
+    );
+    expect(await storedIds(db.name)).toEqual(["kept", "taken"]);
   });
 });

@@ -26,7 +26,14 @@ import {
   IndexedDBUnavailableError,
   toPackageError,
 } from "../core/errors.js";
-import { isDomError, observeTransaction, transactionError, type WriteObserver } from "./requests.js";
+import {
+  committed,
+  isDomError,
+  observeTransaction,
+  startWork,
+  transactionError,
+  type WriteObserver,
+} from "./requests.js";
 import { openDatabase } from "./open.js";
 import type { Tx, Upgrade } from "./types.js";
 
@@ -313,9 +320,9 @@ export class Database<Schema extends DBSchema> {
         // Asked again after each wait, so the transaction is created in the same tick as the last yes.
         for (let wait = this.#beforeWrite(); wait; wait = this.#beforeWrite()) await wait;
       }
-      let tx: Tx<Schema, Mode>;
+      let raw: IDBTransaction;
       try {
-        tx = db.transaction(stores, mode, { durability: this.#durability }) as unknown as Tx<Schema, Mode>;
+        raw = (unwrap(db) as IDBDatabase).transaction(stores as string[], mode, { durability: this.#durability });
       } catch (error) {
         // Forget it now, not a microtask later (#drop), or the retry gets it back.
         if (this.#connection === pending) this.#connection = undefined;
@@ -333,48 +340,43 @@ export class Database<Schema extends DBSchema> {
         });
       }
       const observer = mode === "readwrite" ? this.#seam?.observeWrites?.() : undefined;
-      if (observer) observeTransaction(unwrap(tx) as IDBTransaction, observer);
+      if (observer) observeTransaction(raw, observer);
+      // A read's results are final once `work` has them (a later abort of a read undoes nothing). A write's
+      // outcome is its transaction's: a request error aborts it, and its `error` (a QuotaExceededError) tells.
+      const done = mode === "readonly" ? undefined : committed(raw);
+      done?.catch(() => undefined); // awaited below, unless `work` fails first
       let result: R;
       let workError: { error: unknown } | undefined;
-      // Called synchronously, so its first requests go out while `tx` is active.
-      const resultPromise = (async () => work(tx))().then(
-        (value) => {
-          // Every request is out: commit now rather than when IndexedDB
-          // notices none follows (one round trip to the main thread less,
-          // which a busy graph run keeps waiting).
-          if (mode === "readwrite") {
-            try {
-              (unwrap(tx) as IDBTransaction).commit?.();
-            } catch {
-              // Already committing, finished or aborted: its outcome is in `done`.
-            }
-          }
-          return value;
-        },
-        (error: unknown) => {
-          workError = { error };
-          try {
-            tx.abort();
-          } catch {
-            // Already finished or aborted: nothing to undo.
-          }
-          throw error;
-        },
-      );
       try {
-        // A read has nothing to commit: its results are final once `work`
-        // has them, so it need not wait for `complete` (a later abort of a
-        // read-only transaction undoes nothing). A write's outcome is the
-        // transaction's: a request error aborts it, and its `error` (say a
-        // QuotaExceededError) is the one worth reporting.
-        if (mode === "readonly") {
-          tx.done.catch(() => undefined);
-          result = await resultPromise;
-        } else [result] = await Promise.all([resultPromise, tx.done]);
+        // Called synchronously, so its first requests go out while `raw` is active.
+        result = await startWork(raw, work).then(
+          (value) => {
+            // Every request is out: commit now rather than when IndexedDB notices none follows (one round
+            // trip to the main thread less, which a busy graph run keeps waiting).
+            if (done) {
+              try {
+                raw.commit?.();
+              } catch {
+                // Already committing, finished or aborted: its outcome is in `done`.
+              }
+            }
+            return value;
+          },
+          (error: unknown) => {
+            workError = { error };
+            try {
+              raw.abort();
+            } catch {
+              // Already finished or aborted: nothing to undo.
+            }
+            throw error;
+          },
+        );
+        await done;
       } catch (error) {
         // A bug or a deliberate error in `work` (not from IndexedDB) keeps its identity.
         if (workError && !isDomError(workError.error)) throw workError.error;
-        throw toPackageError(transactionError(tx) ?? error, action);
+        throw toPackageError(transactionError(raw) ?? error, action);
       }
       if (observer) await observer.committed();
       return result;

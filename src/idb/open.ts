@@ -4,14 +4,14 @@
  * {@link Database} owns the connection it returns and hears of its life
  * through {@link OpenHooks}.
  */
-import { wrap, type DBSchema, type IDBPDatabase } from "idb";
+import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from "idb";
 import {
   DatabaseBlockedError,
   IndexedDBCheckpointError,
   IndexedDBUnavailableError,
   toPackageError,
 } from "../core/errors.js";
-import type { Tx, Upgrade } from "./types.js";
+import type { Upgrade } from "./types.js";
 
 /** What the owner of a connection is told while one opens and lives. */
 export interface OpenHooks<Schema extends DBSchema> {
@@ -111,7 +111,7 @@ export function openDatabase<Schema extends DBSchema>(options: OpenOptions<Schem
   request.addEventListener("upgradeneeded", (event) => {
     if (event.oldVersion === 0) hooks.created?.();
     const db = wrap(request.result) as unknown as IDBPDatabase<Schema>;
-    const tx = wrap(request.transaction!) as unknown as Tx<Schema, "versionchange">;
+    const tx = wrap(request.transaction!) as unknown as IDBPTransaction<Schema, StoreNames<Schema>[], "versionchange">;
     tx.done.catch(() => undefined); // its outcome is the open request's
     try {
       for (let step = event.oldVersion; step < upgrades.length; step++) upgrades[step]!(db, tx);

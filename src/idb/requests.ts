@@ -4,7 +4,15 @@
  * transaction is reported to its {@link WriteObserver} (the journal's seam),
  * declared here instead of patching IndexedDB's objects.
  */
-import { unwrap, type DBSchema, type IDBPObjectStore, type StoreKey, type StoreNames, type StoreValue } from "idb";
+import {
+  unwrap,
+  wrap,
+  type DBSchema,
+  type IDBPObjectStore,
+  type StoreKey,
+  type StoreNames,
+  type StoreValue,
+} from "idb";
 
 /** One write request of a read-write transaction, as a seam observes it. */
 export type WriteOp =
@@ -149,8 +157,7 @@ const insertsByTx = new WeakMap<IDBTransaction, Inserts>();
  * The transaction's {@link Inserts}, with its one capture listener: an
  * insert refused for its key (ConstraintError) has its error event's default
  * prevented, so the transaction goes on, and its propagation stopped before
- * the transaction's own listeners (idb's `done` rejects on any error event
- * it sees there).
+ * the transaction's and the connection's own listeners.
  */
 function insertsOf(tx: IDBTransaction): Inserts {
   const known = insertsByTx.get(tx);
@@ -175,6 +182,35 @@ function insertsOf(tx: IDBTransaction): Inserts {
 export function isDomError(error: unknown): boolean {
   if (typeof DOMException !== "undefined" && error instanceof DOMException) return true;
   return (error as { constructor?: { name?: string } } | null)?.constructor?.name === "DOMException";
+}
+
+/**
+ * Resolves once `tx` commits, rejects once it aborts (with its error). One
+ * handler of each event, set as the transaction's own: an error event left
+ * unprevented aborts the transaction, so `abort` covers it, and one whose
+ * default a request's helper prevented (a refused insert) fails nothing.
+ * idb's `done` listened to all three, added and removed. @internal
+ */
+export function committed(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(transactionError(tx) ?? new DOMException("AbortError", "AbortError"));
+  });
+}
+
+/**
+ * Runs `work` now on what it may see of `tx`: its stores, through idb's
+ * promise-returning wrappers, not the transaction itself, whose events are
+ * the runner's ({@link committed}). A synchronous throw becomes a rejection.
+ * @internal
+ */
+export function startWork<View, R>(tx: IDBTransaction, work: (view: View) => Promise<R> | R): Promise<R> {
+  const view = { objectStore: (name: string) => wrap(tx.objectStore(name)) } as View;
+  try {
+    return Promise.resolve(work(view));
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
 }
 
 /** The transaction's own error, which carries the real cause of an abort. @internal */

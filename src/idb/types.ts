@@ -15,9 +15,14 @@ export type Upgrade<Schema extends DBSchema> = (
   tx: IDBPTransaction<Schema, StoreNames<Schema>[], "versionchange">,
 ) => void;
 
-/** A read-only or read-write transaction over some stores of `Schema`. */
-export type Tx<Schema extends DBSchema, Mode extends IDBTransactionMode> = IDBPTransaction<
-  Schema,
-  StoreNames<Schema>[],
-  Mode
+/**
+ * A read-only or read-write transaction over some stores of `Schema`, as
+ * work inside it sees it: its object stores (idb's promise-returning
+ * wrappers), nothing else. The runner (database.ts) holds the transaction
+ * itself, with one handler of its outcome, not idb's wrapped transaction,
+ * whose `done` promise adds and removes three listeners per transaction.
+ */
+export type Tx<Schema extends DBSchema, Mode extends IDBTransactionMode> = Pick<
+  IDBPTransaction<Schema, StoreNames<Schema>[], Mode>,
+  "objectStore"
 >;
