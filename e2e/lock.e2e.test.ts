@@ -19,7 +19,8 @@ import {
   threadAction,
 } from "./support.js";
 
-const harness = useHarness();
+// Each test on empty storage, in the page the test before had (its renderer kept: e2e/support.ts, `cleanPage`).
+const harness = useHarness({ cleanPage: true });
 
 test("lock: no plaintext at rest, wrong passphrase refused, right one opens", async () => {
   const before = `early-${Math.random().toString(36).slice(2, 10)}`;

@@ -14,7 +14,8 @@ import type { Page } from "playwright";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ready, send, transcript, useHarness, threadAction } from "./support.js";
 
-const harness = useHarness();
+// Each test on empty storage, in the page the test before had (its renderer kept: e2e/support.ts, `cleanPage`).
+const harness = useHarness({ cleanPage: true });
 
 /** What the stub endpoint was asked: `METHOD path model?`. */
 const requests: string[] = [];

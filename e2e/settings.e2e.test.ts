@@ -12,7 +12,8 @@ import type { Page, Route } from "playwright";
 import { expect, inject, test } from "vitest";
 import { editDemoDb, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
 
-const harness = useHarness();
+// Each test on empty storage, in the page the test before had (its renderer kept: e2e/support.ts, `cleanPage`).
+const harness = useHarness({ cleanPage: true });
 
 test("storage view, export, delete and import a thread; About names the package and where each feature lives in it", async () => {
   const page = await harness().page();

@@ -21,7 +21,8 @@ import {
   PASSPHRASE,
 } from "./support.js";
 
-const harness = useHarness();
+// Each test on empty storage, in the page the test before had (its renderer kept: e2e/support.ts, `cleanPage`).
+const harness = useHarness({ cleanPage: true });
 
 /**
  * The vault most attacks start from, made once by the app as a user makes
