@@ -194,8 +194,9 @@ export async function unlockChanging(
  * found no record and wrote their own, the second over the first's; with the first's saver re-keyed and
  * its change cut, the record left named a key no database was on, and nothing opened.
  */
-export function withKeyChangeLock<T>(work: () => Promise<T>): Promise<T> {
-  return navigator.locks.request("langgraph-demo:key-change", work);
+export async function withKeyChangeLock<T>(work: () => Promise<T>): Promise<T> {
+  // Awaited: TypeScript 5's DOM types give `request` a `Promise<Promise<T>>` here (7's, `Promise<T>`).
+  return await navigator.locks.request("langgraph-demo:key-change", work);
 }
 
 /** A vault that seals with `first`, and opens what `first` or `second` sealed (a change's two keys). */
