@@ -123,9 +123,12 @@ export class Harness {
     this.context.setDefaultTimeout(45_000);
     this.#clean = undefined;
     this.#clocked = false;
-    const clock = this.context.clock;
-    const install = clock.install.bind(clock);
-    clock.install = (options) => ((this.#clocked = true), install(options));
+    // Only a kept, emptied page must know of a clock (endCleanTest gives the next test a fresh context).
+    if (options.cleanPage) {
+      const clock = this.context.clock;
+      const install = clock.install.bind(clock);
+      clock.install = (options) => ((this.#clocked = true), install(options));
+    }
     return this;
   }
 
