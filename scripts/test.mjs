@@ -53,9 +53,11 @@ const PHASES = [
     ],
   },
   // The linters (`npm run lint`: oxlint's type-aware promise rules, then ESLint's others without types,
-  // about 33 CPU-s together) run beside the Node tests, which leave about a quarter of the two cores idle
-  // while they wait on PostgreSQL, server processes and Chromium. In the static lanes they made that phase
-  // 17 s longer for 13 s less in this one (two proofs of 2026-12-05: static 60.3-60.8 s, node 133.7-138.9 s).
+  // about 33 CPU-s together) run beside the Node tests, which leave part of the two cores idle while they
+  // wait on PostgreSQL, server processes and Chromium (a quarter at two files at a time, a tenth at three, as
+  // now; beside the linters the tests take about 12 s longer, 87-90 s alone). In the static lanes they made
+  // that phase 17 s longer for 13 s less in this one (two proofs of 2026-12-05: static 60.3-60.8 s, node
+  // 133.7-138.9 s).
   // At the fast depth the Node phase runs the Node project's own files (`test:node:own`): every other
   // test file runs in real Chromium in the chromium phase, and ran here a second time on fake-indexeddb
   // (about a quarter of the phase). `test:node` (the full depth, and a contributor's quick loop) runs them all.
