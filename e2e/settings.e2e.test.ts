@@ -268,6 +268,9 @@ test("a sync server that does not answer reads as such, not as the browser being
   // A browser hides a server that does not let this page in (CORS) as one that does not answer: both are named.
   const origin = new URL(harness().baseURL).origin;
   expect(await page.getByTestId("sync-saved").textContent()).toContain(`SYNC_CORS_ORIGINS=${origin}`);
+  // On a phone the line wraps inside the dialog: the origin, one long word, ran past its edge, cut off.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect.poll(() => page.getByTestId("sync-saved").evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
   await page.keyboard.press("Escape");
   const status = () => page.getByTestId("sync-status").textContent();
   await expect.poll(status).toMatch(/^Can't reach the sync server, \d+ changes? waiting$/);
