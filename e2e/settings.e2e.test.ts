@@ -135,6 +135,19 @@ test("storage view, export, delete and import a thread; About names the package 
   for (const text of code) {
     for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
   }
+  // Two columns on a wide screen: a feature's last word stands clear of its code (they touched, and read as one
+  // line: "Passphrase lock (AES-GCM, bound to src/serde/encrypted/ —").
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const gaps = await about.locator("tbody tr").evaluateAll((rows) =>
+    rows.map((row) => {
+      const [feature, code] = [...row.querySelectorAll("td")];
+      const text = document.createRange();
+      text.selectNodeContents(feature!);
+      const end = Math.max(...[...text.getClientRects()].map((rect) => rect.right));
+      return code!.querySelector("code")!.getBoundingClientRect().left - end;
+    }),
+  );
+  expect(Math.min(...gaps)).toBeGreaterThanOrEqual(12);
   await screenshot(page, "about");
 });
 
