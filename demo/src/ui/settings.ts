@@ -265,7 +265,7 @@ export function createSettings(context: SettingsContext) {
           { href: "readme.html", target: "_blank", rel: "noopener", testid: "readme-link" },
           "langgraph-checkpoint-indexeddb",
         ),
-        ": everything below is stored in this browser's IndexedDB.",
+        ", which keeps everything in this browser's IndexedDB. Where each feature lives in the package:",
       ),
       h(
         "table",
