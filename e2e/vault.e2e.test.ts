@@ -287,9 +287,13 @@ test("a vault locked before texts were bound to their place (a v1 lock row) is u
   expect((await lockRow())?.v).toBeUndefined();
 
   await startApp(page);
+  const unlockTop = () => page.getByTestId("unlock").evaluate((button) => button.getBoundingClientRect().top);
+  const top = await unlockTop();
   await unlockWith(page, "not the passphrase at all");
   await page.getByTestId("unlock-error").waitFor();
   expect(await page.getByTestId("unlock-error").textContent()).toContain("not right");
+  // The message grows the card downwards: the field and the button stay put (a centred card moved them up 11 px).
+  expect(await unlockTop()).toBe(top);
   expect((await lockRow())?.v).toBeUndefined();
 
   await unlockWith(page, PASSPHRASE);
