@@ -196,7 +196,7 @@ test("Escape cancels a confirmation; tap targets are 44 px on a phone", async ()
   await page.setViewportSize({ width: 390, height: 844 });
   const small = () =>
     page.evaluate(() =>
-      Array.from(document.querySelectorAll<HTMLElement>("button, textarea"))
+      Array.from(document.querySelectorAll<HTMLElement>("button, textarea, input, select"))
         .filter((el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden")
         .map((el) => ({ el: el.outerHTML.slice(0, 80), box: el.getBoundingClientRect() }))
         .filter(({ box }) => box.height < 44 || box.width < 44)
