@@ -135,6 +135,18 @@ test("storage view, export, delete and import a thread; About names the package 
   for (const text of code) {
     for (const path of text.split(" — ")[0]!.split(", ")) expect(existsSync(join(root, path)), path).toBe(true);
   }
+  // The sticky title covers the dialog's whole width: a focused field scrolled under it showed the sides of its
+  // focus ring in the dialog's side padding, beside the title.
+  const [header, box] = await page.evaluate(() => {
+    const dialog = document.querySelector<HTMLElement>("dialog.settings")!;
+    const title = dialog.querySelector("header")!.getBoundingClientRect();
+    const inner = dialog.getBoundingClientRect();
+    return [
+      [title.left, title.right],
+      [inner.left + dialog.clientLeft, inner.left + dialog.clientLeft + dialog.clientWidth],
+    ];
+  });
+  expect(header).toEqual(box);
   // Two columns on a wide screen: a feature's last word stands clear of its code (they touched, and read as one
   // line: "Passphrase lock (AES-GCM, bound to src/serde/encrypted/ —").
   await page.setViewportSize({ width: 1280, height: 800 });
