@@ -78,7 +78,8 @@ export function parseRecord(stored: KeyRecord): AesGcmKeyRecord {
     hex16.test(record.kek) &&
     Array.isArray(record.keys) &&
     record.keys.length > 0 &&
-    record.keys.every(
+    // Array.from: `every` skips a sparse array's holes, which structured clone keeps (an edited record).
+    Array.from(record.keys).every(
       (entry: Partial<WrappedDataKey>) =>
         typeof entry === "object" &&
         entry !== null &&
