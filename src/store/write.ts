@@ -38,6 +38,19 @@ export interface NativeVectors {
 }
 
 /**
+ * The generation a write transaction gives the clock: one past the stored one. A stored one that is not a
+ * safe whole number (the record edited on disk: a bigint threw on `+ 1`, 1e308 or Infinity stayed the same,
+ * so other instances kept serving their caches) starts again at the time in ms, above any count a store
+ * reaches, so it matches no generation an instance has cached.
+ */
+function nextGeneration(clock: ClockRecord | undefined): number {
+  const stored: unknown = clock?.generation ?? 0;
+  return Number.isSafeInteger(stored) && (stored as number) >= 0 && (stored as number) < Number.MAX_SAFE_INTEGER
+    ? (stored as number) + 1
+    : Date.now();
+}
+
+/**
  * Gives `namespaces` (which must exist) a new write generation, as a write
  * to their items does, so that caches reread them.
  */
@@ -50,7 +63,7 @@ export async function touchNamespaces(tx: Tx<StoreSchema, "readwrite">, namespac
     meta.get(META.clock) as Promise<ClockRecord | undefined>,
     Promise.all(distinct.map((namespace) => store.get(namespace))),
   ]);
-  const clock: ClockRecord = { seq: clockRecord?.seq ?? 0, generation: (clockRecord?.generation ?? 0) + 1 };
+  const clock: ClockRecord = { seq: clockRecord?.seq ?? 0, generation: nextGeneration(clockRecord) };
   await Promise.all([
     meta.put(clock, META.clock),
     ...rows.flatMap((row) => (row ? [store.put({ ...row, generation: clock.generation })] : [])),
@@ -113,7 +126,7 @@ export async function writePuts(
   }
   const clock: ClockRecord = {
     seq: seq as number,
-    generation: (clockRecord?.generation ?? 0) + 1,
+    generation: nextGeneration(clockRecord),
   };
   const known = new Map<string, NamespaceRow>();
   for (const row of namespaceRows) if (row) known.set(namespaceId(row.namespace), row);
