@@ -88,7 +88,7 @@ export function assertRowFields(row: CheckpointRow): void {
       ? `is stored under the key ${JSON.stringify([row.thread_id, row.checkpoint_ns, row.checkpoint_id])}, not of strings`
       : typeof row.channel_versions !== "object" || row.channel_versions === null
         ? "has no channel versions"
-        : !Object.values(row.channel_versions).every(isVersionKey)
+        : !Object.values(row.channel_versions).every((version) => isVersionKey(version))
           ? "has a channel version that is not a valid key"
           : parent !== undefined && typeof parent !== "string"
             ? "has a parent link that is not a checkpoint id"
@@ -100,18 +100,22 @@ export function assertRowFields(row: CheckpointRow): void {
 
 /**
  * Whether `version` may be part of a key, as the blob and `by_value` reads
- * of that version need: LangGraph's versions are strings and numbers; NaN,
- * null, a boolean or a plain object in a row's clear versions (only an edit
- * puts them there) would fail the read with IndexedDB's `DataError`, naming
- * no row, abort the read transaction, and leave the read's other requests
- * rejecting unheard. Other objects (an array, a date, bytes) are read, and
- * caught where the row's versions are checked against its checkpoint.
+ * of that version need: IndexedDB's own rule (a number but NaN, a string, a
+ * valid date, bytes, or a list of those without a cycle or a hole).
+ * LangGraph's versions are strings and numbers; anything else in a row's
+ * clear versions (only an edit puts it there: null, a boolean, a plain
+ * object, a Map, a RegExp, a list holding one) would fail the read with
+ * IndexedDB's `DataError`, naming no row, abort the read transaction, and
+ * leave the read's other requests rejecting unheard. A valid key of another
+ * type (a list, a date, bytes) is read, and caught where the row's versions
+ * are checked against its checkpoint.
  */
-function isVersionKey(version: unknown): boolean {
-  return typeof version === "number"
-    ? !Number.isNaN(version)
-    : typeof version === "string" ||
-        (typeof version === "object" && version !== null && Object.getPrototypeOf(version) !== Object.prototype);
+function isVersionKey(version: unknown, seen: unknown[] = []): boolean {
+  return typeof version === "string" || version instanceof ArrayBuffer || ArrayBuffer.isView(version)
+    ? true
+    : Array.isArray(version)
+      ? !seen.includes(version) && Array.from(version).every((part) => isVersionKey(part, [...seen, version]))
+      : (typeof version === "number" || version instanceof Date) && +version === +version;
 }
 
 /** The error for a checkpoint row edited outside the saver: names the row and says what is wrong (`problem`). */
