@@ -14,9 +14,18 @@ export interface SameCloneOptions {
 }
 
 /** True when `a` and `b` are equal structured clones (compare-and-swap of stored rows). */
-export function sameClone(a: unknown, b: unknown, options: SameCloneOptions = {}): boolean {
+export function sameClone(
+  a: unknown,
+  b: unknown,
+  options: SameCloneOptions = {},
+  seen = new Map<object, object>(),
+): boolean {
   if (Object.is(a, b)) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  // Structured clone keeps cycles (only an edited row holds one): a pair met again compares equal where the
+  // cycle closes, instead of recursing until the stack overflows (a RangeError out of deleteForRuns).
+  if (seen.get(a) === b) return true;
+  seen.set(a, b);
   const tag = Object.prototype.toString.call(a);
   if (tag !== Object.prototype.toString.call(b)) return false;
   if (ArrayBuffer.isView(a) || a instanceof ArrayBuffer) {
@@ -30,7 +39,7 @@ export function sameClone(a: unknown, b: unknown, options: SameCloneOptions = {}
   if (tag === "[object Map]" || tag === "[object Set]") {
     const x = [...(a as Map<unknown, unknown> | Set<unknown>).entries()];
     const y = [...(b as Map<unknown, unknown> | Set<unknown>).entries()];
-    return sameClone(x, y, options);
+    return sameClone(x, y, options, seen);
   }
   const plain = (value: object) =>
     Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null;
@@ -45,7 +54,7 @@ export function sameClone(a: unknown, b: unknown, options: SameCloneOptions = {}
   return keysA.every(
     (key) =>
       Object.hasOwn(b, key) &&
-      sameClone((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], options),
+      sameClone((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], options, seen),
   );
 }
 
