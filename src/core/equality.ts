@@ -18,14 +18,17 @@ export function sameClone(
   a: unknown,
   b: unknown,
   options: SameCloneOptions = {},
-  seen = new Map<object, object>(),
+  seen = new Map<object, Set<object>>(),
 ): boolean {
   if (Object.is(a, b)) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   // Structured clone keeps cycles (only an edited row holds one): a pair met again compares equal where the
-  // cycle closes, instead of recursing until the stack overflows (a RangeError out of deleteForRuns).
-  if (seen.get(a) === b) return true;
-  seen.set(a, b);
+  // cycle closes, instead of recursing until the stack overflows (a RangeError out of deleteForRuns). Every
+  // pair is kept: one object met beside two others in turn (a list holding itself against a two-list cycle)
+  // would otherwise be met again forever.
+  const partners = seen.get(a) ?? seen.set(a, new Set()).get(a)!;
+  if (partners.has(b)) return true;
+  partners.add(b);
   const tag = Object.prototype.toString.call(a);
   if (tag !== Object.prototype.toString.call(b)) return false;
   if (ArrayBuffer.isView(a) || a instanceof ArrayBuffer) {
