@@ -2,8 +2,10 @@
  * The graph loop of issue 13 (a 2-node graph, 200-character appends, 30
  * invokes per thread) against its floor: MemorySaver plus one tiny raw
  * IndexedDB commit per put. Beside it, bounds of what other designs could
- * reach: the floor with one raw read per invoke, the floor with a
- * put-shaped transaction, and this saver with its puts not awaited.
+ * reach: the floor with one raw read per invoke, the same storing each
+ * put's data (what any saver answering from the database writes at least),
+ * the floor with a put-shaped transaction, and this saver with its puts not
+ * awaited.
  */
 import {
   MemorySaver,
@@ -20,6 +22,7 @@ import { IndexedDBSaver } from "../../src/index.js";
 import { deleteDatabase, median, ms, pairedRow, row, tempSaver, type BenchRow } from "../harness.js";
 import { LOOP_SHAPES, ShapedFloorSaver } from "./put-parts.js";
 import { countRequests, describeCounts, requestTotal } from "../requests.js";
+import { Packr } from "msgpackr";
 
 const SUITE = "saver";
 
@@ -94,6 +97,7 @@ class FloorSaver extends MemorySaver {
   constructor(
     readonly dbName: string,
     readonly readsLatest = false,
+    readonly storesData = false,
   ) {
     super();
     this.#db = openRaw(dbName);
@@ -118,12 +122,17 @@ class FloorSaver extends MemorySaver {
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    // MemorySaver's own put takes three arguments; LangGraph passes the fourth.
+    newVersions: ChannelVersions = {},
   ): Promise<RunnableConfig> {
     const result = await super.put(config, checkpoint, metadata);
+    // The least a saver storing its checkpoints can write: the checkpoint, its metadata and the values it
+    // changed, packed into one value (no pending writes, no index, no checks).
+    const value = this.storesData ? packPut(checkpoint, metadata, newVersions) : checkpoint.id;
     const db = await this.#db;
     await new Promise<void>((resolve, reject) => {
       const tx = db.transaction("rows", "readwrite");
-      tx.objectStore("rows").put(checkpoint.id, this.#key++);
+      tx.objectStore("rows").put(value, this.#key++);
       tx.oncomplete = () => resolve();
       tx.onerror = tx.onabort = () => reject(tx.error);
     });
@@ -134,6 +143,16 @@ class FloorSaver extends MemorySaver {
     (await this.#db).close();
     await deleteDatabase(this.dbName);
   }
+}
+
+const packr = new Packr({ useRecords: false });
+
+/** A put's checkpoint (its values apart), metadata and changed values, packed (the data-carrying floor). */
+function packPut(checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Uint8Array {
+  const values: Record<string, unknown> = {};
+  for (const channel of Object.keys(newVersions)) values[channel] = checkpoint.channel_values[channel];
+  // Copied out: msgpackr packs into a shared buffer, which a put of the view would clone whole.
+  return packr.pack([{ ...checkpoint, channel_values: undefined }, metadata, values]).slice();
 }
 
 /** The "graph loop" of issue 13: two nodes, each appending 200 characters (the peers suite runs it too). */
@@ -207,6 +226,8 @@ export async function graphLoop(): Promise<BenchRow[]> {
     const unawaited = tempSaver(`loop-unawaited-${durability}`, (dbName) => new UnawaitedPutsBound({ dbName }));
     const floor = new FloorSaver(`bench-floor-${durability}-${Date.now()}`);
     const reading = new FloorSaver(`bench-floor-read-${durability}-${Date.now()}`, true);
+    // The floor that reads once and stores each put's data: what any saver answering from the database pays.
+    const data = new FloorSaver(`bench-floor-data-${durability}-${Date.now()}`, true, true);
     const memory = new MemorySaver();
     // The floor with a put-shaped transaction in place of the tiny commit.
     const shaped = LOOP_SHAPES.map(
@@ -216,6 +237,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
       memory: [] as number[],
       floor: [] as number[],
       reading: [] as number[],
+      data: [] as number[],
       ours: [] as number[],
       reads: [] as number[],
       unawaited: [] as number[],
@@ -225,6 +247,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
     await loopRound(memory, durability, "warm");
     await loopRound(floor, durability, "warm");
     await loopRound(reading, durability, "warm");
+    await loopRound(data, durability, "warm");
     await loopRound(temp.saver, durability, "warm");
     await loopRound(reads.saver, durability, "warm");
     await loopRound(unawaited.saver, durability, "warm");
@@ -233,6 +256,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
       times.memory.push(await loopRound(memory, durability, `t${round}`));
       times.floor.push(await loopRound(floor, durability, `t${round}`));
       times.reading.push(await loopRound(reading, durability, `t${round}`));
+      times.data.push(await loopRound(data, durability, `t${round}`));
       times.ours.push(await loopRound(temp.saver, durability, `t${round}`));
       times.reads.push(await loopRound(reads.saver, durability, `t${round}`));
       times.unawaited.push(await loopRound(unawaited.saver, durability, `t${round}`));
@@ -243,6 +267,7 @@ export async function graphLoop(): Promise<BenchRow[]> {
     await unawaited.done();
     await floor.done();
     await reading.done();
+    await data.done();
     for (const saver of shaped) await saver.done();
     const [ours, floorMs, memoryMs] = [median(times.ours), median(times.floor), median(times.memory)];
     rows.push(
@@ -259,6 +284,24 @@ export async function graphLoop(): Promise<BenchRow[]> {
         "floor + 1 raw read/getTuple",
         ms,
         { max: 1.25 },
+      ),
+    );
+    rows.push(
+      pairedRow(
+        SUITE,
+        `  floor storing each put's data + 1 raw read vs floor + 1 raw read (${durability})`,
+        times.data,
+        times.reading,
+        "floor + 1 raw read/getTuple",
+        ms,
+      ),
+      pairedRow(
+        SUITE,
+        `  graph loop (${durability}) vs the floor storing each put's data + 1 raw read`,
+        times.ours,
+        times.data,
+        "floor storing data + 1 raw read",
+        ms,
       ),
     );
     rows.push(
