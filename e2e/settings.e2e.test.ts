@@ -18,6 +18,11 @@ const harness = useHarness({ cleanPage: true });
 test("storage view, export, delete and import a thread; About names the package and where each feature lives in it", async () => {
   const page = await harness().page();
   await ready(page);
+  // Nothing saved yet says so: the databases' format marks alone read as "Checkpoints: 29 B · memories: 52 B".
+  await page.getByTestId("settings").click();
+  await expect.poll(() => page.getByTestId("storage-totals").textContent()).toMatch(/^Nothing saved yet\b/);
+  expect(await page.getByTestId("memory-bytes").textContent()).toBe("none yet");
+  await page.keyboard.press("Escape");
   await send(page, "keep this one");
   await send(page, "second turn of the kept thread");
   const kept = await transcript(page);

@@ -72,26 +72,44 @@ async function eachRow(name: string, visit: (store: string, key: IDBValidKey, va
   }
 }
 
+/**
+ * The store where a database keeps its own records (format version, key check, deleted threads' marks),
+ * not the user's data: an app that saved nothing yet still has its format mark there (29 B for the saver).
+ */
+const OWN_STORE = "meta";
+
+/** A database's bytes: `total`, of which `own` are its own records (`meta`), not data. */
+export interface DatabaseBytes {
+  total: number;
+  own: number;
+}
+
 /** Bytes per thread id in a saver database, and the database's total. */
-export async function saverBytes(name: string): Promise<{ perThread: Map<string, number>; total: number }> {
+export async function saverBytes(name: string): Promise<DatabaseBytes & { perThread: Map<string, number> }> {
   const perThread = new Map<string, number>();
-  let total = 0;
-  await eachRow(name, (_store, key, value) => {
-    const bytes = sizeOf(key) + sizeOf(value);
-    total += bytes;
+  const bytes = { total: 0, own: 0 };
+  await eachRow(name, (store, key, value) => {
+    const size = count(bytes, store, key, value);
     const threadId = Array.isArray(key) ? key[0] : key;
-    if (typeof threadId === "string") perThread.set(threadId, (perThread.get(threadId) ?? 0) + bytes);
+    if (store !== OWN_STORE && typeof threadId === "string")
+      perThread.set(threadId, (perThread.get(threadId) ?? 0) + size);
   });
-  return { perThread, total };
+  return { ...bytes, perThread };
 }
 
 /** A whole database's bytes. */
-export async function databaseBytes(name: string): Promise<number> {
-  let total = 0;
-  await eachRow(name, (_store, key, value) => {
-    total += sizeOf(key) + sizeOf(value);
-  });
-  return total;
+export async function databaseBytes(name: string): Promise<DatabaseBytes> {
+  const bytes = { total: 0, own: 0 };
+  await eachRow(name, (store, key, value) => count(bytes, store, key, value));
+  return bytes;
+}
+
+/** Adds a row's size to `bytes` (to `own` too for the database's own records); returns the size. */
+function count(bytes: DatabaseBytes, store: string, key: IDBValidKey, value: unknown): number {
+  const size = sizeOf(key) + sizeOf(value);
+  bytes.total += size;
+  if (store === OWN_STORE) bytes.own += size;
+  return size;
 }
 
 export interface OriginUsage {

@@ -59,11 +59,18 @@ function safeName(title: string): string {
   );
 }
 
+/** The storage totals before anything is saved; `own`: the bytes of the databases' own records. */
+function nothingSaved(own: number): string {
+  return own > 0
+    ? `Nothing saved yet (the ${formatBytes(own)} here are the databases' own records: their format version)`
+    : "Nothing saved yet";
+}
+
 /** Bytes per thread and in total, persistence, and export/import of a thread; `onImported` gets the copy's id. */
 export function storageSection(context: SettingsContext, onImported: (threadId: string) => void): HTMLElement {
   const session = context.session();
   const table = h("tbody", {}, h("tr", {}, h("td", { colSpan: 3, class: "muted" }, "Measuring…")));
-  const totals = h("p", { class: "muted" });
+  const totals = h("p", { class: "muted", testid: "storage-totals" });
   const persist = h("p", {});
   const importInput = h("input", {
     type: "file",
@@ -155,19 +162,23 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
         ),
       ),
     );
+    // Before the first memory the store holds only its format mark: "52 B" there read as something saved.
+    const memories = memory.total > memory.own;
     rows.push(
       h(
         "tr",
         { class: "memory-row" },
         h("th", { scope: "row" }, "Memories (store)"),
-        h("td", { class: "num" }, formatBytes(memory)),
+        h("td", { class: "num", testid: "memory-bytes" }, memories ? formatBytes(memory.total) : "none yet"),
         h("td"),
       ),
     );
     replace(table, ...rows);
     replace(
       totals,
-      `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory)}`,
+      rows.length > 1 || memories
+        ? `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory.total)}`
+        : nothingSaved(saver.total + memory.total),
       origin.usage !== undefined
         ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
         : "",
