@@ -96,7 +96,10 @@ test("an endpoint that cannot be reached is said so, not taken for one that offe
   await ready(page);
   // Port 9 (discard) on loopback: nothing listens, the connection is refused.
   await openModelSettings(page, "http://127.0.0.1:9/v1");
-  await page.getByText(/^Could not reach the endpoint \(.+\): check the base URL/).waitFor();
+  const unreachable = page.getByText(/^Could not reach the endpoint: check the base URL/);
+  await unreachable.waitFor();
+  // The browser's own words ("Failed to fetch") on hover, not in the sentence.
+  expect(await unreachable.getAttribute("title")).toBe("Failed to fetch");
   expect(await page.getByText(/offers no list of models/).count()).toBe(0);
   // The refused connection is reported in the console; that one is expected.
   harness().errors.splice(0);

@@ -297,7 +297,12 @@ test("a sync server that does not answer reads as such, not as the browser being
   await page.getByText(/^Could not sync/).waitFor();
   // A browser hides a server that does not let this page in (CORS) as one that does not answer: both are named.
   const origin = new URL(harness().baseURL).origin;
-  expect(await page.getByTestId("sync-saved").textContent()).toContain(`SYNC_CORS_ORIGINS=${origin}`);
+  const said = page.getByTestId("sync-saved");
+  expect(await said.textContent()).toContain(`SYNC_CORS_ORIGINS=${origin}`);
+  // Said in words; the browser's "Failed to fetch" (and the request that failed) only on hover.
+  expect(await said.textContent()).toMatch(/^Could not sync: the sync server could not be reached\. /);
+  expect(await said.textContent()).not.toContain("Failed to fetch");
+  expect(await said.getAttribute("title")).toMatch(/^Sync server unreachable \(GET \/hello\): Failed to fetch/);
   // On a phone the line wraps inside the dialog: the origin, one long word, ran past its edge, cut off.
   await page.setViewportSize({ width: 390, height: 844 });
   await expect.poll(() => page.getByTestId("sync-saved").evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);

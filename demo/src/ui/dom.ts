@@ -49,10 +49,12 @@ export function replace(parent: Element, ...children: Child[]): void {
 
 /**
  * Says `text` in a form's result line (`.status`): a failure (`failed` true) shows as one, in the colour of
- * errors; `"warning"` is a change done with something left to tell (marked, not red).
+ * errors; `"warning"` is a change done with something left to tell (marked, not red). `detail`: the
+ * technical words behind it (the browser's "Failed to fetch"), on hover, not in the sentence a user reads.
  */
-export function setStatus(status: HTMLElement, text: string, failed: boolean | "warning" = false): void {
+export function setStatus(status: HTMLElement, text: string, failed: boolean | "warning" = false, detail = ""): void {
   status.textContent = text;
+  status.title = detail;
   status.classList.toggle("failed", failed === true);
   status.classList.toggle("warning", failed === "warning");
 }

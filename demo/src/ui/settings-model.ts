@@ -77,14 +77,16 @@ export function modelSection(session: Session): HTMLElement {
       usePicker(undefined);
       // A fetch that failed (no server, a wrong URL, no CORS) is not an endpoint without a list.
       // A refusal or an endpoint that cannot be reached is a failure; one without a list is not (the model is typed).
+      // The browser's words for a fetch that failed ("Failed to fetch") tell a user nothing: on hover only.
       setStatus(
         listStatus,
         error instanceof PolicyRefusal
           ? error.message
           : error instanceof TypeError
-            ? `Could not reach the endpoint (${error.message}): check the base URL, that its server runs, and that it lets this page in (CORS).`
+            ? "Could not reach the endpoint: check the base URL, that its server runs, and that it lets this page in (CORS)."
             : `The endpoint offers no list of models (${(error as Error).message}): type the model's name.`,
         error instanceof PolicyRefusal || error instanceof TypeError,
+        error instanceof TypeError ? error.message : "",
       );
     } finally {
       if (seq === listing) list.disabled = false;

@@ -174,14 +174,19 @@ export function createSettings(context: SettingsContext) {
   });
 
   /**
-   * Why a sync failed. No answer at all may be a server that does not let this page in: the browser
-   * hides a refused CORS request as a failed fetch, so both are named, with the setting that lets it in.
+   * Says why a sync failed. No answer at all may be a server that does not let this page in: the browser
+   * hides a refused CORS request as a failed fetch, so both are named, with the setting that lets it in;
+   * the transport's words ("Sync server unreachable (GET /hello): Failed to fetch") go on hover.
    */
-  function syncFailure(error: unknown): string {
+  function showSyncFailure(status: HTMLElement, error: unknown): void {
     const message = (error as Error).message;
-    return (error as { code?: unknown }).code === "offline"
-      ? `${message}. Check that the server runs at that address and was started with SYNC_CORS_ORIGINS=${location.origin} (without it, it does not let this page in).`
-      : message;
+    if ((error as { code?: unknown }).code !== "offline") return setStatus(status, `Could not sync: ${message}`, true);
+    setStatus(
+      status,
+      `Could not sync: the sync server could not be reached. Check that it runs at that address and was started with SYNC_CORS_ORIGINS=${location.origin} (without it, it does not let this page in).`,
+      true,
+      message,
+    );
   }
 
   function syncSection(): HTMLElement {
@@ -222,7 +227,7 @@ export function createSettings(context: SettingsContext) {
         .then(() => (url.value.trim() && token.value.trim() ? session.syncNow() : undefined))
         .then(
           () => setStatus(status, url.value.trim() && token.value.trim() ? "Synced." : "Sync off."),
-          (error: unknown) => setStatus(status, `Could not sync: ${syncFailure(error)}`, true),
+          (error: unknown) => showSyncFailure(status, error),
         );
     });
     return h(
