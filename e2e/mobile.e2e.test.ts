@@ -66,6 +66,10 @@ test("readable and usable on a phone", async () => {
   // a shortcut a phone has no keyboard for.
   expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? null)).not.toBe("composer");
   expect(await page.getByTestId("thread-search").getAttribute("placeholder")).toBe("Search threads");
+  // The keyboard, once open, shrinks the page rather than covering the composer (no keyboard here to open).
+  expect(await page.locator('meta[name="viewport"]').getAttribute("content")).toMatch(
+    /(^|,)\s*interactive-widget=resizes-content\s*(,|$)/,
+  );
   await send(page, "Hello from a phone, with a rather long message that has to wrap onto several lines");
   await send(page, "remember that my favourite colour is teal", { expectReply: false });
   await page.getByTestId("approval").waitFor();
