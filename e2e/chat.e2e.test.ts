@@ -181,6 +181,19 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   expect(await caret()).toMatch(/^"▸"/);
   await toggle.click();
   await expect.poll(caret).toMatch(/^"▾"/);
+  // One way of writing a moment, the locale's hours and minutes, in the chat and in History (its turns and
+  // their steps) alike: the chat wrote "07:24 AM" and History "7:24:20 AM". (Every moment here is today's.)
+  const times = await page.evaluate(() => {
+    const clock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
+    return [...document.querySelectorAll<HTMLTimeElement>("time:not(.thread-time)")].map((time) => ({
+      inHistory: Boolean(time.closest("#history")),
+      shown: time.textContent,
+      written: time.dateTime && clock.format(new Date(time.dateTime)),
+    }));
+  });
+  expect(times.filter((time) => time.inHistory).length).toBeGreaterThanOrEqual(6);
+  expect(times.filter((time) => !time.inHistory).length).toBe(6);
+  for (const time of times) expect(time.shown).toBe(time.written);
   await toggle.click();
   await twoMessages.first().click();
   // The view shows the state at that checkpoint.

@@ -9,6 +9,7 @@
  */
 import type { BaseMessage } from "@langchain/core/messages";
 import { isDeltaSnapshot, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { momentText } from "./clock.js";
 
 /** One checkpoint, as the history shows it. */
 export interface Row {
@@ -19,6 +20,8 @@ export interface Row {
   source: string;
   /** The nodes this checkpoint is about to run. */
   next: string[];
+  /** When it was written (the checkpoint's ISO time), and that moment as the app writes it (clock.ts). */
+  ts: string;
   time: string;
   paused: boolean;
   /** The user's message, on an input checkpoint. */
@@ -41,13 +44,6 @@ function textOf(message: BaseMessage): string {
   return content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
 }
 
-/**
- * A checkpoint's time as `toLocaleTimeString()` writes it, from one
- * formatter: each `toLocaleTimeString` call builds its own, which was a
- * quarter of the History panel's time on a 300-turn thread.
- */
-const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "numeric", second: "numeric" });
-
 /** The row of one checkpoint tuple. */
 export function rowOf(tuple: CheckpointTuple): Row {
   const values = tuple.checkpoint.channel_values as Record<string, unknown>;
@@ -63,7 +59,9 @@ export function rowOf(tuple: CheckpointTuple): Row {
     step: tuple.metadata?.step ?? 0,
     source: String(tuple.metadata?.source ?? ""),
     next,
-    time: tuple.checkpoint.ts ? timeFormat.format(new Date(tuple.checkpoint.ts)) : "",
+    ts: tuple.checkpoint.ts,
+    // As the chat writes a message's time (clock.ts), from formatters built once.
+    time: tuple.checkpoint.ts ? momentText(new Date(tuple.checkpoint.ts)) : "",
     paused: next.includes("tools"),
     input: human ? textOf(human) : undefined,
     added: (tuple.pendingWrites ?? [])

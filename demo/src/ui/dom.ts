@@ -1,4 +1,5 @@
 /** A tiny DOM builder: `h("button", { testid: "send", onclick }, "Send")`. */
+import { dayText } from "../clock.js";
 
 /** A phone's width, as in style.css: the layout's drawer, short hints, no keyboard opened unasked. */
 export const phoneScreen = matchMedia("(max-width: 760px)");
@@ -59,15 +60,12 @@ export function setStatus(status: HTMLElement, text: string, failed: boolean | "
   status.classList.toggle("warning", failed === "warning");
 }
 
-/** "just now", "5 min ago", "14:02", "3 Mar". */
+/** "just now", "5 min ago", then as clock.ts writes a moment in a list: "14:02", "3 Mar". */
 export function relativeTime(ms: number, now = Date.now()): string {
   const seconds = Math.round((now - ms) / 1000);
   if (seconds < 45) return "just now";
   if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
-  const date = new Date(ms);
-  if (new Date(now).toDateString() === date.toDateString())
-    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return date.toLocaleDateString([], { day: "numeric", month: "short" });
+  return dayText(new Date(ms), now);
 }
 
 export function formatBytes(bytes: number): string {

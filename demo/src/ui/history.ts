@@ -147,7 +147,7 @@ export function createHistory(actions: HistoryActions) {
         h("span", { class: "step" }, `step ${row.step}`),
         h("span", { class: "node" }, nodeOf(row, parent)),
         h("span", { class: "count" }, count(row)),
-        h("time", { class: "time" }, row.time),
+        h("time", { class: "time", dateTime: row.ts }, row.time),
         pauseNote(row, continued),
       ]),
     );
@@ -205,7 +205,13 @@ export function createHistory(actions: HistoryActions) {
         h("span", { class: "question" }, question === undefined ? "…" : preview(question) || "(no text)"),
         // The answer as the chat renders it, Markdown and all: its text. The question stays as written, as in the chat.
         answer ? h("span", { class: "answer" }, preview(markdownText(answer))) : null,
-        h("span", { class: "meta" }, [`step ${end.step}`, count(end), end.time].filter(Boolean).join(" · ")),
+        h(
+          "span",
+          { class: "meta" },
+          [`step ${end.step}`, count(end)].filter(Boolean).join(" · "),
+          end.time && " · ",
+          end.time && h("time", { dateTime: end.ts }, end.time),
+        ),
         pauseNote(end, continued),
       ]),
       toggle,

@@ -6,6 +6,7 @@
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { SAVE_MEMORY, createdAt, isStopped } from "../agent.js";
 import type { BranchPoint } from "../branches.js";
+import { momentText } from "../clock.js";
 import { h } from "./dom.js";
 import { icon, type IconName } from "./icons.js";
 import { copyTo, decorateCodeBlocks } from "./code-blocks.js";
@@ -66,13 +67,10 @@ function timeOf(message: BaseMessage): HTMLElement | undefined {
   const at = createdAt(message);
   if (at === undefined) return undefined;
   const date = new Date(at);
-  const today = date.toDateString() === new Date().toDateString();
   return h(
     "time",
     { class: "message-time", testid: "message-time", dateTime: date.toISOString(), title: date.toLocaleString() },
-    today
-      ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
-      : date.toLocaleDateString([], { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" }),
+    momentText(date),
   );
 }
 
