@@ -199,9 +199,14 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   // The view shows the state at that checkpoint.
   await expect.poll(() => transcript(page)).toHaveLength(2);
   await screenshot(page, "history");
+  // Read-only there, as its composer says: no Edit (sent, it hid the answer and ran nothing).
+  const edits = page.getByTestId("edit").filter({ visible: true });
+  expect(await edits.count()).toBe(0);
 
   await page.getByTestId("fork").click();
   await expect.poll(() => page.getByTestId("fork").count()).toBe(0);
+  // Forked, the conversation goes on from there: its message can be edited again.
+  await expect.poll(() => edits.count()).toBe(1);
   const forked = await transcript(page);
   expect(forked).toHaveLength(2);
   expect(forked[0]).toBe("user: turn one");

@@ -291,6 +291,9 @@ export function createChat(actions: ChatActions, top?: Node) {
       if (editing.open) place.editing = undefined;
       else if (!place.editing && reopen) place.editing = { ...reopen, index: String(reopen.index) };
       patchChildren(log, nodes);
+      // An older checkpoint is read-only, as its composer says: Edit there did nothing but hide the answers
+      // after the message (the run refuses a view of the past). Fork from here is the way on from it.
+      log.classList.toggle("past", options.past ?? false);
       placeTail();
       if (editorFocused) editing.refocus();
       const missed = restorePlace(log, place, interactive ? startEdit : undefined);

@@ -75,7 +75,7 @@ export function createMessageList() {
     /**
      * The nodes of each message: the ones drawn before where the message
      * and how it is offered are the same, else `render`'s. (Whether it can
-     * be edited is not drawn anew: the chat shows or hides its Edit.)
+     * be edited is not drawn anew: the chat hides its Edit over an older checkpoint.)
      */
     update(
       messages: readonly BaseMessage[],
