@@ -25,6 +25,15 @@ test("an edited memory is saved as edited, across a reload, a closed page and in
   await ready(first);
   await send(first, "remember that my favourite tree is the oak", { expectReply: false });
   await first.getByTestId("approval").waitFor();
+  // The card stands right under the question it answers, the log's last line (the note of the call), not at
+  // the page's foot with the log's empty room between them (334 px of it on a 1280 × 800 page).
+  const gap = () =>
+    first.evaluate(() => {
+      const question = document.querySelector('[role="log"]')!.lastElementChild!.getBoundingClientRect();
+      return document.querySelector('[data-testid="approval"]')!.getBoundingClientRect().top - question.bottom;
+    });
+  await expect.poll(gap).toBeLessThan(40);
+  expect(await gap()).toBeGreaterThanOrEqual(0);
   // The card shows the memory once, in its editor, as it will be saved: no second wording beside it.
   expect(await first.getByTestId("approval-args").inputValue()).toBe("my favourite tree is the oak");
   expect(await first.getByTestId("approval").innerText()).not.toContain("oak");
