@@ -10,7 +10,8 @@ import { afterEach, expect, it } from "vitest";
 import { connectLocalAgentServer, exposeLocalAgentServer } from "./port.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { letGo } from "../../test/support/agent-server/graph.js";
-import { settles, until } from "../../test/support/agent-server/timing.js";
+import { settles, sleep, until } from "../../test/support/agent-server/timing.js";
+import type { LocalAgentServer } from "./index.js";
 
 type Chat = { messages: { type: string; content: string }[] };
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
@@ -160,4 +161,29 @@ it("a page's own request header of the client lock's name does not hide the page
   const runId = /"run_id":"([^"]+)"/.exec(first)![1]!;
   remote.close();
   await until(async () => (await direct.runs.get(thread.thread_id, runId)).status === "interrupted");
+});
+
+it("takes the server's promise: a request sent while it opens waits for it; one it fails to open fails with its error", async () => {
+  // A worker listens before it awaits anything, or it drops the page's first requests (docs/agent-server.md).
+  let open!: (server: LocalAgentServer) => void;
+  const opening = new Promise<LocalAgentServer>((resolve) => (open = resolve));
+  const { port1, port2 } = new MessageChannel();
+  const stop = exposeLocalAgentServer(opening, port2);
+  const remote = connectLocalAgentServer(port1);
+  const failing = new MessageChannel();
+  const stopFailing = exposeLocalAgentServer(Promise.reject(new Error("no IndexedDB here")), failing.port2);
+  const failed = connectLocalAgentServer(failing.port1);
+  closers.push(() => {
+    for (const close of [remote.close, stop, failed.close, stopFailing]) close();
+    for (const port of [port1, port2, failing.port1, failing.port2]) port.close();
+  });
+  const search = (fetch: typeof remote.fetch) =>
+    fetch("http://local.invalid/threads/search", { method: "POST", body: "{}" });
+  const early = search(remote.fetch);
+  await sleep(50);
+  open((await openServer<Chat>("agent-port-promise")).server);
+  const answer = await early;
+  expect(answer.status).toBe(200);
+  expect(await answer.json()).toEqual([]);
+  await expect(search(failed.fetch)).rejects.toThrow(/no IndexedDB here/);
 });

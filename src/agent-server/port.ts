@@ -53,6 +53,11 @@ type ToPage =
   | { p: typeof PROTOCOL; t: "end"; id: number }
   | { p: typeof PROTOCOL; t: "fail"; id: number; message: string };
 
+/** What {@link exposeLocalAgentServer} answers with: a local agent server, or anything with its `fetch`. */
+interface AnswersRequests {
+  fetch(input: Request): Promise<Response>;
+}
+
 function isOurs<T extends { p: string }>(data: unknown): data is T {
   return typeof data === "object" && data !== null && (data as { p?: unknown }).p === PROTOCOL;
 }
@@ -63,18 +68,26 @@ function isOurs<T extends { p: string }>(data: unknown): data is T {
  * server (`self` in a dedicated worker, each `connect` event's port in a
  * shared worker).
  *
+ * Give it the server's promise, before the worker awaits anything: a worker
+ * drops the messages that come before it listens, so one that awaited
+ * `createLocalAgentServer` first lost the page's first requests, which then
+ * never answered. Requests that come while the server opens wait for it; if
+ * it fails to open, each fails with its error.
+ *
  * @returns A function that stops answering (requests under way are cancelled).
  * @example
  * ```ts
- * // in the worker
- * const server = await createLocalAgentServer({ graphs: { agent: graph }, saver, store });
- * exposeLocalAgentServer(server, self);
+ * // in the worker: no await before this line
+ * exposeLocalAgentServer(createLocalAgentServer({ graphs: { agent: graph }, saver, store }), self);
  * ```
  */
 export function exposeLocalAgentServer(
-  server: { fetch(input: Request): Promise<Response> },
+  server: AnswersRequests | Promise<AnswersRequests>,
   endpoint: MessageEndpoint,
 ): () => void {
+  // A server that fails to open answers each request with its error; with no request yet, that is no
+  // unhandled rejection of the worker.
+  if (server instanceof Promise) server.catch(() => undefined);
   const readers = new Map<number, ReadableStreamDefaultReader<Uint8Array>>();
   // Each request's signal, aborted when the page cancels it: the server sees the client leave
   // (a run asked with on_disconnect "cancel" stops), as it does for a request in the page.
@@ -124,7 +137,9 @@ export function exposeLocalAgentServer(
       watch(sender);
     }
     try {
-      const response = await server.fetch(
+      const response = await (
+        await server
+      ).fetch(
         new Request(request.url, {
           method: request.method,
           headers: request.headers,

@@ -7,9 +7,8 @@
 import { exposeLocalAgentServer } from "langgraph-checkpoint-indexeddb/agent-server";
 import { openServer } from "./agent.js";
 
-const server = openServer(Number(/pace=(\d+)/.exec(self.name)?.[1] ?? 20));
-// Requests that come before the server is open wait for it.
-const answering = { fetch: async (request: Request) => (await server).fetch(request) };
+// Exposed at once, as a promise: requests that come before the server is open wait for it.
+const answering = openServer(Number(/pace=(\d+)/.exec(self.name)?.[1] ?? 20));
 
 if ("onconnect" in self) {
   (self as unknown as { onconnect: (event: MessageEvent) => void }).onconnect = (event) =>

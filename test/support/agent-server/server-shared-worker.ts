@@ -26,5 +26,5 @@ let opening = false;
       opened,
     );
   });
-  exposeLocalAgentServer({ fetch: async (request) => (await server).fetch(request) }, port);
+  exposeLocalAgentServer(server, port);
 };

@@ -21,4 +21,4 @@ scope.addEventListener("message", (event: MessageEvent<{ dbName?: string }>) => 
   if (typeof dbName !== "string") return;
   void createLocalAgentServer({ graphs: { agent: agentGraph() }, saver: new IndexedDBSaver({ dbName }) }).then(opened);
 });
-exposeLocalAgentServer({ fetch: async (request) => (await server).fetch(request) }, scope);
+exposeLocalAgentServer(server, scope);
