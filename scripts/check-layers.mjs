@@ -16,6 +16,12 @@
 // - src/<folder>/**: the layer named <folder>, which must be listed in LAYERS.
 // - tests (*.test.ts) and test helpers (a test-support/ folder) are not checked.
 //
+// A dynamic `import()` in a layer that runs in the browser must be the body
+// of a `loadOnce(() => import("…"))` (src/core/tasks.ts): the chunk is loaded
+// once, tried again after a failure, and a failure (an offline app whose
+// build is not cached) is a package error, not the browser's bare TypeError.
+// The Node-only layers (`node: true` below) import as they like.
+//
 // Type-only imports (`import type`, `export type`) follow the same rules,
 // except that they are allowed to a layer that may only be loaded lazily
 // (`dynamic` below): they vanish from the JavaScript, so they load nothing.
@@ -46,14 +52,14 @@ export const LAYERS = {
   // runs/: the waits ask isThreadRunning, in the page, whether a run holds a thread.
   // serde/: the page reads an encrypted app's database with the app's EncryptedSerializer.
   // sync/: only the SyncStatus type, for the status a test reads from the page.
-  playwright: { imports: ["portable", "saver", "runs", "serde", "core"], dynamic: ["sync"] },
+  playwright: { imports: ["portable", "saver", "runs", "serde", "core"], dynamic: ["sync"], node: true },
   runs: { imports: ["saver", "core"] },
   // LangGraph's interrupt() with the config passed in: it reads LangGraph's run internals, nothing of ours.
   interrupt: { imports: ["core"] },
   // Replication moves the saver's raw rows (ciphertext as stored), so it works at the saver's level.
   sync: { imports: ["saver", "rows", "idb", "serde", "core"] },
   // Node only: the wire protocol and the shared row codecs; never the browser saver (it opens IndexedDB).
-  "sync-server": { imports: ["sync/protocol", "sync/protocol-checks", "rows", "serde", "core"] },
+  "sync-server": { imports: ["sync/protocol", "sync/protocol-checks", "rows", "serde", "core"], node: true },
   // The Agent Server routes: runs go through runOnThread, thread records through idb/; rows/ for the
   // saver's id rules, so a thread id the saver would refuse is refused when the thread is created;
   // saver/syncing: whether the saver syncs (a checkpoint patched in place would reach no other device).
@@ -81,10 +87,17 @@ export function classify(path) {
 export function moduleReferences(fileName, source) {
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const found = [];
-  const add = (literal, kind, node) => {
+  const add = (literal, kind, node, viaLoadOnce = false) => {
     const { line } = file.getLineAndCharacterOfPosition(node.getStart(file)); // the statement's first line
-    found.push({ specifier: literal.text, kind, line: line + 1 });
+    found.push({ specifier: literal.text, kind, line: line + 1, viaLoadOnce });
   };
+  /** `loadOnce(() => import("…"))`: the import is the arrow's body, the arrow loadOnce's argument. */
+  const inLoadOnce = (call) =>
+    ts.isArrowFunction(call.parent) &&
+    call.parent.body === call &&
+    ts.isCallExpression(call.parent.parent) &&
+    ts.isIdentifier(call.parent.parent.expression) &&
+    call.parent.parent.expression.text === "loadOnce";
   const visit = (node) => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       add(node.moduleSpecifier, node.importClause?.isTypeOnly ? "type" : "static", node);
@@ -96,7 +109,7 @@ export function moduleReferences(fileName, source) {
       node.arguments.length > 0 &&
       ts.isStringLiteralLike(node.arguments[0])
     ) {
-      add(node.arguments[0], "dynamic", node);
+      add(node.arguments[0], "dynamic", node, inLoadOnce(node));
     } else if (
       ts.isImportTypeNode(node) &&
       ts.isLiteralTypeNode(node.argument) &&
@@ -157,6 +170,13 @@ export function checkLayers(files, layers = LAYERS) {
     for (const ref of moduleReferences(path, source)) {
       const target = resolveSpecifier(path, ref.specifier, files);
       const at = { file: path, line: ref.line, specifier: ref.specifier, target };
+      if (ref.kind === "dynamic" && !ref.viaLoadOnce && from.kind === "layer" && !layers[from.layer].node) {
+        violations.push({
+          ...at,
+          message: `load it with loadOnce(() => import("${ref.specifier}")) (core/tasks.ts): a bare import() failing offline throws the browser's TypeError`,
+        });
+        continue;
+      }
       if (target.startsWith("../")) {
         violations.push({ ...at, message: `library code imports from outside src/ (${target})` });
         continue;

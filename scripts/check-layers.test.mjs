@@ -17,6 +17,7 @@ const CLEAN = {
   "playwright.ts": `import type { PageApi } from "./playwright/page.js";\nexport type { PageApi };`,
   "core/errors.ts": `export class IndexedDBCheckpointError extends Error {}`,
   "core/bytes.ts": `import { IndexedDBCheckpointError } from "./errors.js";\nexport const e = IndexedDBCheckpointError;`,
+  "core/tasks.ts": `export const loadOnce = (load) => load;`,
   "idb/db.ts": `import { IndexedDBCheckpointError } from "../core/errors.js";\nexport const x = IndexedDBCheckpointError;`,
   "serde/msgpack/msgpack.ts": `import { e } from "../../core/bytes.js";\nexport const m = e;`,
   "serde/binding.ts": `export { m } from "./msgpack/msgpack.js";`,
@@ -26,8 +27,10 @@ const CLEAN = {
     `import { m } from "../serde/binding.js";`,
     `import { j } from "../journal/journal.js";`,
     `import type { ThreadExport } from "../portable/portable.js";`,
+    `import { loadOnce } from "../core/tasks.js";`,
+    `const portable = loadOnce(() => import("../portable/portable.js"));`,
     `export async function exportThread(): Promise<ThreadExport> {`,
-    `  const { exportThread } = await import("../portable/portable.js");`,
+    `  const { exportThread } = await portable();`,
     `  return exportThread(x, m, j);`,
     `}`,
   ].join("\n"),
@@ -69,11 +72,23 @@ describe("check-layers", () => {
   it("catches a sideways import: portable importing saver, statically or with import()", () => {
     const found = check({
       ...CLEAN,
-      "portable/import.ts": `import { exportThread } from "../saver/saver.js";\nconst lazy = () => import("../saver/saver.js");`,
+      "portable/import.ts": `import { exportThread } from "../saver/saver.js";\nconst lazy = loadOnce(() => import("../saver/saver.js"));`,
     });
     assert.equal(found.length, 2);
     assert.match(found[0], /^portable\/import\.ts:1 layer portable may not import saver/);
     assert.match(found[1], /^portable\/import\.ts:2 layer portable may not import saver/);
+  });
+
+  it("asks a browser layer's import() to go through loadOnce; the Node-only layers import as they like", () => {
+    const bare = `export const load = () => import("../portable/portable.js");`;
+    assert.deepEqual(check({ ...CLEAN, "saver/lazy.ts": bare }), [
+      `saver/lazy.ts:1 load it with loadOnce(() => import("../portable/portable.js")) (core/tasks.ts): a bare import() failing offline throws the browser's TypeError`,
+    ]);
+    // In loadOnce, but not as the arrow's body (a block, or a call of another loader): still bare.
+    const block = `const m = loadOnce(() => { return import("../portable/portable.js"); });`;
+    assert.equal(check({ ...CLEAN, "saver/lazy.ts": block }).length, 1);
+    assert.equal(check({ ...CLEAN, "saver/lazy.ts": `const m = once(() => import("./saver.js"));` }).length, 1);
+    assert.deepEqual(check({ ...CLEAN, "sync-server/cli.ts": `const s = () => import("../rows/codec.js");` }), []);
   });
 
   it("allows saver -> portable only through import() or import type", () => {

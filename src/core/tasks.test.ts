@@ -1,6 +1,7 @@
 /** `loadOnce`: one load for every call, and a failed load tried again; `pause` over several signals. */
 import { describe, expect, it } from "vitest";
 import { loadOnce, pause } from "./tasks.js";
+import { IndexedDBCheckpointError } from "./errors.js";
 
 describe("loadOnce", () => {
   it("loads once for every call, concurrent or later", async () => {
@@ -19,7 +20,14 @@ describe("loadOnce", () => {
       if (loads === 1) throw new TypeError("Failed to fetch dynamically imported module");
       return "module";
     });
-    await expect(load()).rejects.toThrow("Failed to fetch");
+    // A package error (every runtime failure is one: README, Errors), the browser's as its cause.
+    const failure = await load().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(IndexedDBCheckpointError);
+    expect((failure as Error).message).toMatch(/could not be fetched.*Failed to fetch dynamically imported module/);
+    expect((failure as Error).cause).toBeInstanceOf(TypeError);
     expect(await load()).toBe("module");
     expect(await load()).toBe("module");
     expect(loads).toBe(2);

@@ -1,4 +1,5 @@
 /** Scheduling helpers shared by the write batcher, the change feed and the loops that wait (sync, thread streams). */
+import { IndexedDBCheckpointError } from "./errors.js";
 
 /** Resolves in a later task: `scheduler.postTask` where there is one (no timer clamping), else a timer. */
 export function nextTask(): Promise<void> {
@@ -15,14 +16,19 @@ export function nextTask(): Promise<void> {
  * lifetime. Whether that fetches again is the browser's: Chromium does;
  * Firefox (ESR 153, checked) keeps a failed module for the page's life, so
  * there only a reload recovers (an app that must work offline caches its
- * chunks, as the demo's service worker does).
+ * chunks, as the demo's service worker does). The failure is a package
+ * error, the browser's as its cause: a runtime failure, as every other
+ * (core/errors.ts), where the browser threw a bare `TypeError`.
  */
 export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
   let pending: Promise<T> | undefined;
   return () =>
     (pending ??= load().catch((error: unknown) => {
       pending = undefined;
-      throw error;
+      throw new IndexedDBCheckpointError(
+        `Could not load a part of langgraph-checkpoint-indexeddb: the app's files could not be fetched (offline, or replaced by a new deployment). An app that works offline caches its build. (${String(error)})`,
+        { cause: error },
+      );
     }));
 }
 

@@ -17,6 +17,10 @@ import {
   type WipeMarker,
 } from "./types.js";
 import { defaultMarker, noteMarkerWrite } from "./wipe-marker.js";
+import { loadOnce } from "../core/tasks.js";
+
+/** The journal itself and its backends (one chunk), loaded when a journal is enabled. */
+const activeModule = loadOnce(() => import("./active.js"));
 
 /** Options of {@link JournalSeam}. */
 export interface JournalSeamOptions {
@@ -196,7 +200,7 @@ export class JournalSeam implements DatabaseSeam {
       };
     }
     // The journal's code, both backends and the OPFS worker load only now, when enabled (one chunk).
-    const { ActiveJournal, MemoryJournalBackend, OpfsJournalBackend } = await import("./active.js");
+    const { ActiveJournal, MemoryJournalBackend, OpfsJournalBackend } = await activeModule();
     const backend: JournalBackend =
       journal === "memory"
         ? new MemoryJournalBackend(this.#options.name)

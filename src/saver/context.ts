@@ -23,6 +23,9 @@ import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
 import { IndexedDBCheckpointError } from "../core/errors.js";
+import { loadOnce } from "../core/tasks.js";
+
+const failuresModule = loadOnce(() => import("../serde/failures.js"));
 
 /** Where the facade keeps its serializer (`BaseCheckpointSaver#serde`), which `changeKey` replaces. */
 export interface SerdeSlot {
@@ -111,7 +114,7 @@ export function createSaverContext(db: Database<SaverSchema>, slot: SerdeSlot): 
       "read the key record",
     );
     if (isNewerFormat(format?.value)) {
-      const { newerFormatMessage } = await import("../serde/failures.js");
+      const { newerFormatMessage } = await failuresModule();
       throw new IndexedDBCheckpointError(newerFormatMessage(db.name, format.value, SAVER_FORMAT));
     }
     ctx.rowFormat = format?.value;

@@ -8,6 +8,10 @@ import { JournalSeam } from "../journal/index.js";
 import { SAVER_STORE_NAMES, SAVER_UPGRADES, type SaverSchema } from "./schema.js";
 import type { IndexedDBSaverParams } from "./types.js";
 import { leaseGate } from "./fresh.js";
+import { loadOnce } from "../core/tasks.js";
+
+/** The journal's rules for this saver's rows, needed only after a recovery with a journal. */
+const adapterModule = loadOnce(() => import("./journal-adapter.js"));
 
 /** The database and its journal seam. @internal */
 export interface SaverDatabase {
@@ -28,7 +32,7 @@ export function createSaverDatabase(params: IndexedDBSaverParams): SaverDatabase
     onWipe: params.onWipe,
     onRecovery: params.onRecovery,
     // Needed only after a recovery with a journal: loaded then.
-    rules: async () => (await import("./journal-adapter.js")).journalRules,
+    rules: async () => (await adapterModule()).journalRules,
     beforeWrite,
   });
   const db = new Database<SaverSchema>({

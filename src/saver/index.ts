@@ -53,6 +53,7 @@ type Checkpointed = readonly [checkpointNs: string, checkpointId: string];
 
 /** The delta-channel walk, loaded by the first walk of any saver and kept. */
 const deltaModule = loadOnce(() => import("./delta-history.js"));
+const exportModule = loadOnce(() => import("../portable/export.js"));
 
 export type {
   IndexedDBSaverParams,
@@ -229,7 +230,7 @@ export class IndexedDBSaver extends BaseCheckpointSaver<number> {
     options: ExportThreadOptions & { as?: "blob" | "bytes" } = {},
   ): Promise<Blob | Uint8Array> {
     // The export format loads on demand: apps that never export don't ship it.
-    const { exportThread } = await import("../portable/export.js");
+    const { exportThread } = await exportModule();
     // An encrypted saver exports encrypted unless told otherwise, explicitly.
     options = { ...options, serde: options.serde ?? (options.unencrypted ? undefined : this.#given) };
     return options.as === "bytes"

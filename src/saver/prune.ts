@@ -15,6 +15,10 @@ import { isDeltaChannelLike, type DeltaChannelLike, type PruneOptions } from "./
 import { checkpointIdentity } from "../core/identity.js";
 import { authenticates } from "./verify.js";
 import { verifyInlineVersions } from "./verify-runs.js";
+import { loadOnce } from "../core/tasks.js";
+
+const deltaModule = loadOnce(() => import("./delta-history.js"));
+const sealedModule = loadOnce(() => import("./sealed.js"));
 
 /**
  * Shrinks threads. `"keep_latest"` (the default) keeps the newest
@@ -73,8 +77,8 @@ async function pruneThread(
   if (kept.length === rows.length) return;
   // The delta walk's chunk (delta-history.ts), loaded with the first prune that deletes; sealed rows' links
   // are checked by the encryption-only chunk (sealed.ts): without encryption there is nothing to check.
-  const { getDeltaChannelHistory, walkAncestors } = await import("./delta-history.js");
-  const sealed = authenticates(serde) ? await import("./sealed.js") : undefined;
+  const { getDeltaChannelHistory, walkAncestors } = await deltaModule();
+  const sealed = authenticates(serde) ? await sealedModule() : undefined;
   // The kept rows' clear versions decide which blobs survive: check them.
   await sealed?.verifyParentLinks(serde, kept, rows);
 

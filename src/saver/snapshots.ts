@@ -20,6 +20,9 @@ import { issue, storePut } from "../idb/requests.js";
 import { revaluedName, type RevaluedCheckpoint } from "../rows/marks.js";
 import { takeOffAbsent } from "./absent.js";
 import type { WriteTx } from "./tombstones.js";
+import { loadOnce } from "../core/tasks.js";
+
+const deltaModule = loadOnce(() => import("./delta-history.js"));
 
 /** The config naming `row`. */
 function configOf(row: CheckpointRow): RunnableConfig {
@@ -151,7 +154,7 @@ export async function orphanSnapshots(
 /** The value of `channel` at `base`'s child: `base`'s value, and its own writes to it replayed. */
 async function valueAt(ctx: SaverContext, delta: DeltaChannelLike, channel: string, base: CheckpointTuple) {
   const stored = base.checkpoint.channel_values;
-  const { getDeltaChannelHistory } = await import("./delta-history.js");
+  const { getDeltaChannelHistory } = await deltaModule();
   const walked =
     channel in stored
       ? undefined

@@ -15,6 +15,10 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { DecryptionError, IndexedDBCheckpointError, KeyChangedError } from "../core/errors.js";
+import { loadOnce } from "../core/tasks.js";
+
+/** The rare failures' messages (failures.ts), loaded when one is needed. */
+const failuresModule = loadOnce(() => import("./failures.js"));
 
 /**
  * Names the row a value lives in, most significant part first, for example
@@ -184,7 +188,7 @@ export async function withCurrentKey<T>(
  */
 export async function keyChanged(dbName: string, cause: unknown, reason?: string): Promise<unknown> {
   if (!reason && !(cause instanceof DecryptionError)) return cause;
-  const { keyChangedMessage } = await import("./failures.js");
+  const { keyChangedMessage } = await failuresModule();
   return new KeyChangedError(keyChangedMessage(dbName, reason), { cause });
 }
 

@@ -34,6 +34,10 @@ import { Encoder, TooDeep, Unencodable } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
+import { loadOnce } from "../../core/tasks.js";
+
+/** The rare failures' messages (failures.ts), loaded when one is needed. */
+const failuresModule = loadOnce(() => import("../failures.js"));
 
 /** See {@link MsgpackSerializer}'s static of this name. */
 const READS_IN_PLACE: unique symbol = Symbol.for("langgraph-checkpoint-indexeddb:v1:in-place") as never;
@@ -122,7 +126,7 @@ export class MsgpackSerializer implements SerializerProtocol {
       root = unpackPayload(data, revival);
     } catch (error) {
       if (error instanceof RefusedToken) {
-        throw new SerializationError((await import("../failures.js")).refusalMessage(data, error.at));
+        throw new SerializationError((await failuresModule()).refusalMessage(data, error.at));
       }
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
@@ -186,7 +190,7 @@ export class MsgpackSerializer implements SerializerProtocol {
 async function explainEncodeError(error: unknown, value: unknown): Promise<SerializationError> {
   let explained: string | undefined;
   try {
-    explained = (await import("../failures.js")).encodeErrorMessage(error, value, {
+    explained = (await failuresModule()).encodeErrorMessage(error, value, {
       Unencodable,
       TooDeep,
       maxDepth: MAX_DEPTH,
