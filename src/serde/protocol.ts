@@ -188,8 +188,12 @@ export async function withCurrentKey<T>(
  */
 export async function keyChanged(dbName: string, cause: unknown, reason?: string): Promise<unknown> {
   if (!reason && !(cause instanceof DecryptionError)) return cause;
-  const { keyChangedMessage } = await failuresModule();
-  return new KeyChangedError(keyChangedMessage(dbName, reason), { cause });
+  // A KeyChangedError either way: in fewer words when the rare failures' chunk cannot load (offline).
+  const words = await failuresModule().then(
+    (failures) => failures.keyChangedMessage(dbName, reason),
+    () => `The key of ${dbName} changed.`,
+  );
+  return new KeyChangedError(words, { cause });
 }
 
 /**

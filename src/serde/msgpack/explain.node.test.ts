@@ -8,6 +8,7 @@ import { SerializationError } from "../../core/errors.js";
 
 afterEach(() => {
   vi.doUnmock("./explain.js");
+  vi.doUnmock("../failures.js");
   vi.resetModules();
 });
 
@@ -88,5 +89,18 @@ describe("MsgpackSerializer encode errors", () => {
       expect((failure as Error).name).toBe(SerializationError.name);
       expect((failure as Error).message).toBe("MsgpackSerializer cannot store this value (why could not be told).");
     }
+  });
+
+  it("refuse a crafted payload with a SerializationError when the words cannot load", async () => {
+    vi.doMock("../failures.js", () => {
+      throw new Error("Failed to fetch dynamically imported module");
+    });
+    const { MsgpackSerializer } = await import("./index.js");
+    const { FORMAT_MAGIC, FORMAT_VERSION } = await import("./wire.js");
+    // Our header, then msgpackr's undefined (ext 0), which the guard refuses.
+    const crafted = new Uint8Array([FORMAT_MAGIC, FORMAT_VERSION, 0xd4, 0x00, 0x00]);
+    const failure = await new MsgpackSerializer().loadsTyped("msgpack", crafted).catch((error: unknown) => error);
+    expect((failure as Error).name).toBe(SerializationError.name);
+    expect((failure as Error).message).toMatch(/^MsgpackSerializer refused this payload \(byte \d+\)\.$/);
   });
 });

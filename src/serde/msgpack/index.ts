@@ -126,7 +126,13 @@ export class MsgpackSerializer implements SerializerProtocol {
       root = unpackPayload(data, revival);
     } catch (error) {
       if (error instanceof RefusedToken) {
-        throw new SerializationError((await failuresModule()).refusalMessage(data, error.at));
+        // Its words load with the rare failures; when they cannot (an offline app missing the chunk), the
+        // refusal stands, in fewer words.
+        const words = await failuresModule().then(
+          (failures) => failures.refusalMessage(data, error.at),
+          () => `MsgpackSerializer refused this payload (byte ${error.at}).`,
+        );
+        throw new SerializationError(words);
       }
       if (error instanceof SerializationError) throw error;
       throw new SerializationError(`Corrupt MsgpackSerializer payload (${data.length} bytes): ${errorMessage(error)}`, {
