@@ -37,6 +37,10 @@ test("storage view, export, delete and import a thread; About names the package 
   await expect.poll(() => page.getByTestId("thread-bytes").count()).toBe(2);
   const sizes = await page.getByTestId("thread-bytes").allTextContents();
   for (const size of sizes) expect(size).toMatch(/^[\d.]+ (B|KB|MB)$/);
+  // Threads and no memory yet: the totals say so as the memory row does, not "memories: 52 B" (its format mark).
+  expect(await page.getByTestId("storage-totals").textContent()).toMatch(
+    /^Checkpoints: [\d.]+ (B|KB|MB) · memories: none yet · /,
+  );
   // Asking for persistent storage answers in place (never blocking anything).
   await page.getByRole("button", { name: "Request persistent storage" }).click();
   await page.getByText(/Storage is persistent|declined/).waitFor();

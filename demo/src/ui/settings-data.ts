@@ -177,7 +177,7 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
     replace(
       totals,
       rows.length > 1 || memories
-        ? `Checkpoints: ${formatBytes(saver.total)} · memories: ${formatBytes(memory.total)}`
+        ? `Checkpoints: ${formatBytes(saver.total)} · memories: ${memories ? formatBytes(memory.total) : "none yet"}`
         : nothingSaved(saver.total + memory.total),
       origin.usage !== undefined
         ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
