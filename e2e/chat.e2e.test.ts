@@ -184,7 +184,7 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   // One way of writing a moment, the locale's hours and minutes, in the chat and in History (its turns and
   // their steps) alike: the chat wrote "07:24 AM" and History "7:24:20 AM". (Every moment here is today's.)
   const times = await page.evaluate(() => {
-    const clock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
+    const clock = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
     return [...document.querySelectorAll<HTMLTimeElement>("time:not(.thread-time)")].map((time) => ({
       inHistory: Boolean(time.closest("#history")),
       shown: time.textContent,
