@@ -59,10 +59,13 @@ function safeName(title: string): string {
   );
 }
 
-/** The storage totals before anything is saved; `own`: the bytes of the databases' own records. */
+/**
+ * The storage totals before anything is saved; `own`: the bytes of the databases' own records (their
+ * format mark, and marks of threads deleted, a locked app's key check: never the user's data).
+ */
 function nothingSaved(own: number): string {
   return own > 0
-    ? `Nothing saved yet (the ${formatBytes(own)} here are the databases' own records: their format version)`
+    ? `Nothing saved yet (the ${formatBytes(own)} here are the databases' own records)`
     : "Nothing saved yet";
 }
 
@@ -176,9 +179,10 @@ export function storageSection(context: SettingsContext, onImported: (threadId: 
     replace(table, ...rows);
     replace(
       totals,
-      rows.length > 1 || memories
+      // Saved: a thread listed, or a checkpoint store row not its own (a thread the list does not show yet).
+      rows.length > 1 || saver.total > saver.own || memories
         ? `Checkpoints: ${formatBytes(saver.total)} · memories: ${memories ? formatBytes(memory.total) : "none yet"}`
-        : nothingSaved(saver.total + memory.total),
+        : nothingSaved(saver.own + memory.own),
       origin.usage !== undefined
         ? ` · this site uses ${formatBytes(origin.usage)} of ${formatBytes(origin.quota ?? 0)} (navigator.storage.estimate)`
         : "",
