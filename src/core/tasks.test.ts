@@ -26,7 +26,9 @@ describe("loadOnce", () => {
       (error: unknown) => error,
     );
     expect(failure).toBeInstanceOf(IndexedDBCheckpointError);
-    expect((failure as Error).message).toMatch(/could not be fetched.*Failed to fetch dynamically imported module/);
+    expect((failure as Error).message).toMatch(
+      /^Could not load a part .*Failed to fetch dynamically imported module.*offline/,
+    );
     expect((failure as Error).cause).toBeInstanceOf(TypeError);
     expect(await load()).toBe("module");
     expect(await load()).toBe("module");

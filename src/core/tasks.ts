@@ -26,7 +26,7 @@ export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
     (pending ??= load().catch((error: unknown) => {
       pending = undefined;
       throw new IndexedDBCheckpointError(
-        `Could not load a part of langgraph-checkpoint-indexeddb: the app's files could not be fetched (offline, or replaced by a new deployment). An app that works offline caches its build. (${String(error)})`,
+        `Could not load a part of langgraph-checkpoint-indexeddb (${String(error)}). If the app is offline or was deployed again, its files could not be fetched: an app that works offline caches its build.`,
         { cause: error },
       );
     }));
