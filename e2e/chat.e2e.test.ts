@@ -181,14 +181,17 @@ test("fork from an earlier checkpoint: later turns leave the view, the old branc
   expect(await caret()).toMatch(/^"▸"/);
   await toggle.click();
   await expect.poll(caret).toMatch(/^"▾"/);
-  // One way of writing a moment, the locale's hours and minutes, in the chat and in History (its turns and
-  // their steps) alike: the chat wrote "07:24 AM" and History "7:24:20 AM". (Every moment here is today's.)
+  // One way of writing a moment, the locale's short time, in the chat and in History (its turns and their
+  // steps) alike: the chat wrote "07:24 AM" and History "7:24:20 AM". A moment of another day (the test ran
+  // across midnight) has the date before it.
   const times = await page.evaluate(() => {
-    const clock = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+    const today = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+    const otherDay = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+    const written = (date: Date) => (date.toDateString() === new Date().toDateString() ? today : otherDay).format(date);
     return [...document.querySelectorAll<HTMLTimeElement>("time:not(.thread-time)")].map((time) => ({
       inHistory: Boolean(time.closest("#history")),
       shown: time.textContent,
-      written: time.dateTime && clock.format(new Date(time.dateTime)),
+      written: time.dateTime && written(new Date(time.dateTime)),
     }));
   });
   expect(times.filter((time) => time.inHistory).length).toBeGreaterThanOrEqual(6);
