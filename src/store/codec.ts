@@ -8,6 +8,7 @@ import { loadForRow, type RowRef } from "../serde/protocol.js";
 import { DecryptionError, IndexedDBCheckpointError, SerializationError } from "../core/errors.js";
 import type { ItemVectors } from "./query.js";
 import { isUint8Array } from "../core/bytes.js";
+import { isStringList } from "../core/guards.js";
 import { unpackVectors, type ItemRow, type TypedBytes, type VectorRow } from "./schema.js";
 
 /** A collision-free string id of an item. */
@@ -23,6 +24,18 @@ export function itemId(namespace: readonly string[], key: string): string {
  */
 export function namespaceId(namespace: readonly string[]): string {
   return JSON.stringify(namespace);
+}
+
+/**
+ * True for a namespace of the shape every row the store writes has: a
+ * non-empty list of strings. The `namespaces` store is keyed by the
+ * namespace itself, so a row planted or altered outside the store may hold
+ * any key there (a number, a string, `[1, "x"]`): read as a namespace, one
+ * such row made every search of the whole store and every listNamespaces
+ * throw a TypeError, or listed a namespace no put can name.
+ */
+export function isNamespace(value: unknown): value is string[] {
+  return isStringList(value) && value.length > 0;
 }
 
 /**

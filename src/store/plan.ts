@@ -15,7 +15,7 @@ import {
 import type { KeyRanges } from "../idb/database.js";
 import { isValidKey } from "../core/guards.js";
 import type { NamespaceCache } from "./cache.js";
-import { itemId, toItem } from "./codec.js";
+import { isNamespace, itemId, toItem } from "./codec.js";
 import { selectNamespaces } from "./query.js";
 import { namespacePrefixRange, type ItemRow } from "./schema.js";
 import {
@@ -99,7 +99,8 @@ export async function finish(
     case "put":
       return null;
     case "list":
-      return selectNamespaces(read as string[][], planned.op);
+      // Keys that are no namespace (rows altered outside the store) are left out, as search leaves them.
+      return selectNamespaces((read as unknown[]).filter(isNamespace), planned.op);
     case "search":
       return finishSearch(planned.plan, read as SearchRead, serde, cache);
   }

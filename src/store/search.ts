@@ -8,7 +8,7 @@
 import type { Item, SearchItem, SearchOperation, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { KeyRanges, Tx } from "../idb/database.js";
 import type { CachedNamespace, NamespaceCache } from "./cache.js";
-import { decodeValue, itemOf, namespaceId, timestampOf, toVectors } from "./codec.js";
+import { decodeValue, isNamespace, itemOf, namespaceId, timestampOf, toVectors } from "./codec.js";
 import {
   DEFAULT_SEARCH_LIMIT,
   compileFilter,
@@ -260,7 +260,10 @@ async function readNamespaces(
     const known = cache.namespaces(id, generation);
     if (known) return known;
   }
-  const rows = await tx.objectStore("namespaces").getAll(namespacePrefixRange(ranges, prefix));
+  // A row whose key is no namespace (altered outside the store) is passed over, with its items.
+  const rows = (await tx.objectStore("namespaces").getAll(namespacePrefixRange(ranges, prefix))).filter((row) =>
+    isNamespace(row.namespace),
+  );
   rows.sort((a, b) => a.seq - b.seq);
   // Read in this transaction, right after that generation: consistent (unless the cache was cleared between).
   if (generation !== undefined) cache.setNamespaces(id, generation, rows, epoch);
