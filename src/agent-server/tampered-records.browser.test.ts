@@ -81,6 +81,28 @@ describe("the agent server's database, edited between requests", () => {
     }
   });
 
+  for (const [label, seq] of [
+    ["a long string", "9".repeat(100_000)],
+    ["Infinity", Infinity],
+  ] as const) {
+    it(`a thread's creation order (seq) edited to ${label}: threads created after get whole numbers, in order`, async () => {
+      const { client, dbName } = await openServer("tampered-seq");
+      const edited = await client.threads.create();
+      const row = await editAgentStore(dbName, "threads", (rows) => rows.get(edited.thread_id));
+      await editAgentStore(dbName, "threads", (rows) => rows.put({ ...(row as object), seq }));
+      const created = [await client.threads.create(), await client.threads.create()].map((t) => t.thread_id);
+      const rows = (await editAgentStore(dbName, "threads", (store) => store.getAll())) as {
+        thread_id: string;
+        seq: unknown;
+      }[];
+      // Before: the string's seq plus "1" and "11" (each new row a character longer than the last,
+      // the edited string copied into every new thread), or Infinity twice (ties in no order).
+      const seqs = created.map((id) => rows.find((r) => r.thread_id === id)!.seq);
+      expect(seqs.every((s) => Number.isSafeInteger(s))).toBe(true);
+      expect(seqs[1]).toBe((seqs[0] as number) + 1);
+    });
+  }
+
   it("a running run's record moved to another thread: that thread's delete does not cancel it", async () => {
     const first = await openServer("tampered-moved-run");
     const second = await openServer("tampered-moved-run", false, { dbName: first.dbName });

@@ -54,6 +54,10 @@ export interface IndexedDBThreadStoreParams {
   indexedDB?: IDBFactory;
 }
 
+/** The seqs a new thread's can follow: numbers that stay exact one above. */
+const SEQ_MIN = Number.MIN_SAFE_INTEGER;
+const SEQ_MAX = Number.MAX_SAFE_INTEGER - 1;
+
 /** Thread records in an IndexedDB database of their own. */
 export class IndexedDBThreadStore implements AgentThreadStore {
   readonly #db: Database<AgentSchema>;
@@ -82,7 +86,11 @@ export class IndexedDBThreadStore implements AgentThreadStore {
         const threads = tx.objectStore("threads");
         const existing = await threads.get(threadId);
         if (existing) return { thread: toRecord(existing), created: false };
-        const last = await threads.index("seq").openCursor(null, "prev");
+        // The highest seq one can be added to: a row edited on disk may hold a string there (it
+        // sorts after every number, and `+ 1` appended to it: each new row's seq one character
+        // longer than the last, a 1 MB one copied into every new thread), or Infinity or 1e300
+        // (`+ 1` left them as they were: every new thread tied, in no order).
+        const last = await threads.index("seq").openCursor(this.#db.ranges.bound(SEQ_MIN, SEQ_MAX), "prev");
         const row: ThreadRow = {
           thread_id: threadId,
           created_at: now,
