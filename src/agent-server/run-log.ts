@@ -76,7 +76,7 @@ export class RunLog {
       (tx) => tx.objectStore("runs").index("thread_id").getAll(threadId),
       "list runs",
     );
-    return newestFirst(records);
+    return newestFirst(records.filter(namesRun));
   }
 
   /**
@@ -89,7 +89,7 @@ export class RunLog {
       async (tx) => {
         const byStatus = tx.objectStore("runs").index("status");
         const [pending, running] = await Promise.all([byStatus.getAll("pending"), byStatus.getAll("running")]);
-        return [...pending, ...running];
+        return [...pending, ...running].filter(namesRun);
       },
       "list runs not ended",
     );
@@ -169,6 +169,15 @@ function isSentEvent(row: RunEventRow): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether a stored record is keyed by a run id a client can ask for. One
+ * edited on disk to another key (5, ["x"]) was listed among its thread's
+ * runs, while every run route answered it 404.
+ */
+function namesRun(record: RunRecord): boolean {
+  return typeof record.run_id === "string";
 }
 
 function newestFirst(records: RunRecord[]): RunRecord[] {

@@ -81,6 +81,38 @@ describe("the agent server's database, edited between requests", () => {
     }
   });
 
+  it("a thread record planted under an id that is no string is left out of search and count", async () => {
+    const { client, dbName } = await openServer("tampered-thread-id");
+    const thread = await client.threads.create({ metadata: { app: "x" } });
+    const row = await editAgentStore(dbName, "threads", (rows) => rows.get(thread.thread_id));
+    for (const id of [5, ["x"], new Date(5)]) {
+      await editAgentStore(dbName, "threads", (rows) => rows.put({ ...(row as object), thread_id: id }));
+    }
+    // Before: listed and counted (as 5, ["x"] and "1970-01-01T00:00:00.005Z"), while every route
+    // answered each of them 404: an entry of the app's thread list that could never be opened or deleted.
+    expect((await client.threads.search()).map((t) => t.thread_id)).toEqual([thread.thread_id]);
+    expect((await client.threads.search({ metadata: { app: "x" } })).map((t) => t.thread_id)).toEqual([
+      thread.thread_id,
+    ]);
+    expect(await client.threads.count()).toBe(1);
+  });
+
+  it("a run record planted under an id that is no string is left out of the thread's runs", async () => {
+    const { client, dbName } = await openServer("tampered-run-id");
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: human("hello") });
+    const [run] = await client.runs.list(thread.thread_id);
+    const row = await editAgentStore(dbName, "runs", (rows) => rows.get(run!.run_id));
+    for (const id of [5, ["x"]]) {
+      await editAgentStore(dbName, "runs", (rows) => rows.put({ ...(row as object), run_id: id }));
+    }
+    // Before: listed beside the real run, while runs.get, join and delete answered each 404.
+    expect((await client.runs.list(thread.thread_id)).map((r) => r.run_id)).toEqual([run!.run_id]);
+    // The thread's delete still goes through (its runs' records, planted ones too, go with it).
+    await client.threads.delete(thread.thread_id);
+    expect(await editAgentStore(dbName, "runs", (rows) => rows.count())).toBe(0);
+  });
+
   for (const [label, seq] of [
     ["a long string", "9".repeat(100_000)],
     ["Infinity", Infinity],

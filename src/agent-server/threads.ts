@@ -151,6 +151,9 @@ export class IndexedDBThreadStore implements AgentThreadStore {
     const ids = options.ids && new Set(options.ids);
     const matching = all.filter(
       (thread) =>
+        // A row keyed by no string (edited on disk: 5, ["x"], a Date) names no thread a client can
+        // ask for: listed, it could never be read, run or deleted (every route 404).
+        typeof thread.thread_id === "string" &&
         (ids === undefined || ids.has(thread.thread_id)) &&
         (options.status === undefined || thread.status === options.status) &&
         containsJson(metadataOf(thread), options.metadata ?? {}),
