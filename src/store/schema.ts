@@ -165,9 +165,34 @@ export function namespaceRange(ranges: KeyRanges, namespace: readonly string[]):
   return ranges.bound([[...namespace]], [[...namespace], ABOVE]);
 }
 
-/** One namespace's entries in the `order` index created after sequence `after`. */
-export function orderRangeAfter(ranges: KeyRanges, namespace: readonly string[], after: number): IDBKeyRange {
-  return ranges.bound([[...namespace], after], [[...namespace], ABOVE], true);
+/**
+ * Where a read of one namespace's `order` entries goes on after the rows
+ * `read` (lists in index order: a cached head, then rows read since): the
+ * range from the last row's seq on, and how many rows at its start were
+ * read already (the entries of one seq come in key order). Not the range
+ * after that seq: seqs are unique only as the store writes them, and a clock
+ * record rolled back (an older copy put back) or an item's seq edited gives
+ * two items one seq; a range after it passed over those of that seq not read
+ * yet, so items put since never came in paged searches. All rows without any.
+ */
+export function orderRangeAfter(
+  ranges: KeyRanges,
+  namespace: readonly string[],
+  read: readonly (readonly ItemRow[])[],
+): { range: IDBKeyRange; skip: number } {
+  let last: ItemRow["seq"] | undefined;
+  let skip = 0;
+  for (let l = read.length - 1; l >= 0; l--) {
+    const rows = read[l]!;
+    let i = rows.length - 1;
+    if (skip === 0 && i >= 0) last = rows[i]!.seq;
+    for (; i >= 0 && rows[i]!.seq === last; i--) skip += 1;
+    if (i >= 0) break;
+  }
+  if (skip === 0) return { range: namespaceRange(ranges, namespace), skip: 0 };
+  // A seq `===` cannot compare (a Date or a list, edited on disk): after it, as its equals cannot be counted.
+  const counted = typeof last === "number" || typeof last === "string";
+  return { range: ranges.bound([[...namespace], last!], [[...namespace], ABOVE], !counted), skip: counted ? skip : 0 };
 }
 
 /**

@@ -178,8 +178,12 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
       namespaceRows.map(async (namespace, i): Promise<Segment> => {
         const entry = cached[i];
         const range = namespaceRange(ranges, namespace.namespace);
+        // The rows after a cached head (all of them without one).
+        const after = entry?.complete
+          ? undefined
+          : orderRangeAfter(ranges, namespace.namespace, entry ? [entry.rows] : []);
         const [rows, vectors] = await Promise.all([
-          entry?.complete ? undefined : order.getAll(rowsAfter(ranges, namespace, entry)),
+          after && order.getAll(after.range).then((read) => read.slice(after.skip)),
           vectorStore && !entry?.vectors ? vectorStore.getAll(range) : undefined,
         ]);
         return { namespace, cached: entry, rows, complete: true, vectors };
@@ -215,11 +219,9 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
     let complete = false;
     while (matched < need) {
       const wanted = nextChunk(filter !== undefined, need - matched, scanned, hits);
-      const last = rows.length ? rows[rows.length - 1] : cached?.rows[cached.rows.length - 1];
-      const range = last
-        ? orderRangeAfter(ranges, namespace.namespace, last.seq)
-        : namespaceRange(ranges, namespace.namespace);
-      const batch = await order.getAll(range, wanted);
+      const { range, skip } = orderRangeAfter(ranges, namespace.namespace, cached ? [cached.rows, rows] : [rows]);
+      const asked = Math.min(wanted + skip, MAX_GETALL_COUNT);
+      const batch = (await order.getAll(range, asked)).slice(skip);
       for (const row of batch) {
         rows.push(row);
         scanned += 1;
@@ -228,7 +230,7 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
           matched += 1;
         }
       }
-      if (batch.length < wanted) {
+      if (batch.length < asked - skip) {
         complete = true;
         break;
       }
@@ -236,12 +238,6 @@ export async function readSearch(tx: AnyTx, { ranges, cache }: ReadContext, plan
     segments.push({ namespace, cached, rows, complete });
   }
   return { segments, epoch };
-}
-
-/** The `order` range of a namespace's rows after a cached head (all its rows without one). */
-function rowsAfter(ranges: KeyRanges, namespace: NamespaceRow, head: CachedNamespace | undefined): IDBKeyRange {
-  const last = head?.rows[head.rows.length - 1];
-  return last ? orderRangeAfter(ranges, namespace.namespace, last.seq) : namespaceRange(ranges, namespace.namespace);
 }
 
 /** The namespace rows under `prefix`, in first-use order: from the cache when no write happened since, else read. */
