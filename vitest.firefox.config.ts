@@ -45,6 +45,9 @@ export default defineConfig({
       // Goldens and store rows altered outside the package (bigint and cyclic chains: what IndexedDB stores).
       "test/suites/golden-format1-altered.test.ts",
       "test/suites/store-format-attack.test.ts",
+      // Store rows keyed by no namespace, and items sharing a seq (IndexedDB's order of equal index keys).
+      "test/suites/store-namespace-rows.test.ts",
+      "test/suites/store-seq-collisions.test.ts",
       // Values of every size in format-1 goldens (Node and Chromium read them at either depth):
       // about 6 s of Firefox's one page, so at the full depth only.
       ...(configuredDepth() === "full" ? ["test/suites/golden-format1-sizes.test.ts"] : []),
