@@ -214,7 +214,16 @@ export function unpackVectors(bytes: Uint8Array): { norms: Float64Array; vectors
   const packed = fromLittleEndianBytes(bytes);
   const count = packed[0] ?? 0;
   const dims = packed[1] ?? 0;
-  if (!Number.isInteger(count) || !Number.isInteger(dims) || packed.length !== 2 + count + count * dims) {
+  // As nativeVectors checks a native row: the store writes at least one dimension and never a negative
+  // count. A count of -1 with -1 dimensions passed the length check (2 - 1 + 1), read as no vectors at
+  // all (the item left unranked), and 0 dimensions blamed the index configuration.
+  if (
+    !Number.isInteger(count) ||
+    !Number.isInteger(dims) ||
+    count < 0 ||
+    dims < 1 ||
+    packed.length !== 2 + count + count * dims
+  ) {
     throw new SerializationError("stored vectors are malformed");
   }
   return {
