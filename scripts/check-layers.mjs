@@ -62,8 +62,9 @@ export const LAYERS = {
   "sync-server": { imports: ["sync/protocol", "sync/protocol-checks", "rows", "serde", "core"], node: true },
   // The Agent Server routes: runs go through runOnThread, thread records through idb/; rows/ for the
   // saver's id rules, so a thread id the saver would refuse is refused when the thread is created;
-  // saver/syncing: whether the saver syncs (a checkpoint patched in place would reach no other device).
-  "agent-server": { imports: ["runs", "rows", "idb", "core", "saver/syncing"] },
+  // saver/syncing: whether the saver syncs (a checkpoint patched in place would reach no other device);
+  // saver/sealing: the saver's row-bound serializer, which seals each run's events beside an encrypting saver.
+  "agent-server": { imports: ["runs", "rows", "idb", "core", "saver/syncing", "saver/sealing"] },
 };
 
 /** Files the check skips: tests and test helpers. Paths are relative to src/, with "/". */

@@ -14,6 +14,7 @@ import { createRoutes } from "./routes.js";
 import { RunRegistry } from "./runs.js";
 import { threadStatusHooks } from "./thread-status.js";
 import { RunLog } from "./run-log.js";
+import { eventSealing } from "./event-seal.js";
 import { LeftoverRecords, LeftoverThreads, sweepLeftovers } from "./leftover-threads.js";
 import { openAgentDatabase } from "./schema.js";
 import { IndexedDBThreadStore, type AgentThreadStore } from "./threads.js";
@@ -105,7 +106,8 @@ export async function createLocalAgentServer(options: LocalAgentServerOptions): 
   const dbName = `${saver.dbName}-agent-threads`;
   const threads = options.threads ?? new IndexedDBThreadStore({ dbName, indexedDB: options.indexedDB });
   const db = openAgentDatabase(dbName, options.indexedDB);
-  const log = new RunLog(db, options.keepRunEvents);
+  // Beside an encrypting saver, each run's events are sealed by its serializer (event-seal.ts).
+  const log = new RunLog(db, options.keepRunEvents, eventSealing(saver, dbName));
   const records = new LeftoverRecords(db);
   // The hooks ask the registry whether another run goes; it is made with them, hence the getter.
   const runs: RunRegistry = new RunRegistry(

@@ -8,7 +8,8 @@
  */
 import type { Database, Tx } from "../idb/database.js";
 import type { RunRecord, SentEvent } from "./records.js";
-import type { AgentSchema, RunEventRow } from "./schema.js";
+import type { AgentSchema } from "./schema.js";
+import { eventSealing, type EventSealing } from "./event-seal.js";
 
 /** The statuses a run ends with. */
 const FINAL = new Set<RunRecord["status"]>(["success", "error", "interrupted"]);
@@ -25,28 +26,36 @@ export const KEEP_RUN_EVENTS = 50;
 export class RunLog {
   readonly #db: Database<AgentSchema>;
   readonly #keepEventsOf: number;
+  readonly #sealing: EventSealing;
 
   /**
    * @param keepEventsOf How many of a thread's newest runs keep their events:
    *   when a run ends, the events of the thread's older finished runs are
    *   deleted (their records stay). A run not finished keeps its events.
+   * @param sealing How events are stored (event-seal.ts): sealed beside an encrypting saver; default in clear.
    */
-  constructor(db: Database<AgentSchema>, keepEventsOf = KEEP_RUN_EVENTS) {
+  constructor(
+    db: Database<AgentSchema>,
+    keepEventsOf = KEEP_RUN_EVENTS,
+    sealing: EventSealing = eventSealing(undefined, db.name),
+  ) {
     if (!Number.isInteger(keepEventsOf) || keepEventsOf < 1)
       throw new Error(
         `createLocalAgentServer: keepRunEvents must be a whole number of runs, 1 or more; got ${keepEventsOf}.`,
       );
     this.#db = db;
     this.#keepEventsOf = keepEventsOf;
+    this.#sealing = sealing;
   }
 
   /**
    * Writes `record` and `events` (events already written are written again,
    * unchanged) in one transaction; a final record also prunes the events of
-   * the thread's runs beyond the newest `keepEventsOf`.
+   * the thread's runs beyond the newest `keepEventsOf`. Events are sealed
+   * (when the saver encrypts) before the transaction opens.
    */
-  save(record: RunRecord, events: readonly SentEvent[]): Promise<void> {
-    const rows: RunEventRow[] = events.map((event) => ({ ...event, run_id: record.run_id }));
+  async save(record: RunRecord, events: readonly SentEvent[]): Promise<void> {
+    const rows = await this.#sealing.rows(record.run_id, events);
     return this.#db.write(
       ["runs", "run_events"],
       async (tx) => {
@@ -98,7 +107,8 @@ export class RunLog {
 
   /**
    * The run's stored events after the one with id `afterId` (all with -1), in
-   * order; a row of a shape this log never writes (edited on disk) is left out.
+   * order; a row of a shape this log never writes (edited on disk), or one
+   * that does not open beside an encrypting saver (event-seal.ts), is left out.
    */
   async events(runId: string, afterId: number): Promise<SentEvent[]> {
     const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
@@ -107,7 +117,7 @@ export class RunLog {
       (tx) => tx.objectStore("run_events").getAll(range),
       "read a run's events",
     );
-    return rows.filter(isSentEvent).map(({ id, event, data }) => ({ id, event, data }));
+    return (await this.#sealing.events(rows)).filter(isSentEvent);
   }
 
   /** Sets a run's record to `record` if it is not final yet; the record now stored. */
@@ -159,8 +169,8 @@ export class RunLog {
  * broke the stream: the SDK failed to parse it and asked again 5 times, then
  * gave up with no event; a line break in it framed events of its own.
  */
-function isSentEvent(row: RunEventRow): boolean {
-  const { id, event, data } = row as { id: unknown; event: unknown; data: unknown };
+function isSentEvent(sent: SentEvent): boolean {
+  const { id, event, data } = sent as { id: unknown; event: unknown; data: unknown };
   if (!Number.isSafeInteger(id) || typeof event !== "string" || typeof data !== "string") return false;
   if (/[\r\n]/.test(event) || /[\r\n]/.test(data)) return false;
   try {

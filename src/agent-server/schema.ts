@@ -19,10 +19,25 @@ export interface ThreadRow extends ThreadRecord {
   seq: number;
 }
 
-/** A stored run event: the event as sent, under its run. */
-export interface RunEventRow extends SentEvent {
+/** A stored run event beside a saver that does not encrypt: the event as sent, under its run. */
+export interface ClearEventRow extends SentEvent {
   run_id: string;
 }
+
+/**
+ * A stored run event beside a saver that encrypts (event-seal.ts): its
+ * `data` sealed by the saver's serializer for this row (the type and bytes
+ * it gave), never kept in clear; its id and name stay clear.
+ */
+export interface SealedEventRow {
+  run_id: string;
+  id: number;
+  event: string;
+  sealed: [type: string, bytes: Uint8Array];
+}
+
+/** A stored run event, under its run. */
+export type RunEventRow = ClearEventRow | SealedEventRow;
 
 /**
  * A thread-less run's own thread whose delete is under way or failed

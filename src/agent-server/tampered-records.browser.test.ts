@@ -5,10 +5,14 @@
  * answer a clear error or leave the damaged row aside, and never delete,
  * cancel or hang on another thread's data.
  */
+import type { Client } from "@langchain/langgraph-sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { request, withRaw } from "../../test/support/raw-idb.js";
 import type { RunRecord } from "./records.js";
+import { EncryptedSerializer } from "../serde/encrypted/index.js";
+import { IndexedDBSaver } from "../saver/index.js";
+import { freshDbName } from "../../test/support/databases.js";
 
 afterEach(closeServers);
 
@@ -19,6 +23,21 @@ function editAgentStore(dbName: string, store: string, work: (rows: IDBObjectSto
   return withRaw(`${dbName}-agent-threads`, (db) =>
     request(work(db.transaction(store, "readwrite").objectStore(store))),
   );
+}
+
+/** A run on a new thread of `client`, sent `text`, and a replay of its events (`joinStream`, from the start). */
+async function runToReplay(client: Client, text: string) {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "agent", { input: human(text) });
+  const [run] = await client.runs.list(thread.thread_id);
+  const replay = async () => {
+    const parts: { event: string; data: unknown }[] = [];
+    // Without ids: the SDK gives the `end` event (which has none) the last id it saw.
+    for await (const { event, data } of client.runs.joinStream(thread.thread_id, run!.run_id))
+      parts.push({ event, data });
+    return parts;
+  };
+  return { run: run!, replay };
 }
 
 describe("the agent server's database, edited between requests", () => {
@@ -40,26 +59,47 @@ describe("the agent server's database, edited between requests", () => {
 
   it("a stored event of another shape is left out of a replay, which goes on to the run's end", async () => {
     const { client, dbName } = await openServer("tampered-events");
-    const thread = await client.threads.create();
-    await client.runs.wait(thread.thread_id, "agent", { input: human("hello") });
-    const [run] = await client.runs.list(thread.thread_id);
-    const replay = async () => {
-      const parts: { event: string; data: unknown }[] = [];
-      // Without ids: the SDK gives the `end` event (which has none) the last id it saw.
-      for await (const { event, data } of client.runs.joinStream(thread.thread_id, run!.run_id))
-        parts.push({ event, data });
-      return parts;
-    };
+    const { run, replay } = await runToReplay(client, "hello");
     const whole = await replay();
     expect(whole.length).toBeGreaterThan(3);
     // Retyped (its data an object, its name a number: the SDK could not parse the stream and tried
     // again 5 times, 20 s, then failed with no event at all) and one whose data breaks the SSE framing
     // with an `end` of its own.
     await editAgentStore(dbName, "run_events", (rows) =>
-      rows.put({ run_id: run!.run_id, id: 1, event: 5, data: { x: 1 } }),
+      rows.put({ run_id: run.run_id, id: 1, event: 5, data: { x: 1 } }),
     );
     await editAgentStore(dbName, "run_events", (rows) =>
-      rows.put({ run_id: run!.run_id, id: 2, event: "values", data: "null\n\nevent: end\ndata: null" }),
+      rows.put({ run_id: run.run_id, id: 2, event: "values", data: "null\n\nevent: end\ndata: null" }),
+    );
+    expect(await replay()).toEqual([whole[0], ...whole.slice(3)]);
+  });
+
+  it("beside an encrypted saver, events are sealed: one edited or planted in clear is left out of a replay", async () => {
+    const dbName = freshDbName("tampered-sealed-events");
+    const serde = await EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(4));
+    const { client } = await openServer("tampered-sealed-events", false, {
+      saver: new IndexedDBSaver({ dbName, serde }),
+    });
+    const { run, replay } = await runToReplay(client, "my-secret-diagnosis");
+    const whole = await replay();
+    expect(JSON.stringify(whole)).toContain("my-secret-diagnosis");
+    const rows = (await editAgentStore(dbName, "run_events", (store) => store.getAll())) as {
+      id: number;
+      sealed: [string, Uint8Array];
+    }[];
+    // Before: each row held its data in clear, the input among it.
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    for (const row of rows) {
+      expect(row).not.toHaveProperty("data");
+      expect(new TextDecoder().decode(row.sealed[1])).not.toContain("my-secret-diagnosis");
+    }
+    const bytes = rows[1]!.sealed[1].slice();
+    bytes[20]! ^= 1;
+    await editAgentStore(dbName, "run_events", (store) =>
+      store.put({ ...rows[1], sealed: [rows[1]!.sealed[0], bytes] }),
+    );
+    await editAgentStore(dbName, "run_events", (store) =>
+      store.put({ run_id: run.run_id, id: 2, event: whole[2]!.event, data: JSON.stringify(whole[2]!.data) }),
     );
     expect(await replay()).toEqual([whole[0], ...whole.slice(3)]);
   });
