@@ -6,6 +6,7 @@
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { MAX_TIMEOUT_MS } from "../runs/coordinator.js";
+import { STRICT_RESUME_KEY } from "../runs/holder.js";
 import { isPlainObject, isStringList } from "../core/guards.js";
 import { BadRequest, checkOneOf, optionalBoolean, optionalObject, optionalString } from "./input.js";
 
@@ -101,7 +102,6 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
   }
   onCompletionOf(json);
   optionalBoolean(json, "stream_resumable");
-  optionalBoolean(json, "strict_resume");
   const durability = optionalString(json, "durability");
   const during = optionalBoolean(json, "checkpoint_during");
   if (durability !== undefined && during !== undefined) {
@@ -109,6 +109,19 @@ export function durabilityOf(json: Record<string, unknown>): (typeof DURABILITIE
   }
   if (durability !== undefined) return checkOneOf(durability, DURABILITIES, "durability");
   return during === undefined ? undefined : during ? "async" : "exit";
+}
+
+/**
+ * The configurable a run's `strict_resume` adds: LangGraph's strict resume
+ * key when it is true (the SDK's `strictResume`, which `useStream` passes
+ * on), nothing otherwise. LangGraph then fails a run whose resume names an
+ * interrupt not waiting, is an empty map, or is one answer while several
+ * interrupts wait, with `UnknownInterruptError`, before writing anything.
+ * Once checked and dropped: one answer while two questions waited answered both.
+ * @throws {BadRequest} a strict_resume that is not a boolean.
+ */
+export function strictResumeOf(json: Record<string, unknown>): Record<string, true> {
+  return optionalBoolean(json, "strict_resume") === true ? { [STRICT_RESUME_KEY]: true } : {};
 }
 
 /**

@@ -28,7 +28,7 @@ import {
   storableThreadId,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
-import { durabilityOf, interruptNodesOf, runConfigOf } from "./run-options.js";
+import { durabilityOf, interruptNodesOf, runConfigOf, strictResumeOf } from "./run-options.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { RunRegistry } from "./runs.js";
 import type { AgentThreadStore } from "./threads.js";
@@ -143,6 +143,8 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
       ...config.configurable,
       ...optionalCheckpoint(json, "checkpoint"),
       ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
+      // Set by the server, as LangGraph's own keys are: refused in the client's configurable above.
+      ...strictResumeOf(json),
       thread_id: threadId,
       graph_id: assistantId,
     };

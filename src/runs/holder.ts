@@ -48,9 +48,11 @@ const ABORT_SIGNALS_KEY = "__pregel_abort_signals";
  * resume map naming an interrupt that is not pending. Set for resume maps:
  * the answer of a tab that waited for another tab's answer to the same
  * question would otherwise go to the node's next question. Earlier releases
- * ignore the key (and name all of a node's questions alike).
+ * ignore the key (and name all of a node's questions alike). The agent server
+ * sets it too, for a run asked with `strict_resume`.
+ * @internal
  */
-const STRICT_RESUME_KEY = "__pregel_strict_resume";
+export const STRICT_RESUME_KEY = "__pregel_strict_resume";
 
 /** How often a waiting run repeats its stop request until the holder answers. */
 const STOP_RESEND_MS = 200;
