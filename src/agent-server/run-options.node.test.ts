@@ -5,6 +5,7 @@
  * anything runs or is written.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { LangChainTracer } from "@langchain/core/tracers/tracer_langchain";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human, texts, type Chat } from "../../test/support/agent-server/timing.js";
 
@@ -120,6 +121,30 @@ describe("what a page cannot do", () => {
     const { status, answer, client, threadId } = await askRun(fields);
     expect([status, answer.message]).toEqual([422, expect.stringContaining(key)]);
     expect(await client.runs.list(threadId)).toEqual([]);
+  });
+
+  // Once dropped: the run went on without them, a misspelt interrupt_before with no breakpoint.
+  it.each([
+    ["langsmith_tracer", { langsmith_tracer: { project_name: "p" } }],
+    ["interrupt_befor", { interrupt_befor: ["agent"] }],
+  ])("a body field the server does not read (%s) is refused (422) naming it", async (key, fields) => {
+    const { status, answer, client, threadId } = await askRun(fields);
+    expect([status, answer.message]).toEqual([422, expect.stringContaining(`${key} is not served`)]);
+    expect(await client.runs.list(threadId)).toEqual([]);
+  });
+
+  it("the SDK's _langsmithTracer is refused (422), and so on a thread-less run", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const tracer = { _langsmithTracer: new LangChainTracer({ projectName: "p", exampleId: "e" }) };
+    await expect(client.runs.create(t.thread_id, "agent", { input: human("hi"), ...tracer })).rejects.toThrow(
+      /422.*langsmith_tracer/,
+    );
+    await expect(client.runs.wait(null, "agent", { input: human("hi"), ...tracer })).rejects.toThrow(
+      /422.*langsmith_tracer/,
+    );
+    expect(await client.runs.list(t.thread_id)).toEqual([]);
+    expect(await client.threads.search({})).toHaveLength(1);
   });
 
   it("what the SDK sends by default, or without effect on a thread's run, is taken", async () => {

@@ -28,7 +28,7 @@ import {
   storableThreadId,
 } from "./input.js";
 import { busy, reply } from "./replies.js";
-import { durabilityOf, interruptNodesOf, runConfigOf, strictResumeOf } from "./run-options.js";
+import { durabilityOf, interruptNodesOf, refuseUnreadRunFields, runConfigOf, strictResumeOf } from "./run-options.js";
 import type { RunLockManager } from "../runs/locks.js";
 import type { RunRegistry } from "./runs.js";
 import type { AgentThreadStore } from "./threads.js";
@@ -102,6 +102,7 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
   const startRun = async (c: Context, streamed: boolean, own?: OwnThread): Promise<RunHandle | Response> => {
     const json = await body(c);
     const threadId = own?.threadId ?? c.req.param("thread_id")!;
+    refuseUnreadRunFields(json);
     const assistantId = optionalString(json, "assistant_id");
     // Required, as the Agent Server's schema has it: a body without one is answered 422, not "no graph".
     if (assistantId === undefined) {
