@@ -170,6 +170,8 @@ export function createRoutes(context: RouteContext): Hono {
     return reply(c, (await searchThreads(json, { limit: 0, offset: 0 })).total);
   });
   app.get("/threads/:thread_id", async (c) => {
+    // The SDK's `include`: every field a record has is answered already; another is refused, not dropped.
+    for (const field of c.req.queries("include") ?? []) checkOneOf(field, THREAD_FIELDS, "include");
     const thread = await threadOr404(c);
     return thread instanceof Response ? thread : reply(c, await withState(thread));
   });
@@ -177,7 +179,10 @@ export function createRoutes(context: RouteContext): Hono {
     const json = await body(c);
     refuseTtl(json);
     const thread = await threads.patch(c.req.param("thread_id"), { metadata: optionalObject(json, "metadata") });
-    return thread ? reply(c, await withState(thread)) : reply(c, { error: "Thread not found" }, 404);
+    if (!thread) return reply(c, { error: "Thread not found" }, 404);
+    // The SDK's `returnMinimal` (typed to resolve to nothing): no record, so no state read for it.
+    if (/(^|[\s,;])return=minimal($|[\s,;])/i.test(c.req.header("Prefer") ?? "")) return c.body(null, 204);
+    return reply(c, await withState(thread));
   });
   // As the Agent Server does: a new id, the source's metadata with the new id as `thread_id`, status idle,
   // and the checkpoints as they are now (the saver reads them in one transaction: a run going on the

@@ -338,6 +338,10 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
     const run = await runOr404(c);
     if (run instanceof Response) return run;
     const action = checkOneOf(c.req.query("action") ?? "interrupt", ["interrupt", "rollback"], "action");
+    // The SDK's `reason: "taken"` (steering) asks for a cancel_reason on the run's record, which a local run has not.
+    if (c.req.query("reason") !== undefined) {
+      throw new BadRequest("reason is not served by the local agent server: its runs keep no cancel_reason.");
+    }
     const cancelled = run.cancel(action);
     const wait = queryFlag(c, "wait");
     if (wait) await cancelled;

@@ -163,6 +163,41 @@ describe("what the SDK and useStream send", () => {
   });
 });
 
+describe("options the SDK sends in the query or a header", () => {
+  // Once dropped: the thread came back with every field, and returnMinimal resolved to the whole record.
+  it("threads.update with returnMinimal answers 204 (the SDK resolves to nothing), the metadata updated", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create({ metadata: { a: 1 } });
+    expect(await client.threads.update(t.thread_id, { metadata: { b: 2 }, returnMinimal: true })).toBeUndefined();
+    expect((await client.threads.get(t.thread_id)).metadata).toEqual({ a: 1, b: 2 });
+    expect((await client.threads.update(t.thread_id, { metadata: { c: 3 } })).metadata).toEqual({ a: 1, b: 2, c: 3 });
+  });
+
+  it("threads.get's include takes the fields a record has, and refuses (422) another", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    expect((await client.threads.get(t.thread_id, { include: ["values", "interrupts"] })).thread_id).toBe(t.thread_id);
+    await expect(client.threads.get(t.thread_id, { include: ["ttl"] })).rejects.toThrow(/422.*include/);
+  });
+
+  // Once dropped: the run was cancelled, and no cancel_reason was ever recorded.
+  it("runs.cancel with a reason is refused (422) naming it, the run not cancelled", async () => {
+    const { client } = await setup();
+    const t = await client.threads.create();
+    const hold = crypto.randomUUID();
+    const run = await client.runs.create(t.thread_id, "agent", {
+      input: human("x"),
+      config: { configurable: { hold } },
+    });
+    await expect(client.runs.cancel(t.thread_id, run.run_id, true, "interrupt", { reason: "taken" })).rejects.toThrow(
+      /422.*reason/,
+    );
+    letGo(hold);
+    await client.runs.join(t.thread_id, run.run_id);
+    expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
+  });
+});
+
 describe("finished runs", () => {
   it("are read from the run log, so keepRunEvents applies to this server's own runs too", async () => {
     const { client } = await serverOf({ agent: agentGraph() }, 1);
