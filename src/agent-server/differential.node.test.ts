@@ -74,15 +74,39 @@ async function conversation(fetch: Fetch) {
 let embedFetch: Fetch | undefined;
 afterAll(closeServers);
 
-it("LangGraph's embed server and the local agent server answer the same conversation alike", async () => {
+/** A fetch on LangGraph's embed server serving `agentGraph()`, in memory. */
+function embedServer(): Fetch {
   const embed = createEmbedServer({
     graph: { agent: agentGraph() },
     threads: memoryThreads(),
     checkpointer: new MemorySaver(),
   });
+  return (input, init) => Promise.resolve(embed.request(input, init));
+}
+
+it("LangGraph's embed server and the local agent server answer the same conversation alike", async () => {
   const { server: local } = await openServer("agent-diff");
-  embedFetch = (input, init) => Promise.resolve(embed.request(input, init));
+  embedFetch = embedServer();
   const theirs = await conversation(embedFetch);
   const ours = await conversation(local.fetch);
   expect(ours).toEqual(theirs);
+});
+
+// Once a stream of only `metadata` and `end` here: useStream sends `stream_mode: []` when the component reads
+// no streamed values (only `interrupt`, say), and the Agent Server streams `values` then.
+it("a run asked with an empty list of stream modes streams values, as the embed server does", async () => {
+  const { server: local } = await openServer("agent-diff-modes");
+  const kinds = async (fetch: Fetch) => {
+    const client = new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch, maxRetries: 0 } });
+    const { thread_id } = await client.threads.create();
+    const seen: string[] = [];
+    for await (const part of client.runs.stream(thread_id, "agent", { input: human("hi"), streamMode: [] })) {
+      // The `end` the embed server does not send (see above).
+      if (part.event !== "end") seen.push(part.event);
+    }
+    return seen;
+  };
+  const theirs = await kinds(embedServer());
+  expect(theirs).toEqual(["metadata", "values", "values"]);
+  expect(await kinds(local.fetch)).toEqual(theirs);
 });

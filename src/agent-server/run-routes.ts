@@ -130,8 +130,11 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
       "multitask_strategy",
     );
     const requested = json.stream_mode;
-    const modes = (Array.isArray(requested) ? requested : requested === undefined ? ["values"] : [requested]).map(
-      (mode) => checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
+    const asked: unknown[] = Array.isArray(requested) ? requested : requested == null ? [] : [requested];
+    // None asked, an empty list too, is "values", as the Agent Server has it: useStream sends [] when the
+    // component reads no streamed values (only `interrupt`, say), and still counts on the values events.
+    const modes = (asked.length === 0 ? ["values"] : asked).map((mode) =>
+      checkOneOf(String(mode), STREAM_MODES, "stream_mode"),
     );
     const commandJson = optionalObject(json, "command");
     const command = commandJson && commandOf(commandJson);
