@@ -4,6 +4,7 @@
  * the SDK's `assistants.search`, `count` and `get`.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { Annotation, START, StateGraph } from "@langchain/langgraph/web";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { human, texts, type Chat } from "../../test/support/agent-server/timing.js";
@@ -61,5 +62,33 @@ describe("assistants", () => {
     const last = await client.assistants.search({ limit: 1, offset: 1, sortBy: "name", includePagination: true });
     expect(last.next).toBeNull();
     await expect(client.assistants.search({ limit: 0, includePagination: true })).rejects.toThrow(/422.*limit/);
+  });
+
+  // Once answered 404 (not served): an app drawing its agent's graph (nodes, edges) had nothing to draw.
+  it("getGraph answers the graph as LangGraph draws it, its subgraphs with xray; 404 for no assistant", async () => {
+    const State = Annotation.Root({ n: Annotation<number>({ reducer: (_a, b) => b, default: () => 0 }) });
+    // Two nodes: LangGraph draws a subgraph of one node as that node.
+    const inner = new StateGraph(State)
+      .addNode("step", (s) => ({ n: s.n + 1 }))
+      .addNode("again", (s) => ({ n: s.n + 1 }))
+      .addEdge(START, "step")
+      .addEdge("step", "again")
+      .compile();
+    const outer = new StateGraph(State).addNode("sub", inner).addEdge(START, "sub").compile();
+    const { client, server } = await openServer("assistants", false, { graphs: { agent: agentGraph(), outer } });
+    const drawn = await client.assistants.getGraph("agent");
+    expect(drawn.nodes.map((node) => node.id).sort()).toEqual(["__end__", "__start__", "agent", "approve"]);
+    expect(drawn).toEqual(JSON.parse(JSON.stringify((await agentGraph().getGraphAsync()).toJSON())));
+    const ids = async (xray?: boolean | number) =>
+      (await client.assistants.getGraph("outer", { xray })).nodes.map((node) => String(node.id));
+    expect(await ids()).not.toContain("sub:step");
+    expect(await ids(true)).toContain("sub:step");
+    expect(await ids(1)).toContain("sub:step");
+    await expect(client.assistants.getGraph("missing")).rejects.toThrow(/404/);
+    const bad = await server.fetch("http://local.invalid/assistants/outer/graph?xray=deep");
+    expect([bad.status, ((await bad.json()) as { message: string }).message]).toEqual([
+      422,
+      expect.stringContaining("xray"),
+    ]);
   });
 });

@@ -2,10 +2,12 @@
  * The assistants routes, read only: one assistant per served graph, named by
  * the graph's name (the `assistant_id` a run is asked with), as the Agent
  * Server makes each graph's default assistant (metadata `created_by:
- * "system"`, version 1, no config). Creating, updating or versioning
- * assistants is not served.
+ * "system"`, version 1, no config), and each one's graph as LangGraph draws
+ * it. Creating, updating or versioning assistants, and their schemas, are
+ * not served.
  */
 import type { Hono } from "hono";
+import type { ServedGraph } from "./graphs.js";
 import { containsJson } from "./threads.js";
 import { BadRequest, body, checkOneOf, optionalNumber, optionalObject, optionalString, selectOf } from "./input.js";
 import { reply, selected } from "./replies.js";
@@ -41,9 +43,13 @@ interface AssistantRecord {
   updated_at: string;
 }
 
-/** Adds the read-only assistants routes for `graphNames` (their records dated `createdAt`) to `app`. */
-export function registerAssistantRoutes(app: Hono, graphNames: readonly string[], createdAt: string): void {
-  const assistants: AssistantRecord[] = graphNames.map((name) => ({
+/** Adds the read-only assistants routes for `graphs` (their records dated `createdAt`) to `app`. */
+export function registerAssistantRoutes(
+  app: Hono,
+  graphs: Readonly<Record<string, ServedGraph>>,
+  createdAt: string,
+): void {
+  const assistants: AssistantRecord[] = Object.keys(graphs).map((name) => ({
     assistant_id: name,
     graph_id: name,
     name,
@@ -90,10 +96,36 @@ export function registerAssistantRoutes(app: Hono, graphNames: readonly string[]
     );
   });
   app.post("/assistants/count", async (c) => reply(c, matching(await body(c)).length));
+  // As the Agent Server draws it: the graph's getGraphAsync, with `xray`, as JSON.
+  app.get("/assistants/:assistant_id/graph", async (c) => {
+    const xray = xrayOf(c.req.query("xray"));
+    const name = c.req.param("assistant_id");
+    // `graphs` has no prototype (bindGraphs): a name finds only a graph given.
+    const graph = graphs[name];
+    if (!graph) return reply(c, { error: "Assistant not found" }, 404);
+    if (typeof graph.getGraphAsync !== "function") {
+      return reply(c, { error: `The graph of ${JSON.stringify(name)} cannot draw itself (no getGraphAsync)` }, 404);
+    }
+    const drawable = await graph.getGraphAsync(xray === undefined ? {} : { xray });
+    return reply(c, drawable.toJSON());
+  });
   app.get("/assistants/:assistant_id", (c) => {
     const assistant = assistants.find((one) => one.assistant_id === c.req.param("assistant_id"));
     return assistant ? reply(c, assistant) : reply(c, { error: "Assistant not found" }, 404);
   });
+}
+
+/**
+ * `getGraph`'s `xray` query (the SDK sends a boolean or a number as its
+ * JSON text): true, false, or how many levels of subgraphs to draw.
+ * @throws {BadRequest} anything else.
+ */
+function xrayOf(query: string | undefined): boolean | number | undefined {
+  if (query === undefined) return undefined;
+  if (query === "true" || query === "false") return query === "true";
+  const levels = Number(query);
+  if (query !== "" && Number.isInteger(levels) && levels >= 0) return levels;
+  throw new BadRequest(`xray must be true, false or a number of levels; got ${JSON.stringify(query)}.`);
 }
 
 function compare(a: string, b: string): number {

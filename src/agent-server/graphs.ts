@@ -18,6 +18,8 @@ export interface ServedGraph extends EventStreamingGraph {
     options?: { limit?: number; before?: RunnableConfig; filter?: Record<string, unknown> },
   ): AsyncIterable<Snapshot>;
   updateState(config: RunnableConfig, values: unknown, asNode?: string): Promise<RunnableConfig>;
+  /** Its drawable graph (`assistants.getGraph`); `xray` draws its subgraphs too (a number: that many levels). */
+  getGraphAsync?(config?: RunnableConfig & { xray?: boolean | number }): Promise<{ toJSON(): unknown }>;
 }
 
 /**

@@ -302,7 +302,7 @@ export function createRoutes(context: RouteContext): Hono {
   registerPruneRoute(app, context);
   registerStatePatchRoute(app, context, threadOr404);
   registerThreadStreamRoute(app, context, threadOr404);
-  registerAssistantRoutes(app, Object.keys(context.graphs), new Date().toISOString());
+  registerAssistantRoutes(app, context.graphs, new Date().toISOString());
   registerStoreRoutes(app, context.store);
   return app;
 }
