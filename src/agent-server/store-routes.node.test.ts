@@ -31,7 +31,7 @@ describe("store routes", () => {
   });
 
   it("refuses bad input (422) naming it, and answers 404 saying why without a store", async () => {
-    const { server } = await openServer("store-routes", true);
+    const { server, client } = await openServer("store-routes", true);
     const put = (json: unknown) =>
       server.fetch("http://local.invalid/store/items", { method: "PUT", body: JSON.stringify(json) });
     for (const [json, field] of [
@@ -46,6 +46,21 @@ describe("store routes", () => {
       expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([
         422,
         expect.stringContaining(field),
+      ]);
+    }
+    // refresh_ttl has nothing to refresh (no item expires): taken as the SDK sends it, refused otherwise.
+    await client.store.putItem(["a"], "k", { v: 1 });
+    expect((await client.store.getItem(["a"], "k", { refreshTtl: true }))?.value).toEqual({ v: 1 });
+    expect((await client.store.searchItems(["a"], { refreshTtl: true })).items).toHaveLength(1);
+    const get = await server.fetch("http://local.invalid/store/items?namespace=a&key=k&refresh_ttl=yes");
+    const search = await server.fetch("http://local.invalid/store/items/search", {
+      method: "POST",
+      body: JSON.stringify({ namespace_prefix: ["a"], refresh_ttl: "yes" }),
+    });
+    for (const res of [get, search]) {
+      expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([
+        422,
+        expect.stringContaining("refresh_ttl"),
       ]);
     }
     const { server: bare } = await openServer("store-routes-bare");

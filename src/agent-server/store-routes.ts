@@ -2,11 +2,13 @@
  * The store routes the SDK's `client.store` calls (put, get, delete and
  * search items, list namespaces), on the server's store: the one its graphs
  * get. Bodies and answers in the Agent Server's shapes (`created_at`,
- * `updated_at`); without a store they answer 404 saying so.
+ * `updated_at`); without a store they answer 404 saying so. A `ttl` is
+ * refused (items are kept until deleted); `refresh_ttl` is checked and has
+ * nothing to refresh.
  */
 import type { Context, Hono } from "hono";
 import type { BaseStore, Item } from "@langchain/langgraph-checkpoint";
-import { BadRequest, body, optionalNumber, optionalObject, optionalString } from "./input.js";
+import { BadRequest, body, optionalBoolean, optionalNumber, optionalObject, optionalString } from "./input.js";
 import { reply } from "./replies.js";
 import { isStringList } from "../core/guards.js";
 
@@ -50,6 +52,10 @@ export function registerStoreRoutes(app: Hono, store: BaseStore | undefined): vo
     served(async (c, store) => {
       const key = c.req.query("key");
       if (key === undefined) throw new BadRequest("key must be a string.");
+      const refresh = c.req.query("refresh_ttl");
+      if (refresh !== undefined && refresh !== "true" && refresh !== "false") {
+        throw new BadRequest(`refresh_ttl must be true or false; got ${JSON.stringify(refresh)}.`);
+      }
       const namespace = namespaceOf(c.req.query("namespace")?.split(".") ?? [], "namespace", true);
       return reply(c, toApi(await store.get(namespace, key)));
     }),
@@ -66,6 +72,7 @@ export function registerStoreRoutes(app: Hono, store: BaseStore | undefined): vo
     "/store/items/search",
     served(async (c, store) => {
       const json = await body(c);
+      optionalBoolean(json, "refresh_ttl");
       const items = await store.search(namespaceOf(json.namespace_prefix ?? [], "namespace_prefix", true), {
         filter: optionalObject(json, "filter"),
         limit: optionalNumber(json, "limit") ?? 10,
