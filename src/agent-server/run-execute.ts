@@ -139,7 +139,13 @@ async function executeRun(context: RunContext, state: RunState, spec: RunSpec, r
       }
     },
   };
-  const config = { ...spec.config, metadata: { ...spec.config.metadata, run_id: state.record.run_id } };
+  // The run's id in its configurable too, as the Agent Server (and LangGraph's embed server) gives it
+  // the graph: a node reading config.configurable.run_id found none here.
+  const config = {
+    ...spec.config,
+    configurable: { ...spec.config.configurable, run_id: state.record.run_id },
+    metadata: { ...spec.config.metadata, run_id: state.record.run_id },
+  };
   let failure: unknown;
   let rolledBack = false;
   try {

@@ -198,6 +198,20 @@ describe("options the SDK sends in the query or a header", () => {
   });
 });
 
+// Once absent: the Agent Server (and LangGraph's embed server) gives a run's graph its run_id in its configurable.
+it("a run's graph finds the run's id in config.configurable.run_id, as at the Agent Server", async () => {
+  const State = Annotation.Root({ seen: Annotation<string>({ reducer: (_a, b) => b, default: () => "" }) });
+  const graph = new StateGraph(State)
+    .addNode("look", (_s, config) => ({ seen: String(config.configurable?.run_id) }))
+    .addEdge(START, "look")
+    .compile();
+  const { client } = await serverOf({ graph });
+  const t = await client.threads.create();
+  const answer = await client.runs.wait(t.thread_id, "graph", { input: {} });
+  const [run] = await client.runs.list(t.thread_id);
+  expect(answer).toEqual({ seen: run!.run_id });
+});
+
 describe("finished runs", () => {
   it("are read from the run log, so keepRunEvents applies to this server's own runs too", async () => {
     const { client } = await serverOf({ agent: agentGraph() }, 1);
