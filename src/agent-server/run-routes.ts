@@ -180,6 +180,9 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
       config: {
         ...config,
         configurable,
+        // The run's metadata where the graph (and LangChain's callbacks: the messages events) sees it, as the
+        // Agent Server and LangGraph's embed server run it; LangGraph.js keeps it out of the checkpoints.
+        metadata: { ...config.metadata, ...metadata },
         ...(json.context !== undefined ? { context: json.context } : {}),
         ...(interruptBefore !== undefined ? { interruptBefore } : {}),
         ...(interruptAfter !== undefined ? { interruptAfter } : {}),

@@ -7,7 +7,7 @@
  * thread fields and refusals (`supersteps`, `after_seconds`).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph/web";
+import { Annotation, END, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { letGo } from "../../test/support/agent-server/graph.js";
 import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
@@ -198,18 +198,27 @@ describe("options the SDK sends in the query or a header", () => {
   });
 });
 
-// Once absent: the Agent Server (and LangGraph's embed server) gives a run's graph its run_id in its configurable.
-it("a run's graph finds the run's id in config.configurable.run_id, as at the Agent Server", async () => {
-  const State = Annotation.Root({ seen: Annotation<string>({ reducer: (_a, b) => b, default: () => "" }) });
+// Once absent, both: the Agent Server (and LangGraph's embed server) gives a run's graph its run_id in its
+// configurable, and the run's metadata in config.metadata (where LangChain's callbacks read it).
+it("a run's graph finds the run's id in config.configurable.run_id, and its metadata in config.metadata", async () => {
+  const State = Annotation.Root({ seen: Annotation<unknown>({ reducer: (_a, b) => b, default: () => null }) });
   const graph = new StateGraph(State)
-    .addNode("look", (_s, config) => ({ seen: String(config.configurable?.run_id) }))
+    .addNode("look", (_s, config: LangGraphRunnableConfig) => ({
+      seen: { runId: config.configurable?.run_id, app: config.metadata?.app, mine: config.metadata?.mine },
+    }))
     .addEdge(START, "look")
     .compile();
   const { client } = await serverOf({ graph });
   const t = await client.threads.create();
-  const answer = await client.runs.wait(t.thread_id, "graph", { input: {} });
+  const answer = await client.runs.wait(t.thread_id, "graph", {
+    input: {},
+    metadata: { app: "chat" },
+    // The SDK's Config type has no metadata; the server takes it (LangGraph's config has one).
+    config: { metadata: { mine: 1 } } as never,
+  });
   const [run] = await client.runs.list(t.thread_id);
-  expect(answer).toEqual({ seen: run!.run_id });
+  expect(answer).toEqual({ seen: { runId: run!.run_id, app: "chat", mine: 1 } });
+  expect(run!.metadata).toEqual({ app: "chat" });
 });
 
 describe("finished runs", () => {
