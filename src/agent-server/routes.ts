@@ -37,6 +37,8 @@ import {
 } from "./input.js";
 
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
+/** The fields of a thread record as answered here (the Agent Server's `config` and `context` it has not). */
+const RECORD_FIELDS = THREAD_FIELDS.filter((field) => field !== "config" && field !== "context");
 
 /** The Hono app serving the routes. */
 export function createRoutes(context: RouteContext): Hono {
@@ -171,7 +173,7 @@ export function createRoutes(context: RouteContext): Hono {
   });
   app.get("/threads/:thread_id", async (c) => {
     // The SDK's `include`: every field a record has is answered already; another is refused, not dropped.
-    for (const field of c.req.queries("include") ?? []) checkOneOf(field, THREAD_FIELDS, "include");
+    for (const field of c.req.queries("include") ?? []) checkOneOf(field, RECORD_FIELDS, "include");
     const thread = await threadOr404(c);
     return thread instanceof Response ? thread : reply(c, await withState(thread));
   });

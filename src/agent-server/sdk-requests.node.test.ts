@@ -177,7 +177,9 @@ describe("options the SDK sends in the query or a header", () => {
     const { client } = await setup();
     const t = await client.threads.create();
     expect((await client.threads.get(t.thread_id, { include: ["values", "interrupts"] })).thread_id).toBe(t.thread_id);
-    await expect(client.threads.get(t.thread_id, { include: ["ttl"] })).rejects.toThrow(/422.*include/);
+    for (const field of ["ttl", "config"]) {
+      await expect(client.threads.get(t.thread_id, { include: [field] })).rejects.toThrow(/422.*include/);
+    }
   });
 
   // Once dropped: the run was cancelled, and no cancel_reason was ever recorded.
