@@ -223,6 +223,20 @@ it("a run's graph finds the run's id in config.configurable.run_id, and its meta
   expect(run!.metadata).toEqual({ app: "chat" });
 });
 
+it("a run's metadata reaches the metadata of its messages events, as LangChain's callbacks carry config.metadata", async () => {
+  const { client } = await setup();
+  const t = await client.threads.create();
+  const metas: unknown[] = [];
+  const stream = client.runs.stream(t.thread_id, "agent", {
+    input: human("x"),
+    streamMode: ["messages-tuple"],
+    metadata: { app: "chat" },
+  });
+  for await (const part of stream) if (part.event === "messages") metas.push((part.data as unknown[])[1]);
+  expect(metas.length).toBeGreaterThan(0);
+  expect(metas.every((meta) => (meta as { app?: unknown }).app === "chat")).toBe(true);
+});
+
 describe("finished runs", () => {
   it("are read from the run log, so keepRunEvents applies to this server's own runs too", async () => {
     const { client } = await serverOf({ agent: agentGraph() }, 1);
