@@ -150,7 +150,9 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
       // Set by the server, as LangGraph's own keys are: refused in the client's configurable above.
       ...strictResumeOf(json),
       thread_id: threadId,
+      // Both, as the Agent Server gives them (an assistant here is its graph, by name).
       graph_id: assistantId,
+      assistant_id: assistantId,
     };
     const onDisconnect = checkOneOf(
       optionalString(json, "on_disconnect") ?? "continue",

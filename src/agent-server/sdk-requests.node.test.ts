@@ -200,13 +200,18 @@ describe("options the SDK sends in the query or a header", () => {
   });
 });
 
-// Once absent, both: the Agent Server (and LangGraph's embed server) gives a run's graph its run_id in its
-// configurable, and the run's metadata in config.metadata (where LangChain's callbacks read it).
-it("a run's graph finds the run's id in config.configurable.run_id, and its metadata in config.metadata", async () => {
+// Once absent: the Agent Server gives a run's graph its run_id and assistant_id in its configurable (LangGraph's
+// embed server the run_id), and the run's metadata in config.metadata (where LangChain's callbacks read it).
+it("a run's graph finds run_id and assistant_id in config.configurable, and its metadata in config.metadata", async () => {
   const State = Annotation.Root({ seen: Annotation<unknown>({ reducer: (_a, b) => b, default: () => null }) });
   const graph = new StateGraph(State)
     .addNode("look", (_s, config: LangGraphRunnableConfig) => ({
-      seen: { runId: config.configurable?.run_id, app: config.metadata?.app, mine: config.metadata?.mine },
+      seen: {
+        runId: config.configurable?.run_id,
+        assistantId: config.configurable?.assistant_id,
+        app: config.metadata?.app,
+        mine: config.metadata?.mine,
+      },
     }))
     .addEdge(START, "look")
     .compile();
@@ -219,7 +224,7 @@ it("a run's graph finds the run's id in config.configurable.run_id, and its meta
     config: { metadata: { mine: 1 } } as never,
   });
   const [run] = await client.runs.list(t.thread_id);
-  expect(answer).toEqual({ seen: { runId: run!.run_id, app: "chat", mine: 1 } });
+  expect(answer).toEqual({ seen: { runId: run!.run_id, assistantId: "graph", app: "chat", mine: 1 } });
   expect(run!.metadata).toEqual({ app: "chat" });
 });
 
