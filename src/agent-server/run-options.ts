@@ -29,58 +29,6 @@ const CONFIG_KEYS: Readonly<Record<string, { what: string; ok: (value: unknown) 
 };
 
 /**
- * The fields of a run request's body the server reads: the Agent Server's
- * RunCreate, as the SDK's `runs.stream`, `runs.create` and `runs.wait` send
- * it (`useStream` too), each checked and served or refused on its own.
- */
-const RUN_BODY_FIELDS = new Set([
-  "assistant_id",
-  "input",
-  "command",
-  "config",
-  "context",
-  "metadata",
-  "stream_mode",
-  "stream_subgraphs",
-  "stream_resumable",
-  "feedback_keys",
-  "interrupt_before",
-  "interrupt_after",
-  "checkpoint",
-  "checkpoint_id",
-  "webhook",
-  "strict_resume",
-  "multitask_strategy",
-  "on_completion",
-  "on_disconnect",
-  "after_seconds",
-  "if_not_exists",
-  "checkpoint_during",
-  "durability",
-]);
-
-/**
- * Refuses a run body's field the server does not read, rather than run
- * without it: the SDK's `langsmith_tracer` (its `_langsmithTracer`: the
- * LangSmith project and example of the server's traces; a page's run sends
- * none), or a misspelt option (`interrupt_befor` ran with no breakpoint).
- * @throws {BadRequest} naming the field.
- */
-export function refuseUnreadRunFields(json: Record<string, unknown>): void {
-  // null as absent, as every field is read.
-  const key = Object.keys(json).find((name) => !RUN_BODY_FIELDS.has(name) && json[name] !== null);
-  if (key === undefined) return;
-  if (key === "langsmith_tracer") {
-    throw new BadRequest(
-      "langsmith_tracer is not served by the local agent server: it names the LangSmith project of the server's traces, and a run in the page sends none.",
-    );
-  }
-  throw new BadRequest(
-    `${key} is not served by the local agent server: a run takes ${[...RUN_BODY_FIELDS].join(", ")}.`,
-  );
-}
-
-/**
  * The run's LangGraph config from the request's `config`: each key served
  * checked for its type and given its LangGraph name; any other key refused
  * (a `signal` or `callbacks` cannot come through JSON: a run is stopped with
