@@ -37,8 +37,6 @@ import {
 } from "./input.js";
 
 const STATUSES: readonly ThreadStatus[] = ["idle", "busy", "interrupted", "error"];
-/** The fields of a thread record as answered here (the Agent Server's `config` and `context` it has not). */
-const RECORD_FIELDS = THREAD_FIELDS.filter((field) => field !== "config" && field !== "context");
 
 /** The Hono app serving the routes. */
 export function createRoutes(context: RouteContext): Hono {
@@ -172,8 +170,8 @@ export function createRoutes(context: RouteContext): Hono {
     return reply(c, (await searchThreads(json, { limit: 0, offset: 0 })).total);
   });
   app.get("/threads/:thread_id", async (c) => {
-    // The SDK's `include`: every field a record has is answered already; another is refused, not dropped.
-    for (const field of c.req.queries("include") ?? []) checkOneOf(field, RECORD_FIELDS, "include");
+    // The SDK's `include` (extra fields, such as `ttl`) is not read: every field a record has is answered, and
+    // one it has not (a TTL: local threads never expire) is absent, as LangGraph's own server answers it.
     const thread = await threadOr404(c);
     return thread instanceof Response ? thread : reply(c, await withState(thread));
   });
