@@ -22,15 +22,23 @@ export async function embedQueries(index: PreparedIndex | undefined, searches: S
   if (!queries.length) return;
   const vectors = await Promise.all(queries.map((query) => embeddings.embedQuery(query)));
   const dims = index.config.dims;
-  for (const vector of vectors) {
+  vectors.forEach((vector, i) => {
     // No vector at all: an unranked page, as upstream. One of the wrong size
     // is the model's fault, not the stored vectors' (whose check would blame them).
-    if (vector && vector.length !== dims) {
+    if (!vector) return;
+    if (vector.length !== dims) {
       throw new Error(
         `IndexedDBStore: the embeddings returned a query vector of ${vector.length} dimensions, but \`index.dims\` is ${dims}. Set \`index.dims\` to the model's vector size.`,
       );
     }
-  }
+    // A NaN or infinite number would score every item 0 (or NaN): a page of noise.
+    const bad = nonFinite(vector);
+    if (bad !== undefined) {
+      throw new Error(
+        `IndexedDBStore: the embeddings returned a query vector holding ${bad} for the query ${shown(queries[i]!)}. A vector must hold finite numbers: check the embeddings model's output.`,
+      );
+    }
+  });
   const byQuery = new Map(queries.map((query, i) => [query, vectors[i]]));
   for (const search of searches) {
     const vector = search.op.query ? byQuery.get(search.op.query) : undefined;
@@ -61,19 +69,37 @@ export async function embedPuts(index: PreparedIndex | undefined, puts: PutOpera
   }
   const dims = index.config.dims;
   const byText = new Map<string, number[]>();
+  /** Texts whose vector holds a number that is not finite, with the first such number. */
+  const unscorable = new Map<string, string>();
   distinct.forEach((text, i) => {
     const vector = embedded[i];
     if (!vector || typeof vector.length !== "number") {
-      const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-      throw new Error(`IndexedDBStore: the embeddings returned no vector for the text ${JSON.stringify(shown)}.`);
+      throw new Error(`IndexedDBStore: the embeddings returned no vector for the text ${shown(text)}.`);
     }
     if (vector.length !== dims) {
       throw new Error(
         `IndexedDBStore: the embeddings returned a vector of ${vector.length} dimensions, but \`index.dims\` is ${dims}. Set \`index.dims\` to the model's vector size.`,
       );
     }
+    const bad = nonFinite(vector);
+    if (bad !== undefined) unscorable.set(text, bad);
     byText.set(text, vector);
   });
+  // Refused here, before the transaction, as a vector of the wrong size: every
+  // search would score the item 0 (NaN gives a NaN norm) or NaN (±Infinity),
+  // a score the sort counts as a tie with any other, so the item kept its
+  // store-order place, often ahead of the real matches.
+  if (unscorable.size) {
+    puts.forEach((op, i) => {
+      for (const [field, text] of textsByPut[i]!) {
+        const bad = unscorable.get(text);
+        if (bad === undefined) continue;
+        throw new Error(
+          `IndexedDBStore: the embeddings returned a vector holding ${bad} for the field "${field}" of item "${op.key}" in namespace [${op.namespace.join(", ")}]. A vector must hold finite numbers: nothing of this batch was written. Check the embeddings model's output for that text.`,
+        );
+      }
+    });
+  }
   textsByPut.forEach((texts, i) => {
     if (!texts.size) return;
     const fields = [...texts.keys()];
@@ -88,4 +114,22 @@ export async function embedPuts(index: PreparedIndex | undefined, puts: PutOpera
     prepared[i]!.vectors = { fields, dims, vectors, norms };
   });
   return prepared;
+}
+
+/** A text as messages quote it: JSON, cut at 80 characters. */
+function shown(text: string): string {
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+}
+
+/**
+ * The first number of `vector` that is not finite (NaN, ±Infinity), as
+ * messages show it, after the coercion the stored `Float64Array` applies
+ * (a string that is no number becomes NaN there); undefined when all are.
+ */
+function nonFinite(vector: ArrayLike<unknown>): string | undefined {
+  for (let i = 0; i < vector.length; i++) {
+    const number = Number(vector[i]);
+    if (!Number.isFinite(number)) return String(number);
+  }
+  return undefined;
 }

@@ -109,7 +109,14 @@ export const DEFAULT_STORE_DB_NAME = "langgraph-store";
  *   before the batch, not as the batch's later puts left it;
  * - without `serde`, values are structured clones: JSON-like data and
  *   `Date`/`Map`/`Set`/typed arrays round-trip, class instances come back as
- *   plain objects, and functions are refused (`SerializationError`).
+ *   plain objects, and functions are refused (`SerializationError`);
+ * - an embedding holding NaN or ±Infinity is refused before anything is
+ *   written (the batch rejects with an `Error` naming the item and field, or
+ *   the query), and a stored vector holding one (written by an older
+ *   version, or edited on disk) gives no score: with no other vector its
+ *   item is listed with the unranked ones (`score: undefined`). Upstream
+ *   stores it and scores it 0, or NaN, which its sort leaves in store
+ *   order, often ahead of the real matches.
  *
  * @example
  * const store = new IndexedDBStore({

@@ -144,7 +144,10 @@ export function norm(vector: ArrayLike<number>): number {
 /**
  * Cosine similarity of `query` (with norm `queryNorm`) and the vector that
  * starts at `offset` in `vectors` (with norm `vectorNorm`), in upstream's
- * order of operations; 0 when either norm is 0 or NaN.
+ * order of operations; 0 when either norm is 0. NaN when the vector or its
+ * norm holds a number that is not finite: it has no score (upstream gives 0
+ * for a NaN norm and NaN for the rest, which its sort counts as a tie with
+ * every score).
  */
 export function cosine(
   query: ArrayLike<number>,
@@ -155,6 +158,9 @@ export function cosine(
 ): number {
   let dot = 0;
   for (let i = 0; i < query.length; i++) dot += vectors[offset + i]! * query[i]!;
+  // A NaN or infinite number makes the sum NaN or infinite (a product with a
+  // zero of the query included), so no second pass over the vector is needed.
+  if (!Number.isFinite(dot) || !Number.isFinite(vectorNorm)) return NaN;
   return queryNorm && vectorNorm ? dot / (queryNorm * vectorNorm) : 0;
 }
 
@@ -173,7 +179,11 @@ export interface ItemVectors {
  * - an item counts once, at its best score; `offset` skips ranked items;
  * - items with no vector are not ranked: when the page is short they fill
  *   it, with `score: undefined`, from the start of the unranked list (the
- *   offset does not apply to them, upstream's behaviour).
+ *   offset does not apply to them, upstream's behaviour);
+ * - unlike upstream, a vector holding NaN or ±Infinity (in its numbers or
+ *   its norm: written before puts refused them, or edited on disk) gives no
+ *   score, so an item with no other vector is unranked, never ahead of a
+ *   real score.
  *
  * @param vectorsOf The stored vectors of candidate `index`, or undefined.
  * @returns The page: each entry's score (undefined: unranked) and candidate.
@@ -200,12 +210,17 @@ export function rankByVector<T extends { key: string; namespace: string[] }>(
         `The stored vectors of item "${item.key}" in namespace [${item.namespace.join(", ")}] have ${stored.dims} dimensions, but the query embedding has ${query.length}. The index configuration (embeddings or dims) changed since they were written: put those items again to re-embed them, or use a new dbName.`,
       );
     }
+    let ranked = false;
     for (let j = 0; j < count; j++) {
-      scored.push([cosine(query, queryNorm, stored.vectors, j * stored.dims, stored.norms[j]!), index]);
+      const score = cosine(query, queryNorm, stored.vectors, j * stored.dims, stored.norms[j]!);
+      if (Number.isNaN(score)) continue;
+      scored.push([score, index]);
+      ranked = true;
     }
+    if (!ranked) unranked.push(index);
   });
-  // Array.prototype.sort is stable, and the comparator is upstream's, so even
-  // ties and NaN scores come out in the same order.
+  // Array.prototype.sort is stable, and the comparator is upstream's, so
+  // ties come out in the same order.
   scored.sort((a, b) => b[0] - a[0]);
   const seen = new Set<number>();
   const kept: [number | undefined, number][] = [];
