@@ -279,12 +279,24 @@ async function readPrefixWhole(
   ranked: boolean,
 ): Promise<Segment[]> {
   const range = itemPrefixRange(ranges, prefix);
+  const items = tx.objectStore("items");
   const [rows, vectors] = await Promise.all([
-    tx.objectStore("items").getAll(range),
+    items.getAll(range),
     ranked ? tx.objectStore("vectors").getAll(range) : undefined,
   ]);
   const rowsOf = groupByNamespace(rows);
-  for (const group of rowsOf.values()) group.sort((a, b) => a.seq - b.seq);
+  // Every other read lists a namespace through the `order` index, which
+  // leaves out an item whose seq is no key (NaN, an object: edited on disk)
+  // and puts one of another key type (a string, a Date) after the numbers.
+  // Sorting such seqs here listed the first and misordered the second, so a
+  // search over more than MANY_NAMESPACES namespaces answered otherwise than
+  // one over fewer. A namespace holding one is read again from the index.
+  await Promise.all(
+    [...rowsOf].map(async ([id, group]) => {
+      if (group.every((row) => Number.isFinite(row.seq))) group.sort((a, b) => a.seq - b.seq);
+      else rowsOf.set(id, await items.index("order").getAll(namespaceRange(ranges, group[0]!.namespace)));
+    }),
+  );
   const vectorsOf = vectors ? groupByNamespace(vectors) : undefined;
   return namespaceRows.map((namespace) => {
     const id = namespaceId(namespace.namespace);
