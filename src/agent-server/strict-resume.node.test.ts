@@ -2,8 +2,10 @@
  * `strict_resume` (the SDK's `strictResume`, which `useStream`'s submit
  * passes on): a resume that does not match the interrupts waiting fails the
  * run with LangGraph's `UnknownInterruptError`, nothing written, as the SDK
- * documents for the Agent Server. Once checked for its type and dropped: a
- * single answer while two questions waited answered both.
+ * documents for the Agent Server, and the thread stays as it was: paused on
+ * its questions (it said "error" while they still waited). Once checked for
+ * its type and dropped: a single answer while two questions waited answered
+ * both.
  */
 import { afterEach, expect, it } from "vitest";
 import { Annotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
@@ -52,6 +54,32 @@ it("strict_resume: one answer while two questions wait fails the run (UnknownInt
   expect(state.values).toEqual({ answers: [] });
   expect(state.tasks.flatMap((task) => task.interrupts)).toEqual(waiting);
   expect((await client.runs.list(threadId))[0]?.status).toBe("error");
+  // "The thread stays as it was" (the SDK's strictResume): paused on its questions. Before: "error".
+  expect((await client.threads.get(threadId)).status).toBe("interrupted");
+  // And they are answered as any waiting question is.
+  const answers = Object.fromEntries(waiting.map((entry, n) => [entry.id!, `answer ${n}`]));
+  await client.runs.wait(threadId, "ask", { command: { resume: answers }, strictResume: true });
+  expect((await client.threads.get(threadId)).status).toBe("idle");
+});
+
+it("a resumed node that fails leaves its thread in error, though its question is still shown", async () => {
+  const State = Annotation.Root({ answer: Annotation<string> });
+  const graph = new StateGraph(State)
+    .addNode("ask", (_s, config: LangGraphRunnableConfig) => {
+      const answer = interruptWith<string, string>(config, "ok?");
+      if (answer === "no") throw new Error("refused");
+      return { answer };
+    })
+    .addEdge(START, "ask")
+    .compile();
+  const { client } = await openServer("strict-resume", false, { graphs: { ask: graph } });
+  const t = await client.threads.create();
+  await client.runs.wait(t.thread_id, "ask", { input: {} });
+  const resumed = client.runs.wait(t.thread_id, "ask", { command: { resume: "no" }, strictResume: true });
+  await expect(resumed).rejects.toThrow("refused");
+  // LangGraph keeps the task's interrupt beside its error: the node ran, and the thread says it failed.
+  expect((await client.threads.getState(t.thread_id)).tasks[0]).toMatchObject({ interrupts: [{ value: "ok?" }] });
+  expect((await client.threads.get(t.thread_id)).status).toBe("error");
 });
 
 it("without strict_resume, the one answer answers both questions (LangGraph's default)", async () => {

@@ -57,24 +57,26 @@ export function threadStatusHooks(
         // A state LangGraph cannot read (a run that failed on its input left it in the pending writes,
         // and a rollback since deleted the checkpoints over it) shows no interrupt waiting: were the
         // throw let through, the thread would stay "busy" for good.
-        const state =
-          error === undefined && graph
-            ? await graph.getState({ configurable: { thread_id: run.thread_id } }).catch(() => undefined)
-            : undefined;
+        const state = graph
+          ? await graph.getState({ configurable: { thread_id: run.thread_id } }).catch(() => undefined)
+          : undefined;
+        const waiting = state?.tasks.some((task) => task.interrupts.length > 0) ?? false;
         // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to run
         // in its last checkpoint, but did not pause for anyone: idle, as the Agent Server sets it,
         // unless an interrupt still waits for an answer (a rollback onto a paused thread, or a run
         // cancelled before it ran on one).
-        const paused =
-          run.status === "interrupted"
-            ? (state?.tasks.some((task) => task.interrupts.length > 0) ?? false)
-            : (state?.next.length ?? 0) > 0;
+        const paused = run.status === "interrupted" ? waiting : (state?.next.length ?? 0) > 0;
         // A stopped run that left no checkpoint of its own (rolled back, or cancelled before it ran)
         // leaves the thread as it found it: paused at a static breakpoint stays interrupted, though
         // no task holds an interrupt (bb530bc set it idle), and an earlier failure stays an error.
         const own = (state?.metadata as { run_id?: unknown } | undefined)?.run_id === run.run_id;
         const kept = error === undefined && run.status === "interrupted" && !own ? prior : undefined;
-        const status = error !== undefined ? "error" : paused ? "interrupted" : "idle";
+        // A run that failed having written nothing (no checkpoint, no task's error) while an interrupt
+        // waits, as a resume strict_resume refuses: "the thread stays as it was", as the SDK says of the
+        // Agent Server, paused on it. A resumed node that failed left its error on its task: an error.
+        const untouched = !own && waiting && !state?.tasks.some((task) => task.error !== undefined);
+        const failed = error !== undefined && !untouched;
+        const status = failed ? "error" : paused || error !== undefined ? "interrupted" : "idle";
         await threads.patch(run.thread_id, { status: kept ?? status });
         // A run of another tab's server may have taken the thread and written "busy" meanwhile (its
         // writes do not take turns with these): one that holds it now is seen, and said again.
