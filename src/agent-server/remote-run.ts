@@ -43,6 +43,23 @@ export class RunLostError extends Error {
   }
 }
 
+/**
+ * The error a replay ends a failed run with when its own error event cannot
+ * be told: stored, but sealed under a data key `rekey` or `changeKey` has
+ * since retired (or edited on disk), or pruned with the run's other events
+ * (`keepRunEvents`). The run's record, kept in clear, still says it failed.
+ */
+export class RunFailedError extends Error {
+  override name = "RunFailedError";
+  constructor(runId: string, why: "sealed" | "pruned") {
+    const reason =
+      why === "sealed"
+        ? "its event is sealed under a data key since retired (rekey, changeKey), or was edited."
+        : "its events were pruned (keepRunEvents).";
+    super(`Run ${runId} failed (its record says "error"), but its error is not shown: ${reason}`);
+  }
+}
+
 async function runnerAlive(context: RemoteContext, runId: string): Promise<boolean> {
   const { held } = await context.locks.query();
   return held.includes(runnerLockName(context.dbName, runId));
@@ -78,13 +95,20 @@ export async function* followRemote(context: RemoteContext, runId: string, after
     }
   }
   const record = await settleLost(context, runId);
-  const events = await context.log.events(runId, -1);
+  const { events, lastId, errorLeftOut } = await context.log.stored(runId);
   for (const event of events) if (event.id > last) yield event;
-  // A run that failed stored its error event; one cut short has none.
-  if (record?.status === "error" && !events.some((event) => event.event === "error")) {
-    const id = Math.max(last, events.at(-1)?.id ?? -1) + 1;
-    yield { id, event: "error", data: toJsonText(errorData(new RunLostError(runId))) };
-  }
+  if (record?.status !== "error" || events.some((event) => event.event === "error")) return;
+  // A failed run stored its error event, one cut short none. The event left out (it no longer opens), or
+  // every event pruned, the record still says the run failed: said so, never taken for a run cut short.
+  const error =
+    errorLeftOut !== undefined
+      ? new RunFailedError(runId, "sealed")
+      : lastId < 0
+        ? new RunFailedError(runId, "pruned")
+        : new RunLostError(runId);
+  // In the place of the event it stands for, or after every row: a Last-Event-ID past it skips it.
+  const id = errorLeftOut ?? Math.max(last, lastId) + 1;
+  if (id > afterId) yield { id, event: "error", data: toJsonText(errorData(error)) };
 }
 
 /** Events from the live runner, until it says the run has ended or it is found gone. */

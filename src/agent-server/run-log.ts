@@ -8,7 +8,7 @@
  */
 import type { Database, Tx } from "../idb/database.js";
 import type { RunRecord, SentEvent } from "./records.js";
-import type { AgentSchema } from "./schema.js";
+import type { AgentSchema, RunEventRow } from "./schema.js";
 import { eventSealing, type EventSealing } from "./event-seal.js";
 
 /** The statuses a run ends with. */
@@ -17,6 +17,20 @@ const FINAL = new Set<RunRecord["status"]>(["success", "error", "interrupted"]);
 /** Whether `record` is the final record of its run. */
 export function isFinal(record: RunRecord): boolean {
   return FINAL.has(record.status);
+}
+
+/** A run's events as a replay reads them from the log ({@link RunLog.stored}). */
+export interface StoredEvents {
+  /** The events that open, in order. */
+  events: SentEvent[];
+  /** The highest id of the run's rows, read or left out; -1 when it has none (its events pruned). */
+  lastId: number;
+  /**
+   * The id of a row named `error` that was left out (sealed under a data key
+   * `rekey` or `changeKey` has since retired, or edited): the run stored an
+   * error event whose details cannot be read.
+   */
+  errorLeftOut: number | undefined;
 }
 
 /** How many of a thread's newest runs keep their events, unless a server says otherwise. */
@@ -111,12 +125,34 @@ export class RunLog {
    * that does not open beside an encrypting saver (event-seal.ts), is left out.
    */
   async events(runId: string, afterId: number): Promise<SentEvent[]> {
+    return this.#open(await this.#rows(runId, afterId));
+  }
+
+  /**
+   * What a replay of the run reads: its events (as {@link events} returns
+   * them), and what it must know of the rows left out, so that it can tell a
+   * failed run whose error event does not open from a run cut short.
+   */
+  async stored(runId: string): Promise<StoredEvents> {
+    const rows = await this.#rows(runId, -1);
+    const events = await this.#open(rows);
+    const opened = new Set(events.map((event) => event.id));
+    // A row's id and name are kept clear (event-seal.ts): known even when its data does not open.
+    const ids = rows.map((row) => row.id).filter((id) => Number.isSafeInteger(id));
+    const errorLeftOut = rows.find((row) => row.event === "error" && !opened.has(row.id));
+    return {
+      events,
+      lastId: ids.length > 0 ? Math.max(...ids) : -1,
+      errorLeftOut: errorLeftOut !== undefined && Number.isSafeInteger(errorLeftOut.id) ? errorLeftOut.id : undefined,
+    };
+  }
+
+  #rows(runId: string, afterId: number): Promise<RunEventRow[]> {
     const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
-    const rows = await this.#db.read(
-      ["run_events"],
-      (tx) => tx.objectStore("run_events").getAll(range),
-      "read a run's events",
-    );
+    return this.#db.read(["run_events"], (tx) => tx.objectStore("run_events").getAll(range), "read a run's events");
+  }
+
+  async #open(rows: readonly RunEventRow[]): Promise<SentEvent[]> {
     return (await this.#sealing.events(rows)).filter(isSentEvent);
   }
 

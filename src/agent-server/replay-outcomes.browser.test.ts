@@ -1,0 +1,18 @@
+/**
+ * A finished run replayed in Chromium (the browser's IndexedDB, WebCrypto
+ * and BroadcastChannel; the cases of replay-outcomes.node.test.ts): a failed
+ * run whose error event `rekey` sealed away, or whose events `keepRunEvents`
+ * pruned, replays as failed (`RunFailedError`), not cut short; an answered
+ * one as finished.
+ */
+import { afterEach, it } from "vitest";
+import { closeServers } from "../../test/support/agent-server/server.js";
+import { failedRunAfterRekey, failedRunPruned } from "../../test/support/agent-server/replay.js";
+
+afterEach(closeServers);
+
+it(
+  "a failed run whose error event rekey sealed away replays as failed; an answered one as finished",
+  failedRunAfterRekey,
+);
+it("a failed run whose events keepRunEvents pruned replays as failed; an answered one as finished", failedRunPruned);

@@ -1,0 +1,23 @@
+/**
+ * A finished run replayed (`runs.joinStream`, `runs.join`) tells how it
+ * ended as its record says, when its stored events no longer tell it: a
+ * failed run whose error event is sealed under a data key `rekey` retired,
+ * or whose events `keepRunEvents` pruned, replays as failed
+ * (`RunFailedError`, saying why its error's details are not shown), never
+ * as cut short (`RunLostError`, kept for a run whose tab closed mid-run:
+ * join.node.test.ts); a successful one as finished.
+ */
+import { afterEach, it } from "vitest";
+import { closeServers } from "../../test/support/agent-server/server.js";
+import { failedRunAfterRekey, failedRunPruned } from "../../test/support/agent-server/replay.js";
+
+afterEach(closeServers);
+
+it(
+  "a failed run whose error event rekey sealed away replays as failed, not cut short; an answered one as finished",
+  failedRunAfterRekey,
+);
+it(
+  "a failed run whose events keepRunEvents pruned replays as failed, not cut short; an answered one as finished",
+  failedRunPruned,
+);

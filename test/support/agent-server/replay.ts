@@ -1,0 +1,102 @@
+/**
+ * What a replay of a finished run tells (replay-outcomes tests, Node and
+ * Chromium): a local agent server on an encrypting saver serving a chat
+ * that fails on some messages, runs of it ended on one thread, and a run
+ * replayed as the SDK reads it (`runs.joinStream`, `runs.join`).
+ */
+import { expect } from "vitest";
+import { AIMessage } from "@langchain/core/messages";
+import { MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph/web";
+import { EncryptedSerializer } from "../../../src/serde/encrypted/index.js";
+import { IndexedDBSaver } from "../../../src/saver/index.js";
+import { freshDbName } from "../databases.js";
+import { openServer } from "./server.js";
+
+/** What the failing graph's error says: a replay that opens its error event shows it. */
+export const FAILURE = "the model refused: quota";
+
+/** A chat that answers a message with its echo, and fails on one starting with "fail" (throws {@link FAILURE}). */
+function failingChat() {
+  const State = new StateSchema({ messages: MessagesValue });
+  return new StateGraph(State)
+    .addNode("answer", (state) => {
+      const text = String(state.messages.at(-1)?.content ?? "");
+      if (text.startsWith("fail")) throw new Error(FAILURE);
+      return { messages: [new AIMessage(`echo ${text}`)] };
+    })
+    .addEdge(START, "answer")
+    .compile();
+}
+
+/** The raw key of a test's encrypting saver: `fill` each byte. */
+export const rawKey = (fill: number) => EncryptedSerializer.fromRawKey(new Uint8Array(32).fill(fill));
+
+/** One part of a stream as the SDK yields it. */
+export type Part = { event: string; data: unknown };
+
+/** Every part of `stream`. */
+export async function collect(stream: AsyncIterable<Part>): Promise<Part[]> {
+  const parts: Part[] = [];
+  for await (const { event, data } of stream) parts.push({ event, data });
+  return parts;
+}
+
+/**
+ * A server on an encrypting saver (keeping `keepRunEvents` runs' events),
+ * and a thread with `messages` sent in turn, each a run ended (one starting
+ * with "fail" fails); `replay` joins a run's stream as the SDK does.
+ */
+export async function endedRuns(prefix: string, messages: readonly string[], keepRunEvents?: number) {
+  const dbName = freshDbName(prefix);
+  const saver = new IndexedDBSaver({ dbName, serde: await rawKey(5) });
+  const opened = await openServer(prefix, false, { saver, keepRunEvents, graphs: { chat: failingChat() } });
+  const { client } = opened;
+  const { thread_id: threadId } = await client.threads.create();
+  const runIds: string[] = [];
+  for (const content of messages) {
+    const run = await client.runs.create(threadId, "chat", { input: { messages: [{ type: "human", content }] } });
+    await client.runs.join(threadId, run.run_id);
+    runIds.push(run.run_id);
+  }
+  const replay = (runId: string, lastEventId?: string) =>
+    collect(client.runs.joinStream(threadId, runId, { lastEventId }));
+  return { ...opened, threadId, runIds, replay };
+}
+
+/**
+ * A failed run whose error event `rekey` sealed away replays as failed
+ * (`RunFailedError`), not cut short; an answered one as finished.
+ */
+export async function failedRunAfterRekey(): Promise<void> {
+  const { saver, client, threadId, runIds, replay } = await endedRuns("replay-rekey", ["fail now", "hi"]);
+  const [failed, answered] = runIds as [string, string];
+  const before = await replay(failed);
+  expect(before.find((part) => part.event === "error")?.data).toEqual({ error: "Error", message: FAILURE });
+  await saver.rekey();
+  const after = await replay(failed);
+  // Before: [error RunLostError "was cut short: the tab or worker running it closed", end].
+  expect(after.map((part) => part.event)).toEqual(["error", "end"]);
+  expect(after[0]!.data).toEqual({ error: "RunFailedError", message: expect.stringMatching(/failed.*rekey/) });
+  expect(after[1]!.data).toEqual({ run_id: failed, status: "error" });
+  // In the place of the error event it stands for: a client that had that event is not told twice.
+  const errorId = String(before.findIndex((part) => part.event === "error"));
+  expect(await replay(failed, errorId)).toEqual([after[1]]);
+  await expect(client.runs.join(threadId, failed)).resolves.toEqual({ __error__: after[0]!.data });
+  expect(await replay(answered)).toEqual([{ event: "end", data: { run_id: answered, status: "success" } }]);
+  expect((await client.runs.get(threadId, failed)).status).toBe("error");
+}
+
+/** A failed run whose events `keepRunEvents` pruned replays as failed, not cut short; an answered one as finished. */
+export async function failedRunPruned(): Promise<void> {
+  const { client, threadId, runIds, replay } = await endedRuns("replay-pruned", ["fail first", "hi", "last"], 1);
+  const [failed, answered, kept] = runIds as [string, string, string];
+  const pruned = await replay(failed);
+  // Before: [error RunLostError, end].
+  expect(pruned).toEqual([
+    { event: "error", data: { error: "RunFailedError", message: expect.stringMatching(/failed.*pruned/) } },
+    { event: "end", data: { run_id: failed, status: "error" } },
+  ]);
+  await expect(client.runs.join(threadId, failed)).resolves.toEqual({ __error__: pruned[0]!.data });
+  expect(await replay(answered)).toEqual([{ event: "end", data: { run_id: answered, status: "success" } }]);
+  expect((await replay(kept)).map((part) => part.event)).toEqual(["metadata", "values", "values", "end"]);
+}
