@@ -24,6 +24,12 @@ export interface EventSealing {
   rows(runId: string, events: readonly SentEvent[]): Promise<RunEventRow[]>;
   /** The events `rows` hold, in their order; a row that does not open, or of another shape, is left out. */
   events(rows: readonly RunEventRow[]): Promise<SentEvent[]>;
+  /**
+   * Resolves once events can be sealed and opened; rejects as the saver's
+   * serializer does when it cannot bind (`KeyChangedError`: another tab
+   * changed the key, and this tab's no longer opens the database).
+   */
+  ready(): Promise<void>;
 }
 
 /**
@@ -52,6 +58,9 @@ export function eventSealing(saver: unknown, dbName: string): EventSealing {
       const serde = await rowSerdeOf(saver);
       const opened = await Promise.all(rows.map((row) => (serde ? open(serde, row) : clear(row))));
       return opened.filter((event): event is SentEvent => event !== undefined);
+    },
+    async ready() {
+      await rowSerdeOf(saver);
     },
   };
 

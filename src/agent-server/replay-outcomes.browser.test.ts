@@ -3,11 +3,12 @@
  * and BroadcastChannel; the cases of replay-outcomes.node.test.ts): a failed
  * run whose error event `rekey` sealed away, or whose events `keepRunEvents`
  * pruned, replays as failed (`RunFailedError`), not cut short; an answered
- * one as finished.
+ * one as finished; a tab whose key another changed answers a replay 409
+ * `KeyChangedError` at once, and still answers `runs.get`.
  */
 import { afterEach, it } from "vitest";
 import { closeServers } from "../../test/support/agent-server/server.js";
-import { failedRunAfterRekey, failedRunPruned } from "../../test/support/agent-server/replay.js";
+import { failedRunAfterRekey, failedRunPruned, keyChangedElsewhere } from "../../test/support/agent-server/replay.js";
 
 afterEach(closeServers);
 
@@ -16,3 +17,4 @@ it(
   failedRunAfterRekey,
 );
 it("a failed run whose events keepRunEvents pruned replays as failed; an answered one as finished", failedRunPruned);
+it("another tab changed the key: a replay answers 409 KeyChangedError at once; runs.get answers", keyChangedElsewhere);

@@ -5,11 +5,13 @@
  * or whose events `keepRunEvents` pruned, replays as failed
  * (`RunFailedError`, saying why its error's details are not shown), never
  * as cut short (`RunLostError`, kept for a run whose tab closed mid-run:
- * join.node.test.ts); a successful one as finished.
+ * join.node.test.ts); a successful one as finished. A tab whose key another
+ * tab changed answers a replay 409 `KeyChangedError` at once (a 500 was
+ * asked again by the SDK for 20 s), and still answers `runs.get`.
  */
 import { afterEach, it } from "vitest";
 import { closeServers } from "../../test/support/agent-server/server.js";
-import { failedRunAfterRekey, failedRunPruned } from "../../test/support/agent-server/replay.js";
+import { failedRunAfterRekey, failedRunPruned, keyChangedElsewhere } from "../../test/support/agent-server/replay.js";
 
 afterEach(closeServers);
 
@@ -20,4 +22,8 @@ it(
 it(
   "a failed run whose events keepRunEvents pruned replays as failed, not cut short; an answered one as finished",
   failedRunPruned,
+);
+it(
+  "another tab changed the key: a replay answers 409 KeyChangedError at once, and runs.get still answers",
+  keyChangedElsewhere,
 );

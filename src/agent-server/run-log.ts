@@ -147,6 +147,15 @@ export class RunLog {
     };
   }
 
+  /**
+   * Resolves once the run's events can be read: rejects with the saver's
+   * `KeyChangedError` when another tab changed its key and this tab's no
+   * longer opens the database (a replay would fail part-way).
+   */
+  readable(): Promise<void> {
+    return this.#sealing.ready();
+  }
+
   #rows(runId: string, afterId: number): Promise<RunEventRow[]> {
     const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
     return this.#db.read(["run_events"], (tx) => tx.objectStore("run_events").getAll(range), "read a run's events");

@@ -288,6 +288,7 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
   app.get("/threads/:thread_id/runs/:run_id/join", async (c) => {
     const run = await runOr404(c);
     if (run instanceof Response) return run;
+    await runs.eventsReadable();
     // runs.join's cancelOnDisconnect, as on a run's stream: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     return finalValues(c, run);
@@ -297,6 +298,7 @@ export function registerRunRoutes(app: Hono, context: RouteContext, threadOr404:
     if (run instanceof Response) return run;
     const lastEventId = Number(c.req.header("Last-Event-ID") ?? -1);
     const modes = (c.req.queries("stream_mode") ?? []).map((mode) => checkOneOf(mode, STREAM_MODES, "stream_mode"));
+    await runs.eventsReadable();
     // As the Agent Server serves it: the joining client's leaving stops the run.
     if (queryFlag(c, "cancel_on_disconnect")) cancelOnLeave(c, run);
     const events = run.follow(Number.isInteger(lastEventId) ? lastEventId : -1);

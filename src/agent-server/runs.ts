@@ -193,6 +193,17 @@ export class RunRegistry {
     });
   }
 
+  /**
+   * Resolves once the run log's events can be read; rejects with the saver's
+   * `KeyChangedError` when another tab changed its key and this tab's no
+   * longer opens the database. Asked before a replay is answered: the
+   * client is told at once (409), not by a stream that fails part-way and
+   * is asked again for 20 s. A run's record, in clear, still answers.
+   */
+  eventsReadable(): Promise<void> {
+    return this.#context.log.readable();
+  }
+
   /** The run `runId` of `threadId`: this server's, or another's from the run log. */
   async find(threadId: string, runId: string): Promise<RunHandle | undefined> {
     const state = this.#context.runs.get(runId);

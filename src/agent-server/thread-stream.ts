@@ -44,6 +44,7 @@ export const registerThreadStreamRoute: ThreadRoutes = (app, context, threadOr40
     const from = lastEventId === undefined ? undefined : resumeAt(lastEventId);
     const thread = await threadOr404(c);
     if (thread instanceof Response) return thread;
+    await context.runs.eventsReadable();
     const stop = new AbortController();
     // A client that leaves (the body cancelled, or the request aborted) ends the stream's wait for runs,
     // and so does the server closing (its runs are cancelled: the one followed ends too). Each wait

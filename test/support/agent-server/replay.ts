@@ -2,13 +2,16 @@
  * What a replay of a finished run tells (replay-outcomes tests, Node and
  * Chromium): a local agent server on an encrypting saver serving a chat
  * that fails on some messages, runs of it ended on one thread, and a run
- * replayed as the SDK reads it (`runs.joinStream`, `runs.join`).
+ * replayed as the SDK reads it (`runs.joinStream`, `runs.join`), through
+ * a client that retries as an app's does and counts its requests.
  */
 import { expect } from "vitest";
+import { Client } from "@langchain/langgraph-sdk";
 import { AIMessage } from "@langchain/core/messages";
 import { MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph/web";
 import { EncryptedSerializer } from "../../../src/serde/encrypted/index.js";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
+import type { LocalAgentServer } from "../../../src/agent-server/index.js";
 import { freshDbName } from "../databases.js";
 import { openServer } from "./server.js";
 
@@ -39,6 +42,19 @@ export async function collect(stream: AsyncIterable<Part>): Promise<Part[]> {
   const parts: Part[] = [];
   for await (const { event, data } of stream) parts.push({ event, data });
   return parts;
+}
+
+/**
+ * An SDK client on `server` with the SDK's own retries (a 5xx asked again,
+ * a 4xx not), and how many requests it has sent.
+ */
+export function retryingClient(server: LocalAgentServer): { client: Client; requests: () => number } {
+  let sent = 0;
+  const fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+    sent += 1;
+    return server.fetch(input, init);
+  };
+  return { client: new Client({ apiUrl: "http://local.invalid", callerOptions: { fetch } }), requests: () => sent };
 }
 
 /**
@@ -99,4 +115,40 @@ export async function failedRunPruned(): Promise<void> {
   await expect(client.runs.join(threadId, failed)).resolves.toEqual({ __error__: pruned[0]!.data });
   expect(await replay(answered)).toEqual([{ event: "end", data: { run_id: answered, status: "success" } }]);
   expect((await replay(kept)).map((part) => part.event)).toEqual(["metadata", "values", "values", "end"]);
+}
+
+/**
+ * Another tab changed the key: a replay (and any read) answers 409
+ * `KeyChangedError` at once, asked once; `runs.get` still answers.
+ */
+export async function keyChangedElsewhere(): Promise<void> {
+  const { server, dbName, threadId, runIds } = await endedRuns("replay-key-changed", ["fail now", "hi"]);
+  const [failed, answered] = runIds as [string, string];
+  // Another tab's saver on the database changes its key: this tab's key no longer opens it.
+  const other = new IndexedDBSaver({ dbName, serde: await rawKey(5) });
+  await other.changeKey(await rawKey(7));
+  await other.close();
+  const { client, requests } = retryingClient(server);
+  expect((await client.runs.get(threadId, failed)).status).toBe("error");
+  expect((await client.runs.get(threadId, answered)).status).toBe("success");
+  const status = (call: Promise<unknown>) =>
+    call.then(
+      () => 200,
+      (e: { status?: number; message: string }) => e,
+    );
+  for (const replay of [
+    () => client.runs.joinStream(threadId, failed).next(),
+    () => client.runs.join(threadId, answered),
+    () => client.threads.joinStream(threadId).next(),
+  ]) {
+    const sent = requests();
+    // Before: the stream failed part-way and was asked 6 times (MaxReconnectAttemptsError after 20 s);
+    // a join answered 500, asked 5 times.
+    expect(await status(replay())).toMatchObject({ status: 409, message: expect.stringContaining("KeyChangedError") });
+    expect(requests() - sent).toBe(1);
+  }
+  // This tab can read nothing else either: its state too answers 409, once.
+  const sent = requests();
+  expect(await status(client.threads.getState(threadId))).toMatchObject({ status: 409 });
+  expect(requests() - sent).toBe(1);
 }
