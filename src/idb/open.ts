@@ -40,12 +40,18 @@ export interface OpenOptions<Schema extends DBSchema> {
   hooks: OpenHooks<Schema>;
 }
 
-/** Default IndexedDB factory, with a clear error where there is none. */
-function defaultFactory(): IDBFactory {
-  const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
-  if (!factory) {
+/**
+ * The factory given, else the global one, with a clear error where there is
+ * none, or where IndexedDB's classes are not globals: idb tells requests apart
+ * with `instanceof IDBRequest`, so a factory passed without them (Node with
+ * fake-indexeddb's `IDBFactory` but not its `auto` entry) failed with a bare
+ * ReferenceError, after starting the open.
+ */
+function factoryOf(given: IDBFactory | undefined): IDBFactory {
+  const factory = given ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+  if (!factory || typeof IDBRequest === "undefined") {
     throw new IndexedDBUnavailableError(
-      'IndexedDB is not available in this environment. In a browser this happens in some private modes and sandboxed frames; in Node, pass an IDBFactory (for tests: import "fake-indexeddb/auto") as the `indexedDB` option.',
+      'IndexedDB is not available in this environment (in a browser: some private modes, sandboxed frames). In Node, import "fake-indexeddb/auto" first: an `indexedDB` option still needs its IDBRequest… globals.',
     );
   }
   return factory;
@@ -61,7 +67,7 @@ export function peekObjectStores(name: string, indexedDB: IDBFactory | undefined
   return new Promise((resolve, reject) => {
     let request: IDBOpenDBRequest;
     try {
-      request = (indexedDB ?? defaultFactory()).open(name);
+      request = factoryOf(indexedDB).open(name);
     } catch (error) {
       reject(error);
       return;
@@ -90,7 +96,7 @@ export function openDatabase<Schema extends DBSchema>(options: OpenOptions<Schem
   const version = upgrades.length;
   let factory: IDBFactory;
   try {
-    factory = options.indexedDB ?? defaultFactory();
+    factory = factoryOf(options.indexedDB);
   } catch (error) {
     return Promise.reject(error);
   }

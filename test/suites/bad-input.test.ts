@@ -868,6 +868,34 @@ describe("IndexedDB unavailable", () => {
     await saver.close();
   });
 
+  it("a factory passed where IndexedDB's classes are not globals (Node without fake-indexeddb/auto): IndexedDBUnavailableError saying what to import, no open started", async () => {
+    // What a Node app that passes `indexedDB: new IDBFactory()` from "fake-indexeddb" has: a factory, and no
+    // IDBRequest, IDBKeyRange, … globals, which idb's `instanceof IDBRequest` reads (a bare ReferenceError before).
+    const factory = globalThis.indexedDB;
+    const opens = vi.spyOn(factory, "open");
+    for (const name of [
+      "IDBRequest",
+      "IDBKeyRange",
+      "IDBDatabase",
+      "IDBTransaction",
+      "IDBObjectStore",
+      "IDBIndex",
+      "IDBCursor",
+    ]) {
+      vi.stubGlobal(name, undefined);
+    }
+    const saver = new IndexedDBSaver({ dbName: freshDbName("no-globals"), indexedDB: factory });
+    for (const [what, call] of calls(saver)) {
+      const error = await rejection(call() as Promise<unknown>);
+      expect(error, what).toBeInstanceOf(IndexedDBUnavailableError);
+      expect(error.message, what).toContain("IDBRequest");
+      expect(error.message, what).toContain('import "fake-indexeddb/auto"');
+    }
+    expect(opens).not.toHaveBeenCalled();
+    opens.mockRestore();
+    await saver.close();
+  });
+
   it("a factory whose open throws (Firefox private mode): IndexedDBUnavailableError with the browser's error as cause", async () => {
     const saver = new IndexedDBSaver({ dbName: freshDbName("throws"), indexedDB: throwingFactory() });
     for (const [what, call] of calls(saver)) {
