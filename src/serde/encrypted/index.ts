@@ -80,7 +80,7 @@ export type { EncryptedSerializerOptions, PassphraseOptions } from "./options.js
  *
  * @example
  * ```ts
- * const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt: "my-app:user-42" });
+ * const serde = await EncryptedSerializer.fromPassphrase(passphrase, { salt: "my-app:user-42:kdf-salt" }); // salt: 16 bytes or more
  * const checkpointer = new IndexedDBSaver({ dbName: "my-app", serde });
  *
  * // Or a key the page can use but never read, kept in IndexedDB itself:

@@ -101,7 +101,6 @@ export const LOAD_OPTIONS = {
  *
  * @example
  * ```ts
- *  *
  * class Cart { items: string[] = []; }
  * const serde = new MsgpackSerializer({ types: [Cart] });
  * const [type, bytes] = await serde.dumpsTyped({ cart: new Cart(), at: new Date() });
