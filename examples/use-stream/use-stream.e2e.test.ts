@@ -245,7 +245,11 @@ it("README: the lines that connect useStream to the local server are the example
     .split("\n")
     .map((line) => line.replace(/(^|\s)\/\/.*$/, "").trim())
     .filter((line) => line !== "");
-  expect(lines.length).toBe(5);
+  expect(lines.length).toBe(6);
+  // A reader copies it as it is: every class it constructs is imported in it (its `Client` once was not).
+  for (const [, name] of snippet.matchAll(/\bnew (\w+)\(/g)) {
+    expect(snippet, name).toMatch(new RegExp(`^import \\{[^}]*\\b${name}\\b[^}]*\\} from`, "m"));
+  }
   for (const line of lines) {
     const needle = line.replace(/ ?\}?\);$/, "");
     expect(
