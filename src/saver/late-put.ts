@@ -3,9 +3,11 @@
  * thread, see put.ts) leaves behind: its id among the tombstone's dropped
  * checkpoints, so its writes and children are dropped too; and the careful
  * path of `putWrites` (a deleted thread, or a key-id copy that disagreed).
- * A module of its own so put.ts reads as the common path; imported
- * statically: behind `import()` it made Rolldown split shared entry code
- * into a second up-front file (core/channel.ts, +550 B up front, +780 B in all).
+ * Loaded with the maintenance chunk (maintenance.ts, through lazy.ts's one
+ * loader): only a deleted thread or a key change takes these paths, never a
+ * chat's first answer. An `import()` of its own here made Rolldown split
+ * shared entry code into a second up-front file (core/channel.ts, +550 B up
+ * front, +780 B in all); the maintenance loader adds no `import()` site.
  */
 import { issue, storeDelete, storePut } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";

@@ -11,7 +11,7 @@ import { WRITES_IDX_MAP, type PendingWrite } from "@langchain/langgraph-checkpoi
 import { issue } from "../idb/requests.js";
 import type { SaverContext } from "./context.js";
 import { storeWrites, type WritesStore } from "./write-rows.js";
-import { putWritesCarefully } from "./late-put.js";
+import { maintenance } from "./lazy.js";
 import { assertStorableId, configIds, missingThreadIdMessage } from "../rows/ids.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { StaleKeyWrite, checkKeyId, withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
@@ -135,7 +135,7 @@ export async function putWrites(
       // was altered): the careful path asks the key record itself.
       if (!(error instanceof LateWrite) && !(error instanceof StaleKeyWrite)) throw error;
       // Rare: a deleted thread, a key change.
-      await putWritesCarefully(ctx, bound, rows);
+      await (await maintenance()).putWritesCarefully(ctx, bound, rows);
       // Maybe dropped (a deleted thread's): the entry is dropped rather than guessed.
       freshModule()?.keepWrites(ctx, ticket, rows, false);
     }

@@ -13,7 +13,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ChannelVersions, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { putQuietly } from "../idb/requests.js";
 import { checkKeyRow, type SaverContext } from "./context.js";
-import { recordLatePut } from "./late-put.js";
+import { maintenance } from "./lazy.js";
 import { encode, rowRef } from "../rows/codec.js";
 import { withCurrentKey, type BoundSerializer } from "../serde/protocol.js";
 import { INLINE_MAX, INLINE_ROW_MAX, SAVER_FORMAT } from "./schema.js";
@@ -255,7 +255,7 @@ export async function put(
     } catch (error) {
       if (!(error instanceof LateWrite)) throw error;
       // A run still in flight on a deleted thread: its checkpoint was rolled back.
-      await recordLatePut(ctx, threadId, checkpointNs, checkpointId, error.tombstone);
+      await (await maintenance()).recordLatePut(ctx, threadId, checkpointNs, checkpointId, error.tombstone);
     }
   })
     .catch(dropKept)
