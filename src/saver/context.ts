@@ -23,9 +23,7 @@ import { keyIdWrite, type MetaRow } from "../rows/shapes.js";
 import type { WriteTx } from "./tombstones.js";
 import { issue, storePut } from "../idb/requests.js";
 import { IndexedDBCheckpointError } from "../core/errors.js";
-import { loadOnce } from "../core/tasks.js";
-
-const failuresModule = loadOnce(() => import("../serde/failures.js"));
+import { failuresModule } from "../serde/lazy.js";
 
 /** Where the facade keeps its serializer (`BaseCheckpointSaver#serde`), which `changeKey` replaces. */
 export interface SerdeSlot {

@@ -15,10 +15,7 @@
  */
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { DecryptionError, IndexedDBCheckpointError, KeyChangedError } from "../core/errors.js";
-import { loadOnce } from "../core/tasks.js";
-
-/** The rare failures' messages (failures.ts), loaded when one is needed. */
-const failuresModule = loadOnce(() => import("./failures.js"));
+import { failuresModule } from "./lazy.js";
 
 /**
  * Names the row a value lives in, most significant part first, for example

@@ -34,10 +34,7 @@ import { Encoder, TooDeep, Unencodable } from "./encoder.js";
 import { Revival } from "./revival.js";
 import { builtInPrototypes } from "./builtins.js";
 import { errorMessage } from "../../core/guards.js";
-import { loadOnce } from "../../core/tasks.js";
-
-/** The rare failures' messages (failures.ts), loaded when one is needed. */
-const failuresModule = loadOnce(() => import("../failures.js"));
+import { failuresModule } from "../lazy.js";
 
 /** See {@link MsgpackSerializer}'s static of this name. */
 const READS_IN_PLACE: unique symbol = Symbol.for("langgraph-checkpoint-indexeddb:v1:in-place") as never;
