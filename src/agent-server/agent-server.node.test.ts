@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { settles, until } from "../../test/support/agent-server/timing.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 
 type Chat = {
   messages: { type: string; content: string }[];
@@ -328,10 +329,7 @@ describe("runs", () => {
     // Held until the test lets it go, which it never does: only the cancel can end it, so the cancel's
     // answer says that it stopped the run and did not wait for its end. (Before, a 5 s run and a bound of
     // 4 s on the cancel, which a loaded machine overran.)
-    const long = await client.runs.create(thread.thread_id, "agent", {
-      input: human("never"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
+    const { run: long } = await heldRun(client, thread.thread_id, "never");
     await settles(client.runs.cancel(thread.thread_id, long.run_id, true, "rollback"), "the held run cancelled");
     // Deleted, as the Agent Server deletes a run rolled back.
     await expect(client.runs.get(thread.thread_id, long.run_id)).rejects.toThrow(/404/);

@@ -12,7 +12,7 @@ import { InProcessLockManager } from "../core/locks.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { letGo } from "../../test/support/agent-server/graph.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 import { settles, until } from "../../test/support/agent-server/timing.js";
 
 type Chat = { messages: { type: string; content: string }[] };
@@ -56,10 +56,7 @@ describe("a run of another tab", () => {
     const thread = await first.client.threads.create();
     // Held until both joins have had an event: they join while it goes however loaded the machine is (a
     // 300 ms run could end before the status was read or the joins came).
-    const hold = crypto.randomUUID();
-    const run = await first.client.runs.create(thread.thread_id, "agent", {
-      input: human("slow"),
-      config: { configurable: { hold } },
+    const { run, release } = await heldRun(first.client, thread.thread_id, "slow", {
       streamMode: ["values", "updates", "messages-tuple"],
     });
     expect(["pending", "running"]).toContain((await second.client.runs.get(thread.thread_id, run.run_id)).status);
@@ -72,7 +69,7 @@ describe("a run of another tab", () => {
       collect(second.client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "2" })),
     ]);
     await settles(Promise.all([ownFirst.promise, joinedFirst.promise]), "both joins' first event");
-    letGo(hold);
+    release();
     const [own, joined, fromTwo] = await all;
     expect(own.map((part) => part.event)).toContain("messages");
     expect(joined).toEqual(own);
@@ -95,10 +92,7 @@ describe("a run of another tab", () => {
     // Held until the test lets it go, which it never does: only the cancel can end it, so the cancel's
     // answer says that it stopped the run and did not wait for its end. (Before, a 5 s run and a bound of
     // 4 s on the cancel, which a loaded machine overran.)
-    const run = await first.client.runs.create(thread.thread_id, "agent", {
-      input: human("never"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
+    const { run } = await heldRun(first.client, thread.thread_id, "never");
     await settles(second.client.runs.cancel(thread.thread_id, run.run_id, true, "rollback"), "the held run cancelled");
     // Deleted in the tab that ran it, as the Agent Server deletes a run rolled back.
     await expect(first.client.runs.get(thread.thread_id, run.run_id)).rejects.toThrow(/404/);
@@ -130,14 +124,9 @@ describe("a run of another tab", () => {
   it("whose runner is gone is reported cut short: status error, its events then an error", async () => {
     const { first, second } = await twoTabs(true);
     const thread = await first.client.threads.create();
-    const run = await first.client.runs.create(thread.thread_id, "agent", {
-      input: human("lost"),
-      // Held (never let go): a 5 s run ended on its own, "success", when the waits below took longer.
-      config: { configurable: { hold: crypto.randomUUID() } },
-      streamMode: ["values"],
-    });
-    // The first server's lock is in a realm the second cannot see: as if its tab had closed.
-    await until(async () => (await first.client.runs.get(thread.thread_id, run.run_id)).status === "running");
+    // Held (never let go): a 5 s run ended on its own, "success", when the waits below took longer. The
+    // first server's lock is in a realm the second cannot see: as if its tab had closed.
+    const { run } = await heldRun(first.client, thread.thread_id, "lost", { streamMode: ["values"], at: "running" });
     const log = new RunLog(openAgentDatabase(`${first.saver.dbName}-agent-threads`, undefined));
     await until(async () => (await log.events(run.run_id, -1)).some((event) => event.event === "values"));
     await log.close();

@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
-import { letGo } from "../../test/support/agent-server/graph.js";
-import { atNode, human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
+import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 
 const setup = () => openServer<Chat>("run-delete", true);
 afterEach(closeServers);
@@ -36,13 +36,9 @@ describe("runs.delete", () => {
     const { client } = await setup();
     const t = await client.threads.create();
     // Going until the test lets it go: a timed run (300 ms) could end before the delete on a loaded machine.
-    const hold = crypto.randomUUID();
-    const run = await client.runs.create(t.thread_id, "agent", {
-      input: human("slow"),
-      config: { configurable: { hold } },
-    });
+    const { run, release } = await heldRun(client, t.thread_id, "slow");
     await expect(client.runs.delete(t.thread_id, run.run_id)).rejects.toThrow(/409/);
-    letGo(hold);
+    release();
     expect(texts(await client.runs.join(t.thread_id, run.run_id))).toEqual(["human: slow", "ai: echo slow"]);
     expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("success");
     await client.runs.delete(t.thread_id, run.run_id);
@@ -69,11 +65,7 @@ describe("runs.delete", () => {
     const t = await client.threads.create();
     // Stopped in its node, which it leaves only when stopped. A fixed 50 ms wait failed under load: the
     // stop came before the node's checkpoint, leaving only the input's (state [], next ["__start__"]).
-    const stopped = await client.runs.create(t.thread_id, "agent", {
-      input: human("one"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
-    await atNode(client, t.thread_id, stopped.run_id);
+    const { run: stopped } = await heldRun(client, t.thread_id, "one", { at: "node" });
     await client.runs.cancel(t.thread_id, stopped.run_id, true);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
     await client.runs.wait(t.thread_id, "agent", { input: human("two") });

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
-import { letGo } from "../../test/support/agent-server/graph.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 import { defaultLockManager, runLockName } from "../runs/locks.js";
 
 import {
@@ -34,11 +34,7 @@ describe("the thread between runs", () => {
     const t = await a.client.threads.create();
     // In its node until stopped (its input written, so a rollback has something to undo), where a
     // fixed 200 ms wait after "running" guessed it.
-    const run = await a.client.runs.create(t.thread_id, "agent", {
-      input: human("undo me"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
-    await atNode(b.client, t.thread_id, run.run_id);
+    const { run } = await heldRun(a.client, t.thread_id, "undo me", { at: "node", watcher: b.client });
     saverA.rollbackMs = 300; // a busy IndexedDB
     await b.client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     const right = { values: texts((await b.client.threads.getState(t.thread_id)).values) };
@@ -102,15 +98,14 @@ describe("the thread between runs", () => {
     // Still inside it: a wait that returned after the write landed would prove nothing below.
     expect(threads.slowed.status.done).toBe(0);
     // b goes until the test lets it go: a timed one (1.5 s) ended before the checks on a loaded machine.
-    const hold = crypto.randomUUID();
-    const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), config: { configurable: { hold } } });
+    const { run: b, release } = await heldRun(client, t.thread_id, "b");
     // a's end written (its join answers after it), where a fixed 600 ms wait counted on the 300 ms write.
     await client.runs.join(t.thread_id, a.run_id);
     await until(async () => (await client.runs.get(t.thread_id, b.run_id)).status === "running");
     const bStatus = (await client.runs.get(t.thread_id, b.run_id)).status;
     const threadStatus = (await client.threads.get(t.thread_id)).status;
     expect({ bStatus, threadStatus }).toEqual({ bStatus: "running", threadStatus: "busy" });
-    letGo(hold);
+    release();
     await client.runs.join(t.thread_id, b.run_id);
   });
 
@@ -118,10 +113,7 @@ describe("the thread between runs", () => {
     const { client } = await server();
     const t = await client.threads.create();
     // a in its node until stopped, its input written (a fixed 200 ms wait after "running" guessed it).
-    const a = await client.runs.create(t.thread_id, "agent", {
-      input: human("a"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
+    const { run: a } = await heldRun(client, t.thread_id, "a");
     const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
     await atNode(client, t.thread_id, a.run_id);
     await client.runs.cancel(t.thread_id, a.run_id, true, "rollback");
@@ -134,11 +126,7 @@ describe("the thread between runs", () => {
     const a = await server();
     const b = await server({ dbName: a.dbName });
     const t = await a.client.threads.create();
-    const ra = await a.client.runs.create(t.thread_id, "agent", {
-      input: human("a"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
-    await atNode(a.client, t.thread_id, ra.run_id);
+    const { run: ra } = await heldRun(a.client, t.thread_id, "a", { at: "node" });
     const rb = await b.client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
     // rb waiting for the thread's lock on b (a fixed 200 ms wait guessed when it asked).
     const lock = runLockName(a.dbName, t.thread_id);

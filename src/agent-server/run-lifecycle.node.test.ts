@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@langchain/langgraph-sdk";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { human, sleep, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
-import { letGo } from "../../test/support/agent-server/graph.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 
 const URL_BASE = "http://local.invalid";
 const setup = () => openServer<Chat>("run-lifecycle", true);
@@ -232,17 +232,9 @@ describe("thread status", () => {
     const t = await client.threads.create();
     // Each run goes until the test lets it go: timed ones (150 and 300 ms) ended early on a loaded machine,
     // b before the checks below (then idle, as it should be), a before b was enqueued behind it.
-    const [holdA, holdB] = [crypto.randomUUID(), crypto.randomUUID()];
-    const a = await client.runs.create(t.thread_id, "agent", {
-      input: human("a"),
-      config: { configurable: { hold: holdA } },
-    });
-    const b = await client.runs.create(t.thread_id, "agent", {
-      input: human("b"),
-      config: { configurable: { hold: holdB } },
-      multitaskStrategy: "enqueue",
-    });
-    letGo(holdA);
+    const { run: a, release: releaseA } = await heldRun(client, t.thread_id, "a");
+    const { run: b, release: releaseB } = await heldRun(client, t.thread_id, "b", { multitaskStrategy: "enqueue" });
+    releaseA();
     // a's end wrote the thread's status before its join answers: what follows sees every write of it.
     await client.runs.join(t.thread_id, a.run_id);
     await until(async () => (await client.runs.get(t.thread_id, b.run_id)).status === "running");
@@ -251,7 +243,7 @@ describe("thread status", () => {
     const c = await client.runs.create(t.thread_id, "agent", { input: human("c"), multitaskStrategy: "enqueue" });
     await client.runs.cancel(t.thread_id, c.run_id, true);
     expect((await client.threads.get(t.thread_id)).status).toBe("busy");
-    letGo(holdB);
+    releaseB();
     await client.runs.join(t.thread_id, b.run_id);
     expect((await client.threads.get(t.thread_id)).status).toBe("idle");
   });

@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeServers, openServer, type ServerPlace } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 import { RunLog } from "./run-log.js";
 import { openAgentDatabase } from "./schema.js";
 import { defaultLockManager, runLockName, type RunLockManager } from "../runs/locks.js";
@@ -16,7 +17,6 @@ import { defaultLockManager, runLockName, type RunLockManager } from "../runs/lo
 import {
   SlowSaver,
   SlowThreadStore,
-  atNode,
   human,
   sleep,
   texts,
@@ -51,11 +51,7 @@ describe("cancel", () => {
     const { client } = await ownServer();
     const t = await client.threads.create();
     // In its node until stopped, its input written (a fixed 100 ms wait after "running" guessed it).
-    const run = await client.runs.create(t.thread_id, "agent", {
-      input: human("undo me"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
-    await atNode(client, t.thread_id, run.run_id);
+    const { run } = await heldRun(client, t.thread_id, "undo me", { at: "node" });
     await client.runs.cancel(t.thread_id, run.run_id, true, "rollback");
     const state = await client.threads.getState(t.thread_id);
     expect(texts(state.values)).toEqual([]);
@@ -167,10 +163,7 @@ describe("thread status", () => {
     const stuck: string[] = [];
     for (const order of ["ab", "ba", "ab", "ba"]) {
       const t = await client.threads.create();
-      const a = await client.runs.create(t.thread_id, "agent", {
-        input: human("a"),
-        config: { configurable: { hold: crypto.randomUUID() } },
-      });
+      const { run: a } = await heldRun(client, t.thread_id, "a");
       const b = await client.runs.create(t.thread_id, "agent", { input: human("b"), multitaskStrategy: "enqueue" });
       await until(async () => (await client.runs.get(t.thread_id, a.run_id)).status === "running");
       const cancels = [...order].map((x) => client.runs.cancel(t.thread_id, x === "a" ? a.run_id : b.run_id, true));

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Annotation, END, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph/web";
 import { closeServers, openServer } from "../../test/support/agent-server/server.js";
 import { letGo } from "../../test/support/agent-server/graph.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 import { human, texts, until, type Chat } from "../../test/support/agent-server/timing.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 
@@ -191,13 +192,9 @@ describe("options the SDK sends in the query or a header", () => {
   it("runs.cancel with a reason cancels the run", async () => {
     const { client } = await setup();
     const t = await client.threads.create();
-    const hold = crypto.randomUUID();
-    const run = await client.runs.create(t.thread_id, "agent", {
-      input: human("x"),
-      config: { configurable: { hold } },
-    });
+    const { run, release } = await heldRun(client, t.thread_id, "x");
     await client.runs.cancel(t.thread_id, run.run_id, true, "interrupt", { reason: "taken" });
-    letGo(hold);
+    release();
     expect((await client.runs.get(t.thread_id, run.run_id)).status).toBe("interrupted");
   });
 });

@@ -13,6 +13,7 @@ import {
   type ServerPlace,
 } from "../../test/support/agent-server/server.js";
 import { freshDbName } from "../../test/support/databases.js";
+import { heldRun } from "../../test/support/agent-server/held-run.js";
 import { CANCEL_WAIT_MS } from "./run-handles.js";
 
 import {
@@ -68,10 +69,7 @@ describe("deleting a thread, and the ends of runs", () => {
     // Still inside it: a wait that returned after the write landed would prove nothing below.
     expect(threads.slowed.status.done).toBe(0);
     // b goes until stopped: a timed one (1.5 s) could end before the checks on a loaded machine.
-    const rb = await b.client.runs.create(t.thread_id, "agent", {
-      input: human("b"),
-      config: { configurable: { hold: crypto.randomUUID() } },
-    });
+    const { run: rb } = await heldRun(b.client, t.thread_id, "b");
     // a's end written and b going (a fixed 600 ms wait counted on the 300 ms write).
     await until(async () => threads.slowed.status.done === threads.slowed.status.begun);
     await until(async () => (await b.client.runs.get(t.thread_id, rb.run_id)).status !== "pending");
