@@ -8,9 +8,20 @@ import { createServer, type AddressInfo } from "node:net";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Page, Route } from "playwright";
-import { expect, inject, test } from "vitest";
-import { editDemoDb, ready, screenshot, send, transcript, useHarness, threadAction } from "./support.js";
+import type { Route } from "playwright";
+import { expect, test } from "vitest";
+import {
+  MOCK_COMPLETIONS,
+  editDemoDb,
+  ready,
+  screenshot,
+  send,
+  sse,
+  transcript,
+  useEndpoint,
+  useHarness,
+  threadAction,
+} from "./support.js";
 
 // Each test on empty storage, in the page the test before had (its renderer kept: e2e/support.ts, `cleanPage`).
 const harness = useHarness({ cleanPage: true });
@@ -172,24 +183,7 @@ test("storage view, export, delete and import a thread; About names the package 
   await screenshot(page, "about");
 });
 
-/** Answers like an OpenAI-compatible endpoint, one scripted reply per request. */
-function sse(events: unknown[]): string {
-  return [...events.map((e) => `data: ${JSON.stringify(e)}\n\n`), "data: [DONE]\n\n"].join("");
-}
-
-async function useEndpoint(page: Page, baseURL: string): Promise<void> {
-  await page.getByTestId("settings").click();
-  await page.getByRole("combobox", { name: "Provider" }).selectOption("openai");
-  await page.getByRole("textbox", { name: "Base URL" }).fill(`${baseURL}mock-llm/v1`);
-  await page.getByRole("textbox", { name: "Model" }).fill("test-model");
-  await page.getByLabel("API key").fill("sk-test");
-  await page.getByRole("button", { name: "Save model" }).click();
-  await page.getByText("Saved.").waitFor();
-  await page.keyboard.press("Escape");
-}
-
 test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
-  const baseURL = inject("baseURL");
   const requests: {
     auth?: string;
     body: { model: string; stream: boolean; messages: { role: string }[]; tools: unknown[] };
@@ -219,7 +213,7 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
     sse([{ choices: [{ delta: { content: "Saved that you like jazz." } }] }]),
   ];
   const page = await harness().page();
-  await page.route("**/mock-llm/v1/chat/completions", async (route: Route) => {
+  await page.route(MOCK_COMPLETIONS, async (route: Route) => {
     const request = route.request();
     requests.push({ auth: request.headers().authorization, body: request.postDataJSON() });
     await route.fulfill({
@@ -229,7 +223,7 @@ test("an OpenAI-compatible endpoint, streamed, with tool calls", async () => {
     });
   });
   await ready(page);
-  await useEndpoint(page, baseURL);
+  await useEndpoint(page, "sk-test");
 
   await send(page, "hi endpoint");
   await expect.poll(() => transcript(page)).toEqual(["user: hi endpoint", "assistant: Hello from the endpoint."]);

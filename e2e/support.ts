@@ -3,7 +3,8 @@
  * context per test that records console errors (or, with `keepPage`, one
  * page per file that each test gets at a fresh thread; with `cleanPage`, one
  * page per file emptied between tests); it re-exports the chat
- * gestures (e2e/chat-gestures.ts) and the page probes (e2e/page-probes.ts).
+ * gestures (e2e/chat-gestures.ts), the page probes (e2e/page-probes.ts) and
+ * the mocked model endpoint (e2e/mock-endpoint.ts).
  *
  * Pages open at the fast pace (`?pace=0`: the demo's local model answers at
  * once) unless a test asks for the model's pace: only tests about streaming,
@@ -29,6 +30,7 @@ export {
   type ThreadAction,
 } from "./chat-gestures.js";
 export { cspViolations, editDemoDb, lockWith, plaintextHits, recordCspViolations, unlockWith } from "./page-probes.js";
+export { MOCK_COMPLETIONS, mockAnswers, sse, useEndpoint } from "./mock-endpoint.js";
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true });

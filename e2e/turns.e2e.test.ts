@@ -3,7 +3,8 @@
  * task, and a turn sent in a thread of 300 turns does not draw the 300 again.
  * They measure time, so they run in the timed pass, alone
  * (e2e/vitest.timing.config.ts); the other turn tests are in
- * turn-actions.e2e.test.ts.
+ * turn-streaming.e2e.test.ts, turn-endpoint.e2e.test.ts and
+ * turn-edit.e2e.test.ts.
  */
 import type { BrowserContext, Page } from "playwright";
 import { expect, test } from "vitest";
