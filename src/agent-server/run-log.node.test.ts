@@ -13,6 +13,7 @@ import { openAgentDatabase } from "./schema.js";
 import { IndexedDBSaver } from "../saver/index.js";
 import { agentGraph } from "../../test/support/agent-server/graph.js";
 import { deleteDatabase, freshDbName } from "../../test/support/databases.js";
+import { byDepth } from "../../test/support/depth.js";
 
 const names: string[] = [];
 afterEach(async () => {
@@ -113,3 +114,22 @@ it("reads only the runs not ended for runs.cancelMany by status, not every finis
     await log.close();
   }
 }, 30_000);
+
+it("tells a replay the last id of a run with more events than one call takes as arguments", async () => {
+  const name = freshDbName("run-log-long");
+  names.push(name);
+  const log = new RunLog(openAgentDatabase(name, undefined));
+  try {
+    // A long run streamed token by token: past about 125,000 ids, Math.max(...ids) overflowed V8's stack
+    // ("Maximum call stack size exceeded"), and the replay of the run failed where it should have ended it.
+    // 130,000 events take 8 s here (saved and read on fake-indexeddb): the full depth only (npm run test:full).
+    const count = byDepth(2_000, 130_000);
+    await log.save(record(1, "error"), events(count));
+    const stored = await log.stored("run-1");
+    expect(stored.events.length).toBe(count);
+    expect(stored.lastId).toBe(count - 1);
+    expect(stored.errorLeftOut).toBeUndefined();
+  } finally {
+    await log.close();
+  }
+}, 60_000);

@@ -138,11 +138,13 @@ export class RunLog {
     const events = await this.#open(rows);
     const opened = new Set(events.map((event) => event.id));
     // A row's id and name are kept clear (event-seal.ts): known even when its data does not open.
-    const ids = rows.map((row) => row.id).filter((id) => Number.isSafeInteger(id));
+    // A loop, not Math.max(...ids): a long run's token events pass the arguments an engine takes in one call.
+    let lastId = -1;
+    for (const row of rows) if (Number.isSafeInteger(row.id) && row.id > lastId) lastId = row.id;
     const errorLeftOut = rows.find((row) => row.event === "error" && !opened.has(row.id));
     return {
       events,
-      lastId: ids.length > 0 ? Math.max(...ids) : -1,
+      lastId,
       errorLeftOut: errorLeftOut !== undefined && Number.isSafeInteger(errorLeftOut.id) ? errorLeftOut.id : undefined,
     };
   }
