@@ -187,18 +187,23 @@ export async function pendingChanges(
   const marks = new Map(revalued.map(([threadId, ns, id, at]) => [checkpointKeyOf(threadId, ns, id), at]));
   const fingerprintOf = (local: LocalCheckpoint) => withRevalued(local.fingerprint, marks.get(local.key));
   const locals: LocalCheckpoint[] = [];
+  // Appended one by one, not push(...read): a spread of some 125,000 checkpoints (a long thread, or a round
+  // after many offline changes) overflows V8's stack, and every round would fail the same way.
+  const append = (read: readonly LocalCheckpoint[]) => {
+    for (const local of read) locals.push(local);
+  };
   if (full) {
     for (const threadId of inventory.threads)
-      if (!wanted || wanted.has(threadId)) locals.push(...(await readThread(access, threadId)));
+      if (!wanted || wanted.has(threadId)) append(await readThread(access, threadId));
   } else {
     const whole = new Set([...scan.retry, ...Object.keys(replayed)].filter((id) => !wanted || wanted.has(id)));
-    for (const threadId of whole) locals.push(...(await readThread(access, threadId)));
+    for (const threadId of whole) append(await readThread(access, threadId));
     const since = scan.since - SCAN_SLACK_MS;
     const marked = revalued.filter(([, , , at]) => !(at < since)).map(([t, ns, id]): CheckpointKey => [t, ns, id]);
     const keys = [...new Map([...changedKeys, ...marked].map((key) => [checkpointKeyOf(...key), key])).values()].filter(
       ([threadId]) => !whole.has(threadId) && (!wanted || wanted.has(threadId)),
     );
-    locals.push(...(await readCheckpoints(access, keys)));
+    append(await readCheckpoints(access, keys));
   }
   const threadsRead = new Set(locals.map((local) => local.wire.thread_id));
   const state = await readSyncState(
