@@ -106,7 +106,7 @@ test("two threads stay apart", async () => {
   const alphaTime = () => alphaRow.locator("time").getAttribute("datetime");
   const alphaId = await alphaRow.getAttribute("data-thread-id");
   // The press must land on alpha's row. A run's own touch of its thread comes 100 ms after its last write (the
-  // debounce in app.ts), so on a loaded machine beta's could still move the rows between the hover (which finds
+  // debounce in demo/src/app.ts), so on a loaded machine beta's could still move the rows between the hover (which finds
   // alpha's place) and the press: the press then fell on beta, and its release opened beta (seen once at load 16:
   // "2 messages where 4"). So the run ends first, and a press that fell elsewhere is released (opening the row it
   // fell on, beta, already open) and made again; the rows hold still from a press on, which is what is tested.
