@@ -69,6 +69,14 @@ function leafText(value: unknown): string[] {
   return [];
 }
 
+/**
+ * Adds `items` to `results` one by one: `push(...items)` passes every item as an argument, and past some
+ * 125,000 (an indexed `tags[*]` over a long list) that overflows the engine's stack.
+ */
+function append(results: string[], items: readonly string[]): void {
+  for (const item of items) results.push(item);
+}
+
 function extract(obj: unknown, tokens: readonly string[], pos: number): string[] {
   if (pos >= tokens.length) return leafText(obj);
   const token = tokens[pos]!;
@@ -78,11 +86,11 @@ function extract(obj: unknown, tokens: readonly string[], pos: number): string[]
     if (!Array.isArray(obj)) return [];
     const index = token.slice(1, -1);
     if (index === "*") {
-      for (const item of obj) results.push(...extract(item, tokens, pos + 1));
+      for (const item of obj) append(results, extract(item, tokens, pos + 1));
     } else {
       let idx = parseInt(index, 10);
       if (idx < 0) idx = obj.length + idx;
-      if (idx >= 0 && idx < obj.length) results.push(...extract(obj[idx], tokens, pos + 1));
+      if (idx >= 0 && idx < obj.length) append(results, extract(obj[idx], tokens, pos + 1));
     }
   } else if (token.startsWith("{") && token.endsWith("}")) {
     if (typeof obj !== "object" || obj === null) return [];
@@ -104,16 +112,16 @@ function extract(obj: unknown, tokens: readonly string[], pos: number): string[]
       }
       // Unlike a path leaf, a selected `null` becomes the text "null" upstream.
       if (current === null) results.push("null");
-      else if (current !== undefined) results.push(...leafText(current));
+      else if (current !== undefined) append(results, leafText(current));
     }
   } else if (token === "*") {
     if (Array.isArray(obj)) {
-      for (const item of obj) results.push(...extract(item, tokens, pos + 1));
+      for (const item of obj) append(results, extract(item, tokens, pos + 1));
     } else if (typeof obj === "object" && obj !== null) {
-      for (const value of Object.values(obj)) results.push(...extract(value, tokens, pos + 1));
+      for (const value of Object.values(obj)) append(results, extract(value, tokens, pos + 1));
     }
   } else if (typeof obj === "object" && obj !== null && token in obj) {
-    results.push(...extract((obj as Record<string, unknown>)[token], tokens, pos + 1));
+    append(results, extract((obj as Record<string, unknown>)[token], tokens, pos + 1));
   }
   return results;
 }
