@@ -82,6 +82,36 @@ it("a resumed node that fails leaves its thread in error, though its question is
   expect((await client.threads.get(t.thread_id)).status).toBe("error");
 });
 
+it("a resumed node stopped by its run's timeout leaves its thread in error: it ran, though it wrote nothing", async () => {
+  const State = Annotation.Root({ answer: Annotation<string> });
+  const graph = new StateGraph(State)
+    .addNode("ask", async (_s, config: LangGraphRunnableConfig) => {
+      const answer = interruptWith<string, string>(config, "ok?");
+      // Outlasts the run's timeout: LangGraph aborts the node, and no error of its task is written.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return { answer };
+    })
+    .addEdge(START, "ask")
+    .compile();
+  const { client, server } = await openServer("strict-resume", false, { graphs: { ask: graph } });
+  const t = await client.threads.create();
+  await client.runs.wait(t.thread_id, "ask", { input: {} });
+  // The SDK's types have no `timeout` in a run's config; the Agent Server takes one.
+  const resumed = await server.fetch(`http://local.invalid/threads/${t.thread_id}/runs/wait`, {
+    method: "POST",
+    body: JSON.stringify({ assistant_id: "ask", command: { resume: "yes" }, config: { timeout: 200 } }),
+  });
+  expect(JSON.stringify(await resumed.json())).toContain("Abort");
+  // Nothing of the resume is left: the question still waits, with no error on its task...
+  expect((await client.threads.getState(t.thread_id)).tasks[0]).toMatchObject({
+    error: null,
+    interrupts: [{ value: "ok?" }],
+  });
+  // ...yet the run failed in the node, not refused before it (strict_resume's case): "interrupted" before.
+  expect((await client.runs.list(t.thread_id)).map((run) => run.status)).toEqual(["error", "success"]);
+  expect((await client.threads.get(t.thread_id)).status).toBe("error");
+});
+
 it("without strict_resume, the one answer answers both questions (LangGraph's default)", async () => {
   const { client, threadId, events } = await resumeBoth(undefined);
   expect(events.map((part) => part.event)).not.toContain("error");

@@ -71,10 +71,12 @@ export function threadStatusHooks(
         // no task holds an interrupt (bb530bc set it idle), and an earlier failure stays an error.
         const own = (state?.metadata as { run_id?: unknown } | undefined)?.run_id === run.run_id;
         const kept = error === undefined && run.status === "interrupted" && !own ? prior : undefined;
-        // A run that failed having written nothing (no checkpoint, no task's error) while an interrupt
-        // waits, as a resume strict_resume refuses: "the thread stays as it was", as the SDK says of the
-        // Agent Server, paused on it. A resumed node that failed left its error on its task: an error.
-        const untouched = !own && waiting && !state?.tasks.some((task) => task.error !== undefined);
+        // A resume strict_resume refused (LangGraph's UnknownInterruptError, raised before anything is
+        // written) while an interrupt waits: "the thread stays as it was", as the SDK says of the Agent
+        // Server, paused on it. Told by its error, not by the traces it left: a resumed node stopped by
+        // its run's `timeout`, or cut short with its tab, also leaves no checkpoint and no task's error,
+        // yet it ran and failed (an error, as a resumed node that failed with its error on its task).
+        const untouched = !own && waiting && isStrictResumeRefusal(error);
         const failed = error !== undefined && !untouched;
         const status = failed ? "error" : paused || error !== undefined ? "interrupted" : "idle";
         await threads.patch(run.thread_id, { status: kept ?? status });
@@ -83,4 +85,9 @@ export function threadStatusHooks(
         if (await busy(run.thread_id, run.run_id)) await threads.patch(run.thread_id, { status: "busy" });
       }),
   };
+}
+
+/** LangGraph's refusal of a resume under `strict_resume`, known by its name as LangGraph's own check knows it. */
+function isStrictResumeRefusal(error: unknown): boolean {
+  return (error as { name?: unknown } | undefined)?.name === "UnknownInterruptError";
 }
