@@ -59,41 +59,33 @@ export function tokenizePath(path: string): string[] {
   return tokens;
 }
 
-/** A leaf as `InMemoryStore` turns it into text: scalars as strings, objects as pretty JSON. */
-function leafText(value: unknown): string[] {
-  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
-    return [String(value)];
-  }
-  if (value === null || value === undefined) return [];
-  if (typeof value === "object") return [JSON.stringify(value, null, 2)];
-  return [];
+/** A leaf as `InMemoryStore` turns it into text: scalars as strings, objects as pretty JSON; added to `out`. */
+function leafText(value: unknown, out: string[]): void {
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out.push(String(value));
+  else if (typeof value === "object" && value !== null) out.push(JSON.stringify(value, null, 2));
 }
 
 /**
- * Adds `items` to `results` one by one: `push(...items)` passes every item as an argument, and past some
- * 125,000 (an indexed `tags[*]` over a long list) that overflows the engine's stack.
+ * Adds the texts at `tokens[pos..]` in `obj` to `out`, in document order. One array for the whole walk: each
+ * level returning its own, copied into its caller's with `push(...texts)`, copied every text once a level,
+ * and past some 125,000 texts (an indexed `tags[*]` over a long list) the spread overflowed the stack.
  */
-function append(results: string[], items: readonly string[]): void {
-  for (const item of items) results.push(item);
-}
-
-function extract(obj: unknown, tokens: readonly string[], pos: number): string[] {
-  if (pos >= tokens.length) return leafText(obj);
+function extract(obj: unknown, tokens: readonly string[], pos: number, out: string[]): void {
+  if (pos >= tokens.length) return leafText(obj, out);
   const token = tokens[pos]!;
-  const results: string[] = [];
-  if (pos === 0 && token === "$") results.push(JSON.stringify(obj, null, 2));
+  if (pos === 0 && token === "$") out.push(JSON.stringify(obj, null, 2));
   if (token.startsWith("[") && token.endsWith("]")) {
-    if (!Array.isArray(obj)) return [];
+    if (!Array.isArray(obj)) return;
     const index = token.slice(1, -1);
     if (index === "*") {
-      for (const item of obj) append(results, extract(item, tokens, pos + 1));
+      for (const item of obj) extract(item, tokens, pos + 1, out);
     } else {
       let idx = parseInt(index, 10);
       if (idx < 0) idx = obj.length + idx;
-      if (idx >= 0 && idx < obj.length) append(results, extract(obj[idx], tokens, pos + 1));
+      if (idx >= 0 && idx < obj.length) extract(obj[idx], tokens, pos + 1, out);
     }
   } else if (token.startsWith("{") && token.endsWith("}")) {
-    if (typeof obj !== "object" || obj === null) return [];
+    if (typeof obj !== "object" || obj === null) return;
     const fields = token
       .slice(1, -1)
       .split(",")
@@ -111,19 +103,18 @@ function extract(obj: unknown, tokens: readonly string[], pos: number): string[]
         }
       }
       // Unlike a path leaf, a selected `null` becomes the text "null" upstream.
-      if (current === null) results.push("null");
-      else if (current !== undefined) append(results, leafText(current));
+      if (current === null) out.push("null");
+      else if (current !== undefined) leafText(current, out);
     }
   } else if (token === "*") {
     if (Array.isArray(obj)) {
-      for (const item of obj) append(results, extract(item, tokens, pos + 1));
+      for (const item of obj) extract(item, tokens, pos + 1, out);
     } else if (typeof obj === "object" && obj !== null) {
-      for (const value of Object.values(obj)) append(results, extract(value, tokens, pos + 1));
+      for (const value of Object.values(obj)) extract(value, tokens, pos + 1, out);
     }
   } else if (typeof obj === "object" && obj !== null && token in obj) {
-    append(results, extract((obj as Record<string, unknown>)[token], tokens, pos + 1));
+    extract((obj as Record<string, unknown>)[token], tokens, pos + 1, out);
   }
-  return results;
 }
 
 /**
@@ -136,7 +127,9 @@ function extract(obj: unknown, tokens: readonly string[], pos: number): string[]
 export function getTextAtPath(obj: unknown, path: string | readonly string[]): string[] {
   if (!path || path === "$") return [JSON.stringify(obj, null, 2)];
   const tokens = typeof path === "string" ? tokenizePath(path) : path;
-  return extract(obj, tokens, 0);
+  const out: string[] = [];
+  extract(obj, tokens, 0, out);
+  return out;
 }
 
 /** One field path, ready to extract: its label and its tokens. */
