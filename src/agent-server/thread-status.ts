@@ -57,9 +57,13 @@ export function threadStatusHooks(
         // A state LangGraph cannot read (a run that failed on its input left it in the pending writes,
         // and a rollback since deleted the checkpoints over it) shows no interrupt waiting: were the
         // throw let through, the thread would stay "busy" for good.
-        const state = graph
-          ? await graph.getState({ configurable: { thread_id: run.thread_id } }).catch(() => undefined)
-          : undefined;
+        // Read only where it decides something: a run that failed otherwise than on strict_resume is an error
+        // whatever its state holds.
+        const refused = isStrictResumeRefusal(error);
+        const state =
+          graph && (error === undefined || refused)
+            ? await graph.getState({ configurable: { thread_id: run.thread_id } }).catch(() => undefined)
+            : undefined;
         const waiting = state?.tasks.some((task) => task.interrupts.length > 0) ?? false;
         // A run stopped (a cancel, useStream's Stop, or a newer run's interrupt) leaves a task to run
         // in its last checkpoint, but did not pause for anyone: idle, as the Agent Server sets it,
@@ -76,7 +80,7 @@ export function threadStatusHooks(
         // Server, paused on it. Told by its error, not by the traces it left: a resumed node stopped by
         // its run's `timeout`, or cut short with its tab, also leaves no checkpoint and no task's error,
         // yet it ran and failed (an error, as a resumed node that failed with its error on its task).
-        const untouched = !own && waiting && isStrictResumeRefusal(error);
+        const untouched = !own && waiting && refused;
         const failed = error !== undefined && !untouched;
         const status = failed ? "error" : paused || error !== undefined ? "interrupted" : "idle";
         await threads.patch(run.thread_id, { status: kept ?? status });
