@@ -28,9 +28,9 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./ports.js";
 
 /** What the globalSetup hands to tests. */
 export interface ProvidedPostgres {
@@ -87,21 +87,6 @@ export function findPostgresBin(): string {
     );
   }
   return found;
-}
-
-/** A TCP port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 /** The command line of a PostgreSQL binary, as the `postgres` user when we are root. */

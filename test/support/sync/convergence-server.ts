@@ -8,11 +8,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "vite";
 import type { Reaper } from "../reaper.js";
+
+export { freePort } from "../ports.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -50,29 +51,6 @@ export async function bundleForNode(entry: string, name: string): Promise<Server
 /** Bundles the sync server CLI into a directory of this process. */
 export function bundleServer(): Promise<ServerBundle> {
   return bundleForNode("src/sync-server/cli.ts", "convergence-server");
-}
-
-/**
- * A TCP port nobody listens on right now, below Linux's ephemeral range (32768-60999). A port from
- * `listen(0)` comes from that range, the one the kernel also draws every outgoing connection's source
- * port from: between this check and the server process's own listen (a few hundred milliseconds, a
- * process to spawn), another test's connection to PostgreSQL or Chromium took it once ("listen
- * EADDRINUSE: address already in use 127.0.0.1:34339"). Below the range only a listener can take it.
- */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await canListen(port)) return port;
-  }
-  throw new Error("no free port between 20000 and 32000 in 50 tries");
-}
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const server = createServer();
-    server.once("error", () => done(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => done(true)));
-  });
 }
 
 /**
