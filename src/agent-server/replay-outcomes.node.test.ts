@@ -7,11 +7,18 @@
  * as cut short (`RunLostError`, kept for a run whose tab closed mid-run:
  * join.node.test.ts); a successful one as finished. A tab whose key another
  * tab changed answers a replay 409 `KeyChangedError` at once (a 500 was
- * asked again by the SDK for 20 s), and still answers `runs.get`.
+ * asked again by the SDK for 20 s), and still answers `runs.get`. A server
+ * opened with a key that never opened its database answers a read 409
+ * `DecryptionError` as well.
  */
 import { afterEach, it } from "vitest";
 import { closeServers } from "../../test/support/agent-server/server.js";
-import { failedRunAfterRekey, failedRunPruned, keyChangedElsewhere } from "../../test/support/agent-server/replay.js";
+import {
+  failedRunAfterRekey,
+  failedRunPruned,
+  keyChangedElsewhere,
+  wrongKeyFromTheStart,
+} from "../../test/support/agent-server/replay.js";
 
 afterEach(closeServers);
 
@@ -27,3 +34,4 @@ it(
   "another tab changed the key: a replay answers 409 KeyChangedError at once, and runs.get still answers",
   keyChangedElsewhere,
 );
+it("a key that never opened the database: a read answers 409 DecryptionError at once", wrongKeyFromTheStart);

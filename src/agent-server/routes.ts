@@ -8,7 +8,7 @@
 import { Hono, type Context } from "hono";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { ThreadBusyError } from "../runs/errors.js";
-import { KeyChangedError } from "../core/errors.js";
+import { DecryptionError } from "../core/errors.js";
 import { isPlainObject, isStringList } from "../core/guards.js";
 import { containsJson, type ThreadRecord, type ThreadStatus } from "./threads.js";
 import { toJsonText } from "./stream.js";
@@ -46,9 +46,10 @@ export function createRoutes(context: RouteContext): Hono {
 
   app.onError((error, c) => {
     if (error instanceof BadRequest) return reply(c, { error: "Bad Request", message: error.message }, 422);
-    // Another tab changed the saver's key and this tab's no longer opens it: no retry can succeed until the
-    // app opens it again with the new key. A 5xx, the SDK asked again for some 20 s; a 409 it does not.
-    if (error instanceof KeyChangedError) return reply(c, { error: error.name, message: error.message }, 409);
+    // The saver's key does not open what was read: a wrong key, a row altered or moved on disk, or another
+    // tab's key change (KeyChangedError is one). No retry can succeed until the app opens it again with the
+    // right key. A 5xx, the SDK asked again for some 20 s; a 409 it does not. The body names which.
+    if (error instanceof DecryptionError) return reply(c, { error: error.name, message: error.message }, 409);
     return reply(c, { error: error.name, message: error.message }, 500);
   });
   app.notFound((c) =>

@@ -117,6 +117,13 @@ export async function failedRunPruned(): Promise<void> {
   expect((await replay(kept)).map((part) => part.event)).toEqual(["metadata", "values", "values", "end"]);
 }
 
+/** An SDK call's HTTP status: 200 when it resolves, else the error (its `status` and `message`). */
+const status = (call: Promise<unknown>) =>
+  call.then(
+    () => 200,
+    (e: { status?: number; message: string }) => e,
+  );
+
 /**
  * Another tab changed the key: a replay (and any read) answers 409
  * `KeyChangedError` at once, asked once; `runs.get` still answers.
@@ -131,11 +138,6 @@ export async function keyChangedElsewhere(): Promise<void> {
   const { client, requests } = retryingClient(server);
   expect((await client.runs.get(threadId, failed)).status).toBe("error");
   expect((await client.runs.get(threadId, answered)).status).toBe("success");
-  const status = (call: Promise<unknown>) =>
-    call.then(
-      () => 200,
-      (e: { status?: number; message: string }) => e,
-    );
   for (const replay of [
     () => client.runs.joinStream(threadId, failed).next(),
     () => client.runs.join(threadId, answered),
@@ -151,4 +153,27 @@ export async function keyChangedElsewhere(): Promise<void> {
   const sent = requests();
   expect(await status(client.threads.getState(threadId))).toMatchObject({ status: 409 });
   expect(requests() - sent).toBe(1);
+}
+
+/**
+ * A server opened with a key that never opened its database (a wrong key
+ * from the start, not one another tab changed): a read answers 409
+ * `DecryptionError` at once, asked once, as the changed key does; no retry
+ * can open it either.
+ */
+export async function wrongKeyFromTheStart(): Promise<void> {
+  const { dbName, threadId, runIds } = await endedRuns("replay-wrong-key", ["hi"]);
+  const saver = new IndexedDBSaver({ dbName, serde: await rawKey(9) });
+  const { server } = await openServer("replay-wrong-key", false, { saver, graphs: { chat: failingChat() } });
+  const { client, requests } = retryingClient(server);
+  for (const read of [
+    () => client.threads.getState(threadId),
+    () => client.runs.join(threadId, runIds[0]!),
+    () => client.runs.joinStream(threadId, runIds[0]!).next(),
+  ]) {
+    const sent = requests();
+    // Before: a 500, which the SDK asked again 5 times over some 20 s.
+    expect(await status(read())).toMatchObject({ status: 409, message: expect.stringContaining("DecryptionError") });
+    expect(requests() - sent).toBe(1);
+  }
 }
