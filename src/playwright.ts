@@ -16,8 +16,10 @@
  * needs a real origin, so go to your app's URL first (not `about:blank`),
  * and use the app's `dbName`.
  *
- * This module runs in Node (the Playwright test process). See
- * docs/testing-apps.md.
+ * This module runs in Node (the Playwright test process, or any script
+ * driving a browser). The helpers need `playwright` only; `langgraphTest`
+ * needs `@playwright/test`, and without it throws when used, naming it.
+ * See docs/testing-apps.md.
  *
  * @example
  * ```ts

@@ -6,17 +6,19 @@
  * After each test the database is deleted with its wipe marker and journal,
  * so the next test (or a reused context) starts from nothing.
  */
-import {
-  test as base,
-  expect as baseExpect,
-  type Fixtures,
-  type Page,
-  type PlaywrightTestArgs,
-  type PlaywrightTestOptions,
-  type PlaywrightWorkerArgs,
-  type PlaywrightWorkerOptions,
-  type TestType,
-} from "@playwright/test";
+// Types only: the runner itself is loaded by test-runner.ts, where it is installed. Its types are
+// `playwright/test`'s (`@playwright/test` re-exports them), so that the declarations of a project
+// with `playwright` alone compile.
+import type {
+  Expect,
+  Fixtures,
+  Page,
+  PlaywrightTestArgs,
+  PlaywrightTestOptions,
+  PlaywrightWorkerArgs,
+  PlaywrightWorkerOptions,
+  TestType,
+} from "playwright/test";
 import type { AppEncryption } from "./encryption.js";
 import { setMatcherDefaults, threadMatchers } from "./matchers.js";
 import type { PageThreadState, SeededThread } from "./protocol.js";
@@ -40,6 +42,7 @@ import {
   type WaitForSyncStatusOptions,
 } from "./sync-status.js";
 import { openTab, setOffline } from "./tabs.js";
+import { loadTestRunner, unavailable, type PlaywrightTestModule } from "./test-runner.js";
 import { waitForCheckpoint, waitForThreadIdle, type WaitForThreadIdleOptions, type WaitOptions } from "./waits.js";
 
 /** Options of the `langgraph` fixture, set with `test.use({ langgraph: { … } })` or `test.use({ langgraphOptions: { … } })`. */
@@ -196,34 +199,42 @@ function isOptionsValue(value: unknown): value is LanggraphOptions & Record<stri
   return typeof value === "object" && value !== null && typeof (value as { seed?: unknown }).seed !== "function";
 }
 
-const extended = base.extend<LanggraphTestFixtures>({
-  langgraphOptions: [{}, { option: true }],
-  langgraph: async ({ page, langgraphOptions }, use) => {
-    await withHelpers(page, langgraphOptions, use);
-  },
-  _langgraphOptionsAsValue: [
-    async ({ page, langgraph, langgraphOptions }, use) => {
-      if (!isOptionsValue(langgraph)) return use();
-      const options: LanggraphOptions = { ...langgraphOptions, ...langgraph };
-      // The object is the one `test.use` was given, shared by the tests that use it: each test
-      // binds its own helpers onto it, and puts the options back as they were afterwards.
-      const given = { ...langgraph };
-      await withHelpers(page, options, async (helpers) => {
-        Object.assign(langgraph, helpers);
-        try {
-          await use();
-        } finally {
-          for (const key of Object.keys(langgraph)) delete langgraph[key];
-          Object.assign(langgraph, given);
-        }
-      });
+/** Playwright Test's `test` with the fixtures, and its `expect` with the matchers. */
+function extendRunner({ test, expect }: PlaywrightTestModule): LanggraphTestType {
+  const extended = test.extend<LanggraphTestFixtures>({
+    langgraphOptions: [{}, { option: true }],
+    langgraph: async ({ page, langgraphOptions }, use) => {
+      await withHelpers(page, langgraphOptions, use);
     },
-    { auto: true },
-  ],
-});
+    _langgraphOptionsAsValue: [
+      async ({ page, langgraph, langgraphOptions }, use) => {
+        if (!isOptionsValue(langgraph)) return use();
+        const options: LanggraphOptions = { ...langgraphOptions, ...langgraph };
+        // The object is the one `test.use` was given, shared by the tests that use it: each test
+        // binds its own helpers onto it, and puts the options back as they were afterwards.
+        const given = { ...langgraph };
+        await withHelpers(page, options, async (helpers) => {
+          Object.assign(langgraph, helpers);
+          try {
+            await use();
+          } finally {
+            for (const key of Object.keys(langgraph)) delete langgraph[key];
+            Object.assign(langgraph, given);
+          }
+        });
+      },
+      { auto: true },
+    ],
+  });
+  // Playwright types `use({ langgraph })` as the helpers; the options object is accepted at run time
+  // (the auto fixture `_langgraphOptionsAsValue` binds the helpers onto it), so the type says so.
+  return withMatchers(extended, expect.extend(threadMatchers)) as unknown as LanggraphTestType;
+}
 
-/** Playwright's `expect` with the thread matchers. */
-const expectWithMatchers = baseExpect.extend(threadMatchers);
+/** The fixture where the runner loaded; otherwise a stand-in whose every use throws why it did not. */
+function extendOrExplain(runner: PlaywrightTestModule | Error): LanggraphTestType {
+  return runner instanceof Error ? unavailable<LanggraphTestType>(runner) : extendRunner(runner);
+}
 
 type LanggraphTestArgs = PlaywrightTestArgs & PlaywrightTestOptions & LanggraphTestFixtures;
 type LanggraphWorkerArgs = PlaywrightWorkerArgs & PlaywrightWorkerOptions;
@@ -234,7 +245,7 @@ export interface TestWithThreadMatchers<TestArgs extends object, WorkerArgs exte
   WorkerArgs
 > {
   /** Playwright's `expect` with `toHaveThreadMessages`, `toHaveCheckpointCount` and `toBeInterruptedAt`. */
-  expect: typeof expectWithMatchers;
+  expect: Expect<typeof threadMatchers>;
   /**
    * Playwright's `test.extend`; the test it returns keeps the matchers on its `expect`, and
    * its `use` takes the `langgraph` options as this one does.
@@ -274,19 +285,17 @@ export interface LanggraphTestType extends TestWithThreadMatchers<LanggraphTestA
  * });
  * ```
  */
-// Playwright types `use({ langgraph })` as the helpers; the options object is accepted at run time
-// (the auto fixture `_langgraphOptionsAsValue` binds the helpers onto it), so the type says so.
-export const langgraphTest = withMatchers(extended) as unknown as LanggraphTestType;
+export const langgraphTest: LanggraphTestType = extendOrExplain(loadTestRunner());
 
 /**
  * `test` whose `expect` has the thread matchers, and whose `extend` returns
  * such a test again: Playwright gives an extended test its own plain
  * `expect`, so `langgraphTest.extend(…).expect` lost the matchers.
  */
-function withMatchers<T extends { extend: (...args: never[]) => unknown }>(test: T): T {
+function withMatchers<T extends { extend: (...args: never[]) => unknown }>(test: T, expect: unknown): T {
   const extend = test.extend.bind(test) as (...args: never[]) => { extend: (...args: never[]) => unknown };
   return Object.assign(test, {
-    expect: expectWithMatchers,
-    extend: (...args: never[]) => withMatchers(extend(...args)),
+    expect,
+    extend: (...args: never[]) => withMatchers(extend(...args), expect),
   });
 }

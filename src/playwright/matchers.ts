@@ -3,7 +3,7 @@
  * Playwright's web-first assertions until they pass or the expect timeout
  * ends, and failing with a readable diff of what was last seen.
  */
-import type { ExpectMatcherState, MatcherReturnType, Page } from "@playwright/test";
+import type { ExpectMatcherState, MatcherReturnType, Page } from "playwright/test";
 import { callPage } from "./inject.js";
 import type { PageThreadState } from "./protocol.js";
 import {
