@@ -141,6 +141,17 @@ async function retrying(
   attempt: (remaining: number) => Promise<Attempt>,
 ): Promise<MatcherReturnType> {
   const timeout = options.timeout ?? state.timeout;
+  // Another library's `expect` (Vitest's) has no timeout to give: the deadline was NaN, and a
+  // `.not` whose thread kept matching retried for ever.
+  if (typeof timeout !== "number" || !Number.isFinite(timeout)) {
+    throw new Error(
+      `${name} retries until Playwright Test's expect timeout, and this expect has none: use it through ` +
+        "@playwright/test (`npm install --save-dev @playwright/test`; langgraphTest.expect, or its " +
+        "expect.extend(threadMatchers)), or give the matcher a `timeout` (ms).",
+    );
+  }
+  // Vitest leaves `isNot` undefined outside `.not`, which ended the first try whatever it read.
+  const isNot = state.isNot === true;
   const deadline = Date.now() + timeout;
   for (;;) {
     let last: Attempt;
@@ -152,11 +163,11 @@ async function retrying(
       // dbName or a missing key would otherwise always pass), so it is retried, then fails.
       const text = error instanceof Error ? error.message : String(error);
       failed = true;
-      last = { pass: state.isNot, message: () => `The thread could not be read: ${text}` };
+      last = { pass: isNot, message: () => `The thread could not be read: ${text}` };
     }
-    if ((!failed && last.pass !== state.isNot) || Date.now() + 100 > deadline) {
-      const hint = state.utils.matcherHint(name, "page", "expected", { isNot: state.isNot });
-      const waited = failed || last.pass === state.isNot ? `\n\nRetried for ${timeout} ms.` : "";
+    if ((!failed && last.pass !== isNot) || Date.now() + 100 > deadline) {
+      const hint = state.utils.matcherHint(name, "page", "expected", { isNot });
+      const waited = failed || last.pass === isNot ? `\n\nRetried for ${timeout} ms.` : "";
       return { pass: last.pass, name, message: () => `${hint}\n\n${last.message(state)}${waited}` };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -19,6 +19,7 @@ import {
   seedThread,
   threadMatchers,
   waitForCheckpoint,
+  type ThreadMatcherOptions,
   waitForThreadIdle,
 } from "../../src/playwright.js";
 import { callPage, ensurePageApi } from "../../src/playwright/inject.js";
@@ -311,4 +312,29 @@ describe("a fan-out paused before its Sends run", () => {
       await page.close();
     }
   }, 60_000);
+});
+
+describe("the matchers on an expect that is not Playwright Test's", () => {
+  it("fail naming @playwright/test where that expect gives no timeout, and retry where given one", async () => {
+    // Vitest's expect: its matcher state has no `timeout`.
+    expect.extend(threadMatchers as unknown as Parameters<typeof expect.extend>[0]);
+    const vitestExpect = expect as unknown as (page: Page) => {
+      toHaveCheckpointCount(threadId: string, count: number, options?: ThreadMatcherOptions): Promise<void>;
+    };
+    const page = await browser.newPage();
+    try {
+      await page.goto(origin);
+      await seedThread(page, file, { dbName: "app", threadId: "counted" });
+      await expect(vitestExpect(page).toHaveCheckpointCount("counted", 999, { dbName: "app" })).rejects.toThrow(
+        /toHaveCheckpointCount retries until Playwright Test's expect timeout.*npm install --save-dev @playwright\/test/s,
+      );
+      // Given a timeout of its own, it retries there too (before, it read once: Vitest's `isNot` is
+      // undefined outside `.not`), and fails saying what it read.
+      await expect(
+        vitestExpect(page).toHaveCheckpointCount("counted", 999, { dbName: "app", timeout: 300 }),
+      ).rejects.toThrow(/Checkpoints of thread "counted" of database "app":.*Retried for 300 ms/s);
+    } finally {
+      await page.close();
+    }
+  }, 20_000);
 });
