@@ -11,27 +11,6 @@
  * opened with a key that never opened its database answers a read 409
  * `DecryptionError` as well.
  */
-import { afterEach, it } from "vitest";
-import { closeServers } from "../../test/support/agent-server/server.js";
-import {
-  failedRunAfterRekey,
-  failedRunPruned,
-  keyChangedElsewhere,
-  wrongKeyFromTheStart,
-} from "../../test/support/agent-server/replay.js";
+import { replayOutcomeTests } from "../../test/support/agent-server/replay.js";
 
-afterEach(closeServers);
-
-it(
-  "a failed run whose error event rekey sealed away replays as failed, not cut short; an answered one as finished",
-  failedRunAfterRekey,
-);
-it(
-  "a failed run whose events keepRunEvents pruned replays as failed, not cut short; an answered one as finished",
-  failedRunPruned,
-);
-it(
-  "another tab changed the key: a replay answers 409 KeyChangedError at once, and runs.get still answers",
-  keyChangedElsewhere,
-);
-it("a key that never opened the database: a read answers 409 DecryptionError at once", wrongKeyFromTheStart);
+replayOutcomeTests();

@@ -1,11 +1,12 @@
 /**
- * What a replay of a finished run tells (replay-outcomes tests, Node and
- * Chromium): a local agent server on an encrypting saver serving a chat
- * that fails on some messages, runs of it ended on one thread, and a run
- * replayed as the SDK reads it (`runs.joinStream`, `runs.join`), through
- * a client that retries as an app's does and counts its requests.
+ * What a replay of a finished run tells, as cases both replay-outcomes
+ * tests register ({@link replayOutcomeTests}: Node and Chromium): a local
+ * agent server on an encrypting saver serving a chat that fails on some
+ * messages, runs of it ended on one thread, and a run replayed as the SDK
+ * reads it (`runs.joinStream`, `runs.join`), through a client that retries
+ * as an app's does and counts its requests.
  */
-import { expect } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { Client } from "@langchain/langgraph-sdk";
 import { AIMessage } from "@langchain/core/messages";
 import { MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph/web";
@@ -13,7 +14,7 @@ import { EncryptedSerializer } from "../../../src/serde/encrypted/index.js";
 import { IndexedDBSaver } from "../../../src/saver/index.js";
 import type { LocalAgentServer } from "../../../src/agent-server/index.js";
 import { freshDbName } from "../databases.js";
-import { openServer } from "./server.js";
+import { closeServers, openServer } from "./server.js";
 
 /** What the failing graph's error says: a replay that opens its error event shows it. */
 export const FAILURE = "the model refused: quota";
@@ -83,7 +84,7 @@ export async function endedRuns(prefix: string, messages: readonly string[], kee
  * A failed run whose error event `rekey` sealed away replays as failed
  * (`RunFailedError`), not cut short; an answered one as finished.
  */
-export async function failedRunAfterRekey(): Promise<void> {
+async function failedRunAfterRekey(): Promise<void> {
   const { saver, client, threadId, runIds, replay } = await endedRuns("replay-rekey", ["fail now", "hi"]);
   const [failed, answered] = runIds as [string, string];
   const before = await replay(failed);
@@ -103,7 +104,7 @@ export async function failedRunAfterRekey(): Promise<void> {
 }
 
 /** A failed run whose events `keepRunEvents` pruned replays as failed, not cut short; an answered one as finished. */
-export async function failedRunPruned(): Promise<void> {
+async function failedRunPruned(): Promise<void> {
   const { client, threadId, runIds, replay } = await endedRuns("replay-pruned", ["fail first", "hi", "last"], 1);
   const [failed, answered, kept] = runIds as [string, string, string];
   const pruned = await replay(failed);
@@ -128,7 +129,7 @@ const status = (call: Promise<unknown>) =>
  * Another tab changed the key: a replay (and any read) answers 409
  * `KeyChangedError` at once, asked once; `runs.get` still answers.
  */
-export async function keyChangedElsewhere(): Promise<void> {
+async function keyChangedElsewhere(): Promise<void> {
   const { server, dbName, threadId, runIds } = await endedRuns("replay-key-changed", ["fail now", "hi"]);
   const [failed, answered] = runIds as [string, string];
   // Another tab's saver on the database changes its key: this tab's key no longer opens it.
@@ -161,7 +162,7 @@ export async function keyChangedElsewhere(): Promise<void> {
  * `DecryptionError` at once, asked once, as the changed key does; no retry
  * can open it either.
  */
-export async function wrongKeyFromTheStart(): Promise<void> {
+async function wrongKeyFromTheStart(): Promise<void> {
   const { dbName, threadId, runIds } = await endedRuns("replay-wrong-key", ["hi"]);
   const saver = new IndexedDBSaver({ dbName, serde: await rawKey(9) });
   const { server } = await openServer("replay-wrong-key", false, { saver, graphs: { chat: failingChat() } });
@@ -176,4 +177,22 @@ export async function wrongKeyFromTheStart(): Promise<void> {
     expect(await status(read())).toMatchObject({ status: 409, message: expect.stringContaining("DecryptionError") });
     expect(requests() - sent).toBe(1);
   }
+}
+
+/** Registers the replay cases above, each an `it`, with the servers they open closed after each. */
+export function replayOutcomeTests(): void {
+  afterEach(closeServers);
+  it(
+    "a failed run whose error event rekey sealed away replays as failed, not cut short; an answered one as finished",
+    failedRunAfterRekey,
+  );
+  it(
+    "a failed run whose events keepRunEvents pruned replays as failed, not cut short; an answered one as finished",
+    failedRunPruned,
+  );
+  it(
+    "another tab changed the key: a replay answers 409 KeyChangedError at once, and runs.get still answers",
+    keyChangedElsewhere,
+  );
+  it("a key that never opened the database: a read answers 409 DecryptionError at once", wrongKeyFromTheStart);
 }
