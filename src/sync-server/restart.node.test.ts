@@ -14,12 +14,8 @@ import { transaction } from "./sql.js";
 import { runSchemaStatements } from "./schema.js";
 import { startHoldingProxy } from "../../test/support/sync/holding-proxy.js";
 import { Reaper } from "../../test/support/reaper.js";
-import {
-  ServerProcess,
-  bundleForNode,
-  freePort,
-  type ServerBundle,
-} from "../../test/support/sync/convergence-server.js";
+import { ServerProcess, bundleForNode, type ServerBundle } from "../../test/support/sync/convergence-server.js";
+import { freePort } from "../../test/support/ports.js";
 
 let postgres: RunningPostgres;
 let server: SyncServer;

@@ -15,12 +15,8 @@ import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { authenticate, newUser, pushThread } from "../../test/support/sync/harness.js";
 import { schemaForFile } from "../../test/support/sync/own-schema.js";
-import {
-  bundleServer,
-  freePort,
-  ServerProcess,
-  type ServerBundle,
-} from "../../test/support/sync/convergence-server.js";
+import { bundleServer, ServerProcess, type ServerBundle } from "../../test/support/sync/convergence-server.js";
+import { freePort } from "../../test/support/ports.js";
 import { startSilentProxy, type SilentProxy } from "../../test/support/sync/silent-proxy.js";
 import { Reaper } from "../../test/support/reaper.js";
 import { decodeBody } from "../sync/protocol.js";

@@ -13,8 +13,6 @@ import { fileURLToPath } from "node:url";
 import { build } from "vite";
 import type { Reaper } from "../reaper.js";
 
-export { freePort } from "../ports.js";
-
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 /** A bundled script: where it is, and how to remove it. */

@@ -19,7 +19,8 @@ import pg from "pg";
 import { startPostgres, type RunningPostgres } from "../postgres.js";
 import { Reaper } from "../reaper.js";
 import { seeded } from "./harness.js";
-import { bundleServer, freePort, ServerProcess, type ServerBundle } from "./convergence-server.js";
+import { bundleServer, ServerProcess, type ServerBundle } from "./convergence-server.js";
+import { freePort } from "../ports.js";
 import { ChromiumDevice, startChromiumSite, type ChromiumSite } from "./convergence-chromium.js";
 import { openDevice, type DeviceOps, type DeviceSetup } from "./convergence-device.js";
 import {
