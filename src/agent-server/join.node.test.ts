@@ -128,7 +128,7 @@ describe("a run of another tab", () => {
     // first server's lock is in a realm the second cannot see: as if its tab had closed.
     const { run } = await heldRun(first.client, thread.thread_id, "lost", { streamMode: ["values"], at: "running" });
     const log = new RunLog(openAgentDatabase(`${first.saver.dbName}-agent-threads`, undefined));
-    await until(async () => (await log.events(run.run_id, -1)).some((event) => event.event === "values"));
+    await until(async () => (await log.stored(run.run_id)).events.some((event) => event.event === "values"));
     await log.close();
     const joined = await collect(second.client.runs.joinStream(thread.thread_id, run.run_id));
     expect(joined.map((part) => part.event)).toEqual(["metadata", "values", "error", "end"]);

@@ -48,15 +48,15 @@ it("keeps the events of a thread's newest runs only, and every record", async ()
     await log.save(record(3, "error"), events(3));
     // Not final: nothing pruned yet.
     await log.save(record(4, "running"), events(2));
-    expect((await log.events("run-2", -1)).length).toBe(3);
+    expect((await log.stored("run-2")).events.length).toBe(3);
     await log.save(record(4, "success"), events(4));
-    expect((await log.events("run-4", -1)).length).toBe(4);
-    expect((await log.events("run-3", -1)).length).toBe(3);
-    expect(await log.events("run-2", -1)).toEqual([]);
+    expect((await log.stored("run-4")).events.length).toBe(4);
+    expect((await log.stored("run-3")).events.length).toBe(3);
+    expect((await log.stored("run-2")).events).toEqual([]);
     // run-1 is not finished (a run still going, or cut short and not yet found so): its events stay.
-    expect((await log.events("run-1", -1)).length).toBe(3);
-    expect((await log.events("other-thread", -1)).length).toBe(3);
-    expect((await log.events("t2-running", -1)).length).toBe(3);
+    expect((await log.stored("run-1")).events.length).toBe(3);
+    expect((await log.stored("other-thread")).events.length).toBe(3);
+    expect((await log.stored("t2-running")).events.length).toBe(3);
     expect((await log.list("t1")).map((r) => r.run_id)).toEqual(["run-4", "run-3", "run-2", "run-1"]);
   } finally {
     await log.close();

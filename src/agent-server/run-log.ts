@@ -8,7 +8,7 @@
  */
 import type { Database, Tx } from "../idb/database.js";
 import type { RunRecord, SentEvent } from "./records.js";
-import type { AgentSchema, RunEventRow } from "./schema.js";
+import type { AgentSchema } from "./schema.js";
 import { eventSealing, type EventSealing } from "./event-seal.js";
 
 /** The statuses a run ends with. */
@@ -120,22 +120,20 @@ export class RunLog {
   }
 
   /**
-   * The run's stored events after the one with id `afterId` (all with -1), in
-   * order; a row of a shape this log never writes (edited on disk), or one
-   * that does not open beside an encrypting saver (event-seal.ts), is left out.
-   */
-  async events(runId: string, afterId: number): Promise<SentEvent[]> {
-    return this.#open(await this.#rows(runId, afterId));
-  }
-
-  /**
-   * What a replay of the run reads: its events (as {@link events} returns
-   * them), and what it must know of the rows left out, so that it can tell a
-   * failed run whose error event does not open from a run cut short.
+   * What a replay of the run reads: its stored events, in order (a row of a
+   * shape this log never writes, edited on disk, or one that does not open
+   * beside an encrypting saver, event-seal.ts, is left out), and what it must
+   * know of the rows left out, so that it can tell a failed run whose error
+   * event does not open from a run cut short.
    */
   async stored(runId: string): Promise<StoredEvents> {
-    const rows = await this.#rows(runId, -1);
-    const events = await this.#open(rows);
+    const range = this.#db.ranges.bound([runId, -1], [runId, Infinity], true);
+    const rows = await this.#db.read(
+      ["run_events"],
+      (tx) => tx.objectStore("run_events").getAll(range),
+      "read a run's events",
+    );
+    const events = (await this.#sealing.events(rows)).filter(isSentEvent);
     const opened = new Set(events.map((event) => event.id));
     // A row's id and name are kept clear (event-seal.ts): known even when its data does not open.
     // A loop, not Math.max(...ids): a long run's token events pass the arguments an engine takes in one call.
@@ -156,15 +154,6 @@ export class RunLog {
    */
   readable(): Promise<void> {
     return this.#sealing.ready();
-  }
-
-  #rows(runId: string, afterId: number): Promise<RunEventRow[]> {
-    const range = this.#db.ranges.bound([runId, afterId], [runId, Infinity], true);
-    return this.#db.read(["run_events"], (tx) => tx.objectStore("run_events").getAll(range), "read a run's events");
-  }
-
-  async #open(rows: readonly RunEventRow[]): Promise<SentEvent[]> {
-    return (await this.#sealing.events(rows)).filter(isSentEvent);
   }
 
   /** Sets a run's record to `record` if it is not final yet; the record now stored. */
